@@ -1,0 +1,14 @@
+//! volley's files: the run directory written while a test runs (and read back after), and
+//! readers for the result files other load tools write.
+//!
+//! Every reader turns a file into a [`volley_stats::Series`] (plus histograms when the file
+//! has per-request data), so the metric suite works the same on any source.
+
+pub mod error;
+pub mod hlog;
+pub mod ngrinder;
+pub mod numfmt;
+pub mod rundir;
+
+pub use error::{FormatError, Result};
+pub use rundir::{RunData, RunMeta, RunStatus, RunWriter};

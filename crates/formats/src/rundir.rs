@@ -1,0 +1,348 @@
+//! The run directory: written as the run goes and flushed every interval, so a run that is
+//! interrupted or killed half-way still reports on everything it recorded.
+//!
+//! ```text
+//! runs/<UTC time>_<name>/
+//!   run.json      what ran, and status: running | complete | interrupted | aborted
+//!   series.csv    one row per interval; the first 13 columns are nGrinder's output.csv
+//!   latency.hlog  HdrHistogram interval log, tags `ttfb` and `total`
+//!   report.md  report.json   written at the end
+//! ```
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use volley_stats::{ErrorKind, Interval, IntervalSample, LatencySummary, Series, new_histogram};
+
+use crate::error::{FormatError, Result};
+use crate::hlog::{self, LoggedHistogram, TAG_TOTAL, TAG_TTFB};
+use crate::ngrinder::{self, DROPPED, ELAPSED, HEADER, PERIOD};
+use crate::numfmt::ngrinder_number;
+
+/// File names inside a run directory.
+pub const RUN_JSON: &str = "run.json";
+/// The per-interval series.
+pub const SERIES_CSV: &str = "series.csv";
+/// The histogram log.
+pub const LATENCY_HLOG: &str = "latency.hlog";
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Still running (or killed without a chance to say otherwise).
+    Running,
+    /// Ran its planned course.
+    Complete,
+    /// Stopped early by the user (Ctrl-C).
+    Interrupted,
+    /// Stopped by volley itself (too many errors, a second Ctrl-C).
+    Aborted,
+}
+
+impl RunStatus {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Aborted => "aborted",
+        }
+    }
+}
+
+/// The first messages of one kind of error.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ErrorNote {
+    /// [`ErrorKind::name`].
+    pub kind: String,
+    /// How many in the whole run.
+    pub count: u64,
+    /// The first few distinct messages.
+    pub messages: Vec<String>,
+}
+
+/// `run.json`: what ran and how it ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// Layout version of the run directory.
+    pub schema: u32,
+    /// `volley <version>`.
+    pub tool: String,
+    /// The run's name.
+    pub name: String,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// Why it stopped early, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Start, RFC 3339 UTC.
+    pub started_at: String,
+    /// End, RFC 3339 UTC, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    /// Sampling interval, s.
+    pub interval_s: f64,
+    /// Seconds excluded from the start of every figure.
+    pub warmup_s: f64,
+    /// Planned length, s.
+    pub planned_duration_s: f64,
+    /// The plan as run (target, load shape, timings), for people and for `compare`.
+    pub plan: serde_json::Value,
+    /// The command line.
+    pub command: Vec<String>,
+    /// Host name of the machine that ran the load.
+    pub host: String,
+    /// Errors by kind with their first messages.
+    #[serde(default)]
+    pub errors: Vec<ErrorNote>,
+}
+
+/// Names of the columns volley appends after nGrinder's 13.
+fn extra_header() -> Vec<String> {
+    let mut h = vec![ELAPSED.to_string(), PERIOD.to_string()];
+    h.extend(ErrorKind::ALL.iter().map(|k| format!("Errors_{}", k.name())));
+    h.extend(
+        ["Reconnects", DROPPED, "TTFB_p50_(ms)", "TTFB_p99_(ms)", "Total_p99_(ms)"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    h
+}
+
+/// Writes a run directory while the run goes.
+#[derive(Debug)]
+pub struct RunWriter {
+    dir: PathBuf,
+    meta: RunMeta,
+    started: SystemTime,
+    series: BufWriter<File>,
+    hlog: BufWriter<File>,
+}
+
+impl RunWriter {
+    /// Creates `<root>/<UTC time>_<name>/` and writes the headers and a `running` run.json.
+    pub fn create(root: &Path, meta: RunMeta, started: SystemTime) -> Result<RunWriter> {
+        let stamp = jiff::Timestamp::try_from(started).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        let base = format!("{}_{}", stamp.strftime("%Y%m%dT%H%M%SZ"), sanitize(&meta.name));
+        let mut dir = root.join(&base);
+        for n in 2.. {
+            if !dir.exists() {
+                break;
+            }
+            dir = root.join(format!("{base}-{n}"));
+        }
+        fs::create_dir_all(&dir).map_err(|e| FormatError::io(&dir, e))?;
+        let open = |name: &str| {
+            let p = dir.join(name);
+            File::create(&p).map(BufWriter::new).map_err(|e| FormatError::io(p, e))
+        };
+        let mut series = open(SERIES_CSV)?;
+        let mut header: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
+        header.extend(extra_header());
+        writeln!(series, "{}", header.join(",")).map_err(|e| FormatError::io(dir.join(SERIES_CSV), e))?;
+        let mut hlog_out = open(LATENCY_HLOG)?;
+        hlog::write_header(&mut hlog_out, started).map_err(|e| FormatError::io(dir.join(LATENCY_HLOG), e))?;
+        let mut w = RunWriter { dir, meta, started, series, hlog: hlog_out };
+        w.flush()?;
+        w.write_meta()?;
+        Ok(w)
+    }
+
+    /// The directory being written.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The run.json contents so far.
+    pub fn meta_mut(&mut self) -> &mut RunMeta {
+        &mut self.meta
+    }
+
+    /// Appends one interval to `series.csv` and `latency.hlog` and flushes both.
+    pub fn write_interval(&mut self, sample: &IntervalSample, row: &Interval) -> Result<()> {
+        let wall = self.started + Duration::from_secs_f64(row.start_s + row.period_s);
+        let local = jiff::Timestamp::try_from(wall)
+            .map(|t| t.to_zoned(jiff::tz::TimeZone::system()).strftime("%Y-%m-%d %H:%M:%S").to_string())
+            .unwrap_or_default();
+        let mut fields: Vec<String> = ngrinder::format_row(&local, row).into();
+        let n = ngrinder_number;
+        let pct = |h: &Histogram<u64>, p: f64| if h.is_empty() { 0.0 } else { h.value_at_percentile(p) as f64 / 1000.0 };
+        fields.push(n(row.start_s));
+        fields.push(n(row.period_s));
+        fields.extend(sample.errors_by_kind.iter().map(|c| c.to_string()));
+        fields.push(sample.reconnects.to_string());
+        fields.push(sample.dropped.to_string());
+        fields.push(n(pct(&sample.ttfb, 50.0)));
+        fields.push(n(pct(&sample.ttfb, 99.0)));
+        fields.push(n(pct(&sample.total, 99.0)));
+        let path = self.dir.join(SERIES_CSV);
+        writeln!(self.series, "{}", fields.join(",")).map_err(|e| FormatError::io(&path, e))?;
+        let start = Duration::from_secs_f64(row.start_s);
+        let len = Duration::from_secs_f64(row.period_s);
+        let hpath = self.dir.join(LATENCY_HLOG);
+        hlog::write_interval(&mut self.hlog, &sample.ttfb, start, len, TAG_TTFB).map_err(|e| FormatError::io(&hpath, e))?;
+        hlog::write_interval(&mut self.hlog, &sample.total, start, len, TAG_TOTAL)
+            .map_err(|e| FormatError::io(&hpath, e))?;
+        self.flush()
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.series.flush().map_err(|e| FormatError::io(self.dir.join(SERIES_CSV), e))?;
+        self.hlog.flush().map_err(|e| FormatError::io(self.dir.join(LATENCY_HLOG), e))
+    }
+
+    /// Rewrites run.json atomically (temporary file, then rename).
+    pub fn write_meta(&self) -> Result<()> {
+        write_meta(&self.dir, &self.meta)
+    }
+
+    /// Records how the run ended and rewrites run.json.
+    pub fn finish(&mut self, status: RunStatus, reason: Option<String>) -> Result<()> {
+        self.flush()?;
+        self.meta.status = status;
+        self.meta.reason = reason;
+        self.meta.ended_at = Some(jiff::Timestamp::now().to_string());
+        self.write_meta()
+    }
+}
+
+/// Writes `meta` as `dir/run.json` atomically.
+pub fn write_meta(dir: &Path, meta: &RunMeta) -> Result<()> {
+    let tmp = dir.join(".run.json.tmp");
+    let json = serde_json::to_vec_pretty(meta).expect("run metadata serializes");
+    fs::write(&tmp, json).map_err(|e| FormatError::io(&tmp, e))?;
+    fs::rename(&tmp, dir.join(RUN_JSON)).map_err(|e| FormatError::io(dir.join(RUN_JSON), e))
+}
+
+fn sanitize(name: &str) -> String {
+    let s: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect();
+    if s.is_empty() { "run".to_string() } else { s }
+}
+
+/// A run directory read back.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// run.json.
+    pub meta: RunMeta,
+    /// series.csv.
+    pub series: Series,
+    /// latency.hlog, every interval.
+    pub histograms: Vec<LoggedHistogram>,
+    /// Errors by kind per interval, from series.csv.
+    pub errors_by_kind: Vec<[u64; 6]>,
+}
+
+impl RunData {
+    /// Whether `path` is a run directory.
+    pub fn is_run_dir(path: &Path) -> bool {
+        path.join(RUN_JSON).is_file() && path.join(SERIES_CSV).is_file()
+    }
+
+    /// Reads the run directory at `dir`.
+    pub fn read(dir: &Path) -> Result<RunData> {
+        let meta_path = dir.join(RUN_JSON);
+        let meta_text = fs::read_to_string(&meta_path).map_err(|e| FormatError::io(&meta_path, e))?;
+        let meta: RunMeta = serde_json::from_str(&meta_text).map_err(|e| {
+            FormatError::malformed(&meta_path, e.line() as u64, Some(e.column() as u64), e.to_string())
+        })?;
+        let file = ngrinder::read(&dir.join(SERIES_CSV))?;
+        let hpath = dir.join(LATENCY_HLOG);
+        let histograms = match fs::read(&hpath) {
+            Ok(bytes) => hlog::parse(&hpath, &bytes)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(FormatError::io(hpath, e)),
+        };
+        let kind_cols: Vec<Option<usize>> = ErrorKind::ALL
+            .iter()
+            .map(|k| file.header.iter().position(|h| *h == format!("Errors_{}", k.name())))
+            .collect();
+        let errors_by_kind = file
+            .rows
+            .iter()
+            .map(|r| {
+                let mut out = [0u64; 6];
+                for (o, c) in out.iter_mut().zip(&kind_cols) {
+                    *o = c.and_then(|c| r.get(c)).and_then(|v| v.parse().ok()).unwrap_or(0);
+                }
+                out
+            })
+            .collect();
+        Ok(RunData { dir: dir.to_path_buf(), meta, series: file.total, histograms, errors_by_kind })
+    }
+
+    /// All intervals' histograms of `tag` that start at or after `warmup_s`, merged.
+    pub fn merged(&self, tag: &str, warmup_s: f64) -> Histogram<u64> {
+        let mut h = new_histogram();
+        for l in self.histograms.iter().filter(|l| l.tag == tag && l.start_s + 1e-9 >= warmup_s) {
+            let _ = h.add(&l.histogram);
+        }
+        h
+    }
+
+    /// Per-request summary of `tag` after warm-up.
+    pub fn latency(&self, tag: &str, warmup_s: f64) -> Option<LatencySummary> {
+        LatencySummary::from_histogram(&self.merged(tag, warmup_s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> RunMeta {
+        RunMeta {
+            schema: 1,
+            tool: "volley test".into(),
+            name: "unit test".into(),
+            status: RunStatus::Running,
+            reason: None,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            ended_at: None,
+            interval_s: 1.0,
+            warmup_s: 0.0,
+            planned_duration_s: 2.0,
+            plan: serde_json::json!({"url": "http://127.0.0.1/"}),
+            command: vec!["volley".into()],
+            host: "h".into(),
+            errors: vec![],
+        }
+    }
+
+    #[test]
+    fn write_then_read() {
+        let root = tempfile::tempdir().unwrap();
+        let mut w = RunWriter::create(root.path(), meta(), SystemTime::now()).unwrap();
+        assert!(w.dir().file_name().unwrap().to_str().unwrap().ends_with("_unit-test"));
+        for i in 0..3u64 {
+            let mut s = IntervalSample::new(i);
+            s.record_success(1000 * (i + 1), 2000 * (i + 1), 0, 10);
+            s.record_error(ErrorKind::Timeout);
+            let row = s.to_interval(i as f64, 1.0, 4.0);
+            w.write_interval(&s, &row).unwrap();
+        }
+        // Readable while still running.
+        let mid = RunData::read(w.dir()).unwrap();
+        assert_eq!(mid.meta.status, RunStatus::Running);
+        assert_eq!(mid.series.intervals.len(), 3);
+        w.finish(RunStatus::Interrupted, Some("Ctrl-C".into())).unwrap();
+        let data = RunData::read(w.dir()).unwrap();
+        assert_eq!(data.meta.status, RunStatus::Interrupted);
+        assert_eq!(data.series.tests(), 3);
+        assert_eq!(data.series.errors(), 3);
+        assert_eq!(data.errors_by_kind[2][ErrorKind::Timeout.index()], 1);
+        assert_eq!(data.series.intervals[2].start_s, 2.0);
+        assert_eq!(data.merged(TAG_TTFB, 0.0).len(), 3);
+        assert_eq!(data.merged(TAG_TTFB, 1.0).len(), 2);
+        let header = fs::read_to_string(w.dir().join(SERIES_CSV)).unwrap();
+        assert!(header.starts_with(&HEADER.join(",")));
+    }
+}

@@ -1,0 +1,98 @@
+//! Per-request latency figures from HdrHistograms (values in microseconds).
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Highest value a latency histogram tracks exactly: one hour, in µs.
+pub const MAX_TRACKED_US: u64 = 3_600_000_000;
+
+/// A latency histogram in µs with 3 significant digits, the precision every run uses so
+/// that histograms from any interval, worker or machine merge losslessly.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_TRACKED_US, 3).expect("static bounds are valid")
+}
+
+/// The percentiles a report shows, in the order it shows them.
+pub const REPORTED_PERCENTILES: [f64; 6] = [50.0, 90.0, 95.0, 99.0, 99.9, 99.99];
+
+/// Per-request latency figures in milliseconds.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LatencySummary {
+    /// Requests counted.
+    pub count: u64,
+    /// Fastest, ms.
+    pub min_ms: f64,
+    /// Arithmetic mean, ms.
+    pub mean_ms: f64,
+    /// Median, ms.
+    pub p50_ms: f64,
+    /// 90th percentile, ms.
+    pub p90_ms: f64,
+    /// 95th percentile, ms.
+    pub p95_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// 99.9th percentile, ms.
+    pub p99_9_ms: f64,
+    /// 99.99th percentile, ms.
+    pub p99_99_ms: f64,
+    /// Slowest, ms.
+    pub max_ms: f64,
+}
+
+impl LatencySummary {
+    /// Summarises a µs histogram; `None` when it is empty.
+    pub fn from_histogram(h: &Histogram<u64>) -> Option<Self> {
+        if h.is_empty() {
+            return None;
+        }
+        let ms = |us: u64| us as f64 / 1000.0;
+        let q = |p: f64| ms(h.value_at_percentile(p));
+        Some(LatencySummary {
+            count: h.len(),
+            min_ms: ms(h.min()),
+            mean_ms: h.mean() / 1000.0,
+            p50_ms: q(50.0),
+            p90_ms: q(90.0),
+            p95_ms: q(95.0),
+            p99_ms: q(99.0),
+            p99_9_ms: q(99.9),
+            p99_99_ms: q(99.99),
+            max_ms: ms(h.max()),
+        })
+    }
+
+    /// `(label, value)` pairs in display order.
+    pub fn rows(&self) -> [(&'static str, f64); 9] {
+        [
+            ("min", self.min_ms),
+            ("mean", self.mean_ms),
+            ("p50", self.p50_ms),
+            ("p90", self.p90_ms),
+            ("p95", self.p95_ms),
+            ("p99", self.p99_ms),
+            ("p99.9", self.p99_9_ms),
+            ("p99.99", self.p99_99_ms),
+            ("max", self.max_ms),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_of_uniform_values() {
+        let mut h = new_histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let s = LatencySummary::from_histogram(&h).unwrap();
+        assert_eq!(s.count, 1000);
+        assert!((s.p50_ms - 500.0).abs() <= 0.5, "{}", s.p50_ms);
+        assert!((s.p99_ms - 990.0).abs() <= 1.0, "{}", s.p99_ms);
+        assert!((s.max_ms - 1000.0).abs() <= 1.0);
+        assert!(LatencySummary::from_histogram(&new_histogram()).is_none());
+    }
+}

@@ -1,0 +1,16 @@
+//! Pure numbers for volley: the per-interval series, the raw per-interval samples the
+//! engine records, and the metric suite computed from them.
+//!
+//! Nothing here touches the disk or the network, so every figure a report shows can be
+//! recomputed from a series that any tool wrote (see `docs/metrics.md` in the design notes).
+
+pub mod latency;
+pub mod percentile;
+pub mod sample;
+pub mod series;
+pub mod suite;
+
+pub use latency::{LatencySummary, new_histogram};
+pub use sample::{ErrorKind, IntervalSample};
+pub use series::{Interval, Series};
+pub use suite::{SeedSuite, SuiteOptions, TpsTail};

@@ -1,0 +1,213 @@
+//! What the engine records for one interval: raw sums and histograms, mergeable across
+//! workers, from which the interval's [`Interval`] row is derived.
+
+use hdrhistogram::Histogram;
+
+use crate::latency::new_histogram;
+use crate::series::Interval;
+
+/// Why a request failed. Transport kinds first, then the ones decided on a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorKind {
+    /// The connection could not be made (refused, unreachable, DNS).
+    Connect,
+    /// The request did not finish within its timeout.
+    Timeout,
+    /// The connection was reset or closed mid-request.
+    Reset,
+    /// The TLS handshake failed.
+    Tls,
+    /// The response had an unexpected HTTP status.
+    Status,
+    /// Anything else on the wire (malformed response, HTTP/2 protocol errors).
+    Protocol,
+}
+
+impl ErrorKind {
+    /// Every kind, in column order.
+    pub const ALL: [ErrorKind; 6] = [
+        ErrorKind::Connect,
+        ErrorKind::Timeout,
+        ErrorKind::Reset,
+        ErrorKind::Tls,
+        ErrorKind::Status,
+        ErrorKind::Protocol,
+    ];
+
+    /// A short stable name, used in column headers and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Status => "status",
+            ErrorKind::Protocol => "protocol",
+        }
+    }
+
+    /// Position in [`ErrorKind::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Raw accumulators for one interval. Times in microseconds.
+#[derive(Debug, Clone)]
+pub struct IntervalSample {
+    /// Index of the interval from the start of the run.
+    pub index: u64,
+    /// Successful requests.
+    pub tests: u64,
+    /// Failed requests, all kinds.
+    pub errors: u64,
+    /// Failed requests by [`ErrorKind::index`].
+    pub errors_by_kind: [u64; 6],
+    /// Responses with status >= 400 (counted even when the status was expected).
+    pub response_errors: u64,
+    /// Sum and sum of squares of successful requests' total time (µs, µs²).
+    pub total_sum_us: u64,
+    /// Sum of squares of total time, for the standard deviation.
+    pub total_sumsq_us: f64,
+    /// Sum of successful requests' time to first byte, µs.
+    pub ttfb_sum_us: u64,
+    /// Sum of connection set-up time (TCP + TLS) of successful requests, µs.
+    pub connect_sum_us: u64,
+    /// Response bytes received (headers excluded) by successful requests.
+    pub bytes: u64,
+    /// New connections opened after a failure (keep-alive broken).
+    pub reconnects: u64,
+    /// Open-model arrivals with no free VU.
+    pub dropped: u64,
+    /// Time to first byte of successful requests, µs.
+    pub ttfb: Histogram<u64>,
+    /// Total time of successful requests, µs.
+    pub total: Histogram<u64>,
+}
+
+impl IntervalSample {
+    /// An empty sample for interval `index`.
+    pub fn new(index: u64) -> Self {
+        IntervalSample {
+            index,
+            tests: 0,
+            errors: 0,
+            errors_by_kind: [0; 6],
+            response_errors: 0,
+            total_sum_us: 0,
+            total_sumsq_us: 0.0,
+            ttfb_sum_us: 0,
+            connect_sum_us: 0,
+            bytes: 0,
+            reconnects: 0,
+            dropped: 0,
+            ttfb: new_histogram(),
+            total: new_histogram(),
+        }
+    }
+
+    /// Records one successful request.
+    pub fn record_success(&mut self, ttfb_us: u64, total_us: u64, connect_us: u64, bytes: u64) {
+        self.tests += 1;
+        self.total_sum_us += total_us;
+        self.total_sumsq_us += (total_us as f64) * (total_us as f64);
+        self.ttfb_sum_us += ttfb_us;
+        self.connect_sum_us += connect_us;
+        self.bytes += bytes;
+        // Values beyond the histogram's bounds saturate rather than being lost.
+        self.ttfb.saturating_record(ttfb_us.max(1));
+        self.total.saturating_record(total_us.max(1));
+    }
+
+    /// Records one failed request.
+    pub fn record_error(&mut self, kind: ErrorKind) {
+        self.errors += 1;
+        self.errors_by_kind[kind.index()] += 1;
+    }
+
+    /// Adds another worker's sample of the same interval.
+    pub fn merge(&mut self, other: &IntervalSample) {
+        self.tests += other.tests;
+        self.errors += other.errors;
+        for (a, b) in self.errors_by_kind.iter_mut().zip(other.errors_by_kind) {
+            *a += b;
+        }
+        self.response_errors += other.response_errors;
+        self.total_sum_us += other.total_sum_us;
+        self.total_sumsq_us += other.total_sumsq_us;
+        self.ttfb_sum_us += other.ttfb_sum_us;
+        self.connect_sum_us += other.connect_sum_us;
+        self.bytes += other.bytes;
+        self.reconnects += other.reconnects;
+        self.dropped += other.dropped;
+        // Both histograms share bounds, so adding cannot fail.
+        let _ = self.ttfb.add(&other.ttfb);
+        let _ = self.total.add(&other.total);
+    }
+
+    /// The nGrinder-shaped row for this sample.
+    pub fn to_interval(&self, start_s: f64, period_s: f64, vusers: f64) -> Interval {
+        let n = self.tests as f64;
+        let per_test = |sum_us: u64| if self.tests == 0 { 0.0 } else { sum_us as f64 / n / 1000.0 };
+        let mean_us = if self.tests == 0 { 0.0 } else { self.total_sum_us as f64 / n };
+        let var_us = if self.tests == 0 {
+            0.0
+        } else {
+            (self.total_sumsq_us / n - mean_us * mean_us).max(0.0)
+        };
+        let period = if period_s > 0.0 { period_s } else { 1.0 };
+        Interval {
+            start_s,
+            period_s,
+            vusers,
+            tests: self.tests,
+            errors: self.errors,
+            tps: n / period,
+            mean_test_time_ms: mean_us / 1000.0,
+            test_time_sd_ms: var_us.sqrt() / 1000.0,
+            mttfb_ms: per_test(self.ttfb_sum_us),
+            mean_response_length: if self.tests == 0 { 0.0 } else { self.bytes as f64 / n },
+            response_bytes_per_second: self.bytes as f64 / period,
+            response_errors: self.response_errors,
+            mean_resolve_ms: 0.0,
+            mean_connect_ms: per_test(self.connect_sum_us),
+            dropped: self.dropped,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_from_sample() {
+        let mut s = IntervalSample::new(0);
+        s.record_success(1_000, 2_000, 0, 100);
+        s.record_success(3_000, 4_000, 500, 300);
+        s.record_error(ErrorKind::Timeout);
+        let row = s.to_interval(0.0, 2.0, 5.0);
+        assert_eq!(row.tests, 2);
+        assert_eq!(row.errors, 1);
+        assert_eq!(row.tps, 1.0);
+        assert!((row.mttfb_ms - 2.0).abs() < 1e-9);
+        assert!((row.mean_test_time_ms - 3.0).abs() < 1e-9);
+        assert!((row.test_time_sd_ms - 1.0).abs() < 1e-9);
+        assert!((row.mean_connect_ms - 0.25).abs() < 1e-9);
+        assert_eq!(row.mean_response_length, 200.0);
+        assert_eq!(row.response_bytes_per_second, 200.0);
+    }
+
+    #[test]
+    fn merge_adds_everything() {
+        let mut a = IntervalSample::new(3);
+        let mut b = IntervalSample::new(3);
+        a.record_success(10, 20, 0, 1);
+        b.record_success(30, 40, 0, 1);
+        b.record_error(ErrorKind::Connect);
+        a.merge(&b);
+        assert_eq!((a.tests, a.errors, a.errors_by_kind[0]), (2, 1, 1));
+        assert_eq!(a.ttfb.len(), 2);
+        assert_eq!(a.total.max(), 40);
+    }
+}

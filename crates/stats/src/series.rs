@@ -1,0 +1,75 @@
+//! The per-interval series: one row per sampling interval, the shape every tool's
+//! per-interval output (and ours) reduces to.
+
+/// One sampling interval, in nGrinder's terms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Interval {
+    /// Seconds from the start of the run to the start of this interval.
+    pub start_s: f64,
+    /// Length of the interval in seconds (the last one of a stopped run may be shorter).
+    pub period_s: f64,
+    /// Virtual users running when the interval was sampled.
+    pub vusers: f64,
+    /// Requests (tests) that succeeded in the interval.
+    pub tests: u64,
+    /// Requests that failed in the interval.
+    pub errors: u64,
+    /// Successful tests per second.
+    pub tps: f64,
+    /// Mean total time of the successful tests, ms.
+    pub mean_test_time_ms: f64,
+    /// Standard deviation of the successful tests' total time, ms.
+    pub test_time_sd_ms: f64,
+    /// Mean time to first byte of the successful tests, ms.
+    pub mttfb_ms: f64,
+    /// Mean response length per test, bytes.
+    pub mean_response_length: f64,
+    /// Response bytes per second.
+    pub response_bytes_per_second: f64,
+    /// HTTP responses with status >= 400, whether or not they failed the test.
+    pub response_errors: u64,
+    /// Mean host resolution time per test, ms.
+    pub mean_resolve_ms: f64,
+    /// Mean connection set-up time per test, ms.
+    pub mean_connect_ms: f64,
+    /// Open-model arrivals that found no free VU (0 for closed-model runs).
+    pub dropped: u64,
+}
+
+/// A whole series plus what is known about where it came from.
+#[derive(Debug, Clone, Default)]
+pub struct Series {
+    /// The rows, in time order.
+    pub intervals: Vec<Interval>,
+}
+
+impl Series {
+    /// Rows that start at or after `warmup_s` seconds.
+    pub fn after_warmup(&self, warmup_s: f64) -> Series {
+        Series {
+            intervals: self
+                .intervals
+                .iter()
+                .filter(|i| i.start_s + 1e-9 >= warmup_s)
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// The nominal sampling interval: the most common period, in seconds.
+    pub fn nominal_interval_s(&self) -> f64 {
+        let mut periods: Vec<f64> = self.intervals.iter().map(|i| i.period_s).collect();
+        periods.sort_by(f64::total_cmp);
+        periods.get(periods.len() / 2).copied().unwrap_or(1.0)
+    }
+
+    /// Total successful tests.
+    pub fn tests(&self) -> u64 {
+        self.intervals.iter().map(|i| i.tests).sum()
+    }
+
+    /// Total failed tests.
+    pub fn errors(&self) -> u64 {
+        self.intervals.iter().map(|i| i.errors).sum()
+    }
+}

@@ -1,0 +1,190 @@
+//! The seed metric suite: the numbers users already publish, computed exactly as the
+//! published pandas script computes them from a per-interval series.
+
+use serde::Serialize;
+
+use crate::percentile::numpy_percentile;
+use crate::series::Series;
+
+/// Which tail of the per-interval TPS distribution "TPS p99" means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TpsTail {
+    /// "TPS p99" is the 1st percentile: 99 % of intervals reached at least this throughput.
+    #[default]
+    Low,
+    /// "TPS p99" is the 99th percentile of per-interval TPS.
+    High,
+}
+
+impl TpsTail {
+    /// The label every output shows beside TPS percentiles.
+    pub fn label(self) -> &'static str {
+        match self {
+            TpsTail::Low => "low tail: pX = throughput reached in X% of intervals",
+            TpsTail::High => "high tail: pX = X-th percentile of per-interval TPS",
+        }
+    }
+}
+
+/// Options for [`SeedSuite::compute`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SuiteOptions {
+    /// Which TPS tail to report.
+    pub tps_tail: TpsTail,
+}
+
+/// The seed suite, field names as in the published fixtures' `.expected.json`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SeedSuite {
+    /// Σ tests + Σ errors.
+    pub total_tests: u64,
+    /// Σ errors.
+    pub errors: u64,
+    /// Σ errors / total · 100.
+    pub error_rate_pct: f64,
+    /// Plain mean of per-interval TPS.
+    pub tps_avg: f64,
+    /// TPS p50 (tail per `tps_tail`).
+    pub tps_p50: f64,
+    /// TPS p95.
+    pub tps_p95: f64,
+    /// TPS p99.
+    pub tps_p99: f64,
+    /// TPS p99.9.
+    pub tps_p99_9: f64,
+    /// Tail used for the TPS percentiles.
+    pub tps_tail: TpsTail,
+    /// MTTFB weighted by successful tests, ms.
+    pub mttfb_avg_ms: f64,
+    /// Percentiles of per-interval MTTFB, ms.
+    pub mttfb_p50_ms: f64,
+    /// p95 of per-interval MTTFB.
+    pub mttfb_p95_ms: f64,
+    /// p99 of per-interval MTTFB.
+    pub mttfb_p99_ms: f64,
+    /// p99.9 of per-interval MTTFB.
+    pub mttfb_p99_9_ms: f64,
+    /// Mean absolute change of MTTFB between consecutive intervals, ms.
+    pub mttfb_avg_diff_ms: f64,
+    /// The published variability formula, %.
+    pub mttfb_variability_pct: f64,
+    /// Intervals counted.
+    pub intervals: usize,
+    /// Intervals left out of the variability sum because their MTTFB was 0.
+    pub variability_zero_intervals: usize,
+}
+
+impl SeedSuite {
+    /// Computes the suite over every interval of `series` (exclude warm-up first).
+    pub fn compute(series: &Series, opts: SuiteOptions) -> SeedSuite {
+        let rows = &series.intervals;
+        let tests = series.tests();
+        let errors = series.errors();
+        let total = tests + errors;
+        let tps: Vec<f64> = rows.iter().map(|r| r.tps).collect();
+        let mttfb: Vec<f64> = rows.iter().map(|r| r.mttfb_ms).collect();
+        let tps_at = |x: f64| {
+            let p = match opts.tps_tail {
+                TpsTail::Low => 100.0 - x,
+                TpsTail::High => x,
+            };
+            numpy_percentile(&tps, p).unwrap_or(f64::NAN)
+        };
+        let mttfb_at = |x: f64| numpy_percentile(&mttfb, x).unwrap_or(f64::NAN);
+        let weighted: f64 = rows.iter().map(|r| r.mttfb_ms * r.tests as f64).sum();
+        let (variability, zero) = variability(series);
+        SeedSuite {
+            total_tests: total,
+            errors,
+            error_rate_pct: ratio(errors as f64 * 100.0, total as f64),
+            tps_avg: mean(&tps),
+            tps_p50: tps_at(50.0),
+            tps_p95: tps_at(95.0),
+            tps_p99: tps_at(99.0),
+            tps_p99_9: tps_at(99.9),
+            tps_tail: opts.tps_tail,
+            mttfb_avg_ms: ratio(weighted, tests as f64),
+            mttfb_p50_ms: mttfb_at(50.0),
+            mttfb_p95_ms: mttfb_at(95.0),
+            mttfb_p99_ms: mttfb_at(99.0),
+            mttfb_p99_9_ms: mttfb_at(99.9),
+            mttfb_avg_diff_ms: mean(&mttfb.windows(2).map(|w| (w[1] - w[0]).abs()).collect::<Vec<_>>()),
+            mttfb_variability_pct: variability,
+            intervals: rows.len(),
+            variability_zero_intervals: zero,
+        }
+    }
+}
+
+/// The published script's variability: its pandas index alignment makes the denominator
+/// the *current* interval and drops the last pair. Returns the value and how many
+/// intervals were left out because their MTTFB was 0.
+fn variability(series: &Series) -> (f64, usize) {
+    let rows = &series.intervals;
+    let (mut num, mut den, mut zero) = (0.0, 0.0, 0);
+    for i in 1..rows.len().saturating_sub(1) {
+        let (cur, prev) = (&rows[i], &rows[i - 1]);
+        if cur.mttfb_ms == 0.0 {
+            zero += 1;
+            continue;
+        }
+        let w = cur.tests as f64;
+        num += ((cur.mttfb_ms - prev.mttfb_ms) / cur.mttfb_ms).abs() * 100.0 * w;
+        den += w;
+    }
+    (ratio(num, den), zero)
+}
+
+fn mean(v: &[f64]) -> f64 {
+    ratio(v.iter().sum(), v.len() as f64)
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b == 0.0 { f64::NAN } else { a / b }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::Interval;
+
+    fn series(mttfb: &[f64], tests: &[u64]) -> Series {
+        Series {
+            intervals: mttfb
+                .iter()
+                .zip(tests)
+                .map(|(&m, &t)| Interval { mttfb_ms: m, tests: t, tps: t as f64, period_s: 1.0, ..Default::default() })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn variability_matches_the_documented_check() {
+        let s = series(&[100.0, 110.0, 90.0, 120.0, 100.0], &[10, 20, 30, 40, 50]);
+        let suite = SeedSuite::compute(&s, SuiteOptions::default());
+        assert!((suite.mttfb_variability_pct - 20.5387).abs() < 1e-3, "{}", suite.mttfb_variability_pct);
+        assert_eq!(suite.mttfb_avg_diff_ms, 20.0);
+        // weighted mean: (1000+2200+2700+4800+5000)/150
+        assert!((suite.mttfb_avg_ms - 15700.0 / 150.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn tps_tails() {
+        let s = series(&[1.0; 5], &[10, 20, 30, 40, 50]);
+        let low = SeedSuite::compute(&s, SuiteOptions { tps_tail: TpsTail::Low });
+        let high = SeedSuite::compute(&s, SuiteOptions { tps_tail: TpsTail::High });
+        assert!((low.tps_p99 - 10.4).abs() < 1e-9);
+        assert!((high.tps_p99 - 49.6).abs() < 1e-9);
+        assert_eq!(low.tps_p50, 30.0);
+        assert_eq!(low.tps_avg, 30.0);
+    }
+
+    #[test]
+    fn zero_mttfb_intervals_are_left_out() {
+        let s = series(&[100.0, 0.0, 100.0, 100.0], &[10, 0, 10, 10]);
+        let suite = SeedSuite::compute(&s, SuiteOptions::default());
+        assert_eq!(suite.variability_zero_intervals, 1);
+        assert_eq!(suite.mttfb_variability_pct, 100.0);
+    }
+}
