@@ -1,1 +1,38 @@
-fn main() {}
+//! The `volley` binary: turns flags into a validated configuration and hands it to the
+//! library crates. Exit codes: 0 ok, 1 thresholds failed, 2 usage or input error.
+
+mod args;
+mod progress;
+mod report_cmd;
+mod run_cmd;
+mod signals;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+/// Exit code for usage or input errors.
+const EXIT_INPUT: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_INPUT } else { 0 });
+        }
+    };
+    let result = match cli.command {
+        Command::Run(a) => run_cmd::run(*a),
+        Command::Report(a) => report_cmd::report(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("volley: error: {e:#}");
+            ExitCode::from(EXIT_INPUT)
+        }
+    }
+}

@@ -1,1 +1,18 @@
-//! volley-engine
+//! Executes a plan: virtual users on one event loop per thread, each with its own
+//! keep-alive connection, timing every request's phases, and a recorder that hands the
+//! caller one merged [`volley_stats::IntervalSample`] per sampling interval.
+//!
+//! The hot path is kept as small as wrk's: a VU loop, a connection, and per-thread
+//! accumulators that no other thread touches until the interval is over.
+
+mod client;
+mod recorder;
+mod run;
+mod target;
+mod timed_io;
+mod tls;
+mod vu;
+
+pub use run::{EngineConfig, Event, Run, RunControl, RunEnd, StopReason, start};
+pub use target::{Target, TargetError, preflight};
+pub use tls::TlsOptions;

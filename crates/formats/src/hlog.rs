@@ -25,7 +25,6 @@ pub fn write_header(out: &mut impl Write, start: SystemTime) -> std::io::Result<
         .add_comment("volley latency log: values in microseconds; tags ttfb (time to first byte) and total")
         .with_start_time(start)
         .with_base_time(start)
-        .with_max_value_divisor(1000.0)
         .begin_log_with(out, &mut ser)?;
     Ok(())
 }
@@ -39,7 +38,7 @@ pub fn write_interval(
     tag: &str,
 ) -> std::io::Result<()> {
     let mut ser = V2DeflateSerializer::new();
-    let mut w = IntervalLogWriterBuilder::new().with_max_value_divisor(1000.0).begin_log_with(out, &mut ser)?;
+    let mut w = IntervalLogWriterBuilder::new().begin_log_with(out, &mut ser)?;
     w.write_histogram(h, start, length, Tag::new(tag))
         .map_err(|e| std::io::Error::other(format!("{e:?}")))
 }

@@ -1,1 +1,10 @@
-//! volley-report
+//! Reports: the figures of a run (or of any result file) laid out for a terminal, for
+//! Markdown (the seeds' table layout) and as JSON with a stable schema.
+//!
+//! Nothing here computes a metric: [`RunReport`] gathers what `volley-stats` computed.
+
+mod model;
+mod render;
+
+pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION};
+pub use render::{group_thousands, markdown, table};

@@ -1,0 +1,147 @@
+//! Raw command-line flags, as clap parses them.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Load testing and performance analysis for backend developers.
+#[derive(Debug, Parser)]
+#[command(name = "volley", version, about, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run a load test against a URL and record every request.
+    Run(Box<RunArgs>),
+    /// Report the metric suite of a run directory or a result file.
+    Report(ReportArgs),
+}
+
+/// `volley run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The URL every virtual user requests.
+    #[arg(long)]
+    pub(crate) url: String,
+    /// HTTP method.
+    #[arg(long, short = 'X', default_value = "GET")]
+    pub(crate) method: String,
+    /// A request header, `Name: value` (repeatable).
+    #[arg(long = "header", short = 'H')]
+    pub(crate) headers: Vec<String>,
+    /// Request body.
+    #[arg(long, conflicts_with = "body_file")]
+    pub(crate) body: Option<String>,
+    /// Request body read from a file.
+    #[arg(long)]
+    pub(crate) body_file: Option<PathBuf>,
+    /// Virtual users (closed model).
+    #[arg(long, conflicts_with = "stages")]
+    pub(crate) vus: Option<u64>,
+    /// Test length (with --vus); e.g. 30s, 10m.
+    #[arg(long, conflicts_with = "stages")]
+    pub(crate) duration: Option<String>,
+    /// Ramp from 0 to --vus over this time, part of --duration.
+    #[arg(long, conflicts_with = "stages")]
+    pub(crate) ramp_up: Option<String>,
+    /// Ramping stages DURATION:VUS,..., linear between targets; e.g. "2m:50,2m:100,1m:0".
+    #[arg(long)]
+    pub(crate) stages: Option<String>,
+    /// Start an iteration at most once per this time per VU (e.g. 1s: one call per second per user).
+    #[arg(long)]
+    pub(crate) pacing: Option<String>,
+    /// Pause after every iteration.
+    #[arg(long)]
+    pub(crate) think_time: Option<String>,
+    /// A request not complete after this fails as a timeout.
+    #[arg(long, default_value = "60s")]
+    pub(crate) timeout: String,
+    /// Sampling interval of the series.
+    #[arg(long, default_value = "1s")]
+    pub(crate) interval: String,
+    /// Exclude this much from the start of every reported figure.
+    #[arg(long)]
+    pub(crate) warmup: Option<String>,
+    /// Statuses that count as success, e.g. "200-299,404" (default: below 400).
+    #[arg(long)]
+    pub(crate) expect_status: Option<String>,
+    /// Name of the run (used in the directory name and reports).
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+    /// Where run directories are written.
+    #[arg(long, short = 'o', default_value = "runs")]
+    pub(crate) output: PathBuf,
+    /// Trust any TLS certificate.
+    #[arg(long)]
+    pub(crate) insecure: bool,
+    /// Also trust the CA certificates in this PEM file.
+    #[arg(long)]
+    pub(crate) cacert: Option<PathBuf>,
+    /// Speak HTTP/2 (prior knowledge on http://; on https:// ALPN picks it when offered).
+    #[arg(long)]
+    pub(crate) http2: bool,
+    /// Do not stop when more than half of all requests fail for 10 s.
+    #[arg(long)]
+    pub(crate) no_error_stop: bool,
+    /// Worker threads (event loops); default: one per core.
+    #[arg(long)]
+    pub(crate) threads: Option<usize>,
+    /// How long in-flight requests may finish once the run stops.
+    #[arg(long, default_value = "5s")]
+    pub(crate) grace: String,
+    /// Progress output: auto (a live line on a terminal), plain (a line per interval), none.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub(crate) progress: ProgressMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ProgressMode {
+    Auto,
+    Plain,
+    None,
+}
+
+/// `volley report`.
+#[derive(Debug, Args)]
+pub(crate) struct ReportArgs {
+    /// Run directories or result files.
+    #[arg(required = true)]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    pub(crate) format: ReportFormat,
+    /// Exclude this much from the start (default: the run's own warm-up).
+    #[arg(long)]
+    pub(crate) warmup: Option<String>,
+    /// Which tail "TPS p99" means: low (reached in 99% of intervals) or high.
+    #[arg(long, value_enum, default_value_t = Tail::Low)]
+    pub(crate) tps_tail: Tail,
+    /// Write to this file instead of standard output.
+    #[arg(long, short = 'o')]
+    pub(crate) output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ReportFormat {
+    Table,
+    Md,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Tail {
+    Low,
+    High,
+}
+
+impl From<Tail> for volley_stats::TpsTail {
+    fn from(t: Tail) -> Self {
+        match t {
+            Tail::Low => volley_stats::TpsTail::Low,
+            Tail::High => volley_stats::TpsTail::High,
+        }
+    }
+}

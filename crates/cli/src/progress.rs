@@ -1,0 +1,57 @@
+//! Live progress: a status line redrawn in place on a terminal, plain lines otherwise.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use volley_stats::{Interval, IntervalSample};
+
+use crate::args::ProgressMode;
+
+pub(crate) struct Progress {
+    live: bool,
+    quiet: bool,
+    planned: Duration,
+    errors: u64,
+}
+
+impl Progress {
+    pub(crate) fn new(mode: ProgressMode, planned: Duration) -> Self {
+        let tty = std::io::stderr().is_terminal();
+        Progress {
+            live: mode == ProgressMode::Auto && tty,
+            quiet: mode == ProgressMode::None,
+            planned,
+            errors: 0,
+        }
+    }
+
+    pub(crate) fn interval(&mut self, row: &Interval, sample: &IntervalSample, target_vus: u64) {
+        self.errors += row.errors;
+        if self.quiet {
+            return;
+        }
+        let elapsed = row.start_s + row.period_s;
+        let total = self.planned.as_secs_f64();
+        let pct = |p: f64| if sample.ttfb.is_empty() { 0.0 } else { sample.ttfb.value_at_percentile(p) as f64 / 1000.0 };
+        let stats = format!(
+            "VUs {:>4}/{:<4} TPS {:>9.1}  TTFB p50 {:>7.2} ms p99 {:>8.2} ms  errors {} ({} total)",
+            row.vusers, target_vus, row.tps, pct(50.0), pct(99.0), row.errors, self.errors
+        );
+        let mut err = std::io::stderr().lock();
+        if self.live {
+            let width = 24;
+            let done = ((elapsed / total.max(1e-9)).min(1.0) * width as f64) as usize;
+            let bar = format!("{}{}", "=".repeat(done), " ".repeat(width - done));
+            let _ = write!(err, "\r\x1b[2K[{bar}] {elapsed:>6.0}s/{total:.0}s  {stats}");
+        } else {
+            let _ = writeln!(err, "{elapsed:>7.1}s/{total:.0}s  {stats}");
+        }
+        let _ = err.flush();
+    }
+
+    pub(crate) fn finish(&self) {
+        if self.live {
+            eprintln!();
+        }
+    }
+}

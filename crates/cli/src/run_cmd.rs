@@ -1,0 +1,212 @@
+//! `volley run`: validate the flags, check the target answers, run, write the run
+//! directory as it goes, and print the report at the end.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use volley_engine::{EngineConfig, Event, StopReason, Target, TlsOptions};
+use volley_formats::rundir::ErrorNote;
+use volley_formats::{RunData, RunMeta, RunStatus, RunWriter};
+use volley_report::{ReportOptions, RunReport};
+use volley_scenario::{LoadShape, Plan, RequestSpec, StatusSet, parse_duration, parse_stages};
+
+use crate::args::{ProgressMode, RunArgs};
+use crate::progress::Progress;
+
+/// A `volley run` whose flags were checked.
+struct RunConfig {
+    engine: EngineConfig,
+    name: String,
+    output: PathBuf,
+    warmup: Duration,
+    progress: ProgressMode,
+}
+
+fn duration_flag(flag: &str, value: &str) -> Result<Duration> {
+    parse_duration(value).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
+}
+
+fn opt_duration(flag: &str, value: &Option<String>) -> Result<Duration> {
+    value.as_deref().map_or(Ok(Duration::ZERO), |v| duration_flag(flag, v))
+}
+
+impl RunConfig {
+    fn from_args(a: RunArgs) -> Result<RunConfig> {
+        let shape = match (&a.stages, a.vus) {
+            (Some(s), _) => LoadShape { stages: parse_stages(s).map_err(|e| anyhow::anyhow!("--stages: {e}"))? },
+            (None, vus) => {
+                let duration = match &a.duration {
+                    Some(d) => duration_flag("duration", d)?,
+                    None => bail!("say how long to run: --duration 30s (with --vus N), or --stages \"1m:50,2m:50\""),
+                };
+                let vus = vus.unwrap_or(1);
+                if vus == 0 {
+                    bail!("--vus must be at least 1");
+                }
+                LoadShape::constant(vus, duration, opt_duration("ramp-up", &a.ramp_up)?)
+                    .map_err(|e| anyhow::anyhow!("--ramp-up: {e}"))?
+            }
+        };
+        let body = match (&a.body, &a.body_file) {
+            (Some(b), _) => b.clone().into_bytes(),
+            (None, Some(path)) => {
+                std::fs::read(path).with_context(|| format!("--body-file {}: cannot read it", path.display()))?
+            }
+            (None, None) => Vec::new(),
+        };
+        let headers = a
+            .headers
+            .iter()
+            .map(|h| RequestSpec::parse_header(h).map_err(|e| anyhow::anyhow!("--header: {e}")))
+            .collect::<Result<Vec<_>>>()?;
+        let expect_status = match &a.expect_status {
+            Some(s) => StatusSet::parse(s).map_err(|e| anyhow::anyhow!("--expect-status: {e}"))?,
+            None => StatusSet::default(),
+        };
+        let interval = duration_flag("interval", &a.interval)?;
+        if interval < Duration::from_millis(100) {
+            bail!("--interval must be at least 100ms");
+        }
+        let timeout = duration_flag("timeout", &a.timeout)?;
+        if timeout.is_zero() {
+            bail!("--timeout must be above zero");
+        }
+        let target = Target::resolve(&a.url)?;
+        let plan = Plan {
+            request: RequestSpec { method: a.method.to_ascii_uppercase(), url: a.url.clone(), headers, body },
+            shape,
+            pacing: opt_duration("pacing", &a.pacing)?,
+            think_time: opt_duration("think-time", &a.think_time)?,
+            timeout,
+            expect_status,
+        };
+        let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let name = a.name.clone().unwrap_or_else(|| target.host.clone());
+        Ok(RunConfig {
+            engine: EngineConfig {
+                plan,
+                target,
+                tls: TlsOptions { insecure: a.insecure, cacert: a.cacert.clone() },
+                http2: a.http2,
+                interval,
+                threads: threads.max(1),
+                grace: duration_flag("grace", &a.grace)?,
+                error_stop: !a.no_error_stop,
+            },
+            name,
+            output: a.output,
+            warmup: opt_duration("warmup", &a.warmup)?,
+            progress: a.progress,
+        })
+    }
+
+    fn meta(&self) -> RunMeta {
+        let plan = &self.engine.plan;
+        RunMeta {
+            schema: 1,
+            tool: format!("volley {}", env!("CARGO_PKG_VERSION")),
+            name: self.name.clone(),
+            status: RunStatus::Running,
+            reason: None,
+            started_at: jiff::Timestamp::now().to_string(),
+            ended_at: None,
+            interval_s: self.engine.interval.as_secs_f64(),
+            warmup_s: self.warmup.as_secs_f64(),
+            planned_duration_s: plan.shape.duration().as_secs_f64(),
+            plan: serde_json::json!({
+                "model": "closed",
+                "request": plan.request,
+                "stages": plan.shape.stages,
+                "max_vus": plan.shape.max_vus(),
+                "pacing_s": plan.pacing.as_secs_f64(),
+                "think_time_s": plan.think_time.as_secs_f64(),
+                "timeout_s": plan.timeout.as_secs_f64(),
+                "expect_status": plan.expect_status,
+                "http2": self.engine.http2,
+                "threads": self.engine.threads,
+            }),
+            command: std::env::args().collect(),
+            host: hostname(),
+            errors: Vec::new(),
+        }
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default()
+}
+
+pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
+    let config = RunConfig::from_args(args)?;
+    volley_engine::preflight(&config.engine.target, &config.engine.tls, config.engine.timeout_for_preflight())?;
+    let meta = config.meta();
+    let run = volley_engine::start(config.engine.clone()).map_err(anyhow::Error::msg)?;
+    let mut writer = RunWriter::create(&config.output, meta, run.started)?;
+    eprintln!("volley: run directory {}", writer.dir().display());
+    crate::signals::install(run.control());
+    let mut progress = Progress::new(config.progress, config.engine.plan.shape.duration());
+    let mut stopped = None;
+    while let Some(event) = run.next_event() {
+        match event {
+            Event::Interval { sample, row, messages, target_vus } => {
+                writer.write_interval(&sample, &row)?;
+                if !messages.is_empty() {
+                    add_messages(&mut writer.meta_mut().errors, &sample.errors_by_kind, messages);
+                    writer.write_meta()?;
+                }
+                progress.interval(&row, &sample, target_vus);
+            }
+            Event::End(end) => {
+                progress.finish();
+                stopped = Some(end.stopped);
+                break;
+            }
+        }
+    }
+    let (status, reason) = match stopped.flatten() {
+        None => (RunStatus::Complete, None),
+        Some(StopReason::Interrupted) => (RunStatus::Interrupted, Some("interrupted by the user".to_string())),
+        Some(StopReason::Aborted(why)) => (RunStatus::Aborted, Some(why)),
+    };
+    writer.finish(status, reason)?;
+    write_reports(writer.dir())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Folds new error messages into run.json's notes and refreshes their counts.
+fn add_messages(notes: &mut Vec<ErrorNote>, counts: &[u64; 6], messages: Vec<(volley_stats::ErrorKind, String)>) {
+    for (kind, message) in messages {
+        let note = match notes.iter_mut().position(|n| n.kind == kind.name()) {
+            Some(i) => &mut notes[i],
+            None => {
+                notes.push(ErrorNote { kind: kind.name().to_string(), ..Default::default() });
+                notes.last_mut().expect("just pushed")
+            }
+        };
+        if note.messages.len() < 5 && !note.messages.contains(&message) {
+            note.messages.push(message);
+        }
+    }
+    for n in notes.iter_mut() {
+        if let Some(k) = volley_stats::ErrorKind::ALL.iter().find(|k| k.name() == n.kind) {
+            n.count += counts[k.index()];
+        }
+    }
+}
+
+/// Reads the run directory back (the report is computed from what is on disk), prints the
+/// report and writes report.md and report.json beside the data.
+pub(crate) fn write_reports(dir: &Path) -> Result<RunReport> {
+    let data = RunData::read(dir)?;
+    let report = RunReport::from_run(&data, ReportOptions::default());
+    std::fs::write(dir.join("report.md"), volley_report::markdown(&report))?;
+    std::fs::write(dir.join("report.json"), report.to_json())?;
+    println!("{}", volley_report::table(&report));
+    eprintln!("volley: wrote {}/report.md and report.json", dir.display());
+    Ok(report)
+}

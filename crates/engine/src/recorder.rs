@@ -1,0 +1,158 @@
+//! The per-thread recorder. Every VU on a worker thread records into the same
+//! accumulators without locks (they share one thread); at each interval boundary the
+//! worker's ticker hands its finished interval to the collector.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use volley_stats::{ErrorKind, IntervalSample};
+
+use crate::client::{Exchange, Failure};
+
+/// Distinct messages kept per error kind.
+const MESSAGES_PER_KIND: usize = 5;
+
+/// One worker's part of one interval.
+#[derive(Debug)]
+pub(crate) struct WorkerPart {
+    pub(crate) sample: IntervalSample,
+    /// New error messages seen by this worker, (kind, message).
+    pub(crate) messages: Vec<(ErrorKind, String)>,
+}
+
+/// Accumulators of the intervals a worker has not yet handed over.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    t0: Instant,
+    interval: Duration,
+    /// Completions after this index are counted in it (the run's last interval).
+    last_index: Option<u64>,
+    /// Pending intervals, oldest first; `pending[0].index == first_index`.
+    pending: VecDeque<IntervalSample>,
+    first_index: u64,
+    messages: Vec<(ErrorKind, String)>,
+    seen_per_kind: [usize; 6],
+}
+
+impl Recorder {
+    pub(crate) fn new(t0: Instant, interval: Duration) -> Self {
+        Recorder {
+            t0,
+            interval,
+            last_index: None,
+            pending: VecDeque::new(),
+            first_index: 0,
+            messages: Vec::new(),
+            seen_per_kind: [0; 6],
+        }
+    }
+
+    fn index_of(&self, at: Instant) -> u64 {
+        let i = (at.saturating_duration_since(self.t0).as_nanos() / self.interval.as_nanos()) as u64;
+        self.last_index.map_or(i, |l| i.min(l)).max(self.first_index)
+    }
+
+    fn slot(&mut self, at: Instant) -> &mut IntervalSample {
+        let idx = self.index_of(at);
+        while self.first_index + (self.pending.len() as u64) <= idx {
+            let next = self.first_index + self.pending.len() as u64;
+            self.pending.push_back(IntervalSample::new(next));
+        }
+        &mut self.pending[(idx - self.first_index) as usize]
+    }
+
+    /// Records a completed exchange; `ok` says whether its status was expected.
+    pub(crate) fn record_exchange(&mut self, ex: &Exchange, ok: bool) {
+        let s = self.slot(Instant::now());
+        if ex.status >= 400 {
+            s.response_errors += 1;
+        }
+        if ex.reconnected {
+            s.reconnects += 1;
+        }
+        if ok {
+            s.record_success(ex.ttfb_us, ex.total_us, ex.connect_us, ex.bytes);
+        } else {
+            s.record_error(ErrorKind::Status);
+            self.note(ErrorKind::Status, format!("HTTP {}", ex.status));
+        }
+    }
+
+    /// Records a failed request.
+    pub(crate) fn record_failure(&mut self, f: Failure) {
+        self.slot(Instant::now()).record_error(f.kind);
+        self.note(f.kind, f.message);
+    }
+
+    fn note(&mut self, kind: ErrorKind, message: String) {
+        let seen = &mut self.seen_per_kind[kind.index()];
+        if *seen < MESSAGES_PER_KIND && !self.messages.iter().any(|(k, m)| *k == kind && *m == message) {
+            *seen += 1;
+            self.messages.push((kind, message));
+        }
+    }
+
+    /// From now on, completions later than interval `last` count in `last`.
+    pub(crate) fn clamp_to(&mut self, last: u64) {
+        self.last_index = Some(last);
+    }
+
+    /// Hands over interval `index` (empty if nothing completed in it). Intervals must be
+    /// taken in order.
+    pub(crate) fn take(&mut self, index: u64) -> WorkerPart {
+        debug_assert_eq!(index, self.first_index);
+        let sample = match self.pending.front() {
+            Some(s) if s.index == index => self.pending.pop_front().expect("front exists"),
+            _ => IntervalSample::new(index),
+        };
+        self.first_index = index + 1;
+        WorkerPart { sample, messages: std::mem::take(&mut self.messages) }
+    }
+}
+
+impl Recorder {
+    /// Hands over intervals `from..=last` merged into one part (used at the end of a run).
+    pub(crate) fn take_through(&mut self, from: u64, last: u64) -> WorkerPart {
+        let mut merged = self.take(from);
+        for i in from + 1..=last {
+            let p = self.take(i);
+            merged.sample.merge(&p.sample);
+            merged.messages.extend(p.messages);
+        }
+        merged
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ex() -> Exchange {
+        Exchange { status: 200, ttfb_us: 100, total_us: 200, connect_us: 0, bytes: 5, reconnected: false }
+    }
+
+    #[test]
+    fn intervals_are_handed_over_in_order_and_clamped() {
+        let t0 = Instant::now() - Duration::from_millis(2500);
+        let mut r = Recorder::new(t0, Duration::from_secs(1));
+        r.record_exchange(&ex(), true); // lands in interval 2
+        assert_eq!(r.take(0).sample.tests, 0);
+        assert_eq!(r.take(1).sample.tests, 0);
+        r.clamp_to(2);
+        r.record_failure(Failure { kind: ErrorKind::Reset, message: "reset".into() });
+        let p = r.take(2);
+        assert_eq!((p.sample.tests, p.sample.errors), (1, 1));
+        assert_eq!(p.messages, vec![(ErrorKind::Reset, "reset".to_string())]);
+    }
+
+    #[test]
+    fn keeps_a_few_distinct_messages() {
+        let mut r = Recorder::new(Instant::now(), Duration::from_secs(1));
+        for i in 0..20 {
+            r.record_failure(Failure { kind: ErrorKind::Connect, message: format!("m{}", i % 7) });
+        }
+        let p = r.take(0);
+        assert_eq!(p.sample.errors, 20);
+        assert_eq!(p.messages.len(), MESSAGES_PER_KIND);
+    }
+}

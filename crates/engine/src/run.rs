@@ -1,0 +1,407 @@
+//! Starting, conducting and stopping a run.
+//!
+//! One *conductor* thread owns time: it moves the VU target along the load shape, spawns
+//! VUs on the worker threads, asks every worker for its part of each finished interval,
+//! merges the parts and hands the caller one [`Event::Interval`] per interval. Because the
+//! requests for interval parts and the final stop travel on the same ordered channel to
+//! each worker, every completion lands in exactly one interval.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::mpsc as tmpsc;
+use tokio_util::sync::CancellationToken;
+use volley_scenario::Plan;
+use volley_stats::{ErrorKind, Interval, IntervalSample};
+
+use crate::client::PreparedRequest;
+use crate::recorder::{Recorder, WorkerPart};
+use crate::target::Target;
+use crate::tls::TlsOptions;
+use crate::vu::{WorkerContext, run_vu};
+
+/// Everything needed to run a plan.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// The plan.
+    pub plan: Plan,
+    /// The resolved target.
+    pub target: Target,
+    /// TLS trust.
+    pub tls: TlsOptions,
+    /// Speak HTTP/2 (prior knowledge on http://, forced on https://).
+    pub http2: bool,
+    /// Sampling interval.
+    pub interval: Duration,
+    /// Worker threads (event loops).
+    pub threads: usize,
+    /// How long in-flight requests may finish after the run stops.
+    pub grace: Duration,
+    /// Stop when errors exceed half of all requests for 10 s (nGrinder's rule).
+    pub error_stop: bool,
+}
+
+/// Why a run ended early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// The user asked (Ctrl-C).
+    Interrupted,
+    /// volley stopped it; the text says why.
+    Aborted(String),
+}
+
+/// What the caller receives.
+#[derive(Debug)]
+pub enum Event {
+    /// One finished interval, merged over all workers.
+    Interval {
+        /// The raw sample (histograms included).
+        sample: Box<IntervalSample>,
+        /// Its nGrinder-shaped row.
+        row: Interval,
+        /// Error messages first seen in this interval.
+        messages: Vec<(ErrorKind, String)>,
+        /// The VU target at the end of the interval.
+        target_vus: u64,
+    },
+    /// The run is over; no more events follow.
+    End(RunEnd),
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct RunEnd {
+    /// `None` when it ran its planned course.
+    pub stopped: Option<StopReason>,
+    /// Time from start to stop.
+    pub elapsed: Duration,
+}
+
+/// State shared by the conductor and every VU.
+pub(crate) struct Shared {
+    pub(crate) target_vus: AtomicU64,
+    pub(crate) active_vus: AtomicU64,
+    pub(crate) running: Vec<AtomicBool>,
+    /// No new iterations; sleeping VUs wake and leave.
+    pub(crate) stop: CancellationToken,
+    /// In-flight requests are dropped.
+    pub(crate) abort: CancellationToken,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Command {
+    Spawn(u64),
+    Flush(u64),
+    Finish(u64),
+}
+
+enum Control {
+    Stop(StopReason),
+}
+
+/// A running test.
+pub struct Run {
+    events: mpsc::Receiver<Event>,
+    control: RunControl,
+    /// Wall-clock start.
+    pub started: SystemTime,
+}
+
+impl Run {
+    /// The next event; `None` once the run has ended and every event was taken.
+    pub fn next_event(&self) -> Option<Event> {
+        self.events.recv().ok()
+    }
+
+    /// A handle that stops the run from another thread.
+    pub fn control(&self) -> RunControl {
+        self.control.clone()
+    }
+}
+
+/// Stops a run from anywhere (a signal handler, a test).
+#[derive(Clone)]
+pub struct RunControl {
+    control: mpsc::Sender<Control>,
+    abort: CancellationToken,
+}
+
+impl RunControl {
+    /// Stops gracefully: no new iterations, in-flight requests get the grace period.
+    pub fn stop(&self, reason: StopReason) {
+        let _ = self.control.send(Control::Stop(reason));
+    }
+
+    /// Drops in-flight requests at once.
+    pub fn abort(&self) {
+        let _ = self.control.send(Control::Stop(StopReason::Aborted("aborted by a second interrupt".into())));
+        self.abort.cancel();
+    }
+}
+
+impl EngineConfig {
+    /// How long the pre-run connection check may take.
+    pub fn timeout_for_preflight(&self) -> Duration {
+        self.plan.timeout.min(Duration::from_secs(5))
+    }
+}
+
+/// Starts the run on background threads.
+pub fn start(config: EngineConfig) -> Result<Run, String> {
+    let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
+    let request = PreparedRequest::new(&config.target, &config.plan.request)?;
+    let max_vus = config.plan.shape.max_vus() as usize;
+    let shared = Arc::new(Shared {
+        target_vus: AtomicU64::new(0),
+        active_vus: AtomicU64::new(0),
+        running: (0..max_vus).map(|_| AtomicBool::new(false)).collect(),
+        stop: CancellationToken::new(),
+        abort: CancellationToken::new(),
+    });
+    let t0 = Instant::now();
+    let started = SystemTime::now();
+    let plan = Arc::new(config.plan.clone());
+    let (parts_tx, parts_rx) = mpsc::channel();
+    let mut workers = Vec::new();
+    for w in 0..config.threads.max(1) {
+        let (tx, rx) = tmpsc::unbounded_channel();
+        let ctx = WorkerSeed {
+            shared: shared.clone(),
+            plan: plan.clone(),
+            target: config.target.clone(),
+            tls: tls.clone(),
+            force_h2: config.http2,
+            request: request.clone(),
+            t0,
+            interval: config.interval,
+            grace: config.grace,
+            parts: parts_tx.clone(),
+        };
+        std::thread::Builder::new()
+            .name(format!("volley-worker-{w}"))
+            .spawn(move || worker_main(ctx, rx))
+            .map_err(|e| e.to_string())?;
+        workers.push(tx);
+    }
+    let (events_tx, events_rx) = mpsc::channel();
+    let (control_tx, control_rx) = mpsc::channel();
+    let abort = shared.abort.clone();
+    let conductor = Conductor { config, shared, workers, parts: parts_rx, events: events_tx, control: control_rx, t0 };
+    std::thread::Builder::new().name("volley-conductor".into()).spawn(move || conductor.run()).map_err(|e| e.to_string())?;
+    Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort }, started })
+}
+
+struct Conductor {
+    config: EngineConfig,
+    shared: Arc<Shared>,
+    workers: Vec<tmpsc::UnboundedSender<Command>>,
+    parts: mpsc::Receiver<WorkerPart>,
+    events: mpsc::Sender<Event>,
+    control: mpsc::Receiver<Control>,
+    t0: Instant,
+}
+
+/// How often the conductor moves the VU target.
+const CONTROL_TICK: Duration = Duration::from_millis(10);
+
+impl Conductor {
+    fn run(self) {
+        let interval = self.config.interval;
+        let duration = self.config.plan.shape.duration();
+        let mut next_index = 0u64;
+        let mut error_watch = ErrorWatch::default();
+        let stopped = 'conduct: loop {
+            let elapsed = self.t0.elapsed();
+            self.steer(elapsed);
+            // Finished intervals, except the run's last one, which `finish` emits with
+            // the completions of its grace period.
+            while interval * (next_index as u32 + 1) <= elapsed && interval * (next_index as u32 + 1) < duration {
+                let (sample, messages) = self.collect(Command::Flush(next_index));
+                let tripped = self.emit(next_index, sample, messages, interval, &mut error_watch);
+                next_index += 1;
+                if let Some(reason) = tripped.filter(|_| self.config.error_stop) {
+                    break 'conduct Some(StopReason::Aborted(reason));
+                }
+            }
+            if elapsed >= duration {
+                break None;
+            }
+            let wait = CONTROL_TICK.min((interval * (next_index as u32 + 1)).saturating_sub(elapsed));
+            match self.control.recv_timeout(wait) {
+                Ok(Control::Stop(reason)) => break Some(reason),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break Some(StopReason::Interrupted),
+            }
+        };
+        self.finish(next_index, stopped);
+    }
+
+    /// Moves the VU target to where the shape says and starts VUs that should run.
+    fn steer(&self, elapsed: Duration) {
+        let target = self.config.plan.shape.vus_at(elapsed);
+        self.shared.target_vus.store(target, Ordering::Relaxed);
+        for id in 0..target {
+            let running = &self.shared.running[id as usize];
+            if !running.swap(true, Ordering::AcqRel) {
+                self.shared.active_vus.fetch_add(1, Ordering::Relaxed);
+                let _ = self.workers[id as usize % self.workers.len()].send(Command::Spawn(id));
+            }
+        }
+    }
+
+    /// Sends `command` to every worker and merges the parts they answer with.
+    fn collect(&self, command: Command) -> (IntervalSample, Vec<(ErrorKind, String)>) {
+        let index = match command {
+            Command::Flush(i) | Command::Finish(i) | Command::Spawn(i) => i,
+        };
+        for w in &self.workers {
+            let _ = w.send(command);
+        }
+        let mut merged = IntervalSample::new(index);
+        let mut messages = Vec::new();
+        for _ in 0..self.workers.len() {
+            if let Ok(part) = self.parts.recv() {
+                merged.merge(&part.sample);
+                messages.extend(part.messages);
+            }
+        }
+        (merged, messages)
+    }
+
+    fn emit(
+        &self,
+        index: u64,
+        sample: IntervalSample,
+        messages: Vec<(ErrorKind, String)>,
+        period: Duration,
+        watch: &mut ErrorWatch,
+    ) -> Option<String> {
+        let start = self.config.interval.as_secs_f64() * index as f64;
+        let vus = self.shared.active_vus.load(Ordering::Relaxed) as f64;
+        let row = sample.to_interval(start, period.as_secs_f64(), vus);
+        let tripped = watch.observe(&row, start + period.as_secs_f64());
+        let _ = self.events.send(Event::Interval {
+            sample: Box::new(sample),
+            row,
+            messages,
+            target_vus: self.shared.target_vus.load(Ordering::Relaxed),
+        });
+        tripped
+    }
+
+    /// Stops every VU, lets in-flight requests finish within the grace period (their
+    /// completions count in the last interval), emits the last interval and the end.
+    fn finish(&self, next_index: u64, stopped: Option<StopReason>) {
+        let stop_at = self.t0.elapsed().min(self.config.plan.shape.duration());
+        let interval = self.config.interval;
+        let vus_at_stop = self.shared.active_vus.load(Ordering::Relaxed) as f64;
+        self.shared.target_vus.store(0, Ordering::Relaxed);
+        self.shared.stop.cancel();
+        // The interval holding the stop instant (a stop exactly on a boundary belongs to
+        // the interval before it), but never one already emitted.
+        let holding = (stop_at.as_nanos().div_ceil(interval.as_nanos()) as u64).saturating_sub(1);
+        let last = holding.max(next_index);
+        let (sample, messages) = self.collect(Command::Finish(last));
+        let start = interval * last as u32;
+        let period = stop_at.saturating_sub(start);
+        if period > Duration::ZERO || sample.tests + sample.errors > 0 {
+            let row = sample.to_interval(start.as_secs_f64(), period.as_secs_f64(), vus_at_stop);
+            let _ = self.events.send(Event::Interval { sample: Box::new(sample), row, messages, target_vus: 0 });
+        }
+        let _ = self.events.send(Event::End(RunEnd { stopped, elapsed: stop_at }));
+    }
+}
+
+/// nGrinder's safety stop: errors above half of all requests (cumulative), still so 10 s later.
+#[derive(Default)]
+struct ErrorWatch {
+    tests: u64,
+    errors: u64,
+    since: Option<f64>,
+}
+
+impl ErrorWatch {
+    const HOLD_S: f64 = 10.0;
+
+    fn observe(&mut self, row: &Interval, now_s: f64) -> Option<String> {
+        self.tests += row.tests;
+        self.errors += row.errors;
+        if self.errors * 2 <= self.tests + self.errors {
+            self.since = None;
+            return None;
+        }
+        let since = *self.since.get_or_insert(now_s);
+        (now_s - since >= Self::HOLD_S).then(|| {
+            format!(
+                "too many errors: {} of {} requests failed ({:.1} %), above half for {:.0} s",
+                self.errors,
+                self.tests + self.errors,
+                self.errors as f64 * 100.0 / (self.tests + self.errors) as f64,
+                now_s - since
+            )
+        })
+    }
+}
+
+struct WorkerSeed {
+    shared: Arc<Shared>,
+    plan: Arc<Plan>,
+    target: Target,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    force_h2: bool,
+    request: PreparedRequest,
+    t0: Instant,
+    interval: Duration,
+    grace: Duration,
+    parts: mpsc::Sender<WorkerPart>,
+}
+
+/// One worker thread: a single-threaded event loop running its share of the VUs.
+fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiver<Command>) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("worker runtime");
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let recorder = Rc::new(RefCell::new(Recorder::new(seed.t0, seed.interval)));
+        let ctx = Rc::new(WorkerContext {
+            shared: seed.shared.clone(),
+            plan: seed.plan,
+            target: seed.target,
+            tls: seed.tls,
+            force_h2: seed.force_h2,
+            request: seed.request,
+            recorder: recorder.clone(),
+        });
+        let mut vus = tokio::task::JoinSet::new();
+        let mut next = 0u64;
+        let last = loop {
+            match commands.recv().await {
+                Some(Command::Spawn(id)) => {
+                    vus.spawn_local(run_vu(ctx.clone(), id));
+                }
+                Some(Command::Flush(i)) => {
+                    let part = recorder.borrow_mut().take(i);
+                    next = i + 1;
+                    let _ = seed.parts.send(part);
+                }
+                Some(Command::Finish(i)) => break Some(i),
+                None => break None,
+            }
+        };
+        let Some(last) = last else { return };
+        recorder.borrow_mut().clamp_to(last);
+        let drained = async { while vus.join_next().await.is_some() {} };
+        tokio::select! {
+            _ = drained => {}
+            _ = tokio::time::sleep(seed.grace) => {}
+            _ = seed.shared.abort.cancelled() => {}
+        }
+        vus.abort_all();
+        // Intervals between the last flushed one and `last` (normally none) fold into `last`.
+        let mut part = recorder.borrow_mut().take_through(next, last);
+        part.sample.index = last;
+        let _ = seed.parts.send(part);
+    });
+}

@@ -1,0 +1,98 @@
+//! TLS client configuration: rustls with the ring provider, the system's roots plus
+//! `--cacert`, or no verification at all with `--insecure`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+/// How to trust the server.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// Accept any certificate (internal targets with self-signed certificates).
+    pub insecure: bool,
+    /// Extra CA certificates (PEM) to trust.
+    pub cacert: Option<PathBuf>,
+}
+
+impl TlsOptions {
+    /// A rustls config; ALPN offers h2 then http/1.1 unless `http1_only`.
+    pub fn client_config(&self, http1_only: bool) -> Result<Option<Arc<ClientConfig>>, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?;
+        let mut config = if self.insecure {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAnything(provider)))
+                .with_no_client_auth()
+        } else {
+            builder.with_root_certificates(self.roots()?).with_no_client_auth()
+        };
+        config.alpn_protocols =
+            if http1_only { vec![b"http/1.1".to_vec()] } else { vec![b"h2".to_vec(), b"http/1.1".to_vec()] };
+        Ok(Some(Arc::new(config)))
+    }
+
+    fn roots(&self) -> Result<RootCertStore, String> {
+        let mut roots = RootCertStore::empty();
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(cert);
+        }
+        if let Some(path) = &self.cacert {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+                .and_then(|it| it.collect())
+                .map_err(|e| format!("--cacert {}: {e}", path.display()))?;
+            if certs.is_empty() {
+                return Err(format!("--cacert {}: no PEM certificates in the file", path.display()));
+            }
+            for c in certs {
+                roots.add(c).map_err(|e| format!("--cacert {}: {e}", path.display()))?;
+            }
+        }
+        Ok(roots)
+    }
+}
+
+/// `--insecure`: checks signatures are well-formed but trusts any certificate.
+#[derive(Debug)]
+struct AcceptAnything(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnything {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

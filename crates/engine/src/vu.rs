@@ -1,0 +1,59 @@
+//! One virtual user: a loop of iterations on its own connection, honouring think time,
+//! pacing and the current VU target, until the run stops.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use rustls::ClientConfig;
+use volley_scenario::Plan;
+
+use crate::client::{Client, PreparedRequest};
+use crate::recorder::Recorder;
+use crate::run::Shared;
+use crate::target::Target;
+
+/// What every VU on one worker thread shares.
+pub(crate) struct WorkerContext {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) plan: Arc<Plan>,
+    pub(crate) target: Target,
+    pub(crate) tls: Option<Arc<ClientConfig>>,
+    pub(crate) force_h2: bool,
+    pub(crate) request: PreparedRequest,
+    pub(crate) recorder: Rc<RefCell<Recorder>>,
+}
+
+/// Runs VU `id` until the run stops or the target drops below it.
+pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
+    let mut client = Client::new(ctx.target.clone(), ctx.tls.clone(), ctx.force_h2);
+    let shared = &ctx.shared;
+    while !shared.stop.is_cancelled() && id < shared.target_vus.load(Ordering::Relaxed) {
+        let started = Instant::now();
+        match client.send(&ctx.request, ctx.plan.timeout).await {
+            Ok(ex) => ctx.recorder.borrow_mut().record_exchange(&ex, ctx.plan.expect_status.contains(ex.status)),
+            Err(failure) => ctx.recorder.borrow_mut().record_failure(failure),
+        }
+        if !ctx.plan.think_time.is_zero() {
+            sleep_unless_stopped(&ctx, Instant::now() + ctx.plan.think_time).await;
+        }
+        if !ctx.plan.pacing.is_zero() {
+            sleep_unless_stopped(&ctx, started + ctx.plan.pacing).await;
+        }
+    }
+    shared.running[id as usize].store(false, Ordering::Release);
+    shared.active_vus.fetch_sub(1, Ordering::Relaxed);
+}
+
+async fn sleep_unless_stopped(ctx: &WorkerContext, until: Instant) {
+    if until <= Instant::now() {
+        return;
+    }
+    tokio::select! {
+        _ = tokio::time::sleep_until(until.into()) => {}
+        _ = ctx.shared.stop.cancelled() => {}
+    }
+}
+

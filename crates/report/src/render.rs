@@ -1,0 +1,169 @@
+//! Text layouts: the terminal table and Markdown in the seeds' layout.
+
+use std::fmt::Write;
+
+use volley_stats::{LatencySummary, TpsTail};
+
+use crate::model::RunReport;
+
+/// `1234567` as `1,234,567`.
+pub fn group_thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn num(v: f64) -> String {
+    if v.is_finite() { format!("{v:.2}") } else { "n/a".to_string() }
+}
+
+/// The seed suite as (label, value) rows, in the seeds' order and wording.
+fn suite_rows(r: &RunReport) -> Vec<(String, String)> {
+    let s = &r.seed_suite;
+    let tail = match s.tps_tail {
+        TpsTail::Low => "",
+        TpsTail::High => " (high tail)",
+    };
+    vec![
+        ("Total Tests".into(), group_thousands(s.total_tests)),
+        ("Error Rate".into(), format!("{}% ({})", num(s.error_rate_pct), group_thousands(s.errors))),
+        ("TPS Average".into(), num(s.tps_avg)),
+        (format!("TPS p50{tail}"), num(s.tps_p50)),
+        (format!("TPS p95{tail}"), num(s.tps_p95)),
+        (format!("TPS p99{tail}"), num(s.tps_p99)),
+        (format!("TPS p99.9{tail}"), num(s.tps_p99_9)),
+        ("MTTFB Average".into(), format!("{} ms", num(s.mttfb_avg_ms))),
+        ("MTTFB p50".into(), format!("{} ms", num(s.mttfb_p50_ms))),
+        ("MTTFB p95".into(), format!("{} ms", num(s.mttfb_p95_ms))),
+        ("MTTFB p99".into(), format!("{} ms", num(s.mttfb_p99_ms))),
+        ("MTTFB p99.9".into(), format!("{} ms", num(s.mttfb_p99_9_ms))),
+        ("MTTFB Average Difference".into(), format!("{} ms", num(s.mttfb_avg_diff_ms))),
+        ("MTTFB Average Variability".into(), format!("{}%", num(s.mttfb_variability_pct))),
+    ]
+}
+
+fn latency_rows(r: &RunReport) -> Vec<(&'static str, &LatencySummary)> {
+    let mut rows = Vec::new();
+    if let Some(t) = &r.per_request.ttfb_ms {
+        rows.push(("TTFB", t));
+    }
+    if let Some(t) = &r.per_request.total_ms {
+        rows.push(("Total time", t));
+    }
+    rows
+}
+
+fn headline(r: &RunReport) -> String {
+    let mut h = format!("{} — {} ({} s measured, interval {} s)", r.name, r.status, num(r.measured_s), r.interval_s);
+    if let Some(reason) = &r.reason {
+        let _ = write!(h, "\nstopped: {reason}");
+    }
+    h
+}
+
+/// The report for a terminal.
+pub fn table(r: &RunReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}\n", headline(r));
+    let rows = suite_rows(r);
+    let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
+    let _ = writeln!(out, "Per-interval metric suite (over {} intervals)", r.seed_suite.intervals);
+    for (label, value) in &rows {
+        let _ = writeln!(out, "  {label:<width$}  {value:>14}");
+    }
+    let lat = latency_rows(r);
+    if !lat.is_empty() {
+        let _ = writeln!(out, "\nPer-request latency, ms (every request, HdrHistogram)");
+        let _ = write!(out, "  {:<10}", "");
+        for (h, _) in lat[0].1.rows() {
+            let _ = write!(out, "{h:>9}");
+        }
+        let _ = writeln!(out, "{:>11}", "requests");
+        for (name, s) in &lat {
+            let _ = write!(out, "  {name:<10}");
+            for (_, v) in s.rows() {
+                let _ = write!(out, "{:>9}", format_ms(v));
+            }
+            let _ = writeln!(out, "{:>11}", group_thousands(s.count));
+        }
+    }
+    if !r.errors.is_empty() {
+        let _ = writeln!(out, "\nErrors by kind");
+        for e in &r.errors {
+            let _ = writeln!(out, "  {:<9} {:>9}  {}", e.kind, group_thousands(e.count), e.messages.join(" | "));
+        }
+    }
+    if r.seed_suite.tps_tail == TpsTail::High {
+        let _ = writeln!(out, "\nTPS percentiles: {}", r.seed_suite.tps_tail.label());
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+fn format_ms(v: f64) -> String {
+    if v >= 100.0 { format!("{v:.0}") } else if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.2}") }
+}
+
+/// The report as Markdown, in the seeds' `| Metric | Value |` layout.
+pub fn markdown(r: &RunReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# {}\n", escape_md(&r.name));
+    let _ = writeln!(out, "Status: **{}**", r.status);
+    if let Some(reason) = &r.reason {
+        let _ = writeln!(out, " — {}", escape_md(reason));
+    }
+    let _ = writeln!(out, "\nStarted {} · {} s measured · interval {} s\n", r.started_at, num(r.measured_s), r.interval_s);
+    let _ = writeln!(out, "| Metric | Value |\n|---|---|");
+    for (label, value) in suite_rows(r) {
+        let _ = writeln!(out, "| {label} | {value} |");
+    }
+    let lat = latency_rows(r);
+    if !lat.is_empty() {
+        let _ = writeln!(out, "\n## Per-request latency (ms, every request)\n");
+        let heads: Vec<&str> = lat[0].1.rows().iter().map(|(h, _)| *h).collect();
+        let _ = writeln!(out, "| | {} | requests |", heads.join(" | "));
+        let _ = writeln!(out, "|---|{}---|", "---|".repeat(heads.len()));
+        for (name, s) in &lat {
+            let vals: Vec<String> = s.rows().iter().map(|(_, v)| format_ms(*v)).collect();
+            let _ = writeln!(out, "| {name} | {} | {} |", vals.join(" | "), group_thousands(s.count));
+        }
+    }
+    if !r.errors.is_empty() {
+        let _ = writeln!(out, "\n## Errors\n\n| Kind | Count | First messages |\n|---|---|---|");
+        for e in &r.errors {
+            let _ = writeln!(out, "| {} | {} | {} |", e.kind, group_thousands(e.count), escape_md(&e.messages.join("; ")));
+        }
+    }
+    if !r.notes.is_empty() {
+        let _ = writeln!(out, "\n## Notes\n");
+        for n in &r.notes {
+            let _ = writeln!(out, "- {}", escape_md(n));
+        }
+    }
+    out
+}
+
+fn escape_md(s: &str) -> String {
+    s.replace('|', "\\|").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands() {
+        assert_eq!(group_thousands(0), "0");
+        assert_eq!(group_thousands(999), "999");
+        assert_eq!(group_thousands(40228), "40,228");
+        assert_eq!(group_thousands(1234567), "1,234,567");
+    }
+}
