@@ -111,13 +111,12 @@ impl Recorder {
 }
 
 impl Recorder {
-    /// Hands over intervals `from..=last` merged into one part (used at the end of a run).
-    pub(crate) fn take_through(&mut self, from: u64, last: u64) -> WorkerPart {
+    /// Hands over everything not yet taken, from interval `from` on, as one part (the
+    /// run's last interval, with what completed in its grace period).
+    pub(crate) fn take_rest(&mut self, from: u64) -> WorkerPart {
         let mut merged = self.take(from);
-        for i in from + 1..=last {
-            let p = self.take(i);
-            merged.sample.merge(&p.sample);
-            merged.messages.extend(p.messages);
+        while let Some(s) = self.pending.pop_front() {
+            merged.sample.merge(&s);
         }
         merged
     }

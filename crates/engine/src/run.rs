@@ -215,7 +215,6 @@ impl Conductor {
         let mut error_watch = ErrorWatch::default();
         let stopped = 'conduct: loop {
             let elapsed = self.t0.elapsed();
-            self.steer(elapsed);
             // Finished intervals, except the run's last one, which `finish` emits with
             // the completions of its grace period.
             while interval * (next_index as u32 + 1) <= elapsed && interval * (next_index as u32 + 1) < duration {
@@ -229,6 +228,8 @@ impl Conductor {
             if elapsed >= duration {
                 break None;
             }
+            // After emitting, so an interval reports the VUs that ran in it.
+            self.steer(elapsed);
             let wait = CONTROL_TICK.min((interval * (next_index as u32 + 1)).saturating_sub(elapsed));
             match self.control.recv_timeout(wait) {
                 Ok(Control::Stop(reason)) => break Some(reason),
@@ -400,7 +401,7 @@ fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiver<Command>
         }
         vus.abort_all();
         // Intervals between the last flushed one and `last` (normally none) fold into `last`.
-        let mut part = recorder.borrow_mut().take_through(next, last);
+        let mut part = recorder.borrow_mut().take_rest(next);
         part.sample.index = last;
         let _ = seed.parts.send(part);
     });

@@ -1,0 +1,5 @@
+//! Integration tests of the `volley` binary against servers the tests start on 127.0.0.1.
+
+mod report;
+mod run;
+mod support;

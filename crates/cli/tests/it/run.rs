@@ -1,0 +1,211 @@
+//! `volley run` end to end.
+
+use std::process::Command;
+use std::time::Duration;
+
+use volley_formats::RunData;
+use volley_stats::{SeedSuite, SuiteOptions};
+
+use crate::support::*;
+
+#[test]
+fn every_request_the_server_saw_is_recorded_once() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/ok");
+    let o = volley(&["run", "--url", &url, "--vus", "8", "--duration", "3s", "-o", out.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = RunData::read(&only_run(out.path())).unwrap();
+    let recorded = run.series.tests() + run.series.errors();
+    assert!(recorded > 100, "too few requests: {recorded}");
+    assert_eq!(server.seen(), recorded, "server saw {} requests, volley recorded {recorded}", server.seen());
+    assert_eq!(run.series.errors(), 0);
+    assert_eq!(run.series.intervals.len(), 3);
+    assert_eq!(run.meta.status, volley_formats::RunStatus::Complete);
+}
+
+#[test]
+fn stages_and_pacing_are_honoured() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/ok");
+    // 0-2 s: 4 VUs; 2-4 s: 8 VUs; each VU starts an iteration every 100 ms.
+    let args = ["run", "--url", &url, "--stages", "0s:4,2s:4,0s:8,2s:8", "--pacing", "100ms", "-o", out.path().to_str().unwrap()];
+    let o = volley(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = RunData::read(&only_run(out.path())).unwrap();
+    let rows = &run.series.intervals;
+    assert_eq!(rows.len(), 4);
+    let expected = [40.0, 40.0, 80.0, 80.0];
+    for (row, want) in rows.iter().zip(expected) {
+        // Within one interval's tolerance: one iteration per VU either side.
+        let vus = want / 10.0;
+        assert!((row.tps - want).abs() <= vus, "interval at {} s: TPS {} (want {want})", row.start_s, row.tps);
+        assert_eq!(row.vusers, vus, "interval at {} s", row.start_s);
+    }
+    assert_eq!(server.seen(), run.series.tests() + run.series.errors());
+}
+
+#[test]
+fn ttfb_of_a_delayed_response_matches_the_delay() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/delay?ms=40");
+    let o = volley(&["run", "--url", &url, "--vus", "2", "--duration", "2s", "-o", out.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report = report_json(&only_run(out.path()));
+    let p50 = report["per_request"]["ttfb_ms"]["p50_ms"].as_f64().unwrap();
+    let held = server.median_delay_ms();
+    assert!((held - 40.0).abs() < 1.0, "the server held requests {held} ms");
+    assert!((p50 - held).abs() < 1.0, "TTFB p50 {p50} ms, the server held responses {held} ms");
+    assert!((p50 - 40.0).abs() < 1.0, "TTFB p50 {p50} ms, server delayed 40 ms");
+    assert!(report["seed_suite"]["mttfb_avg_ms"].as_f64().unwrap() >= 40.0);
+}
+
+#[test]
+fn errors_are_classified() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let o_dir = out.path().to_str().unwrap();
+    let url = server.url("/status?code=500");
+    let o = volley(&["run", "--url", &url, "--vus", "2", "--duration", "1s", "--no-error-stop", "-o", o_dir, "--name", "five"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let url = server.url("/delay?ms=1000");
+    let o = volley(&["run", "--url", &url, "--vus", "2", "--duration", "1s", "--timeout", "200ms", "-o", o_dir, "--name", "slow"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mut runs: Vec<_> = std::fs::read_dir(o_dir).unwrap().map(|e| e.unwrap().path()).collect();
+    runs.sort();
+    for run in runs {
+        let data = RunData::read(&run).unwrap();
+        let report = report_json(&run);
+        let errors = report["errors"].as_array().unwrap();
+        assert_eq!(errors.len(), 1, "{}", report);
+        let (want_kind, want_message) = if data.meta.name == "five" { ("status", "HTTP 500") } else { ("timeout", "no complete response") };
+        assert_eq!(errors[0]["kind"], want_kind);
+        assert!(errors[0]["messages"][0].as_str().unwrap().contains(want_message), "{}", errors[0]);
+        assert_eq!(data.series.tests(), 0);
+        assert!(data.series.errors() > 0);
+        if want_kind == "status" {
+            assert_eq!(data.series.intervals.iter().map(|i| i.response_errors).sum::<u64>(), data.series.errors());
+        }
+    }
+}
+
+#[test]
+fn status_expected_by_flag_is_a_success() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/status?code=404");
+    let o = volley(&["run", "--url", &url, "--vus", "1", "--duration", "1s", "--expect-status", "404", "-o", out.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = RunData::read(&only_run(out.path())).unwrap();
+    assert!(run.series.tests() > 0);
+    assert_eq!(run.series.errors(), 0);
+    // Counted in nGrinder's Response_errors all the same.
+    assert_eq!(run.series.intervals.iter().map(|i| i.response_errors).sum::<u64>(), run.series.tests());
+}
+
+#[test]
+fn connection_close_reconnects_and_counts() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/close");
+    let o = volley(&["run", "--url", &url, "--vus", "2", "--duration", "1s", "-o", out.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = RunData::read(&only_run(out.path())).unwrap();
+    assert_eq!(run.series.errors(), 0);
+    assert_eq!(server.seen(), run.series.tests());
+    let series = std::fs::read_to_string(only_run(out.path()).join("series.csv")).unwrap();
+    let header: Vec<&str> = series.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "Reconnects").unwrap();
+    let reconnects: u64 = series.lines().skip(1).map(|l| l.split(',').nth(col).unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(reconnects, run.series.tests() - 2, "every request after each VU's first needs a new connection");
+}
+
+#[test]
+fn unreachable_target_is_reported_before_the_run() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let out = out_dir();
+    let url = format!("http://127.0.0.1:{port}/");
+    let o = volley(&["run", "--url", &url, "--vus", "1", "--duration", "5s", "-o", out.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("does not answer") && err.contains("refused"), "{err}");
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "no run directory for a run that never started");
+}
+
+#[test]
+fn bad_flags_exit_2_with_a_clear_message() {
+    for (args, needle) in [
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--stages", "2m:50,abc"], "stage 2 `abc`"),
+        (vec!["run", "--url", "ftp://x/", "--vus", "1", "--duration", "1s"], "not an absolute http"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1"], "--duration"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--duration", "soon"], "`soon` is not a duration"),
+    ] {
+        let o = volley(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(needle), "{args:?}: {}", text(&o));
+    }
+}
+
+#[test]
+fn sigint_leaves_an_interrupted_run_that_reports() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/delay?ms=5");
+    let child = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(["run", "--url", &url, "--vus", "4", "--duration", "60s", "-o", out.path().to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = only_run(out.path());
+    let run = RunData::read(&dir).unwrap();
+    assert_eq!(run.meta.status, volley_formats::RunStatus::Interrupted);
+    assert!(run.series.intervals.len() >= 2 && run.series.intervals.len() <= 4, "{} intervals", run.series.intervals.len());
+    assert_eq!(server.seen(), run.series.tests() + run.series.errors());
+    assert_eq!(report_json(&dir)["status"], "interrupted");
+    // And `volley report` reads it again.
+    let o = volley(&["report", dir.to_str().unwrap()]);
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("interrupted"), "{}", text(&o));
+}
+
+#[test]
+fn the_seed_formulas_on_series_csv_give_the_reported_figures() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/delay?ms=2");
+    let o = volley(&["run", "--url", &url, "--stages", "2s:6,2s:6", "-o", out.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = only_run(out.path());
+    // Read series.csv as any nGrinder consumer would: the first 13 columns only.
+    let csv = std::fs::read_to_string(dir.join("series.csv")).unwrap();
+    let ngrinder_only: String = csv.lines().map(|l| l.split(',').take(13).collect::<Vec<_>>().join(",") + "\n").collect();
+    let file = volley_formats::ngrinder::parse(std::path::Path::new("series.csv"), &ngrinder_only).unwrap();
+    let suite = serde_json::to_value(SeedSuite::compute(&file.total, SuiteOptions::default())).unwrap();
+    let reported = &report_json(&dir)["seed_suite"];
+    for key in ["total_tests", "errors", "tps_avg", "tps_p50", "tps_p99", "mttfb_avg_ms", "mttfb_p95_ms", "mttfb_avg_diff_ms", "mttfb_variability_pct"] {
+        let (a, b) = (suite[key].as_f64().unwrap(), reported[key].as_f64().unwrap());
+        assert!((a - b).abs() <= 0.01, "{key}: formulas on series.csv {a}, report {b}");
+    }
+    // And the terminal table prints the same TPS average.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let line = stdout.lines().find(|l| l.trim_start().starts_with("TPS Average")).unwrap();
+    assert!(line.contains(&format!("{:.2}", reported["tps_avg"].as_f64().unwrap())), "{line}");
+}

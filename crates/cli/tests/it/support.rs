@@ -1,0 +1,151 @@
+//! A small HTTP/1.1 test server on 127.0.0.1 that counts every request it reads, and
+//! helpers to run the `volley` binary.
+//!
+//! Routes: `/ok` (200), `/delay?ms=N` (response headers after N ms), `/status?code=N`,
+//! `/close` (200 then closes the connection). Anything else: 200.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+/// Load-generating tests run one at a time, so timing tests are not disturbed by others.
+static LOAD: Mutex<()> = Mutex::new(());
+
+pub fn serial() -> MutexGuard<'static, ()> {
+    LOAD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub struct TestServer {
+    pub port: u16,
+    pub requests: Arc<AtomicU64>,
+    /// How long each `/delay` request was really held before its headers were written, µs.
+    pub delays_us: Arc<Mutex<Vec<u64>>>,
+}
+
+impl TestServer {
+    /// Starts a thread-per-connection server: blocking sleeps are precise to well under a
+    /// millisecond, unlike an async timer wheel's 1 ms ticks.
+    pub fn start() -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = Arc::new(AtomicU64::new(0));
+        let delays_us = Arc::new(Mutex::new(Vec::new()));
+        let (counter, delays) = (requests.clone(), delays_us.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let (counter, delays) = (counter.clone(), delays.clone());
+                std::thread::spawn(move || {
+                    let _ = serve(stream, &counter, &delays);
+                });
+            }
+        });
+        TestServer { port, requests, delays_us }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn seen(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+
+    /// Median of the delays the server applied, ms.
+    pub fn median_delay_ms(&self) -> f64 {
+        let mut d = self.delays_us.lock().unwrap().clone();
+        d.sort_unstable();
+        d[d.len() / 2] as f64 / 1000.0
+    }
+}
+
+fn serve(mut stream: TcpStream, counter: &AtomicU64, delays: &Mutex<Vec<u64>>) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let head_end = loop {
+            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p + 4;
+            }
+            let n = stream.read(&mut chunk)?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let received = Instant::now();
+        let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+        let content_length: usize = head
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+            .unwrap_or(0);
+        while buf.len() < head_end + content_length {
+            let n = stream.read(&mut chunk)?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        buf.drain(..head_end + content_length);
+        counter.fetch_add(1, Ordering::SeqCst);
+        let target = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+        let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+        let param = |name: &str| {
+            query.split('&').find_map(|kv| kv.strip_prefix(&format!("{name}="))).and_then(|v| v.parse::<u64>().ok())
+        };
+        let mut status = 200;
+        let mut close = false;
+        match path {
+            "/delay" => std::thread::sleep(Duration::from_millis(param("ms").unwrap_or(0))),
+            "/status" => status = param("code").unwrap_or(200),
+            "/close" => close = true,
+            _ => {}
+        }
+        let body = b"hello\n";
+        let resp = format!(
+            "HTTP/1.1 {status} X\r\ncontent-length: {}\r\n{}\r\n",
+            body.len(),
+            if close { "connection: close\r\n" } else { "" }
+        );
+        let mut out = resp.into_bytes();
+        out.extend_from_slice(body);
+        if path == "/delay" {
+            delays.lock().unwrap().push(received.elapsed().as_micros() as u64);
+        }
+        stream.write_all(&out)?;
+        if close {
+            return Ok(());
+        }
+    }
+}
+
+/// A fresh output directory for runs.
+pub fn out_dir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// Runs `volley` with `args`, waiting for it to end.
+pub fn volley(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_volley")).args(args).env("NO_COLOR", "1").output().unwrap()
+}
+
+/// The single run directory under `out`.
+pub fn only_run(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    assert_eq!(dirs.len(), 1, "expected one run directory in {}: {dirs:?}", out.display());
+    dirs.into_iter().next().unwrap()
+}
+
+pub fn report_json(run: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap()
+}
+
+pub fn text(o: &Output) -> String {
+    format!("status {:?}\nstdout:\n{}\nstderr:\n{}", o.status, String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
