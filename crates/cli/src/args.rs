@@ -18,6 +18,31 @@ pub(crate) enum Command {
     Run(Box<RunArgs>),
     /// Report the metric suite of a run directory or a result file.
     Report(ReportArgs),
+    /// Compare runs phase by phase: before/after tables with noise taken into account.
+    Compare(CompareArgs),
+}
+
+/// `volley compare`.
+#[derive(Debug, Args)]
+pub(crate) struct CompareArgs {
+    /// Two or more run directories or result files, in order (Original, Phase 1, ...).
+    #[arg(required = true, num_args = 2..)]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Comma-separated labels, one per run.
+    #[arg(long)]
+    pub(crate) labels: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    pub(crate) format: ReportFormat,
+    /// Exclude this much from the start of each run (default: each run's own warm-up).
+    #[arg(long)]
+    pub(crate) warmup: Option<String>,
+    /// Which tail "TPS p99" means.
+    #[arg(long, value_enum, default_value_t = Tail::Low)]
+    pub(crate) tps_tail: Tail,
+    /// Write to this file instead of standard output.
+    #[arg(long, short = 'o')]
+    pub(crate) output: Option<PathBuf>,
 }
 
 /// `volley run`.

@@ -27,6 +27,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(a) => run_cmd::run(*a),
         Command::Report(a) => report_cmd::report(a),
+        Command::Compare(a) => report_cmd::compare(a),
     };
     match result {
         Ok(code) => code,

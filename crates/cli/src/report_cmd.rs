@@ -3,19 +3,31 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
-use volley_formats::RunData;
+use anyhow::Result;
 use volley_report::{ReportOptions, RunReport};
 use volley_scenario::parse_duration;
 
-use crate::args::{ReportArgs, ReportFormat};
+use crate::args::{CompareArgs, ReportArgs, ReportFormat};
+
+fn warmup_flag(w: &Option<String>) -> Result<Option<f64>> {
+    match w {
+        Some(w) => Ok(Some(parse_duration(w).map_err(|e| anyhow::anyhow!("--warmup: {e}"))?.as_secs_f64())),
+        None => Ok(None),
+    }
+}
+
+fn emit(output: &Option<std::path::PathBuf>, text: &str) -> Result<()> {
+    match output {
+        Some(p) => std::fs::write(p, text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display())),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
 
 pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
-    let warmup_s = match &a.warmup {
-        Some(w) => Some(parse_duration(w).map_err(|e| anyhow::anyhow!("--warmup: {e}"))?.as_secs_f64()),
-        None => None,
-    };
-    let opts = ReportOptions { warmup_s, tps_tail: a.tps_tail.into() };
+    let opts = ReportOptions { warmup_s: warmup_flag(&a.warmup)?, tps_tail: a.tps_tail.into() };
     let mut out = String::new();
     for path in &a.paths {
         let report = load(path, opts)?;
@@ -25,24 +37,27 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
             ReportFormat::Json => report.to_json() + "\n",
         });
     }
-    match &a.output {
-        Some(p) => std::fs::write(p, out)?,
-        None => print!("{out}"),
+    emit(&a.output, &out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
+    let opts = ReportOptions { warmup_s: warmup_flag(&a.warmup)?, tps_tail: a.tps_tail.into() };
+    let labels: Vec<String> = a.labels.as_deref().map(|l| l.split(',').map(|s| s.trim().to_string()).collect()).unwrap_or_default();
+    if !labels.is_empty() && labels.len() != a.paths.len() {
+        anyhow::bail!("--labels has {} labels for {} runs", labels.len(), a.paths.len());
     }
+    let sources = a.paths.iter().map(|p| volley_formats::open(p)).collect::<Result<Vec<_>, _>>()?;
+    let cmp = volley_report::compare::build(&sources, &labels, opts);
+    let text = match a.format {
+        ReportFormat::Table => cmp.table(),
+        ReportFormat::Md => cmp.markdown(),
+        ReportFormat::Json => cmp.to_json() + "\n",
+    };
+    emit(&a.output, &text)?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn load(path: &Path, opts: ReportOptions) -> Result<RunReport> {
-    if path.is_dir() {
-        if !RunData::is_run_dir(path) {
-            bail!("{}: not a volley run directory (no run.json and series.csv)", path.display());
-        }
-        return Ok(RunReport::from_run(&RunData::read(path)?, opts));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    if volley_formats::ngrinder::sniff(&text) {
-        let file = volley_formats::ngrinder::parse(path, &text)?;
-        return Ok(RunReport::from_series(path, &file.total, opts));
-    }
-    bail!("{}: not a format volley reads yet; it reads volley run directories and nGrinder output.csv", path.display())
+    Ok(RunReport::from_source(&volley_formats::open(path)?, opts))
 }

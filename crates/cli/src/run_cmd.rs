@@ -202,8 +202,8 @@ fn add_messages(notes: &mut Vec<ErrorNote>, counts: &[u64; 6], messages: Vec<(vo
 /// Reads the run directory back (the report is computed from what is on disk), prints the
 /// report and writes report.md and report.json beside the data.
 pub(crate) fn write_reports(dir: &Path) -> Result<RunReport> {
-    let data = RunData::read(dir)?;
-    let report = RunReport::from_run(&data, ReportOptions::default());
+    let source = volley_formats::Source::from_run(RunData::read(dir)?);
+    let report = RunReport::from_source(&source, ReportOptions::default());
     std::fs::write(dir.join("report.md"), volley_report::markdown(&report))?;
     std::fs::write(dir.join("report.json"), report.to_json())?;
     println!("{}", volley_report::table(&report));

@@ -9,6 +9,8 @@ pub mod hlog;
 pub mod ngrinder;
 pub mod numfmt;
 pub mod rundir;
+pub mod source;
 
 pub use error::{FormatError, Result};
 pub use rundir::{RunData, RunMeta, RunStatus, RunWriter};
+pub use source::{Source, open};

@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use volley_stats::{ErrorKind, Interval, IntervalSample, LatencySummary, Series, new_histogram};
+use volley_stats::{ErrorKind, Interval, IntervalSample, Series};
 
 use crate::error::{FormatError, Result};
 use crate::hlog::{self, LoggedHistogram, TAG_TOTAL, TAG_TTFB};
@@ -278,20 +278,6 @@ impl RunData {
             .collect();
         Ok(RunData { dir: dir.to_path_buf(), meta, series: file.total, histograms, errors_by_kind })
     }
-
-    /// All intervals' histograms of `tag` that start at or after `warmup_s`, merged.
-    pub fn merged(&self, tag: &str, warmup_s: f64) -> Histogram<u64> {
-        let mut h = new_histogram();
-        for l in self.histograms.iter().filter(|l| l.tag == tag && l.start_s + 1e-9 >= warmup_s) {
-            let _ = h.add(&l.histogram);
-        }
-        h
-    }
-
-    /// Per-request summary of `tag` after warm-up.
-    pub fn latency(&self, tag: &str, warmup_s: f64) -> Option<LatencySummary> {
-        LatencySummary::from_histogram(&self.merged(tag, warmup_s))
-    }
 }
 
 #[cfg(test)]
@@ -340,8 +326,10 @@ mod tests {
         assert_eq!(data.series.errors(), 3);
         assert_eq!(data.errors_by_kind[2][ErrorKind::Timeout.index()], 1);
         assert_eq!(data.series.intervals[2].start_s, 2.0);
-        assert_eq!(data.merged(TAG_TTFB, 0.0).len(), 3);
-        assert_eq!(data.merged(TAG_TTFB, 1.0).len(), 2);
+        let source = crate::Source::from_run(data);
+        assert_eq!(source.merged(TAG_TTFB, 0.0).len(), 3);
+        assert_eq!(source.merged(TAG_TTFB, 1.0).len(), 2);
+        assert_eq!(source.per_interval(TAG_TTFB, 1.0).unwrap().len(), 2);
         let header = fs::read_to_string(w.dir().join(SERIES_CSV)).unwrap();
         assert!(header.starts_with(&HEADER.join(",")));
     }

@@ -6,5 +6,7 @@
 mod model;
 mod render;
 
-pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION};
+pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite};
 pub use render::{group_thousands, markdown, table};
+
+pub mod compare;

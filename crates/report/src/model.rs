@@ -1,7 +1,7 @@
 //! What a report holds; serialized as `report.json`.
 
 use serde::Serialize;
-use volley_formats::RunData;
+use volley_formats::Source;
 use volley_formats::hlog::{TAG_TOTAL, TAG_TTFB};
 use volley_stats::{ErrorKind, LatencySummary, SeedSuite, SuiteOptions, TpsTail};
 
@@ -37,6 +37,8 @@ pub struct RunReport {
     pub name: String,
     /// Where the figures came from (a directory or a file).
     pub source: String,
+    /// The format it was read as (`volley`, `ngrinder`, `k6-csv`, ...).
+    pub format: String,
     /// running | complete | interrupted | aborted, or `imported`.
     pub status: String,
     /// Why it stopped early.
@@ -54,6 +56,9 @@ pub struct RunReport {
     pub seed_suite: SeedSuite,
     /// Per-request figures (absent when the source has only per-interval data).
     pub per_request: PerRequest,
+    /// The suite of each test id or step, when the source has several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_test: Vec<TestSuite>,
     /// Errors by kind.
     pub errors: Vec<ErrorLine>,
     /// Things a reader must know to read the figures right.
@@ -70,26 +75,14 @@ pub struct PerRequest {
 }
 
 impl RunReport {
-    /// The report of a run directory.
-    pub fn from_run(run: &RunData, opts: ReportOptions) -> RunReport {
-        let warmup_s = opts.warmup_s.unwrap_or(run.meta.warmup_s);
-        let series = run.series.after_warmup(warmup_s);
-        let seed_suite = SeedSuite::compute(&series, SuiteOptions { tps_tail: opts.tps_tail });
-        let first_kept = run.series.intervals.len() - series.intervals.len();
-        let mut errors = Vec::new();
-        for kind in ErrorKind::ALL {
-            let count: u64 = run.errors_by_kind[first_kept..].iter().map(|e| e[kind.index()]).sum();
-            if count > 0 {
-                let messages = run
-                    .meta
-                    .errors
-                    .iter()
-                    .find(|n| n.kind == kind.name())
-                    .map(|n| n.messages.clone())
-                    .unwrap_or_default();
-                errors.push(ErrorLine { kind: kind.name().to_string(), count, messages });
-            }
-        }
+    /// The report of any opened result.
+    pub fn from_source(src: &Source, opts: ReportOptions) -> RunReport {
+        let warmup_s = opts.warmup_s.unwrap_or_else(|| src.meta.as_ref().map_or(0.0, |m| m.warmup_s));
+        let suite_opts = SuiteOptions { tps_tail: opts.tps_tail };
+        let series = src.series.after_warmup(warmup_s);
+        let seed_suite = SeedSuite::compute(&series, suite_opts);
+        let first_kept = src.series.intervals.len() - series.intervals.len();
+        let errors = error_lines(src, first_kept);
         let mut notes = Vec::new();
         if warmup_s > 0.0 {
             notes.push(format!("The first {warmup_s} s (warm-up, {first_kept} intervals) are excluded from every figure."));
@@ -107,57 +100,35 @@ impl RunReport {
                 last.period_s
             ));
         }
-        notes.push(
-            "TTFB and MTTFB are measured from the request's actual start, connection set-up included (as nGrinder does)."
-                .to_string(),
-        );
+        if src.has_histograms() {
+            notes.push(
+                "TTFB and MTTFB are measured from the request's actual start, connection set-up included (as nGrinder does)."
+                    .to_string(),
+            );
+        } else {
+            notes.push("This file has only per-interval means: per-request percentiles are not available from it.".to_string());
+        }
+        let per_test = src
+            .per_test
+            .iter()
+            .map(|(name, s)| TestSuite { name: name.clone(), seed_suite: SeedSuite::compute(&s.after_warmup(warmup_s), suite_opts) })
+            .collect();
+        let meta = src.meta.as_ref();
         RunReport {
             schema: SCHEMA_VERSION,
-            name: run.meta.name.clone(),
-            source: run.dir.display().to_string(),
-            status: run.meta.status.name().to_string(),
-            reason: run.meta.reason.clone(),
-            started_at: run.meta.started_at.clone(),
-            interval_s: run.meta.interval_s,
+            name: src.name.clone(),
+            source: src.path.display().to_string(),
+            format: src.format.to_string(),
+            status: meta.map_or("imported".to_string(), |m| m.status.name().to_string()),
+            reason: meta.and_then(|m| m.reason.clone()),
+            started_at: meta.map(|m| m.started_at.clone()).unwrap_or_default(),
+            interval_s: meta.map_or_else(|| series.nominal_interval_s(), |m| m.interval_s),
             warmup_s,
             measured_s: series.intervals.iter().map(|i| i.period_s).sum(),
             seed_suite,
-            per_request: PerRequest { ttfb_ms: run.latency(TAG_TTFB, warmup_s), total_ms: run.latency(TAG_TOTAL, warmup_s) },
+            per_request: PerRequest { ttfb_ms: src.latency(TAG_TTFB, warmup_s), total_ms: src.latency(TAG_TOTAL, warmup_s) },
+            per_test,
             errors,
-            notes,
-        }
-    }
-
-    /// The report of a per-interval series read from a foreign file (no per-request data).
-    pub fn from_series(path: &std::path::Path, series: &volley_stats::Series, opts: ReportOptions) -> RunReport {
-        let warmup_s = opts.warmup_s.unwrap_or(0.0);
-        let kept = series.after_warmup(warmup_s);
-        let seed_suite = SeedSuite::compute(&kept, SuiteOptions { tps_tail: opts.tps_tail });
-        let mut notes = vec![
-            "This file has only per-interval means: per-request percentiles are not available from it.".to_string(),
-        ];
-        if warmup_s > 0.0 {
-            notes.push(format!("The first {warmup_s} s (warm-up) are excluded from every figure."));
-        }
-        if seed_suite.variability_zero_intervals > 0 {
-            notes.push(format!(
-                "{} intervals with no successful request (MTTFB 0) are left out of the variability.",
-                seed_suite.variability_zero_intervals
-            ));
-        }
-        RunReport {
-            schema: SCHEMA_VERSION,
-            name: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-            source: path.display().to_string(),
-            status: "imported".to_string(),
-            reason: None,
-            started_at: String::new(),
-            interval_s: kept.nominal_interval_s(),
-            warmup_s,
-            measured_s: kept.intervals.iter().map(|i| i.period_s).sum(),
-            seed_suite,
-            per_request: PerRequest::default(),
-            errors: Vec::new(),
             notes,
         }
     }
@@ -166,4 +137,31 @@ impl RunReport {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("reports serialize")
     }
+}
+
+/// The suite of one test id or step.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestSuite {
+    /// Its name or description.
+    pub name: String,
+    /// Its figures.
+    pub seed_suite: SeedSuite,
+}
+
+fn error_lines(src: &Source, first_kept: usize) -> Vec<ErrorLine> {
+    let mut errors = Vec::new();
+    for kind in ErrorKind::ALL {
+        let count: u64 = src.errors_by_kind.iter().skip(first_kept).map(|e| e[kind.index()]).sum();
+        if count > 0 {
+            let messages = src
+                .meta
+                .iter()
+                .flat_map(|m| m.errors.iter())
+                .find(|n| n.kind == kind.name())
+                .map(|n| n.messages.clone())
+                .unwrap_or_default();
+            errors.push(ErrorLine { kind: kind.name().to_string(), count, messages });
+        }
+    }
+    errors
 }

@@ -4,6 +4,7 @@
 //! Nothing here touches the disk or the network, so every figure a report shows can be
 //! recomputed from a series that any tool wrote (see `docs/metrics.md` in the design notes).
 
+pub mod compare;
 pub mod latency;
 pub mod percentile;
 pub mod sample;

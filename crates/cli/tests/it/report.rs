@@ -32,3 +32,60 @@ fn unknown_file_lists_what_volley_reads() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nGrinder output.csv"), "{}", text(&o));
 }
+
+fn delayed_run(server: &TestServer, out: &std::path::Path, ms: u64, name: &str) {
+    let url = server.url(&format!("/delay?ms={ms}"));
+    let o = volley(&[
+        "run", "--url", &url, "--vus", "4", "--duration", "3s", "--interval", "250ms", "--name", name, "-o",
+        out.to_str().unwrap(), "--progress", "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+fn compare_json(out: &std::path::Path) -> serde_json::Value {
+    let mut runs: Vec<_> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).collect();
+    runs.sort();
+    let args: Vec<&str> = ["compare", "--format", "json"].into_iter().chain(runs.iter().map(|p| p.to_str().unwrap())).collect();
+    let o = volley(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn compare_identical_load_is_within_noise() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    delayed_run(&server, out.path(), 20, "a");
+    delayed_run(&server, out.path(), 20, "b");
+    let cmp = compare_json(out.path());
+    let rows = cmp["steps"][0]["rows"].as_array().unwrap();
+    assert!(rows.len() >= 14);
+    for r in rows {
+        let key = r["key"].as_str().unwrap();
+        if key.starts_with("tps") || key.contains("ttfb") || key == "total_tests" {
+            assert_eq!(r["verdict"], "noise", "{key}: {r}");
+        }
+    }
+}
+
+#[test]
+fn compare_doubled_latency_is_red_and_the_reverse_green() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    delayed_run(&server, out.path(), 20, "a");
+    delayed_run(&server, out.path(), 40, "b");
+    delayed_run(&server, out.path(), 20, "c");
+    let cmp = compare_json(out.path());
+    let find = |step: &serde_json::Value, key: &str| {
+        step["rows"].as_array().unwrap().iter().find(|r| r["key"] == key).unwrap().clone()
+    };
+    for key in ["mttfb_avg_ms", "mttfb_p50_ms", "ttfb_p50_ms", "ttfb_p99_ms"] {
+        assert_eq!(find(&cmp["steps"][0], key)["verdict"], "worse", "{key}");
+        assert_eq!(find(&cmp["steps"][1], key)["verdict"], "better", "{key}");
+    }
+    // Half the throughput with the same VUs is worse too.
+    assert_eq!(find(&cmp["steps"][0], "tps_avg")["verdict"], "worse");
+    assert!(cmp["overall"].is_object());
+}

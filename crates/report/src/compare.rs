@@ -1,0 +1,163 @@
+//! The seeds' before/after tables: one per step of a chain of runs and a final
+//! first-vs-last table, each change marked 🟢 / 🔴, or ⚪ when it is within the noise.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+use volley_formats::Source;
+use volley_formats::hlog::TAG_TTFB;
+use volley_stats::compare::{CompareRow, NOISE_Z, RESAMPLES, RunSample, compare};
+use volley_stats::SuiteOptions;
+
+use crate::model::ReportOptions;
+use crate::render::group_thousands;
+
+/// How the noise is estimated, stated in every comparison.
+pub const METHOD: &str = "Noise: moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples); a change is marked only when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value, otherwise ⚪.";
+
+/// One run in a comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRef {
+    /// Label (from `--labels`, or the run's name).
+    pub label: String,
+    /// Where it came from.
+    pub source: String,
+}
+
+/// One before/after table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// Label of the earlier run.
+    pub before: String,
+    /// Label of the later run.
+    pub after: String,
+    /// One row per figure.
+    pub rows: Vec<CompareRow>,
+}
+
+/// A whole comparison; serialized as the JSON output.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// Layout version.
+    pub schema: u32,
+    /// The runs in order.
+    pub runs: Vec<RunRef>,
+    /// Consecutive steps.
+    pub steps: Vec<Step>,
+    /// First vs last, when there are more than two runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overall: Option<Step>,
+    /// How noise was judged.
+    pub method: String,
+    /// Bootstrap parameters.
+    pub noise_z: f64,
+    /// Resamples per run.
+    pub resamples: usize,
+}
+
+/// Compares `sources` in order; `labels` name them (defaults: their names).
+pub fn build(sources: &[Source], labels: &[String], opts: ReportOptions) -> Comparison {
+    let samples: Vec<RunSample> = sources
+        .iter()
+        .map(|s| {
+            let warmup = opts.warmup_s.unwrap_or_else(|| s.meta.as_ref().map_or(0.0, |m| m.warmup_s));
+            RunSample {
+                series: s.series.after_warmup(warmup),
+                ttfb: s.per_interval(TAG_TTFB, warmup),
+                options: SuiteOptions { tps_tail: opts.tps_tail },
+            }
+        })
+        .collect();
+    let runs: Vec<RunRef> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| RunRef {
+            label: labels.get(i).cloned().unwrap_or_else(|| s.name.clone()),
+            source: s.path.display().to_string(),
+        })
+        .collect();
+    let step = |a: usize, b: usize| Step {
+        before: runs[a].label.clone(),
+        after: runs[b].label.clone(),
+        rows: compare(&samples[a], &samples[b]),
+    };
+    let steps = (1..sources.len()).map(|i| step(i - 1, i)).collect();
+    let overall = (sources.len() > 2).then(|| step(0, sources.len() - 1));
+    Comparison { schema: 1, runs, steps, overall, method: METHOD.to_string(), noise_z: NOISE_Z, resamples: RESAMPLES }
+}
+
+fn value(v: f64, unit: &str, key: &str) -> String {
+    if key == "total_tests" {
+        return group_thousands(v as u64);
+    }
+    match unit {
+        "" => format!("{v:.2}"),
+        "%" => format!("{v:.2}%"),
+        u => format!("{v:.2} {u}"),
+    }
+}
+
+fn change(r: &CompareRow) -> String {
+    if r.change_pct.is_infinite() {
+        return format!("new {}", r.verdict.mark());
+    }
+    format!("{:+.2}% {}", r.change_pct, r.verdict.mark())
+}
+
+impl Comparison {
+    fn tables(&self) -> impl Iterator<Item = (String, &Step)> {
+        let steps = self.steps.iter().map(|s| (format!("{} → {}", s.before, s.after), s));
+        steps.chain(self.overall.iter().map(|s| (format!("Overall: {} → {}", s.before, s.after), s)))
+    }
+
+    /// Markdown in the seeds' layout: `| Metric | Before | After | Change |`.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        for (title, step) in self.tables() {
+            let _ = writeln!(out, "## {title}\n");
+            let _ = writeln!(out, "| Metric | {} | {} | Change |\n|---|---|---|---|", step.before, step.after);
+            for r in &step.rows {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | **{}** |",
+                    r.label,
+                    value(r.before, r.unit, r.key),
+                    value(r.after, r.unit, r.key),
+                    change(r)
+                );
+            }
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{}", self.method);
+        out
+    }
+
+    /// A terminal table.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        for (title, step) in self.tables() {
+            let _ = writeln!(out, "{title}");
+            let w = step.rows.iter().map(|r| r.label.len()).max().unwrap_or(10);
+            let _ = writeln!(out, "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>8}", "Metric", step.before, step.after, "Change", "noise ±");
+            for r in &step.rows {
+                let _ = writeln!(
+                    out,
+                    "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>7.1}%",
+                    r.label,
+                    value(r.before, r.unit, r.key),
+                    value(r.after, r.unit, r.key),
+                    change(r),
+                    r.noise_pct
+                );
+            }
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{}", self.method);
+        out
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("comparisons serialize")
+    }
+}
