@@ -1,1 +1,131 @@
-//! volley-demo
+//! The demo target: an HTTP service modelled on the systems in the seeds — a chat server
+//! (rooms, messages, a live stream) and a pair-programming room service (access codes,
+//! todos, links, categories, a timer, an SSE stream) — on a real SQLite database, with
+//! the knobs the seeds turned: a worker limit with an accept queue (Tomcat's
+//! `max-threads` / `accept-count`), a DB connection pool with an acquire timeout and a
+//! queue of pending acquirers (HikariCP), a look-aside cache, and the message key type.
+//!
+//! It exposes `/metrics` (and `/actuator/prometheus`) with Spring Boot / Micrometer names,
+//! so what volley learns to read here it reads from a real Spring service too.
+
+mod chat;
+mod db;
+mod limit;
+mod metrics;
+mod pair;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::get;
+use tokio::net::TcpListener;
+
+pub use db::{Db, DbError, IdType};
+
+/// The tuning knobs.
+#[derive(Debug, Clone)]
+pub struct Knobs {
+    /// Requests handled at once (Tomcat `max-threads`); 0 = no limit.
+    pub max_threads: usize,
+    /// Requests that may wait for a worker (Tomcat `accept-count`); beyond it: 503.
+    pub accept_count: usize,
+    /// DB connections in the pool (HikariCP `maximum-pool-size`).
+    pub db_pool: usize,
+    /// How long a request waits for a DB connection before failing (HikariCP `connection-timeout`).
+    pub db_timeout: Duration,
+    /// Round trip added to every query while it holds its connection, as a database on
+    /// another host would cost (an embedded SQLite answers in microseconds).
+    pub db_rtt: Duration,
+    /// Look-aside cache for room lists and pair rooms.
+    pub cache: bool,
+    /// Message primary keys.
+    pub id_type: IdType,
+    /// SQLite database file; `None` for a fresh temporary file.
+    pub database: Option<PathBuf>,
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        Knobs {
+            max_threads: 200,
+            accept_count: 100,
+            db_pool: 10,
+            db_timeout: Duration::from_secs(30),
+            db_rtt: Duration::from_millis(1),
+            cache: false,
+            id_type: IdType::Sequential,
+            database: None,
+        }
+    }
+}
+
+/// Shared state of the service.
+#[derive(Clone)]
+pub(crate) struct App {
+    pub(crate) db: Arc<Db>,
+    pub(crate) metrics: Arc<metrics::Metrics>,
+    pub(crate) cache: Option<Arc<chat::Cache>>,
+    pub(crate) events: Arc<pair::Events>,
+}
+
+/// A running demo target.
+pub struct Target {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its database (for tests that count what was stored).
+    pub db: Arc<Db>,
+    events: Arc<pair::Events>,
+    shutdown: tokio::sync::oneshot::Sender<()>,
+    handle: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Target {
+    /// Stops accepting, lets in-flight requests finish, and waits.
+    pub async fn stop(self) -> std::io::Result<()> {
+        let _ = self.shutdown.send(());
+        self.events.close();
+        self.handle.await.unwrap_or(Ok(()))
+    }
+}
+
+/// The service's routes over `knobs`.
+#[allow(private_interfaces)]
+pub fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>), DbError> {
+    let db = Arc::new(Db::open(knobs)?);
+    let metrics = Arc::new(metrics::Metrics::new(knobs.max_threads, knobs.db_pool));
+    let app = App {
+        db: db.clone(),
+        metrics: metrics.clone(),
+        cache: knobs.cache.then(|| Arc::new(chat::Cache::default())),
+        events: Arc::new(pair::Events::default()),
+    };
+    let events = app.events.clone();
+    let api = Router::new().merge(chat::routes()).merge(pair::routes());
+    let api = limit::apply(api, knobs.max_threads, knobs.accept_count, metrics.clone());
+    let router = api
+        .route("/metrics", get(metrics::expose))
+        .route("/actuator/prometheus", get(metrics::expose))
+        .route("/health", get(|| async { "ok" }))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), metrics::record))
+        .with_state(app);
+    Ok((router, db, events))
+}
+
+/// Starts the service on `addr` (port 0 picks a free one) on the current runtime.
+pub async fn start(addr: SocketAddr, knobs: &Knobs) -> Result<Target, Box<dyn std::error::Error + Send + Sync>> {
+    let (router, db, events) = router(knobs)?;
+    let listener = TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let handle = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .await
+    });
+    Ok(Target { addr, db, events, shutdown: tx, handle })
+}

@@ -1,0 +1,192 @@
+//! The chat service of seeds 000, 002 and 004: rooms, messages with paging, and a live
+//! stream of a room's new messages.
+
+use std::convert::Infallible;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::Stream;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::App;
+use crate::db::{DbError, IdType, now_ms};
+
+/// How long a cached room list is served.
+const CACHE_TTL: Duration = Duration::from_secs(1);
+
+/// The look-aside cache.
+#[derive(Default)]
+pub(crate) struct Cache {
+    rooms: Mutex<Option<(Instant, Value)>>,
+    pub(crate) pair_rooms: Mutex<std::collections::HashMap<String, Value>>,
+}
+
+pub(crate) fn routes() -> Router<App> {
+    Router::new()
+        .route("/rooms", get(list_rooms).post(create_room))
+        .route("/rooms/{id}/messages", get(messages))
+        .route("/rooms/{id}/stream", get(stream))
+        .route("/api-chat/chat", post(post_message))
+}
+
+/// A failure as the service answers it.
+pub(crate) enum ApiError {
+    Db(DbError),
+    NotFound(&'static str),
+    Bad(String),
+}
+
+impl From<DbError> for ApiError {
+    fn from(e: DbError) -> Self {
+        ApiError::Db(e)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, message) = match self {
+            ApiError::Db(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+            ApiError::NotFound(what) => (StatusCode::NOT_FOUND, format!("{what} not found")),
+            ApiError::Bad(why) => (StatusCode::BAD_REQUEST, why),
+        };
+        (status, Json(json!({ "error": message }))).into_response()
+    }
+}
+
+pub(crate) type ApiResult<T> = Result<T, ApiError>;
+
+async fn list_rooms(State(app): State<App>) -> ApiResult<Json<Value>> {
+    if let Some(cache) = &app.cache {
+        if let Some((at, v)) = cache.rooms.lock().expect("cache").as_ref() {
+            if at.elapsed() < CACHE_TTL {
+                return Ok(Json(v.clone()));
+            }
+        }
+    }
+    let rooms = app
+        .db
+        .run(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT r.id, r.name, (SELECT count(*) FROM messages_seq m WHERE m.room_id = r.id)
+                      + (SELECT count(*) FROM messages_rand m WHERE m.room_id = r.id)
+                 FROM rooms r ORDER BY r.id",
+            )?;
+            let rows = st.query_map([], |r| {
+                Ok(json!({ "id": r.get::<_, i64>(0)?, "name": r.get::<_, String>(1)?, "messages": r.get::<_, i64>(2)? }))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .await?;
+    let v = Value::Array(rooms);
+    if let Some(cache) = &app.cache {
+        *cache.rooms.lock().expect("cache") = Some((Instant::now(), v.clone()));
+    }
+    Ok(Json(v))
+}
+
+#[derive(Deserialize)]
+struct NewRoom {
+    name: String,
+}
+
+async fn create_room(State(app): State<App>, Json(body): Json<NewRoom>) -> ApiResult<(StatusCode, Json<Value>)> {
+    let id = app
+        .db
+        .run(move |c| {
+            c.execute("INSERT INTO rooms (name, created_at) VALUES (?1, ?2)", (&body.name, now_ms()))?;
+            Ok(c.last_insert_rowid())
+        })
+        .await?;
+    if let Some(cache) = &app.cache {
+        *cache.rooms.lock().expect("cache") = None;
+    }
+    Ok((StatusCode::CREATED, Json(json!({ "id": id }))))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NewMessage {
+    room_id: i64,
+    user_id: i64,
+    content: String,
+}
+
+async fn post_message(State(app): State<App>, Json(m): Json<NewMessage>) -> ApiResult<(StatusCode, Json<Value>)> {
+    if m.content.is_empty() {
+        return Err(ApiError::Bad("content must not be empty".into()));
+    }
+    let id_type = app.db.id_type;
+    let (room, content, user) = (m.room_id, m.content.clone(), m.user_id);
+    let id: Option<String> = app
+        .db
+        .run(move |c| {
+            let exists: bool = c.query_row("SELECT EXISTS(SELECT 1 FROM rooms WHERE id = ?1)", [room], |r| r.get(0))?;
+            if !exists {
+                return Ok(None);
+            }
+            let now = now_ms();
+            Ok(Some(match id_type {
+                IdType::Sequential => {
+                    c.execute(
+                        "INSERT INTO messages_seq (room_id, user_id, content, created_at) VALUES (?1, ?2, ?3, ?4)",
+                        (room, user, &content, now),
+                    )?;
+                    c.last_insert_rowid().to_string()
+                }
+                IdType::Random => {
+                    let id: String = (0..32).map(|_| fastrand::alphanumeric()).collect();
+                    c.execute(
+                        "INSERT INTO messages_rand (id, room_id, user_id, content, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                        (&id, room, user, &content, now),
+                    )?;
+                    id
+                }
+            }))
+        })
+        .await?;
+    let Some(id) = id else { return Err(ApiError::NotFound("room")) };
+    let message = json!({ "id": id, "roomId": m.room_id, "userId": m.user_id, "content": m.content });
+    app.events.chat(m.room_id, message.to_string());
+    Ok((StatusCode::CREATED, Json(message)))
+}
+
+#[derive(Deserialize)]
+struct Page {
+    size: Option<i64>,
+    page: Option<i64>,
+}
+
+async fn messages(State(app): State<App>, Path(room): Path<i64>, Query(p): Query<Page>) -> ApiResult<Json<Value>> {
+    let size = p.size.unwrap_or(20).clamp(1, 100);
+    let offset = p.page.unwrap_or(0).max(0) * size;
+    let rows = app
+        .db
+        .run(move |c| {
+            let mut st = c.prepare_cached(
+                "SELECT id, user_id, content, created_at FROM (
+                   SELECT CAST(id AS TEXT) AS id, user_id, content, created_at FROM messages_seq WHERE room_id = ?1
+                   UNION ALL
+                   SELECT id, user_id, content, created_at FROM messages_rand WHERE room_id = ?1)
+                 ORDER BY created_at DESC LIMIT ?2 OFFSET ?3",
+            )?;
+            let rows = st.query_map((room, size, offset), |r| {
+                Ok(json!({ "id": r.get::<_, String>(0)?, "userId": r.get::<_, i64>(1)?,
+                           "content": r.get::<_, String>(2)?, "createdAt": r.get::<_, i64>(3)? }))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .await?;
+    Ok(Json(json!({ "roomId": room, "page": p.page.unwrap_or(0), "size": size, "messages": rows })))
+}
+
+async fn stream(State(app): State<App>, Path(room): Path<i64>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let events = app.events.chat_stream(room);
+    Sse::new(events).keep_alive(KeepAlive::default())
+}

@@ -1,0 +1,348 @@
+//! The pair-programming room service of seed 003: a room is created with an access code
+//! that every later URL carries; it has todos, reference links, categories, a timer, a
+//! status, roles that swap, and an SSE stream of what changes.
+
+use std::convert::Infallible;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::routing::{get, patch, post};
+use axum::{Json, Router};
+use futures_util::{Stream, StreamExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use tokio_stream::wrappers::BroadcastStream;
+
+use crate::App;
+use crate::chat::{ApiError, ApiResult};
+use crate::db::now_ms;
+
+/// Live events of chat rooms and pair rooms, and the signal that ends every stream at
+/// shutdown (so a graceful stop does not wait for open streams).
+pub(crate) struct Events {
+    chat: broadcast::Sender<(i64, String)>,
+    pair: broadcast::Sender<(String, &'static str, String)>,
+    closed: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Events {
+    fn default() -> Self {
+        Events { chat: broadcast::channel(1024).0, pair: broadcast::channel(1024).0, closed: tokio::sync::watch::channel(false).0 }
+    }
+}
+
+impl Events {
+    pub(crate) fn chat(&self, room: i64, json: String) {
+        let _ = self.chat.send((room, json));
+    }
+
+    fn pair(&self, code: &str, kind: &'static str, json: String) {
+        let _ = self.pair.send((code.to_string(), kind, json));
+    }
+
+    /// Ends every open stream.
+    pub(crate) fn close(&self) {
+        let _ = self.closed.send(true);
+    }
+
+    fn until_closed<S: Stream + Send + 'static>(&self, s: S) -> impl Stream<Item = S::Item> + Send + use<S> {
+        let mut rx = self.closed.subscribe();
+        s.take_until(async move {
+            let _ = rx.wait_for(|c| *c).await;
+        })
+    }
+
+    pub(crate) fn chat_stream(&self, room: i64) -> impl Stream<Item = Result<Event, Infallible>> + Send + use<> {
+        let hello = futures_util::stream::once(async { Ok(Event::default().event("connect").data("connected")) });
+        let live = BroadcastStream::new(self.chat.subscribe()).filter_map(move |m| async move {
+            match m {
+                Ok((r, json)) if r == room => Some(Ok(Event::default().event("message").data(json))),
+                _ => None,
+            }
+        });
+        self.until_closed(hello.chain(live))
+    }
+
+    fn pair_stream(&self, code: String) -> impl Stream<Item = Result<Event, Infallible>> + Send + use<> {
+        let hello = futures_util::stream::once(async { Ok(Event::default().event("connect").data("connected")) });
+        let live = BroadcastStream::new(self.pair.subscribe()).filter_map(move |m| {
+            let code = code.clone();
+            async move {
+                match m {
+                    Ok((c, kind, json)) if c == code => Some(Ok(Event::default().event(kind).data(json))),
+                    _ => None,
+                }
+            }
+        });
+        self.until_closed(hello.chain(live))
+    }
+}
+
+pub(crate) fn routes() -> Router<App> {
+    Router::new()
+        .route("/api/pair-room", post(create))
+        .route("/api/pair-room/{code}", get(read))
+        .route("/api/pair-room/{code}/status", patch(set_status))
+        .route("/api/pair-room/{code}/swap", patch(swap_roles))
+        .route("/api/pair-room/{code}/todos", get(list_todos).post(add_todo))
+        .route("/api/pair-room/{code}/reference-link", get(list_links).post(add_link))
+        .route("/api/pair-room/{code}/category", get(list_categories).post(add_category))
+        .route("/api/pair-room/{code}/timer", get(timer))
+        .route("/api/pair-room/{code}/timer/start", patch(timer_start))
+        .route("/api/pair-room/{code}/timer/stop", patch(timer_stop))
+        .route("/api/pair-room/{code}/connect", get(connect))
+}
+
+#[derive(Deserialize)]
+struct NewRoom {
+    driver: String,
+    navigator: String,
+    #[serde(default)]
+    timer_duration_ms: Option<i64>,
+}
+
+async fn create(State(app): State<App>, Json(b): Json<NewRoom>) -> ApiResult<(StatusCode, Json<Value>)> {
+    if b.driver.is_empty() || b.navigator.is_empty() {
+        return Err(ApiError::Bad("driver and navigator are required".into()));
+    }
+    let code: String = (0..6).map(|_| fastrand::uppercase()).collect();
+    let code2 = code.clone();
+    app.db
+        .run(move |c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "INSERT INTO pair_rooms (access_code, driver, navigator, status, created_at) VALUES (?1, ?2, ?3, 'IN_PROGRESS', ?4)",
+                (&code2, &b.driver, &b.navigator, now_ms()),
+            )?;
+            let id = tx.last_insert_rowid();
+            let d = b.timer_duration_ms.unwrap_or(600_000);
+            tx.execute("INSERT INTO timers (pair_room_id, duration_ms, remaining_ms) VALUES (?1, ?2, ?2)", (id, d))?;
+            tx.commit()
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(json!({ "accessCode": code }))))
+}
+
+/// The room's id, or 404.
+async fn room_id(app: &App, code: &str) -> ApiResult<i64> {
+    let code = code.to_string();
+    let id = app
+        .db
+        .run(move |c| {
+            c.query_row("SELECT id FROM pair_rooms WHERE access_code = ?1", [&code], |r| r.get::<_, i64>(0)).map(Some).or_else(
+                |e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                    e => Err(e),
+                },
+            )
+        })
+        .await?;
+    id.ok_or(ApiError::NotFound("pair room"))
+}
+
+async fn read(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
+    if let Some(cache) = &app.cache {
+        if let Some(v) = cache.pair_rooms.lock().expect("cache").get(&code) {
+            return Ok(Json(v.clone()));
+        }
+    }
+    let c2 = code.clone();
+    let room = app
+        .db
+        .run(move |c| {
+            c.query_row(
+                "SELECT access_code, driver, navigator, status FROM pair_rooms WHERE access_code = ?1",
+                [&c2],
+                |r| {
+                    Ok(json!({ "accessCode": r.get::<_, String>(0)?, "driver": r.get::<_, String>(1)?,
+                               "navigator": r.get::<_, String>(2)?, "status": r.get::<_, String>(3)? }))
+                },
+            )
+            .map(Some)
+            .or_else(|e| if matches!(e, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(e) })
+        })
+        .await?
+        .ok_or(ApiError::NotFound("pair room"))?;
+    if let Some(cache) = &app.cache {
+        cache.pair_rooms.lock().expect("cache").insert(code, room.clone());
+    }
+    Ok(Json(room))
+}
+
+fn forget(app: &App, code: &str) {
+    if let Some(cache) = &app.cache {
+        cache.pair_rooms.lock().expect("cache").remove(code);
+    }
+}
+
+#[derive(Deserialize)]
+struct Status {
+    status: String,
+}
+
+async fn set_status(State(app): State<App>, Path(code): Path<String>, Json(s): Json<Status>) -> ApiResult<StatusCode> {
+    if !["IN_PROGRESS", "COMPLETED", "DELETED"].contains(&s.status.as_str()) {
+        return Err(ApiError::Bad(format!("status must be IN_PROGRESS, COMPLETED or DELETED, not {}", s.status)));
+    }
+    let (c2, st) = (code.clone(), s.status.clone());
+    let n = app.db.run(move |c| c.execute("UPDATE pair_rooms SET status = ?1 WHERE access_code = ?2", (&st, &c2))).await?;
+    if n == 0 {
+        return Err(ApiError::NotFound("pair room"));
+    }
+    forget(&app, &code);
+    app.events.pair(&code, "status", json!({ "status": s.status }).to_string());
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn swap_roles(State(app): State<App>, Path(code): Path<String>) -> ApiResult<StatusCode> {
+    let c2 = code.clone();
+    let n = app
+        .db
+        .run(move |c| c.execute("UPDATE pair_rooms SET driver = navigator, navigator = driver WHERE access_code = ?1", [&c2]))
+        .await?;
+    if n == 0 {
+        return Err(ApiError::NotFound("pair room"));
+    }
+    forget(&app, &code);
+    app.events.pair(&code, "roles", "{}".to_string());
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Lists rows of a per-room table as JSON objects of the given columns.
+async fn list(app: &App, code: &str, sql: &'static str, cols: &'static [&'static str]) -> ApiResult<Json<Value>> {
+    let id = room_id(app, code).await?;
+    let rows = app
+        .db
+        .run(move |c| {
+            let mut st = c.prepare_cached(sql)?;
+            let rows = st.query_map([id], |r| {
+                let mut o = serde_json::Map::new();
+                for (i, name) in cols.iter().enumerate() {
+                    let v: rusqlite::types::Value = r.get(i)?;
+                    o.insert(name.to_string(), match v {
+                        rusqlite::types::Value::Integer(n) => json!(n),
+                        rusqlite::types::Value::Text(t) => json!(t),
+                        rusqlite::types::Value::Real(f) => json!(f),
+                        _ => Value::Null,
+                    });
+                }
+                Ok(Value::Object(o))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .await?;
+    Ok(Json(Value::Array(rows)))
+}
+
+/// Inserts one row into a per-room table and announces it.
+async fn add(app: &App, code: &str, sql: &'static str, values: Vec<String>, kind: &'static str) -> ApiResult<(StatusCode, Json<Value>)> {
+    let id = room_id(app, code).await?;
+    let v2 = values.clone();
+    let new_id = app
+        .db
+        .run(move |c| {
+            let mut params: Vec<&dyn rusqlite::ToSql> = vec![&id];
+            params.extend(v2.iter().map(|v| v as &dyn rusqlite::ToSql));
+            c.execute(sql, params.as_slice())?;
+            Ok(c.last_insert_rowid())
+        })
+        .await?;
+    let body = json!({ "id": new_id, "values": values });
+    app.events.pair(code, kind, body.to_string());
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+#[derive(Deserialize)]
+struct Content {
+    content: String,
+}
+
+async fn list_todos(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
+    list(&app, &code, "SELECT id, content, checked FROM todos WHERE pair_room_id = ?1 ORDER BY id", &["id", "content", "checked"]).await
+}
+
+async fn add_todo(State(app): State<App>, Path(code): Path<String>, Json(b): Json<Content>) -> ApiResult<(StatusCode, Json<Value>)> {
+    add(&app, &code, "INSERT INTO todos (pair_room_id, content) VALUES (?1, ?2)", vec![b.content], "todo").await
+}
+
+#[derive(Deserialize)]
+struct Link {
+    url: String,
+    #[serde(default)]
+    category: Option<String>,
+}
+
+async fn list_links(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
+    list(&app, &code, "SELECT id, url, category FROM reference_links WHERE pair_room_id = ?1 ORDER BY id", &["id", "url", "category"]).await
+}
+
+async fn add_link(State(app): State<App>, Path(code): Path<String>, Json(b): Json<Link>) -> ApiResult<(StatusCode, Json<Value>)> {
+    add(
+        &app,
+        &code,
+        "INSERT INTO reference_links (pair_room_id, url, category) VALUES (?1, ?2, ?3)",
+        vec![b.url, b.category.unwrap_or_default()],
+        "link",
+    )
+    .await
+}
+
+#[derive(Deserialize)]
+struct Category {
+    name: String,
+}
+
+async fn list_categories(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
+    list(&app, &code, "SELECT id, name FROM categories WHERE pair_room_id = ?1 ORDER BY id", &["id", "name"]).await
+}
+
+async fn add_category(State(app): State<App>, Path(code): Path<String>, Json(b): Json<Category>) -> ApiResult<(StatusCode, Json<Value>)> {
+    add(&app, &code, "INSERT INTO categories (pair_room_id, name) VALUES (?1, ?2)", vec![b.name], "category").await
+}
+
+async fn timer(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
+    let id = room_id(&app, &code).await?;
+    let t = app
+        .db
+        .run(move |c| {
+            c.query_row("SELECT duration_ms, remaining_ms, started_at FROM timers WHERE pair_room_id = ?1", [id], |r| {
+                let started: Option<i64> = r.get(2)?;
+                let remaining: i64 = r.get(1)?;
+                let left = started.map_or(remaining, |s| (remaining - (now_ms() - s)).max(0));
+                Ok(json!({ "duration": r.get::<_, i64>(0)?, "remaining": left, "running": started.is_some() }))
+            })
+        })
+        .await?;
+    Ok(Json(t))
+}
+
+async fn timer_start(State(app): State<App>, Path(code): Path<String>) -> ApiResult<StatusCode> {
+    let id = room_id(&app, &code).await?;
+    app.db
+        .run(move |c| c.execute("UPDATE timers SET started_at = coalesce(started_at, ?1) WHERE pair_room_id = ?2", (now_ms(), id)))
+        .await?;
+    app.events.pair(&code, "timer", json!({ "running": true }).to_string());
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn timer_stop(State(app): State<App>, Path(code): Path<String>) -> ApiResult<StatusCode> {
+    let id = room_id(&app, &code).await?;
+    app.db
+        .run(move |c| {
+            c.execute(
+                "UPDATE timers SET remaining_ms = max(0, remaining_ms - (?1 - started_at)), started_at = NULL
+                 WHERE pair_room_id = ?2 AND started_at IS NOT NULL",
+                (now_ms(), id),
+            )
+        })
+        .await?;
+    app.events.pair(&code, "timer", json!({ "running": false }).to_string());
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn connect(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    room_id(&app, &code).await?;
+    Ok(Sse::new(app.events.pair_stream(code)).keep_alive(KeepAlive::default()))
+}
