@@ -20,6 +20,68 @@ pub(crate) enum Command {
     Report(ReportArgs),
     /// Compare runs phase by phase: before/after tables with noise taken into account.
     Compare(CompareArgs),
+    /// Load the embedded demo target, tune it, and compare the phases (start here).
+    Demo(DemoArgs),
+    /// The demo target on its own.
+    Target {
+        #[command(subcommand)]
+        command: TargetCommand,
+    },
+}
+
+/// `volley demo`.
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// A 20-second version (three short phases).
+    #[arg(long)]
+    pub(crate) quick: bool,
+    /// Where run directories and the comparison are written.
+    #[arg(long, short = 'o', default_value = "runs/demo")]
+    pub(crate) output: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TargetCommand {
+    /// Serve the demo target until Ctrl-C.
+    Serve(ServeArgs),
+}
+
+/// The demo target's knobs.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on (loopback by default).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// Requests handled at once (Tomcat max-threads); 0 = no limit.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) max_threads: usize,
+    /// Requests that may wait for a worker (Tomcat accept-count); beyond it: 503.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) accept_count: usize,
+    /// DB connection pool size (HikariCP maximum-pool-size).
+    #[arg(long, default_value_t = 10)]
+    pub(crate) db_pool: usize,
+    /// How long a request waits for a DB connection (HikariCP connection-timeout).
+    #[arg(long, default_value = "30s")]
+    pub(crate) db_timeout: String,
+    /// Round trip added to every query while it holds a connection (a remote database's cost).
+    #[arg(long, default_value = "1ms")]
+    pub(crate) db_rtt: String,
+    /// Look-aside cache for room lists and pair rooms.
+    #[arg(long)]
+    pub(crate) cache: bool,
+    /// Message primary keys: sequential integers or random strings.
+    #[arg(long, value_enum, default_value_t = IdKind::Sequential)]
+    pub(crate) id_type: IdKind,
+    /// SQLite database file (default: a fresh temporary file).
+    #[arg(long)]
+    pub(crate) database: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum IdKind {
+    Sequential,
+    Random,
 }
 
 /// `volley compare`.

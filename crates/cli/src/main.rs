@@ -2,6 +2,7 @@
 //! library crates. Exit codes: 0 ok, 1 thresholds failed, 2 usage or input error.
 
 mod args;
+mod demo_cmd;
 mod progress;
 mod report_cmd;
 mod run_cmd;
@@ -28,6 +29,8 @@ fn main() -> ExitCode {
         Command::Run(a) => run_cmd::run(*a),
         Command::Report(a) => report_cmd::report(a),
         Command::Compare(a) => report_cmd::compare(a),
+        Command::Demo(a) => demo_cmd::demo(a),
+        Command::Target { command: args::TargetCommand::Serve(a) } => demo_cmd::serve(a),
     };
     match result {
         Ok(code) => code,

@@ -142,6 +142,12 @@ fn hostname() -> String {
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
+    execute(args)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs a test to the end and returns its run directory (reports written and printed).
+pub(crate) fn execute(args: RunArgs) -> Result<PathBuf> {
     let config = RunConfig::from_args(args)?;
     volley_engine::preflight(&config.engine.target, &config.engine.tls, config.engine.timeout_for_preflight())?;
     let meta = config.meta();
@@ -175,7 +181,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     };
     writer.finish(status, reason)?;
     write_reports(writer.dir())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(writer.dir().to_path_buf())
 }
 
 /// Folds new error messages into run.json's notes and refreshes their counts.

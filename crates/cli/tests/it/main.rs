@@ -3,3 +3,4 @@
 mod report;
 mod run;
 mod support;
+mod demo;

@@ -1,0 +1,107 @@
+//! `volley demo` and `volley target serve`.
+//!
+//! The demo is a seed-style tuning story on the embedded target: the chat server's
+//! `GET /rooms` under a ramp of virtual users with a small DB pool (Original), the same
+//! load with a bigger pool (Phase 1), then with the look-aside cache on (Phase 2) — each
+//! run written as a normal run directory, then compared phase by phase.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use volley_demo::{IdType, Knobs};
+use volley_report::ReportOptions;
+use volley_scenario::parse_duration;
+
+use crate::args::{Cli, Command, DemoArgs, IdKind, ServeArgs};
+
+/// One phase of the story: what changes on the target, and why.
+struct Phase {
+    label: &'static str,
+    change: &'static str,
+    knobs: Knobs,
+}
+
+fn phases() -> Vec<Phase> {
+    // A remote database's 5 ms round trip makes the pool the bottleneck, as in the seeds.
+    let base = Knobs { db_pool: 2, db_rtt: Duration::from_millis(5), max_threads: 200, ..Knobs::default() };
+    vec![
+        Phase { label: "Original", change: "DB pool of 2 connections, no cache", knobs: base.clone() },
+        Phase { label: "Phase 1", change: "DB pool raised to 10 connections", knobs: Knobs { db_pool: 10, ..base.clone() } },
+        Phase { label: "Phase 2", change: "look-aside cache on for the room list", knobs: Knobs { db_pool: 10, cache: true, ..base } },
+    ]
+}
+
+pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
+    // Stages per phase: a ramp-up, then a hold (seed 000's 296 VUs, scaled to a laptop).
+    let stages = if a.quick { "2s:30,4s:30" } else { "10s:60,25s:60" };
+    std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let mut runs = Vec::new();
+    let phases = phases();
+    for (i, phase) in phases.iter().enumerate() {
+        eprintln!("\n== {} — {} ==", phase.label, phase.change);
+        let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, &phase.knobs)).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let url = format!("http://{}/rooms", target.addr);
+        let name = format!("demo-{}-{}", i, phase.label.to_lowercase().replace(' ', "-"));
+        let out = a.output.to_string_lossy().to_string();
+        let argv = ["volley", "run", "--url", &url, "--stages", stages, "--name", &name, "-o", &out, "--progress", "plain"];
+        eprintln!("$ {}", argv[..argv.len() - 2].join(" "));
+        let Command::Run(args) = Cli::try_parse_from(argv)?.command else { unreachable!("a run command line") };
+        let dir = crate::run_cmd::execute(*args);
+        rt.block_on(target.stop())?;
+        runs.push(dir?);
+    }
+    compare(&runs, &phases, &a.output)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
+    let sources = runs.iter().map(|p| volley_formats::open(p)).collect::<Result<Vec<_>, _>>()?;
+    let labels: Vec<String> = phases.iter().map(|p| p.label.to_string()).collect();
+    let cmp = volley_report::compare::build(&sources, &labels, ReportOptions::default());
+    println!("\n{}", cmp.table());
+    let md_path = out.join("comparison.md");
+    let mut md = String::from("# volley demo: tuning the chat server's `GET /rooms`\n\n");
+    for (p, dir) in phases.iter().zip(runs) {
+        md.push_str(&format!("- **{}**: {} — `{}`\n", p.label, p.change, dir.display()));
+    }
+    md.push('\n');
+    md.push_str(&cmp.markdown());
+    std::fs::write(&md_path, md)?;
+    std::fs::write(out.join("comparison.json"), cmp.to_json())?;
+    eprintln!("volley: the runs are in {}; each has report.md and report.json", out.display());
+    eprintln!("volley: the comparison is in {} (and comparison.json)", md_path.display());
+    eprintln!("volley: compare them again with: volley compare {} --labels {}", runs.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(" "), phases.iter().map(|p| p.label).collect::<Vec<_>>().join(",").replace(' ', "\\ "));
+    Ok(())
+}
+
+pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
+    let knobs = Knobs {
+        max_threads: a.max_threads,
+        accept_count: a.accept_count,
+        db_pool: a.db_pool,
+        db_timeout: parse_duration(&a.db_timeout).map_err(|e| anyhow::anyhow!("--db-timeout: {e}"))?,
+        db_rtt: parse_duration(&a.db_rtt).map_err(|e| anyhow::anyhow!("--db-rtt: {e}"))?,
+        cache: a.cache,
+        id_type: match a.id_type {
+            IdKind::Sequential => IdType::Sequential,
+            IdKind::Random => IdType::Random,
+        },
+        database: a.database.clone(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async {
+        let target = volley_demo::start(a.listen, &knobs).await.map_err(|e| anyhow::anyhow!("cannot start the target on {}: {e}", a.listen))?;
+        eprintln!("volley: demo target on http://{} (database {})", target.addr, target.db.path.display());
+        eprintln!("volley: try  volley run --url http://{}/rooms --vus 20 --duration 30s", target.addr);
+        eprintln!("volley: metrics at http://{}/metrics; Ctrl-C stops", target.addr);
+        let _ = tokio::signal::ctrl_c().await;
+        eprintln!("volley: stopping (in-flight requests finish first)");
+        target.stop().await?;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

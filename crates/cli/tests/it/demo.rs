@@ -1,0 +1,27 @@
+//! `volley demo --quick` end to end: the newcomer's first command.
+
+use crate::support::*;
+
+#[test]
+fn quick_demo_runs_reports_and_compares() {
+    let _g = serial();
+    let out = out_dir();
+    let o = volley(&["demo", "--quick", "-o", out.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mut runs: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    runs.sort();
+    assert_eq!(runs.len(), 3);
+    for run in &runs {
+        let r = report_json(run);
+        assert_eq!(r["status"], "complete", "{}", run.display());
+        assert!(r["seed_suite"]["tps_avg"].as_f64().unwrap() > 10.0, "{}", r);
+        assert_eq!(r["seed_suite"]["errors"], 0, "{}", r);
+    }
+    let md = std::fs::read_to_string(out.path().join("comparison.md")).unwrap();
+    assert!(md.contains("| Metric | Original | Phase 1 | Change |"), "{md}");
+    assert!(md.contains("## Overall: Original → Phase 2"), "{md}");
+    // A 5x larger pool on a pool-bound service must show as a throughput gain.
+    let cmp: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("comparison.json")).unwrap()).unwrap();
+    let tps = cmp["steps"][0]["rows"].as_array().unwrap().iter().find(|r| r["key"] == "tps_avg").unwrap().clone();
+    assert_eq!(tps["verdict"], "better", "{tps}");
+}
