@@ -4,3 +4,4 @@ mod report;
 mod run;
 mod support;
 mod demo;
+mod tls;
