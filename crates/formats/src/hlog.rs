@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
+use volley_stats::CompactHistogram;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, Tag};
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
@@ -50,8 +51,8 @@ pub struct LoggedHistogram {
     pub tag: String,
     /// Offset of the interval from the base time, s.
     pub start_s: f64,
-    /// The histogram.
-    pub histogram: Histogram<u64>,
+    /// The histogram, compact.
+    pub histogram: CompactHistogram,
 }
 
 /// Reads every tagged interval histogram in `bytes`.
@@ -76,7 +77,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<LoggedHistogram>> {
             out.push(LoggedHistogram {
                 tag: ih.tag().map(|t| t.as_str().to_string()).unwrap_or_default(),
                 start_s: ih.start_timestamp().as_secs_f64(),
-                histogram,
+                histogram: CompactHistogram::from_histogram(&histogram),
             });
         }
     }

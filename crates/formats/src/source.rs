@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use hdrhistogram::Histogram;
-use volley_stats::{LatencySummary, Series, new_histogram};
+use volley_stats::{CompactHistogram, LatencySummary, Series};
 
 use crate::error::{FormatError, Result};
 use crate::hlog::LoggedHistogram;
@@ -56,11 +56,9 @@ impl Source {
 
     /// All histograms of `tag` from `warmup_s` on, merged.
     pub fn merged(&self, tag: &str, warmup_s: f64) -> Histogram<u64> {
-        let mut h = new_histogram();
-        for l in self.histograms.iter().filter(|l| l.tag == tag && l.start_s + 1e-9 >= warmup_s) {
-            let _ = h.add(&l.histogram);
-        }
-        h
+        CompactHistogram::merge_all(
+            self.histograms.iter().filter(|l| l.tag == tag && l.start_s + 1e-9 >= warmup_s).map(|l| &l.histogram),
+        )
     }
 
     /// Per-request summary of `tag` from `warmup_s` on.
@@ -70,7 +68,7 @@ impl Source {
 
     /// One histogram of `tag` per series row from `warmup_s` on (empty where a row has none),
     /// or `None` when the source has no histograms.
-    pub fn per_interval(&self, tag: &str, warmup_s: f64) -> Option<Vec<Histogram<u64>>> {
+    pub fn per_interval(&self, tag: &str, warmup_s: f64) -> Option<Vec<CompactHistogram>> {
         if !self.has_histograms() {
             return None;
         }
@@ -83,7 +81,7 @@ impl Source {
                         .iter()
                         .find(|l| l.tag == tag && (l.start_s - row.start_s).abs() < 1e-3)
                         .map(|l| l.histogram.clone())
-                        .unwrap_or_else(new_histogram)
+                        .unwrap_or_default()
                 })
                 .collect(),
         )

@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use crate::latency::LatencySummary;
+use crate::latency::{CompactHistogram, LatencySummary};
 use crate::series::Series;
 use crate::suite::{SeedSuite, SuiteOptions};
 
@@ -64,7 +64,7 @@ pub struct RunSample {
     /// The series (after warm-up).
     pub series: Series,
     /// Per-interval time-to-first-byte histograms, one per series row, if the source has them.
-    pub ttfb: Option<Vec<hdrhistogram::Histogram<u64>>>,
+    pub ttfb: Option<Vec<CompactHistogram>>,
     /// TPS tail for the suite.
     pub options: SuiteOptions,
 }
@@ -143,13 +143,7 @@ const METRICS: &[Metric] = &[
 
 impl RunSample {
     fn figures(&self) -> Figures {
-        let ttfb = self.ttfb.as_ref().and_then(|hs| {
-            let mut all = crate::latency::new_histogram();
-            for h in hs {
-                let _ = all.add(h);
-            }
-            LatencySummary::from_histogram(&all)
-        });
+        let ttfb = self.ttfb.as_ref().and_then(|hs| LatencySummary::from_histogram(&CompactHistogram::merge_all(hs)));
         Figures { suite: SeedSuite::compute(&self.series, self.options), ttfb }
     }
 
@@ -200,17 +194,14 @@ struct SparseHistograms {
 }
 
 impl SparseHistograms {
-    fn new(hs: &[hdrhistogram::Histogram<u64>]) -> Self {
-        let mut values: Vec<u64> =
-            hs.iter().flat_map(|h| h.iter_recorded().map(|v| v.value_iterated_to())).collect();
+    fn new(hs: &[CompactHistogram]) -> Self {
+        let mut values: Vec<u64> = hs.iter().flat_map(|h| h.entries.iter().map(|e| e.0)).collect();
         values.sort_unstable();
         values.dedup();
         let intervals = hs
             .iter()
             .map(|h| {
-                h.iter_recorded()
-                    .map(|v| (values.binary_search(&v.value_iterated_to()).expect("value in union") as u32, v.count_at_value()))
-                    .collect()
+                h.entries.iter().map(|&(v, c)| (values.binary_search(&v).expect("value in union") as u32, c)).collect()
             })
             .collect();
         SparseHistograms { values, intervals }
@@ -310,7 +301,7 @@ mod tests {
                 for _ in 0..300 {
                     h.record(((15_000.0 + rng.f64() * 15_000.0) * mttfb_scale) as u64).unwrap();
                 }
-                h
+                CompactHistogram::from_histogram(&h)
             })
             .collect();
         RunSample { series: Series { intervals }, ttfb: Some(ttfb), options: SuiteOptions::default() }

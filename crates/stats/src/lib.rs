@@ -11,7 +11,7 @@ pub mod sample;
 pub mod series;
 pub mod suite;
 
-pub use latency::{LatencySummary, new_histogram};
+pub use latency::{CompactHistogram, LatencySummary, new_histogram};
 pub use sample::{ErrorKind, IntervalSample};
 pub use series::{Interval, Series};
 pub use suite::{SeedSuite, SuiteOptions, TpsTail};
