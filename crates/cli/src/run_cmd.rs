@@ -162,7 +162,7 @@ pub(crate) fn execute(args: RunArgs) -> Result<PathBuf> {
             Event::Interval { sample, row, messages, target_vus } => {
                 writer.write_interval(&sample, &row)?;
                 if !messages.is_empty() {
-                    add_messages(&mut writer.meta_mut().errors, &sample.errors_by_kind, messages);
+                    add_messages(&mut writer.meta_mut().errors, &sample.counts.errors_by_kind, messages);
                     writer.write_meta()?;
                 }
                 progress.interval(&row, &sample, target_vus);

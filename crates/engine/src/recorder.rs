@@ -65,10 +65,10 @@ impl Recorder {
     pub(crate) fn record_exchange(&mut self, ex: &Exchange, ok: bool) {
         let s = self.slot(Instant::now());
         if ex.status >= 400 {
-            s.response_errors += 1;
+            s.counts.response_errors += 1;
         }
         if ex.reconnected {
-            s.reconnects += 1;
+            s.counts.reconnects += 1;
         }
         if ok {
             s.record_success(ex.ttfb_us, ex.total_us, ex.connect_us, ex.bytes);
@@ -135,12 +135,12 @@ mod tests {
         let t0 = Instant::now() - Duration::from_millis(2500);
         let mut r = Recorder::new(t0, Duration::from_secs(1));
         r.record_exchange(&ex(), true); // lands in interval 2
-        assert_eq!(r.take(0).sample.tests, 0);
-        assert_eq!(r.take(1).sample.tests, 0);
+        assert_eq!(r.take(0).sample.counts.tests, 0);
+        assert_eq!(r.take(1).sample.counts.tests, 0);
         r.clamp_to(2);
         r.record_failure(Failure { kind: ErrorKind::Reset, message: "reset".into() });
         let p = r.take(2);
-        assert_eq!((p.sample.tests, p.sample.errors), (1, 1));
+        assert_eq!((p.sample.counts.tests, p.sample.counts.errors), (1, 1));
         assert_eq!(p.messages, vec![(ErrorKind::Reset, "reset".to_string())]);
     }
 
@@ -151,7 +151,7 @@ mod tests {
             r.record_failure(Failure { kind: ErrorKind::Connect, message: format!("m{}", i % 7) });
         }
         let p = r.take(0);
-        assert_eq!(p.sample.errors, 20);
+        assert_eq!(p.sample.counts.errors, 20);
         assert_eq!(p.messages.len(), MESSAGES_PER_KIND);
     }
 }

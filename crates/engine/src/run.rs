@@ -308,7 +308,7 @@ impl Conductor {
         let (sample, messages) = self.collect(Command::Finish(last));
         let start = interval * last as u32;
         let period = stop_at.saturating_sub(start);
-        if period > Duration::ZERO || sample.tests + sample.errors > 0 {
+        if period > Duration::ZERO || sample.counts.tests + sample.counts.errors > 0 {
             let row = sample.to_interval(start.as_secs_f64(), period.as_secs_f64(), vus_at_stop);
             let _ = self.events.send(Event::Interval { sample: Box::new(sample), row, messages, target_vus: 0 });
         }

@@ -4,8 +4,10 @@
 //! Every reader turns a file into a [`volley_stats::Series`] (plus histograms when the file
 //! has per-request data), so the metric suite works the same on any source.
 
+pub mod bucket;
 pub mod error;
 pub mod hlog;
+pub mod import;
 pub mod ngrinder;
 pub mod numfmt;
 pub mod rundir;

@@ -175,9 +175,9 @@ impl RunWriter {
         let pct = |h: &Histogram<u64>, p: f64| if h.is_empty() { 0.0 } else { h.value_at_percentile(p) as f64 / 1000.0 };
         fields.push(n(row.start_s));
         fields.push(n(row.period_s));
-        fields.extend(sample.errors_by_kind.iter().map(|c| c.to_string()));
-        fields.push(sample.reconnects.to_string());
-        fields.push(sample.dropped.to_string());
+        fields.extend(sample.counts.errors_by_kind.iter().map(|c| c.to_string()));
+        fields.push(sample.counts.reconnects.to_string());
+        fields.push(sample.counts.dropped.to_string());
         fields.push(n(pct(&sample.ttfb, 50.0)));
         fields.push(n(pct(&sample.ttfb, 99.0)));
         fields.push(n(pct(&sample.total, 99.0)));

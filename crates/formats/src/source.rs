@@ -6,12 +6,15 @@ use std::path::{Path, PathBuf};
 use hdrhistogram::Histogram;
 use volley_stats::{CompactHistogram, LatencySummary, Series};
 
+use std::io::BufRead;
+
 use crate::error::{FormatError, Result};
+use crate::import;
 use crate::hlog::LoggedHistogram;
 use crate::rundir::{RunData, RunMeta};
 
 /// Formats `open` recognises, for error messages.
-pub const READABLE: &str = "a volley run directory, nGrinder output.csv";
+pub const READABLE: &str = "a volley run directory, nGrinder output.csv, k6 --out csv / --out json / --summary-export, JMeter JTL (CSV), Locust _stats_history.csv / _stats.csv, Gatling simulation.log (text, 3.4–3.12)";
 
 /// A result opened for reporting.
 #[derive(Debug, Clone)]
@@ -32,6 +35,8 @@ pub struct Source {
     pub errors_by_kind: Vec<[u64; 6]>,
     /// run.json, for volley runs.
     pub meta: Option<RunMeta>,
+    /// What a reader must know about how this source's figures were obtained.
+    pub notes: Vec<String>,
 }
 
 impl Source {
@@ -46,6 +51,7 @@ impl Source {
             histograms: run.histograms,
             errors_by_kind: run.errors_by_kind,
             meta: Some(run.meta),
+            notes: Vec::new(),
         }
     }
 
@@ -99,26 +105,52 @@ pub fn open(path: &Path) -> Result<Source> {
         }
         return Ok(Source::from_run(RunData::read(path)?));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| FormatError::io(path, e))?;
-    if crate::ngrinder::sniff(&text) {
-        let file = crate::ngrinder::parse(path, &text)?;
-        return Ok(Source {
+    let file = std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+    let head = reader.fill_buf().map_err(|e| FormatError::io(path, e))?.to_vec();
+    let head_text = String::from_utf8_lossy(&head);
+    let first_line = head_text.trim_start_matches('\u{feff}').lines().next().unwrap_or("").trim_end_matches('\r').to_string();
+    let read_all = |mut r: std::io::BufReader<std::fs::File>| -> Result<String> {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut r, &mut s).map_err(|e| FormatError::io(path, e))?;
+        Ok(s)
+    };
+    if crate::ngrinder::sniff(&first_line) {
+        let file = crate::ngrinder::parse(path, &read_all(reader)?)?;
+        let mut src = crate::import::source(path, "ngrinder");
+        src.series = file.total;
+        src.per_test = file.tests;
+        return Ok(src);
+    }
+    if import::k6::sniff_csv(&first_line) {
+        return import::k6::read_csv(path, reader);
+    }
+    if import::k6::sniff_json(&first_line) {
+        return import::k6::read_json(path, reader);
+    }
+    if import::jmeter::sniff(&first_line) {
+        return import::jmeter::read(path, reader, &first_line);
+    }
+    if import::locust::sniff_history(&first_line) {
+        return import::locust::read_history(path, &read_all(reader)?);
+    }
+    if import::locust::sniff_stats(&first_line) {
+        return import::locust::read_stats(path, &read_all(reader)?);
+    }
+    if import::gatling::sniff_text(&first_line) {
+        return import::gatling::read_text(path, reader);
+    }
+    if import::gatling::sniff_binary(&head) {
+        return Err(FormatError::Unrecognised {
             path: path.to_path_buf(),
-            name: file_name(path),
-            format: "ngrinder",
-            series: file.total,
-            per_test: file.tests,
-            histograms: Vec::new(),
-            errors_by_kind: Vec::new(),
-            meta: None,
+            message: "a binary Gatling simulation.log (Gatling 3.13+): not read yet; text logs of Gatling 3.4–3.12 are".to_string(),
         });
+    }
+    if import::k6::sniff_summary(&head_text) {
+        return import::k6::read_summary(path, &read_all(reader)?);
     }
     Err(FormatError::Unrecognised {
         path: path.to_path_buf(),
         message: format!("not a format volley reads; it reads {READABLE}"),
     })
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }

@@ -83,7 +83,7 @@ impl RunReport {
         let seed_suite = SeedSuite::compute(&series, suite_opts);
         let first_kept = src.series.intervals.len() - series.intervals.len();
         let errors = error_lines(src, first_kept);
-        let mut notes = Vec::new();
+        let mut notes = src.notes.clone();
         if warmup_s > 0.0 {
             notes.push(format!("The first {warmup_s} s (warm-up, {first_kept} intervals) are excluded from every figure."));
         }
@@ -100,12 +100,13 @@ impl RunReport {
                 last.period_s
             ));
         }
-        if src.has_histograms() {
+        if src.format == "volley" && src.has_histograms() {
             notes.push(
                 "TTFB and MTTFB are measured from the request's actual start, connection set-up included (as nGrinder does)."
                     .to_string(),
             );
-        } else {
+        }
+        if src.format == "ngrinder" {
             notes.push("This file has only per-interval means: per-request percentiles are not available from it.".to_string());
         }
         let per_test = src

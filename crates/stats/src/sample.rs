@@ -52,11 +52,9 @@ impl ErrorKind {
     }
 }
 
-/// Raw accumulators for one interval. Times in microseconds.
-#[derive(Debug, Clone)]
-pub struct IntervalSample {
-    /// Index of the interval from the start of the run.
-    pub index: u64,
+/// Raw per-interval sums, mergeable across workers. Times in microseconds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counts {
     /// Successful requests.
     pub tests: u64,
     /// Failed requests, all kinds.
@@ -65,7 +63,7 @@ pub struct IntervalSample {
     pub errors_by_kind: [u64; 6],
     /// Responses with status >= 400 (counted even when the status was expected).
     pub response_errors: u64,
-    /// Sum and sum of squares of successful requests' total time (µs, µs²).
+    /// Sum of successful requests' total time, µs.
     pub total_sum_us: u64,
     /// Sum of squares of total time, for the standard deviation.
     pub total_sumsq_us: f64,
@@ -79,82 +77,48 @@ pub struct IntervalSample {
     pub reconnects: u64,
     /// Open-model arrivals with no free VU.
     pub dropped: u64,
-    /// Time to first byte of successful requests, µs.
-    pub ttfb: Histogram<u64>,
-    /// Total time of successful requests, µs.
-    pub total: Histogram<u64>,
 }
 
-impl IntervalSample {
-    /// An empty sample for interval `index`.
-    pub fn new(index: u64) -> Self {
-        IntervalSample {
-            index,
-            tests: 0,
-            errors: 0,
-            errors_by_kind: [0; 6],
-            response_errors: 0,
-            total_sum_us: 0,
-            total_sumsq_us: 0.0,
-            ttfb_sum_us: 0,
-            connect_sum_us: 0,
-            bytes: 0,
-            reconnects: 0,
-            dropped: 0,
-            ttfb: new_histogram(),
-            total: new_histogram(),
-        }
-    }
-
-    /// Records one successful request.
-    pub fn record_success(&mut self, ttfb_us: u64, total_us: u64, connect_us: u64, bytes: u64) {
+impl Counts {
+    /// Counts one successful request.
+    pub fn success(&mut self, ttfb_us: u64, total_us: u64, connect_us: u64, bytes: u64) {
         self.tests += 1;
         self.total_sum_us += total_us;
         self.total_sumsq_us += (total_us as f64) * (total_us as f64);
         self.ttfb_sum_us += ttfb_us;
         self.connect_sum_us += connect_us;
         self.bytes += bytes;
-        // Values beyond the histogram's bounds saturate rather than being lost.
-        self.ttfb.saturating_record(ttfb_us.max(1));
-        self.total.saturating_record(total_us.max(1));
     }
 
-    /// Records one failed request.
-    pub fn record_error(&mut self, kind: ErrorKind) {
+    /// Counts one failed request.
+    pub fn error(&mut self, kind: ErrorKind) {
         self.errors += 1;
         self.errors_by_kind[kind.index()] += 1;
     }
 
-    /// Adds another worker's sample of the same interval.
-    pub fn merge(&mut self, other: &IntervalSample) {
-        self.tests += other.tests;
-        self.errors += other.errors;
-        for (a, b) in self.errors_by_kind.iter_mut().zip(other.errors_by_kind) {
+    /// Adds another sample's sums.
+    pub fn merge(&mut self, o: &Counts) {
+        self.tests += o.tests;
+        self.errors += o.errors;
+        for (a, b) in self.errors_by_kind.iter_mut().zip(o.errors_by_kind) {
             *a += b;
         }
-        self.response_errors += other.response_errors;
-        self.total_sum_us += other.total_sum_us;
-        self.total_sumsq_us += other.total_sumsq_us;
-        self.ttfb_sum_us += other.ttfb_sum_us;
-        self.connect_sum_us += other.connect_sum_us;
-        self.bytes += other.bytes;
-        self.reconnects += other.reconnects;
-        self.dropped += other.dropped;
-        // Both histograms share bounds, so adding cannot fail.
-        let _ = self.ttfb.add(&other.ttfb);
-        let _ = self.total.add(&other.total);
+        self.response_errors += o.response_errors;
+        self.total_sum_us += o.total_sum_us;
+        self.total_sumsq_us += o.total_sumsq_us;
+        self.ttfb_sum_us += o.ttfb_sum_us;
+        self.connect_sum_us += o.connect_sum_us;
+        self.bytes += o.bytes;
+        self.reconnects += o.reconnects;
+        self.dropped += o.dropped;
     }
 
-    /// The nGrinder-shaped row for this sample.
+    /// The nGrinder-shaped row for these sums.
     pub fn to_interval(&self, start_s: f64, period_s: f64, vusers: f64) -> Interval {
         let n = self.tests as f64;
         let per_test = |sum_us: u64| if self.tests == 0 { 0.0 } else { sum_us as f64 / n / 1000.0 };
         let mean_us = if self.tests == 0 { 0.0 } else { self.total_sum_us as f64 / n };
-        let var_us = if self.tests == 0 {
-            0.0
-        } else {
-            (self.total_sumsq_us / n - mean_us * mean_us).max(0.0)
-        };
+        let var_us = if self.tests == 0 { 0.0 } else { (self.total_sumsq_us / n - mean_us * mean_us).max(0.0) };
         let period = if period_s > 0.0 { period_s } else { 1.0 };
         Interval {
             start_s,
@@ -173,6 +137,52 @@ impl IntervalSample {
             mean_connect_ms: per_test(self.connect_sum_us),
             dropped: self.dropped,
         }
+    }
+}
+
+/// What the engine records for one interval: sums and the two latency histograms.
+#[derive(Debug, Clone)]
+pub struct IntervalSample {
+    /// Index of the interval from the start of the run.
+    pub index: u64,
+    /// The sums.
+    pub counts: Counts,
+    /// Time to first byte of successful requests, µs.
+    pub ttfb: Histogram<u64>,
+    /// Total time of successful requests, µs.
+    pub total: Histogram<u64>,
+}
+
+impl IntervalSample {
+    /// An empty sample for interval `index`.
+    pub fn new(index: u64) -> Self {
+        IntervalSample { index, counts: Counts::default(), ttfb: new_histogram(), total: new_histogram() }
+    }
+
+    /// Records one successful request.
+    pub fn record_success(&mut self, ttfb_us: u64, total_us: u64, connect_us: u64, bytes: u64) {
+        self.counts.success(ttfb_us, total_us, connect_us, bytes);
+        // Values beyond the histogram's bounds saturate rather than being lost.
+        self.ttfb.saturating_record(ttfb_us.max(1));
+        self.total.saturating_record(total_us.max(1));
+    }
+
+    /// Records one failed request.
+    pub fn record_error(&mut self, kind: ErrorKind) {
+        self.counts.error(kind);
+    }
+
+    /// Adds another worker's sample of the same interval.
+    pub fn merge(&mut self, other: &IntervalSample) {
+        self.counts.merge(&other.counts);
+        // Both histograms share bounds, so adding cannot fail.
+        let _ = self.ttfb.add(&other.ttfb);
+        let _ = self.total.add(&other.total);
+    }
+
+    /// The nGrinder-shaped row for this sample.
+    pub fn to_interval(&self, start_s: f64, period_s: f64, vusers: f64) -> Interval {
+        self.counts.to_interval(start_s, period_s, vusers)
     }
 }
 
@@ -206,7 +216,7 @@ mod tests {
         b.record_success(30, 40, 0, 1);
         b.record_error(ErrorKind::Connect);
         a.merge(&b);
-        assert_eq!((a.tests, a.errors, a.errors_by_kind[0]), (2, 1, 1));
+        assert_eq!((a.counts.tests, a.counts.errors, a.counts.errors_by_kind[0]), (2, 1, 1));
         assert_eq!(a.ttfb.len(), 2);
         assert_eq!(a.total.max(), 40);
     }

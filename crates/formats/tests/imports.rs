@@ -1,0 +1,99 @@
+//! Every file in `../shared/fixtures/imports/` that holds results is read; the counts
+//! pinned here were checked by hand against the raw files (see each comment).
+
+use std::path::PathBuf;
+
+use volley_formats::open;
+
+fn fixture(name: &str) -> PathBuf {
+    std::env::var_os("VOLLEY_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"))
+        .join("imports")
+        .join(name)
+}
+
+/// (file, format, successes, errors, intervals or None, has per-request histograms)
+const CASES: &[(&str, &str, u64, u64, Option<usize>, bool)] = &[
+    // 312 `http_reqs` rows, 109 of them expected_response=false (HTTP 500 and refused).
+    ("generated_k6-v1.2.3_out.csv", "k6-csv", 203, 109, Some(7), true),
+    ("generated_k6-v1.2.3_out.json", "k6-json", 203, 109, Some(7), true),
+    // metrics.http_reqs.count 312, http_req_failed.passes 109.
+    ("generated_k6-v1.2.3_summary-export.json", "k6-summary", 203, 109, Some(1), false),
+    // http_reqs count 1, http_req_failed passes 1.
+    ("k6_summary-export_legacy_sirhcc_k6-results.json", "k6-summary", 0, 1, Some(1), false),
+    // 61 http_reqs points, none failed.
+    ("k6_json_kirilly_k6-results.json", "k6-json", 61, 0, None, true),
+    // 10,400 rows: 200 are loginpage-0/-1 sub-results of 100 loginpage samples.
+    ("jmeter_abdulkuddus_results_subsamples.jtl", "jmeter-jtl", 10_200, 0, None, true),
+    // 2,746 samples, `success` false in 1,119.
+    ("jmeter_felipesuarezB_resultados_with_errors.jtl", "jmeter-jtl", 1_627, 1_119, None, true),
+    ("jmeter_sunjida_results_small.jtl", "jmeter-jtl", 20, 0, None, true),
+    // Last Aggregated row: Total Request Count 718, Total Failure Count 51.
+    ("generated_locust2.47.0_fullhistory_stats_history.csv", "locust-history", 667, 51, Some(14), false),
+    ("generated_locust2.47.0_fullhistory_stats.csv", "locust-stats", 667, 51, Some(1), false),
+    // `\r\r\n` line ends; last Aggregated row: 235 requests, 0 failures (stats.csv says 255: written later).
+    ("locust_motiur12_results_stats_history.csv", "locust-history", 235, 0, Some(50), false),
+    ("locust_motiur12_results_stats.csv", "locust-stats", 255, 0, Some(1), false),
+    // 6,329 REQUEST records, 2,147 of them KO.
+    ("gatling_3.8.3_nelson_flujoreusocheckoutcorregido_simulation.log", "gatling-log", 4_182, 2_147, None, true),
+    ("gatling_3.8.3_nelson_closemodel_simulation.log", "gatling-log", 24, 0, None, true),
+];
+
+#[test]
+fn every_import_fixture_reads_with_the_counts_checked_by_hand() {
+    for &(file, format, tests, errors, intervals, hist) in CASES {
+        let src = open(&fixture(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(src.format, format, "{file}");
+        assert_eq!((src.series.tests(), src.series.errors()), (tests, errors), "{file}");
+        if let Some(n) = intervals {
+            assert_eq!(src.series.intervals.len(), n, "{file}");
+        }
+        assert_eq!(src.has_histograms(), hist, "{file}");
+        assert!(!src.notes.is_empty(), "{file}: an import always says how it was read");
+    }
+}
+
+#[test]
+fn jmeter_sub_results_are_not_double_counted_and_runs_days_apart_are_not_padded() {
+    let src = open(&fixture("jmeter_abdulkuddus_results_subsamples.jtl")).unwrap();
+    assert_eq!(src.series.tests(), 10_200);
+    assert!(src.series.intervals.len() < 2_000, "{} intervals", src.series.intervals.len());
+    assert!(src.notes.iter().any(|n| n.contains("separate runs")), "{:?}", src.notes);
+    assert!(src.notes.iter().any(|n| n.contains("200 sub-result rows")), "{:?}", src.notes);
+}
+
+#[test]
+fn per_interval_formats_say_percentiles_are_unavailable() {
+    for file in ["generated_locust2.47.0_fullhistory_stats_history.csv", "generated_k6-v1.2.3_summary-export.json"] {
+        let src = open(&fixture(file)).unwrap();
+        assert!(src.notes.iter().any(|n| n.contains("not available")), "{file}: {:?}", src.notes);
+    }
+}
+
+#[test]
+fn the_binary_gatling_log_is_named_not_misread() {
+    let e = open(&fixture("gatling_binary_3.13plus_gatling-repo_known_stats_simulation.log")).unwrap_err().to_string();
+    assert!(e.contains("binary Gatling"), "{e}");
+}
+
+#[test]
+fn malformed_files_name_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let jtl = dir.path().join("bad.jtl");
+    std::fs::write(
+        &jtl,
+        "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect\n1776337822386,12x,home,200,OK,T 1-1,text,true,,1,1,1,1,u,1,0,0\n",
+    )
+    .unwrap();
+    let e = open(&jtl).unwrap_err().to_string();
+    assert!(e.ends_with("bad.jtl:2:2: `elapsed`: expected a whole number, found `12x`"), "{e}");
+    let k6 = dir.path().join("cut.csv");
+    std::fs::write(&k6, "metric_name,timestamp,metric_value,check\nhttp_reqs,1795315819,1.0,\nhttp_req_duration\n").unwrap();
+    let e = open(&k6).unwrap_err().to_string();
+    assert!(e.contains("cut.csv:3:") && e.contains("truncated row"), "{e}");
+    let unknown = dir.path().join("notes.txt");
+    std::fs::write(&unknown, "hello").unwrap();
+    let e = open(&unknown).unwrap_err().to_string();
+    assert!(e.contains("k6 --out csv") && e.contains("JMeter JTL"), "{e}");
+}
