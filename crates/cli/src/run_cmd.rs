@@ -142,8 +142,10 @@ fn hostname() -> String {
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
-    execute(args)?;
-    Ok(ExitCode::SUCCESS)
+    let dir = execute(args)?;
+    // A run volley had to stop (too many errors) failed as surely as a threshold.
+    let status = RunData::read(&dir)?.meta.status;
+    Ok(if status == RunStatus::Aborted { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// Runs a test to the end and returns its run directory (reports written and printed).

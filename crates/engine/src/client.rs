@@ -199,6 +199,7 @@ pub(crate) struct Exchange {
     pub(crate) ttfb_us: u64,
     pub(crate) total_us: u64,
     pub(crate) connect_us: u64,
+    pub(crate) tls_us: u64,
     pub(crate) bytes: u64,
     /// A new connection was opened although this VU had one before.
     pub(crate) reconnected: bool,
@@ -234,11 +235,12 @@ impl Client {
     }
 
     async fn exchange(&mut self, req: &PreparedRequest, start: Instant) -> Result<Exchange, Failure> {
-        let mut connect_us = 0;
+        let (mut connect_us, mut tls_us) = (0, 0);
         let mut reconnected = false;
         if self.conn.as_ref().is_none_or(Connection::is_closed) {
             let (conn, times) = connect_with(&self.target, self.tls.as_ref(), self.force_h2).await?;
             connect_us = times.tcp_us + times.tls_us;
+            tls_us = times.tls_us;
             reconnected = self.opened_before;
             self.opened_before = true;
             self.conn = Some(conn);
@@ -273,6 +275,7 @@ impl Client {
             ttfb_us: micros(first.saturating_duration_since(start)),
             total_us: micros(end - start),
             connect_us,
+            tls_us,
             bytes,
             reconnected,
         })

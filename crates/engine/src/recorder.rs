@@ -72,6 +72,7 @@ impl Recorder {
         }
         if ok {
             s.record_success(ex.ttfb_us, ex.total_us, ex.connect_us, ex.bytes);
+            s.counts.tls_sum_us += ex.tls_us;
         } else {
             s.record_error(ErrorKind::Status);
             self.note(ErrorKind::Status, format!("HTTP {}", ex.status));
@@ -127,7 +128,7 @@ mod tests {
     use super::*;
 
     fn ex() -> Exchange {
-        Exchange { status: 200, ttfb_us: 100, total_us: 200, connect_us: 0, bytes: 5, reconnected: false }
+        Exchange { status: 200, ttfb_us: 100, total_us: 200, connect_us: 0, tls_us: 0, bytes: 5, reconnected: false }
     }
 
     #[test]

@@ -108,7 +108,16 @@ fn extra_header() -> Vec<String> {
     let mut h = vec![ELAPSED.to_string(), PERIOD.to_string()];
     h.extend(ErrorKind::ALL.iter().map(|k| format!("Errors_{}", k.name())));
     h.extend(
-        ["Reconnects", DROPPED, "TTFB_p50_(ms)", "TTFB_p99_(ms)", "Total_p99_(ms)"]
+        [
+            "Reconnects",
+            DROPPED,
+            "TTFB_p50_(ms)",
+            "TTFB_p99_(ms)",
+            "Total_p99_(ms)",
+            "Mean_TLS_handshake_(ms)",
+            "Mean_waiting_(ms)",
+            "Mean_receiving_(ms)",
+        ]
             .iter()
             .map(|s| s.to_string()),
     );
@@ -181,6 +190,8 @@ impl RunWriter {
         fields.push(n(pct(&sample.ttfb, 50.0)));
         fields.push(n(pct(&sample.ttfb, 99.0)));
         fields.push(n(pct(&sample.total, 99.0)));
+        let (tls, waiting, receiving) = sample.counts.phase_means_ms();
+        fields.extend([n(tls), n(waiting), n(receiving)]);
         let path = self.dir.join(SERIES_CSV);
         writeln!(self.series, "{}", fields.join(",")).map_err(|e| FormatError::io(&path, e))?;
         let start = Duration::from_secs_f64(row.start_s);

@@ -71,6 +71,8 @@ pub struct Counts {
     pub ttfb_sum_us: u64,
     /// Sum of connection set-up time (TCP + TLS) of successful requests, µs.
     pub connect_sum_us: u64,
+    /// Sum of the TLS handshake part of that, µs.
+    pub tls_sum_us: u64,
     /// Response bytes received (headers excluded) by successful requests.
     pub bytes: u64,
     /// New connections opened after a failure (keep-alive broken).
@@ -108,9 +110,24 @@ impl Counts {
         self.total_sumsq_us += o.total_sumsq_us;
         self.ttfb_sum_us += o.ttfb_sum_us;
         self.connect_sum_us += o.connect_sum_us;
+        self.tls_sum_us += o.tls_sum_us;
         self.bytes += o.bytes;
         self.reconnects += o.reconnects;
         self.dropped += o.dropped;
+    }
+
+    /// Mean phase times of successful requests, ms: (TLS handshake, waiting — from the
+    /// end of connection set-up to the first byte, receiving — first byte to end of body).
+    pub fn phase_means_ms(&self) -> (f64, f64, f64) {
+        if self.tests == 0 {
+            return (0.0, 0.0, 0.0);
+        }
+        let n = self.tests as f64 * 1000.0;
+        (
+            self.tls_sum_us as f64 / n,
+            self.ttfb_sum_us.saturating_sub(self.connect_sum_us) as f64 / n,
+            self.total_sum_us.saturating_sub(self.ttfb_sum_us) as f64 / n,
+        )
     }
 
     /// The nGrinder-shaped row for these sums.

@@ -209,3 +209,40 @@ fn the_seed_formulas_on_series_csv_give_the_reported_figures() {
     let line = stdout.lines().find(|l| l.trim_start().starts_with("TPS Average")).unwrap();
     assert!(line.contains(&format!("{:.2}", reported["tps_avg"].as_f64().unwrap())), "{line}");
 }
+
+#[test]
+fn too_many_errors_stop_the_run_after_ten_seconds() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/status?code=503");
+    let o = volley(&["run", "--url", &url, "--vus", "2", "--duration", "40s", "--pacing", "50ms", "-o", out.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let dir = only_run(out.path());
+    let run = RunData::read(&dir).unwrap();
+    assert_eq!(run.meta.status, volley_formats::RunStatus::Aborted);
+    assert!(run.meta.reason.as_deref().unwrap().contains("too many errors"), "{:?}", run.meta.reason);
+    let n = run.series.intervals.len();
+    assert!((10..=13).contains(&n), "stopped after {n} intervals");
+    assert_eq!(server.seen(), run.series.errors());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("too many errors"));
+}
+
+#[test]
+fn phase_columns_add_up() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/delay?ms=5");
+    let o = volley(&["run", "--url", &url, "--vus", "2", "--duration", "1s", "-o", out.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = std::fs::read_to_string(only_run(out.path()).join("series.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<f64> = csv.lines().nth(1).unwrap().split(',').skip(1).map(|v| v.parse().unwrap()).collect();
+    let get = |name: &str| row[header.iter().position(|h| *h == name).unwrap() - 1];
+    let (ttfb, connect, waiting) = (get("Mean_time_to_first_byte"), get("Mean_time_to_establish_connection"), get("Mean_waiting_(ms)"));
+    assert!((ttfb - connect - waiting).abs() < 0.01, "{ttfb} = {connect} + {waiting}");
+    assert!(waiting >= 5.0, "the server waits 5 ms: {waiting}");
+    let total = get("Mean_Test_Time_(ms)");
+    assert!((total - ttfb - get("Mean_receiving_(ms)")).abs() < 0.01);
+}
