@@ -137,6 +137,16 @@ pub(crate) struct RunArgs {
     /// Ramping stages DURATION:VUS,..., linear between targets; e.g. "2m:50,2m:100,1m:0".
     #[arg(long)]
     pub(crate) stages: Option<String>,
+    /// Open model: arrivals per second (500, 500/s, 30000/m), for --duration; latency is
+    /// measured from each arrival's due time.
+    #[arg(long, conflicts_with_all = ["vus", "stages", "ramp_up", "pacing", "think_time"])]
+    pub(crate) rate: Option<String>,
+    /// Open model: ramping arrival rate DURATION:RATE,..., linear from 0; e.g. "1m:100,5m:300".
+    #[arg(long, conflicts_with_all = ["vus", "stages", "ramp_up", "pacing", "think_time", "rate", "duration"])]
+    pub(crate) rate_stages: Option<String>,
+    /// Open model: VUs (connections) that carry out arrivals, opened as needed.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) max_vus: u64,
     /// Start an iteration at most once per this time per VU (e.g. 1s: one call per second per user).
     #[arg(long)]
     pub(crate) pacing: Option<String>,

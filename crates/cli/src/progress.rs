@@ -33,10 +33,14 @@ impl Progress {
         let elapsed = row.start_s + row.period_s;
         let total = self.planned.as_secs_f64();
         let pct = |p: f64| if sample.ttfb.is_empty() { 0.0 } else { sample.ttfb.value_at_percentile(p) as f64 / 1000.0 };
-        let stats = format!(
+        let mut stats = format!(
             "VUs {:>4}/{:<4} TPS {:>9.1}  TTFB p50 {:>7.2} ms p99 {:>8.2} ms  errors {} ({} total)",
             row.vusers, target_vus, row.tps, pct(50.0), pct(99.0), row.errors, self.errors
         );
+        let c = &sample.counts;
+        if c.late + c.dropped > 0 {
+            stats.push_str(&format!("  late {} dropped {}", c.late, c.dropped));
+        }
         let mut err = std::io::stderr().lock();
         if self.live {
             let width = 24;

@@ -10,7 +10,7 @@ use volley_engine::{EngineConfig, Event, StopReason, Target, TlsOptions};
 use volley_formats::rundir::ErrorNote;
 use volley_formats::{RunData, RunMeta, RunStatus, RunWriter};
 use volley_report::{ReportOptions, RunReport};
-use volley_scenario::{LoadShape, Plan, RequestSpec, StatusSet, parse_duration, parse_stages};
+use volley_scenario::{Load, LoadShape, Plan, RateShape, RequestSpec, StatusSet, parse_duration, parse_rate, parse_stages};
 
 use crate::args::{ProgressMode, RunArgs};
 use crate::progress::Progress;
@@ -32,23 +32,42 @@ fn opt_duration(flag: &str, value: &Option<String>) -> Result<Duration> {
     value.as_deref().map_or(Ok(Duration::ZERO), |v| duration_flag(flag, v))
 }
 
+/// The load model the flags describe: --rate / --rate-stages (open), else --stages or
+/// --vus with --duration (closed).
+fn load_from_args(a: &RunArgs) -> Result<Load> {
+    if a.max_vus == 0 {
+        bail!("--max-vus must be at least 1");
+    }
+    if let Some(r) = &a.rate_stages {
+        let rate = RateShape::parse(r).map_err(|e| anyhow::anyhow!("--rate-stages: {e}"))?;
+        return Ok(Load::Open { rate, max_vus: a.max_vus });
+    }
+    let duration = match &a.duration {
+        Some(d) => Some(duration_flag("duration", d)?),
+        None => None,
+    };
+    if let Some(r) = &a.rate {
+        let rate = parse_rate(r).map_err(|e| anyhow::anyhow!("--rate: {e}"))?;
+        let Some(duration) = duration else { bail!("say how long to run: --rate {r} --duration 30s") };
+        return Ok(Load::Open { rate: RateShape::constant(rate, duration), max_vus: a.max_vus });
+    }
+    if let Some(s) = &a.stages {
+        return Ok(Load::Closed { shape: LoadShape { stages: parse_stages(s).map_err(|e| anyhow::anyhow!("--stages: {e}"))? } });
+    }
+    let Some(duration) = duration else {
+        bail!("say how long to run: --duration 30s (with --vus N), --stages \"1m:50,2m:50\", or --rate 100 --duration 30s")
+    };
+    let vus = a.vus.unwrap_or(1);
+    if vus == 0 {
+        bail!("--vus must be at least 1");
+    }
+    let shape = LoadShape::constant(vus, duration, opt_duration("ramp-up", &a.ramp_up)?).map_err(|e| anyhow::anyhow!("--ramp-up: {e}"))?;
+    Ok(Load::Closed { shape })
+}
+
 impl RunConfig {
     fn from_args(a: RunArgs) -> Result<RunConfig> {
-        let shape = match (&a.stages, a.vus) {
-            (Some(s), _) => LoadShape { stages: parse_stages(s).map_err(|e| anyhow::anyhow!("--stages: {e}"))? },
-            (None, vus) => {
-                let duration = match &a.duration {
-                    Some(d) => duration_flag("duration", d)?,
-                    None => bail!("say how long to run: --duration 30s (with --vus N), or --stages \"1m:50,2m:50\""),
-                };
-                let vus = vus.unwrap_or(1);
-                if vus == 0 {
-                    bail!("--vus must be at least 1");
-                }
-                LoadShape::constant(vus, duration, opt_duration("ramp-up", &a.ramp_up)?)
-                    .map_err(|e| anyhow::anyhow!("--ramp-up: {e}"))?
-            }
-        };
+        let load = load_from_args(&a)?;
         let body = match (&a.body, &a.body_file) {
             (Some(b), _) => b.clone().into_bytes(),
             (None, Some(path)) => {
@@ -76,7 +95,7 @@ impl RunConfig {
         let target = Target::resolve(&a.url)?;
         let plan = Plan {
             request: RequestSpec { method: a.method.to_ascii_uppercase(), url: a.url.clone(), headers, body },
-            shape,
+            load,
             pacing: opt_duration("pacing", &a.pacing)?,
             think_time: opt_duration("think-time", &a.think_time)?,
             timeout,
@@ -114,12 +133,12 @@ impl RunConfig {
             ended_at: None,
             interval_s: self.engine.interval.as_secs_f64(),
             warmup_s: self.warmup.as_secs_f64(),
-            planned_duration_s: plan.shape.duration().as_secs_f64(),
+            planned_duration_s: plan.load.duration().as_secs_f64(),
             plan: serde_json::json!({
-                "model": "closed",
+                "model": if plan.load.is_open() { "open" } else { "closed" },
+                "load": plan.load,
                 "request": plan.request,
-                "stages": plan.shape.stages,
-                "max_vus": plan.shape.max_vus(),
+                "max_vus": plan.load.max_vus(),
                 "pacing_s": plan.pacing.as_secs_f64(),
                 "think_time_s": plan.think_time.as_secs_f64(),
                 "timeout_s": plan.timeout.as_secs_f64(),
@@ -157,7 +176,7 @@ pub(crate) fn execute(args: RunArgs) -> Result<PathBuf> {
     let mut writer = RunWriter::create(&config.output, meta, run.started)?;
     eprintln!("volley: run directory {}", writer.dir().display());
     crate::signals::install(run.control());
-    let mut progress = Progress::new(config.progress, config.engine.plan.shape.duration());
+    let mut progress = Progress::new(config.progress, config.engine.plan.load.duration());
     let mut stopped = None;
     while let Some(event) = run.next_event() {
         match event {

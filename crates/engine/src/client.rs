@@ -200,6 +200,8 @@ pub(crate) struct Exchange {
     pub(crate) total_us: u64,
     pub(crate) connect_us: u64,
     pub(crate) tls_us: u64,
+    /// Open model: how long after its due time the request was actually sent, µs.
+    pub(crate) queued_us: u64,
     pub(crate) bytes: u64,
     /// A new connection was opened although this VU had one before.
     pub(crate) reconnected: bool,
@@ -276,6 +278,7 @@ impl Client {
             total_us: micros(end - start),
             connect_us,
             tls_us,
+            queued_us: 0,
             bytes,
             reconnected,
         })

@@ -5,6 +5,7 @@
 //! The hot path is kept as small as wrk's: a VU loop, a connection, and per-thread
 //! accumulators that no other thread touches until the interval is over.
 
+mod arrivals;
 mod client;
 mod recorder;
 mod run;

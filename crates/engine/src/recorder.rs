@@ -32,11 +32,13 @@ pub(crate) struct Recorder {
     first_index: u64,
     messages: Vec<(ErrorKind, String)>,
     seen_per_kind: [usize; 6],
+    open_model: bool,
 }
 
 impl Recorder {
-    pub(crate) fn new(t0: Instant, interval: Duration) -> Self {
+    pub(crate) fn new(t0: Instant, interval: Duration, open_model: bool) -> Self {
         Recorder {
+            open_model,
             t0,
             interval,
             last_index: None,
@@ -52,11 +54,16 @@ impl Recorder {
         self.last_index.map_or(i, |l| i.min(l)).max(self.first_index)
     }
 
+    fn new_sample(&self, index: u64) -> IntervalSample {
+        if self.open_model { IntervalSample::new_open(index) } else { IntervalSample::new(index) }
+    }
+
     fn slot(&mut self, at: Instant) -> &mut IntervalSample {
         let idx = self.index_of(at);
         while self.first_index + (self.pending.len() as u64) <= idx {
             let next = self.first_index + self.pending.len() as u64;
-            self.pending.push_back(IntervalSample::new(next));
+            let sample = self.new_sample(next);
+            self.pending.push_back(sample);
         }
         &mut self.pending[(idx - self.first_index) as usize]
     }
@@ -71,7 +78,9 @@ impl Recorder {
             s.counts.reconnects += 1;
         }
         if ok {
-            s.record_success(ex.ttfb_us, ex.total_us, ex.connect_us, ex.bytes);
+            // Open model: from the due time; the actual-send figures are kept beside.
+            s.record_success(ex.ttfb_us + ex.queued_us, ex.total_us + ex.queued_us, ex.connect_us, ex.bytes);
+            s.record_actual(ex.ttfb_us, ex.total_us);
             s.counts.tls_sum_us += ex.tls_us;
         } else {
             s.record_error(ErrorKind::Status);
@@ -93,6 +102,20 @@ impl Recorder {
         }
     }
 
+    /// Counts an arrival that waited for a free VU (`late`) or was never sent (`dropped`),
+    /// in the interval it was due.
+    pub(crate) fn record_arrival_outcome(&mut self, due: Instant, late: bool, dropped: bool) {
+        let s = self.slot(due);
+        s.counts.late += u64::from(late);
+        s.counts.dropped += u64::from(dropped);
+    }
+
+    /// Notes the generator's own delay in dispatching an arrival.
+    pub(crate) fn record_sched_lag(&mut self, due: Instant, lag: Duration) {
+        let s = self.slot(due);
+        s.counts.sched_lag_max_us = s.counts.sched_lag_max_us.max(lag.as_micros() as u64);
+    }
+
     /// From now on, completions later than interval `last` count in `last`.
     pub(crate) fn clamp_to(&mut self, last: u64) {
         self.last_index = Some(last);
@@ -104,7 +127,7 @@ impl Recorder {
         debug_assert_eq!(index, self.first_index);
         let sample = match self.pending.front() {
             Some(s) if s.index == index => self.pending.pop_front().expect("front exists"),
-            _ => IntervalSample::new(index),
+            _ => self.new_sample(index),
         };
         self.first_index = index + 1;
         WorkerPart { sample, messages: std::mem::take(&mut self.messages) }
@@ -128,13 +151,13 @@ mod tests {
     use super::*;
 
     fn ex() -> Exchange {
-        Exchange { status: 200, ttfb_us: 100, total_us: 200, connect_us: 0, tls_us: 0, bytes: 5, reconnected: false }
+        Exchange { status: 200, ttfb_us: 100, total_us: 200, connect_us: 0, tls_us: 0, queued_us: 0, bytes: 5, reconnected: false }
     }
 
     #[test]
     fn intervals_are_handed_over_in_order_and_clamped() {
         let t0 = Instant::now() - Duration::from_millis(2500);
-        let mut r = Recorder::new(t0, Duration::from_secs(1));
+        let mut r = Recorder::new(t0, Duration::from_secs(1), false);
         r.record_exchange(&ex(), true); // lands in interval 2
         assert_eq!(r.take(0).sample.counts.tests, 0);
         assert_eq!(r.take(1).sample.counts.tests, 0);
@@ -147,7 +170,7 @@ mod tests {
 
     #[test]
     fn keeps_a_few_distinct_messages() {
-        let mut r = Recorder::new(Instant::now(), Duration::from_secs(1));
+        let mut r = Recorder::new(Instant::now(), Duration::from_secs(1), false);
         for i in 0..20 {
             r.record_failure(Failure { kind: ErrorKind::Connect, message: format!("m{}", i % 7) });
         }

@@ -14,9 +14,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc as tmpsc;
 use tokio_util::sync::CancellationToken;
-use volley_scenario::Plan;
+use volley_scenario::{Load, Plan};
 use volley_stats::{ErrorKind, Interval, IntervalSample};
 
+use crate::arrivals::run_arrivals;
 use crate::client::PreparedRequest;
 use crate::recorder::{Recorder, WorkerPart};
 use crate::target::Target;
@@ -153,7 +154,8 @@ impl EngineConfig {
 pub fn start(config: EngineConfig) -> Result<Run, String> {
     let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
     let request = PreparedRequest::new(&config.target, &config.plan.request)?;
-    let max_vus = config.plan.shape.max_vus() as usize;
+    // Closed model: one flag per VU the shape may start.
+    let max_vus = if config.plan.load.is_open() { 0 } else { config.plan.load.max_vus() as usize };
     let shared = Arc::new(Shared {
         target_vus: AtomicU64::new(0),
         active_vus: AtomicU64::new(0),
@@ -166,7 +168,8 @@ pub fn start(config: EngineConfig) -> Result<Run, String> {
     let plan = Arc::new(config.plan.clone());
     let (parts_tx, parts_rx) = mpsc::channel();
     let mut workers = Vec::new();
-    for w in 0..config.threads.max(1) {
+    let threads = config.threads.max(1);
+    for w in 0..threads {
         let (tx, rx) = tmpsc::unbounded_channel();
         let ctx = WorkerSeed {
             shared: shared.clone(),
@@ -179,6 +182,8 @@ pub fn start(config: EngineConfig) -> Result<Run, String> {
             interval: config.interval,
             grace: config.grace,
             parts: parts_tx.clone(),
+            worker: w as u64,
+            workers: threads as u64,
         };
         std::thread::Builder::new()
             .name(format!("volley-worker-{w}"))
@@ -189,7 +194,16 @@ pub fn start(config: EngineConfig) -> Result<Run, String> {
     let (events_tx, events_rx) = mpsc::channel();
     let (control_tx, control_rx) = mpsc::channel();
     let abort = shared.abort.clone();
-    let conductor = Conductor { config, shared, workers, parts: parts_rx, events: events_tx, control: control_rx, t0 };
+    let conductor = Conductor {
+        config,
+        shared,
+        workers,
+        parts: parts_rx,
+        events: events_tx,
+        control: control_rx,
+        t0,
+        cpu: std::cell::RefCell::new(CpuClock::new()),
+    };
     std::thread::Builder::new().name("volley-conductor".into()).spawn(move || conductor.run()).map_err(|e| e.to_string())?;
     Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort }, started })
 }
@@ -202,6 +216,38 @@ struct Conductor {
     events: mpsc::Sender<Event>,
     control: mpsc::Receiver<Control>,
     t0: Instant,
+    cpu: std::cell::RefCell<CpuClock>,
+}
+
+/// The generator's own CPU use between two readings.
+struct CpuClock {
+    at: Instant,
+    cpu_s: f64,
+}
+
+impl CpuClock {
+    fn new() -> Self {
+        CpuClock { at: Instant::now(), cpu_s: process_cpu_seconds() }
+    }
+
+    /// % of `cores` used since the last call.
+    fn percent(&mut self, cores: usize) -> f64 {
+        let (now, cpu) = (Instant::now(), process_cpu_seconds());
+        let wall = now.duration_since(self.at).as_secs_f64();
+        let pct = if wall > 0.0 { (cpu - self.cpu_s) / wall / cores.max(1) as f64 * 100.0 } else { 0.0 };
+        (self.at, self.cpu_s) = (now, cpu);
+        pct.max(0.0)
+    }
+}
+
+/// User + system CPU seconds of this process (Linux `/proc/self/stat`; 0 elsewhere).
+fn process_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    let Some((_, after)) = stat.rsplit_once(')') else { return 0.0 };
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the line; USER_HZ is 100 on Linux.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// How often the conductor moves the VU target.
@@ -210,7 +256,7 @@ const CONTROL_TICK: Duration = Duration::from_millis(10);
 impl Conductor {
     fn run(self) {
         let interval = self.config.interval;
-        let duration = self.config.plan.shape.duration();
+        let duration = self.config.plan.load.duration();
         let mut next_index = 0u64;
         let mut error_watch = ErrorWatch::default();
         let stopped = 'conduct: loop {
@@ -242,7 +288,8 @@ impl Conductor {
 
     /// Moves the VU target to where the shape says and starts VUs that should run.
     fn steer(&self, elapsed: Duration) {
-        let target = self.config.plan.shape.vus_at(elapsed);
+        let Load::Closed { shape } = &self.config.plan.load else { return };
+        let target = shape.vus_at(elapsed);
         self.shared.target_vus.store(target, Ordering::Relaxed);
         for id in 0..target {
             let running = &self.shared.running[id as usize];
@@ -275,13 +322,14 @@ impl Conductor {
     fn emit(
         &self,
         index: u64,
-        sample: IntervalSample,
+        mut sample: IntervalSample,
         messages: Vec<(ErrorKind, String)>,
         period: Duration,
         watch: &mut ErrorWatch,
     ) -> Option<String> {
         let start = self.config.interval.as_secs_f64() * index as f64;
         let vus = self.shared.active_vus.load(Ordering::Relaxed) as f64;
+        sample.counts.generator_cpu_pct = self.cpu.borrow_mut().percent(self.workers.len());
         let row = sample.to_interval(start, period.as_secs_f64(), vus);
         let tripped = watch.observe(&row, start + period.as_secs_f64());
         let _ = self.events.send(Event::Interval {
@@ -296,7 +344,7 @@ impl Conductor {
     /// Stops every VU, lets in-flight requests finish within the grace period (their
     /// completions count in the last interval), emits the last interval and the end.
     fn finish(&self, next_index: u64, stopped: Option<StopReason>) {
-        let stop_at = self.t0.elapsed().min(self.config.plan.shape.duration());
+        let stop_at = self.t0.elapsed().min(self.config.plan.load.duration());
         let interval = self.config.interval;
         let vus_at_stop = self.shared.active_vus.load(Ordering::Relaxed) as f64;
         self.shared.target_vus.store(0, Ordering::Relaxed);
@@ -358,6 +406,8 @@ struct WorkerSeed {
     interval: Duration,
     grace: Duration,
     parts: mpsc::Sender<WorkerPart>,
+    worker: u64,
+    workers: u64,
 }
 
 /// One worker thread: a single-threaded event loop running its share of the VUs.
@@ -365,7 +415,7 @@ fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiver<Command>
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("worker runtime");
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let recorder = Rc::new(RefCell::new(Recorder::new(seed.t0, seed.interval)));
+        let recorder = Rc::new(RefCell::new(Recorder::new(seed.t0, seed.interval, seed.plan.load.is_open())));
         let ctx = Rc::new(WorkerContext {
             shared: seed.shared.clone(),
             plan: seed.plan,
@@ -376,6 +426,11 @@ fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiver<Command>
             recorder: recorder.clone(),
         });
         let mut vus = tokio::task::JoinSet::new();
+        if let Load::Open { rate, max_vus } = &ctx.plan.load {
+            // This worker's share of the VUs, the first workers taking the remainder.
+            let cap = (*max_vus / seed.workers + u64::from(seed.worker < *max_vus % seed.workers)) as usize;
+            vus.spawn_local(run_arrivals(ctx.clone(), rate.clone(), seed.worker, seed.workers, cap, seed.t0));
+        }
         let mut next = 0u64;
         let last = loop {
             match commands.recv().await {

@@ -18,12 +18,16 @@ use crate::error::{FormatError, Result};
 pub const TAG_TTFB: &str = "ttfb";
 /// Tag of total-time histograms.
 pub const TAG_TOTAL: &str = "total";
+/// Open model: time to first byte from the actual send (uncorrected).
+pub const TAG_TTFB_ACTUAL: &str = "ttfb_actual";
+/// Open model: total time from the actual send (uncorrected).
+pub const TAG_TOTAL_ACTUAL: &str = "total_actual";
 
 /// Writes the log's header (start time, base time) to `out`.
 pub fn write_header(out: &mut impl Write, start: SystemTime) -> std::io::Result<()> {
     let mut ser = V2DeflateSerializer::new();
     IntervalLogWriterBuilder::new()
-        .add_comment("volley latency log: values in microseconds; tags ttfb (time to first byte) and total")
+        .add_comment("volley latency log: values in microseconds; tags ttfb (time to first byte) and total; open-model runs measure them from each arrival's due time and add ttfb_actual and total_actual, from the actual send")
         .with_start_time(start)
         .with_base_time(start)
         .begin_log_with(out, &mut ser)?;

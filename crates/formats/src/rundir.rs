@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use volley_stats::{ErrorKind, Interval, IntervalSample, Series};
 
 use crate::error::{FormatError, Result};
-use crate::hlog::{self, LoggedHistogram, TAG_TOTAL, TAG_TTFB};
+use crate::hlog::{self, LoggedHistogram, TAG_TOTAL, TAG_TOTAL_ACTUAL, TAG_TTFB, TAG_TTFB_ACTUAL};
 use crate::ngrinder::{self, DROPPED, ELAPSED, HEADER, PERIOD};
 use crate::numfmt::ngrinder_number;
 
@@ -117,12 +117,22 @@ fn extra_header() -> Vec<String> {
             "Mean_TLS_handshake_(ms)",
             "Mean_waiting_(ms)",
             "Mean_receiving_(ms)",
+            LATE,
+            SCHED_LAG,
+            GENERATOR_CPU,
         ]
             .iter()
             .map(|s| s.to_string()),
     );
     h
 }
+
+/// Open-model arrivals sent late (they waited for a free VU).
+pub const LATE: &str = "Late";
+/// The generator's largest dispatch delay in the interval, ms.
+pub const SCHED_LAG: &str = "Schedule_lag_max_(ms)";
+/// The generator's CPU use, % of its cores.
+pub const GENERATOR_CPU: &str = "Generator_CPU_(%)";
 
 /// Writes a run directory while the run goes.
 #[derive(Debug)]
@@ -192,6 +202,9 @@ impl RunWriter {
         fields.push(n(pct(&sample.total, 99.0)));
         let (tls, waiting, receiving) = sample.counts.phase_means_ms();
         fields.extend([n(tls), n(waiting), n(receiving)]);
+        fields.push(sample.counts.late.to_string());
+        fields.push(n(sample.counts.sched_lag_max_us as f64 / 1000.0));
+        fields.push(n(sample.counts.generator_cpu_pct));
         let path = self.dir.join(SERIES_CSV);
         writeln!(self.series, "{}", fields.join(",")).map_err(|e| FormatError::io(&path, e))?;
         let start = Duration::from_secs_f64(row.start_s);
@@ -200,6 +213,12 @@ impl RunWriter {
         hlog::write_interval(&mut self.hlog, &sample.ttfb, start, len, TAG_TTFB).map_err(|e| FormatError::io(&hpath, e))?;
         hlog::write_interval(&mut self.hlog, &sample.total, start, len, TAG_TOTAL)
             .map_err(|e| FormatError::io(&hpath, e))?;
+        if let Some(actual) = &sample.actual {
+            hlog::write_interval(&mut self.hlog, &actual.0, start, len, TAG_TTFB_ACTUAL)
+                .map_err(|e| FormatError::io(&hpath, e))?;
+            hlog::write_interval(&mut self.hlog, &actual.1, start, len, TAG_TOTAL_ACTUAL)
+                .map_err(|e| FormatError::io(&hpath, e))?;
+        }
         self.flush()
     }
 
@@ -250,6 +269,21 @@ pub struct RunData {
     pub histograms: Vec<LoggedHistogram>,
     /// Errors by kind per interval, from series.csv.
     pub errors_by_kind: Vec<[u64; 6]>,
+    /// The generator's health per interval, from series.csv.
+    pub generator: Vec<GeneratorHealth>,
+}
+
+/// What the load generator itself went through in one interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GeneratorHealth {
+    /// Arrivals sent late.
+    pub late: u64,
+    /// Arrivals never sent.
+    pub dropped: u64,
+    /// Largest dispatch delay, ms.
+    pub sched_lag_max_ms: f64,
+    /// CPU use, % of the generator's cores.
+    pub cpu_pct: f64,
 }
 
 impl RunData {
@@ -287,7 +321,17 @@ impl RunData {
                 out
             })
             .collect();
-        Ok(RunData { dir: dir.to_path_buf(), meta, series: file.total, histograms, errors_by_kind })
+        let col = |name: &str| file.header.iter().position(|h| h == name);
+        let (late_c, lag_c, cpu_c, drop_c) = (col(LATE), col(SCHED_LAG), col(GENERATOR_CPU), col(DROPPED));
+        let generator = file
+            .rows
+            .iter()
+            .map(|r| {
+                let f = |c: Option<usize>| c.and_then(|c| r.get(c)).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+                GeneratorHealth { late: f(late_c) as u64, dropped: f(drop_c) as u64, sched_lag_max_ms: f(lag_c), cpu_pct: f(cpu_c) }
+            })
+            .collect();
+        Ok(RunData { dir: dir.to_path_buf(), meta, series: file.total, histograms, errors_by_kind, generator })
     }
 }
 

@@ -37,6 +37,8 @@ pub struct Source {
     pub meta: Option<RunMeta>,
     /// What a reader must know about how this source's figures were obtained.
     pub notes: Vec<String>,
+    /// The load generator's health per interval (volley runs only).
+    pub generator: Vec<crate::rundir::GeneratorHealth>,
 }
 
 impl Source {
@@ -52,6 +54,7 @@ impl Source {
             errors_by_kind: run.errors_by_kind,
             meta: Some(run.meta),
             notes: Vec::new(),
+            generator: run.generator,
         }
     }
 

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use volley_formats::Source;
-use volley_formats::hlog::{TAG_TOTAL, TAG_TTFB};
+use volley_formats::hlog::{TAG_TOTAL, TAG_TOTAL_ACTUAL, TAG_TTFB, TAG_TTFB_ACTUAL};
 use volley_stats::{ErrorKind, LatencySummary, SeedSuite, SuiteOptions, TpsTail};
 
 /// Version of the `report.json` layout; bumped when a field changes meaning or goes away.
@@ -54,8 +54,13 @@ pub struct RunReport {
     pub measured_s: f64,
     /// The seed suite over the per-interval series.
     pub seed_suite: SeedSuite,
+    /// `closed` or `open` for volley runs; empty for imports.
+    pub model: String,
     /// Per-request figures (absent when the source has only per-interval data).
     pub per_request: PerRequest,
+    /// The load generator's own health (volley runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator: Option<Generator>,
     /// The suite of each test id or step, when the source has several.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_test: Vec<TestSuite>,
@@ -68,11 +73,40 @@ pub struct RunReport {
 /// Per-request latency summaries.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct PerRequest {
-    /// Time to first byte, from the actual start (connection set-up included).
+    /// Time to first byte, connection set-up included; in open-model runs from each
+    /// arrival's due time (corrected for coordinated omission).
     pub ttfb_ms: Option<LatencySummary>,
-    /// Total time to the end of the body.
+    /// Total time to the end of the body (from the due time in open-model runs).
     pub total_ms: Option<LatencySummary>,
+    /// Open model: time to first byte from the actual send (uncorrected).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfb_actual_ms: Option<LatencySummary>,
+    /// Open model: total time from the actual send (uncorrected).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_actual_ms: Option<LatencySummary>,
 }
+
+/// What the load generator itself went through.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct Generator {
+    /// Open model: arrivals never sent (they waited longer than the timeout, or the run ended).
+    pub dropped: u64,
+    /// Open model: arrivals sent late because every VU was busy.
+    pub late: u64,
+    /// Largest delay between an arrival's due time and its dispatch, ms.
+    pub sched_lag_max_ms: f64,
+    /// Highest CPU use in an interval, % of the generator's cores.
+    pub cpu_max_pct: f64,
+    /// Intervals in which the generator was behind schedule by more than 10 ms.
+    pub behind_intervals: usize,
+    /// Intervals in which the generator used more than 90 % of its cores.
+    pub saturated_intervals: usize,
+}
+
+/// Dispatch delay beyond which the generator counts as behind schedule, ms.
+const BEHIND_MS: f64 = 10.0;
+/// CPU use beyond which the generator counts as saturated, %.
+const SATURATED_PCT: f64 = 90.0;
 
 impl RunReport {
     /// The report of any opened result.
@@ -115,6 +149,25 @@ impl RunReport {
             .map(|(name, s)| TestSuite { name: name.clone(), seed_suite: SeedSuite::compute(&s.after_warmup(warmup_s), suite_opts) })
             .collect();
         let meta = src.meta.as_ref();
+        let model = meta.and_then(|m| m.plan["model"].as_str()).unwrap_or_default().to_string();
+        let generator = generator(src, first_kept);
+        if let Some(g) = &generator {
+            if g.behind_intervals > 0 || g.saturated_intervals > 0 {
+                notes.push(format!(
+                    "The load generator was behind schedule (> {BEHIND_MS} ms) in {} and above {SATURATED_PCT} % CPU in {} intervals: latencies measured then include volley's own delay and are not trustworthy.",
+                    g.behind_intervals, g.saturated_intervals
+                ));
+            }
+            if g.dropped > 0 || g.late > 0 {
+                notes.push(format!(
+                    "{} arrivals waited for a free VU and were sent late (measured from their due time); {} were never sent (dropped). Raise --max-vus to keep up.",
+                    g.late, g.dropped
+                ));
+            }
+        }
+        if model == "open" {
+            notes.push("Open model: TTFB and total time are measured from each arrival's due time (corrected for coordinated omission); the `actual` rows measure from the actual send, as an uncorrected tool would.".to_string());
+        }
         RunReport {
             schema: SCHEMA_VERSION,
             name: src.name.clone(),
@@ -127,7 +180,14 @@ impl RunReport {
             warmup_s,
             measured_s: series.intervals.iter().map(|i| i.period_s).sum(),
             seed_suite,
-            per_request: PerRequest { ttfb_ms: src.latency(TAG_TTFB, warmup_s), total_ms: src.latency(TAG_TOTAL, warmup_s) },
+            model,
+            per_request: PerRequest {
+                ttfb_ms: src.latency(TAG_TTFB, warmup_s),
+                total_ms: src.latency(TAG_TOTAL, warmup_s),
+                ttfb_actual_ms: src.latency(TAG_TTFB_ACTUAL, warmup_s),
+                total_actual_ms: src.latency(TAG_TOTAL_ACTUAL, warmup_s),
+            },
+            generator,
             per_test,
             errors,
             notes,
@@ -165,4 +225,19 @@ fn error_lines(src: &Source, first_kept: usize) -> Vec<ErrorLine> {
         }
     }
     errors
+}
+
+fn generator(src: &Source, first_kept: usize) -> Option<Generator> {
+    if src.generator.is_empty() {
+        return None;
+    }
+    let kept = &src.generator[first_kept.min(src.generator.len())..];
+    Some(Generator {
+        dropped: kept.iter().map(|g| g.dropped).sum(),
+        late: kept.iter().map(|g| g.late).sum(),
+        sched_lag_max_ms: kept.iter().map(|g| g.sched_lag_max_ms).fold(0.0, f64::max),
+        cpu_max_pct: kept.iter().map(|g| g.cpu_pct).fold(0.0, f64::max),
+        behind_intervals: kept.iter().filter(|g| g.sched_lag_max_ms > BEHIND_MS).count(),
+        saturated_intervals: kept.iter().filter(|g| g.cpu_pct > SATURATED_PCT).count(),
+    })
 }

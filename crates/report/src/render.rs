@@ -49,14 +49,18 @@ fn suite_rows(r: &RunReport) -> Vec<(String, String)> {
 }
 
 fn latency_rows(r: &RunReport) -> Vec<(&'static str, &LatencySummary)> {
-    let mut rows = Vec::new();
-    if let Some(t) = &r.per_request.ttfb_ms {
-        rows.push(("TTFB", t));
-    }
-    if let Some(t) = &r.per_request.total_ms {
-        rows.push(("Total time", t));
-    }
-    rows
+    let p = &r.per_request;
+    let open = p.ttfb_actual_ms.is_some();
+    let named: [(&'static str, &'static str, &Option<LatencySummary>); 4] = [
+        ("TTFB", "TTFB (from due time)", &p.ttfb_ms),
+        ("Total time", "Total (from due time)", &p.total_ms),
+        ("", "TTFB (actual send)", &p.ttfb_actual_ms),
+        ("", "Total (actual send)", &p.total_actual_ms),
+    ];
+    named
+        .iter()
+        .filter_map(|(closed, open_name, v)| v.as_ref().map(|v| (if open { *open_name } else { *closed }, v)))
+        .collect()
 }
 
 fn headline(r: &RunReport) -> String {
@@ -80,13 +84,13 @@ pub fn table(r: &RunReport) -> String {
     let lat = latency_rows(r);
     if !lat.is_empty() {
         let _ = writeln!(out, "\nPer-request latency, ms (every request, HdrHistogram)");
-        let _ = write!(out, "  {:<10}", "");
+        let _ = write!(out, "  {:<22}", "");
         for (h, _) in lat[0].1.rows() {
             let _ = write!(out, "{h:>9}");
         }
         let _ = writeln!(out, "{:>11}", "requests");
         for (name, s) in &lat {
-            let _ = write!(out, "  {name:<10}");
+            let _ = write!(out, "  {name:<22}");
             for (_, v) in s.rows() {
                 let _ = write!(out, "{:>9}", format_ms(v));
             }
@@ -98,6 +102,13 @@ pub fn table(r: &RunReport) -> String {
         for e in &r.errors {
             let _ = writeln!(out, "  {:<9} {:>9}  {}", e.kind, group_thousands(e.count), e.messages.join(" | "));
         }
+    }
+    if let Some(g) = &r.generator {
+        let _ = writeln!(
+            out,
+            "\nGenerator: CPU max {:.0} %, schedule lag max {:.1} ms, late arrivals {}, dropped {}",
+            g.cpu_max_pct, g.sched_lag_max_ms, g.late, g.dropped
+        );
     }
     if r.seed_suite.tps_tail == TpsTail::High {
         let _ = writeln!(out, "\nTPS percentiles: {}", r.seed_suite.tps_tail.label());

@@ -5,10 +5,12 @@
 
 pub mod duration;
 pub mod plan;
+pub mod rate;
 pub mod stages;
 
 pub use duration::parse_duration;
-pub use plan::{Plan, RequestSpec, StatusSet};
+pub use plan::{Load, Plan, RequestSpec, StatusSet};
+pub use rate::{RateShape, RateStage, parse_rate};
 pub use stages::{LoadShape, Stage, parse_stages};
 
 /// A plan value that could not be parsed; the message says what was expected.

@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::PlanError;
+use crate::rate::RateShape;
 use crate::stages::LoadShape;
 
 /// One HTTP request.
@@ -69,13 +70,55 @@ impl StatusSet {
     }
 }
 
-/// A closed-model test plan.
+/// How load is applied.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "model", rename_all = "lowercase")]
+pub enum Load {
+    /// A number of virtual users over time, each looping (nGrinder, JMeter, Locust).
+    Closed {
+        /// VUs over time.
+        shape: LoadShape,
+    },
+    /// Arrivals at a rate over time, each carried out by a free VU (k6's arrival-rate
+    /// executors, wrk2); latency is measured from each arrival's due time.
+    Open {
+        /// Arrivals per second over time.
+        rate: RateShape,
+        /// VUs (connections) that carry out arrivals, created as needed up to this many.
+        max_vus: u64,
+    },
+}
+
+impl Load {
+    /// Planned length.
+    pub fn duration(&self) -> Duration {
+        match self {
+            Load::Closed { shape } => shape.duration(),
+            Load::Open { rate, .. } => rate.duration(),
+        }
+    }
+
+    /// The most VUs the run may use.
+    pub fn max_vus(&self) -> u64 {
+        match self {
+            Load::Closed { shape } => shape.max_vus(),
+            Load::Open { max_vus, .. } => *max_vus,
+        }
+    }
+
+    /// Whether arrivals are scheduled (open model).
+    pub fn is_open(&self) -> bool {
+        matches!(self, Load::Open { .. })
+    }
+}
+
+/// A test plan.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
     /// What each iteration sends.
     pub request: RequestSpec,
-    /// VUs over time.
-    pub shape: LoadShape,
+    /// How load is applied.
+    pub load: Load,
     /// An iteration starts at most once per this (0: no pacing).
     #[serde(with = "secs")]
     pub pacing: Duration,

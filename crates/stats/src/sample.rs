@@ -79,6 +79,13 @@ pub struct Counts {
     pub reconnects: u64,
     /// Open-model arrivals with no free VU.
     pub dropped: u64,
+    /// Open-model arrivals that waited for a free VU and were sent late.
+    pub late: u64,
+    /// Largest delay between an arrival's due time and its dispatch, µs (the generator's
+    /// own lag; large values mean it fell behind schedule).
+    pub sched_lag_max_us: u64,
+    /// The load generator's CPU use over the interval, % of the cores it runs on.
+    pub generator_cpu_pct: f64,
 }
 
 impl Counts {
@@ -114,6 +121,9 @@ impl Counts {
         self.bytes += o.bytes;
         self.reconnects += o.reconnects;
         self.dropped += o.dropped;
+        self.late += o.late;
+        self.sched_lag_max_us = self.sched_lag_max_us.max(o.sched_lag_max_us);
+        self.generator_cpu_pct = self.generator_cpu_pct.max(o.generator_cpu_pct);
     }
 
     /// Mean phase times of successful requests, ms: (TLS handshake, waiting — from the
@@ -157,7 +167,11 @@ impl Counts {
     }
 }
 
-/// What the engine records for one interval: sums and the two latency histograms.
+/// What the engine records for one interval: sums and the latency histograms.
+///
+/// In an open-model run `ttfb` and `total` are measured from each request's *intended*
+/// start (its arrival's due time), and `actual` holds the same from the actual send, so
+/// that the coordinated-omission error can be shown beside the honest figure.
 #[derive(Debug, Clone)]
 pub struct IntervalSample {
     /// Index of the interval from the start of the run.
@@ -168,12 +182,27 @@ pub struct IntervalSample {
     pub ttfb: Histogram<u64>,
     /// Total time of successful requests, µs.
     pub total: Histogram<u64>,
+    /// Open model: (TTFB, total) from the actual send, µs.
+    pub actual: Option<Box<(Histogram<u64>, Histogram<u64>)>>,
 }
 
 impl IntervalSample {
     /// An empty sample for interval `index`.
     pub fn new(index: u64) -> Self {
-        IntervalSample { index, counts: Counts::default(), ttfb: new_histogram(), total: new_histogram() }
+        IntervalSample { index, counts: Counts::default(), ttfb: new_histogram(), total: new_histogram(), actual: None }
+    }
+
+    /// An empty open-model sample (with the actual-send histograms).
+    pub fn new_open(index: u64) -> Self {
+        IntervalSample { actual: Some(Box::new((new_histogram(), new_histogram()))), ..IntervalSample::new(index) }
+    }
+
+    /// Records the actual-send times of an open-model request.
+    pub fn record_actual(&mut self, ttfb_us: u64, total_us: u64) {
+        if let Some(a) = self.actual.as_mut() {
+            a.0.saturating_record(ttfb_us.max(1));
+            a.1.saturating_record(total_us.max(1));
+        }
     }
 
     /// Records one successful request.
@@ -195,6 +224,11 @@ impl IntervalSample {
         // Both histograms share bounds, so adding cannot fail.
         let _ = self.ttfb.add(&other.ttfb);
         let _ = self.total.add(&other.total);
+        if let Some(o) = &other.actual {
+            let a = self.actual.get_or_insert_with(|| Box::new((new_histogram(), new_histogram())));
+            let _ = a.0.add(&o.0);
+            let _ = a.1.add(&o.1);
+        }
     }
 
     /// The nGrinder-shaped row for this sample.

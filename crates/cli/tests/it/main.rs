@@ -5,3 +5,4 @@ mod run;
 mod support;
 mod demo;
 mod tls;
+mod open_model;

@@ -2,7 +2,8 @@
 //! helpers to run the `volley` binary.
 //!
 //! Routes: `/ok` (200), `/delay?ms=N` (response headers after N ms), `/status?code=N`,
-//! `/close` (200 then closes the connection). Anything else: 200.
+//! `/close` (200 then closes the connection), `/stall` (all responses frozen from 5 s to
+//! 6 s of every 10 s). Anything else: 200.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -36,12 +37,13 @@ impl TestServer {
         let requests = Arc::new(AtomicU64::new(0));
         let delays_us = Arc::new(Mutex::new(Vec::new()));
         let (counter, delays) = (requests.clone(), delays_us.clone());
+        let epoch = Instant::now();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { return };
                 let (counter, delays) = (counter.clone(), delays.clone());
                 std::thread::spawn(move || {
-                    let _ = serve(stream, &counter, &delays);
+                    let _ = serve(stream, &counter, &delays, epoch);
                 });
             }
         });
@@ -64,7 +66,7 @@ impl TestServer {
     }
 }
 
-fn serve(mut stream: TcpStream, counter: &AtomicU64, delays: &Mutex<Vec<u64>>) -> std::io::Result<()> {
+fn serve(mut stream: TcpStream, counter: &AtomicU64, delays: &Mutex<Vec<u64>>, epoch: Instant) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -105,6 +107,13 @@ fn serve(mut stream: TcpStream, counter: &AtomicU64, delays: &Mutex<Vec<u64>>) -
             "/delay" => std::thread::sleep(Duration::from_millis(param("ms").unwrap_or(0))),
             "/status" => status = param("code").unwrap_or(200),
             "/close" => close = true,
+            // Every response is frozen from 5 s to 6 s of every 10 s since the server started.
+            "/stall" => {
+                let phase = epoch.elapsed().as_secs_f64() % 10.0;
+                if (5.0..6.0).contains(&phase) {
+                    std::thread::sleep(Duration::from_secs_f64(6.0 - phase));
+                }
+            }
             _ => {}
         }
         let body = b"hello\n";

@@ -26,5 +26,6 @@ pub(crate) fn source(path: &Path, format: &'static str) -> Source {
         errors_by_kind: Vec::new(),
         meta: None,
         notes: Vec::new(),
+        generator: Vec::new(),
     }
 }
