@@ -105,7 +105,7 @@ async fn serve(ctx: Rc<WorkerContext>, pool: Rc<RefCell<Pool>>, mut client: Clie
     loop {
         ctx.shared.active_vus.fetch_add(1, Ordering::Relaxed);
         let sent = Instant::now();
-        let result = client.send(&ctx.request, ctx.plan.timeout).await;
+        let result = client.send(&ctx.request, ctx.plan.timeout, &ctx.buffers).await;
         ctx.shared.active_vus.fetch_sub(1, Ordering::Relaxed);
         {
             let mut rec = ctx.recorder.borrow_mut();

@@ -1,23 +1,24 @@
 //! One virtual user's connection: TCP (+ TLS) set-up with phase timings, an HTTP/1.1 or
 //! HTTP/2 handshake, and requests timed from their actual start to the end of the body.
 
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use std::cell::RefCell;
+
 use http::header::{HOST, HeaderMap, HeaderValue, USER_AGENT};
 use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper::client::conn::{http1, http2};
+use hyper::client::conn::http2;
 use hyper_util::rt::TokioIo;
 use rustls::ClientConfig;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use volley_stats::ErrorKind;
 
+use crate::h1::{self, Stream};
 use crate::target::Target;
-use crate::timed_io::{FirstByte, TimedIo};
 
 /// A failed request: its kind and what happened.
 #[derive(Debug, Clone)]
@@ -45,6 +46,14 @@ impl Failure {
         Failure::new(kind, format!("{stage}: {e}"))
     }
 
+    fn h1(e: h1::H1Error) -> Self {
+        match e {
+            h1::H1Error::Io(stage, io) => Failure::io(stage, &io),
+            h1::H1Error::Closed(what) => Failure::new(ErrorKind::Reset, what),
+            h1::H1Error::Invalid(why) => Failure::new(ErrorKind::Protocol, why),
+        }
+    }
+
     fn hyper(e: &hyper::Error) -> Self {
         let kind = if e.is_canceled() || e.is_closed() || e.is_incomplete_message() {
             ErrorKind::Reset
@@ -59,25 +68,41 @@ impl Failure {
     }
 }
 
-enum Sender {
-    H1(http1::SendRequest<Full<Bytes>>),
+/// An open connection: our own HTTP/1.1 on the hot path, hyper's HTTP/2.
+pub(crate) enum Connection {
+    H1(Stream),
     H2(http2::SendRequest<Full<Bytes>>),
-}
-
-/// An open connection and its first-byte clock.
-pub(crate) struct Connection {
-    sender: Sender,
-    first_byte: Rc<FirstByte>,
 }
 
 impl Connection {
     fn is_closed(&self) -> bool {
-        match &self.sender {
-            Sender::H1(s) => s.is_closed(),
-            Sender::H2(s) => s.is_closed(),
+        match self {
+            Connection::H1(_) => false,
+            Connection::H2(s) => s.is_closed(),
         }
     }
 }
+
+/// Read buffers shared by the VUs of one worker thread: a VU holds one only while it
+/// reads a response, so thousands of idle VUs hold none.
+#[derive(Debug, Default)]
+pub(crate) struct BufferPool(RefCell<Vec<Vec<u8>>>);
+
+impl BufferPool {
+    fn take(&self) -> Vec<u8> {
+        self.0.borrow_mut().pop().unwrap_or_default()
+    }
+
+    fn give(&self, mut buf: Vec<u8>) {
+        if buf.capacity() <= MAX_POOLED_BUF {
+            buf.clear();
+            self.0.borrow_mut().push(buf);
+        }
+    }
+}
+
+/// Buffers that grew past this (a large body read in one go) are freed, not pooled.
+const MAX_POOLED_BUF: usize = 64 * 1024;
 
 /// What it took to open a connection, µs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -114,28 +139,20 @@ async fn connect_with(
                 .map_err(|e| Failure::new(ErrorKind::Tls, format!("tls: {e}")))?;
             times.tls_us = micros(t1.elapsed());
             let h2 = force_h2 || stream.get_ref().1.alpn_protocol() == Some(b"h2");
-            Ok((handshake(stream, h2).await?, times))
+            let stream = Stream::Tls(Box::new(stream));
+            Ok((if h2 { handshake_h2(stream).await? } else { Connection::H1(stream) }, times))
         }
-        _ => Ok((handshake(tcp, force_h2).await?, times)),
+        _ => {
+            let stream = Stream::Plain(tcp);
+            Ok((if force_h2 { handshake_h2(stream).await? } else { Connection::H1(stream) }, times))
+        }
     }
 }
 
-async fn handshake<S>(stream: S, h2: bool) -> Result<Connection, Failure>
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
-{
-    let (io, first_byte) = TimedIo::new(stream);
-    let io = TokioIo::new(io);
-    let sender = if h2 {
-        let (sender, conn) = http2::handshake(LocalExec, io).await.map_err(|e| Failure::hyper(&e))?;
-        tokio::task::spawn_local(conn);
-        Sender::H2(sender)
-    } else {
-        let (sender, conn) = http1::handshake(io).await.map_err(|e| Failure::hyper(&e))?;
-        tokio::task::spawn_local(conn);
-        Sender::H1(sender)
-    };
-    Ok(Connection { sender, first_byte })
+async fn handshake_h2(stream: Stream) -> Result<Connection, Failure> {
+    let (sender, conn) = http2::handshake(LocalExec, TokioIo::new(stream)).await.map_err(|e| Failure::hyper(&e))?;
+    tokio::task::spawn_local(conn);
+    Ok(Connection::H2(sender))
 }
 
 /// Runs HTTP/2 connection tasks on the current thread's event loop.
@@ -152,10 +169,11 @@ impl<F: Future + 'static> hyper::rt::Executor<F> for LocalExec {
 #[derive(Debug, Clone)]
 pub(crate) struct PreparedRequest {
     method: Method,
-    path_uri: Uri,
     full_uri: Uri,
     headers: HeaderMap,
     body: Bytes,
+    /// The whole HTTP/1.1 request, serialized once.
+    h1: Bytes,
 }
 
 impl PreparedRequest {
@@ -169,27 +187,38 @@ impl PreparedRequest {
             let value = HeaderValue::from_str(v).map_err(|_| format!("bad value for header `{n}`"))?;
             headers.insert(name, value);
         }
-        Ok(PreparedRequest {
-            method,
-            path_uri: Uri::from(target.path.clone()),
-            full_uri: target.uri.clone(),
-            headers,
-            body: Bytes::from(spec.body.clone()),
-        })
+        let body = Bytes::from(spec.body.clone());
+        let h1 = serialize_h1(&method, target.path.as_str(), &headers, &body);
+        headers.remove(HOST);
+        Ok(PreparedRequest { method, full_uri: target.uri.clone(), headers, body, h1 })
     }
 
-    fn build(&self, h2: bool) -> Request<Full<Bytes>> {
+    fn build_h2(&self) -> Request<Full<Bytes>> {
         let mut req = Request::new(Full::new(self.body.clone()));
         *req.method_mut() = self.method.clone();
         *req.headers_mut() = self.headers.clone();
-        if h2 {
-            *req.uri_mut() = self.full_uri.clone();
-            req.headers_mut().remove(HOST);
-        } else {
-            *req.uri_mut() = self.path_uri.clone();
-        }
+        *req.uri_mut() = self.full_uri.clone();
         req
     }
+}
+
+/// The request line, headers and body as HTTP/1.1 bytes.
+fn serialize_h1(method: &Method, path: &str, headers: &HeaderMap, body: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(128 + body.len());
+    out.extend_from_slice(format!("{method} {path} HTTP/1.1\r\n").as_bytes());
+    for (name, value) in headers {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    let sends_body = !body.is_empty() || matches!(*method, Method::POST | Method::PUT | Method::PATCH);
+    if sends_body && !headers.contains_key(http::header::CONTENT_LENGTH) {
+        out.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    Bytes::from(out)
 }
 
 /// One completed exchange (any status), µs from the actual start.
@@ -223,9 +252,11 @@ impl Client {
 
     /// Sends `req`, opening a connection first if needed; the whole exchange is bounded by
     /// `timeout`. A failure drops the connection so the next request reconnects.
-    pub(crate) async fn send(&mut self, req: &PreparedRequest, timeout: Duration) -> Result<Exchange, Failure> {
+    pub(crate) async fn send(&mut self, req: &PreparedRequest, timeout: Duration, buffers: &BufferPool) -> Result<Exchange, Failure> {
         let start = Instant::now();
-        let result = tokio::time::timeout(timeout, self.exchange(req, start)).await;
+        let mut buf = buffers.take();
+        let result = tokio::time::timeout(timeout, self.exchange(req, start, &mut buf)).await;
+        buffers.give(buf);
         let out = match result {
             Ok(r) => r,
             Err(_) => Err(Failure::new(ErrorKind::Timeout, format!("no complete response within {}s", timeout.as_secs_f64()))),
@@ -236,7 +267,7 @@ impl Client {
         out
     }
 
-    async fn exchange(&mut self, req: &PreparedRequest, start: Instant) -> Result<Exchange, Failure> {
+    async fn exchange(&mut self, req: &PreparedRequest, start: Instant, buf: &mut Vec<u8>) -> Result<Exchange, Failure> {
         let (mut connect_us, mut tls_us) = (0, 0);
         let mut reconnected = false;
         if self.conn.as_ref().is_none_or(Connection::is_closed) {
@@ -248,29 +279,32 @@ impl Client {
             self.conn = Some(conn);
         }
         let conn = self.conn.as_mut().expect("connection just ensured");
-        let (response, h2) = match &mut conn.sender {
-            Sender::H1(s) => {
-                s.ready().await.map_err(|e| Failure::hyper(&e))?;
-                (s.send_request(req.build(false)).await, false)
+        let (status, first, bytes) = match conn {
+            Connection::H1(stream) => {
+                let head_only = req.method == Method::HEAD;
+                let r = h1::exchange(stream, &req.h1, head_only, buf).await.map_err(Failure::h1)?;
+                if !r.keep_alive {
+                    self.conn = None;
+                }
+                (r.status, r.first_byte, r.body_bytes)
             }
-            Sender::H2(s) => {
+            Connection::H2(s) => {
                 s.ready().await.map_err(|e| Failure::hyper(&e))?;
-                (s.send_request(req.build(true)).await, true)
+                let response = s.send_request(req.build_h2()).await.map_err(|e| Failure::hyper(&e))?;
+                // HTTP/2 shares the socket with control frames: the head's arrival is its first byte.
+                let first = Instant::now();
+                let status = response.status().as_u16();
+                let mut body = response.into_body();
+                let mut bytes = 0u64;
+                while let Some(frame) = body.frame().await {
+                    let frame = frame.map_err(|e| Failure::hyper(&e))?;
+                    if let Some(data) = frame.data_ref() {
+                        bytes += data.len() as u64;
+                    }
+                }
+                (status, first, bytes)
             }
         };
-        let response = response.map_err(|e| Failure::hyper(&e))?;
-        let headers_at = Instant::now();
-        // HTTP/2 shares the socket with control frames, so the head's arrival is its first byte.
-        let first = if h2 { headers_at } else { conn.first_byte.take().unwrap_or(headers_at) };
-        let status = response.status().as_u16();
-        let mut body = response.into_body();
-        let mut bytes = 0u64;
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| Failure::hyper(&e))?;
-            if let Some(data) = frame.data_ref() {
-                bytes += data.len() as u64;
-            }
-        }
         let end = Instant::now();
         Ok(Exchange {
             status,

@@ -7,10 +7,10 @@
 
 mod arrivals;
 mod client;
+mod h1;
 mod recorder;
 mod run;
 mod target;
-mod timed_io;
 mod tls;
 mod vu;
 

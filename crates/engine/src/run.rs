@@ -424,6 +424,7 @@ fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiver<Command>
             force_h2: seed.force_h2,
             request: seed.request,
             recorder: recorder.clone(),
+            buffers: Default::default(),
         });
         let mut vus = tokio::task::JoinSet::new();
         if let Load::Open { rate, max_vus } = &ctx.plan.load {

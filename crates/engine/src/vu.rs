@@ -10,7 +10,7 @@ use std::time::Instant;
 use rustls::ClientConfig;
 use volley_scenario::Plan;
 
-use crate::client::{Client, PreparedRequest};
+use crate::client::{BufferPool, Client, PreparedRequest};
 use crate::recorder::Recorder;
 use crate::run::Shared;
 use crate::target::Target;
@@ -24,6 +24,7 @@ pub(crate) struct WorkerContext {
     pub(crate) force_h2: bool,
     pub(crate) request: PreparedRequest,
     pub(crate) recorder: Rc<RefCell<Recorder>>,
+    pub(crate) buffers: BufferPool,
 }
 
 /// Runs VU `id` until the run stops or the target drops below it.
@@ -32,7 +33,7 @@ pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
     let shared = &ctx.shared;
     while !shared.stop.is_cancelled() && id < shared.target_vus.load(Ordering::Relaxed) {
         let started = Instant::now();
-        match client.send(&ctx.request, ctx.plan.timeout).await {
+        match client.send(&ctx.request, ctx.plan.timeout, &ctx.buffers).await {
             Ok(ex) => ctx.recorder.borrow_mut().record_exchange(&ex, ctx.plan.expect_status.contains(ex.status)),
             Err(failure) => ctx.recorder.borrow_mut().record_failure(failure),
         }

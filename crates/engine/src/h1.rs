@@ -1,0 +1,300 @@
+//! A small HTTP/1.1 client for the hot path, in wrk's manner: the request is serialized
+//! once and written as bytes; the response head is parsed with `httparse`; the body is
+//! framed by `Content-Length`, chunked encoding or the end of the connection. The first
+//! byte is timed at the read that brings it, and no task or buffer lives beside the
+//! connection between requests, so an idle VU costs little more than its socket.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+/// Largest response head accepted.
+const MAX_HEAD: usize = 64 * 1024;
+/// Read granularity.
+const READ_CHUNK: usize = 4096;
+
+/// A plain or TLS connection.
+pub(crate) enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// What went wrong in an exchange.
+#[derive(Debug)]
+pub(crate) enum H1Error {
+    /// The socket failed.
+    Io(&'static str, io::Error),
+    /// The peer closed the connection before the response was complete.
+    Closed(&'static str),
+    /// The response is not valid HTTP/1.1.
+    Invalid(String),
+}
+
+/// A completed response.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    /// When the first byte of the response arrived.
+    pub(crate) first_byte: Instant,
+    /// Body bytes (after de-chunking).
+    pub(crate) body_bytes: u64,
+    /// The connection can carry another request.
+    pub(crate) keep_alive: bool,
+}
+
+/// Writes `request` and reads one whole response. `head_only`: the request was HEAD.
+pub(crate) async fn exchange(stream: &mut Stream, request: &[u8], head_only: bool, buf: &mut Vec<u8>) -> Result<Response, H1Error> {
+    stream.write_all(request).await.map_err(|e| H1Error::Io("write", e))?;
+    buf.clear();
+    let mut first_byte = None;
+    loop {
+        let (status, head_len, framing, keep_alive) = loop {
+            if let Some(parsed) = parse_head(buf)? {
+                break parsed;
+            }
+            if buf.len() > MAX_HEAD {
+                return Err(H1Error::Invalid(format!("response head larger than {MAX_HEAD} bytes")));
+            }
+            if fill(stream, buf).await? == 0 {
+                return Err(H1Error::Closed(if buf.is_empty() { "connection closed before any response" } else { "connection closed inside the response head" }));
+            }
+            first_byte.get_or_insert_with(Instant::now);
+        };
+        buf.drain(..head_len);
+        // Informational responses (100 Continue, 103 Early Hints) precede the real one.
+        if (100..200).contains(&status) && status != 101 {
+            continue;
+        }
+        let no_body = head_only || status == 204 || status == 304 || (100..200).contains(&status);
+        let body_bytes = if no_body { 0 } else { read_body(stream, buf, framing).await? };
+        let keep_alive = keep_alive && !matches!(framing, Framing::UntilClose);
+        let first_byte = first_byte.unwrap_or_else(Instant::now);
+        return Ok(Response { status, first_byte, body_bytes, keep_alive });
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Framing {
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// Parses a complete head at the start of `buf`: (status, head length, framing, keep-alive).
+fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Framing, bool)>, H1Error> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut headers);
+    let len = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(H1Error::Invalid(format!("invalid response head: {e}"))),
+    };
+    let status = resp.code.unwrap_or(0);
+    let mut keep_alive = resp.version == Some(1);
+    let mut framing = Framing::UntilClose;
+    for h in resp.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") && framing != Framing::Chunked {
+            let v = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok());
+            framing = Framing::Length(v.ok_or_else(|| H1Error::Invalid("invalid Content-Length".into()))?);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") && contains_token(h.value, b"chunked") {
+            framing = Framing::Chunked;
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            if contains_token(h.value, b"close") {
+                keep_alive = false;
+            } else if contains_token(h.value, b"keep-alive") {
+                keep_alive = true;
+            }
+        }
+    }
+    Ok(Some((status, len, framing, keep_alive)))
+}
+
+fn contains_token(value: &[u8], token: &[u8]) -> bool {
+    value.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+/// Reads more bytes into `buf`; returns how many (0 at end of stream).
+async fn fill(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<usize, H1Error> {
+    let start = buf.len();
+    buf.reserve(READ_CHUNK);
+    let n = stream.read_buf(buf).await.map_err(|e| H1Error::Io("read", e))?;
+    debug_assert_eq!(buf.len(), start + n);
+    Ok(n)
+}
+
+/// Reads the body (part of which may already be in `buf`) and returns its length.
+async fn read_body(stream: &mut Stream, buf: &mut Vec<u8>, framing: Framing) -> Result<u64, H1Error> {
+    match framing {
+        Framing::Length(n) => {
+            let mut have = buf.len() as u64;
+            buf.clear();
+            while have < n {
+                let got = fill(stream, buf).await?;
+                if got == 0 {
+                    return Err(H1Error::Closed("connection closed inside the body"));
+                }
+                have += got as u64;
+                buf.clear();
+            }
+            Ok(n)
+        }
+        Framing::UntilClose => {
+            let mut have = buf.len() as u64;
+            buf.clear();
+            loop {
+                let got = fill(stream, buf).await?;
+                if got == 0 {
+                    return Ok(have);
+                }
+                have += got as u64;
+                buf.clear();
+            }
+        }
+        Framing::Chunked => read_chunked(stream, buf).await,
+    }
+}
+
+/// Decodes chunked encoding: `size[;ext]\r\n data \r\n` ... `0\r\n trailers \r\n`.
+async fn read_chunked(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<u64, H1Error> {
+    let mut total = 0u64;
+    loop {
+        let line = read_line(stream, buf).await?;
+        let size_text = line.split(|&b| b == b';').next().unwrap_or(&[]);
+        let size = std::str::from_utf8(size_text)
+            .ok()
+            .and_then(|s| u64::from_str_radix(s.trim(), 16).ok())
+            .ok_or_else(|| H1Error::Invalid("invalid chunk size".into()))?;
+        if size == 0 {
+            // Trailers up to an empty line.
+            while !read_line(stream, buf).await?.is_empty() {}
+            return Ok(total);
+        }
+        let mut need = size + 2; // data and its CRLF
+        while need > 0 {
+            if buf.is_empty() && fill(stream, buf).await? == 0 {
+                return Err(H1Error::Closed("connection closed inside a chunk"));
+            }
+            let take = (buf.len() as u64).min(need) as usize;
+            buf.drain(..take);
+            need -= take as u64;
+        }
+        total += size;
+    }
+}
+
+/// Takes one CRLF-terminated line from the front of `buf`, reading as needed.
+async fn read_line(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<Vec<u8>, H1Error> {
+    loop {
+        if let Some(p) = buf.windows(2).position(|w| w == b"\r\n") {
+            let line = buf[..p].to_vec();
+            buf.drain(..p + 2);
+            return Ok(line);
+        }
+        if buf.len() > MAX_HEAD {
+            return Err(H1Error::Invalid("chunk line too long".into()));
+        }
+        if fill(stream, buf).await? == 0 {
+            return Err(H1Error::Closed("connection closed inside the chunked body"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads() {
+        let (s, n, f, k) = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello").unwrap().unwrap();
+        assert_eq!((s, n, f, k), (200, 38, Framing::Length(5), true));
+        let (_, _, f, k) = parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n").unwrap().unwrap();
+        assert_eq!((f, k), (Framing::Chunked, false));
+        let (_, _, f, k) = parse_head(b"HTTP/1.0 200 OK\r\n\r\n").unwrap().unwrap();
+        assert_eq!((f, k), (Framing::UntilClose, false));
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-").unwrap().is_none());
+        assert!(parse_head(b"garbage\r\n\r\n").is_err());
+    }
+
+    /// Serves `response` in pieces of `step` bytes and returns what the client made of it.
+    fn run(response: &'static [u8], step: usize, head_only: bool) -> Result<Response, H1Error> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = tokio::spawn(async move {
+                let (mut s, _) = listener.accept().await.unwrap();
+                let mut req = [0u8; 1024];
+                let _ = s.read(&mut req).await.unwrap();
+                for piece in response.chunks(step) {
+                    s.write_all(piece).await.unwrap();
+                    s.flush().await.unwrap();
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+            });
+            let mut stream = Stream::Plain(TcpStream::connect(addr).await.unwrap());
+            let mut buf = Vec::new();
+            let r = exchange(&mut stream, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", head_only, &mut buf).await;
+            server.await.unwrap();
+            r
+        })
+    }
+
+    #[test]
+    fn bodies_by_length_chunks_and_close_in_any_split() {
+        let chunked: &'static [u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n7\r\n, world\r\n0\r\nTrailer: t\r\n\r\n";
+        for step in [1, 3, 7, 1000] {
+            let r = run(b"HTTP/1.1 201 Created\r\ncontent-length: 11\r\n\r\nhello world", step, false).unwrap();
+            assert_eq!((r.status, r.body_bytes, r.keep_alive), (201, 11, true), "step {step}");
+            let r = run(chunked, step, false).unwrap();
+            assert_eq!((r.status, r.body_bytes, r.keep_alive), (200, 12, true), "step {step}");
+            let r = run(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 200 OK\r\n\r\nuntil close", step, false).unwrap();
+            assert_eq!((r.status, r.body_bytes, r.keep_alive), (200, 11, false), "step {step}");
+        }
+        let r = run(b"HTTP/1.1 200 OK\r\ncontent-length: 500\r\n\r\n", 100, true).unwrap();
+        assert_eq!(r.body_bytes, 0, "HEAD has no body");
+    }
+
+    #[test]
+    fn truncated_responses_are_errors() {
+        assert!(matches!(run(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhel", 100, false), Err(H1Error::Closed(_))));
+        assert!(matches!(run(b"HTTP/1.1 200 OK\r\nconte", 100, false), Err(H1Error::Closed(_))));
+        assert!(matches!(run(b"", 100, false), Err(H1Error::Closed(_))));
+    }
+}
