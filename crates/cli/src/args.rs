@@ -210,6 +210,10 @@ pub(crate) struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub(crate) format: ReportFormat,
+    /// Read the inputs as this format instead of detecting it: volley, ngrinder, k6-csv,
+    /// k6-json, k6-summary, jtl, locust-history, locust-stats, gatling.
+    #[arg(long, value_parser = parse_format)]
+    pub(crate) from: Option<volley_formats::Format>,
     /// Exclude this much from the start (default: the run's own warm-up).
     #[arg(long)]
     pub(crate) warmup: Option<String>,
@@ -226,6 +230,14 @@ pub(crate) enum ReportFormat {
     Table,
     Md,
     Json,
+    Csv,
+}
+
+fn parse_format(s: &str) -> Result<volley_formats::Format, String> {
+    volley_formats::Format::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = volley_formats::Format::ALL.iter().map(|(_, n)| *n).collect();
+        format!("unknown format `{s}`; volley reads: {}", names.join(", "))
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

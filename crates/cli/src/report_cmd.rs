@@ -1,6 +1,5 @@
 //! `volley report`: the metric suite of run directories and result files.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -29,12 +28,19 @@ fn emit(output: &Option<std::path::PathBuf>, text: &str) -> Result<()> {
 pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     let opts = ReportOptions { warmup_s: warmup_flag(&a.warmup)?, tps_tail: a.tps_tail.into() };
     let mut out = String::new();
-    for path in &a.paths {
-        let report = load(path, opts)?;
+    let reports = a
+        .paths
+        .iter()
+        .map(|p| Ok(RunReport::from_source(&volley_formats::open_as(p, a.from)?, opts)))
+        .collect::<Result<Vec<_>>>()?;
+    if a.format == ReportFormat::Csv {
+        out.push_str(&volley_report::csv(&reports));
+    }
+    for report in reports.iter().filter(|_| a.format != ReportFormat::Csv) {
         out.push_str(&match a.format {
-            ReportFormat::Table => volley_report::table(&report),
-            ReportFormat::Md => volley_report::markdown(&report),
-            ReportFormat::Json => report.to_json() + "\n",
+            ReportFormat::Table => volley_report::table(report),
+            ReportFormat::Md => volley_report::markdown(report),
+            _ => report.to_json() + "\n",
         });
     }
     emit(&a.output, &out)?;
@@ -53,11 +59,8 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         ReportFormat::Table => cmp.table(),
         ReportFormat::Md => cmp.markdown(),
         ReportFormat::Json => cmp.to_json() + "\n",
+        ReportFormat::Csv => cmp.csv(),
     };
     emit(&a.output, &text)?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn load(path: &Path, opts: ReportOptions) -> Result<RunReport> {
-    Ok(RunReport::from_source(&volley_formats::open(path)?, opts))
 }

@@ -15,4 +15,4 @@ pub mod source;
 
 pub use error::{FormatError, Result};
 pub use rundir::{RunData, RunMeta, RunStatus, RunWriter};
-pub use source::{Source, open};
+pub use source::{Format, Source, open, open_as};

@@ -97,9 +97,57 @@ impl Source {
     }
 }
 
+/// The formats volley reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A volley run directory.
+    Volley,
+    /// nGrinder `output.csv`.
+    Ngrinder,
+    /// k6 `--out csv`.
+    K6Csv,
+    /// k6 `--out json`.
+    K6Json,
+    /// k6 `--summary-export`.
+    K6Summary,
+    /// JMeter JTL (CSV).
+    Jtl,
+    /// Locust `_stats_history.csv`.
+    LocustHistory,
+    /// Locust `_stats.csv`.
+    LocustStats,
+    /// Gatling `simulation.log` (text).
+    Gatling,
+}
+
+impl Format {
+    /// Every format with its name, as `--from` takes it.
+    pub const ALL: [(Format, &'static str); 9] = [
+        (Format::Volley, "volley"),
+        (Format::Ngrinder, "ngrinder"),
+        (Format::K6Csv, "k6-csv"),
+        (Format::K6Json, "k6-json"),
+        (Format::K6Summary, "k6-summary"),
+        (Format::Jtl, "jtl"),
+        (Format::LocustHistory, "locust-history"),
+        (Format::LocustStats, "locust-stats"),
+        (Format::Gatling, "gatling"),
+    ];
+
+    /// The format named `name`.
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.iter().find(|(_, n)| *n == name).map(|(f, _)| *f)
+    }
+}
+
 /// Opens a run directory or a result file, detecting the format from the content.
 pub fn open(path: &Path) -> Result<Source> {
-    if path.is_dir() {
+    open_as(path, None)
+}
+
+/// Opens `path` as `format`, or as what its content looks like when `format` is `None`.
+pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
+    if path.is_dir() || format == Some(Format::Volley) {
         if !RunData::is_run_dir(path) {
             return Err(FormatError::Unrecognised {
                 path: path.to_path_buf(),
@@ -113,47 +161,60 @@ pub fn open(path: &Path) -> Result<Source> {
     let head = reader.fill_buf().map_err(|e| FormatError::io(path, e))?.to_vec();
     let head_text = String::from_utf8_lossy(&head);
     let first_line = head_text.trim_start_matches('\u{feff}').lines().next().unwrap_or("").trim_end_matches('\r').to_string();
+    let format = match format.or_else(|| detect(&head_text, &first_line)) {
+        Some(f) => f,
+        None if import::gatling::sniff_binary(&head) => {
+            return Err(FormatError::Unrecognised {
+                path: path.to_path_buf(),
+                message: "a binary Gatling simulation.log (Gatling 3.13+): not read yet; text logs of Gatling 3.4–3.12 are".to_string(),
+            });
+        }
+        None => {
+            return Err(FormatError::Unrecognised {
+                path: path.to_path_buf(),
+                message: format!("not a format volley reads; it reads {READABLE} (force one with --from)"),
+            });
+        }
+    };
     let read_all = |mut r: std::io::BufReader<std::fs::File>| -> Result<String> {
         let mut s = String::new();
         std::io::Read::read_to_string(&mut r, &mut s).map_err(|e| FormatError::io(path, e))?;
         Ok(s)
     };
-    if crate::ngrinder::sniff(&first_line) {
-        let file = crate::ngrinder::parse(path, &read_all(reader)?)?;
-        let mut src = crate::import::source(path, "ngrinder");
-        src.series = file.total;
-        src.per_test = file.tests;
-        return Ok(src);
+    match format {
+        Format::Volley => unreachable!("handled above"),
+        Format::Ngrinder => {
+            let file = crate::ngrinder::parse(path, &read_all(reader)?)?;
+            let mut src = import::source(path, "ngrinder");
+            if !file.has_ttfb {
+                src.notes.push("This file has no Mean_time_to_first_byte column (a script without nGrinder's HTTP plugin): its MTTFB figures are 0 and mean nothing.".to_string());
+            }
+            src.series = file.total;
+            src.per_test = file.tests;
+            Ok(src)
+        }
+        Format::K6Csv => import::k6::read_csv(path, reader),
+        Format::K6Json => import::k6::read_json(path, reader),
+        Format::K6Summary => import::k6::read_summary(path, &read_all(reader)?),
+        Format::Jtl => import::jmeter::read(path, reader, &first_line),
+        Format::LocustHistory => import::locust::read_history(path, &read_all(reader)?),
+        Format::LocustStats => import::locust::read_stats(path, &read_all(reader)?),
+        Format::Gatling => import::gatling::read_text(path, reader),
     }
-    if import::k6::sniff_csv(&first_line) {
-        return import::k6::read_csv(path, reader);
-    }
-    if import::k6::sniff_json(&first_line) {
-        return import::k6::read_json(path, reader);
-    }
-    if import::jmeter::sniff(&first_line) {
-        return import::jmeter::read(path, reader, &first_line);
-    }
-    if import::locust::sniff_history(&first_line) {
-        return import::locust::read_history(path, &read_all(reader)?);
-    }
-    if import::locust::sniff_stats(&first_line) {
-        return import::locust::read_stats(path, &read_all(reader)?);
-    }
-    if import::gatling::sniff_text(&first_line) {
-        return import::gatling::read_text(path, reader);
-    }
-    if import::gatling::sniff_binary(&head) {
-        return Err(FormatError::Unrecognised {
-            path: path.to_path_buf(),
-            message: "a binary Gatling simulation.log (Gatling 3.13+): not read yet; text logs of Gatling 3.4–3.12 are".to_string(),
-        });
-    }
-    if import::k6::sniff_summary(&head_text) {
-        return import::k6::read_summary(path, &read_all(reader)?);
-    }
-    Err(FormatError::Unrecognised {
-        path: path.to_path_buf(),
-        message: format!("not a format volley reads; it reads {READABLE}"),
-    })
+}
+
+/// The format a file's first bytes look like.
+fn detect(head_text: &str, first_line: &str) -> Option<Format> {
+    [
+        (crate::ngrinder::sniff(first_line), Format::Ngrinder),
+        (import::k6::sniff_csv(first_line), Format::K6Csv),
+        (import::k6::sniff_json(first_line), Format::K6Json),
+        (import::jmeter::sniff(first_line), Format::Jtl),
+        (import::locust::sniff_history(first_line), Format::LocustHistory),
+        (import::locust::sniff_stats(first_line), Format::LocustStats),
+        (import::gatling::sniff_text(first_line), Format::Gatling),
+        (import::k6::sniff_summary(head_text), Format::K6Summary),
+    ]
+    .into_iter()
+    .find_map(|(yes, f)| yes.then_some(f))
 }

@@ -156,6 +156,30 @@ impl Comparison {
         out
     }
 
+    /// CSV: one row per figure per step.
+    pub fn csv(&self) -> String {
+        let mut out = String::from("step,before_label,after_label,key,label,before,after,change_pct,noise_pct,verdict\n");
+        for (title, step) in self.tables() {
+            for r in &step.rows {
+                let _ = writeln!(
+                    out,
+                    "\"{}\",\"{}\",\"{}\",{},\"{}\",{},{},{},{},{}",
+                    title.replace('"', "\"\""),
+                    step.before.replace('"', "\"\""),
+                    step.after.replace('"', "\"\""),
+                    r.key,
+                    r.label,
+                    r.before,
+                    r.after,
+                    r.change_pct,
+                    r.noise_pct,
+                    serde_json::to_value(r.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+                );
+            }
+        }
+        out
+    }
+
     /// Pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("comparisons serialize")

@@ -25,7 +25,10 @@ fn num(v: f64) -> String {
 
 /// The seed suite as (label, value) rows, in the seeds' order and wording.
 fn suite_rows(r: &RunReport) -> Vec<(String, String)> {
-    let s = &r.seed_suite;
+    suite_rows_of(&r.seed_suite)
+}
+
+fn suite_rows_of(s: &volley_stats::SeedSuite) -> Vec<(String, String)> {
     let tail = match s.tps_tail {
         TpsTail::Low => "",
         TpsTail::High => " (high tail)",
@@ -81,6 +84,13 @@ pub fn table(r: &RunReport) -> String {
     for (label, value) in &rows {
         let _ = writeln!(out, "  {label:<width$}  {value:>14}");
     }
+    for t in &r.per_test {
+        let _ = writeln!(out, "\nTest `{}`", t.name);
+        let width = width.max(t.name.len());
+        for (label, value) in suite_rows_of(&t.seed_suite) {
+            let _ = writeln!(out, "  {label:<width$}  {value:>14}");
+        }
+    }
     let lat = latency_rows(r);
     if !lat.is_empty() {
         let _ = writeln!(out, "\nPer-request latency, ms (every request, HdrHistogram)");
@@ -123,6 +133,50 @@ fn format_ms(v: f64) -> String {
     if v >= 100.0 { format!("{v:.0}") } else if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.2}") }
 }
 
+/// Reports as CSV: one row per report (and per test id), one column per figure.
+pub fn csv(reports: &[RunReport]) -> String {
+    let mut out = String::from(
+        "source,test,total_tests,errors,error_rate_pct,tps_avg,tps_p50,tps_p95,tps_p99,tps_p99_9,tps_tail,mttfb_avg_ms,mttfb_p50_ms,mttfb_p95_ms,mttfb_p99_ms,mttfb_p99_9_ms,mttfb_avg_diff_ms,mttfb_variability_pct,ttfb_p50_ms,ttfb_p95_ms,ttfb_p99_ms,ttfb_p99_9_ms\n",
+    );
+    let q = |s: &str| if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() };
+    let f = |v: f64| if v.is_finite() { format!("{v}") } else { String::new() };
+    for r in reports {
+        let mut rows = vec![("", &r.seed_suite)];
+        rows.extend(r.per_test.iter().map(|t| (t.name.as_str(), &t.seed_suite)));
+        for (test, s) in rows {
+            let t = r.per_request.ttfb_ms.as_ref().filter(|_| test.is_empty());
+            let p = |pick: fn(&LatencySummary) -> f64| t.map(|t| f(pick(t))).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                q(&r.source),
+                q(test),
+                s.total_tests,
+                s.errors,
+                f(s.error_rate_pct),
+                f(s.tps_avg),
+                f(s.tps_p50),
+                f(s.tps_p95),
+                f(s.tps_p99),
+                f(s.tps_p99_9),
+                if s.tps_tail == TpsTail::Low { "low" } else { "high" },
+                f(s.mttfb_avg_ms),
+                f(s.mttfb_p50_ms),
+                f(s.mttfb_p95_ms),
+                f(s.mttfb_p99_ms),
+                f(s.mttfb_p99_9_ms),
+                f(s.mttfb_avg_diff_ms),
+                f(s.mttfb_variability_pct),
+                p(|l| l.p50_ms),
+                p(|l| l.p95_ms),
+                p(|l| l.p99_ms),
+                p(|l| l.p99_9_ms),
+            );
+        }
+    }
+    out
+}
+
 /// The report as Markdown, in the seeds' `| Metric | Value |` layout.
 pub fn markdown(r: &RunReport) -> String {
     let mut out = String::new();
@@ -135,6 +189,12 @@ pub fn markdown(r: &RunReport) -> String {
     let _ = writeln!(out, "| Metric | Value |\n|---|---|");
     for (label, value) in suite_rows(r) {
         let _ = writeln!(out, "| {label} | {value} |");
+    }
+    for t in &r.per_test {
+        let _ = writeln!(out, "\n### Test `{}`\n\n| Metric | Value |\n|---|---|", escape_md(&t.name));
+        for (label, value) in suite_rows_of(&t.seed_suite) {
+            let _ = writeln!(out, "| {label} | {value} |");
+        }
     }
     let lat = latency_rows(r);
     if !lat.is_empty() {

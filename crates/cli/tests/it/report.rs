@@ -89,3 +89,30 @@ fn compare_doubled_latency_is_red_and_the_reverse_green() {
     assert_eq!(find(&cmp["steps"][0], "tps_avg")["verdict"], "worse");
     assert!(cmp["overall"].is_object());
 }
+
+#[test]
+fn from_forces_a_format_and_csv_lists_every_test() {
+    let dir = out_dir();
+    let multi = dir.path().join("multi.csv");
+    std::fs::write(
+        &multi,
+        "DateTime,vuser,Tests,Errors,Mean_Test_Time_(ms),Test_Time_Standard_Deviation_(ms),TPS,Description,Tests-1,Errors-1,Mean_Test_Time_(ms)-1,Test_Time_Standard_Deviation_(ms)-1,TPS-1,Description,Tests-2,Errors-2,Mean_Test_Time_(ms)-2,Test_Time_Standard_Deviation_(ms)-2,TPS-2\n\
+         2020-01-01 00:00:00,2,30,1,5,1,15,login,10,0,4,1,5,search,20,1,6,1,10\n\
+         2020-01-01 00:00:02,2,32,1,5,1,16,login,12,0,4,1,6,search,20,1,6,1,10\n",
+    )
+    .unwrap();
+    let o = volley(&["report", "--format", "csv", multi.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 4, "{csv}");
+    assert!(lines[2].contains(",login,22,0,"), "{csv}");
+    assert!(lines[3].contains(",search,42,2,"), "{csv}");
+    // Forcing a wrong format names the line and column where it fails.
+    let o = volley(&["report", "--from", "jtl", multi.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("multi.csv:"), "{}", text(&o));
+    let o = volley(&["report", "--from", "nope", multi.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("k6-csv"), "{}", text(&o));
+}
