@@ -14,7 +14,7 @@ use crate::hlog::LoggedHistogram;
 use crate::rundir::{RunData, RunMeta};
 
 /// Formats `open` recognises, for error messages.
-pub const READABLE: &str = "a volley run directory, nGrinder output.csv, k6 --out csv / --out json / --summary-export, JMeter JTL (CSV), Locust _stats_history.csv / _stats.csv, Gatling simulation.log (text, 3.4–3.12)";
+pub const READABLE: &str = "a volley run directory, nGrinder output.csv, k6 --out csv / --out json / --summary-export, JMeter JTL (CSV), Locust _stats_history.csv / _stats.csv, Gatling simulation.log (text 3.4–3.12, binary 3.13+)";
 
 /// A result opened for reporting.
 #[derive(Debug, Clone)]
@@ -118,11 +118,13 @@ pub enum Format {
     LocustStats,
     /// Gatling `simulation.log` (text).
     Gatling,
+    /// Gatling `simulation.log` (binary, 3.13+).
+    GatlingBinary,
 }
 
 impl Format {
     /// Every format with its name, as `--from` takes it.
-    pub const ALL: [(Format, &'static str); 9] = [
+    pub const ALL: [(Format, &'static str); 10] = [
         (Format::Volley, "volley"),
         (Format::Ngrinder, "ngrinder"),
         (Format::K6Csv, "k6-csv"),
@@ -132,6 +134,7 @@ impl Format {
         (Format::LocustHistory, "locust-history"),
         (Format::LocustStats, "locust-stats"),
         (Format::Gatling, "gatling"),
+        (Format::GatlingBinary, "gatling-binary"),
     ];
 
     /// The format named `name`.
@@ -163,12 +166,7 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
     let first_line = head_text.trim_start_matches('\u{feff}').lines().next().unwrap_or("").trim_end_matches('\r').to_string();
     let format = match format.or_else(|| detect(&head_text, &first_line)) {
         Some(f) => f,
-        None if import::gatling::sniff_binary(&head) => {
-            return Err(FormatError::Unrecognised {
-                path: path.to_path_buf(),
-                message: "a binary Gatling simulation.log (Gatling 3.13+): not read yet; text logs of Gatling 3.4–3.12 are".to_string(),
-            });
-        }
+        None if import::gatling::sniff_binary(&head) => Format::GatlingBinary,
         None => {
             return Err(FormatError::Unrecognised {
                 path: path.to_path_buf(),
@@ -200,6 +198,11 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
         Format::LocustHistory => import::locust::read_history(path, &read_all(reader)?),
         Format::LocustStats => import::locust::read_stats(path, &read_all(reader)?),
         Format::Gatling => import::gatling::read_text(path, reader),
+        Format::GatlingBinary => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut reader, &mut bytes).map_err(|e| FormatError::io(path, e))?;
+            import::gatling::read_binary(path, &bytes)
+        }
     }
 }
 
