@@ -214,7 +214,8 @@ pub(crate) struct ReportArgs {
     /// k6-json, k6-summary, jtl, locust-history, locust-stats, gatling.
     #[arg(long, value_parser = parse_format)]
     pub(crate) from: Option<volley_formats::Format>,
-    /// Exclude this much from the start (default: the run's own warm-up).
+    /// Exclude this much from the start (60s), or the plan's first N stages (stage:N);
+    /// default: the run's own warm-up.
     #[arg(long)]
     pub(crate) warmup: Option<String>,
     /// Which tail "TPS p99" means: low (reached in 99% of intervals) or high.

@@ -3,16 +3,19 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use volley_report::{ReportOptions, RunReport};
+use volley_report::{ReportOptions, RunReport, Warmup};
 use volley_scenario::parse_duration;
 
 use crate::args::{CompareArgs, ReportArgs, ReportFormat};
 
-fn warmup_flag(w: &Option<String>) -> Result<Option<f64>> {
-    match w {
-        Some(w) => Ok(Some(parse_duration(w).map_err(|e| anyhow::anyhow!("--warmup: {e}"))?.as_secs_f64())),
-        None => Ok(None),
+/// `--warmup 60s`, or `--warmup stage:2` for the first two stages of each run's plan.
+fn warmup_flag(w: &Option<String>) -> Result<Option<Warmup>> {
+    let Some(w) = w else { return Ok(None) };
+    if let Some(n) = w.strip_prefix("stage:") {
+        let n: usize = n.parse().map_err(|_| anyhow::anyhow!("--warmup {w}: write stage:N for the first N stages"))?;
+        return Ok(Some(Warmup::Stages(n)));
     }
+    Ok(Some(Warmup::Seconds(parse_duration(w).map_err(|e| anyhow::anyhow!("--warmup: {e}"))?.as_secs_f64())))
 }
 
 fn emit(output: &Option<std::path::PathBuf>, text: &str) -> Result<()> {
@@ -26,7 +29,7 @@ fn emit(output: &Option<std::path::PathBuf>, text: &str) -> Result<()> {
 }
 
 pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
-    let opts = ReportOptions { warmup_s: warmup_flag(&a.warmup)?, tps_tail: a.tps_tail.into() };
+    let opts = ReportOptions { warmup: warmup_flag(&a.warmup)?, tps_tail: a.tps_tail.into() };
     let mut out = String::new();
     let reports = a
         .paths
@@ -48,7 +51,7 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
 }
 
 pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
-    let opts = ReportOptions { warmup_s: warmup_flag(&a.warmup)?, tps_tail: a.tps_tail.into() };
+    let opts = ReportOptions { warmup: warmup_flag(&a.warmup)?, tps_tail: a.tps_tail.into() };
     let labels: Vec<String> = a.labels.as_deref().map(|l| l.split(',').map(|s| s.trim().to_string()).collect()).unwrap_or_default();
     if !labels.is_empty() && labels.len() != a.paths.len() {
         anyhow::bail!("--labels has {} labels for {} runs", labels.len(), a.paths.len());

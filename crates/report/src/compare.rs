@@ -60,7 +60,7 @@ pub fn build(sources: &[Source], labels: &[String], opts: ReportOptions) -> Comp
     let samples: Vec<RunSample> = sources
         .iter()
         .map(|s| {
-            let warmup = opts.warmup_s.unwrap_or_else(|| s.meta.as_ref().map_or(0.0, |m| m.warmup_s));
+            let warmup = crate::model::warmup_seconds(s, opts.warmup);
             RunSample {
                 series: s.series.after_warmup(warmup),
                 ttfb: s.per_interval(TAG_TTFB, warmup),

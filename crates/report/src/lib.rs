@@ -6,7 +6,7 @@
 mod model;
 mod render;
 
-pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite};
+pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, Warmup, warmup_seconds};
 pub use render::{csv, group_thousands, markdown, table};
 
 pub mod compare;

@@ -8,11 +8,20 @@ use volley_stats::{ErrorKind, LatencySummary, SeedSuite, SuiteOptions, TpsTail};
 /// Version of the `report.json` layout; bumped when a field changes meaning or goes away.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// What to exclude from the start of a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Warmup {
+    /// This many seconds.
+    Seconds(f64),
+    /// The first N stages of the run's plan (volley runs).
+    Stages(usize),
+}
+
 /// How to compute the report.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReportOptions {
-    /// Seconds to exclude from the start; `None` uses the run's own warm-up.
-    pub warmup_s: Option<f64>,
+    /// What to exclude from the start; `None` uses the run's own warm-up.
+    pub warmup: Option<Warmup>,
     /// TPS tail.
     pub tps_tail: TpsTail,
 }
@@ -111,7 +120,7 @@ const SATURATED_PCT: f64 = 90.0;
 impl RunReport {
     /// The report of any opened result.
     pub fn from_source(src: &Source, opts: ReportOptions) -> RunReport {
-        let warmup_s = opts.warmup_s.unwrap_or_else(|| src.meta.as_ref().map_or(0.0, |m| m.warmup_s));
+        let warmup_s = warmup_seconds(src, opts.warmup);
         let suite_opts = SuiteOptions { tps_tail: opts.tps_tail };
         let series = src.series.after_warmup(warmup_s);
         let seed_suite = SeedSuite::compute(&series, suite_opts);
@@ -240,4 +249,21 @@ fn generator(src: &Source, first_kept: usize) -> Option<Generator> {
         behind_intervals: kept.iter().filter(|g| g.sched_lag_max_ms > BEHIND_MS).count(),
         saturated_intervals: kept.iter().filter(|g| g.cpu_pct > SATURATED_PCT).count(),
     })
+}
+
+/// Seconds to exclude from `src` for `warmup`: given seconds, the length of the plan's
+/// first N stages, or the run's own warm-up.
+pub fn warmup_seconds(src: &Source, warmup: Option<Warmup>) -> f64 {
+    match warmup {
+        Some(Warmup::Seconds(s)) => s,
+        Some(Warmup::Stages(n)) => {
+            let load = src.meta.as_ref().map(|m| &m.plan["load"]);
+            let stages = load
+                .and_then(|l| l["shape"]["stages"].as_array().or_else(|| l["rate"]["stages"].as_array()))
+                .cloned()
+                .unwrap_or_default();
+            stages.iter().take(n).filter_map(|s| s["duration"].as_f64()).sum()
+        }
+        None => src.meta.as_ref().map_or(0.0, |m| m.warmup_s),
+    }
 }

@@ -116,3 +116,24 @@ fn from_forces_a_format_and_csv_lists_every_test() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("k6-csv"), "{}", text(&o));
 }
+
+#[test]
+fn warmup_by_seconds_or_by_stage() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/ok");
+    let o = volley(&["run", "--url", &url, "--stages", "1s:2,2s:2", "--pacing", "100ms", "-o", out.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = only_run(out.path());
+    let report = |w: &str| -> serde_json::Value {
+        let o = volley(&["report", "--format", "json", "--warmup", w, dir.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let by_stage = report("stage:1");
+    assert_eq!(by_stage["warmup_s"], 1.0);
+    assert_eq!(by_stage["seed_suite"]["intervals"], 2);
+    assert_eq!(report("2s")["seed_suite"]["intervals"], 1);
+    assert!(by_stage["notes"][0].as_str().unwrap().contains("excluded"), "{by_stage}");
+}
