@@ -73,9 +73,10 @@ pub(crate) struct ServeArgs {
     /// Message primary keys: sequential integers or random strings.
     #[arg(long, value_enum, default_value_t = IdKind::Sequential)]
     pub(crate) id_type: IdKind,
-    /// SQLite database file (default: a fresh temporary file).
+    /// A SQLite database file, or a PostgreSQL URL (postgres://user@127.0.0.1/db);
+    /// default: a fresh temporary SQLite file.
     #[arg(long)]
-    pub(crate) database: Option<PathBuf>,
+    pub(crate) database: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

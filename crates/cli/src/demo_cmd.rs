@@ -95,7 +95,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async {
         let target = volley_demo::start(a.listen, &knobs).await.map_err(|e| anyhow::anyhow!("cannot start the target on {}: {e}", a.listen))?;
-        eprintln!("volley: demo target on http://{} (database {})", target.addr, target.db.path.display());
+        eprintln!("volley: demo target on http://{} (database {})", target.addr, target.db.location);
         eprintln!("volley: try  volley run --url http://{}/rooms --vus 20 --duration 30s", target.addr);
         eprintln!("volley: metrics at http://{}/metrics; Ctrl-C stops", target.addr);
         let _ = tokio::signal::ctrl_c().await;

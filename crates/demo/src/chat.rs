@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::App;
-use crate::db::{DbError, IdType, now_ms};
+use crate::db::{DbError, IdType, Val, now_ms};
 
 /// How long a cached room list is served.
 const CACHE_TTL: Duration = Duration::from_secs(1);
@@ -62,6 +62,15 @@ impl IntoResponse for ApiError {
 
 pub(crate) type ApiResult<T> = Result<T, ApiError>;
 
+/// Rows as JSON objects with the given column names.
+pub(crate) fn objects(rows: &[Vec<Val>], cols: &[&str]) -> Value {
+    Value::Array(
+        rows.iter()
+            .map(|r| Value::Object(cols.iter().zip(r).map(|(c, v)| (c.to_string(), v.json())).collect()))
+            .collect(),
+    )
+}
+
 async fn list_rooms(State(app): State<App>) -> ApiResult<Json<Value>> {
     if let Some(cache) = &app.cache {
         if let Some((at, v)) = cache.rooms.lock().expect("cache").as_ref() {
@@ -70,21 +79,16 @@ async fn list_rooms(State(app): State<App>) -> ApiResult<Json<Value>> {
             }
         }
     }
-    let rooms = app
+    let rows = app
         .db
-        .run(|c| {
-            let mut st = c.prepare_cached(
-                "SELECT r.id, r.name, (SELECT count(*) FROM messages_seq m WHERE m.room_id = r.id)
-                      + (SELECT count(*) FROM messages_rand m WHERE m.room_id = r.id)
-                 FROM rooms r ORDER BY r.id",
-            )?;
-            let rows = st.query_map([], |r| {
-                Ok(json!({ "id": r.get::<_, i64>(0)?, "name": r.get::<_, String>(1)?, "messages": r.get::<_, i64>(2)? }))
-            })?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })
+        .query(
+            "SELECT r.id, r.name, (SELECT count(*) FROM messages_seq m WHERE m.room_id = r.id)
+                  + (SELECT count(*) FROM messages_rand m WHERE m.room_id = r.id)
+             FROM rooms r ORDER BY r.id",
+            vec![],
+        )
         .await?;
-    let v = Value::Array(rooms);
+    let v = objects(&rows, &["id", "name", "messages"]);
     if let Some(cache) = &app.cache {
         *cache.rooms.lock().expect("cache") = Some((Instant::now(), v.clone()));
     }
@@ -97,17 +101,14 @@ struct NewRoom {
 }
 
 async fn create_room(State(app): State<App>, Json(body): Json<NewRoom>) -> ApiResult<(StatusCode, Json<Value>)> {
-    let id = app
+    let rows = app
         .db
-        .run(move |c| {
-            c.execute("INSERT INTO rooms (name, created_at) VALUES (?1, ?2)", (&body.name, now_ms()))?;
-            Ok(c.last_insert_rowid())
-        })
+        .execute("INSERT INTO rooms (name, created_at) VALUES ($1, $2) RETURNING id", vec![Val::Text(body.name), Val::Int(now_ms())])
         .await?;
     if let Some(cache) = &app.cache {
         *cache.rooms.lock().expect("cache") = None;
     }
-    Ok((StatusCode::CREATED, Json(json!({ "id": id }))))
+    Ok((StatusCode::CREATED, Json(json!({ "id": rows[0][0].json() }))))
 }
 
 #[derive(Deserialize)]
@@ -122,36 +123,33 @@ async fn post_message(State(app): State<App>, Json(m): Json<NewMessage>) -> ApiR
     if m.content.is_empty() {
         return Err(ApiError::Bad("content must not be empty".into()));
     }
-    let id_type = app.db.id_type;
-    let (room, content, user) = (m.room_id, m.content.clone(), m.user_id);
-    let id: Option<String> = app
-        .db
-        .run(move |c| {
-            let exists: bool = c.query_row("SELECT EXISTS(SELECT 1 FROM rooms WHERE id = ?1)", [room], |r| r.get(0))?;
-            if !exists {
-                return Ok(None);
-            }
-            let now = now_ms();
-            Ok(Some(match id_type {
-                IdType::Sequential => {
-                    c.execute(
-                        "INSERT INTO messages_seq (room_id, user_id, content, created_at) VALUES (?1, ?2, ?3, ?4)",
-                        (room, user, &content, now),
-                    )?;
-                    c.last_insert_rowid().to_string()
-                }
-                IdType::Random => {
-                    let id: String = (0..32).map(|_| fastrand::alphanumeric()).collect();
-                    c.execute(
-                        "INSERT INTO messages_rand (id, room_id, user_id, content, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                        (&id, room, user, &content, now),
-                    )?;
-                    id
-                }
-            }))
-        })
-        .await?;
-    let Some(id) = id else { return Err(ApiError::NotFound("room")) };
+    let exists = app.db.query("SELECT count(*) FROM rooms WHERE id = $1", vec![Val::Int(m.room_id)]).await?;
+    if exists[0][0].int() == 0 {
+        return Err(ApiError::NotFound("room"));
+    }
+    let (room, user, content, now) = (Val::Int(m.room_id), Val::Int(m.user_id), Val::Text(m.content.clone()), Val::Int(now_ms()));
+    let id = match app.db.id_type {
+        IdType::Sequential => {
+            let rows = app
+                .db
+                .execute(
+                    "INSERT INTO messages_seq (room_id, user_id, content, created_at) VALUES ($1, $2, $3, $4) RETURNING CAST(id AS TEXT)",
+                    vec![room, user, content, now],
+                )
+                .await?;
+            rows[0][0].json()
+        }
+        IdType::Random => {
+            let id: String = (0..32).map(|_| fastrand::alphanumeric()).collect();
+            app.db
+                .execute(
+                    "INSERT INTO messages_rand (id, room_id, user_id, content, created_at) VALUES ($1, $2, $3, $4, $5)",
+                    vec![Val::Text(id.clone()), room, user, content, now],
+                )
+                .await?;
+            json!(id)
+        }
+    };
     let message = json!({ "id": id, "roomId": m.room_id, "userId": m.user_id, "content": m.content });
     app.events.chat(m.room_id, message.to_string());
     Ok((StatusCode::CREATED, Json(message)))
@@ -168,22 +166,17 @@ async fn messages(State(app): State<App>, Path(room): Path<i64>, Query(p): Query
     let offset = p.page.unwrap_or(0).max(0) * size;
     let rows = app
         .db
-        .run(move |c| {
-            let mut st = c.prepare_cached(
-                "SELECT id, user_id, content, created_at FROM (
-                   SELECT CAST(id AS TEXT) AS id, user_id, content, created_at FROM messages_seq WHERE room_id = ?1
-                   UNION ALL
-                   SELECT id, user_id, content, created_at FROM messages_rand WHERE room_id = ?1)
-                 ORDER BY created_at DESC LIMIT ?2 OFFSET ?3",
-            )?;
-            let rows = st.query_map((room, size, offset), |r| {
-                Ok(json!({ "id": r.get::<_, String>(0)?, "userId": r.get::<_, i64>(1)?,
-                           "content": r.get::<_, String>(2)?, "createdAt": r.get::<_, i64>(3)? }))
-            })?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })
+        .query(
+            "SELECT id, user_id, content, created_at FROM (
+               SELECT CAST(id AS TEXT) AS id, user_id, content, created_at FROM messages_seq WHERE room_id = $1
+               UNION ALL
+               SELECT id, user_id, content, created_at FROM messages_rand WHERE room_id = $1) AS m
+             ORDER BY created_at DESC LIMIT $2 OFFSET $3",
+            vec![Val::Int(room), Val::Int(size), Val::Int(offset)],
+        )
         .await?;
-    Ok(Json(json!({ "roomId": room, "page": p.page.unwrap_or(0), "size": size, "messages": rows })))
+    let messages = objects(&rows, &["id", "userId", "content", "createdAt"]);
+    Ok(Json(json!({ "roomId": room, "page": p.page.unwrap_or(0), "size": size, "messages": messages })))
 }
 
 async fn stream(State(app): State<App>, Path(room): Path<i64>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {

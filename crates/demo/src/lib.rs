@@ -15,7 +15,6 @@ mod metrics;
 mod pair;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +22,7 @@ use axum::Router;
 use axum::routing::get;
 use tokio::net::TcpListener;
 
-pub use db::{Db, DbError, IdType};
+pub use db::{Db, DbError, IdType, Val};
 
 /// The tuning knobs.
 #[derive(Debug, Clone)]
@@ -43,8 +42,8 @@ pub struct Knobs {
     pub cache: bool,
     /// Message primary keys.
     pub id_type: IdType,
-    /// SQLite database file; `None` for a fresh temporary file.
-    pub database: Option<PathBuf>,
+    /// A SQLite database file, or a `postgres://` URL; `None` for a fresh temporary SQLite file.
+    pub database: Option<String>,
 }
 
 impl Default for Knobs {
@@ -93,8 +92,8 @@ impl Target {
 
 /// The service's routes over `knobs`.
 #[allow(private_interfaces)]
-pub fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>), DbError> {
-    let db = Arc::new(Db::open(knobs)?);
+pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>), DbError> {
+    let db = Arc::new(Db::open(knobs).await?);
     let metrics = Arc::new(metrics::Metrics::new(knobs.max_threads, knobs.db_pool));
     let app = App {
         db: db.clone(),
@@ -116,7 +115,7 @@ pub fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>), DbE
 
 /// Starts the service on `addr` (port 0 picks a free one) on the current runtime.
 pub async fn start(addr: SocketAddr, knobs: &Knobs) -> Result<Target, Box<dyn std::error::Error + Send + Sync>> {
-    let (router, db, events) = router(knobs)?;
+    let (router, db, events) = router(knobs).await?;
     let listener = TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();

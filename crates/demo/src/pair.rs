@@ -16,8 +16,8 @@ use tokio::sync::broadcast;
 use tokio_stream::wrappers::BroadcastStream;
 
 use crate::App;
-use crate::chat::{ApiError, ApiResult};
-use crate::db::now_ms;
+use crate::chat::{ApiError, ApiResult, objects};
+use crate::db::{Val, now_ms};
 
 /// Live events of chat rooms and pair rooms, and the signal that ends every stream at
 /// shutdown (so a graceful stop does not wait for open streams).
@@ -108,38 +108,24 @@ async fn create(State(app): State<App>, Json(b): Json<NewRoom>) -> ApiResult<(St
         return Err(ApiError::Bad("driver and navigator are required".into()));
     }
     let code: String = (0..6).map(|_| fastrand::uppercase()).collect();
-    let code2 = code.clone();
+    let rows = app
+        .db
+        .execute(
+            "INSERT INTO pair_rooms (access_code, driver, navigator, status, created_at) VALUES ($1, $2, $3, 'IN_PROGRESS', $4) RETURNING id",
+            vec![Val::Text(code.clone()), Val::Text(b.driver), Val::Text(b.navigator), Val::Int(now_ms())],
+        )
+        .await?;
+    let d = b.timer_duration_ms.unwrap_or(600_000);
     app.db
-        .run(move |c| {
-            let tx = c.transaction()?;
-            tx.execute(
-                "INSERT INTO pair_rooms (access_code, driver, navigator, status, created_at) VALUES (?1, ?2, ?3, 'IN_PROGRESS', ?4)",
-                (&code2, &b.driver, &b.navigator, now_ms()),
-            )?;
-            let id = tx.last_insert_rowid();
-            let d = b.timer_duration_ms.unwrap_or(600_000);
-            tx.execute("INSERT INTO timers (pair_room_id, duration_ms, remaining_ms) VALUES (?1, ?2, ?2)", (id, d))?;
-            tx.commit()
-        })
+        .execute("INSERT INTO timers (pair_room_id, duration_ms, remaining_ms) VALUES ($1, $2, $2)", vec![rows[0][0].clone(), Val::Int(d)])
         .await?;
     Ok((StatusCode::CREATED, Json(json!({ "accessCode": code }))))
 }
 
 /// The room's id, or 404.
 async fn room_id(app: &App, code: &str) -> ApiResult<i64> {
-    let code = code.to_string();
-    let id = app
-        .db
-        .run(move |c| {
-            c.query_row("SELECT id FROM pair_rooms WHERE access_code = ?1", [&code], |r| r.get::<_, i64>(0)).map(Some).or_else(
-                |e| match e {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    e => Err(e),
-                },
-            )
-        })
-        .await?;
-    id.ok_or(ApiError::NotFound("pair room"))
+    let rows = app.db.query("SELECT id FROM pair_rooms WHERE access_code = $1", vec![Val::Text(code.to_string())]).await?;
+    rows.first().map(|r| r[0].int()).ok_or(ApiError::NotFound("pair room"))
 }
 
 async fn read(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
@@ -148,22 +134,13 @@ async fn read(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Jso
             return Ok(Json(v.clone()));
         }
     }
-    let c2 = code.clone();
-    let room = app
+    let rows = app
         .db
-        .run(move |c| {
-            c.query_row(
-                "SELECT access_code, driver, navigator, status FROM pair_rooms WHERE access_code = ?1",
-                [&c2],
-                |r| {
-                    Ok(json!({ "accessCode": r.get::<_, String>(0)?, "driver": r.get::<_, String>(1)?,
-                               "navigator": r.get::<_, String>(2)?, "status": r.get::<_, String>(3)? }))
-                },
-            )
-            .map(Some)
-            .or_else(|e| if matches!(e, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(e) })
-        })
-        .await?
+        .query("SELECT access_code, driver, navigator, status FROM pair_rooms WHERE access_code = $1", vec![Val::Text(code.clone())])
+        .await?;
+    let room = objects(&rows, &["accessCode", "driver", "navigator", "status"])
+        .as_array()
+        .and_then(|a| a.first().cloned())
         .ok_or(ApiError::NotFound("pair room"))?;
     if let Some(cache) = &app.cache {
         cache.pair_rooms.lock().expect("cache").insert(code, room.clone());
@@ -186,9 +163,14 @@ async fn set_status(State(app): State<App>, Path(code): Path<String>, Json(s): J
     if !["IN_PROGRESS", "COMPLETED", "DELETED"].contains(&s.status.as_str()) {
         return Err(ApiError::Bad(format!("status must be IN_PROGRESS, COMPLETED or DELETED, not {}", s.status)));
     }
-    let (c2, st) = (code.clone(), s.status.clone());
-    let n = app.db.run(move |c| c.execute("UPDATE pair_rooms SET status = ?1 WHERE access_code = ?2", (&st, &c2))).await?;
-    if n == 0 {
+    let rows = app
+        .db
+        .execute(
+            "UPDATE pair_rooms SET status = $1 WHERE access_code = $2 RETURNING id",
+            vec![Val::Text(s.status.clone()), Val::Text(code.clone())],
+        )
+        .await?;
+    if rows.is_empty() {
         return Err(ApiError::NotFound("pair room"));
     }
     forget(&app, &code);
@@ -197,12 +179,14 @@ async fn set_status(State(app): State<App>, Path(code): Path<String>, Json(s): J
 }
 
 async fn swap_roles(State(app): State<App>, Path(code): Path<String>) -> ApiResult<StatusCode> {
-    let c2 = code.clone();
-    let n = app
+    let rows = app
         .db
-        .run(move |c| c.execute("UPDATE pair_rooms SET driver = navigator, navigator = driver WHERE access_code = ?1", [&c2]))
+        .execute(
+            "UPDATE pair_rooms SET driver = navigator, navigator = driver WHERE access_code = $1 RETURNING id",
+            vec![Val::Text(code.clone())],
+        )
         .await?;
-    if n == 0 {
+    if rows.is_empty() {
         return Err(ApiError::NotFound("pair room"));
     }
     forget(&app, &code);
@@ -213,43 +197,17 @@ async fn swap_roles(State(app): State<App>, Path(code): Path<String>) -> ApiResu
 /// Lists rows of a per-room table as JSON objects of the given columns.
 async fn list(app: &App, code: &str, sql: &'static str, cols: &'static [&'static str]) -> ApiResult<Json<Value>> {
     let id = room_id(app, code).await?;
-    let rows = app
-        .db
-        .run(move |c| {
-            let mut st = c.prepare_cached(sql)?;
-            let rows = st.query_map([id], |r| {
-                let mut o = serde_json::Map::new();
-                for (i, name) in cols.iter().enumerate() {
-                    let v: rusqlite::types::Value = r.get(i)?;
-                    o.insert(name.to_string(), match v {
-                        rusqlite::types::Value::Integer(n) => json!(n),
-                        rusqlite::types::Value::Text(t) => json!(t),
-                        rusqlite::types::Value::Real(f) => json!(f),
-                        _ => Value::Null,
-                    });
-                }
-                Ok(Value::Object(o))
-            })?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .await?;
-    Ok(Json(Value::Array(rows)))
+    let rows = app.db.query(sql, vec![Val::Int(id)]).await?;
+    Ok(Json(objects(&rows, cols)))
 }
 
-/// Inserts one row into a per-room table and announces it.
-async fn add(app: &App, code: &str, sql: &'static str, values: Vec<String>, kind: &'static str) -> ApiResult<(StatusCode, Json<Value>)> {
+/// Inserts one row into a per-room table (`$1` is the room) and announces it.
+async fn add(app: &App, code: &str, sql: &'static str, values: Vec<Val>, kind: &'static str) -> ApiResult<(StatusCode, Json<Value>)> {
     let id = room_id(app, code).await?;
-    let v2 = values.clone();
-    let new_id = app
-        .db
-        .run(move |c| {
-            let mut params: Vec<&dyn rusqlite::ToSql> = vec![&id];
-            params.extend(v2.iter().map(|v| v as &dyn rusqlite::ToSql));
-            c.execute(sql, params.as_slice())?;
-            Ok(c.last_insert_rowid())
-        })
-        .await?;
-    let body = json!({ "id": new_id, "values": values });
+    let mut params = vec![Val::Int(id)];
+    params.extend(values.iter().cloned());
+    let rows = app.db.execute(sql, params).await?;
+    let body = json!({ "id": rows[0][0].json(), "values": values.iter().map(Val::json).collect::<Vec<_>>() });
     app.events.pair(code, kind, body.to_string());
     Ok((StatusCode::CREATED, Json(body)))
 }
@@ -260,11 +218,11 @@ struct Content {
 }
 
 async fn list_todos(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
-    list(&app, &code, "SELECT id, content, checked FROM todos WHERE pair_room_id = ?1 ORDER BY id", &["id", "content", "checked"]).await
+    list(&app, &code, "SELECT id, content, checked FROM todos WHERE pair_room_id = $1 ORDER BY id", &["id", "content", "checked"]).await
 }
 
 async fn add_todo(State(app): State<App>, Path(code): Path<String>, Json(b): Json<Content>) -> ApiResult<(StatusCode, Json<Value>)> {
-    add(&app, &code, "INSERT INTO todos (pair_room_id, content) VALUES (?1, ?2)", vec![b.content], "todo").await
+    add(&app, &code, "INSERT INTO todos (pair_room_id, content) VALUES ($1, $2) RETURNING id", vec![Val::Text(b.content)], "todo").await
 }
 
 #[derive(Deserialize)]
@@ -275,18 +233,13 @@ struct Link {
 }
 
 async fn list_links(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
-    list(&app, &code, "SELECT id, url, category FROM reference_links WHERE pair_room_id = ?1 ORDER BY id", &["id", "url", "category"]).await
+    list(&app, &code, "SELECT id, url, category FROM reference_links WHERE pair_room_id = $1 ORDER BY id", &["id", "url", "category"]).await
 }
 
 async fn add_link(State(app): State<App>, Path(code): Path<String>, Json(b): Json<Link>) -> ApiResult<(StatusCode, Json<Value>)> {
-    add(
-        &app,
-        &code,
-        "INSERT INTO reference_links (pair_room_id, url, category) VALUES (?1, ?2, ?3)",
-        vec![b.url, b.category.unwrap_or_default()],
-        "link",
-    )
-    .await
+    let category = b.category.map_or(Val::Null, Val::Text);
+    add(&app, &code, "INSERT INTO reference_links (pair_room_id, url, category) VALUES ($1, $2, $3) RETURNING id", vec![Val::Text(b.url), category], "link")
+        .await
 }
 
 #[derive(Deserialize)]
@@ -295,33 +248,29 @@ struct Category {
 }
 
 async fn list_categories(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
-    list(&app, &code, "SELECT id, name FROM categories WHERE pair_room_id = ?1 ORDER BY id", &["id", "name"]).await
+    list(&app, &code, "SELECT id, name FROM categories WHERE pair_room_id = $1 ORDER BY id", &["id", "name"]).await
 }
 
 async fn add_category(State(app): State<App>, Path(code): Path<String>, Json(b): Json<Category>) -> ApiResult<(StatusCode, Json<Value>)> {
-    add(&app, &code, "INSERT INTO categories (pair_room_id, name) VALUES (?1, ?2)", vec![b.name], "category").await
+    add(&app, &code, "INSERT INTO categories (pair_room_id, name) VALUES ($1, $2) RETURNING id", vec![Val::Text(b.name)], "category").await
 }
 
 async fn timer(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
     let id = room_id(&app, &code).await?;
-    let t = app
-        .db
-        .run(move |c| {
-            c.query_row("SELECT duration_ms, remaining_ms, started_at FROM timers WHERE pair_room_id = ?1", [id], |r| {
-                let started: Option<i64> = r.get(2)?;
-                let remaining: i64 = r.get(1)?;
-                let left = started.map_or(remaining, |s| (remaining - (now_ms() - s)).max(0));
-                Ok(json!({ "duration": r.get::<_, i64>(0)?, "remaining": left, "running": started.is_some() }))
-            })
-        })
-        .await?;
-    Ok(Json(t))
+    let rows = app.db.query("SELECT duration_ms, remaining_ms, started_at FROM timers WHERE pair_room_id = $1", vec![Val::Int(id)]).await?;
+    let r = rows.first().ok_or(ApiError::NotFound("timer"))?;
+    let remaining = r[1].int();
+    let (left, running) = match &r[2] {
+        Val::Int(started) => ((remaining - (now_ms() - started)).max(0), true),
+        _ => (remaining, false),
+    };
+    Ok(Json(json!({ "duration": r[0].int(), "remaining": left, "running": running })))
 }
 
 async fn timer_start(State(app): State<App>, Path(code): Path<String>) -> ApiResult<StatusCode> {
     let id = room_id(&app, &code).await?;
     app.db
-        .run(move |c| c.execute("UPDATE timers SET started_at = coalesce(started_at, ?1) WHERE pair_room_id = ?2", (now_ms(), id)))
+        .execute("UPDATE timers SET started_at = coalesce(started_at, $1) WHERE pair_room_id = $2", vec![Val::Int(now_ms()), Val::Int(id)])
         .await?;
     app.events.pair(&code, "timer", json!({ "running": true }).to_string());
     Ok(StatusCode::NO_CONTENT)
@@ -330,13 +279,12 @@ async fn timer_start(State(app): State<App>, Path(code): Path<String>) -> ApiRes
 async fn timer_stop(State(app): State<App>, Path(code): Path<String>) -> ApiResult<StatusCode> {
     let id = room_id(&app, &code).await?;
     app.db
-        .run(move |c| {
-            c.execute(
-                "UPDATE timers SET remaining_ms = max(0, remaining_ms - (?1 - started_at)), started_at = NULL
-                 WHERE pair_room_id = ?2 AND started_at IS NOT NULL",
-                (now_ms(), id),
-            )
-        })
+        .execute(
+            "UPDATE timers SET remaining_ms = CASE WHEN remaining_ms - ($1 - started_at) < 0 THEN 0 ELSE remaining_ms - ($1 - started_at) END,
+                               started_at = NULL
+             WHERE pair_room_id = $2 AND started_at IS NOT NULL",
+            vec![Val::Int(now_ms()), Val::Int(id)],
+        )
         .await?;
     app.events.pair(&code, "timer", json!({ "running": false }).to_string());
     Ok(StatusCode::NO_CONTENT)
