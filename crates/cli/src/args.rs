@@ -55,6 +55,9 @@ pub(crate) struct ServeArgs {
     /// Requests handled at once (Tomcat max-threads); 0 = no limit.
     #[arg(long, default_value_t = 200)]
     pub(crate) max_threads: usize,
+    /// Connections open at once (Tomcat max-connections); more wait in the listen backlog.
+    #[arg(long, default_value_t = 8192)]
+    pub(crate) max_connections: usize,
     /// Requests that may wait for a worker (Tomcat accept-count); beyond it: 503.
     #[arg(long, default_value_t = 100)]
     pub(crate) accept_count: usize,

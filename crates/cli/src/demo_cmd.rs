@@ -81,6 +81,7 @@ fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
 pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let knobs = Knobs {
         max_threads: a.max_threads,
+        max_connections: a.max_connections,
         accept_count: a.accept_count,
         db_pool: a.db_pool,
         db_timeout: parse_duration(&a.db_timeout).map_err(|e| anyhow::anyhow!("--db-timeout: {e}"))?,

@@ -9,6 +9,7 @@
 //! so what volley learns to read here it reads from a real Spring service too.
 
 mod chat;
+mod connections;
 mod db;
 mod limit;
 mod metrics;
@@ -29,6 +30,8 @@ pub use db::{Db, DbError, IdType, Val};
 pub struct Knobs {
     /// Requests handled at once (Tomcat `max-threads`); 0 = no limit.
     pub max_threads: usize,
+    /// Connections open at once (Tomcat `max-connections`); more wait in the listen backlog.
+    pub max_connections: usize,
     /// Requests that may wait for a worker (Tomcat `accept-count`); beyond it: 503.
     pub accept_count: usize,
     /// DB connections in the pool (HikariCP `maximum-pool-size`).
@@ -50,6 +53,7 @@ impl Default for Knobs {
     fn default() -> Self {
         Knobs {
             max_threads: 200,
+            max_connections: 8192,
             accept_count: 100,
             db_pool: 10,
             db_timeout: Duration::from_secs(30),
@@ -116,8 +120,9 @@ pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>
 /// Starts the service on `addr` (port 0 picks a free one) on the current runtime.
 pub async fn start(addr: SocketAddr, knobs: &Knobs) -> Result<Target, Box<dyn std::error::Error + Send + Sync>> {
     let (router, db, events) = router(knobs).await?;
-    let listener = TcpListener::bind(addr).await?;
-    let addr = listener.local_addr()?;
+    let inner = TcpListener::bind(addr).await?;
+    let addr = inner.local_addr()?;
+    let listener = connections::LimitedListener { inner, permits: Arc::new(tokio::sync::Semaphore::new(knobs.max_connections.max(1))) };
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let handle = tokio::spawn(async move {
         axum::serve(listener, router)

@@ -225,3 +225,21 @@ async fn worker_limit_queues_then_refuses() {
     assert_eq!(second.await.unwrap(), 200);
     t.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_connections_holds_new_connections_until_one_closes() {
+    let t = start(Knobs { max_connections: 1, db_rtt: Duration::ZERO, ..Knobs::default() }).await;
+    // One idle keep-alive connection takes the only slot.
+    let mut first = tokio::net::TcpStream::connect(t.addr).await.unwrap();
+    first.write_all(b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+    let mut buf = [0u8; 256];
+    let n = first.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    let addr = t.addr;
+    let second = tokio::spawn(async move { http(addr, "GET", "/health", None).await.0 });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!second.is_finished(), "a second connection is served while the first holds the only slot");
+    drop(first);
+    assert_eq!(tokio::time::timeout(Duration::from_secs(5), second).await.unwrap().unwrap(), 200);
+    t.stop().await.unwrap();
+}
