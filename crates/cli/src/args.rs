@@ -109,6 +109,9 @@ pub(crate) struct CompareArgs {
     /// Write to this file instead of standard output.
     #[arg(long, short = 'o')]
     pub(crate) output: Option<PathBuf>,
+    /// Also write a self-contained HTML comparison to this file (charts as PNG/SVG beside it).
+    #[arg(long)]
+    pub(crate) html: Option<PathBuf>,
 }
 
 /// `volley run`.
@@ -228,6 +231,9 @@ pub(crate) struct ReportArgs {
     /// Write to this file instead of standard output.
     #[arg(long, short = 'o')]
     pub(crate) output: Option<PathBuf>,
+    /// Also write a self-contained HTML report with interactive charts to this file.
+    #[arg(long)]
+    pub(crate) html: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -31,11 +31,13 @@ fn emit(output: &Option<std::path::PathBuf>, text: &str) -> Result<()> {
 pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     let opts = ReportOptions { warmup: warmup_flag(&a.warmup)?, tps_tail: a.tps_tail.into() };
     let mut out = String::new();
-    let reports = a
-        .paths
-        .iter()
-        .map(|p| Ok(RunReport::from_source(&volley_formats::open_as(p, a.from)?, opts)))
-        .collect::<Result<Vec<_>>>()?;
+    let sources = a.paths.iter().map(|p| volley_formats::open_as(p, a.from)).collect::<Result<Vec<_>, _>>()?;
+    let reports: Vec<RunReport> = sources.iter().map(|s| RunReport::from_source(s, opts)).collect();
+    if let Some(html) = &a.html {
+        std::fs::write(html, volley_report::html::report_page(&sources, &reports, opts))
+            .map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
+        eprintln!("volley: wrote {}", html.display());
+    }
     if a.format == ReportFormat::Csv {
         out.push_str(&volley_report::csv(&reports));
     }
@@ -58,6 +60,9 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     }
     let sources = a.paths.iter().map(|p| volley_formats::open(p)).collect::<Result<Vec<_>, _>>()?;
     let cmp = volley_report::compare::build(&sources, &labels, opts);
+    if let Some(html) = &a.html {
+        write_compare_html(&cmp, &sources, opts, html)?;
+    }
     let text = match a.format {
         ReportFormat::Table => cmp.table(),
         ReportFormat::Md => cmp.markdown(),
@@ -66,4 +71,25 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     };
     emit(&a.output, &text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the comparison page, with its bar charts as PNG and SVG in `<stem>_charts/`.
+pub(crate) fn write_compare_html(
+    cmp: &volley_report::compare::Comparison,
+    sources: &[volley_formats::Source],
+    opts: ReportOptions,
+    html: &std::path::Path,
+) -> Result<()> {
+    let stem = html.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "compare".into());
+    let dir = html.with_file_name(format!("{stem}_charts"));
+    let labels: Vec<String> = cmp.runs.iter().map(|r| r.label.clone()).collect();
+    let files = volley_report::charts::compare_charts(sources, &labels, opts, &dir).map_err(anyhow::Error::msg)?;
+    let svgs = files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "svg") && !p.ends_with("percentiles.svg"))
+        .map(std::fs::read_to_string)
+        .collect::<std::io::Result<Vec<_>>>()?;
+    std::fs::write(html, volley_report::html::compare_page(cmp, sources, opts, svgs)).map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
+    eprintln!("volley: wrote {} (charts in {})", html.display(), dir.display());
+    Ok(())
 }

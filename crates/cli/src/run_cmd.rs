@@ -230,10 +230,19 @@ fn add_messages(notes: &mut Vec<ErrorNote>, counts: &[u64; 6], messages: Vec<(vo
 /// report and writes report.md and report.json beside the data.
 pub(crate) fn write_reports(dir: &Path) -> Result<RunReport> {
     let source = volley_formats::Source::from_run(RunData::read(dir)?);
-    let report = RunReport::from_source(&source, ReportOptions::default());
-    std::fs::write(dir.join("report.md"), volley_report::markdown(&report))?;
+    let opts = ReportOptions::default();
+    let report = RunReport::from_source(&source, opts);
+    let charts = volley_report::charts::run_charts(&source, opts, &dir.join("charts")).map_err(anyhow::Error::msg)?;
+    let links: Vec<(String, String)> = charts
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "png"))
+        .filter_map(|p| Some((p.file_stem()?.to_string_lossy().into_owned(), format!("charts/{}", p.file_name()?.to_string_lossy()))))
+        .collect();
+    let links: Vec<(&str, &str)> = links.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    std::fs::write(dir.join("report.md"), volley_report::markdown_with_charts(&report, &links))?;
     std::fs::write(dir.join("report.json"), report.to_json())?;
+    std::fs::write(dir.join("report.html"), volley_report::html::report_page(std::slice::from_ref(&source), std::slice::from_ref(&report), opts))?;
     println!("{}", volley_report::table(&report));
-    eprintln!("volley: wrote {}/report.md and report.json", dir.display());
+    eprintln!("volley: wrote {0}/report.html, report.md, report.json and charts/", dir.display());
     Ok(report)
 }

@@ -86,7 +86,7 @@ pub fn build(sources: &[Source], labels: &[String], opts: ReportOptions) -> Comp
     Comparison { schema: 1, runs, steps, overall, method: METHOD.to_string(), noise_z: NOISE_Z, resamples: RESAMPLES }
 }
 
-fn value(v: f64, unit: &str, key: &str) -> String {
+pub(crate) fn value(v: f64, unit: &str, key: &str) -> String {
     if key == "total_tests" {
         return group_thousands(v as u64);
     }
@@ -97,7 +97,7 @@ fn value(v: f64, unit: &str, key: &str) -> String {
     }
 }
 
-fn change(r: &CompareRow) -> String {
+pub(crate) fn change(r: &CompareRow) -> String {
     if r.change_pct.is_infinite() {
         return format!("new {}", r.verdict.mark());
     }

@@ -7,6 +7,8 @@ mod model;
 mod render;
 
 pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, Warmup, warmup_seconds};
-pub use render::{csv, group_thousands, markdown, table};
+pub use render::{csv, group_thousands, markdown, markdown_with_charts, table};
 
 pub mod compare;
+pub mod charts;
+pub mod html;

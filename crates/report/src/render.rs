@@ -24,7 +24,7 @@ fn num(v: f64) -> String {
 }
 
 /// The seed suite as (label, value) rows, in the seeds' order and wording.
-fn suite_rows(r: &RunReport) -> Vec<(String, String)> {
+pub(crate) fn suite_rows(r: &RunReport) -> Vec<(String, String)> {
     suite_rows_of(&r.seed_suite)
 }
 
@@ -51,7 +51,7 @@ fn suite_rows_of(s: &volley_stats::SeedSuite) -> Vec<(String, String)> {
     ]
 }
 
-fn latency_rows(r: &RunReport) -> Vec<(&'static str, &LatencySummary)> {
+pub(crate) fn latency_rows(r: &RunReport) -> Vec<(&'static str, &LatencySummary)> {
     let p = &r.per_request;
     let open = p.ttfb_actual_ms.is_some();
     let named: [(&'static str, &'static str, &Option<LatencySummary>); 4] = [
@@ -179,6 +179,11 @@ pub fn csv(reports: &[RunReport]) -> String {
 
 /// The report as Markdown, in the seeds' `| Metric | Value |` layout.
 pub fn markdown(r: &RunReport) -> String {
+    markdown_with_charts(r, &[])
+}
+
+/// Markdown that also links chart images: (alt text, relative path).
+pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# {}\n", escape_md(&r.name));
     let _ = writeln!(out, "Status: **{}**", r.status);
@@ -211,6 +216,12 @@ pub fn markdown(r: &RunReport) -> String {
         let _ = writeln!(out, "\n## Errors\n\n| Kind | Count | First messages |\n|---|---|---|");
         for e in &r.errors {
             let _ = writeln!(out, "| {} | {} | {} |", e.kind, group_thousands(e.count), escape_md(&e.messages.join("; ")));
+        }
+    }
+    if !charts.is_empty() {
+        let _ = writeln!(out, "\n## Charts\n");
+        for (alt, path) in charts {
+            let _ = writeln!(out, "![{}]({path})", escape_md(alt));
         }
     }
     if !r.notes.is_empty() {

@@ -112,6 +112,24 @@ impl CompactHistogram {
         self.entries.is_empty()
     }
 
+    /// The value at percentile `p` (0–100), µs; 0 when empty. Same rank rule as
+    /// HdrHistogram's `value_at_percentile`.
+    pub fn value_at_percentile(&self, p: f64) -> u64 {
+        let total = self.len();
+        if total == 0 {
+            return 0;
+        }
+        let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for &(v, c) in &self.entries {
+            seen += c;
+            if seen >= rank {
+                return v;
+            }
+        }
+        self.entries.last().map_or(0, |e| e.0)
+    }
+
     /// Merges `items` into one dense histogram.
     pub fn merge_all<'a>(items: impl IntoIterator<Item = &'a CompactHistogram>) -> Histogram<u64> {
         let mut h = new_histogram();

@@ -6,3 +6,4 @@ mod support;
 mod demo;
 mod tls;
 mod open_model;
+mod html;

@@ -1,0 +1,317 @@
+//! One self-contained HTML file per report or comparison: the tables, and interactive
+//! charts (uPlot, inlined — drag to zoom, double-click to reset, hover for values). No
+//! network is needed to open it, and it prints.
+
+use minijinja::value::Serde;
+use minijinja::{Environment, Value, context};
+use serde::Serialize;
+use volley_formats::Source;
+use volley_formats::hlog::{TAG_TOTAL, TAG_TTFB};
+
+use crate::charts::{Timeline, percentile_curve};
+use crate::compare::Comparison;
+use crate::model::{ReportOptions, RunReport, warmup_seconds};
+
+const UPLOT_JS: &str = include_str!("../assets/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../assets/uPlot.min.css");
+
+const PAGE: &str = r##"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{ title }}</title>
+<style>{{ uplot_css|safe }}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#222}
+h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:22px 0 8px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:6px 0 14px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}
+.meta{color:#555}.chart{margin:10px 0 22px}.note{color:#555}.better{color:#1a7f37}.worse{color:#cf222e}
+svg{max-width:100%;height:auto}
+@media print{.chart{page-break-inside:avoid}body{max-width:none}}
+</style></head><body>
+<h1>{{ title }}</h1>
+{% for r in reports %}
+<h2>{{ r.name }}</h2>
+<p class="meta">{{ r.format }} · status <b>{{ r.status }}</b>{% if r.reason %} — {{ r.reason }}{% endif %} · {{ "%.1f"|format(r.measured_s) }} s measured · interval {{ r.interval_s }} s{% if r.warmup_s > 0 %} · first {{ r.warmup_s }} s excluded{% endif %}</p>
+<table><tr><th>Metric</th><th>Value</th></tr>
+{% for row in r.rows %}<tr><td>{{ row[0] }}</td><td>{{ row[1] }}</td></tr>
+{% endfor %}</table>
+{% if r.latency %}<table><tr><th>per request, ms</th>{% for h in latency_heads %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for l in r.latency %}<tr><td>{{ l.name }}</td>{% for v in l.values %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
+{% if r.errors %}<table><tr><th>error kind</th><th>count</th><th>first messages</th></tr>
+{% for e in r.errors %}<tr><td>{{ e.kind }}</td><td>{{ e.count }}</td><td style="text-align:left">{{ e.messages|join(" | ") }}</td></tr>{% endfor %}</table>{% endif %}
+{% for n in r.notes %}<p class="note">{{ n }}</p>{% endfor %}
+{% endfor %}
+{% for s in steps %}
+<h2>{{ s.title }}</h2>
+<table><tr><th>Metric</th><th>{{ s.before }}</th><th>{{ s.after }}</th><th>Change</th></tr>
+{% for row in s.rows %}<tr><td>{{ row.label }}</td><td>{{ row.before }}</td><td>{{ row.after }}</td><td class="{{ row.verdict }}">{{ row.change }}</td></tr>
+{% endfor %}</table>
+{% endfor %}
+{% if method %}<p class="note">{{ method }}</p>{% endif %}
+<div id="charts"></div>
+{% for svg in svgs %}<div class="chart">{{ svg|safe }}</div>{% endfor %}
+<script type="application/json" id="data">{{ data|safe }}</script>
+<script>{{ uplot_js|safe }}</script>
+<script>
+(function () {
+  var data = JSON.parse(document.getElementById("data").textContent);
+  var root = document.getElementById("charts");
+  var colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"];
+  function width() { return Math.max(320, Math.min(root.clientWidth || 1000, 1060)); }
+  function pct(x) { var q = 100 * (1 - Math.pow(10, -x)); return (q < 99 ? q.toFixed(0) : (Math.round(q * 100) / 100)) + "%"; }
+  function plot(c) {
+    var el = document.createElement("div");
+    el.className = "chart";
+    root.appendChild(el);
+    var series = [{ label: c.xlabel, value: c.percentile ? function (u, v) { return v == null ? "" : pct(v); } : undefined }];
+    c.series.forEach(function (s, i) {
+      series.push({ label: s.label, stroke: colors[i % colors.length], width: 2, scale: s.scale || "y", spanGaps: true });
+    });
+    var axes = [{ label: c.xlabel, values: c.percentile ? function (u, vals) { return vals.map(pct); } : undefined },
+                { label: c.ylabel, scale: "y" }];
+    if (c.y2label) axes.push({ label: c.y2label, scale: "y2", side: 1, grid: { show: false } });
+    new uPlot({ title: c.title, width: width(), height: 320, scales: { x: { time: false } }, series: series, axes: axes },
+              [c.x].concat(c.series.map(function (s) { return s.values; })), el);
+  }
+  data.charts.forEach(plot);
+})();
+</script>
+</body></html>
+"##;
+
+/// One chart for the page's script.
+#[derive(Debug, Clone, Serialize)]
+struct Chart {
+    title: String,
+    xlabel: String,
+    ylabel: String,
+    y2label: Option<String>,
+    percentile: bool,
+    x: Vec<f64>,
+    series: Vec<Line>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct Line {
+    label: String,
+    values: Vec<Option<f64>>,
+    scale: Option<String>,
+}
+
+fn line(label: &str, values: impl IntoIterator<Item = Option<f64>>) -> Line {
+    Line { label: label.to_string(), values: values.into_iter().collect(), scale: None }
+}
+
+fn run_charts(src: &Source, opts: ReportOptions) -> Vec<Chart> {
+    let tl = Timeline::of(src, opts);
+    let name = &src.name;
+    let mut charts = vec![
+        Chart {
+            title: format!("{name}: TPS and VUs"),
+            xlabel: "elapsed (s)".into(),
+            ylabel: "TPS".into(),
+            y2label: Some("VUs".into()),
+            percentile: false,
+            x: tl.t.clone(),
+            series: vec![
+                line("TPS", tl.tps.iter().map(|v| Some(*v))),
+                Line { scale: Some("y2".into()), ..line("VUs", tl.vusers.iter().map(|v| Some(*v))) },
+            ],
+        },
+        Chart {
+            title: format!("{name}: time to first byte (ms)"),
+            xlabel: "elapsed (s)".into(),
+            ylabel: "ms".into(),
+            y2label: None,
+            percentile: false,
+            x: tl.t.clone(),
+            series: vec![line("MTTFB (interval mean)", tl.mttfb.iter().map(|v| Some(*v))), line("TTFB p99 (per request)", tl.ttfb_p99.clone())],
+        },
+        Chart {
+            title: format!("{name}: errors per interval"),
+            xlabel: "elapsed (s)".into(),
+            ylabel: "errors".into(),
+            y2label: None,
+            percentile: false,
+            x: tl.t.clone(),
+            series: vec![line("errors", tl.errors.iter().map(|v| Some(*v)))],
+        },
+    ];
+    let warmup = warmup_seconds(src, opts.warmup);
+    let curves: Vec<(&str, Vec<(f64, f64)>)> =
+        [("TTFB", TAG_TTFB), ("Total time", TAG_TOTAL)].iter().map(|(l, t)| (*l, percentile_curve(src, t, warmup))).filter(|(_, c)| !c.is_empty()).collect();
+    if let Some((_, first)) = curves.first() {
+        charts.push(Chart {
+            title: format!("{name}: latency by percentile (ms)"),
+            xlabel: "percentile".into(),
+            ylabel: "ms".into(),
+            y2label: None,
+            percentile: true,
+            x: first.iter().map(|p| p.0).collect(),
+            series: curves.iter().map(|(l, c)| line(l, c.iter().map(|p| Some(p.1)))).collect(),
+        });
+    }
+    charts
+}
+
+#[derive(Serialize)]
+struct ReportView {
+    name: String,
+    format: String,
+    status: String,
+    reason: Option<String>,
+    measured_s: f64,
+    interval_s: f64,
+    warmup_s: f64,
+    rows: Vec<(String, String)>,
+    latency: Vec<LatencyView>,
+    errors: Vec<crate::model::ErrorLine>,
+    notes: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct LatencyView {
+    name: String,
+    values: Vec<String>,
+}
+
+fn view(r: &RunReport) -> ReportView {
+    ReportView {
+        name: r.name.clone(),
+        format: r.format.clone(),
+        status: r.status.clone(),
+        reason: r.reason.clone(),
+        measured_s: r.measured_s,
+        interval_s: r.interval_s,
+        warmup_s: r.warmup_s,
+        rows: crate::render::suite_rows(r),
+        latency: crate::render::latency_rows(r)
+            .into_iter()
+            .map(|(name, s)| LatencyView { name: name.to_string(), values: s.rows().iter().map(|(_, v)| format!("{v:.2}")).collect() })
+            .collect(),
+        errors: r.errors.clone(),
+        notes: r.notes.clone(),
+    }
+}
+
+/// JSON that is safe inside a `<script>` element.
+fn script_json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("chart data serializes").replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
+}
+
+fn render(title: &str, reports: &[ReportView], steps: Vec<StepView>, method: Option<&str>, charts: Vec<Chart>, svgs: Vec<String>) -> String {
+    let mut env = Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
+    env.add_template("page.html", PAGE).expect("the page template parses");
+    let heads: Vec<&str> = ["min", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"].to_vec();
+    env.get_template("page.html")
+        .expect("template exists")
+        .render(context! {
+            title => title,
+            reports => Value::from(Serde(reports)),
+            steps => Value::from(Serde(&steps)),
+            method => method,
+            latency_heads => Value::from(Serde(&heads)),
+            svgs => Value::from(Serde(&svgs)),
+            data => script_json(&serde_json::json!({ "charts": charts })),
+            uplot_js => UPLOT_JS,
+            uplot_css => UPLOT_CSS,
+        })
+        .expect("the page renders")
+}
+
+/// The HTML page of one or more runs or files (`sources[i]` goes with `reports[i]`).
+pub fn report_page(sources: &[Source], reports: &[RunReport], opts: ReportOptions) -> String {
+    let title = match reports {
+        [one] => format!("volley report: {}", one.name),
+        _ => "volley report".to_string(),
+    };
+    let views: Vec<ReportView> = reports.iter().map(view).collect();
+    let charts = sources.iter().flat_map(|s| run_charts(s, opts)).collect();
+    render(&title, &views, Vec::new(), None, charts, Vec::new())
+}
+
+#[derive(Serialize)]
+struct StepView {
+    title: String,
+    before: String,
+    after: String,
+    rows: Vec<StepRow>,
+}
+
+#[derive(Serialize)]
+struct StepRow {
+    label: String,
+    before: String,
+    after: String,
+    change: String,
+    verdict: String,
+}
+
+/// The HTML page of a comparison; `bar_svgs` are the grouped-bar charts to inline.
+pub fn compare_page(cmp: &Comparison, sources: &[Source], opts: ReportOptions, bar_svgs: Vec<String>) -> String {
+    let steps = cmp
+        .steps
+        .iter()
+        .map(|s| (format!("{} → {}", s.before, s.after), s))
+        .chain(cmp.overall.iter().map(|s| (format!("Overall: {} → {}", s.before, s.after), s)))
+        .map(|(title, s)| StepView {
+            title,
+            before: s.before.clone(),
+            after: s.after.clone(),
+            rows: s
+                .rows
+                .iter()
+                .map(|r| StepRow {
+                    label: r.label.to_string(),
+                    before: crate::compare::value(r.before, r.unit, r.key),
+                    after: crate::compare::value(r.after, r.unit, r.key),
+                    change: crate::compare::change(r),
+                    verdict: serde_json::to_value(r.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+                })
+                .collect(),
+        })
+        .collect();
+    let labels: Vec<String> = cmp.runs.iter().map(|r| r.label.clone()).collect();
+    let mut charts = Vec::new();
+    let timelines: Vec<Timeline> = sources.iter().map(|s| Timeline::of(s, opts)).collect();
+    if let Some(longest) = timelines.iter().max_by_key(|t| t.t.len()) {
+        let x: Vec<f64> = longest.t.clone();
+        let n = x.len();
+        let pad = |v: &[f64]| -> Vec<Option<f64>> { (0..n).map(|i| v.get(i).copied()).collect() };
+        charts.push(Chart {
+            title: "TPS over time, per phase".into(),
+            xlabel: "elapsed (s)".into(),
+            ylabel: "TPS".into(),
+            y2label: None,
+            percentile: false,
+            x: x.clone(),
+            series: timelines.iter().zip(&labels).map(|(t, l)| line(l, pad(&t.tps))).collect(),
+        });
+        charts.push(Chart {
+            title: "MTTFB over time, per phase (ms)".into(),
+            xlabel: "elapsed (s)".into(),
+            ylabel: "ms".into(),
+            y2label: None,
+            percentile: false,
+            x,
+            series: timelines.iter().zip(&labels).map(|(t, l)| line(l, pad(&t.mttfb))).collect(),
+        });
+    }
+    let curves: Vec<(String, Vec<(f64, f64)>)> = sources
+        .iter()
+        .zip(&labels)
+        .map(|(s, l)| (l.clone(), percentile_curve(s, TAG_TTFB, warmup_seconds(s, opts.warmup))))
+        .filter(|(_, c)| !c.is_empty())
+        .collect();
+    if let Some((_, first)) = curves.first() {
+        charts.push(Chart {
+            title: "TTFB by percentile, per phase (ms)".into(),
+            xlabel: "percentile".into(),
+            ylabel: "ms".into(),
+            y2label: None,
+            percentile: true,
+            x: first.iter().map(|p| p.0).collect(),
+            series: curves.iter().map(|(l, c)| line(l, c.iter().map(|p| Some(p.1)))).collect(),
+        });
+    }
+    render("volley compare", &[], steps, Some(&cmp.method), charts, bar_svgs)
+}
