@@ -8,7 +8,7 @@ fn quick_demo_runs_reports_and_compares() {
     let out = out_dir();
     let o = volley(&["demo", "--quick", "-o", out.path().to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
-    let mut runs: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    let mut runs: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.join("run.json").is_file()).collect();
     runs.sort();
     assert_eq!(runs.len(), 3);
     for run in &runs {
@@ -20,6 +20,7 @@ fn quick_demo_runs_reports_and_compares() {
     let md = std::fs::read_to_string(out.path().join("comparison.md")).unwrap();
     assert!(md.contains("| Metric | Original | Phase 1 | Change |"), "{md}");
     assert!(md.contains("## Overall: Original → Phase 2"), "{md}");
+    assert!(out.path().join("comparison.html").is_file() && out.path().join("comparison_charts/tps.png").is_file());
     // A 5x larger pool on a pool-bound service must show as a throughput gain.
     let cmp: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("comparison.json")).unwrap()).unwrap();
     let tps = cmp["steps"][0]["rows"].as_array().unwrap().iter().find(|r| r["key"] == "tps_avg").unwrap().clone();
