@@ -97,19 +97,28 @@ pub(crate) struct CompareArgs {
     /// Comma-separated labels, one per run.
     #[arg(long)]
     pub(crate) labels: Option<String>,
+    #[command(flatten)]
+    pub(crate) out: OutputArgs,
+}
+
+/// What `report` and `compare` share: how to compute and where to write.
+#[derive(Debug, Args)]
+pub(crate) struct OutputArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub(crate) format: ReportFormat,
-    /// Exclude this much from the start of each run (default: each run's own warm-up).
+    /// Exclude this much from the start (60s), or the plan's first N stages (stage:N);
+    /// default: each run's own warm-up.
     #[arg(long)]
     pub(crate) warmup: Option<String>,
-    /// Which tail "TPS p99" means.
+    /// Which tail "TPS p99" means: low (reached in 99% of intervals) or high.
     #[arg(long, value_enum, default_value_t = Tail::Low)]
     pub(crate) tps_tail: Tail,
     /// Write to this file instead of standard output.
     #[arg(long, short = 'o')]
     pub(crate) output: Option<PathBuf>,
-    /// Also write a self-contained HTML comparison to this file (charts as PNG/SVG beside it).
+    /// Also write a self-contained HTML page with interactive charts to this file (a
+    /// comparison also writes its bar charts as PNG and SVG beside it).
     #[arg(long)]
     pub(crate) html: Option<PathBuf>,
 }
@@ -214,26 +223,12 @@ pub(crate) struct ReportArgs {
     /// Run directories or result files.
     #[arg(required = true)]
     pub(crate) paths: Vec<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
-    pub(crate) format: ReportFormat,
     /// Read the inputs as this format instead of detecting it: volley, ngrinder, k6-csv,
-    /// k6-json, k6-summary, jtl, locust-history, locust-stats, gatling.
+    /// k6-json, k6-summary, jtl, locust-history, locust-stats, gatling, gatling-binary.
     #[arg(long, value_parser = parse_format)]
     pub(crate) from: Option<volley_formats::Format>,
-    /// Exclude this much from the start (60s), or the plan's first N stages (stage:N);
-    /// default: the run's own warm-up.
-    #[arg(long)]
-    pub(crate) warmup: Option<String>,
-    /// Which tail "TPS p99" means: low (reached in 99% of intervals) or high.
-    #[arg(long, value_enum, default_value_t = Tail::Low)]
-    pub(crate) tps_tail: Tail,
-    /// Write to this file instead of standard output.
-    #[arg(long, short = 'o')]
-    pub(crate) output: Option<PathBuf>,
-    /// Also write a self-contained HTML report with interactive charts to this file.
-    #[arg(long)]
-    pub(crate) html: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) out: OutputArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -6,7 +6,7 @@ use anyhow::Result;
 use volley_report::{ReportOptions, RunReport, Warmup};
 use volley_scenario::parse_duration;
 
-use crate::args::{CompareArgs, ReportArgs, ReportFormat};
+use crate::args::{CompareArgs, OutputArgs, ReportArgs, ReportFormat};
 
 /// `--warmup 60s`, or `--warmup stage:2` for the first two stages of each run's plan.
 fn warmup_flag(w: &Option<String>) -> Result<Option<Warmup>> {
@@ -28,48 +28,52 @@ fn emit(output: &Option<std::path::PathBuf>, text: &str) -> Result<()> {
     }
 }
 
+fn options(out: &OutputArgs) -> Result<ReportOptions> {
+    Ok(ReportOptions { warmup: warmup_flag(&out.warmup)?, tps_tail: out.tps_tail.into() })
+}
+
 pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
-    let opts = ReportOptions { warmup: warmup_flag(&a.warmup)?, tps_tail: a.tps_tail.into() };
+    let opts = options(&a.out)?;
     let mut out = String::new();
     let sources = a.paths.iter().map(|p| volley_formats::open_as(p, a.from)).collect::<Result<Vec<_>, _>>()?;
     let reports: Vec<RunReport> = sources.iter().map(|s| RunReport::from_source(s, opts)).collect();
-    if let Some(html) = &a.html {
+    if let Some(html) = &a.out.html {
         std::fs::write(html, volley_report::html::report_page(&sources, &reports, opts))
             .map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
         eprintln!("volley: wrote {}", html.display());
     }
-    if a.format == ReportFormat::Csv {
+    if a.out.format == ReportFormat::Csv {
         out.push_str(&volley_report::csv(&reports));
     }
-    for report in reports.iter().filter(|_| a.format != ReportFormat::Csv) {
-        out.push_str(&match a.format {
+    for report in reports.iter().filter(|_| a.out.format != ReportFormat::Csv) {
+        out.push_str(&match a.out.format {
             ReportFormat::Table => volley_report::table(report),
             ReportFormat::Md => volley_report::markdown(report),
             _ => report.to_json() + "\n",
         });
     }
-    emit(&a.output, &out)?;
+    emit(&a.out.output, &out)?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
-    let opts = ReportOptions { warmup: warmup_flag(&a.warmup)?, tps_tail: a.tps_tail.into() };
+    let opts = options(&a.out)?;
     let labels: Vec<String> = a.labels.as_deref().map(|l| l.split(',').map(|s| s.trim().to_string()).collect()).unwrap_or_default();
     if !labels.is_empty() && labels.len() != a.paths.len() {
         anyhow::bail!("--labels has {} labels for {} runs", labels.len(), a.paths.len());
     }
     let sources = a.paths.iter().map(|p| volley_formats::open(p)).collect::<Result<Vec<_>, _>>()?;
     let cmp = volley_report::compare::build(&sources, &labels, opts);
-    if let Some(html) = &a.html {
+    if let Some(html) = &a.out.html {
         write_compare_html(&cmp, &sources, opts, html)?;
     }
-    let text = match a.format {
+    let text = match a.out.format {
         ReportFormat::Table => cmp.table(),
         ReportFormat::Md => cmp.markdown(),
         ReportFormat::Json => cmp.to_json() + "\n",
         ReportFormat::Csv => cmp.csv(),
     };
-    emit(&a.output, &text)?;
+    emit(&a.out.output, &text)?;
     Ok(ExitCode::SUCCESS)
 }
 

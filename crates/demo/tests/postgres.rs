@@ -7,8 +7,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use volley_demo::{IdType, Knobs};
+
+mod common;
+use common::http;
 
 /// A PostgreSQL server in a temporary directory, stopped when dropped.
 struct Postgres {
@@ -71,20 +73,6 @@ impl Drop for Postgres {
         as_postgres(&self.bin, "pg_ctl", &["-D", data.to_str().unwrap(), "-m", "fast", "-w", "stop"]);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-async fn http(addr: std::net::SocketAddr, method: &str, path: &str, body: Option<serde_json::Value>) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).await.unwrap();
-    let text = String::from_utf8_lossy(&out).to_string();
-    (text[9..12].parse().unwrap(), text.split_once("\r\n\r\n").map(|x| x.1.to_string()).unwrap_or_default())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -142,51 +142,14 @@ pub fn run_charts(src: &Source, opts: ReportOptions, dir: &Path) -> Result<Vec<P
         chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(|e| e.to_string())?;
     }));
 
-    let lat_max = max_of(tl.mttfb.iter().copied().chain(tl.ttfb_p99.iter().flatten().copied())).max(0.001) * 1.1;
-    files.extend(render_both!(dir, "ttfb", |root| {
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(format!("{title}: time to first byte"), ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..xmax, 0f64..lat_max)
-            .map_err(|e| e.to_string())?;
-        chart.configure_mesh().x_desc("elapsed (s)").y_desc("ms").draw().map_err(|e| e.to_string())?;
-        chart
-            .draw_series(LineSeries::new(tl.t.iter().copied().zip(tl.mttfb.iter().copied()), PALETTE[0].stroke_width(2)))
-            .map_err(|e| e.to_string())?
-            .label("MTTFB (interval mean)")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], PALETTE[0].stroke_width(2)));
-        let p99: Vec<(f64, f64)> = tl.t.iter().zip(&tl.ttfb_p99).filter_map(|(t, p)| p.map(|p| (*t, p))).collect();
-        if !p99.is_empty() {
-            chart
-                .draw_series(LineSeries::new(p99, PALETTE[3].stroke_width(2)))
-                .map_err(|e| e.to_string())?
-                .label("TTFB p99 (per request)")
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], PALETTE[3].stroke_width(2)));
-        }
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(|e| e.to_string())?;
-    }));
-
-    let err_max = max_of(tl.errors.iter().copied()).max(1.0) * 1.1;
-    files.extend(render_both!(dir, "errors", |root| {
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(format!("{title}: errors per interval"), ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..xmax, 0f64..err_max)
-            .map_err(|e| e.to_string())?;
-        chart.configure_mesh().x_desc("elapsed (s)").y_desc("errors").draw().map_err(|e| e.to_string())?;
-        chart
-            .draw_series(LineSeries::new(tl.t.iter().copied().zip(tl.errors.iter().copied()), PALETTE[3].stroke_width(2)))
-            .map_err(|e| e.to_string())?
-            .label("errors")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], PALETTE[3].stroke_width(2)));
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(|e| e.to_string())?;
-    }));
+    let p99: Vec<(f64, f64)> = tl.t.iter().zip(&tl.ttfb_p99).filter_map(|(t, p)| p.map(|p| (*t, p))).collect();
+    let mut ttfb_lines = vec![("MTTFB (interval mean)".to_string(), tl.t.iter().copied().zip(tl.mttfb.iter().copied()).collect())];
+    if !p99.is_empty() {
+        ttfb_lines.push(("TTFB p99 (per request)".to_string(), p99));
+    }
+    files.extend(line_chart(dir, "ttfb", &format!("{title}: time to first byte"), "ms", xmax, &ttfb_lines, false)?);
+    let errors = vec![("errors".to_string(), tl.t.iter().copied().zip(tl.errors.iter().copied()).collect())];
+    files.extend(line_chart(dir, "errors", &format!("{title}: errors per interval"), "errors", xmax, &errors, false)?);
 
     let curves: Vec<(String, Vec<(f64, f64)>)> = [("TTFB", TAG_TTFB), ("Total time", TAG_TOTAL)]
         .iter()
@@ -200,7 +163,22 @@ pub fn run_charts(src: &Source, opts: ReportOptions, dir: &Path) -> Result<Vec<P
 }
 
 fn percentile_chart(dir: &Path, name: &str, caption: &str, curves: &[(String, Vec<(f64, f64)>)]) -> Result<Vec<PathBuf>, String> {
-    let ymax = max_of(curves.iter().flat_map(|(_, c)| c.iter().map(|p| p.1))).max(0.001) * 1.1;
+    line_chart(dir, name, caption, "ms", 4.0, curves, true)
+}
+
+/// Lines over elapsed time (or, with `percentile_axis`, over −log10(1 − q) labelled as
+/// percentiles), y from 0, each line in the next palette colour.
+fn line_chart(
+    dir: &Path,
+    name: &str,
+    caption: &str,
+    ydesc: &str,
+    xmax: f64,
+    lines: &[(String, Vec<(f64, f64)>)],
+    percentile_axis: bool,
+) -> Result<Vec<PathBuf>, String> {
+    let ymax = max_of(lines.iter().flat_map(|(_, c)| c.iter().map(|p| p.1))).max(0.001) * 1.1;
+    let xdesc = if percentile_axis { "percentile" } else { "elapsed (s)" };
     Ok(render_both!(dir, name, |root| {
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let mut chart = ChartBuilder::on(&root)
@@ -208,20 +186,18 @@ fn percentile_chart(dir: &Path, name: &str, caption: &str, curves: &[(String, Ve
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d(0f64..4.0, 0f64..ymax)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc("percentile")
-            .y_desc("ms")
-            .x_labels(5)
-            .x_label_formatter(&percent_label)
-            .draw()
-            .map_err(|e| e.to_string())?;
-        for (i, (label, curve)) in curves.iter().enumerate() {
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(xdesc).y_desc(ydesc);
+        if percentile_axis {
+            mesh.x_labels(5).x_label_formatter(&percent_label);
+        }
+        mesh.draw().map_err(|e| e.to_string())?;
+        for (i, (label, points)) in lines.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             chart
-                .draw_series(LineSeries::new(curve.iter().copied(), color.stroke_width(2)))
+                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
                 .map_err(|e| e.to_string())?
                 .label(label.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));

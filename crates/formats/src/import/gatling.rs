@@ -78,18 +78,23 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
             }
         }
     }
-    let mut src = source(path, "gatling-log");
     let requests = bucketer.records();
+    Ok(finish(path, bucketer, format!("{requests} Gatling requests (simulation.log of Gatling {version})")))
+}
+
+/// The source of a bucketed Gatling log. Gatling has no first-byte time, so the MTTFB
+/// columns show the response time, and the note says so.
+fn finish(path: &Path, bucketer: Bucketer, what: String) -> Source {
+    let mut src = source(path, "gatling-log");
     let mut out = bucketer.finish();
-    // Gatling has no first-byte time: show response time in the MTTFB columns, labelled.
     for row in &mut out.series.intervals {
         row.mttfb_ms = row.mean_test_time_ms;
     }
     out.into_source(&mut src);
     src.notes.push(format!(
-        "{requests} Gatling requests (simulation.log of Gatling {version}) bucketed by start second. Gatling records no time to first byte: MTTFB here is the response time (end − start), and per-request percentiles are of total time."
+        "{what} bucketed by start second. Gatling records no time to first byte: MTTFB here is the response time (end − start), and per-request percentiles are of total time."
     ));
-    Ok(src)
+    src
 }
 
 /// Reads a binary simulation log (Gatling 3.13+, big-endian).
@@ -156,17 +161,8 @@ pub fn read_binary(path: &Path, bytes: &[u8]) -> Result<Source> {
             other => return Err(r.error(&format!("unknown record type {other}"))),
         }
     }
-    let mut src = source(path, "gatling-log");
     let requests = bucketer.records();
-    let mut out = bucketer.finish();
-    for row in &mut out.series.intervals {
-        row.mttfb_ms = row.mean_test_time_ms;
-    }
-    out.into_source(&mut src);
-    src.notes.push(format!(
-        "{requests} Gatling requests and {users} users (binary simulation.log, RUN record says Gatling {version}) bucketed by start second. Gatling records no time to first byte: MTTFB here is the response time (end − start)."
-    ));
-    Ok(src)
+    Ok(finish(path, bucketer, format!("{requests} Gatling requests and {users} users (binary simulation.log, RUN record says Gatling {version})")))
 }
 
 struct BinReader<'a> {
