@@ -51,6 +51,7 @@ impl Failure {
             h1::H1Error::Io(stage, io) => Failure::io(stage, &io),
             h1::H1Error::Closed(what) => Failure::new(ErrorKind::Reset, what),
             h1::H1Error::Invalid(why) => Failure::new(ErrorKind::Protocol, why),
+            h1::H1Error::Stale(what) => Failure::new(ErrorKind::Reset, what),
         }
     }
 
@@ -270,39 +271,35 @@ impl Client {
     async fn exchange(&mut self, req: &PreparedRequest, start: Instant, buf: &mut Vec<u8>) -> Result<Exchange, Failure> {
         let (mut connect_us, mut tls_us) = (0, 0);
         let mut reconnected = false;
-        if self.conn.as_ref().is_none_or(Connection::is_closed) {
-            let (conn, times) = connect_with(&self.target, self.tls.as_ref(), self.force_h2).await?;
-            connect_us = times.tcp_us + times.tls_us;
-            tls_us = times.tls_us;
-            reconnected = self.opened_before;
-            self.opened_before = true;
-            self.conn = Some(conn);
-        }
-        let conn = self.conn.as_mut().expect("connection just ensured");
-        let (status, first, bytes) = match conn {
-            Connection::H1(stream) => {
-                let head_only = req.method == Method::HEAD;
-                let r = h1::exchange(stream, &req.h1, head_only, buf).await.map_err(Failure::h1)?;
-                if !r.keep_alive {
-                    self.conn = None;
-                }
-                (r.status, r.first_byte, r.body_bytes)
+        // A reused connection that the server closed while idle fails before any response
+        // byte; the request is then sent once more on a new connection (as browsers and
+        // hyper do), its time still counted from the first attempt.
+        let mut may_retry = true;
+        let (status, first, bytes) = loop {
+            let fresh = self.conn.as_ref().is_none_or(Connection::is_closed);
+            if fresh {
+                let (conn, times) = connect_with(&self.target, self.tls.as_ref(), self.force_h2).await?;
+                connect_us += times.tcp_us + times.tls_us;
+                tls_us += times.tls_us;
+                reconnected |= self.opened_before;
+                self.opened_before = true;
+                self.conn = Some(conn);
             }
-            Connection::H2(s) => {
-                s.ready().await.map_err(|e| Failure::hyper(&e))?;
-                let response = s.send_request(req.build_h2()).await.map_err(|e| Failure::hyper(&e))?;
-                // HTTP/2 shares the socket with control frames: the head's arrival is its first byte.
-                let first = Instant::now();
-                let status = response.status().as_u16();
-                let mut body = response.into_body();
-                let mut bytes = 0u64;
-                while let Some(frame) = body.frame().await {
-                    let frame = frame.map_err(|e| Failure::hyper(&e))?;
-                    if let Some(data) = frame.data_ref() {
-                        bytes += data.len() as u64;
+            let conn = self.conn.as_mut().expect("connection just ensured");
+            let Connection::H1(stream) = conn else { break self.exchange_h2(req).await? };
+            let head_only = req.method == Method::HEAD;
+            match h1::exchange(stream, &req.h1, head_only, buf).await {
+                Ok(r) => {
+                    if !r.keep_alive {
+                        self.conn = None;
                     }
+                    break (r.status, r.first_byte, r.body_bytes);
                 }
-                (status, first, bytes)
+                Err(h1::H1Error::Stale(_)) if !fresh && may_retry => {
+                    self.conn = None;
+                    may_retry = false;
+                }
+                Err(e) => return Err(Failure::h1(e)),
             }
         };
         let end = Instant::now();
@@ -316,6 +313,25 @@ impl Client {
             bytes,
             reconnected,
         })
+    }
+
+    /// One request on the HTTP/2 connection: (status, time of the head, body bytes).
+    async fn exchange_h2(&mut self, req: &PreparedRequest) -> Result<(u16, Instant, u64), Failure> {
+        let Some(Connection::H2(s)) = self.conn.as_mut() else { unreachable!("called on an HTTP/2 connection") };
+        s.ready().await.map_err(|e| Failure::hyper(&e))?;
+        let response = s.send_request(req.build_h2()).await.map_err(|e| Failure::hyper(&e))?;
+        // HTTP/2 shares the socket with control frames: the head's arrival is its first byte.
+        let first = Instant::now();
+        let status = response.status().as_u16();
+        let mut body = response.into_body();
+        let mut bytes = 0u64;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| Failure::hyper(&e))?;
+            if let Some(data) = frame.data_ref() {
+                bytes += data.len() as u64;
+            }
+        }
+        Ok((status, first, bytes))
     }
 }
 

@@ -65,6 +65,10 @@ pub(crate) enum H1Error {
     Closed(&'static str),
     /// The response is not valid HTTP/1.1.
     Invalid(String),
+    /// The connection failed before any byte of a response arrived: on a reused keep-alive
+    /// connection this is the server having closed it while idle, and the request can be
+    /// sent again on a new connection.
+    Stale(String),
 }
 
 /// A completed response.
@@ -81,7 +85,7 @@ pub(crate) struct Response {
 
 /// Writes `request` and reads one whole response. `head_only`: the request was HEAD.
 pub(crate) async fn exchange(stream: &mut Stream, request: &[u8], head_only: bool, buf: &mut Vec<u8>) -> Result<Response, H1Error> {
-    stream.write_all(request).await.map_err(|e| H1Error::Io("write", e))?;
+    stream.write_all(request).await.map_err(|e| H1Error::Stale(format!("write: {e}")))?;
     buf.clear();
     let mut first_byte = None;
     loop {
@@ -92,8 +96,16 @@ pub(crate) async fn exchange(stream: &mut Stream, request: &[u8], head_only: boo
             if buf.len() > MAX_HEAD {
                 return Err(H1Error::Invalid(format!("response head larger than {MAX_HEAD} bytes")));
             }
-            if fill(stream, buf).await? == 0 {
-                return Err(H1Error::Closed(if buf.is_empty() { "connection closed before any response" } else { "connection closed inside the response head" }));
+            let got = match fill(stream, buf).await {
+                Err(H1Error::Io(_, e)) if first_byte.is_none() => return Err(H1Error::Stale(format!("read: {e}"))),
+                other => other?,
+            };
+            if got == 0 {
+                return Err(if first_byte.is_none() {
+                    H1Error::Stale("connection closed before any response".into())
+                } else {
+                    H1Error::Closed("connection closed inside the response head")
+                });
             }
             first_byte.get_or_insert_with(Instant::now);
         };
@@ -295,6 +307,6 @@ mod tests {
     fn truncated_responses_are_errors() {
         assert!(matches!(run(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhel", 100, false), Err(H1Error::Closed(_))));
         assert!(matches!(run(b"HTTP/1.1 200 OK\r\nconte", 100, false), Err(H1Error::Closed(_))));
-        assert!(matches!(run(b"", 100, false), Err(H1Error::Closed(_))));
+        assert!(matches!(run(b"", 100, false), Err(H1Error::Stale(_))));
     }
 }

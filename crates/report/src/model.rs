@@ -143,7 +143,8 @@ impl RunReport {
                 last.period_s
             ));
         }
-        if src.format == "volley" && src.has_histograms() {
+        let open_model = src.meta.as_ref().is_some_and(|m| m.plan["model"] == "open");
+        if src.format == "volley" && src.has_histograms() && !open_model {
             notes.push(
                 "TTFB and MTTFB are measured from the request's actual start, connection set-up included (as nGrinder does)."
                     .to_string(),

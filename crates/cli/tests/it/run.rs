@@ -246,3 +246,19 @@ fn phase_columns_add_up() {
     let total = get("Mean_Test_Time_(ms)");
     assert!((total - ttfb - get("Mean_receiving_(ms)")).abs() < 0.01);
 }
+
+#[test]
+fn a_keep_alive_connection_the_server_closed_while_idle_is_not_an_error() {
+    let _g = serial();
+    // The server drops connections idle for 100 ms; each VU calls every 300 ms.
+    let server = TestServer::start_with_idle_timeout(Some(Duration::from_millis(100)));
+    let out = out_dir();
+    let url = server.url("/ok");
+    let o = volley(&["run", "--url", &url, "--vus", "2", "--pacing", "300ms", "--duration", "2s", "-o", out.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = only_run(out.path());
+    let run = RunData::read(&dir).unwrap();
+    assert_eq!(run.series.errors(), 0, "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(run.series.tests() >= 12, "{} requests", run.series.tests());
+    assert_eq!(server.seen(), run.series.tests());
+}

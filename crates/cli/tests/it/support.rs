@@ -32,6 +32,12 @@ impl TestServer {
     /// Starts a thread-per-connection server: blocking sleeps are precise to well under a
     /// millisecond, unlike an async timer wheel's 1 ms ticks.
     pub fn start() -> TestServer {
+        TestServer::start_with_idle_timeout(None)
+    }
+
+    /// Like [`TestServer::start`], closing a keep-alive connection idle for longer than `idle`
+    /// (as nginx's `keepalive_timeout` does).
+    pub fn start_with_idle_timeout(idle: Option<Duration>) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(AtomicU64::new(0));
@@ -41,6 +47,7 @@ impl TestServer {
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { return };
+                let _ = stream.set_read_timeout(idle);
                 let (counter, delays) = (counter.clone(), delays.clone());
                 std::thread::spawn(move || {
                     let _ = serve(stream, &counter, &delays, epoch);
