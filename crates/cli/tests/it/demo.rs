@@ -21,6 +21,7 @@ fn quick_demo_runs_reports_and_compares() {
     assert!(md.contains("| Metric | Original | Phase 1 | Change |"), "{md}");
     assert!(md.contains("## Overall: Original → Phase 2"), "{md}");
     assert!(out.path().join("comparison.html").is_file() && out.path().join("comparison_charts/tps.png").is_file());
+    assert!(md.contains("![TPS by phase](comparison_charts/tps.png)"), "{md}");
     // A 5x larger pool on a pool-bound service must show as a throughput gain.
     let cmp: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("comparison.json")).unwrap()).unwrap();
     let tps = cmp["steps"][0]["rows"].as_array().unwrap().iter().find(|r| r["key"] == "tps_avg").unwrap().clone();
