@@ -100,6 +100,20 @@ fn line(label: &str, values: impl IntoIterator<Item = Option<f64>>) -> Line {
     Line { label: label.to_string(), values: values.into_iter().collect(), scale: None }
 }
 
+/// Percentile curves sharing one x axis; `None` when there are none.
+fn percentile_chart<L: AsRef<str>>(title: String, curves: &[(L, Vec<(f64, f64)>)]) -> Option<Chart> {
+    let (_, first) = curves.first()?;
+    Some(Chart {
+        title,
+        xlabel: "percentile".into(),
+        ylabel: "ms".into(),
+        y2label: None,
+        percentile: true,
+        x: first.iter().map(|p| p.0).collect(),
+        series: curves.iter().map(|(l, c)| line(l.as_ref(), c.iter().map(|p| Some(p.1)))).collect(),
+    })
+}
+
 fn run_charts(src: &Source, opts: ReportOptions) -> Vec<Chart> {
     let tl = Timeline::of(src, opts);
     let name = &src.name;
@@ -138,17 +152,7 @@ fn run_charts(src: &Source, opts: ReportOptions) -> Vec<Chart> {
     let warmup = warmup_seconds(src, opts.warmup);
     let curves: Vec<(&str, Vec<(f64, f64)>)> =
         [("TTFB", TAG_TTFB), ("Total time", TAG_TOTAL)].iter().map(|(l, t)| (*l, percentile_curve(src, t, warmup))).filter(|(_, c)| !c.is_empty()).collect();
-    if let Some((_, first)) = curves.first() {
-        charts.push(Chart {
-            title: format!("{name}: latency by percentile (ms)"),
-            xlabel: "percentile".into(),
-            ylabel: "ms".into(),
-            y2label: None,
-            percentile: true,
-            x: first.iter().map(|p| p.0).collect(),
-            series: curves.iter().map(|(l, c)| line(l, c.iter().map(|p| Some(p.1)))).collect(),
-        });
-    }
+    charts.extend(percentile_chart(format!("{name}: latency by percentile (ms)"), &curves));
     charts
 }
 
@@ -302,16 +306,6 @@ pub fn compare_page(cmp: &Comparison, sources: &[Source], opts: ReportOptions, b
         .map(|(s, l)| (l.clone(), percentile_curve(s, TAG_TTFB, warmup_seconds(s, opts.warmup))))
         .filter(|(_, c)| !c.is_empty())
         .collect();
-    if let Some((_, first)) = curves.first() {
-        charts.push(Chart {
-            title: "TTFB by percentile, per phase (ms)".into(),
-            xlabel: "percentile".into(),
-            ylabel: "ms".into(),
-            y2label: None,
-            percentile: true,
-            x: first.iter().map(|p| p.0).collect(),
-            series: curves.iter().map(|(l, c)| line(l, c.iter().map(|p| Some(p.1)))).collect(),
-        });
-    }
+    charts.extend(percentile_chart("TTFB by percentile, per phase (ms)".into(), &curves));
     render("volley compare", &[], steps, Some(&cmp.method), charts, bar_svgs)
 }
