@@ -74,7 +74,7 @@ fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
     crate::report_cmd::write_compare_html(&cmp, &sources, ReportOptions::default(), &out.join("comparison.html"))?;
     std::fs::write(&md_path, md)?;
     std::fs::write(out.join("comparison.json"), cmp.to_json())?;
-    eprintln!("volley: the runs are in {}; each has report.md and report.json", out.display());
+    eprintln!("volley: the runs are in {}; each has report.html, report.md, report.json and charts/", out.display());
     eprintln!("volley: the comparison is in {} (open it in a browser), {} and comparison.json", out.join("comparison.html").display(), md_path.display());
     eprintln!("volley: compare them again with: volley compare {} --labels {}", runs.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(" "), phases.iter().map(|p| p.label).collect::<Vec<_>>().join(",").replace(' ', "\\ "));
     Ok(())
