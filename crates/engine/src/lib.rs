@@ -8,6 +8,7 @@
 mod arrivals;
 mod client;
 mod h1;
+pub mod prom;
 mod recorder;
 mod run;
 mod target;
