@@ -199,6 +199,10 @@ pub(crate) struct RunArgs {
     /// Do not stop when more than half of all requests fail for 10 s.
     #[arg(long)]
     pub(crate) no_error_stop: bool,
+    /// Scrape this Prometheus / OpenMetrics endpoint every interval into server.csv
+    /// (repeatable; e.g. Spring Boot's /actuator/prometheus). Failures are counted, never fatal.
+    #[arg(long = "server-metrics")]
+    pub(crate) server_metrics: Vec<String>,
     /// Worker threads (event loops); default: one per core.
     #[arg(long)]
     pub(crate) threads: Option<usize>,

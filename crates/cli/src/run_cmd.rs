@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use volley_engine::{EngineConfig, Event, StopReason, Target, TlsOptions};
-use volley_formats::rundir::ErrorNote;
+use volley_formats::rundir::{ErrorNote, ScrapeNote};
 use volley_formats::{RunData, RunMeta, RunStatus, RunWriter};
 use volley_report::{ReportOptions, RunReport};
 use volley_scenario::{Load, LoadShape, Plan, RateShape, RequestSpec, StatusSet, parse_duration, parse_rate, parse_stages};
@@ -22,6 +22,7 @@ struct RunConfig {
     output: PathBuf,
     warmup: Duration,
     progress: ProgressMode,
+    server_metrics: Vec<String>,
 }
 
 fn duration_flag(flag: &str, value: &str) -> Result<Duration> {
@@ -118,6 +119,7 @@ impl RunConfig {
             output: a.output,
             warmup: opt_duration("warmup", &a.warmup)?,
             progress: a.progress,
+            server_metrics: a.server_metrics.clone(),
         })
     }
 
@@ -149,6 +151,7 @@ impl RunConfig {
             command: std::env::args().collect(),
             host: hostname(),
             errors: Vec::new(),
+            server_metrics: self.server_metrics.iter().map(|u| ScrapeNote { url: u.clone(), ..Default::default() }).collect(),
         }
     }
 }
@@ -176,6 +179,9 @@ pub(crate) fn execute(args: RunArgs) -> Result<PathBuf> {
     let mut writer = RunWriter::create(&config.output, meta, run.started)?;
     eprintln!("volley: run directory {}", writer.dir().display());
     crate::signals::install(run.control());
+    let scraper = (!config.server_metrics.is_empty()).then(|| {
+        volley_engine::scrape::start(config.server_metrics.clone(), config.engine.tls.clone(), run.t0, config.engine.interval)
+    });
     let mut progress = Progress::new(config.progress, config.engine.plan.load.duration());
     let mut stopped = None;
     while let Some(event) = run.next_event() {
@@ -187,9 +193,16 @@ pub(crate) fn execute(args: RunArgs) -> Result<PathBuf> {
                     writer.write_meta()?;
                 }
                 progress.interval(&row, &sample, target_vus);
+                if let Some(scraper) = &scraper {
+                    record_scrapes(&mut writer, scraper, config.engine.interval)?;
+                }
             }
             Event::End(end) => {
                 progress.finish();
+                if let Some(scraper) = &scraper {
+                    scraper.stop();
+                    record_scrapes(&mut writer, scraper, config.engine.interval)?;
+                }
                 stopped = Some(end.stopped);
                 break;
             }
@@ -203,6 +216,29 @@ pub(crate) fn execute(args: RunArgs) -> Result<PathBuf> {
     writer.finish(status, reason)?;
     write_reports(writer.dir())?;
     Ok(writer.dir().to_path_buf())
+}
+
+/// Writes the scrapes taken so far to server.csv and tallies them in run.json.
+fn record_scrapes(writer: &mut RunWriter, scraper: &volley_engine::scrape::Scraper, interval: Duration) -> Result<()> {
+    let mut any = false;
+    while let Ok(s) = scraper.samples.try_recv() {
+        any = true;
+        let elapsed = interval.as_secs_f64() * (s.index + 1) as f64;
+        writer.write_server(elapsed, &s.url, &s.values)?;
+        if let Some(note) = writer.meta_mut().server_metrics.iter_mut().find(|n| n.url == s.url) {
+            match s.error {
+                Some(e) => {
+                    note.failed += 1;
+                    note.last_error = Some(e);
+                }
+                None => note.ok += 1,
+            }
+        }
+    }
+    if any {
+        writer.write_meta()?;
+    }
+    Ok(())
 }
 
 /// Folds new error messages into run.json's notes and refreshes their counts.

@@ -9,6 +9,7 @@ mod arrivals;
 mod client;
 mod h1;
 pub mod prom;
+pub mod scrape;
 mod recorder;
 mod run;
 mod target;

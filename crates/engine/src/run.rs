@@ -109,6 +109,8 @@ pub struct Run {
     control: RunControl,
     /// Wall-clock start.
     pub started: SystemTime,
+    /// The instant intervals are counted from.
+    pub t0: Instant,
 }
 
 impl Run {
@@ -205,7 +207,7 @@ pub fn start(config: EngineConfig) -> Result<Run, String> {
         cpu: std::cell::RefCell::new(CpuClock::new()),
     };
     std::thread::Builder::new().name("volley-conductor".into()).spawn(move || conductor.run()).map_err(|e| e.to_string())?;
-    Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort }, started })
+    Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort }, started, t0 })
 }
 
 struct Conductor {

@@ -29,6 +29,8 @@ pub const RUN_JSON: &str = "run.json";
 pub const SERIES_CSV: &str = "series.csv";
 /// The histogram log.
 pub const LATENCY_HLOG: &str = "latency.hlog";
+/// Scraped server metrics.
+pub const SERVER_CSV: &str = "server.csv";
 
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +103,23 @@ pub struct RunMeta {
     /// Errors by kind with their first messages.
     #[serde(default)]
     pub errors: Vec<ErrorNote>,
+    /// Server-metrics endpoints scraped, with how the scrapes went.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_metrics: Vec<ScrapeNote>,
+}
+
+/// How scraping one endpoint went.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ScrapeNote {
+    /// The endpoint.
+    pub url: String,
+    /// Scrapes that returned metrics.
+    pub ok: u64,
+    /// Scrapes that failed.
+    pub failed: u64,
+    /// The last failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 /// Names of the columns volley appends after nGrinder's 13.
@@ -142,6 +161,7 @@ pub struct RunWriter {
     started: SystemTime,
     series: BufWriter<File>,
     hlog: BufWriter<File>,
+    server: Option<BufWriter<File>>,
 }
 
 impl RunWriter {
@@ -167,7 +187,7 @@ impl RunWriter {
         writeln!(series, "{}", header.join(",")).map_err(|e| FormatError::io(dir.join(SERIES_CSV), e))?;
         let mut hlog_out = open(LATENCY_HLOG)?;
         hlog::write_header(&mut hlog_out, started).map_err(|e| FormatError::io(dir.join(LATENCY_HLOG), e))?;
-        let mut w = RunWriter { dir, meta, started, series, hlog: hlog_out };
+        let mut w = RunWriter { dir, meta, started, series, hlog: hlog_out, server: None };
         w.flush()?;
         w.write_meta()?;
         Ok(w)
@@ -220,6 +240,24 @@ impl RunWriter {
                 .map_err(|e| FormatError::io(&hpath, e))?;
         }
         self.flush()
+    }
+
+    /// Appends one scrape to `server.csv` (created with its header on first use):
+    /// `Elapsed_(s),Target,Series,Value,Kind` where Kind is `gauge` or `rate` (per second).
+    pub fn write_server(&mut self, elapsed_s: f64, url: &str, values: &[(String, f64, bool)]) -> Result<()> {
+        let path = self.dir.join(SERVER_CSV);
+        if self.server.is_none() {
+            let mut f = File::create(&path).map(BufWriter::new).map_err(|e| FormatError::io(&path, e))?;
+            writeln!(f, "Elapsed_(s),Target,Series,Value,Kind").map_err(|e| FormatError::io(&path, e))?;
+            self.server = Some(f);
+        }
+        let out = self.server.as_mut().expect("just created");
+        let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+        for (series, value, rate) in values {
+            writeln!(out, "{},{},{},{},{}", ngrinder_number(elapsed_s), q(url), q(series), value, if *rate { "rate" } else { "gauge" })
+                .map_err(|e| FormatError::io(&path, e))?;
+        }
+        out.flush().map_err(|e| FormatError::io(&path, e))
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -355,6 +393,7 @@ mod tests {
             command: vec!["volley".into()],
             host: "h".into(),
             errors: vec![],
+            server_metrics: vec![],
         }
     }
 

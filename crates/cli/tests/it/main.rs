@@ -7,3 +7,4 @@ mod demo;
 mod tls;
 mod open_model;
 mod html;
+mod server_metrics;

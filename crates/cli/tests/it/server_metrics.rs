@@ -1,0 +1,41 @@
+//! `--server-metrics`: the demo target's /metrics scraped every interval into server.csv,
+//! and an endpoint that does not answer counted, never fatal.
+
+use std::time::Duration;
+
+use crate::support::*;
+
+#[test]
+fn scrapes_land_in_server_csv_and_failures_are_counted() {
+    let _g = serial();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let knobs = volley_demo::Knobs { db_pool: 1, db_rtt: Duration::from_millis(20), ..Default::default() };
+    let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs)).unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = out_dir();
+    let url = format!("http://{}/rooms", target.addr);
+    let metrics = format!("http://{}/metrics", target.addr);
+    let dead = format!("http://127.0.0.1:{closed}/metrics");
+    let o = volley(&[
+        "run", "--url", &url, "--vus", "5", "--duration", "3s", "--server-metrics", &metrics, "--server-metrics", &dead, "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    rt.block_on(target.stop()).unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = only_run(out.path());
+    let csv = std::fs::read_to_string(dir.join("server.csv")).unwrap();
+    assert!(csv.starts_with("Elapsed_(s),Target,Series,Value,Kind\n"), "{}", &csv[..200.min(csv.len())]);
+    let pending: Vec<f64> = csv
+        .lines()
+        .filter(|l| l.contains("\"hikaricp_connections_pending{pool=\"\"HikariPool-1\"\"}\""))
+        .map(|l| l.rsplit(',').nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert!(pending.len() >= 2, "{csv}");
+    assert!(pending.iter().any(|p| *p > 0.0), "5 VUs on a 1-connection pool must queue: {pending:?}");
+    assert!(csv.lines().any(|l| l.contains("http_server_requests_seconds_count") && l.ends_with(",rate")), "counters become rates");
+    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let notes = meta["server_metrics"].as_array().unwrap();
+    assert!(notes[0]["ok"].as_u64().unwrap() >= 2, "{meta}");
+    assert!(notes[1]["failed"].as_u64().unwrap() >= 2, "{meta}");
+    assert!(notes[1]["last_error"].as_str().unwrap().contains("connect"), "{meta}");
+}
