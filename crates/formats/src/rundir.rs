@@ -309,6 +309,48 @@ pub struct RunData {
     pub errors_by_kind: Vec<[u64; 6]>,
     /// The generator's health per interval, from series.csv.
     pub generator: Vec<GeneratorHealth>,
+    /// Scraped server metrics, from server.csv (empty when none were scraped).
+    pub server: Vec<ServerPoint>,
+}
+
+/// One scraped value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerPoint {
+    /// Seconds from the start of the run.
+    pub elapsed_s: f64,
+    /// The endpoint.
+    pub target: String,
+    /// `name{labels}`.
+    pub series: String,
+    /// The value (per second when `rate`).
+    pub value: f64,
+    /// Whether the value is a rate of a cumulative series.
+    pub rate: bool,
+}
+
+/// Reads `server.csv`.
+fn read_server(path: &Path) -> Result<Vec<ServerPoint>> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(FormatError::io(path, e)),
+    };
+    let mut out = Vec::new();
+    for (i, rec) in csv::Reader::from_reader(file).records().enumerate() {
+        let line = i as u64 + 2;
+        let rec = rec.map_err(|e| FormatError::malformed(path, line, None, e.to_string()))?;
+        let num = |c: usize| {
+            rec.get(c).and_then(|v| v.parse::<f64>().ok()).ok_or_else(|| FormatError::malformed(path, line, Some(c as u64 + 1), "expected a number"))
+        };
+        out.push(ServerPoint {
+            elapsed_s: num(0)?,
+            target: rec.get(1).unwrap_or_default().to_string(),
+            series: rec.get(2).unwrap_or_default().to_string(),
+            value: num(3)?,
+            rate: rec.get(4) == Some("rate"),
+        });
+    }
+    Ok(out)
 }
 
 /// What the load generator itself went through in one interval.
@@ -369,7 +411,8 @@ impl RunData {
                 GeneratorHealth { late: f(late_c) as u64, dropped: f(drop_c) as u64, sched_lag_max_ms: f(lag_c), cpu_pct: f(cpu_c) }
             })
             .collect();
-        Ok(RunData { dir: dir.to_path_buf(), meta, series: file.total, histograms, errors_by_kind, generator })
+        let server = read_server(&dir.join(SERVER_CSV))?;
+        Ok(RunData { dir: dir.to_path_buf(), meta, series: file.total, histograms, errors_by_kind, generator, server })
     }
 }
 

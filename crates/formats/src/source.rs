@@ -39,6 +39,8 @@ pub struct Source {
     pub notes: Vec<String>,
     /// The load generator's health per interval (volley runs only).
     pub generator: Vec<crate::rundir::GeneratorHealth>,
+    /// Scraped server metrics (volley runs with `--server-metrics`).
+    pub server: Vec<crate::rundir::ServerPoint>,
 }
 
 impl Source {
@@ -55,6 +57,7 @@ impl Source {
             meta: Some(run.meta),
             notes: Vec::new(),
             generator: run.generator,
+            server: run.server,
         }
     }
 

@@ -62,6 +62,21 @@ impl Timeline {
     }
 }
 
+/// Scraped count series worth drawing over time (pool queue and use, busy worker
+/// threads), as (series, [(elapsed s, value)]), after warm-up.
+pub fn server_lines(src: &Source, warmup_s: f64) -> Vec<(String, Vec<(f64, f64)>)> {
+    const DRAWN: [&str; 3] = ["hikaricp_connections_pending", "hikaricp_connections_active", "tomcat_threads_busy_threads"];
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for p in src.server.iter().filter(|p| p.elapsed_s > warmup_s + 1e-9 && DRAWN.iter().any(|d| p.series.starts_with(d))) {
+        let t = p.elapsed_s - warmup_s;
+        match lines.iter_mut().find(|(s, _)| *s == p.series) {
+            Some((_, pts)) => pts.push((t, p.value)),
+            None => lines.push((p.series.clone(), vec![(t, p.value)])),
+        }
+    }
+    lines
+}
+
 /// A percentile curve: (x = −log10(1 − q), latency ms).
 pub fn percentile_curve(src: &Source, tag: &str, warmup_s: f64) -> Vec<(f64, f64)> {
     let h = src.merged(tag, warmup_s);
@@ -151,6 +166,10 @@ pub fn run_charts(src: &Source, opts: ReportOptions, dir: &Path) -> Result<Vec<P
     let errors = vec![("errors".to_string(), tl.t.iter().copied().zip(tl.errors.iter().copied()).collect())];
     files.extend(line_chart(dir, "errors", &format!("{title}: errors per interval"), "errors", xmax, &errors, false)?);
 
+    let server = server_lines(src, warmup);
+    if !server.is_empty() {
+        files.extend(line_chart(dir, "server", &format!("{title}: server (scraped)"), "count", xmax, &server, false)?);
+    }
     let curves: Vec<(String, Vec<(f64, f64)>)> = [("TTFB", TAG_TTFB), ("Total time", TAG_TOTAL)]
         .iter()
         .map(|(label, tag)| (label.to_string(), percentile_curve(src, tag, warmup)))

@@ -150,6 +150,18 @@ fn run_charts(src: &Source, opts: ReportOptions) -> Vec<Chart> {
         },
     ];
     let warmup = warmup_seconds(src, opts.warmup);
+    let server = crate::charts::server_lines(src, warmup);
+    if let Some((_, first)) = server.first() {
+        charts.push(Chart {
+            title: format!("{name}: server (scraped)"),
+            xlabel: "elapsed (s)".into(),
+            ylabel: "count".into(),
+            y2label: None,
+            percentile: false,
+            x: first.iter().map(|p| p.0).collect(),
+            series: server.iter().map(|(l, pts)| line(l, pts.iter().map(|p| Some(p.1)))).collect(),
+        });
+    }
     let curves: Vec<(&str, Vec<(f64, f64)>)> =
         [("TTFB", TAG_TTFB), ("Total time", TAG_TOTAL)].iter().map(|(l, t)| (*l, percentile_curve(src, t, warmup))).filter(|(_, c)| !c.is_empty()).collect();
     charts.extend(percentile_chart(format!("{name}: latency by percentile (ms)"), &curves));

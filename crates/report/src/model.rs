@@ -73,6 +73,9 @@ pub struct RunReport {
     /// The suite of each test id or step, when the source has several.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_test: Vec<TestSuite>,
+    /// Peaks of the server series that point at bottlenecks (runs with `--server-metrics`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub server: Vec<ServerPeak>,
     /// Errors by kind.
     pub errors: Vec<ErrorLine>,
     /// Things a reader must know to read the figures right.
@@ -199,6 +202,7 @@ impl RunReport {
             },
             generator,
             per_test,
+            server: server_peaks(src, warmup_s),
             errors,
             notes,
         }
@@ -267,4 +271,68 @@ pub fn warmup_seconds(src: &Source, warmup: Option<Warmup>) -> f64 {
         }
         None => src.meta.as_ref().map_or(0.0, |m| m.warmup_s),
     }
+}
+
+/// Series that point at a bottleneck, by name prefix: connection pools, worker threads,
+/// CPU, garbage collection, heap.
+pub const KEY_SERVER_SERIES: [&str; 9] = [
+    "hikaricp_connections_pending",
+    "hikaricp_connections_active",
+    "tomcat_threads_busy_threads",
+    "jvm_threads_live_threads",
+    "process_cpu_usage",
+    "system_cpu_usage",
+    "jvm_gc_pause_seconds_count",
+    "jvm_gc_pause_seconds_sum",
+    "jvm_memory_used_bytes{area=\"heap\"",
+];
+
+/// One key server series at its peak, and the load at that moment.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerPeak {
+    /// `name{labels}`.
+    pub series: String,
+    /// Per second (`rate`) or as scraped.
+    pub kind: String,
+    /// Highest value.
+    pub peak: f64,
+    /// When, s from the start.
+    pub at_s: f64,
+    /// VUs in the interval of the peak.
+    pub vusers: f64,
+    /// TPS in the interval of the peak.
+    pub tps: f64,
+    /// First time the value was above zero, s (for queues such as the pool's pending count).
+    pub first_nonzero_s: Option<f64>,
+}
+
+fn server_peaks(src: &Source, warmup_s: f64) -> Vec<ServerPeak> {
+    let mut peaks: Vec<ServerPeak> = Vec::new();
+    for p in src.server.iter().filter(|p| p.elapsed_s > warmup_s + 1e-9) {
+        if !KEY_SERVER_SERIES.iter().any(|k| p.series.starts_with(k)) {
+            continue;
+        }
+        let row = src.series.intervals.iter().find(|r| p.elapsed_s <= r.start_s + r.period_s + 1e-6);
+        let (vusers, tps) = row.map_or((0.0, 0.0), |r| (r.vusers, r.tps));
+        match peaks.iter_mut().find(|k| k.series == p.series) {
+            Some(k) => {
+                if p.value > k.peak {
+                    (k.peak, k.at_s, k.vusers, k.tps) = (p.value, p.elapsed_s, vusers, tps);
+                }
+                if p.value > 0.0 && k.first_nonzero_s.is_none() {
+                    k.first_nonzero_s = Some(p.elapsed_s);
+                }
+            }
+            None => peaks.push(ServerPeak {
+                series: p.series.clone(),
+                kind: if p.rate { "rate".into() } else { "gauge".into() },
+                peak: p.value,
+                at_s: p.elapsed_s,
+                vusers,
+                tps,
+                first_nonzero_s: (p.value > 0.0).then_some(p.elapsed_s),
+            }),
+        }
+    }
+    peaks
 }

@@ -107,6 +107,22 @@ pub fn table(r: &RunReport) -> String {
             let _ = writeln!(out, "{:>11}", group_thousands(s.count));
         }
     }
+    if !r.server.is_empty() {
+        let _ = writeln!(out, "\nServer (peaks of scraped metrics)");
+        for p in &r.server {
+            let first = p.first_nonzero_s.map(|t| format!(", above 0 from {t:.0} s")).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {:<60} {:>12.3}{} at {:.0} s (VUs {:.0}, TPS {:.1}){first}",
+                p.series,
+                p.peak,
+                if p.kind == "rate" { "/s" } else { "" },
+                p.at_s,
+                p.vusers,
+                p.tps
+            );
+        }
+    }
     if !r.errors.is_empty() {
         let _ = writeln!(out, "\nErrors by kind");
         for e in &r.errors {
@@ -210,6 +226,14 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
         for (name, s) in &lat {
             let vals: Vec<String> = s.rows().iter().map(|(_, v)| format_ms(*v)).collect();
             let _ = writeln!(out, "| {name} | {} | {} |", vals.join(" | "), group_thousands(s.count));
+        }
+    }
+    if !r.server.is_empty() {
+        let _ = writeln!(out, "\n## Server\n\n| Series | Peak | At | VUs | TPS | Above 0 from |\n|---|---|---|---|---|---|");
+        for p in &r.server {
+            let first = p.first_nonzero_s.map(|t| format!("{t:.0} s")).unwrap_or_default();
+            let unit = if p.kind == "rate" { "/s" } else { "" };
+            let _ = writeln!(out, "| `{}` | {:.3}{unit} | {:.0} s | {:.0} | {:.1} | {first} |", escape_md(&p.series), p.peak, p.at_s, p.vusers, p.tps);
         }
     }
     if !r.errors.is_empty() {

@@ -38,4 +38,10 @@ fn scrapes_land_in_server_csv_and_failures_are_counted() {
     assert!(notes[0]["ok"].as_u64().unwrap() >= 2, "{meta}");
     assert!(notes[1]["failed"].as_u64().unwrap() >= 2, "{meta}");
     assert!(notes[1]["last_error"].as_str().unwrap().contains("connect"), "{meta}");
+    // The report names the pool's queue at its peak, with the load at that moment, and draws it.
+    let report = report_json(&dir);
+    let peak = report["server"].as_array().unwrap().iter().find(|p| p["series"].as_str().unwrap().starts_with("hikaricp_connections_pending")).unwrap().clone();
+    assert!(peak["peak"].as_f64().unwrap() > 0.0 && peak["vusers"].as_f64().unwrap() > 0.0, "{peak}");
+    assert!(dir.join("charts/server.png").is_file() && dir.join("charts/server.svg").is_file());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Server (peaks of scraped metrics)"));
 }

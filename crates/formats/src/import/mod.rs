@@ -27,5 +27,6 @@ pub(crate) fn source(path: &Path, format: &'static str) -> Source {
         meta: None,
         notes: Vec::new(),
         generator: Vec::new(),
+        server: Vec::new(),
     }
 }
