@@ -36,3 +36,19 @@ fn the_demo_targets_spring_style_output_parses_completely() {
     assert!(templated > 0);
     assert_eq!(e.type_of("http_server_requests_seconds_bucket"), MetricType::Histogram);
 }
+
+#[test]
+fn a_real_spring_boot_2_actuator_output_parses_completely() {
+    let text = fixture("spring_boot_2.7.18_actuator.prom");
+    let e = parse(&text);
+    assert!(e.errors.is_empty(), "{:?}", e.errors);
+    assert_eq!(e.samples.len(), sample_lines(&text));
+    // Spring Boot 2 writes a trailing comma in every label set.
+    assert!(text.contains(",} "));
+    let pending = e.samples.iter().find(|s| s.name == "hikaricp_connections_pending").unwrap();
+    assert_eq!(pending.labels, vec![("pool".to_string(), "HikariPool-1".to_string())]);
+    let owners = e.samples.iter().find(|s| s.name == "http_server_requests_seconds_count" && s.labels.iter().any(|(k, v)| k == "uri" && v == "/owners/{ownerId}"));
+    assert!(owners.is_some(), "the templated uri label survives the braces");
+    assert!(e.is_cumulative("http_server_requests_seconds_count"));
+    assert_eq!(e.type_of("jvm_memory_used_bytes"), MetricType::Gauge);
+}

@@ -37,6 +37,7 @@ svg{max-width:100%;height:auto}
 {% for l in r.latency %}<tr><td>{{ l.name }}</td>{% for v in l.values %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
 {% if r.errors %}<table><tr><th>error kind</th><th>count</th><th>first messages</th></tr>
 {% for e in r.errors %}<tr><td>{{ e.kind }}</td><td>{{ e.count }}</td><td style="text-align:left">{{ e.messages|join(" | ") }}</td></tr>{% endfor %}</table>{% endif %}
+{% if r.findings %}<ul>{% for f in r.findings %}<li>{{ f }}</li>{% endfor %}</ul>{% endif %}
 {% for n in r.notes %}<p class="note">{{ n }}</p>{% endfor %}
 {% endfor %}
 {% for s in steps %}
@@ -180,6 +181,7 @@ struct ReportView {
     rows: Vec<(String, String)>,
     latency: Vec<LatencyView>,
     errors: Vec<crate::model::ErrorLine>,
+    findings: Vec<String>,
     notes: Vec<String>,
 }
 
@@ -204,6 +206,7 @@ fn view(r: &RunReport) -> ReportView {
             .map(|(name, s)| LatencyView { name: name.to_string(), values: s.rows().iter().map(|(_, v)| format!("{v:.2}")).collect() })
             .collect(),
         errors: r.errors.clone(),
+        findings: r.findings.clone(),
         notes: r.notes.clone(),
     }
 }

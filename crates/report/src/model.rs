@@ -76,6 +76,12 @@ pub struct RunReport {
     /// Peaks of the server series that point at bottlenecks (runs with `--server-metrics`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub server: Vec<ServerPeak>,
+    /// The ramp's saturation point (runs whose VUs change).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saturation: Option<volley_stats::knee::Saturation>,
+    /// Plain-language findings about bottlenecks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
     /// Errors by kind.
     pub errors: Vec<ErrorLine>,
     /// Things a reader must know to read the figures right.
@@ -161,6 +167,8 @@ impl RunReport {
             .iter()
             .map(|(name, s)| TestSuite { name: name.clone(), seed_suite: SeedSuite::compute(&s.after_warmup(warmup_s), suite_opts) })
             .collect();
+        let varies = series.intervals.windows(2).any(|w| (w[0].vusers - w[1].vusers).abs() >= 1.0);
+        let saturation = (src.format == "volley" && varies).then(|| volley_stats::knee::saturation(&series));
         let meta = src.meta.as_ref();
         let model = meta.and_then(|m| m.plan["model"].as_str()).unwrap_or_default().to_string();
         let generator = generator(src, first_kept);
@@ -203,6 +211,8 @@ impl RunReport {
             generator,
             per_test,
             server: server_peaks(src, warmup_s),
+            saturation: saturation.clone(),
+            findings: findings(src, warmup_s, saturation.as_ref()),
             errors,
             notes,
         }
@@ -335,4 +345,43 @@ fn server_peaks(src: &Source, warmup_s: f64) -> Vec<ServerPeak> {
         }
     }
     peaks
+}
+
+/// VUs in the interval that holds `t` seconds.
+fn vusers_at(src: &Source, t: f64) -> f64 {
+    src.series.intervals.iter().find(|r| t <= r.start_s + r.period_s + 1e-6).map_or(0.0, |r| r.vusers)
+}
+
+/// One sentence per bottleneck signal the run shows.
+fn findings(src: &Source, warmup_s: f64, saturation: Option<&volley_stats::knee::Saturation>) -> Vec<String> {
+    let mut out = Vec::new();
+    let peaks = server_peaks(src, warmup_s);
+    let find = |prefix: &str| peaks.iter().find(|p| p.series.starts_with(prefix));
+    if let Some(p) = find("hikaricp_connections_pending").filter(|p| p.peak > 0.0) {
+        let from = p.first_nonzero_s.unwrap_or(p.at_s);
+        out.push(format!(
+            "DB pool pending > 0 from {:.0} VUs (at {from:.0} s); it peaked at {:.0} waiting requests at {:.0} VUs.",
+            vusers_at(src, from),
+            p.peak,
+            p.vusers
+        ));
+    }
+    let max_threads = src.server.iter().find(|p| p.series.starts_with("tomcat_threads_config_max_threads")).map(|p| p.value);
+    if let (Some(busy), Some(max)) = (find("tomcat_threads_busy_threads"), max_threads) {
+        if max > 0.0 && busy.peak >= max {
+            out.push(format!("All {max:.0} worker threads were busy at {:.0} VUs: requests queued for a thread.", busy.vusers));
+        }
+    }
+    if let Some(cpu) = find("process_cpu_usage") {
+        let verdict = if cpu.peak >= 0.8 { "near saturation: CPU may be the limit" } else { "so CPU was not the limit" };
+        out.push(format!("Server process CPU peaked at {:.0} % at {:.0} VUs, {verdict}.", cpu.peak * 100.0, cpu.vusers));
+    }
+    if let Some(gc) = find("jvm_gc_pause_seconds_count").filter(|p| p.peak > 0.0) {
+        let paused = find("jvm_gc_pause_seconds_sum").map_or(0.0, |p| p.peak * 1000.0);
+        out.push(format!("Up to {:.1} GC pauses per second ({paused:.1} ms paused per second) at {:.0} VUs.", gc.peak, gc.vusers));
+    }
+    if let Some(s) = saturation {
+        out.push(s.finding.clone());
+    }
+    out
 }

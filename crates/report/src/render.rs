@@ -123,6 +123,12 @@ pub fn table(r: &RunReport) -> String {
             );
         }
     }
+    if !r.findings.is_empty() {
+        let _ = writeln!(out, "\nFindings");
+        for f in &r.findings {
+            let _ = writeln!(out, "  - {f}");
+        }
+    }
     if !r.errors.is_empty() {
         let _ = writeln!(out, "\nErrors by kind");
         for e in &r.errors {
@@ -234,6 +240,12 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
             let first = p.first_nonzero_s.map(|t| format!("{t:.0} s")).unwrap_or_default();
             let unit = if p.kind == "rate" { "/s" } else { "" };
             let _ = writeln!(out, "| `{}` | {:.3}{unit} | {:.0} s | {:.0} | {:.1} | {first} |", escape_md(&p.series), p.peak, p.at_s, p.vusers, p.tps);
+        }
+    }
+    if !r.findings.is_empty() {
+        let _ = writeln!(out, "\n## Findings\n");
+        for f in &r.findings {
+            let _ = writeln!(out, "- {}", escape_md(f));
         }
     }
     if !r.errors.is_empty() {

@@ -5,6 +5,7 @@
 //! recomputed from a series that any tool wrote (see `docs/metrics.md` in the design notes).
 
 pub mod compare;
+pub mod knee;
 pub mod latency;
 pub mod percentile;
 pub mod sample;

@@ -45,3 +45,26 @@ fn scrapes_land_in_server_csv_and_failures_are_counted() {
     assert!(dir.join("charts/server.png").is_file() && dir.join("charts/server.svg").is_file());
     assert!(String::from_utf8_lossy(&o.stdout).contains("Server (peaks of scraped metrics)"));
 }
+
+#[test]
+fn a_ramp_on_a_small_pool_reports_pending_and_a_saturation_point() {
+    let _g = serial();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    // Two connections held 10 ms per query: the service tops out near 200 TPS.
+    let knobs = volley_demo::Knobs { db_pool: 2, db_rtt: Duration::from_millis(10), ..Default::default() };
+    let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs)).unwrap();
+    let out = out_dir();
+    let url = format!("http://{}/rooms", target.addr);
+    let metrics = format!("http://{}/metrics", target.addr);
+    let o = volley(&["run", "--url", &url, "--stages", "8s:24", "--interval", "500ms", "--server-metrics", &metrics, "-o", out.path().to_str().unwrap()]);
+    rt.block_on(target.stop()).unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let report = report_json(&only_run(out.path()));
+    let findings: Vec<&str> = report["findings"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    assert!(findings.iter().any(|f| f.starts_with("DB pool pending > 0 from")), "{findings:?}");
+    let sat = &report["saturation"];
+    let at = sat["saturated_at"].as_u64().unwrap_or_else(|| panic!("no saturation point: {sat}")) as usize;
+    let knee_tps = sat["levels"][at]["tps"].as_f64().unwrap();
+    assert!((100.0..=260.0).contains(&knee_tps), "the knee sits near the pool's capacity of ~200 TPS: {sat}");
+    assert!(findings.iter().any(|f| f.starts_with("TPS stopped growing at")), "{findings:?}");
+}
