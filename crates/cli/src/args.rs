@@ -22,11 +22,53 @@ pub(crate) enum Command {
     Compare(CompareArgs),
     /// Load the embedded demo target, tune it, and compare the phases (start here).
     Demo(DemoArgs),
+    /// Run the same test once per value of a setting and name the best.
+    Sweep(SweepArgs),
     /// The demo target on its own.
     Target {
         #[command(subcommand)]
         command: TargetCommand,
     },
+}
+
+/// `volley sweep`.
+#[derive(Debug, Args)]
+pub(crate) struct SweepArgs {
+    /// The setting and its values, e.g. db-pool=5,10,20. `{NAME}` in the run flags and in
+    /// --setup is replaced by each value.
+    #[arg(long, value_name = "NAME=V1,V2,...")]
+    pub(crate) vary: String,
+    /// A shell command run before each value (reconfigure or restart the target), with
+    /// `{NAME}` replaced by the value.
+    #[arg(long)]
+    pub(crate) setup: Option<String>,
+    /// Sweep the embedded demo target: NAME is one of its knobs (db-pool, max-threads,
+    /// max-connections, accept-count, db-rtt, cache, id-type); `{target}` in the run flags
+    /// is its base URL.
+    #[arg(long)]
+    pub(crate) demo: bool,
+    /// Further fixed demo-target knobs, NAME=VALUE (repeatable), e.g. db-rtt=5ms.
+    #[arg(long = "demo-knob")]
+    pub(crate) demo_knobs: Vec<String>,
+    /// What "best" means.
+    #[arg(long, value_enum, default_value_t = Objective::Tps)]
+    pub(crate) objective: Objective,
+    /// Where the runs and the comparison go.
+    #[arg(long, short = 'o', default_value = "runs/sweep")]
+    pub(crate) output: PathBuf,
+    /// The `volley run` flags, after `--`.
+    #[arg(last = true, required = true)]
+    pub(crate) run: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Objective {
+    /// Highest TPS average.
+    Tps,
+    /// Lowest per-request TTFB p99 (per-interval MTTFB p99 where the source has no histograms).
+    TtfbP99,
+    /// Lowest error rate.
+    ErrorRate,
 }
 
 /// `volley demo`.

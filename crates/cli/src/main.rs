@@ -7,6 +7,7 @@ mod progress;
 mod report_cmd;
 mod run_cmd;
 mod signals;
+mod sweep_cmd;
 
 use std::process::ExitCode;
 
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
         Command::Report(a) => report_cmd::report(a),
         Command::Compare(a) => report_cmd::compare(a),
         Command::Demo(a) => demo_cmd::demo(a),
+        Command::Sweep(a) => sweep_cmd::sweep(a),
         Command::Target { command: args::TargetCommand::Serve(a) } => demo_cmd::serve(a),
     };
     match result {

@@ -12,3 +12,4 @@ pub use render::{csv, group_thousands, markdown, markdown_with_charts, table};
 pub mod compare;
 pub mod charts;
 pub mod html;
+pub mod sweep;

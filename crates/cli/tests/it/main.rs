@@ -8,3 +8,4 @@ mod tls;
 mod open_model;
 mod html;
 mod server_metrics;
+mod sweep;

@@ -1,0 +1,105 @@
+//! `volley sweep`: the same test once per value of one setting — a knob of the demo
+//! target, or anything a `--setup` command can change — then the comparison across the
+//! values and the best one by an objective, with its margin over the runner-up against
+//! the noise of the two runs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use volley_demo::{IdType, Knobs};
+use volley_report::ReportOptions;
+use volley_scenario::parse_duration;
+
+use crate::args::{Cli, Command, Objective, SweepArgs};
+
+/// Sets demo knob `name` to `value`.
+fn set_knob(knobs: &mut Knobs, name: &str, value: &str) -> Result<()> {
+    let n = || value.parse::<usize>().with_context(|| format!("{name}={value}: expected a whole number"));
+    match name {
+        "db-pool" => knobs.db_pool = n()?,
+        "max-threads" => knobs.max_threads = n()?,
+        "max-connections" => knobs.max_connections = n()?,
+        "accept-count" => knobs.accept_count = n()?,
+        "db-rtt" => knobs.db_rtt = parse_duration(value).map_err(|e| anyhow::anyhow!("{name}: {e}"))?,
+        "db-timeout" => knobs.db_timeout = parse_duration(value).map_err(|e| anyhow::anyhow!("{name}: {e}"))?,
+        "cache" => knobs.cache = matches!(value, "on" | "true" | "yes" | "1"),
+        "id-type" => {
+            knobs.id_type = match value {
+                "sequential" => IdType::Sequential,
+                "random" => IdType::Random,
+                _ => bail!("id-type={value}: expected sequential or random"),
+            }
+        }
+        _ => bail!("`{name}` is not a demo-target knob; use db-pool, max-threads, max-connections, accept-count, db-rtt, db-timeout, cache or id-type"),
+    }
+    Ok(())
+}
+
+pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
+    let (name, values) = a.vary.split_once('=').context("--vary: write it as NAME=V1,V2,... (e.g. db-pool=5,10,20)")?;
+    let values: Vec<&str> = values.split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
+    if values.len() < 2 {
+        bail!("--vary {name}: give at least two values");
+    }
+    let mut base = Knobs::default();
+    for k in &a.demo_knobs {
+        let (kn, kv) = k.split_once('=').context("--demo-knob: write it as NAME=VALUE")?;
+        set_knob(&mut base, kn, kv)?;
+    }
+    std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let placeholder = format!("{{{name}}}");
+    let mut runs: Vec<PathBuf> = Vec::new();
+    for value in &values {
+        eprintln!("\n== {name}={value} ==");
+        if let Some(setup) = &a.setup {
+            let cmd = setup.replace(&placeholder, value);
+            let status = std::process::Command::new("sh").args(["-c", &cmd]).status().with_context(|| format!("--setup `{cmd}`"))?;
+            if !status.success() {
+                bail!("--setup `{cmd}` failed ({status}); the sweep stops here");
+            }
+        }
+        let target = if a.demo {
+            let mut knobs = base.clone();
+            set_knob(&mut knobs, name, value)?;
+            Some(rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, &knobs)).map_err(|e| anyhow::anyhow!("{e}"))?)
+        } else {
+            None
+        };
+        let base_url = target.as_ref().map(|t| format!("http://{}", t.addr)).unwrap_or_default();
+        let mut argv: Vec<String> = vec!["volley".into(), "run".into()];
+        argv.extend(a.run.iter().map(|s| s.replace(&placeholder, value).replace("{target}", &base_url)));
+        let label = format!("{name}={value}");
+        argv.extend(["--name".into(), label.clone(), "-o".into(), a.output.to_string_lossy().into_owned(), "--progress".into(), "plain".into()]);
+        let Command::Run(args) = Cli::try_parse_from(&argv)?.command else { unreachable!("a run command line") };
+        let dir = crate::run_cmd::execute(*args);
+        if let Some(t) = target {
+            rt.block_on(t.stop())?;
+        }
+        runs.push(dir?);
+    }
+    let sources = runs.iter().map(|p| volley_formats::open(p)).collect::<Result<Vec<_>, _>>()?;
+    let labels: Vec<String> = values.iter().map(|v| format!("{name}={v}")).collect();
+    let opts = ReportOptions::default();
+    let cmp = volley_report::compare::build(&sources, &labels, opts);
+    println!("\n{}", cmp.table());
+    let summary = volley_report::sweep::summarize(&sources, &labels, a.objective.into(), opts);
+    println!("{}", summary.table());
+    std::fs::write(a.output.join("sweep.json"), summary.to_json())?;
+    std::fs::write(a.output.join("sweep.md"), format!("{}\n{}", summary.markdown(), cmp.markdown()))?;
+    crate::report_cmd::write_compare_html(&cmp, &sources, opts, &a.output.join("sweep.html"))?;
+    eprintln!("volley: the sweep is in {} (sweep.md, sweep.json, sweep.html)", a.output.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+impl From<Objective> for volley_report::sweep::Objective {
+    fn from(o: Objective) -> Self {
+        match o {
+            Objective::Tps => volley_report::sweep::Objective::Tps,
+            Objective::TtfbP99 => volley_report::sweep::Objective::TtfbP99,
+            Objective::ErrorRate => volley_report::sweep::Objective::ErrorRate,
+        }
+    }
+}
