@@ -48,6 +48,9 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         let (kn, kv) = k.split_once('=').context("--demo-knob: write it as NAME=VALUE")?;
         set_knob(&mut base, kn, kv)?;
     }
+    if a.run.iter().any(|f| f == "-o" || f == "--output" || f == "--name" || f.starts_with("--output=") || f.starts_with("--name=")) {
+        bail!("volley sweep names each run and writes them to its own -o; leave --name and -o out of the run flags");
+    }
     std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let placeholder = format!("{{{name}}}");
@@ -72,7 +75,10 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         let mut argv: Vec<String> = vec!["volley".into(), "run".into()];
         argv.extend(a.run.iter().map(|s| s.replace(&placeholder, value).replace("{target}", &base_url)));
         let label = format!("{name}={value}");
-        argv.extend(["--name".into(), label.clone(), "-o".into(), a.output.to_string_lossy().into_owned(), "--progress".into(), "plain".into()]);
+        argv.extend(["--name".into(), label.clone(), "-o".into(), a.output.to_string_lossy().into_owned()]);
+        if !a.run.iter().any(|f| f.starts_with("--progress")) {
+            argv.extend(["--progress".into(), "plain".into()]);
+        }
         let Command::Run(args) = Cli::try_parse_from(&argv)?.command else { unreachable!("a run command line") };
         let dir = crate::run_cmd::execute(*args);
         if let Some(t) = target {
