@@ -241,6 +241,10 @@ pub(crate) struct RunArgs {
     /// Do not stop when more than half of all requests fail for 10 s.
     #[arg(long)]
     pub(crate) no_error_stop: bool,
+    /// A pass/fail criterion (repeatable), e.g. "error_rate < 1%", "ttfb p99 < 500ms",
+    /// "tps avg >= 220"; a failed one makes the exit code 1 and shows in every report.
+    #[arg(long = "threshold")]
+    pub(crate) thresholds: Vec<String>,
     /// Scrape this Prometheus / OpenMetrics endpoint every interval into server.csv
     /// (repeatable; e.g. Spring Boot's /actuator/prometheus). Failures are counted, never fatal.
     #[arg(long = "server-metrics")]

@@ -23,6 +23,7 @@ struct RunConfig {
     warmup: Duration,
     progress: ProgressMode,
     server_metrics: Vec<String>,
+    thresholds: Vec<volley_scenario::Threshold>,
 }
 
 fn duration_flag(flag: &str, value: &str) -> Result<Duration> {
@@ -120,6 +121,11 @@ impl RunConfig {
             warmup: opt_duration("warmup", &a.warmup)?,
             progress: a.progress,
             server_metrics: a.server_metrics.clone(),
+            thresholds: a
+                .thresholds
+                .iter()
+                .map(|t| volley_scenario::parse_threshold(t).map_err(|e| anyhow::anyhow!("--threshold: {e}")))
+                .collect::<Result<Vec<_>>>()?,
         })
     }
 
@@ -146,6 +152,7 @@ impl RunConfig {
                 "timeout_s": plan.timeout.as_secs_f64(),
                 "expect_status": plan.expect_status,
                 "http2": self.engine.http2,
+                "thresholds": self.thresholds,
                 "threads": self.engine.threads,
             }),
             command: std::env::args().collect(),
@@ -165,9 +172,14 @@ fn hostname() -> String {
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let dir = execute(args)?;
+    let source = volley_formats::Source::from_run(RunData::read(&dir)?);
+    let report = RunReport::from_source(&source, ReportOptions::default());
     // A run volley had to stop (too many errors) failed as surely as a threshold.
-    let status = RunData::read(&dir)?.meta.status;
-    Ok(if status == RunStatus::Aborted { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    let failed = report.status == RunStatus::Aborted.name() || !report.thresholds_passed();
+    if !report.thresholds_passed() {
+        eprintln!("volley: thresholds failed: {}", report.thresholds.iter().filter(|t| !t.passed).map(|t| t.expr.as_str()).collect::<Vec<_>>().join("; "));
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// Runs a test to the end and returns its run directory (reports written and printed).

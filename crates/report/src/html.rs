@@ -37,6 +37,7 @@ svg{max-width:100%;height:auto}
 {% for l in r.latency %}<tr><td>{{ l.name }}</td>{% for v in l.values %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
 {% if r.errors %}<table><tr><th>error kind</th><th>count</th><th>first messages</th></tr>
 {% for e in r.errors %}<tr><td>{{ e.kind }}</td><td>{{ e.count }}</td><td style="text-align:left">{{ e.messages|join(" | ") }}</td></tr>{% endfor %}</table>{% endif %}
+{% if r.thresholds %}<table><tr><th>threshold</th><th>actual</th><th>result</th></tr>{% for t in r.thresholds %}<tr><td>{{ t.expr }}</td><td>{{ t.actual }}</td><td class="{{ "better" if t.passed else "worse" }}">{{ "pass" if t.passed else "FAIL" }}</td></tr>{% endfor %}</table>{% endif %}
 {% if r.findings %}<ul>{% for f in r.findings %}<li>{{ f }}</li>{% endfor %}</ul>{% endif %}
 {% for n in r.notes %}<p class="note">{{ n }}</p>{% endfor %}
 {% endfor %}
@@ -182,6 +183,7 @@ struct ReportView {
     latency: Vec<LatencyView>,
     errors: Vec<crate::model::ErrorLine>,
     findings: Vec<String>,
+    thresholds: Vec<crate::model::ThresholdResult>,
     notes: Vec<String>,
 }
 
@@ -207,6 +209,7 @@ fn view(r: &RunReport) -> ReportView {
             .collect(),
         errors: r.errors.clone(),
         findings: r.findings.clone(),
+        thresholds: r.thresholds.clone(),
         notes: r.notes.clone(),
     }
 }

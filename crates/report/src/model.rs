@@ -79,6 +79,9 @@ pub struct RunReport {
     /// The ramp's saturation point (runs whose VUs change).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saturation: Option<volley_stats::knee::Saturation>,
+    /// The run's pass/fail criteria and how they came out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdResult>,
     /// Plain-language findings about bottlenecks.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,
@@ -189,7 +192,7 @@ impl RunReport {
         if model == "open" {
             notes.push("Open model: TTFB and total time are measured from each arrival's due time (corrected for coordinated omission); the `actual` rows measure from the actual send, as an uncorrected tool would.".to_string());
         }
-        RunReport {
+        let mut report = RunReport {
             schema: SCHEMA_VERSION,
             name: src.name.clone(),
             source: src.path.display().to_string(),
@@ -215,7 +218,17 @@ impl RunReport {
             findings: findings(src, warmup_s, saturation.as_ref()),
             errors,
             notes,
-        }
+            thresholds: Vec::new(),
+        };
+        let criteria: Vec<volley_scenario::Threshold> =
+            meta.and_then(|m| serde_json::from_value(m.plan["thresholds"].clone()).ok()).unwrap_or_default();
+        report.thresholds = criteria.iter().map(|t| evaluate(t, &report)).collect();
+        report
+    }
+
+    /// Whether every threshold passed (true when there are none).
+    pub fn thresholds_passed(&self) -> bool {
+        self.thresholds.iter().all(|t| t.passed)
     }
 
     /// The report as pretty JSON.
@@ -384,4 +397,52 @@ fn findings(src: &Source, warmup_s: f64, saturation: Option<&volley_stats::knee:
         out.push(s.finding.clone());
     }
     out
+}
+
+/// One threshold and how it came out.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThresholdResult {
+    /// As written.
+    pub expr: String,
+    /// The figure it read (`null` when the run has no such figure).
+    pub actual: f64,
+    /// Whether it held; a missing figure fails.
+    pub passed: bool,
+}
+
+fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
+    use volley_scenario::threshold::Metric;
+    let s = &r.seed_suite;
+    let latency = |l: &Option<LatencySummary>| {
+        l.as_ref().map_or(f64::NAN, |l| match t.stat.as_str() {
+            "mean" | "avg" => l.mean_ms,
+            "p50" => l.p50_ms,
+            "p90" => l.p90_ms,
+            "p95" => l.p95_ms,
+            "p99" => l.p99_ms,
+            "p99.9" => l.p99_9_ms,
+            "p99.99" => l.p99_99_ms,
+            _ => l.max_ms,
+        })
+    };
+    let actual = match t.metric {
+        Metric::ErrorRate => s.error_rate_pct,
+        Metric::Tps => match t.stat.as_str() {
+            "avg" => s.tps_avg,
+            "p50" => s.tps_p50,
+            "p95" => s.tps_p95,
+            "p99" => s.tps_p99,
+            _ => s.tps_p99_9,
+        },
+        Metric::Mttfb => match t.stat.as_str() {
+            "avg" => s.mttfb_avg_ms,
+            "p50" => s.mttfb_p50_ms,
+            "p95" => s.mttfb_p95_ms,
+            "p99" => s.mttfb_p99_ms,
+            _ => s.mttfb_p99_9_ms,
+        },
+        Metric::Ttfb => latency(&r.per_request.ttfb_ms),
+        Metric::Total => latency(&r.per_request.total_ms),
+    };
+    ThresholdResult { expr: t.expr.clone(), actual, passed: actual.is_finite() && t.op.holds(actual, t.limit) }
 }

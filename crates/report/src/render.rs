@@ -123,6 +123,12 @@ pub fn table(r: &RunReport) -> String {
             );
         }
     }
+    if !r.thresholds.is_empty() {
+        let _ = writeln!(out, "\nThresholds");
+        for t in &r.thresholds {
+            let _ = writeln!(out, "  {} {:<30} actual {}", if t.passed { "✓" } else { "✗ FAILED" }, t.expr, num(t.actual));
+        }
+    }
     if !r.findings.is_empty() {
         let _ = writeln!(out, "\nFindings");
         for f in &r.findings {
@@ -239,7 +245,15 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
         for p in &r.server {
             let first = p.first_nonzero_s.map(|t| format!("{t:.0} s")).unwrap_or_default();
             let unit = if p.kind == "rate" { "/s" } else { "" };
-            let _ = writeln!(out, "| `{}` | {:.3}{unit} | {:.0} s | {:.0} | {:.1} | {first} |", escape_md(&p.series), p.peak, p.at_s, p.vusers, p.tps);
+            let code = p.series.replace('`', "'").replace('|', "\\|");
+            let _ = writeln!(out, "| `{code}` | {:.3}{unit} | {:.0} s | {:.0} | {:.1} | {first} |", p.peak, p.at_s, p.vusers, p.tps);
+        }
+    }
+    if !r.thresholds.is_empty() {
+        let _ = writeln!(out, "\n## Thresholds\n\n| Threshold | Actual | Result |\n|---|---|---|");
+        for t in &r.thresholds {
+            let code = t.expr.replace('`', "'").replace('|', "\\|");
+            let _ = writeln!(out, "| `{code}` | {} | {} |", num(t.actual), if t.passed { "pass 🟢" } else { "FAIL 🔴" });
         }
     }
     if !r.findings.is_empty() {

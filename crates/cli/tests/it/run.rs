@@ -262,3 +262,33 @@ fn a_keep_alive_connection_the_server_closed_while_idle_is_not_an_error() {
     assert!(run.series.tests() >= 12, "{} requests", run.series.tests());
     assert_eq!(server.seen(), run.series.tests());
 }
+
+#[test]
+fn thresholds_set_the_exit_code_and_show_in_every_report() {
+    let _g = serial();
+    let server = TestServer::start();
+    let url = server.url("/delay?ms=20");
+    let run = |thresholds: &[&str]| {
+        let out = out_dir();
+        let mut args = vec!["run", "--url", &url, "--vus", "2", "--duration", "1s", "-o", out.path().to_str().unwrap()];
+        for t in thresholds {
+            args.extend(["--threshold", t]);
+        }
+        let o = volley(&args);
+        let dir = only_run(out.path());
+        (o, report_json(&dir), std::fs::read_to_string(dir.join("report.md")).unwrap(), out)
+    };
+    let (o, r, md, _keep) = run(&["error_rate < 1%", "ttfb p99 < 2s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(r["thresholds"].as_array().unwrap().len(), 2);
+    assert!(md.contains("| `ttfb p99 < 2s` |") && md.contains("pass"), "{md}");
+    let (o, r, _, _keep) = run(&["error_rate < 1%", "ttfb p50 < 5ms"]);
+    assert_eq!(o.status.code(), Some(1), "a 20 ms server fails `ttfb p50 < 5ms`: {}", text(&o));
+    let failed: Vec<&str> =
+        r["thresholds"].as_array().unwrap().iter().filter(|t| t["passed"] == false).map(|t| t["expr"].as_str().unwrap()).collect();
+    assert_eq!(failed, vec!["ttfb p50 < 5ms"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("✗ FAILED ttfb p50 < 5ms"), "{}", text(&o));
+    let o = volley(&["run", "--url", &url, "--vus", "1", "--duration", "1s", "--threshold", "latency p99 < 5ms"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown figure `latency`"), "{}", text(&o));
+}

@@ -1,0 +1,150 @@
+//! Thresholds: pass/fail criteria on a run's figures, as CI pipelines need them —
+//! `error_rate < 1%`, `ttfb p99 < 500ms`, `tps avg >= 220`, `mttfb p95 <= 0.3s`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::PlanError;
+
+/// Which figure a threshold reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Error rate, %.
+    ErrorRate,
+    /// Per-interval TPS (avg, p50, p95, p99, p99.9 — the seed suite's low tail).
+    Tps,
+    /// Per-interval mean time to first byte, ms (avg, p50 … p99.9).
+    Mttfb,
+    /// Per-request time to first byte, ms (mean, p50, p90, p95, p99, p99.9, p99.99, max).
+    Ttfb,
+    /// Per-request total time, ms.
+    Total,
+}
+
+/// A comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+/// One parsed threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Threshold {
+    /// As written.
+    pub expr: String,
+    /// The figure.
+    pub metric: Metric,
+    /// `avg`, `mean`, `p99`, `max`, … (`value` for the error rate).
+    pub stat: String,
+    /// The comparison.
+    pub op: Op,
+    /// The limit, in the metric's unit (ms for times, % for the error rate).
+    pub limit: f64,
+}
+
+impl Op {
+    /// Whether `actual op limit` holds.
+    pub fn holds(self, actual: f64, limit: f64) -> bool {
+        match self {
+            Op::Lt => actual < limit,
+            Op::Le => actual <= limit,
+            Op::Gt => actual > limit,
+            Op::Ge => actual >= limit,
+        }
+    }
+}
+
+const USAGE: &str = "write thresholds like `error_rate < 1%`, `ttfb p99 < 500ms`, `tps avg >= 220`, `total p95 <= 1s`";
+
+/// Parses one threshold expression.
+pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
+    let bad = |why: &str| PlanError(format!("threshold `{expr}`: {why}; {USAGE}"));
+    let op_at = expr.find(['<', '>']).ok_or_else(|| bad("no comparison (<, <=, >, >=)"))?;
+    let (left, right) = expr.split_at(op_at);
+    let (op, right) = match right {
+        r if r.starts_with("<=") => (Op::Le, &r[2..]),
+        r if r.starts_with(">=") => (Op::Ge, &r[2..]),
+        r if r.starts_with('<') => (Op::Lt, &r[1..]),
+        r => (Op::Gt, &r[1..]),
+    };
+    let mut words = left.split_whitespace();
+    let metric = match words.next().unwrap_or("") {
+        "error_rate" | "errors" => Metric::ErrorRate,
+        "tps" => Metric::Tps,
+        "mttfb" => Metric::Mttfb,
+        "ttfb" => Metric::Ttfb,
+        "total" | "duration" => Metric::Total,
+        other => return Err(bad(&format!("unknown figure `{other}` (error_rate, tps, mttfb, ttfb, total)"))),
+    };
+    let stat = words.next().unwrap_or(if metric == Metric::ErrorRate { "value" } else { "" }).to_string();
+    if words.next().is_some() {
+        return Err(bad("too many words before the comparison"));
+    }
+    let allowed: &[&str] = match metric {
+        Metric::ErrorRate => &["value"],
+        Metric::Tps | Metric::Mttfb => &["avg", "p50", "p95", "p99", "p99.9"],
+        Metric::Ttfb | Metric::Total => &["mean", "avg", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"],
+    };
+    if !allowed.contains(&stat.as_str()) {
+        return Err(bad(&format!("`{stat}` is not a statistic of this figure ({})", allowed.join(", "))));
+    }
+    let limit = parse_limit(right.trim(), metric).ok_or_else(|| bad(&format!("`{}` is not a limit", right.trim())))?;
+    Ok(Threshold { expr: expr.trim().to_string(), metric, stat, op, limit })
+}
+
+/// `1%`, `500ms`, `0.5s`, `220`.
+fn parse_limit(s: &str, metric: Metric) -> Option<f64> {
+    let (num, factor) = match metric {
+        Metric::ErrorRate => (s.strip_suffix('%').unwrap_or(s), 1.0),
+        Metric::Tps => (s, 1.0),
+        _ => {
+            if let Some(n) = s.strip_suffix("ms") {
+                (n, 1.0)
+            } else if let Some(n) = s.strip_suffix("us").or_else(|| s.strip_suffix("µs")) {
+                (n, 0.001)
+            } else if let Some(n) = s.strip_suffix('s') {
+                (n, 1000.0)
+            } else {
+                (s, 1.0)
+            }
+        }
+    };
+    num.trim().parse::<f64>().ok().filter(|v| v.is_finite()).map(|v| v * factor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_forms_users_write() {
+        let t = parse_threshold("error_rate < 1%").unwrap();
+        assert_eq!((t.metric, t.stat.as_str(), t.op, t.limit), (Metric::ErrorRate, "value", Op::Lt, 1.0));
+        let t = parse_threshold("ttfb p99 < 500ms").unwrap();
+        assert_eq!((t.metric, t.stat.as_str(), t.limit), (Metric::Ttfb, "p99", 500.0));
+        let t = parse_threshold("tps avg >= 220").unwrap();
+        assert_eq!((t.op, t.limit), (Op::Ge, 220.0));
+        assert_eq!(parse_threshold("total p95 <= 1.5s").unwrap().limit, 1500.0);
+        assert!(Op::Lt.holds(1.0, 2.0) && !Op::Ge.holds(1.0, 2.0));
+    }
+
+    #[test]
+    fn mistakes_say_what_to_write() {
+        for (bad, needle) in [
+            ("latency p99 < 5ms", "unknown figure `latency`"),
+            ("ttfb p42 < 5ms", "`p42` is not a statistic"),
+            ("ttfb p99 = 5ms", "no comparison"),
+            ("tps avg > lots", "`lots` is not a limit"),
+        ] {
+            let e = parse_threshold(bad).unwrap_err().0;
+            assert!(e.contains(needle) && e.contains("write thresholds like"), "{bad}: {e}");
+        }
+    }
+}
