@@ -13,7 +13,7 @@ use crate::model::ReportOptions;
 use crate::render::group_thousands;
 
 /// How the noise is estimated, stated in every comparison.
-pub const METHOD: &str = "Noise: moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples); a change is marked only when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value, otherwise ⚪.";
+pub const METHOD: &str = "Noise: moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples); a change is marked only when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value, otherwise ⚪. A per-request percentile is judged only when both runs have at least 10 requests beyond it (p99.9: 10,000 requests).";
 
 /// One run in a comparison.
 #[derive(Debug, Clone, Serialize)]
@@ -101,7 +101,8 @@ pub(crate) fn change(r: &CompareRow) -> String {
     if r.change_pct.is_infinite() {
         return format!("new {}", r.verdict.mark());
     }
-    format!("{:+.2}% {}", r.change_pct, r.verdict.mark())
+    let few = if r.too_few { " (too few requests)" } else { "" };
+    format!("{:+.2}% {}{few}", r.change_pct, r.verdict.mark())
 }
 
 impl Comparison {

@@ -90,7 +90,15 @@ pub struct CompareRow {
     pub noise_pct: f64,
     /// 🟢 / 🔴 / ⚪.
     pub verdict: Verdict,
+    /// A per-request percentile that either run has too few requests beyond to judge
+    /// (fewer than [`MIN_TAIL`]); always ⚪.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub too_few: bool,
 }
+
+/// Requests a run must have beyond a per-request percentile for a change in it to be
+/// judged: p99.9 needs 10,000 requests, p99 1,000.
+pub const MIN_TAIL: f64 = 10.0;
 
 struct Metric {
     key: &'static str,
@@ -98,6 +106,12 @@ struct Metric {
     unit: &'static str,
     direction: Direction,
     value: fn(&Figures) -> f64,
+}
+
+/// The quantile a per-request percentile metric reads (`ttfb_p99_9_ms` → 0.999).
+fn request_quantile(key: &str) -> Option<f64> {
+    let p = key.strip_prefix("ttfb_p")?.strip_suffix("_ms")?.replace('_', ".");
+    p.parse::<f64>().ok().map(|p| p / 100.0)
 }
 
 /// The figures of one run (or of one bootstrap resample).
@@ -247,6 +261,8 @@ impl SparseHistograms {
 /// Compares `before` with `after`, figure by figure.
 pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
     let (fa, fb) = (before.figures(), after.figures());
+    let requests = |f: &Figures| f.ttfb.as_ref().map_or(0, |t| t.count) as f64;
+    let fewest = requests(&fa).min(requests(&fb));
     let (sa, sb) = (before.standard_errors(0x5eed_0001), after.standard_errors(0x5eed_0002));
     METRICS
         .iter()
@@ -258,7 +274,8 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
             }
             let noise = (NOISE_Z * (sa[i].powi(2) + sb[i].powi(2)).sqrt()).max(a.abs() * MIN_EFFECT_PCT / 100.0);
             let diff = b - a;
-            let verdict = if diff == 0.0 || !noise.is_finite() || diff.abs() <= noise {
+            let too_few = request_quantile(metric.key).is_some_and(|q| fewest * (1.0 - q) < MIN_TAIL);
+            let verdict = if too_few || diff == 0.0 || !noise.is_finite() || diff.abs() <= noise {
                 Verdict::Noise
             } else if (diff > 0.0) == (metric.direction == Direction::Higher) {
                 Verdict::Better
@@ -276,6 +293,7 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
                 change_pct: pct(diff),
                 noise_pct: pct(noise),
                 verdict,
+                too_few,
             })
         })
         .collect()
@@ -332,6 +350,19 @@ mod tests {
         let rows = compare(&noisy(7, 1.0), &noisy(8, 1.07));
         let tps = rows.iter().find(|r| r.key == "tps_avg").unwrap();
         assert_eq!(tps.verdict, Verdict::Noise, "{tps:?}");
+    }
+
+    #[test]
+    fn extreme_percentiles_of_few_requests_are_not_judged() {
+        // 60 intervals x 300 requests = 18,000: p99.9 has 18 beyond it, p99.99 only 1.8.
+        let rows = compare(&run(1, 1.0, 60), &run(2, 2.0, 60));
+        let p999 = rows.iter().find(|r| r.key == "ttfb_p99_9_ms").unwrap();
+        assert!(!p999.too_few && p999.verdict == Verdict::Worse, "{p999:?}");
+        assert!((request_quantile("ttfb_p99_9_ms").unwrap() - 0.999).abs() < 1e-12);
+        let few = compare(&run(1, 1.0, 6), &run(2, 2.0, 6)); // 1,800 requests: p99.9 has 1.8 beyond it
+        let p999 = few.iter().find(|r| r.key == "ttfb_p99_9_ms").unwrap();
+        assert!(p999.too_few && p999.verdict == Verdict::Noise, "{p999:?}");
+        assert_eq!(few.iter().find(|r| r.key == "ttfb_p50_ms").unwrap().verdict, Verdict::Worse);
     }
 
     #[test]
