@@ -50,7 +50,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
         let argv = ["volley", "run", "--url", &url, "--stages", stages, "--name", &name, "-o", &out, "--progress", "plain"];
         eprintln!("$ {}", argv[..argv.len() - 2].join(" "));
         let Command::Run(args) = Cli::try_parse_from(argv)?.command else { unreachable!("a run command line") };
-        let dir = crate::run_cmd::execute(*args);
+        let dir = crate::run_cmd::execute(*args).map(|(dir, _)| dir);
         rt.block_on(target.stop())?;
         runs.push(dir?);
     }

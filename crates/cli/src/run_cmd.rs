@@ -171,9 +171,7 @@ fn hostname() -> String {
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
-    let dir = execute(args)?;
-    let source = volley_formats::Source::from_run(RunData::read(&dir)?);
-    let report = RunReport::from_source(&source, ReportOptions::default());
+    let (_, report) = execute(args)?;
     // A run volley had to stop (too many errors) failed as surely as a threshold.
     let failed = report.status == RunStatus::Aborted.name() || !report.thresholds_passed();
     if !report.thresholds_passed() {
@@ -182,8 +180,8 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// Runs a test to the end and returns its run directory (reports written and printed).
-pub(crate) fn execute(args: RunArgs) -> Result<PathBuf> {
+/// Runs a test to the end and returns its run directory and report (written and printed).
+pub(crate) fn execute(args: RunArgs) -> Result<(PathBuf, RunReport)> {
     let config = RunConfig::from_args(args)?;
     volley_engine::preflight(&config.engine.target, &config.engine.tls, config.engine.timeout_for_preflight())?;
     let meta = config.meta();
@@ -226,8 +224,8 @@ pub(crate) fn execute(args: RunArgs) -> Result<PathBuf> {
         Some(StopReason::Aborted(why)) => (RunStatus::Aborted, Some(why)),
     };
     writer.finish(status, reason)?;
-    write_reports(writer.dir())?;
-    Ok(writer.dir().to_path_buf())
+    let report = write_reports(writer.dir())?;
+    Ok((writer.dir().to_path_buf(), report))
 }
 
 /// Writes the scrapes taken so far to server.csv and tallies them in run.json.

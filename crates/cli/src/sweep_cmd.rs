@@ -80,7 +80,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
             argv.extend(["--progress".into(), "plain".into()]);
         }
         let Command::Run(args) = Cli::try_parse_from(&argv)?.command else { unreachable!("a run command line") };
-        let dir = crate::run_cmd::execute(*args);
+        let dir = crate::run_cmd::execute(*args).map(|(dir, _)| dir);
         if let Some(t) = target {
             rt.block_on(t.stop())?;
         }

@@ -4,7 +4,7 @@
 //! fails is counted and the run goes on.
 
 use std::collections::HashMap;
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -41,14 +41,32 @@ impl Scraper {
     }
 }
 
+/// One endpoint, resolved and with its TLS configuration, once for the whole run.
+struct Endpoint {
+    url: String,
+    /// The target, or why it cannot be used (reported at every scrape, never fatal).
+    target: Result<Target, String>,
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl Endpoint {
+    fn new(url: String, tls: &TlsOptions) -> Endpoint {
+        let target = Target::resolve(&url).map_err(|e| e.to_string());
+        let config = match &target {
+            Ok(t) if t.tls => tls.client_config(true).ok().flatten(),
+            _ => None,
+        };
+        Endpoint { url, target, tls: config }
+    }
+}
+
 /// Starts scraping `urls` at the end of every interval (counted from `t0`).
 pub fn start(urls: Vec<String>, tls: TlsOptions, t0: Instant, interval: Duration) -> Scraper {
     let stop = CancellationToken::new();
-    let scraper_stop = stop.clone();
     let (tx, rx) = mpsc::channel();
-    let stop = scraper_stop;
-    let handle_stop = stop.clone();
+    let thread_stop = stop.clone();
     let spawned = std::thread::Builder::new().name("volley-scraper".into()).spawn(move || {
+        let endpoints: Vec<Endpoint> = urls.into_iter().map(|u| Endpoint::new(u, &tls)).collect();
         let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
         rt.block_on(async move {
             let mut previous: HashMap<String, (f64, Instant)> = HashMap::new();
@@ -57,13 +75,16 @@ pub fn start(urls: Vec<String>, tls: TlsOptions, t0: Instant, interval: Duration
                 let due = t0 + interval * (index as u32 + 1);
                 tokio::select! {
                     _ = tokio::time::sleep_until(due.into()) => {}
-                    _ = stop.cancelled() => return,
+                    _ = thread_stop.cancelled() => return,
                 }
-                for url in &urls {
-                    let fetched = tokio::time::timeout(timeout, fetch(url, &tls)).await.unwrap_or_else(|_| Err(format!("no answer within {}s", timeout.as_secs_f64())));
+                for e in &endpoints {
+                    let fetched = tokio::time::timeout(timeout, fetch(e))
+                        .await
+                        .unwrap_or_else(|_| Err(format!("no answer within {}s", timeout.as_secs_f64())));
+                    let url = e.url.clone();
                     let sample = match fetched {
-                        Ok(text) => ScrapeSample { index, url: url.clone(), values: values(url, &text, &mut previous), error: None },
-                        Err(e) => ScrapeSample { index, url: url.clone(), values: Vec::new(), error: Some(e) },
+                        Ok(text) => ScrapeSample { index, values: values(&url, &text, &mut previous), url, error: None },
+                        Err(err) => ScrapeSample { index, url, values: Vec::new(), error: Some(err) },
                     };
                     if tx.send(sample).is_err() {
                         return;
@@ -75,7 +96,7 @@ pub fn start(urls: Vec<String>, tls: TlsOptions, t0: Instant, interval: Duration
     if let Err(e) = spawned {
         eprintln!("volley: cannot start the metrics scraper: {e}");
     }
-    Scraper { samples: rx, stop: handle_stop }
+    Scraper { samples: rx, stop }
 }
 
 /// The values to record from one exposition: gauges as they are, cumulative series as
@@ -116,9 +137,9 @@ pub fn series_key(name: &str, labels: &[(String, String)]) -> String {
     format!("{name}{{{}}}", inner.join(","))
 }
 
-/// GETs `url` on a new connection and returns the body.
-async fn fetch(url: &str, tls: &TlsOptions) -> Result<String, String> {
-    let target = Target::resolve(url).map_err(|e| e.to_string())?;
+/// GETs the endpoint on a new connection and returns the body.
+async fn fetch(endpoint: &Endpoint) -> Result<String, String> {
+    let target = endpoint.target.as_ref().map_err(Clone::clone)?;
     let request = format!(
         "GET {} HTTP/1.1\r\nhost: {}\r\naccept: text/plain;version=0.0.4\r\nuser-agent: volley/{}\r\nconnection: close\r\n\r\n",
         target.path,
@@ -127,10 +148,9 @@ async fn fetch(url: &str, tls: &TlsOptions) -> Result<String, String> {
     );
     let tcp = tokio::net::TcpStream::connect(target.addr).await.map_err(|e| format!("connect: {e}"))?;
     let mut raw = Vec::new();
-    if target.tls {
-        let config = tls.client_config(true)?.expect("a TLS configuration for https");
+    if let Some(config) = &endpoint.tls {
         let name = rustls::pki_types::ServerName::try_from(target.host.clone()).map_err(|e| e.to_string())?;
-        let mut s = tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.map_err(|e| format!("tls: {e}"))?;
+        let mut s = tokio_rustls::TlsConnector::from(config.clone()).connect(name, tcp).await.map_err(|e| format!("tls: {e}"))?;
         s.write_all(request.as_bytes()).await.map_err(|e| e.to_string())?;
         let _ = s.read_to_end(&mut raw).await;
     } else {

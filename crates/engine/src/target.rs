@@ -82,7 +82,7 @@ pub fn preflight(target: &Target, tls: &TlsOptions, timeout: Duration) -> Result
         message,
     };
     tokio::task::LocalSet::new().block_on(&rt, async {
-        let config = tls.client_config(false).map_err(&unreachable)?;
+        let config = if target.tls { tls.client_config(false).map_err(&unreachable)? } else { None };
         let attempt = crate::client::connect(target, config.as_ref());
         match tokio::time::timeout(timeout, attempt).await {
             Ok(Ok(_)) => Ok(()),

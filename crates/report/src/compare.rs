@@ -55,9 +55,10 @@ pub struct Comparison {
     pub resamples: usize,
 }
 
-/// Compares `sources` in order; `labels` name them (defaults: their names).
-pub fn build(sources: &[Source], labels: &[String], opts: ReportOptions) -> Comparison {
-    let samples: Vec<RunSample> = sources
+/// What the noise estimate needs of each source: its series and per-interval TTFB
+/// histograms after warm-up.
+pub(crate) fn samples(sources: &[Source], opts: ReportOptions) -> Vec<RunSample> {
+    sources
         .iter()
         .map(|s| {
             let warmup = crate::model::warmup_seconds(s, opts.warmup);
@@ -67,7 +68,12 @@ pub fn build(sources: &[Source], labels: &[String], opts: ReportOptions) -> Comp
                 options: SuiteOptions { tps_tail: opts.tps_tail },
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Compares `sources` in order; `labels` name them (defaults: their names).
+pub fn build(sources: &[Source], labels: &[String], opts: ReportOptions) -> Comparison {
+    let samples = samples(sources, opts);
     let runs: Vec<RunRef> = sources
         .iter()
         .enumerate()

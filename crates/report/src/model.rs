@@ -172,6 +172,7 @@ impl RunReport {
             .collect();
         let varies = series.intervals.windows(2).any(|w| (w[0].vusers - w[1].vusers).abs() >= 1.0);
         let saturation = (src.format == "volley" && varies).then(|| volley_stats::knee::saturation(&series));
+        let server = server_peaks(src, warmup_s);
         let meta = src.meta.as_ref();
         let model = meta.and_then(|m| m.plan["model"].as_str()).unwrap_or_default().to_string();
         let generator = generator(src, first_kept);
@@ -213,9 +214,9 @@ impl RunReport {
             },
             generator,
             per_test,
-            server: server_peaks(src, warmup_s),
-            saturation: saturation.clone(),
-            findings: findings(src, warmup_s, saturation.as_ref()),
+            findings: findings(src, &server, saturation.as_ref()),
+            server,
+            saturation,
             errors,
             notes,
             thresholds: Vec::new(),
@@ -366,9 +367,8 @@ fn vusers_at(src: &Source, t: f64) -> f64 {
 }
 
 /// One sentence per bottleneck signal the run shows.
-fn findings(src: &Source, warmup_s: f64, saturation: Option<&volley_stats::knee::Saturation>) -> Vec<String> {
+fn findings(src: &Source, peaks: &[ServerPeak], saturation: Option<&volley_stats::knee::Saturation>) -> Vec<String> {
     let mut out = Vec::new();
-    let peaks = server_peaks(src, warmup_s);
     let find = |prefix: &str| peaks.iter().find(|p| p.series.starts_with(prefix));
     if let Some(p) = find("hikaricp_connections_pending").filter(|p| p.peak > 0.0) {
         let from = p.first_nonzero_s.unwrap_or(p.at_s);

@@ -6,8 +6,8 @@ use std::fmt::Write;
 use serde::Serialize;
 use volley_formats::Source;
 use volley_formats::hlog::TAG_TTFB;
-use volley_stats::compare::{RunSample, compare};
-use volley_stats::{SeedSuite, SuiteOptions};
+use volley_stats::compare::compare;
+use volley_stats::SeedSuite;
 
 use crate::model::{ReportOptions, warmup_seconds};
 
@@ -57,13 +57,7 @@ pub struct SweepSummary {
 
 /// Summarises a sweep.
 pub fn summarize(sources: &[Source], labels: &[String], objective: Objective, opts: ReportOptions) -> SweepSummary {
-    let samples: Vec<RunSample> = sources
-        .iter()
-        .map(|s| {
-            let w = warmup_seconds(s, opts.warmup);
-            RunSample { series: s.series.after_warmup(w), ttfb: s.per_interval(TAG_TTFB, w), options: SuiteOptions { tps_tail: opts.tps_tail } }
-        })
-        .collect();
+    let samples = crate::compare::samples(sources, opts);
     let rows: Vec<SweepRow> = samples
         .iter()
         .zip(sources)
