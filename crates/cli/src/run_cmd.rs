@@ -252,7 +252,7 @@ fn record_scrapes(writer: &mut RunWriter, scraper: &volley_engine::scrape::Scrap
 }
 
 /// Folds new error messages into run.json's notes and refreshes their counts.
-fn add_messages(notes: &mut Vec<ErrorNote>, counts: &[u64; 6], messages: Vec<(volley_stats::ErrorKind, String)>) {
+fn add_messages(notes: &mut Vec<ErrorNote>, counts: &[u64; volley_stats::KINDS], messages: Vec<(volley_stats::ErrorKind, String)>) {
     for (kind, message) in messages {
         let note = match notes.iter_mut().position(|n| n.kind == kind.name()) {
             Some(i) => &mut notes[i],

@@ -31,7 +31,7 @@ pub(crate) struct Recorder {
     pending: VecDeque<IntervalSample>,
     first_index: u64,
     messages: Vec<(ErrorKind, String)>,
-    seen_per_kind: [usize; 6],
+    seen_per_kind: [usize; volley_stats::KINDS],
     open_model: bool,
 }
 
@@ -45,7 +45,7 @@ impl Recorder {
             pending: VecDeque::new(),
             first_index: 0,
             messages: Vec::new(),
-            seen_per_kind: [0; 6],
+            seen_per_kind: [0; volley_stats::KINDS],
         }
     }
 

@@ -191,7 +191,7 @@ pub struct Bucketed {
     /// Per-interval histograms.
     pub histograms: Vec<LoggedHistogram>,
     /// Errors by kind per interval.
-    pub errors_by_kind: Vec<[u64; 6]>,
+    pub errors_by_kind: Vec<[u64; volley_stats::KINDS]>,
     /// What a reader must know.
     pub notes: Vec<String>,
 }

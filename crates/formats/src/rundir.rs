@@ -306,7 +306,7 @@ pub struct RunData {
     /// latency.hlog, every interval.
     pub histograms: Vec<LoggedHistogram>,
     /// Errors by kind per interval, from series.csv.
-    pub errors_by_kind: Vec<[u64; 6]>,
+    pub errors_by_kind: Vec<[u64; volley_stats::KINDS]>,
     /// The generator's health per interval, from series.csv.
     pub generator: Vec<GeneratorHealth>,
     /// Scraped server metrics, from server.csv (empty when none were scraped).
@@ -394,7 +394,7 @@ impl RunData {
             .rows
             .iter()
             .map(|r| {
-                let mut out = [0u64; 6];
+                let mut out = [0u64; volley_stats::KINDS];
                 for (o, c) in out.iter_mut().zip(&kind_cols) {
                     *o = c.and_then(|c| r.get(c)).and_then(|v| v.parse().ok()).unwrap_or(0);
                 }

@@ -32,7 +32,7 @@ pub struct Source {
     /// Per-interval histograms, tagged `ttfb` / `total`; empty for per-interval formats.
     pub histograms: Vec<LoggedHistogram>,
     /// Errors by kind per interval, where known.
-    pub errors_by_kind: Vec<[u64; 6]>,
+    pub errors_by_kind: Vec<[u64; volley_stats::KINDS]>,
     /// run.json, for volley runs.
     pub meta: Option<RunMeta>,
     /// What a reader must know about how this source's figures were obtained.

@@ -1,15 +1,23 @@
-//! The test plan: what to send, and how the load is shaped over time.
+//! The test plan: what to send, and how the load is shaped over time; scenario files
+//! (YAML) with their templates, extraction, checks and test data.
 //!
 //! Pure data and arithmetic, no I/O: the engine asks a [`LoadShape`] how many virtual users
 //! should be running at any instant, and sends what a [`RequestSpec`] describes.
 
+pub mod data;
 pub mod duration;
+pub mod extract;
+pub mod file;
 pub mod plan;
 pub mod rate;
+pub mod scenario;
 pub mod stages;
+pub mod template;
 pub mod threshold;
 
 pub use duration::parse_duration;
+pub use file::{ScenarioError, ScenarioErrors, load_scenario, parse_scenario};
+pub use scenario::{Scenario, StepInfo, StepKind};
 pub use plan::{Load, Plan, RequestSpec, StatusSet};
 pub use rate::{RateShape, RateStage, parse_rate};
 pub use stages::{LoadShape, Stage, parse_stages};

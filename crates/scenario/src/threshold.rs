@@ -47,6 +47,9 @@ pub struct Threshold {
     pub op: Op,
     /// The limit, in the metric's unit (ms for times, % for the error rate).
     pub limit: f64,
+    /// The scenario step it applies to (`None`: the whole run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
 }
 
 impl Op {
@@ -96,7 +99,7 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
         return Err(bad(&format!("`{stat}` is not a statistic of this figure ({})", allowed.join(", "))));
     }
     let limit = parse_limit(right.trim(), metric).ok_or_else(|| bad(&format!("`{}` is not a limit", right.trim())))?;
-    Ok(Threshold { expr: expr.trim().to_string(), metric, stat, op, limit })
+    Ok(Threshold { expr: expr.trim().to_string(), metric, stat, op, limit, step: None })
 }
 
 /// `1%`, `500ms`, `0.5s`, `220`.

@@ -21,17 +21,23 @@ pub enum ErrorKind {
     Status,
     /// Anything else on the wire (malformed response, HTTP/2 protocol errors).
     Protocol,
+    /// A scenario's check on the response failed (JSONPath condition, body text, events).
+    Check,
 }
+
+/// How many [`ErrorKind`]s there are.
+pub const KINDS: usize = 7;
 
 impl ErrorKind {
     /// Every kind, in column order.
-    pub const ALL: [ErrorKind; 6] = [
+    pub const ALL: [ErrorKind; KINDS] = [
         ErrorKind::Connect,
         ErrorKind::Timeout,
         ErrorKind::Reset,
         ErrorKind::Tls,
         ErrorKind::Status,
         ErrorKind::Protocol,
+        ErrorKind::Check,
     ];
 
     /// A short stable name, used in column headers and JSON.
@@ -43,6 +49,7 @@ impl ErrorKind {
             ErrorKind::Tls => "tls",
             ErrorKind::Status => "status",
             ErrorKind::Protocol => "protocol",
+            ErrorKind::Check => "check",
         }
     }
 
@@ -60,7 +67,7 @@ pub struct Counts {
     /// Failed requests, all kinds.
     pub errors: u64,
     /// Failed requests by [`ErrorKind::index`].
-    pub errors_by_kind: [u64; 6],
+    pub errors_by_kind: [u64; KINDS],
     /// Responses with status >= 400 (counted even when the status was expected).
     pub response_errors: u64,
     /// Sum of successful requests' total time, µs.
@@ -86,6 +93,8 @@ pub struct Counts {
     pub sched_lag_max_us: u64,
     /// The load generator's CPU use over the interval, % of the cores it runs on.
     pub generator_cpu_pct: f64,
+    /// Server-sent events and WebSocket messages received (scenario stream steps).
+    pub events: u64,
 }
 
 impl Counts {
@@ -122,6 +131,7 @@ impl Counts {
         self.reconnects += o.reconnects;
         self.dropped += o.dropped;
         self.late += o.late;
+        self.events += o.events;
         self.sched_lag_max_us = self.sched_lag_max_us.max(o.sched_lag_max_us);
         self.generator_cpu_pct = self.generator_cpu_pct.max(o.generator_cpu_pct);
     }

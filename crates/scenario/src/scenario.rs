@@ -1,0 +1,221 @@
+//! A scenario as the engine runs it: compiled templates, parsed extractors and checks,
+//! every step numbered for its own row of metrics.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::data::Feeder;
+use crate::extract::{Check, Extract};
+use crate::plan::StatusSet;
+use crate::template::{Template, Templates};
+use crate::threshold::Threshold;
+
+/// A loaded, validated scenario file.
+#[derive(Debug)]
+pub struct Scenario {
+    /// The file it came from.
+    pub file: PathBuf,
+    /// Its `name`, if it has one.
+    pub name: Option<String>,
+    /// Base URL every relative step URL is joined to.
+    pub target: String,
+    /// The `load` section, as written (the command line may override it).
+    pub load: LoadSettings,
+    /// Per-request timeout.
+    pub timeout: Option<Duration>,
+    /// Seconds or `stage:N` excluded from reports.
+    pub warmup: Option<String>,
+    /// Statuses that count as success unless a step's check says otherwise.
+    pub expect_status: Option<StatusSet>,
+    /// Pass/fail criteria, overall or per step.
+    pub thresholds: Vec<Threshold>,
+    /// Headers of every request.
+    pub headers: Vec<(String, Template)>,
+    /// VU variables set at the start of every VU.
+    pub variables: Vec<(String, Template)>,
+    /// CSV feeders; each iteration takes a row of each.
+    pub data: Vec<Arc<Feeder>>,
+    /// The flow of one iteration.
+    pub steps: Vec<Node>,
+    /// Every metric-bearing step, by id (its position here).
+    pub step_info: Vec<StepInfo>,
+    /// The compiled templates.
+    pub templates: Templates,
+    /// Environment variables the templates read (`env.NAME`), with their values.
+    pub env: Vec<(String, String)>,
+}
+
+impl Scenario {
+    /// Values that must never appear in output: those of the environment variables read.
+    pub fn secrets(&self) -> impl Iterator<Item = &str> {
+        self.env.iter().map(|(_, v)| v.as_str()).filter(|v| v.len() >= 3)
+    }
+
+    /// Replaces every secret in `text` by `***`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for s in self.secrets() {
+            if out.contains(s) {
+                out = out.replace(s, "***");
+            }
+        }
+        out
+    }
+}
+
+/// The `load` section: the same words as `volley run`'s flags.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LoadSettings {
+    /// `--vus`.
+    pub vus: Option<u64>,
+    /// `--duration`.
+    pub duration: Option<String>,
+    /// `--ramp-up`.
+    pub ramp_up: Option<String>,
+    /// `--stages`.
+    pub stages: Option<String>,
+    /// `--rate`.
+    pub rate: Option<String>,
+    /// `--rate-stages`.
+    pub rate_stages: Option<String>,
+    /// `--max-vus`.
+    pub max_vus: Option<u64>,
+    /// `--pacing`: an iteration starts at most once per this.
+    pub pacing: Option<String>,
+    /// `--think-time`: pause after every iteration.
+    pub think_time: Option<String>,
+}
+
+/// What kind of step produced a row of metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKind {
+    /// An HTTP request.
+    Http,
+    /// A server-sent event stream.
+    Sse,
+    /// A WebSocket exchange.
+    WebSocket,
+}
+
+/// A step's name and kind, for run.json and reports.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct StepInfo {
+    /// Unique within the scenario.
+    pub name: String,
+    /// Its kind.
+    pub kind: StepKind,
+}
+
+/// One node of the flow.
+#[derive(Debug)]
+pub enum Node {
+    /// An HTTP request.
+    Http(HttpStep),
+    /// Open an event stream.
+    Sse(SseStep),
+    /// Talk over a WebSocket.
+    WebSocket(WsStep),
+    /// Steps run `repeat` times.
+    Group(Group),
+}
+
+/// A group of steps, possibly repeated.
+#[derive(Debug)]
+pub struct Group {
+    /// Its name (for messages).
+    pub name: Option<String>,
+    /// How many times its steps run per iteration.
+    pub repeat: u64,
+    /// The steps.
+    pub steps: Vec<Node>,
+}
+
+/// Request parts every kind of step shares.
+#[derive(Debug)]
+pub struct Call {
+    /// Index into [`Scenario::step_info`].
+    pub id: usize,
+    /// URL, relative to the target or absolute on the target's origin.
+    pub url: Template,
+    /// Headers of this step (added to the scenario's).
+    pub headers: Vec<(String, Template)>,
+    /// Pause after the step.
+    pub think_time: Duration,
+    /// Overrides the scenario's timeout.
+    pub timeout: Option<Duration>,
+}
+
+/// An HTTP request step.
+#[derive(Debug)]
+pub struct HttpStep {
+    /// URL, headers and timings.
+    pub call: Call,
+    /// Upper-case method.
+    pub method: String,
+    /// The body.
+    pub body: Body,
+    /// VU variables set from the response.
+    pub extract: Vec<Extract>,
+    /// What the response must satisfy.
+    pub check: Check,
+}
+
+impl HttpStep {
+    /// Whether the body must be kept for extraction or checks.
+    pub fn reads_body(&self) -> bool {
+        !self.extract.is_empty() || self.check.reads_body()
+    }
+}
+
+/// A request body.
+#[derive(Debug)]
+pub enum Body {
+    /// None.
+    Empty,
+    /// Text as written (templated).
+    Raw(Template),
+    /// JSON, every string templated; sent with `Content-Type: application/json`.
+    Json(JsonTemplate),
+    /// `application/x-www-form-urlencoded` fields.
+    Form(Vec<(String, Template)>),
+}
+
+/// A JSON value whose strings are templates.
+#[derive(Debug)]
+pub enum JsonTemplate {
+    /// A value without templates.
+    Fixed(serde_json::Value),
+    /// A templated string (or a lone expression keeping its type).
+    Text(Template),
+    /// An array.
+    Array(Vec<JsonTemplate>),
+    /// An object, in file order.
+    Object(Vec<(String, JsonTemplate)>),
+}
+
+/// Open a server-sent event stream: it is read in the background while later steps run,
+/// until `events` arrived, `timeout` passed, or the iteration ends.
+#[derive(Debug)]
+pub struct SseStep {
+    /// URL, headers and timings.
+    pub call: Call,
+    /// Close after this many events.
+    pub events: Option<u64>,
+    /// Wait for the stream to close before the next step.
+    pub wait: bool,
+}
+
+/// Connect a WebSocket, send messages, wait for a matching one, close.
+#[derive(Debug)]
+pub struct WsStep {
+    /// URL (`ws://`, `wss://`, or relative to the target), headers and timings.
+    pub call: Call,
+    /// Text messages sent after connecting, in order.
+    pub send: Vec<Template>,
+    /// Text the awaited message must contain (any message when absent).
+    pub expect: Option<Template>,
+}
