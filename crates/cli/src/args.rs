@@ -14,8 +14,10 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Run a load test against a URL and record every request.
+    /// Run a load test against a URL, or a scenario file, and record every request.
     Run(Box<RunArgs>),
+    /// Validate a scenario file, then run one iteration with one VU and show each request.
+    Check(CheckArgs),
     /// Report the metric suite of a run directory or a result file.
     Report(ReportArgs),
     /// Compare runs phase by phase: before/after tables with noise taken into account.
@@ -165,12 +167,36 @@ pub(crate) struct OutputArgs {
     pub(crate) html: Option<PathBuf>,
 }
 
+/// `volley check`.
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// The scenario file.
+    pub(crate) scenario: PathBuf,
+    /// Validate only: do not send the one iteration.
+    #[arg(long)]
+    pub(crate) no_request: bool,
+    /// Run against this base URL instead of the file's `target`.
+    #[arg(long)]
+    pub(crate) url: Option<String>,
+    /// Trust any TLS certificate.
+    #[arg(long)]
+    pub(crate) insecure: bool,
+    /// Also trust the CA certificates in this PEM file.
+    #[arg(long)]
+    pub(crate) cacert: Option<PathBuf>,
+}
+
 /// `volley run`.
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// The URL every virtual user requests.
-    #[arg(long)]
-    pub(crate) url: String,
+    /// A scenario file (YAML): a multi-step flow with its load; the flags below override
+    /// its settings.
+    #[arg(value_name = "SCENARIO")]
+    pub(crate) scenario: Option<PathBuf>,
+    /// The URL every virtual user requests (with a scenario: the base URL, instead of its
+    /// `target`).
+    #[arg(long, required_unless_present = "scenario")]
+    pub(crate) url: Option<String>,
     /// HTTP method.
     #[arg(long, short = 'X', default_value = "GET")]
     pub(crate) method: String,
@@ -202,18 +228,18 @@ pub(crate) struct RunArgs {
     /// Open model: ramping arrival rate DURATION:RATE,..., linear from 0; e.g. "1m:100,5m:300".
     #[arg(long, conflicts_with_all = ["vus", "stages", "ramp_up", "pacing", "think_time", "rate", "duration"])]
     pub(crate) rate_stages: Option<String>,
-    /// Open model: VUs (connections) that carry out arrivals, opened as needed.
-    #[arg(long, default_value_t = 1000)]
-    pub(crate) max_vus: u64,
+    /// Open model: VUs (connections) that carry out arrivals, opened as needed [default: 1000].
+    #[arg(long)]
+    pub(crate) max_vus: Option<u64>,
     /// Start an iteration at most once per this time per VU (e.g. 1s: one call per second per user).
     #[arg(long)]
     pub(crate) pacing: Option<String>,
     /// Pause after every iteration.
     #[arg(long)]
     pub(crate) think_time: Option<String>,
-    /// A request not complete after this fails as a timeout.
-    #[arg(long, default_value = "60s")]
-    pub(crate) timeout: String,
+    /// A request not complete after this fails as a timeout [default: 60s].
+    #[arg(long)]
+    pub(crate) timeout: Option<String>,
     /// Sampling interval of the series.
     #[arg(long, default_value = "1s")]
     pub(crate) interval: String,

@@ -2,6 +2,7 @@
 //! library crates. Exit codes: 0 ok, 1 thresholds failed, 2 usage or input error.
 
 mod args;
+mod check_cmd;
 mod demo_cmd;
 mod progress;
 mod report_cmd;
@@ -28,6 +29,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Run(a) => run_cmd::run(*a),
+        Command::Check(a) => check_cmd::check(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Compare(a) => report_cmd::compare(a),
         Command::Demo(a) => demo_cmd::demo(a),

@@ -3,14 +3,17 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use volley_engine::{EngineConfig, Event, StopReason, Target, TlsOptions};
-use volley_formats::rundir::{ErrorNote, ScrapeNote};
+use volley_formats::rundir::{ErrorNote, ScrapeNote, StepMeta};
 use volley_formats::{RunData, RunMeta, RunStatus, RunWriter};
 use volley_report::{ReportOptions, RunReport};
-use volley_scenario::{Load, LoadShape, Plan, RateShape, RequestSpec, StatusSet, parse_duration, parse_rate, parse_stages};
+use volley_scenario::{
+    Load, LoadShape, Plan, RateShape, RequestSpec, Scenario, StatusSet, StepKind, parse_duration, parse_rate, parse_stages,
+};
 
 use crate::args::{ProgressMode, RunArgs};
 use crate::progress::Progress;
@@ -37,12 +40,13 @@ fn opt_duration(flag: &str, value: &Option<String>) -> Result<Duration> {
 /// The load model the flags describe: --rate / --rate-stages (open), else --stages or
 /// --vus with --duration (closed).
 fn load_from_args(a: &RunArgs) -> Result<Load> {
-    if a.max_vus == 0 {
+    let max_vus = a.max_vus.unwrap_or(DEFAULT_MAX_VUS);
+    if max_vus == 0 {
         bail!("--max-vus must be at least 1");
     }
     if let Some(r) = &a.rate_stages {
         let rate = RateShape::parse(r).map_err(|e| anyhow::anyhow!("--rate-stages: {e}"))?;
-        return Ok(Load::Open { rate, max_vus: a.max_vus });
+        return Ok(Load::Open { rate, max_vus });
     }
     let duration = match &a.duration {
         Some(d) => Some(duration_flag("duration", d)?),
@@ -51,7 +55,7 @@ fn load_from_args(a: &RunArgs) -> Result<Load> {
     if let Some(r) = &a.rate {
         let rate = parse_rate(r).map_err(|e| anyhow::anyhow!("--rate: {e}"))?;
         let Some(duration) = duration else { bail!("say how long to run: --rate {r} --duration 30s") };
-        return Ok(Load::Open { rate: RateShape::constant(rate, duration), max_vus: a.max_vus });
+        return Ok(Load::Open { rate: RateShape::constant(rate, duration), max_vus });
     }
     if let Some(s) = &a.stages {
         return Ok(Load::Closed { shape: LoadShape { stages: parse_stages(s).map_err(|e| anyhow::anyhow!("--stages: {e}"))? } });
@@ -67,8 +71,63 @@ fn load_from_args(a: &RunArgs) -> Result<Load> {
     Ok(Load::Closed { shape })
 }
 
+/// Open model: VUs when neither the flags nor the scenario say.
+const DEFAULT_MAX_VUS: u64 = 1000;
+
+/// Reads a scenario file; its errors list file, line and column.
+pub(crate) fn load_scenario(path: &Path) -> Result<Scenario> {
+    volley_scenario::load_scenario(path).map_err(|errors| {
+        let n = errors.0.len();
+        anyhow::anyhow!("{n} problem{} in the scenario:\n{errors}", if n == 1 { "" } else { "s" })
+    })
+}
+
+/// Fills the flags the user left out from the scenario's settings. A load shape on the
+/// command line (any of --vus, --duration, --ramp-up, --stages, --rate, --rate-stages)
+/// replaces the file's whole shape, so the two never mix.
+fn apply_scenario(a: &mut RunArgs, sc: &Scenario) -> Result<()> {
+    if !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() || a.method != "GET" {
+        bail!("-X, --header, --body and --body-file are for single-URL runs; with a scenario, put them on its steps");
+    }
+    let l = &sc.load;
+    let shape_given = a.vus.is_some()
+        || a.duration.is_some()
+        || a.ramp_up.is_some()
+        || a.stages.is_some()
+        || a.rate.is_some()
+        || a.rate_stages.is_some();
+    if !shape_given {
+        a.vus = l.vus;
+        a.duration = l.duration.clone();
+        a.ramp_up = l.ramp_up.clone();
+        a.stages = l.stages.clone();
+        a.rate = l.rate.clone();
+        a.rate_stages = l.rate_stages.clone();
+    }
+    let open = a.rate.is_some() || a.rate_stages.is_some();
+    a.max_vus = a.max_vus.or(l.max_vus);
+    if !open {
+        a.pacing = a.pacing.take().or_else(|| l.pacing.clone());
+        a.think_time = a.think_time.take().or_else(|| l.think_time.clone());
+    }
+    a.url = a.url.take().or_else(|| Some(sc.target.clone()));
+    a.warmup = a.warmup.take().or_else(|| sc.warmup.clone());
+    a.timeout = a.timeout.take().or_else(|| sc.timeout.map(|t| format!("{}s", t.as_secs_f64())));
+    let stem = || sc.file.file_stem().map(|s| s.to_string_lossy().into_owned());
+    a.name = a.name.take().or_else(|| sc.name.clone()).or_else(stem);
+    Ok(())
+}
+
 impl RunConfig {
-    fn from_args(a: RunArgs) -> Result<RunConfig> {
+    fn from_args(mut a: RunArgs) -> Result<RunConfig> {
+        let scenario = match a.scenario.clone() {
+            Some(path) => {
+                let sc = load_scenario(&path)?;
+                apply_scenario(&mut a, &sc)?;
+                Some(Arc::new(sc))
+            }
+            None => None,
+        };
         let load = load_from_args(&a)?;
         let body = match (&a.body, &a.body_file) {
             (Some(b), _) => b.clone().into_bytes(),
@@ -84,19 +143,25 @@ impl RunConfig {
             .collect::<Result<Vec<_>>>()?;
         let expect_status = match &a.expect_status {
             Some(s) => StatusSet::parse(s).map_err(|e| anyhow::anyhow!("--expect-status: {e}"))?,
-            None => StatusSet::default(),
+            None => scenario.as_ref().and_then(|s| s.expect_status.clone()).unwrap_or_default(),
         };
         let interval = duration_flag("interval", &a.interval)?;
         if interval < Duration::from_millis(100) {
             bail!("--interval must be at least 100ms");
         }
-        let timeout = duration_flag("timeout", &a.timeout)?;
+        let timeout = duration_flag("timeout", a.timeout.as_deref().unwrap_or("60s"))?;
         if timeout.is_zero() {
             bail!("--timeout must be above zero");
         }
-        let target = Target::resolve(&a.url)?;
+        let url = a.url.clone().context("--url is required without a scenario")?;
+        let target = Target::resolve(&url)?;
+        let mut thresholds = scenario.as_ref().map(|s| s.thresholds.clone()).unwrap_or_default();
+        for t in &a.thresholds {
+            thresholds.push(volley_scenario::parse_threshold(t).map_err(|e| anyhow::anyhow!("--threshold: {e}"))?);
+        }
         let plan = Plan {
-            request: RequestSpec { method: a.method.to_ascii_uppercase(), url: a.url.clone(), headers, body },
+            scenario,
+            request: RequestSpec { method: a.method.to_ascii_uppercase(), url: url.clone(), headers, body },
             load,
             pacing: opt_duration("pacing", &a.pacing)?,
             think_time: opt_duration("think-time", &a.think_time)?,
@@ -121,11 +186,7 @@ impl RunConfig {
             warmup: opt_duration("warmup", &a.warmup)?,
             progress: a.progress,
             server_metrics: a.server_metrics.clone(),
-            thresholds: a
-                .thresholds
-                .iter()
-                .map(|t| volley_scenario::parse_threshold(t).map_err(|e| anyhow::anyhow!("--threshold: {e}")))
-                .collect::<Result<Vec<_>>>()?,
+            thresholds,
         })
     }
 
@@ -154,12 +215,30 @@ impl RunConfig {
                 "http2": self.engine.http2,
                 "thresholds": self.thresholds,
                 "threads": self.engine.threads,
+                "scenario": plan.scenario.as_ref().map(|s| serde_json::json!({
+                    "file": s.file,
+                    "name": s.name,
+                    "target": s.target,
+                    "steps": s.step_info,
+                    "data": s.data.iter().map(|d| serde_json::json!({"name": d.name, "file": d.file, "rows": d.rows.len()})).collect::<Vec<_>>(),
+                })),
             }),
             command: std::env::args().collect(),
             host: hostname(),
             errors: Vec::new(),
             server_metrics: self.server_metrics.iter().map(|u| ScrapeNote { url: u.clone(), ..Default::default() }).collect(),
+            steps: plan.scenario.as_ref().map_or_else(Vec::new, |s| {
+                s.step_info.iter().map(|i| StepMeta { name: i.name.clone(), kind: step_kind(i.kind).to_string() }).collect()
+            }),
         }
+    }
+}
+
+fn step_kind(k: StepKind) -> &'static str {
+    match k {
+        StepKind::Http => "http",
+        StepKind::Sse => "sse",
+        StepKind::WebSocket => "websocket",
     }
 }
 
@@ -196,8 +275,8 @@ pub(crate) fn execute(args: RunArgs) -> Result<(PathBuf, RunReport)> {
     let mut stopped = None;
     while let Some(event) = run.next_event() {
         match event {
-            Event::Interval { sample, row, messages, target_vus } => {
-                writer.write_interval(&sample, &row)?;
+            Event::Interval { sample, steps, row, messages, target_vus } => {
+                writer.write_interval(&sample, &row, &steps)?;
                 if !messages.is_empty() {
                     add_messages(&mut writer.meta_mut().errors, &sample.counts.errors_by_kind, messages);
                     writer.write_meta()?;

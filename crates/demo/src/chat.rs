@@ -34,6 +34,7 @@ pub(crate) fn routes() -> Router<App> {
         .route("/rooms/{id}/messages", get(messages))
         .route("/rooms/{id}/stream", get(stream))
         .route("/api-chat/chat", post(post_message))
+        .route("/ws/echo", get(echo))
 }
 
 /// A failure as the service answers it.
@@ -182,4 +183,23 @@ async fn messages(State(app): State<App>, Path(room): Path<i64>, Query(p): Query
 async fn stream(State(app): State<App>, Path(room): Path<i64>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let events = app.events.chat_stream(room);
     Sse::new(events).keep_alive(KeepAlive::default())
+}
+
+/// `GET /ws/echo`: a WebSocket that sends every text message back (the round trip of the
+/// transport alone, a baseline for chat-over-WebSocket flows).
+async fn echo(ws: axum::extract::ws::WebSocketUpgrade) -> Response {
+    use axum::extract::ws::Message;
+    ws.on_upgrade(|mut socket| async move {
+        while let Some(Ok(msg)) = socket.recv().await {
+            let reply = match msg {
+                Message::Text(t) => Message::Text(t),
+                Message::Binary(b) => Message::Binary(b),
+                Message::Close(_) => break,
+                _ => continue,
+            };
+            if socket.send(reply).await.is_err() {
+                break;
+            }
+        }
+    })
 }

@@ -13,22 +13,31 @@ use std::time::Instant;
 use volley_scenario::RateShape;
 
 use crate::client::Client;
-use crate::vu::WorkerContext;
+use crate::flow::FlowState;
+use crate::vu::{WorkerContext, send_request};
+
+/// A VU of the open model: its connection and, in a scenario, its variables.
+struct Vu {
+    client: Client,
+    flow: FlowState,
+}
 
 /// The VUs of one worker and the arrivals waiting for one.
 struct Pool {
-    idle: Vec<Client>,
+    idle: Vec<Vu>,
     created: usize,
     cap: usize,
     backlog: VecDeque<Instant>,
 }
 
 impl Pool {
-    fn take(&mut self, ctx: &WorkerContext) -> Option<Client> {
+    fn take(&mut self, ctx: &WorkerContext, worker: u64, workers: u64) -> Option<Vu> {
         self.idle.pop().or_else(|| {
             (self.created < self.cap).then(|| {
+                // VU numbers unique across workers, as in the closed model.
+                let id = self.created as u64 * workers + worker;
                 self.created += 1;
-                Client::new(ctx.target.clone(), ctx.tls.clone(), ctx.force_h2)
+                Vu { client: Client::new(ctx.target.clone(), ctx.tls.clone(), ctx.force_h2), flow: FlowState::new(id) }
             })
         })
     }
@@ -52,10 +61,10 @@ pub(crate) async fn run_arrivals(ctx: Rc<WorkerContext>, rate: RateShape, worker
             due = arrivals.recv() => match due { Some(d) => d, None => break },
         };
         ctx.recorder.borrow_mut().record_sched_lag(due, Instant::now().saturating_duration_since(due));
-        let client = pool.borrow_mut().take(&ctx);
-        match client {
-            Some(client) => {
-                tasks.spawn_local(serve(ctx.clone(), pool.clone(), client, due));
+        let vu = pool.borrow_mut().take(&ctx, worker, workers);
+        match vu {
+            Some(vu) => {
+                tasks.spawn_local(serve(ctx.clone(), pool.clone(), vu, due));
             }
             None => pool.borrow_mut().backlog.push_back(due),
         }
@@ -100,25 +109,21 @@ fn pace(
 
 /// Sends the arrival due at `due` on `client`, then keeps serving the backlog with the
 /// same VU; gives the VU back when the backlog is empty.
-async fn serve(ctx: Rc<WorkerContext>, pool: Rc<RefCell<Pool>>, mut client: Client, mut due: Instant) {
+async fn serve(ctx: Rc<WorkerContext>, pool: Rc<RefCell<Pool>>, mut vu: Vu, mut due: Instant) {
     let mut late = false;
     loop {
         ctx.shared.active_vus.fetch_add(1, Ordering::Relaxed);
-        let sent = Instant::now();
-        let result = client.send(&ctx.request, ctx.plan.timeout, &ctx.buffers).await;
+        let queued_us = Instant::now().saturating_duration_since(due).as_micros() as u64;
+        if let Some(scenario) = &ctx.plan.scenario {
+            if let Err(halt) = crate::flow::iteration(&ctx, scenario, &mut vu.client, &mut vu.flow, queued_us, None).await {
+                ctx.shared.halt(halt);
+            }
+        } else {
+            send_request(&ctx, &mut vu.client, queued_us).await;
+        }
         ctx.shared.active_vus.fetch_sub(1, Ordering::Relaxed);
-        {
-            let mut rec = ctx.recorder.borrow_mut();
-            match result {
-                Ok(mut ex) => {
-                    ex.queued_us = sent.saturating_duration_since(due).as_micros() as u64;
-                    rec.record_exchange(&ex, ctx.plan.expect_status.contains(ex.status));
-                }
-                Err(failure) => rec.record_failure(failure),
-            }
-            if late {
-                rec.record_arrival_outcome(due, true, false);
-            }
+        if late {
+            ctx.recorder.borrow_mut().record_arrival_outcome(due, true, false);
         }
         // Next: the oldest waiting arrival that has not outlived the timeout.
         let next = loop {
@@ -138,7 +143,7 @@ async fn serve(ctx: Rc<WorkerContext>, pool: Rc<RefCell<Pool>>, mut client: Clie
                 late = true;
             }
             None => {
-                pool.borrow_mut().idle.push(client);
+                pool.borrow_mut().idle.push(vu);
                 return;
             }
         }

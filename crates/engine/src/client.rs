@@ -17,6 +17,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use volley_stats::ErrorKind;
 
+pub(crate) use crate::h1::Capture;
 use crate::h1::{self, Stream};
 use crate::target::Target;
 
@@ -28,11 +29,11 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
-    fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Failure { kind, message: message.into() }
     }
 
-    fn io(stage: &str, e: &std::io::Error) -> Self {
+    pub(crate) fn io(stage: &str, e: &std::io::Error) -> Self {
         use std::io::ErrorKind as K;
         let kind = match e.kind() {
             K::ConnectionRefused | K::AddrNotAvailable | K::NotFound | K::HostUnreachable | K::NetworkUnreachable => {
@@ -46,7 +47,7 @@ impl Failure {
         Failure::new(kind, format!("{stage}: {e}"))
     }
 
-    fn h1(e: h1::H1Error) -> Self {
+    pub(crate) fn h1(e: h1::H1Error) -> Self {
         match e {
             h1::H1Error::Io(stage, io) => Failure::io(stage, &io),
             h1::H1Error::Closed(what) => Failure::new(ErrorKind::Reset, what),
@@ -150,6 +151,22 @@ async fn connect_with(
     }
 }
 
+/// A new HTTP/1.1 connection (TCP, then TLS for https) for a stream of its own (SSE,
+/// WebSocket), with how long it took.
+pub(crate) async fn open_stream(target: &Target, tls: Option<&Arc<ClientConfig>>) -> Result<(Stream, ConnectTimes), Failure> {
+    let t0 = Instant::now();
+    let tcp = TcpStream::connect(target.addr).await.map_err(|e| Failure::io("connect", &e))?;
+    let _ = tcp.set_nodelay(true);
+    let t1 = Instant::now();
+    let mut times = ConnectTimes { tcp_us: micros(t1 - t0), tls_us: 0 };
+    let Some(config) = tls.filter(|_| target.tls) else { return Ok((Stream::Plain(tcp), times)) };
+    let name = rustls::pki_types::ServerName::try_from(target.host.clone())
+        .map_err(|e| Failure::new(ErrorKind::Tls, format!("tls: bad server name: {e}")))?;
+    let stream = TlsConnector::from(config.clone()).connect(name, tcp).await.map_err(|e| Failure::new(ErrorKind::Tls, format!("tls: {e}")))?;
+    times.tls_us = micros(t1.elapsed());
+    Ok((Stream::Tls(Box::new(stream)), times))
+}
+
 async fn handshake_h2(stream: Stream) -> Result<Connection, Failure> {
     let (sender, conn) = http2::handshake(LocalExec, TokioIo::new(stream)).await.map_err(|e| Failure::hyper(&e))?;
     tokio::task::spawn_local(conn);
@@ -192,6 +209,42 @@ impl PreparedRequest {
         let h1 = serialize_h1(&method, target.path.as_str(), &headers, &body);
         headers.remove(HOST);
         Ok(PreparedRequest { method, full_uri: target.uri.clone(), headers, body, h1 })
+    }
+
+    /// A request to `path_and_query` on the target (a scenario step, built per request).
+    pub(crate) fn build(
+        target: &Target,
+        method: &str,
+        path_and_query: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+    ) -> Result<Self, String> {
+        let method = Method::from_bytes(method.as_bytes()).map_err(|_| format!("bad method `{method}`"))?;
+        let mut map = HeaderMap::new();
+        map.insert(HOST, HeaderValue::from_str(target.authority.as_str()).map_err(|e| e.to_string())?);
+        map.insert(USER_AGENT, HeaderValue::from_static(concat!("volley/", env!("CARGO_PKG_VERSION"))));
+        for (n, v) in headers {
+            let name = http::HeaderName::from_bytes(n.as_bytes()).map_err(|_| format!("bad header name `{n}`"))?;
+            let value = HeaderValue::from_str(v).map_err(|_| format!("header `{n}`: the value has characters a header cannot carry"))?;
+            map.insert(name, value);
+        }
+        let path: http::uri::PathAndQuery =
+            path_and_query.parse().map_err(|_| format!("`{path_and_query}` is not a valid URL path"))?;
+        let full_uri = Uri::builder()
+            .scheme(if target.tls { "https" } else { "http" })
+            .authority(target.authority.clone())
+            .path_and_query(path.clone())
+            .build()
+            .map_err(|e| e.to_string())?;
+        let body = Bytes::from(body);
+        let h1 = serialize_h1(&method, path.as_str(), &map, &body);
+        map.remove(HOST);
+        Ok(PreparedRequest { method, full_uri, headers: map, body, h1 })
+    }
+
+    /// The HTTP/1.1 bytes (streams open their own connection).
+    pub(crate) fn h1_bytes(&self) -> &[u8] {
+        &self.h1
     }
 
     fn build_h2(&self) -> Request<Full<Bytes>> {
@@ -254,9 +307,20 @@ impl Client {
     /// Sends `req`, opening a connection first if needed; the whole exchange is bounded by
     /// `timeout`. A failure drops the connection so the next request reconnects.
     pub(crate) async fn send(&mut self, req: &PreparedRequest, timeout: Duration, buffers: &BufferPool) -> Result<Exchange, Failure> {
+        self.send_capture(req, timeout, buffers, None).await
+    }
+
+    /// [`Client::send`], keeping the response's headers and body in `capture`.
+    pub(crate) async fn send_capture(
+        &mut self,
+        req: &PreparedRequest,
+        timeout: Duration,
+        buffers: &BufferPool,
+        mut capture: Option<&mut Capture>,
+    ) -> Result<Exchange, Failure> {
         let start = Instant::now();
         let mut buf = buffers.take();
-        let result = tokio::time::timeout(timeout, self.exchange(req, start, &mut buf)).await;
+        let result = tokio::time::timeout(timeout, self.exchange(req, start, &mut buf, capture.as_deref_mut())).await;
         buffers.give(buf);
         let out = match result {
             Ok(r) => r,
@@ -268,7 +332,13 @@ impl Client {
         out
     }
 
-    async fn exchange(&mut self, req: &PreparedRequest, start: Instant, buf: &mut Vec<u8>) -> Result<Exchange, Failure> {
+    async fn exchange(
+        &mut self,
+        req: &PreparedRequest,
+        start: Instant,
+        buf: &mut Vec<u8>,
+        mut capture: Option<&mut Capture>,
+    ) -> Result<Exchange, Failure> {
         let (mut connect_us, mut tls_us) = (0, 0);
         let mut reconnected = false;
         // A reused connection that the server closed while idle fails before any response
@@ -286,9 +356,12 @@ impl Client {
                 self.conn = Some(conn);
             }
             let conn = self.conn.as_mut().expect("connection just ensured");
-            let Connection::H1(stream) = conn else { break self.exchange_h2(req).await? };
+            let Connection::H1(stream) = conn else { break self.exchange_h2(req, capture.as_deref_mut()).await? };
             let head_only = req.method == Method::HEAD;
-            match h1::exchange(stream, &req.h1, head_only, buf).await {
+            if let Some(c) = capture.as_deref_mut() {
+                *c = Capture::default();
+            }
+            match h1::exchange(stream, &req.h1, head_only, buf, capture.as_deref_mut()).await {
                 Ok(r) => {
                     if !r.keep_alive {
                         self.conn = None;
@@ -316,25 +389,36 @@ impl Client {
     }
 
     /// One request on the HTTP/2 connection: (status, time of the head, body bytes).
-    async fn exchange_h2(&mut self, req: &PreparedRequest) -> Result<(u16, Instant, u64), Failure> {
+    async fn exchange_h2(&mut self, req: &PreparedRequest, mut capture: Option<&mut Capture>) -> Result<(u16, Instant, u64), Failure> {
         let Some(Connection::H2(s)) = self.conn.as_mut() else { unreachable!("called on an HTTP/2 connection") };
         s.ready().await.map_err(|e| Failure::hyper(&e))?;
         let response = s.send_request(req.build_h2()).await.map_err(|e| Failure::hyper(&e))?;
         // HTTP/2 shares the socket with control frames: the head's arrival is its first byte.
         let first = Instant::now();
         let status = response.status().as_u16();
+        if let Some(c) = capture.as_deref_mut() {
+            c.headers = response
+                .headers()
+                .iter()
+                .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .collect();
+        }
         let mut body = response.into_body();
         let mut bytes = 0u64;
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|e| Failure::hyper(&e))?;
             if let Some(data) = frame.data_ref() {
                 bytes += data.len() as u64;
+                if let Some(c) = capture.as_deref_mut() {
+                    let room = h1::CAPTURE_LIMIT.saturating_sub(c.body.len());
+                    c.body.extend_from_slice(&data[..data.len().min(room)]);
+                }
             }
         }
         Ok((status, first, bytes))
     }
 }
 
-fn micros(d: Duration) -> u64 {
+pub(crate) fn micros(d: Duration) -> u64 {
     d.as_micros() as u64
 }

@@ -83,10 +83,68 @@ pub(crate) struct Response {
     pub(crate) keep_alive: bool,
 }
 
+/// What a scenario step keeps of a response, for extraction and checks.
+#[derive(Debug, Default)]
+pub(crate) struct Capture {
+    /// Response headers, as received.
+    pub(crate) headers: Vec<(String, String)>,
+    /// The body, up to [`CAPTURE_LIMIT`] bytes.
+    pub(crate) body: Vec<u8>,
+}
+
+/// Bodies are kept up to this size for extraction; the rest is read and counted only.
+pub(crate) const CAPTURE_LIMIT: usize = 8 * 1024 * 1024;
+
+/// A response head.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Head {
+    pub(crate) status: u16,
+    pub(crate) framing: Framing,
+    pub(crate) keep_alive: bool,
+    pub(crate) first_byte: Instant,
+}
+
 /// Writes `request` and reads one whole response. `head_only`: the request was HEAD.
-pub(crate) async fn exchange(stream: &mut Stream, request: &[u8], head_only: bool, buf: &mut Vec<u8>) -> Result<Response, H1Error> {
+/// With `capture`, the headers and body are kept.
+pub(crate) async fn exchange(
+    stream: &mut Stream,
+    request: &[u8],
+    head_only: bool,
+    buf: &mut Vec<u8>,
+    mut capture: Option<&mut Capture>,
+) -> Result<Response, H1Error> {
     stream.write_all(request).await.map_err(|e| H1Error::Stale(format!("write: {e}")))?;
     buf.clear();
+    let head = read_head(stream, buf, capture.as_deref_mut().map(|c| &mut c.headers)).await?;
+    let status = head.status;
+    let no_body = head_only || status == 204 || status == 304 || (100..200).contains(&status);
+    let body_bytes = if no_body {
+        0
+    } else {
+        match capture {
+            Some(c) => {
+                let body = &mut c.body;
+                read_body(stream, buf, head.framing, &mut |chunk| {
+                    let room = CAPTURE_LIMIT.saturating_sub(body.len());
+                    body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    true
+                })
+                .await?
+            }
+            None => read_body(stream, buf, head.framing, &mut |_| true).await?,
+        }
+    };
+    let keep_alive = head.keep_alive && !matches!(head.framing, Framing::UntilClose);
+    Ok(Response { status, first_byte: head.first_byte, body_bytes, keep_alive })
+}
+
+/// Reads a response head (skipping informational ones) into `buf`, leaving any body bytes
+/// after it there. A failure before the first byte is [`H1Error::Stale`].
+pub(crate) async fn read_head(
+    stream: &mut Stream,
+    buf: &mut Vec<u8>,
+    mut headers: Option<&mut Vec<(String, String)>>,
+) -> Result<Head, H1Error> {
     let mut first_byte = None;
     loop {
         let (status, head_len, framing, keep_alive) = loop {
@@ -109,21 +167,29 @@ pub(crate) async fn exchange(stream: &mut Stream, request: &[u8], head_only: boo
             }
             first_byte.get_or_insert_with(Instant::now);
         };
-        buf.drain(..head_len);
         // Informational responses (100 Continue, 103 Early Hints) precede the real one.
         if (100..200).contains(&status) && status != 101 {
+            buf.drain(..head_len);
             continue;
         }
-        let no_body = head_only || status == 204 || status == 304 || (100..200).contains(&status);
-        let body_bytes = if no_body { 0 } else { read_body(stream, buf, framing).await? };
-        let keep_alive = keep_alive && !matches!(framing, Framing::UntilClose);
-        let first_byte = first_byte.unwrap_or_else(Instant::now);
-        return Ok(Response { status, first_byte, body_bytes, keep_alive });
+        if let Some(out) = headers.as_deref_mut() {
+            collect_headers(&buf[..head_len], out);
+        }
+        buf.drain(..head_len);
+        return Ok(Head { status, framing, keep_alive, first_byte: first_byte.unwrap_or_else(Instant::now) });
+    }
+}
+
+fn collect_headers(head: &[u8], out: &mut Vec<(String, String)>) {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut headers);
+    if resp.parse(head).is_ok() {
+        out.extend(resp.headers.iter().map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned())));
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Framing {
+pub(crate) enum Framing {
     Length(u64),
     Chunked,
     UntilClose,
@@ -171,11 +237,19 @@ async fn fill(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<usize, H1Error> 
     Ok(n)
 }
 
-/// Reads the body (part of which may already be in `buf`) and returns its length.
-async fn read_body(stream: &mut Stream, buf: &mut Vec<u8>, framing: Framing) -> Result<u64, H1Error> {
+/// What receives body bytes as they arrive; returning `false` stops reading (the
+/// connection is then left mid-body and must not be reused).
+pub(crate) type Sink<'a> = &'a mut dyn FnMut(&[u8]) -> bool;
+
+/// Reads the body (part of which may already be in `buf`), handing it to `sink`, and
+/// returns its length.
+pub(crate) async fn read_body(stream: &mut Stream, buf: &mut Vec<u8>, framing: Framing, sink: Sink<'_>) -> Result<u64, H1Error> {
     match framing {
         Framing::Length(n) => {
             let mut have = buf.len() as u64;
+            if !sink(&buf[..buf.len().min(n as usize)]) {
+                return Ok(have);
+            }
             buf.clear();
             while have < n {
                 let got = fill(stream, buf).await?;
@@ -183,28 +257,35 @@ async fn read_body(stream: &mut Stream, buf: &mut Vec<u8>, framing: Framing) -> 
                     return Err(H1Error::Closed("connection closed inside the body"));
                 }
                 have += got as u64;
+                let keep = sink(buf);
                 buf.clear();
+                if !keep {
+                    break;
+                }
             }
-            Ok(n)
+            Ok(have.min(n))
         }
         Framing::UntilClose => {
             let mut have = buf.len() as u64;
+            let mut keep = sink(buf);
             buf.clear();
-            loop {
+            while keep {
                 let got = fill(stream, buf).await?;
                 if got == 0 {
-                    return Ok(have);
+                    break;
                 }
                 have += got as u64;
+                keep = sink(buf);
                 buf.clear();
             }
+            Ok(have)
         }
-        Framing::Chunked => read_chunked(stream, buf).await,
+        Framing::Chunked => read_chunked(stream, buf, sink).await,
     }
 }
 
 /// Decodes chunked encoding: `size[;ext]\r\n data \r\n` ... `0\r\n trailers \r\n`.
-async fn read_chunked(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<u64, H1Error> {
+async fn read_chunked(stream: &mut Stream, buf: &mut Vec<u8>, sink: Sink<'_>) -> Result<u64, H1Error> {
     let mut total = 0u64;
     loop {
         let line = read_line(stream, buf).await?;
@@ -218,12 +299,18 @@ async fn read_chunked(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<u64, H1E
             while !read_line(stream, buf).await?.is_empty() {}
             return Ok(total);
         }
+        let mut data_left = size;
         let mut need = size + 2; // data and its CRLF
         while need > 0 {
             if buf.is_empty() && fill(stream, buf).await? == 0 {
                 return Err(H1Error::Closed("connection closed inside a chunk"));
             }
             let take = (buf.len() as u64).min(need) as usize;
+            let data = (take as u64).min(data_left) as usize;
+            if data > 0 && !sink(&buf[..data]) {
+                return Ok(total + data as u64);
+            }
+            data_left -= data as u64;
             buf.drain(..take);
             need -= take as u64;
         }
@@ -282,7 +369,7 @@ mod tests {
             });
             let mut stream = Stream::Plain(TcpStream::connect(addr).await.unwrap());
             let mut buf = Vec::new();
-            let r = exchange(&mut stream, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", head_only, &mut buf).await;
+            let r = exchange(&mut stream, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", head_only, &mut buf, None).await;
             server.await.unwrap();
             r
         })

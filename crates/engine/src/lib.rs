@@ -7,15 +7,19 @@
 
 mod arrivals;
 mod client;
+mod flow;
 mod h1;
 pub mod prom;
 pub mod scrape;
 mod recorder;
 mod run;
+mod sse;
 mod target;
 mod tls;
 mod vu;
+mod ws;
 
-pub use run::{EngineConfig, Event, Run, RunControl, RunEnd, StopReason, start};
+pub use flow::Trace;
+pub use run::{check_once, EngineConfig, Event, Run, RunControl, RunEnd, StopReason, start};
 pub use target::{Target, TargetError, preflight};
 pub use tls::TlsOptions;

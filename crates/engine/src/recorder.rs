@@ -16,6 +16,8 @@ const MESSAGES_PER_KIND: usize = 5;
 #[derive(Debug)]
 pub(crate) struct WorkerPart {
     pub(crate) sample: IntervalSample,
+    /// The same, per scenario step (empty for single-request runs).
+    pub(crate) steps: Vec<IntervalSample>,
     /// New error messages seen by this worker, (kind, message).
     pub(crate) messages: Vec<(ErrorKind, String)>,
 }
@@ -27,17 +29,27 @@ pub(crate) struct Recorder {
     interval: Duration,
     /// Completions after this index are counted in it (the run's last interval).
     last_index: Option<u64>,
-    /// Pending intervals, oldest first; `pending[0].index == first_index`.
-    pending: VecDeque<IntervalSample>,
+    /// Pending intervals, oldest first; `pending[0].all.index == first_index`.
+    pending: VecDeque<Slot>,
+    /// Scenario step names, by step id (for error messages); empty without a scenario.
+    step_names: std::sync::Arc<[String]>,
     first_index: u64,
     messages: Vec<(ErrorKind, String)>,
     seen_per_kind: [usize; volley_stats::KINDS],
     open_model: bool,
 }
 
+/// One interval: the whole run and each step.
+#[derive(Debug)]
+struct Slot {
+    all: IntervalSample,
+    steps: Vec<IntervalSample>,
+}
+
 impl Recorder {
-    pub(crate) fn new(t0: Instant, interval: Duration, open_model: bool) -> Self {
+    pub(crate) fn new(t0: Instant, interval: Duration, open_model: bool, step_names: std::sync::Arc<[String]>) -> Self {
         Recorder {
+            step_names,
             open_model,
             t0,
             interval,
@@ -58,43 +70,68 @@ impl Recorder {
         if self.open_model { IntervalSample::new_open(index) } else { IntervalSample::new(index) }
     }
 
-    fn slot(&mut self, at: Instant) -> &mut IntervalSample {
+    fn new_slot(&self, index: u64) -> Slot {
+        Slot { all: self.new_sample(index), steps: (0..self.step_names.len()).map(|_| self.new_sample(index)).collect() }
+    }
+
+    fn slot(&mut self, at: Instant) -> &mut Slot {
         let idx = self.index_of(at);
         while self.first_index + (self.pending.len() as u64) <= idx {
             let next = self.first_index + self.pending.len() as u64;
-            let sample = self.new_sample(next);
-            self.pending.push_back(sample);
+            let slot = self.new_slot(next);
+            self.pending.push_back(slot);
         }
         &mut self.pending[(idx - self.first_index) as usize]
     }
 
+    /// Applies `f` to the run's sample of the current interval and to the step's.
+    fn apply(&mut self, step: Option<usize>, f: impl Fn(&mut IntervalSample)) {
+        let slot = self.slot(Instant::now());
+        f(&mut slot.all);
+        if let Some(s) = step.and_then(|i| slot.steps.get_mut(i)) {
+            f(s);
+        }
+    }
+
     /// Records a completed exchange; `ok` says whether its status was expected.
-    pub(crate) fn record_exchange(&mut self, ex: &Exchange, ok: bool) {
-        let s = self.slot(Instant::now());
-        if ex.status >= 400 {
-            s.counts.response_errors += 1;
-        }
-        if ex.reconnected {
-            s.counts.reconnects += 1;
-        }
-        if ok {
-            // Open model: from the due time; the actual-send figures are kept beside.
-            s.record_success(ex.ttfb_us + ex.queued_us, ex.total_us + ex.queued_us, ex.connect_us, ex.bytes);
-            s.record_actual(ex.ttfb_us, ex.total_us);
-            s.counts.tls_sum_us += ex.tls_us;
-        } else {
-            s.record_error(ErrorKind::Status);
-            self.note(ErrorKind::Status, format!("HTTP {}", ex.status));
+    pub(crate) fn record_exchange(&mut self, step: Option<usize>, ex: &Exchange, ok: bool) {
+        self.apply(step, |s| {
+            if ex.status >= 400 {
+                s.counts.response_errors += 1;
+            }
+            if ex.reconnected {
+                s.counts.reconnects += 1;
+            }
+            if ok {
+                // Open model: from the due time; the actual-send figures are kept beside.
+                s.record_success(ex.ttfb_us + ex.queued_us, ex.total_us + ex.queued_us, ex.connect_us, ex.bytes);
+                s.record_actual(ex.ttfb_us, ex.total_us);
+                s.counts.tls_sum_us += ex.tls_us;
+            } else {
+                s.record_error(ErrorKind::Status);
+            }
+        });
+        if !ok {
+            self.note(step, ErrorKind::Status, format!("HTTP {}", ex.status));
         }
     }
 
-    /// Records a failed request.
-    pub(crate) fn record_failure(&mut self, f: Failure) {
-        self.slot(Instant::now()).record_error(f.kind);
-        self.note(f.kind, f.message);
+    /// Records a failed request (or a failed check on a response).
+    pub(crate) fn record_failure(&mut self, step: Option<usize>, f: Failure) {
+        self.apply(step, |s| s.record_error(f.kind));
+        self.note(step, f.kind, f.message);
     }
 
-    fn note(&mut self, kind: ErrorKind, message: String) {
+    /// Counts stream events (SSE events, WebSocket messages) received by a step.
+    pub(crate) fn record_events(&mut self, step: usize, n: u64) {
+        self.apply(Some(step), |s| s.counts.events += n);
+    }
+
+    fn note(&mut self, step: Option<usize>, kind: ErrorKind, message: String) {
+        let message = match step.and_then(|i| self.step_names.get(i)) {
+            Some(name) => format!("[{name}] {message}"),
+            None => message,
+        };
         let seen = &mut self.seen_per_kind[kind.index()];
         if *seen < MESSAGES_PER_KIND && !self.messages.iter().any(|(k, m)| *k == kind && *m == message) {
             *seen += 1;
@@ -105,14 +142,14 @@ impl Recorder {
     /// Counts an arrival that waited for a free VU (`late`) or was never sent (`dropped`),
     /// in the interval it was due.
     pub(crate) fn record_arrival_outcome(&mut self, due: Instant, late: bool, dropped: bool) {
-        let s = self.slot(due);
+        let s = &mut self.slot(due).all;
         s.counts.late += u64::from(late);
         s.counts.dropped += u64::from(dropped);
     }
 
     /// Notes the generator's own delay in dispatching an arrival.
     pub(crate) fn record_sched_lag(&mut self, due: Instant, lag: Duration) {
-        let s = self.slot(due);
+        let s = &mut self.slot(due).all;
         s.counts.sched_lag_max_us = s.counts.sched_lag_max_us.max(lag.as_micros() as u64);
     }
 
@@ -125,12 +162,12 @@ impl Recorder {
     /// taken in order.
     pub(crate) fn take(&mut self, index: u64) -> WorkerPart {
         debug_assert_eq!(index, self.first_index);
-        let sample = match self.pending.front() {
-            Some(s) if s.index == index => self.pending.pop_front().expect("front exists"),
-            _ => self.new_sample(index),
+        let slot = match self.pending.front() {
+            Some(s) if s.all.index == index => self.pending.pop_front().expect("front exists"),
+            _ => self.new_slot(index),
         };
         self.first_index = index + 1;
-        WorkerPart { sample, messages: std::mem::take(&mut self.messages) }
+        WorkerPart { sample: slot.all, steps: slot.steps, messages: std::mem::take(&mut self.messages) }
     }
 }
 
@@ -140,7 +177,10 @@ impl Recorder {
     pub(crate) fn take_rest(&mut self, from: u64) -> WorkerPart {
         let mut merged = self.take(from);
         while let Some(s) = self.pending.pop_front() {
-            merged.sample.merge(&s);
+            merged.sample.merge(&s.all);
+            for (m, s) in merged.steps.iter_mut().zip(&s.steps) {
+                m.merge(s);
+            }
         }
         merged
     }
@@ -157,12 +197,12 @@ mod tests {
     #[test]
     fn intervals_are_handed_over_in_order_and_clamped() {
         let t0 = Instant::now() - Duration::from_millis(2500);
-        let mut r = Recorder::new(t0, Duration::from_secs(1), false);
-        r.record_exchange(&ex(), true); // lands in interval 2
+        let mut r = Recorder::new(t0, Duration::from_secs(1), false, Vec::new().into());
+        r.record_exchange(None, &ex(), true); // lands in interval 2
         assert_eq!(r.take(0).sample.counts.tests, 0);
         assert_eq!(r.take(1).sample.counts.tests, 0);
         r.clamp_to(2);
-        r.record_failure(Failure { kind: ErrorKind::Reset, message: "reset".into() });
+        r.record_failure(None, Failure { kind: ErrorKind::Reset, message: "reset".into() });
         let p = r.take(2);
         assert_eq!((p.sample.counts.tests, p.sample.counts.errors), (1, 1));
         assert_eq!(p.messages, vec![(ErrorKind::Reset, "reset".to_string())]);
@@ -170,12 +210,26 @@ mod tests {
 
     #[test]
     fn keeps_a_few_distinct_messages() {
-        let mut r = Recorder::new(Instant::now(), Duration::from_secs(1), false);
+        let mut r = Recorder::new(Instant::now(), Duration::from_secs(1), false, Vec::new().into());
         for i in 0..20 {
-            r.record_failure(Failure { kind: ErrorKind::Connect, message: format!("m{}", i % 7) });
+            r.record_failure(None, Failure { kind: ErrorKind::Connect, message: format!("m{}", i % 7) });
         }
         let p = r.take(0);
         assert_eq!(p.sample.counts.errors, 20);
         assert_eq!(p.messages.len(), MESSAGES_PER_KIND);
+    }
+
+    #[test]
+    fn steps_count_in_their_row_and_in_the_total() {
+        let mut r = Recorder::new(Instant::now(), Duration::from_secs(1), false, vec!["a".to_string(), "b".to_string()].into());
+        r.record_exchange(Some(0), &ex(), true);
+        r.record_exchange(Some(1), &ex(), true);
+        r.record_failure(Some(1), Failure { kind: ErrorKind::Check, message: "`$.x` matched nothing".into() });
+        r.record_events(1, 3);
+        let p = r.take(0);
+        assert_eq!((p.sample.counts.tests, p.sample.counts.errors, p.sample.counts.events), (2, 1, 3));
+        assert_eq!((p.steps[0].counts.tests, p.steps[0].counts.errors), (1, 0));
+        assert_eq!((p.steps[1].counts.tests, p.steps[1].counts.errors, p.steps[1].counts.events), (1, 1, 3));
+        assert_eq!(p.messages, vec![(ErrorKind::Check, "[b] `$.x` matched nothing".to_string())]);
     }
 }

@@ -61,6 +61,8 @@ pub enum Event {
     Interval {
         /// The raw sample (histograms included).
         sample: Box<IntervalSample>,
+        /// The same per scenario step, by step id (empty without a scenario).
+        steps: Vec<IntervalSample>,
         /// Its nGrinder-shaped row.
         row: Interval,
         /// Error messages first seen in this interval.
@@ -90,6 +92,20 @@ pub(crate) struct Shared {
     pub(crate) stop: CancellationToken,
     /// In-flight requests are dropped.
     pub(crate) abort: CancellationToken,
+    /// Set by a VU when the run cannot go on (test data ran out); the conductor stops it.
+    pub(crate) halted: std::sync::Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// Asks the conductor to stop the run, saying why (the first reason wins).
+    pub(crate) fn halt(&self, why: String) {
+        let mut h = self.halted.lock().unwrap_or_else(|p| p.into_inner());
+        h.get_or_insert(why);
+    }
+
+    fn halted(&self) -> Option<String> {
+        self.halted.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -164,6 +180,7 @@ pub fn start(config: EngineConfig) -> Result<Run, String> {
         running: (0..max_vus).map(|_| AtomicBool::new(false)).collect(),
         stop: CancellationToken::new(),
         abort: CancellationToken::new(),
+        halted: std::sync::Mutex::new(None),
     });
     let t0 = Instant::now();
     let started = SystemTime::now();
@@ -266,8 +283,8 @@ impl Conductor {
             // Finished intervals, except the run's last one, which `finish` emits with
             // the completions of its grace period.
             while interval * (next_index as u32 + 1) <= elapsed && interval * (next_index as u32 + 1) < duration {
-                let (sample, messages) = self.collect(Command::Flush(next_index));
-                let tripped = self.emit(next_index, sample, messages, interval, &mut error_watch);
+                let (sample, steps, messages) = self.collect(Command::Flush(next_index));
+                let tripped = self.emit(next_index, sample, steps, messages, interval, &mut error_watch);
                 next_index += 1;
                 if let Some(reason) = tripped.filter(|_| self.config.error_stop) {
                     break 'conduct Some(StopReason::Aborted(reason));
@@ -275,6 +292,9 @@ impl Conductor {
             }
             if elapsed >= duration {
                 break None;
+            }
+            if let Some(why) = self.shared.halted() {
+                break Some(StopReason::Aborted(why));
             }
             // After emitting, so an interval reports the VUs that ran in it.
             self.steer(elapsed);
@@ -303,7 +323,7 @@ impl Conductor {
     }
 
     /// Sends `command` to every worker and merges the parts they answer with.
-    fn collect(&self, command: Command) -> (IntervalSample, Vec<(ErrorKind, String)>) {
+    fn collect(&self, command: Command) -> (IntervalSample, Vec<IntervalSample>, Vec<(ErrorKind, String)>) {
         let index = match command {
             Command::Flush(i) | Command::Finish(i) | Command::Spawn(i) => i,
         };
@@ -311,20 +331,29 @@ impl Conductor {
             let _ = w.send(command);
         }
         let mut merged = IntervalSample::new(index);
+        let mut steps: Vec<IntervalSample> = Vec::new();
         let mut messages = Vec::new();
         for _ in 0..self.workers.len() {
             if let Ok(part) = self.parts.recv() {
                 merged.merge(&part.sample);
+                if steps.is_empty() {
+                    steps = part.steps;
+                } else {
+                    for (m, s) in steps.iter_mut().zip(&part.steps) {
+                        m.merge(s);
+                    }
+                }
                 messages.extend(part.messages);
             }
         }
-        (merged, messages)
+        (merged, steps, messages)
     }
 
     fn emit(
         &self,
         index: u64,
         mut sample: IntervalSample,
+        steps: Vec<IntervalSample>,
         messages: Vec<(ErrorKind, String)>,
         period: Duration,
         watch: &mut ErrorWatch,
@@ -336,6 +365,7 @@ impl Conductor {
         let tripped = watch.observe(&row, start + period.as_secs_f64());
         let _ = self.events.send(Event::Interval {
             sample: Box::new(sample),
+            steps,
             row,
             messages,
             target_vus: self.shared.target_vus.load(Ordering::Relaxed),
@@ -355,12 +385,12 @@ impl Conductor {
         // the interval before it), but never one already emitted.
         let holding = (stop_at.as_nanos().div_ceil(interval.as_nanos()) as u64).saturating_sub(1);
         let last = holding.max(next_index);
-        let (sample, messages) = self.collect(Command::Finish(last));
+        let (sample, steps, messages) = self.collect(Command::Finish(last));
         let start = interval * last as u32;
         let period = stop_at.saturating_sub(start);
         if period > Duration::ZERO || sample.counts.tests + sample.counts.errors > 0 {
             let row = sample.to_interval(start.as_secs_f64(), period.as_secs_f64(), vus_at_stop);
-            let _ = self.events.send(Event::Interval { sample: Box::new(sample), row, messages, target_vus: 0 });
+            let _ = self.events.send(Event::Interval { sample: Box::new(sample), steps, row, messages, target_vus: 0 });
         }
         let _ = self.events.send(Event::End(RunEnd { stopped, elapsed: stop_at }));
     }
@@ -417,7 +447,9 @@ fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiver<Command>
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("worker runtime");
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let recorder = Rc::new(RefCell::new(Recorder::new(seed.t0, seed.interval, seed.plan.load.is_open())));
+        let step_names: Arc<[String]> =
+            seed.plan.scenario.as_ref().map_or_else(Vec::new, |s| s.step_info.iter().map(|i| i.name.clone()).collect()).into();
+        let recorder = Rc::new(RefCell::new(Recorder::new(seed.t0, seed.interval, seed.plan.load.is_open(), step_names)));
         let ctx = Rc::new(WorkerContext {
             shared: seed.shared.clone(),
             plan: seed.plan,
@@ -461,6 +493,44 @@ fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiver<Command>
         // Intervals between the last flushed one and `last` (normally none) fold into `last`.
         let mut part = recorder.borrow_mut().take_rest(next);
         part.sample.index = last;
+        for s in &mut part.steps {
+            s.index = last;
+        }
         let _ = seed.parts.send(part);
     });
+}
+
+/// Runs one iteration of the plan's scenario with one VU, outside any run, and returns
+/// every request and response (`volley check`). Nothing is recorded anywhere.
+pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, String> {
+    let Some(scenario) = config.plan.scenario.clone() else { return Err("no scenario to check".into()) };
+    let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
+    let request = PreparedRequest::new(&config.target, &config.plan.request)?;
+    let shared = Arc::new(Shared {
+        target_vus: AtomicU64::new(1),
+        active_vus: AtomicU64::new(1),
+        running: Vec::new(),
+        stop: CancellationToken::new(),
+        abort: CancellationToken::new(),
+        halted: std::sync::Mutex::new(None),
+    });
+    let names: Arc<[String]> = scenario.step_info.iter().map(|i| i.name.clone()).collect::<Vec<_>>().into();
+    let ctx = Rc::new(WorkerContext {
+        shared,
+        plan: Arc::new(config.plan.clone()),
+        target: config.target.clone(),
+        tls: tls.clone(),
+        force_h2: config.http2,
+        request,
+        recorder: Rc::new(RefCell::new(Recorder::new(Instant::now(), Duration::from_secs(3600), false, names))),
+        buffers: Default::default(),
+    });
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let traces = RefCell::new(Vec::new());
+    tokio::task::LocalSet::new().block_on(&rt, async {
+        let mut client = crate::client::Client::new(config.target.clone(), tls, config.http2);
+        let mut state = crate::flow::FlowState::new(0);
+        crate::flow::iteration(&ctx, &scenario, &mut client, &mut state, 0, Some(&traces)).await
+    })?;
+    Ok(traces.into_inner())
 }

@@ -11,6 +11,7 @@ use rustls::ClientConfig;
 use volley_scenario::Plan;
 
 use crate::client::{BufferPool, Client, PreparedRequest};
+use crate::flow::FlowState;
 use crate::recorder::Recorder;
 use crate::run::Shared;
 use crate::target::Target;
@@ -30,12 +31,17 @@ pub(crate) struct WorkerContext {
 /// Runs VU `id` until the run stops or the target drops below it.
 pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
     let mut client = Client::new(ctx.target.clone(), ctx.tls.clone(), ctx.force_h2);
+    let mut flow = FlowState::new(id);
     let shared = &ctx.shared;
     while !shared.stop.is_cancelled() && id < shared.target_vus.load(Ordering::Relaxed) {
         let started = Instant::now();
-        match client.send(&ctx.request, ctx.plan.timeout, &ctx.buffers).await {
-            Ok(ex) => ctx.recorder.borrow_mut().record_exchange(&ex, ctx.plan.expect_status.contains(ex.status)),
-            Err(failure) => ctx.recorder.borrow_mut().record_failure(failure),
+        if let Some(scenario) = &ctx.plan.scenario {
+            if let Err(halt) = crate::flow::iteration(&ctx, scenario, &mut client, &mut flow, 0, None).await {
+                shared.halt(halt);
+                break;
+            }
+        } else {
+            send_request(&ctx, &mut client, 0).await;
         }
         if !ctx.plan.think_time.is_zero() {
             sleep_unless_stopped(&ctx, Instant::now() + ctx.plan.think_time).await;
@@ -46,6 +52,19 @@ pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
     }
     shared.running[id as usize].store(false, Ordering::Release);
     shared.active_vus.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// The single request of a plan without a scenario; `queued_us`: how late it was sent.
+pub(crate) async fn send_request(ctx: &WorkerContext, client: &mut Client, queued_us: u64) {
+    let result = client.send(&ctx.request, ctx.plan.timeout, &ctx.buffers).await;
+    let mut rec = ctx.recorder.borrow_mut();
+    match result {
+        Ok(mut ex) => {
+            ex.queued_us = queued_us;
+            rec.record_exchange(None, &ex, ctx.plan.expect_status.contains(ex.status));
+        }
+        Err(failure) => rec.record_failure(None, failure),
+    }
 }
 
 async fn sleep_unless_stopped(ctx: &WorkerContext, until: Instant) {

@@ -106,6 +106,36 @@ pub struct RunMeta {
     /// Server-metrics endpoints scraped, with how the scrapes went.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_metrics: Vec<ScrapeNote>,
+    /// Scenario steps, in id order: each has its block of columns in series.csv (as
+    /// nGrinder's test ids do) and its histograms in latency.hlog (`ttfb.N`, `total.N`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepMeta>,
+}
+
+/// One scenario step as the run directory knows it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepMeta {
+    /// Its name.
+    pub name: String,
+    /// `http`, `sse` or `websocket`.
+    pub kind: String,
+}
+
+/// The histogram tag of step `index` (0-based): `ttfb.1`, `total.1`, …
+pub fn step_tag(base: &str, index: usize) -> String {
+    format!("{base}.{}", index + 1)
+}
+
+/// Stream events received, per step (a volley column in the step's block).
+const EVENTS: &str = "Events";
+
+/// The columns of one step's block, nGrinder's names with the step's suffix.
+fn step_header(index: usize) -> Vec<String> {
+    let k = index + 1;
+    let mut h = vec!["Description".to_string()];
+    h.extend(HEADER[2..].iter().map(|c| format!("{c}-{k}")));
+    h.push(format!("{EVENTS}-{k}"));
+    h
 }
 
 /// How scraping one endpoint went.
@@ -183,6 +213,9 @@ impl RunWriter {
         };
         let mut series = open(SERIES_CSV)?;
         let mut header: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
+        for i in 0..meta.steps.len() {
+            header.extend(step_header(i));
+        }
         header.extend(extra_header());
         writeln!(series, "{}", header.join(",")).map_err(|e| FormatError::io(dir.join(SERIES_CSV), e))?;
         let mut hlog_out = open(LATENCY_HLOG)?;
@@ -203,13 +236,21 @@ impl RunWriter {
         &mut self.meta
     }
 
-    /// Appends one interval to `series.csv` and `latency.hlog` and flushes both.
-    pub fn write_interval(&mut self, sample: &IntervalSample, row: &Interval) -> Result<()> {
+    /// Appends one interval to `series.csv` and `latency.hlog` and flushes both; `steps`
+    /// holds the scenario steps' samples (empty without a scenario).
+    pub fn write_interval(&mut self, sample: &IntervalSample, row: &Interval, steps: &[IntervalSample]) -> Result<()> {
         let wall = self.started + Duration::from_secs_f64(row.start_s + row.period_s);
         let local = jiff::Timestamp::try_from(wall)
             .map(|t| t.to_zoned(jiff::tz::TimeZone::system()).strftime("%Y-%m-%d %H:%M:%S").to_string())
             .unwrap_or_default();
         let mut fields: Vec<String> = ngrinder::format_row(&local, row).into();
+        for (step, s) in self.meta.steps.iter().zip(steps) {
+            let step_row = s.to_interval(row.start_s, row.period_s, row.vusers);
+            let cells = ngrinder::format_row(&local, &step_row);
+            fields.push(csv_field(&step.name));
+            fields.extend(cells[2..].iter().cloned());
+            fields.push(s.counts.events.to_string());
+        }
         let n = ngrinder_number;
         let pct = |h: &Histogram<u64>, p: f64| if h.is_empty() { 0.0 } else { h.value_at_percentile(p) as f64 / 1000.0 };
         fields.push(n(row.start_s));
@@ -233,6 +274,11 @@ impl RunWriter {
         hlog::write_interval(&mut self.hlog, &sample.ttfb, start, len, TAG_TTFB).map_err(|e| FormatError::io(&hpath, e))?;
         hlog::write_interval(&mut self.hlog, &sample.total, start, len, TAG_TOTAL)
             .map_err(|e| FormatError::io(&hpath, e))?;
+        for (i, s) in steps.iter().enumerate() {
+            hlog::write_interval(&mut self.hlog, &s.ttfb, start, len, &step_tag(TAG_TTFB, i)).map_err(|e| FormatError::io(&hpath, e))?;
+            hlog::write_interval(&mut self.hlog, &s.total, start, len, &step_tag(TAG_TOTAL, i))
+                .map_err(|e| FormatError::io(&hpath, e))?;
+        }
         if let Some(actual) = &sample.actual {
             hlog::write_interval(&mut self.hlog, &actual.0, start, len, TAG_TTFB_ACTUAL)
                 .map_err(|e| FormatError::io(&hpath, e))?;
@@ -288,6 +334,12 @@ pub fn write_meta(dir: &Path, meta: &RunMeta) -> Result<()> {
     fs::rename(&tmp, dir.join(RUN_JSON)).map_err(|e| FormatError::io(dir.join(RUN_JSON), e))
 }
 
+/// A step name as a `Description` cell: nGrinder files are never quoted, so the
+/// characters that would break the row become spaces (run.json keeps the real name).
+fn csv_field(s: &str) -> String {
+    s.chars().map(|c| if matches!(c, ',' | '"' | '\n' | '\r' | '\t' | ';') { ' ' } else { c }).collect()
+}
+
 fn sanitize(name: &str) -> String {
     let s: String =
         name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect();
@@ -311,6 +363,10 @@ pub struct RunData {
     pub generator: Vec<GeneratorHealth>,
     /// Scraped server metrics, from server.csv (empty when none were scraped).
     pub server: Vec<ServerPoint>,
+    /// Each scenario step's series (name, series), from its block of series.csv.
+    pub steps: Vec<(String, Series)>,
+    /// Stream events per step and interval.
+    pub step_events: Vec<Vec<u64>>,
 }
 
 /// One scraped value.
@@ -412,7 +468,29 @@ impl RunData {
             })
             .collect();
         let server = read_server(&dir.join(SERVER_CSV))?;
-        Ok(RunData { dir: dir.to_path_buf(), meta, series: file.total, histograms, errors_by_kind, generator, server })
+        let step_events = (0..file.tests.len())
+            .map(|i| {
+                let c = col(&format!("{EVENTS}-{}", i + 1));
+                file.rows.iter().map(|r| c.and_then(|c| r.get(c)).and_then(|v| v.parse().ok()).unwrap_or(0)).collect()
+            })
+            .collect();
+        Ok(RunData {
+            dir: dir.to_path_buf(),
+            series: file.total,
+            histograms,
+            errors_by_kind,
+            generator,
+            server,
+            // The names as written in the scenario (the CSV cells lose commas).
+            steps: file
+                .tests
+                .into_iter()
+                .enumerate()
+                .map(|(i, (name, series))| (meta.steps.get(i).map_or(name, |s| s.name.clone()), series))
+                .collect(),
+            step_events,
+            meta,
+        })
     }
 }
 
@@ -437,6 +515,7 @@ mod tests {
             host: "h".into(),
             errors: vec![],
             server_metrics: vec![],
+            steps: vec![],
         }
     }
 
@@ -450,7 +529,7 @@ mod tests {
             s.record_success(1000 * (i + 1), 2000 * (i + 1), 0, 10);
             s.record_error(ErrorKind::Timeout);
             let row = s.to_interval(i as f64, 1.0, 4.0);
-            w.write_interval(&s, &row).unwrap();
+            w.write_interval(&s, &row, &[]).unwrap();
         }
         // Readable while still running.
         let mid = RunData::read(w.dir()).unwrap();
@@ -469,5 +548,43 @@ mod tests {
         assert_eq!(source.per_interval(TAG_TTFB, 1.0).unwrap().len(), 2);
         let header = fs::read_to_string(w.dir().join(SERIES_CSV)).unwrap();
         assert!(header.starts_with(&HEADER.join(",")));
+    }
+
+    #[test]
+    fn steps_get_ngrinder_blocks_and_their_own_histograms() {
+        let root = tempfile::tempdir().unwrap();
+        let mut m = meta();
+        m.steps = vec![
+            StepMeta { name: "create, room".into(), kind: "http".into() },
+            StepMeta { name: "events".into(), kind: "sse".into() },
+        ];
+        let mut w = RunWriter::create(root.path(), m, SystemTime::now()).unwrap();
+        for i in 0..2u64 {
+            let mut all = IntervalSample::new(i);
+            let mut a = IntervalSample::new(i);
+            let mut b = IntervalSample::new(i);
+            a.record_success(1000, 2000, 0, 10);
+            all.record_success(1000, 2000, 0, 10);
+            b.record_success(3000, 9000, 0, 10);
+            all.record_success(3000, 9000, 0, 10);
+            b.counts.events += 4;
+            b.record_error(ErrorKind::Check);
+            all.record_error(ErrorKind::Check);
+            let row = all.to_interval(i as f64, 1.0, 1.0);
+            w.write_interval(&all, &row, &[a, b]).unwrap();
+        }
+        w.finish(RunStatus::Complete, None).unwrap();
+        let data = RunData::read(w.dir()).unwrap();
+        assert_eq!(data.steps.len(), 2);
+        assert_eq!(data.steps[0].0, "create, room");
+        assert_eq!((data.steps[1].1.tests(), data.steps[1].1.errors()), (2, 2));
+        assert_eq!(data.steps[1].1.intervals[0].mean_test_time_ms, 9.0);
+        assert_eq!(data.step_events[1], vec![4, 4]);
+        assert_eq!(data.series.tests(), 4);
+        assert_eq!(data.errors_by_kind[0][ErrorKind::Check.index()], 1);
+        let source = crate::Source::from_run(data);
+        assert_eq!(source.per_test.len(), 2);
+        assert_eq!(source.merged(&step_tag(TAG_TTFB, 1), 0.0).len(), 2);
+        assert_eq!(source.merged(TAG_TTFB, 0.0).len(), 4);
     }
 }

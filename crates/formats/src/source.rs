@@ -41,6 +41,8 @@ pub struct Source {
     pub generator: Vec<crate::rundir::GeneratorHealth>,
     /// Scraped server metrics (volley runs with `--server-metrics`).
     pub server: Vec<crate::rundir::ServerPoint>,
+    /// Stream events per scenario step and interval (volley runs with a scenario).
+    pub step_events: Vec<Vec<u64>>,
 }
 
 impl Source {
@@ -51,13 +53,14 @@ impl Source {
             path: run.dir,
             format: "volley",
             series: run.series,
-            per_test: Vec::new(),
+            per_test: run.steps,
             histograms: run.histograms,
             errors_by_kind: run.errors_by_kind,
             meta: Some(run.meta),
             notes: Vec::new(),
             generator: run.generator,
             server: run.server,
+            step_events: run.step_events,
         }
     }
 

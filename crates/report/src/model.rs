@@ -3,6 +3,7 @@
 use serde::Serialize;
 use volley_formats::Source;
 use volley_formats::hlog::{TAG_TOTAL, TAG_TOTAL_ACTUAL, TAG_TTFB, TAG_TTFB_ACTUAL};
+use volley_formats::rundir::step_tag;
 use volley_stats::{ErrorKind, LatencySummary, SeedSuite, SuiteOptions, TpsTail};
 
 /// Version of the `report.json` layout; bumped when a field changes meaning or goes away.
@@ -165,10 +166,22 @@ impl RunReport {
         if src.format == "ngrinder" {
             notes.push("This file has only per-interval means: per-request percentiles are not available from it.".to_string());
         }
+        let steps = src.meta.as_ref().map(|m| m.steps.as_slice()).unwrap_or_default();
         let per_test = src
             .per_test
             .iter()
-            .map(|(name, s)| TestSuite { name: name.clone(), seed_suite: SeedSuite::compute(&s.after_warmup(warmup_s), suite_opts) })
+            .enumerate()
+            .map(|(i, (name, s))| {
+                let step = steps.get(i);
+                TestSuite {
+                    name: name.clone(),
+                    kind: step.map(|s| s.kind.clone()),
+                    seed_suite: SeedSuite::compute(&s.after_warmup(warmup_s), suite_opts),
+                    ttfb_ms: step.and_then(|_| src.latency(&step_tag(TAG_TTFB, i), warmup_s)),
+                    total_ms: step.and_then(|_| src.latency(&step_tag(TAG_TOTAL, i), warmup_s)),
+                    events: src.step_events.get(i).map_or(0, |e| e.iter().skip(first_kept).sum()),
+                }
+            })
             .collect();
         let varies = series.intervals.windows(2).any(|w| (w[0].vusers - w[1].vusers).abs() >= 1.0);
         let saturation = (src.format == "volley" && varies).then(|| volley_stats::knee::saturation(&series));
@@ -243,8 +256,26 @@ impl RunReport {
 pub struct TestSuite {
     /// Its name or description.
     pub name: String,
+    /// Scenario steps: `http`, `sse` or `websocket`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     /// Its figures.
     pub seed_suite: SeedSuite,
+    /// Per-request time to first byte (scenario steps): the response head; for a
+    /// WebSocket, the completed upgrade.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfb_ms: Option<LatencySummary>,
+    /// Per-request total time (scenario steps): for an event stream, the time to its
+    /// first event; for a WebSocket, to the expected message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_ms: Option<LatencySummary>,
+    /// Event-stream events or WebSocket messages received.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub events: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 fn error_lines(src: &Source, first_kept: usize) -> Vec<ErrorLine> {
@@ -412,7 +443,19 @@ pub struct ThresholdResult {
 
 fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
     use volley_scenario::threshold::Metric;
-    let s = &r.seed_suite;
+    let step = t.step.as_ref().and_then(|name| r.per_test.iter().find(|p| p.name == *name));
+    let expr = match &t.step {
+        Some(name) => format!("{name}: {}", t.expr),
+        None => t.expr.clone(),
+    };
+    if t.step.is_some() && step.is_none() {
+        return ThresholdResult { expr, actual: f64::NAN, passed: false };
+    }
+    let s = step.map_or(&r.seed_suite, |p| &p.seed_suite);
+    let (ttfb, total) = match step {
+        Some(p) => (&p.ttfb_ms, &p.total_ms),
+        None => (&r.per_request.ttfb_ms, &r.per_request.total_ms),
+    };
     let latency = |l: &Option<LatencySummary>| {
         l.as_ref().map_or(f64::NAN, |l| match t.stat.as_str() {
             "mean" | "avg" => l.mean_ms,
@@ -441,8 +484,8 @@ fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
             "p99" => s.mttfb_p99_ms,
             _ => s.mttfb_p99_9_ms,
         },
-        Metric::Ttfb => latency(&r.per_request.ttfb_ms),
-        Metric::Total => latency(&r.per_request.total_ms),
+        Metric::Ttfb => latency(ttfb),
+        Metric::Total => latency(total),
     };
-    ThresholdResult { expr: t.expr.clone(), actual, passed: actual.is_finite() && t.op.holds(actual, t.limit) }
+    ThresholdResult { expr, actual, passed: actual.is_finite() && t.op.holds(actual, t.limit) }
 }

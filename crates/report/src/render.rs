@@ -74,6 +74,34 @@ fn headline(r: &RunReport) -> String {
     h
 }
 
+const STEP_HEADER: [&str; 11] =
+    ["step", "kind", "tests", "errors", "error %", "TPS avg", "TTFB p50", "TTFB p95", "TTFB p99", "total p99", "events"];
+
+/// One row per scenario step.
+pub(crate) fn step_rows(r: &RunReport) -> Vec<Vec<String>> {
+    let ms = |l: &Option<LatencySummary>, pick: fn(&LatencySummary) -> f64| l.as_ref().map_or("-".to_string(), |l| format!("{:.2}", pick(l)));
+    r.per_test
+        .iter()
+        .filter_map(|t| {
+            let kind = t.kind.as_ref()?;
+            let s = &t.seed_suite;
+            Some(vec![
+                t.name.clone(),
+                kind.clone(),
+                s.total_tests.to_string(),
+                s.errors.to_string(),
+                format!("{:.2}", s.error_rate_pct),
+                format!("{:.2}", s.tps_avg),
+                ms(&t.ttfb_ms, |l| l.p50_ms),
+                ms(&t.ttfb_ms, |l| l.p95_ms),
+                ms(&t.ttfb_ms, |l| l.p99_ms),
+                ms(&t.total_ms, |l| l.p99_ms),
+                t.events.to_string(),
+            ])
+        })
+        .collect()
+}
+
 /// The report for a terminal.
 pub fn table(r: &RunReport) -> String {
     let mut out = String::new();
@@ -84,7 +112,21 @@ pub fn table(r: &RunReport) -> String {
     for (label, value) in &rows {
         let _ = writeln!(out, "  {label:<width$}  {value:>14}");
     }
-    for t in &r.per_test {
+    let steps = step_rows(r);
+    if !steps.is_empty() {
+        let _ = writeln!(out, "\nSteps (per-request ms; total = time to first event for SSE, to the expected message for WebSocket)");
+        let widths: Vec<usize> = (0..STEP_HEADER.len())
+            .map(|c| steps.iter().map(|r| r[c].chars().count()).chain([STEP_HEADER[c].len()]).max().unwrap_or(0))
+            .collect();
+        for row in std::iter::once(STEP_HEADER.iter().map(|s| s.to_string()).collect::<Vec<_>>()).chain(steps) {
+            let _ = write!(out, "  {:<w$}", row[0], w = widths[0]);
+            for (c, cell) in row.iter().enumerate().skip(1) {
+                let _ = write!(out, "  {cell:>w$}", w = widths[c]);
+            }
+            let _ = writeln!(out);
+        }
+    }
+    for t in r.per_test.iter().filter(|t| t.kind.is_none()) {
         let _ = writeln!(out, "\nTest `{}`", t.name);
         let width = width.max(t.name.len());
         for (label, value) in suite_rows_of(&t.seed_suite) {
@@ -170,9 +212,10 @@ pub fn csv(reports: &[RunReport]) -> String {
     let f = |v: f64| if v.is_finite() { format!("{v}") } else { String::new() };
     for r in reports {
         let mut rows = vec![("", &r.seed_suite)];
+        let mut ttfbs = vec![r.per_request.ttfb_ms.as_ref()];
         rows.extend(r.per_test.iter().map(|t| (t.name.as_str(), &t.seed_suite)));
-        for (test, s) in rows {
-            let t = r.per_request.ttfb_ms.as_ref().filter(|_| test.is_empty());
+        ttfbs.extend(r.per_test.iter().map(|t| t.ttfb_ms.as_ref()));
+        for ((test, s), t) in rows.into_iter().zip(ttfbs) {
             let p = |pick: fn(&LatencySummary) -> f64| t.map(|t| f(pick(t))).unwrap_or_default();
             let _ = writeln!(
                 out,
@@ -223,7 +266,17 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
     for (label, value) in suite_rows(r) {
         let _ = writeln!(out, "| {label} | {value} |");
     }
-    for t in &r.per_test {
+    let steps = step_rows(r);
+    if !steps.is_empty() {
+        let _ = writeln!(out, "\n## Steps\n\nPer-request times in ms. Total is the time to the first event for SSE steps and to the expected message for WebSocket steps.\n");
+        let _ = writeln!(out, "| {} |\n|{}|", STEP_HEADER.join(" | "), "---|".repeat(STEP_HEADER.len()));
+        for row in steps {
+            let mut cells = row;
+            cells[0] = format!("`{}`", escape_md(&cells[0]));
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    }
+    for t in r.per_test.iter().filter(|t| t.kind.is_none()) {
         let _ = writeln!(out, "\n### Test `{}`\n\n| Metric | Value |\n|---|---|", escape_md(&t.name));
         for (label, value) in suite_rows_of(&t.seed_suite) {
             let _ = writeln!(out, "| {label} | {value} |");

@@ -88,13 +88,22 @@ fn cached_json<'j>(r: &ResponseView<'_>, json: &'j mut Option<serde_json::Value>
     Ok(json.as_ref().expect("just parsed"))
 }
 
+/// The value a JSONPath check expects.
+#[derive(Debug, Clone)]
+pub enum Expected {
+    /// As written.
+    Value(serde_json::Value),
+    /// A template (`"{{ code }}"`), rendered for each response and compared as text.
+    Template(crate::template::Template),
+}
+
 /// What a response must satisfy beyond its status.
 #[derive(Debug, Clone, Default)]
 pub struct Check {
     /// Statuses that count as success (the scenario's default when `None`).
     pub status: Option<StatusSet>,
     /// JSONPath queries and the value each must equal.
-    pub json_equals: Vec<(JsonPath, String, serde_json::Value)>,
+    pub json_equals: Vec<(JsonPath, String, Expected)>,
     /// JSONPath queries that must match something.
     pub json_exists: Vec<(JsonPath, String)>,
     /// Text the body must contain.
@@ -107,9 +116,19 @@ impl Check {
         !self.json_equals.is_empty() || !self.json_exists.is_empty() || !self.body_contains.is_empty()
     }
 
-    /// `Err` with the first failed condition.
-    pub fn judge(&self, r: &ResponseView<'_>, json: &mut Option<serde_json::Value>) -> Result<(), String> {
-        for (path, q, want) in &self.json_equals {
+    /// `Err` with the first failed condition; `render` renders expected templates.
+    pub fn judge(
+        &self,
+        r: &ResponseView<'_>,
+        json: &mut Option<serde_json::Value>,
+        render: &dyn Fn(&crate::template::Template) -> Result<String, String>,
+    ) -> Result<(), String> {
+        for (path, q, expected) in &self.json_equals {
+            let want = match expected {
+                Expected::Value(v) => v.clone(),
+                Expected::Template(t) => serde_json::Value::String(render(t)?),
+            };
+            let want = &want;
             let doc = cached_json(r, json)?;
             match path.query(doc).first() {
                 Some(got) if loosely_equal(got, want) => {}
@@ -181,20 +200,23 @@ mod tests {
         let q = |s: &str| (parse_json_path(s).unwrap(), s.to_string());
         let mut c = Check::default();
         let (p, s) = q("$.status");
-        c.json_equals.push((p, s, serde_json::json!("OPEN")));
+        c.json_equals.push((p, s, Expected::Value(serde_json::json!("OPEN"))));
         let (p, s) = q("$.count");
-        c.json_equals.push((p, s, serde_json::json!(3)));
+        c.json_equals.push((p, s, Expected::Value(serde_json::json!(3))));
+        let (p, s) = q("$.status");
+        c.json_equals.push((p, s, Expected::Template(crate::template::Template::Literal("{{ status }}".into()))));
         c.body_contains.push("OPEN".into());
-        assert!(c.judge(&r, &mut None).is_ok());
+        let render = |_: &crate::template::Template| Ok::<_, String>("OPEN".to_string());
+        assert!(c.judge(&r, &mut None, &render).is_ok());
         c.json_exists.push(q("$.owner"));
-        assert_eq!(c.judge(&r, &mut None).unwrap_err(), "`$.owner` matched nothing");
+        assert_eq!(c.judge(&r, &mut None, &render).unwrap_err(), "`$.owner` matched nothing");
         let mut c2 = Check::default();
         c2.body_contains.push("CLOSED".into());
-        assert_eq!(c2.judge(&r, &mut None).unwrap_err(), "the body does not contain `CLOSED`");
+        assert_eq!(c2.judge(&r, &mut None, &render).unwrap_err(), "the body does not contain `CLOSED`");
         let bad = view(&[], b"<html>");
         c2.json_exists.push(q("$.x"));
         c2.body_contains.clear();
-        assert!(c2.judge(&bad, &mut None).unwrap_err().starts_with("the body is not JSON"));
+        assert!(c2.judge(&bad, &mut None, &render).unwrap_err().starts_with("the body is not JSON"));
         assert!(parse_json_path("accessCode").unwrap_err().contains("is not a JSONPath query"));
     }
 }

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use crate::data::{Feeder, Order};
-use crate::extract::{Check, Extract, Source, parse_json_path};
+use crate::extract::{Check, Expected, Extract, Source, parse_json_path};
 use crate::plan::{RequestSpec, StatusSet};
 use crate::scenario::*;
 use crate::template::{BUILTINS, Template, Templates};
@@ -317,9 +317,8 @@ impl Compiler {
         let load = raw.load.map(|l| self.load(l)).unwrap_or_default();
         let timeout = self.duration("timeout", &raw.timeout);
         if let Some(w) = &raw.warmup {
-            let ok = w.value.strip_prefix("stage:").map_or_else(|| parse_duration(&w.value).is_ok(), |n| n.parse::<usize>().is_ok());
-            if !ok {
-                self.error(at(w), format!("`warmup`: `{}` is neither a duration (30s) nor stage:N", w.value));
+            if let Err(e) = parse_duration(&w.value) {
+                self.error(at(w), format!("`warmup`: {e}"));
             }
         }
         let expect_status = raw.expect_status.as_ref().and_then(|s| self.status("expect_status", s));
@@ -644,7 +643,7 @@ impl Compiler {
         } else {
             Body::Empty
         };
-        let check = r.check.as_ref().map(|c| self.check(c)).unwrap_or_default();
+        let check = r.check.as_ref().map(|c| self.check(c, defined)).unwrap_or_default();
         let mut extract = Vec::new();
         for (var, e) in &r.extract {
             if BUILTINS.contains(&var.as_str()) {
@@ -686,12 +685,18 @@ impl Compiler {
         parse_json_path(q).map_err(|e| self.error(where_, e)).ok()
     }
 
-    fn check(&mut self, c: &S<RawCheck>) -> Check {
+    fn check(&mut self, c: &S<RawCheck>, defined: &BTreeSet<String>) -> Check {
         let r = &c.value;
         let mut out = Check { status: r.status.as_ref().and_then(|s| self.status("check.status", s)), ..Check::default() };
         for (q, want) in &r.json {
+            let expected = match want {
+                serde_json::Value::String(t) if has_template(t) => {
+                    Expected::Template(self.template_at(&format!("check.json.{q}"), t, at(c), defined, false))
+                }
+                other => Expected::Value(other.clone()),
+            };
             if let Some(p) = self.json_path(at(c), q) {
-                out.json_equals.push((p, q.clone(), want.clone()));
+                out.json_equals.push((p, q.clone(), expected));
             }
         }
         for q in &r.exists {

@@ -130,6 +130,10 @@ pub struct Plan {
     pub timeout: Duration,
     /// Statuses counted as success.
     pub expect_status: StatusSet,
+    /// The scenario every iteration runs, instead of `request` (which then names the
+    /// target, for the pre-run connection check).
+    #[serde(skip)]
+    pub scenario: Option<std::sync::Arc<crate::Scenario>>,
 }
 
 mod secs {

@@ -28,5 +28,6 @@ pub(crate) fn source(path: &Path, format: &'static str) -> Source {
         notes: Vec::new(),
         generator: Vec::new(),
         server: Vec::new(),
+        step_events: Vec::new(),
     }
 }

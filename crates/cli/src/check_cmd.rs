@@ -1,0 +1,106 @@
+//! `volley check`: validate a scenario without load, then run one iteration with one VU
+//! and show each request and response briefly (an HTTP debug mode).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use volley_engine::{EngineConfig, Target, TlsOptions, Trace};
+use volley_scenario::scenario::Node;
+use volley_scenario::{Load, LoadShape, Plan, RequestSpec, Scenario};
+
+use crate::args::CheckArgs;
+use crate::run_cmd::load_scenario;
+
+pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
+    let sc = load_scenario(&a.scenario)?;
+    println!("{}: valid", a.scenario.display());
+    print_outline(&sc);
+    if a.no_request {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let url = a.url.clone().unwrap_or_else(|| sc.target.clone());
+    let target = Target::resolve(&url)?;
+    let timeout = sc.timeout.unwrap_or(Duration::from_secs(60));
+    let config = EngineConfig {
+        plan: Plan {
+            request: RequestSpec { method: "GET".into(), url, headers: Vec::new(), body: Vec::new() },
+            load: Load::Closed { shape: LoadShape::constant(1, Duration::from_secs(1), Duration::ZERO).map_err(anyhow::Error::msg)? },
+            pacing: Duration::ZERO,
+            think_time: Duration::ZERO,
+            timeout,
+            expect_status: sc.expect_status.clone().unwrap_or_default(),
+            scenario: Some(Arc::new(sc)),
+        },
+        target,
+        tls: TlsOptions { insecure: a.insecure, cacert: a.cacert.clone() },
+        http2: false,
+        interval: Duration::from_secs(1),
+        threads: 1,
+        grace: Duration::ZERO,
+        error_stop: false,
+    };
+    volley_engine::preflight(&config.target, &config.tls, config.timeout_for_preflight())?;
+    println!("\nOne iteration, one VU, against {}:\n", config.target.uri);
+    let traces = volley_engine::check_once(&config).map_err(anyhow::Error::msg)?;
+    for t in &traces {
+        print_trace(t);
+    }
+    let failed = traces.iter().filter(|t| !t.passed).count();
+    println!("{} requests, {} failed", traces.len(), failed);
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn print_outline(sc: &Scenario) {
+    let n = sc.step_info.len();
+    println!("  target {}, {n} step{}", sc.target, if n == 1 { "" } else { "s" });
+    outline(&sc.steps, sc, 1);
+    for d in &sc.data {
+        println!("  data `{}`: {} rows of {} ({:?})", d.name, d.rows.len(), d.columns.join(", "), d.order);
+    }
+    for t in &sc.thresholds {
+        println!("  threshold {}{}", t.step.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(), t.expr);
+    }
+}
+
+fn outline(nodes: &[Node], sc: &Scenario, depth: usize) {
+    let pad = "  ".repeat(depth);
+    for node in nodes {
+        let (id, what) = match node {
+            Node::Http(h) => (h.call.id, format!("{} {}", h.method, h.call.url.source())),
+            Node::Sse(s) => (s.call.id, format!("SSE {}", s.call.url.source())),
+            Node::WebSocket(w) => (w.call.id, format!("WebSocket {}", w.call.url.source())),
+            Node::Group(g) => {
+                println!("{pad}- group{} × {}", g.name.as_ref().map(|n| format!(" `{n}`")).unwrap_or_default(), g.repeat);
+                outline(&g.steps, sc, depth + 1);
+                continue;
+            }
+        };
+        println!("{pad}- `{}`: {what}", sc.step_info[id].name);
+    }
+}
+
+fn print_trace(t: &Trace) {
+    println!("── {}", t.step);
+    println!("→ {}", t.request);
+    for (k, v) in &t.request_headers {
+        println!("  {k}: {v}");
+    }
+    if !t.request_body.is_empty() {
+        println!("  {}", t.request_body);
+    }
+    if t.status > 0 {
+        println!("← {} in {:.1} ms (first byte {:.1} ms)", t.status, t.total_ms, t.ttfb_ms);
+        for (k, v) in &t.response_headers {
+            println!("  {k}: {v}");
+        }
+        if !t.response_body.is_empty() {
+            println!("  {}", t.response_body);
+        }
+    }
+    for (k, v) in &t.extracted {
+        println!("  set {k} = {v}");
+    }
+    println!("{} {}\n", if t.passed { "✓" } else { "✗" }, t.outcome);
+}

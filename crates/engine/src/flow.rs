@@ -1,0 +1,598 @@
+//! One iteration of a scenario for one VU: steps in order on the VU's keep-alive
+//! connection, templates rendered from the VU's variables, values extracted into them,
+//! checks judged, event streams read in the background until the iteration ends.
+//!
+//! A step that fails and was to extract variables ends the iteration (later steps would
+//! use values that do not exist); other failures are recorded and the flow goes on.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use minijinja::Value;
+use minijinja::value::Serde;
+use tokio_util::sync::CancellationToken;
+use volley_scenario::extract::ResponseView;
+use volley_scenario::scenario::{Body, Call, HttpStep, JsonTemplate, Node, SseStep, WsStep};
+use volley_scenario::template::Template;
+use volley_scenario::Scenario;
+use volley_stats::ErrorKind;
+
+use crate::client::{Capture, Client, Exchange, Failure, PreparedRequest, micros, open_stream};
+use crate::h1;
+use crate::sse::SseParser;
+use crate::vu::WorkerContext;
+
+/// What one VU keeps between iterations.
+#[derive(Debug, Default)]
+pub(crate) struct FlowState {
+    vu: u64,
+    iteration: u64,
+    vars: BTreeMap<String, Value>,
+    feeder_pos: Vec<usize>,
+    started: bool,
+}
+
+impl FlowState {
+    pub(crate) fn new(vu: u64) -> Self {
+        FlowState { vu, ..FlowState::default() }
+    }
+}
+
+/// One request and response as `volley check` prints them.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    /// The step's name.
+    pub step: String,
+    /// `GET http://…` (or `SSE …`, `WS …`).
+    pub request: String,
+    /// Request headers sent by the step (secrets masked).
+    pub request_headers: Vec<(String, String)>,
+    /// The request body, cut short.
+    pub request_body: String,
+    /// Status, or 0 when no response came.
+    pub status: u16,
+    /// Response headers.
+    pub response_headers: Vec<(String, String)>,
+    /// The response body (or received messages), cut short.
+    pub response_body: String,
+    /// Time to first byte and total, ms.
+    pub ttfb_ms: f64,
+    /// Total time, ms.
+    pub total_ms: f64,
+    /// `ok`, or what failed (for event streams: what was received).
+    pub outcome: String,
+    /// Whether the step succeeded.
+    pub passed: bool,
+    /// Variables set by this step.
+    pub extracted: Vec<(String, String)>,
+}
+
+/// The run must stop: the text says why.
+pub(crate) type Halt = String;
+
+/// Whether the flow goes on after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    Go,
+    EndIteration,
+}
+
+/// Runs one iteration; `queued_us` is how late an open-model arrival was sent (added to
+/// the first request's latency, which waited that long).
+pub(crate) async fn iteration(
+    ctx: &Rc<WorkerContext>,
+    scenario: &Arc<Scenario>,
+    client: &mut Client,
+    state: &mut FlowState,
+    queued_us: u64,
+    trace: Option<&RefCell<Vec<Trace>>>,
+) -> Result<(), Halt> {
+    if !state.started {
+        state.started = true;
+        state.feeder_pos = vec![0; scenario.data.len()];
+        state.vars.insert("vu".into(), Value::from(state.vu));
+        state.vars.insert("env".into(), Value::from_pairs(scenario.env.iter().map(|(k, v)| (k.as_str(), Value::from(v.as_str())))));
+        state.vars.insert("iteration".into(), Value::from(0));
+        for (name, t) in &scenario.variables {
+            let ctx_value = context(&state.vars);
+            let v = scenario.templates.render(t, &ctx_value).unwrap_or_else(|e| e);
+            state.vars.insert(name.clone(), Value::from(v));
+        }
+    }
+    state.vars.insert("iteration".into(), Value::from(state.iteration));
+    state.iteration += 1;
+    for (i, feeder) in scenario.data.iter().enumerate() {
+        let row = feeder.next(&mut state.feeder_pos[i]).map_err(|e| e.0)?;
+        state.vars.insert(feeder.name.clone(), row);
+    }
+    let streams = CancellationToken::new();
+    let mut exec = Exec { ctx, scenario, client, state, queued_us, streams: &streams, background: Vec::new(), trace };
+    exec.nodes(&scenario.steps).await;
+    streams.cancel();
+    for (task, entry) in std::mem::take(&mut exec.background) {
+        let result = task.await;
+        if let (Some(trace), Some(i), Ok((text, passed))) = (trace, entry, result) {
+            let mut t = trace.borrow_mut();
+            t[i].outcome = scenario.redact(&text);
+            t[i].passed = passed;
+        }
+    }
+    Ok(())
+}
+
+fn context(vars: &BTreeMap<String, Value>) -> Value {
+    Value::from_pairs(vars.iter().map(|(k, v)| (k.as_str(), v.clone())))
+}
+
+struct Exec<'a> {
+    ctx: &'a Rc<WorkerContext>,
+    scenario: &'a Arc<Scenario>,
+    client: &'a mut Client,
+    state: &'a mut FlowState,
+    queued_us: u64,
+    streams: &'a CancellationToken,
+    /// Event streams still open, with the trace entry each fills in when it closes.
+    background: Vec<(tokio::task::JoinHandle<(String, bool)>, Option<usize>)>,
+    trace: Option<&'a RefCell<Vec<Trace>>>,
+}
+
+type Boxed<'a> = Pin<Box<dyn Future<Output = Next> + 'a>>;
+
+impl<'a> Exec<'a> {
+    fn nodes<'b>(&'b mut self, nodes: &'b [Node]) -> Boxed<'b> {
+        Box::pin(async move {
+            for node in nodes {
+                if self.ctx.shared.stop.is_cancelled() {
+                    return Next::EndIteration;
+                }
+                let next = match node {
+                    Node::Http(step) => self.http(step).await,
+                    Node::Sse(step) => self.sse(step).await,
+                    Node::WebSocket(step) => self.websocket(step).await,
+                    Node::Group(g) => {
+                        let mut next = Next::Go;
+                        for _ in 0..g.repeat {
+                            next = self.nodes(&g.steps).await;
+                            if next == Next::EndIteration {
+                                break;
+                            }
+                        }
+                        next
+                    }
+                };
+                if next == Next::EndIteration {
+                    return next;
+                }
+            }
+            Next::Go
+        })
+    }
+
+    fn render(&self, t: &Template, vars: &Value) -> Result<String, String> {
+        self.scenario.templates.render(t, vars)
+    }
+
+    fn timeout(&self, call: &Call) -> Duration {
+        call.timeout.unwrap_or(self.ctx.plan.timeout)
+    }
+
+    fn fail(&self, id: usize, kind: ErrorKind, message: String) {
+        let message = self.scenario.redact(&message);
+        self.ctx.recorder.borrow_mut().record_failure(Some(id), Failure::new(kind, message));
+    }
+
+    /// The step's URL as a path on the target, and its headers, rendered.
+    fn prepare(&self, call: &Call, vars: &Value, ws: bool) -> Result<(String, Vec<(String, String)>), String> {
+        let url = self.render(&call.url, vars)?;
+        let path = self.path_on_target(&url, ws)?;
+        let mut headers = Vec::with_capacity(self.scenario.headers.len() + call.headers.len());
+        for (n, t) in self.scenario.headers.iter().chain(&call.headers) {
+            let v = self.render(t, vars)?;
+            headers.retain(|(k, _): &(String, String)| !k.eq_ignore_ascii_case(n));
+            headers.push((n.clone(), v));
+        }
+        Ok((path, headers))
+    }
+
+    fn path_on_target(&self, url: &str, ws: bool) -> Result<String, String> {
+        let target = &self.ctx.target;
+        if url.starts_with('/') {
+            let base = target.path.path().trim_end_matches('/');
+            return Ok(format!("{base}{url}"));
+        }
+        let rest = ["http://", "https://"]
+            .iter()
+            .chain(if ws { &["ws://", "wss://"][..] } else { &[] })
+            .find_map(|s| url.strip_prefix(s))
+            .ok_or_else(|| format!("`{url}` is not a URL on the target"))?;
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        if authority != target.authority.as_str() {
+            return Err(format!("`{url}` is on another host than the target ({}); one scenario loads one target", target.authority));
+        }
+        Ok(if path.is_empty() { "/".to_string() } else { path.to_string() })
+    }
+
+    async fn http(&mut self, step: &HttpStep) -> Next {
+        let id = step.call.id;
+        let vars = context(&self.state.vars);
+        let built = self.prepare(&step.call, &vars, false).and_then(|(path, mut headers)| {
+            let body = self.body(&step.body, &vars, &mut headers)?;
+            let req = PreparedRequest::build(&self.ctx.target, &step.method, &path, &headers, body.clone())?;
+            Ok((req, path, headers, body))
+        });
+        let (req, path, headers, body) = match built {
+            Ok(b) => b,
+            Err(e) => {
+                self.fail(id, ErrorKind::Check, e.clone());
+                self.trace_failure(id, format!("{} {}", step.method, step.call.url.source()), e);
+                return Next::EndIteration;
+            }
+        };
+        let keep = step.reads_body() || self.trace.is_some();
+        let mut capture = Capture::default();
+        let timeout = self.timeout(&step.call);
+        let result = self.client.send_capture(&req, timeout, &self.ctx.buffers, keep.then_some(&mut capture)).await;
+        let queued = std::mem::take(&mut self.queued_us);
+        let must_extract = !step.extract.is_empty();
+        let (outcome, extracted, exchange) = match result {
+            Err(f) => {
+                let msg = f.message.clone();
+                self.fail(id, f.kind, f.message);
+                (Err(msg), Vec::new(), None)
+            }
+            Ok(mut ex) => {
+                ex.queued_us = queued;
+                let statuses = step.check.status.as_ref().unwrap_or(&self.ctx.plan.expect_status);
+                if !statuses.contains(ex.status) {
+                    self.ctx.recorder.borrow_mut().record_exchange(Some(id), &ex, false);
+                    (Err(format!("HTTP {}", ex.status)), Vec::new(), Some(ex))
+                } else {
+                    let view = ResponseView { status: ex.status, headers: &capture.headers, body: &capture.body };
+                    let render = |t: &Template| self.render(t, &vars);
+                    match judge(step, &view, &render) {
+                        Ok(values) => {
+                            self.ctx.recorder.borrow_mut().record_exchange(Some(id), &ex, true);
+                            (Ok(()), values, Some(ex))
+                        }
+                        Err(e) => {
+                            self.fail(id, ErrorKind::Check, e.clone());
+                            (Err(e), Vec::new(), Some(ex))
+                        }
+                    }
+                }
+            }
+        };
+        let failed = outcome.is_err();
+        if let Some(trace) = self.trace {
+            let shown: Vec<(String, String)> = extracted.iter().map(|(k, v)| (k.clone(), self.scenario.redact(&v.to_string()))).collect();
+            trace.borrow_mut().push(Trace {
+                step: self.step_name(id),
+                request: format!("{} {}{}", step.method, self.ctx.target.uri.scheme_str().unwrap_or("http"), self.scenario.redact(&format!("://{}{path}", self.ctx.target.authority))),
+                request_headers: headers.iter().map(|(k, v)| (k.clone(), self.scenario.redact(v))).collect(),
+                request_body: self.scenario.redact(&excerpt(&body)),
+                status: exchange.map_or(0, |e| e.status),
+                response_headers: capture.headers.clone(),
+                response_body: self.scenario.redact(&excerpt(&capture.body)),
+                ttfb_ms: exchange.map_or(0.0, |e| e.ttfb_us as f64 / 1000.0),
+                total_ms: exchange.map_or(0.0, |e| e.total_us as f64 / 1000.0),
+                passed: !failed,
+                outcome: outcome.err().map_or_else(|| "ok".to_string(), |e| self.scenario.redact(&e)),
+                extracted: shown,
+            });
+        }
+        for (k, v) in extracted {
+            self.state.vars.insert(k, v);
+        }
+        if failed && must_extract {
+            return Next::EndIteration;
+        }
+        self.think(step.call.think_time).await;
+        Next::Go
+    }
+
+    fn step_name(&self, id: usize) -> String {
+        self.scenario.step_info.get(id).map(|s| s.name.clone()).unwrap_or_default()
+    }
+
+    fn trace_failure(&self, id: usize, request: String, e: String) {
+        if let Some(trace) = self.trace {
+            trace.borrow_mut().push(Trace {
+                step: self.step_name(id),
+                request,
+                request_headers: Vec::new(),
+                request_body: String::new(),
+                status: 0,
+                response_headers: Vec::new(),
+                response_body: String::new(),
+                ttfb_ms: 0.0,
+                total_ms: 0.0,
+                outcome: self.scenario.redact(&e),
+                passed: false,
+                extracted: Vec::new(),
+            });
+        }
+    }
+
+    fn body(&self, body: &Body, vars: &Value, headers: &mut Vec<(String, String)>) -> Result<Vec<u8>, String> {
+        let mut content_type = |ct: &str| {
+            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+                headers.push(("Content-Type".into(), ct.into()));
+            }
+        };
+        Ok(match body {
+            Body::Empty => Vec::new(),
+            Body::Raw(t) => self.render(t, vars)?.into_bytes(),
+            Body::Json(j) => {
+                content_type("application/json");
+                serde_json::to_vec(&self.json(j, vars)?).map_err(|e| e.to_string())?
+            }
+            Body::Form(fields) => {
+                content_type("application/x-www-form-urlencoded");
+                let mut out = form_urlencoded::Serializer::new(String::new());
+                for (k, t) in fields {
+                    out.append_pair(k, &self.render(t, vars)?);
+                }
+                out.finish().into_bytes()
+            }
+        })
+    }
+
+    fn json(&self, j: &JsonTemplate, vars: &Value) -> Result<serde_json::Value, String> {
+        Ok(match j {
+            JsonTemplate::Fixed(v) => v.clone(),
+            JsonTemplate::Text(t) => self.scenario.templates.render_json(t, vars)?,
+            JsonTemplate::Array(items) => serde_json::Value::Array(items.iter().map(|i| self.json(i, vars)).collect::<Result<_, _>>()?),
+            JsonTemplate::Object(fields) => serde_json::Value::Object(
+                fields.iter().map(|(k, v)| Ok((k.clone(), self.json(v, vars)?))).collect::<Result<_, String>>()?,
+            ),
+        })
+    }
+
+    async fn think(&self, pause: Duration) {
+        if pause.is_zero() {
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = self.ctx.shared.stop.cancelled() => {}
+        }
+    }
+
+    /// Opens the stream and reads it in the background (or to its end with `wait`).
+    async fn sse(&mut self, step: &SseStep) -> Next {
+        let id = step.call.id;
+        let vars = context(&self.state.vars);
+        let (path, mut headers) = match self.prepare(&step.call, &vars, false) {
+            Ok(p) => p,
+            Err(e) => {
+                self.fail(id, ErrorKind::Check, e.clone());
+                self.trace_failure(id, format!("SSE {}", step.call.url.source()), e);
+                return Next::EndIteration;
+            }
+        };
+        headers.retain(|(k, _)| !k.eq_ignore_ascii_case("accept") && !k.eq_ignore_ascii_case("cache-control"));
+        headers.push(("Accept".into(), "text/event-stream".into()));
+        headers.push(("Cache-Control".into(), "no-cache".into()));
+        let req = match PreparedRequest::build(&self.ctx.target, "GET", &path, &headers, Vec::new()) {
+            Ok(r) => r,
+            Err(e) => {
+                self.fail(id, ErrorKind::Check, e);
+                return Next::EndIteration;
+            }
+        };
+        let stream = SseStream {
+            ctx: self.ctx.clone(),
+            id,
+            want: step.events,
+            limit: step.call.timeout,
+            open_timeout: self.timeout(&step.call),
+            stop: self.streams.clone(),
+            redact: self.scenario.clone(),
+        };
+        let task = stream.run(req);
+        let (text, passed, pending) = if step.wait {
+            let (text, passed) = task.await;
+            (text, passed, None)
+        } else {
+            (String::from("still open"), true, Some(tokio::task::spawn_local(task)))
+        };
+        if let Some(pending) = pending {
+            self.background.push((pending, self.trace.map(|t| t.borrow().len())));
+        }
+        if let Some(trace) = self.trace {
+            trace.borrow_mut().push(Trace {
+                step: self.step_name(id),
+                request: format!("SSE {}://{}{path}", self.ctx.target.uri.scheme_str().unwrap_or("http"), self.ctx.target.authority),
+                request_headers: headers.iter().map(|(k, v)| (k.clone(), self.scenario.redact(v))).collect(),
+                request_body: String::new(),
+                status: 0,
+                response_headers: Vec::new(),
+                response_body: String::new(),
+                ttfb_ms: 0.0,
+                total_ms: 0.0,
+                outcome: self.scenario.redact(&text),
+                passed,
+                extracted: Vec::new(),
+            });
+        }
+        self.think(step.call.think_time).await;
+        Next::Go
+    }
+
+    async fn websocket(&mut self, step: &WsStep) -> Next {
+        let id = step.call.id;
+        let vars = context(&self.state.vars);
+        let prepared = self.prepare(&step.call, &vars, true).and_then(|(path, headers)| {
+            let send = step.send.iter().map(|t| self.render(t, &vars)).collect::<Result<Vec<_>, _>>()?;
+            let expect = step.expect.as_ref().map(|t| self.render(t, &vars)).transpose()?;
+            Ok((path, headers, send, expect))
+        });
+        let (path, headers, send, expect) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                self.fail(id, ErrorKind::Check, e.clone());
+                self.trace_failure(id, format!("WS {}", step.call.url.source()), e);
+                return Next::EndIteration;
+            }
+        };
+        let timeout = self.timeout(&step.call);
+        let result = crate::ws::exchange(&self.ctx, &path, &headers, &send, expect.as_deref(), timeout).await;
+        let scheme = if self.ctx.target.tls { "wss" } else { "ws" };
+        let (outcome, status, received, ttfb_ms, total_ms) = match result {
+            Ok(done) => {
+                let mut rec = self.ctx.recorder.borrow_mut();
+                rec.record_events(id, done.messages);
+                rec.record_exchange(Some(id), &done.exchange, true);
+                ("ok".to_string(), 101, done.matched, done.exchange.ttfb_us as f64 / 1000.0, done.exchange.total_us as f64 / 1000.0)
+            }
+            Err((f, messages)) => {
+                self.ctx.recorder.borrow_mut().record_events(id, messages);
+                let msg = f.message.clone();
+                self.fail(id, f.kind, f.message);
+                (msg, 0, String::new(), 0.0, 0.0)
+            }
+        };
+        if let Some(trace) = self.trace {
+            trace.borrow_mut().push(Trace {
+                step: self.step_name(id),
+                request: format!("WS {scheme}://{}{path}", self.ctx.target.authority),
+                request_headers: headers.iter().map(|(k, v)| (k.clone(), self.scenario.redact(v))).collect(),
+                request_body: self.scenario.redact(&send.join(" | ")),
+                status,
+                response_headers: Vec::new(),
+                response_body: self.scenario.redact(&excerpt(received.as_bytes())),
+                ttfb_ms,
+                total_ms,
+                passed: outcome == "ok",
+                outcome: self.scenario.redact(&outcome),
+                extracted: Vec::new(),
+            });
+        }
+        self.think(step.call.think_time).await;
+        Next::Go
+    }
+}
+
+/// Checks, then extractions; the values to set, or what failed.
+fn judge(step: &HttpStep, view: &ResponseView<'_>, render: &dyn Fn(&Template) -> Result<String, String>) -> Result<Vec<(String, Value)>, String> {
+    let mut json = None;
+    step.check.judge(view, &mut json, render)?;
+    step.extract.iter().map(|e| e.apply(view, &mut json).map(|v| (e.var.clone(), Value::from(Serde(v))))).collect()
+}
+
+/// The start of a body, as text.
+fn excerpt(body: &[u8]) -> String {
+    const MAX: usize = 400;
+    let text = String::from_utf8_lossy(&body[..body.len().min(MAX)]).into_owned();
+    if body.len() > MAX { format!("{text}… ({} bytes)", body.len()) } else { text }
+}
+
+/// One open event stream of one iteration.
+struct SseStream {
+    ctx: Rc<WorkerContext>,
+    id: usize,
+    want: Option<u64>,
+    limit: Option<Duration>,
+    open_timeout: Duration,
+    stop: CancellationToken,
+    redact: Arc<Scenario>,
+}
+
+impl SseStream {
+    /// Opens the stream, reads it until it is done, and records the outcome: time to first
+    /// byte (the response head) and time to first event; with `events: N`, fewer than N
+    /// events is a failed check, and no event at all is a timeout.
+    /// Returns what happened, for `volley check`, and whether it succeeded.
+    async fn run(self, req: PreparedRequest) -> (String, bool) {
+        let start = Instant::now();
+        let opened = tokio::time::timeout(self.open_timeout, async {
+            let (mut stream, times) = open_stream(&self.ctx.target, self.ctx.tls.as_ref()).await?;
+            use tokio::io::AsyncWriteExt;
+            stream.write_all(req.h1_bytes()).await.map_err(|e| Failure::io("write", &e))?;
+            let mut buf = Vec::new();
+            let mut headers = Vec::new();
+            let head = h1::read_head(&mut stream, &mut buf, Some(&mut headers)).await.map_err(Failure::h1)?;
+            Ok::<_, Failure>((stream, times, head, buf, headers))
+        })
+        .await
+        .unwrap_or_else(|_| Err(Failure::new(ErrorKind::Timeout, format!("no response within {}s", self.open_timeout.as_secs_f64()))));
+        let (mut stream, times, head, mut buf, headers) = match opened {
+            Ok(o) => o,
+            Err(f) => {
+                let text = f.message.clone();
+                self.ctx.recorder.borrow_mut().record_failure(Some(self.id), f);
+                return (text, false);
+            }
+        };
+        let head_us = micros(head.first_byte.saturating_duration_since(start));
+        let exchange = |first_event_us: u64, bytes: u64| Exchange {
+            status: head.status,
+            ttfb_us: head_us,
+            total_us: first_event_us,
+            connect_us: times.tcp_us + times.tls_us,
+            tls_us: times.tls_us,
+            queued_us: 0,
+            bytes,
+            reconnected: false,
+        };
+        let is_stream = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.contains("text/event-stream"));
+        if !(200..300).contains(&head.status) || !is_stream {
+            let what = if is_stream { format!("HTTP {}", head.status) } else { format!("HTTP {} without Content-Type: text/event-stream", head.status) };
+            if (200..300).contains(&head.status) {
+                self.ctx.recorder.borrow_mut().record_failure(Some(self.id), Failure::new(ErrorKind::Check, what.clone()));
+            } else {
+                self.ctx.recorder.borrow_mut().record_exchange(Some(self.id), &exchange(head_us, 0), false);
+            }
+            return (what, false);
+        }
+        let mut parser = SseParser::default();
+        let (mut events, mut bytes, mut first_event) = (0u64, 0u64, None::<Instant>);
+        let want = self.want;
+        let recorder = self.ctx.recorder.clone();
+        let id = self.id;
+        let mut sink = |chunk: &[u8]| {
+            bytes += chunk.len() as u64;
+            let n = parser.feed(chunk);
+            if n > 0 {
+                first_event.get_or_insert_with(Instant::now);
+                events += n;
+                recorder.borrow_mut().record_events(id, n);
+            }
+            want.is_none_or(|w| events < w)
+        };
+        let reading = h1::read_body(&mut stream, &mut buf, head.framing, &mut sink);
+        let limit = self.limit.map_or(Duration::MAX, |l| l.saturating_sub(start.elapsed()));
+        let why = tokio::select! {
+            r = reading => match r {
+                Ok(_) if want.is_some_and(|w| events >= w) => "enough events",
+                Ok(_) => "the server closed the stream",
+                Err(_) => "the stream failed",
+            },
+            _ = tokio::time::sleep(limit) => "the step's timeout",
+            _ = self.stop.cancelled() => "the iteration ended",
+            _ = self.ctx.shared.abort.cancelled() => "the run was aborted",
+        };
+        let need = want.unwrap_or(1);
+        if why == "the iteration ended" && self.ctx.shared.stop.is_cancelled() && events < need {
+            // The run stopped mid-iteration: the stream was cut short, not failed.
+            return (format!("{events} events; cut short by the end of the run"), true);
+        }
+        let mut rec = self.ctx.recorder.borrow_mut();
+        let first = first_event.map_or_else(|| "none".to_string(), |f| format!("first after {:.1} ms", (f - start).as_secs_f64() * 1000.0));
+        let text = format!("HTTP {}: {events} events ({first}); closed by {why}", head.status);
+        match first_event {
+            Some(f) if events >= need => {
+                rec.record_exchange(Some(id), &exchange(micros(f - start), bytes), true);
+                return (text, true);
+            }
+            Some(_) => rec.record_failure(Some(id), Failure::new(ErrorKind::Check, self.redact.redact(&format!("{events} of {need} events before {why}")))),
+            None => rec.record_failure(Some(id), Failure::new(ErrorKind::Timeout, format!("no event before {why}"))),
+        }
+        (text, false)
+    }
+}
