@@ -9,3 +9,5 @@ mod open_model;
 mod html;
 mod server_metrics;
 mod sweep;
+mod scenario;
+mod scenario_server;
