@@ -62,6 +62,18 @@ impl Timeline {
     }
 }
 
+/// Each test id's or scenario step's MTTFB per interval, as (name, [(elapsed s, ms)]),
+/// after warm-up; intervals without a successful request are left out.
+pub fn step_lines(src: &Source, warmup_s: f64) -> Vec<(String, Vec<(f64, f64)>)> {
+    src.per_test
+        .iter()
+        .map(|(name, series)| {
+            let pts = series.after_warmup(warmup_s).intervals.iter().filter(|i| i.tests > 0).map(|i| (i.start_s + i.period_s, i.mttfb_ms)).collect();
+            (name.clone(), pts)
+        })
+        .collect()
+}
+
 /// Scraped count series worth drawing over time (pool queue and use, busy worker
 /// threads), as (series, [(elapsed s, value)]), after warm-up.
 pub fn server_lines(src: &Source, warmup_s: f64) -> Vec<(String, Vec<(f64, f64)>)> {
@@ -166,6 +178,10 @@ pub fn run_charts(src: &Source, opts: ReportOptions, dir: &Path) -> Result<Vec<P
     let errors = vec![("errors".to_string(), tl.t.iter().copied().zip(tl.errors.iter().copied()).collect())];
     files.extend(line_chart(dir, "errors", &format!("{title}: errors per interval"), "errors", xmax, &errors, false)?);
 
+    let steps = step_lines(src, warmup);
+    if !steps.is_empty() {
+        files.extend(line_chart(dir, "steps", &format!("{title}: MTTFB per step"), "ms", xmax, &steps, false)?);
+    }
     let server = server_lines(src, warmup);
     if !server.is_empty() {
         files.extend(line_chart(dir, "server", &format!("{title}: server (scraped)"), "count", xmax, &server, false)?);

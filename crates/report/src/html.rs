@@ -35,6 +35,8 @@ svg{max-width:100%;height:auto}
 {% endfor %}</table>
 {% if r.latency %}<table><tr><th>per request, ms</th>{% for h in latency_heads %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for l in r.latency %}<tr><td>{{ l.name }}</td>{% for v in l.values %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
+{% if r.steps %}<table><caption>Steps — per-request ms; total is the time to the first event for SSE steps and to the expected message for WebSocket steps</caption><tr>{% for h in step_heads %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for row in r.steps %}<tr>{% for v in row %}<td{% if loop.first %} style="text-align:left"{% endif %}>{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
 {% if r.errors %}<table><tr><th>error kind</th><th>count</th><th>first messages</th></tr>
 {% for e in r.errors %}<tr><td>{{ e.kind }}</td><td>{{ e.count }}</td><td style="text-align:left">{{ e.messages|join(" | ") }}</td></tr>{% endfor %}</table>{% endif %}
 {% if r.thresholds %}<table><tr><th>threshold</th><th>actual</th><th>result</th></tr>{% for t in r.thresholds %}<tr><td>{{ t.expr }}</td><td>{{ t.actual }}</td><td class="{{ "better" if t.passed else "worse" }}">{{ "pass" if t.passed else "FAIL" }}</td></tr>{% endfor %}</table>{% endif %}
@@ -152,6 +154,26 @@ fn run_charts(src: &Source, opts: ReportOptions) -> Vec<Chart> {
         },
     ];
     let warmup = warmup_seconds(src, opts.warmup);
+    let steps = crate::charts::step_lines(src, warmup);
+    if !steps.is_empty() {
+        // Steps share the run's interval grid; a step without successes in an interval is a gap.
+        let key = |t: f64| (t * 1000.0).round() as i64;
+        charts.push(Chart {
+            title: format!("{name}: MTTFB per step (ms)"),
+            xlabel: "elapsed (s)".into(),
+            ylabel: "ms".into(),
+            y2label: None,
+            percentile: false,
+            x: tl.t.clone(),
+            series: steps
+                .iter()
+                .map(|(l, pts)| {
+                    let by_t: std::collections::HashMap<i64, f64> = pts.iter().map(|p| (key(p.0), p.1)).collect();
+                    line(l, tl.t.iter().map(|t| by_t.get(&key(*t)).copied()))
+                })
+                .collect(),
+        });
+    }
     let server = crate::charts::server_lines(src, warmup);
     if let Some((_, first)) = server.first() {
         charts.push(Chart {
@@ -181,6 +203,8 @@ struct ReportView {
     warmup_s: f64,
     rows: Vec<(String, String)>,
     latency: Vec<LatencyView>,
+    /// Scenario steps, one row each.
+    steps: Vec<Vec<String>>,
     errors: Vec<crate::model::ErrorLine>,
     findings: Vec<String>,
     thresholds: Vec<crate::model::ThresholdResult>,
@@ -207,6 +231,7 @@ fn view(r: &RunReport) -> ReportView {
             .into_iter()
             .map(|(name, s)| LatencyView { name: name.to_string(), values: s.rows().iter().map(|(_, v)| format!("{v:.2}")).collect() })
             .collect(),
+        steps: crate::render::step_rows(r),
         errors: r.errors.clone(),
         findings: r.findings.clone(),
         thresholds: r.thresholds.clone(),
@@ -232,6 +257,7 @@ fn render(title: &str, reports: &[ReportView], steps: Vec<StepView>, method: Opt
             steps => Value::from(Serde(&steps)),
             method => method,
             latency_heads => Value::from(Serde(&heads)),
+            step_heads => Value::from(Serde(&crate::render::STEP_HEADER)),
             svgs => Value::from(Serde(&svgs)),
             data => script_json(&serde_json::json!({ "charts": charts })),
             uplot_js => UPLOT_JS,

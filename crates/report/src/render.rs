@@ -74,7 +74,7 @@ fn headline(r: &RunReport) -> String {
     h
 }
 
-const STEP_HEADER: [&str; 11] =
+pub(crate) const STEP_HEADER: [&str; 11] =
     ["step", "kind", "tests", "errors", "error %", "TPS avg", "TTFB p50", "TTFB p95", "TTFB p99", "total p99", "events"];
 
 /// One row per scenario step.

@@ -166,10 +166,34 @@ fn sse_time_to_first_event_and_websocket_round_trip_are_measured() {
     let rtt = echo["total_ms"]["p50_ms"].as_f64().unwrap() - echo["ttfb_ms"]["p50_ms"].as_f64().unwrap();
     assert!((50.0..80.0).contains(&rtt), "WebSocket round trip {rtt} ms: {echo}");
     assert_eq!(echo["seed_suite"]["errors"], 0);
-    // The run directory holds the steps the nGrinder way, readable by `report`.
-    let series = std::fs::read_to_string(only_run(runs.path()).join("series.csv")).unwrap();
+    // The run directory holds the steps the nGrinder way, readable by `report`, and charts them.
+    let run = only_run(runs.path());
+    let series = std::fs::read_to_string(run.join("series.csv")).unwrap();
     let header = series.lines().next().unwrap();
     assert!(header.contains(",Description,Tests-1,Errors-1,") && header.contains(",Tests-2,"), "{header}");
+    assert!(run.join("charts/steps.png").is_file() && run.join("charts/steps.svg").is_file());
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("MTTFB per step") && html.contains("time to the first event"), "step chart and table in the page");
+    let o = volley(&["report", "--format", "md", run.to_str().unwrap()]);
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.contains("## Steps") && md.contains("| `events` | sse |"), "{md}");
+}
+
+#[test]
+fn an_open_model_scenario_runs_one_iteration_per_arrival() {
+    let _guard = serial();
+    let server = ScenarioServer::start();
+    let dir = out_dir();
+    let file = write(dir.path(), "login.yaml", &LOGIN_FLOW.replace("{{URL}}", &server.url()));
+    let runs = out_dir();
+    let o = volley(&["run", file.to_str().unwrap(), "--rate", "25", "--duration", "2s", "-o", runs.path().to_str().unwrap(), "--progress", "none"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = server.seen();
+    assert!((48..=50).contains(&s.logins), "50 arrivals due in 2 s at 25/s, {} iterations started", s.logins);
+    assert_eq!(s.refused, 0);
+    let report = report_json(&only_run(runs.path()));
+    assert_eq!(report["model"], "open");
+    assert_eq!(step(&report, "count")["seed_suite"]["total_tests"].as_u64().unwrap(), s.counted);
 }
 
 #[test]
