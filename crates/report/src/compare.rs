@@ -33,6 +33,47 @@ pub struct Step {
     pub after: String,
     /// One row per figure.
     pub rows: Vec<CompareRow>,
+    /// Scenario steps (or test ids) found in both runs, each with its key figures.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_step: Vec<StepChange>,
+}
+
+/// One scenario step compared across two runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepChange {
+    /// The step's name.
+    pub name: String,
+    /// Its key figures (error rate, TPS, MTTFB, per-request TTFB p50 and p99).
+    pub rows: Vec<CompareRow>,
+}
+
+/// The figures compared per step: the ones that say which step got faster or slower.
+const STEP_KEYS: [&str; 5] = ["error_rate_pct", "tps_avg", "mttfb_avg_ms", "ttfb_p50_ms", "ttfb_p99_ms"];
+
+/// The noise inputs of step `i` of `src` (its block of the series, its histograms).
+fn step_sample(src: &Source, i: usize, opts: ReportOptions) -> RunSample {
+    let warmup = crate::model::warmup_seconds(src, opts.warmup);
+    RunSample {
+        series: src.per_test[i].1.after_warmup(warmup),
+        ttfb: src.per_interval(&volley_formats::rundir::step_tag(TAG_TTFB, i), warmup).filter(|h| !h.is_empty()),
+        options: SuiteOptions { tps_tail: opts.tps_tail },
+    }
+}
+
+/// Steps of `a` also in `b` (matched by name), compared.
+fn per_step(a: &Source, b: &Source, opts: ReportOptions) -> Vec<StepChange> {
+    a.per_test
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (name, _))| {
+            let j = b.per_test.iter().position(|(n, _)| n == name)?;
+            let rows = compare(&step_sample(a, i, opts), &step_sample(b, j, opts))
+                .into_iter()
+                .filter(|r| STEP_KEYS.contains(&r.key) && r.before.is_finite() && r.after.is_finite())
+                .collect();
+            Some(StepChange { name: name.clone(), rows })
+        })
+        .collect()
 }
 
 /// A whole comparison; serialized as the JSON output.
@@ -86,6 +127,7 @@ pub fn build(sources: &[Source], labels: &[String], opts: ReportOptions) -> Comp
         before: runs[a].label.clone(),
         after: runs[b].label.clone(),
         rows: compare(&samples[a], &samples[b]),
+        per_step: per_step(&sources[a], &sources[b], opts),
     };
     let steps = (1..sources.len()).map(|i| step(i - 1, i)).collect();
     let overall = (sources.len() > 2).then(|| step(0, sources.len() - 1));
@@ -133,6 +175,22 @@ impl Comparison {
                     change(r)
                 );
             }
+            if !step.per_step.is_empty() {
+                let _ = writeln!(out, "\n### Per step: {title}\n\n| Step | Metric | {} | {} | Change |\n|---|---|---|---|---|", step.before, step.after);
+                for s in &step.per_step {
+                    for r in &s.rows {
+                        let _ = writeln!(
+                            out,
+                            "| `{}` | {} | {} | {} | **{}** |",
+                            s.name.replace('|', "\\|").replace('`', "'"),
+                            r.label,
+                            value(r.before, r.unit, r.key),
+                            value(r.after, r.unit, r.key),
+                            change(r)
+                        );
+                    }
+                }
+            }
             out.push('\n');
         }
         let _ = writeln!(out, "{}", self.method);
@@ -157,6 +215,21 @@ impl Comparison {
                     r.noise_pct
                 );
             }
+            for s in &step.per_step {
+                let _ = writeln!(out, "  step `{}`", s.name);
+                for r in &s.rows {
+                    let _ = writeln!(
+                        out,
+                        "    {:<w$}{:>14}  {:>14}  {:>16}  {:>7.1}%",
+                        r.label,
+                        value(r.before, r.unit, r.key),
+                        value(r.after, r.unit, r.key),
+                        change(r),
+                        r.noise_pct,
+                        w = w - 2
+                    );
+                }
+            }
             out.push('\n');
         }
         let _ = writeln!(out, "{}", self.method);
@@ -167,7 +240,9 @@ impl Comparison {
     pub fn csv(&self) -> String {
         let mut out = String::from("step,before_label,after_label,key,label,before,after,change_pct,noise_pct,verdict\n");
         for (title, step) in self.tables() {
-            for r in &step.rows {
+            let mut rows: Vec<(String, &CompareRow)> = step.rows.iter().map(|r| (title.clone(), r)).collect();
+            rows.extend(step.per_step.iter().flat_map(|s| s.rows.iter().map(|r| (format!("{title} / {}", s.name), r))));
+            for (title, r) in rows {
                 let _ = writeln!(
                     out,
                     "\"{}\",\"{}\",\"{}\",{},\"{}\",{},{},{},{},{}",

@@ -308,8 +308,10 @@ pub fn compare_page(cmp: &Comparison, sources: &[Source], opts: ReportOptions, b
             rows: s
                 .rows
                 .iter()
-                .map(|r| StepRow {
-                    label: r.label.to_string(),
+                .map(|r| (String::new(), r))
+                .chain(s.per_step.iter().flat_map(|p| p.rows.iter().map(move |r| (format!("{} · ", p.name), r))))
+                .map(|(prefix, r)| StepRow {
+                    label: format!("{prefix}{}", r.label),
                     before: crate::compare::value(r.before, r.unit, r.key),
                     after: crate::compare::value(r.after, r.unit, r.key),
                     change: crate::compare::change(r),

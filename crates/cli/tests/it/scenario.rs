@@ -248,3 +248,32 @@ fn a_bad_scenario_names_file_line_and_column_and_exits_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("undefined.yaml:3:14: `url`: variable `id` is used before any step defines it"), "{}", text(&o));
 }
+
+#[test]
+fn comparing_scenario_runs_judges_each_step() {
+    let _guard = serial();
+    let server = ScenarioServer::start();
+    let dir = out_dir();
+    let runs = out_dir();
+    for (name, ms) in [("before", 40), ("after", 5)] {
+        let file = write(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &format!("name: {name}\ntarget: {}\nload: {{ vus: 4, duration: 3s }}\nsteps:\n  - name: fast\n    request: GET /count\n  - name: slow\n    request: GET /slow?ms={ms}\n", server.url()),
+        );
+        let o = volley(&["run", file.to_str().unwrap(), "-o", runs.path().to_str().unwrap(), "--progress", "none"]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let mut dirs: Vec<_> = std::fs::read_dir(runs.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    dirs.sort_by_key(|d| !d.to_string_lossy().ends_with("before"));
+    let o = volley(&["compare", dirs[0].to_str().unwrap(), dirs[1].to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let cmp: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let per_step = cmp["steps"][0]["per_step"].as_array().unwrap();
+    let slow = per_step.iter().find(|s| s["name"] == "slow").unwrap();
+    let p50 = slow["rows"].as_array().unwrap().iter().find(|r| r["key"] == "ttfb_p50_ms").unwrap();
+    assert_eq!(p50["verdict"], "better", "{p50}");
+    assert!(p50["before"].as_f64().unwrap() >= 40.0 && p50["after"].as_f64().unwrap() < 20.0, "{p50}");
+    let md = volley(&["compare", dirs[0].to_str().unwrap(), dirs[1].to_str().unwrap(), "--format", "md"]);
+    assert!(String::from_utf8_lossy(&md.stdout).contains("| `slow` | TTFB p50 (per request) |"));
+}
