@@ -3,7 +3,9 @@
 //! The demo is a seed-style tuning story on the embedded target: the chat server's
 //! `GET /rooms` under a ramp of virtual users with a small DB pool (Original), the same
 //! load with a bigger pool (Phase 1), then with the look-aside cache on (Phase 2) — each
-//! run written as a normal run directory, then compared phase by phase.
+//! run written as a normal run directory, then compared phase by phase. Last, the
+//! pair-room user flow of seed 003 runs as a scenario (`examples/pair-room.yaml`) on the
+//! tuned target, with a row of metrics per step.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,6 +43,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let mut runs = Vec::new();
     let phases = phases();
+    eprintln!("== Tuning the chat server's GET /rooms in three phases ==");
     for (i, phase) in phases.iter().enumerate() {
         eprintln!("\n== {} — {} ==", phase.label, phase.change);
         let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, &phase.knobs)).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -55,7 +58,29 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
         runs.push(dir?);
     }
     compare(&runs, &phases, &a.output)?;
+    let flow = scenario_run(&rt, &phases[phases.len() - 1].knobs, &a.output, a.quick)?;
+    eprintln!("volley: the pair-room flow is in {}; write your own flows like {}", flow.display(), a.output.join("pair-room.yaml").display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The seed-003 pair-room flow, shipped in `examples/`.
+const PAIR_ROOM: &str = include_str!("../../../examples/pair-room.yaml");
+
+/// Runs the pair-room scenario against a fresh target with `knobs`.
+fn scenario_run(rt: &tokio::runtime::Runtime, knobs: &Knobs, output: &Path, quick: bool) -> Result<PathBuf> {
+    eprintln!("\n== A user flow: the pair-room scenario of seed 003, one row of metrics per step ==");
+    let file = output.join("pair-room.yaml");
+    std::fs::write(&file, PAIR_ROOM).with_context(|| format!("cannot write {}", file.display()))?;
+    let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, knobs)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let url = format!("http://{}", target.addr);
+    let stages = if quick { "2s:5,3s:5" } else { "5s:20,10s:20" };
+    let (file_arg, out) = (file.to_string_lossy().to_string(), output.to_string_lossy().to_string());
+    let argv = ["volley", "run", &file_arg, "--url", &url, "--stages", stages, "--name", "demo-3-pair-room-flow", "-o", &out, "--progress", "plain"];
+    eprintln!("$ {}", argv[..argv.len() - 2].join(" "));
+    let Command::Run(args) = Cli::try_parse_from(argv)?.command else { unreachable!("a run command line") };
+    let dir = crate::run_cmd::execute(*args).map(|(dir, _)| dir);
+    rt.block_on(target.stop())?;
+    dir
 }
 
 fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
@@ -100,6 +125,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
         let target = volley_demo::start(a.listen, &knobs).await.map_err(|e| anyhow::anyhow!("cannot start the target on {}: {e}", a.listen))?;
         eprintln!("volley: demo target on http://{} (database {})", target.addr, target.db.location);
         eprintln!("volley: try  volley run --url http://{}/rooms --vus 20 --duration 30s", target.addr);
+        eprintln!("volley: or a user flow  volley check examples/pair-room.yaml --url http://{}", target.addr);
         eprintln!("volley: metrics at http://{}/metrics; Ctrl-C stops", target.addr);
         let _ = tokio::signal::ctrl_c().await;
         eprintln!("volley: stopping (in-flight requests finish first)");

@@ -10,7 +10,13 @@ fn quick_demo_runs_reports_and_compares() {
     assert!(o.status.success(), "{}", text(&o));
     let mut runs: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.join("run.json").is_file()).collect();
     runs.sort();
-    assert_eq!(runs.len(), 3);
+    assert_eq!(runs.len(), 4);
+    // Last, the pair-room flow as a scenario: a row per step, every step answered.
+    let flow = report_json(&runs.pop().unwrap());
+    assert_eq!(flow["name"], "demo-3-pair-room-flow");
+    assert_eq!(flow["per_test"].as_array().unwrap().len(), 13, "{flow}");
+    assert!(flow["thresholds"].as_array().unwrap().iter().all(|t| t["passed"] == true), "{flow}");
+    assert!(flow["per_test"].as_array().unwrap().iter().all(|t| t["seed_suite"]["total_tests"].as_u64().unwrap() > 0), "{flow}");
     for run in &runs {
         let r = report_json(run);
         assert_eq!(r["status"], "complete", "{}", run.display());
