@@ -73,13 +73,11 @@ pub(crate) fn objects(rows: &[Vec<Val>], cols: &[&str]) -> Value {
 }
 
 async fn list_rooms(State(app): State<App>) -> ApiResult<Json<Value>> {
-    if let Some(cache) = &app.cache {
-        if let Some((at, v)) = cache.rooms.lock().expect("cache").as_ref() {
-            if at.elapsed() < CACHE_TTL {
+    if let Some(cache) = &app.cache
+        && let Some((at, v)) = cache.rooms.lock().expect("cache").as_ref()
+            && at.elapsed() < CACHE_TTL {
                 return Ok(Json(v.clone()));
             }
-        }
-    }
     let rows = app
         .db
         .query(

@@ -129,11 +129,10 @@ async fn room_id(app: &App, code: &str) -> ApiResult<i64> {
 }
 
 async fn read(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
-    if let Some(cache) = &app.cache {
-        if let Some(v) = cache.pair_rooms.lock().expect("cache").get(&code) {
+    if let Some(cache) = &app.cache
+        && let Some(v) = cache.pair_rooms.lock().expect("cache").get(&code) {
             return Ok(Json(v.clone()));
         }
-    }
     let rows = app
         .db
         .query("SELECT access_code, driver, navigator, status FROM pair_rooms WHERE access_code = $1", vec![Val::Text(code.clone())])

@@ -316,11 +316,11 @@ impl Client {
         req: &PreparedRequest,
         timeout: Duration,
         buffers: &BufferPool,
-        mut capture: Option<&mut Capture>,
+        capture: Option<&mut Capture>,
     ) -> Result<Exchange, Failure> {
         let start = Instant::now();
         let mut buf = buffers.take();
-        let result = tokio::time::timeout(timeout, self.exchange(req, start, &mut buf, capture.as_deref_mut())).await;
+        let result = tokio::time::timeout(timeout, self.exchange(req, start, &mut buf, capture)).await;
         buffers.give(buf);
         let out = match result {
             Ok(r) => r,

@@ -137,9 +137,12 @@ struct Exec<'a> {
     queued_us: u64,
     streams: &'a CancellationToken,
     /// Event streams still open, with the trace entry each fills in when it closes.
-    background: Vec<(tokio::task::JoinHandle<(String, bool)>, Option<usize>)>,
+    background: Vec<(OpenStream, Option<usize>)>,
     trace: Option<&'a RefCell<Vec<Trace>>>,
 }
+
+/// A stream read in the background; it answers what it received and whether that passed.
+type OpenStream = tokio::task::JoinHandle<(String, bool)>;
 
 type Boxed<'a> = Pin<Box<dyn Future<Output = Next> + 'a>>;
 
@@ -441,7 +444,7 @@ impl<'a> Exec<'a> {
             }
         };
         let timeout = self.timeout(&step.call);
-        let result = crate::ws::exchange(&self.ctx, &path, &headers, &send, expect.as_deref(), timeout).await;
+        let result = crate::ws::exchange(self.ctx, &path, &headers, &send, expect.as_deref(), timeout).await;
         let scheme = if self.ctx.target.tls { "wss" } else { "ws" };
         let (outcome, status, received, ttfb_ms, total_ms) = match result {
             Ok(done) => {

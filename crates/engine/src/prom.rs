@@ -54,11 +54,10 @@ impl Exposition {
             return *t;
         }
         for suffix in ["_total", "_created", "_bucket", "_count", "_sum", "_gcount", "_gsum"] {
-            if let Some(family) = sample_name.strip_suffix(suffix) {
-                if let Some(t) = self.types.get(family) {
+            if let Some(family) = sample_name.strip_suffix(suffix)
+                && let Some(t) = self.types.get(family) {
                     return *t;
                 }
-            }
         }
         MetricType::Untyped
     }

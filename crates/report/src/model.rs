@@ -411,11 +411,10 @@ fn findings(src: &Source, peaks: &[ServerPeak], saturation: Option<&volley_stats
         ));
     }
     let max_threads = src.server.iter().find(|p| p.series.starts_with("tomcat_threads_config_max_threads")).map(|p| p.value);
-    if let (Some(busy), Some(max)) = (find("tomcat_threads_busy_threads"), max_threads) {
-        if max > 0.0 && busy.peak >= max {
+    if let (Some(busy), Some(max)) = (find("tomcat_threads_busy_threads"), max_threads)
+        && max > 0.0 && busy.peak >= max {
             out.push(format!("All {max:.0} worker threads were busy at {:.0} VUs: requests queued for a thread.", busy.vusers));
         }
-    }
     if let Some(cpu) = find("process_cpu_usage") {
         let verdict = if cpu.peak >= 0.8 { "near saturation: CPU may be the limit" } else { "so CPU was not the limit" };
         out.push(format!("Server process CPU peaked at {:.0} % at {:.0} VUs, {verdict}.", cpu.peak * 100.0, cpu.vusers));

@@ -7,11 +7,10 @@ use crate::PlanError;
 /// Parses `30s`, `2m`, `1h30m`, `250ms` or a bare number of seconds (`1.5`).
 pub fn parse_duration(s: &str) -> Result<Duration, PlanError> {
     let t = s.trim();
-    if let Ok(secs) = t.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
+    if let Ok(secs) = t.parse::<f64>()
+        && secs.is_finite() && secs >= 0.0 {
             return Ok(Duration::from_secs_f64(secs));
         }
-    }
     humantime::parse_duration(t)
         .map_err(|_| PlanError(format!("`{s}` is not a duration; write it like 30s, 2m, 1h30m or 250ms")))
 }

@@ -154,8 +154,7 @@ impl Check {
 fn loosely_equal(got: &serde_json::Value, want: &serde_json::Value) -> bool {
     use serde_json::Value as V;
     match (got, want) {
-        (V::String(a), b) if !b.is_string() => *a == b.to_string(),
-        (a, V::String(b)) if !a.is_string() => a.to_string() == *b,
+        (V::String(text), other) | (other, V::String(text)) if !other.is_string() => other.to_string() == *text,
         (V::Number(a), V::Number(b)) => a.as_f64() == b.as_f64(),
         (a, b) => a == b,
     }

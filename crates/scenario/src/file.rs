@@ -316,11 +316,10 @@ impl Compiler {
         }
         let load = raw.load.map(|l| self.load(l)).unwrap_or_default();
         let timeout = self.duration("timeout", &raw.timeout);
-        if let Some(w) = &raw.warmup {
-            if let Err(e) = parse_duration(&w.value) {
+        if let Some(w) = &raw.warmup
+            && let Err(e) = parse_duration(&w.value) {
                 self.error(at(w), format!("`warmup`: {e}"));
             }
-        }
         let expect_status = raw.expect_status.as_ref().and_then(|s| self.status("expect_status", s));
         let headers = self.headers(&raw.headers, &defined);
         let mut variables = Vec::new();
@@ -367,13 +366,12 @@ impl Compiler {
                     continue;
                 }
             };
-            if let Some(s) = &step {
-                if !self.steps.iter().any(|i| i.name == *s) {
+            if let Some(s) = &step
+                && !self.steps.iter().any(|i| i.name == *s) {
                     let names: Vec<&str> = self.steps.iter().map(|i| i.name.as_str()).collect();
                     self.error(at(t), format!("threshold for step `{s}`: no step has that name (steps: {})", names.join(", ")));
                     continue;
                 }
-            }
             match parse_threshold(&expr) {
                 Ok(mut th) => {
                     th.step = step;
@@ -410,11 +408,10 @@ impl Compiler {
 
     fn load(&mut self, l: RawLoad) -> LoadSettings {
         let mut check = |field: &str, v: &Option<S<String>>, f: &dyn Fn(&str) -> Result<(), String>| {
-            if let Some(v) = v {
-                if let Err(e) = f(&v.value) {
+            if let Some(v) = v
+                && let Err(e) = f(&v.value) {
                     self.error(at(v), format!("load `{field}`: {e}"));
                 }
-            }
         };
         let dur = |s: &str| parse_duration(s).map(|_| ()).map_err(|e| e.0);
         check("duration", &l.duration, &dur);
@@ -512,16 +509,16 @@ impl Compiler {
         if let Some(steps) = &r.steps {
             return self.group(s, steps, defined);
         }
-        if r.group.is_some() {
-            self.error(at(r.group.as_ref().expect("checked")), "`group` names a group: give it `steps`");
+        if let Some(g) = &r.group {
+            self.error(at(g), "`group` names a group: give it `steps`");
         }
-        let node = if r.sse.is_some() {
+        let node = if let Some(url) = &r.sse {
             self.not_for(r, "an `sse` step", &["json", "form", "body", "extract", "check", "send", "expect", "method"]);
-            let call = self.call(r, r.sse.as_ref().expect("checked"), "sse", StepKind::Sse, None, defined);
+            let call = self.call(r, url, "sse", StepKind::Sse, None, defined);
             Node::Sse(SseStep { call, events: r.events, wait: r.wait })
-        } else if r.websocket.is_some() {
+        } else if let Some(url) = &r.websocket {
             self.not_for(r, "a `websocket` step", &["json", "form", "body", "extract", "check", "events", "method"]);
-            let call = self.call(r, r.websocket.as_ref().expect("checked"), "websocket", StepKind::WebSocket, None, defined);
+            let call = self.call(r, url, "websocket", StepKind::WebSocket, None, defined);
             let send = r
                 .send
                 .clone()
@@ -587,11 +584,10 @@ impl Compiler {
     fn call(&mut self, r: &RawStep, url: &S<String>, field: &str, kind: StepKind, default_name: Option<String>, defined: &BTreeSet<String>) -> Call {
         let id = self.register(r.name.as_ref(), default_name.unwrap_or_else(|| format!("{} {}", field.to_uppercase(), url.value)), kind, at(url));
         let url_t = self.template(field, url, defined);
-        if !has_template(&url.value) {
-            if let Err(e) = check_url(&url.value, kind) {
+        if !has_template(&url.value)
+            && let Err(e) = check_url(&url.value, kind) {
                 self.error(at(url), format!("`{field}`: {e}"));
             }
-        }
         Call {
             id,
             url: url_t,

@@ -81,7 +81,7 @@ fn levels(series: &Series) -> Vec<LoadLevel> {
         v.dedup();
         v.len()
     };
-    let n = distinct.min(MAX_LEVELS).max(1);
+    let n = distinct.clamp(1, MAX_LEVELS);
     let width = ((hi - lo) / n as f64).max(1e-9);
     let mut out: Vec<LoadLevel> = Vec::new();
     for b in 0..n {

@@ -32,7 +32,8 @@ pub fn sniff(first_line: &str) -> bool {
 /// Volley's kind for a failed sample.
 fn classify(code: &str, message: &str) -> ErrorKind {
     if let Ok(status) = code.parse::<u16>() {
-        return if status >= 400 { ErrorKind::Status } else { ErrorKind::Status };
+        // A failed sample with a success code failed an assertion.
+        return if status >= 400 { ErrorKind::Status } else { ErrorKind::Check };
     }
     let text = format!("{code} {message}");
     if text.contains("Timeout") || text.contains("timed out") {
@@ -126,4 +127,16 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
         "{rows} JMeter samples bucketed by start second; {sub_results} sub-result rows (redirects, embedded resources) are part of their parent samples and not counted again. TTFB = JMeter's Latency."
     ));
     Ok(src)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_samples_are_classified() {
+        assert_eq!(classify("500", "Internal Server Error"), ErrorKind::Status);
+        assert_eq!(classify("200", "OK"), ErrorKind::Check, "a success code on a failed sample is a failed assertion");
+        assert_eq!(classify("Non HTTP response code: java.net.SocketTimeoutException", "Read timed out"), ErrorKind::Timeout);
+    }
 }
