@@ -294,7 +294,7 @@ impl<'a> Exec<'a> {
         if failed && must_extract {
             return Next::EndIteration;
         }
-        self.think(step.call.think_time).await;
+        self.think(step.call.think_time.sample()).await;
         Next::Go
     }
 
@@ -423,7 +423,7 @@ impl<'a> Exec<'a> {
                 extracted: Vec::new(),
             });
         }
-        self.think(step.call.think_time).await;
+        self.think(step.call.think_time.sample()).await;
         Next::Go
     }
 
@@ -476,7 +476,7 @@ impl<'a> Exec<'a> {
                 extracted: Vec::new(),
             });
         }
-        self.think(step.call.think_time).await;
+        self.think(step.call.think_time.sample()).await;
         Next::Go
     }
 }

@@ -268,6 +268,14 @@ impl Compiler {
         }
     }
 
+    fn pause(&mut self, v: &Option<S<String>>) -> Pause {
+        let Some(v) = v else { return Pause::default() };
+        Pause::parse(&v.value).unwrap_or_else(|e| {
+            self.error(at(v), format!("`think_time`: {e}"));
+            Pause::default()
+        })
+    }
+
     /// Compiles a template and checks the variables it reads are defined by then.
     fn template(&mut self, field: &str, s: &S<String>, defined: &BTreeSet<String>) -> Template {
         self.template_at(field, &s.value, at(s), defined, false)
@@ -592,7 +600,7 @@ impl Compiler {
             id,
             url: url_t,
             headers: self.headers(&r.headers, defined),
-            think_time: self.duration("think_time", &r.think_time).unwrap_or_default(),
+            think_time: self.pause(&r.think_time),
             timeout: self.duration("timeout", &r.timeout),
         }
     }

@@ -144,9 +144,41 @@ pub struct Call {
     /// Headers of this step (added to the scenario's).
     pub headers: Vec<(String, Template)>,
     /// Pause after the step.
-    pub think_time: Duration,
+    pub think_time: Pause,
     /// Overrides the scenario's timeout.
     pub timeout: Option<Duration>,
+}
+
+/// A pause: fixed, or uniformly random between two bounds (`1s..3s`, as Locust's
+/// `between`, JMeter's uniform random timer and Gatling's `pause(min, max)`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Pause {
+    /// Shortest.
+    pub min: Duration,
+    /// Longest.
+    pub max: Duration,
+}
+
+impl Pause {
+    /// Parses `500ms` or `1s..3s`.
+    pub fn parse(s: &str) -> Result<Pause, String> {
+        let (a, b) = s.split_once("..").unwrap_or((s, s));
+        let min = crate::parse_duration(a).map_err(|e| e.0)?;
+        let max = crate::parse_duration(b).map_err(|e| e.0)?;
+        if max < min {
+            return Err(format!("`{s}`: the longer pause comes second, e.g. 1s..3s"));
+        }
+        Ok(Pause { min, max })
+    }
+
+    /// One pause.
+    pub fn sample(&self) -> Duration {
+        if self.max <= self.min {
+            return self.min;
+        }
+        let span = (self.max - self.min).as_nanos() as u64;
+        self.min + Duration::from_nanos(fastrand::u64(..=span))
+    }
 }
 
 /// An HTTP request step.
@@ -218,4 +250,21 @@ pub struct WsStep {
     pub send: Vec<Template>,
     /// Text the awaited message must contain (any message when absent).
     pub expect: Option<Template>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_fixed_and_random() {
+        let fixed = Pause::parse("250ms").unwrap();
+        assert_eq!(fixed.sample(), Duration::from_millis(250));
+        let r = Pause::parse("1s..3s").unwrap();
+        let samples: Vec<Duration> = (0..200).map(|_| r.sample()).collect();
+        assert!(samples.iter().all(|d| (Duration::from_secs(1)..=Duration::from_secs(3)).contains(d)));
+        assert!(samples.iter().any(|d| *d < Duration::from_millis(1500)) && samples.iter().any(|d| *d > Duration::from_millis(2500)));
+        assert!(Pause::parse("3s..1s").unwrap_err().contains("comes second"));
+        assert!(Pause::parse("soon..1s").is_err());
+    }
 }

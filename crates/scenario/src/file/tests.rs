@@ -119,6 +119,8 @@ const BROKEN: &[(&str, u64, u64, &str)] = &[
     ("target: http://x\nsteps:\n  - request: GET rooms\n", 3, 14, "should start with /"),
     // 24. repeat 0
     ("target: http://x\nsteps:\n  - group: g\n    repeat: 0\n    steps:\n      - request: GET /\n", 4, 13, "`repeat` must be at least 1"),
+    // 26. a random pause the wrong way round
+    ("target: http://x\nsteps:\n  - request: GET /\n    think_time: 3s..1s\n", 4, 17, "the longer pause comes second"),
     // 25. a threshold that is not a string
     ("target: http://x\nthresholds:\n  - [1, 2]\nsteps:\n  - request: GET /\n", 3, 5, "a threshold is an expression"),
 ];
