@@ -20,6 +20,7 @@ use crate::args::{Cli, Command};
 const EXIT_INPUT: u8 = 2;
 
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -43,4 +44,17 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_INPUT)
         }
     }
+}
+
+/// `volley report run | head` closes our standard output early: end quietly, as Unix tools
+/// do, instead of printing a panic (Rust ignores SIGPIPE, so the write fails instead).
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info.payload().downcast_ref::<String>().map(String::as_str).unwrap_or_default();
+        if text.starts_with("failed printing to stdout") && text.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
 }
