@@ -514,7 +514,7 @@ impl SseStream {
     async fn run(self, req: PreparedRequest) -> (String, bool) {
         let start = Instant::now();
         let opened = tokio::time::timeout(self.open_timeout, async {
-            let (mut stream, times) = open_stream(&self.ctx.target, self.ctx.tls.as_ref()).await?;
+            let (mut stream, times) = open_stream(&self.ctx.target, self.ctx.stream_tls.as_ref()).await?;
             use tokio::io::AsyncWriteExt;
             stream.write_all(req.h1_bytes()).await.map_err(|e| Failure::io("write", &e))?;
             let mut buf = Vec::new();

@@ -96,3 +96,13 @@ impl ServerCertVerifier for AcceptAnything {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
+
+/// The same trust, offering only HTTP/1.1: for connections that speak HTTP/1.1 whatever the
+/// server prefers (event streams read by our parser, WebSocket upgrades).
+pub(crate) fn http1_only(config: &Option<Arc<ClientConfig>>) -> Option<Arc<ClientConfig>> {
+    config.as_ref().map(|c| {
+        let mut c = (**c).clone();
+        c.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Arc::new(c)
+    })
+}

@@ -22,6 +22,8 @@ pub(crate) struct WorkerContext {
     pub(crate) plan: Arc<Plan>,
     pub(crate) target: Target,
     pub(crate) tls: Option<Arc<ClientConfig>>,
+    /// TLS offering only HTTP/1.1, for event streams and WebSockets.
+    pub(crate) stream_tls: Option<Arc<ClientConfig>>,
     pub(crate) force_h2: bool,
     pub(crate) request: PreparedRequest,
     pub(crate) recorder: Rc<RefCell<Recorder>>,

@@ -62,7 +62,7 @@ async fn run(
         let value = http::HeaderValue::from_str(v).map_err(|_| Failure::new(ErrorKind::Protocol, format!("bad value for header `{n}`")))?;
         request.headers_mut().insert(name, value);
     }
-    let (stream, times) = open_stream(target, ctx.tls.as_ref()).await?;
+    let (stream, times) = open_stream(target, ctx.stream_tls.as_ref()).await?;
     let (mut ws, _response) = tokio_tungstenite::client_async(request, stream).await.map_err(|e| upgrade_failure(&e))?;
     let upgraded = Instant::now();
     for m in send {
