@@ -353,6 +353,10 @@ mod tests {
 
     /// Serves `response` in pieces of `step` bytes and returns what the client made of it.
     fn run(response: &'static [u8], step: usize, head_only: bool) -> Result<Response, H1Error> {
+        run_capture(response, step, head_only, None)
+    }
+
+    fn run_capture(response: &'static [u8], step: usize, head_only: bool, capture: Option<&mut Capture>) -> Result<Response, H1Error> {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -369,7 +373,7 @@ mod tests {
             });
             let mut stream = Stream::Plain(TcpStream::connect(addr).await.unwrap());
             let mut buf = Vec::new();
-            let r = exchange(&mut stream, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", head_only, &mut buf, None).await;
+            let r = exchange(&mut stream, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", head_only, &mut buf, capture).await;
             server.await.unwrap();
             r
         })
@@ -388,6 +392,20 @@ mod tests {
         }
         let r = run(b"HTTP/1.1 200 OK\r\ncontent-length: 500\r\n\r\n", 100, true).unwrap();
         assert_eq!(r.body_bytes, 0, "HEAD has no body");
+    }
+
+    #[test]
+    fn captured_bodies_and_headers_match_in_any_split() {
+        let chunked: &'static [u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Token: abc\r\n\r\n5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n";
+        for step in [1, 4, 9, 1000] {
+            let mut c = Capture::default();
+            run_capture(chunked, step, false, Some(&mut c)).unwrap();
+            assert_eq!(c.body, b"hello, world", "step {step}");
+            assert!(c.headers.contains(&("X-Token".to_string(), "abc".to_string())), "step {step}: {:?}", c.headers);
+            let mut c = Capture::default();
+            run_capture(b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\nhello world", step, false, Some(&mut c)).unwrap();
+            assert_eq!(c.body, b"hello world", "step {step}");
+        }
     }
 
     #[test]
