@@ -231,6 +231,10 @@ pub(crate) struct RunArgs {
     /// Open model: VUs (connections) that carry out arrivals, opened as needed [default: 1000].
     #[arg(long)]
     pub(crate) max_vus: Option<u64>,
+    /// Each VU runs this many iterations, then stops; the run ends when all have (nGrinder's
+    /// run count). --duration, if given, caps it [default cap: 24h].
+    #[arg(long, conflicts_with_all = ["rate", "rate_stages"])]
+    pub(crate) iterations: Option<u64>,
     /// Start an iteration at most once per this time per VU (e.g. 1s: one call per second per user).
     #[arg(long)]
     pub(crate) pacing: Option<String>,

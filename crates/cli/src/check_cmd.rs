@@ -31,6 +31,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
             think_time: Duration::ZERO,
             timeout,
             expect_status: sc.expect_status.clone().unwrap_or_default(),
+            iterations: Some(1),
             scenario: Some(Arc::new(sc)),
         },
         target,

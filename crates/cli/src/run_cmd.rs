@@ -60,8 +60,10 @@ fn load_from_args(a: &RunArgs) -> Result<Load> {
     if let Some(s) = &a.stages {
         return Ok(Load::Closed { shape: LoadShape { stages: parse_stages(s).map_err(|e| anyhow::anyhow!("--stages: {e}"))? } });
     }
+    // A run count needs no duration: the run ends when every VU is done (a day at most).
+    let duration = duration.or(a.iterations.map(|_| Duration::from_secs(24 * 3600)));
     let Some(duration) = duration else {
-        bail!("say how long to run: --duration 30s (with --vus N), --stages \"1m:50,2m:50\", or --rate 100 --duration 30s")
+        bail!("say how long to run: --duration 30s (with --vus N), --iterations 10 (with --vus N), --stages \"1m:50,2m:50\", or --rate 100 --duration 30s")
     };
     let vus = a.vus.unwrap_or(1);
     if vus == 0 {
@@ -97,6 +99,7 @@ fn apply_scenario(a: &mut RunArgs, sc: &Scenario) -> Result<()> {
         || a.rate.is_some()
         || a.rate_stages.is_some();
     if !shape_given {
+        a.iterations = a.iterations.or(l.iterations);
         a.vus = l.vus;
         a.duration = l.duration.clone();
         a.ramp_up = l.ramp_up.clone();
@@ -129,6 +132,9 @@ impl RunConfig {
             None => None,
         };
         let load = load_from_args(&a)?;
+        if a.iterations == Some(0) {
+            bail!("--iterations must be at least 1");
+        }
         let body = match (&a.body, &a.body_file) {
             (Some(b), _) => b.clone().into_bytes(),
             (None, Some(path)) => {
@@ -167,6 +173,7 @@ impl RunConfig {
             think_time: opt_duration("think-time", &a.think_time)?,
             timeout,
             expect_status,
+            iterations: a.iterations,
         };
         let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let name = a.name.clone().unwrap_or_else(|| target.host.clone());

@@ -94,6 +94,8 @@ pub(crate) struct Shared {
     pub(crate) abort: CancellationToken,
     /// Set by a VU when the run cannot go on (test data ran out); the conductor stops it.
     pub(crate) halted: std::sync::Mutex<Option<String>>,
+    /// VUs that ran all their iterations (`Plan::iterations`); they are not started again.
+    pub(crate) finished_vus: AtomicU64,
 }
 
 impl Shared {
@@ -181,6 +183,7 @@ pub fn start(config: EngineConfig) -> Result<Run, String> {
         stop: CancellationToken::new(),
         abort: CancellationToken::new(),
         halted: std::sync::Mutex::new(None),
+        finished_vus: AtomicU64::new(0),
     });
     let t0 = Instant::now();
     let started = SystemTime::now();
@@ -290,7 +293,7 @@ impl Conductor {
                     break 'conduct Some(StopReason::Aborted(reason));
                 }
             }
-            if elapsed >= duration {
+            if elapsed >= duration || self.all_iterations_done() {
                 break None;
             }
             if let Some(why) = self.shared.halted() {
@@ -306,6 +309,12 @@ impl Conductor {
             }
         };
         self.finish(next_index, stopped);
+    }
+
+    /// With a run count, whether every VU has run all its iterations.
+    fn all_iterations_done(&self) -> bool {
+        let max = self.config.plan.load.max_vus();
+        self.config.plan.iterations.is_some() && max > 0 && self.shared.finished_vus.load(Ordering::Acquire) >= max
     }
 
     /// Moves the VU target to where the shape says and starts VUs that should run.
@@ -514,6 +523,7 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, String> {
         stop: CancellationToken::new(),
         abort: CancellationToken::new(),
         halted: std::sync::Mutex::new(None),
+        finished_vus: AtomicU64::new(0),
     });
     let names: Arc<[String]> = scenario.step_info.iter().map(|i| i.name.clone()).collect::<Vec<_>>().into();
     let ctx = Rc::new(WorkerContext {

@@ -35,6 +35,7 @@ pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
     let mut client = Client::new(ctx.target.clone(), ctx.tls.clone(), ctx.force_h2);
     let mut flow = FlowState::new(id);
     let shared = &ctx.shared;
+    let mut left = ctx.plan.iterations.unwrap_or(u64::MAX);
     while !shared.stop.is_cancelled() && id < shared.target_vus.load(Ordering::Relaxed) {
         let started = Instant::now();
         if let Some(scenario) = &ctx.plan.scenario {
@@ -44,6 +45,13 @@ pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
             }
         } else {
             send_request(&ctx, &mut client, 0).await;
+        }
+        left -= 1;
+        if left == 0 {
+            // Done: the VU keeps its `running` mark so that it is not started again.
+            shared.finished_vus.fetch_add(1, Ordering::AcqRel);
+            shared.active_vus.fetch_sub(1, Ordering::Relaxed);
+            return;
         }
         if !ctx.plan.think_time.is_zero() {
             sleep_unless_stopped(&ctx, Instant::now() + ctx.plan.think_time).await;

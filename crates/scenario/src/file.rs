@@ -127,6 +127,7 @@ struct RawLoad {
     rate: Option<S<String>>,
     rate_stages: Option<S<String>>,
     max_vus: Option<u64>,
+    iterations: Option<S<u64>>,
     pacing: Option<S<String>>,
     think_time: Option<S<String>>,
 }
@@ -429,8 +430,12 @@ impl Compiler {
         check("stages", &l.stages, &|s| parse_stages(s).map(|_| ()).map_err(|e| e.0));
         check("rate", &l.rate, &|s| parse_rate(s).map(|_| ()).map_err(|e| e.0));
         check("rate_stages", &l.rate_stages, &|s| RateShape::parse(s).map(|_| ()).map_err(|e| e.0));
+        if let Some(n) = l.iterations.as_ref().filter(|n| n.value == 0) {
+            self.error(at(n), "load `iterations` must be at least 1");
+        }
         let v = |x: Option<S<String>>| x.map(|s| s.value);
         LoadSettings {
+            iterations: l.iterations.map(|n| n.value),
             vus: l.vus,
             duration: v(l.duration),
             ramp_up: v(l.ramp_up),

@@ -130,6 +130,10 @@ pub struct Plan {
     pub timeout: Duration,
     /// Statuses counted as success.
     pub expect_status: StatusSet,
+    /// Closed model: each VU runs this many iterations, then stops; the run ends when every
+    /// VU has (nGrinder's run count, k6's per-vu-iterations). The load's duration caps it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u64>,
     /// The scenario every iteration runs, instead of `request` (which then names the
     /// target, for the pre-run connection check).
     #[serde(skip)]

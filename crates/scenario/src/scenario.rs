@@ -83,6 +83,8 @@ pub struct LoadSettings {
     pub rate_stages: Option<String>,
     /// `--max-vus`.
     pub max_vus: Option<u64>,
+    /// `--iterations`: each VU runs this many, then stops.
+    pub iterations: Option<u64>,
     /// `--pacing`: an iteration starts at most once per this.
     pub pacing: Option<String>,
     /// `--think-time`: pause after every iteration.

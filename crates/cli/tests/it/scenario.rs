@@ -277,3 +277,21 @@ fn comparing_scenario_runs_judges_each_step() {
     let md = volley(&["compare", dirs[0].to_str().unwrap(), dirs[1].to_str().unwrap(), "--format", "md"]);
     assert!(String::from_utf8_lossy(&md.stdout).contains("| `slow` | TTFB p50 (per request) |"));
 }
+
+#[test]
+fn a_run_count_runs_each_vu_exactly_that_many_iterations() {
+    let _guard = serial();
+    let server = ScenarioServer::start();
+    let dir = out_dir();
+    let file = write(dir.path(), "login.yaml", &LOGIN_FLOW.replace("{{URL}}", &server.url()));
+    let runs = out_dir();
+    let started = std::time::Instant::now();
+    let o = volley(&["run", file.to_str().unwrap(), "--vus", "2", "--iterations", "3", "-o", runs.path().to_str().unwrap(), "--progress", "none"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "the run ends when the VUs are done, not at its cap");
+    let s = server.seen();
+    assert_eq!((s.logins, s.accepted.len(), s.counted), (6, 12, 60), "2 VUs × 3 iterations, 10 loop turns each");
+    let report = report_json(&only_run(runs.path()));
+    assert_eq!(report["status"], "complete");
+    assert_eq!(step(&report, "count")["seed_suite"]["total_tests"], 60);
+}
