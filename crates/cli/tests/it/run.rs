@@ -292,3 +292,13 @@ fn thresholds_set_the_exit_code_and_show_in_every_report() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown figure `latency`"), "{}", text(&o));
 }
+
+#[test]
+fn a_run_count_sends_exactly_vus_times_iterations() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let o = volley(&["run", "--url", &server.url("/ok"), "--vus", "3", "--iterations", "5", "-o", out.path().to_str().unwrap(), "--progress", "none"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(server.seen(), 15, "3 VUs × 5 iterations (the pre-run check connects without a request)");
+}
