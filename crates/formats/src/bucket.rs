@@ -133,7 +133,7 @@ impl Bucketer {
             self.scratch.reset();
             compact.add_to(&mut self.scratch);
             for &v in raw.iter() {
-                self.scratch.saturating_record(v);
+                volley_stats::latency::record_us(&mut self.scratch, v, 1);
             }
             *compact = CompactHistogram::from_histogram(&self.scratch);
             *raw = Vec::new();

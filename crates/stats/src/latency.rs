@@ -8,8 +8,23 @@ pub const MAX_TRACKED_US: u64 = 3_600_000_000;
 
 /// A latency histogram in µs with 3 significant digits, the precision every run uses so
 /// that histograms from any interval, worker or machine merge losslessly.
+///
+/// It starts covering 10 ms and grows as larger values arrive (HdrHistogram's auto-resize):
+/// a histogram covering the whole hour up front is ~190 KB, and a run keeps two per interval,
+/// worker and scenario step. Record through [`record_us`], which keeps values in 1 µs – 1 h.
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_TRACKED_US, 3).expect("static bounds are valid")
+    let mut h = Histogram::new_with_bounds(1, INITIAL_TRACKED_US, 3).expect("static bounds are valid");
+    h.auto(true);
+    h
+}
+
+/// What a new histogram covers before it grows, µs.
+const INITIAL_TRACKED_US: u64 = 10_000;
+
+/// Records `count` latencies of `us` µs, clamped to 1 µs – 1 h.
+pub fn record_us(h: &mut Histogram<u64>, us: u64, count: u64) {
+    // Cannot fail: the value is in range and the histogram grows as needed.
+    let _ = h.record_n(us.clamp(1, MAX_TRACKED_US), count);
 }
 
 /// The percentiles a report shows, in the order it shows them.
@@ -98,7 +113,7 @@ impl CompactHistogram {
     /// Adds every count into `h` (which must use [`new_histogram`]'s precision).
     pub fn add_to(&self, h: &mut Histogram<u64>) {
         for &(v, c) in &self.entries {
-            h.saturating_record_n(v, c);
+            record_us(h, v, c);
         }
     }
 
@@ -143,6 +158,22 @@ impl CompactHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn histograms_start_small_grow_and_merge() {
+        let mut small = new_histogram();
+        let empty_len = small.distinct_values();
+        record_us(&mut small, 500, 1);
+        let mut big = new_histogram();
+        record_us(&mut big, 7_200_000_000, 1); // two hours: kept as one hour
+        record_us(&mut big, 0, 1); // zero: kept as 1 µs
+        assert!(big.distinct_values() > empty_len, "it grew");
+        assert_eq!(big.max(), big.highest_equivalent(MAX_TRACKED_US));
+        assert_eq!(big.min(), 1);
+        small.add(&big).expect("a small histogram takes a bigger one's counts");
+        assert_eq!(small.len(), 3);
+        assert_eq!(small.value_at_quantile(0.5), small.highest_equivalent(500));
+    }
 
     #[test]
     fn summary_of_uniform_values() {

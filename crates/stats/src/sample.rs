@@ -3,7 +3,7 @@
 
 use hdrhistogram::Histogram;
 
-use crate::latency::new_histogram;
+use crate::latency::{new_histogram, record_us};
 use crate::series::Interval;
 
 /// Why a request failed. Transport kinds first, then the ones decided on a response.
@@ -210,8 +210,8 @@ impl IntervalSample {
     /// Records the actual-send times of an open-model request.
     pub fn record_actual(&mut self, ttfb_us: u64, total_us: u64) {
         if let Some(a) = self.actual.as_mut() {
-            a.0.saturating_record(ttfb_us.max(1));
-            a.1.saturating_record(total_us.max(1));
+            record_us(&mut a.0, ttfb_us, 1);
+            record_us(&mut a.1, total_us, 1);
         }
     }
 
@@ -219,8 +219,8 @@ impl IntervalSample {
     pub fn record_success(&mut self, ttfb_us: u64, total_us: u64, connect_us: u64, bytes: u64) {
         self.counts.success(ttfb_us, total_us, connect_us, bytes);
         // Values beyond the histogram's bounds saturate rather than being lost.
-        self.ttfb.saturating_record(ttfb_us.max(1));
-        self.total.saturating_record(total_us.max(1));
+        record_us(&mut self.ttfb, ttfb_us, 1);
+        record_us(&mut self.total, total_us, 1);
     }
 
     /// Records one failed request.
@@ -231,7 +231,7 @@ impl IntervalSample {
     /// Adds another worker's sample of the same interval.
     pub fn merge(&mut self, other: &IntervalSample) {
         self.counts.merge(&other.counts);
-        // Both histograms share bounds, so adding cannot fail.
+        // Both histograms grow as needed, so adding cannot fail.
         let _ = self.ttfb.add(&other.ttfb);
         let _ = self.total.add(&other.total);
         if let Some(o) = &other.actual {
