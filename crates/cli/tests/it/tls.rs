@@ -19,6 +19,7 @@ struct HyperServer {
     port: u16,
     requests: Arc<AtomicU64>,
     versions: Arc<Mutex<Vec<Version>>>,
+    paths: Arc<Mutex<Vec<String>>>,
     cert_pem: String,
     _rt: tokio::runtime::Runtime,
 }
@@ -43,15 +44,17 @@ fn hyper_server(tls: bool) -> HyperServer {
     let port = listener.local_addr().unwrap().port();
     let requests = Arc::new(AtomicU64::new(0));
     let versions = Arc::new(Mutex::new(Vec::new()));
-    let (r, v) = (requests.clone(), versions.clone());
+    let paths = Arc::new(Mutex::new(Vec::new()));
+    let (r, v, p) = (requests.clone(), versions.clone(), paths.clone());
     rt.spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else { return };
-            let (r, v, acceptor) = (r.clone(), v.clone(), acceptor.clone());
+            let (r, v, p, acceptor) = (r.clone(), v.clone(), p.clone(), acceptor.clone());
             tokio::spawn(async move {
                 let svc = service_fn(move |req: Request<Incoming>| {
                     r.fetch_add(1, Ordering::SeqCst);
                     v.lock().unwrap().push(req.version());
+                    p.lock().unwrap().push(req.uri().path().to_string());
                     async { Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"hello\n")))) }
                 });
                 let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -68,7 +71,7 @@ fn hyper_server(tls: bool) -> HyperServer {
             });
         }
     });
-    HyperServer { port, requests, versions, cert_pem, _rt: rt }
+    HyperServer { port, requests, versions, paths, cert_pem, _rt: rt }
 }
 
 fn run_and_check(server: &HyperServer, url: &str, extra: &[&str], want: Version) {
@@ -120,4 +123,23 @@ fn http2_prior_knowledge_on_plain_http() {
     run_and_check(&server, &format!("http://127.0.0.1:{}/", server.port), &["--http2"], Version::HTTP_2);
     let plain = hyper_server(false);
     run_and_check(&plain, &format!("http://127.0.0.1:{}/", plain.port), &[], Version::HTTP_11);
+}
+
+#[test]
+fn a_scenario_extracts_over_https_and_http2() {
+    let _g = serial();
+    let server = hyper_server(true);
+    let dir = out_dir();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &server.cert_pem).unwrap();
+    let file = dir.path().join("h2.yaml");
+    let yaml = format!(
+        "target: https://localhost:{}\nsteps:\n  - name: greet\n    request: GET /\n    extract:\n      word: {{ regex: '(h[a-z]+)' }}\n  - name: echo\n    request: GET /{{{{ word }}}}\n",
+        server.port
+    );
+    std::fs::write(&file, yaml).unwrap();
+    let o = volley(&["check", file.to_str().unwrap(), "--cacert", ca.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(*server.paths.lock().unwrap(), ["/", "/hello"], "the word extracted from the HTTP/2 body went into the next path");
+    assert!(server.versions.lock().unwrap().iter().all(|v| *v == Version::HTTP_2));
 }
