@@ -5,12 +5,10 @@ use std::path::PathBuf;
 
 use volley_formats::open;
 
+mod common;
+
 fn fixture(name: &str) -> PathBuf {
-    std::env::var_os("VOLLEY_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"))
-        .join("imports")
-        .join(name)
+    common::fixtures().join("imports").join(name)
 }
 
 /// (file, format, successes, errors, intervals or None, has per-request histograms)

@@ -1,15 +1,11 @@
 //! Every nGrinder fixture, read and summarised, matches the published script's answers
 //! (`*.expected.json`, computed by the seed's pandas script) to 0.01.
 
-use std::path::PathBuf;
 
 use volley_stats::{SeedSuite, SuiteOptions};
 
-fn fixtures() -> PathBuf {
-    std::env::var_os("VOLLEY_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"))
-}
+mod common;
+use common::fixtures;
 
 #[test]
 fn seed_suite_matches_every_expected_json() {
