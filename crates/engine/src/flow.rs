@@ -110,9 +110,14 @@ pub(crate) async fn iteration(
         let row = feeder.next(&mut state.feeder_pos[i]).map_err(|e| e.0)?;
         state.vars.insert(feeder.name.clone(), row);
     }
+    let started = Instant::now();
     let streams = CancellationToken::new();
     let mut exec = Exec { ctx, scenario, client, state, queued_us, streams: &streams, background: Vec::new(), trace };
-    exec.nodes(&scenario.steps).await;
+    let finished = exec.nodes(&scenario.steps).await == Next::Go && !ctx.shared.stop.is_cancelled();
+    if finished {
+        // Iterations cut short by a failure or by the end of the run would pull the figure down.
+        ctx.recorder.borrow_mut().record_iteration(started.elapsed());
+    }
     streams.cancel();
     for (task, entry) in std::mem::take(&mut exec.background) {
         let result = task.await;

@@ -122,6 +122,11 @@ impl Recorder {
         self.note(step, f.kind, f.message);
     }
 
+    /// Records a scenario iteration that ran through every step.
+    pub(crate) fn record_iteration(&mut self, took: Duration) {
+        self.slot(Instant::now()).all.record_iteration(took.as_micros() as u64);
+    }
+
     /// Counts stream events (SSE events, WebSocket messages) received by a step.
     pub(crate) fn record_events(&mut self, step: usize, n: u64) {
         self.apply(Some(step), |s| s.counts.events += n);

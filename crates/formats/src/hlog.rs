@@ -22,6 +22,8 @@ pub const TAG_TOTAL: &str = "total";
 pub const TAG_TTFB_ACTUAL: &str = "ttfb_actual";
 /// Open model: total time from the actual send (uncorrected).
 pub const TAG_TOTAL_ACTUAL: &str = "total_actual";
+/// Tag of scenario iterations: the whole flow, from its first step to the end of its last.
+pub const TAG_ITERATION: &str = "iteration";
 
 /// Writes the log's header (start time, base time) to `out`.
 pub fn write_header(out: &mut impl Write, start: SystemTime) -> std::io::Result<()> {

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use volley_stats::{ErrorKind, Interval, IntervalSample, Series};
 
 use crate::error::{FormatError, Result};
-use crate::hlog::{self, LoggedHistogram, TAG_TOTAL, TAG_TOTAL_ACTUAL, TAG_TTFB, TAG_TTFB_ACTUAL};
+use crate::hlog::{self, LoggedHistogram, TAG_ITERATION, TAG_TOTAL, TAG_TOTAL_ACTUAL, TAG_TTFB, TAG_TTFB_ACTUAL};
 use crate::ngrinder::{self, DROPPED, ELAPSED, HEADER, PERIOD};
 use crate::numfmt::ngrinder_number;
 
@@ -278,6 +278,9 @@ impl RunWriter {
             hlog::write_interval(&mut self.hlog, &s.ttfb, start, len, &step_tag(TAG_TTFB, i)).map_err(|e| FormatError::io(&hpath, e))?;
             hlog::write_interval(&mut self.hlog, &s.total, start, len, &step_tag(TAG_TOTAL, i))
                 .map_err(|e| FormatError::io(&hpath, e))?;
+        }
+        if let Some(it) = &sample.iteration {
+            hlog::write_interval(&mut self.hlog, it, start, len, TAG_ITERATION).map_err(|e| FormatError::io(&hpath, e))?;
         }
         if let Some(actual) = &sample.actual {
             hlog::write_interval(&mut self.hlog, &actual.0, start, len, TAG_TTFB_ACTUAL)

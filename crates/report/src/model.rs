@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use volley_formats::Source;
-use volley_formats::hlog::{TAG_TOTAL, TAG_TOTAL_ACTUAL, TAG_TTFB, TAG_TTFB_ACTUAL};
+use volley_formats::hlog::{TAG_ITERATION, TAG_TOTAL, TAG_TOTAL_ACTUAL, TAG_TTFB, TAG_TTFB_ACTUAL};
 use volley_formats::rundir::step_tag;
 use volley_stats::{ErrorKind, LatencySummary, SeedSuite, SuiteOptions, TpsTail};
 
@@ -106,6 +106,9 @@ pub struct PerRequest {
     /// Open model: total time from the actual send (uncorrected).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_actual_ms: Option<LatencySummary>,
+    /// Scenarios: whole iterations that ran through every step (think times included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iteration_ms: Option<LatencySummary>,
 }
 
 /// What the load generator itself went through.
@@ -224,6 +227,7 @@ impl RunReport {
                 total_ms: src.latency(TAG_TOTAL, warmup_s),
                 ttfb_actual_ms: src.latency(TAG_TTFB_ACTUAL, warmup_s),
                 total_actual_ms: src.latency(TAG_TOTAL_ACTUAL, warmup_s),
+                iteration_ms: src.latency(TAG_ITERATION, warmup_s),
             },
             generator,
             per_test,
@@ -485,6 +489,7 @@ fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
         },
         Metric::Ttfb => latency(ttfb),
         Metric::Total => latency(total),
+        Metric::Iteration => latency(&r.per_request.iteration_ms),
     };
     ThresholdResult { expr, actual, passed: actual.is_finite() && t.op.holds(actual, t.limit) }
 }

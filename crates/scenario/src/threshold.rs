@@ -19,6 +19,8 @@ pub enum Metric {
     Ttfb,
     /// Per-request total time, ms.
     Total,
+    /// Scenario iterations: the whole flow, ms.
+    Iteration,
 }
 
 /// A comparison.
@@ -84,7 +86,8 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
         "mttfb" => Metric::Mttfb,
         "ttfb" => Metric::Ttfb,
         "total" | "duration" => Metric::Total,
-        other => return Err(bad(&format!("unknown figure `{other}` (error_rate, tps, mttfb, ttfb, total)"))),
+        "iteration" => Metric::Iteration,
+        other => return Err(bad(&format!("unknown figure `{other}` (error_rate, tps, mttfb, ttfb, total, iteration)"))),
     };
     let stat = words.next().unwrap_or(if metric == Metric::ErrorRate { "value" } else { "" }).to_string();
     if words.next().is_some() {
@@ -93,7 +96,7 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
     let allowed: &[&str] = match metric {
         Metric::ErrorRate => &["value"],
         Metric::Tps | Metric::Mttfb => &["avg", "p50", "p95", "p99", "p99.9"],
-        Metric::Ttfb | Metric::Total => &["mean", "avg", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"],
+        Metric::Ttfb | Metric::Total | Metric::Iteration => &["mean", "avg", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"],
     };
     if !allowed.contains(&stat.as_str()) {
         return Err(bad(&format!("`{stat}` is not a statistic of this figure ({})", allowed.join(", "))));
@@ -135,6 +138,8 @@ mod tests {
         let t = parse_threshold("tps avg >= 220").unwrap();
         assert_eq!((t.op, t.limit), (Op::Ge, 220.0));
         assert_eq!(parse_threshold("total p95 <= 1.5s").unwrap().limit, 1500.0);
+        let t = parse_threshold("iteration p95 < 2s").unwrap();
+        assert_eq!((t.metric, t.limit), (Metric::Iteration, 2000.0));
         assert!(Op::Lt.holds(1.0, 2.0) && !Op::Ge.holds(1.0, 2.0));
     }
 

@@ -194,17 +194,24 @@ pub struct IntervalSample {
     pub total: Histogram<u64>,
     /// Open model: (TTFB, total) from the actual send, µs.
     pub actual: Option<Box<(Histogram<u64>, Histogram<u64>)>>,
+    /// Scenarios: how long whole iterations (every step, think times included) took, µs.
+    pub iteration: Option<Box<Histogram<u64>>>,
 }
 
 impl IntervalSample {
     /// An empty sample for interval `index`.
     pub fn new(index: u64) -> Self {
-        IntervalSample { index, counts: Counts::default(), ttfb: new_histogram(), total: new_histogram(), actual: None }
+        IntervalSample { index, counts: Counts::default(), ttfb: new_histogram(), total: new_histogram(), actual: None, iteration: None }
     }
 
     /// An empty open-model sample (with the actual-send histograms).
     pub fn new_open(index: u64) -> Self {
         IntervalSample { actual: Some(Box::new((new_histogram(), new_histogram()))), ..IntervalSample::new(index) }
+    }
+
+    /// Records one scenario iteration that ran to its end.
+    pub fn record_iteration(&mut self, us: u64) {
+        record_us(self.iteration.get_or_insert_with(|| Box::new(new_histogram())), us, 1);
     }
 
     /// Records the actual-send times of an open-model request.
@@ -238,6 +245,9 @@ impl IntervalSample {
             let a = self.actual.get_or_insert_with(|| Box::new((new_histogram(), new_histogram())));
             let _ = a.0.add(&o.0);
             let _ = a.1.add(&o.1);
+        }
+        if let Some(o) = &other.iteration {
+            let _ = self.iteration.get_or_insert_with(|| Box::new(new_histogram())).add(o.as_ref());
         }
     }
 

@@ -294,4 +294,7 @@ fn a_run_count_runs_each_vu_exactly_that_many_iterations() {
     let report = report_json(&only_run(runs.path()));
     assert_eq!(report["status"], "complete");
     assert_eq!(step(&report, "count")["seed_suite"]["total_tests"], 60);
+    let iteration = &report["per_request"]["iteration_ms"];
+    assert_eq!(iteration["count"], 6, "every iteration ran through: {iteration}");
+    assert!(iteration["p50_ms"].as_f64().unwrap() >= step(&report, "login")["total_ms"]["p50_ms"].as_f64().unwrap());
 }
