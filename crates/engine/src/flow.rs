@@ -22,9 +22,8 @@ use volley_scenario::template::Template;
 use volley_scenario::Scenario;
 use volley_stats::ErrorKind;
 
-use crate::client::{Capture, Client, Exchange, Failure, PreparedRequest, micros, open_stream};
-use crate::h1;
-use crate::sse::SseParser;
+use crate::client::{Capture, Client, Failure, PreparedRequest};
+use crate::sse::SseStream;
 use crate::vu::WorkerContext;
 
 /// What one VU keeps between iterations.
@@ -44,7 +43,7 @@ impl FlowState {
 }
 
 /// One request and response as `volley check` prints them.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Trace {
     /// The step's name.
     pub step: String,
@@ -276,20 +275,20 @@ impl<'a> Exec<'a> {
             }
         };
         let failed = outcome.is_err();
-        if let Some(trace) = self.trace {
-            let shown: Vec<(String, String)> = extracted.iter().map(|(k, v)| (k.clone(), self.scenario.redact(&v.to_string()))).collect();
-            trace.borrow_mut().push(Trace {
+        if self.trace.is_some() {
+            let shown: Vec<(String, String)> = extracted.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+            self.push_trace(Trace {
                 step: self.step_name(id),
-                request: format!("{} {}{}", step.method, self.ctx.target.uri.scheme_str().unwrap_or("http"), self.scenario.redact(&format!("://{}{path}", self.ctx.target.authority))),
-                request_headers: headers.iter().map(|(k, v)| (k.clone(), self.scenario.redact(v))).collect(),
-                request_body: self.scenario.redact(&excerpt(&body)),
+                request: format!("{} {}", step.method, self.url_of(&path, false)),
+                request_headers: headers.clone(),
+                request_body: excerpt(&body),
                 status: exchange.map_or(0, |e| e.status),
                 response_headers: capture.headers.clone(),
-                response_body: self.scenario.redact(&excerpt(&capture.body)),
+                response_body: excerpt(&capture.body),
                 ttfb_ms: exchange.map_or(0.0, |e| e.ttfb_us as f64 / 1000.0),
                 total_ms: exchange.map_or(0.0, |e| e.total_us as f64 / 1000.0),
                 passed: !failed,
-                outcome: outcome.err().map_or_else(|| "ok".to_string(), |e| self.scenario.redact(&e)),
+                outcome: outcome.err().unwrap_or_else(|| "ok".to_string()),
                 extracted: shown,
             });
         }
@@ -307,23 +306,32 @@ impl<'a> Exec<'a> {
         self.scenario.step_info.get(id).map(|s| s.name.clone()).unwrap_or_default()
     }
 
-    fn trace_failure(&self, id: usize, request: String, e: String) {
-        if let Some(trace) = self.trace {
-            trace.borrow_mut().push(Trace {
-                step: self.step_name(id),
-                request,
-                request_headers: Vec::new(),
-                request_body: String::new(),
-                status: 0,
-                response_headers: Vec::new(),
-                response_body: String::new(),
-                ttfb_ms: 0.0,
-                total_ms: 0.0,
-                outcome: self.scenario.redact(&e),
-                passed: false,
-                extracted: Vec::new(),
-            });
+    fn trace_failure(&self, id: usize, request: String, outcome: String) {
+        self.push_trace(Trace { step: self.step_name(id), request, outcome, ..Trace::default() });
+    }
+
+    /// Keeps `t` for `volley check`, with every secret masked.
+    fn push_trace(&self, mut t: Trace) {
+        let Some(trace) = self.trace else { return };
+        let r = |s: &mut String| *s = self.scenario.redact(s);
+        for s in [&mut t.request, &mut t.request_body, &mut t.response_body, &mut t.outcome] {
+            r(s);
         }
+        for (_, v) in t.request_headers.iter_mut().chain(t.response_headers.iter_mut()).chain(t.extracted.iter_mut()) {
+            r(v);
+        }
+        trace.borrow_mut().push(t);
+    }
+
+    /// `http://host:port/path` (or `ws://…`) on the target.
+    fn url_of(&self, path: &str, ws: bool) -> String {
+        let scheme = match (ws, self.ctx.target.tls) {
+            (false, false) => "http",
+            (false, true) => "https",
+            (true, false) => "ws",
+            (true, true) => "wss",
+        };
+        format!("{scheme}://{}{path}", self.ctx.target.authority)
     }
 
     fn body(&self, body: &Body, vars: &Value, headers: &mut Vec<(String, String)>) -> Result<Vec<u8>, String> {
@@ -412,22 +420,14 @@ impl<'a> Exec<'a> {
         if let Some(pending) = pending {
             self.background.push((pending, self.trace.map(|t| t.borrow().len())));
         }
-        if let Some(trace) = self.trace {
-            trace.borrow_mut().push(Trace {
-                step: self.step_name(id),
-                request: format!("SSE {}://{}{path}", self.ctx.target.uri.scheme_str().unwrap_or("http"), self.ctx.target.authority),
-                request_headers: headers.iter().map(|(k, v)| (k.clone(), self.scenario.redact(v))).collect(),
-                request_body: String::new(),
-                status: 0,
-                response_headers: Vec::new(),
-                response_body: String::new(),
-                ttfb_ms: 0.0,
-                total_ms: 0.0,
-                outcome: self.scenario.redact(&text),
-                passed,
-                extracted: Vec::new(),
-            });
-        }
+        self.push_trace(Trace {
+            step: self.step_name(id),
+            request: format!("SSE {}", self.url_of(&path, false)),
+            request_headers: headers,
+            outcome: text,
+            passed,
+            ..Trace::default()
+        });
         self.think(step.call.think_time.sample()).await;
         Next::Go
     }
@@ -450,7 +450,6 @@ impl<'a> Exec<'a> {
         };
         let timeout = self.timeout(&step.call);
         let result = crate::ws::exchange(self.ctx, &path, &headers, &send, expect.as_deref(), timeout).await;
-        let scheme = if self.ctx.target.tls { "wss" } else { "ws" };
         let (outcome, status, received, ttfb_ms, total_ms) = match result {
             Ok(done) => {
                 let mut rec = self.ctx.recorder.borrow_mut();
@@ -465,22 +464,19 @@ impl<'a> Exec<'a> {
                 (msg, 0, String::new(), 0.0, 0.0)
             }
         };
-        if let Some(trace) = self.trace {
-            trace.borrow_mut().push(Trace {
-                step: self.step_name(id),
-                request: format!("WS {scheme}://{}{path}", self.ctx.target.authority),
-                request_headers: headers.iter().map(|(k, v)| (k.clone(), self.scenario.redact(v))).collect(),
-                request_body: self.scenario.redact(&send.join(" | ")),
-                status,
-                response_headers: Vec::new(),
-                response_body: self.scenario.redact(&excerpt(received.as_bytes())),
-                ttfb_ms,
-                total_ms,
-                passed: outcome == "ok",
-                outcome: self.scenario.redact(&outcome),
-                extracted: Vec::new(),
-            });
-        }
+        self.push_trace(Trace {
+            step: self.step_name(id),
+            request: format!("WS {}", self.url_of(&path, true)),
+            request_headers: headers,
+            request_body: send.join(" | "),
+            status,
+            response_body: excerpt(received.as_bytes()),
+            ttfb_ms,
+            total_ms,
+            passed: outcome == "ok",
+            outcome,
+            ..Trace::default()
+        });
         self.think(step.call.think_time.sample()).await;
         Next::Go
     }
@@ -498,109 +494,4 @@ fn excerpt(body: &[u8]) -> String {
     const MAX: usize = 400;
     let text = String::from_utf8_lossy(&body[..body.len().min(MAX)]).into_owned();
     if body.len() > MAX { format!("{text}… ({} bytes)", body.len()) } else { text }
-}
-
-/// One open event stream of one iteration.
-struct SseStream {
-    ctx: Rc<WorkerContext>,
-    id: usize,
-    want: Option<u64>,
-    limit: Option<Duration>,
-    open_timeout: Duration,
-    stop: CancellationToken,
-    redact: Arc<Scenario>,
-}
-
-impl SseStream {
-    /// Opens the stream, reads it until it is done, and records the outcome: time to first
-    /// byte (the response head) and time to first event; with `events: N`, fewer than N
-    /// events is a failed check, and no event at all is a timeout.
-    /// Returns what happened, for `volley check`, and whether it succeeded.
-    async fn run(self, req: PreparedRequest) -> (String, bool) {
-        let start = Instant::now();
-        let opened = tokio::time::timeout(self.open_timeout, async {
-            let (mut stream, times) = open_stream(&self.ctx.target, self.ctx.stream_tls.as_ref()).await?;
-            use tokio::io::AsyncWriteExt;
-            stream.write_all(req.h1_bytes()).await.map_err(|e| Failure::io("write", &e))?;
-            let mut buf = Vec::new();
-            let mut headers = Vec::new();
-            let head = h1::read_head(&mut stream, &mut buf, Some(&mut headers)).await.map_err(Failure::h1)?;
-            Ok::<_, Failure>((stream, times, head, buf, headers))
-        })
-        .await
-        .unwrap_or_else(|_| Err(Failure::new(ErrorKind::Timeout, format!("no response within {}s", self.open_timeout.as_secs_f64()))));
-        let (mut stream, times, head, mut buf, headers) = match opened {
-            Ok(o) => o,
-            Err(f) => {
-                let text = f.message.clone();
-                self.ctx.recorder.borrow_mut().record_failure(Some(self.id), f);
-                return (text, false);
-            }
-        };
-        let head_us = micros(head.first_byte.saturating_duration_since(start));
-        let exchange = |first_event_us: u64, bytes: u64| Exchange {
-            status: head.status,
-            ttfb_us: head_us,
-            total_us: first_event_us,
-            connect_us: times.tcp_us + times.tls_us,
-            tls_us: times.tls_us,
-            queued_us: 0,
-            bytes,
-            reconnected: false,
-        };
-        let is_stream = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.contains("text/event-stream"));
-        if !(200..300).contains(&head.status) || !is_stream {
-            let what = if is_stream { format!("HTTP {}", head.status) } else { format!("HTTP {} without Content-Type: text/event-stream", head.status) };
-            if (200..300).contains(&head.status) {
-                self.ctx.recorder.borrow_mut().record_failure(Some(self.id), Failure::new(ErrorKind::Check, what.clone()));
-            } else {
-                self.ctx.recorder.borrow_mut().record_exchange(Some(self.id), &exchange(head_us, 0), false);
-            }
-            return (what, false);
-        }
-        let mut parser = SseParser::default();
-        let (mut events, mut bytes, mut first_event) = (0u64, 0u64, None::<Instant>);
-        let want = self.want;
-        let recorder = self.ctx.recorder.clone();
-        let id = self.id;
-        let mut sink = |chunk: &[u8]| {
-            bytes += chunk.len() as u64;
-            let n = parser.feed(chunk);
-            if n > 0 {
-                first_event.get_or_insert_with(Instant::now);
-                events += n;
-                recorder.borrow_mut().record_events(id, n);
-            }
-            want.is_none_or(|w| events < w)
-        };
-        let reading = h1::read_body(&mut stream, &mut buf, head.framing, &mut sink);
-        let limit = self.limit.map_or(Duration::MAX, |l| l.saturating_sub(start.elapsed()));
-        let why = tokio::select! {
-            r = reading => match r {
-                Ok(_) if want.is_some_and(|w| events >= w) => "enough events",
-                Ok(_) => "the server closed the stream",
-                Err(_) => "the stream failed",
-            },
-            _ = tokio::time::sleep(limit) => "the step's timeout",
-            _ = self.stop.cancelled() => "the iteration ended",
-            _ = self.ctx.shared.abort.cancelled() => "the run was aborted",
-        };
-        let need = want.unwrap_or(1);
-        if why == "the iteration ended" && self.ctx.shared.stop.is_cancelled() && events < need {
-            // The run stopped mid-iteration: the stream was cut short, not failed.
-            return (format!("{events} events; cut short by the end of the run"), true);
-        }
-        let mut rec = self.ctx.recorder.borrow_mut();
-        let first = first_event.map_or_else(|| "none".to_string(), |f| format!("first after {:.1} ms", (f - start).as_secs_f64() * 1000.0));
-        let text = format!("HTTP {}: {events} events ({first}); closed by {why}", head.status);
-        match first_event {
-            Some(f) if events >= need => {
-                rec.record_exchange(Some(id), &exchange(micros(f - start), bytes), true);
-                return (text, true);
-            }
-            Some(_) => rec.record_failure(Some(id), Failure::new(ErrorKind::Check, self.redact.redact(&format!("{events} of {need} events before {why}")))),
-            None => rec.record_failure(Some(id), Failure::new(ErrorKind::Timeout, format!("no event before {why}"))),
-        }
-        (text, false)
-    }
 }
