@@ -382,6 +382,9 @@ impl Compiler {
                     continue;
                 }
             match parse_threshold(&expr) {
+                Ok(th) if th.metric == crate::threshold::Metric::Iteration && step.is_some() => {
+                    self.error(at(t), "`iteration` is the whole flow: give it as a threshold of its own, not under a step");
+                }
                 Ok(mut th) => {
                     th.step = step;
                     thresholds.push(th);

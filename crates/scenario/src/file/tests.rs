@@ -121,6 +121,8 @@ const BROKEN: &[(&str, u64, u64, &str)] = &[
     ("target: http://x\nsteps:\n  - group: g\n    repeat: 0\n    steps:\n      - request: GET /\n", 4, 13, "`repeat` must be at least 1"),
     // 26. a random pause the wrong way round
     ("target: http://x\nsteps:\n  - request: GET /\n    think_time: 3s..1s\n", 4, 17, "the longer pause comes second"),
+    // 27. the whole flow's time under one step
+    ("target: http://x\nthresholds:\n  - a: iteration p95 < 1s\nsteps:\n  - name: a\n    request: GET /\n", 3, 5, "`iteration` is the whole flow"),
     // 25. a threshold that is not a string
     ("target: http://x\nthresholds:\n  - [1, 2]\nsteps:\n  - request: GET /\n", 3, 5, "a threshold is an expression"),
 ];
