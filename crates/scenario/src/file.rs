@@ -120,7 +120,7 @@ struct RawScenario {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLoad {
-    vus: Option<u64>,
+    vus: Option<S<u64>>,
     duration: Option<S<String>>,
     ramp_up: Option<S<String>>,
     stages: Option<S<String>>,
@@ -418,7 +418,41 @@ impl Compiler {
         }
     }
 
+    /// Keys that describe different load models, or the same thing twice, as the command
+    /// line's flags conflict.
+    fn load_conflicts(&mut self, l: &RawLoad) {
+        let some = |v: &Option<S<String>>| v.as_ref().map(at);
+        let keys: [(&str, Option<At>); 9] = [
+            ("vus", l.vus.as_ref().map(at)),
+            ("duration", some(&l.duration)),
+            ("ramp_up", some(&l.ramp_up)),
+            ("stages", some(&l.stages)),
+            ("iterations", l.iterations.as_ref().map(at)),
+            ("pacing", some(&l.pacing)),
+            ("think_time", some(&l.think_time)),
+            ("rate", some(&l.rate)),
+            ("rate_stages", some(&l.rate_stages)),
+        ];
+        let rules: [(&str, &[&str], &str); 3] = [
+            ("rate", &["vus", "stages", "ramp_up", "iterations", "pacing", "think_time", "rate_stages"], "an arrival rate (open model) takes `duration` and `max_vus`"),
+            ("rate_stages", &["vus", "stages", "ramp_up", "iterations", "pacing", "think_time", "duration"], "rate stages carry their own rates and lengths"),
+            ("stages", &["vus", "duration", "ramp_up"], "stages carry their own VUs and lengths"),
+        ];
+        let find = |name: &str| keys.iter().find(|(k, _)| *k == name).and_then(|(_, a)| *a);
+        for (key, others, why) in rules {
+            if find(key).is_none() {
+                continue;
+            }
+            for other in others {
+                if let Some(a) = find(other) {
+                    self.error(a, format!("load `{other}` cannot be combined with `{key}`: {why}"));
+                }
+            }
+        }
+    }
+
     fn load(&mut self, l: RawLoad) -> LoadSettings {
+        self.load_conflicts(&l);
         let mut check = |field: &str, v: &Option<S<String>>, f: &dyn Fn(&str) -> Result<(), String>| {
             if let Some(v) = v
                 && let Err(e) = f(&v.value) {
@@ -439,7 +473,7 @@ impl Compiler {
         let v = |x: Option<S<String>>| x.map(|s| s.value);
         LoadSettings {
             iterations: l.iterations.map(|n| n.value),
-            vus: l.vus,
+            vus: l.vus.map(|n| n.value),
             duration: v(l.duration),
             ramp_up: v(l.ramp_up),
             stages: v(l.stages),

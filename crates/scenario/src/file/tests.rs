@@ -123,6 +123,10 @@ const BROKEN: &[(&str, u64, u64, &str)] = &[
     ("target: http://x\nsteps:\n  - request: GET /\n    think_time: 3s..1s\n", 4, 17, "the longer pause comes second"),
     // 27. the whole flow's time under one step
     ("target: http://x\nthresholds:\n  - a: iteration p95 < 1s\nsteps:\n  - name: a\n    request: GET /\n", 3, 5, "`iteration` is the whole flow"),
+    // 28. two load models at once
+    ("target: http://x\nload:\n  vus: 10\n  rate: 100\n  duration: 1m\nsteps:\n  - request: GET /\n", 3, 8, "load `vus` cannot be combined with `rate`"),
+    // 29. stages and a duration
+    ("target: http://x\nload:\n  stages: \"1m:10\"\n  duration: 1m\nsteps:\n  - request: GET /\n", 4, 13, "load `duration` cannot be combined with `stages`"),
     // 25. a threshold that is not a string
     ("target: http://x\nthresholds:\n  - [1, 2]\nsteps:\n  - request: GET /\n", 3, 5, "a threshold is an expression"),
 ];
