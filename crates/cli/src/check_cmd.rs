@@ -58,7 +58,8 @@ fn print_outline(sc: &Scenario) {
     println!("  target {}, {n} step{}", sc.target, if n == 1 { "" } else { "s" });
     outline(&sc.steps, sc, 1);
     for d in &sc.data {
-        println!("  data `{}`: {} rows of {} ({:?})", d.name, d.rows.len(), d.columns.join(", "), d.order);
+        let unique = if d.unique { ", unique" } else { "" };
+        println!("  data `{}`: {} rows of {} ({}{unique})", d.name, d.rows.len(), d.columns.join(", "), d.order.name());
     }
     for t in &sc.thresholds {
         println!("  threshold {}{}", t.step.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(), t.expr);
@@ -75,6 +76,15 @@ fn outline(nodes: &[Node], sc: &Scenario, depth: usize) {
             Node::Group(g) => {
                 println!("{pad}- group{} × {}", g.name.as_ref().map(|n| format!(" `{n}`")).unwrap_or_default(), g.repeat);
                 outline(&g.steps, sc, depth + 1);
+                continue;
+            }
+            Node::OneOf(branches) => {
+                let total: u32 = branches.iter().map(|b| b.weight).sum();
+                println!("{pad}- one of:");
+                for b in branches {
+                    println!("{pad}  - branch{} ({} in {total})", b.name.as_ref().map(|n| format!(" `{n}`")).unwrap_or_default(), b.weight);
+                    outline(&b.steps, sc, depth + 2);
+                }
                 continue;
             }
         };

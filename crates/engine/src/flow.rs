@@ -161,6 +161,11 @@ impl<'a> Exec<'a> {
                     Node::Http(step) => self.http(step).await,
                     Node::Sse(step) => self.sse(step).await,
                     Node::WebSocket(step) => self.websocket(step).await,
+                    Node::OneOf(branches) => {
+                        let total: u64 = branches.iter().map(|b| u64::from(b.weight)).sum();
+                        let i = volley_scenario::scenario::pick_branch(branches, fastrand::u64(..total.max(1)));
+                        self.nodes(&branches[i].steps).await
+                    }
                     Node::Group(g) => {
                         let mut next = Next::Go;
                         for _ in 0..g.repeat {

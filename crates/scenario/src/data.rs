@@ -22,6 +22,15 @@ pub enum Order {
 }
 
 impl Order {
+    /// The YAML word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::PerVu => "per_vu",
+            Order::Shared => "shared",
+            Order::Random => "random",
+        }
+    }
+
     /// Parses the YAML value.
     pub fn parse(s: &str) -> Option<Order> {
         match s {

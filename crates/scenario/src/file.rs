@@ -233,6 +233,22 @@ struct RawStep {
     group: Option<S<String>>,
     repeat: Option<S<u64>>,
     steps: Option<Vec<S<RawStep>>>,
+    // Weighted branches: one is picked per pass.
+    one_of: Option<Vec<S<RawBranch>>>,
+}
+
+/// One branch of `one_of`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBranch {
+    #[serde(default = "one")]
+    weight: S<u32>,
+    name: Option<String>,
+    steps: Vec<S<RawStep>>,
+}
+
+fn one() -> S<u32> {
+    S { value: 1, referenced: serde_saphyr::Location::UNKNOWN, defined: serde_saphyr::Location::UNKNOWN }
 }
 
 struct Compiler {
@@ -544,17 +560,21 @@ impl Compiler {
     fn step(&mut self, s: &S<RawStep>, defined: &mut BTreeSet<String>) -> Option<Node> {
         let r = &s.value;
         let here = at(s);
-        let kinds = [r.request.is_some() || r.url.is_some(), r.sse.is_some(), r.websocket.is_some(), r.steps.is_some()];
+        let kinds =
+            [r.request.is_some() || r.url.is_some(), r.sse.is_some(), r.websocket.is_some(), r.steps.is_some(), r.one_of.is_some()];
         match kinds.iter().filter(|k| **k).count() {
             0 => {
-                self.error(here, "a step needs one of `request` (or `method` + `url`), `sse`, `websocket` or `steps`");
+                self.error(here, "a step needs one of `request` (or `method` + `url`), `sse`, `websocket`, `steps` or `one_of`");
                 return None;
             }
             1 => {}
             _ => {
-                self.error(here, "a step can be only one of a request, `sse`, `websocket` or a group with `steps`");
+                self.error(here, "a step can be only one of a request, `sse`, `websocket`, a group with `steps` or `one_of`");
                 return None;
             }
+        }
+        if let Some(branches) = &r.one_of {
+            return self.one_of(s, branches, defined);
         }
         if let Some(steps) = &r.steps {
             return self.group(s, steps, defined);
@@ -629,6 +649,41 @@ impl Compiler {
         let repeat = r.repeat.as_ref().map_or(1, |rep| self.repeat(rep));
         let nodes = self.steps(steps, defined);
         Some(Node::Group(Group { name: r.group.as_ref().map(|g| g.value.clone()), repeat, steps: nodes }))
+    }
+
+    /// Weighted branches. A variable is defined after them only when every branch defines it.
+    fn one_of(&mut self, s: &S<RawStep>, branches: &[S<RawBranch>], defined: &mut BTreeSet<String>) -> Option<Node> {
+        let r = &s.value;
+        if r.name.is_some() || r.group.is_some() || !r.headers.is_empty() || r.think_time.is_some() || r.timeout.is_some() {
+            self.error(at(s), "`one_of` takes a list of branches (`weight`, `name`, `steps`) and `repeat`");
+        }
+        if branches.is_empty() {
+            self.error(at(s), "`one_of` is empty: give it branches with `steps`");
+            return None;
+        }
+        let mut after: Option<BTreeSet<String>> = None;
+        let mut out = Vec::new();
+        for b in branches {
+            if b.value.weight.value == 0 {
+                self.error(at(&b.value.weight), "a branch's `weight` must be at least 1");
+            }
+            if b.value.steps.is_empty() {
+                self.error(at(b), "the branch's `steps` is empty");
+            }
+            let mut mine = defined.clone();
+            let nodes = self.steps(&b.value.steps, &mut mine);
+            after = Some(match after {
+                None => mine,
+                Some(a) => a.intersection(&mine).cloned().collect(),
+            });
+            out.push(Branch { name: b.value.name.clone(), weight: b.value.weight.value.max(1), steps: nodes });
+        }
+        *defined = after.unwrap_or_default();
+        let node = Node::OneOf(out);
+        Some(match &r.repeat {
+            Some(rep) => Node::Group(Group { name: None, repeat: self.repeat(rep), steps: vec![node] }),
+            None => node,
+        })
     }
 
     fn call(&mut self, r: &RawStep, url: &S<String>, field: &str, kind: StepKind, default_name: Option<String>, defined: &BTreeSet<String>) -> Call {

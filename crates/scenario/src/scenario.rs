@@ -123,6 +123,30 @@ pub enum Node {
     WebSocket(WsStep),
     /// Steps run `repeat` times.
     Group(Group),
+    /// One branch, picked at random by weight each time the flow reaches it.
+    OneOf(Vec<Branch>),
+}
+
+/// A weighted branch of [`Node::OneOf`].
+#[derive(Debug)]
+pub struct Branch {
+    /// Its name (for messages).
+    pub name: Option<String>,
+    /// Relative weight (at least 1).
+    pub weight: u32,
+    /// The steps.
+    pub steps: Vec<Node>,
+}
+
+/// Picks a branch index by weight, given a uniform number in `0..total weight`.
+pub fn pick_branch(branches: &[Branch], mut roll: u64) -> usize {
+    for (i, b) in branches.iter().enumerate() {
+        if roll < u64::from(b.weight) {
+            return i;
+        }
+        roll -= u64::from(b.weight);
+    }
+    branches.len().saturating_sub(1)
 }
 
 /// A group of steps, possibly repeated.

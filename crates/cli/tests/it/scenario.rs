@@ -298,3 +298,30 @@ fn a_run_count_runs_each_vu_exactly_that_many_iterations() {
     assert_eq!(iteration["count"], 6, "every iteration ran through: {iteration}");
     assert!(iteration["p50_ms"].as_f64().unwrap() >= step(&report, "login")["total_ms"]["p50_ms"].as_f64().unwrap());
 }
+
+#[test]
+fn one_of_picks_branches_by_weight() {
+    let _guard = serial();
+    let server = ScenarioServer::start();
+    let dir = out_dir();
+    let file = write(
+        dir.path(),
+        "mix.yaml",
+        &format!(
+            "target: {}\nsteps:\n  - one_of:\n      - weight: 3\n        steps:\n          - name: read\n            request: GET /count\n      - weight: 1\n        steps:\n          - name: write\n            request: POST /user\n            json: {{ email: w }}\n",
+            server.url()
+        ),
+    );
+    let runs = out_dir();
+    let o = volley(&["run", file.to_str().unwrap(), "--vus", "2", "--iterations", "200", "-o", runs.path().to_str().unwrap(), "--progress", "none"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (reads, writes) = {
+        let seen = server.seen();
+        (seen.counted, seen.emails.len() as u64)
+    };
+    assert_eq!(reads + writes, 400, "one branch per iteration");
+    // 400 draws at 3:1: 300 expected reads, standard deviation 8.7; 4 deviations either way.
+    assert!((265..=335).contains(&reads), "{reads} reads of 400");
+    let report = report_json(&only_run(runs.path()));
+    assert_eq!(step(&report, "read")["seed_suite"]["total_tests"].as_u64().unwrap(), reads);
+}

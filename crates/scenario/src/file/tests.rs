@@ -127,6 +127,10 @@ const BROKEN: &[(&str, u64, u64, &str)] = &[
     ("target: http://x\nload:\n  vus: 10\n  rate: 100\n  duration: 1m\nsteps:\n  - request: GET /\n", 3, 8, "load `vus` cannot be combined with `rate`"),
     // 29. stages and a duration
     ("target: http://x\nload:\n  stages: \"1m:10\"\n  duration: 1m\nsteps:\n  - request: GET /\n", 4, 13, "load `duration` cannot be combined with `stages`"),
+    // 30. a variable only one branch defines, used after the branches
+    ("target: http://x\nsteps:\n  - one_of:\n      - steps:\n          - request: POST /a\n            extract: { a: $.id }\n      - steps:\n          - request: GET /b\n  - request: GET /{{ a }}\n", 9, 14, "variable `a` is used before any step defines it"),
+    // 31. a branch that weighs nothing
+    ("target: http://x\nsteps:\n  - one_of:\n      - weight: 0\n        steps:\n          - request: GET /\n", 4, 17, "`weight` must be at least 1"),
     // 25. a threshold that is not a string
     ("target: http://x\nthresholds:\n  - [1, 2]\nsteps:\n  - request: GET /\n", 3, 5, "a threshold is an expression"),
 ];
@@ -161,4 +165,15 @@ fn data_columns_and_variables_are_defined() {
     let s = parse_scenario(&dir.join("s.yaml"), text, &|_| None).unwrap();
     assert_eq!(s.data[0].rows.len(), 1);
     assert_eq!(s.variables.len(), 1);
+}
+
+#[test]
+fn branches_define_what_all_of_them_define() {
+    let text = "target: http://x\nsteps:\n  - one_of:\n      - weight: 3\n        name: browse\n        steps:\n          - request: POST /a\n            extract: { id: $.id }\n      - steps:\n          - request: POST /b\n            extract: { id: $.id }\n  - request: GET /{{ id }}\n";
+    let s = parse(text).unwrap();
+    let Node::OneOf(branches) = &s.steps[0] else { panic!("one_of expected") };
+    assert_eq!(branches.iter().map(|b| b.weight).collect::<Vec<_>>(), [3, 1]);
+    assert_eq!(branches[0].name.as_deref(), Some("browse"));
+    // Rolls 0..3 pick the first branch, 3 the second.
+    assert_eq!((0..4).map(|r| crate::scenario::pick_branch(branches, r)).collect::<Vec<_>>(), [0, 0, 0, 1]);
 }
