@@ -10,12 +10,13 @@ use crate::args::ProgressMode;
 pub(crate) struct Progress {
     live: bool,
     quiet: bool,
-    planned: Duration,
+    /// `None` when the run ends when its VUs are done (a run count).
+    planned: Option<Duration>,
     errors: u64,
 }
 
 impl Progress {
-    pub(crate) fn new(mode: ProgressMode, planned: Duration) -> Self {
+    pub(crate) fn new(mode: ProgressMode, planned: Option<Duration>) -> Self {
         let tty = std::io::stderr().is_terminal();
         Progress {
             live: mode == ProgressMode::Auto && tty,
@@ -31,7 +32,8 @@ impl Progress {
             return;
         }
         let elapsed = row.start_s + row.period_s;
-        let total = self.planned.as_secs_f64();
+        let total = self.planned.map_or(0.0, |p| p.as_secs_f64());
+        let of_total = self.planned.map_or_else(String::new, |_| format!("/{total:.0}s"));
         let pct = |p: f64| if sample.ttfb.is_empty() { 0.0 } else { sample.ttfb.value_at_percentile(p) as f64 / 1000.0 };
         let mut stats = format!(
             "VUs {:>4}/{:<4} TPS {:>9.1}  TTFB p50 {:>7.2} ms p99 {:>8.2} ms  errors {} ({} total)",
@@ -44,11 +46,11 @@ impl Progress {
         let mut err = std::io::stderr().lock();
         if self.live {
             let width = 24;
-            let done = ((elapsed / total.max(1e-9)).min(1.0) * width as f64) as usize;
+            let done = if self.planned.is_some() { ((elapsed / total.max(1e-9)).min(1.0) * width as f64) as usize } else { 0 };
             let bar = format!("{}{}", "=".repeat(done), " ".repeat(width - done));
-            let _ = write!(err, "\r\x1b[2K[{bar}] {elapsed:>6.0}s/{total:.0}s  {stats}");
+            let _ = write!(err, "\r\x1b[2K[{bar}] {elapsed:>6.0}s{of_total}  {stats}");
         } else {
-            let _ = writeln!(err, "{elapsed:>7.1}s/{total:.0}s  {stats}");
+            let _ = writeln!(err, "{elapsed:>7.1}s{of_total}  {stats}");
         }
         let _ = err.flush();
     }

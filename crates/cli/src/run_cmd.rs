@@ -21,6 +21,8 @@ use crate::progress::Progress;
 /// A `volley run` whose flags were checked.
 struct RunConfig {
     engine: EngineConfig,
+    /// A run count without a duration: it ends when the VUs are done, not at a planned time.
+    open_ended: bool,
     name: String,
     output: PathBuf,
     warmup: Duration,
@@ -178,6 +180,7 @@ impl RunConfig {
         let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let name = a.name.clone().unwrap_or_else(|| target.host.clone());
         Ok(RunConfig {
+            open_ended: a.iterations.is_some() && a.duration.is_none() && a.stages.is_none(),
             engine: EngineConfig {
                 plan,
                 target,
@@ -278,7 +281,8 @@ pub(crate) fn execute(args: RunArgs) -> Result<(PathBuf, RunReport)> {
     let scraper = (!config.server_metrics.is_empty()).then(|| {
         volley_engine::scrape::start(config.server_metrics.clone(), config.engine.tls.clone(), run.t0, config.engine.interval)
     });
-    let mut progress = Progress::new(config.progress, config.engine.plan.load.duration());
+    let planned = (!config.open_ended).then(|| config.engine.plan.load.duration());
+    let mut progress = Progress::new(config.progress, planned);
     let mut stopped = None;
     while let Some(event) = run.next_event() {
         match event {
@@ -337,6 +341,11 @@ fn record_scrapes(writer: &mut RunWriter, scraper: &volley_engine::scrape::Scrap
     Ok(())
 }
 
+/// The `[step]` a scenario error message starts with, if any.
+fn step_of(message: &str) -> Option<&str> {
+    message.strip_prefix('[').and_then(|m| m.split_once("] ")).map(|(step, _)| step)
+}
+
 /// Folds new error messages into run.json's notes and refreshes their counts.
 fn add_messages(notes: &mut Vec<ErrorNote>, counts: &[u64; volley_stats::KINDS], messages: Vec<(volley_stats::ErrorKind, String)>) {
     for (kind, message) in messages {
@@ -347,7 +356,10 @@ fn add_messages(notes: &mut Vec<ErrorNote>, counts: &[u64; volley_stats::KINDS],
                 notes.last_mut().expect("just pushed")
             }
         };
-        if note.messages.len() < 5 && !note.messages.contains(&message) {
+        // Five per kind, and in a scenario five per step and kind (messages start `[step]`).
+        let step = step_of(&message);
+        let same_step = note.messages.iter().filter(|m| step_of(m) == step).count();
+        if same_step < 5 && !note.messages.contains(&message) {
             note.messages.push(message);
         }
     }

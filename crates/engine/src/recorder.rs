@@ -9,7 +9,7 @@ use volley_stats::{ErrorKind, IntervalSample};
 
 use crate::client::{Exchange, Failure};
 
-/// Distinct messages kept per error kind.
+/// Distinct messages kept per error kind (per step in a scenario).
 const MESSAGES_PER_KIND: usize = 5;
 
 /// One worker's part of one interval.
@@ -35,7 +35,8 @@ pub(crate) struct Recorder {
     step_names: std::sync::Arc<[String]>,
     first_index: u64,
     messages: Vec<(ErrorKind, String)>,
-    seen_per_kind: [usize; volley_stats::KINDS],
+    /// Messages kept so far, by (step, kind); the run as a whole is step `usize::MAX`.
+    seen: std::collections::HashMap<(usize, usize), usize>,
     open_model: bool,
 }
 
@@ -57,7 +58,7 @@ impl Recorder {
             pending: VecDeque::new(),
             first_index: 0,
             messages: Vec::new(),
-            seen_per_kind: [0; volley_stats::KINDS],
+            seen: std::collections::HashMap::new(),
         }
     }
 
@@ -137,7 +138,7 @@ impl Recorder {
             Some(name) => format!("[{name}] {message}"),
             None => message,
         };
-        let seen = &mut self.seen_per_kind[kind.index()];
+        let seen = self.seen.entry((step.unwrap_or(usize::MAX), kind.index())).or_default();
         if *seen < MESSAGES_PER_KIND && !self.messages.iter().any(|(k, m)| *k == kind && *m == message) {
             *seen += 1;
             self.messages.push((kind, message));
@@ -222,6 +223,18 @@ mod tests {
         let p = r.take(0);
         assert_eq!(p.sample.counts.errors, 20);
         assert_eq!(p.messages.len(), MESSAGES_PER_KIND);
+    }
+
+    #[test]
+    fn each_step_keeps_its_own_first_messages() {
+        let mut r = Recorder::new(Instant::now(), Duration::from_secs(1), false, vec!["a".to_string(), "b".to_string()].into());
+        for i in 0..10 {
+            r.record_failure(Some(0), Failure { kind: ErrorKind::Check, message: format!("a{i}") });
+        }
+        r.record_failure(Some(1), Failure { kind: ErrorKind::Check, message: "b0".into() });
+        let p = r.take(0);
+        assert_eq!(p.messages.len(), MESSAGES_PER_KIND + 1, "step b's first message is kept after step a's five");
+        assert_eq!(p.messages.last().unwrap().1, "[b] b0");
     }
 
     #[test]
