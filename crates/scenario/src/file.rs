@@ -68,6 +68,10 @@ pub fn load_scenario(path: &Path) -> Result<Scenario, ScenarioErrors> {
 /// Parses and validates scenario text; `path` names it in errors and anchors relative
 /// data files; `env` looks up environment variables.
 pub fn parse_scenario(path: &Path, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Scenario, ScenarioErrors> {
+    if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+        let message = "the file is empty: a scenario needs at least `target` and `steps` (see examples/)".to_string();
+        return Err(ScenarioErrors(vec![ScenarioError { file: path.to_path_buf(), line: 1, column: 1, message }]));
+    }
     let raw: RawScenario = serde_saphyr::from_str(text).map_err(|e| {
         let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
         ScenarioErrors(vec![ScenarioError { file: path.to_path_buf(), line, column, message: plain_message(&e) }])

@@ -131,6 +131,8 @@ const BROKEN: &[(&str, u64, u64, &str)] = &[
     ("target: http://x\nsteps:\n  - one_of:\n      - steps:\n          - request: POST /a\n            extract: { a: $.id }\n      - steps:\n          - request: GET /b\n  - request: GET /{{ a }}\n", 9, 14, "variable `a` is used before any step defines it"),
     // 31. a branch that weighs nothing
     ("target: http://x\nsteps:\n  - one_of:\n      - weight: 0\n        steps:\n          - request: GET /\n", 4, 17, "`weight` must be at least 1"),
+    // 32. nothing at all
+    ("# just a comment\n\n", 1, 1, "the file is empty"),
     // 25. a threshold that is not a string
     ("target: http://x\nthresholds:\n  - [1, 2]\nsteps:\n  - request: GET /\n", 3, 5, "a threshold is an expression"),
 ];
