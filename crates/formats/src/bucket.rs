@@ -5,6 +5,10 @@
 //! when a sample ends but stamps its start). Intervals more than [`OPEN_INTERVALS`] behind
 //! the newest record are sealed: their raw values become a compact histogram. A straggler
 //! for a sealed interval is still counted, never dropped.
+//!
+//! Records may carry a label (a JMeter sampler, a Gatling request name): each label gets
+//! buckets of its own on the same interval grid, read back as per-test series the way
+//! nGrinder's test ids are, with histograms tagged `ttfb.N` / `total.N`.
 
 use std::collections::BTreeMap;
 
@@ -12,12 +16,16 @@ use hdrhistogram::Histogram;
 use volley_stats::{CompactHistogram, Counts, ErrorKind, Series, new_histogram};
 
 use crate::hlog::{LoggedHistogram, TAG_TOTAL, TAG_TTFB};
+use crate::rundir::step_tag;
 
 /// Intervals kept open behind the newest record before they are sealed.
 const OPEN_INTERVALS: i64 = 30;
 /// A stretch without any request longer than this (in intervals) is not filled with empty
 /// rows: the file holds separate runs (one JMeter file appended to over days, say).
 const MAX_FILLED_GAP: i64 = 300;
+/// Labels broken down at most; beyond this the labels are probably URLs with ids in them,
+/// and only the total is kept.
+const MAX_LABELS: usize = 50;
 
 /// One request as another tool recorded it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -60,6 +68,11 @@ pub struct Bucketer {
     scratch: Histogram<u64>,
     has_ttfb: bool,
     records: u64,
+    /// Per-label buckets, in order of first appearance.
+    labels: Vec<(String, Bucketer)>,
+    label_index: std::collections::HashMap<String, usize>,
+    /// More than [`MAX_LABELS`] labels were seen.
+    too_many_labels: usize,
 }
 
 impl Bucketer {
@@ -74,7 +87,35 @@ impl Bucketer {
             scratch: new_histogram(),
             has_ttfb: false,
             records: 0,
+            labels: Vec::new(),
+            label_index: std::collections::HashMap::new(),
+            too_many_labels: 0,
         }
+    }
+
+    /// Adds one request that carries a label (counted in the total and in its label's buckets).
+    pub fn add_labelled(&mut self, r: &RequestRecord, label: &str) {
+        self.add(r);
+        if self.too_many_labels > 0 {
+            return;
+        }
+        let i = match self.label_index.get(label) {
+            Some(&i) => i,
+            None if self.labels.len() >= MAX_LABELS => {
+                self.too_many_labels = self.labels.len() + 1;
+                self.labels.clear();
+                self.label_index.clear();
+                return;
+            }
+            None => {
+                let mut b = Bucketer::new(self.interval_ms / 1000.0);
+                b.origin_ms = self.origin_ms; // the same grid as the total
+                self.labels.push((label.to_string(), b));
+                self.label_index.insert(label.to_string(), self.labels.len() - 1);
+                self.labels.len() - 1
+            }
+        };
+        self.labels[i].1.add(r);
     }
 
     /// Records counted so far.
@@ -141,20 +182,30 @@ impl Bucketer {
     }
 
     /// The series (intervals from the earliest to the latest, short gaps filled with
-    /// empty rows), the histograms, the errors by kind per interval, and notes.
+    /// empty rows), the histograms, the errors by kind per interval, and notes; per label too.
     pub fn finish(mut self) -> Bucketed {
         self.seal_before(i64::MAX);
-        let (Some(&first), Some(_)) = (self.slots.keys().next(), self.slots.keys().next_back()) else {
-            return Bucketed::default();
-        };
+        let Some(grid) = self.grid() else { return Bucketed::default() };
+        let mut out = self.rows(&grid, TAG_TTFB, TAG_TOTAL);
+        out.notes.extend(grid.notes.iter().cloned());
+        for (i, (name, mut b)) in std::mem::take(&mut self.labels).into_iter().enumerate() {
+            b.seal_before(i64::MAX);
+            let rows = b.rows(&grid, &step_tag(TAG_TTFB, i), &step_tag(TAG_TOTAL, i));
+            out.histograms.extend(rows.histograms);
+            out.per_label.push((name, rows.series));
+        }
+        if self.too_many_labels > 0 {
+            out.notes.push(format!("More than {MAX_LABELS} distinct labels: only the totals are kept (labels with ids or URLs in them cannot be broken down)."));
+        }
+        out
+    }
+
+    /// The intervals to report: the first, and every one up to the last except long gaps.
+    fn grid(&self) -> Option<Grid> {
+        let (&first, _) = self.slots.first_key_value()?;
         let period = self.interval_ms / 1000.0;
-        let mut series = Series::default();
-        let mut hists = Vec::new();
-        let mut kinds = Vec::new();
-        let mut notes = Vec::new();
-        let empty = Slot::default();
         let keys: Vec<i64> = self.slots.keys().copied().collect();
-        let mut wanted = Vec::new();
+        let (mut wanted, mut notes) = (Vec::new(), Vec::new());
         for (i, &k) in keys.iter().enumerate() {
             if let Some(&prev) = i.checked_sub(1).and_then(|p| keys.get(p)) {
                 if k - prev > MAX_FILLED_GAP {
@@ -169,18 +220,33 @@ impl Bucketer {
             }
             wanted.push(k);
         }
-        for idx in wanted {
-            let slot = self.slots.get(&idx).unwrap_or(&empty);
-            let start_s = (idx - first) as f64 * period;
-            series.intervals.push(slot.counts.to_interval(start_s, period, slot.vusers));
-            kinds.push(slot.counts.errors_by_kind);
-            if self.has_ttfb {
-                hists.push(LoggedHistogram { tag: TAG_TTFB.to_string(), start_s, histogram: slot.ttfb.clone() });
-            }
-            hists.push(LoggedHistogram { tag: TAG_TOTAL.to_string(), start_s, histogram: slot.total.clone() });
-        }
-        Bucketed { series, histograms: hists, errors_by_kind: kinds, notes }
+        Some(Grid { first, wanted, notes })
     }
+
+    /// Rows and histograms of this bucketer's slots on `grid` (empty slots give zero rows).
+    fn rows(&self, grid: &Grid, ttfb_tag: &str, total_tag: &str) -> Bucketed {
+        let period = self.interval_ms / 1000.0;
+        let empty = Slot::default();
+        let mut out = Bucketed::default();
+        for &idx in &grid.wanted {
+            let slot = self.slots.get(&idx).unwrap_or(&empty);
+            let start_s = (idx - grid.first) as f64 * period;
+            out.series.intervals.push(slot.counts.to_interval(start_s, period, slot.vusers));
+            out.errors_by_kind.push(slot.counts.errors_by_kind);
+            if self.has_ttfb {
+                out.histograms.push(LoggedHistogram { tag: ttfb_tag.to_string(), start_s, histogram: slot.ttfb.clone() });
+            }
+            out.histograms.push(LoggedHistogram { tag: total_tag.to_string(), start_s, histogram: slot.total.clone() });
+        }
+        out
+    }
+}
+
+/// The interval grid of a file: the first interval and the ones reported.
+struct Grid {
+    first: i64,
+    wanted: Vec<i64>,
+    notes: Vec<String>,
 }
 
 /// What [`Bucketer::finish`] returns.
@@ -194,6 +260,8 @@ pub struct Bucketed {
     pub errors_by_kind: Vec<[u64; volley_stats::KINDS]>,
     /// What a reader must know.
     pub notes: Vec<String>,
+    /// Each label's series, when the records carried labels.
+    pub per_label: Vec<(String, Series)>,
 }
 
 impl Bucketed {
@@ -203,6 +271,7 @@ impl Bucketed {
         src.histograms = self.histograms;
         src.errors_by_kind = self.errors_by_kind;
         src.notes.extend(self.notes);
+        src.per_test = self.per_label;
     }
 }
 

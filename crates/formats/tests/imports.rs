@@ -99,3 +99,21 @@ fn malformed_files_name_line_and_column() {
     let e = open(&unknown).unwrap_err().to_string();
     assert!(e.contains("k6 --out csv") && e.contains("JMeter JTL"), "{e}");
 }
+
+#[test]
+fn labels_become_per_test_series_on_the_total_grid() {
+    let src = open(&fixture("jmeter_felipesuarezB_resultados_with_errors.jtl")).unwrap();
+    let names: Vec<&str> = src.per_test.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["Login", "Upload Video"]);
+    for (_, s) in &src.per_test {
+        assert_eq!(s.intervals.len(), src.series.intervals.len(), "same interval grid as the total");
+    }
+    for (i, row) in src.series.intervals.iter().enumerate() {
+        let tests: u64 = src.per_test.iter().map(|(_, s)| s.intervals[i].tests).sum();
+        let errors: u64 = src.per_test.iter().map(|(_, s)| s.intervals[i].errors).sum();
+        assert_eq!((tests, errors), (row.tests, row.errors), "interval {i}: the labels add up to the total");
+        assert!(src.per_test.iter().all(|(_, s)| s.intervals[i].start_s == row.start_s));
+    }
+    let login = src.merged(&volley_formats::rundir::step_tag(volley_formats::hlog::TAG_TOTAL, 0), 0.0);
+    assert_eq!(login.len(), src.per_test[0].1.tests(), "a histogram per label, one value per successful sample");
+}

@@ -180,8 +180,8 @@ impl RunReport {
                     name: name.clone(),
                     kind: step.map(|s| s.kind.clone()),
                     seed_suite: SeedSuite::compute(&s.after_warmup(warmup_s), suite_opts),
-                    ttfb_ms: step.and_then(|_| src.latency(&step_tag(TAG_TTFB, i), warmup_s)),
-                    total_ms: step.and_then(|_| src.latency(&step_tag(TAG_TOTAL, i), warmup_s)),
+                    ttfb_ms: src.latency(&step_tag(TAG_TTFB, i), warmup_s),
+                    total_ms: src.latency(&step_tag(TAG_TOTAL, i), warmup_s),
                     events: src.step_events.get(i).map_or(0, |e| e.iter().skip(first_kept).sum()),
                 }
             })

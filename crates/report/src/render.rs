@@ -83,12 +83,12 @@ pub(crate) fn step_rows(r: &RunReport) -> Vec<Vec<String>> {
     let ms = |l: &Option<LatencySummary>, pick: fn(&LatencySummary) -> f64| l.as_ref().map_or("-".to_string(), |l| format!("{:.2}", pick(l)));
     r.per_test
         .iter()
-        .filter_map(|t| {
-            let kind = t.kind.as_ref()?;
+        .filter(|t| t.kind.is_some() || t.total_ms.is_some())
+        .map(|t| {
             let s = &t.seed_suite;
-            Some(vec![
+            vec![
                 t.name.clone(),
-                kind.clone(),
+                t.kind.clone().unwrap_or_else(|| "-".to_string()),
                 s.total_tests.to_string(),
                 s.errors.to_string(),
                 format!("{:.2}", s.error_rate_pct),
@@ -98,7 +98,7 @@ pub(crate) fn step_rows(r: &RunReport) -> Vec<Vec<String>> {
                 ms(&t.ttfb_ms, |l| l.p99_ms),
                 ms(&t.total_ms, |l| l.p99_ms),
                 t.events.to_string(),
-            ])
+            ]
         })
         .collect()
 }

@@ -62,7 +62,8 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
                         ErrorKind::Protocol
                     }
                 });
-                bucketer.add(&RequestRecord {
+                let name = f.get(2 + shift).copied().unwrap_or_default();
+                let record = RequestRecord {
                     start_ms: start as f64,
                     ttfb_us: None,
                     total_us: end.saturating_sub(start) * 1000,
@@ -70,7 +71,8 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
                     status,
                     vusers: Some(active),
                     ..Default::default()
-                });
+                };
+                bucketer.add_labelled(&record, name);
             }
             "GROUP" | "ERROR" | "ASSERTION" | "" => {}
             other => {
@@ -126,19 +128,20 @@ pub fn read_binary(path: &Path, bytes: &[u8]) -> Result<Source> {
                 for _ in 0..r.count()? {
                     r.cached()?; // groups
                 }
-                let _name = r.cached()?;
+                let name = r.cached()?;
                 let (t0, t1) = (r.i32()?, r.i32()?);
                 let ok = r.u8()? != 0;
                 let message = r.cached()?;
                 let status = message.rsplit("found ").next().and_then(|s| s.trim().parse::<u16>().ok());
-                bucketer.add(&RequestRecord {
+                let record = RequestRecord {
                     start_ms: start + t0 as f64,
                     total_us: (t1 - t0).max(0) as u64 * 1000,
                     error: (!ok).then(|| if status.is_some() { ErrorKind::Status } else { ErrorKind::Protocol }),
                     status,
                     vusers: Some(active),
                     ..Default::default()
-                });
+                };
+                bucketer.add_labelled(&record, &name);
             }
             2 => {
                 let _scenario = r.i32()?;

@@ -110,7 +110,7 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
         rows += 1;
         let ok = &record[success_c] == "true";
         let code = &record[code_c];
-        bucketer.add(&RequestRecord {
+        let record_of = RequestRecord {
             start_ms: start as f64,
             ttfb_us: opt(latency_c).map(|l| l * 1000),
             total_us: elapsed * 1000,
@@ -119,7 +119,8 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
             error: (!ok).then(|| classify(code, msg_c.and_then(|c| record.get(c)).unwrap_or(""))),
             status: code.parse().ok(),
             vusers: opt(threads_c).map(|v| v as f64),
-        });
+        };
+        bucketer.add_labelled(&record_of, label);
     }
     let mut src = source(path, "jmeter-jtl");
     bucketer.finish().into_source(&mut src);
