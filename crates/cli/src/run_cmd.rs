@@ -12,7 +12,7 @@ use volley_formats::rundir::{ErrorNote, ScrapeNote, StepMeta};
 use volley_formats::{RunData, RunMeta, RunStatus, RunWriter};
 use volley_report::{ReportOptions, RunReport};
 use volley_scenario::{
-    Load, LoadShape, Plan, RateShape, RequestSpec, Scenario, StatusSet, StepKind, parse_duration, parse_rate, parse_stages,
+    Load, LoadShape, Plan, RateShape, RequestSpec, Scenario, StatusSet, parse_duration, parse_rate, parse_stages,
 };
 
 use crate::args::{ProgressMode, RunArgs};
@@ -238,17 +238,9 @@ impl RunConfig {
             errors: Vec::new(),
             server_metrics: self.server_metrics.iter().map(|u| ScrapeNote { url: u.clone(), ..Default::default() }).collect(),
             steps: plan.scenario.as_ref().map_or_else(Vec::new, |s| {
-                s.step_info.iter().map(|i| StepMeta { name: i.name.clone(), kind: step_kind(i.kind).to_string() }).collect()
+                s.step_info.iter().map(|i| StepMeta { name: i.name.clone(), kind: i.kind.name().to_string() }).collect()
             }),
         }
-    }
-}
-
-fn step_kind(k: StepKind) -> &'static str {
-    match k {
-        StepKind::Http => "http",
-        StepKind::Sse => "sse",
-        StepKind::WebSocket => "websocket",
     }
 }
 

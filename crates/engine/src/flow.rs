@@ -239,11 +239,7 @@ impl<'a> Exec<'a> {
         });
         let (req, path, headers, body) = match built {
             Ok(b) => b,
-            Err(e) => {
-                self.fail(id, ErrorKind::Check, e.clone());
-                self.trace_failure(id, format!("{} {}", step.method, step.call.url.source()), e);
-                return Next::EndIteration;
-            }
+            Err(e) => return self.abandon(id, format!("{} {}", step.method, step.call.url.source()), e),
         };
         let keep = step.reads_body() || self.trace.is_some();
         let mut capture = Capture::default();
@@ -284,7 +280,7 @@ impl<'a> Exec<'a> {
             let shown: Vec<(String, String)> = extracted.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
             self.push_trace(Trace {
                 step: self.step_name(id),
-                request: format!("{} {}", step.method, self.url_of(&path, false)),
+                request: format!("{} {}", step.method, self.ctx.target.url_of(&path, false)),
                 request_headers: headers.clone(),
                 request_body: excerpt(&body),
                 status: exchange.map_or(0, |e| e.status),
@@ -311,8 +307,12 @@ impl<'a> Exec<'a> {
         self.scenario.step_info.get(id).map(|s| s.name.clone()).unwrap_or_default()
     }
 
-    fn trace_failure(&self, id: usize, request: String, outcome: String) {
-        self.push_trace(Trace { step: self.step_name(id), request, outcome, ..Trace::default() });
+    /// A step that could not be built (a template failed, a bad URL or header): a failed
+    /// check, and the end of the iteration.
+    fn abandon(&self, id: usize, request: String, why: String) -> Next {
+        self.fail(id, ErrorKind::Check, why.clone());
+        self.push_trace(Trace { step: self.step_name(id), request, outcome: why, ..Trace::default() });
+        Next::EndIteration
     }
 
     /// Keeps `t` for `volley check`, with every secret masked.
@@ -328,16 +328,6 @@ impl<'a> Exec<'a> {
         trace.borrow_mut().push(t);
     }
 
-    /// `http://host:port/path` (or `ws://…`) on the target.
-    fn url_of(&self, path: &str, ws: bool) -> String {
-        let scheme = match (ws, self.ctx.target.tls) {
-            (false, false) => "http",
-            (false, true) => "https",
-            (true, false) => "ws",
-            (true, true) => "wss",
-        };
-        format!("{scheme}://{}{path}", self.ctx.target.authority)
-    }
 
     fn body(&self, body: &Body, vars: &Value, headers: &mut Vec<(String, String)>) -> Result<Vec<u8>, String> {
         let mut content_type = |ct: &str| {
@@ -390,21 +380,14 @@ impl<'a> Exec<'a> {
         let vars = context(&self.state.vars);
         let (path, mut headers) = match self.prepare(&step.call, &vars, false) {
             Ok(p) => p,
-            Err(e) => {
-                self.fail(id, ErrorKind::Check, e.clone());
-                self.trace_failure(id, format!("SSE {}", step.call.url.source()), e);
-                return Next::EndIteration;
-            }
+            Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e),
         };
         headers.retain(|(k, _)| !k.eq_ignore_ascii_case("accept") && !k.eq_ignore_ascii_case("cache-control"));
         headers.push(("Accept".into(), "text/event-stream".into()));
         headers.push(("Cache-Control".into(), "no-cache".into()));
         let req = match PreparedRequest::build(&self.ctx.target, "GET", &path, &headers, Vec::new()) {
             Ok(r) => r,
-            Err(e) => {
-                self.fail(id, ErrorKind::Check, e);
-                return Next::EndIteration;
-            }
+            Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e),
         };
         let stream = SseStream {
             ctx: self.ctx.clone(),
@@ -427,7 +410,7 @@ impl<'a> Exec<'a> {
         }
         self.push_trace(Trace {
             step: self.step_name(id),
-            request: format!("SSE {}", self.url_of(&path, false)),
+            request: format!("SSE {}", self.ctx.target.url_of(&path, false)),
             request_headers: headers,
             outcome: text,
             passed,
@@ -447,11 +430,7 @@ impl<'a> Exec<'a> {
         });
         let (path, headers, send, expect) = match prepared {
             Ok(p) => p,
-            Err(e) => {
-                self.fail(id, ErrorKind::Check, e.clone());
-                self.trace_failure(id, format!("WS {}", step.call.url.source()), e);
-                return Next::EndIteration;
-            }
+            Err(e) => return self.abandon(id, format!("WS {}", step.call.url.source()), e),
         };
         let timeout = self.timeout(&step.call);
         let result = crate::ws::exchange(self.ctx, &path, &headers, &send, expect.as_deref(), timeout).await;
@@ -471,7 +450,7 @@ impl<'a> Exec<'a> {
         };
         self.push_trace(Trace {
             step: self.step_name(id),
-            request: format!("WS {}", self.url_of(&path, true)),
+            request: format!("WS {}", self.ctx.target.url_of(&path, true)),
             request_headers: headers,
             request_body: send.join(" | "),
             status,

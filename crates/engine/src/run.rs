@@ -99,6 +99,19 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// State for a run that may start `max_vus` closed-model VUs, `target_vus` of them now.
+    fn new(max_vus: usize, target_vus: u64) -> Self {
+        Shared {
+            target_vus: AtomicU64::new(target_vus),
+            active_vus: AtomicU64::new(target_vus),
+            running: (0..max_vus).map(|_| AtomicBool::new(false)).collect(),
+            stop: CancellationToken::new(),
+            abort: CancellationToken::new(),
+            halted: std::sync::Mutex::new(None),
+            finished_vus: AtomicU64::new(0),
+        }
+    }
+
     /// Asks the conductor to stop the run, saying why (the first reason wins).
     pub(crate) fn halt(&self, why: String) {
         let mut h = self.halted.lock().unwrap_or_else(|p| p.into_inner());
@@ -176,15 +189,7 @@ pub fn start(config: EngineConfig) -> Result<Run, String> {
     let request = PreparedRequest::new(&config.target, &config.plan.request)?;
     // Closed model: one flag per VU the shape may start.
     let max_vus = if config.plan.load.is_open() { 0 } else { config.plan.load.max_vus() as usize };
-    let shared = Arc::new(Shared {
-        target_vus: AtomicU64::new(0),
-        active_vus: AtomicU64::new(0),
-        running: (0..max_vus).map(|_| AtomicBool::new(false)).collect(),
-        stop: CancellationToken::new(),
-        abort: CancellationToken::new(),
-        halted: std::sync::Mutex::new(None),
-        finished_vus: AtomicU64::new(0),
-    });
+    let shared = Arc::new(Shared::new(max_vus, 0));
     let t0 = Instant::now();
     let started = SystemTime::now();
     let plan = Arc::new(config.plan.clone());
@@ -516,15 +521,8 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, String> {
     let Some(scenario) = config.plan.scenario.clone() else { return Err("no scenario to check".into()) };
     let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
     let request = PreparedRequest::new(&config.target, &config.plan.request)?;
-    let shared = Arc::new(Shared {
-        target_vus: AtomicU64::new(1),
-        active_vus: AtomicU64::new(1),
-        running: Vec::new(),
-        stop: CancellationToken::new(),
-        abort: CancellationToken::new(),
-        halted: std::sync::Mutex::new(None),
-        finished_vus: AtomicU64::new(0),
-    });
+    // One VU, already counted as running, that the conductor never starts.
+    let shared = Arc::new(Shared::new(0, 1));
     let names: Arc<[String]> = scenario.step_info.iter().map(|i| i.name.clone()).collect::<Vec<_>>().into();
     let ctx = Rc::new(WorkerContext {
         shared,

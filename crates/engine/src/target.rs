@@ -73,6 +73,19 @@ impl Target {
     }
 }
 
+impl Target {
+    /// `path` on the target as a full URL: http(s), or ws(s) for a WebSocket.
+    pub(crate) fn url_of(&self, path: &str, websocket: bool) -> String {
+        let scheme = match (websocket, self.tls) {
+            (false, false) => "http",
+            (false, true) => "https",
+            (true, false) => "ws",
+            (true, true) => "wss",
+        };
+        format!("{scheme}://{}{path}", self.authority)
+    }
+}
+
 /// Connects once (and completes the TLS handshake for https) to show the target answers.
 pub fn preflight(target: &Target, tls: &TlsOptions, timeout: Duration) -> Result<(), TargetError> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");

@@ -55,7 +55,7 @@ async fn run(
     messages: &mut u64,
 ) -> Result<WsDone, Failure> {
     let target = &ctx.target;
-    let url = format!("{}://{}{path}", if target.tls { "wss" } else { "ws" }, target.authority);
+    let url = target.url_of(path, true);
     let mut request = url.as_str().into_client_request().map_err(|e| Failure::new(ErrorKind::Protocol, format!("websocket request: {e}")))?;
     for (n, v) in headers {
         let name = http::HeaderName::from_bytes(n.as_bytes()).map_err(|_| Failure::new(ErrorKind::Protocol, format!("bad header name `{n}`")))?;

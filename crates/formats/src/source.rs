@@ -87,19 +87,13 @@ impl Source {
         if !self.has_histograms() {
             return None;
         }
+        // Keyed by start in ms: one pass over the log, not one per interval (a scenario run
+        // logs two histograms per step and interval).
+        let key = |s: f64| (s * 1000.0).round() as i64;
+        let of_tag: std::collections::HashMap<i64, &CompactHistogram> =
+            self.histograms.iter().filter(|l| l.tag == tag).map(|l| (key(l.start_s), &l.histogram)).collect();
         let rows = self.series.after_warmup(warmup_s);
-        Some(
-            rows.intervals
-                .iter()
-                .map(|row| {
-                    self.histograms
-                        .iter()
-                        .find(|l| l.tag == tag && (l.start_s - row.start_s).abs() < 1e-3)
-                        .map(|l| l.histogram.clone())
-                        .unwrap_or_default()
-                })
-                .collect(),
-        )
+        Some(rows.intervals.iter().map(|row| of_tag.get(&key(row.start_s)).map(|h| (*h).clone()).unwrap_or_default()).collect())
     }
 }
 

@@ -50,14 +50,20 @@ pub struct StepChange {
 /// The figures compared per step: the ones that say which step got faster or slower.
 const STEP_KEYS: [&str; 5] = ["error_rate_pct", "tps_avg", "mttfb_avg_ms", "ttfb_p50_ms", "ttfb_p99_ms"];
 
-/// The noise inputs of step `i` of `src` (its block of the series, its histograms).
-fn step_sample(src: &Source, i: usize, opts: ReportOptions) -> RunSample {
+/// What the noise estimate needs of a series of `src` after warm-up: the series and the
+/// per-interval TTFB histograms tagged `ttfb_tag`.
+fn run_sample(src: &Source, series: &volley_stats::Series, ttfb_tag: &str, opts: ReportOptions) -> RunSample {
     let warmup = crate::model::warmup_seconds(src, opts.warmup);
     RunSample {
-        series: src.per_test[i].1.after_warmup(warmup),
-        ttfb: src.per_interval(&volley_formats::rundir::step_tag(TAG_TTFB, i), warmup).filter(|h| !h.is_empty()),
+        series: series.after_warmup(warmup),
+        ttfb: src.per_interval(ttfb_tag, warmup),
         options: SuiteOptions { tps_tail: opts.tps_tail },
     }
+}
+
+/// The noise inputs of step `i` of `src` (its block of the series, its histograms).
+fn step_sample(src: &Source, i: usize, opts: ReportOptions) -> RunSample {
+    run_sample(src, &src.per_test[i].1, &volley_formats::rundir::step_tag(TAG_TTFB, i), opts)
 }
 
 /// Steps of `a` also in `b` (matched by name), compared.
@@ -99,17 +105,7 @@ pub struct Comparison {
 /// What the noise estimate needs of each source: its series and per-interval TTFB
 /// histograms after warm-up.
 pub(crate) fn samples(sources: &[Source], opts: ReportOptions) -> Vec<RunSample> {
-    sources
-        .iter()
-        .map(|s| {
-            let warmup = crate::model::warmup_seconds(s, opts.warmup);
-            RunSample {
-                series: s.series.after_warmup(warmup),
-                ttfb: s.per_interval(TAG_TTFB, warmup),
-                options: SuiteOptions { tps_tail: opts.tps_tail },
-            }
-        })
-        .collect()
+    sources.iter().map(|s| run_sample(s, &s.series, TAG_TTFB, opts)).collect()
 }
 
 /// Compares `sources` in order; `labels` name them (defaults: their names).

@@ -16,7 +16,7 @@ use crate::data::{Feeder, Order};
 use crate::extract::{Check, Expected, Extract, Source, parse_json_path};
 use crate::plan::{RequestSpec, StatusSet};
 use crate::scenario::*;
-use crate::template::{BUILTINS, Template, Templates};
+use crate::template::{BUILTINS, Template, Templates, has_syntax};
 use crate::threshold::parse_threshold;
 use crate::{RateShape, parse_duration, parse_rate, parse_stages};
 
@@ -693,7 +693,7 @@ impl Compiler {
     fn call(&mut self, r: &RawStep, url: &S<String>, field: &str, kind: StepKind, default_name: Option<String>, defined: &BTreeSet<String>) -> Call {
         let id = self.register(r.name.as_ref(), default_name.unwrap_or_else(|| format!("{} {}", field.to_uppercase(), url.value)), kind, at(url));
         let url_t = self.template(field, url, defined);
-        if !has_template(&url.value)
+        if !has_syntax(&url.value)
             && let Err(e) = check_url(&url.value, kind) {
                 self.error(at(url), format!("`{field}`: {e}"));
             }
@@ -795,7 +795,7 @@ impl Compiler {
         let mut out = Check { status: r.status.as_ref().and_then(|s| self.status("check.status", s)), ..Check::default() };
         for (q, want) in &r.json {
             let expected = match want {
-                serde_json::Value::String(t) if has_template(t) => {
+                serde_json::Value::String(t) if has_syntax(t) => {
                     Expected::Template(self.template_at(&format!("check.json.{q}"), t, at(c), defined, false))
                 }
                 other => Expected::Value(other.clone()),
@@ -818,7 +818,7 @@ impl Compiler {
     fn json(&mut self, v: &serde_json::Value, where_: At, defined: &BTreeSet<String>) -> JsonTemplate {
         use serde_json::Value as V;
         match v {
-            V::String(s) if has_template(s) => JsonTemplate::Text(self.template_at("json", s, where_, defined, true)),
+            V::String(s) if has_syntax(s) => JsonTemplate::Text(self.template_at("json", s, where_, defined, true)),
             V::Array(items) => JsonTemplate::Array(items.iter().map(|i| self.json(i, where_, defined)).collect()),
             V::Object(map) => JsonTemplate::Object(map.iter().map(|(k, i)| (k.clone(), self.json(i, where_, defined))).collect()),
             other => JsonTemplate::Fixed(other.clone()),
@@ -833,10 +833,6 @@ fn check_target(url: &str) -> Result<(), String> {
         Some(r) if !r.is_empty() && !r.starts_with('/') => Ok(()),
         _ => Err(format!("`{url}` is not a base URL; write it like http://127.0.0.1:8080")),
     }
-}
-
-fn has_template(s: &str) -> bool {
-    s.contains("{{") || s.contains("{%")
 }
 
 /// A literal step URL must be relative (`/path`) or absolute with the right scheme.

@@ -103,6 +103,17 @@ pub enum StepKind {
     WebSocket,
 }
 
+impl StepKind {
+    /// The word for it in run.json and reports (as serialized).
+    pub fn name(self) -> &'static str {
+        match self {
+            StepKind::Http => "http",
+            StepKind::Sse => "sse",
+            StepKind::WebSocket => "websocket",
+        }
+    }
+}
+
 /// A step's name and kind, for run.json and reports.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct StepInfo {

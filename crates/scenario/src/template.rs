@@ -49,7 +49,8 @@ impl Template {
     }
 }
 
-fn has_syntax(s: &str) -> bool {
+/// Whether `s` has minijinja syntax (expressions, statements or comments).
+pub fn has_syntax(s: &str) -> bool {
     s.contains("{{") || s.contains("{%") || s.contains("{#")
 }
 
