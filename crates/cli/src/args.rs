@@ -44,9 +44,9 @@ pub(crate) struct SweepArgs {
     /// `{NAME}` replaced by the value.
     #[arg(long)]
     pub(crate) setup: Option<String>,
-    /// Sweep the embedded demo target: NAME is one of its knobs (db-pool, max-threads,
-    /// max-connections, accept-count, db-rtt, cache, id-type); `{target}` in the run flags
-    /// is its base URL.
+    /// Sweep the embedded demo target: NAME is one of its knobs (those of `volley target
+    /// serve`: db-pool, max-threads, db-rtt, cache, ...); `{target}` in the run flags is its
+    /// base URL.
     #[arg(long)]
     pub(crate) demo: bool,
     /// Further fixed demo-target knobs, NAME=VALUE (repeatable), e.g. db-rtt=5ms.
@@ -90,46 +90,14 @@ pub(crate) enum TargetCommand {
     Serve(ServeArgs),
 }
 
-/// The demo target's knobs.
+/// `volley target serve`: where, and the demo target's knobs.
 #[derive(Debug, Args, Clone)]
 pub(crate) struct ServeArgs {
     /// Address to listen on (loopback by default).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub(crate) listen: std::net::SocketAddr,
-    /// Requests handled at once (Tomcat max-threads); 0 = no limit.
-    #[arg(long, default_value_t = 200)]
-    pub(crate) max_threads: usize,
-    /// Connections open at once (Tomcat max-connections); more wait in the listen backlog.
-    #[arg(long, default_value_t = 8192)]
-    pub(crate) max_connections: usize,
-    /// Requests that may wait for a worker (Tomcat accept-count); beyond it: 503.
-    #[arg(long, default_value_t = 100)]
-    pub(crate) accept_count: usize,
-    /// DB connection pool size (HikariCP maximum-pool-size).
-    #[arg(long, default_value_t = 10)]
-    pub(crate) db_pool: usize,
-    /// How long a request waits for a DB connection (HikariCP connection-timeout).
-    #[arg(long, default_value = "30s")]
-    pub(crate) db_timeout: String,
-    /// Round trip added to every query while it holds a connection (a remote database's cost).
-    #[arg(long, default_value = "1ms")]
-    pub(crate) db_rtt: String,
-    /// Look-aside cache for room lists and pair rooms.
-    #[arg(long)]
-    pub(crate) cache: bool,
-    /// Message primary keys: sequential integers or random strings.
-    #[arg(long, value_enum, default_value_t = IdKind::Sequential)]
-    pub(crate) id_type: IdKind,
-    /// A SQLite database file, or a PostgreSQL URL (postgres://user@127.0.0.1/db);
-    /// default: a fresh temporary SQLite file.
-    #[arg(long)]
-    pub(crate) database: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum IdKind {
-    Sequential,
-    Random,
+    #[command(flatten)]
+    pub(crate) knobs: crate::knob_flags::KnobFlags,
 }
 
 /// `volley compare`.
@@ -209,38 +177,10 @@ pub(crate) struct RunArgs {
     /// Request body read from a file.
     #[arg(long)]
     pub(crate) body_file: Option<PathBuf>,
-    /// Virtual users (closed model).
-    #[arg(long, conflicts_with = "stages")]
-    pub(crate) vus: Option<u64>,
-    /// Test length (with --vus); e.g. 30s, 10m.
-    #[arg(long, conflicts_with = "stages")]
-    pub(crate) duration: Option<String>,
-    /// Ramp from 0 to --vus over this time, part of --duration.
-    #[arg(long, conflicts_with = "stages")]
-    pub(crate) ramp_up: Option<String>,
-    /// Ramping stages DURATION:VUS,..., linear between targets; e.g. "2m:50,2m:100,1m:0".
-    #[arg(long)]
-    pub(crate) stages: Option<String>,
-    /// Open model: arrivals per second (500, 500/s, 30000/m), for --duration; latency is
-    /// measured from each arrival's due time.
-    #[arg(long, conflicts_with_all = ["vus", "stages", "ramp_up", "pacing", "think_time"])]
-    pub(crate) rate: Option<String>,
-    /// Open model: ramping arrival rate DURATION:RATE,..., linear from 0; e.g. "1m:100,5m:300".
-    #[arg(long, conflicts_with_all = ["vus", "stages", "ramp_up", "pacing", "think_time", "rate", "duration"])]
-    pub(crate) rate_stages: Option<String>,
-    /// Open model: VUs (connections) that carry out arrivals, opened as needed [default: 1000].
-    #[arg(long)]
-    pub(crate) max_vus: Option<u64>,
-    /// Each VU runs this many iterations, then stops; the run ends when all have (nGrinder's
-    /// run count). --duration, if given, caps it [default cap: 24h].
-    #[arg(long, conflicts_with_all = ["rate", "rate_stages"])]
-    pub(crate) iterations: Option<u64>,
-    /// Start an iteration at most once per this time per VU (e.g. 1s: one call per second per user).
-    #[arg(long)]
-    pub(crate) pacing: Option<String>,
-    /// Pause after every iteration.
-    #[arg(long)]
-    pub(crate) think_time: Option<String>,
+    /// The load: --vus, --duration, --ramp-up, --stages, --rate, --rate-stages,
+    /// --iterations, --max-vus, --pacing, --think-time (one table, shared with scenario files).
+    #[command(flatten)]
+    pub(crate) load: crate::load_flags::LoadFlags,
     /// A request not complete after this fails as a timeout [default: 60s].
     #[arg(long)]
     pub(crate) timeout: Option<String>,

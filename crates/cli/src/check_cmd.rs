@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 use volley_engine::{EngineConfig, Target, TlsOptions, Trace};
 use volley_scenario::scenario::Node;
-use volley_scenario::{Load, LoadShape, Plan, RequestSpec, Scenario};
+use volley_scenario::{LoadSpec, RequestSpec, Scenario, Settings};
 
 use crate::args::CheckArgs;
 use crate::run_cmd::load_scenario;
@@ -20,20 +20,18 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
     if a.no_request {
         return Ok(ExitCode::SUCCESS);
     }
-    let url = a.url.clone().unwrap_or_else(|| sc.target.clone());
+    // The file's settings with one VU running one iteration.
+    let flags = Settings {
+        target: a.url.clone(),
+        load: LoadSpec { vus: Some(1), iterations: Some(1), ..LoadSpec::default() },
+        ..Settings::default()
+    };
+    let settings = flags.merge(&sc.settings);
+    let url = settings.target.clone().unwrap_or_default();
     let target = Target::resolve(&url)?;
-    let timeout = sc.timeout.unwrap_or(Duration::from_secs(60));
+    let plan = settings.plan(RequestSpec::get(url), Some(Arc::new(sc))).map_err(anyhow::Error::msg)?;
     let config = EngineConfig {
-        plan: Plan {
-            request: RequestSpec { method: "GET".into(), url, headers: Vec::new(), body: Vec::new() },
-            load: Load::Closed { shape: LoadShape::constant(1, Duration::from_secs(1), Duration::ZERO).map_err(anyhow::Error::msg)? },
-            pacing: Duration::ZERO,
-            think_time: Duration::ZERO,
-            timeout,
-            expect_status: sc.expect_status.clone().unwrap_or_default(),
-            iterations: Some(1),
-            scenario: Some(Arc::new(sc)),
-        },
+        plan,
         target,
         tls: TlsOptions { insecure: a.insecure, cacert: a.cacert.clone() },
         http2: false,
@@ -55,13 +53,13 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
 
 fn print_outline(sc: &Scenario) {
     let n = sc.step_info.len();
-    println!("  target {}, {n} step{}", sc.target, if n == 1 { "" } else { "s" });
+    println!("  target {}, {n} step{}", sc.target(), if n == 1 { "" } else { "s" });
     outline(&sc.steps, sc, 1);
     for d in &sc.data {
         let unique = if d.unique { ", unique" } else { "" };
         println!("  data `{}`: {} rows of {} ({}{unique})", d.name, d.rows.len(), d.columns.join(", "), d.order.name());
     }
-    for t in &sc.thresholds {
+    for t in &sc.settings.thresholds {
         println!("  threshold {}{}", t.step.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(), t.expr);
     }
 }

@@ -11,13 +11,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use clap::Parser;
-use volley_demo::{IdType, Knobs};
-use volley_report::ReportOptions;
-use volley_scenario::parse_duration;
+use std::sync::Arc;
 
-use crate::args::{Cli, Command, DemoArgs, IdKind, ServeArgs};
+use anyhow::{Context, Result};
+use volley_demo::Knobs;
+use volley_record::RunSpec;
+use volley_report::ReportOptions;
+use volley_scenario::{LoadSpec, RequestSpec, Settings, parse_stages};
+
+use crate::args::{DemoArgs, ProgressMode, ServeArgs};
 
 /// One phase of the story: what changes on the target, and why.
 struct Phase {
@@ -47,13 +49,11 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
     for (i, phase) in phases.iter().enumerate() {
         eprintln!("\n== {} — {} ==", phase.label, phase.change);
         let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, &phase.knobs)).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let url = format!("http://{}/rooms", target.addr);
+        let base = format!("http://{}", target.addr);
         let name = format!("demo-{}-{}", i, phase.label.to_lowercase().replace(' ', "-"));
-        let out = a.output.to_string_lossy().to_string();
-        let argv = ["volley", "run", "--url", &url, "--stages", stages, "--name", &name, "-o", &out, "--progress", "plain"];
-        eprintln!("$ {}", argv[..argv.len() - 2].join(" "));
-        let Command::Run(args) = Cli::try_parse_from(argv)?.command else { unreachable!("a run command line") };
-        let dir = crate::run_cmd::execute(*args).map(|(dir, _)| dir);
+        let load = LoadSpec { stages: Some(parse_stages(stages)?), ..LoadSpec::default() };
+        let spec = demo_spec(&format!("{base}/rooms"), load, None, &name, &a.output);
+        let dir = spec.and_then(|s| crate::run_cmd::execute(&s, ProgressMode::Plain)).map(|(dir, _)| dir);
         rt.block_on(target.stop())?;
         runs.push(dir?);
     }
@@ -61,6 +61,36 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
     let flow = scenario_run(&rt, &phases[phases.len() - 1].knobs, &a.output, a.quick)?;
     eprintln!("volley: the pair-room flow is in {}; write your own flows like {}", flow.display(), a.output.join("pair-room.yaml").display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// A demo run: `load` against `url` (a scenario's base URL when `scenario` is given), the
+/// target's own `/metrics` scraped beside it, so each phase's report names its bottleneck.
+/// Prints the `volley run` command that does the same.
+fn demo_spec(url: &str, load: LoadSpec, scenario: Option<&Path>, name: &str, output: &Path) -> Result<RunSpec> {
+    let metrics = match url.find("://").and_then(|i| url[i + 3..].find('/').map(|j| i + 3 + j)) {
+        Some(path_at) => format!("{}/metrics", &url[..path_at]),
+        None => format!("{url}/metrics"),
+    };
+    let stages = load.stages.as_ref().map(|s| s.iter().map(|st| format!("{}s:{}", st.duration.as_secs_f64(), st.target)).collect::<Vec<_>>().join(","));
+    eprintln!(
+        "$ volley run {}--url {url} --stages {} --server-metrics {metrics} --name {name}",
+        scenario.map(|p| format!("{} ", p.display())).unwrap_or_default(),
+        stages.unwrap_or_default()
+    );
+    let scenario = scenario.map(|p| crate::run_cmd::load_scenario(p).map(Arc::new)).transpose()?;
+    let flags = Settings { load, target: Some(url.to_string()), name: Some(name.to_string()), ..Settings::default() };
+    let settings = match &scenario {
+        Some(sc) => flags.merge(&sc.settings),
+        None => flags,
+    };
+    let plan = settings.plan(RequestSpec::get(url), scenario).map_err(anyhow::Error::msg)?;
+    let mut spec = RunSpec::new(plan, volley_engine::Target::resolve(url)?);
+    spec.name = name.to_string();
+    spec.output = output.to_path_buf();
+    spec.server_metrics = vec![metrics];
+    spec.thresholds = settings.thresholds;
+    spec.warmup = settings.warmup.unwrap_or_default();
+    Ok(spec)
 }
 
 /// The seed-003 pair-room flow, shipped in `examples/`.
@@ -74,11 +104,9 @@ fn scenario_run(rt: &tokio::runtime::Runtime, knobs: &Knobs, output: &Path, quic
     let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, knobs)).map_err(|e| anyhow::anyhow!("{e}"))?;
     let url = format!("http://{}", target.addr);
     let stages = if quick { "2s:5,3s:5" } else { "5s:20,10s:20" };
-    let (file_arg, out) = (file.to_string_lossy().to_string(), output.to_string_lossy().to_string());
-    let argv = ["volley", "run", &file_arg, "--url", &url, "--stages", stages, "--name", "demo-3-pair-room-flow", "-o", &out, "--progress", "plain"];
-    eprintln!("$ {}", argv[..argv.len() - 2].join(" "));
-    let Command::Run(args) = Cli::try_parse_from(argv)?.command else { unreachable!("a run command line") };
-    let dir = crate::run_cmd::execute(*args).map(|(dir, _)| dir);
+    let load = LoadSpec { stages: Some(parse_stages(stages)?), ..LoadSpec::default() };
+    let spec = demo_spec(&url, load, Some(&file), "demo-3-pair-room-flow", output);
+    let dir = spec.and_then(|s| crate::run_cmd::execute(&s, ProgressMode::Plain)).map(|(dir, _)| dir);
     rt.block_on(target.stop())?;
     dir
 }
@@ -106,20 +134,7 @@ fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
 }
 
 pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
-    let knobs = Knobs {
-        max_threads: a.max_threads,
-        max_connections: a.max_connections,
-        accept_count: a.accept_count,
-        db_pool: a.db_pool,
-        db_timeout: parse_duration(&a.db_timeout).map_err(|e| anyhow::anyhow!("--db-timeout: {e}"))?,
-        db_rtt: parse_duration(&a.db_rtt).map_err(|e| anyhow::anyhow!("--db-rtt: {e}"))?,
-        cache: a.cache,
-        id_type: match a.id_type {
-            IdKind::Sequential => IdType::Sequential,
-            IdKind::Random => IdType::Random,
-        },
-        database: a.database.clone(),
-    };
+    let knobs = a.knobs.0;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async {
         let target = volley_demo::start(a.listen, &knobs).await.map_err(|e| anyhow::anyhow!("cannot start the target on {}: {e}", a.listen))?;

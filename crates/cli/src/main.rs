@@ -4,6 +4,8 @@
 mod args;
 mod check_cmd;
 mod demo_cmd;
+mod knob_flags;
+mod load_flags;
 mod progress;
 mod report_cmd;
 mod run_cmd;

@@ -8,33 +8,22 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use volley_demo::{IdType, Knobs};
+use volley_demo::Knobs;
 use volley_report::ReportOptions;
-use volley_scenario::parse_duration;
 
-use crate::args::{Cli, Command, Objective, SweepArgs};
+use crate::args::{Objective, ProgressMode, RunArgs, SweepArgs};
+
+/// `volley run`'s flags on their own, as a sweep passes them after `--`.
+#[derive(Debug, Parser)]
+#[command(no_binary_name = false)]
+struct RunLine {
+    #[command(flatten)]
+    args: RunArgs,
+}
 
 /// Sets demo knob `name` to `value`.
 fn set_knob(knobs: &mut Knobs, name: &str, value: &str) -> Result<()> {
-    let n = || value.parse::<usize>().with_context(|| format!("{name}={value}: expected a whole number"));
-    match name {
-        "db-pool" => knobs.db_pool = n()?,
-        "max-threads" => knobs.max_threads = n()?,
-        "max-connections" => knobs.max_connections = n()?,
-        "accept-count" => knobs.accept_count = n()?,
-        "db-rtt" => knobs.db_rtt = parse_duration(value).map_err(|e| anyhow::anyhow!("{name}: {e}"))?,
-        "db-timeout" => knobs.db_timeout = parse_duration(value).map_err(|e| anyhow::anyhow!("{name}: {e}"))?,
-        "cache" => knobs.cache = matches!(value, "on" | "true" | "yes" | "1"),
-        "id-type" => {
-            knobs.id_type = match value {
-                "sequential" => IdType::Sequential,
-                "random" => IdType::Random,
-                _ => bail!("id-type={value}: expected sequential or random"),
-            }
-        }
-        _ => bail!("`{name}` is not a demo-target knob; use db-pool, max-threads, max-connections, accept-count, db-rtt, db-timeout, cache or id-type"),
-    }
-    Ok(())
+    knobs.set(name, value).map_err(anyhow::Error::from)
 }
 
 pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
@@ -72,15 +61,17 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
             None
         };
         let base_url = target.as_ref().map(|t| format!("http://{}", t.addr)).unwrap_or_default();
-        let mut argv: Vec<String> = vec!["volley".into(), "run".into()];
-        argv.extend(a.run.iter().map(|s| s.replace(&placeholder, value).replace("{target}", &base_url)));
-        let label = format!("{name}={value}");
-        argv.extend(["--name".into(), label.clone(), "-o".into(), a.output.to_string_lossy().into_owned()]);
-        if !a.run.iter().any(|f| f.starts_with("--progress")) {
-            argv.extend(["--progress".into(), "plain".into()]);
-        }
-        let Command::Run(args) = Cli::try_parse_from(&argv)?.command else { unreachable!("a run command line") };
-        let dir = crate::run_cmd::execute(*args).map(|(dir, _)| dir);
+        // The user's run flags with this value in place, parsed as `volley run` parses them;
+        // the sweep names the run and places it.
+        let flags = a.run.iter().map(|s| s.replace(&placeholder, value).replace("{target}", &base_url));
+        let args = RunLine::try_parse_from(std::iter::once("volley run".to_string()).chain(flags))?.args;
+        let dir = crate::run_cmd::run_spec(&args).and_then(|mut spec| {
+            spec.name = format!("{name}={value}");
+            spec.output = a.output.clone();
+            let progress = if a.run.iter().any(|f| f.starts_with("--progress")) { args.progress } else { ProgressMode::Plain };
+            crate::run_cmd::execute(&spec, progress)
+        });
+        let dir = dir.map(|(dir, _)| dir);
         if let Some(t) = target {
             rt.block_on(t.stop())?;
         }

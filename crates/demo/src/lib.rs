@@ -11,59 +11,20 @@
 mod chat;
 mod connections;
 mod db;
+mod knobs;
 mod limit;
 mod metrics;
 mod pair;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
 use tokio::net::TcpListener;
 
 pub use db::{Db, DbError, IdType, Val};
-
-/// The tuning knobs.
-#[derive(Debug, Clone)]
-pub struct Knobs {
-    /// Requests handled at once (Tomcat `max-threads`); 0 = no limit.
-    pub max_threads: usize,
-    /// Connections open at once (Tomcat `max-connections`); more wait in the listen backlog.
-    pub max_connections: usize,
-    /// Requests that may wait for a worker (Tomcat `accept-count`); beyond it: 503.
-    pub accept_count: usize,
-    /// DB connections in the pool (HikariCP `maximum-pool-size`).
-    pub db_pool: usize,
-    /// How long a request waits for a DB connection before failing (HikariCP `connection-timeout`).
-    pub db_timeout: Duration,
-    /// Round trip added to every query while it holds its connection, as a database on
-    /// another host would cost (an embedded SQLite answers in microseconds).
-    pub db_rtt: Duration,
-    /// Look-aside cache for room lists and pair rooms.
-    pub cache: bool,
-    /// Message primary keys.
-    pub id_type: IdType,
-    /// A SQLite database file, or a `postgres://` URL; `None` for a fresh temporary SQLite file.
-    pub database: Option<String>,
-}
-
-impl Default for Knobs {
-    fn default() -> Self {
-        Knobs {
-            max_threads: 200,
-            max_connections: 8192,
-            accept_count: 100,
-            db_pool: 10,
-            db_timeout: Duration::from_secs(30),
-            db_rtt: Duration::from_millis(1),
-            cache: false,
-            id_type: IdType::Sequential,
-            database: None,
-        }
-    }
-}
+pub use knobs::{KNOBS, KnobError, KnobInfo, Knobs};
 
 /// Shared state of the service.
 #[derive(Clone)]

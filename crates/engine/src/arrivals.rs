@@ -14,7 +14,8 @@ use volley_scenario::RateShape;
 
 use crate::client::Client;
 use crate::flow::FlowState;
-use crate::vu::{WorkerContext, send_request};
+use crate::context::WorkerContext;
+use crate::vu::send_request;
 
 /// A VU of the open model: its connection and, in a scenario, its variables.
 struct Vu {

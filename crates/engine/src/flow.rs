@@ -24,7 +24,7 @@ use volley_stats::ErrorKind;
 
 use crate::client::{Capture, Client, Failure, PreparedRequest};
 use crate::sse::SseStream;
-use crate::vu::WorkerContext;
+use crate::context::WorkerContext;
 
 /// What one VU keeps between iterations.
 #[derive(Debug, Default)]

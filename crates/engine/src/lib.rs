@@ -6,7 +6,9 @@
 //! accumulators that no other thread touches until the interval is over.
 
 mod arrivals;
+mod check;
 mod client;
+mod context;
 mod flow;
 mod h1;
 pub mod prom;
@@ -17,9 +19,11 @@ mod sse;
 mod target;
 mod tls;
 mod vu;
+mod worker;
 mod ws;
 
 pub use flow::Trace;
-pub use run::{check_once, EngineConfig, Event, Run, RunControl, RunEnd, StopReason, start};
+pub use check::check_once;
+pub use run::{EngineConfig, Event, Run, RunControl, RunEnd, StopReason, start};
 pub use target::{Target, TargetError, preflight};
 pub use tls::TlsOptions;

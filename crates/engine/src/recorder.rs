@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use volley_stats::{ErrorKind, IntervalSample};
+use volley_stats::{ErrorKind, ErrorMessage, IntervalSample};
 
 use crate::client::{Exchange, Failure};
 
@@ -18,8 +18,8 @@ pub(crate) struct WorkerPart {
     pub(crate) sample: IntervalSample,
     /// The same, per scenario step (empty for single-request runs).
     pub(crate) steps: Vec<IntervalSample>,
-    /// New error messages seen by this worker, (kind, message).
-    pub(crate) messages: Vec<(ErrorKind, String)>,
+    /// New error messages seen by this worker.
+    pub(crate) messages: Vec<ErrorMessage>,
 }
 
 /// Accumulators of the intervals a worker has not yet handed over.
@@ -34,7 +34,7 @@ pub(crate) struct Recorder {
     /// Scenario step names, by step id (for error messages); empty without a scenario.
     step_names: std::sync::Arc<[String]>,
     first_index: u64,
-    messages: Vec<(ErrorKind, String)>,
+    messages: Vec<ErrorMessage>,
     /// Messages kept so far, by (step, kind); the run as a whole is step `usize::MAX`.
     seen: std::collections::HashMap<(usize, usize), usize>,
     open_model: bool,
@@ -133,15 +133,12 @@ impl Recorder {
         self.apply(Some(step), |s| s.counts.events += n);
     }
 
-    fn note(&mut self, step: Option<usize>, kind: ErrorKind, message: String) {
-        let message = match step.and_then(|i| self.step_names.get(i)) {
-            Some(name) => format!("[{name}] {message}"),
-            None => message,
-        };
+    fn note(&mut self, step: Option<usize>, kind: ErrorKind, text: String) {
+        let message = ErrorMessage { kind, step: step.and_then(|i| self.step_names.get(i)).cloned(), text };
         let seen = self.seen.entry((step.unwrap_or(usize::MAX), kind.index())).or_default();
-        if *seen < MESSAGES_PER_KIND && !self.messages.iter().any(|(k, m)| *k == kind && *m == message) {
+        if *seen < MESSAGES_PER_KIND && !self.messages.contains(&message) {
             *seen += 1;
-            self.messages.push((kind, message));
+            self.messages.push(message);
         }
     }
 
@@ -211,7 +208,7 @@ mod tests {
         r.record_failure(None, Failure { kind: ErrorKind::Reset, message: "reset".into() });
         let p = r.take(2);
         assert_eq!((p.sample.counts.tests, p.sample.counts.errors), (1, 1));
-        assert_eq!(p.messages, vec![(ErrorKind::Reset, "reset".to_string())]);
+        assert_eq!(p.messages, vec![ErrorMessage { kind: ErrorKind::Reset, step: None, text: "reset".into() }]);
     }
 
     #[test]
@@ -234,7 +231,7 @@ mod tests {
         r.record_failure(Some(1), Failure { kind: ErrorKind::Check, message: "b0".into() });
         let p = r.take(0);
         assert_eq!(p.messages.len(), MESSAGES_PER_KIND + 1, "step b's first message is kept after step a's five");
-        assert_eq!(p.messages.last().unwrap().1, "[b] b0");
+        assert_eq!(p.messages.last().unwrap().to_string(), "[b] b0");
     }
 
     #[test]
@@ -248,6 +245,6 @@ mod tests {
         assert_eq!((p.sample.counts.tests, p.sample.counts.errors, p.sample.counts.events), (2, 1, 3));
         assert_eq!((p.steps[0].counts.tests, p.steps[0].counts.errors), (1, 0));
         assert_eq!((p.steps[1].counts.tests, p.steps[1].counts.errors, p.steps[1].counts.events), (1, 1, 3));
-        assert_eq!(p.messages, vec![(ErrorKind::Check, "[b] `$.x` matched nothing".to_string())]);
+        assert_eq!(p.messages, vec![ErrorMessage { kind: ErrorKind::Check, step: Some("b".into()), text: "`$.x` matched nothing".into() }]);
     }
 }

@@ -6,23 +6,21 @@
 //! requests for interval parts and the final stop travel on the same ordered channel to
 //! each worker, every completion lands in exactly one interval.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc as tmpsc;
 use tokio_util::sync::CancellationToken;
-use volley_scenario::{Load, Plan};
-use volley_stats::{ErrorKind, Interval, IntervalSample};
+use volley_scenario::Plan;
+use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
-use crate::arrivals::run_arrivals;
 use crate::client::PreparedRequest;
-use crate::recorder::{Recorder, WorkerPart};
+use crate::context::Shared;
+use crate::recorder::WorkerPart;
 use crate::target::Target;
 use crate::tls::TlsOptions;
-use crate::vu::{WorkerContext, run_vu};
+use crate::worker::{Command, WorkerSeed, worker_main};
 
 /// Everything needed to run a plan.
 #[derive(Debug, Clone)]
@@ -66,7 +64,7 @@ pub enum Event {
         /// Its nGrinder-shaped row.
         row: Interval,
         /// Error messages first seen in this interval.
-        messages: Vec<(ErrorKind, String)>,
+        messages: Vec<ErrorMessage>,
         /// The VU target at the end of the interval.
         target_vus: u64,
     },
@@ -81,53 +79,6 @@ pub struct RunEnd {
     pub stopped: Option<StopReason>,
     /// Time from start to stop.
     pub elapsed: Duration,
-}
-
-/// State shared by the conductor and every VU.
-pub(crate) struct Shared {
-    pub(crate) target_vus: AtomicU64,
-    pub(crate) active_vus: AtomicU64,
-    pub(crate) running: Vec<AtomicBool>,
-    /// No new iterations; sleeping VUs wake and leave.
-    pub(crate) stop: CancellationToken,
-    /// In-flight requests are dropped.
-    pub(crate) abort: CancellationToken,
-    /// Set by a VU when the run cannot go on (test data ran out); the conductor stops it.
-    pub(crate) halted: std::sync::Mutex<Option<String>>,
-    /// VUs that ran all their iterations (`Plan::iterations`); they are not started again.
-    pub(crate) finished_vus: AtomicU64,
-}
-
-impl Shared {
-    /// State for a run that may start `max_vus` closed-model VUs, `target_vus` of them now.
-    fn new(max_vus: usize, target_vus: u64) -> Self {
-        Shared {
-            target_vus: AtomicU64::new(target_vus),
-            active_vus: AtomicU64::new(target_vus),
-            running: (0..max_vus).map(|_| AtomicBool::new(false)).collect(),
-            stop: CancellationToken::new(),
-            abort: CancellationToken::new(),
-            halted: std::sync::Mutex::new(None),
-            finished_vus: AtomicU64::new(0),
-        }
-    }
-
-    /// Asks the conductor to stop the run, saying why (the first reason wins).
-    pub(crate) fn halt(&self, why: String) {
-        let mut h = self.halted.lock().unwrap_or_else(|p| p.into_inner());
-        h.get_or_insert(why);
-    }
-
-    fn halted(&self) -> Option<String> {
-        self.halted.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Command {
-    Spawn(u64),
-    Flush(u64),
-    Finish(u64),
 }
 
 enum Control {
@@ -319,12 +270,12 @@ impl Conductor {
     /// With a run count, whether every VU has run all its iterations.
     fn all_iterations_done(&self) -> bool {
         let max = self.config.plan.load.max_vus();
-        self.config.plan.iterations.is_some() && max > 0 && self.shared.finished_vus.load(Ordering::Acquire) >= max
+        self.config.plan.load.iterations().is_some() && max > 0 && self.shared.finished_vus.load(Ordering::Acquire) >= max
     }
 
     /// Moves the VU target to where the shape says and starts VUs that should run.
     fn steer(&self, elapsed: Duration) {
-        let Load::Closed { shape } = &self.config.plan.load else { return };
+        let Some(shape) = self.config.plan.load.shape() else { return };
         let target = shape.vus_at(elapsed);
         self.shared.target_vus.store(target, Ordering::Relaxed);
         for id in 0..target {
@@ -337,7 +288,7 @@ impl Conductor {
     }
 
     /// Sends `command` to every worker and merges the parts they answer with.
-    fn collect(&self, command: Command) -> (IntervalSample, Vec<IntervalSample>, Vec<(ErrorKind, String)>) {
+    fn collect(&self, command: Command) -> (IntervalSample, Vec<IntervalSample>, Vec<ErrorMessage>) {
         let index = match command {
             Command::Flush(i) | Command::Finish(i) | Command::Spawn(i) => i,
         };
@@ -368,7 +319,7 @@ impl Conductor {
         index: u64,
         mut sample: IntervalSample,
         steps: Vec<IntervalSample>,
-        messages: Vec<(ErrorKind, String)>,
+        messages: Vec<ErrorMessage>,
         period: Duration,
         watch: &mut ErrorWatch,
     ) -> Option<String> {
@@ -439,108 +390,4 @@ impl ErrorWatch {
             )
         })
     }
-}
-
-struct WorkerSeed {
-    shared: Arc<Shared>,
-    plan: Arc<Plan>,
-    target: Target,
-    tls: Option<Arc<rustls::ClientConfig>>,
-    force_h2: bool,
-    request: PreparedRequest,
-    t0: Instant,
-    interval: Duration,
-    grace: Duration,
-    parts: mpsc::Sender<WorkerPart>,
-    worker: u64,
-    workers: u64,
-}
-
-/// One worker thread: a single-threaded event loop running its share of the VUs.
-fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiver<Command>) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("worker runtime");
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        let step_names: Arc<[String]> =
-            seed.plan.scenario.as_ref().map_or_else(Vec::new, |s| s.step_info.iter().map(|i| i.name.clone()).collect()).into();
-        let recorder = Rc::new(RefCell::new(Recorder::new(seed.t0, seed.interval, seed.plan.load.is_open(), step_names)));
-        let ctx = Rc::new(WorkerContext {
-            shared: seed.shared.clone(),
-            plan: seed.plan,
-            target: seed.target,
-            stream_tls: crate::tls::http1_only(&seed.tls),
-            tls: seed.tls,
-            force_h2: seed.force_h2,
-            request: seed.request,
-            recorder: recorder.clone(),
-            buffers: Default::default(),
-        });
-        let mut vus = tokio::task::JoinSet::new();
-        if let Load::Open { rate, max_vus } = &ctx.plan.load {
-            // This worker's share of the VUs, the first workers taking the remainder.
-            let cap = (*max_vus / seed.workers + u64::from(seed.worker < *max_vus % seed.workers)) as usize;
-            vus.spawn_local(run_arrivals(ctx.clone(), rate.clone(), seed.worker, seed.workers, cap, seed.t0));
-        }
-        let mut next = 0u64;
-        let last = loop {
-            match commands.recv().await {
-                Some(Command::Spawn(id)) => {
-                    vus.spawn_local(run_vu(ctx.clone(), id));
-                }
-                Some(Command::Flush(i)) => {
-                    let part = recorder.borrow_mut().take(i);
-                    next = i + 1;
-                    let _ = seed.parts.send(part);
-                }
-                Some(Command::Finish(i)) => break Some(i),
-                None => break None,
-            }
-        };
-        let Some(last) = last else { return };
-        recorder.borrow_mut().clamp_to(last);
-        let drained = async { while vus.join_next().await.is_some() {} };
-        tokio::select! {
-            _ = drained => {}
-            _ = tokio::time::sleep(seed.grace) => {}
-            _ = seed.shared.abort.cancelled() => {}
-        }
-        vus.abort_all();
-        // Intervals between the last flushed one and `last` (normally none) fold into `last`.
-        let mut part = recorder.borrow_mut().take_rest(next);
-        part.sample.index = last;
-        for s in &mut part.steps {
-            s.index = last;
-        }
-        let _ = seed.parts.send(part);
-    });
-}
-
-/// Runs one iteration of the plan's scenario with one VU, outside any run, and returns
-/// every request and response (`volley check`). Nothing is recorded anywhere.
-pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, String> {
-    let Some(scenario) = config.plan.scenario.clone() else { return Err("no scenario to check".into()) };
-    let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
-    let request = PreparedRequest::new(&config.target, &config.plan.request)?;
-    // One VU, already counted as running, that the conductor never starts.
-    let shared = Arc::new(Shared::new(0, 1));
-    let names: Arc<[String]> = scenario.step_info.iter().map(|i| i.name.clone()).collect::<Vec<_>>().into();
-    let ctx = Rc::new(WorkerContext {
-        shared,
-        plan: Arc::new(config.plan.clone()),
-        target: config.target.clone(),
-        stream_tls: crate::tls::http1_only(&tls),
-        tls: tls.clone(),
-        force_h2: config.http2,
-        request,
-        recorder: Rc::new(RefCell::new(Recorder::new(Instant::now(), Duration::from_secs(3600), false, names))),
-        buffers: Default::default(),
-    });
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-    let traces = RefCell::new(Vec::new());
-    tokio::task::LocalSet::new().block_on(&rt, async {
-        let mut client = crate::client::Client::new(config.target.clone(), tls, config.http2);
-        let mut state = crate::flow::FlowState::new(0);
-        crate::flow::iteration(&ctx, &scenario, &mut client, &mut state, 0, Some(&traces)).await
-    })?;
-    Ok(traces.into_inner())
 }

@@ -13,7 +13,7 @@ use volley_stats::ErrorKind;
 
 use crate::client::{Exchange, Failure, PreparedRequest, micros, open_stream};
 use crate::h1;
-use crate::vu::WorkerContext;
+use crate::context::WorkerContext;
 
 /// Splits a byte stream into lines and counts dispatched events.
 #[derive(Debug, Default)]

@@ -1,41 +1,20 @@
 //! One virtual user: a loop of iterations on its own connection, honouring think time,
 //! pacing and the current VU target, until the run stops.
 
-use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use rustls::ClientConfig;
-use volley_scenario::Plan;
-
-use crate::client::{BufferPool, Client, PreparedRequest};
+use crate::client::Client;
+use crate::context::WorkerContext;
 use crate::flow::FlowState;
-use crate::recorder::Recorder;
-use crate::run::Shared;
-use crate::target::Target;
-
-/// What every VU on one worker thread shares.
-pub(crate) struct WorkerContext {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) plan: Arc<Plan>,
-    pub(crate) target: Target,
-    pub(crate) tls: Option<Arc<ClientConfig>>,
-    /// TLS offering only HTTP/1.1, for event streams and WebSockets.
-    pub(crate) stream_tls: Option<Arc<ClientConfig>>,
-    pub(crate) force_h2: bool,
-    pub(crate) request: PreparedRequest,
-    pub(crate) recorder: Rc<RefCell<Recorder>>,
-    pub(crate) buffers: BufferPool,
-}
 
 /// Runs VU `id` until the run stops or the target drops below it.
 pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
     let mut client = Client::new(ctx.target.clone(), ctx.tls.clone(), ctx.force_h2);
     let mut flow = FlowState::new(id);
     let shared = &ctx.shared;
-    let mut left = ctx.plan.iterations.unwrap_or(u64::MAX);
+    let mut left = ctx.plan.load.iterations().unwrap_or(u64::MAX);
     while !shared.stop.is_cancelled() && id < shared.target_vus.load(Ordering::Relaxed) {
         let started = Instant::now();
         if let Some(scenario) = &ctx.plan.scenario {
@@ -53,11 +32,11 @@ pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
             shared.active_vus.fetch_sub(1, Ordering::Relaxed);
             return;
         }
-        if !ctx.plan.think_time.is_zero() {
-            sleep_unless_stopped(&ctx, Instant::now() + ctx.plan.think_time).await;
+        if !ctx.plan.load.think_time.is_zero() {
+            sleep_unless_stopped(&ctx, Instant::now() + ctx.plan.load.think_time).await;
         }
-        if !ctx.plan.pacing.is_zero() {
-            sleep_unless_stopped(&ctx, started + ctx.plan.pacing).await;
+        if !ctx.plan.load.pacing.is_zero() {
+            sleep_unless_stopped(&ctx, started + ctx.plan.load.pacing).await;
         }
     }
     shared.running[id as usize].store(false, Ordering::Release);

@@ -12,7 +12,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use volley_stats::ErrorKind;
 
 use crate::client::{Exchange, Failure, micros, open_stream};
-use crate::vu::WorkerContext;
+use crate::context::WorkerContext;
 
 /// A finished exchange.
 pub(crate) struct WsDone {

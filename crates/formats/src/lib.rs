@@ -10,9 +10,11 @@ pub mod hlog;
 pub mod import;
 pub mod ngrinder;
 pub mod numfmt;
+pub mod recorded;
 pub mod rundir;
 pub mod source;
 
 pub use error::{FormatError, Result};
+pub use recorded::RecordedPlan;
 pub use rundir::{RunData, RunMeta, RunStatus, RunWriter};
 pub use source::{Format, Source, open, open_as};

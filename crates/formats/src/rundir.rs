@@ -18,7 +18,10 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use volley_stats::{ErrorKind, Interval, IntervalSample, Series};
 
+use volley_scenario::StepInfo;
+
 use crate::error::{FormatError, Result};
+use crate::recorded::RecordedPlan;
 use crate::hlog::{self, LoggedHistogram, TAG_ITERATION, TAG_TOTAL, TAG_TOTAL_ACTUAL, TAG_TTFB, TAG_TTFB_ACTUAL};
 use crate::ngrinder::{self, DROPPED, ELAPSED, HEADER, PERIOD};
 use crate::numfmt::ngrinder_number;
@@ -59,14 +62,82 @@ impl RunStatus {
 }
 
 /// The first messages of one kind of error.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ErrorNote {
-    /// [`ErrorKind::name`].
-    pub kind: String,
+    /// The kind.
+    pub kind: ErrorKind,
     /// How many in the whole run.
     pub count: u64,
-    /// The first few distinct messages.
-    pub messages: Vec<String>,
+    /// The first few distinct messages (five per step).
+    pub messages: Vec<NotedMessage>,
+}
+
+/// One noted message: where it happened and what it said.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NotedMessage {
+    /// The scenario step's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// What happened.
+    pub text: String,
+}
+
+impl<'de> Deserialize<'de> for NotedMessage {
+    /// A record, or a plain string as run.json held messages before they had a type.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Any {
+            Record {
+                #[serde(default)]
+                step: Option<String>,
+                text: String,
+            },
+            Text(String),
+        }
+        Ok(match Any::deserialize(d)? {
+            Any::Record { step, text } => NotedMessage { step, text },
+            Any::Text(text) => NotedMessage { step: None, text },
+        })
+    }
+}
+
+impl std::fmt::Display for NotedMessage {
+    /// `[step] text`, as reports show it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.step {
+            Some(step) => write!(f, "[{step}] {}", self.text),
+            None => f.write_str(&self.text),
+        }
+    }
+}
+
+impl ErrorNote {
+    /// Distinct messages kept per step and kind.
+    pub const PER_STEP: usize = 5;
+
+    /// Folds new messages into `notes` (five per step and kind, no repeats), then adds
+    /// `counts`, an interval's errors by kind, to the notes' totals.
+    pub fn add(notes: &mut Vec<ErrorNote>, counts: &[u64; volley_stats::KINDS], messages: Vec<volley_stats::ErrorMessage>) {
+        for m in messages {
+            let i = match notes.iter().position(|n| n.kind == m.kind) {
+                Some(i) => i,
+                None => {
+                    notes.push(ErrorNote { kind: m.kind, count: 0, messages: Vec::new() });
+                    notes.len() - 1
+                }
+            };
+            let note = &mut notes[i];
+            let message = NotedMessage { step: m.step, text: m.text };
+            let same_step = note.messages.iter().filter(|n| n.step == message.step).count();
+            if same_step < Self::PER_STEP && !note.messages.contains(&message) {
+                note.messages.push(message);
+            }
+        }
+        for n in notes.iter_mut() {
+            n.count += counts[n.kind.index()];
+        }
+    }
 }
 
 /// `run.json`: what ran and how it ended.
@@ -94,8 +165,8 @@ pub struct RunMeta {
     pub warmup_s: f64,
     /// Planned length, s.
     pub planned_duration_s: f64,
-    /// The plan as run (target, load shape, timings), for people and for `compare`.
-    pub plan: serde_json::Value,
+    /// The plan as run (target, load, timings, thresholds, scenario).
+    pub plan: RecordedPlan,
     /// The command line.
     pub command: Vec<String>,
     /// Host name of the machine that ran the load.
@@ -109,16 +180,7 @@ pub struct RunMeta {
     /// Scenario steps, in id order: each has its block of columns in series.csv (as
     /// nGrinder's test ids do) and its histograms in latency.hlog (`ttfb.N`, `total.N`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<StepMeta>,
-}
-
-/// One scenario step as the run directory knows it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct StepMeta {
-    /// Its name.
-    pub name: String,
-    /// `http`, `sse` or `websocket`.
-    pub kind: String,
+    pub steps: Vec<StepInfo>,
 }
 
 /// The histogram tag of step `index` (0-based): `ttfb.1`, `total.1`, …
@@ -513,7 +575,10 @@ mod tests {
             interval_s: 1.0,
             warmup_s: 0.0,
             planned_duration_s: 2.0,
-            plan: serde_json::json!({"url": "http://127.0.0.1/"}),
+            plan: serde_json::from_str(
+                r#"{"load":{"model":"closed","shape":{"stages":[{"duration":2.0,"target":1}]}},"request":{"method":"GET","url":"http://127.0.0.1/","headers":[]},"timeout_s":60.0}"#,
+            )
+            .unwrap(),
             command: vec!["volley".into()],
             host: "h".into(),
             errors: vec![],
@@ -558,8 +623,8 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let mut m = meta();
         m.steps = vec![
-            StepMeta { name: "create, room".into(), kind: "http".into() },
-            StepMeta { name: "events".into(), kind: "sse".into() },
+            StepInfo { name: "create, room".into(), kind: volley_scenario::StepKind::Http },
+            StepInfo { name: "events".into(), kind: volley_scenario::StepKind::Sse },
         ];
         let mut w = RunWriter::create(root.path(), m, SystemTime::now()).unwrap();
         for i in 0..2u64 {

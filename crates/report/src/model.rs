@@ -159,7 +159,7 @@ impl RunReport {
                 last.period_s
             ));
         }
-        let open_model = src.meta.as_ref().is_some_and(|m| m.plan["model"] == "open");
+        let open_model = src.meta.as_ref().is_some_and(|m| m.plan.load.is_open());
         if src.format == "volley" && src.has_histograms() && !open_model {
             notes.push(
                 "TTFB and MTTFB are measured from the request's actual start, connection set-up included (as nGrinder does)."
@@ -178,7 +178,7 @@ impl RunReport {
                 let step = steps.get(i);
                 TestSuite {
                     name: name.clone(),
-                    kind: step.map(|s| s.kind.clone()),
+                    kind: step.map(|s| s.kind.name().to_string()),
                     seed_suite: SeedSuite::compute(&s.after_warmup(warmup_s), suite_opts),
                     ttfb_ms: src.latency(&step_tag(TAG_TTFB, i), warmup_s),
                     total_ms: src.latency(&step_tag(TAG_TOTAL, i), warmup_s),
@@ -190,7 +190,7 @@ impl RunReport {
         let saturation = (src.format == "volley" && varies).then(|| volley_stats::knee::saturation(&series));
         let server = server_peaks(src, warmup_s);
         let meta = src.meta.as_ref();
-        let model = meta.and_then(|m| m.plan["model"].as_str()).unwrap_or_default().to_string();
+        let model = meta.map(|m| m.plan.model()).unwrap_or_default().to_string();
         let generator = generator(src, first_kept);
         if let Some(g) = &generator {
             if g.behind_intervals > 0 || g.saturated_intervals > 0 {
@@ -238,8 +238,7 @@ impl RunReport {
             notes,
             thresholds: Vec::new(),
         };
-        let criteria: Vec<volley_scenario::Threshold> =
-            meta.and_then(|m| serde_json::from_value(m.plan["thresholds"].clone()).ok()).unwrap_or_default();
+        let criteria = meta.map(|m| m.plan.thresholds.as_slice()).unwrap_or_default();
         report.thresholds = criteria.iter().map(|t| evaluate(t, &report)).collect();
         report
     }
@@ -291,8 +290,8 @@ fn error_lines(src: &Source, first_kept: usize) -> Vec<ErrorLine> {
                 .meta
                 .iter()
                 .flat_map(|m| m.errors.iter())
-                .find(|n| n.kind == kind.name())
-                .map(|n| n.messages.clone())
+                .find(|n| n.kind == kind)
+                .map(|n| n.messages.iter().map(ToString::to_string).collect())
                 .unwrap_or_default();
             errors.push(ErrorLine { kind: kind.name().to_string(), count, messages });
         }
@@ -321,12 +320,8 @@ pub fn warmup_seconds(src: &Source, warmup: Option<Warmup>) -> f64 {
     match warmup {
         Some(Warmup::Seconds(s)) => s,
         Some(Warmup::Stages(n)) => {
-            let load = src.meta.as_ref().map(|m| &m.plan["load"]);
-            let stages = load
-                .and_then(|l| l["shape"]["stages"].as_array().or_else(|| l["rate"]["stages"].as_array()))
-                .cloned()
-                .unwrap_or_default();
-            stages.iter().take(n).filter_map(|s| s["duration"].as_f64()).sum()
+            let stages = src.meta.as_ref().map(|m| m.plan.load.stage_durations()).unwrap_or_default();
+            stages.iter().take(n).map(|d| d.as_secs_f64()).sum()
         }
         None => src.meta.as_ref().map_or(0.0, |m| m.warmup_s),
     }

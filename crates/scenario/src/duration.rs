@@ -15,6 +15,22 @@ pub fn parse_duration(s: &str) -> Result<Duration, PlanError> {
         .map_err(|_| PlanError(format!("`{s}` is not a duration; write it like 30s, 2m, 1h30m or 250ms")))
 }
 
+/// Durations in run.json and other JSON: seconds as a number.
+pub(crate) mod secs {
+    use std::time::Duration;
+
+    use serde::Deserialize;
+
+    pub(crate) fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(secs).map_err(|_| serde::de::Error::custom(format!("{secs} is not a length of time in seconds")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

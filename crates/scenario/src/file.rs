@@ -14,11 +14,12 @@ use serde_saphyr::Spanned;
 
 use crate::data::{Feeder, Order};
 use crate::extract::{Check, Expected, Extract, Source, parse_json_path};
-use crate::plan::{RequestSpec, StatusSet};
+use crate::load::{LoadSpec, OPTIONS};
+use crate::plan::{RequestSpec, Settings, StatusSet};
 use crate::scenario::*;
 use crate::template::{BUILTINS, Template, Templates, has_syntax};
 use crate::threshold::parse_threshold;
-use crate::{RateShape, parse_duration, parse_rate, parse_stages};
+use crate::parse_duration;
 
 /// One problem in a scenario file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,7 +109,7 @@ struct RawScenario {
     #[serde(default)]
     headers: BTreeMap<String, S<String>>,
     #[serde(default)]
-    load: Option<RawLoad>,
+    load: Option<S<BTreeMap<String, S<Scalar>>>>,
     timeout: Option<S<String>>,
     warmup: Option<S<String>>,
     expect_status: Option<S<StatusValue>>,
@@ -121,19 +122,23 @@ struct RawScenario {
     steps: S<Vec<S<RawStep>>>,
 }
 
+/// A scalar under `load:`, read as the text a flag would take (`vus: 50` is `--vus 50`).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLoad {
-    vus: Option<S<u64>>,
-    duration: Option<S<String>>,
-    ramp_up: Option<S<String>>,
-    stages: Option<S<String>>,
-    rate: Option<S<String>>,
-    rate_stages: Option<S<String>>,
-    max_vus: Option<u64>,
-    iterations: Option<S<u64>>,
-    pacing: Option<S<String>>,
-    think_time: Option<S<String>>,
+#[serde(untagged)]
+enum Scalar {
+    Whole(u64),
+    Number(f64),
+    Text(String),
+}
+
+impl Scalar {
+    fn text(&self) -> String {
+        match self {
+            Scalar::Whole(n) => n.to_string(),
+            Scalar::Number(x) => x.to_string(),
+            Scalar::Text(t) => t.clone(),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -343,12 +348,9 @@ impl Compiler {
         if let Err(e) = check_target(&raw.target.value) {
             self.error(at(&raw.target), format!("`target`: {e}"));
         }
-        let load = raw.load.map(|l| self.load(l)).unwrap_or_default();
+        let load = raw.load.as_ref().map(|l| self.load(l)).unwrap_or_default();
         let timeout = self.duration("timeout", &raw.timeout);
-        if let Some(w) = &raw.warmup
-            && let Err(e) = parse_duration(&w.value) {
-                self.error(at(w), format!("`warmup`: {e}"));
-            }
+        let warmup = self.duration("warmup", &raw.warmup);
         let expect_status = raw.expect_status.as_ref().and_then(|s| self.status("expect_status", s));
         let headers = self.headers(&raw.headers, &defined);
         let mut variables = Vec::new();
@@ -421,13 +423,15 @@ impl Compiler {
         }
         Scenario {
             file: self.file.clone(),
-            name: raw.name,
-            target: raw.target.value,
-            load,
-            timeout,
-            warmup: raw.warmup.map(|w| w.value),
-            expect_status,
-            thresholds,
+            settings: Settings {
+                load,
+                target: Some(raw.target.value),
+                name: raw.name,
+                timeout,
+                warmup,
+                expect_status,
+                thresholds,
+            },
             headers,
             variables,
             data,
@@ -438,71 +442,31 @@ impl Compiler {
         }
     }
 
-    /// Keys that describe different load models, or the same thing twice, as the command
-    /// line's flags conflict.
-    fn load_conflicts(&mut self, l: &RawLoad) {
-        let some = |v: &Option<S<String>>| v.as_ref().map(at);
-        let keys: [(&str, Option<At>); 9] = [
-            ("vus", l.vus.as_ref().map(at)),
-            ("duration", some(&l.duration)),
-            ("ramp_up", some(&l.ramp_up)),
-            ("stages", some(&l.stages)),
-            ("iterations", l.iterations.as_ref().map(at)),
-            ("pacing", some(&l.pacing)),
-            ("think_time", some(&l.think_time)),
-            ("rate", some(&l.rate)),
-            ("rate_stages", some(&l.rate_stages)),
-        ];
-        let rules: [(&str, &[&str], &str); 3] = [
-            ("rate", &["vus", "stages", "ramp_up", "iterations", "pacing", "think_time", "rate_stages"], "an arrival rate (open model) takes `duration` and `max_vus`"),
-            ("rate_stages", &["vus", "stages", "ramp_up", "iterations", "pacing", "think_time", "duration"], "rate stages carry their own rates and lengths"),
-            ("stages", &["vus", "duration", "ramp_up"], "stages carry their own VUs and lengths"),
-        ];
-        let find = |name: &str| keys.iter().find(|(k, _)| *k == name).and_then(|(_, a)| *a);
-        for (key, others, why) in rules {
-            if find(key).is_none() {
+    /// The `load` section: the options of `volley run`'s flags, parsed by the same table
+    /// ([`crate::load`]), with its conflict rules; a shape given here must be complete.
+    fn load(&mut self, section: &S<BTreeMap<String, S<Scalar>>>) -> LoadSpec {
+        let mut spec = LoadSpec::default();
+        for (key, value) in &section.value {
+            if !OPTIONS.iter().any(|o| o.key == key) {
+                let keys: Vec<&str> = OPTIONS.iter().map(|o| o.key).collect();
+                self.error(at(value), format!("unknown load key `{key}`; the keys are {}", keys.join(", ")));
                 continue;
             }
-            for other in others {
-                if let Some(a) = find(other) {
-                    self.error(a, format!("load `{other}` cannot be combined with `{key}`: {why}"));
-                }
+            if let Err(e) = spec.set(key, &value.value.text()) {
+                self.error(at(value), format!("load `{key}`: {e}"));
             }
         }
-    }
-
-    fn load(&mut self, l: RawLoad) -> LoadSettings {
-        self.load_conflicts(&l);
-        let mut check = |field: &str, v: &Option<S<String>>, f: &dyn Fn(&str) -> Result<(), String>| {
-            if let Some(v) = v
-                && let Err(e) = f(&v.value) {
-                    self.error(at(v), format!("load `{field}`: {e}"));
-                }
-        };
-        let dur = |s: &str| parse_duration(s).map(|_| ()).map_err(|e| e.0);
-        check("duration", &l.duration, &dur);
-        check("ramp_up", &l.ramp_up, &dur);
-        check("pacing", &l.pacing, &dur);
-        check("think_time", &l.think_time, &dur);
-        check("stages", &l.stages, &|s| parse_stages(s).map(|_| ()).map_err(|e| e.0));
-        check("rate", &l.rate, &|s| parse_rate(s).map(|_| ()).map_err(|e| e.0));
-        check("rate_stages", &l.rate_stages, &|s| RateShape::parse(s).map(|_| ()).map_err(|e| e.0));
-        if let Some(n) = l.iterations.as_ref().filter(|n| n.value == 0) {
-            self.error(at(n), "load `iterations` must be at least 1");
+        let conflicts = spec.conflicts();
+        for c in &conflicts {
+            let where_ = section.value.get(c.other).map_or(at(section), at);
+            self.error(where_, format!("load `{}` cannot be combined with `{}`: {}", c.other, c.key, c.why));
         }
-        let v = |x: Option<S<String>>| x.map(|s| s.value);
-        LoadSettings {
-            iterations: l.iterations.map(|n| n.value),
-            vus: l.vus.map(|n| n.value),
-            duration: v(l.duration),
-            ramp_up: v(l.ramp_up),
-            stages: v(l.stages),
-            rate: v(l.rate),
-            rate_stages: v(l.rate_stages),
-            max_vus: l.max_vus,
-            pacing: v(l.pacing),
-            think_time: v(l.think_time),
+        if conflicts.is_empty() && spec.has_shape()
+            && let Err(e) = spec.resolve()
+        {
+            self.error(at(section), format!("`load`: {e}"));
         }
+        spec
     }
 
     fn status(&mut self, field: &str, s: &S<StatusValue>) -> Option<StatusSet> {

@@ -2,14 +2,16 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use std::sync::Arc;
 
-use crate::PlanError;
-use crate::rate::RateShape;
-use crate::stages::LoadShape;
+use serde::{Deserialize, Serialize};
+
+use crate::load::{Load, LoadSpec};
+use crate::threshold::Threshold;
+use crate::{PlanError, Scenario};
 
 /// One HTTP request.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestSpec {
     /// Method, upper case.
     pub method: String,
@@ -23,6 +25,11 @@ pub struct RequestSpec {
 }
 
 impl RequestSpec {
+    /// A plain GET of `url`.
+    pub fn get(url: impl Into<String>) -> RequestSpec {
+        RequestSpec { method: "GET".into(), url: url.into(), headers: Vec::new(), body: Vec::new() }
+    }
+
     /// Parses a `Name: value` header as given on the command line.
     pub fn parse_header(s: &str) -> Result<(String, String), PlanError> {
         let (n, v) = s
@@ -37,7 +44,7 @@ impl RequestSpec {
 }
 
 /// Which HTTP statuses count as success.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatusSet(pub Vec<(u16, u16)>);
 
 impl Default for StatusSet {
@@ -70,82 +77,71 @@ impl StatusSet {
     }
 }
 
-/// How load is applied.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "model", rename_all = "lowercase")]
-pub enum Load {
-    /// A number of virtual users over time, each looping (nGrinder, JMeter, Locust).
-    Closed {
-        /// VUs over time.
-        shape: LoadShape,
-    },
-    /// Arrivals at a rate over time, each carried out by a free VU (k6's arrival-rate
-    /// executors, wrk2); latency is measured from each arrival's due time.
-    Open {
-        /// Arrivals per second over time.
-        rate: RateShape,
-        /// VUs (connections) that carry out arrivals, created as needed up to this many.
-        max_vus: u64,
-    },
+/// Settings a run takes from the command line or from a scenario file, typed. Both build
+/// one; [`Settings::merge`] lays the command line over the file, with the rules written once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    /// The load (its own merge rules: [`LoadSpec::merge`]).
+    pub load: LoadSpec,
+    /// The URL (single-request runs) or base URL (scenarios).
+    pub target: Option<String>,
+    /// The run's name.
+    pub name: Option<String>,
+    /// A request not complete after this fails as a timeout.
+    pub timeout: Option<Duration>,
+    /// Excluded from the start of every reported figure.
+    pub warmup: Option<Duration>,
+    /// Statuses that count as success.
+    pub expect_status: Option<StatusSet>,
+    /// Pass/fail criteria.
+    pub thresholds: Vec<Threshold>,
 }
 
-impl Load {
-    /// Planned length.
-    pub fn duration(&self) -> Duration {
-        match self {
-            Load::Closed { shape } => shape.duration(),
-            Load::Open { rate, .. } => rate.duration(),
+/// A request not complete after this fails, unless the user says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl Settings {
+    /// The command line (`self`) over a scenario file's settings: each value given on the
+    /// command line wins; thresholds add up (the file's first).
+    pub fn merge(self, file: &Settings) -> Settings {
+        Settings {
+            load: self.load.merge(&file.load),
+            target: self.target.or_else(|| file.target.clone()),
+            name: self.name.or_else(|| file.name.clone()),
+            timeout: self.timeout.or(file.timeout),
+            warmup: self.warmup.or(file.warmup),
+            expect_status: self.expect_status.or_else(|| file.expect_status.clone()),
+            thresholds: file.thresholds.iter().cloned().chain(self.thresholds).collect(),
         }
     }
 
-    /// The most VUs the run may use.
-    pub fn max_vus(&self) -> u64 {
-        match self {
-            Load::Closed { shape } => shape.max_vus(),
-            Load::Open { max_vus, .. } => *max_vus,
-        }
-    }
-
-    /// Whether arrivals are scheduled (open model).
-    pub fn is_open(&self) -> bool {
-        matches!(self, Load::Open { .. })
+    /// The plan the engine runs: `request` (single-request runs; for a scenario, a GET of
+    /// its target for the pre-run check) or `scenario`, under the resolved load.
+    pub fn plan(&self, request: RequestSpec, scenario: Option<Arc<Scenario>>) -> Result<Plan, PlanError> {
+        Ok(Plan {
+            request,
+            load: self.load.resolve()?,
+            timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            expect_status: self.expect_status.clone().unwrap_or_default(),
+            scenario,
+        })
     }
 }
 
-/// A test plan.
-#[derive(Debug, Clone, Serialize)]
+/// A test plan, resolved: what the engine runs.
+#[derive(Debug, Clone)]
 pub struct Plan {
-    /// What each iteration sends.
+    /// What each iteration sends (with a scenario: a GET of its target, for the pre-run
+    /// connection check).
     pub request: RequestSpec,
     /// How load is applied.
     pub load: Load,
-    /// An iteration starts at most once per this (0: no pacing).
-    #[serde(with = "secs")]
-    pub pacing: Duration,
-    /// Pause after each iteration.
-    #[serde(with = "secs")]
-    pub think_time: Duration,
     /// A request that takes longer fails with a timeout.
-    #[serde(with = "secs")]
     pub timeout: Duration,
     /// Statuses counted as success.
     pub expect_status: StatusSet,
-    /// Closed model: each VU runs this many iterations, then stops; the run ends when every
-    /// VU has (nGrinder's run count, k6's per-vu-iterations). The load's duration caps it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub iterations: Option<u64>,
-    /// The scenario every iteration runs, instead of `request` (which then names the
-    /// target, for the pre-run connection check).
-    #[serde(skip)]
-    pub scenario: Option<std::sync::Arc<crate::Scenario>>,
-}
-
-mod secs {
-    use std::time::Duration;
-
-    pub(super) fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
+    /// The scenario every iteration runs, instead of `request`.
+    pub scenario: Option<Arc<Scenario>>,
 }
 
 #[cfg(test)]

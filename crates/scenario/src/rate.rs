@@ -6,23 +6,19 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
 use crate::duration::parse_duration;
 
 /// Ramp linearly to `rate` arrivals per second over `duration`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RateStage {
     /// How long the stage lasts.
-    #[serde(serialize_with = "secs")]
+    #[serde(with = "crate::secs")]
     pub duration: Duration,
     /// Arrivals per second at the end of the stage.
     pub rate: f64,
-}
-
-fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
 }
 
 /// Parses a rate: `500` or `500/s` per second, `30000/m` per minute.
@@ -48,7 +44,7 @@ pub fn parse_rate(s: &str) -> Result<f64, PlanError> {
 }
 
 /// The arrival-rate curve.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateShape {
     /// Rate at time zero.
     pub start_rate: f64,

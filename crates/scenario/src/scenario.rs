@@ -9,29 +9,18 @@ use serde::Serialize;
 
 use crate::data::Feeder;
 use crate::extract::{Check, Extract};
-use crate::plan::StatusSet;
+use crate::plan::Settings;
 use crate::template::{Template, Templates};
-use crate::threshold::Threshold;
 
 /// A loaded, validated scenario file.
 #[derive(Debug)]
 pub struct Scenario {
     /// The file it came from.
     pub file: PathBuf,
-    /// Its `name`, if it has one.
-    pub name: Option<String>,
-    /// Base URL every relative step URL is joined to.
-    pub target: String,
-    /// The `load` section, as written (the command line may override it).
-    pub load: LoadSettings,
-    /// Per-request timeout.
-    pub timeout: Option<Duration>,
-    /// Seconds or `stage:N` excluded from reports.
-    pub warmup: Option<String>,
-    /// Statuses that count as success unless a step's check says otherwise.
-    pub expect_status: Option<StatusSet>,
-    /// Pass/fail criteria, overall or per step.
-    pub thresholds: Vec<Threshold>,
+    /// Its run settings: `target` (the base URL every relative step URL is joined to),
+    /// `name`, `load`, `timeout`, `warmup`, `expect_status` and `thresholds` (overall or per
+    /// step); the command line may override them ([`Settings::merge`]).
+    pub settings: Settings,
     /// Headers of every request.
     pub headers: Vec<(String, Template)>,
     /// VU variables set at the start of every VU.
@@ -49,6 +38,11 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// The base URL every relative step URL is joined to.
+    pub fn target(&self) -> &str {
+        self.settings.target.as_deref().unwrap_or_default()
+    }
+
     /// Values that must never appear in output: those of the environment variables read.
     pub fn secrets(&self) -> impl Iterator<Item = &str> {
         self.env.iter().map(|(_, v)| v.as_str()).filter(|v| v.len() >= 3)
@@ -64,31 +58,6 @@ impl Scenario {
         }
         out
     }
-}
-
-/// The `load` section: the same words as `volley run`'s flags.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct LoadSettings {
-    /// `--vus`.
-    pub vus: Option<u64>,
-    /// `--duration`.
-    pub duration: Option<String>,
-    /// `--ramp-up`.
-    pub ramp_up: Option<String>,
-    /// `--stages`.
-    pub stages: Option<String>,
-    /// `--rate`.
-    pub rate: Option<String>,
-    /// `--rate-stages`.
-    pub rate_stages: Option<String>,
-    /// `--max-vus`.
-    pub max_vus: Option<u64>,
-    /// `--iterations`: each VU runs this many, then stops.
-    pub iterations: Option<u64>,
-    /// `--pacing`: an iteration starts at most once per this.
-    pub pacing: Option<String>,
-    /// `--think-time`: pause after every iteration.
-    pub think_time: Option<String>,
 }
 
 /// What kind of step produced a row of metrics.

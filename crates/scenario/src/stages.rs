@@ -6,23 +6,19 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
 use crate::duration::parse_duration;
 
 /// Ramp to `target` VUs over `duration`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
     /// How long the stage lasts.
-    #[serde(serialize_with = "secs")]
+    #[serde(with = "crate::secs")]
     pub duration: Duration,
     /// VUs at the end of the stage.
     pub target: u64,
-}
-
-fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
 }
 
 /// Parses `"2m:50,2m:100,30s:0"` (DURATION:VUS, comma-separated).
@@ -42,7 +38,7 @@ pub fn parse_stages(s: &str) -> Result<Vec<Stage>, PlanError> {
 }
 
 /// The closed-model load shape: VUs over time.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadShape {
     /// The stages in order.
     pub stages: Vec<Stage>,

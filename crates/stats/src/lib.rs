@@ -13,6 +13,6 @@ pub mod series;
 pub mod suite;
 
 pub use latency::{CompactHistogram, LatencySummary, new_histogram};
-pub use sample::{Counts, ErrorKind, IntervalSample, KINDS};
+pub use sample::{Counts, ErrorKind, ErrorMessage, IntervalSample, KINDS};
 pub use series::{Interval, Series};
 pub use suite::{SeedSuite, SuiteOptions, TpsTail};

@@ -7,7 +7,8 @@ use crate::latency::{new_histogram, record_us};
 use crate::series::Interval;
 
 /// Why a request failed. Transport kinds first, then the ones decided on a response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ErrorKind {
     /// The connection could not be made (refused, unreachable, DNS).
     Connect,
@@ -56,6 +57,29 @@ impl ErrorKind {
     /// Position in [`ErrorKind::ALL`].
     pub fn index(self) -> usize {
         self as usize
+    }
+}
+
+/// One error message as a VU saw it: its kind, the scenario step it happened in (if any),
+/// and the text. Kept as a record so nothing downstream parses a step back out of text.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ErrorMessage {
+    /// What kind of failure.
+    pub kind: ErrorKind,
+    /// The scenario step's name; `None` for a single-request run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// What happened.
+    pub text: String,
+}
+
+impl std::fmt::Display for ErrorMessage {
+    /// `[step] text`, as reports show it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.step {
+            Some(step) => write!(f, "[{step}] {}", self.text),
+            None => f.write_str(&self.text),
+        }
     }
 }
 

@@ -58,8 +58,8 @@ fn a_full_scenario_compiles() {
         ]
     );
     assert_eq!(s.step_info[1].kind, StepKind::Sse);
-    assert_eq!(s.load.stages.as_deref(), Some("5s:10,10s:10"));
-    assert_eq!(s.thresholds[1].step.as_deref(), Some("create room"));
+    assert_eq!(s.settings.load.stages, Some(crate::parse_stages("5s:10,10s:10").unwrap()));
+    assert_eq!(s.settings.thresholds[1].step.as_deref(), Some("create room"));
     assert_eq!(s.env, vec![("TOKEN".to_string(), "s3cret-token".to_string())]);
     assert_eq!(s.redact("Bearer s3cret-token failed"), "Bearer *** failed");
     let Node::Group(g) = &s.steps[2] else { panic!("group expected") };

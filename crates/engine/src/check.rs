@@ -1,0 +1,42 @@
+//! `volley check`'s engine side: one iteration of a scenario with one VU, outside any run,
+//! every request and response traced.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::PreparedRequest;
+use crate::context::{Shared, WorkerContext};
+use crate::recorder::Recorder;
+use crate::run::EngineConfig;
+
+/// Runs one iteration of the plan's scenario with one VU, outside any run, and returns
+/// every request and response (`volley check`). Nothing is recorded anywhere.
+pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, String> {
+    let Some(scenario) = config.plan.scenario.clone() else { return Err("no scenario to check".into()) };
+    let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
+    let request = PreparedRequest::new(&config.target, &config.plan.request)?;
+    // One VU, already counted as running, that the conductor never starts.
+    let shared = Arc::new(Shared::new(0, 1));
+    let names: Arc<[String]> = scenario.step_info.iter().map(|i| i.name.clone()).collect::<Vec<_>>().into();
+    let ctx = Rc::new(WorkerContext {
+        shared,
+        plan: Arc::new(config.plan.clone()),
+        target: config.target.clone(),
+        stream_tls: crate::tls::http1_only(&tls),
+        tls: tls.clone(),
+        force_h2: config.http2,
+        request,
+        recorder: Rc::new(RefCell::new(Recorder::new(Instant::now(), Duration::from_secs(3600), false, names))),
+        buffers: Default::default(),
+    });
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let traces = RefCell::new(Vec::new());
+    tokio::task::LocalSet::new().block_on(&rt, async {
+        let mut client = crate::client::Client::new(config.target.clone(), tls, config.http2);
+        let mut state = crate::flow::FlowState::new(0);
+        crate::flow::iteration(&ctx, &scenario, &mut client, &mut state, 0, Some(&traces)).await
+    })?;
+    Ok(traces.into_inner())
+}

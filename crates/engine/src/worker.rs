@@ -1,0 +1,104 @@
+//! One worker thread: a single-threaded event loop running its share of the VUs (and, in
+//! the open model, its share of the arrivals), recording into its own recorder, and
+//! answering the conductor's commands in order.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc as tmpsc;
+use volley_scenario::{Model, Plan};
+
+use crate::arrivals::run_arrivals;
+use crate::client::PreparedRequest;
+use crate::context::{Shared, WorkerContext};
+use crate::recorder::{Recorder, WorkerPart};
+use crate::target::Target;
+use crate::vu::run_vu;
+
+/// What the conductor tells a worker, in order on one channel.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Command {
+    /// Start closed-model VU `id`.
+    Spawn(u64),
+    /// Hand over interval `k`.
+    Flush(u64),
+    /// The run stopped; `k` is its last interval.
+    Finish(u64),
+}
+
+/// What a worker thread starts with.
+pub(crate) struct WorkerSeed {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) plan: Arc<Plan>,
+    pub(crate) target: Target,
+    pub(crate) tls: Option<Arc<rustls::ClientConfig>>,
+    pub(crate) force_h2: bool,
+    pub(crate) request: PreparedRequest,
+    pub(crate) t0: Instant,
+    pub(crate) interval: Duration,
+    pub(crate) grace: Duration,
+    pub(crate) parts: mpsc::Sender<WorkerPart>,
+    pub(crate) worker: u64,
+    pub(crate) workers: u64,
+}
+
+/// One worker thread: a single-threaded event loop running its share of the VUs.
+pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiver<Command>) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("worker runtime");
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let step_names: Arc<[String]> =
+            seed.plan.scenario.as_ref().map_or_else(Vec::new, |s| s.step_info.iter().map(|i| i.name.clone()).collect()).into();
+        let recorder = Rc::new(RefCell::new(Recorder::new(seed.t0, seed.interval, seed.plan.load.is_open(), step_names)));
+        let ctx = Rc::new(WorkerContext {
+            shared: seed.shared.clone(),
+            plan: seed.plan,
+            target: seed.target,
+            stream_tls: crate::tls::http1_only(&seed.tls),
+            tls: seed.tls,
+            force_h2: seed.force_h2,
+            request: seed.request,
+            recorder: recorder.clone(),
+            buffers: Default::default(),
+        });
+        let mut vus = tokio::task::JoinSet::new();
+        if let Model::Open { rate, max_vus } = &ctx.plan.load.model {
+            // This worker's share of the VUs, the first workers taking the remainder.
+            let cap = (*max_vus / seed.workers + u64::from(seed.worker < *max_vus % seed.workers)) as usize;
+            vus.spawn_local(run_arrivals(ctx.clone(), rate.clone(), seed.worker, seed.workers, cap, seed.t0));
+        }
+        let mut next = 0u64;
+        let last = loop {
+            match commands.recv().await {
+                Some(Command::Spawn(id)) => {
+                    vus.spawn_local(run_vu(ctx.clone(), id));
+                }
+                Some(Command::Flush(i)) => {
+                    let part = recorder.borrow_mut().take(i);
+                    next = i + 1;
+                    let _ = seed.parts.send(part);
+                }
+                Some(Command::Finish(i)) => break Some(i),
+                None => break None,
+            }
+        };
+        let Some(last) = last else { return };
+        recorder.borrow_mut().clamp_to(last);
+        let drained = async { while vus.join_next().await.is_some() {} };
+        tokio::select! {
+            _ = drained => {}
+            _ = tokio::time::sleep(seed.grace) => {}
+            _ = seed.shared.abort.cancelled() => {}
+        }
+        vus.abort_all();
+        // Intervals between the last flushed one and `last` (normally none) fold into `last`.
+        let mut part = recorder.borrow_mut().take_rest(next);
+        part.sample.index = last;
+        for s in &mut part.steps {
+            s.index = last;
+        }
+        let _ = seed.parts.send(part);
+    });
+}

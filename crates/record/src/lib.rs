@@ -1,0 +1,221 @@
+//! Recording a run: a resolved plan ([`RunSpec`]) run by the engine, every interval written
+//! to a run directory as it ends, the server's own metrics scraped beside it, and run.json
+//! kept current (plan, status, errors, scrapes).
+//!
+//! It is a library, not part of the binary, so that `volley run`, `volley demo`,
+//! `volley sweep`, the tests — and any later launcher that runs segments of one plan —
+//! all record a run the same way by calling [`record`] with a typed plan. Reports are
+//! computed afterwards from what is on disk (`volley-report`), never from memory.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use volley_engine::{EngineConfig, Event, RunControl, StopReason, Target, TargetError, TlsOptions};
+use volley_formats::recorded::{RecordedData, RecordedScenario};
+use volley_formats::rundir::{ErrorNote, ScrapeNote};
+use volley_formats::{FormatError, RecordedPlan, RunMeta, RunStatus, RunWriter};
+use volley_scenario::{Plan, Threshold};
+use volley_stats::{Interval, IntervalSample};
+
+/// Everything needed to record one run.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// What the engine runs: plan, target, TLS, protocol, interval, threads, grace.
+    pub engine: EngineConfig,
+    /// The run's name (in the directory name and reports).
+    pub name: String,
+    /// The directory run directories are written under.
+    pub output: PathBuf,
+    /// Excluded from the start of every reported figure.
+    pub warmup: Duration,
+    /// Prometheus / OpenMetrics endpoints scraped every interval.
+    pub server_metrics: Vec<String>,
+    /// Pass/fail criteria, recorded with the plan.
+    pub thresholds: Vec<Threshold>,
+    /// The command line that asked for it (recorded in run.json).
+    pub command: Vec<String>,
+}
+
+impl RunSpec {
+    /// A run of `plan` against `target` with the defaults `volley run` uses: 1 s intervals,
+    /// a worker per core, 5 s of grace, nGrinder's error stop, `runs/` as output.
+    pub fn new(plan: Plan, target: Target) -> RunSpec {
+        let name = target.host.clone();
+        RunSpec {
+            engine: EngineConfig {
+                plan,
+                target,
+                tls: TlsOptions::default(),
+                http2: false,
+                interval: Duration::from_secs(1),
+                threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                grace: Duration::from_secs(5),
+                error_stop: true,
+            },
+            name,
+            output: PathBuf::from("runs"),
+            warmup: Duration::ZERO,
+            server_metrics: Vec::new(),
+            thresholds: Vec::new(),
+            command: std::env::args().collect(),
+        }
+    }
+
+    /// The plan as run.json records it.
+    pub fn recorded_plan(&self) -> RecordedPlan {
+        let plan = &self.engine.plan;
+        RecordedPlan {
+            load: plan.load.clone(),
+            request: plan.request.clone(),
+            timeout_s: plan.timeout.as_secs_f64(),
+            expect_status: plan.expect_status.clone(),
+            http2: self.engine.http2,
+            thresholds: self.thresholds.clone(),
+            threads: self.engine.threads,
+            scenario: plan.scenario.as_ref().map(|s| RecordedScenario {
+                file: s.file.clone(),
+                name: s.settings.name.clone(),
+                target: s.target().to_string(),
+                steps: s.step_info.clone(),
+                data: s.data.iter().map(|d| RecordedData { name: d.name.clone(), file: d.file.clone(), rows: d.rows.len() }).collect(),
+            }),
+        }
+    }
+
+    /// run.json as it starts: status `running`.
+    pub fn meta(&self) -> RunMeta {
+        RunMeta {
+            schema: 1,
+            tool: format!("volley {}", env!("CARGO_PKG_VERSION")),
+            name: self.name.clone(),
+            status: RunStatus::Running,
+            reason: None,
+            started_at: jiff::Timestamp::now().to_string(),
+            ended_at: None,
+            interval_s: self.engine.interval.as_secs_f64(),
+            warmup_s: self.warmup.as_secs_f64(),
+            planned_duration_s: self.engine.plan.load.duration().as_secs_f64(),
+            plan: self.recorded_plan(),
+            command: self.command.clone(),
+            host: hostname(),
+            errors: Vec::new(),
+            server_metrics: self.server_metrics.iter().map(|u| ScrapeNote { url: u.clone(), ..Default::default() }).collect(),
+            steps: self.engine.plan.scenario.as_ref().map_or_else(Vec::new, |s| s.step_info.clone()),
+        }
+    }
+}
+
+/// What a caller sees while a run records; every method has a default that does nothing.
+pub trait Observer {
+    /// The run started and its directory exists; `control` stops it (Ctrl-C, a test).
+    fn started(&mut self, _dir: &Path, _control: RunControl) {}
+    /// An interval ended and was written.
+    fn interval(&mut self, _row: &Interval, _sample: &IntervalSample, _target_vus: u64) {}
+    /// The load is over (the run directory is being closed).
+    fn finished(&mut self) {}
+}
+
+/// An observer that watches nothing.
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// A recorded run.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// Its run directory.
+    pub dir: PathBuf,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Why it stopped early, when it did.
+    pub reason: Option<String>,
+}
+
+/// Why a run could not be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The target did not answer before the run (nothing was sent or written).
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// The engine could not start.
+    #[error("cannot start the run: {0}")]
+    Engine(String),
+    /// The run directory could not be written.
+    #[error(transparent)]
+    Write(#[from] FormatError),
+}
+
+/// Checks the target answers, runs the plan, and writes its run directory as it goes.
+pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, RecordError> {
+    let engine = &spec.engine;
+    volley_engine::preflight(&engine.target, &engine.tls, engine.timeout_for_preflight())?;
+    let run = volley_engine::start(engine.clone()).map_err(|e| RecordError::Engine(e.to_string()))?;
+    let mut writer = RunWriter::create(&spec.output, spec.meta(), run.started)?;
+    observer.started(writer.dir(), run.control());
+    let scraper = (!spec.server_metrics.is_empty())
+        .then(|| volley_engine::scrape::start(spec.server_metrics.clone(), engine.tls.clone(), run.t0, engine.interval));
+    let mut stopped = None;
+    while let Some(event) = run.next_event() {
+        match event {
+            Event::Interval { sample, steps, row, messages, target_vus } => {
+                writer.write_interval(&sample, &row, &steps)?;
+                // Counts every interval (run.json's totals stay whole); written when there is news.
+                let news = !messages.is_empty();
+                ErrorNote::add(&mut writer.meta_mut().errors, &sample.counts.errors_by_kind, messages);
+                if news {
+                    writer.write_meta()?;
+                }
+                observer.interval(&row, &sample, target_vus);
+                if let Some(scraper) = &scraper {
+                    record_scrapes(&mut writer, scraper, engine.interval)?;
+                }
+            }
+            Event::End(end) => {
+                observer.finished();
+                if let Some(scraper) = &scraper {
+                    scraper.stop();
+                    record_scrapes(&mut writer, scraper, engine.interval)?;
+                }
+                stopped = Some(end.stopped);
+                break;
+            }
+        }
+    }
+    let (status, reason) = match stopped.flatten() {
+        None => (RunStatus::Complete, None),
+        Some(StopReason::Interrupted) => (RunStatus::Interrupted, Some("interrupted by the user".to_string())),
+        Some(StopReason::Aborted(why)) => (RunStatus::Aborted, Some(why)),
+    };
+    writer.finish(status, reason.clone())?;
+    Ok(Recorded { dir: writer.dir().to_path_buf(), status, reason })
+}
+
+/// Writes the scrapes taken so far to server.csv and tallies them in run.json.
+fn record_scrapes(writer: &mut RunWriter, scraper: &volley_engine::scrape::Scraper, interval: Duration) -> Result<(), FormatError> {
+    let mut any = false;
+    while let Ok(s) = scraper.samples.try_recv() {
+        any = true;
+        let elapsed = interval.as_secs_f64() * (s.index + 1) as f64;
+        writer.write_server(elapsed, &s.url, &s.values)?;
+        if let Some(note) = writer.meta_mut().server_metrics.iter_mut().find(|n| n.url == s.url) {
+            match s.error {
+                Some(e) => {
+                    note.failed += 1;
+                    note.last_error = Some(e);
+                }
+                None => note.ok += 1,
+            }
+        }
+    }
+    if any {
+        writer.write_meta()?;
+    }
+    Ok(())
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default()
+}

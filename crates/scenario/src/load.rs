@@ -1,0 +1,444 @@
+//! The load options, defined once.
+//!
+//! `volley run`'s flags and a scenario file's `load:` keys are the same options under the same
+//! words (`ramp_up` is `--ramp-up`), parsed by the same functions into a typed [`LoadSpec`].
+//! [`LoadSpec::merge`] lays the command line over the file with the override rules written
+//! once, [`CONFLICTS`] says which options exclude each other (clap and the file reader both
+//! read it), and [`LoadSpec::resolve`] turns the result into the [`Load`] the engine runs.
+//! Adding an option is a line in the table below and its use in `resolve`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::PlanError;
+use crate::duration::parse_duration;
+use crate::rate::{RateShape, parse_rate};
+use crate::stages::{LoadShape, Stage, parse_stages};
+
+/// What an option is about, which decides how the command line overrides a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Part of the load's shape: a shape given on the command line replaces the file's whole
+    /// shape, so the two never mix.
+    Shape,
+    /// Timing of a closed-model iteration; the file's is dropped when the run is open.
+    Closed,
+    /// Anything else: the command line wins, key by key.
+    Other,
+}
+
+/// One load option.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadOption {
+    /// The scenario key (`ramp_up`); the flag is the same with dashes (`--ramp-up`).
+    pub key: &'static str,
+    /// One line of help.
+    pub help: &'static str,
+    /// The placeholder in usage lines.
+    pub value_name: &'static str,
+    /// How it merges.
+    pub role: Role,
+}
+
+impl LoadOption {
+    /// The flag that sets it: `--ramp-up`.
+    pub fn flag(&self) -> String {
+        format!("--{}", self.key.replace('_', "-"))
+    }
+}
+
+macro_rules! load_options {
+    ($( $field:ident: $ty:ty = $parse:expr, $value:literal, $role:ident, $help:literal; )*) => {
+        /// The load as a user gives it, every value parsed; `None` where nothing was said.
+        #[derive(Debug, Clone, Default, PartialEq)]
+        pub struct LoadSpec {
+            $( #[doc = $help] pub $field: Option<$ty>, )*
+        }
+
+        /// Every load option, in the order `volley run --help` shows them.
+        pub const OPTIONS: &[LoadOption] = &[
+            $( LoadOption { key: stringify!($field), help: $help, value_name: $value, role: Role::$role }, )*
+        ];
+
+        impl LoadSpec {
+            /// Sets option `key` from its text, as written after the flag or the key.
+            pub fn set(&mut self, key: &str, text: &str) -> Result<(), PlanError> {
+                match key {
+                    $( stringify!($field) => self.$field = Some($parse(text)?), )*
+                    _ => return Err(PlanError(format!("`{key}` is not a load option; the options are {}", option_list()))),
+                }
+                Ok(())
+            }
+
+            /// The options that are set, in table order.
+            pub fn given(&self) -> Vec<&'static str> {
+                let mut keys = Vec::new();
+                $( if self.$field.is_some() { keys.push(stringify!($field)); } )*
+                keys
+            }
+
+            /// Copies option `key` from `other`: always, or only where this spec leaves it unset.
+            fn copy(&mut self, other: &LoadSpec, key: &str, only_unset: bool) {
+                match key {
+                    $( stringify!($field) => if !only_unset || self.$field.is_none() { self.$field = other.$field.clone(); }, )*
+                    _ => {}
+                }
+            }
+        }
+    };
+}
+
+load_options! {
+    vus: u64 = count, "N", Shape, "Virtual users (closed model).";
+    duration: Duration = positive_duration, "DURATION", Shape, "Test length (with --vus or --rate); e.g. 30s, 10m.";
+    ramp_up: Duration = parse_duration, "DURATION", Shape, "Ramp from 0 to --vus over this time, part of --duration.";
+    stages: Vec<Stage> = parse_stages, "STAGES", Shape, "Ramping stages DURATION:VUS,..., linear between targets; e.g. \"2m:50,2m:100,1m:0\".";
+    rate: f64 = parse_rate, "RATE", Shape, "Open model: arrivals per second (500, 500/s, 30000/m), for --duration; latency is measured from each arrival's due time.";
+    rate_stages: RateShape = RateShape::parse, "STAGES", Shape, "Open model: ramping arrival rate DURATION:RATE,..., linear from 0; e.g. \"1m:100,5m:300\".";
+    iterations: u64 = count, "N", Shape, "Each VU runs this many iterations, then stops; the run ends when all have (nGrinder's run count). --duration, if given, caps it [default cap: 24h].";
+    max_vus: u64 = count, "N", Other, "Open model: VUs (connections) that carry out arrivals, opened as needed [default: 1000].";
+    pacing: Duration = parse_duration, "DURATION", Closed, "Start an iteration at most once per this time per VU (e.g. 1s: one call per second per user).";
+    think_time: Duration = parse_duration, "DURATION", Closed, "Pause after every iteration.";
+}
+
+/// Options that cannot be given together: (option, the options it excludes, why).
+pub const CONFLICTS: &[(&str, &[&str], &str)] = &[
+    (
+        "rate",
+        &["vus", "stages", "ramp_up", "iterations", "pacing", "think_time", "rate_stages"],
+        "an arrival rate (open model) takes `duration` and `max_vus`",
+    ),
+    (
+        "rate_stages",
+        &["vus", "stages", "ramp_up", "iterations", "pacing", "think_time", "duration"],
+        "rate stages carry their own rates and lengths",
+    ),
+    ("stages", &["vus", "duration", "ramp_up"], "stages carry their own VUs and lengths"),
+];
+
+/// Open model: VUs when nobody said.
+pub const DEFAULT_MAX_VUS: u64 = 1000;
+
+/// A run count with nothing else to end it ends after a day at most.
+pub const ITERATIONS_CAP: Duration = Duration::from_secs(24 * 3600);
+
+fn option_list() -> String {
+    OPTIONS.iter().map(|o| o.key).collect::<Vec<_>>().join(", ")
+}
+
+/// A whole number, at least 1.
+fn count(s: &str) -> Result<u64, PlanError> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err(PlanError("must be at least 1".into())),
+        Ok(n) => Ok(n),
+        Err(_) => Err(PlanError(format!("`{s}` is not a whole number; write it like 50"))),
+    }
+}
+
+/// A duration above zero.
+fn positive_duration(s: &str) -> Result<Duration, PlanError> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(PlanError(format!("`{s}` lasts no time at all; write it like 30s or 10m")));
+    }
+    Ok(d)
+}
+
+/// Two options given together that exclude each other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// The option whose rule it is.
+    pub key: &'static str,
+    /// The option it excludes.
+    pub other: &'static str,
+    /// Why.
+    pub why: &'static str,
+}
+
+impl LoadSpec {
+    /// Every pair of options given here that excludes each other.
+    pub fn conflicts(&self) -> Vec<Conflict> {
+        let given = self.given();
+        let mut out = Vec::new();
+        for (key, others, why) in CONFLICTS {
+            if !given.contains(key) {
+                continue;
+            }
+            for other in others.iter().filter(|o| given.contains(o)) {
+                out.push(Conflict { key, other, why });
+            }
+        }
+        out
+    }
+
+    /// Whether any option of the load's shape is given.
+    pub fn has_shape(&self) -> bool {
+        self.given().iter().any(|k| role_of(k) == Role::Shape)
+    }
+
+    /// Whether the options describe an open model.
+    pub fn is_open(&self) -> bool {
+        self.rate.is_some() || self.rate_stages.is_some()
+    }
+
+    /// The command line (`self`) laid over a scenario file's `load` section: a shape on the
+    /// command line replaces the file's whole shape; other options override key by key;
+    /// the file's closed-model timings are dropped when the result is an open model.
+    pub fn merge(self, file: &LoadSpec) -> LoadSpec {
+        let shape_given = self.has_shape();
+        let mut out = self.clone();
+        for o in OPTIONS.iter().filter(|o| o.role != Role::Shape || !shape_given) {
+            out.copy(file, o.key, true);
+        }
+        if out.is_open() {
+            for o in OPTIONS.iter().filter(|o| o.role == Role::Closed) {
+                out.copy(&self, o.key, false);
+            }
+        }
+        out
+    }
+
+    /// The load the engine runs. Errors say what to write instead.
+    pub fn resolve(&self) -> Result<Load, PlanError> {
+        if let Some(c) = self.conflicts().first() {
+            return Err(PlanError(format!("`{}` cannot be combined with `{}`: {}", c.other, c.key, c.why)));
+        }
+        let max_vus = self.max_vus.unwrap_or(DEFAULT_MAX_VUS);
+        let closed = |model| Load {
+            model,
+            pacing: self.pacing.unwrap_or_default(),
+            think_time: self.think_time.unwrap_or_default(),
+        };
+        let open = |rate| Load { model: Model::Open { rate, max_vus }, pacing: Duration::ZERO, think_time: Duration::ZERO };
+        if let Some(rate) = &self.rate_stages {
+            return Ok(open(rate.clone()));
+        }
+        if let Some(rate) = self.rate {
+            let Some(duration) = self.duration else {
+                return Err(PlanError(format!("say how long to run: --rate {rate} --duration 30s")));
+            };
+            return Ok(open(RateShape::constant(rate, duration)));
+        }
+        let with_count = |shape: LoadShape, open_ended: bool| match self.iterations {
+            Some(per_vu) => Model::Iterations { shape, per_vu, open_ended },
+            None => Model::Closed { shape },
+        };
+        if let Some(stages) = &self.stages {
+            return Ok(closed(with_count(LoadShape { stages: stages.clone() }, false)));
+        }
+        // A run count needs no duration: the run ends when every VU is done.
+        let Some(duration) = self.duration.or(self.iterations.map(|_| ITERATIONS_CAP)) else {
+            return Err(PlanError(
+                "say how long to run: --duration 30s (with --vus N), --iterations 10 (with --vus N), --stages \"1m:50,2m:50\", or --rate 100 --duration 30s"
+                    .into(),
+            ));
+        };
+        let shape = LoadShape::constant(self.vus.unwrap_or(1), duration, self.ramp_up.unwrap_or_default())?;
+        Ok(closed(with_count(shape, self.duration.is_none())))
+    }
+}
+
+fn role_of(key: &str) -> Role {
+    OPTIONS.iter().find(|o| o.key == key).map_or(Role::Other, |o| o.role)
+}
+
+/// How load is applied, resolved: what the engine runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Load {
+    /// The model and its shape.
+    #[serde(flatten)]
+    pub model: Model,
+    /// Closed model: an iteration starts at most once per this (0: no pacing).
+    #[serde(with = "crate::secs", default)]
+    pub pacing: Duration,
+    /// Closed model: pause after each iteration.
+    #[serde(with = "crate::secs", default)]
+    pub think_time: Duration,
+}
+
+/// The load model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "lowercase")]
+pub enum Model {
+    /// A number of virtual users over time, each looping (nGrinder, JMeter, Locust).
+    Closed {
+        /// VUs over time.
+        shape: LoadShape,
+    },
+    /// Closed, and each VU runs `per_vu` iterations, then stops; the run ends when every VU
+    /// has (nGrinder's run count, k6's per-vu-iterations). The shape's length caps it.
+    Iterations {
+        /// VUs over time.
+        shape: LoadShape,
+        /// Iterations per VU.
+        per_vu: u64,
+        /// No length was given: the run ends when the VUs are done, not at a planned time.
+        #[serde(default)]
+        open_ended: bool,
+    },
+    /// Arrivals at a rate over time, each carried out by a free VU (k6's arrival-rate
+    /// executors, wrk2); latency is measured from each arrival's due time.
+    Open {
+        /// Arrivals per second over time.
+        rate: RateShape,
+        /// VUs (connections) that carry out arrivals, created as needed up to this many.
+        max_vus: u64,
+    },
+}
+
+impl Load {
+    /// Planned length (for a run count, its cap).
+    pub fn duration(&self) -> Duration {
+        match &self.model {
+            Model::Closed { shape } | Model::Iterations { shape, .. } => shape.duration(),
+            Model::Open { rate, .. } => rate.duration(),
+        }
+    }
+
+    /// The length to show as planned: `None` for a run count that ends when its VUs are done.
+    pub fn planned(&self) -> Option<Duration> {
+        match &self.model {
+            Model::Iterations { open_ended: true, .. } => None,
+            _ => Some(self.duration()),
+        }
+    }
+
+    /// The most VUs the run may use.
+    pub fn max_vus(&self) -> u64 {
+        match &self.model {
+            Model::Closed { shape } | Model::Iterations { shape, .. } => shape.max_vus(),
+            Model::Open { max_vus, .. } => *max_vus,
+        }
+    }
+
+    /// Whether arrivals are scheduled (open model).
+    pub fn is_open(&self) -> bool {
+        matches!(self.model, Model::Open { .. })
+    }
+
+    /// The closed model's VU shape (`None` for an open model).
+    pub fn shape(&self) -> Option<&LoadShape> {
+        match &self.model {
+            Model::Closed { shape } | Model::Iterations { shape, .. } => Some(shape),
+            Model::Open { .. } => None,
+        }
+    }
+
+    /// Iterations per VU, for a run count.
+    pub fn iterations(&self) -> Option<u64> {
+        match self.model {
+            Model::Iterations { per_vu, .. } => Some(per_vu),
+            _ => None,
+        }
+    }
+
+    /// `closed` or `open`: the word reports use.
+    pub fn kind(&self) -> &'static str {
+        if self.is_open() { "open" } else { "closed" }
+    }
+
+    /// Stage lengths in order (VU stages, or rate stages), for `--warmup stage:N`.
+    pub fn stage_durations(&self) -> Vec<Duration> {
+        match &self.model {
+            Model::Closed { shape } | Model::Iterations { shape, .. } => shape.stages.iter().map(|s| s.duration).collect(),
+            Model::Open { rate, .. } => rate.stages.iter().map(|s| s.duration).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(pairs: &[(&str, &str)]) -> LoadSpec {
+        let mut s = LoadSpec::default();
+        for (k, v) in pairs {
+            s.set(k, v).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn every_option_is_settable_and_listed() {
+        for o in OPTIONS {
+            let mut s = LoadSpec::default();
+            let sample = match o.value_name {
+                "N" => "5",
+                "DURATION" => "10s",
+                "RATE" => "100",
+                _ if o.key == "stages" => "10s:5",
+                _ => "10s:100",
+            };
+            s.set(o.key, sample).unwrap_or_else(|e| panic!("{}: {e}", o.key));
+            assert_eq!(s.given(), vec![o.key]);
+        }
+        assert!(LoadSpec::default().set("users", "5").unwrap_err().0.contains("the options are vus, duration"));
+        assert_eq!(OPTIONS[2].flag(), "--ramp-up");
+    }
+
+    #[test]
+    fn values_are_checked_where_they_are_parsed() {
+        let mut s = LoadSpec::default();
+        assert_eq!(s.set("vus", "0").unwrap_err().0, "must be at least 1");
+        assert!(s.set("vus", "ten").unwrap_err().0.contains("not a whole number"));
+        assert!(s.set("duration", "0s").unwrap_err().0.contains("no time at all"));
+        assert!(s.set("stages", "2m").is_err());
+    }
+
+    #[test]
+    fn resolves_each_model() {
+        let closed = spec(&[("vus", "10"), ("duration", "30s"), ("ramp_up", "10s"), ("pacing", "1s")]).resolve().unwrap();
+        assert_eq!(closed.model, Model::Closed { shape: LoadShape::constant(10, Duration::from_secs(30), Duration::from_secs(10)).unwrap() });
+        assert_eq!(closed.pacing, Duration::from_secs(1));
+        let open = spec(&[("rate", "500"), ("duration", "1m"), ("max_vus", "50")]).resolve().unwrap();
+        assert_eq!(open.model, Model::Open { rate: RateShape::constant(500.0, Duration::from_secs(60)), max_vus: 50 });
+        let count = spec(&[("vus", "2"), ("iterations", "3")]).resolve().unwrap();
+        assert_eq!(count.iterations(), Some(3));
+        assert_eq!(count.planned(), None);
+        assert_eq!(count.duration(), ITERATIONS_CAP);
+        let capped = spec(&[("vus", "2"), ("iterations", "3"), ("duration", "10s")]).resolve().unwrap();
+        assert_eq!(capped.planned(), Some(Duration::from_secs(10)));
+        assert!(spec(&[("vus", "2")]).resolve().unwrap_err().0.starts_with("say how long to run"));
+        assert!(spec(&[("rate", "5")]).resolve().unwrap_err().0.contains("--duration"));
+        assert!(spec(&[("vus", "2"), ("duration", "5s"), ("ramp_up", "10s")]).resolve().unwrap_err().0.contains("ramp-up"));
+    }
+
+    #[test]
+    fn conflicts_come_from_one_table() {
+        let s = spec(&[("vus", "10"), ("rate", "100"), ("duration", "1m")]);
+        assert_eq!(s.conflicts(), vec![Conflict { key: "rate", other: "vus", why: CONFLICTS[0].2 }]);
+        assert!(s.resolve().unwrap_err().0.contains("`vus` cannot be combined with `rate`"));
+        assert!(spec(&[("stages", "1m:10"), ("iterations", "2")]).conflicts().is_empty());
+    }
+
+    #[test]
+    fn command_line_over_file() {
+        let file = spec(&[("vus", "10"), ("duration", "1m"), ("pacing", "1s"), ("max_vus", "7")]);
+        // No shape on the command line: the file's shape, the command line's other options.
+        let m = spec(&[("think_time", "2s")]).merge(&file);
+        assert_eq!(m, spec(&[("vus", "10"), ("duration", "1m"), ("pacing", "1s"), ("max_vus", "7"), ("think_time", "2s")]));
+        // A shape on the command line replaces the file's whole shape.
+        let m = spec(&[("stages", "10s:5")]).merge(&file);
+        assert_eq!(m, spec(&[("stages", "10s:5"), ("pacing", "1s"), ("max_vus", "7")]));
+        // An open model drops the file's closed-model timings.
+        let m = spec(&[("rate", "100"), ("duration", "10s")]).merge(&file);
+        assert_eq!(m, spec(&[("rate", "100"), ("duration", "10s"), ("max_vus", "7")]));
+        assert!(m.resolve().is_ok());
+    }
+
+    #[test]
+    fn loads_round_trip_through_json() {
+        for load in [
+            spec(&[("stages", "0s:50,4m:50"), ("pacing", "1s")]).resolve().unwrap(),
+            spec(&[("vus", "3"), ("iterations", "4")]).resolve().unwrap(),
+            spec(&[("rate_stages", "1m:100,5m:300"), ("max_vus", "9")]).resolve().unwrap(),
+        ] {
+            let json = serde_json::to_string(&load).unwrap();
+            assert_eq!(serde_json::from_str::<Load>(&json).unwrap(), load, "{json}");
+        }
+        // run.json files written before run counts had a model of their own still read.
+        let old = r#"{"model":"closed","shape":{"stages":[{"duration":10.0,"target":5}]}}"#;
+        assert_eq!(serde_json::from_str::<Load>(old).unwrap().max_vus(), 5);
+    }
+}
