@@ -1,6 +1,10 @@
 //! The per-thread recorder. Every VU on a worker thread records into the same
-//! accumulators without locks (they share one thread); at each interval boundary the
-//! worker's ticker hands its finished interval to the collector.
+//! accumulators without locks (they share one thread): per interval, one sample for the
+//! whole run and one per scenario step. The worker does not flush on its own: at each
+//! interval boundary the conductor sends every worker `Flush(k)` on the command channel,
+//! the worker answers with its part of interval `k` (`Recorder::take`, a `WorkerPart`),
+//! and the conductor merges the parts. After `Finish(last)` completions later than `last`
+//! count in it (`clamp_to`), and whatever is left goes over as one part (`take_rest`).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};

@@ -1,4 +1,4 @@
-//! Every file in `../shared/fixtures/imports/` that holds results is read; the counts
+//! Every file in `fixtures/imports/` that holds results is read; the counts
 //! pinned here were checked by hand against the raw files (see each comment).
 
 use std::path::PathBuf;

@@ -1,8 +1,11 @@
 //! The test plan: what to send, and how the load is shaped over time; scenario files
 //! (YAML) with their templates, extraction, checks and test data.
 //!
-//! Pure data and arithmetic, no I/O: the engine asks a [`LoadShape`] how many virtual users
-//! should be running at any instant, and sends what a [`RequestSpec`] describes.
+//! The plan itself is data and arithmetic: the engine asks a [`LoadShape`] how many virtual
+//! users should be running at any instant, and sends what a [`RequestSpec`] describes. I/O
+//! happens only when a scenario is loaded: [`load_scenario`] reads the YAML file and looks up
+//! the environment variables it names, and compiling it ([`parse_scenario`]) reads each CSV
+//! feeder it declares whole ([`data::Feeder::load`]). Nothing here touches the network.
 
 pub mod data;
 pub mod duration;

@@ -4,12 +4,12 @@ use std::path::PathBuf;
 
 use crate::support::*;
 
-/// A shared fixture: `../shared/fixtures` beside the clone, or `VOLLEY_FIXTURES`.
+/// A fixture: `fixtures/` at the root of the repository, or `VOLLEY_FIXTURES`.
 fn fixture(rel: &str) -> PathBuf {
     let dir = std::env::var_os("VOLLEY_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"));
-    assert!(dir.is_dir(), "the shared fixtures are not at {}: clone volley beside `shared/` or set VOLLEY_FIXTURES", dir.display());
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"));
+    assert!(dir.is_dir(), "the fixtures are not at {}: they live in `fixtures/` at the repository root (or set VOLLEY_FIXTURES)", dir.display());
     dir.join(rel)
 }
 

@@ -1,5 +1,4 @@
-//! Where the shared fixtures are: `../shared/fixtures` beside the clone (as CI lays it
-//! out), or `VOLLEY_FIXTURES`.
+//! Where the fixtures are: `fixtures/` at the root of the repository, or `VOLLEY_FIXTURES`.
 
 use std::path::PathBuf;
 
@@ -7,10 +6,10 @@ use std::path::PathBuf;
 pub fn fixtures() -> PathBuf {
     let dir = std::env::var_os("VOLLEY_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"));
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"));
     assert!(
         dir.is_dir(),
-        "the shared fixtures are not at {}: clone volley beside `shared/` (as CI does) or set VOLLEY_FIXTURES to the fixtures directory",
+        "the fixtures are not at {}: they live in `fixtures/` at the root of the repository (or set VOLLEY_FIXTURES to a directory laid out the same way)",
         dir.display()
     );
     dir

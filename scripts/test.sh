@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The test suite, on a fresh Debian machine too: installs what the tests need when it is
+# missing, then runs `cargo test --workspace --locked` with any extra arguments given here
+# (e.g. `scripts/test.sh -p volley-formats`, `scripts/test.sh -- --nocapture`).
+#
+# What the tests need besides Rust 1.89+:
+#   chromium    the HTML report is opened in headless Chromium (crates/cli/tests/it/html.rs)
+#   postgresql  the demo target's PostgreSQL tests start a throwaway server with initdb
+#               (crates/demo/tests/postgres.rs)
+#   gcc         a C compiler and linker: Rust links with `cc`, ring and SQLite are built from C
+#   procps      `kill`, used to send Ctrl-C to a run (crates/cli/tests/it/run.rs)
+# Packages are installed with apt-get, as root or through sudo; .ci/run calls this script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { echo "test.sh: $*" >&2; }
+
+# --- Rust --------------------------------------------------------------------------------
+need_rust=1.89
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH" # rustup's place, when the shell has not picked it up yet
+fi
+if ! command -v cargo >/dev/null 2>&1 || ! command -v rustc >/dev/null 2>&1; then
+  say "cargo is not on PATH. volley needs Rust $need_rust or newer; install it with rustup:"
+  say "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y && . \"\$HOME/.cargo/env\""
+  say "(Debian's own rustc/cargo packages are older than $need_rust.)"
+  exit 1
+fi
+rust_version=$(rustc --version | awk '{print $2}')
+if ! printf '%s\n%s\n' "$need_rust" "${rust_version%%-*}" | sort -V -C; then
+  say "rustc $rust_version is too old: volley needs Rust $need_rust or newer (\`rustup update stable\`)."
+  exit 1
+fi
+cargo --version
+
+# --- Debian packages ---------------------------------------------------------------------
+have_chromium() { command -v chromium || command -v chromium-browser || command -v google-chrome; } >/dev/null 2>&1
+have_initdb() { command -v initdb >/dev/null 2>&1 || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; }
+
+missing=()
+have_chromium || missing+=(chromium)
+have_initdb || missing+=(postgresql)
+command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+type -P kill >/dev/null 2>&1 || missing+=(procps)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    as_root=()
+  elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)
+  else
+    as_root=(none)
+  fi
+  if ! command -v apt-get >/dev/null 2>&1 || [ "${as_root[*]}" = none ]; then
+    say "the tests need these packages, which are missing: ${missing[*]}"
+    if command -v apt-get >/dev/null 2>&1; then
+      say "install them as root: apt-get update && apt-get install ${missing[*]}"
+    else
+      say "this is not a Debian-like system: install Chromium (chromium, chromium-browser or google-chrome on PATH),"
+      say "PostgreSQL (initdb), a C compiler (cc) and kill with your package manager"
+    fi
+    exit 1
+  fi
+  say "installing ${missing[*]} (apt-get${as_root[*]:+, via sudo})"
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  hash -r
+  have_chromium || { say "chromium is still not on PATH after installing it"; exit 1; }
+  have_initdb || { say "initdb is still not found after installing postgresql"; exit 1; }
+fi
+
+# --- The tests ---------------------------------------------------------------------------
+exec cargo test --workspace --locked "$@"
