@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use minijinja::Value;
 use minijinja::value::Serde;
 use tokio_util::sync::CancellationToken;
+use volley_scenario::PlanError;
 use volley_scenario::extract::ResponseView;
 use volley_scenario::scenario::{Body, Call, HttpStep, JsonTemplate, Node, SseStep, WsStep};
 use volley_scenario::template::Template;
@@ -99,7 +100,7 @@ pub(crate) async fn iteration(
         state.vars.insert("iteration".into(), Value::from(0));
         for (name, t) in &scenario.variables {
             let ctx_value = context(&state.vars);
-            let v = scenario.templates.render(t, &ctx_value).unwrap_or_else(|e| e);
+            let v = scenario.templates.render(t, &ctx_value).unwrap_or_else(String::from);
             state.vars.insert(name.clone(), Value::from(v));
         }
     }
@@ -186,7 +187,7 @@ impl<'a> Exec<'a> {
     }
 
     fn render(&self, t: &Template, vars: &Value) -> Result<String, String> {
-        self.scenario.templates.render(t, vars)
+        self.scenario.templates.render(t, vars).map_err(String::from)
     }
 
     fn timeout(&self, call: &Call) -> Duration {
@@ -469,8 +470,10 @@ impl<'a> Exec<'a> {
 /// Checks, then extractions; the values to set, or what failed.
 fn judge(step: &HttpStep, view: &ResponseView<'_>, render: &dyn Fn(&Template) -> Result<String, String>) -> Result<Vec<(String, Value)>, String> {
     let mut json = None;
-    step.check.judge(view, &mut json, render)?;
-    step.extract.iter().map(|e| e.apply(view, &mut json).map(|v| (e.var.clone(), Value::from(Serde(v))))).collect()
+    let render = |t: &Template| render(t).map_err(PlanError);
+    step.check.judge(view, &mut json, &render)?;
+    let values = step.extract.iter().map(|e| e.apply(view, &mut json).map(|v| (e.var.clone(), Value::from(Serde(v)))));
+    Ok(values.collect::<Result<_, PlanError>>()?)
 }
 
 /// The start of a body, as text.

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use minijinja::Value;
 
+use crate::PlanError;
+
 /// How rows are handed out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
@@ -66,7 +68,7 @@ pub struct Exhausted(pub String);
 
 impl Feeder {
     /// Reads `file` (a CSV with a header row).
-    pub fn load(name: &str, file: &Path, order: Order, unique: bool) -> Result<Feeder, String> {
+    pub fn load(name: &str, file: &Path, order: Order, unique: bool) -> Result<Feeder, PlanError> {
         let mut reader = csv::ReaderBuilder::new()
             .trim(csv::Trim::All)
             .from_path(file)
@@ -92,7 +94,7 @@ impl Feeder {
             rows.push(Value::from(row));
         }
         if rows.is_empty() {
-            return Err(format!("{} has no rows below its header", file.display()));
+            return Err(PlanError(format!("{} has no rows below its header", file.display())));
         }
         Ok(Feeder { name: name.to_string(), file: file.to_path_buf(), columns, rows, order, unique, cursor: AtomicUsize::new(0) })
     }

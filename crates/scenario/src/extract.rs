@@ -4,6 +4,7 @@
 use regex::Regex;
 use serde_json_path::JsonPath;
 
+use crate::PlanError;
 use crate::plan::StatusSet;
 
 /// A response as extraction and checks see it.
@@ -50,13 +51,13 @@ pub struct Extract {
 }
 
 /// Parses a JSONPath query, saying what is wrong.
-pub fn parse_json_path(q: &str) -> Result<JsonPath, String> {
-    JsonPath::parse(q).map_err(|e| format!("`{q}` is not a JSONPath query ({e}); write it like $.accessCode or $.items[0].id"))
+pub fn parse_json_path(q: &str) -> Result<JsonPath, PlanError> {
+    JsonPath::parse(q).map_err(|e| PlanError(format!("`{q}` is not a JSONPath query ({e}); write it like $.accessCode or $.items[0].id")))
 }
 
 impl Extract {
     /// The extracted value, as JSON (strings for headers and regex captures).
-    pub fn apply(&self, r: &ResponseView<'_>, json: &mut Option<serde_json::Value>) -> Result<serde_json::Value, String> {
+    pub fn apply(&self, r: &ResponseView<'_>, json: &mut Option<serde_json::Value>) -> Result<serde_json::Value, PlanError> {
         let found = match &self.source {
             Source::Json(path, q) => {
                 let doc = cached_json(r, json)?;
@@ -76,7 +77,7 @@ impl Extract {
         match (found, &self.default) {
             (Ok(v), _) => Ok(v),
             (Err(_), Some(d)) => Ok(d.clone()),
-            (Err(e), None) => Err(format!("extract `{}`: {e}", self.var)),
+            (Err(e), None) => Err(PlanError(format!("extract `{}`: {e}", self.var))),
         }
     }
 }
@@ -121,8 +122,8 @@ impl Check {
         &self,
         r: &ResponseView<'_>,
         json: &mut Option<serde_json::Value>,
-        render: &dyn Fn(&crate::template::Template) -> Result<String, String>,
-    ) -> Result<(), String> {
+        render: &dyn Fn(&crate::template::Template) -> Result<String, PlanError>,
+    ) -> Result<(), PlanError> {
         for (path, q, expected) in &self.json_equals {
             let want = match expected {
                 Expected::Value(v) => v.clone(),
@@ -132,18 +133,18 @@ impl Check {
             let doc = cached_json(r, json)?;
             match path.query(doc).first() {
                 Some(got) if loosely_equal(got, want) => {}
-                Some(got) => return Err(format!("`{q}` is {got}, expected {want}")),
-                None => return Err(format!("`{q}` matched nothing, expected {want}")),
+                Some(got) => return Err(PlanError(format!("`{q}` is {got}, expected {want}"))),
+                None => return Err(PlanError(format!("`{q}` matched nothing, expected {want}"))),
             }
         }
         for (path, q) in &self.json_exists {
             if path.query(cached_json(r, json)?).is_empty() {
-                return Err(format!("`{q}` matched nothing"));
+                return Err(PlanError(format!("`{q}` matched nothing")));
             }
         }
         for text in &self.body_contains {
             if !contains(r.body, text.as_bytes()) {
-                return Err(format!("the body does not contain `{text}`"));
+                return Err(PlanError(format!("the body does not contain `{text}`")));
             }
         }
         Ok(())
@@ -205,7 +206,7 @@ mod tests {
         let (p, s) = q("$.status");
         c.json_equals.push((p, s, Expected::Template(crate::template::Template::Literal("{{ status }}".into()))));
         c.body_contains.push("OPEN".into());
-        let render = |_: &crate::template::Template| Ok::<_, String>("OPEN".to_string());
+        let render = |_: &crate::template::Template| Ok::<_, PlanError>("OPEN".to_string());
         assert!(c.judge(&r, &mut None, &render).is_ok());
         c.json_exists.push(q("$.owner"));
         assert_eq!(c.judge(&r, &mut None, &render).unwrap_err(), "`$.owner` matched nothing");

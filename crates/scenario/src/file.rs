@@ -751,7 +751,7 @@ impl Compiler {
     }
 
     fn json_path(&mut self, where_: At, q: &str) -> Option<serde_json_path::JsonPath> {
-        parse_json_path(q).map_err(|e| self.error(where_, e)).ok()
+        parse_json_path(q).map_err(|e| self.error(where_, e.0)).ok()
     }
 
     fn check(&mut self, c: &S<RawCheck>, defined: &BTreeSet<String>) -> Check {

@@ -33,3 +33,30 @@ pub use threshold::{Threshold, parse_threshold};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
 pub struct PlanError(pub String);
+
+impl From<String> for PlanError {
+    fn from(message: String) -> Self {
+        PlanError(message)
+    }
+}
+
+impl From<PlanError> for String {
+    fn from(e: PlanError) -> Self {
+        e.0
+    }
+}
+
+/// The message, to read as text.
+impl std::ops::Deref for PlanError {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for PlanError {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}

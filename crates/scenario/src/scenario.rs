@@ -167,12 +167,12 @@ pub struct Pause {
 
 impl Pause {
     /// Parses `500ms` or `1s..3s`.
-    pub fn parse(s: &str) -> Result<Pause, String> {
+    pub fn parse(s: &str) -> Result<Pause, crate::PlanError> {
         let (a, b) = s.split_once("..").unwrap_or((s, s));
-        let min = crate::parse_duration(a).map_err(|e| e.0)?;
-        let max = crate::parse_duration(b).map_err(|e| e.0)?;
+        let min = crate::parse_duration(a)?;
+        let max = crate::parse_duration(b)?;
         if max < min {
-            return Err(format!("`{s}`: the longer pause comes second, e.g. 1s..3s"));
+            return Err(crate::PlanError(format!("`{s}`: the longer pause comes second, e.g. 1s..3s")));
         }
         Ok(Pause { min, max })
     }

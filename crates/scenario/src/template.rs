@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use minijinja::{Environment, UndefinedBehavior, Value};
 
+use crate::PlanError;
+
 /// The functions every template may call, for documentation and validation.
 pub const FUNCTIONS: [&str; 4] = ["uuid", "random", "random_string", "timestamp_ms"];
 
@@ -78,7 +80,7 @@ impl Templates {
 
     /// Compiles `source`; returns the template and the variables it reads, as dotted
     /// paths (`code`, `user.email`, `env.TOKEN`).
-    pub fn compile(&mut self, source: &str) -> Result<(Template, BTreeSet<String>), String> {
+    pub fn compile(&mut self, source: &str) -> Result<(Template, BTreeSet<String>), PlanError> {
         if !has_syntax(source) {
             return Ok((Template::Literal(source.to_string()), BTreeSet::new()));
         }
@@ -86,7 +88,7 @@ impl Templates {
     }
 
     /// Compiles a JSON body string: a lone `{{ expr }}` keeps its type.
-    pub fn compile_value(&mut self, source: &str) -> Result<(Template, BTreeSet<String>), String> {
+    pub fn compile_value(&mut self, source: &str) -> Result<(Template, BTreeSet<String>), PlanError> {
         let t = source.trim();
         let lone = t.starts_with("{{") && t.ends_with("}}") && t[2..].find("{{").is_none() && t[..t.len() - 2].rfind("}}").is_none();
         if !lone {
@@ -97,34 +99,34 @@ impl Templates {
         Ok((Template::Value { name, source: source.to_string() }, vars))
     }
 
-    fn add(&mut self, code: String, source: &str) -> Result<(String, BTreeSet<String>), String> {
+    fn add(&mut self, code: String, source: &str) -> Result<(String, BTreeSet<String>), PlanError> {
         self.count += 1;
         let name = format!("t{}", self.count);
-        self.env.add_template_owned(name.clone(), code).map_err(|e| describe(&e, source))?;
-        let tmpl = self.env.get_template(&name).map_err(|e| describe(&e, source))?;
+        self.env.add_template_owned(name.clone(), code).map_err(|e| PlanError(describe(&e, source)))?;
+        let tmpl = self.env.get_template(&name).map_err(|e| PlanError(describe(&e, source)))?;
         let vars: BTreeSet<String> =
             tmpl.undeclared_variables(true).into_iter().filter(|v| !FUNCTIONS.contains(&v.as_str())).collect();
         Ok((name, vars))
     }
 
     /// Renders to text.
-    pub fn render(&self, t: &Template, ctx: &Value) -> Result<String, String> {
+    pub fn render(&self, t: &Template, ctx: &Value) -> Result<String, PlanError> {
         match t {
             Template::Literal(s) => Ok(s.clone()),
             Template::Compiled { name, source } | Template::Value { name, source } => self
                 .env
                 .get_template(name)
                 .and_then(|tmpl| tmpl.render(ctx))
-                .map_err(|e| describe(&e, source)),
+                .map_err(|e| PlanError(describe(&e, source))),
         }
     }
 
     /// Renders a JSON body leaf.
-    pub fn render_json(&self, t: &Template, ctx: &Value) -> Result<serde_json::Value, String> {
+    pub fn render_json(&self, t: &Template, ctx: &Value) -> Result<serde_json::Value, PlanError> {
         let text = self.render(t, ctx)?;
         match t {
             Template::Value { source, .. } => {
-                serde_json::from_str(&text).map_err(|e| format!("`{source}` did not render to JSON: {e}"))
+                serde_json::from_str(&text).map_err(|e| PlanError(format!("`{source}` did not render to JSON: {e}")))
             }
             _ => Ok(serde_json::Value::String(text)),
         }

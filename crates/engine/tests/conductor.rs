@@ -1,0 +1,130 @@
+//! The conductor's promise, driven against a real loopback server: every completed request
+//! lands in exactly one interval — intervals come in order without gaps or repeats, and
+//! their counts add up to what the server answered, including requests still in flight
+//! when the run stopped (they finish in the grace period and count in the last interval).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use volley_engine::{EngineConfig, Event, Target, TlsOptions};
+use volley_scenario::{LoadSpec, RequestSpec, Settings};
+
+/// An HTTP/1.1 keep-alive server on 127.0.0.1 that answers every request after `delay` and
+/// counts the responses it wrote. It stops accepting when dropped.
+struct CountingServer {
+    addr: SocketAddr,
+    answered: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl CountingServer {
+    fn start(delay: Duration) -> CountingServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let answered = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (count, halt) = (answered.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if halt.load(Ordering::Acquire) {
+                    break;
+                }
+                let Ok(mut conn) = conn else { continue };
+                let count = count.clone();
+                std::thread::spawn(move || serve(&mut conn, delay, &count));
+            }
+        });
+        CountingServer { addr, answered, stop }
+    }
+}
+
+impl Drop for CountingServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+/// Answers requests on one connection until the client closes it.
+fn serve(conn: &mut TcpStream, delay: Duration, answered: &AtomicU64) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.drain(..end + 4);
+            std::thread::sleep(delay);
+            if conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                return;
+            }
+            answered.fetch_add(1, Ordering::AcqRel);
+        }
+        match conn.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+fn config(addr: SocketAddr, vus: u64, duration: &str, interval: Duration) -> EngineConfig {
+    let url = format!("http://{addr}/");
+    let mut load = LoadSpec::default();
+    load.set("vus", &vus.to_string()).unwrap();
+    load.set("duration", duration).unwrap();
+    let plan = Settings { load, ..Settings::default() }.plan(RequestSpec::get(&url), None).unwrap();
+    EngineConfig {
+        plan,
+        target: Target::resolve(&url).unwrap(),
+        tls: TlsOptions::default(),
+        http2: false,
+        interval,
+        threads: 2,
+        grace: Duration::from_secs(3),
+        error_stop: false,
+    }
+}
+
+/// Runs to the end; returns each interval's (index, completions) and the errors seen.
+fn run(config: EngineConfig) -> (Vec<(u64, u64)>, u64) {
+    let run = volley_engine::start(config).unwrap();
+    let (mut rows, mut errors) = (Vec::new(), 0);
+    while let Some(event) = run.next_event() {
+        match event {
+            Event::Interval { sample, .. } => {
+                rows.push((sample.index, sample.counts.tests + sample.counts.errors));
+                errors += sample.counts.errors;
+            }
+            Event::End(_) => break,
+        }
+    }
+    (rows, errors)
+}
+
+#[test]
+fn every_completion_lands_in_exactly_one_interval() {
+    let server = CountingServer::start(Duration::from_millis(2));
+    let (rows, errors) = run(config(server.addr, 4, "2.5s", Duration::from_millis(500)));
+    let indexes: Vec<u64> = rows.iter().map(|r| r.0).collect();
+    assert_eq!(indexes, (0..5).collect::<Vec<_>>(), "five half-second intervals, in order, none twice");
+    let recorded: u64 = rows.iter().map(|r| r.1).sum();
+    assert_eq!(errors, 0);
+    assert!(recorded > 100, "the run did work: {recorded}");
+    assert_eq!(recorded, server.answered.load(Ordering::Acquire), "every answer recorded once: {rows:?}");
+}
+
+#[test]
+fn requests_in_flight_at_the_stop_count_in_the_last_interval() {
+    // Each answer takes 400 ms, so when the 1.1 s run stops every VU has a request in flight.
+    let server = CountingServer::start(Duration::from_millis(400));
+    let (rows, errors) = run(config(server.addr, 3, "1.1s", Duration::from_millis(500)));
+    let indexes: Vec<u64> = rows.iter().map(|r| r.0).collect();
+    assert_eq!(indexes, vec![0, 1, 2]);
+    assert_eq!(errors, 0);
+    let recorded: u64 = rows.iter().map(|r| r.1).sum();
+    assert_eq!(recorded, server.answered.load(Ordering::Acquire), "{rows:?}");
+    // 3 VUs × 3 answers each (at 0.4, 0.8 and 1.2 s): the third lands after the stop.
+    assert_eq!(recorded, 9, "{rows:?}");
+    assert_eq!(rows[2].1, 3, "the requests in flight at the stop finished in the grace period: {rows:?}");
+}
