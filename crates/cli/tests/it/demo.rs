@@ -17,6 +17,11 @@ fn quick_demo_runs_reports_and_compares() {
     assert_eq!(flow["per_test"].as_array().unwrap().len(), 13, "{flow}");
     assert!(flow["thresholds"].as_array().unwrap().iter().all(|t| t["passed"] == true), "{flow}");
     assert!(flow["per_test"].as_array().unwrap().iter().all(|t| t["seed_suite"]["total_tests"].as_u64().unwrap() > 0), "{flow}");
+    // The target's own metrics were scraped in every phase: the Original names its
+    // bottleneck, the DB pool, and the cache of Phase 2 leaves no request waiting for it.
+    let findings = |run: &std::path::Path| report_json(run)["findings"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert!(findings(&runs[0]).iter().any(|f| f.starts_with("DB pool pending > 0 from")), "{:?}", findings(&runs[0]));
+    assert!(!findings(&runs[2]).iter().any(|f| f.starts_with("DB pool pending")), "{:?}", findings(&runs[2]));
     for run in &runs {
         let r = report_json(run);
         assert_eq!(r["status"], "complete", "{}", run.display());
@@ -26,6 +31,7 @@ fn quick_demo_runs_reports_and_compares() {
     let md = std::fs::read_to_string(out.path().join("comparison.md")).unwrap();
     assert!(md.contains("| Metric | Original | Phase 1 | Change |"), "{md}");
     assert!(md.contains("## Overall: Original → Phase 2"), "{md}");
+    assert!(md.contains("## What each phase found") && md.contains("- **Original** (DB pool of 2 connections, no cache): DB pool pending > 0 from"), "{md}");
     assert!(out.path().join("comparison.html").is_file() && out.path().join("comparison_charts/tps.png").is_file());
     assert!(md.contains("![TPS by phase](comparison_charts/tps.png)"), "{md}");
     // A 5x larger pool on a pool-bound service must show as a throughput gain.
