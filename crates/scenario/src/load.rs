@@ -93,6 +93,7 @@ load_options! {
     vus: u64 = count, "N", Shape, "Virtual users (closed model).";
     duration: Duration = positive_duration, "DURATION", Shape, "Test length (with --vus or --rate); e.g. 30s, 10m.";
     ramp_up: Duration = parse_duration, "DURATION", Shape, "Ramp from 0 to --vus over this time, part of --duration.";
+    ramp_down: Duration = parse_duration, "DURATION", Shape, "Ramp from --vus down to 0 over this time at the end of --duration (part of it).";
     stages: Vec<Stage> = parse_stages, "STAGES", Shape, "Ramping stages DURATION:VUS,..., linear between targets; e.g. \"2m:50,2m:100,1m:0\".";
     rate: f64 = parse_rate, "RATE", Shape, "Open model: arrivals per second (500, 500/s, 30000/m), for --duration; latency is measured from each arrival's due time.";
     rate_stages: RateShape = RateShape::parse, "STAGES", Shape, "Open model: ramping arrival rate DURATION:RATE,..., linear from 0; e.g. \"1m:100,5m:300\".";
@@ -106,15 +107,15 @@ load_options! {
 pub const CONFLICTS: &[(&str, &[&str], &str)] = &[
     (
         "rate",
-        &["vus", "stages", "ramp_up", "iterations", "pacing", "think_time", "rate_stages"],
+        &["vus", "stages", "ramp_up", "ramp_down", "iterations", "pacing", "think_time", "rate_stages"],
         "an arrival rate (open model) takes `duration` and `max_vus`",
     ),
     (
         "rate_stages",
-        &["vus", "stages", "ramp_up", "iterations", "pacing", "think_time", "duration"],
+        &["vus", "stages", "ramp_up", "ramp_down", "iterations", "pacing", "think_time", "duration"],
         "rate stages carry their own rates and lengths",
     ),
-    ("stages", &["vus", "duration", "ramp_up"], "stages carry their own VUs and lengths"),
+    ("stages", &["vus", "duration", "ramp_up", "ramp_down"], "stages carry their own VUs and lengths"),
 ];
 
 /// Open model: VUs when nobody said.
@@ -234,7 +235,14 @@ impl LoadSpec {
                     .into(),
             ));
         };
-        let shape = LoadShape::constant(self.vus.unwrap_or(1), duration, self.ramp_up.unwrap_or_default())?;
+        let mut shape = LoadShape::constant(self.vus.unwrap_or(1), duration, self.ramp_up.unwrap_or_default())?;
+        if let Some(down) = self.ramp_down {
+            let hold = &mut shape.stages[1];
+            hold.duration = hold.duration.checked_sub(down).ok_or_else(|| {
+                PlanError(format!("ramp-up and ramp-down ({}s) are longer than the duration ({}s)", (duration - hold.duration + down).as_secs_f64(), duration.as_secs_f64()))
+            })?;
+            shape.stages.push(Stage { duration: down, target: 0 });
+        }
         Ok(closed(with_count(shape, self.duration.is_none())))
     }
 }
@@ -402,6 +410,18 @@ mod tests {
         assert!(spec(&[("vus", "2")]).resolve().unwrap_err().0.starts_with("say how long to run"));
         assert!(spec(&[("rate", "5")]).resolve().unwrap_err().0.contains("--duration"));
         assert!(spec(&[("vus", "2"), ("duration", "5s"), ("ramp_up", "10s")]).resolve().unwrap_err().0.contains("ramp-up"));
+    }
+
+    #[test]
+    fn ramp_down_ends_the_hold_early() {
+        let load = spec(&[("vus", "10"), ("duration", "30s"), ("ramp_up", "10s"), ("ramp_down", "5s")]).resolve().unwrap();
+        let shape = load.shape().unwrap();
+        assert_eq!(shape.duration(), Duration::from_secs(30));
+        assert_eq!(shape.vus_at(Duration::from_secs(20)), 10);
+        assert_eq!(shape.vus_at(Duration::from_millis(27_500)), 5);
+        let e = spec(&[("vus", "10"), ("duration", "10s"), ("ramp_up", "6s"), ("ramp_down", "5s")]).resolve().unwrap_err();
+        assert!(e.contains("ramp-up and ramp-down (11s) are longer than the duration (10s)"), "{e}");
+        assert!(!spec(&[("stages", "1m:10"), ("ramp_down", "5s")]).conflicts().is_empty());
     }
 
     #[test]
