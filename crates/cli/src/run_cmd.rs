@@ -95,6 +95,18 @@ pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
     if interval < Duration::from_millis(100) {
         bail!("--interval must be at least 100ms");
     }
+    if a.threads == Some(0) {
+        bail!("--threads must be at least 1 (one event loop per thread; default: one per core)");
+    }
+    if let (Some(warmup), Some(planned)) = (settings.warmup, plan.load.planned())
+        && warmup >= planned
+    {
+        bail!(
+            "--warmup {}s leaves nothing of the {}s run to report; give a warm-up shorter than the run",
+            warmup.as_secs_f64(),
+            planned.as_secs_f64()
+        );
+    }
     let mut spec = RunSpec::new(plan, target);
     spec.name = settings.name.clone().unwrap_or_else(|| spec.engine.target.host.clone());
     spec.engine.tls = TlsOptions { insecure: a.insecure, cacert: a.cacert.clone() };

@@ -286,6 +286,10 @@ impl Compiler {
     fn duration(&mut self, field: &str, v: &Option<S<String>>) -> Option<Duration> {
         let v = v.as_ref()?;
         match parse_duration(&v.value) {
+            Ok(d) if d.is_zero() && field == "timeout" => {
+                self.error(at(v), format!("`{field}`: `{}` would fail every request; give a time above zero, like 30s", v.value));
+                None
+            }
             Ok(d) => Some(d),
             Err(e) => {
                 self.error(at(v), format!("`{field}`: {e}"));

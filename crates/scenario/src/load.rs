@@ -95,7 +95,7 @@ load_options! {
     ramp_up: Duration = parse_duration, "DURATION", Shape, "Ramp from 0 to --vus over this time, part of --duration.";
     ramp_down: Duration = parse_duration, "DURATION", Shape, "Ramp from --vus down to 0 over this time at the end of --duration (part of it).";
     stages: Vec<Stage> = parse_stages, "STAGES", Shape, "Ramping stages DURATION:VUS,..., linear between targets; e.g. \"2m:50,2m:100,1m:0\".";
-    rate: f64 = parse_rate, "RATE", Shape, "Open model: arrivals per second (500, 500/s, 30000/m), for --duration; latency is measured from each arrival's due time.";
+    rate: f64 = positive_rate, "RATE", Shape, "Open model: arrivals per second (500, 500/s, 30000/m), for --duration; latency is measured from each arrival's due time.";
     rate_stages: RateShape = RateShape::parse, "STAGES", Shape, "Open model: ramping arrival rate DURATION:RATE,..., linear from 0; e.g. \"1m:100,5m:300\".";
     iterations: u64 = count, "N", Shape, "Each VU runs this many iterations, then stops; the run ends when all have (nGrinder's run count). --duration, if given, caps it [default cap: 24h].";
     max_vus: u64 = count, "N", Other, "Open model: VUs (connections) that carry out arrivals, opened as needed [default: 1000].";
@@ -135,6 +135,15 @@ fn count(s: &str) -> Result<u64, PlanError> {
         Ok(n) => Ok(n),
         Err(_) => Err(PlanError(format!("`{s}` is not a whole number; write it like 50"))),
     }
+}
+
+/// An arrival rate above zero.
+fn positive_rate(s: &str) -> Result<f64, PlanError> {
+    let r = parse_rate(s)?;
+    if r <= 0.0 {
+        return Err(PlanError(format!("`{s}` sends nothing; give a rate above zero, like 500 or 500/s")));
+    }
+    Ok(r)
 }
 
 /// A duration above zero.
@@ -392,6 +401,7 @@ mod tests {
         assert!(s.set("vus", "ten").unwrap_err().0.contains("not a whole number"));
         assert!(s.set("duration", "0s").unwrap_err().0.contains("no time at all"));
         assert!(s.set("stages", "2m").is_err());
+        assert!(s.set("rate", "0/s").unwrap_err().contains("above zero"));
     }
 
     #[test]

@@ -102,6 +102,12 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
         return Err(bad(&format!("`{stat}` is not a statistic of this figure ({})", allowed.join(", "))));
     }
     let limit = parse_limit(right.trim(), metric).ok_or_else(|| bad(&format!("`{}` is not a limit", right.trim())))?;
+    if limit < 0.0 {
+        return Err(bad(&format!("`{}` is below zero, which no figure can be", right.trim())));
+    }
+    if metric == Metric::ErrorRate && limit > 100.0 {
+        return Err(bad(&format!("`{}`: an error rate is a percentage from 0% to 100%", right.trim())));
+    }
     Ok(Threshold { expr: expr.trim().to_string(), metric, stat, op, limit, step: None })
 }
 
@@ -150,6 +156,8 @@ mod tests {
             ("ttfb p42 < 5ms", "`p42` is not a statistic"),
             ("ttfb p99 = 5ms", "no comparison"),
             ("tps avg > lots", "`lots` is not a limit"),
+            ("error_rate < 150%", "from 0% to 100%"),
+            ("ttfb p99 < -5ms", "below zero"),
         ] {
             let e = parse_threshold(bad).unwrap_err().0;
             assert!(e.contains(needle) && e.contains("write thresholds like"), "{bad}: {e}");

@@ -150,6 +150,19 @@ fn bad_flags_exit_2_with_a_clear_message() {
         (vec!["run", "--url", "ftp://x/", "--vus", "1", "--duration", "1s"], "not an absolute http"),
         (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1"], "--duration"),
         (vec!["run", "--url", "http://127.0.0.1:1/", "--duration", "soon"], "`soon` is not a duration"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "0", "--duration", "1s"], "--vus 0: must be at least 1"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "0s"], "lasts no time at all"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--rate", "0", "--duration", "1s"], "give a rate above zero"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s", "--max-vus", "0"], "--max-vus 0: must be at least 1"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--iterations", "0"], "--iterations 0: must be at least 1"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s", "--timeout", "0s"], "--timeout must be above zero"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s", "--threads", "0"], "--threads must be at least 1"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "10s", "--warmup", "10s"], "leaves nothing of the 10s run"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s", "--interval", "10ms"], "--interval must be at least 100ms"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s", "--threshold", "error_rate < 200%"], "from 0% to 100%"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s", "--ramp-up", "2s"], "longer than the duration"),
+        (vec!["run", "--url", "http://127.0.0.1:1/", "--rate", "10", "--vus", "2", "--duration", "1s"], "cannot be used with"),
+        (vec!["target", "serve", "--db-pool", "many"], "db-pool=many: expected a whole number"),
     ] {
         let o = volley(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));

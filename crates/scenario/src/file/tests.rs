@@ -123,6 +123,12 @@ const BROKEN: &[(&str, u64, u64, &str)] = &[
     ("target: http://x\nsteps:\n  - request: GET /\n    think_time: 3s..1s\n", 4, 17, "the longer pause comes second"),
     // 27. the whole flow's time under one step
     ("target: http://x\nthresholds:\n  - a: iteration p95 < 1s\nsteps:\n  - name: a\n    request: GET /\n", 3, 5, "`iteration` is the whole flow"),
+    // a zero timeout would fail every request
+    ("target: http://x\ntimeout: 0s\nsteps:\n  - request: GET /\n", 2, 10, "`timeout`: `0s` would fail every request"),
+    // an unknown load key lists the keys
+    ("target: http://x\nload:\n  users: 5\nsteps:\n  - request: GET /\n", 3, 10, "unknown load key `users`; the keys are vus, duration"),
+    // a zero rate sends nothing
+    ("target: http://x\nload:\n  rate: 0\n  duration: 1m\nsteps:\n  - request: GET /\n", 3, 9, "load `rate`: `0` sends nothing"),
     // 28. two load models at once
     ("target: http://x\nload:\n  vus: 10\n  rate: 100\n  duration: 1m\nsteps:\n  - request: GET /\n", 3, 8, "load `vus` cannot be combined with `rate`"),
     // 29. stages and a duration
