@@ -8,15 +8,16 @@ use bytes::Bytes;
 use std::cell::RefCell;
 
 use http::header::{HOST, HeaderMap, HeaderValue, USER_AGENT};
+use http::uri::PathAndQuery;
 use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2;
 use hyper_util::rt::TokioIo;
 use rustls::ClientConfig;
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
 use volley_stats::ErrorKind;
 
+use crate::dial::{ConnectTimes, dial, micros};
+use crate::error::EngineError;
 pub(crate) use crate::h1::Capture;
 use crate::h1::{self, Stream};
 use crate::target::Target;
@@ -53,6 +54,15 @@ impl Failure {
             h1::H1Error::Closed(what) => Failure::new(ErrorKind::Reset, what),
             h1::H1Error::Invalid(why) => Failure::new(ErrorKind::Protocol, why),
             h1::H1Error::Stale(what) => Failure::new(ErrorKind::Reset, what),
+        }
+    }
+
+    /// A connection that could not be opened.
+    pub(crate) fn dial(e: EngineError) -> Self {
+        match e {
+            EngineError::Connect(io) => Failure::io("connect", &io),
+            e @ (EngineError::Tls(_) | EngineError::ServerName(_)) => Failure::new(ErrorKind::Tls, e.to_string()),
+            e => Failure::new(ErrorKind::Protocol, e.to_string()),
         }
     }
 
@@ -106,13 +116,6 @@ impl BufferPool {
 /// Buffers that grew past this (a large body read in one go) are freed, not pooled.
 const MAX_POOLED_BUF: usize = 64 * 1024;
 
-/// What it took to open a connection, µs.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ConnectTimes {
-    pub(crate) tcp_us: u64,
-    pub(crate) tls_us: u64,
-}
-
 /// Opens a connection to `target`, with TLS when `tls` is given (and the URL is https).
 pub(crate) async fn connect(
     target: &Target,
@@ -121,50 +124,15 @@ pub(crate) async fn connect(
     connect_with(target, tls, false).await
 }
 
+/// [`connect`]; HTTP/2 when the server chose it in the TLS handshake, or with `force_h2`.
 async fn connect_with(
     target: &Target,
     tls: Option<&Arc<ClientConfig>>,
     force_h2: bool,
 ) -> Result<(Connection, ConnectTimes), Failure> {
-    let t0 = Instant::now();
-    let tcp = TcpStream::connect(target.addr).await.map_err(|e| Failure::io("connect", &e))?;
-    let _ = tcp.set_nodelay(true);
-    let t1 = Instant::now();
-    let mut times = ConnectTimes { tcp_us: micros(t1 - t0), tls_us: 0 };
-    match (target.tls, tls) {
-        (true, Some(config)) => {
-            let name = rustls::pki_types::ServerName::try_from(target.host.clone())
-                .map_err(|e| Failure::new(ErrorKind::Tls, format!("tls: bad server name: {e}")))?;
-            let stream = TlsConnector::from(config.clone())
-                .connect(name, tcp)
-                .await
-                .map_err(|e| Failure::new(ErrorKind::Tls, format!("tls: {e}")))?;
-            times.tls_us = micros(t1.elapsed());
-            let h2 = force_h2 || stream.get_ref().1.alpn_protocol() == Some(b"h2");
-            let stream = Stream::Tls(Box::new(stream));
-            Ok((if h2 { handshake_h2(stream).await? } else { Connection::H1(stream) }, times))
-        }
-        _ => {
-            let stream = Stream::Plain(tcp);
-            Ok((if force_h2 { handshake_h2(stream).await? } else { Connection::H1(stream) }, times))
-        }
-    }
-}
-
-/// A new HTTP/1.1 connection (TCP, then TLS for https) for a stream of its own (SSE,
-/// WebSocket), with how long it took.
-pub(crate) async fn open_stream(target: &Target, tls: Option<&Arc<ClientConfig>>) -> Result<(Stream, ConnectTimes), Failure> {
-    let t0 = Instant::now();
-    let tcp = TcpStream::connect(target.addr).await.map_err(|e| Failure::io("connect", &e))?;
-    let _ = tcp.set_nodelay(true);
-    let t1 = Instant::now();
-    let mut times = ConnectTimes { tcp_us: micros(t1 - t0), tls_us: 0 };
-    let Some(config) = tls.filter(|_| target.tls) else { return Ok((Stream::Plain(tcp), times)) };
-    let name = rustls::pki_types::ServerName::try_from(target.host.clone())
-        .map_err(|e| Failure::new(ErrorKind::Tls, format!("tls: bad server name: {e}")))?;
-    let stream = TlsConnector::from(config.clone()).connect(name, tcp).await.map_err(|e| Failure::new(ErrorKind::Tls, format!("tls: {e}")))?;
-    times.tls_us = micros(t1.elapsed());
-    Ok((Stream::Tls(Box::new(stream)), times))
+    let (stream, times) = dial(target, tls).await.map_err(Failure::dial)?;
+    let h2 = force_h2 || matches!(&stream, Stream::Tls(s) if s.get_ref().1.alpn_protocol() == Some(b"h2"));
+    Ok((if h2 { handshake_h2(stream).await? } else { Connection::H1(stream) }, times))
 }
 
 async fn handshake_h2(stream: Stream) -> Result<Connection, Failure> {
@@ -195,20 +163,10 @@ pub(crate) struct PreparedRequest {
 }
 
 impl PreparedRequest {
-    pub(crate) fn new(target: &Target, spec: &volley_scenario::RequestSpec) -> Result<Self, String> {
-        let method = Method::from_bytes(spec.method.as_bytes()).map_err(|_| format!("bad method `{}`", spec.method))?;
-        let mut headers = HeaderMap::new();
-        headers.insert(HOST, HeaderValue::from_str(target.authority.as_str()).map_err(|e| e.to_string())?);
-        headers.insert(USER_AGENT, HeaderValue::from_static(concat!("volley/", env!("CARGO_PKG_VERSION"))));
-        for (n, v) in &spec.headers {
-            let name = http::HeaderName::from_bytes(n.as_bytes()).map_err(|_| format!("bad header name `{n}`"))?;
-            let value = HeaderValue::from_str(v).map_err(|_| format!("bad value for header `{n}`"))?;
-            headers.insert(name, value);
-        }
+    /// The plan's request to the target's URL.
+    pub(crate) fn new(target: &Target, spec: &volley_scenario::RequestSpec) -> Result<Self, EngineError> {
         let body = Bytes::from(spec.body.clone());
-        let h1 = serialize_h1(&method, target.path.as_str(), &headers, &body);
-        headers.remove(HOST);
-        Ok(PreparedRequest { method, full_uri: target.uri.clone(), headers, body, h1 })
+        Self::assemble(target, &spec.method, &target.path, target.uri.clone(), &spec.headers, body)
     }
 
     /// A request to `path_and_query` on the target (a scenario step, built per request).
@@ -218,25 +176,39 @@ impl PreparedRequest {
         path_and_query: &str,
         headers: &[(String, String)],
         body: Vec<u8>,
-    ) -> Result<Self, String> {
-        let method = Method::from_bytes(method.as_bytes()).map_err(|_| format!("bad method `{method}`"))?;
-        let mut map = HeaderMap::new();
-        map.insert(HOST, HeaderValue::from_str(target.authority.as_str()).map_err(|e| e.to_string())?);
-        map.insert(USER_AGENT, HeaderValue::from_static(concat!("volley/", env!("CARGO_PKG_VERSION"))));
-        for (n, v) in headers {
-            let name = http::HeaderName::from_bytes(n.as_bytes()).map_err(|_| format!("bad header name `{n}`"))?;
-            let value = HeaderValue::from_str(v).map_err(|_| format!("header `{n}`: the value has characters a header cannot carry"))?;
-            map.insert(name, value);
-        }
-        let path: http::uri::PathAndQuery =
-            path_and_query.parse().map_err(|_| format!("`{path_and_query}` is not a valid URL path"))?;
+    ) -> Result<Self, EngineError> {
+        let bad_path = || EngineError::Path(path_and_query.to_string());
+        let path: PathAndQuery = path_and_query.parse().map_err(|_| bad_path())?;
         let full_uri = Uri::builder()
             .scheme(if target.tls { "https" } else { "http" })
             .authority(target.authority.clone())
             .path_and_query(path.clone())
             .build()
-            .map_err(|e| e.to_string())?;
-        let body = Bytes::from(body);
+            .map_err(|_| bad_path())?;
+        Self::assemble(target, method, &path, full_uri, headers, Bytes::from(body))
+    }
+
+    /// The one place a request's head is made: `Host` and `User-Agent`, then `headers`
+    /// (each replacing one of the same name), serialized once for HTTP/1.1; HTTP/2 takes
+    /// the authority from `full_uri` instead of `Host`.
+    fn assemble(
+        target: &Target,
+        method: &str,
+        path: &PathAndQuery,
+        full_uri: Uri,
+        headers: &[(String, String)],
+        body: Bytes,
+    ) -> Result<Self, EngineError> {
+        let method = Method::from_bytes(method.as_bytes()).map_err(|_| EngineError::Method(method.to_string()))?;
+        let mut map = HeaderMap::new();
+        let host = HeaderValue::from_str(target.authority.as_str()).map_err(|_| EngineError::HeaderValue(HOST.to_string()))?;
+        map.insert(HOST, host);
+        map.insert(USER_AGENT, HeaderValue::from_static(concat!("volley/", env!("CARGO_PKG_VERSION"))));
+        for (n, v) in headers {
+            let name = http::HeaderName::from_bytes(n.as_bytes()).map_err(|_| EngineError::HeaderName(n.clone()))?;
+            let value = HeaderValue::from_str(v).map_err(|_| EngineError::HeaderValue(n.clone()))?;
+            map.insert(name, value);
+        }
         let h1 = serialize_h1(&method, path.as_str(), &map, &body);
         map.remove(HOST);
         Ok(PreparedRequest { method, full_uri, headers: map, body, h1 })
@@ -417,8 +389,4 @@ impl Client {
         }
         Ok((status, first, bytes))
     }
-}
-
-pub(crate) fn micros(d: Duration) -> u64 {
-    d.as_micros() as u64
 }

@@ -7,8 +7,11 @@
 
 mod arrivals;
 mod client;
+mod dial;
+mod error;
 mod flow;
 mod h1;
+mod preflight;
 pub mod prom;
 pub mod scrape;
 mod recorder;
@@ -19,7 +22,9 @@ mod tls;
 mod vu;
 mod ws;
 
+pub use error::EngineError;
 pub use flow::Trace;
+pub use preflight::preflight;
 pub use run::{check_once, EngineConfig, Event, Run, RunControl, RunEnd, StopReason, start};
-pub use target::{Target, TargetError, preflight};
+pub use target::Target;
 pub use tls::TlsOptions;
