@@ -390,3 +390,171 @@ impl Client {
         Ok((status, first, bytes))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The retry rule of [`Client::exchange`], against a loopback server that follows a
+    //! script: a request is sent again, once, only when a reused connection fails before
+    //! any byte of its response.
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::sync::mpsc;
+
+    use super::*;
+
+    /// What the server does with one request on a connection.
+    #[derive(Debug, Clone, Copy)]
+    enum Reply {
+        /// A whole keep-alive response.
+        Ok,
+        /// Closes the connection without a byte of response.
+        Hangup,
+        /// Part of a response, then closes.
+        CutShort,
+        /// Bytes that are not HTTP.
+        Garbage,
+    }
+
+    const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+
+    /// A loopback server: connection `i` answers the requests of `script[i]` in order and is
+    /// then closed (a keep-alive connection closed while idle). It stops with the test's
+    /// runtime, and accepts no connection beyond the script.
+    struct Server {
+        target: Target,
+        /// Connections accepted so far.
+        accepted: Arc<AtomicUsize>,
+        /// The number of each connection the server has closed, as it closes it.
+        closed: mpsc::UnboundedReceiver<usize>,
+    }
+
+    fn serve(script: Vec<Vec<Reply>>) -> Server {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let target = Target::resolve(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
+        let listener = TcpListener::from_std(listener).unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (tx, closed) = mpsc::unbounded_channel();
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            for (i, replies) in script.into_iter().enumerate() {
+                let (mut s, _) = listener.accept().await.unwrap();
+                count.fetch_add(1, Ordering::SeqCst);
+                for reply in replies {
+                    if !read_request(&mut s).await {
+                        break;
+                    }
+                    let bytes: &[u8] = match reply {
+                        Reply::Ok => OK,
+                        Reply::Hangup => break,
+                        Reply::CutShort => b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nok",
+                        Reply::Garbage => b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+                    };
+                    s.write_all(bytes).await.unwrap();
+                    if !matches!(reply, Reply::Ok) {
+                        break;
+                    }
+                }
+                drop(s);
+                let _ = tx.send(i);
+            }
+        });
+        Server { target, accepted, closed }
+    }
+
+    /// Reads one request head; false at the end of the connection.
+    async fn read_request(s: &mut TcpStream) -> bool {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            match s.read(&mut byte).await {
+                Ok(1) => head.push(byte[0]),
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Runs `test` on a current-thread runtime, bounded to 10 s.
+    fn run<F: Future<Output = ()>>(test: impl FnOnce() -> F) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), test()).await.expect("the test took over 10 s") });
+    }
+
+    fn client_for(server: &Server) -> (Client, PreparedRequest) {
+        let spec = volley_scenario::RequestSpec {
+            method: "GET".into(),
+            url: server.target.uri.to_string(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        };
+        let request = PreparedRequest::new(&server.target, &spec).unwrap();
+        (Client::new(server.target.clone(), None, false), request)
+    }
+
+    const TIMEOUT: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn a_kept_alive_connection_the_server_closed_while_idle_is_retried_on_a_new_one() {
+        run(|| async {
+            let mut server = serve(vec![vec![Reply::Ok], vec![Reply::Ok]]);
+            let (mut client, req) = client_for(&server);
+            let pool = BufferPool::default();
+            let first = client.send(&req, TIMEOUT, &pool).await.unwrap();
+            assert_eq!((first.status, first.reconnected), (200, false));
+            assert_eq!(server.closed.recv().await, Some(0), "the server closed the idle connection");
+            let second = client.send(&req, TIMEOUT, &pool).await.expect("retried on a new connection");
+            assert_eq!((second.status, second.reconnected), (200, true));
+            assert!(second.connect_us > 0, "the new connection's set-up is counted in the request");
+            assert!(second.total_us >= second.connect_us);
+            assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+        });
+    }
+
+    #[test]
+    fn a_new_connection_that_fails_before_a_response_is_not_retried() {
+        run(|| async {
+            let server = serve(vec![vec![Reply::Hangup], vec![Reply::Ok]]);
+            let (mut client, req) = client_for(&server);
+            let failure = client.send(&req, TIMEOUT, &BufferPool::default()).await.unwrap_err();
+            assert_eq!(failure.kind, ErrorKind::Reset, "{}", failure.message);
+            assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "no second connection");
+        });
+    }
+
+    #[test]
+    fn a_request_is_retried_once_only() {
+        run(|| async {
+            let mut server = serve(vec![vec![Reply::Ok], vec![Reply::Hangup], vec![Reply::Ok]]);
+            let (mut client, req) = client_for(&server);
+            let pool = BufferPool::default();
+            client.send(&req, TIMEOUT, &pool).await.unwrap();
+            assert_eq!(server.closed.recv().await, Some(0));
+            let failure = client.send(&req, TIMEOUT, &pool).await.unwrap_err();
+            assert_eq!(failure.kind, ErrorKind::Reset, "{}", failure.message);
+            assert_eq!(server.accepted.load(Ordering::SeqCst), 2, "the stale connection and one retry");
+            // The failure dropped the connection: the next request opens the third.
+            let third = client.send(&req, TIMEOUT, &pool).await.unwrap();
+            assert!(third.reconnected);
+            assert_eq!(server.accepted.load(Ordering::SeqCst), 3);
+        });
+    }
+
+    #[test]
+    fn a_reused_connection_that_fails_after_its_first_byte_is_not_retried() {
+        for (reply, kind) in [(Reply::CutShort, ErrorKind::Reset), (Reply::Garbage, ErrorKind::Protocol)] {
+            run(move || async move {
+                let server = serve(vec![vec![Reply::Ok, reply], vec![Reply::Ok]]);
+                let (mut client, req) = client_for(&server);
+                let pool = BufferPool::default();
+                client.send(&req, TIMEOUT, &pool).await.unwrap();
+                let failure = client.send(&req, TIMEOUT, &pool).await.unwrap_err();
+                assert_eq!(failure.kind, kind, "{reply:?}: {}", failure.message);
+                assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "{reply:?}: not sent again");
+            });
+        }
+    }
+}
