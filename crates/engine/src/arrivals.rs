@@ -150,3 +150,71 @@ async fn serve(ctx: Rc<WorkerContext>, pool: Rc<RefCell<Pool>>, mut vu: Vu, mut 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The pacers of several workers, run side by side as in a run, hand over together
+    //! exactly the arrivals of [`RateShape::due`]: each at its due time, none twice, none
+    //! missing.
+
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+    use volley_scenario::RateStage;
+
+    use super::*;
+
+    /// Starts `workers` pacers on one schedule and collects what each hands over, to its end.
+    fn paced(rate: &RateShape, workers: u64, t0: Instant, stop: &CancellationToken) -> Vec<Vec<Instant>> {
+        let receivers: Vec<_> = (0..workers).map(|w| pace(rate.clone(), w, workers, t0, stop.clone())).collect();
+        receivers
+            .into_iter()
+            .map(|mut rx| std::iter::from_fn(|| rx.blocking_recv()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn workers_share_the_schedule_without_gap_or_duplicate() {
+        // A ramp from 0 to 3000/s over 100 ms, then 3000/s for 100 ms: 150 + 300 arrivals.
+        let ms = Duration::from_millis;
+        let rate = RateShape { start_rate: 0.0, stages: vec![RateStage { duration: ms(100), rate: 3000.0 }, RateStage { duration: ms(100), rate: 3000.0 }] };
+        let schedule: Vec<Duration> = (0..).map_while(|n| rate.due(n)).collect();
+        assert_eq!(schedule.len(), 450);
+        for workers in [1, 3, 4] {
+            let t0 = Instant::now();
+            let got = paced(&rate, workers, t0, &CancellationToken::new());
+            let done = Instant::now();
+            for (w, dues) in got.iter().enumerate() {
+                let share: Vec<Instant> = schedule.iter().skip(w).step_by(workers as usize).map(|d| t0 + *d).collect();
+                assert_eq!(dues, &share, "worker {w} of {workers}: its share, in order");
+            }
+            let mut all: Vec<Instant> = got.into_iter().flatten().collect();
+            all.sort();
+            let whole: Vec<Instant> = schedule.iter().map(|d| t0 + *d).collect();
+            assert_eq!(all, whole, "{workers} workers: every arrival once");
+            assert!(done >= t0 + schedule[schedule.len() - 1], "the last arrival is not handed over before it is due");
+        }
+    }
+
+    #[test]
+    fn a_stopped_pacer_hands_over_nothing_more_and_ends() {
+        let rate = RateShape::constant(200.0, Duration::from_secs(60));
+        let stop = CancellationToken::new();
+        let t0 = Instant::now();
+        let canceller = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                stop.cancel();
+            })
+        };
+        let got = paced(&rate, 2, t0, &stop);
+        canceller.join().unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(2), "the pacers ended soon after the stop");
+        for (w, dues) in got.iter().enumerate() {
+            assert!(!dues.is_empty() && dues.len() < 30, "worker {w}: {} arrivals in ~50 ms at 100/s each", dues.len());
+            let share: Vec<Instant> = (w as u64..).step_by(2).take(dues.len()).map(|n| t0 + rate.due(n).unwrap()).collect();
+            assert_eq!(dues, &share, "worker {w}: a prefix of its share");
+        }
+    }
+}

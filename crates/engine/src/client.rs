@@ -8,15 +8,16 @@ use bytes::Bytes;
 use std::cell::RefCell;
 
 use http::header::{HOST, HeaderMap, HeaderValue, USER_AGENT};
+use http::uri::PathAndQuery;
 use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2;
 use hyper_util::rt::TokioIo;
 use rustls::ClientConfig;
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
 use volley_stats::ErrorKind;
 
+use crate::dial::{ConnectTimes, dial, micros};
+use crate::error::EngineError;
 pub(crate) use crate::h1::Capture;
 use crate::h1::{self, Stream};
 use crate::target::Target;
@@ -53,6 +54,15 @@ impl Failure {
             h1::H1Error::Closed(what) => Failure::new(ErrorKind::Reset, what),
             h1::H1Error::Invalid(why) => Failure::new(ErrorKind::Protocol, why),
             h1::H1Error::Stale(what) => Failure::new(ErrorKind::Reset, what),
+        }
+    }
+
+    /// A connection that could not be opened.
+    pub(crate) fn dial(e: EngineError) -> Self {
+        match e {
+            EngineError::Connect(io) => Failure::io("connect", &io),
+            e @ (EngineError::Tls(_) | EngineError::ServerName(_)) => Failure::new(ErrorKind::Tls, e.to_string()),
+            e => Failure::new(ErrorKind::Protocol, e.to_string()),
         }
     }
 
@@ -106,13 +116,6 @@ impl BufferPool {
 /// Buffers that grew past this (a large body read in one go) are freed, not pooled.
 const MAX_POOLED_BUF: usize = 64 * 1024;
 
-/// What it took to open a connection, µs.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ConnectTimes {
-    pub(crate) tcp_us: u64,
-    pub(crate) tls_us: u64,
-}
-
 /// Opens a connection to `target`, with TLS when `tls` is given (and the URL is https).
 pub(crate) async fn connect(
     target: &Target,
@@ -121,50 +124,15 @@ pub(crate) async fn connect(
     connect_with(target, tls, false).await
 }
 
+/// [`connect`]; HTTP/2 when the server chose it in the TLS handshake, or with `force_h2`.
 async fn connect_with(
     target: &Target,
     tls: Option<&Arc<ClientConfig>>,
     force_h2: bool,
 ) -> Result<(Connection, ConnectTimes), Failure> {
-    let t0 = Instant::now();
-    let tcp = TcpStream::connect(target.addr).await.map_err(|e| Failure::io("connect", &e))?;
-    let _ = tcp.set_nodelay(true);
-    let t1 = Instant::now();
-    let mut times = ConnectTimes { tcp_us: micros(t1 - t0), tls_us: 0 };
-    match (target.tls, tls) {
-        (true, Some(config)) => {
-            let name = rustls::pki_types::ServerName::try_from(target.host.clone())
-                .map_err(|e| Failure::new(ErrorKind::Tls, format!("tls: bad server name: {e}")))?;
-            let stream = TlsConnector::from(config.clone())
-                .connect(name, tcp)
-                .await
-                .map_err(|e| Failure::new(ErrorKind::Tls, format!("tls: {e}")))?;
-            times.tls_us = micros(t1.elapsed());
-            let h2 = force_h2 || stream.get_ref().1.alpn_protocol() == Some(b"h2");
-            let stream = Stream::Tls(Box::new(stream));
-            Ok((if h2 { handshake_h2(stream).await? } else { Connection::H1(stream) }, times))
-        }
-        _ => {
-            let stream = Stream::Plain(tcp);
-            Ok((if force_h2 { handshake_h2(stream).await? } else { Connection::H1(stream) }, times))
-        }
-    }
-}
-
-/// A new HTTP/1.1 connection (TCP, then TLS for https) for a stream of its own (SSE,
-/// WebSocket), with how long it took.
-pub(crate) async fn open_stream(target: &Target, tls: Option<&Arc<ClientConfig>>) -> Result<(Stream, ConnectTimes), Failure> {
-    let t0 = Instant::now();
-    let tcp = TcpStream::connect(target.addr).await.map_err(|e| Failure::io("connect", &e))?;
-    let _ = tcp.set_nodelay(true);
-    let t1 = Instant::now();
-    let mut times = ConnectTimes { tcp_us: micros(t1 - t0), tls_us: 0 };
-    let Some(config) = tls.filter(|_| target.tls) else { return Ok((Stream::Plain(tcp), times)) };
-    let name = rustls::pki_types::ServerName::try_from(target.host.clone())
-        .map_err(|e| Failure::new(ErrorKind::Tls, format!("tls: bad server name: {e}")))?;
-    let stream = TlsConnector::from(config.clone()).connect(name, tcp).await.map_err(|e| Failure::new(ErrorKind::Tls, format!("tls: {e}")))?;
-    times.tls_us = micros(t1.elapsed());
-    Ok((Stream::Tls(Box::new(stream)), times))
+    let (stream, times) = dial(target, tls).await.map_err(Failure::dial)?;
+    let h2 = force_h2 || matches!(&stream, Stream::Tls(s) if s.get_ref().1.alpn_protocol() == Some(b"h2"));
+    Ok((if h2 { handshake_h2(stream).await? } else { Connection::H1(stream) }, times))
 }
 
 async fn handshake_h2(stream: Stream) -> Result<Connection, Failure> {
@@ -195,20 +163,10 @@ pub(crate) struct PreparedRequest {
 }
 
 impl PreparedRequest {
-    pub(crate) fn new(target: &Target, spec: &volley_scenario::RequestSpec) -> Result<Self, String> {
-        let method = Method::from_bytes(spec.method.as_bytes()).map_err(|_| format!("bad method `{}`", spec.method))?;
-        let mut headers = HeaderMap::new();
-        headers.insert(HOST, HeaderValue::from_str(target.authority.as_str()).map_err(|e| e.to_string())?);
-        headers.insert(USER_AGENT, HeaderValue::from_static(concat!("volley/", env!("CARGO_PKG_VERSION"))));
-        for (n, v) in &spec.headers {
-            let name = http::HeaderName::from_bytes(n.as_bytes()).map_err(|_| format!("bad header name `{n}`"))?;
-            let value = HeaderValue::from_str(v).map_err(|_| format!("bad value for header `{n}`"))?;
-            headers.insert(name, value);
-        }
+    /// The plan's request to the target's URL.
+    pub(crate) fn new(target: &Target, spec: &volley_scenario::RequestSpec) -> Result<Self, EngineError> {
         let body = Bytes::from(spec.body.clone());
-        let h1 = serialize_h1(&method, target.path.as_str(), &headers, &body);
-        headers.remove(HOST);
-        Ok(PreparedRequest { method, full_uri: target.uri.clone(), headers, body, h1 })
+        Self::assemble(target, &spec.method, &target.path, target.uri.clone(), &spec.headers, body)
     }
 
     /// A request to `path_and_query` on the target (a scenario step, built per request).
@@ -218,25 +176,39 @@ impl PreparedRequest {
         path_and_query: &str,
         headers: &[(String, String)],
         body: Vec<u8>,
-    ) -> Result<Self, String> {
-        let method = Method::from_bytes(method.as_bytes()).map_err(|_| format!("bad method `{method}`"))?;
-        let mut map = HeaderMap::new();
-        map.insert(HOST, HeaderValue::from_str(target.authority.as_str()).map_err(|e| e.to_string())?);
-        map.insert(USER_AGENT, HeaderValue::from_static(concat!("volley/", env!("CARGO_PKG_VERSION"))));
-        for (n, v) in headers {
-            let name = http::HeaderName::from_bytes(n.as_bytes()).map_err(|_| format!("bad header name `{n}`"))?;
-            let value = HeaderValue::from_str(v).map_err(|_| format!("header `{n}`: the value has characters a header cannot carry"))?;
-            map.insert(name, value);
-        }
-        let path: http::uri::PathAndQuery =
-            path_and_query.parse().map_err(|_| format!("`{path_and_query}` is not a valid URL path"))?;
+    ) -> Result<Self, EngineError> {
+        let bad_path = || EngineError::Path(path_and_query.to_string());
+        let path: PathAndQuery = path_and_query.parse().map_err(|_| bad_path())?;
         let full_uri = Uri::builder()
             .scheme(if target.tls { "https" } else { "http" })
             .authority(target.authority.clone())
             .path_and_query(path.clone())
             .build()
-            .map_err(|e| e.to_string())?;
-        let body = Bytes::from(body);
+            .map_err(|_| bad_path())?;
+        Self::assemble(target, method, &path, full_uri, headers, Bytes::from(body))
+    }
+
+    /// The one place a request's head is made: `Host` and `User-Agent`, then `headers`
+    /// (each replacing one of the same name), serialized once for HTTP/1.1; HTTP/2 takes
+    /// the authority from `full_uri` instead of `Host`.
+    fn assemble(
+        target: &Target,
+        method: &str,
+        path: &PathAndQuery,
+        full_uri: Uri,
+        headers: &[(String, String)],
+        body: Bytes,
+    ) -> Result<Self, EngineError> {
+        let method = Method::from_bytes(method.as_bytes()).map_err(|_| EngineError::Method(method.to_string()))?;
+        let mut map = HeaderMap::new();
+        let host = HeaderValue::from_str(target.authority.as_str()).map_err(|_| EngineError::HeaderValue(HOST.to_string()))?;
+        map.insert(HOST, host);
+        map.insert(USER_AGENT, HeaderValue::from_static(concat!("volley/", env!("CARGO_PKG_VERSION"))));
+        for (n, v) in headers {
+            let name = http::HeaderName::from_bytes(n.as_bytes()).map_err(|_| EngineError::HeaderName(n.clone()))?;
+            let value = HeaderValue::from_str(v).map_err(|_| EngineError::HeaderValue(n.clone()))?;
+            map.insert(name, value);
+        }
         let h1 = serialize_h1(&method, path.as_str(), &map, &body);
         map.remove(HOST);
         Ok(PreparedRequest { method, full_uri, headers: map, body, h1 })
@@ -419,6 +391,170 @@ impl Client {
     }
 }
 
-pub(crate) fn micros(d: Duration) -> u64 {
-    d.as_micros() as u64
+#[cfg(test)]
+mod tests {
+    //! The retry rule of [`Client::exchange`], against a loopback server that follows a
+    //! script: a request is sent again, once, only when a reused connection fails before
+    //! any byte of its response.
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::sync::mpsc;
+
+    use super::*;
+
+    /// What the server does with one request on a connection.
+    #[derive(Debug, Clone, Copy)]
+    enum Reply {
+        /// A whole keep-alive response.
+        Ok,
+        /// Closes the connection without a byte of response.
+        Hangup,
+        /// Part of a response, then closes.
+        CutShort,
+        /// Bytes that are not HTTP.
+        Garbage,
+    }
+
+    const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+
+    /// A loopback server: connection `i` answers the requests of `script[i]` in order and is
+    /// then closed (a keep-alive connection closed while idle). It stops with the test's
+    /// runtime, and accepts no connection beyond the script.
+    struct Server {
+        target: Target,
+        /// Connections accepted so far.
+        accepted: Arc<AtomicUsize>,
+        /// The number of each connection the server has closed, as it closes it.
+        closed: mpsc::UnboundedReceiver<usize>,
+    }
+
+    fn serve(script: Vec<Vec<Reply>>) -> Server {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let target = Target::resolve(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
+        let listener = TcpListener::from_std(listener).unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (tx, closed) = mpsc::unbounded_channel();
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            for (i, replies) in script.into_iter().enumerate() {
+                let (mut s, _) = listener.accept().await.unwrap();
+                count.fetch_add(1, Ordering::SeqCst);
+                for reply in replies {
+                    if !read_request(&mut s).await {
+                        break;
+                    }
+                    let bytes: &[u8] = match reply {
+                        Reply::Ok => OK,
+                        Reply::Hangup => break,
+                        Reply::CutShort => b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nok",
+                        Reply::Garbage => b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+                    };
+                    s.write_all(bytes).await.unwrap();
+                    if !matches!(reply, Reply::Ok) {
+                        break;
+                    }
+                }
+                drop(s);
+                let _ = tx.send(i);
+            }
+        });
+        Server { target, accepted, closed }
+    }
+
+    /// Reads one request head; false at the end of the connection.
+    async fn read_request(s: &mut TcpStream) -> bool {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            match s.read(&mut byte).await {
+                Ok(1) => head.push(byte[0]),
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Runs `test` on a current-thread runtime, bounded to 10 s.
+    fn run<F: Future<Output = ()>>(test: impl FnOnce() -> F) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), test()).await.expect("the test took over 10 s") });
+    }
+
+    fn client_for(server: &Server) -> (Client, PreparedRequest) {
+        let spec = volley_scenario::RequestSpec {
+            method: "GET".into(),
+            url: server.target.uri.to_string(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        };
+        let request = PreparedRequest::new(&server.target, &spec).unwrap();
+        (Client::new(server.target.clone(), None, false), request)
+    }
+
+    const TIMEOUT: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn a_kept_alive_connection_the_server_closed_while_idle_is_retried_on_a_new_one() {
+        run(|| async {
+            let mut server = serve(vec![vec![Reply::Ok], vec![Reply::Ok]]);
+            let (mut client, req) = client_for(&server);
+            let pool = BufferPool::default();
+            let first = client.send(&req, TIMEOUT, &pool).await.unwrap();
+            assert_eq!((first.status, first.reconnected), (200, false));
+            assert_eq!(server.closed.recv().await, Some(0), "the server closed the idle connection");
+            let second = client.send(&req, TIMEOUT, &pool).await.expect("retried on a new connection");
+            assert_eq!((second.status, second.reconnected), (200, true));
+            assert!(second.connect_us > 0, "the new connection's set-up is counted in the request");
+            assert!(second.total_us >= second.connect_us);
+            assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+        });
+    }
+
+    #[test]
+    fn a_new_connection_that_fails_before_a_response_is_not_retried() {
+        run(|| async {
+            let server = serve(vec![vec![Reply::Hangup], vec![Reply::Ok]]);
+            let (mut client, req) = client_for(&server);
+            let failure = client.send(&req, TIMEOUT, &BufferPool::default()).await.unwrap_err();
+            assert_eq!(failure.kind, ErrorKind::Reset, "{}", failure.message);
+            assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "no second connection");
+        });
+    }
+
+    #[test]
+    fn a_request_is_retried_once_only() {
+        run(|| async {
+            let mut server = serve(vec![vec![Reply::Ok], vec![Reply::Hangup], vec![Reply::Ok]]);
+            let (mut client, req) = client_for(&server);
+            let pool = BufferPool::default();
+            client.send(&req, TIMEOUT, &pool).await.unwrap();
+            assert_eq!(server.closed.recv().await, Some(0));
+            let failure = client.send(&req, TIMEOUT, &pool).await.unwrap_err();
+            assert_eq!(failure.kind, ErrorKind::Reset, "{}", failure.message);
+            assert_eq!(server.accepted.load(Ordering::SeqCst), 2, "the stale connection and one retry");
+            // The failure dropped the connection: the next request opens the third.
+            let third = client.send(&req, TIMEOUT, &pool).await.unwrap();
+            assert!(third.reconnected);
+            assert_eq!(server.accepted.load(Ordering::SeqCst), 3);
+        });
+    }
+
+    #[test]
+    fn a_reused_connection_that_fails_after_its_first_byte_is_not_retried() {
+        for (reply, kind) in [(Reply::CutShort, ErrorKind::Reset), (Reply::Garbage, ErrorKind::Protocol)] {
+            run(move || async move {
+                let server = serve(vec![vec![Reply::Ok, reply], vec![Reply::Ok]]);
+                let (mut client, req) = client_for(&server);
+                let pool = BufferPool::default();
+                client.send(&req, TIMEOUT, &pool).await.unwrap();
+                let failure = client.send(&req, TIMEOUT, &pool).await.unwrap_err();
+                assert_eq!(failure.kind, kind, "{reply:?}: {}", failure.message);
+                assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "{reply:?}: not sent again");
+            });
+        }
+    }
 }

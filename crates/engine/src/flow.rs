@@ -388,7 +388,7 @@ impl<'a> Exec<'a> {
         headers.push(("Cache-Control".into(), "no-cache".into()));
         let req = match PreparedRequest::build(&self.ctx.target, "GET", &path, &headers, Vec::new()) {
             Ok(r) => r,
-            Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e),
+            Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e.into()),
         };
         let stream = SseStream {
             ctx: self.ctx.clone(),

@@ -7,9 +7,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::dial::dial;
+use crate::error::EngineError;
+use crate::h1::{self, Framing, H1Error};
 use crate::prom;
 use crate::target::Target;
 use crate::tls::TlsOptions;
@@ -44,19 +47,18 @@ impl Scraper {
 /// One endpoint, resolved and with its TLS configuration, once for the whole run.
 struct Endpoint {
     url: String,
-    /// The target, or why it cannot be used (reported at every scrape, never fatal).
-    target: Result<Target, String>,
-    tls: Option<Arc<rustls::ClientConfig>>,
+    /// The target and its TLS configuration, or why it cannot be used (reported at every
+    /// scrape, never fatal).
+    target: Result<(Target, Option<Arc<rustls::ClientConfig>>), EngineError>,
 }
 
 impl Endpoint {
     fn new(url: String, tls: &TlsOptions) -> Endpoint {
-        let target = Target::resolve(&url).map_err(|e| e.to_string());
-        let config = match &target {
-            Ok(t) if t.tls => tls.client_config(true).ok().flatten(),
-            _ => None,
-        };
-        Endpoint { url, target, tls: config }
+        let target = Target::resolve(&url).and_then(|t| {
+            let config = if t.tls { tls.client_config(true)? } else { None };
+            Ok((t, config))
+        });
+        Endpoint { url, target }
     }
 }
 
@@ -78,9 +80,13 @@ pub fn start(urls: Vec<String>, tls: TlsOptions, t0: Instant, interval: Duration
                     _ = thread_stop.cancelled() => return,
                 }
                 for e in &endpoints {
-                    let fetched = tokio::time::timeout(timeout, fetch(e))
-                        .await
-                        .unwrap_or_else(|_| Err(format!("no answer within {}s", timeout.as_secs_f64())));
+                    let fetched = match &e.target {
+                        Ok((target, tls)) => tokio::time::timeout(timeout, fetch(target, tls.as_ref()))
+                            .await
+                            .unwrap_or(Err(EngineError::NoAnswer(timeout)))
+                            .map_err(|e| e.to_string()),
+                        Err(why) => Err(why.to_string()),
+                    };
                     let url = e.url.clone();
                     let sample = match fetched {
                         Ok(text) => ScrapeSample { index, values: values(&url, &text, &mut previous), url, error: None },
@@ -137,59 +143,42 @@ pub fn series_key(name: &str, labels: &[(String, String)]) -> String {
     format!("{name}{{{}}}", inner.join(","))
 }
 
-/// GETs the endpoint on a new connection and returns the body.
-async fn fetch(endpoint: &Endpoint) -> Result<String, String> {
-    let target = endpoint.target.as_ref().map_err(Clone::clone)?;
+/// GETs the endpoint on a new connection and returns the body, read by the HTTP/1.1
+/// reader VUs use (framed by length, chunks or the end of the connection).
+async fn fetch(target: &Target, tls: Option<&Arc<rustls::ClientConfig>>) -> Result<String, EngineError> {
     let request = format!(
         "GET {} HTTP/1.1\r\nhost: {}\r\naccept: text/plain;version=0.0.4\r\nuser-agent: volley/{}\r\nconnection: close\r\n\r\n",
         target.path,
         target.authority,
         env!("CARGO_PKG_VERSION")
     );
-    let tcp = tokio::net::TcpStream::connect(target.addr).await.map_err(|e| format!("connect: {e}"))?;
-    let mut raw = Vec::new();
-    if let Some(config) = &endpoint.tls {
-        let name = rustls::pki_types::ServerName::try_from(target.host.clone()).map_err(|e| e.to_string())?;
-        let mut s = tokio_rustls::TlsConnector::from(config.clone()).connect(name, tcp).await.map_err(|e| format!("tls: {e}"))?;
-        s.write_all(request.as_bytes()).await.map_err(|e| e.to_string())?;
-        let _ = s.read_to_end(&mut raw).await;
-    } else {
-        let mut s = tcp;
-        s.write_all(request.as_bytes()).await.map_err(|e| e.to_string())?;
-        s.read_to_end(&mut raw).await.map_err(|e| e.to_string())?;
+    let (mut stream, _) = dial(target, tls).await?;
+    stream.write_all(request.as_bytes()).await.map_err(|error| EngineError::Io { stage: "write", error })?;
+    let mut buf = Vec::new();
+    let head = h1::read_head(&mut stream, &mut buf, None).await.map_err(|e| match e {
+        H1Error::Io(stage, error) => EngineError::Io { stage, error },
+        H1Error::Stale(what) => EngineError::Response(what),
+        H1Error::Invalid(_) | H1Error::Closed(_) => EngineError::NotHttp,
+    })?;
+    if head.status != 200 {
+        return Err(EngineError::Status(head.status));
     }
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut resp = httparse::Response::new(&mut headers);
-    let head_len = match resp.parse(&raw) {
-        Ok(httparse::Status::Complete(n)) => n,
-        _ => return Err("not an HTTP response".into()),
-    };
-    let status = resp.code.unwrap_or(0);
-    if status != 200 {
-        return Err(format!("HTTP {status}"));
+    let mut body = Vec::new();
+    let read = h1::read_body(&mut stream, &mut buf, head.framing, &mut |chunk| {
+        body.extend_from_slice(chunk);
+        true
+    })
+    .await;
+    match read {
+        Ok(_) => {}
+        // Many TLS servers close without a close_notify: for a body that ends with the
+        // connection, that is its end.
+        Err(H1Error::Io(_, e)) if head.framing == Framing::UntilClose && e.kind() == std::io::ErrorKind::UnexpectedEof => {}
+        Err(H1Error::Io(stage, error)) => return Err(EngineError::Io { stage, error }),
+        Err(H1Error::Closed(what)) => return Err(EngineError::Response(what.into())),
+        Err(H1Error::Invalid(what) | H1Error::Stale(what)) => return Err(EngineError::Response(what)),
     }
-    let chunked = resp.headers.iter().any(|h| h.name.eq_ignore_ascii_case("transfer-encoding") && h.value.eq_ignore_ascii_case(b"chunked"));
-    let body = &raw[head_len..];
-    let body = if chunked { dechunk(body)? } else { body.to_vec() };
-    String::from_utf8(body).map_err(|_| "the body is not UTF-8".into())
-}
-
-fn dechunk(mut s: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = s.windows(2).position(|w| w == b"\r\n").ok_or("truncated chunked body")?;
-        let size_text = std::str::from_utf8(&s[..line_end]).map_err(|e| e.to_string())?;
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16).map_err(|_| "bad chunk size")?;
-        s = &s[line_end + 2..];
-        if size == 0 {
-            return Ok(out);
-        }
-        if s.len() < size {
-            return Err("truncated chunk".into());
-        }
-        out.extend_from_slice(&s[..size]);
-        s = s.get(size + 2..).unwrap_or(&[]);
-    }
+    String::from_utf8(body).map_err(|_| EngineError::NotUtf8)
 }
 
 #[cfg(test)]
@@ -210,9 +199,54 @@ mod tests {
         assert!(!second.iter().any(|v| v.0.starts_with("h_bucket")));
     }
 
+    /// Serves `response` once on a loopback port, in pieces of `step` bytes, and returns
+    /// what [`fetch`] made of it.
+    fn fetch_served(response: &'static [u8], step: usize) -> Result<String, EngineError> {
+        use tokio::io::AsyncReadExt;
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let target = Target::resolve(&format!("http://{}/metrics", listener.local_addr().unwrap())).unwrap();
+            let server = tokio::spawn(async move {
+                let (mut s, _) = listener.accept().await.unwrap();
+                let mut req = [0u8; 1024];
+                let _ = s.read(&mut req).await.unwrap();
+                for piece in response.chunks(step) {
+                    s.write_all(piece).await.unwrap();
+                    s.flush().await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            });
+            let fetched = tokio::time::timeout(Duration::from_secs(10), fetch(&target, None)).await.expect("bounded");
+            server.await.unwrap();
+            fetched
+        })
+    }
+
     #[test]
-    fn chunked_bodies() {
-        assert_eq!(dechunk(b"3\r\nabc\r\n2;x\r\nde\r\n0\r\n\r\n").unwrap(), b"abcde");
-        assert!(dechunk(b"5\r\nab").is_err());
+    fn bodies_by_length_chunks_and_close_in_any_split() {
+        for step in [1, 3, 1000] {
+            let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x\r\nde\r\n0\r\n\r\n";
+            assert_eq!(fetch_served(chunked, step).unwrap(), "abcde", "step {step}");
+            let sized = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nabcde";
+            assert_eq!(fetch_served(sized, step).unwrap(), "abcde", "step {step}");
+            let until_close = b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nabcde";
+            assert_eq!(fetch_served(until_close, step).unwrap(), "abcde", "step {step}");
+        }
+    }
+
+    #[test]
+    fn failed_scrapes_say_why() {
+        let err = |response: &'static [u8]| fetch_served(response, 1000).unwrap_err().to_string();
+        assert_eq!(err(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"), "HTTP 404");
+        assert_eq!(err(b"SSH-2.0-OpenSSH_9.6\r\n\r\n"), "not an HTTP response");
+        assert_eq!(err(b"HTTP/1.1 200 OK\r\ncontent-"), "not an HTTP response");
+        assert_eq!(err(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n\xff\xfe"), "the body is not UTF-8");
+        assert!(err(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab").contains("closed inside"));
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let target = Target::resolve(&format!("http://{closed}/metrics")).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let refused = rt.block_on(fetch(&target, None)).unwrap_err().to_string();
+        assert!(refused.starts_with("connect: "), "{refused}");
     }
 }

@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 use volley_scenario::Scenario;
 use volley_stats::ErrorKind;
 
-use crate::client::{Exchange, Failure, PreparedRequest, micros, open_stream};
+use crate::client::{Exchange, Failure, PreparedRequest};
+use crate::dial::{dial, micros};
 use crate::h1;
 use crate::context::WorkerContext;
 
@@ -83,7 +84,7 @@ impl SseStream {
     pub(crate) async fn run(self, req: PreparedRequest) -> (String, bool) {
         let start = Instant::now();
         let opened = tokio::time::timeout(self.open_timeout, async {
-            let (mut stream, times) = open_stream(&self.ctx.target, self.ctx.stream_tls.as_ref()).await?;
+            let (mut stream, times) = dial(&self.ctx.target, self.ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
             use tokio::io::AsyncWriteExt;
             stream.write_all(req.h1_bytes()).await.map_err(|e| Failure::io("write", &e))?;
             let mut buf = Vec::new();

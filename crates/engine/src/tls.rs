@@ -9,6 +9,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use crate::error::EngineError;
+
 /// How to trust the server.
 #[derive(Debug, Clone, Default)]
 pub struct TlsOptions {
@@ -20,11 +22,11 @@ pub struct TlsOptions {
 
 impl TlsOptions {
     /// A rustls config; ALPN offers h2 then http/1.1 unless `http1_only`.
-    pub fn client_config(&self, http1_only: bool) -> Result<Option<Arc<ClientConfig>>, String> {
+    pub fn client_config(&self, http1_only: bool) -> Result<Option<Arc<ClientConfig>>, EngineError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?;
+            .map_err(EngineError::TlsConfig)?;
         let mut config = if self.insecure {
             builder
                 .dangerous()
@@ -38,20 +40,20 @@ impl TlsOptions {
         Ok(Some(Arc::new(config)))
     }
 
-    fn roots(&self) -> Result<RootCertStore, String> {
+    fn roots(&self) -> Result<RootCertStore, EngineError> {
         let mut roots = RootCertStore::empty();
         for cert in rustls_native_certs::load_native_certs().certs {
             let _ = roots.add(cert);
         }
         if let Some(path) = &self.cacert {
-            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-                .and_then(|it| it.collect())
-                .map_err(|e| format!("--cacert {}: {e}", path.display()))?;
+            let bad = |message: String| EngineError::CaCert { path: path.clone(), message };
+            let certs: Vec<CertificateDer<'static>> =
+                CertificateDer::pem_file_iter(path).and_then(|it| it.collect()).map_err(|e| bad(e.to_string()))?;
             if certs.is_empty() {
-                return Err(format!("--cacert {}: no PEM certificates in the file", path.display()));
+                return Err(bad("no PEM certificates in the file (-----BEGIN CERTIFICATE----- blocks)".into()));
             }
             for c in certs {
-                roots.add(c).map_err(|e| format!("--cacert {}: {e}", path.display()))?;
+                roots.add(c).map_err(|e| bad(e.to_string()))?;
             }
         }
         Ok(roots)

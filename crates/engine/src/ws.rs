@@ -11,8 +11,9 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use volley_stats::ErrorKind;
 
-use crate::client::{Exchange, Failure, micros, open_stream};
+use crate::client::{Exchange, Failure};
 use crate::context::WorkerContext;
+use crate::dial::{dial, micros};
 
 /// A finished exchange.
 pub(crate) struct WsDone {
@@ -62,7 +63,7 @@ async fn run(
         let value = http::HeaderValue::from_str(v).map_err(|_| Failure::new(ErrorKind::Protocol, format!("bad value for header `{n}`")))?;
         request.headers_mut().insert(name, value);
     }
-    let (stream, times) = open_stream(target, ctx.stream_tls.as_ref()).await?;
+    let (stream, times) = dial(target, ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
     let (mut ws, _response) = tokio_tungstenite::client_async(request, stream).await.map_err(|e| upgrade_failure(&e))?;
     let upgraded = Instant::now();
     for m in send {

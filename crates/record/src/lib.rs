@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use volley_engine::{EngineConfig, Event, RunControl, StopReason, Target, TargetError, TlsOptions};
+use volley_engine::{EngineConfig, EngineError, Event, RunControl, StopReason, Target, TlsOptions};
 use volley_formats::recorded::{RecordedData, RecordedScenario};
 use volley_formats::rundir::{ErrorNote, ScrapeNote};
 use volley_formats::{FormatError, RecordedPlan, RunMeta, RunStatus, RunWriter};
@@ -136,7 +136,7 @@ pub struct Recorded {
 pub enum RecordError {
     /// The target did not answer before the run (nothing was sent or written).
     #[error(transparent)]
-    Target(#[from] TargetError),
+    Target(#[from] EngineError),
     /// The engine could not start.
     #[error("cannot start the run: {0}")]
     Engine(String),

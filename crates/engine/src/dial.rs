@@ -1,0 +1,47 @@
+//! Opening a connection: TCP without Nagle's delay, then, for an https target, the TLS
+//! handshake, each phase timed.
+//!
+//! Every connection the engine opens comes from here — a VU's, an event stream's, a
+//! WebSocket's, the pre-flight check's and the metrics scraper's — so that all of them
+//! connect, verify certificates and time their phases the same way.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::ClientConfig;
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+use crate::error::EngineError;
+use crate::h1::Stream;
+use crate::target::Target;
+
+/// What it took to open a connection, µs.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ConnectTimes {
+    /// From the start to the TCP connection.
+    pub(crate) tcp_us: u64,
+    /// The TLS handshake (0 without TLS).
+    pub(crate) tls_us: u64,
+}
+
+/// Connects to `target`; with a TLS `config`, and when the target is https, completes the
+/// handshake (SNI and verification against the URL's host name) before returning.
+pub(crate) async fn dial(target: &Target, tls: Option<&Arc<ClientConfig>>) -> Result<(Stream, ConnectTimes), EngineError> {
+    let t0 = Instant::now();
+    let tcp = TcpStream::connect(target.addr).await.map_err(EngineError::Connect)?;
+    let _ = tcp.set_nodelay(true);
+    let t1 = Instant::now();
+    let mut times = ConnectTimes { tcp_us: micros(t1 - t0), tls_us: 0 };
+    let Some(config) = tls.filter(|_| target.tls) else { return Ok((Stream::Plain(tcp), times)) };
+    let name = ServerName::try_from(target.host.clone()).map_err(EngineError::ServerName)?;
+    let stream = TlsConnector::from(config.clone()).connect(name, tcp).await.map_err(EngineError::Tls)?;
+    times.tls_us = micros(t1.elapsed());
+    Ok((Stream::Tls(Box::new(stream)), times))
+}
+
+/// A duration in whole µs, as every timing is kept.
+pub(crate) fn micros(d: Duration) -> u64 {
+    d.as_micros() as u64
+}

@@ -1,0 +1,115 @@
+//! What can go wrong outside a request's own outcome: a target that cannot be used, a
+//! connection that cannot be opened, a TLS set-up or a request that cannot be built, a
+//! scrape that fails.
+//!
+//! The connection and response variants are short (`connect: …`, `tls: …`): a VU's
+//! failure carries their text into the run's error counts, once per failed request. The
+//! variants a person meets before a run starts say what to do next.
+//!
+//! Each message already contains the cause's text, so no variant names a `source`:
+//! a caller printing the chain (`{:#}`) would otherwise show it twice.
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// An engine failure.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The URL is not an absolute http(s) URL.
+    #[error("`{0}` is not an absolute http:// or https:// URL")]
+    BadUrl(String),
+    /// The host name did not resolve.
+    #[error("cannot resolve `{host}`: {message}. Check the host name in the URL, or give an IP address")]
+    Resolve {
+        /// The host.
+        host: String,
+        /// What the resolver said.
+        message: String,
+    },
+    /// Nothing answered on the address before the run started.
+    #[error("{url} does not answer ({addr}): {message}. Is the server running and listening there?")]
+    Unreachable {
+        /// The URL.
+        url: String,
+        /// The address tried.
+        addr: SocketAddr,
+        /// What failed.
+        message: String,
+    },
+    /// The server answered, but its TLS handshake failed before the run started.
+    #[error(
+        "{url} failed the TLS handshake ({addr}): {message}. Does the server speak TLS on that port? If its certificate is the trouble, give --cacert with its CA (PEM), or --insecure"
+    )]
+    TlsRejected {
+        /// The URL.
+        url: String,
+        /// The address tried.
+        addr: SocketAddr,
+        /// What the handshake said.
+        message: String,
+    },
+    /// The TCP connection could not be opened.
+    #[error("connect: {0}")]
+    Connect(io::Error),
+    /// The host is no name a certificate can be checked against.
+    #[error("tls: bad server name: {0}")]
+    ServerName(rustls::pki_types::InvalidDnsNameError),
+    /// The TLS handshake failed.
+    #[error("tls: {0}")]
+    Tls(io::Error),
+    /// rustls refused the TLS configuration.
+    #[error("TLS set-up: {0}")]
+    TlsConfig(rustls::Error),
+    /// The `--cacert` file cannot be used.
+    #[error("--cacert {}: {message}", path.display())]
+    CaCert {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A request's method is no HTTP method.
+    #[error("bad method `{0}`")]
+    Method(String),
+    /// A request header's name is no header name.
+    #[error("bad header name `{0}`")]
+    HeaderName(String),
+    /// A request header's value cannot be sent.
+    #[error("header `{0}`: the value has characters a header cannot carry")]
+    HeaderValue(String),
+    /// A request's path is no URL path.
+    #[error("`{0}` is not a valid URL path")]
+    Path(String),
+    /// The socket failed while writing or reading (`stage`).
+    #[error("{stage}: {error}")]
+    Io {
+        /// `write` or `read`.
+        stage: &'static str,
+        /// What the socket said.
+        error: io::Error,
+    },
+    /// The server's answer does not start with an HTTP response head.
+    #[error("not an HTTP response")]
+    NotHttp,
+    /// The response broke off or broke HTTP/1.1's framing (what the reader found).
+    #[error("{0}")]
+    Response(String),
+    /// The server answered with another status than expected.
+    #[error("HTTP {0}")]
+    Status(u16),
+    /// The body was expected to be text.
+    #[error("the body is not UTF-8")]
+    NotUtf8,
+    /// Nothing complete came back in time.
+    #[error("no answer within {}s", .0.as_secs_f64())]
+    NoAnswer(Duration),
+}
+
+/// For callers that still carry errors as text (the run's set-up, a scenario step).
+impl From<EngineError> for String {
+    fn from(e: EngineError) -> String {
+        e.to_string()
+    }
+}
