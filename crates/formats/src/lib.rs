@@ -14,5 +14,6 @@ pub mod rundir;
 pub mod source;
 
 pub use error::{FormatError, Result};
+pub use hlog::{HistKey, HistMetric};
 pub use rundir::{RunData, RunMeta, RunStatus, RunWriter};
 pub use source::{Format, Source, open, open_as};
