@@ -87,7 +87,7 @@ pub(crate) fn write_compare_html(
     let stem = html.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "compare".into());
     let dir = html.with_file_name(format!("{stem}_charts"));
     let labels: Vec<String> = cmp.runs.iter().map(|r| r.label.clone()).collect();
-    let files = volley_report::charts::compare_charts(sources, &labels, opts, &dir).map_err(anyhow::Error::msg)?;
+    let files = volley_report::charts::compare_charts(sources, &labels, opts, &dir)?;
     let svgs = files
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "svg") && !p.ends_with("percentiles.svg"))

@@ -15,8 +15,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use volley_stats::{CompactHistogram, Counts, ErrorKind, Series, new_histogram};
 
-use crate::hlog::{LoggedHistogram, TAG_TOTAL, TAG_TTFB};
-use crate::rundir::step_tag;
+use crate::hlog::{HistKey, HistMetric, LoggedHistogram};
 
 /// Intervals kept open behind the newest record before they are sealed.
 const OPEN_INTERVALS: i64 = 30;
@@ -186,11 +185,11 @@ impl Bucketer {
     pub fn finish(mut self) -> Bucketed {
         self.seal_before(i64::MAX);
         let Some(grid) = self.grid() else { return Bucketed::default() };
-        let mut out = self.rows(&grid, TAG_TTFB, TAG_TOTAL);
+        let mut out = self.rows(&grid, None);
         out.notes.extend(grid.notes.iter().cloned());
         for (i, (name, mut b)) in std::mem::take(&mut self.labels).into_iter().enumerate() {
             b.seal_before(i64::MAX);
-            let rows = b.rows(&grid, &step_tag(TAG_TTFB, i), &step_tag(TAG_TOTAL, i));
+            let rows = b.rows(&grid, Some(i));
             out.histograms.extend(rows.histograms);
             out.per_label.push((name, rows.series));
         }
@@ -223,8 +222,10 @@ impl Bucketer {
         Some(Grid { first, wanted, notes })
     }
 
-    /// Rows and histograms of this bucketer's slots on `grid` (empty slots give zero rows).
-    fn rows(&self, grid: &Grid, ttfb_tag: &str, total_tag: &str) -> Bucketed {
+    /// Rows and histograms of this bucketer's slots on `grid` (empty slots give zero rows);
+    /// the histograms are keyed to `step` (a label), or to the run.
+    fn rows(&self, grid: &Grid, step: Option<usize>) -> Bucketed {
+        let (ttfb_key, total_key) = (HistKey { metric: HistMetric::Ttfb, step }, HistKey { metric: HistMetric::Total, step });
         let period = self.interval_ms / 1000.0;
         let empty = Slot::default();
         let mut out = Bucketed::default();
@@ -234,9 +235,9 @@ impl Bucketer {
             out.series.intervals.push(slot.counts.to_interval(start_s, period, slot.vusers));
             out.errors_by_kind.push(slot.counts.errors_by_kind);
             if self.has_ttfb {
-                out.histograms.push(LoggedHistogram { tag: ttfb_tag.to_string(), start_s, histogram: slot.ttfb.clone() });
+                out.histograms.push(LoggedHistogram { key: ttfb_key, start_s, histogram: slot.ttfb.clone() });
             }
-            out.histograms.push(LoggedHistogram { tag: total_tag.to_string(), start_s, histogram: slot.total.clone() });
+            out.histograms.push(LoggedHistogram { key: total_key, start_s, histogram: slot.total.clone() });
         }
         out
     }
@@ -297,7 +298,7 @@ mod tests {
         assert_eq!(series.intervals[1].tests, 0);
         assert_eq!(series.intervals[3].errors, 1);
         assert_eq!(kinds[3][ErrorKind::Status.index()], 1);
-        assert_eq!(hists.iter().filter(|h| h.tag == TAG_TTFB).count(), 4);
+        assert_eq!(hists.iter().filter(|h| h.key == HistKey::TTFB).count(), 4);
         assert_eq!(hists[0].histogram.len(), 3);
     }
 
@@ -310,7 +311,7 @@ mod tests {
         let out = b.finish();
         let (series, hists) = (out.series, out.histograms);
         assert_eq!(series.intervals[0].tests, 2);
-        assert_eq!(hists.iter().find(|h| h.tag == TAG_TOTAL && h.start_s == 0.0).unwrap().histogram.len(), 2);
+        assert_eq!(hists.iter().find(|h| h.key == HistKey::TOTAL && h.start_s == 0.0).unwrap().histogram.len(), 2);
         assert_eq!(series.tests(), 3);
     }
 }

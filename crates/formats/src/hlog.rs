@@ -14,16 +14,98 @@ use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 
 use crate::error::{FormatError, Result};
 
-/// Tag of time-to-first-byte histograms.
-pub const TAG_TTFB: &str = "ttfb";
-/// Tag of total-time histograms.
-pub const TAG_TOTAL: &str = "total";
-/// Open model: time to first byte from the actual send (uncorrected).
-pub const TAG_TTFB_ACTUAL: &str = "ttfb_actual";
-/// Open model: total time from the actual send (uncorrected).
-pub const TAG_TOTAL_ACTUAL: &str = "total_actual";
-/// Tag of scenario iterations: the whole flow, from its first step to the end of its last.
-pub const TAG_ITERATION: &str = "iteration";
+/// What a logged histogram measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HistMetric {
+    /// Time to first byte, connection set-up included (from the arrival's due time in
+    /// open-model runs).
+    Ttfb,
+    /// Total time to the end of the body (from the due time in open-model runs).
+    Total,
+    /// Open model: time to first byte from the actual send (uncorrected).
+    TtfbActual,
+    /// Open model: total time from the actual send (uncorrected).
+    TotalActual,
+    /// Scenario iterations: the whole flow, from its first step to the end of its last.
+    Iteration,
+}
+
+impl HistMetric {
+    /// Every metric.
+    pub const ALL: [HistMetric; 5] =
+        [HistMetric::Ttfb, HistMetric::Total, HistMetric::TtfbActual, HistMetric::TotalActual, HistMetric::Iteration];
+
+    /// Its tag in the log, for the whole run.
+    pub fn tag(self) -> &'static str {
+        match self {
+            HistMetric::Ttfb => "ttfb",
+            HistMetric::Total => "total",
+            HistMetric::TtfbActual => "ttfb_actual",
+            HistMetric::TotalActual => "total_actual",
+            HistMetric::Iteration => "iteration",
+        }
+    }
+}
+
+/// Which histograms of a log: a metric of the whole run, or of one scenario step (or
+/// imported label, or nGrinder test id). The tag is written `ttfb`, `total`, … for the run
+/// and `ttfb.1`, `total.1`, … (1-based) for a step; [`HistKey::to_tag`] and
+/// [`HistKey::parse`] are the only code that knows that spelling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HistKey {
+    /// What is measured.
+    pub metric: HistMetric,
+    /// The step, 0-based; `None` for the whole run.
+    pub step: Option<usize>,
+}
+
+impl HistKey {
+    /// The run's time to first byte.
+    pub const TTFB: HistKey = HistKey::run(HistMetric::Ttfb);
+    /// The run's total time.
+    pub const TOTAL: HistKey = HistKey::run(HistMetric::Total);
+    /// Open model: the run's time to first byte from the actual send.
+    pub const TTFB_ACTUAL: HistKey = HistKey::run(HistMetric::TtfbActual);
+    /// Open model: the run's total time from the actual send.
+    pub const TOTAL_ACTUAL: HistKey = HistKey::run(HistMetric::TotalActual);
+    /// Scenario iterations.
+    pub const ITERATION: HistKey = HistKey::run(HistMetric::Iteration);
+
+    /// `metric` of the whole run.
+    pub const fn run(metric: HistMetric) -> HistKey {
+        HistKey { metric, step: None }
+    }
+
+    /// `metric` of step `index` (0-based).
+    pub const fn step(metric: HistMetric, index: usize) -> HistKey {
+        HistKey { metric, step: Some(index) }
+    }
+
+    /// The tag as written in the log: `ttfb`, `ttfb.1`, …
+    pub fn to_tag(self) -> String {
+        match self.step {
+            None => self.metric.tag().to_string(),
+            Some(i) => format!("{}.{}", self.metric.tag(), i + 1),
+        }
+    }
+
+    /// The key a log's tag stands for; `None` for a tag volley does not write.
+    pub fn parse(tag: &str) -> Option<HistKey> {
+        let (name, step) = match tag.split_once('.') {
+            None => (tag, None),
+            Some((name, n)) if n.bytes().all(|b| b.is_ascii_digit()) => (name, Some(n.parse::<usize>().ok()?.checked_sub(1)?)),
+            Some(_) => return None,
+        };
+        let metric = HistMetric::ALL.into_iter().find(|m| m.tag() == name)?;
+        Some(HistKey { metric, step })
+    }
+}
+
+impl std::fmt::Display for HistKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_tag())
+    }
+}
 
 /// Writes the log's header (start time, base time) to `out`.
 pub fn write_header(out: &mut impl Write, start: SystemTime) -> std::io::Result<()> {
@@ -42,26 +124,27 @@ pub fn write_interval(
     h: &Histogram<u64>,
     start: Duration,
     length: Duration,
-    tag: &str,
+    key: HistKey,
 ) -> std::io::Result<()> {
     let mut ser = V2DeflateSerializer::new();
     let mut w = IntervalLogWriterBuilder::new().begin_log_with(out, &mut ser)?;
-    w.write_histogram(h, start, length, Tag::new(tag))
+    w.write_histogram(h, start, length, Tag::new(&key.to_tag()))
         .map_err(|e| std::io::Error::other(format!("{e:?}")))
 }
 
 /// One interval histogram read back.
 #[derive(Debug, Clone)]
 pub struct LoggedHistogram {
-    /// Its tag.
-    pub tag: String,
+    /// What it measures, and of which step.
+    pub key: HistKey,
     /// Offset of the interval from the base time, s.
     pub start_s: f64,
     /// The histogram, compact.
     pub histogram: CompactHistogram,
 }
 
-/// Reads every tagged interval histogram in `bytes`.
+/// Reads every interval histogram in `bytes` tagged with a [`HistKey`]; histograms with
+/// other tags (or none) are skipped, as no report looks them up.
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<LoggedHistogram>> {
     let mut out = Vec::new();
     let mut de = Deserializer::new();
@@ -74,6 +157,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<LoggedHistogram>> {
             FormatError::malformed(path, line, None, "not an HdrHistogram interval-log line")
         })?;
         if let LogEntry::Interval(ih) = entry {
+            let Some(key) = ih.tag().and_then(|t| HistKey::parse(t.as_str())) else { continue };
             let raw = base64::engine::general_purpose::STANDARD
                 .decode(ih.encoded_histogram())
                 .map_err(|e| FormatError::malformed(path, 0, None, format!("bad base64 histogram: {e}")))?;
@@ -81,7 +165,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<LoggedHistogram>> {
                 .deserialize(&mut raw.as_slice())
                 .map_err(|e| FormatError::malformed(path, 0, None, format!("bad histogram: {e:?}")))?;
             out.push(LoggedHistogram {
-                tag: ih.tag().map(|t| t.as_str().to_string()).unwrap_or_default(),
+                key,
                 start_s: ih.start_timestamp().as_secs_f64(),
                 histogram: CompactHistogram::from_histogram(&histogram),
             });
@@ -102,7 +186,7 @@ mod tests {
         let mut h = new_histogram();
         h.record(1500).unwrap();
         h.record(250_000).unwrap();
-        write_interval(&mut buf, &h, Duration::from_secs(2), Duration::from_secs(1), TAG_TTFB).unwrap();
+        write_interval(&mut buf, &h, Duration::from_secs(2), Duration::from_secs(1), HistKey::TTFB).unwrap();
         let text = String::from_utf8(buf.clone()).unwrap();
         assert!(text.contains("#[StartTime: 1700000000.000"), "{text}");
         assert!(text.contains("Tag=ttfb,2.000,1.000,"), "{text}");
@@ -110,6 +194,26 @@ mod tests {
         assert_eq!(back.len(), 1);
         assert_eq!(back[0].histogram.len(), 2);
         assert_eq!(back[0].start_s, 2.0);
-        assert_eq!(back[0].tag, "ttfb");
+        assert_eq!(back[0].key, HistKey::TTFB);
+    }
+
+    #[test]
+    fn tags_are_spelled_as_before() {
+        let cases = [
+            (HistKey::TTFB, "ttfb"),
+            (HistKey::TOTAL, "total"),
+            (HistKey::TTFB_ACTUAL, "ttfb_actual"),
+            (HistKey::TOTAL_ACTUAL, "total_actual"),
+            (HistKey::ITERATION, "iteration"),
+            (HistKey::step(HistMetric::Ttfb, 0), "ttfb.1"),
+            (HistKey::step(HistMetric::Total, 11), "total.12"),
+        ];
+        for (key, tag) in cases {
+            assert_eq!(key.to_tag(), tag);
+            assert_eq!(HistKey::parse(tag), Some(key), "{tag}");
+        }
+        for bad in ["", "ttfb.0", "ttfb.", "ttfb.x", "ttfb.-1", "latency", "total.1.2"] {
+            assert_eq!(HistKey::parse(bad), None, "{bad}");
+        }
     }
 }

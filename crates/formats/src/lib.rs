@@ -15,6 +15,7 @@ pub mod rundir;
 pub mod source;
 
 pub use error::{FormatError, Result};
+pub use hlog::{HistKey, HistMetric};
 pub use recorded::RecordedPlan;
 pub use rundir::{RunData, RunMeta, RunStatus, RunWriter};
 pub use source::{Format, Source, open, open_as};

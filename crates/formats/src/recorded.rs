@@ -36,6 +36,20 @@ pub struct RecordedPlan {
 }
 
 impl RecordedPlan {
+    /// A plan of `load` sending `request`, with every other setting at its default.
+    pub fn new(load: Load, request: RequestSpec) -> RecordedPlan {
+        RecordedPlan {
+            load,
+            request,
+            timeout_s: volley_scenario::plan::DEFAULT_TIMEOUT.as_secs_f64(),
+            expect_status: StatusSet::default(),
+            http2: false,
+            thresholds: Vec::new(),
+            threads: 1,
+            scenario: None,
+        }
+    }
+
     /// `closed` or `open`.
     pub fn model(&self) -> &'static str {
         self.load.kind()

@@ -5,7 +5,7 @@
 //! runs/<UTC time>_<name>/
 //!   run.json      what ran, and status: running | complete | interrupted | aborted
 //!   series.csv    one row per interval; the first 13 columns are nGrinder's output.csv
-//!   latency.hlog  HdrHistogram interval log, tags `ttfb` and `total`
+//!   latency.hlog  HdrHistogram interval log, tagged by `hlog::HistKey`: `ttfb`, `total`, `ttfb.1`, …
 //!   report.md  report.json   written at the end
 //! ```
 
@@ -21,8 +21,8 @@ use volley_stats::{ErrorKind, Interval, IntervalSample, Series};
 use volley_scenario::StepInfo;
 
 use crate::error::{FormatError, Result};
+use crate::hlog::{self, HistKey, HistMetric, LoggedHistogram};
 use crate::recorded::RecordedPlan;
-use crate::hlog::{self, LoggedHistogram, TAG_ITERATION, TAG_TOTAL, TAG_TOTAL_ACTUAL, TAG_TTFB, TAG_TTFB_ACTUAL};
 use crate::ngrinder::{self, DROPPED, ELAPSED, HEADER, PERIOD};
 use crate::numfmt::ngrinder_number;
 
@@ -183,11 +183,6 @@ pub struct RunMeta {
     pub steps: Vec<StepInfo>,
 }
 
-/// The histogram tag of step `index` (0-based): `ttfb.1`, `total.1`, …
-pub fn step_tag(base: &str, index: usize) -> String {
-    format!("{base}.{}", index + 1)
-}
-
 /// Stream events received, per step (a volley column in the step's block).
 const EVENTS: &str = "Events";
 
@@ -333,22 +328,20 @@ impl RunWriter {
         let start = Duration::from_secs_f64(row.start_s);
         let len = Duration::from_secs_f64(row.period_s);
         let hpath = self.dir.join(LATENCY_HLOG);
-        hlog::write_interval(&mut self.hlog, &sample.ttfb, start, len, TAG_TTFB).map_err(|e| FormatError::io(&hpath, e))?;
-        hlog::write_interval(&mut self.hlog, &sample.total, start, len, TAG_TOTAL)
-            .map_err(|e| FormatError::io(&hpath, e))?;
+        let mut logged: Vec<(&Histogram<u64>, HistKey)> = vec![(&sample.ttfb, HistKey::TTFB), (&sample.total, HistKey::TOTAL)];
         for (i, s) in steps.iter().enumerate() {
-            hlog::write_interval(&mut self.hlog, &s.ttfb, start, len, &step_tag(TAG_TTFB, i)).map_err(|e| FormatError::io(&hpath, e))?;
-            hlog::write_interval(&mut self.hlog, &s.total, start, len, &step_tag(TAG_TOTAL, i))
-                .map_err(|e| FormatError::io(&hpath, e))?;
+            logged.push((&s.ttfb, HistKey::step(HistMetric::Ttfb, i)));
+            logged.push((&s.total, HistKey::step(HistMetric::Total, i)));
         }
         if let Some(it) = &sample.iteration {
-            hlog::write_interval(&mut self.hlog, it, start, len, TAG_ITERATION).map_err(|e| FormatError::io(&hpath, e))?;
+            logged.push((it, HistKey::ITERATION));
         }
         if let Some(actual) = &sample.actual {
-            hlog::write_interval(&mut self.hlog, &actual.0, start, len, TAG_TTFB_ACTUAL)
-                .map_err(|e| FormatError::io(&hpath, e))?;
-            hlog::write_interval(&mut self.hlog, &actual.1, start, len, TAG_TOTAL_ACTUAL)
-                .map_err(|e| FormatError::io(&hpath, e))?;
+            logged.push((&actual.0, HistKey::TTFB_ACTUAL));
+            logged.push((&actual.1, HistKey::TOTAL_ACTUAL));
+        }
+        for (h, key) in logged {
+            hlog::write_interval(&mut self.hlog, h, start, len, key).map_err(|e| FormatError::io(&hpath, e))?;
         }
         self.flush()
     }
@@ -611,9 +604,9 @@ mod tests {
         assert_eq!(data.errors_by_kind[2][ErrorKind::Timeout.index()], 1);
         assert_eq!(data.series.intervals[2].start_s, 2.0);
         let source = crate::Source::from_run(data);
-        assert_eq!(source.merged(TAG_TTFB, 0.0).len(), 3);
-        assert_eq!(source.merged(TAG_TTFB, 1.0).len(), 2);
-        assert_eq!(source.per_interval(TAG_TTFB, 1.0).unwrap().len(), 2);
+        assert_eq!(source.merged(HistKey::TTFB, 0.0).len(), 3);
+        assert_eq!(source.merged(HistKey::TTFB, 1.0).len(), 2);
+        assert_eq!(source.per_interval(HistKey::TTFB, 1.0).unwrap().len(), 2);
         let header = fs::read_to_string(w.dir().join(SERIES_CSV)).unwrap();
         assert!(header.starts_with(&HEADER.join(",")));
     }
@@ -652,7 +645,7 @@ mod tests {
         assert_eq!(data.errors_by_kind[0][ErrorKind::Check.index()], 1);
         let source = crate::Source::from_run(data);
         assert_eq!(source.per_test.len(), 2);
-        assert_eq!(source.merged(&step_tag(TAG_TTFB, 1), 0.0).len(), 2);
-        assert_eq!(source.merged(TAG_TTFB, 0.0).len(), 4);
+        assert_eq!(source.merged(HistKey::step(HistMetric::Ttfb, 1), 0.0).len(), 2);
+        assert_eq!(source.merged(HistKey::TTFB, 0.0).len(), 4);
     }
 }

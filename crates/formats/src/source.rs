@@ -10,7 +10,7 @@ use std::io::BufRead;
 
 use crate::error::{FormatError, Result};
 use crate::import;
-use crate::hlog::LoggedHistogram;
+use crate::hlog::{HistKey, LoggedHistogram};
 use crate::rundir::{RunData, RunMeta};
 
 /// Formats `open` recognises, for error messages.
@@ -24,12 +24,12 @@ pub struct Source {
     /// A short name (the run's name, or the file name).
     pub name: String,
     /// The format it was read as.
-    pub format: &'static str,
+    pub format: Format,
     /// The totals series.
     pub series: Series,
     /// Per-test series (nGrinder test ids, scenario steps), with their names.
     pub per_test: Vec<(String, Series)>,
-    /// Per-interval histograms, tagged `ttfb` / `total`; empty for per-interval formats.
+    /// Per-interval histograms, by [`HistKey`]; empty for per-interval formats.
     pub histograms: Vec<LoggedHistogram>,
     /// Errors by kind per interval, where known.
     pub errors_by_kind: Vec<[u64; volley_stats::KINDS]>,
@@ -51,7 +51,7 @@ impl Source {
         Source {
             name: run.meta.name.clone(),
             path: run.dir,
-            format: "volley",
+            format: Format::Volley,
             series: run.series,
             per_test: run.steps,
             histograms: run.histograms,
@@ -69,31 +69,31 @@ impl Source {
         !self.histograms.is_empty()
     }
 
-    /// All histograms of `tag` from `warmup_s` on, merged.
-    pub fn merged(&self, tag: &str, warmup_s: f64) -> Histogram<u64> {
+    /// All histograms of `key` from `warmup_s` on, merged.
+    pub fn merged(&self, key: HistKey, warmup_s: f64) -> Histogram<u64> {
         CompactHistogram::merge_all(
-            self.histograms.iter().filter(|l| l.tag == tag && l.start_s + 1e-9 >= warmup_s).map(|l| &l.histogram),
+            self.histograms.iter().filter(|l| l.key == key && l.start_s + 1e-9 >= warmup_s).map(|l| &l.histogram),
         )
     }
 
-    /// Per-request summary of `tag` from `warmup_s` on.
-    pub fn latency(&self, tag: &str, warmup_s: f64) -> Option<LatencySummary> {
-        LatencySummary::from_histogram(&self.merged(tag, warmup_s))
+    /// Per-request summary of `key` from `warmup_s` on.
+    pub fn latency(&self, key: HistKey, warmup_s: f64) -> Option<LatencySummary> {
+        LatencySummary::from_histogram(&self.merged(key, warmup_s))
     }
 
-    /// One histogram of `tag` per series row from `warmup_s` on (empty where a row has none),
+    /// One histogram of `key` per series row from `warmup_s` on (empty where a row has none),
     /// or `None` when the source has no histograms.
-    pub fn per_interval(&self, tag: &str, warmup_s: f64) -> Option<Vec<CompactHistogram>> {
+    pub fn per_interval(&self, key: HistKey, warmup_s: f64) -> Option<Vec<CompactHistogram>> {
         if !self.has_histograms() {
             return None;
         }
         // Keyed by start in ms: one pass over the log, not one per interval (a scenario run
         // logs two histograms per step and interval).
-        let key = |s: f64| (s * 1000.0).round() as i64;
-        let of_tag: std::collections::HashMap<i64, &CompactHistogram> =
-            self.histograms.iter().filter(|l| l.tag == tag).map(|l| (key(l.start_s), &l.histogram)).collect();
+        let ms = |s: f64| (s * 1000.0).round() as i64;
+        let of_key: std::collections::HashMap<i64, &CompactHistogram> =
+            self.histograms.iter().filter(|l| l.key == key).map(|l| (ms(l.start_s), &l.histogram)).collect();
         let rows = self.series.after_warmup(warmup_s);
-        Some(rows.intervals.iter().map(|row| of_tag.get(&key(row.start_s)).map(|h| (*h).clone()).unwrap_or_default()).collect())
+        Some(rows.intervals.iter().map(|row| of_key.get(&ms(row.start_s)).map(|h| (*h).clone()).unwrap_or_default()).collect())
     }
 }
 
@@ -141,6 +141,41 @@ impl Format {
     pub fn from_name(name: &str) -> Option<Format> {
         Format::ALL.iter().find(|(_, n)| *n == name).map(|(f, _)| *f)
     }
+
+    /// How reports name it (`format` in report.json); both Gatling logs are `gatling-log`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Format::Volley => "volley",
+            Format::Ngrinder => "ngrinder",
+            Format::K6Csv => "k6-csv",
+            Format::K6Json => "k6-json",
+            Format::K6Summary => "k6-summary",
+            Format::Jtl => "jmeter-jtl",
+            Format::LocustHistory => "locust-history",
+            Format::LocustStats => "locust-stats",
+            Format::Gatling | Format::GatlingBinary => "gatling-log",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// Serialized as its [`label`](Format::label).
+impl serde::Serialize for Format {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.label())
+    }
+}
+
+/// A format equals the label reports show for it (`src.format == "jmeter-jtl"`).
+impl PartialEq<&str> for Format {
+    fn eq(&self, other: &&str) -> bool {
+        self.label() == *other
+    }
 }
 
 /// Opens a run directory or a result file, detecting the format from the content.
@@ -183,7 +218,7 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
         Format::Volley => unreachable!("handled above"),
         Format::Ngrinder => {
             let file = crate::ngrinder::parse(path, &read_all(reader)?)?;
-            let mut src = import::source(path, "ngrinder");
+            let mut src = import::source(path, Format::Ngrinder);
             if !file.has_ttfb {
                 src.notes.push("This file has no Mean_time_to_first_byte column (a script without nGrinder's HTTP plugin): its MTTFB figures are 0 and mean nothing.".to_string());
             }

@@ -114,6 +114,6 @@ fn labels_become_per_test_series_on_the_total_grid() {
         assert_eq!((tests, errors), (row.tests, row.errors), "interval {i}: the labels add up to the total");
         assert!(src.per_test.iter().all(|(_, s)| s.intervals[i].start_s == row.start_s));
     }
-    let login = src.merged(&volley_formats::rundir::step_tag(volley_formats::hlog::TAG_TOTAL, 0), 0.0);
+    let login = src.merged(volley_formats::HistKey::step(volley_formats::HistMetric::Total, 0), 0.0);
     assert_eq!(login.len(), src.per_test[0].1.tests(), "a histogram per label, one value per successful sample");
 }

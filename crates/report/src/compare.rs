@@ -4,8 +4,7 @@
 use std::fmt::Write;
 
 use serde::Serialize;
-use volley_formats::Source;
-use volley_formats::hlog::TAG_TTFB;
+use volley_formats::{HistKey, HistMetric, Source};
 use volley_stats::compare::{CompareRow, NOISE_Z, RESAMPLES, RunSample, compare};
 use volley_stats::SuiteOptions;
 
@@ -51,19 +50,19 @@ pub struct StepChange {
 const STEP_KEYS: [&str; 5] = ["error_rate_pct", "tps_avg", "mttfb_avg_ms", "ttfb_p50_ms", "ttfb_p99_ms"];
 
 /// What the noise estimate needs of a series of `src` after warm-up: the series and the
-/// per-interval TTFB histograms tagged `ttfb_tag`.
-fn run_sample(src: &Source, series: &volley_stats::Series, ttfb_tag: &str, opts: ReportOptions) -> RunSample {
+/// per-interval TTFB histograms of `ttfb`.
+fn run_sample(src: &Source, series: &volley_stats::Series, ttfb: HistKey, opts: ReportOptions) -> RunSample {
     let warmup = crate::model::warmup_seconds(src, opts.warmup);
     RunSample {
         series: series.after_warmup(warmup),
-        ttfb: src.per_interval(ttfb_tag, warmup),
+        ttfb: src.per_interval(ttfb, warmup),
         options: SuiteOptions { tps_tail: opts.tps_tail },
     }
 }
 
 /// The noise inputs of step `i` of `src` (its block of the series, its histograms).
 fn step_sample(src: &Source, i: usize, opts: ReportOptions) -> RunSample {
-    run_sample(src, &src.per_test[i].1, &volley_formats::rundir::step_tag(TAG_TTFB, i), opts)
+    run_sample(src, &src.per_test[i].1, HistKey::step(HistMetric::Ttfb, i), opts)
 }
 
 /// Steps of `a` also in `b` (matched by name), compared.
@@ -105,7 +104,7 @@ pub struct Comparison {
 /// What the noise estimate needs of each source: its series and per-interval TTFB
 /// histograms after warm-up.
 pub(crate) fn samples(sources: &[Source], opts: ReportOptions) -> Vec<RunSample> {
-    sources.iter().map(|s| run_sample(s, &s.series, TAG_TTFB, opts)).collect()
+    sources.iter().map(|s| run_sample(s, &s.series, HistKey::TTFB, opts)).collect()
 }
 
 /// Compares `sources` in order; `labels` name them (defaults: their names).
@@ -141,12 +140,19 @@ pub(crate) fn value(v: f64, unit: &str, key: &str) -> String {
     }
 }
 
-pub(crate) fn change(r: &CompareRow) -> String {
+/// A change as the text before its mark and the text after it: (`+3.20%`, ` (too few
+/// requests)`); the mark follows the first after a space.
+pub(crate) fn change_parts(r: &CompareRow) -> (String, &'static str) {
     if r.change_pct.is_infinite() {
-        return format!("new {}", r.verdict.mark());
+        return ("new".to_string(), "");
     }
-    let few = if r.too_few { " (too few requests)" } else { "" };
-    format!("{:+.2}% {}{few}", r.change_pct, r.verdict.mark())
+    (format!("{:+.2}%", r.change_pct), if r.too_few { " (too few requests)" } else { "" })
+}
+
+/// A change with its emoji mark: `+3.20% 🟢`.
+pub(crate) fn change(r: &CompareRow) -> String {
+    let (change, after) = change_parts(r);
+    format!("{change} {}{after}", r.verdict.mark())
 }
 
 impl Comparison {

@@ -1,16 +1,18 @@
 //! One self-contained HTML file per report or comparison: the tables, and interactive
 //! charts (uPlot, inlined — drag to zoom, double-click to reset, hover for values). No
-//! network is needed to open it, and it prints.
+//! network is needed to open it, and it prints. The charts are the ones of
+//! [`crate::chartset`]; a comparison's 🟢 / 🔴 / ⚪ are drawn ([`crate::marks`]), as an
+//! emoji font cannot be counted on.
 
 use minijinja::value::Serde;
 use minijinja::{Environment, Value, context};
 use serde::Serialize;
 use volley_formats::Source;
-use volley_formats::hlog::{TAG_TOTAL, TAG_TTFB};
 
-use crate::charts::{Timeline, percentile_curve};
+use crate::chartset::{self, Chart, Unit, XAxis};
 use crate::compare::Comparison;
-use crate::model::{ReportOptions, RunReport, warmup_seconds};
+use crate::marks;
+use crate::model::{ReportOptions, RunReport};
 
 const UPLOT_JS: &str = include_str!("../assets/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../assets/uPlot.min.css");
@@ -23,7 +25,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;
 h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:22px 0 8px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:6px 0 14px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}
 .meta{color:#555}.chart{margin:10px 0 22px}.note{color:#555}.better{color:#1a7f37}.worse{color:#cf222e}
-svg{max-width:100%;height:auto}
+svg{max-width:100%;height:auto}svg.mark{vertical-align:-1px}
 @media print{.chart{page-break-inside:avoid}body{max-width:none}}
 </style></head><body>
 <h1>{{ title }}</h1>
@@ -46,10 +48,10 @@ svg{max-width:100%;height:auto}
 {% for s in steps %}
 <h2>{{ s.title }}</h2>
 <table><tr><th>Metric</th><th>{{ s.before }}</th><th>{{ s.after }}</th><th>Change</th></tr>
-{% for row in s.rows %}<tr><td>{{ row.label }}</td><td>{{ row.before }}</td><td>{{ row.after }}</td><td class="{{ row.verdict }}">{{ row.change }}</td></tr>
+{% for row in s.rows %}<tr><td>{{ row.label }}</td><td>{{ row.before }}</td><td>{{ row.after }}</td><td class="{{ row.verdict }}">{{ row.change|safe }}</td></tr>
 {% endfor %}</table>
 {% endfor %}
-{% if method %}<p class="note">{{ method }}</p>{% endif %}
+{% if method %}<p class="note">{{ method|safe }}</p>{% endif %}
 <div id="charts"></div>
 {% for svg in svgs %}<div class="chart">{{ svg|safe }}</div>{% endfor %}
 <script type="application/json" id="data">{{ data|safe }}</script>
@@ -83,113 +85,35 @@ svg{max-width:100%;height:auto}
 
 /// One chart for the page's script.
 #[derive(Debug, Clone, Serialize)]
-struct Chart {
+struct ChartView {
     title: String,
-    xlabel: String,
-    ylabel: String,
-    y2label: Option<String>,
+    xlabel: &'static str,
+    ylabel: &'static str,
+    y2label: Option<&'static str>,
     percentile: bool,
     x: Vec<f64>,
-    series: Vec<Line>,
+    series: Vec<LineView>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-struct Line {
+struct LineView {
     label: String,
     values: Vec<Option<f64>>,
-    scale: Option<String>,
+    scale: Option<&'static str>,
 }
 
-fn line(label: &str, values: impl IntoIterator<Item = Option<f64>>) -> Line {
-    Line { label: label.to_string(), values: values.into_iter().collect(), scale: None }
-}
-
-/// Percentile curves sharing one x axis; `None` when there are none.
-fn percentile_chart<L: AsRef<str>>(title: String, curves: &[(L, Vec<(f64, f64)>)]) -> Option<Chart> {
-    let (_, first) = curves.first()?;
-    Some(Chart {
-        title,
-        xlabel: "percentile".into(),
-        ylabel: "ms".into(),
-        y2label: None,
-        percentile: true,
-        x: first.iter().map(|p| p.0).collect(),
-        series: curves.iter().map(|(l, c)| line(l.as_ref(), c.iter().map(|p| Some(p.1)))).collect(),
-    })
-}
-
-fn run_charts(src: &Source, opts: ReportOptions) -> Vec<Chart> {
-    let tl = Timeline::of(src, opts);
-    let name = &src.name;
-    let mut charts = vec![
-        Chart {
-            title: format!("{name}: TPS and VUs"),
-            xlabel: "elapsed (s)".into(),
-            ylabel: "TPS".into(),
-            y2label: Some("VUs".into()),
-            percentile: false,
-            x: tl.t.clone(),
-            series: vec![
-                line("TPS", tl.tps.iter().map(|v| Some(*v))),
-                Line { scale: Some("y2".into()), ..line("VUs", tl.vusers.iter().map(|v| Some(*v))) },
-            ],
-        },
-        Chart {
-            title: format!("{name}: time to first byte (ms)"),
-            xlabel: "elapsed (s)".into(),
-            ylabel: "ms".into(),
-            y2label: None,
-            percentile: false,
-            x: tl.t.clone(),
-            series: vec![line("MTTFB (interval mean)", tl.mttfb.iter().map(|v| Some(*v))), line("TTFB p99 (per request)", tl.ttfb_p99.clone())],
-        },
-        Chart {
-            title: format!("{name}: errors per interval"),
-            xlabel: "elapsed (s)".into(),
-            ylabel: "errors".into(),
-            y2label: None,
-            percentile: false,
-            x: tl.t.clone(),
-            series: vec![line("errors", tl.errors.iter().map(|v| Some(*v)))],
-        },
-    ];
-    let warmup = warmup_seconds(src, opts.warmup);
-    let steps = crate::charts::step_lines(src, warmup);
-    if !steps.is_empty() {
-        // Steps share the run's interval grid; a step without successes in an interval is a gap.
-        let key = |t: f64| (t * 1000.0).round() as i64;
-        charts.push(Chart {
-            title: format!("{name}: MTTFB per step (ms)"),
-            xlabel: "elapsed (s)".into(),
-            ylabel: "ms".into(),
-            y2label: None,
-            percentile: false,
-            x: tl.t.clone(),
-            series: steps
-                .iter()
-                .map(|(l, pts)| {
-                    let by_t: std::collections::HashMap<i64, f64> = pts.iter().map(|p| (key(p.0), p.1)).collect();
-                    line(l, tl.t.iter().map(|t| by_t.get(&key(*t)).copied()))
-                })
-                .collect(),
-        });
+/// A chart of the set as the page's script draws it; a title names its unit when that is
+/// ms, as hovered values show bare numbers.
+fn chart_view(c: Chart) -> ChartView {
+    ChartView {
+        title: if c.y == Unit::Ms { format!("{} (ms)", c.title) } else { c.title },
+        xlabel: c.x_axis.label(),
+        ylabel: c.y.label(),
+        y2label: c.y2.map(Unit::label),
+        percentile: c.x_axis == XAxis::Percentile,
+        x: c.x,
+        series: c.lines.into_iter().map(|l| LineView { label: l.label, values: l.values, scale: l.right.then_some("y2") }).collect(),
     }
-    let server = crate::charts::server_lines(src, warmup);
-    if let Some((_, first)) = server.first() {
-        charts.push(Chart {
-            title: format!("{name}: server (scraped)"),
-            xlabel: "elapsed (s)".into(),
-            ylabel: "count".into(),
-            y2label: None,
-            percentile: false,
-            x: first.iter().map(|p| p.0).collect(),
-            series: server.iter().map(|(l, pts)| line(l, pts.iter().map(|p| Some(p.1)))).collect(),
-        });
-    }
-    let curves: Vec<(&str, Vec<(f64, f64)>)> =
-        [("TTFB", TAG_TTFB), ("Total time", TAG_TOTAL)].iter().map(|(l, t)| (*l, percentile_curve(src, t, warmup))).filter(|(_, c)| !c.is_empty()).collect();
-    charts.extend(percentile_chart(format!("{name}: latency by percentile (ms)"), &curves));
-    charts
 }
 
 #[derive(Serialize)]
@@ -220,7 +144,7 @@ struct LatencyView {
 fn view(r: &RunReport) -> ReportView {
     ReportView {
         name: r.name.clone(),
-        format: r.format.clone(),
+        format: r.format.to_string(),
         status: r.status.clone(),
         reason: r.reason.clone(),
         measured_s: r.measured_s,
@@ -244,7 +168,8 @@ fn script_json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("chart data serializes").replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
 }
 
-fn render(title: &str, reports: &[ReportView], steps: Vec<StepView>, method: Option<&str>, charts: Vec<Chart>, svgs: Vec<String>) -> String {
+fn render(title: &str, reports: &[ReportView], steps: Vec<StepView>, method: Option<String>, charts: Vec<Chart>, svgs: Vec<String>) -> String {
+    let charts: Vec<ChartView> = charts.into_iter().map(chart_view).collect();
     let mut env = Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
     env.add_template("page.html", PAGE).expect("the page template parses");
@@ -273,7 +198,7 @@ pub fn report_page(sources: &[Source], reports: &[RunReport], opts: ReportOption
         _ => "volley report".to_string(),
     };
     let views: Vec<ReportView> = reports.iter().map(view).collect();
-    let charts = sources.iter().flat_map(|s| run_charts(s, opts)).collect();
+    let charts = sources.iter().flat_map(|s| chartset::run_set(s, opts)).collect();
     render(&title, &views, Vec::new(), None, charts, Vec::new())
 }
 
@@ -290,8 +215,15 @@ struct StepRow {
     label: String,
     before: String,
     after: String,
+    /// HTML: the change with its mark drawn.
     change: String,
     verdict: String,
+}
+
+/// A change with its mark drawn (`+3.20% ●`), as HTML.
+fn change_html(r: &volley_stats::compare::CompareRow) -> String {
+    let (change, after) = crate::compare::change_parts(r);
+    format!("{} {}{}", minijinja::HtmlEscape(&change), marks::svg(r.verdict), minijinja::HtmlEscape(after))
 }
 
 /// The HTML page of a comparison; `bar_svgs` are the grouped-bar charts to inline.
@@ -314,44 +246,31 @@ pub fn compare_page(cmp: &Comparison, sources: &[Source], opts: ReportOptions, b
                     label: format!("{prefix}{}", r.label),
                     before: crate::compare::value(r.before, r.unit, r.key),
                     after: crate::compare::value(r.after, r.unit, r.key),
-                    change: crate::compare::change(r),
+                    change: change_html(r),
                     verdict: serde_json::to_value(r.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
                 })
                 .collect(),
         })
         .collect();
     let labels: Vec<String> = cmp.runs.iter().map(|r| r.label.clone()).collect();
-    let mut charts = Vec::new();
-    let timelines: Vec<Timeline> = sources.iter().map(|s| Timeline::of(s, opts)).collect();
-    if let Some(longest) = timelines.iter().max_by_key(|t| t.t.len()) {
-        let x: Vec<f64> = longest.t.clone();
-        let n = x.len();
-        let pad = |v: &[f64]| -> Vec<Option<f64>> { (0..n).map(|i| v.get(i).copied()).collect() };
-        charts.push(Chart {
-            title: "TPS over time, per phase".into(),
-            xlabel: "elapsed (s)".into(),
-            ylabel: "TPS".into(),
-            y2label: None,
-            percentile: false,
-            x: x.clone(),
-            series: timelines.iter().zip(&labels).map(|(t, l)| line(l, pad(&t.tps))).collect(),
-        });
-        charts.push(Chart {
-            title: "MTTFB over time, per phase (ms)".into(),
-            xlabel: "elapsed (s)".into(),
-            ylabel: "ms".into(),
-            y2label: None,
-            percentile: false,
-            x,
-            series: timelines.iter().zip(&labels).map(|(t, l)| line(l, pad(&t.mttfb))).collect(),
-        });
+    let charts = chartset::compare_set(sources, &labels, opts);
+    render("volley compare", &[], steps, Some(marks::in_text(&cmp.method)), charts, bar_svgs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comparison_marks_are_drawn_not_emoji() {
+        let dir = tempfile::tempdir().unwrap();
+        let sources = [crate::testrun::run(dir.path(), "before", 6, 50, 5, &[]), crate::testrun::run(dir.path(), "after", 6, 50, 9, &[])];
+        let opts = ReportOptions::default();
+        let cmp = crate::compare::build(&sources, &[], opts);
+        let page = compare_page(&cmp, &sources, opts, Vec::new());
+        assert!(!page.contains(['🟢', '🔴', '⚪']), "an emoji needs an emoji font, which headless Chromium on Debian lacks");
+        assert!(page.contains(marks::svg(volley_stats::compare::Verdict::Worse)), "slower TTFB is marked worse");
+        assert!(page.contains(marks::svg(volley_stats::compare::Verdict::Noise)), "the method names the within-the-noise mark");
+        assert!(cmp.markdown().contains("🔴") && cmp.table().contains("🔴"), "text reports keep their emoji");
     }
-    let curves: Vec<(String, Vec<(f64, f64)>)> = sources
-        .iter()
-        .zip(&labels)
-        .map(|(s, l)| (l.clone(), percentile_curve(s, TAG_TTFB, warmup_seconds(s, opts.warmup))))
-        .filter(|(_, c)| !c.is_empty())
-        .collect();
-    charts.extend(percentile_chart("TTFB by percentile, per phase (ms)".into(), &curves));
-    render("volley compare", &[], steps, Some(&cmp.method), charts, bar_svgs)
 }

@@ -3,12 +3,18 @@
 //!
 //! Nothing here computes a metric: [`RunReport`] gathers what `volley-stats` computed.
 
+mod error;
+mod marks;
 mod model;
 mod render;
+#[cfg(test)]
+mod testrun;
 
+pub use error::{ReportError, Result};
 pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, Warmup, warmup_seconds};
 pub use render::{csv, group_thousands, markdown, markdown_with_charts, table};
 
+pub mod chartset;
 pub mod compare;
 pub mod charts;
 pub mod html;

@@ -1,9 +1,7 @@
 //! What a report holds; serialized as `report.json`.
 
 use serde::Serialize;
-use volley_formats::Source;
-use volley_formats::hlog::{TAG_ITERATION, TAG_TOTAL, TAG_TOTAL_ACTUAL, TAG_TTFB, TAG_TTFB_ACTUAL};
-use volley_formats::rundir::step_tag;
+use volley_formats::{Format, HistKey, HistMetric, Source};
 use volley_stats::{ErrorKind, LatencySummary, SeedSuite, SuiteOptions, TpsTail};
 
 /// Version of the `report.json` layout; bumped when a field changes meaning or goes away.
@@ -47,8 +45,9 @@ pub struct RunReport {
     pub name: String,
     /// Where the figures came from (a directory or a file).
     pub source: String,
-    /// The format it was read as (`volley`, `ngrinder`, `k6-csv`, ...).
-    pub format: String,
+    /// The format it was read as; shown (and serialized) as its label (`volley`,
+    /// `ngrinder`, `k6-csv`, ...).
+    pub format: Format,
     /// running | complete | interrupted | aborted, or `imported`.
     pub status: String,
     /// Why it stopped early.
@@ -160,13 +159,13 @@ impl RunReport {
             ));
         }
         let open_model = src.meta.as_ref().is_some_and(|m| m.plan.load.is_open());
-        if src.format == "volley" && src.has_histograms() && !open_model {
+        if src.format == Format::Volley && src.has_histograms() && !open_model {
             notes.push(
                 "TTFB and MTTFB are measured from the request's actual start, connection set-up included (as nGrinder does)."
                     .to_string(),
             );
         }
-        if src.format == "ngrinder" {
+        if src.format == Format::Ngrinder {
             notes.push("This file has only per-interval means: per-request percentiles are not available from it.".to_string());
         }
         let steps = src.meta.as_ref().map(|m| m.steps.as_slice()).unwrap_or_default();
@@ -180,14 +179,14 @@ impl RunReport {
                     name: name.clone(),
                     kind: step.map(|s| s.kind.name().to_string()),
                     seed_suite: SeedSuite::compute(&s.after_warmup(warmup_s), suite_opts),
-                    ttfb_ms: src.latency(&step_tag(TAG_TTFB, i), warmup_s),
-                    total_ms: src.latency(&step_tag(TAG_TOTAL, i), warmup_s),
+                    ttfb_ms: src.latency(HistKey::step(HistMetric::Ttfb, i), warmup_s),
+                    total_ms: src.latency(HistKey::step(HistMetric::Total, i), warmup_s),
                     events: src.step_events.get(i).map_or(0, |e| e.iter().skip(first_kept).sum()),
                 }
             })
             .collect();
         let varies = series.intervals.windows(2).any(|w| (w[0].vusers - w[1].vusers).abs() >= 1.0);
-        let saturation = (src.format == "volley" && varies).then(|| volley_stats::knee::saturation(&series));
+        let saturation = (src.format == Format::Volley && varies).then(|| volley_stats::knee::saturation(&series));
         let server = server_peaks(src, warmup_s);
         let meta = src.meta.as_ref();
         let model = meta.map(|m| m.plan.model()).unwrap_or_default().to_string();
@@ -213,7 +212,7 @@ impl RunReport {
             schema: SCHEMA_VERSION,
             name: src.name.clone(),
             source: src.path.display().to_string(),
-            format: src.format.to_string(),
+            format: src.format,
             status: meta.map_or("imported".to_string(), |m| m.status.name().to_string()),
             reason: meta.and_then(|m| m.reason.clone()),
             started_at: meta.map(|m| m.started_at.clone()).unwrap_or_default(),
@@ -223,11 +222,11 @@ impl RunReport {
             seed_suite,
             model,
             per_request: PerRequest {
-                ttfb_ms: src.latency(TAG_TTFB, warmup_s),
-                total_ms: src.latency(TAG_TOTAL, warmup_s),
-                ttfb_actual_ms: src.latency(TAG_TTFB_ACTUAL, warmup_s),
-                total_actual_ms: src.latency(TAG_TOTAL_ACTUAL, warmup_s),
-                iteration_ms: src.latency(TAG_ITERATION, warmup_s),
+                ttfb_ms: src.latency(HistKey::TTFB, warmup_s),
+                total_ms: src.latency(HistKey::TOTAL, warmup_s),
+                ttfb_actual_ms: src.latency(HistKey::TTFB_ACTUAL, warmup_s),
+                total_actual_ms: src.latency(HistKey::TOTAL_ACTUAL, warmup_s),
+                iteration_ms: src.latency(HistKey::ITERATION, warmup_s),
             },
             generator,
             per_test,

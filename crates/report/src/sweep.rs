@@ -4,8 +4,7 @@
 use std::fmt::Write;
 
 use serde::Serialize;
-use volley_formats::Source;
-use volley_formats::hlog::TAG_TTFB;
+use volley_formats::{HistKey, Source};
 use volley_stats::compare::compare;
 use volley_stats::SeedSuite;
 
@@ -65,7 +64,7 @@ pub fn summarize(sources: &[Source], labels: &[String], objective: Objective, op
         .map(|((sample, src), label)| {
             let suite = SeedSuite::compute(&sample.series, sample.options);
             let w = warmup_seconds(src, opts.warmup);
-            let ttfb = src.latency(TAG_TTFB, w).map_or(suite.mttfb_p99_ms, |l| l.p99_ms);
+            let ttfb = src.latency(HistKey::TTFB, w).map_or(suite.mttfb_p99_ms, |l| l.p99_ms);
             SweepRow { label: label.clone(), tps_avg: suite.tps_avg, ttfb_p99_ms: ttfb, error_rate_pct: suite.error_rate_pct }
         })
         .collect();

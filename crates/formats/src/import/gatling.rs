@@ -10,7 +10,7 @@ use volley_stats::ErrorKind;
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
 use crate::import::{BUCKET_S, source};
-use crate::source::Source;
+use crate::source::{Format, Source};
 
 /// Whether the first line is a text simulation log's RUN record.
 pub fn sniff_text(first_line: &str) -> bool {
@@ -81,13 +81,13 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
         }
     }
     let requests = bucketer.records();
-    Ok(finish(path, bucketer, format!("{requests} Gatling requests (simulation.log of Gatling {version})")))
+    Ok(finish(path, Format::Gatling, bucketer, format!("{requests} Gatling requests (simulation.log of Gatling {version})")))
 }
 
 /// The source of a bucketed Gatling log. Gatling has no first-byte time, so the MTTFB
 /// columns show the response time, and the note says so.
-fn finish(path: &Path, bucketer: Bucketer, what: String) -> Source {
-    let mut src = source(path, "gatling-log");
+fn finish(path: &Path, format: Format, bucketer: Bucketer, what: String) -> Source {
+    let mut src = source(path, format);
     let mut out = bucketer.finish();
     for row in &mut out.series.intervals {
         row.mttfb_ms = row.mean_test_time_ms;
@@ -165,7 +165,7 @@ pub fn read_binary(path: &Path, bytes: &[u8]) -> Result<Source> {
         }
     }
     let requests = bucketer.records();
-    Ok(finish(path, bucketer, format!("{requests} Gatling requests and {users} users (binary simulation.log, RUN record says Gatling {version})")))
+    Ok(finish(path, Format::GatlingBinary, bucketer, format!("{requests} Gatling requests and {users} users (binary simulation.log, RUN record says Gatling {version})")))
 }
 
 struct BinReader<'a> {

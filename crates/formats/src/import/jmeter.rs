@@ -12,7 +12,7 @@ use volley_stats::ErrorKind;
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
 use crate::import::{BUCKET_S, source};
-use crate::source::Source;
+use crate::source::{Format, Source};
 
 /// JMeter's default CSV columns, in order.
 const DEFAULT_COLUMNS: [&str; 17] = [
@@ -122,7 +122,7 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
         };
         bucketer.add_labelled(&record_of, label);
     }
-    let mut src = source(path, "jmeter-jtl");
+    let mut src = source(path, Format::Jtl);
     bucketer.finish().into_source(&mut src);
     src.notes.push(format!(
         "{rows} JMeter samples bucketed by start second; {sub_results} sub-result rows (redirects, embedded resources) are part of their parent samples and not counted again. TTFB = JMeter's Latency."

@@ -15,7 +15,7 @@ use volley_stats::{ErrorKind, Interval, Series};
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
 use crate::import::{BUCKET_S, source};
-use crate::source::Source;
+use crate::source::{Format, Source};
 
 /// A request being rebuilt from its samples.
 #[derive(Default)]
@@ -106,7 +106,7 @@ impl Assembler {
         }
     }
 
-    fn finish(mut self, path: &Path, format: &'static str) -> Source {
+    fn finish(mut self, path: &Path, format: Format) -> Source {
         self.flush();
         let mut src = source(path, format);
         let requests = self.bucketer.records();
@@ -170,7 +170,7 @@ pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
             get(code_c).and_then(|s| s.parse().ok()),
         );
     }
-    Ok(asm.finish(path, "k6-csv"))
+    Ok(asm.finish(path, Format::K6Csv))
 }
 
 /// k6 CSV timestamps: unix seconds (default), milli/micro/nanoseconds, or RFC 3339 → ms.
@@ -223,7 +223,7 @@ pub fn read_json(path: &Path, reader: impl BufRead) -> Result<Source> {
             tags["error_code"].as_str().and_then(|s| s.parse().ok()),
         );
     }
-    Ok(asm.finish(path, "k6-json"))
+    Ok(asm.finish(path, Format::K6Json))
 }
 
 /// Whether `text` is a `--summary-export` file (legacy flat shape) or `handleSummary` data.
@@ -250,7 +250,7 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
     let duration_s = if rate > 0.0 { count / rate } else { 0.0 };
     let tests = (count - failed).max(0.0) as u64;
     let waiting = get("http_req_waiting", "avg").unwrap_or(f64::NAN);
-    let mut src = source(path, "k6-summary");
+    let mut src = source(path, Format::K6Summary);
     src.series = Series {
         intervals: vec![Interval {
             period_s: duration_s,

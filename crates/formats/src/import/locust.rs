@@ -8,7 +8,7 @@ use volley_stats::{Interval, Series};
 
 use crate::error::{FormatError, Result};
 use crate::import::source;
-use crate::source::Source;
+use crate::source::{Format, Source};
 
 /// Whether the first line is a stats-history header.
 pub fn sniff_history(first_line: &str) -> bool {
@@ -95,7 +95,7 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
     if series.intervals.is_empty() {
         return Err(FormatError::malformed(path, 2, None, "no `Aggregated` rows: not a Locust stats history with data"));
     }
-    let mut src = source(path, "locust-history");
+    let mut src = source(path, Format::LocustHistory);
     src.series = series;
     src.notes.push("Locust measures no time to first byte: MTTFB here is Locust's response time, per interval from its cumulative averages (Requests include failures in Locust; Tests here are successes only).".to_string());
     src.notes.push("Per-interval data only: per-request percentiles are not available from this file.".to_string());
@@ -116,7 +116,7 @@ pub fn read_stats(path: &Path, text: &str) -> Result<Source> {
     let (count, fail, avg, rps) = (n(count_c)?, n(fail_c)?, n(avg_c)?, n(rps_c)?);
     let duration = if rps > 0.0 { count / rps } else { 0.0 };
     let tests = (count - fail).max(0.0);
-    let mut src = source(path, "locust-stats");
+    let mut src = source(path, Format::LocustStats);
     src.series = Series {
         intervals: vec![Interval {
             period_s: duration,

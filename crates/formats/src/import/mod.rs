@@ -9,13 +9,13 @@ pub mod locust;
 
 use std::path::Path;
 
-use crate::source::Source;
+use crate::source::{Format, Source};
 
 /// Interval used when bucketing per-request files.
 pub const BUCKET_S: f64 = 1.0;
 
 /// A new source for an imported file.
-pub(crate) fn source(path: &Path, format: &'static str) -> Source {
+pub(crate) fn source(path: &Path, format: Format) -> Source {
     Source {
         path: path.to_path_buf(),
         name: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
