@@ -29,7 +29,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
     let settings = flags.merge(&sc.settings);
     let url = settings.target.clone().unwrap_or_default();
     let target = Target::resolve(&url)?;
-    let plan = settings.plan(RequestSpec::get(url), Some(Arc::new(sc))).map_err(anyhow::Error::msg)?;
+    let plan = settings.plan(RequestSpec::get(url), Some(Arc::new(sc)))?;
     let config = EngineConfig {
         plan,
         target,
@@ -42,7 +42,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
     };
     volley_engine::preflight(&config.target, &config.tls, config.timeout_for_preflight())?;
     println!("\nOne iteration, one VU, against {}:\n", config.target.uri);
-    let traces = volley_engine::check_once(&config).map_err(anyhow::Error::msg)?;
+    let traces = volley_engine::check_once(&config)?;
     for t in &traces {
         print_trace(t);
     }

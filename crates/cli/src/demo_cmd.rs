@@ -48,7 +48,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
     eprintln!("== Tuning the chat server's GET /rooms in three phases ==");
     for (i, phase) in phases.iter().enumerate() {
         eprintln!("\n== {} — {} ==", phase.label, phase.change);
-        let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, &phase.knobs)).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, &phase.knobs))?;
         let base = format!("http://{}", target.addr);
         let name = format!("demo-{}-{}", i, phase.label.to_lowercase().replace(' ', "-"));
         let load = LoadSpec { stages: Some(parse_stages(stages)?), ..LoadSpec::default() };
@@ -83,7 +83,7 @@ fn demo_spec(url: &str, load: LoadSpec, scenario: Option<&Path>, name: &str, out
         Some(sc) => flags.merge(&sc.settings),
         None => flags,
     };
-    let plan = settings.plan(RequestSpec::get(url), scenario).map_err(anyhow::Error::msg)?;
+    let plan = settings.plan(RequestSpec::get(url), scenario)?;
     let mut spec = RunSpec::new(plan, volley_engine::Target::resolve(url)?);
     spec.name = name.to_string();
     spec.output = output.to_path_buf();
@@ -101,7 +101,7 @@ fn scenario_run(rt: &tokio::runtime::Runtime, knobs: &Knobs, output: &Path, quic
     eprintln!("\n== A user flow: the pair-room scenario of seed 003, one row of metrics per step ==");
     let file = output.join("pair-room.yaml");
     std::fs::write(&file, PAIR_ROOM).with_context(|| format!("cannot write {}", file.display()))?;
-    let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, knobs)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, knobs))?;
     let url = format!("http://{}", target.addr);
     let stages = if quick { "2s:5,3s:5" } else { "5s:20,10s:20" };
     let load = LoadSpec { stages: Some(parse_stages(stages)?), ..LoadSpec::default() };

@@ -89,7 +89,7 @@ pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
         Some(_) => RequestSpec::get(&url),
         None => flag_request(a, &url)?,
     };
-    let plan = settings.plan(request, scenario).map_err(anyhow::Error::msg)?;
+    let plan = settings.plan(request, scenario)?;
     let target = Target::resolve(&url)?;
     let interval = duration_flag("interval", &a.interval)?;
     if interval < Duration::from_millis(100) {
@@ -169,7 +169,7 @@ pub(crate) fn write_reports(dir: &Path) -> Result<RunReport> {
     let source = volley_formats::Source::from_run(RunData::read(dir)?);
     let opts = ReportOptions::default();
     let report = RunReport::from_source(&source, opts);
-    let charts = volley_report::charts::run_charts(&source, opts, &dir.join("charts")).map_err(anyhow::Error::msg)?;
+    let charts = volley_report::charts::run_charts(&source, opts, &dir.join("charts"))?;
     let links: Vec<(String, String)> = charts
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "png"))

@@ -56,7 +56,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         let target = if a.demo {
             let mut knobs = base.clone();
             set_knob(&mut knobs, name, value)?;
-            Some(rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, &knobs)).map_err(|e| anyhow::anyhow!("{e}"))?)
+            Some(rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, &knobs))?)
         } else {
             None
         };

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::DemoError;
 use crate::db::IdType;
 
 /// The tuning knobs.
@@ -81,28 +82,10 @@ pub const KNOBS: &[KnobInfo] = &[
     },
 ];
 
-/// A knob name or value that cannot be used; the message says what to write.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KnobError {
-    /// No such knob.
-    #[error("`{0}` is not a demo-target knob; the knobs are {list}", list = KNOBS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "))]
-    Unknown(String),
-    /// The value does not fit the knob.
-    #[error("{name}={value}: {why}")]
-    Value {
-        /// The knob.
-        name: String,
-        /// As given.
-        value: String,
-        /// What it should look like.
-        why: &'static str,
-    },
-}
-
 impl Knobs {
     /// Sets knob `name` from its text (`db-pool` `10`, `db-rtt` `5ms`, `cache` `on`).
-    pub fn set(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
-        let bad = |why| KnobError::Value { name: name.to_string(), value: value.to_string(), why };
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), DemoError> {
+        let bad = |why| DemoError::KnobValue { name: name.to_string(), value: value.to_string(), why };
         let count = || value.trim().parse::<usize>().map_err(|_| bad("expected a whole number"));
         let duration = || humantime::parse_duration(value.trim()).map_err(|_| bad("expected a duration such as 5ms, 2s"));
         match name {
@@ -127,7 +110,7 @@ impl Knobs {
                 }
             }
             "database" => self.database = Some(value.to_string()),
-            _ => return Err(KnobError::Unknown(name.to_string())),
+            _ => return Err(DemoError::UnknownKnob(name.to_string())),
         }
         Ok(())
     }

@@ -24,7 +24,31 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 
 pub use db::{Db, DbError, IdType, Val};
-pub use knobs::{KNOBS, KnobError, KnobInfo, Knobs};
+pub use knobs::{KNOBS, KnobInfo, Knobs};
+
+/// Why the demo target could not start, or a knob could not be set.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// The database could not be opened.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// The address could not be listened on.
+    #[error("cannot listen: {0}")]
+    Listen(#[from] std::io::Error),
+    /// No such knob.
+    #[error("`{0}` is not a demo-target knob; the knobs are {list}", list = KNOBS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "))]
+    UnknownKnob(String),
+    /// The value does not fit the knob.
+    #[error("{name}={value}: {why}")]
+    KnobValue {
+        /// The knob.
+        name: String,
+        /// As given.
+        value: String,
+        /// What it should look like.
+        why: &'static str,
+    },
+}
 
 /// Shared state of the service.
 #[derive(Clone)]
@@ -79,7 +103,7 @@ pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>
 }
 
 /// Starts the service on `addr` (port 0 picks a free one) on the current runtime.
-pub async fn start(addr: SocketAddr, knobs: &Knobs) -> Result<Target, Box<dyn std::error::Error + Send + Sync>> {
+pub async fn start(addr: SocketAddr, knobs: &Knobs) -> Result<Target, DemoError> {
     let (router, db, events) = router(knobs).await?;
     let inner = TcpListener::bind(addr).await?;
     let addr = inner.local_addr()?;

@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 
 use crate::client::PreparedRequest;
 use crate::context::{Shared, WorkerContext};
+use crate::error::EngineError;
 use crate::recorder::Recorder;
 use crate::run::EngineConfig;
 
 /// Runs one iteration of the plan's scenario with one VU, outside any run, and returns
 /// every request and response (`volley check`). Nothing is recorded anywhere.
-pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, String> {
-    let Some(scenario) = config.plan.scenario.clone() else { return Err("no scenario to check".into()) };
+pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineError> {
+    let Some(scenario) = config.plan.scenario.clone() else { return Err(EngineError::NoScenario) };
     let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
     let request = PreparedRequest::new(&config.target, &config.plan.request)?;
     // One VU, already counted as running, that the conductor never starts.
@@ -31,12 +32,16 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, String> {
         recorder: Rc::new(RefCell::new(Recorder::new(Instant::now(), Duration::from_secs(3600), false, names))),
         buffers: Default::default(),
     });
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| EngineError::Start { what: "a runtime", error })?;
     let traces = RefCell::new(Vec::new());
     tokio::task::LocalSet::new().block_on(&rt, async {
         let mut client = crate::client::Client::new(config.target.clone(), tls, config.http2);
         let mut state = crate::flow::FlowState::new(0);
         crate::flow::iteration(&ctx, &scenario, &mut client, &mut state, 0, Some(&traces)).await
-    })?;
+    })
+    .map_err(EngineError::Halted)?;
     Ok(traces.into_inner())
 }

@@ -90,6 +90,20 @@ pub enum EngineError {
         /// What the socket said.
         error: io::Error,
     },
+    /// The engine could not start a thread or a runtime.
+    #[error("cannot start {what}: {error}")]
+    Start {
+        /// What: a worker thread, the conductor, a runtime.
+        what: &'static str,
+        /// What the system said.
+        error: io::Error,
+    },
+    /// `volley check` was asked to check a plan without a scenario.
+    #[error("there is no scenario to check")]
+    NoScenario,
+    /// A scenario iteration could not go on (test data ran out).
+    #[error("{0}")]
+    Halted(String),
     /// The server's answer does not start with an HTTP response head.
     #[error("not an HTTP response")]
     NotHttp,
@@ -109,6 +123,7 @@ pub enum EngineError {
 
 /// For callers that still carry errors as text (the run's set-up, a scenario step).
 impl From<EngineError> for String {
+    /// For the flow's own step failures, which travel as messages.
     fn from(e: EngineError) -> String {
         e.to_string()
     }

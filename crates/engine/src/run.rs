@@ -17,6 +17,7 @@ use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
 use crate::client::PreparedRequest;
 use crate::context::Shared;
+use crate::error::EngineError;
 use crate::recorder::WorkerPart;
 use crate::target::Target;
 use crate::tls::TlsOptions;
@@ -135,7 +136,7 @@ impl EngineConfig {
 }
 
 /// Starts the run on background threads.
-pub fn start(config: EngineConfig) -> Result<Run, String> {
+pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
     let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
     let request = PreparedRequest::new(&config.target, &config.plan.request)?;
     // Closed model: one flag per VU the shape may start.
@@ -166,7 +167,7 @@ pub fn start(config: EngineConfig) -> Result<Run, String> {
         std::thread::Builder::new()
             .name(format!("volley-worker-{w}"))
             .spawn(move || worker_main(ctx, rx))
-            .map_err(|e| e.to_string())?;
+            .map_err(|error| EngineError::Start { what: "a worker thread", error })?;
         workers.push(tx);
     }
     let (events_tx, events_rx) = mpsc::channel();
@@ -182,7 +183,7 @@ pub fn start(config: EngineConfig) -> Result<Run, String> {
         t0,
         cpu: std::cell::RefCell::new(CpuClock::new()),
     };
-    std::thread::Builder::new().name("volley-conductor".into()).spawn(move || conductor.run()).map_err(|e| e.to_string())?;
+    std::thread::Builder::new().name("volley-conductor".into()).spawn(move || conductor.run()).map_err(|error| EngineError::Start { what: "the conductor thread", error })?;
     Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort }, started, t0 })
 }
 

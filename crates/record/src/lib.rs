@@ -134,12 +134,10 @@ pub struct Recorded {
 /// Why a run could not be recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    /// The target did not answer before the run (nothing was sent or written).
+    /// The target did not answer before the run (nothing was sent or written), or the
+    /// engine could not start.
     #[error(transparent)]
-    Target(#[from] EngineError),
-    /// The engine could not start.
-    #[error("cannot start the run: {0}")]
-    Engine(String),
+    Engine(#[from] EngineError),
     /// The run directory could not be written.
     #[error(transparent)]
     Write(#[from] FormatError),
@@ -149,7 +147,7 @@ pub enum RecordError {
 pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, RecordError> {
     let engine = &spec.engine;
     volley_engine::preflight(&engine.target, &engine.tls, engine.timeout_for_preflight())?;
-    let run = volley_engine::start(engine.clone()).map_err(|e| RecordError::Engine(e.to_string()))?;
+    let run = volley_engine::start(engine.clone())?;
     let mut writer = RunWriter::create(&spec.output, spec.meta(), run.started)?;
     observer.started(writer.dir(), run.control());
     let scraper = (!spec.server_metrics.is_empty())
