@@ -335,6 +335,21 @@ async fn read_line(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<Vec<u8>, H1
     }
 }
 
+/// Test support: answers one connection's first request with `response`, written in
+/// pieces of `step` bytes a millisecond apart, so readers meet every split.
+#[cfg(test)]
+pub(crate) async fn serve_in_pieces(listener: tokio::net::TcpListener, response: &'static [u8], step: usize) {
+    use tokio::io::AsyncWriteExt;
+    let (mut s, _) = listener.accept().await.unwrap();
+    let mut req = [0u8; 1024];
+    let _ = s.read(&mut req).await.unwrap();
+    for piece in response.chunks(step) {
+        s.write_all(piece).await.unwrap();
+        s.flush().await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,16 +376,7 @@ mod tests {
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
-            let server = tokio::spawn(async move {
-                let (mut s, _) = listener.accept().await.unwrap();
-                let mut req = [0u8; 1024];
-                let _ = s.read(&mut req).await.unwrap();
-                for piece in response.chunks(step) {
-                    s.write_all(piece).await.unwrap();
-                    s.flush().await.unwrap();
-                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                }
-            });
+            let server = tokio::spawn(serve_in_pieces(listener, response, step));
             let mut stream = Stream::Plain(TcpStream::connect(addr).await.unwrap());
             let mut buf = Vec::new();
             let r = exchange(&mut stream, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", head_only, &mut buf, capture).await;

@@ -202,21 +202,11 @@ mod tests {
     /// Serves `response` once on a loopback port, in pieces of `step` bytes, and returns
     /// what [`fetch`] made of it.
     fn fetch_served(response: &'static [u8], step: usize) -> Result<String, EngineError> {
-        use tokio::io::AsyncReadExt;
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let target = Target::resolve(&format!("http://{}/metrics", listener.local_addr().unwrap())).unwrap();
-            let server = tokio::spawn(async move {
-                let (mut s, _) = listener.accept().await.unwrap();
-                let mut req = [0u8; 1024];
-                let _ = s.read(&mut req).await.unwrap();
-                for piece in response.chunks(step) {
-                    s.write_all(piece).await.unwrap();
-                    s.flush().await.unwrap();
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-            });
+            let server = tokio::spawn(crate::h1::serve_in_pieces(listener, response, step));
             let fetched = tokio::time::timeout(Duration::from_secs(10), fetch(&target, None)).await.expect("bounded");
             server.await.unwrap();
             fetched

@@ -183,6 +183,31 @@ pub struct RunMeta {
     pub steps: Vec<StepInfo>,
 }
 
+impl RunMeta {
+    /// run.json of a run called `name` that is starting now to carry out `plan`: status
+    /// `running`, 1 s intervals, no warm-up, nothing recorded yet.
+    pub fn new(name: &str, plan: RecordedPlan) -> RunMeta {
+        RunMeta {
+            schema: 1,
+            tool: format!("volley {}", env!("CARGO_PKG_VERSION")),
+            name: name.to_string(),
+            status: RunStatus::Running,
+            reason: None,
+            started_at: jiff::Timestamp::now().to_string(),
+            ended_at: None,
+            interval_s: 1.0,
+            warmup_s: 0.0,
+            planned_duration_s: plan.load.duration().as_secs_f64(),
+            plan,
+            command: Vec::new(),
+            host: String::new(),
+            errors: Vec::new(),
+            server_metrics: Vec::new(),
+            steps: Vec::new(),
+        }
+    }
+}
+
 /// Stream events received, per step (a volley column in the step's block).
 const EVENTS: &str = "Events";
 
@@ -557,28 +582,13 @@ mod tests {
     use super::*;
 
     fn meta() -> RunMeta {
-        RunMeta {
-            schema: 1,
-            tool: "volley test".into(),
-            name: "unit test".into(),
-            status: RunStatus::Running,
-            reason: None,
-            started_at: "2026-01-01T00:00:00Z".into(),
-            ended_at: None,
-            interval_s: 1.0,
-            warmup_s: 0.0,
-            planned_duration_s: 2.0,
-            plan: serde_json::from_str(
-                r#"{"load":{"model":"closed","shape":{"stages":[{"duration":2.0,"target":1}]}},"request":{"method":"GET","url":"http://127.0.0.1/","headers":[]},"timeout_s":60.0}"#,
-            )
-            .unwrap(),
-            command: vec!["volley".into()],
-            host: "h".into(),
-            errors: vec![],
-            server_metrics: vec![],
-            steps: vec![],
-        }
+        let plan = serde_json::from_str(
+            r#"{"load":{"model":"closed","shape":{"stages":[{"duration":2.0,"target":1}]}},"request":{"method":"GET","url":"http://127.0.0.1/","headers":[]},"timeout_s":60.0}"#,
+        )
+        .unwrap();
+        RunMeta { started_at: "2026-01-01T00:00:00Z".into(), ..RunMeta::new("unit test", plan) }
     }
+
 
     #[test]
     fn write_then_read() {

@@ -85,22 +85,13 @@ impl RunSpec {
     /// run.json as it starts: status `running`.
     pub fn meta(&self) -> RunMeta {
         RunMeta {
-            schema: 1,
-            tool: format!("volley {}", env!("CARGO_PKG_VERSION")),
-            name: self.name.clone(),
-            status: RunStatus::Running,
-            reason: None,
-            started_at: jiff::Timestamp::now().to_string(),
-            ended_at: None,
             interval_s: self.engine.interval.as_secs_f64(),
             warmup_s: self.warmup.as_secs_f64(),
-            planned_duration_s: self.engine.plan.load.duration().as_secs_f64(),
-            plan: self.recorded_plan(),
             command: self.command.clone(),
             host: hostname(),
-            errors: Vec::new(),
             server_metrics: self.server_metrics.iter().map(|u| ScrapeNote { url: u.clone(), ..Default::default() }).collect(),
             steps: self.engine.plan.scenario.as_ref().map_or_else(Vec::new, |s| s.step_info.clone()),
+            ..RunMeta::new(&self.name, self.recorded_plan())
         }
     }
 }

@@ -11,27 +11,11 @@ use volley_stats::IntervalSample;
 /// A run of `intervals` one-second intervals under `root`, `n` requests each taking
 /// `ms`; `server` adds scrapes: (elapsed s, target, series, value).
 pub(crate) fn run(root: &Path, name: &str, intervals: u64, n: u64, ms: u64, server: &[(f64, &str, &str, f64)]) -> Source {
-    let meta = RunMeta {
-        schema: 1,
-        tool: "volley test".into(),
-        name: name.into(),
-        status: RunStatus::Running,
-        reason: None,
-        started_at: "2026-01-01T00:00:00Z".into(),
-        ended_at: None,
-        interval_s: 1.0,
-        warmup_s: 0.0,
-        planned_duration_s: intervals as f64,
-        plan: RecordedPlan::new(
-            LoadSpec { vus: Some(4), duration: Some(Duration::from_secs(intervals.max(1))), ..LoadSpec::default() }.resolve().unwrap(),
-            RequestSpec::get("http://127.0.0.1/"),
-        ),
-        command: vec!["volley".into()],
-        host: "h".into(),
-        errors: vec![],
-        server_metrics: vec![],
-        steps: vec![],
-    };
+    let plan = RecordedPlan::new(
+        LoadSpec { vus: Some(4), duration: Some(Duration::from_secs(intervals.max(1))), ..LoadSpec::default() }.resolve().unwrap(),
+        RequestSpec::get("http://127.0.0.1/"),
+    );
+    let meta = RunMeta { started_at: "2026-01-01T00:00:00Z".into(), planned_duration_s: intervals as f64, ..RunMeta::new(name, plan) };
     let mut w = RunWriter::create(root, meta, SystemTime::now()).unwrap();
     for i in 0..intervals {
         let mut s = IntervalSample::new(i);
