@@ -15,12 +15,13 @@ use volley_scenario::RateShape;
 use crate::client::Client;
 use crate::flow::FlowState;
 use crate::context::WorkerContext;
-use crate::vu::send_request;
+use crate::vu::{NothingSent, send_request};
 
 /// A VU of the open model: its connection and, in a scenario, its variables.
 struct Vu {
     client: Client,
     flow: FlowState,
+    nothing_sent: NothingSent,
 }
 
 /// The VUs of one worker and the arrivals waiting for one.
@@ -38,7 +39,7 @@ impl Pool {
                 // VU numbers unique across workers, as in the closed model.
                 let id = self.created as u64 * workers + worker;
                 self.created += 1;
-                Vu { client: Client::new(ctx.target.clone(), ctx.tls.clone(), ctx.force_h2), flow: FlowState::new(id) }
+                Vu { client: Client::new(ctx.target.clone(), ctx.tls.clone(), ctx.force_h2), flow: FlowState::new(id), nothing_sent: NothingSent::default() }
             })
         })
     }
@@ -116,8 +117,16 @@ async fn serve(ctx: Rc<WorkerContext>, pool: Rc<RefCell<Pool>>, mut vu: Vu, mut 
         ctx.shared.active_vus.fetch_add(1, Ordering::Relaxed);
         let queued_us = Instant::now().saturating_duration_since(due).as_micros() as u64;
         if let Some(scenario) = &ctx.plan.scenario {
-            if let Err(halt) = crate::flow::iteration(&ctx, scenario, &mut vu.client, &mut vu.flow, queued_us, None).await {
-                ctx.shared.halt(halt);
+            match crate::flow::iteration(&ctx, scenario, &mut vu.client, &mut vu.flow, queued_us, None).await {
+                Err(halt) => ctx.shared.halt(halt),
+                Ok(it) => {
+                    if let Some(why) = vu.nothing_sent.observe(&it) {
+                        ctx.shared.halt(why);
+                    }
+                    if it.sent == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
             }
         } else {
             send_request(&ctx, &mut vu.client, queued_us).await;

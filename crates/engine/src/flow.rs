@@ -91,7 +91,7 @@ pub(crate) async fn iteration(
     state: &mut FlowState,
     queued_us: u64,
     trace: Option<&RefCell<Vec<Trace>>>,
-) -> Result<(), Halt> {
+) -> Result<Iteration, Halt> {
     if !state.started {
         state.started = true;
         state.feeder_pos = vec![0; scenario.data.len()];
@@ -112,7 +112,7 @@ pub(crate) async fn iteration(
     }
     let started = Instant::now();
     let streams = CancellationToken::new();
-    let mut exec = Exec { ctx, scenario, client, state, queued_us, streams: &streams, background: Vec::new(), trace };
+    let mut exec = Exec { ctx, scenario, client, state, queued_us, streams: &streams, background: Vec::new(), trace, sent: 0, not_sent: None };
     let finished = exec.nodes(&scenario.steps).await == Next::Go && !ctx.shared.stop.is_cancelled();
     if finished {
         // Iterations cut short by a failure or by the end of the run would pull the figure down.
@@ -127,7 +127,7 @@ pub(crate) async fn iteration(
             t[i].passed = passed;
         }
     }
-    Ok(())
+    Ok(Iteration { sent: exec.sent, not_sent: exec.not_sent })
 }
 
 fn context(vars: &BTreeMap<String, Value>) -> Value {
@@ -144,7 +144,24 @@ struct Exec<'a> {
     /// Event streams still open, with the trace entry each fills in when it closes.
     background: Vec<(OpenStream, Option<usize>)>,
     trace: Option<&'a RefCell<Vec<Trace>>>,
+    /// Steps that went to the wire in this iteration.
+    sent: u64,
+    /// Why a step could not be built, when one could not.
+    not_sent: Option<String>,
 }
+
+/// How an iteration went, for the loop that runs the next one.
+#[derive(Debug, Default)]
+pub(crate) struct Iteration {
+    /// Steps that went to the wire.
+    pub(crate) sent: u64,
+    /// Why a step could not be built (`[step] why`), when one could not.
+    pub(crate) not_sent: Option<String>,
+}
+
+/// Iterations in a row that send nothing before a VU gives up and stops the run: a step
+/// that can never be built would otherwise spin the event loop, counting nothing.
+pub(crate) const NOTHING_SENT_LIMIT: u32 = 100;
 
 /// A stream read in the background; it answers what it received and whether that passed.
 type OpenStream = tokio::task::JoinHandle<(String, bool)>;
@@ -242,6 +259,7 @@ impl<'a> Exec<'a> {
             Ok(b) => b,
             Err(e) => return self.abandon(id, format!("{} {}", step.method, step.call.url.source()), e),
         };
+        self.sent += 1;
         let keep = step.reads_body() || self.trace.is_some();
         let mut capture = Capture::default();
         let timeout = self.timeout(&step.call);
@@ -308,10 +326,14 @@ impl<'a> Exec<'a> {
         self.scenario.step_info.get(id).map(|s| s.name.clone()).unwrap_or_default()
     }
 
-    /// A step that could not be built (a template failed, a bad URL or header): a failed
-    /// check, and the end of the iteration.
-    fn abandon(&self, id: usize, request: String, why: String) -> Next {
-        self.fail(id, ErrorKind::Check, why.clone());
+    /// A step that could not be built (a template failed, a bad URL or header): nothing is
+    /// sent, so it is no test — counted as `not_sent` — and the iteration ends.
+    fn abandon(&mut self, id: usize, request: String, why: String) -> Next {
+        let why = self.scenario.redact(&why);
+        self.ctx.recorder.borrow_mut().record_not_sent(id, why.clone());
+        if self.not_sent.is_none() {
+            self.not_sent = Some(format!("[{}] {why}", self.step_name(id)));
+        }
         self.push_trace(Trace { step: self.step_name(id), request, outcome: why, ..Trace::default() });
         Next::EndIteration
     }
@@ -390,6 +412,7 @@ impl<'a> Exec<'a> {
             Ok(r) => r,
             Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e.into()),
         };
+        self.sent += 1;
         let stream = SseStream {
             ctx: self.ctx.clone(),
             id,
@@ -433,6 +456,7 @@ impl<'a> Exec<'a> {
             Ok(p) => p,
             Err(e) => return self.abandon(id, format!("WS {}", step.call.url.source()), e),
         };
+        self.sent += 1;
         let timeout = self.timeout(&step.call);
         let result = crate::ws::exchange(self.ctx, &path, &headers, &send, expect.as_deref(), timeout).await;
         let (outcome, status, received, ttfb_ms, total_ms) = match result {

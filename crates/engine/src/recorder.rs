@@ -127,6 +127,13 @@ impl Recorder {
         self.note(step, f.kind, f.message);
     }
 
+    /// Records a step that could not be built: nothing was sent, so it is neither a test
+    /// nor an error; it is counted as `not_sent` and its message kept.
+    pub(crate) fn record_not_sent(&mut self, step: usize, why: String) {
+        self.apply(Some(step), |s| s.record_not_sent());
+        self.note(Some(step), ErrorKind::NotSent, why);
+    }
+
     /// Records a scenario iteration that ran through every step.
     pub(crate) fn record_iteration(&mut self, took: Duration) {
         self.slot(Instant::now()).all.record_iteration(took.as_micros() as u64);

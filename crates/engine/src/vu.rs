@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::client::Client;
 use crate::context::WorkerContext;
-use crate::flow::FlowState;
+use crate::flow::{FlowState, Iteration, NOTHING_SENT_LIMIT};
 
 /// Runs VU `id` until the run stops or the target drops below it.
 pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
@@ -15,12 +15,25 @@ pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
     let mut flow = FlowState::new(id);
     let shared = &ctx.shared;
     let mut left = ctx.plan.load.iterations().unwrap_or(u64::MAX);
+    let mut nothing_sent = NothingSent::default();
     while !shared.stop.is_cancelled() && id < shared.target_vus.load(Ordering::Relaxed) {
         let started = Instant::now();
         if let Some(scenario) = &ctx.plan.scenario {
-            if let Err(halt) = crate::flow::iteration(&ctx, scenario, &mut client, &mut flow, 0, None).await {
-                shared.halt(halt);
-                break;
+            match crate::flow::iteration(&ctx, scenario, &mut client, &mut flow, 0, None).await {
+                Err(halt) => {
+                    shared.halt(halt);
+                    break;
+                }
+                Ok(it) => {
+                    if let Some(why) = nothing_sent.observe(&it) {
+                        shared.halt(why);
+                        break;
+                    }
+                    if it.sent == 0 {
+                        // Nothing awaited on the wire: let the event loop run (flushes, stops).
+                        tokio::task::yield_now().await;
+                    }
+                }
             }
         } else {
             send_request(&ctx, &mut client, 0).await;
@@ -53,6 +66,30 @@ pub(crate) async fn send_request(ctx: &WorkerContext, client: &mut Client, queue
             rec.record_exchange(None, &ex, ctx.plan.expect_status.contains(ex.status));
         }
         Err(failure) => rec.record_failure(None, failure),
+    }
+}
+
+/// Counts a VU's iterations in a row that sent no request; at [`NOTHING_SENT_LIMIT`] it
+/// says why the run must stop.
+#[derive(Default)]
+pub(crate) struct NothingSent {
+    streak: u32,
+}
+
+impl NothingSent {
+    pub(crate) fn observe(&mut self, it: &Iteration) -> Option<String> {
+        if it.sent > 0 {
+            self.streak = 0;
+            return None;
+        }
+        self.streak += 1;
+        (self.streak >= NOTHING_SENT_LIMIT).then(|| {
+            format!(
+                "{} iterations in a row sent no request: {}; fix the scenario (volley check FILE shows each step)",
+                self.streak,
+                it.not_sent.as_deref().unwrap_or("no step was sent")
+            )
+        })
     }
 }
 

@@ -8,7 +8,7 @@ use crate::series::Interval;
 
 /// Why a request failed. Transport kinds first, then the ones decided on a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// The connection could not be made (refused, unreachable, DNS).
     Connect,
@@ -24,10 +24,13 @@ pub enum ErrorKind {
     Protocol,
     /// A scenario's check on the response failed (JSONPath condition, body text, events).
     Check,
+    /// A scenario step could not be built (a template, URL or header failed), so nothing
+    /// was sent: counted here, but neither as a test nor as an error.
+    NotSent,
 }
 
 /// How many [`ErrorKind`]s there are.
-pub const KINDS: usize = 7;
+pub const KINDS: usize = 8;
 
 impl ErrorKind {
     /// Every kind, in column order.
@@ -39,6 +42,7 @@ impl ErrorKind {
         ErrorKind::Status,
         ErrorKind::Protocol,
         ErrorKind::Check,
+        ErrorKind::NotSent,
     ];
 
     /// A short stable name, used in column headers and JSON.
@@ -51,6 +55,7 @@ impl ErrorKind {
             ErrorKind::Status => "status",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Check => "check",
+            ErrorKind::NotSent => "not_sent",
         }
     }
 
@@ -257,6 +262,11 @@ impl IntervalSample {
     /// Records one failed request.
     pub fn record_error(&mut self, kind: ErrorKind) {
         self.counts.error(kind);
+    }
+
+    /// Counts a step that could not be built and was never sent (not a test, not an error).
+    pub fn record_not_sent(&mut self) {
+        self.counts.errors_by_kind[ErrorKind::NotSent.index()] += 1;
     }
 
     /// Adds another worker's sample of the same interval.

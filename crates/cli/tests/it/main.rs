@@ -11,3 +11,4 @@ mod server_metrics;
 mod sweep;
 mod scenario;
 mod scenario_server;
+mod faults;

@@ -1,0 +1,42 @@
+//! Faults a run must survive and report honestly: it always ends on time, and it counts only
+//! what it did (issue class "a run always ends on time, and counts only what it did").
+
+use std::time::{Duration, Instant};
+
+use crate::support::{TestServer, only_run, out_dir, report_json, serial, text, volley};
+
+/// A step whose request can never be built from the data (a space in the path): nothing is
+/// sent, so nothing is a test; the run stops at once with the reason, instead of spinning.
+#[test]
+fn a_step_that_can_never_be_built_stops_the_run_and_counts_no_test() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    std::fs::write(out.path().join("users.csv"), "name\nann lee\nbo diaz\n").unwrap();
+    let file = out.path().join("bad.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "target: {}\ndata:\n  users: {{ file: users.csv }}\nsteps:\n  - name: profile\n    request: GET /x/{{{{ users.name }}}}\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    let runs = out.path().join("runs");
+    let started = Instant::now();
+    let o = volley(&["run", file.to_str().unwrap(), "--vus", "4", "--duration", "60s", "-o", runs.to_str().unwrap(), "--progress", "none"]);
+    let took = started.elapsed();
+    assert_eq!(o.status.code(), Some(1), "an aborted run fails: {}", text(&o));
+    assert!(took < Duration::from_secs(20), "the run stopped at once, not after its 60 s: {took:?}");
+    let r = report_json(&only_run(&runs));
+    assert_eq!(r["status"], "aborted", "{r}");
+    let reason = r["reason"].as_str().unwrap();
+    assert!(reason.contains("iterations in a row sent no request") && reason.contains("[profile]") && reason.contains("not a valid URL path"), "{reason}");
+    assert_eq!(r["seed_suite"]["total_tests"], 0, "nothing was sent, so nothing is a test: {r}");
+    assert_eq!(r["seed_suite"]["errors"], 0, "{r}");
+    let not_sent = r["errors"].as_array().unwrap().iter().find(|e| e["kind"] == "not_sent").unwrap_or_else(|| panic!("{r}"));
+    assert!(not_sent["count"].as_u64().unwrap() >= 100, "{not_sent}");
+    // Each distinct message once (one per feeder row here), never one per iteration.
+    assert_eq!(not_sent["messages"].as_array().unwrap().len(), 2, "{not_sent}");
+    assert_eq!(server.seen(), 1, "the server saw only the pre-run check, no load");
+}
