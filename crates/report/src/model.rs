@@ -142,6 +142,12 @@ impl RunReport {
         let first_kept = src.series.intervals.len() - series.intervals.len();
         let errors = error_lines(src, first_kept);
         let mut notes = src.notes.clone();
+        if let Some(n) = errors.iter().find(|e| e.kind == ErrorKind::NotSent.name()) {
+            notes.push(format!(
+                "{} scenario steps could not be built (a template, URL or header failed) and were never sent (`not_sent`): they count neither as tests nor as errors.",
+                n.count
+            ));
+        }
         if warmup_s > 0.0 {
             notes.push(format!("The first {warmup_s} s (warm-up, {first_kept} intervals) are excluded from every figure."));
         }
