@@ -26,6 +26,7 @@ use volley_stats::ErrorKind;
 use crate::client::{Capture, Client, Failure, PreparedRequest};
 use crate::sse::SseStream;
 use crate::context::WorkerContext;
+use crate::recorder::InFlight;
 
 /// What one VU keeps between iterations.
 #[derive(Debug, Default)]
@@ -263,7 +264,9 @@ impl<'a> Exec<'a> {
         let keep = step.reads_body() || self.trace.is_some();
         let mut capture = Capture::default();
         let timeout = self.timeout(&step.call);
+        let in_flight = InFlight::new(&self.ctx.recorder, Some(id));
         let result = self.client.send_capture(&req, timeout, &self.ctx.buffers, keep.then_some(&mut capture)).await;
+        in_flight.done();
         let queued = std::mem::take(&mut self.queued_us);
         let must_extract = !step.extract.is_empty();
         let (outcome, extracted, exchange) = match result {

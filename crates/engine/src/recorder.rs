@@ -26,6 +26,36 @@ pub(crate) struct WorkerPart {
     pub(crate) messages: Vec<ErrorMessage>,
 }
 
+/// A request on the wire. If it is dropped before [`InFlight::done`] — the run's grace
+/// period ended and its VU was aborted — the request is recorded as `unfinished`, so a
+/// server that never answers cannot make a run look error-free.
+pub(crate) struct InFlight<'a> {
+    recorder: &'a std::cell::RefCell<Recorder>,
+    step: Option<usize>,
+    armed: bool,
+}
+
+impl<'a> InFlight<'a> {
+    pub(crate) fn new(recorder: &'a std::cell::RefCell<Recorder>, step: Option<usize>) -> Self {
+        InFlight { recorder, step, armed: true }
+    }
+
+    /// The request ended (answered or failed) and was recorded as such.
+    pub(crate) fn done(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.armed
+            && let Ok(mut rec) = self.recorder.try_borrow_mut()
+        {
+            rec.record_failure(self.step, Failure::new(ErrorKind::Unfinished, "no response before the run's grace period ended"));
+        }
+    }
+}
+
 /// Accumulators of the intervals a worker has not yet handed over.
 #[derive(Debug)]
 pub(crate) struct Recorder {

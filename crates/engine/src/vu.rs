@@ -8,6 +8,7 @@ use std::time::Instant;
 use crate::client::Client;
 use crate::context::WorkerContext;
 use crate::flow::{FlowState, Iteration, NOTHING_SENT_LIMIT};
+use crate::recorder::InFlight;
 
 /// Runs VU `id` until the run stops or the target drops below it.
 pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
@@ -58,7 +59,9 @@ pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
 
 /// The single request of a plan without a scenario; `queued_us`: how late it was sent.
 pub(crate) async fn send_request(ctx: &WorkerContext, client: &mut Client, queued_us: u64) {
+    let in_flight = InFlight::new(&ctx.recorder, None);
     let result = client.send(&ctx.request, ctx.plan.timeout, &ctx.buffers).await;
+    in_flight.done();
     let mut rec = ctx.recorder.borrow_mut();
     match result {
         Ok(mut ex) => {

@@ -93,6 +93,9 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
             _ = seed.shared.abort.cancelled() => {}
         }
         vus.abort_all();
+        // Let the aborted VUs drop their requests, so those still in flight are recorded
+        // (as `unfinished`) before the last part is taken.
+        while vus.join_next().await.is_some() {}
         // Intervals between the last flushed one and `last` (normally none) fold into `last`.
         let mut part = recorder.borrow_mut().take_rest(next);
         part.sample.index = last;

@@ -13,7 +13,7 @@ use volley_engine::{EngineConfig, Event, Target, TlsOptions};
 use volley_scenario::{LoadSpec, RequestSpec, Settings};
 
 /// An HTTP/1.1 keep-alive server on 127.0.0.1 that answers every request after `delay` and
-/// counts the responses it wrote. It stops accepting when dropped.
+/// counts the responses it writes. It stops accepting when dropped.
 struct CountingServer {
     addr: SocketAddr,
     answered: Arc<AtomicU64>,
@@ -56,10 +56,11 @@ fn serve(conn: &mut TcpStream, delay: Duration, answered: &AtomicU64) {
         while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             buf.drain(..end + 4);
             std::thread::sleep(delay);
+            // Counted before the bytes leave, so the count is never behind what the client saw.
+            answered.fetch_add(1, Ordering::AcqRel);
             if conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
                 return;
             }
-            answered.fetch_add(1, Ordering::AcqRel);
         }
         match conn.read(&mut chunk) {
             Ok(0) | Err(_) => return,

@@ -248,6 +248,11 @@ impl RunReport {
         report
     }
 
+    /// Requests that completed successfully.
+    pub fn completed(&self) -> u64 {
+        self.seed_suite.total_tests.saturating_sub(self.seed_suite.errors)
+    }
+
     /// Whether every threshold passed (true when there are none).
     pub fn thresholds_passed(&self) -> bool {
         self.thresholds.iter().all(|t| t.passed)

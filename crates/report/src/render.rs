@@ -72,8 +72,14 @@ fn headline(r: &RunReport) -> String {
     if let Some(reason) = &r.reason {
         let _ = write!(h, "\nstopped: {reason}");
     }
+    if r.completed() == 0 {
+        let _ = write!(h, "\n{NOTHING_COMPLETED}");
+    }
     h
 }
+
+/// Said at the top of a report in which no request completed.
+const NOTHING_COMPLETED: &str = "NO REQUEST COMPLETED: no figure below describes a response; see the errors.";
 
 pub(crate) const STEP_HEADER: [&str; 11] =
     ["step", "kind", "tests", "errors", "error %", "TPS avg", "TTFB p50", "TTFB p95", "TTFB p99", "total p99", "events"];
@@ -261,6 +267,9 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
     let _ = writeln!(out, "Status: **{}**", r.status);
     if let Some(reason) = &r.reason {
         let _ = writeln!(out, " — {}", escape_md(reason));
+    }
+    if r.completed() == 0 {
+        let _ = writeln!(out, "\n**{NOTHING_COMPLETED}**");
     }
     let _ = writeln!(out, "\nStarted {} · {} s measured · interval {} s\n", r.started_at, num(r.measured_s), r.interval_s);
     let _ = writeln!(out, "| Metric | Value |\n|---|---|");

@@ -24,13 +24,15 @@ pub enum ErrorKind {
     Protocol,
     /// A scenario's check on the response failed (JSONPath condition, body text, events).
     Check,
+    /// The request was still waiting for its response when the run's grace period ended.
+    Unfinished,
     /// A scenario step could not be built (a template, URL or header failed), so nothing
     /// was sent: counted here, but neither as a test nor as an error.
     NotSent,
 }
 
 /// How many [`ErrorKind`]s there are.
-pub const KINDS: usize = 8;
+pub const KINDS: usize = 9;
 
 impl ErrorKind {
     /// Every kind, in column order.
@@ -42,6 +44,7 @@ impl ErrorKind {
         ErrorKind::Status,
         ErrorKind::Protocol,
         ErrorKind::Check,
+        ErrorKind::Unfinished,
         ErrorKind::NotSent,
     ];
 
@@ -55,6 +58,7 @@ impl ErrorKind {
             ErrorKind::Status => "status",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Check => "check",
+            ErrorKind::Unfinished => "unfinished",
             ErrorKind::NotSent => "not_sent",
         }
     }

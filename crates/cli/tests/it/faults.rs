@@ -40,3 +40,28 @@ fn a_step_that_can_never_be_built_stops_the_run_and_counts_no_test() {
     assert_eq!(not_sent["messages"].as_array().unwrap().len(), 2, "{not_sent}");
     assert_eq!(server.seen(), 0, "the server saw no request");
 }
+
+/// A server that never answers: the requests still in flight when the grace period ends
+/// are errors (`unfinished`), not silence, so a CI gate cannot pass against a stalled server.
+#[test]
+fn requests_a_stalled_server_never_answers_are_counted_as_unfinished() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/delay?ms=20000");
+    let o = volley(&[
+        "run", "--url", &url, "--vus", "3", "--duration", "1s", "--grace", "500ms", "--threshold", "error_rate < 1%",
+        "-o", out.path().to_str().unwrap(), "--progress", "none",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "the threshold fails: {}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("NO REQUEST COMPLETED"), "said at the top: {stdout}");
+    let r = report_json(&only_run(out.path()));
+    assert_eq!(r["status"], "complete", "{r}");
+    assert_eq!(r["seed_suite"]["total_tests"], 3, "{r}");
+    assert_eq!(r["seed_suite"]["errors"], 3, "{r}");
+    let unfinished = r["errors"].as_array().unwrap().iter().find(|e| e["kind"] == "unfinished").unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(unfinished["count"], 3, "{unfinished}");
+    assert!(r["thresholds"][0]["passed"] == false, "{r}");
+    assert_eq!(server.seen(), 3);
+}
