@@ -90,6 +90,14 @@ pub enum EngineError {
         /// What the socket said.
         error: io::Error,
     },
+    /// The URL's port is not one a socket can have.
+    #[error("`{url}`: port {port} is not a port; ports run from 1 to 65535")]
+    BadPort {
+        /// The URL.
+        url: String,
+        /// The port as written.
+        port: String,
+    },
     /// The engine could not start a thread or a runtime.
     #[error("cannot start {what}: {error}")]
     Start {

@@ -35,7 +35,16 @@ impl Target {
         };
         let authority = uri.authority().cloned().ok_or_else(|| EngineError::BadUrl(url.to_string()))?;
         let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_string();
-        let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        // The `http` crate reads a port that does not fit as no port at all: read it from
+        // the text, so that `:99999` is an error, never port 80 and a different server.
+        let written = authority.as_str().rsplit_once(']').map_or(authority.as_str(), |(_, rest)| rest).rsplit_once(':').map(|(_, p)| p);
+        let port = match written {
+            None | Some("") => if tls { 443 } else { 80 },
+            Some(p) => match p.parse::<u16>() {
+                Ok(n) if n > 0 => n,
+                _ => return Err(EngineError::BadPort { url: url.to_string(), port: p.to_string() }),
+            },
+        };
         let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
             .map_err(|e| EngineError::Resolve { host: host.clone(), message: e.to_string() })?
             .next()
