@@ -43,6 +43,12 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let placeholder = format!("{{{name}}}");
+    let used = a.run.iter().any(|f| f.contains(&placeholder)) || a.setup.as_ref().is_some_and(|s| s.contains(&placeholder));
+    if !a.demo && !used {
+        bail!(
+            "--vary {name}: `{placeholder}` appears in neither the run flags nor --setup, so every run would be the same; put it where the value goes (e.g. --setup './restart.sh --pool {placeholder}') or use --demo to sweep a demo-target knob"
+        );
+    }
     let mut runs: Vec<PathBuf> = Vec::new();
     for value in &values {
         eprintln!("\n== {name}={value} ==");

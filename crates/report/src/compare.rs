@@ -12,7 +12,7 @@ use crate::model::ReportOptions;
 use crate::render::group_thousands;
 
 /// How the noise is estimated, stated in every comparison.
-pub const METHOD: &str = "Noise: moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples); a change is marked only when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value, otherwise ⚪. A per-request percentile is judged only when both runs have at least 10 requests beyond it (p99.9: 10,000 requests).";
+pub const METHOD: &str = "Noise: moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples); a change is marked only when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value, otherwise ⚪. A per-request percentile is judged only when both runs have at least 10 requests beyond it (p99.9: 10,000 requests); nothing is judged when either run has fewer than 4 intervals.";
 
 /// One run in a comparison.
 #[derive(Debug, Clone, Serialize)]
@@ -146,7 +146,19 @@ pub(crate) fn change_parts(r: &CompareRow) -> (String, &'static str) {
     if r.change_pct.is_infinite() {
         return ("new".to_string(), "");
     }
-    (format!("{:+.2}%", r.change_pct), if r.too_few { " (too few requests)" } else { "" })
+    let why = if r.too_few_intervals {
+        " (too few intervals to judge)"
+    } else if r.too_few {
+        " (too few requests)"
+    } else {
+        ""
+    };
+    (format!("{:+.2}%", r.change_pct), why)
+}
+
+/// The noise column: `4.2%`, or `n/a` where it could not be estimated.
+fn noise(pct: f64) -> String {
+    if pct.is_finite() { format!("{pct:.1}%") } else { "n/a".to_string() }
 }
 
 /// A change with its emoji mark: `+3.20% 🟢`.
@@ -209,12 +221,12 @@ impl Comparison {
             for r in &step.rows {
                 let _ = writeln!(
                     out,
-                    "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>7.1}%",
+                    "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>8}",
                     r.label,
                     value(r.before, r.unit, r.key),
                     value(r.after, r.unit, r.key),
                     change(r),
-                    r.noise_pct
+                    noise(r.noise_pct)
                 );
             }
             for s in &step.per_step {
@@ -222,12 +234,12 @@ impl Comparison {
                 for r in &s.rows {
                     let _ = writeln!(
                         out,
-                        "    {:<w$}{:>14}  {:>14}  {:>16}  {:>7.1}%",
+                        "    {:<w$}{:>14}  {:>14}  {:>16}  {:>8}",
                         r.label,
                         value(r.before, r.unit, r.key),
                         value(r.after, r.unit, r.key),
                         change(r),
-                        r.noise_pct,
+                        noise(r.noise_pct),
                         w = w - 2
                     );
                 }

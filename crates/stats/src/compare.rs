@@ -94,7 +94,14 @@ pub struct CompareRow {
     /// (fewer than [`MIN_TAIL`]); always ⚪.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub too_few: bool,
+    /// Either run has fewer than [`MIN_INTERVALS`] intervals: its noise cannot be
+    /// estimated, so nothing is judged (⚪, never against the 2 % floor alone).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub too_few_intervals: bool,
 }
+
+/// Intervals a run must have for the bootstrap to estimate its noise.
+pub const MIN_INTERVALS: usize = 4;
 
 /// Requests a run must have beyond a per-request percentile for a change in it to be
 /// judged: p99.9 needs 10,000 requests, p99 1,000.
@@ -164,7 +171,7 @@ impl RunSample {
     /// Standard error of every metric, by moving-block bootstrap over intervals.
     fn standard_errors(&self, seed: u64) -> Vec<f64> {
         let n = self.series.intervals.len();
-        if n < 4 {
+        if n < MIN_INTERVALS {
             return vec![f64::NAN; METRICS.len()];
         }
         let block = ((n as f64).sqrt().round() as usize).clamp(2, n);
@@ -264,6 +271,7 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
     let requests = |f: &Figures| f.ttfb.as_ref().map_or(0, |t| t.count) as f64;
     let fewest = requests(&fa).min(requests(&fb));
     let (sa, sb) = (before.standard_errors(0x5eed_0001), after.standard_errors(0x5eed_0002));
+    let too_few_intervals = before.series.intervals.len().min(after.series.intervals.len()) < MIN_INTERVALS;
     METRICS
         .iter()
         .enumerate()
@@ -272,7 +280,12 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
             if !a.is_finite() || !b.is_finite() {
                 return None;
             }
-            let noise = (NOISE_Z * (sa[i].powi(2) + sb[i].powi(2)).sqrt()).max(a.abs() * MIN_EFFECT_PCT / 100.0);
+            // `f64::max` drops a NaN: without an estimate there is no noise figure at all.
+            let noise = if too_few_intervals {
+                f64::NAN
+            } else {
+                (NOISE_Z * (sa[i].powi(2) + sb[i].powi(2)).sqrt()).max(a.abs() * MIN_EFFECT_PCT / 100.0)
+            };
             let diff = b - a;
             let too_few = request_quantile(metric.key).is_some_and(|q| fewest * (1.0 - q) < MIN_TAIL);
             let verdict = if too_few || diff == 0.0 || !noise.is_finite() || diff.abs() <= noise {
@@ -282,7 +295,11 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
             } else {
                 Verdict::Worse
             };
-            let pct = |x: f64| if a == 0.0 { if x == 0.0 { 0.0 } else { f64::INFINITY } } else { x / a * 100.0 };
+            let pct = |x: f64| match x {
+                _ if x.is_nan() => f64::NAN,
+                _ if a == 0.0 => if x == 0.0 { 0.0 } else { f64::INFINITY },
+                _ => x / a * 100.0,
+            };
             Some(CompareRow {
                 key: metric.key,
                 label: metric.label,
@@ -294,6 +311,7 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
                 noise_pct: pct(noise),
                 verdict,
                 too_few,
+                too_few_intervals,
             })
         })
         .collect()
@@ -350,6 +368,18 @@ mod tests {
         let rows = compare(&noisy(7, 1.0), &noisy(8, 1.07));
         let tps = rows.iter().find(|r| r.key == "tps_avg").unwrap();
         assert_eq!(tps.verdict, Verdict::Noise, "{tps:?}");
+    }
+
+    #[test]
+    fn runs_of_too_few_intervals_are_not_judged() {
+        // Three intervals each: a 50 % change in every figure is still not judged.
+        let (a, b) = (run(1, 1.0, 3), run(2, 1.5, 3));
+        let rows = compare(&a, &b);
+        assert!(!rows.is_empty());
+        for r in &rows {
+            assert!(r.too_few_intervals && r.verdict == Verdict::Noise && r.noise_pct.is_nan(), "{r:?}");
+        }
+        assert!(compare(&run(1, 1.0, 8), &run(2, 1.0, 8)).iter().all(|r| !r.too_few_intervals));
     }
 
     #[test]
