@@ -443,6 +443,7 @@ impl Compiler {
             step_info: std::mem::take(&mut self.steps),
             templates: std::mem::take(&mut self.templates),
             env: env_values,
+            masks: Default::default(),
         }
     }
 

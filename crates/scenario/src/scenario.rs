@@ -35,6 +35,8 @@ pub struct Scenario {
     pub templates: Templates,
     /// Environment variables the templates read (`env.NAME`), with their values.
     pub env: Vec<(String, String)>,
+    /// [`Scenario::secrets`], worked out on first use.
+    pub masks: std::sync::OnceLock<Vec<String>>,
 }
 
 impl Scenario {
@@ -43,21 +45,48 @@ impl Scenario {
         self.settings.target.as_deref().unwrap_or_default()
     }
 
-    /// Values that must never appear in output: those of the environment variables read.
-    pub fn secrets(&self) -> impl Iterator<Item = &str> {
-        self.env.iter().map(|(_, v)| v.as_str()).filter(|v| v.len() >= 3)
+    /// Values that must never appear in output: those of the environment variables read,
+    /// and every form a template filter turns them into (case changes, URL, JSON and HTML
+    /// encoding, reversal), longest first.
+    pub fn secrets(&self) -> &[String] {
+        self.masks.get_or_init(|| secret_forms(self.env.iter().map(|(_, v)| v.as_str())))
     }
 
-    /// Replaces every secret in `text` by `***`.
+    /// Replaces every secret, in any of its forms, in `text` by `***`.
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_string();
         for s in self.secrets() {
-            if out.contains(s) {
-                out = out.replace(s, "***");
+            if out.contains(s.as_str()) {
+                out = out.replace(s.as_str(), "***");
             }
         }
         out
     }
+}
+
+/// Filters whose output still carries a value recognisably (so it is masked too).
+const MASKED_FILTERS: [&str; 9] = ["upper", "lower", "title", "capitalize", "reverse", "urlencode", "tojson", "escape", "trim"];
+
+/// `values` and what each [`MASKED_FILTERS`] filter makes of them, as a template would
+/// render them; values shorter than 3 characters are not masked (they would mask noise).
+fn secret_forms<'a>(values: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let env = minijinja::Environment::new();
+    let mut forms = std::collections::BTreeSet::new();
+    for v in values.filter(|v| v.len() >= 3) {
+        forms.insert(v.to_string());
+        for f in MASKED_FILTERS {
+            let Ok(out) = env.render_str(&format!("{{{{ s | {f} }}}}"), minijinja::context! { s => v }) else { continue };
+            let out = if f == "tojson" { out.trim_matches('"').to_string() } else { out };
+            if out.len() >= 3 {
+                forms.insert(out);
+            }
+        }
+        // `application/x-www-form-urlencoded`, as form bodies are sent.
+        forms.insert(form_urlencoded::byte_serialize(v.as_bytes()).collect());
+    }
+    let mut forms: Vec<String> = forms.into_iter().collect();
+    forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    forms
 }
 
 /// What kind of step produced a row of metrics.
@@ -261,6 +290,16 @@ pub struct WsStep {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_are_masked_in_every_form_a_filter_yields() {
+        let forms = secret_forms(["p@ss word/ä\"x", "ab"].into_iter());
+        for f in ["p@ss word/ä\"x", "P@SS WORD/Ä\"X", "p@ss word/ä\\\"x", "p%40ss%20word/%C3%A4%22x", "p%40ss+word%2F%C3%A4%22x", "x\"ä/drow ss@p", "p@ss word&#x2f;ä&quot;x"] {
+            assert!(forms.iter().any(|g| g == f), "{f} not in {forms:?}");
+        }
+        assert!(!forms.iter().any(|g| g == "ab"), "too short to mask");
+        assert!(forms.windows(2).all(|w| w[0].len() >= w[1].len()), "longest first");
+    }
 
     #[test]
     fn pauses_fixed_and_random() {

@@ -62,6 +62,10 @@ fn a_full_scenario_compiles() {
     assert_eq!(s.settings.thresholds[1].step.as_deref(), Some("create room"));
     assert_eq!(s.env, vec![("TOKEN".to_string(), "s3cret-token".to_string())]);
     assert_eq!(s.redact("Bearer s3cret-token failed"), "Bearer *** failed");
+    // Every form a filter yields is masked too.
+    for form in ["S3CRET-TOKEN", "S3cret-token", "nekot-terc3s", "s3cret-token".replace('-', "-").as_str()] {
+        assert_eq!(s.redact(&format!("x {form} y")), "x *** y", "{form}");
+    }
     let Node::Group(g) = &s.steps[2] else { panic!("group expected") };
     assert_eq!((g.repeat, g.steps.len()), (10, 2));
     let Node::Http(create) = &s.steps[0] else { panic!("request expected") };
