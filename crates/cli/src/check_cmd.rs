@@ -10,6 +10,8 @@ use volley_engine::{EngineConfig, Target, TlsOptions, Trace};
 use volley_scenario::scenario::Node;
 use volley_scenario::{LoadSpec, RequestSpec, Scenario, Settings};
 
+use volley_report::terminal_safe;
+
 use crate::args::CheckArgs;
 use crate::run_cmd::load_scenario;
 
@@ -90,26 +92,30 @@ fn outline(nodes: &[Node], sc: &Scenario, depth: usize) {
     }
 }
 
+/// One request and response; what the target sent is shown with its control characters
+/// escaped, so a response cannot drive the terminal.
 fn print_trace(t: &Trace) {
-    println!("── {}", t.step);
-    println!("→ {}", t.request);
+    let safe = |s: &str| terminal_safe(s).into_owned();
+    println!("── {}", safe(&t.step));
+    println!("→ {}", safe(&t.request));
     for (k, v) in &t.request_headers {
-        println!("  {k}: {v}");
+        println!("  {}: {}", safe(k), safe(v));
     }
+    let body = |b: &str| b.lines().for_each(|l| println!("  {}", safe(l)));
     if !t.request_body.is_empty() {
-        println!("  {}", t.request_body);
+        body(&t.request_body);
     }
     if t.status > 0 {
         println!("← {} in {:.1} ms (first byte {:.1} ms)", t.status, t.total_ms, t.ttfb_ms);
         for (k, v) in &t.response_headers {
-            println!("  {k}: {v}");
+            println!("  {}: {}", safe(k), safe(v));
         }
         if !t.response_body.is_empty() {
-            println!("  {}", t.response_body);
+            body(&t.response_body);
         }
     }
     for (k, v) in &t.extracted {
-        println!("  set {k} = {v}");
+        println!("  set {} = {}", safe(k), safe(v));
     }
-    println!("{} {}\n", if t.passed { "✓" } else { "✗" }, t.outcome);
+    println!("{} {}\n", if t.passed { "✓" } else { "✗" }, safe(&t.outcome));
 }

@@ -12,7 +12,7 @@ mod testrun;
 
 pub use error::{ReportError, Result};
 pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, Warmup, warmup_seconds};
-pub use render::{csv, group_thousands, markdown, markdown_with_charts, table};
+pub use render::{csv, group_thousands, markdown, markdown_with_charts, md_text, table, terminal_safe};
 
 pub mod chartset;
 pub mod compare;

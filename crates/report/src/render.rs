@@ -68,9 +68,9 @@ pub(crate) fn latency_rows(r: &RunReport) -> Vec<(&'static str, &LatencySummary)
 }
 
 fn headline(r: &RunReport) -> String {
-    let mut h = format!("{} — {} ({} s measured, interval {} s)", r.name, r.status, num(r.measured_s), r.interval_s);
+    let mut h = format!("{} — {} ({} s measured, interval {} s)", terminal_safe(&r.name), r.status, num(r.measured_s), r.interval_s);
     if let Some(reason) = &r.reason {
-        let _ = write!(h, "\nstopped: {reason}");
+        let _ = write!(h, "\nstopped: {}", terminal_safe(reason));
     }
     if r.completed() == 0 {
         let _ = write!(h, "\n{NOTHING_COMPLETED}");
@@ -93,7 +93,7 @@ pub(crate) fn step_rows(r: &RunReport) -> Vec<Vec<String>> {
         .map(|t| {
             let s = &t.seed_suite;
             vec![
-                t.name.clone(),
+                terminal_safe(&t.name).into_owned(),
                 t.kind.clone().unwrap_or_else(|| "-".to_string()),
                 s.total_tests.to_string(),
                 s.errors.to_string(),
@@ -134,7 +134,7 @@ pub fn table(r: &RunReport) -> String {
         }
     }
     for t in r.per_test.iter().filter(|t| t.kind.is_none()) {
-        let _ = writeln!(out, "\nTest `{}`", t.name);
+        let _ = writeln!(out, "\nTest `{}`", terminal_safe(&t.name));
         let width = width.max(t.name.len());
         for (label, value) in suite_rows_of(&t.seed_suite) {
             let _ = writeln!(out, "  {label:<width$}  {value:>14}");
@@ -163,7 +163,7 @@ pub fn table(r: &RunReport) -> String {
             let _ = writeln!(
                 out,
                 "  {:<60} {:>12.3}{} at {:.0} s (VUs {:.0}, TPS {:.1}){first}",
-                p.series,
+                terminal_safe(&p.series),
                 p.peak,
                 if p.kind == "rate" { "/s" } else { "" },
                 p.at_s,
@@ -187,7 +187,7 @@ pub fn table(r: &RunReport) -> String {
     if !r.errors.is_empty() {
         let _ = writeln!(out, "\nErrors by kind");
         for e in &r.errors {
-            let _ = writeln!(out, "  {:<9} {:>9}  {}", e.kind, group_thousands(e.count), e.messages.join(" | "));
+            let _ = writeln!(out, "  {:<9} {:>9}  {}", e.kind, group_thousands(e.count), terminal_safe(&e.messages.join(" | ")));
         }
     }
     if let Some(g) = &r.generator {
@@ -263,10 +263,10 @@ pub fn markdown(r: &RunReport) -> String {
 /// Markdown that also links chart images: (alt text, relative path).
 pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# {}\n", escape_md(&r.name));
+    let _ = writeln!(out, "# {}\n", md_text(&r.name));
     let _ = writeln!(out, "Status: **{}**", r.status);
     if let Some(reason) = &r.reason {
-        let _ = writeln!(out, " — {}", escape_md(reason));
+        let _ = writeln!(out, " — {}", md_text(reason));
     }
     if r.completed() == 0 {
         let _ = writeln!(out, "\n**{NOTHING_COMPLETED}**");
@@ -282,12 +282,12 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
         let _ = writeln!(out, "| {} |\n|{}|", STEP_HEADER.join(" | "), "---|".repeat(STEP_HEADER.len()));
         for row in steps {
             let mut cells = row;
-            cells[0] = format!("`{}`", escape_md(&cells[0]));
+            cells[0] = md_text(&cells[0]);
             let _ = writeln!(out, "| {} |", cells.join(" | "));
         }
     }
     for t in r.per_test.iter().filter(|t| t.kind.is_none()) {
-        let _ = writeln!(out, "\n### Test `{}`\n\n| Metric | Value |\n|---|---|", escape_md(&t.name));
+        let _ = writeln!(out, "\n### Test {}\n\n| Metric | Value |\n|---|---|", md_text(&t.name));
         for (label, value) in suite_rows_of(&t.seed_suite) {
             let _ = writeln!(out, "| {label} | {value} |");
         }
@@ -308,7 +308,7 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
         for p in &r.server {
             let first = p.first_nonzero_s.map(|t| format!("{t:.0} s")).unwrap_or_default();
             let unit = if p.kind == "rate" { "/s" } else { "" };
-            let code = p.series.replace('`', "'").replace('|', "\\|");
+            let code = terminal_safe(&p.series).replace('`', "'").replace('|', "\\|");
             let _ = writeln!(out, "| `{code}` | {:.3}{unit} | {:.0} s | {:.0} | {:.1} | {first} |", p.peak, p.at_s, p.vusers, p.tps);
         }
     }
@@ -328,7 +328,7 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
     if !r.errors.is_empty() {
         let _ = writeln!(out, "\n## Errors\n\n| Kind | Count | First messages |\n|---|---|---|");
         for e in &r.errors {
-            let _ = writeln!(out, "| {} | {} | {} |", e.kind, group_thousands(e.count), escape_md(&e.messages.join("; ")));
+            let _ = writeln!(out, "| {} | {} | {} |", e.kind, group_thousands(e.count), md_text(&e.messages.join("; ")));
         }
     }
     if !charts.is_empty() {
@@ -350,9 +350,48 @@ fn escape_md(s: &str) -> String {
     s.replace('|', "\\|").replace('<', "&lt;").replace('>', "&gt;")
 }
 
+/// Text from a target or an imported file (names, labels, messages) made safe for a line or
+/// a table cell of Markdown: its control characters shown as escapes (a line break cannot
+/// end a table row), Markdown's own characters escaped (no code span, link or emphasis
+/// opens), and no HTML element can open.
+pub fn md_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '#' | '~' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text from a target or an imported file made safe for a terminal: control characters
+/// (escape sequences, carriage returns, bells) are shown as escapes, never sent raw.
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(s.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outside_text_cannot_break_a_terminal_or_a_markdown_table() {
+        assert_eq!(terminal_safe("ok"), "ok");
+        assert_eq!(terminal_safe("a\x1b[2Jb\r\n"), "a\\u{1b}[2Jb\\r\\n");
+        assert_eq!(md_text("a|b\n<img src=x>`c`"), "a\\|b\\n&lt;img src=x&gt;\\`c\\`");
+        assert_eq!(md_text("[x](y)"), "\\[x\\](y)");
+    }
 
     #[test]
     fn thousands() {
