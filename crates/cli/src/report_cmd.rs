@@ -36,6 +36,9 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     let opts = options(&a.out)?;
     let mut out = String::new();
     let sources = a.paths.iter().map(|p| volley_formats::open_as(p, a.from)).collect::<Result<Vec<_>, _>>()?;
+    for s in &sources {
+        volley_report::check_warmup(s, opts.warmup)?;
+    }
     let reports: Vec<RunReport> = sources.iter().map(|s| RunReport::from_source(s, opts)).collect();
     if let Some(html) = &a.out.html {
         std::fs::write(html, volley_report::html::report_page(&sources, &reports, opts))
@@ -63,6 +66,9 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         anyhow::bail!("--labels has {} labels for {} runs", labels.len(), a.paths.len());
     }
     let sources = a.paths.iter().map(|p| volley_formats::open(p)).collect::<Result<Vec<_>, _>>()?;
+    for s in &sources {
+        volley_report::check_warmup(s, opts.warmup)?;
+    }
     let cmp = volley_report::compare::build(&sources, &labels, opts);
     if let Some(html) = &a.out.html {
         write_compare_html(&cmp, &sources, opts, html)?;

@@ -23,6 +23,16 @@ pub enum ReportError {
     },
 }
 
+/// A warm-up that cannot apply to a source.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {why}")]
+pub struct WarmupError {
+    /// The run or file.
+    pub path: PathBuf,
+    /// What is wrong and what to write instead.
+    pub why: String,
+}
+
 impl ReportError {
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {

@@ -10,8 +10,8 @@ mod render;
 #[cfg(test)]
 mod testrun;
 
-pub use error::{ReportError, Result};
-pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, Warmup, warmup_seconds};
+pub use error::{ReportError, Result, WarmupError};
+pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, Warmup, check_warmup, warmup_seconds};
 pub use render::{csv, group_thousands, markdown, markdown_with_charts, md_text, table, terminal_safe};
 
 pub mod chartset;

@@ -337,6 +337,34 @@ pub fn warmup_seconds(src: &Source, warmup: Option<Warmup>) -> f64 {
     }
 }
 
+/// Checks that `warmup` leaves something of `src` to report: `stage:N` needs a run with
+/// more than N stages, and a warm-up in seconds must be shorter than what was measured.
+pub fn check_warmup(src: &Source, warmup: Option<Warmup>) -> std::result::Result<(), crate::error::WarmupError> {
+    let fail = |why: String| Err(crate::error::WarmupError { path: src.path.clone(), why });
+    let measured: f64 = src.series.intervals.iter().map(|i| i.period_s).sum();
+    match warmup {
+        Some(Warmup::Stages(n)) => {
+            let stages = src.meta.as_ref().map(|m| m.plan.load.stage_durations()).unwrap_or_default();
+            if stages.is_empty() {
+                return fail(format!("--warmup stage:{n} needs a volley run's stages and this has none; give the warm-up in seconds, e.g. --warmup 60s"));
+            }
+            if n >= stages.len() {
+                return fail(format!(
+                    "--warmup stage:{n} leaves nothing to report: the run has {} stage{}; give at most stage:{}",
+                    stages.len(),
+                    if stages.len() == 1 { "" } else { "s" },
+                    stages.len() - 1
+                ));
+            }
+        }
+        Some(Warmup::Seconds(s)) if measured > 0.0 && s >= measured => {
+            return fail(format!("--warmup {s}s leaves nothing of the {measured:.0} s measured; give a shorter warm-up"));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// Series that point at a bottleneck, by name prefix: connection pools, worker threads,
 /// CPU, garbage collection, heap.
 pub const KEY_SERVER_SERIES: [&str; 9] = [
