@@ -16,7 +16,8 @@ mod shape;
 mod yaml;
 
 pub use yaml::{MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_TEXT_BYTES};
-pub use compile::{MAX_STEPS, MAX_TEMPLATES};
+pub use compile::MAX_STEPS;
+pub use crate::template::MAX_TEMPLATES;
 pub(crate) use shape::suggest;
 
 /// One problem in a scenario file.

@@ -4,8 +4,16 @@
 //! Undefined variables are errors (strict mode), so a typo fails `volley check`, not the
 //! run. A JSON body value that is a single `{{ expression }}` keeps the expression's type
 //! (`"{{ iteration }}"` sends a number), as users of k6 and Artillery expect.
+//!
+//! A compiled minijinja template costs about 8 KB however short it is (its instruction
+//! buffers start that large), and a scenario may have tens of thousands of templated
+//! strings. So a string that is only text and `{{ expressions }}` — nearly all of them — is
+//! kept as its pieces, and each distinct expression is compiled once for the whole
+//! scenario: `/rooms/{{ code }}/todos` in 10,000 steps costs one compiled `{{ code }}`
+//! and 10,000 short lists of text. Strings with statements (`{% if %}`) are compiled
+//! whole, once per distinct string.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use minijinja::{Environment, UndefinedBehavior, Value};
@@ -18,27 +26,44 @@ pub const FUNCTIONS: [&str; 4] = ["uuid", "random", "random_string", "timestamp_
 /// Names every template may use without a step defining them.
 pub const BUILTINS: [&str; 3] = ["vu", "iteration", "env"];
 
+/// The most minijinja templates one scenario compiles: distinct expressions, and distinct
+/// strings with statements (each costs about 8 KB).
+pub const MAX_TEMPLATES: usize = 20_000;
+
 /// The compiled templates of one scenario.
 pub struct Templates {
     env: Environment<'static>,
-    count: usize,
+    /// Each distinct code compiled, with its name and the variables it reads.
+    compiled: HashMap<String, (Arc<str>, BTreeSet<String>)>,
 }
 
 impl std::fmt::Debug for Templates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Templates({})", self.count)
+        write!(f, "Templates({})", self.compiled.len())
     }
 }
 
-/// One string of the scenario: literal, or the name of a compiled template.
+/// One string of the scenario: literal, or made of compiled templates.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Template {
     /// No template syntax: sent as written.
     Literal(String),
-    /// A compiled template (its source kept for messages and `volley check`).
+    /// Text and `{{ expressions }}`, each expression compiled once per scenario (its source
+    /// kept for messages and `volley check`).
+    Pieces { pieces: Vec<Piece>, source: String },
+    /// A template compiled whole (it has statements such as `{% if %}`).
     Compiled { name: String, source: String },
     /// A whole `{{ expression }}` in a JSON body: renders as JSON, keeping the type.
     Value { name: String, source: String },
+}
+
+/// A part of a [`Template::Pieces`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    /// Text as written.
+    Text(String),
+    /// The name of a compiled `{{ expression }}`.
+    Expr(Arc<str>),
 }
 
 impl Template {
@@ -46,7 +71,7 @@ impl Template {
     pub fn source(&self) -> &str {
         match self {
             Template::Literal(s) => s,
-            Template::Compiled { source, .. } | Template::Value { source, .. } => source,
+            Template::Pieces { source, .. } | Template::Compiled { source, .. } | Template::Value { source, .. } => source,
         }
     }
 }
@@ -75,17 +100,17 @@ impl Templates {
         env.add_function("timestamp_ms", || {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
         });
-        Templates { env, count: 0 }
+        Templates { env, compiled: HashMap::new() }
     }
 
-    /// How many templates are compiled.
+    /// How many minijinja templates are compiled (distinct expressions and strings).
     pub fn len(&self) -> usize {
-        self.count
+        self.compiled.len()
     }
 
     /// Whether none is.
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.compiled.is_empty()
     }
 
     /// Compiles `source`; returns the template and the variables it reads, as dotted
@@ -94,7 +119,29 @@ impl Templates {
         if !has_syntax(source) {
             return Ok((Template::Literal(source.to_string()), BTreeSet::new()));
         }
-        self.add(source.to_string(), source).map(|(name, vars)| (Template::Compiled { name, source: source.to_string() }, vars))
+        let ast = minijinja::machinery::parse(source, "<scenario>", Default::default()).map_err(|e| PlanError(describe(&e, source)))?;
+        let minijinja::machinery::ast::Stmt::Template(root) = &ast else { unreachable!("a parse yields a template") };
+        use minijinja::machinery::ast::Stmt;
+        if root.children.iter().all(|c| matches!(c, Stmt::EmitRaw(_) | Stmt::EmitExpr(_))) {
+            let mut pieces = Vec::with_capacity(root.children.len());
+            let mut vars = BTreeSet::new();
+            for c in &root.children {
+                match c {
+                    Stmt::EmitRaw(r) => pieces.push(Piece::Text(r.raw.to_string())),
+                    Stmt::EmitExpr(e) => {
+                        // From `{{` to the expression's last token: the closing `}}` is added.
+                        let span = e.span();
+                        let open = source.get(span.start_offset as usize..span.end_offset as usize).unwrap_or_default();
+                        let (name, v) = self.add(format!("{open} }}}}"), source)?;
+                        vars.extend(v);
+                        pieces.push(Piece::Expr(name));
+                    }
+                    _ => {}
+                }
+            }
+            return Ok((Template::Pieces { pieces, source: source.to_string() }, vars));
+        }
+        self.add(source.to_string(), source).map(|(name, vars)| (Template::Compiled { name: name.to_string(), source: source.to_string() }, vars))
     }
 
     /// Compiles a JSON body string: a lone `{{ expr }}` keeps its type.
@@ -106,28 +153,46 @@ impl Templates {
         }
         let expr = t[2..t.len() - 2].trim().trim_start_matches('-').trim_end_matches('-');
         let (name, vars) = self.add(format!("{{{{ ({expr}) | tojson }}}}"), source)?;
-        Ok((Template::Value { name, source: source.to_string() }, vars))
+        Ok((Template::Value { name: name.to_string(), source: source.to_string() }, vars))
     }
 
-    fn add(&mut self, code: String, source: &str) -> Result<(String, BTreeSet<String>), PlanError> {
-        self.count += 1;
-        let name = format!("t{}", self.count);
-        self.env.add_template_owned(name.clone(), code).map_err(|e| PlanError(describe(&e, source)))?;
+    /// Compiles `code` once: the same code again gets the same template.
+    fn add(&mut self, code: String, source: &str) -> Result<(Arc<str>, BTreeSet<String>), PlanError> {
+        if let Some((name, vars)) = self.compiled.get(&code) {
+            return Ok((name.clone(), vars.clone()));
+        }
+        if self.compiled.len() >= MAX_TEMPLATES {
+            return Err(PlanError(format!(
+                "more than {MAX_TEMPLATES} distinct template expressions: a scenario is limited to that — use `repeat` and groups instead of copies"
+            )));
+        }
+        let name: Arc<str> = format!("t{}", self.compiled.len() + 1).into();
+        self.env.add_template_owned(name.to_string(), code.clone()).map_err(|e| PlanError(describe(&e, source)))?;
         let tmpl = self.env.get_template(&name).map_err(|e| PlanError(describe(&e, source)))?;
         let vars: BTreeSet<String> =
             tmpl.undeclared_variables(true).into_iter().filter(|v| !FUNCTIONS.contains(&v.as_str())).collect();
+        self.compiled.insert(code, (name.clone(), vars.clone()));
         Ok((name, vars))
     }
 
     /// Renders to text.
     pub fn render(&self, t: &Template, ctx: &Value) -> Result<String, PlanError> {
+        let one = |name: &str, source: &str| {
+            self.env.get_template(name).and_then(|tmpl| tmpl.render(ctx)).map_err(|e| PlanError(describe(&e, source)))
+        };
         match t {
             Template::Literal(s) => Ok(s.clone()),
-            Template::Compiled { name, source } | Template::Value { name, source } => self
-                .env
-                .get_template(name)
-                .and_then(|tmpl| tmpl.render(ctx))
-                .map_err(|e| PlanError(describe(&e, source))),
+            Template::Pieces { pieces, source } => {
+                let mut out = String::new();
+                for p in pieces {
+                    match p {
+                        Piece::Text(text) => out.push_str(text),
+                        Piece::Expr(name) => out.push_str(&one(name, source)?),
+                    }
+                }
+                Ok(out)
+            }
+            Template::Compiled { name, source } | Template::Value { name, source } => one(name, source),
         }
     }
 
@@ -484,6 +549,36 @@ mod tests {
         assert!(e.contains("undefined"), "{e}");
         let e = t.compile("{{ unclosed").unwrap_err();
         assert!(e.contains("template `{{ unclosed`"), "{e}");
+    }
+
+    #[test]
+    fn pieces_render_as_the_whole_template_would() {
+        let mut t = Templates::new();
+        let ctx = context! { code => "AB12", n => 3, user => context! { name => "Kim Lee" }, items => vec![1, 2] };
+        for source in [
+            "/rooms/{{ code }}/todos",
+            "{{ code }}",
+            "a {{ n + 1 }} b {{ user.name | lower | urlencode }} c",
+            "  {{- code -}}  x  {{- n }}\n",
+            "line one\n{{ code }}\nline two\n",
+            "{# note #}{{ code ~ '-' ~ n }}{{ items | join(',') }}",
+            "{{ 'a' if n > 2 else 'b' }}{{ items[1] }}{{ code[:2] }}",
+            "{% if n > 2 %}big{% else %}small{% endif %} {{ code }}",
+            "{% for i in items %}{{ i }};{% endfor %}",
+            "{{ '{{' }} literal braces {{ '}}' }}",
+        ] {
+            let (tm, _) = t.compile(source).unwrap();
+            let whole = t.env.render_str(source, ctx.clone()).unwrap();
+            assert_eq!(t.render(&tm, &ctx).unwrap(), whole, "{source:?} as {tm:?}");
+        }
+        // The same expression anywhere is compiled once.
+        let before = t.len();
+        for i in 0..100 {
+            t.compile(&format!("/rooms/{{{{ code }}}}/items/{i}")).unwrap();
+        }
+        assert_eq!(t.len(), before);
+        let (whole, _) = t.compile("{% if n %}x{% endif %}").unwrap();
+        assert!(matches!(whole, Template::Compiled { .. }));
     }
 
     #[test]

@@ -17,13 +17,11 @@ use crate::load::{LoadSpec, OPTIONS};
 use crate::parse_duration;
 use crate::plan::{RequestSpec, Settings, StatusSet};
 use crate::scenario::*;
-use crate::template::{BUILTINS, FUNCTIONS, Template, Templates, has_syntax};
+use crate::template::{BUILTINS, FUNCTIONS, MAX_TEMPLATES, Template, Templates, has_syntax};
 use crate::threshold::parse_threshold;
 
 /// The most metric-bearing steps (requests, streams, WebSockets) a scenario may have.
 pub const MAX_STEPS: usize = 20_000;
-/// The most templated strings a scenario may have.
-pub const MAX_TEMPLATES: usize = 100_000;
 
 pub(super) struct Compiler {
     file: PathBuf,
@@ -100,7 +98,7 @@ impl Compiler {
         if has_syntax(text) && self.templates.len() >= MAX_TEMPLATES {
             if !self.limit_reported {
                 self.limit_reported = true;
-                self.error(where_, format!("more than {MAX_TEMPLATES} templated strings: a scenario is limited to that — use `repeat` and groups instead of copies"));
+                self.error(where_, format!("more than {MAX_TEMPLATES} distinct template expressions: a scenario is limited to that — use `repeat` and groups instead of copies"));
             }
             return (Template::Literal(text.to_string()), Vec::new());
         }
@@ -117,7 +115,9 @@ impl Compiler {
                 (t, inspection.literals)
             }
             Err(e) => {
-                self.error(where_, format!("`{field}`: {e}"));
+                if self.templates.len() < MAX_TEMPLATES || !std::mem::replace(&mut self.limit_reported, true) {
+                    self.error(where_, format!("`{field}`: {e}"));
+                }
                 (Template::Literal(text.to_string()), Vec::new())
             }
         }
