@@ -129,6 +129,11 @@ impl<'n> Fields<'n> {
     fn get(&self, key: &str) -> Option<&'n Node> {
         self.entries.iter().find(|(k, _)| k.text == key).map(|(_, v)| v)
     }
+
+    /// A section that may be left empty (`headers:` with nothing under it is no headers).
+    fn section(&self, key: &str) -> Option<&'n Node> {
+        self.get(key).filter(|n| n.typed() != Some(Typed::Null))
+    }
 }
 
 /// `, e.g. `x``.
@@ -218,12 +223,16 @@ impl Shape {
         }
     }
 
-    /// A whole number, 0 or more (`"10"` quoted is accepted too).
+    /// A whole number, 0 or more (`"10"` quoted and `1_000` are accepted too).
     fn whole(&mut self, field: &str, node: &Node, example: &str) -> Option<S<u64>> {
         let n = match node.typed() {
             Some(Typed::Int(i)) => u64::try_from(i).ok(),
             Some(Typed::UInt(u)) => Some(u),
-            Some(Typed::Str(s)) => s.trim().parse().ok(),
+            Some(Typed::Str(s)) => {
+                let s = s.trim();
+                let grouped = !s.starts_with('_') && !s.ends_with('_') && !s.contains("__");
+                s.replace('_', "").parse().ok().filter(|_| grouped)
+            }
             _ => None,
         };
         if n.is_none() {
@@ -232,9 +241,13 @@ impl Shape {
         n.map(|value| S { value, at: node.at })
     }
 
+    /// true or false (and, where only a flag can be meant, YAML 1.1's yes/no/on/off).
     fn flag(&mut self, field: &str, node: &Node) -> Option<bool> {
+        let word = |w: &[&str]| matches!(node.typed(), Some(Typed::Str(s)) if w.iter().any(|x| s.eq_ignore_ascii_case(x)));
         match node.typed() {
             Some(Typed::Bool(b)) => Some(b),
+            _ if word(&["yes", "y", "on"]) => Some(true),
+            _ if word(&["no", "n", "off"]) => Some(false),
             _ => {
                 self.error(node.at, format!("`{field}`: expected true or false, not {}; write it like `{field}: true`", found(node)));
                 None
@@ -298,14 +311,14 @@ impl Shape {
             at: root.at,
             name: text(self, "name", "name: checkout flow").map(|s| s.value),
             target,
-            headers: f.get("headers").and_then(|n| self.text_map("headers", n, "headers: { Accept: application/json }")).unwrap_or_default(),
-            load: f.get("load").and_then(|n| self.load(n)),
+            headers: f.section("headers").and_then(|n| self.text_map("headers", n, "headers: { Accept: application/json }")).unwrap_or_default(),
+            load: f.section("load").and_then(|n| self.load(n)),
             timeout: text(self, "timeout", "timeout: 10s"),
             warmup: text(self, "warmup", "warmup: 30s"),
             expect_status: f.get("expect_status").and_then(|n| self.status("expect_status", n)),
-            variables: f.get("variables").and_then(|n| self.text_map("variables", n, "variables: { room: demo }")).unwrap_or_default(),
-            data: f.get("data").map(|n| self.data(n)).unwrap_or_default(),
-            thresholds: f.get("thresholds").map(|n| self.thresholds(n)).unwrap_or_default(),
+            variables: f.section("variables").and_then(|n| self.text_map("variables", n, "variables: { room: demo }")).unwrap_or_default(),
+            data: f.section("data").map(|n| self.data(n)).unwrap_or_default(),
+            thresholds: f.section("thresholds").map(|n| self.thresholds(n)).unwrap_or_default(),
             steps,
         })
     }
@@ -445,18 +458,18 @@ impl Shape {
         s.broken = KIND_KEYS.iter().any(|k| f.get(k).is_some() && !usable(k))
             // `requets:` alone: its unknown key is the problem, not a missing kind.
             || (!KIND_KEYS.iter().any(|k| f.get(k).is_some()) && s.keys.iter().any(|(k, _)| !STEP_KEYS.contains(&k.as_str())));
-        if let Some(n) = f.get("headers") {
+        if let Some(n) = f.section("headers") {
             s.headers = self.text_map("headers", n, "headers: { Accept: application/json }").unwrap_or_default();
         }
-        s.json = f.get("json").cloned();
-        if let Some(n) = f.get("form") {
+        s.json = f.section("json").cloned();
+        if let Some(n) = f.section("form") {
             s.form = self.text_map("form", n, "form: { user: kim }");
         }
         s.body = text(self, "body", "body: raw text");
-        if let Some(n) = f.get("extract") {
+        if let Some(n) = f.section("extract") {
             self.extract(n, &mut s);
         }
-        if let Some(n) = f.get("check") {
+        if let Some(n) = f.section("check") {
             s.check = self.check(n);
         }
         s.think_time = text(self, "think_time", "think_time: 1s..3s");

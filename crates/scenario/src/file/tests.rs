@@ -1,7 +1,7 @@
 use super::*;
 use std::path::PathBuf;
 
-use crate::scenario::{Node, StepKind};
+use crate::scenario::{Body, Node, StepKind};
 
 fn parse(text: &str) -> Result<Scenario, ScenarioErrors> {
     parse_scenario(Path::new("s.yaml"), text, &|name| (name == "TOKEN").then(|| "s3cret-token".to_string()))
@@ -231,7 +231,7 @@ const STRUCTURE: &[(&str, u64, u64, &str)] = &[
     ("target: http://x\nsteps:\n  - request:\n      method: POST\n      url: /login\n", 4, 7, "`request: POST /path`, not a mapping; or give the step `method: POST` and `url: /path`"),
     ("name: [a]\ntarget: http://x\nsteps:\n  - request: GET /\n", 1, 7, "`name`: expected text, not a list"),
     ("target: http://x\ntimeout: { s: 1 }\nsteps:\n  - request: GET /\n", 2, 10, "`timeout`: expected text, not a mapping; write it like `timeout: 10s`"),
-    ("target: http://x\nsteps:\n  - sse: /e\n    wait: yes\n", 4, 11, "`wait`: expected true or false, not text (`yes`)"),
+    ("target: http://x\nsteps:\n  - sse: /e\n    wait: maybe\n", 4, 11, "`wait`: expected true or false, not text (`maybe`)"),
     ("target: http://x\nheaders: [a]\nsteps:\n  - request: GET /\n", 2, 10, "`headers`: expected a mapping of names to values"),
     ("target: http://x\nsteps:\n  - request: GET /\n    check: ok\n", 4, 12, "`check`: expected a mapping"),
     ("target: http://x\nsteps:\n  - request: GET /\n    check: { status: [200] }\n", 4, 22, "a status is a code such as 201"),
@@ -323,7 +323,7 @@ fn feeder_columns_are_checked_where_they_are_used() {
 #[test]
 fn every_problem_of_a_file_comes_in_one_pass() {
     // The nine problems that took seven runs before: types and structure no longer stop at the first.
-    let text = "name: [pair]\ntarget: http://x\ntimeout: { s: 1 }\nload:\n  vus: ten\nsteps:\n  - request:\n      method: POST\n      url: /rooms\n    extract:\n      code: $.code\n  - request: GET /rooms/{{ code }}\n    repeat: lots\n    check: { status: [200] }\n    chek: {}\n  - sse: ws://x/events\n    wait: yes\n  - request: GET /{{ uuid(1) }}/{{ code | upcase }}\n";
+    let text = "name: [pair]\ntarget: http://x\ntimeout: { s: 1 }\nload:\n  vus: ten\nsteps:\n  - request:\n      method: POST\n      url: /rooms\n    extract:\n      code: $.code\n  - request: GET /rooms/{{ code }}\n    repeat: lots\n    check: { status: [200] }\n    chek: {}\n  - sse: ws://x/events\n    wait: maybe\n  - request: GET /{{ uuid(1) }}/{{ code | upcase }}\n";
     let errors = parse(text).unwrap_err();
     let lines: Vec<u64> = errors.0.iter().map(|e| e.line).collect();
     assert_eq!(lines, [1, 3, 5, 8, 13, 14, 15, 16, 17, 18, 18], "{errors}");
@@ -362,6 +362,28 @@ fn the_examples_compile() {
         let s = parse_scenario(&path, &text, &|_| None).unwrap_or_else(|e| panic!("{e}"));
         assert!(!s.step_info.is_empty());
     }
+}
+
+#[test]
+fn what_serde_saphyr_accepted_is_still_accepted() {
+    let text = "target: http://x\nsteps:\n  - sse: /e\n    wait: yes\n    events: 1_000\n  - request: GET /\n    repeat: \"3\"\n";
+    let s = parse(text).unwrap();
+    let Node::Sse(sse) = &s.steps[0] else { panic!("sse expected") };
+    assert_eq!((sse.wait, sse.events), (true, Some(1000)));
+    // Sections left empty are empty.
+    let s = parse("target: http://x\nheaders:\nvariables:\nthresholds:\nsteps:\n  - request: GET /\n    extract:\n    json:\n").unwrap();
+    assert!(s.headers.is_empty() && s.variables.is_empty() && s.settings.thresholds.is_empty());
+    let Node::Http(h) = &s.steps[0] else { panic!("request expected") };
+    assert!(h.extract.is_empty() && matches!(h.body, Body::Empty));
+}
+
+#[test]
+fn a_file_that_is_not_utf8_says_where() {
+    let file = with_users("id\n1\n").with_file_name("latin1.yaml");
+    std::fs::write(&file, b"target: http://x\nname: caf\xe9\nsteps:\n  - request: GET /\n").unwrap();
+    let e = load_scenario(&file).unwrap_err();
+    assert_eq!((e.0[0].line, e.0[0].column), (2, 1));
+    assert!(e.0[0].message.contains("not UTF-8"), "{e}");
 }
 
 #[test]
