@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use volley_stats::{ErrorKind, Interval, IntervalSample, Series};
+use volley_stats::{ErrorKind, Interval, IntervalSample, Latencies, Series};
 
 use volley_scenario::StepInfo;
 
@@ -334,7 +334,7 @@ impl RunWriter {
             fields.push(s.counts.events.to_string());
         }
         let n = ngrinder_number;
-        let pct = |h: &Histogram<u64>, p: f64| if h.is_empty() { 0.0 } else { h.value_at_percentile(p) as f64 / 1000.0 };
+        let pct = |h: &Latencies, p: f64| h.value_at_percentile(p) as f64 / 1000.0;
         fields.push(n(row.start_s));
         fields.push(n(row.period_s));
         fields.extend(sample.counts.errors_by_kind.iter().map(|c| c.to_string()));
@@ -353,20 +353,20 @@ impl RunWriter {
         let start = Duration::from_secs_f64(row.start_s);
         let len = Duration::from_secs_f64(row.period_s);
         let hpath = self.dir.join(LATENCY_HLOG);
-        let mut logged: Vec<(&Histogram<u64>, HistKey)> = vec![(&sample.ttfb, HistKey::TTFB), (&sample.total, HistKey::TOTAL)];
+        let mut write = |h: &Histogram<u64>, key: HistKey| hlog::write_interval(&mut self.hlog, h, start, len, key).map_err(|e| FormatError::io(&hpath, e));
+        write(&sample.ttfb.histogram(), HistKey::TTFB)?;
+        write(&sample.total.histogram(), HistKey::TOTAL)?;
+        // One at a time, each made only while it is written: a scenario may have thousands of steps.
         for (i, s) in steps.iter().enumerate() {
-            logged.push((&s.ttfb, HistKey::step(HistMetric::Ttfb, i)));
-            logged.push((&s.total, HistKey::step(HistMetric::Total, i)));
+            write(&s.ttfb.histogram(), HistKey::step(HistMetric::Ttfb, i))?;
+            write(&s.total.histogram(), HistKey::step(HistMetric::Total, i))?;
         }
         if let Some(it) = &sample.iteration {
-            logged.push((it, HistKey::ITERATION));
+            write(it, HistKey::ITERATION)?;
         }
         if let Some(actual) = &sample.actual {
-            logged.push((&actual.0, HistKey::TTFB_ACTUAL));
-            logged.push((&actual.1, HistKey::TOTAL_ACTUAL));
-        }
-        for (h, key) in logged {
-            hlog::write_interval(&mut self.hlog, h, start, len, key).map_err(|e| FormatError::io(&hpath, e))?;
+            write(&actual.0.histogram(), HistKey::TTFB_ACTUAL)?;
+            write(&actual.1.histogram(), HistKey::TOTAL_ACTUAL)?;
         }
         self.flush()
     }

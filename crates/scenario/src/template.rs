@@ -4,8 +4,16 @@
 //! Undefined variables are errors (strict mode), so a typo fails `volley check`, not the
 //! run. A JSON body value that is a single `{{ expression }}` keeps the expression's type
 //! (`"{{ iteration }}"` sends a number), as users of k6 and Artillery expect.
+//!
+//! A compiled minijinja template costs about 8 KB however short it is (its instruction
+//! buffers start that large), and a scenario may have tens of thousands of templated
+//! strings. So a string that is only text and `{{ expressions }}` — nearly all of them — is
+//! kept as its pieces, and each distinct expression is compiled once for the whole
+//! scenario: `/rooms/{{ code }}/todos` in 10,000 steps costs one compiled `{{ code }}`
+//! and 10,000 short lists of text. Strings with statements (`{% if %}`) are compiled
+//! whole, once per distinct string.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use minijinja::{Environment, UndefinedBehavior, Value};
@@ -18,27 +26,44 @@ pub const FUNCTIONS: [&str; 4] = ["uuid", "random", "random_string", "timestamp_
 /// Names every template may use without a step defining them.
 pub const BUILTINS: [&str; 3] = ["vu", "iteration", "env"];
 
+/// The most minijinja templates one scenario compiles: distinct expressions, and distinct
+/// strings with statements (each costs about 8 KB).
+pub const MAX_TEMPLATES: usize = 20_000;
+
 /// The compiled templates of one scenario.
 pub struct Templates {
     env: Environment<'static>,
-    count: usize,
+    /// Each distinct code compiled, with its name and the variables it reads.
+    compiled: HashMap<String, (Arc<str>, BTreeSet<String>)>,
 }
 
 impl std::fmt::Debug for Templates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Templates({})", self.count)
+        write!(f, "Templates({})", self.compiled.len())
     }
 }
 
-/// One string of the scenario: literal, or the name of a compiled template.
+/// One string of the scenario: literal, or made of compiled templates.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Template {
     /// No template syntax: sent as written.
     Literal(String),
-    /// A compiled template (its source kept for messages and `volley check`).
+    /// Text and `{{ expressions }}`, each expression compiled once per scenario (its source
+    /// kept for messages and `volley check`).
+    Pieces { pieces: Vec<Piece>, source: String },
+    /// A template compiled whole (it has statements such as `{% if %}`).
     Compiled { name: String, source: String },
     /// A whole `{{ expression }}` in a JSON body: renders as JSON, keeping the type.
     Value { name: String, source: String },
+}
+
+/// A part of a [`Template::Pieces`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    /// Text as written.
+    Text(String),
+    /// The name of a compiled `{{ expression }}`.
+    Expr(Arc<str>),
 }
 
 impl Template {
@@ -46,7 +71,7 @@ impl Template {
     pub fn source(&self) -> &str {
         match self {
             Template::Literal(s) => s,
-            Template::Compiled { source, .. } | Template::Value { source, .. } => source,
+            Template::Pieces { source, .. } | Template::Compiled { source, .. } | Template::Value { source, .. } => source,
         }
     }
 }
@@ -75,7 +100,17 @@ impl Templates {
         env.add_function("timestamp_ms", || {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
         });
-        Templates { env, count: 0 }
+        Templates { env, compiled: HashMap::new() }
+    }
+
+    /// How many minijinja templates are compiled (distinct expressions and strings).
+    pub fn len(&self) -> usize {
+        self.compiled.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.compiled.is_empty()
     }
 
     /// Compiles `source`; returns the template and the variables it reads, as dotted
@@ -84,7 +119,29 @@ impl Templates {
         if !has_syntax(source) {
             return Ok((Template::Literal(source.to_string()), BTreeSet::new()));
         }
-        self.add(source.to_string(), source).map(|(name, vars)| (Template::Compiled { name, source: source.to_string() }, vars))
+        let ast = minijinja::machinery::parse(source, "<scenario>", Default::default()).map_err(|e| PlanError(describe(&e, source)))?;
+        let minijinja::machinery::ast::Stmt::Template(root) = &ast else { unreachable!("a parse yields a template") };
+        use minijinja::machinery::ast::Stmt;
+        if root.children.iter().all(|c| matches!(c, Stmt::EmitRaw(_) | Stmt::EmitExpr(_))) {
+            let mut pieces = Vec::with_capacity(root.children.len());
+            let mut vars = BTreeSet::new();
+            for c in &root.children {
+                match c {
+                    Stmt::EmitRaw(r) => pieces.push(Piece::Text(r.raw.to_string())),
+                    Stmt::EmitExpr(e) => {
+                        // From `{{` to the expression's last token: the closing `}}` is added.
+                        let span = e.span();
+                        let open = source.get(span.start_offset as usize..span.end_offset as usize).unwrap_or_default();
+                        let (name, v) = self.add(format!("{open} }}}}"), source)?;
+                        vars.extend(v);
+                        pieces.push(Piece::Expr(name));
+                    }
+                    _ => {}
+                }
+            }
+            return Ok((Template::Pieces { pieces, source: source.to_string() }, vars));
+        }
+        self.add(source.to_string(), source).map(|(name, vars)| (Template::Compiled { name: name.to_string(), source: source.to_string() }, vars))
     }
 
     /// Compiles a JSON body string: a lone `{{ expr }}` keeps its type.
@@ -96,28 +153,46 @@ impl Templates {
         }
         let expr = t[2..t.len() - 2].trim().trim_start_matches('-').trim_end_matches('-');
         let (name, vars) = self.add(format!("{{{{ ({expr}) | tojson }}}}"), source)?;
-        Ok((Template::Value { name, source: source.to_string() }, vars))
+        Ok((Template::Value { name: name.to_string(), source: source.to_string() }, vars))
     }
 
-    fn add(&mut self, code: String, source: &str) -> Result<(String, BTreeSet<String>), PlanError> {
-        self.count += 1;
-        let name = format!("t{}", self.count);
-        self.env.add_template_owned(name.clone(), code).map_err(|e| PlanError(describe(&e, source)))?;
+    /// Compiles `code` once: the same code again gets the same template.
+    fn add(&mut self, code: String, source: &str) -> Result<(Arc<str>, BTreeSet<String>), PlanError> {
+        if let Some((name, vars)) = self.compiled.get(&code) {
+            return Ok((name.clone(), vars.clone()));
+        }
+        if self.compiled.len() >= MAX_TEMPLATES {
+            return Err(PlanError(format!(
+                "more than {MAX_TEMPLATES} distinct template expressions: a scenario is limited to that — use `repeat` and groups instead of copies"
+            )));
+        }
+        let name: Arc<str> = format!("t{}", self.compiled.len() + 1).into();
+        self.env.add_template_owned(name.to_string(), code.clone()).map_err(|e| PlanError(describe(&e, source)))?;
         let tmpl = self.env.get_template(&name).map_err(|e| PlanError(describe(&e, source)))?;
         let vars: BTreeSet<String> =
             tmpl.undeclared_variables(true).into_iter().filter(|v| !FUNCTIONS.contains(&v.as_str())).collect();
+        self.compiled.insert(code, (name.clone(), vars.clone()));
         Ok((name, vars))
     }
 
     /// Renders to text.
     pub fn render(&self, t: &Template, ctx: &Value) -> Result<String, PlanError> {
+        let one = |name: &str, source: &str| {
+            self.env.get_template(name).and_then(|tmpl| tmpl.render(ctx)).map_err(|e| PlanError(describe(&e, source)))
+        };
         match t {
             Template::Literal(s) => Ok(s.clone()),
-            Template::Compiled { name, source } | Template::Value { name, source } => self
-                .env
-                .get_template(name)
-                .and_then(|tmpl| tmpl.render(ctx))
-                .map_err(|e| PlanError(describe(&e, source))),
+            Template::Pieces { pieces, source } => {
+                let mut out = String::new();
+                for p in pieces {
+                    match p {
+                        Piece::Text(text) => out.push_str(text),
+                        Piece::Expr(name) => out.push_str(&one(name, source)?),
+                    }
+                }
+                Ok(out)
+            }
+            Template::Compiled { name, source } | Template::Value { name, source } => one(name, source),
         }
     }
 
@@ -129,6 +204,312 @@ impl Templates {
                 serde_json::from_str(&text).map_err(|e| PlanError(format!("`{source}` did not render to JSON: {e}")))
             }
             _ => Ok(serde_json::Value::String(text)),
+        }
+    }
+}
+
+/// What a template's syntax tree shows that compiling it does not: calls the environment
+/// cannot make, and the literal text between its expressions.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Inspection {
+    /// Each problem in plain words: an unknown filter, test or function, a function called
+    /// with the wrong number of arguments or an impossible constant, a method call, an
+    /// `include`.
+    pub problems: Vec<PlanError>,
+    /// Names called as functions that are not functions (already in `problems`), so that
+    /// they are not reported again as undefined variables.
+    pub not_functions: BTreeSet<String>,
+    /// The text outside `{{ }}` and `{% %}`, piece by piece.
+    pub literals: Vec<String>,
+}
+
+/// volley's functions and their arguments (as the docs write them).
+pub const FUNCTION_ARGS: [(&str, &[&str]); 4] = [("uuid", &[]), ("random", &["lo", "hi"]), ("random_string", &["n"]), ("timestamp_ms", &[])];
+
+/// minijinja's own functions and how many arguments they take.
+const BUILTIN_FUNCTIONS: [(&str, usize, usize); 4] = [("range", 1, 3), ("dict", 0, usize::MAX), ("namespace", 0, usize::MAX), ("debug", 0, usize::MAX)];
+
+/// Filters offered when one is misspelled (each is checked to exist before it is offered).
+const COMMON_FILTERS: &[&str] = &[
+    "upper", "lower", "title", "capitalize", "trim", "replace", "length", "int", "float", "string", "default", "first", "last", "join",
+    "urlencode", "tojson", "abs", "round", "list", "sort", "unique", "reverse", "escape", "items", "split", "lines", "min", "max", "sum",
+    "map", "select", "reject", "batch", "slice", "indent", "bool", "format", "attr", "dictsort",
+];
+
+/// Other template languages' names for filters, and minijinja's.
+const FILTER_ALIASES: &[(&str, &str)] = &[
+    ("upcase", "upper"),
+    ("uppercase", "upper"),
+    ("downcase", "lower"),
+    ("lowercase", "lower"),
+    ("to_json", "tojson"),
+    ("json", "tojson"),
+    ("url_encode", "urlencode"),
+    ("escape_uri", "urlencode"),
+    ("strip", "trim"),
+    ("len", "length"),
+    ("size", "length"),
+    ("to_int", "int"),
+    ("integer", "int"),
+    ("str", "string"),
+];
+
+impl Templates {
+    /// Walks the syntax tree of `source` (already compiled, so it parses) for what only
+    /// rendering would find: filters and tests the environment lacks, calls of functions
+    /// that do not exist or with the wrong arguments, method calls, template loading.
+    /// `unbound` are the names the template reads without setting them.
+    pub fn inspect(&self, source: &str, unbound: &BTreeSet<String>) -> Inspection {
+        let mut out = Inspection::default();
+        if !has_syntax(source) {
+            out.literals.push(source.to_string());
+            return out;
+        }
+        let Ok(ast) = minijinja::machinery::parse(source, "<scenario>", Default::default()) else { return out };
+        let mut v = Inspector { templates: self, unbound, out: &mut out };
+        v.stmt(&ast);
+        out
+    }
+
+    fn has_filter(&self, name: &str) -> bool {
+        let mut state = self.env.empty_state();
+        !matches!(state.apply_filter(name, &[Value::UNDEFINED]), Err(e) if e.kind() == minijinja::ErrorKind::UnknownFilter)
+    }
+
+    fn has_test(&self, name: &str) -> bool {
+        let mut state = self.env.empty_state();
+        !matches!(state.perform_test(name, &[Value::UNDEFINED]), Err(e) if e.kind() == minijinja::ErrorKind::UnknownTest)
+    }
+}
+
+struct Inspector<'a> {
+    templates: &'a Templates,
+    unbound: &'a BTreeSet<String>,
+    out: &'a mut Inspection,
+}
+
+use minijinja::machinery::ast::{CallArg, Expr, Stmt};
+
+impl Inspector<'_> {
+    fn problem(&mut self, message: String) {
+        let p = PlanError(message);
+        if !self.out.problems.contains(&p) {
+            self.out.problems.push(p);
+        }
+    }
+
+    fn stmts(&mut self, body: &[Stmt<'_>]) {
+        for s in body {
+            self.stmt(s);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt<'_>) {
+        match s {
+            Stmt::Template(t) => self.stmts(&t.children),
+            Stmt::EmitExpr(e) => self.expr(&e.expr),
+            Stmt::EmitRaw(r) => self.out.literals.push(r.raw.to_string()),
+            Stmt::ForLoop(f) => {
+                self.expr(&f.iter);
+                if let Some(e) = &f.filter_expr {
+                    self.expr(e);
+                }
+                self.stmts(&f.body);
+                self.stmts(&f.else_body);
+            }
+            Stmt::IfCond(i) => {
+                self.expr(&i.expr);
+                self.stmts(&i.true_body);
+                self.stmts(&i.false_body);
+            }
+            Stmt::WithBlock(w) => {
+                for (_, e) in &w.assignments {
+                    self.expr(e);
+                }
+                self.stmts(&w.body);
+            }
+            Stmt::Set(s) => self.expr(&s.expr),
+            Stmt::SetBlock(s) => {
+                if let Some(f) = &s.filter {
+                    self.expr(f);
+                }
+                self.stmts(&s.body);
+            }
+            Stmt::AutoEscape(a) => self.stmts(&a.body),
+            Stmt::FilterBlock(f) => {
+                self.expr(&f.filter);
+                self.stmts(&f.body);
+            }
+            Stmt::Macro(m) => self.stmts(&m.body),
+            Stmt::CallBlock(c) => self.stmts(&c.macro_decl.body),
+            Stmt::Do(d) => self.call(&d.call),
+            Stmt::Include(_) | Stmt::Import(_) | Stmt::FromImport(_) | Stmt::Extends(_) | Stmt::Block(_) => {
+                self.problem("a scenario's templates cannot load other templates (`include`, `import`, `extends`, `block`): write the text in place".into());
+            }
+            #[allow(unreachable_patterns)]
+            _ => {}
+        }
+    }
+
+    fn args(&mut self, args: &[CallArg<'_>]) {
+        for a in args {
+            match a {
+                CallArg::Pos(e) | CallArg::Kwarg(_, e) | CallArg::PosSplat(e) | CallArg::KwargSplat(e) => self.expr(e),
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &Expr<'_>) {
+        match e {
+            Expr::Var(_) | Expr::Const(_) => {}
+            Expr::Slice(s) => {
+                self.expr(&s.expr);
+                for part in [&s.start, &s.stop, &s.step].into_iter().flatten() {
+                    self.expr(part);
+                }
+            }
+            Expr::UnaryOp(u) => self.expr(&u.expr),
+            Expr::BinOp(b) => {
+                self.expr(&b.left);
+                self.expr(&b.right);
+            }
+            Expr::Compare(c) => {
+                self.expr(&c.expr);
+                for op in &c.ops {
+                    self.expr(&op.expr);
+                }
+            }
+            Expr::IfExpr(i) => {
+                self.expr(&i.test_expr);
+                self.expr(&i.true_expr);
+                if let Some(f) = &i.false_expr {
+                    self.expr(f);
+                }
+            }
+            Expr::Filter(f) => {
+                if let Some(inner) = &f.expr {
+                    self.expr(inner);
+                }
+                self.args(&f.args);
+                if !self.templates.has_filter(f.name) {
+                    let known: Vec<&str> = COMMON_FILTERS.iter().copied().filter(|c| self.templates.has_filter(c)).collect();
+                    let alias = FILTER_ALIASES.iter().find(|(other, _)| *other == f.name).map(|(_, ours)| *ours).filter(|ours| self.templates.has_filter(ours));
+                    let hint = alias.or_else(|| crate::file::suggest(f.name, &known)).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
+                    self.problem(format!("unknown filter `{}`; {hint}filters such as {} are listed at https://docs.rs/minijinja/latest/minijinja/filters/", f.name, known[..6.min(known.len())].join(", ")));
+                }
+            }
+            Expr::Test(t) => {
+                self.expr(&t.expr);
+                self.args(&t.args);
+                if !self.templates.has_test(t.name) {
+                    self.problem(format!("unknown test `is {}`; tests such as `is defined`, `is number`, `is string` are listed at https://docs.rs/minijinja/latest/minijinja/tests/", t.name));
+                }
+            }
+            Expr::GetAttr(g) => self.expr(&g.expr),
+            Expr::GetItem(g) => {
+                self.expr(&g.expr);
+                self.expr(&g.subscript_expr);
+            }
+            Expr::Call(c) => self.call(c),
+            Expr::List(l) => {
+                for i in &l.items {
+                    self.expr(i);
+                }
+            }
+            Expr::Tuple(t) => {
+                for i in &t.items {
+                    self.expr(i);
+                }
+            }
+            Expr::Map(m) => {
+                for i in m.keys.iter().chain(&m.values) {
+                    self.expr(i);
+                }
+            }
+        }
+    }
+
+    fn call(&mut self, c: &minijinja::machinery::ast::Call<'_>) {
+        use minijinja::machinery::ast::CallType;
+        self.args(&c.args);
+        match c.identify_call() {
+            CallType::Function(name) => self.function(name, &c.args),
+            CallType::Method(on, name) => {
+                self.expr(on);
+                let filter = if self.templates.has_filter(name) { name } else { "upper" };
+                self.problem(format!("`.{name}()`: values have no methods in a scenario's templates; use a filter instead, e.g. `value | {filter}`"));
+            }
+            #[allow(unreachable_patterns)]
+            CallType::Object(on) => self.expr(on),
+            #[allow(unreachable_patterns)]
+            _ => {}
+        }
+    }
+
+    fn function(&mut self, name: &str, args: &[CallArg<'_>]) {
+        let list = || FUNCTION_ARGS.iter().map(|(n, a)| format!("{n}({})", a.join(", "))).collect::<Vec<_>>().join(", ");
+        let positional = args.iter().filter(|a| matches!(a, CallArg::Pos(_))).count();
+        if let Some((_, params)) = FUNCTION_ARGS.iter().find(|(n, _)| *n == name) {
+            let usage = format!("{name}({})", params.join(", "));
+            if positional != args.len() {
+                self.problem(format!("`{name}` takes its arguments in order, without names: {usage}"));
+            } else if positional != params.len() {
+                let takes = match params.len() {
+                    0 => "no arguments".to_string(),
+                    1 => "1 argument".to_string(),
+                    n => format!("{n} arguments"),
+                };
+                self.problem(format!("`{name}` takes {takes}, not {positional}: {usage}"));
+            } else {
+                self.constants(name, &usage, args);
+            }
+            return;
+        }
+        if let Some((_, lo, hi)) = BUILTIN_FUNCTIONS.iter().find(|(n, ..)| *n == name) {
+            if !(*lo..=*hi).contains(&args.len()) {
+                self.problem(format!("`{name}` takes {lo} to {hi} arguments, not {}", args.len()));
+            }
+            return;
+        }
+        if self.unbound.contains(name) {
+            self.out.not_functions.insert(name.to_string());
+            let names: Vec<&str> = FUNCTION_ARGS.iter().map(|(n, _)| *n).collect();
+            let hint = crate::file::suggest(name, &names).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
+            self.problem(format!("`{name}()` is not a function; {hint}the functions are {}", list()));
+        }
+    }
+
+    /// Constant arguments that can never work: `random_string(-1)`, `random(10, 1)`.
+    fn constants(&mut self, name: &str, usage: &str, args: &[CallArg<'_>]) {
+        let consts: Vec<Option<Value>> = args
+            .iter()
+            .map(|a| match a {
+                CallArg::Pos(Expr::Const(c)) => Some(c.value.clone()),
+                CallArg::Pos(Expr::UnaryOp(u)) => match &u.expr {
+                    Expr::Const(c) => i64::try_from(c.value.clone()).ok().map(|n| Value::from(-n)),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let int = |v: &Value| i64::try_from(v.clone()).ok().filter(|_| v.kind() == minijinja::value::ValueKind::Number && !v.to_string().contains('.'));
+        for (v, param) in consts.iter().zip(FUNCTION_ARGS.iter().find(|(n, _)| *n == name).map_or(&[][..], |(_, p)| p)) {
+            if let Some(v) = v
+                && int(v).is_none()
+            {
+                let shown = if v.kind() == minijinja::value::ValueKind::String { format!("\"{v}\"") } else { v.to_string() };
+                self.problem(format!("`{name}`: `{param}` must be a whole number, not `{shown}`: {usage}"));
+                return;
+            }
+        }
+        match (name, consts.as_slice()) {
+            ("random_string", [Some(n)]) if int(n).is_some_and(|n| n < 0) => {
+                self.problem(format!("`random_string`: the length must be 0 or more, not {n}"));
+            }
+            ("random", [Some(lo), Some(hi)]) if int(lo).zip(int(hi)).is_some_and(|(lo, hi)| lo > hi) => {
+                self.problem(format!("`random({lo}, {hi})`: the lower bound comes first, e.g. random({hi}, {lo})"));
+            }
+            _ => {}
         }
     }
 }
@@ -168,6 +549,56 @@ mod tests {
         assert!(e.contains("undefined"), "{e}");
         let e = t.compile("{{ unclosed").unwrap_err();
         assert!(e.contains("template `{{ unclosed`"), "{e}");
+    }
+
+    #[test]
+    fn pieces_render_as_the_whole_template_would() {
+        let mut t = Templates::new();
+        let ctx = context! { code => "AB12", n => 3, user => context! { name => "Kim Lee" }, items => vec![1, 2] };
+        for source in [
+            "/rooms/{{ code }}/todos",
+            "{{ code }}",
+            "a {{ n + 1 }} b {{ user.name | lower | urlencode }} c",
+            "  {{- code -}}  x  {{- n }}\n",
+            "line one\n{{ code }}\nline two\n",
+            "{# note #}{{ code ~ '-' ~ n }}{{ items | join(',') }}",
+            "{{ 'a' if n > 2 else 'b' }}{{ items[1] }}{{ code[:2] }}",
+            "{% if n > 2 %}big{% else %}small{% endif %} {{ code }}",
+            "{% for i in items %}{{ i }};{% endfor %}",
+            "{{ '{{' }} literal braces {{ '}}' }}",
+        ] {
+            let (tm, _) = t.compile(source).unwrap();
+            let whole = t.env.render_str(source, ctx.clone()).unwrap();
+            assert_eq!(t.render(&tm, &ctx).unwrap(), whole, "{source:?} as {tm:?}");
+        }
+        // The same expression anywhere is compiled once.
+        let before = t.len();
+        for i in 0..100 {
+            t.compile(&format!("/rooms/{{{{ code }}}}/items/{i}")).unwrap();
+        }
+        assert_eq!(t.len(), before);
+        let (whole, _) = t.compile("{% if n %}x{% endif %}").unwrap();
+        assert!(matches!(whole, Template::Compiled { .. }));
+    }
+
+    #[test]
+    fn inspection_finds_what_only_rendering_would() {
+        let t = Templates::new();
+        let unbound = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<BTreeSet<String>>();
+        let ok = t.inspect("/a/{{ code | urlencode }}/{{ random(1, 9) }}-{{ uuid() }}{% if vu is odd %}x{% endif %}", &unbound(&["code"]));
+        assert!(ok.problems.is_empty(), "{:?}", ok.problems);
+        assert_eq!(ok.literals, ["/a/", "/", "-", "x"]);
+        let bad = t.inspect("{{ x | upcase }}{{ timestamp_ms(1) }}{{ nope(2) }}{{ y is nothing_like_it }}", &unbound(&["x", "nope", "y"]));
+        let text: Vec<String> = bad.problems.iter().map(|p| p.0.clone()).collect();
+        assert_eq!(text.len(), 4, "{text:?}");
+        assert!(text[0].starts_with("unknown filter `upcase`; did you mean `upper`?"), "{text:?}");
+        assert!(text[1].starts_with("`timestamp_ms` takes no arguments, not 1"), "{text:?}");
+        assert!(text[2].starts_with("`nope()` is not a function"), "{text:?}");
+        assert!(text[3].starts_with("unknown test `is nothing_like_it`"), "{text:?}");
+        assert_eq!(bad.not_functions.into_iter().collect::<Vec<_>>(), ["nope"]);
+        // A macro defined in the template is callable; a literal is all literal.
+        assert!(t.inspect("{% macro m() %}a{% endmacro %}{{ m() }}", &unbound(&[])).problems.is_empty());
+        assert_eq!(t.inspect("/plain", &unbound(&[])).literals, ["/plain"]);
     }
 
     #[test]

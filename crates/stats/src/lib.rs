@@ -6,12 +6,14 @@
 
 pub mod compare;
 pub mod knee;
+pub mod latencies;
 pub mod latency;
 pub mod percentile;
 pub mod sample;
 pub mod series;
 pub mod suite;
 
+pub use latencies::Latencies;
 pub use latency::{CompactHistogram, LatencySummary, new_histogram};
 pub use sample::{Counts, ErrorKind, ErrorMessage, IntervalSample, KINDS};
 pub use series::{Interval, Series};

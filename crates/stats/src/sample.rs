@@ -3,6 +3,7 @@
 
 use hdrhistogram::Histogram;
 
+use crate::latencies::Latencies;
 use crate::latency::{new_histogram, record_us};
 use crate::series::Interval;
 
@@ -210,11 +211,14 @@ impl Counts {
     }
 }
 
-/// What the engine records for one interval: sums and the latency histograms.
+/// What the engine records for one interval: sums and the latencies.
 ///
 /// In an open-model run `ttfb` and `total` are measured from each request's *intended*
 /// start (its arrival's due time), and `actual` holds the same from the actual send, so
 /// that the coordinated-omission error can be shown beside the honest figure.
+///
+/// An empty sample allocates nothing, and one with a few requests little ([`Latencies`]):
+/// a run keeps one per interval, worker and scenario step.
 #[derive(Debug, Clone)]
 pub struct IntervalSample {
     /// Index of the interval from the start of the run.
@@ -222,11 +226,11 @@ pub struct IntervalSample {
     /// The sums.
     pub counts: Counts,
     /// Time to first byte of successful requests, µs.
-    pub ttfb: Histogram<u64>,
+    pub ttfb: Latencies,
     /// Total time of successful requests, µs.
-    pub total: Histogram<u64>,
+    pub total: Latencies,
     /// Open model: (TTFB, total) from the actual send, µs.
-    pub actual: Option<Box<(Histogram<u64>, Histogram<u64>)>>,
+    pub actual: Option<Box<(Latencies, Latencies)>>,
     /// Scenarios: how long whole iterations (every step, think times included) took, µs.
     pub iteration: Option<Box<Histogram<u64>>>,
 }
@@ -234,12 +238,12 @@ pub struct IntervalSample {
 impl IntervalSample {
     /// An empty sample for interval `index`.
     pub fn new(index: u64) -> Self {
-        IntervalSample { index, counts: Counts::default(), ttfb: new_histogram(), total: new_histogram(), actual: None, iteration: None }
+        IntervalSample { index, counts: Counts::default(), ttfb: Latencies::new(), total: Latencies::new(), actual: None, iteration: None }
     }
 
-    /// An empty open-model sample (with the actual-send histograms).
+    /// An empty open-model sample (with the actual-send latencies).
     pub fn new_open(index: u64) -> Self {
-        IntervalSample { actual: Some(Box::new((new_histogram(), new_histogram()))), ..IntervalSample::new(index) }
+        IntervalSample { actual: Some(Box::default()), ..IntervalSample::new(index) }
     }
 
     /// Records one scenario iteration that ran to its end.
@@ -250,8 +254,8 @@ impl IntervalSample {
     /// Records the actual-send times of an open-model request.
     pub fn record_actual(&mut self, ttfb_us: u64, total_us: u64) {
         if let Some(a) = self.actual.as_mut() {
-            record_us(&mut a.0, ttfb_us, 1);
-            record_us(&mut a.1, total_us, 1);
+            a.0.record(ttfb_us);
+            a.1.record(total_us);
         }
     }
 
@@ -259,8 +263,8 @@ impl IntervalSample {
     pub fn record_success(&mut self, ttfb_us: u64, total_us: u64, connect_us: u64, bytes: u64) {
         self.counts.success(ttfb_us, total_us, connect_us, bytes);
         // Values beyond the histogram's bounds saturate rather than being lost.
-        record_us(&mut self.ttfb, ttfb_us, 1);
-        record_us(&mut self.total, total_us, 1);
+        self.ttfb.record(ttfb_us);
+        self.total.record(total_us);
     }
 
     /// Records one failed request.
@@ -276,15 +280,15 @@ impl IntervalSample {
     /// Adds another worker's sample of the same interval.
     pub fn merge(&mut self, other: &IntervalSample) {
         self.counts.merge(&other.counts);
-        // Both histograms grow as needed, so adding cannot fail.
-        let _ = self.ttfb.add(&other.ttfb);
-        let _ = self.total.add(&other.total);
+        self.ttfb.add(&other.ttfb);
+        self.total.add(&other.total);
         if let Some(o) = &other.actual {
-            let a = self.actual.get_or_insert_with(|| Box::new((new_histogram(), new_histogram())));
-            let _ = a.0.add(&o.0);
-            let _ = a.1.add(&o.1);
+            let a = self.actual.get_or_insert_with(Box::default);
+            a.0.add(&o.0);
+            a.1.add(&o.1);
         }
         if let Some(o) = &other.iteration {
+            // Both histograms grow as needed, so adding cannot fail.
             let _ = self.iteration.get_or_insert_with(|| Box::new(new_histogram())).add(o.as_ref());
         }
     }

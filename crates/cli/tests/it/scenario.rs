@@ -241,7 +241,7 @@ fn a_bad_scenario_names_file_line_and_column_and_exits_2() {
         let o = volley(&[cmd, file.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(2), "{}", text(&o));
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains(&format!("{}:5:5: unknown field `requets`", file.display())), "{err}");
+        assert!(err.contains(&format!("{}:5:5: unknown key `requets` in a step; did you mean `request`?", file.display())), "{err}");
     }
     let file = write(dir.path(), "undefined.yaml", "target: http://127.0.0.1:9\nsteps:\n  - request: GET /a/{{ id }}\n    extract: { id: $.id }\n");
     let o = volley(&["check", file.to_str().unwrap(), "--no-request"]);

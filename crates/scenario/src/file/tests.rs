@@ -1,4 +1,7 @@
 use super::*;
+use std::path::PathBuf;
+
+use crate::scenario::{Body, Node, StepKind};
 
 fn parse(text: &str) -> Result<Scenario, ScenarioErrors> {
     parse_scenario(Path::new("s.yaml"), text, &|name| (name == "TOKEN").then(|| "s3cret-token".to_string()))
@@ -76,17 +79,17 @@ fn a_full_scenario_compiles() {
 /// Each broken file: (text, line, column, part of the message).
 const BROKEN: &[(&str, u64, u64, &str)] = &[
     // 1. unknown key in a step
-    ("target: http://x\nsteps:\n  - request: GET /\n    bogus: 1\n", 4, 5, "unknown field `bogus`"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    bogus: 1\n", 4, 5, "unknown key `bogus` in a step"),
     // 2. unknown top-level key
-    ("target: http://x\nstep:\n  - request: GET /\n", 2, 1, "unknown field `step`"),
+    ("target: http://x\nstep:\n  - request: GET /\n", 2, 1, "unknown key `step` in a scenario file; did you mean `steps`?"),
     // 3. wrong type
     ("target: http://x\nsteps:\n  - request: GET /\n    repeat: lots\n", 4, 13, "expected a whole number"),
     // 4. steps not a list
     ("target: http://x\nsteps: 3\n", 2, 8, "expected a list"),
     // 5. bad YAML
-    ("target: http://x\nsteps:\n  - request: GET /\n   bad indent: x\n", 4, 4, "did not find expected '-'"),
+    ("target: http://x\nsteps:\n  - request: GET /\n   bad indent: x\n", 4, 4, "the indentation here does not line up"),
     // 6. missing target
-    ("steps:\n  - request: GET /\n", 1, 1, "missing field `target`"),
+    ("steps:\n  - request: GET /\n", 1, 1, "`target` is missing"),
     // 7. variable used before it is extracted
     ("target: http://x\nsteps:\n  - request: GET /rooms/{{ code }}\n  - request: POST /rooms\n    extract: { code: $.code }\n", 3, 14, "variable `code` is used before any step defines it"),
     // 8. bad JSONPath
@@ -150,15 +153,29 @@ const BROKEN: &[(&str, u64, u64, &str)] = &[
 #[test]
 fn broken_scenarios_name_line_column_and_problem() {
     assert!(BROKEN.len() >= 15);
-    for (i, (text, line, column, needle)) in BROKEN.iter().enumerate() {
+    assert_table("BROKEN", BROKEN);
+}
+
+/// Checks every case of a table and reports all that fail at once.
+fn assert_table(table: &str, cases: &[(&str, u64, u64, &str)]) {
+    let mut failures = Vec::new();
+    for (i, (text, line, column, needle)) in cases.iter().enumerate() {
         let errors = match parse(text) {
-            Ok(_) => panic!("case {}: accepted", i + 1),
+            Ok(_) => {
+                failures.push(format!("{table} case {}: accepted:\n{text}", i + 1));
+                continue;
+            }
             Err(e) => e,
         };
-        let e = errors.0.iter().find(|e| e.message.contains(needle)).unwrap_or_else(|| panic!("case {}: no `{needle}` in {errors}", i + 1));
-        assert_eq!((e.line, e.column), (*line, *column), "case {}: {e}", i + 1);
-        assert!(e.to_string().starts_with(&format!("s.yaml:{line}:{column}: ")), "case {}: {e}", i + 1);
+        let Some(e) = errors.0.iter().find(|e| e.message.contains(needle)) else {
+            failures.push(format!("{table} case {}: no `{needle}` in\n{errors}", i + 1));
+            continue;
+        };
+        if (e.line, e.column) != (*line, *column) || !e.to_string().starts_with(&format!("s.yaml:{line}:{column}: ")) {
+            failures.push(format!("{table} case {}: expected {line}:{column}, got {e}", i + 1));
+        }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 #[test]
@@ -188,4 +205,196 @@ fn branches_define_what_all_of_them_define() {
     assert_eq!(branches[0].name.as_deref(), Some("browse"));
     // Rolls 0..3 pick the first branch, 3 the second.
     assert_eq!((0..4).map(|r| crate::scenario::pick_branch(branches, r)).collect::<Vec<_>>(), [0, 0, 0, 1]);
+}
+
+/// YAML the parser cannot read, in plain words; the tree's own problems.
+const SYNTAX: &[(&str, u64, u64, &str)] = &[
+    ("target: http://x\nsteps:\n\t- request: GET /\n", 3, 2, "indented with spaces, not tabs"),
+    ("target: http://x\nsteps:\n  - request: \"GET /\n", 4, 1, "a quoted value runs on to this line"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    check: { status: 201\n", 4, 12, "this `{` is not closed: add `}`"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    body: a: b\n", 4, 12, "quote the value, e.g. body: \"a: b\""),
+    ("target: http://x\nsteps:\n  - request: GET /\n    url: {{ base }}/x\n", 4, 20, "a value that starts with `{{` must be quoted"),
+    ("target: http://x\nvariables: { base: /a }\nsteps:\n  - url: {{ base }}\n", 4, 10, "must be quoted, or YAML reads a mapping: write \"{{ base }}\""),
+    ("target: http://x\nsteps:\n  - request: GET /\n---\ntarget: http://y\n", 4, 1, "a scenario is one YAML document"),
+    ("target: !env TARGET\nsteps:\n  - request: GET /\n", 1, 14, "tags such as `!env` are not supported"),
+    ("target: http://x\nsteps:\n  - request: *get\n", 3, 14, "`*get` refers to no anchor"),
+    ("target: http://x\nsteps:\n  - [a, b]: 1\n", 3, 5, "a key must be a word such as `name:`"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    <<: x\n", 4, 9, "`<<` merges mappings"),
+];
+
+/// Keys given twice, and files beyond the limits.
+const DUPLICATES_AND_LIMITS: &[(&str, u64, u64, &str)] = &[
+    ("target: http://x\nsteps:\n  - request: GET /\ntarget: http://y\n", 4, 1, "`target` is given twice in this mapping, first on line 1, column 1"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    headers: { A: 1, A: 2 }\n", 4, 22, "`A` is given twice in this mapping, first on line 4, column 16"),
+    ("target: http://x\nload:\n  vus: 1\n  duration: 1m\n  vus: 2\nsteps:\n  - request: GET /\n", 5, 3, "`vus` is given twice"),
+    ("target: http://x\nsteps:\n  - name: a\n    request: GET /\n    name: b\n", 5, 5, "`name` is given twice in this mapping, first on line 3, column 5"),
+];
+
+/// Keys and values of the wrong kind: each says what to write instead.
+const STRUCTURE: &[(&str, u64, u64, &str)] = &[
+    ("target: http://x\nsteps:\n  - request:\n      method: POST\n      url: /login\n", 4, 7, "`request: POST /path`, not a mapping; or give the step `method: POST` and `url: /path`"),
+    ("name: [a]\ntarget: http://x\nsteps:\n  - request: GET /\n", 1, 7, "`name`: expected text, not a list"),
+    ("target: http://x\ntimeout: { s: 1 }\nsteps:\n  - request: GET /\n", 2, 10, "`timeout`: expected text, not a mapping; write it like `timeout: 10s`"),
+    ("target: http://x\nsteps:\n  - sse: /e\n    wait: maybe\n", 4, 11, "`wait`: expected true or false, not text (`maybe`)"),
+    ("target: http://x\nheaders: [a]\nsteps:\n  - request: GET /\n", 2, 10, "`headers`: expected a mapping of names to values"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    check: ok\n", 4, 12, "`check`: expected a mapping"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    check: { status: [200] }\n", 4, 22, "a status is a code such as 201"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    extract: [$.id]\n", 4, 14, "`extract`: expected a mapping of variable names to queries"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    extract: { id: { jsn: $.id } }\n", 4, 22, "unknown key `jsn` in extract `id`; did you mean `json`?"),
+    ("target: http://x\nsteps:\n  - sse: /e\n    events: many\n", 4, 13, "`events`: expected a whole number"),
+    ("target: http://x\nsteps:\n  - websocket: /ws\n    send: [hi, { a: 1 }]\n", 4, 16, "`send`: expected text, not a mapping"),
+    ("target: http://x\nthresholds: { error_rate: 1 }\nsteps:\n  - request: GET /\n", 2, 13, "`thresholds`: expected a list of expressions"),
+    ("target: http://x\nload: [vus, 1]\nsteps:\n  - request: GET /\n", 2, 7, "`load`: expected a mapping of load keys"),
+    ("target: http://x\nload:\n  vus:\nsteps:\n  - request: GET /\n", 3, 6, "load `vus` has no value"),
+    ("target: http://x\ndata:\n  users: { order: shared }\nsteps:\n  - request: GET /\n", 3, 10, "data `users`: `file` is missing"),
+    ("target: http://x\ndata:\n  users: { file: u.csv, ordr: shared }\nsteps:\n  - request: GET /\n", 3, 25, "unknown key `ordr` in data `users`; did you mean `order`?"),
+    ("target: http://x\nsteps:\n  - one_of:\n      - weight: 2\n", 4, 9, "a branch of `one_of` needs `steps`"),
+    ("target: http://x\nsteps:\n  - one_of: 3\n", 3, 13, "`one_of`: expected a list of branches"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    chek: { status: 200 }\n", 4, 5, "unknown key `chek` in a step; did you mean `check`?"),
+    ("target: http://x\nrequest: GET /\nsteps:\n  - request: GET /\n", 2, 1, "`request` belongs in a step, under `steps:`"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    thresholds: [error_rate < 1%]\n", 4, 5, "`thresholds` belongs at the top level of the file"),
+    ("target: http://x\n", 1, 1, "`steps` is missing"),
+    ("target: http://x\nsteps:\n  - method: POST\n", 3, 13, "`method` needs a `url`"),
+    ("target: http://x\nsteps:\n  - request: /rooms\n", 3, 14, "should be a method and a URL; write it like `request: GET /rooms`"),
+];
+
+/// Templates: what only rendering would have found.
+const TEMPLATES: &[(&str, u64, u64, &str)] = &[
+    ("target: http://x\nsteps:\n  - request: GET /{{ vu | upcase }}\n", 3, 14, "unknown filter `upcase`; did you mean `upper`?"),
+    ("target: http://x\nsteps:\n  - request: GET /{{ vu is odd_number }}\n", 3, 14, "unknown test `is odd_number`"),
+    ("target: http://x\nsteps:\n  - request: GET /{{ uuidd() }}\n", 3, 14, "`uuidd()` is not a function; did you mean `uuid`?"),
+    ("target: http://x\nsteps:\n  - request: GET /{{ uuid(1) }}\n", 3, 14, "`uuid` takes no arguments, not 1: uuid()"),
+    ("target: http://x\nsteps:\n  - request: GET /{{ random(1) }}\n", 3, 14, "`random` takes 2 arguments, not 1: random(lo, hi)"),
+    ("target: http://x\nsteps:\n  - request: GET /{{ random_string() }}\n", 3, 14, "`random_string` takes 1 argument, not 0: random_string(n)"),
+    ("target: http://x\nsteps:\n  - request: GET /{{ random(10, 1) }}\n", 3, 14, "`random(10, 1)`: the lower bound comes first, e.g. random(1, 10)"),
+    ("target: http://x\nsteps:\n  - request: GET /{{ random_string(\"8\") }}\n", 3, 14, "`n` must be a whole number"),
+    ("target: http://x\nsteps:\n  - request: GET /{{ random(lo=1, hi=2) }}\n", 3, 14, "`random` takes its arguments in order"),
+    ("target: http://x\nsteps:\n  - request: GET /{{ range(1, 2, 3, 4) }}\n", 3, 14, "`range` takes 1 to 3 arguments, not 4"),
+    ("target: http://x\nvariables: { name: kim }\nsteps:\n  - request: GET /{{ name.upper() }}\n", 4, 14, "values have no methods"),
+    ("target: http://x\nsteps:\n  - request: GET /{% include 'x' %}\n", 3, 14, "cannot load other templates"),
+    ("target: http://x\nsteps:\n  - request: GET /{{ vu.id }}\n", 3, 14, "`vu` is a number and has no `.id`"),
+    ("target: http://x\nsteps:\n  - request: POST /\n    json: { a: 1, b: [\"{{ iteration | nope }}\"] }\n", 4, 23, "unknown filter `nope`"),
+];
+
+/// URLs and headers that can never be sent.
+const STATIC: &[(&str, u64, u64, &str)] = &[
+    ("target: http://x\nsteps:\n  - sse: ws://x/events\n", 3, 10, "`ws://` is a WebSocket: make it a `websocket:` step"),
+    ("target: http://x\nsteps:\n  - request: GET ftp://x/file\n", 3, 14, "`ftp://` URLs cannot be sent by a request step"),
+    ("target: http://127.0.0.1:8080\nsteps:\n  - request: GET http://example.org/a\n", 3, 14, "is on another host than the target (127.0.0.1:8080); one scenario loads one target: write the path, `/a`"),
+    ("target: http://127.0.0.1:8080\nsteps:\n  - websocket: ws://other:9/ws\n", 3, 16, "is on another host than the target"),
+    ("target: http://x\nsteps:\n  - request: GET /rooms/{{ vu }}/a b\n", 3, 14, "holds a space, which a URL cannot; write it as %20"),
+    ("target: http://x\nsteps:\n  - request: GET api/{{ vu }}\n", 3, 14, "should start with / (relative to the target)"),
+    ("target: http://x\nheaders:\n  X-Id: \"a\\r\\nInjected: 1\"\nsteps:\n  - request: GET /\n", 3, 9, "a header value cannot hold a carriage return"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    headers:\n      X-Note: |\n        two\n        lines\n", 6, 9, "a header value cannot hold a line break"),
+    ("target: ws://x:80\nsteps:\n  - request: GET /\n", 1, 9, "is a `ws` URL; the target is where HTTP requests go"),
+    ("target: \"{{ env.TARGET }}\"\nsteps:\n  - request: GET /\n", 1, 9, "the target cannot be a template"),
+    ("target: http://x\nsteps:\n  - sse: /e\n    events: 0\n", 4, 13, "`events: 0` would close the stream"),
+    ("target: http://x\nsteps:\n  - request: GET /\n    extract: { loc: { header: \"Loc ation\" } }\n", 4, 21, "is not a header name"),
+];
+
+#[test]
+fn new_bad_files_by_class() {
+    assert!(SYNTAX.len() + DUPLICATES_AND_LIMITS.len() + STRUCTURE.len() + TEMPLATES.len() + STATIC.len() >= 30);
+    assert_table("SYNTAX", SYNTAX);
+    assert_table("DUPLICATES_AND_LIMITS", DUPLICATES_AND_LIMITS);
+    assert_table("STRUCTURE", STRUCTURE);
+    assert_table("TEMPLATES", TEMPLATES);
+    assert_table("STATIC", STATIC);
+}
+
+/// A directory with `users.csv` (columns id, email) for feeder cases.
+fn with_users(csv: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("volley-scn-{}", fastrand::u64(..)));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("users.csv"), csv).unwrap();
+    dir.join("s.yaml")
+}
+
+#[test]
+fn feeder_columns_are_checked_where_they_are_used() {
+    let file = with_users("id,email\n1,a@x\n");
+    let text = "target: http://x\ndata:\n  users: { file: users.csv }\nsteps:\n  - request: GET /{{ users.id }}?m={{ users.emial }}\n";
+    let errors = parse_scenario(&file, text, &|_| None).unwrap_err();
+    assert_eq!(errors.0.len(), 1, "{errors}");
+    let e = &errors.0[0];
+    assert_eq!((e.line, e.column), (5, 14));
+    assert!(e.message.contains("data `users` has no column `emial`; did you mean `users.email`? its columns are id, email"), "{e}");
+    let file = with_users("id,email,id\n1,a@x,2\n");
+    let errors = parse_scenario(&file, "target: http://x\ndata:\n  users: { file: users.csv }\nsteps:\n  - request: GET /\n", &|_| None).unwrap_err();
+    assert!(errors.0[0].message.contains("names the column `id` twice"), "{errors}");
+}
+
+#[test]
+fn every_problem_of_a_file_comes_in_one_pass() {
+    // The nine problems that took seven runs before: types and structure no longer stop at the first.
+    let text = "name: [pair]\ntarget: http://x\ntimeout: { s: 1 }\nload:\n  vus: ten\nsteps:\n  - request:\n      method: POST\n      url: /rooms\n    extract:\n      code: $.code\n  - request: GET /rooms/{{ code }}\n    repeat: lots\n    check: { status: [200] }\n    chek: {}\n  - sse: ws://x/events\n    wait: maybe\n  - request: GET /{{ uuid(1) }}/{{ code | upcase }}\n";
+    let errors = parse(text).unwrap_err();
+    let lines: Vec<u64> = errors.0.iter().map(|e| e.line).collect();
+    assert_eq!(lines, [1, 3, 5, 8, 13, 14, 15, 16, 17, 18, 18], "{errors}");
+    // `code` is still defined by the step whose `request` is unusable: no cascade.
+    assert!(!errors.to_string().contains("variable `code`"), "{errors}");
+}
+
+#[test]
+fn limits_have_clear_messages() {
+    let huge = format!("target: http://x\nsteps:\n  - request: GET /\n#{}\n", "x".repeat(MAX_FILE_BYTES));
+    let e = parse(&huge).unwrap_err();
+    assert!(e.0[0].message.contains("scenario files are limited to 8 MiB"), "{e}");
+    let deep = format!("target: http://x\nsteps: {}{}\n", "[".repeat(200), "]".repeat(200));
+    let e = parse(&deep).unwrap_err();
+    assert!(e.0[0].message.contains(&format!("nested more than {MAX_DEPTH} deep")), "{e}");
+    let mut bomb = String::from("target: http://x\nsteps:\n  - request: GET /\nx0: &a0 [a, a, a, a, a, a, a, a, a, a]\n");
+    for i in 1..10 {
+        bomb.push_str(&format!("x{i}: &a{i} [{}]\n", vec![format!("*a{}", i - 1); 10].join(", ")));
+    }
+    let e = parse(&bomb).unwrap_err();
+    assert!(e.0[0].message.contains("more than 1000000 values once its aliases"), "{e}");
+    let mut many = String::from("target: http://x\nsteps:\n");
+    for i in 0..=MAX_STEPS {
+        many.push_str(&format!("  - request: GET /{i}\n"));
+    }
+    let e = parse(&many).unwrap_err();
+    assert!(e.0[0].message.contains(&format!("a scenario is limited to {MAX_STEPS}")), "{e}");
+}
+
+#[test]
+fn the_examples_compile() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    for name in ["pair-room.yaml", "chat.yaml"] {
+        let path = dir.join(name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let s = parse_scenario(&path, &text, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!s.step_info.is_empty());
+    }
+}
+
+#[test]
+fn what_serde_saphyr_accepted_is_still_accepted() {
+    let text = "target: http://x\nsteps:\n  - sse: /e\n    wait: yes\n    events: 1_000\n  - request: GET /\n    repeat: \"3\"\n";
+    let s = parse(text).unwrap();
+    let Node::Sse(sse) = &s.steps[0] else { panic!("sse expected") };
+    assert_eq!((sse.wait, sse.events), (true, Some(1000)));
+    // Sections left empty are empty.
+    let s = parse("target: http://x\nheaders:\nvariables:\nthresholds:\nsteps:\n  - request: GET /\n    extract:\n    json:\n").unwrap();
+    assert!(s.headers.is_empty() && s.variables.is_empty() && s.settings.thresholds.is_empty());
+    let Node::Http(h) = &s.steps[0] else { panic!("request expected") };
+    assert!(h.extract.is_empty() && matches!(h.body, Body::Empty));
+}
+
+#[test]
+fn a_file_that_is_not_utf8_says_where() {
+    let file = with_users("id\n1\n").with_file_name("latin1.yaml");
+    std::fs::write(&file, b"target: http://x\nname: caf\xe9\nsteps:\n  - request: GET /\n").unwrap();
+    let e = load_scenario(&file).unwrap_err();
+    assert_eq!((e.0[0].line, e.0[0].column), (2, 1));
+    assert!(e.0[0].message.contains("not UTF-8"), "{e}");
+}
+
+#[test]
+fn aliases_and_merge_keys_build_steps() {
+    let text = "target: http://x\nx-common: &common { timeout: 5s, headers: { Accept: application/json } }\nsteps:\n  - <<: *common\n    request: GET /a\n";
+    let errors = parse(text).unwrap_err();
+    // `x-common` is not a key of the file; the merge itself works.
+    assert_eq!(errors.0.len(), 1, "{errors}");
+    assert!(errors.0[0].message.contains("unknown key `x-common`"), "{errors}");
 }
