@@ -268,7 +268,7 @@ impl Bucketer {
                 unit: self.unit,
                 rows: self.late.clone(),
                 how: format!(
-                    "are stamped more than {:.0} s (up to {:.0} s) before rows above them (the clock stepped back?): each is counted in the interval of its own time stamp.",
+                    "stamped more than {:.0} s (up to {:.0} s) before a record above (the clock stepped back?): counted in the interval of its own time stamp.",
                     OPEN_INTERVALS as f64 * period,
                     self.late_by as f64 * period
                 ),

@@ -282,7 +282,7 @@ impl Layout {
                     let own = (t - first) as f64 + offset;
                     if own < p || (prev_placed && own <= p) {
                         if own < p && !prev_placed {
-                            book.used(Unit::Row, *line, &format!("are stamped earlier than the row above them (the clock stepped back?): each is placed {nominal} s after the row above, and the rows after it keep their spacing."));
+                            book.used(Unit::Row, *line, &format!("stamped earlier than the row above (the clock stepped back?): placed {nominal} s after the row above; the rows below keep their spacing."));
                         }
                         offset += p + nominal - own;
                         p + nominal
@@ -291,7 +291,7 @@ impl Layout {
                     }
                 }
                 (None, p) => {
-                    book.used(Unit::Row, *line, &format!("have no valid DateTime: each is placed {nominal} s after the row above."));
+                    book.used(Unit::Row, *line, &format!("no valid DateTime: placed {nominal} s after the row above."));
                     p.map_or(0.0, |p| p + nominal)
                 }
             };

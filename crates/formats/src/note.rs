@@ -149,13 +149,14 @@ pub enum InputNote {
         /// Why they could not be used.
         why: String,
     },
-    /// Rows used, with something a reader must know about how.
+    /// Rows used, with something a reader must know about them and what was done.
     Used {
         /// What the rows are.
         unit: Unit,
         /// Which.
         rows: Rows,
-        /// What was special about them and what was done.
+        /// What was special about them and what was done, as a clause without a subject
+        /// (`stamped earlier than the row above …: placed 2 s after it`).
         how: String,
     },
     /// The file ends inside a record (the writer stopped while writing it): the record is
@@ -181,7 +182,7 @@ impl std::fmt::Display for InputNote {
             InputNote::Skipped { unit, rows, why } => {
                 write!(f, "{} {} skipped ({rows}): {why}", thousands(rows.count), unit.name(rows.count))
             }
-            InputNote::Used { unit, rows, how } => write!(f, "{} {} ({rows}) {how}", thousands(rows.count), unit.name(rows.count)),
+            InputNote::Used { unit, rows, how } => write!(f, "{} {} ({rows}): {how}", thousands(rows.count), unit.name(rows.count)),
             InputNote::CutOff { file, at: Place::Line(n) } => write!(
                 f,
                 "{file}: the last line (line {n}) has no line end: the file was cut off while it was being written, so that line is left out and everything before it is reported."

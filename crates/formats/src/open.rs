@@ -48,14 +48,33 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
     let cut = if line_based { cut_offset(path)? } else { None };
     let newlines = std::cell::Cell::new(0u64);
     let counted = CountNewlines { inner: std::io::Read::take(reader, cut.unwrap_or(u64::MAX)), newlines: &newlines };
-    let mut reader = std::io::BufReader::with_capacity(1 << 16, counted);
+    let reader = std::io::BufReader::with_capacity(1 << 16, counted);
+    let mut src = read_as(path, format, reader, &first_line).map_err(|e| match e {
+        // What the reader missed may be in the line left out.
+        FormatError::Malformed { path, line, column, message } if cut.is_some() => FormatError::Malformed {
+            path,
+            line,
+            column,
+            message: format!("{message} (the file's last line has no line end: it was cut off while it was being written and is left out)"),
+        },
+        e => e,
+    })?;
+    if cut.is_some() {
+        let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        src.input_notes.push(InputNote::CutOff { file, at: Place::Line(newlines.get() + 1) });
+    }
+    Ok(src)
+}
+
+/// Reads a file of `format` (not a run directory) from `reader`.
+fn read_as(path: &Path, format: Format, mut reader: impl std::io::BufRead, first_line: &str) -> Result<Source> {
     let mut read_all = || -> Result<String> {
         let mut s = String::new();
-        std::io::Read::read_to_string(&mut reader, &mut s).map_err(|e| FormatError::io(path, e))?;
+        reader.read_to_string(&mut s).map_err(|e| FormatError::io(path, e))?;
         Ok(s)
     };
-    let mut src = match format {
-        Format::Volley => unreachable!("handled above"),
+    Ok(match format {
+        Format::Volley => unreachable!("run directories are opened by open_as"),
         Format::Ngrinder => {
             let file = crate::ngrinder::parse(path, &read_all()?)?;
             let mut src = import::source(path, Format::Ngrinder);
@@ -70,24 +89,19 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
             src.input_notes.extend(file.notes);
             src
         }
-        Format::K6Csv => import::k6::read_csv(path, reader)?,
-        Format::K6Json => import::k6::read_json(path, reader)?,
         Format::K6Summary => import::k6::read_summary(path, &read_all()?)?,
-        Format::Jtl => import::jmeter::read(path, reader, &first_line)?,
         Format::LocustHistory => import::locust::read_history(path, &read_all()?)?,
         Format::LocustStats => import::locust::read_stats(path, &read_all()?)?,
-        Format::Gatling => import::gatling::read_text(path, reader)?,
         Format::GatlingBinary => {
             let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut reader, &mut bytes).map_err(|e| FormatError::io(path, e))?;
+            reader.read_to_end(&mut bytes).map_err(|e| FormatError::io(path, e))?;
             import::gatling::read_binary(path, &bytes)?
         }
-    };
-    if cut.is_some() {
-        let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        src.input_notes.push(InputNote::CutOff { file, at: Place::Line(newlines.get() + 1) });
-    }
-    Ok(src)
+        Format::K6Csv => import::k6::read_csv(path, reader)?,
+        Format::K6Json => import::k6::read_json(path, reader)?,
+        Format::Jtl => import::jmeter::read(path, reader, first_line)?,
+        Format::Gatling => import::gatling::read_text(path, reader)?,
+    })
 }
 
 /// Counts the line ends that pass through.

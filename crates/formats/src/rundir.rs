@@ -584,7 +584,7 @@ impl RunData {
                     }
                     r
                 },
-                how: format!("of {SERIES_CSV} have no histograms in {LATENCY_HLOG} (the run stopped between writing the two): they count in the per-interval figures, not in the per-request percentiles."),
+                how: format!("in {SERIES_CSV}, without histograms in {LATENCY_HLOG} (the run stopped between writing the two): counted in the per-interval figures, not in the per-request percentiles."),
             });
         }
         let kind_cols: Vec<Option<usize>> = ErrorKind::ALL

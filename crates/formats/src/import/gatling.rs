@@ -150,6 +150,9 @@ fn finish(path: &Path, format: Format, bucketer: Bucketer, book: NoteBook, what:
 /// Longest string a binary log may hold, bytes: its length field is read from the file,
 /// and a damaged one must not ask for more.
 const MAX_STRING: usize = 1 << 20;
+/// Most items a count field of a binary log may announce (scenarios, groups, assertion
+/// bytes), for the same reason.
+const MAX_COUNT: usize = 1 << 16;
 
 /// Reads a binary simulation log (Gatling 3.13+, big-endian).
 ///
@@ -318,25 +321,24 @@ impl BinReader<'_> {
         Ok(i64::from_be_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
 
-    /// A count of items that follow, each at least a byte: more than the bytes left means
-    /// the file ends before they do.
+    /// A count of items that follow (scenario names, groups): at most [`MAX_COUNT`], as
+    /// the field is read from the file.
     fn count(&mut self) -> Result<usize> {
         let n = self.i32()?;
-        let n = usize::try_from(n).map_err(|_| self.error(&format!("negative count {n}")))?;
-        if n > self.bytes.len() - self.pos {
-            self.eof = true;
-            return Err(self.error(&format!("a count of {n} where {} bytes are left (truncated?)", self.bytes.len() - self.pos)));
+        match usize::try_from(n) {
+            Ok(n) if n <= MAX_COUNT => Ok(n),
+            _ => Err(self.error(&format!("a count of {n} (0 to {MAX_COUNT} expected)"))),
         }
-        Ok(n)
     }
 
     fn string(&mut self) -> Result<String> {
-        let len = self.count()?;
+        let len = self.i32()?;
+        let len = match usize::try_from(len) {
+            Ok(n) if n <= MAX_STRING => n,
+            _ => return Err(self.error(&format!("a string of {len} bytes (0 to {MAX_STRING} expected)"))),
+        };
         if len == 0 {
             return Ok(String::new());
-        }
-        if len > MAX_STRING {
-            return Err(self.error(&format!("a string of {len} bytes (at most {MAX_STRING})")));
         }
         let raw = self.take(len)?.to_vec();
         Ok(match self.u8()? {

@@ -177,23 +177,27 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
                 _ if raw.is_empty() => None,
                 Whole::Ok(v) if v >= 0 => Some(v as u64),
                 Whole::Ok(_) => {
-                    book.used(Unit::Row, line, &format!("have a negative `{}`: {effect}", columns[c]));
+                    book.used(Unit::Row, line, &format!("a negative `{}`: {effect}", columns[c]));
                     None
                 }
                 Whole::Odd(why) => {
-                    book.used(Unit::Row, line, &format!("have a `{}` that is {why}: {effect}", columns[c]));
+                    book.used(Unit::Row, line, &format!("`{}` is {why}: {effect}", columns[c]));
                     None
                 }
                 Whole::Garbage => {
-                    book.used(Unit::Row, line, &format!("have a `{}` that is not a number: {effect}", columns[c]));
+                    book.used(Unit::Row, line, &format!("`{}` is not a number: {effect}", columns[c]));
                     None
                 }
             }
         };
-        let latency = opt(latency_c, "their TTFB is unknown (they count as requests and in total time, not in TTFB).");
-        let connect = opt(connect_c, "their connection time counts as 0.");
-        let bytes = opt(bytes_c, "their response size counts as 0.");
-        let threads = opt(threads_c, "the VUs of their interval come from the other rows.");
+        const NO_TTFB: &str = "TTFB unknown; counted as requests and in total time, not in TTFB.";
+        let latency = opt(latency_c, NO_TTFB);
+        let connect = opt(connect_c, "connection time counted as 0.");
+        let bytes = opt(bytes_c, "response size counted as 0.");
+        let threads = opt(threads_c, "the VUs of the interval come from the other rows.");
+        if ok && latency.is_none() && latency_c.and_then(|c| record.get(c)).is_some_and(str::is_empty) {
+            book.used(Unit::Row, line, &format!("no `Latency`: {NO_TTFB}"));
+        }
         rows += 1;
         let code = &record[code_c];
         let record_of = RequestRecord {
@@ -228,8 +232,6 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
             figure: Figure::Ttfb,
             why: "no successful sample of this JTL has a `Latency` value (JMeter's time to first byte), so TTFB and MTTFB are unknown.".to_string(),
         });
-    } else if missing > 0 {
-        src.notes.push(format!("{missing} successful samples have no `Latency`: they count as requests and in total time, not in TTFB or MTTFB."));
     }
     Ok(src)
 }

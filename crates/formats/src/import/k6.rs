@@ -59,7 +59,7 @@ impl Pending {
         let total = match total {
             Some(t) => t,
             None if failed => 0.0,
-            None => return Err("no http_req_duration, nor http_req_waiting and http_req_receiving: its time is unknown".to_string()),
+            None => return Err("no http_req_duration, nor http_req_waiting and http_req_receiving: the time it took is unknown".to_string()),
         };
         Ok((
             RequestRecord {
@@ -134,7 +134,7 @@ impl Assembler {
         if s.metric == "http_reqs" {
             self.flush();
             if let Some(why) = bad_stamp(s.at_ms) {
-                self.book.skip(Unit::Request, s.line, &format!("the time stamp of its http_reqs sample is {why}"));
+                self.book.skip(Unit::Request, s.line, &format!("the http_reqs time stamp is {why}"));
                 return;
             }
             self.pending =
@@ -152,8 +152,8 @@ impl Assembler {
             "http_req_failed" => {
                 match s.value {
                     Some(v) if v == 0.0 || v == 1.0 => p.failed = Some(v != 0.0),
-                    Some(v) => p.bad = p.bad.take().or(Some(format!("its http_req_failed is {v}, neither 0 nor 1"))),
-                    None => p.bad = p.bad.take().or(Some("its http_req_failed has no value".to_string())),
+                    Some(v) => p.bad = p.bad.take().or(Some(format!("http_req_failed is {v}, neither 0 nor 1"))),
+                    None => p.bad = p.bad.take().or(Some("http_req_failed has no value".to_string())),
                 }
                 self.flush();
                 return;
@@ -162,10 +162,10 @@ impl Assembler {
         };
         match s.value {
             Some(v) => match bad_duration(v) {
-                Some(why) => p.bad = p.bad.take().or(Some(format!("its {} is {why}", s.metric))),
+                Some(why) => p.bad = p.bad.take().or(Some(format!("{} is {why}", s.metric))),
                 None => *slot = Some(v),
             },
-            None => p.bad = p.bad.take().or(Some(format!("its {} has no value", s.metric))),
+            None => p.bad = p.bad.take().or(Some(format!("{} has no value", s.metric))),
         }
     }
 

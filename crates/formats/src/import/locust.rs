@@ -115,14 +115,14 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
         let ts = match (ts, prev_ts) {
             (Some(t), Some(p)) if t + offset < p || (prev_placed && t + offset <= p) => {
                 if !prev_placed {
-                    book.used(Unit::Row, line, "are stamped earlier than the row above them (the clock stepped back?): each is placed 1 s after the row above, and the rows after it keep their spacing.");
+                    book.used(Unit::Row, line, "stamped earlier than the row above (the clock stepped back?): placed 1 s after the row above; the rows below keep their spacing.");
                 }
                 offset += p + 1.0 - (t + offset);
                 p + 1.0
             }
             (Some(t), _) => t + offset,
             (None, Some(p)) => {
-                book.used(Unit::Row, line, "have no Timestamp: each is placed 1 s after the row above.");
+                book.used(Unit::Row, line, "no Timestamp: placed 1 s after the row above.");
                 p + 1.0
             }
             (None, None) => {
@@ -136,7 +136,7 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
             book.used(
                 Unit::Row,
                 line,
-                "show lower totals than the row above (Locust's statistics were reset): the requests after the reset are counted from 0; any made between the row above and the reset are unknown.",
+                "lower totals than the row above (Locust's statistics were reset): counted from 0 again; requests made between the row above and the reset are unknown.",
             );
             (prev_count, prev_fail, prev_sum) = (0.0, 0.0, 0.0);
         }
@@ -163,7 +163,7 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
             book.used(
                 Unit::Row,
                 line,
-                &format!("is the first and already counts {count} requests ({fail} failed), made before the file's first time stamp: they are in no interval."),
+                &format!("the first row already counts {count} requests ({fail} failed), made before the file's first time stamp: they are in no interval."),
             );
         }
         count = count.max(0.0);
