@@ -13,6 +13,10 @@ use crate::error::{FormatError, Result};
 use crate::note::{InputNote, Locator, NoteBook, Unit};
 use crate::numfmt::ngrinder_number;
 
+/// Most requests a row may count (a trillion): more is no count a tool wrote, and sums of
+/// such rows would overflow.
+const MAX_COUNT: f64 = 1e12;
+
 /// nGrinder's header for an HTTP script with one test, verbatim.
 pub const HEADER: [&str; 13] = [
     "DateTime",
@@ -211,6 +215,7 @@ impl Layout {
         let mut book = NoteBook::new(Locator::Line);
         // A row with a value no interval can have is left out of every series.
         let columns = self.numeric_columns();
+        let counts = self.count_columns();
         let mut kept: Vec<(u64, Vec<String>)> = Vec::with_capacity(rows.len());
         for (line, r) in rows {
             let mut bad = None;
@@ -222,6 +227,10 @@ impl Layout {
                     "infinite"
                 } else if v < 0.0 {
                     "negative"
+                } else if counts.contains(&c) && v.fract() != 0.0 {
+                    "not a whole number"
+                } else if counts.contains(&c) && v > MAX_COUNT {
+                    "more than 10^12"
                 } else {
                     continue;
                 };
@@ -248,6 +257,16 @@ impl Layout {
             rows: kept.into_iter().map(|(_, r)| r).collect(),
             notes: book.into_notes(),
         })
+    }
+
+    /// Every column read as a count of requests.
+    fn count_columns(&self) -> Vec<usize> {
+        let mut cols = Vec::new();
+        for b in std::iter::once(&self.total).chain(self.tests.iter().map(|(_, b)| b)) {
+            cols.extend([Some(b.tests), Some(b.errors), b.response_errors].into_iter().flatten());
+        }
+        cols.extend(self.dropped);
+        cols
     }
 
     /// Every column read as a number.

@@ -11,6 +11,10 @@ use crate::import::source;
 use crate::note::{Figure, InputNote, Locator, NoteBook, Unit};
 use crate::source::{Format, Source};
 
+/// Most requests a row may count (a trillion): more is no count Locust wrote, and sums of
+/// such rows would overflow.
+const MAX_COUNT: f64 = 1e12;
+
 /// Whether the first line is a stats-history header.
 pub fn sniff_history(first_line: &str) -> bool {
     first_line.starts_with("Timestamp,User Count,Type,Name,Requests/s")
@@ -107,6 +111,10 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
             }
         }
         let (mut count, mut fail, avg) = (count.unwrap_or(0.0), fail.unwrap_or(0.0), avg.unwrap_or(0.0));
+        if count > MAX_COUNT {
+            book.skip(Unit::Row, line, "`Total Request Count` is more than 10^12");
+            continue;
+        }
         if fail > count {
             book.skip(Unit::Row, line, "more failures than requests");
             continue;
@@ -199,6 +207,9 @@ pub fn read_stats(path: &Path, text: &str) -> Result<Source> {
         }
     };
     let (count, fail, avg, rps) = (n(count_c)?, n(fail_c)?, n(avg_c)?, n(rps_c)?);
+    if count > MAX_COUNT {
+        return Err(FormatError::malformed(path, *line, Some(count_c as u64 + 1), format!("{count} requests: more than 10^12")));
+    }
     if fail > count {
         return Err(FormatError::malformed(path, *line, Some(fail_c as u64 + 1), format!("{fail} failures of {count} requests")));
     }
