@@ -3,8 +3,13 @@
 //!
 //! Records arrive roughly in time order (a few seconds of disorder: JMeter writes a row
 //! when a sample ends but stamps its start). Intervals more than [`OPEN_INTERVALS`] behind
-//! the newest record are sealed: their raw values become a compact histogram. A straggler
-//! for a sealed interval is still counted, never dropped.
+//! the newest record are sealed: their raw values become a compact histogram. A record for
+//! a sealed interval (a clock that stepped back) is still counted in the interval of its own
+//! time stamp, never dropped, and [`Bucketed::input_notes`] says how many and where.
+//!
+//! Memory stays in proportion to the file: late raw values are sealed in batches, a sparse
+//! file is not padded with more empty rows than [`ROWS_PER_OCCUPIED`] per interval that
+//! holds a request (beyond a day), and labels are kept only while their rows are too.
 //!
 //! Records may carry a label (a JMeter sampler, a Gatling request name): each label gets
 //! buckets of its own on the same interval grid, read back as per-test series the way
@@ -216,10 +221,15 @@ impl Bucketer {
             self.newest = idx;
             self.seal_before(idx.saturating_sub(OPEN_INTERVALS));
         } else if idx < self.newest.saturating_sub(OPEN_INTERVALS) {
-            // Late for an interval already sealed (a clock stepped back): counted in its own
-            // interval all the same, and said so.
-            self.late.push(r.place);
-            self.late_by = self.late_by.max(self.newest.saturating_sub(idx));
+            // Late for an interval already sealed: counted in its own interval all the same.
+            // Tools write a request when it ends but stamp its start, so a long request (a
+            // timeout) arrives late by its own duration; beyond that, a clock stepped back,
+            // and the notes say so.
+            let end = ((r.start_ms + r.total_us as f64 / 1000.0 - origin) / self.interval_ms).floor() as i64;
+            if end < self.newest.saturating_sub(OPEN_INTERVALS) {
+                self.late.push(r.place);
+                self.late_by = self.late_by.max(self.newest.saturating_sub(idx));
+            }
             if r.error.is_none() {
                 self.late_raw += 1;
                 if self.late_raw >= LATE_RAW_LIMIT {
@@ -451,5 +461,84 @@ mod tests {
         assert_eq!(series.intervals[0].tests, 2);
         assert_eq!(hists.iter().find(|h| h.key == HistKey::TOTAL && h.start_s == 0.0).unwrap().histogram.len(), 2);
         assert_eq!(series.tests(), 3);
+    }
+
+    #[test]
+    fn records_far_out_of_order_are_counted_in_their_own_interval_and_said_so() {
+        let mut b = Bucketer::new(1.0);
+        for s in 0..60 {
+            b.add(&RequestRecord { place: s + 2, ..rec(s as f64 * 1000.0, 1, None) });
+        }
+        b.add(&RequestRecord { place: 99, ..rec(5_500.0, 7, None) }); // 54 s late: interval 5 is sealed
+        let out = b.finish();
+        assert_eq!(out.series.intervals[5].tests, 2);
+        assert_eq!(out.series.tests(), 61);
+        let five = out.histograms.iter().find(|h| h.key == HistKey::TOTAL && h.start_s == 5.0).unwrap();
+        assert_eq!(five.histogram.len(), 2, "the late record is in the histogram too");
+        assert_eq!(
+            out.input_notes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["1 row (line 99): stamped more than 30 s (up to 54 s) before a record above (the clock stepped back?): counted in the interval of its own time stamp."]
+        );
+    }
+
+    #[test]
+    fn an_hour_of_late_records_is_sealed_as_it_goes() {
+        // The clock steps back an hour and stays there: every later record is late. Their
+        // raw values are sealed in batches, not held until the end.
+        let mut b = Bucketer::new(1.0);
+        b.add(&rec(3_600_000.0, 1, None));
+        let n = LATE_RAW_LIMIT as u64 * 2 + 10;
+        for i in 0..n {
+            b.add(&rec((i % 3_000) as f64 * 1000.0, 1 + i % 50, None));
+        }
+        assert!(b.dirty.len() <= OPEN_INTERVALS as usize + 3_000, "{} dirty slots", b.dirty.len());
+        assert!(b.slots.values().map(|s| s.total_raw.len()).sum::<usize>() < LATE_RAW_LIMIT, "raw values are sealed in batches");
+        let out = b.finish();
+        assert_eq!(out.series.tests(), n + 1);
+        let logged: u64 = out.histograms.iter().filter(|h| h.key == HistKey::TOTAL).map(|h| h.histogram.len()).sum();
+        assert_eq!(logged, n + 1);
+    }
+
+    #[test]
+    fn a_sparse_file_gets_a_bounded_grid_and_keeps_every_request() {
+        // One request every 299 s for 30 days: filling every gap would make 2.6 M rows.
+        let mut b = Bucketer::new(1.0);
+        let n = 30 * 86_400 / 299;
+        for i in 0..n {
+            b.add_labelled(&rec(i as f64 * 299_000.0, 1, None), ["a", "b", "c"][i % 3]);
+        }
+        let out = b.finish();
+        assert!(out.series.intervals.len() <= ROWS_PER_OCCUPIED * n, "{} rows", out.series.intervals.len());
+        assert_eq!(out.series.tests(), n as u64);
+        assert!(out.notes.iter().any(|m| m.contains("too sparse to fill every gap")), "{:?}", out.notes);
+        assert!(out.per_label.is_empty(), "3 labels × every row would take memory out of proportion");
+        assert!(out.notes.iter().any(|m| m.contains("only the totals are kept")), "{:?}", out.notes);
+    }
+
+    #[test]
+    fn the_vu_gauge_lands_on_the_interval_of_its_time() {
+        let mut b = Bucketer::new(1.0);
+        b.vusers_at(9_000.0, 1.0); // before the first request: no row of its own
+        b.vusers_at(10_100.0, 2.0);
+        b.vusers_at(10_900.0, 3.0); // the last value in an interval wins
+        b.add(&rec(10_500.0, 1, None));
+        b.add(&rec(12_200.0, 1, None));
+        b.vusers_at(12_300.0, 5.0);
+        let out = b.finish();
+        let vus: Vec<f64> = out.series.intervals.iter().map(|i| i.vusers).collect();
+        assert_eq!(vus, [3.0, 0.0, 5.0]);
+    }
+
+    #[test]
+    fn successes_without_a_first_byte_time_are_not_averaged_in_as_zero() {
+        let mut b = Bucketer::new(1.0);
+        b.add(&rec(0.0, 10, None));
+        b.add(&RequestRecord { ttfb_us: None, ..rec(100.0, 30, None) });
+        b.add(&RequestRecord { ttfb_us: None, ..rec(1_100.0, 30, None) });
+        assert_eq!(b.ttfb_missing(), 2);
+        let out = b.finish();
+        assert_eq!(out.series.intervals[0].mttfb_ms, 10.0);
+        assert!(out.series.intervals[1].mttfb_ms.is_nan());
+        assert_eq!(out.series.intervals[1].mean_test_time_ms, 30.0);
     }
 }

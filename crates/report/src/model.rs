@@ -151,7 +151,7 @@ impl RunReport {
         if warmup_s > 0.0 {
             notes.push(format!("The first {warmup_s} s (warm-up, {first_kept} intervals) are excluded from every figure."));
         }
-        if seed_suite.variability_zero_intervals > 0 {
+        if seed_suite.variability_zero_intervals > 0 && src.unavailable(Figure::Ttfb).is_none() {
             notes.push(format!(
                 "{} intervals with no successful request (MTTFB 0) are left out of the variability.",
                 seed_suite.variability_zero_intervals

@@ -25,7 +25,11 @@ pub fn sniff_stats(first_line: &str) -> bool {
     first_line.starts_with("Type,Name,Request Count,Failure Count")
 }
 
-fn records(path: &Path, text: &str) -> Result<(Vec<String>, Vec<(u64, Vec<String>)>)> {
+/// A file's rows after its header: (line, fields).
+type Lines = Vec<(u64, Vec<String>)>;
+
+/// The header and the rows of a Locust CSV.
+fn records(path: &Path, text: &str) -> Result<(Vec<String>, Lines)> {
     let mut csv = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(text.as_bytes());
     let mut rows = Vec::new();
     let mut header = Vec::new();
