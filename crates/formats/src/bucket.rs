@@ -3,19 +3,25 @@
 //!
 //! Records arrive roughly in time order (a few seconds of disorder: JMeter writes a row
 //! when a sample ends but stamps its start). Intervals more than [`OPEN_INTERVALS`] behind
-//! the newest record are sealed: their raw values become a compact histogram. A straggler
-//! for a sealed interval is still counted, never dropped.
+//! the newest record are sealed: their raw values become a compact histogram. A record for
+//! a sealed interval (a clock that stepped back) is still counted in the interval of its own
+//! time stamp, never dropped, and [`Bucketed::input_notes`] says how many and where.
+//!
+//! Memory stays in proportion to the file: late raw values are sealed in batches, a sparse
+//! file is not padded with more empty rows than [`ROWS_PER_OCCUPIED`] per interval that
+//! holds a request (beyond a day), and labels are kept only while their rows are too.
 //!
 //! Records may carry a label (a JMeter sampler, a Gatling request name): each label gets
 //! buckets of its own on the same interval grid, read back as per-test series the way
 //! nGrinder's test ids are, with histograms tagged `ttfb.N` / `total.N`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use hdrhistogram::Histogram;
 use volley_stats::{CompactHistogram, Counts, ErrorKind, Series, new_histogram};
 
 use crate::hlog::{HistKey, HistMetric, LoggedHistogram};
+use crate::note::{InputNote, Locator, Rows, Unit};
 
 /// Intervals kept open behind the newest record before they are sealed.
 const OPEN_INTERVALS: i64 = 30;
@@ -25,6 +31,21 @@ const MAX_FILLED_GAP: i64 = 300;
 /// Labels broken down at most; beyond this the labels are probably URLs with ids in them,
 /// and only the total is kept.
 const MAX_LABELS: usize = 50;
+/// Raw values of late records (for intervals already sealed) held before they are sealed
+/// too: a clock that stepped back an hour makes every record late for an hour.
+const LATE_RAW_LIMIT: usize = 1 << 16;
+/// Rows of the series at most: a day of seconds, or 60 per interval that holds a request,
+/// whichever is more. A sparse file spread over weeks would otherwise be padded with
+/// millions of empty rows; beyond this the longest gaps are left out like separate runs.
+const ROWS_FLOOR: usize = 86_400;
+/// Rows per interval that holds a request, at most (see [`ROWS_FLOOR`]).
+const ROWS_PER_OCCUPIED: usize = 60;
+/// Per-label rows at most (labels × rows): a label gets a row in every interval of the
+/// grid, so a sparse file with many labels would otherwise take memory out of proportion
+/// to its size. Beyond this, at least this many per record.
+const LABEL_ROWS_FLOOR: usize = 200_000;
+/// Per-label rows allowed per record read (see [`LABEL_ROWS_FLOOR`]).
+const LABEL_ROWS_PER_RECORD: usize = 50;
 
 /// One request as another tool recorded it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -45,11 +66,15 @@ pub struct RequestRecord {
     pub status: Option<u16>,
     /// Active users at the time, where the tool records it.
     pub vusers: Option<f64>,
+    /// Where the record is in its file (a line, or a byte offset for binary files), for notes.
+    pub place: u64,
 }
 
 #[derive(Default)]
 struct Slot {
     counts: Counts,
+    /// Successes with a time to first byte (the others count in `counts` with 0).
+    ttfb_n: u64,
     vusers: f64,
     ttfb_raw: Vec<u64>,
     total_raw: Vec<u64>,
@@ -62,11 +87,24 @@ pub struct Bucketer {
     interval_ms: f64,
     origin_ms: Option<f64>,
     slots: BTreeMap<i64, Slot>,
+    /// Slots holding raw values not yet sealed.
+    dirty: BTreeSet<i64>,
     newest: i64,
-    sealed_below: i64,
+    /// Raw values held by late records since the last sealing of them.
+    late_raw: usize,
     scratch: Histogram<u64>,
     has_ttfb: bool,
     records: u64,
+    /// Successful records without a time to first byte.
+    ttfb_missing: u64,
+    /// Records stamped more than [`OPEN_INTERVALS`] before the newest one.
+    late: Rows,
+    /// The largest such step back, intervals.
+    late_by: i64,
+    /// What a record is called in notes.
+    unit: Unit,
+    /// A gauge of active users: (ms since the epoch, value), in arrival order.
+    vus_gauge: Vec<(f64, f64)>,
     /// Per-label buckets, in order of first appearance.
     labels: Vec<(String, Bucketer)>,
     label_index: std::collections::HashMap<String, usize>,
@@ -75,21 +113,38 @@ pub struct Bucketer {
 }
 
 impl Bucketer {
-    /// Buckets of `interval_s` seconds.
+    /// Buckets of `interval_s` seconds, for a file whose places are lines.
     pub fn new(interval_s: f64) -> Self {
+        Bucketer::located(interval_s, Locator::Line)
+    }
+
+    /// Buckets of `interval_s` seconds, for a file whose places are `locator`s.
+    pub fn located(interval_s: f64, locator: Locator) -> Self {
         Bucketer {
             interval_ms: interval_s * 1000.0,
             origin_ms: None,
             slots: BTreeMap::new(),
-            newest: 0,
-            sealed_below: i64::MIN,
+            dirty: BTreeSet::new(),
+            newest: i64::MIN,
+            late_raw: 0,
             scratch: new_histogram(),
             has_ttfb: false,
             records: 0,
+            ttfb_missing: 0,
+            late: Rows::new(locator),
+            late_by: 0,
+            unit: Unit::Row,
+            vus_gauge: Vec::new(),
             labels: Vec::new(),
             label_index: std::collections::HashMap::new(),
             too_many_labels: 0,
         }
+    }
+
+    /// Calls the records `unit`s in notes (rows by default).
+    pub fn counting(mut self, unit: Unit) -> Self {
+        self.unit = unit;
+        self
     }
 
     /// Adds one request that carries a label (counted in the total and in its label's buckets).
@@ -107,7 +162,7 @@ impl Bucketer {
                 return;
             }
             None => {
-                let mut b = Bucketer::new(self.interval_ms / 1000.0);
+                let mut b = Bucketer::located(self.interval_ms / 1000.0, self.late.locator);
                 b.origin_ms = self.origin_ms; // the same grid as the total
                 self.labels.push((label.to_string(), b));
                 self.label_index.insert(label.to_string(), self.labels.len() - 1);
@@ -120,6 +175,17 @@ impl Bucketer {
     /// Records counted so far.
     pub fn records(&self) -> u64 {
         self.records
+    }
+
+    /// Successful records counted so far that carried no time to first byte.
+    pub fn ttfb_missing(&self) -> u64 {
+        self.ttfb_missing
+    }
+
+    /// Sets the active users at `at_ms` (ms since the epoch): the last value given in an
+    /// interval is that interval's VU count.
+    pub fn vusers_at(&mut self, at_ms: f64, value: f64) {
+        self.vus_gauge.push((at_ms, value));
     }
 
     /// Adds one request.
@@ -139,28 +205,47 @@ impl Bucketer {
             None => {
                 let ttfb = r.ttfb_us.unwrap_or(0);
                 slot.counts.success(ttfb, r.total_us, r.connect_us, r.bytes);
-                if let Some(t) = r.ttfb_us {
-                    slot.ttfb_raw.push(t.max(1));
-                    self.has_ttfb = true;
+                match r.ttfb_us {
+                    Some(t) => {
+                        slot.ttfb_raw.push(t.max(1));
+                        slot.ttfb_n += 1;
+                        self.has_ttfb = true;
+                    }
+                    None => self.ttfb_missing += 1,
                 }
                 slot.total_raw.push(r.total_us.max(1));
+                self.dirty.insert(idx);
             }
         }
-        let straggler = idx < self.sealed_below;
         if idx > self.newest {
             self.newest = idx;
-            self.seal_before(idx - OPEN_INTERVALS);
-        } else if straggler {
-            self.seal(idx);
+            self.seal_before(idx.saturating_sub(OPEN_INTERVALS));
+        } else if idx < self.newest.saturating_sub(OPEN_INTERVALS) {
+            // Late for an interval already sealed: counted in its own interval all the same.
+            // Tools write a request when it ends but stamp its start, so a long request (a
+            // timeout) arrives late by its own duration; beyond that, a clock stepped back,
+            // and the notes say so.
+            let end = ((r.start_ms + r.total_us as f64 / 1000.0 - origin) / self.interval_ms).floor() as i64;
+            if end < self.newest.saturating_sub(OPEN_INTERVALS) {
+                self.late.push(r.place);
+                self.late_by = self.late_by.max(self.newest.saturating_sub(idx));
+            }
+            if r.error.is_none() {
+                self.late_raw += 1;
+                if self.late_raw >= LATE_RAW_LIMIT {
+                    self.seal_before(self.newest.saturating_sub(OPEN_INTERVALS));
+                    self.late_raw = 0;
+                }
+            }
         }
     }
 
+    /// Seals every slot before `limit` that holds raw values.
     fn seal_before(&mut self, limit: i64) {
-        let keys: Vec<i64> = self.slots.range(..limit).filter(|(_, s)| !s.total_raw.is_empty() || !s.ttfb_raw.is_empty()).map(|(k, _)| *k).collect();
-        for k in keys {
+        let keep = self.dirty.split_off(&limit);
+        for k in std::mem::replace(&mut self.dirty, keep) {
             self.seal(k);
         }
-        self.sealed_below = self.sealed_below.max(limit);
     }
 
     /// Folds an interval's raw values into its compact histograms.
@@ -187,6 +272,28 @@ impl Bucketer {
         let Some(grid) = self.grid() else { return Bucketed::default() };
         let mut out = self.rows(&grid, None);
         out.notes.extend(grid.notes.iter().cloned());
+        if self.late.count > 0 {
+            let period = self.interval_ms / 1000.0;
+            out.input_notes.push(InputNote::Used {
+                unit: self.unit,
+                rows: self.late.clone(),
+                how: format!(
+                    "stamped more than {:.0} s (up to {:.0} s) before a record above (the clock stepped back?): counted in the interval of its own time stamp.",
+                    OPEN_INTERVALS as f64 * period,
+                    self.late_by as f64 * period
+                ),
+            });
+        }
+        let label_rows = grid.wanted.len().saturating_mul(self.labels.len());
+        let allowed = LABEL_ROWS_FLOOR.max((self.records as usize).saturating_mul(LABEL_ROWS_PER_RECORD));
+        if label_rows > allowed {
+            out.notes.push(format!(
+                "{} labels over {} intervals: only the totals are kept (a label series per interval would take memory out of proportion to this file).",
+                self.labels.len(),
+                grid.wanted.len()
+            ));
+            self.labels.clear();
+        }
         for (i, (name, mut b)) in std::mem::take(&mut self.labels).into_iter().enumerate() {
             b.seal_before(i64::MAX);
             let rows = b.rows(&grid, Some(i));
@@ -199,25 +306,51 @@ impl Bucketer {
         out
     }
 
-    /// The intervals to report: the first, and every one up to the last except long gaps.
+    /// The intervals to report: the first, and every one up to the last except long gaps
+    /// (and, in a sparse file, the longest gaps beyond the row budget).
     fn grid(&self) -> Option<Grid> {
         let (&first, _) = self.slots.first_key_value()?;
         let period = self.interval_ms / 1000.0;
         let keys: Vec<i64> = self.slots.keys().copied().collect();
-        let (mut wanted, mut notes) = (Vec::new(), Vec::new());
+        // Empty intervals between consecutive occupied ones.
+        let gaps: Vec<i64> = keys.windows(2).map(|w| w[1].saturating_sub(w[0]).saturating_sub(1)).collect();
+        let budget = ROWS_FLOOR.max(keys.len().saturating_mul(ROWS_PER_OCCUPIED)).saturating_sub(keys.len()) as i64;
+        // Fill the short gaps, shortest first, while the budget lasts.
+        let mut order: Vec<usize> = (0..gaps.len()).filter(|&i| gaps[i] > 0 && gaps[i] < MAX_FILLED_GAP).collect();
+        order.sort_by_key(|&i| gaps[i]);
+        let mut fill = vec![false; gaps.len()];
+        let mut used = 0i64;
+        for i in order {
+            if used + gaps[i] > budget {
+                break;
+            }
+            used += gaps[i];
+            fill[i] = true;
+        }
+        let (mut wanted, mut notes) = (Vec::with_capacity(keys.len() + used as usize), Vec::new());
+        let mut unfilled = Vec::new();
         for (i, &k) in keys.iter().enumerate() {
-            if let Some(&prev) = i.checked_sub(1).and_then(|p| keys.get(p)) {
-                if k - prev > MAX_FILLED_GAP {
-                    notes.push(format!(
-                        "No request for {:.0} s after {:.0} s: the file holds separate runs; the gap is left out of the series.",
-                        (k - prev) as f64 * period,
-                        (prev - first + 1) as f64 * period
-                    ));
-                } else {
+            if i > 0 {
+                let prev = keys[i - 1];
+                if fill[i - 1] {
                     wanted.extend(prev + 1..k);
+                } else if gaps[i - 1] > 0 {
+                    unfilled.push((prev, k));
                 }
             }
             wanted.push(k);
+        }
+        const LISTED: usize = 5;
+        for &(prev, k) in unfilled.iter().take(LISTED) {
+            let (len, gap) = ((k - prev) as f64 * period, k - prev - 1);
+            let what = if gap >= MAX_FILLED_GAP { "the file holds separate runs" } else { "the file is too sparse to fill every gap" };
+            notes.push(format!(
+                "No request for {len:.0} s after {:.0} s: {what}; the gap is left out of the series.",
+                (prev - first + 1) as f64 * period
+            ));
+        }
+        if unfilled.len() > LISTED {
+            notes.push(format!("{} more gaps without any request are left out of the series.", unfilled.len() - LISTED));
         }
         Some(Grid { first, wanted, notes })
     }
@@ -228,11 +361,23 @@ impl Bucketer {
         let (ttfb_key, total_key) = (HistKey { metric: HistMetric::Ttfb, step }, HistKey { metric: HistMetric::Total, step });
         let period = self.interval_ms / 1000.0;
         let empty = Slot::default();
+        let mut gauge: BTreeMap<i64, f64> = BTreeMap::new();
+        if let Some(origin) = self.origin_ms {
+            for &(at, v) in &self.vus_gauge {
+                gauge.insert(((at - origin) / self.interval_ms).floor() as i64, v);
+            }
+        }
         let mut out = Bucketed::default();
         for &idx in &grid.wanted {
             let slot = self.slots.get(&idx).unwrap_or(&empty);
             let start_s = (idx - grid.first) as f64 * period;
-            out.series.intervals.push(slot.counts.to_interval(start_s, period, slot.vusers));
+            let vusers = gauge.get(&idx).copied().unwrap_or(slot.vusers);
+            let mut row = slot.counts.to_interval(start_s, period, vusers);
+            if slot.ttfb_n < slot.counts.tests {
+                // Successes without a first-byte time are not averaged in as 0 ms.
+                row.mttfb_ms = if slot.ttfb_n == 0 { f64::NAN } else { slot.counts.ttfb_sum_us as f64 / slot.ttfb_n as f64 / 1000.0 };
+            }
+            out.series.intervals.push(row);
             out.errors_by_kind.push(slot.counts.errors_by_kind);
             if self.has_ttfb {
                 out.histograms.push(LoggedHistogram { key: ttfb_key, start_s, histogram: slot.ttfb.clone() });
@@ -261,6 +406,8 @@ pub struct Bucketed {
     pub errors_by_kind: Vec<[u64; volley_stats::KINDS]>,
     /// What a reader must know.
     pub notes: Vec<String>,
+    /// What was done with records out of order.
+    pub input_notes: Vec<InputNote>,
     /// Each label's series, when the records carried labels.
     pub per_label: Vec<(String, Series)>,
 }
@@ -272,6 +419,7 @@ impl Bucketed {
         src.histograms = self.histograms;
         src.errors_by_kind = self.errors_by_kind;
         src.notes.extend(self.notes);
+        src.input_notes.extend(self.input_notes);
         src.per_test = self.per_label;
     }
 }
@@ -313,5 +461,84 @@ mod tests {
         assert_eq!(series.intervals[0].tests, 2);
         assert_eq!(hists.iter().find(|h| h.key == HistKey::TOTAL && h.start_s == 0.0).unwrap().histogram.len(), 2);
         assert_eq!(series.tests(), 3);
+    }
+
+    #[test]
+    fn records_far_out_of_order_are_counted_in_their_own_interval_and_said_so() {
+        let mut b = Bucketer::new(1.0);
+        for s in 0..60 {
+            b.add(&RequestRecord { place: s + 2, ..rec(s as f64 * 1000.0, 1, None) });
+        }
+        b.add(&RequestRecord { place: 99, ..rec(5_500.0, 7, None) }); // 54 s late: interval 5 is sealed
+        let out = b.finish();
+        assert_eq!(out.series.intervals[5].tests, 2);
+        assert_eq!(out.series.tests(), 61);
+        let five = out.histograms.iter().find(|h| h.key == HistKey::TOTAL && h.start_s == 5.0).unwrap();
+        assert_eq!(five.histogram.len(), 2, "the late record is in the histogram too");
+        assert_eq!(
+            out.input_notes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["1 row (line 99): stamped more than 30 s (up to 54 s) before a record above (the clock stepped back?): counted in the interval of its own time stamp."]
+        );
+    }
+
+    #[test]
+    fn an_hour_of_late_records_is_sealed_as_it_goes() {
+        // The clock steps back an hour and stays there: every later record is late. Their
+        // raw values are sealed in batches, not held until the end.
+        let mut b = Bucketer::new(1.0);
+        b.add(&rec(3_600_000.0, 1, None));
+        let n = LATE_RAW_LIMIT as u64 * 2 + 10;
+        for i in 0..n {
+            b.add(&rec((i % 3_000) as f64 * 1000.0, 1 + i % 50, None));
+        }
+        assert!(b.dirty.len() <= OPEN_INTERVALS as usize + 3_000, "{} dirty slots", b.dirty.len());
+        assert!(b.slots.values().map(|s| s.total_raw.len()).sum::<usize>() < LATE_RAW_LIMIT, "raw values are sealed in batches");
+        let out = b.finish();
+        assert_eq!(out.series.tests(), n + 1);
+        let logged: u64 = out.histograms.iter().filter(|h| h.key == HistKey::TOTAL).map(|h| h.histogram.len()).sum();
+        assert_eq!(logged, n + 1);
+    }
+
+    #[test]
+    fn a_sparse_file_gets_a_bounded_grid_and_keeps_every_request() {
+        // One request every 299 s for 30 days: filling every gap would make 2.6 M rows.
+        let mut b = Bucketer::new(1.0);
+        let n = 30 * 86_400 / 299;
+        for i in 0..n {
+            b.add_labelled(&rec(i as f64 * 299_000.0, 1, None), ["a", "b", "c"][i % 3]);
+        }
+        let out = b.finish();
+        assert!(out.series.intervals.len() <= ROWS_PER_OCCUPIED * n, "{} rows", out.series.intervals.len());
+        assert_eq!(out.series.tests(), n as u64);
+        assert!(out.notes.iter().any(|m| m.contains("too sparse to fill every gap")), "{:?}", out.notes);
+        assert!(out.per_label.is_empty(), "3 labels × every row would take memory out of proportion");
+        assert!(out.notes.iter().any(|m| m.contains("only the totals are kept")), "{:?}", out.notes);
+    }
+
+    #[test]
+    fn the_vu_gauge_lands_on_the_interval_of_its_time() {
+        let mut b = Bucketer::new(1.0);
+        b.vusers_at(9_000.0, 1.0); // before the first request: no row of its own
+        b.vusers_at(10_100.0, 2.0);
+        b.vusers_at(10_900.0, 3.0); // the last value in an interval wins
+        b.add(&rec(10_500.0, 1, None));
+        b.add(&rec(12_200.0, 1, None));
+        b.vusers_at(12_300.0, 5.0);
+        let out = b.finish();
+        let vus: Vec<f64> = out.series.intervals.iter().map(|i| i.vusers).collect();
+        assert_eq!(vus, [3.0, 0.0, 5.0]);
+    }
+
+    #[test]
+    fn successes_without_a_first_byte_time_are_not_averaged_in_as_zero() {
+        let mut b = Bucketer::new(1.0);
+        b.add(&rec(0.0, 10, None));
+        b.add(&RequestRecord { ttfb_us: None, ..rec(100.0, 30, None) });
+        b.add(&RequestRecord { ttfb_us: None, ..rec(1_100.0, 30, None) });
+        assert_eq!(b.ttfb_missing(), 2);
+        let out = b.finish();
+        assert_eq!(out.series.intervals[0].mttfb_ms, 10.0);
+        assert!(out.series.intervals[1].mttfb_ms.is_nan());
+        assert_eq!(out.series.intervals[1].mean_test_time_ms, 30.0);
     }
 }

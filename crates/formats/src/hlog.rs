@@ -148,30 +148,79 @@ pub struct LoggedHistogram {
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<LoggedHistogram>> {
     let mut out = Vec::new();
     let mut de = Deserializer::new();
-    for entry in IntervalLogIterator::new(bytes) {
-        let entry = entry.map_err(|e| {
-            let offset = match e {
-                hdrhistogram::serialization::interval_log::LogIteratorError::ParseError { offset } => offset,
-            };
-            let line = bytes[..offset.min(bytes.len())].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
-            FormatError::malformed(path, line, None, "not an HdrHistogram interval-log line")
-        })?;
-        if let LogEntry::Interval(ih) = entry {
-            let Some(key) = ih.tag().and_then(|t| HistKey::parse(t.as_str())) else { continue };
-            let raw = base64::engine::general_purpose::STANDARD
-                .decode(ih.encoded_histogram())
-                .map_err(|e| FormatError::malformed(path, 0, None, format!("bad base64 histogram: {e}")))?;
-            let histogram: Histogram<u64> = de
-                .deserialize(&mut raw.as_slice())
-                .map_err(|e| FormatError::malformed(path, 0, None, format!("bad histogram: {e:?}")))?;
-            out.push(LoggedHistogram {
-                key,
-                start_s: ih.start_timestamp().as_secs_f64(),
-                histogram: CompactHistogram::from_histogram(&histogram),
-            });
+    let mut line_buf = Vec::new();
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line_no = i as u64 + 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        line_buf.clear();
+        line_buf.extend_from_slice(line);
+        line_buf.push(b'\n');
+        let bad = |what: String| FormatError::malformed(path, line_no, None, what);
+        for entry in IntervalLogIterator::new(&line_buf) {
+            let entry = entry.map_err(|_| bad("not an HdrHistogram interval-log line".to_string()))?;
+            if let LogEntry::Interval(ih) = entry {
+                let Some(key) = ih.tag().and_then(|t| HistKey::parse(t.as_str())) else { continue };
+                let raw = base64::engine::general_purpose::STANDARD
+                    .decode(ih.encoded_histogram())
+                    .map_err(|e| bad(format!("bad base64 histogram: {e}")))?;
+                check_encoded(&raw).map_err(|e| bad(format!("bad histogram: {e}")))?;
+                let histogram: Histogram<u64> =
+                    de.deserialize(&mut raw.as_slice()).map_err(|e| bad(format!("bad histogram: {e:?}")))?;
+                out.push(LoggedHistogram {
+                    key,
+                    start_s: ih.start_timestamp().as_secs_f64(),
+                    histogram: CompactHistogram::from_histogram(&histogram),
+                });
+            }
         }
     }
     Ok(out)
+}
+
+/// HdrHistogram's cookies: V2 encoding, plain and deflated.
+const V2_COOKIE: u32 = 0x1c84_9303 | 0x10;
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
+/// Significant digits a logged histogram may have (volley writes 3): each more multiplies
+/// the counts array the decoder allocates by about 8.
+const MAX_DIGITS: u32 = 4;
+/// Largest decoded payload accepted, bytes (a 4-digit histogram spanning every u64 needs
+/// under 10 MB at 9 bytes per count).
+const MAX_PAYLOAD: u32 = 10 << 20;
+
+/// Checks an encoded histogram's header before it is decoded: the decoder allocates its
+/// counts array from the header's precision and its payload buffer from the header's
+/// length, both read from the file, so a damaged line could ask for gigabytes.
+fn check_encoded(raw: &[u8]) -> std::result::Result<(), String> {
+    let u32_at = |b: &[u8], at: usize| b.get(at..at + 4).map(|s| u32::from_be_bytes(s.try_into().expect("4 bytes")));
+    let header = |h: &[u8], available: usize| -> std::result::Result<(), String> {
+        let (len, digits) = (u32_at(h, 4).ok_or("header cut short")?, u32_at(h, 12).ok_or("header cut short")?);
+        if digits > MAX_DIGITS {
+            return Err(format!("{digits} significant digits (at most {MAX_DIGITS})"));
+        }
+        if len > MAX_PAYLOAD || len as usize > available {
+            return Err(format!("payload of {len} bytes where {} are left", available.min(MAX_PAYLOAD as usize)));
+        }
+        Ok(())
+    };
+    match u32_at(raw, 0) {
+        Some(V2_COOKIE) => header(raw, raw.len().saturating_sub(40)),
+        Some(V2_COMPRESSED_COOKIE) => {
+            let len = u32_at(raw, 4).ok_or("header cut short")? as usize;
+            if len > raw.len() - 8 {
+                return Err(format!("compressed payload of {len} bytes where {} are left", raw.len() - 8));
+            }
+            let mut inner = [0u8; 40];
+            std::io::Read::read_exact(&mut flate2::read::ZlibDecoder::new(&raw[8..8 + len]), &mut inner)
+                .map_err(|e| format!("compressed header: {e}"))?;
+            if u32_at(&inner, 0) != Some(V2_COOKIE) {
+                return Err("not a V2 histogram inside the compressed one".to_string());
+            }
+            header(&inner, MAX_PAYLOAD as usize)
+        }
+        _ => Err("not an HdrHistogram V2 encoding".to_string()),
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod error;
 pub mod hlog;
 pub mod import;
 pub mod ngrinder;
+pub mod note;
 pub mod numfmt;
 mod open;
 pub mod recorded;
@@ -17,6 +18,7 @@ pub mod source;
 
 pub use error::{FormatError, Result};
 pub use hlog::{HistKey, HistMetric};
+pub use note::{Figure, InputNote};
 pub use recorded::RecordedPlan;
 pub use rundir::{RunData, RunMeta, RunStatus, RunWriter};
 pub use open::{open, open_as};

@@ -10,7 +10,12 @@ use std::path::Path;
 use volley_stats::{Interval, Series};
 
 use crate::error::{FormatError, Result};
+use crate::note::{InputNote, Locator, NoteBook, Unit};
 use crate::numfmt::ngrinder_number;
+
+/// Most requests a row may count (a trillion): more is no count a tool wrote, and sums of
+/// such rows would overflow.
+const MAX_COUNT: f64 = 1e12;
 
 /// nGrinder's header for an HTTP script with one test, verbatim.
 pub const HEADER: [&str; 13] = [
@@ -47,8 +52,11 @@ pub struct NgrinderFile {
     pub has_ttfb: bool,
     /// The header's column names, for extras callers want to read.
     pub header: Vec<String>,
-    /// Every row's fields, for extras callers want to read.
+    /// Every row's fields, for extras callers want to read (the rows of the series: rows
+    /// skipped are not here).
     pub rows: Vec<Vec<String>>,
+    /// Rows skipped, or placed in time other than by their own `DateTime`.
+    pub notes: Vec<InputNote>,
 }
 
 /// Whether `text` looks like an nGrinder `output.csv` (its header starts with `DateTime`
@@ -85,28 +93,40 @@ pub fn parse(path: &Path, text: &str) -> Result<NgrinderFile> {
     };
     let layout = Layout::new(path, &header)?;
     let mut rows = Vec::new();
-    for (i, rec) in records.enumerate() {
-        let line = i as u64 + 2;
-        let rec = rec.map_err(|e| FormatError::malformed(path, line, None, e.to_string()))?;
+    for rec in records {
+        let rec = rec.map_err(|e| FormatError::malformed(path, e.position().map_or(0, |p| p.line()), None, e.to_string()))?;
+        let line = rec.position().map_or(0, |p| p.line());
         let fields: Vec<String> = rec.iter().map(|s| s.trim().to_string()).collect();
         if fields.len() == 1 && fields[0].is_empty() {
             continue; // blank line, e.g. Windows `\r\r\n` endings
         }
-        if fields.len() < layout.total_width {
+        let row = rows.len() + 1;
+        if fields.len() < header.len() {
             return Err(FormatError::malformed(
                 path,
                 line,
                 Some(fields.len() as u64 + 1),
                 format!(
-                    "row {} is truncated: {} fields, the header has {} ({} missing)",
-                    i + 1,
+                    "row {row} is truncated: {} fields, the header has {} ({} missing)",
                     fields.len(),
-                    layout.total_width,
+                    header.len(),
                     header[fields.len()]
                 ),
             ));
         }
-        rows.push(fields);
+        if fields.len() > header.len() {
+            return Err(FormatError::malformed(
+                path,
+                line,
+                Some(header.len() as u64 + 1),
+                format!(
+                    "row {row} has {} fields, the header has {} (a separator inside a test description?)",
+                    fields.len(),
+                    header.len()
+                ),
+            ));
+        }
+        rows.push((line, fields));
     }
     layout.build(path, header, rows)
 }
@@ -120,8 +140,6 @@ pub fn read(path: &Path) -> Result<NgrinderFile> {
 /// Where each column is.
 struct Layout {
     total: Block,
-    /// Index of the first field after the total block (its `Description`, or extras).
-    total_width: usize,
     tests: Vec<(usize, Block)>,
     elapsed: Option<usize>,
     period: Option<usize>,
@@ -185,7 +203,6 @@ impl Layout {
         }
         let pos = |name: &str| header.iter().position(|h| h == name);
         Ok(Layout {
-            total_width: total_end,
             total,
             tests,
             elapsed: pos(ELAPSED),
@@ -194,54 +211,123 @@ impl Layout {
         })
     }
 
-    fn build(self, path: &Path, header: Vec<String>, rows: Vec<Vec<String>>) -> Result<NgrinderFile> {
-        let times = self.times(path, &rows)?;
-        let total = self.series(path, &header, &rows, &self.total, &times)?;
+    fn build(self, path: &Path, header: Vec<String>, rows: Vec<(u64, Vec<String>)>) -> Result<NgrinderFile> {
+        let mut book = NoteBook::new(Locator::Line);
+        // A row with a value no interval can have is left out of every series.
+        let columns = self.numeric_columns();
+        let counts = self.count_columns();
+        let mut kept: Vec<(u64, Vec<String>)> = Vec::with_capacity(rows.len());
+        for (line, r) in rows {
+            let mut bad = None;
+            for &c in &columns {
+                let v = num(path, line, &r, c)?;
+                let what = if v.is_nan() {
+                    "NaN"
+                } else if v.is_infinite() {
+                    "infinite"
+                } else if v < 0.0 {
+                    "negative"
+                } else if counts.contains(&c) && v.fract() != 0.0 {
+                    "not a whole number"
+                } else if counts.contains(&c) && v > MAX_COUNT {
+                    "more than 10^12"
+                } else {
+                    continue;
+                };
+                bad = Some(format!("`{}` is {what}", header[c]));
+                break;
+            }
+            match bad {
+                Some(why) => book.skip(Unit::Row, line, &why),
+                None => kept.push((line, r)),
+            }
+        }
+        let times = self.times(path, &kept, &mut book)?;
+        let total = self.series(path, &kept, &self.total, &times)?;
         let mut tests = Vec::new();
         for (d, block) in &self.tests {
-            let name = rows.iter().find_map(|r| r.get(*d).filter(|s| !s.is_empty()).cloned()).unwrap_or_default();
-            tests.push((name, self.series(path, &header, &rows, block, &times)?));
+            let name = kept.iter().find_map(|(_, r)| r.get(*d).filter(|s| !s.is_empty()).cloned()).unwrap_or_default();
+            tests.push((name, self.series(path, &kept, block, &times)?));
         }
-        Ok(NgrinderFile { total, tests, has_ttfb: self.total.ttfb.is_some(), header, rows })
+        Ok(NgrinderFile {
+            total,
+            tests,
+            has_ttfb: self.total.ttfb.is_some(),
+            header,
+            rows: kept.into_iter().map(|(_, r)| r).collect(),
+            notes: book.into_notes(),
+        })
+    }
+
+    /// Every column read as a count of requests.
+    fn count_columns(&self) -> Vec<usize> {
+        let mut cols = Vec::new();
+        for b in std::iter::once(&self.total).chain(self.tests.iter().map(|(_, b)| b)) {
+            cols.extend([Some(b.tests), Some(b.errors), b.response_errors].into_iter().flatten());
+        }
+        cols.extend(self.dropped);
+        cols
+    }
+
+    /// Every column read as a number.
+    fn numeric_columns(&self) -> Vec<usize> {
+        let mut cols = vec![1];
+        for b in std::iter::once(&self.total).chain(self.tests.iter().map(|(_, b)| b)) {
+            cols.extend([b.tests, b.errors, b.mean_time, b.sd, b.tps]);
+            cols.extend([b.mean_len, b.bytes_per_s, b.response_errors, b.resolve, b.connect, b.ttfb].into_iter().flatten());
+        }
+        cols.extend([self.elapsed, self.period, self.dropped].into_iter().flatten());
+        cols
     }
 
     /// Start and length of every interval, from our extra columns or else from `DateTime`.
-    fn times(&self, path: &Path, rows: &[Vec<String>]) -> Result<Vec<(f64, f64)>> {
+    /// A row without a valid `DateTime`, or stamped earlier than the row above it (a clock
+    /// stepped back), is placed one interval after the row above, and the rows after it
+    /// keep their spacing; the notes say which.
+    fn times(&self, path: &Path, rows: &[(u64, Vec<String>)], book: &mut NoteBook) -> Result<Vec<(f64, f64)>> {
         if let (Some(e), Some(p)) = (self.elapsed, self.period) {
-            return rows
-                .iter()
-                .enumerate()
-                .map(|(i, r)| Ok((num(path, i, r, e)?, num(path, i, r, p)?)))
-                .collect();
+            return rows.iter().map(|(line, r)| Ok((num(path, *line, r, e)?, num(path, *line, r, p)?))).collect();
         }
-        let stamps: Vec<Option<i64>> = rows.iter().map(|r| parse_datetime(&r[0])).collect();
+        let stamps: Vec<Option<i64>> = rows.iter().map(|(_, r)| parse_datetime(&r[0])).collect();
         let first = stamps.iter().flatten().next().copied().unwrap_or(0);
         let mut gaps: Vec<i64> = stamps.windows(2).filter_map(|w| Some(w[1]? - w[0]?)).filter(|g| *g > 0).collect();
         gaps.sort_unstable();
         let nominal = gaps.get(gaps.len() / 2).copied().unwrap_or(1) as f64;
-        Ok(stamps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| match s {
-                Some(t) => ((t - first) as f64, nominal),
-                None => (i as f64 * nominal, nominal),
-            })
-            .collect())
+        let (mut out, mut offset, mut prev, mut prev_placed) = (Vec::with_capacity(rows.len()), 0.0, None::<f64>, false);
+        for ((line, _), stamp) in rows.iter().zip(&stamps) {
+            let start = match (stamp, prev) {
+                (Some(t), None) => (t - first) as f64,
+                (Some(t), Some(p)) => {
+                    let own = (t - first) as f64 + offset;
+                    if own < p || (prev_placed && own <= p) {
+                        if own < p && !prev_placed {
+                            book.used(Unit::Row, *line, &format!("stamped earlier than the row above (the clock stepped back?): placed {nominal} s after the row above; the rows below keep their spacing."));
+                        }
+                        offset += p + nominal - own;
+                        p + nominal
+                    } else {
+                        own
+                    }
+                }
+                (None, p) => {
+                    book.used(Unit::Row, *line, &format!("no valid DateTime: placed {nominal} s after the row above."));
+                    p.map_or(0.0, |p| p + nominal)
+                }
+            };
+            prev_placed = stamp.is_none();
+            prev = Some(start);
+            out.push((start, nominal));
+        }
+        Ok(out)
     }
 
-    fn series(
-        &self,
-        path: &Path,
-        _header: &[String],
-        rows: &[Vec<String>],
-        b: &Block,
-        times: &[(f64, f64)],
-    ) -> Result<Series> {
+    fn series(&self, path: &Path, rows: &[(u64, Vec<String>)], b: &Block, times: &[(f64, f64)]) -> Result<Series> {
         let mut intervals = Vec::with_capacity(rows.len());
-        for (i, r) in rows.iter().enumerate() {
+        for (i, (line, r)) in rows.iter().enumerate() {
+            let line = *line;
             let opt = |c: Option<usize>| -> Result<f64> {
                 match c {
-                    Some(c) if c < r.len() => num(path, i, r, c),
+                    Some(c) if c < r.len() => num(path, line, r, c),
                     _ => Ok(0.0),
                 }
             };
@@ -249,13 +335,14 @@ impl Layout {
             intervals.push(Interval {
                 start_s,
                 period_s,
-                vusers: num(path, i, r, 1)?,
-                tests: num(path, i, r, b.tests)? as u64,
-                errors: num(path, i, r, b.errors)? as u64,
-                tps: num(path, i, r, b.tps)?,
-                mean_test_time_ms: num(path, i, r, b.mean_time)?,
-                test_time_sd_ms: num(path, i, r, b.sd)?,
-                mttfb_ms: opt(b.ttfb)?,
+                vusers: num(path, line, r, 1)?,
+                tests: num(path, line, r, b.tests)? as u64,
+                errors: num(path, line, r, b.errors)? as u64,
+                tps: num(path, line, r, b.tps)?,
+                mean_test_time_ms: num(path, line, r, b.mean_time)?,
+                test_time_sd_ms: num(path, line, r, b.sd)?,
+                // Unknown without the column, not 0 ms.
+                mttfb_ms: if b.ttfb.is_some() { opt(b.ttfb)? } else { f64::NAN },
                 mean_response_length: opt(b.mean_len)?,
                 response_bytes_per_second: opt(b.bytes_per_s)?,
                 response_errors: opt(b.response_errors)? as u64,
@@ -268,15 +355,13 @@ impl Layout {
     }
 }
 
-fn num(path: &Path, row: usize, r: &[String], col: usize) -> Result<f64> {
+fn num(path: &Path, line: u64, r: &[String], col: usize) -> Result<f64> {
     let raw = r.get(col).map(String::as_str).unwrap_or("");
     let cleaned = raw.replace(',', ".");
     if raw.is_empty() || raw == "null" {
         return Ok(0.0);
     }
-    cleaned.parse::<f64>().map_err(|_| {
-        FormatError::malformed(path, row as u64 + 2, Some(col as u64 + 1), format!("expected a number, found `{raw}`"))
-    })
+    cleaned.parse::<f64>().map_err(|_| FormatError::malformed(path, line, Some(col as u64 + 1), format!("expected a number, found `{raw}`")))
 }
 
 /// `yyyy-MM-dd HH:mm:ss` as seconds (the zone is unknown, so only differences mean anything).

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::error::{FormatError, Result};
 use crate::import;
+use crate::note::{Figure, InputNote, Place};
 use crate::rundir::RunData;
 use crate::source::{Format, READABLE, Source};
 
@@ -41,36 +42,111 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
             });
         }
     };
-    let read_all = |mut r: std::io::BufReader<std::fs::File>| -> Result<String> {
+    // A text file whose last line has no line end was cut off while it was being written:
+    // the reader stops before that line, and the report says so.
+    let line_based = !matches!(format, Format::K6Summary | Format::GatlingBinary);
+    let cut = if line_based { cut_offset(path)? } else { None };
+    let newlines = std::cell::Cell::new(0u64);
+    let counted = CountNewlines { inner: std::io::Read::take(reader, cut.unwrap_or(u64::MAX)), newlines: &newlines };
+    let reader = std::io::BufReader::with_capacity(1 << 16, counted);
+    let mut src = read_as(path, format, reader, &first_line).map_err(|e| match e {
+        // What the reader missed may be in the line left out.
+        FormatError::Malformed { path, line, column, message } if cut.is_some() => FormatError::Malformed {
+            path,
+            line,
+            column,
+            message: format!("{message} (the file's last line has no line end: it was cut off while it was being written and is left out)"),
+        },
+        e => e,
+    })?;
+    if cut.is_some() {
+        let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        src.input_notes.push(InputNote::CutOff { file, at: Place::Line(newlines.get() + 1) });
+    }
+    Ok(src)
+}
+
+/// Reads a file of `format` (not a run directory) from `reader`.
+fn read_as(path: &Path, format: Format, mut reader: impl std::io::BufRead, first_line: &str) -> Result<Source> {
+    let mut read_all = || -> Result<String> {
         let mut s = String::new();
-        std::io::Read::read_to_string(&mut r, &mut s).map_err(|e| FormatError::io(path, e))?;
+        reader.read_to_string(&mut s).map_err(|e| FormatError::io(path, e))?;
         Ok(s)
     };
-    match format {
-        Format::Volley => unreachable!("handled above"),
+    Ok(match format {
+        Format::Volley => unreachable!("run directories are opened by open_as"),
         Format::Ngrinder => {
-            let file = crate::ngrinder::parse(path, &read_all(reader)?)?;
+            let file = crate::ngrinder::parse(path, &read_all()?)?;
             let mut src = import::source(path, Format::Ngrinder);
             if !file.has_ttfb {
-                src.notes.push("This file has no Mean_time_to_first_byte column (a script without nGrinder's HTTP plugin): its MTTFB figures are 0 and mean nothing.".to_string());
+                src.input_notes.push(InputNote::Unavailable {
+                    figure: Figure::Ttfb,
+                    why: "this file has no Mean_time_to_first_byte column (a script without nGrinder's HTTP plugin), so MTTFB is unknown.".to_string(),
+                });
             }
             src.series = file.total;
             src.per_test = file.tests;
-            Ok(src)
+            src.input_notes.extend(file.notes);
+            src
         }
-        Format::K6Csv => import::k6::read_csv(path, reader),
-        Format::K6Json => import::k6::read_json(path, reader),
-        Format::K6Summary => import::k6::read_summary(path, &read_all(reader)?),
-        Format::Jtl => import::jmeter::read(path, reader, &first_line),
-        Format::LocustHistory => import::locust::read_history(path, &read_all(reader)?),
-        Format::LocustStats => import::locust::read_stats(path, &read_all(reader)?),
-        Format::Gatling => import::gatling::read_text(path, reader),
+        Format::K6Summary => import::k6::read_summary(path, &read_all()?)?,
+        Format::LocustHistory => import::locust::read_history(path, &read_all()?)?,
+        Format::LocustStats => import::locust::read_stats(path, &read_all()?)?,
         Format::GatlingBinary => {
             let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut reader, &mut bytes).map_err(|e| FormatError::io(path, e))?;
-            import::gatling::read_binary(path, &bytes)
+            reader.read_to_end(&mut bytes).map_err(|e| FormatError::io(path, e))?;
+            import::gatling::read_binary(path, &bytes)?
         }
+        Format::K6Csv => import::k6::read_csv(path, reader)?,
+        Format::K6Json => import::k6::read_json(path, reader)?,
+        Format::Jtl => import::jmeter::read(path, reader, first_line)?,
+        Format::Gatling => import::gatling::read_text(path, reader)?,
+    })
+}
+
+/// Counts the line ends that pass through.
+struct CountNewlines<'a, R> {
+    inner: R,
+    newlines: &'a std::cell::Cell<u64>,
+}
+
+impl<R: std::io::Read> std::io::Read for CountNewlines<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.newlines.set(self.newlines.get() + buf[..n].iter().filter(|&&b| b == b'\n').count() as u64);
+        Ok(n)
     }
+}
+
+/// Where the last line of the file at `path` starts, when it has no line end (and is not
+/// the file's only line, nor blank): the file was cut off there. Reads the file backwards
+/// from its end, so a file of any size costs only its last line.
+fn cut_offset(path: &Path) -> Result<Option<u64>> {
+    use std::io::{Read, Seek, SeekFrom};
+    const CHUNK: u64 = 1 << 16;
+    let io = |e| FormatError::io(path, e);
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let len = f.metadata().map_err(io)?.len();
+    let (mut end, mut blank) = (len, true);
+    let mut buf = Vec::new();
+    while end > 0 {
+        let start = end.saturating_sub(CHUNK);
+        buf.resize((end - start) as usize, 0);
+        f.seek(SeekFrom::Start(start)).map_err(io)?;
+        f.read_exact(&mut buf).map_err(io)?;
+        if end == len && buf.last() == Some(&b'\n') {
+            return Ok(None);
+        }
+        match buf.iter().rposition(|&b| b == b'\n') {
+            Some(p) => {
+                blank &= buf[p + 1..].iter().all(u8::is_ascii_whitespace);
+                return Ok((!blank).then_some(start + p as u64 + 1));
+            }
+            None => blank &= buf.iter().all(u8::is_ascii_whitespace),
+        }
+        end = start;
+    }
+    Ok(None)
 }
 
 /// The format a file's first bytes look like.

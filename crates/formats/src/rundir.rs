@@ -22,6 +22,7 @@ use volley_scenario::StepInfo;
 
 use crate::error::{FormatError, Result};
 use crate::hlog::{self, HistKey, HistMetric, LoggedHistogram};
+use crate::note::{InputNote, Place, cut_last_line};
 use crate::recorded::RecordedPlan;
 use crate::ngrinder::{self, DROPPED, ELAPSED, HEADER, PERIOD};
 use crate::numfmt::ngrinder_number;
@@ -47,6 +48,10 @@ pub enum RunStatus {
     Interrupted,
     /// Stopped by volley itself (too many errors, a second Ctrl-C).
     Aborted,
+    /// run.json still says `running`, but the process that recorded it is gone (killed or
+    /// crashed): never written, only concluded when the run is read back.
+    #[serde(rename = "did not finish")]
+    DidNotFinish,
 }
 
 impl RunStatus {
@@ -57,6 +62,7 @@ impl RunStatus {
             RunStatus::Complete => "complete",
             RunStatus::Interrupted => "interrupted",
             RunStatus::Aborted => "aborted",
+            RunStatus::DidNotFinish => "did not finish",
         }
     }
 }
@@ -171,6 +177,10 @@ pub struct RunMeta {
     pub command: Vec<String>,
     /// Host name of the machine that ran the load.
     pub host: String,
+    /// Process id of the recorder on that host, to tell a run still going from one whose
+    /// process died before it could record how the run ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     /// Errors by kind with their first messages.
     #[serde(default)]
     pub errors: Vec<ErrorNote>,
@@ -201,6 +211,7 @@ impl RunMeta {
             plan,
             command: Vec::new(),
             host: String::new(),
+            pid: None,
             errors: Vec::new(),
             server_metrics: Vec::new(),
             steps: Vec::new(),
@@ -450,6 +461,8 @@ pub struct RunData {
     pub steps: Vec<(String, Series)>,
     /// Stream events per step and interval.
     pub step_events: Vec<Vec<u64>>,
+    /// What the reader did with what a crash left behind (a cut last line, rows skipped).
+    pub input_notes: Vec<InputNote>,
 }
 
 /// One scraped value.
@@ -515,16 +528,65 @@ impl RunData {
     pub fn read(dir: &Path) -> Result<RunData> {
         let meta_path = dir.join(RUN_JSON);
         let meta_text = fs::read_to_string(&meta_path).map_err(|e| FormatError::io(&meta_path, e))?;
-        let meta: RunMeta = serde_json::from_str(&meta_text).map_err(|e| {
+        let mut meta: RunMeta = serde_json::from_str(&meta_text).map_err(|e| {
             FormatError::malformed(&meta_path, e.line() as u64, Some(e.column() as u64), e.to_string())
         })?;
-        let file = ngrinder::read(&dir.join(SERIES_CSV))?;
+        let mut input_notes = Vec::new();
+        if meta.status == RunStatus::Running && recorder_gone(&meta) == Some(true) {
+            meta.status = RunStatus::DidNotFinish;
+            meta.reason = Some(format!(
+                "run.json still says running, but its recorder (pid {} on {}) is gone: it was killed or crashed before it could record how the run ended; everything it flushed is reported",
+                meta.pid.unwrap_or_default(),
+                meta.host
+            ));
+        }
+        // A crash can cut the last line of either file: the rows before it are reported.
+        let spath = dir.join(SERIES_CSV);
+        let series_text = fs::read(&spath).map_err(|e| FormatError::io(&spath, e))?;
+        let series_text = match cut_last_line(&series_text) {
+            Some((start, line)) => {
+                input_notes.push(InputNote::CutOff { file: SERIES_CSV.to_string(), at: Place::Line(line) });
+                &series_text[..start]
+            }
+            None => &series_text[..],
+        };
+        let series_text = String::from_utf8(series_text.to_vec())
+            .map_err(|e| FormatError::io(&spath, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+        let file = ngrinder::parse(&spath, &series_text)?;
+        input_notes.extend(file.notes.iter().cloned());
         let hpath = dir.join(LATENCY_HLOG);
         let histograms = match fs::read(&hpath) {
-            Ok(bytes) => hlog::parse(&hpath, &bytes)?,
+            Ok(bytes) => {
+                let bytes = match cut_last_line(&bytes) {
+                    Some((start, line)) => {
+                        input_notes.push(InputNote::CutOff { file: LATENCY_HLOG.to_string(), at: Place::Line(line) });
+                        &bytes[..start]
+                    }
+                    None => &bytes[..],
+                };
+                hlog::parse(&hpath, bytes)?
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(FormatError::io(hpath, e)),
         };
+        // The series is written before the histograms of each interval: a crash in between
+        // leaves the last intervals without histograms.
+        let logged = histograms.iter().filter(|h| h.key == HistKey::TOTAL).count();
+        let rows = file.total.intervals.len();
+        if logged > 0 && logged < rows {
+            input_notes.push(InputNote::Used {
+                unit: crate::note::Unit::Row,
+                rows: {
+                    let mut r = crate::note::Rows::new(crate::note::Locator::Line);
+                    // series.csv lines of the rows without histograms (line 1 is the header).
+                    for i in logged..rows {
+                        r.push(i as u64 + 2);
+                    }
+                    r
+                },
+                how: format!("in {SERIES_CSV}, without histograms in {LATENCY_HLOG} (the run stopped between writing the two): counted in the per-interval figures, not in the per-request percentiles."),
+            });
+        }
         let kind_cols: Vec<Option<usize>> = ErrorKind::ALL
             .iter()
             .map(|k| file.header.iter().position(|h| *h == format!("Errors_{}", k.name())))
@@ -573,7 +635,43 @@ impl RunData {
                 .collect(),
             step_events,
             meta,
+            input_notes,
         })
+    }
+}
+
+/// This machine's host name, as run.json records it.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default()
+}
+
+/// Whether the process that recorded `meta` is gone: `Some(true)` when it ran on this host
+/// and no process of its pid runs (or one does that started after the run did, so the pid
+/// was reused), `Some(false)` when it still runs, `None` when this cannot be told (another
+/// host, no pid recorded, no `/proc`).
+pub fn recorder_gone(meta: &RunMeta) -> Option<bool> {
+    let pid = meta.pid?;
+    if meta.host.is_empty() || meta.host != host_name() || !Path::new("/proc/self").exists() {
+        return None;
+    }
+    let stat = match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s,
+        Err(_) => return Some(true),
+    };
+    // Field 22 is the start time in clock ticks after boot (the name in field 2 may hold
+    // spaces, so count from its closing parenthesis); boot time is `btime` in /proc/stat.
+    let started_ticks: Option<f64> = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(19)).and_then(|v| v.parse().ok());
+    let boot: Option<f64> = fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse().ok())));
+    let run_started = meta.started_at.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond() as f64 / 1000.0);
+    match (started_ticks, boot, run_started) {
+        // Linux reports in USER_HZ, 100 on every architecture it runs on; a few seconds of slack.
+        (Some(ticks), Some(boot), Some(run)) => Some(boot + ticks / 100.0 > run + 5.0),
+        _ => Some(false),
     }
 }
 

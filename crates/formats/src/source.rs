@@ -33,6 +33,9 @@ pub struct Source {
     pub meta: Option<RunMeta>,
     /// What a reader must know about how this source's figures were obtained.
     pub notes: Vec<String>,
+    /// What the reader did with input it could not take as it stood: rows skipped or used
+    /// out of order, a record cut off at the end, figures the source cannot give.
+    pub input_notes: Vec<crate::note::InputNote>,
     /// The load generator's health per interval (volley runs only).
     pub generator: Vec<crate::rundir::GeneratorHealth>,
     /// Scraped server metrics (volley runs with `--server-metrics`).
@@ -54,10 +57,19 @@ impl Source {
             errors_by_kind: run.errors_by_kind,
             meta: Some(run.meta),
             notes: Vec::new(),
+            input_notes: run.input_notes,
             generator: run.generator,
             server: run.server,
             step_events: run.step_events,
         }
+    }
+
+    /// Why `figure` is not available from this source, when it is not.
+    pub fn unavailable(&self, figure: crate::note::Figure) -> Option<&str> {
+        self.input_notes.iter().find_map(|n| match n {
+            crate::note::InputNote::Unavailable { figure: f, why } if *f == figure => Some(why.as_str()),
+            _ => None,
+        })
     }
 
     /// Whether per-request histograms are available.

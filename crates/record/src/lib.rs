@@ -88,7 +88,8 @@ impl RunSpec {
             interval_s: self.engine.interval.as_secs_f64(),
             warmup_s: self.warmup.as_secs_f64(),
             command: self.command.clone(),
-            host: hostname(),
+            host: volley_formats::rundir::host_name(),
+            pid: Some(std::process::id()),
             server_metrics: self.server_metrics.iter().map(|u| ScrapeNote { url: u.clone(), ..Default::default() }).collect(),
             steps: self.engine.plan.scenario.as_ref().map_or_else(Vec::new, |s| s.step_info.clone()),
             ..RunMeta::new(&self.name, self.recorded_plan())
@@ -200,11 +201,4 @@ fn record_scrapes(writer: &mut RunWriter, scraper: &volley_engine::scrape::Scrap
         writer.write_meta()?;
     }
     Ok(())
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_default()
 }

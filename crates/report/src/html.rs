@@ -142,6 +142,13 @@ struct LatencyView {
 }
 
 fn view(r: &RunReport) -> ReportView {
+    let mut latency: Vec<LatencyView> = crate::render::latency_rows(r)
+        .into_iter()
+        .map(|(name, s)| LatencyView { name: name.to_string(), values: s.rows().iter().map(|(_, v)| format!("{v:.2}")).collect() })
+        .collect();
+    if !latency.is_empty() && r.unavailable(volley_formats::Figure::Ttfb).is_some() {
+        latency.push(LatencyView { name: "TTFB".to_string(), values: vec!["n/a".to_string(); 9] });
+    }
     ReportView {
         name: r.name.clone(),
         format: r.format.to_string(),
@@ -151,10 +158,7 @@ fn view(r: &RunReport) -> ReportView {
         interval_s: r.interval_s,
         warmup_s: r.warmup_s,
         rows: crate::render::suite_rows(r),
-        latency: crate::render::latency_rows(r)
-            .into_iter()
-            .map(|(name, s)| LatencyView { name: name.to_string(), values: s.rows().iter().map(|(_, v)| format!("{v:.2}")).collect() })
-            .collect(),
+        latency,
         steps: crate::render::step_rows(r),
         errors: r.errors.clone(),
         findings: r.findings.clone(),

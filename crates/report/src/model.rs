@@ -1,7 +1,7 @@
 //! What a report holds; serialized as `report.json`.
 
 use serde::Serialize;
-use volley_formats::{Format, HistKey, HistMetric, Source};
+use volley_formats::{Figure, Format, HistKey, HistMetric, InputNote, Source};
 use volley_stats::{ErrorKind, LatencySummary, SeedSuite, SuiteOptions, TpsTail};
 
 /// Version of the `report.json` layout; bumped when a field changes meaning or goes away.
@@ -87,6 +87,11 @@ pub struct RunReport {
     pub findings: Vec<String>,
     /// Errors by kind.
     pub errors: Vec<ErrorLine>,
+    /// What the reader did with input it could not take as it stood (rows skipped or used
+    /// out of order, a record cut off at the end, figures the source cannot give), as
+    /// records; each is also one of the `notes`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub input_notes: Vec<InputNote>,
     /// Things a reader must know to read the figures right.
     pub notes: Vec<String>,
 }
@@ -138,10 +143,11 @@ impl RunReport {
         let warmup_s = warmup_seconds(src, opts.warmup);
         let suite_opts = SuiteOptions { tps_tail: opts.tps_tail };
         let series = src.series.after_warmup(warmup_s);
-        let seed_suite = SeedSuite::compute(&series, suite_opts);
+        let seed_suite = unavailable(src, SeedSuite::compute(&series, suite_opts));
         let first_kept = src.series.intervals.len() - series.intervals.len();
         let errors = error_lines(src, first_kept);
         let mut notes = src.notes.clone();
+        notes.extend(src.input_notes.iter().map(ToString::to_string));
         if let Some(n) = errors.iter().find(|e| e.kind == ErrorKind::NotSent.name()) {
             notes.push(format!(
                 "{} scenario steps could not be built (a template, URL or header failed) and were never sent (`not_sent`): they count neither as tests nor as errors.",
@@ -151,7 +157,7 @@ impl RunReport {
         if warmup_s > 0.0 {
             notes.push(format!("The first {warmup_s} s (warm-up, {first_kept} intervals) are excluded from every figure."));
         }
-        if seed_suite.variability_zero_intervals > 0 {
+        if seed_suite.variability_zero_intervals > 0 && src.unavailable(Figure::Ttfb).is_none() {
             notes.push(format!(
                 "{} intervals with no successful request (MTTFB 0) are left out of the variability.",
                 seed_suite.variability_zero_intervals
@@ -184,7 +190,7 @@ impl RunReport {
                 TestSuite {
                     name: name.clone(),
                     kind: step.map(|s| s.kind.name().to_string()),
-                    seed_suite: SeedSuite::compute(&s.after_warmup(warmup_s), suite_opts),
+                    seed_suite: unavailable(src, SeedSuite::compute(&s.after_warmup(warmup_s), suite_opts)),
                     ttfb_ms: src.latency(HistKey::step(HistMetric::Ttfb, i), warmup_s),
                     total_ms: src.latency(HistKey::step(HistMetric::Total, i), warmup_s),
                     events: src.step_events.get(i).map_or(0, |e| e.iter().skip(first_kept).sum()),
@@ -240,6 +246,7 @@ impl RunReport {
             server,
             saturation,
             errors,
+            input_notes: src.input_notes.clone(),
             notes,
             thresholds: Vec::new(),
         };
@@ -251,6 +258,14 @@ impl RunReport {
     /// Requests that completed successfully.
     pub fn completed(&self) -> u64 {
         self.seed_suite.total_tests.saturating_sub(self.seed_suite.errors)
+    }
+
+    /// Why `figure` is not available from this report's source, when it is not.
+    pub fn unavailable(&self, figure: Figure) -> Option<&str> {
+        self.input_notes.iter().find_map(|n| match n {
+            InputNote::Unavailable { figure: f, why } if *f == figure => Some(why.as_str()),
+            _ => None,
+        })
     }
 
     /// Whether every threshold passed (true when there are none).
@@ -285,6 +300,33 @@ pub struct TestSuite {
     /// Event-stream events or WebSocket messages received.
     #[serde(skip_serializing_if = "is_zero")]
     pub events: u64,
+}
+
+/// `suite` with the figures `src` cannot give set to n/a (NaN), not to what a missing
+/// column would read as (0).
+fn unavailable(src: &Source, mut suite: SeedSuite) -> SeedSuite {
+    if src.unavailable(Figure::Ttfb).is_some() {
+        for v in [
+            &mut suite.mttfb_avg_ms,
+            &mut suite.mttfb_p50_ms,
+            &mut suite.mttfb_p95_ms,
+            &mut suite.mttfb_p99_ms,
+            &mut suite.mttfb_p99_9_ms,
+            &mut suite.mttfb_avg_diff_ms,
+            &mut suite.mttfb_variability_pct,
+        ] {
+            *v = f64::NAN;
+        }
+    }
+    if src.unavailable(Figure::ErrorRate).is_some() {
+        suite.error_rate_pct = f64::NAN;
+    }
+    if src.unavailable(Figure::Tps).is_some() {
+        for v in [&mut suite.tps_avg, &mut suite.tps_p50, &mut suite.tps_p95, &mut suite.tps_p99, &mut suite.tps_p99_9] {
+            *v = f64::NAN;
+        }
+    }
+    suite
 }
 
 fn is_zero(v: &u64) -> bool {

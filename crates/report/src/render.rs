@@ -4,6 +4,8 @@ use std::fmt::Write;
 
 use volley_stats::{LatencySummary, TpsTail};
 
+use volley_formats::Figure;
+
 use crate::model::RunReport;
 
 /// `1234567` as `1,234,567`.
@@ -23,6 +25,11 @@ fn num(v: f64) -> String {
     if v.is_finite() { format!("{v:.2}") } else { "n/a".to_string() }
 }
 
+/// `v` with its unit, or `n/a` alone.
+fn with_unit(v: f64, unit: &str) -> String {
+    if v.is_finite() { format!("{v:.2}{unit}") } else { "n/a".to_string() }
+}
+
 /// The seed suite as (label, value) rows, in the seeds' order and wording.
 pub(crate) fn suite_rows(r: &RunReport) -> Vec<(String, String)> {
     suite_rows_of(&r.seed_suite)
@@ -35,19 +42,19 @@ fn suite_rows_of(s: &volley_stats::SeedSuite) -> Vec<(String, String)> {
     };
     vec![
         ("Total Tests".into(), group_thousands(s.total_tests)),
-        ("Error Rate".into(), format!("{}% ({})", num(s.error_rate_pct), group_thousands(s.errors))),
+        ("Error Rate".into(), if s.error_rate_pct.is_finite() { format!("{}% ({})", num(s.error_rate_pct), group_thousands(s.errors)) } else { "n/a".to_string() }),
         ("TPS Average".into(), num(s.tps_avg)),
         (format!("TPS p50{tail}"), num(s.tps_p50)),
         (format!("TPS p95{tail}"), num(s.tps_p95)),
         (format!("TPS p99{tail}"), num(s.tps_p99)),
         (format!("TPS p99.9{tail}"), num(s.tps_p99_9)),
-        ("MTTFB Average".into(), format!("{} ms", num(s.mttfb_avg_ms))),
-        ("MTTFB p50".into(), format!("{} ms", num(s.mttfb_p50_ms))),
-        ("MTTFB p95".into(), format!("{} ms", num(s.mttfb_p95_ms))),
-        ("MTTFB p99".into(), format!("{} ms", num(s.mttfb_p99_ms))),
-        ("MTTFB p99.9".into(), format!("{} ms", num(s.mttfb_p99_9_ms))),
-        ("MTTFB Average Difference".into(), format!("{} ms", num(s.mttfb_avg_diff_ms))),
-        ("MTTFB Average Variability".into(), format!("{}%", num(s.mttfb_variability_pct))),
+        ("MTTFB Average".into(), with_unit(s.mttfb_avg_ms, " ms")),
+        ("MTTFB p50".into(), with_unit(s.mttfb_p50_ms, " ms")),
+        ("MTTFB p95".into(), with_unit(s.mttfb_p95_ms, " ms")),
+        ("MTTFB p99".into(), with_unit(s.mttfb_p99_ms, " ms")),
+        ("MTTFB p99.9".into(), with_unit(s.mttfb_p99_9_ms, " ms")),
+        ("MTTFB Average Difference".into(), with_unit(s.mttfb_avg_diff_ms, " ms")),
+        ("MTTFB Average Variability".into(), with_unit(s.mttfb_variability_pct, "%")),
     ]
 }
 
@@ -154,6 +161,9 @@ pub fn table(r: &RunReport) -> String {
                 let _ = write!(out, "{:>9}", format_ms(v));
             }
             let _ = writeln!(out, "{:>11}", group_thousands(s.count));
+        }
+        if r.unavailable(Figure::Ttfb).is_some() {
+            let _ = writeln!(out, "  {:<22}{:>9}  (see the notes)", "TTFB", "n/a");
         }
     }
     if !r.server.is_empty() {
@@ -301,6 +311,9 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
         for (name, s) in &lat {
             let vals: Vec<String> = s.rows().iter().map(|(_, v)| format_ms(*v)).collect();
             let _ = writeln!(out, "| {name} | {} | {} |", vals.join(" | "), group_thousands(s.count));
+        }
+        if r.unavailable(Figure::Ttfb).is_some() {
+            let _ = writeln!(out, "| TTFB | {}n/a (see the notes) |", "n/a | ".repeat(heads.len()));
         }
     }
     if !r.server.is_empty() {

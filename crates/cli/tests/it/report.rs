@@ -144,3 +144,88 @@ fn warmup_by_seconds_or_by_stage() {
     assert_eq!(report("2s")["seed_suite"]["intervals"], 1);
     assert!(by_stage["notes"][0].as_str().unwrap().contains("excluded"), "{by_stage}");
 }
+
+/// `fixtures/bad/…`: the files `crates/formats/tests/bad_inputs.rs` checks one by one.
+fn bad(name: &str) -> PathBuf {
+    fixture(&format!("bad/{name}"))
+}
+
+#[test]
+fn a_row_that_cannot_be_used_is_an_input_error_naming_file_and_line() {
+    for (file, at) in [
+        ("jtl_extra_field.jtl", "jtl_extra_field.jtl:3:18: 18 fields, the header has 17"),
+        ("k6_garbage_timestamp.csv", "k6_garbage_timestamp.csv:10:2: expected a timestamp, found `yesterday`"),
+        ("gatling_bad_status.log", "gatling_bad_status.log:4:6: expected the status OK or KO"),
+        ("locustst_nan.csv", "locustst_nan.csv:3:3: `Request Count` is NaN"),
+        ("gatbin_huge_string.log", "gatbin_huge_string.log:1:117: byte offset 117: a string of 2147483647 bytes"),
+    ] {
+        let o = volley(&["report", bad(file).to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{file}: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(at), "{file}: {}", text(&o));
+        assert!(o.stdout.is_empty(), "{file}: no report for a file that is not read");
+    }
+}
+
+#[test]
+fn skipped_rows_and_a_missing_ttfb_reach_every_output() {
+    let dir = out_dir();
+    let (skipped, no_ttfb) = (bad("jtl_nan_inf_negative.jtl"), bad("jtl_no_latency.jtl"));
+    let run = |format: &str, path: &std::path::Path| {
+        let o = volley(&["report", "--format", format, path.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let note = "1 row skipped (line 3): `elapsed` is NaN";
+    for format in ["table", "md", "json"] {
+        assert!(run(format, &skipped).contains(note), "{format}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&run("json", &skipped)).unwrap();
+    assert_eq!(json["seed_suite"]["total_tests"], 3, "the three good rows, nothing more");
+    assert_eq!(json["input_notes"][0]["kind"], "skipped");
+    assert_eq!(json["input_notes"][1]["rows"]["at"], serde_json::json!([4]));
+    // No Latency column: TTFB and MTTFB are n/a with the reason, never 0.00 ms.
+    let table = run("table", &no_ttfb);
+    assert!(table.lines().any(|l| l.trim_start().starts_with("MTTFB Average") && l.trim_end().ends_with("n/a")), "{table}");
+    assert!(table.lines().any(|l| l.trim_start().starts_with("TTFB") && l.contains("n/a")), "{table}");
+    assert!(table.contains("note: TTFB n/a: this JTL has no `Latency` column"), "{table}");
+    assert!(!table.contains("0.00 ms"), "{table}");
+    let md = run("md", &no_ttfb);
+    assert!(md.contains("| MTTFB Average | n/a |") && md.contains("| TTFB | n/a |"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&run("json", &no_ttfb)).unwrap();
+    assert!(json["seed_suite"]["mttfb_avg_ms"].is_null(), "{json}");
+    assert!(json["per_request"]["ttfb_ms"].is_null());
+    assert_eq!(json["input_notes"][0]["figure"], "ttfb");
+    let html = dir.path().join("r.html");
+    let o = volley(&["report", no_ttfb.to_str().unwrap(), "--html", html.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    // minijinja escapes `/` as `&#x2f;`.
+    let page = std::fs::read_to_string(&html).unwrap().replace("&#x2f;", "/");
+    assert!(page.contains("TTFB n/a: this JTL has no `Latency` column"), "the note is on the page");
+    assert!(page.contains("<td>TTFB</td><td>n/a</td>"), "the TTFB row says n/a");
+}
+
+#[test]
+fn a_cut_run_directory_reports_what_was_flushed_and_a_dead_one_did_not_finish() {
+    let o = volley(&["report", "--format", "json", bad("rundir_cut_series").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["seed_suite"]["total_tests"], 30);
+    assert!(json["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().starts_with("series.csv: the last line (line 5) has no line end")));
+    // The same run recorded on this host by a process that no longer exists.
+    let dir = out_dir();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let from = bad("rundir_running_elsewhere");
+    for f in ["series.csv", "latency.hlog"] {
+        std::fs::copy(from.join(f), run.join(f)).unwrap();
+    }
+    let mut meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(from.join("run.json")).unwrap()).unwrap();
+    meta["host"] = volley_formats::rundir::host_name().into();
+    meta["pid"] = 99_999_999u32.into();
+    std::fs::write(run.join("run.json"), meta.to_string()).unwrap();
+    let o = volley(&["report", run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.lines().next().unwrap().contains("— did not finish"), "{table}");
+    assert!(table.contains("stopped: run.json still says running, but its recorder (pid 99999999"), "{table}");
+}

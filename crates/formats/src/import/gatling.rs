@@ -9,7 +9,8 @@ use volley_stats::ErrorKind;
 
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
-use crate::import::{BUCKET_S, source};
+use crate::import::{BUCKET_S, bad_duration, bad_stamp, source};
+use crate::note::{InputNote, Locator, NoteBook, Place, Unit};
 use crate::source::{Format, Source};
 
 /// Whether the first line is a text simulation log's RUN record.
@@ -26,17 +27,14 @@ pub fn sniff_binary(head: &[u8]) -> bool {
 /// Reads a text simulation log.
 pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
     let mut bucketer = Bucketer::new(BUCKET_S);
+    let mut book = NoteBook::new(Locator::Line);
     let mut active = 0f64;
     let mut version = String::new();
     for (i, line) in reader.lines().enumerate() {
         let line_no = i as u64 + 1;
         let line = line.map_err(|e| FormatError::io(path, e))?;
+        let line = line.strip_suffix('\r').unwrap_or(&line);
         let f: Vec<&str> = line.split('\t').collect();
-        let ms = |c: usize| -> Result<u64> {
-            f.get(c).and_then(|s| s.trim().parse().ok()).ok_or_else(|| {
-                FormatError::malformed(path, line_no, Some(c as u64 + 1), format!("expected epoch milliseconds, found `{}`", f.get(c).unwrap_or(&"")))
-            })
-        };
         match f[0] {
             "RUN" => version = f.get(5).unwrap_or(&"").to_string(),
             "USER" => match f.get(2) {
@@ -46,9 +44,57 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
             },
             "REQUEST" => {
                 // 3.4+: REQUEST, groups, name, start, end, status, message (pre-3.4 has a user id first).
+                if !(7..=8).contains(&f.len()) {
+                    return Err(FormatError::malformed(
+                        path,
+                        line_no,
+                        Some(f.len().min(7) as u64 + 1),
+                        format!("a REQUEST record with {} fields: expected 7 (REQUEST, groups, name, start, end, status, message), or 8 before Gatling 3.4", f.len()),
+                    ));
+                }
                 let shift = usize::from(f.len() >= 8);
-                let (start, end) = (ms(3 + shift)?, ms(4 + shift)?);
-                let ok = f.get(5 + shift).is_some_and(|s| *s == "OK");
+                let ms = |c: usize| -> Result<std::result::Result<i64, &'static str>> {
+                    let raw = f.get(c).copied().unwrap_or("").trim();
+                    if let Ok(v) = raw.parse::<i64>() {
+                        return Ok(Ok(v));
+                    }
+                    match raw.parse::<f64>() {
+                        Ok(v) if v.is_nan() => Ok(Err("NaN")),
+                        Ok(v) if v.is_infinite() => Ok(Err("infinite")),
+                        _ => Err(FormatError::malformed(path, line_no, Some(c as u64 + 1), format!("expected epoch milliseconds, found `{raw}`"))),
+                    }
+                };
+                let (start, end) = match (ms(3 + shift)?, ms(4 + shift)?) {
+                    (Ok(s), Ok(e)) => (s, e),
+                    (Err(why), _) => {
+                        book.skip(Unit::Row, line_no, &format!("the start time is {why}"));
+                        continue;
+                    }
+                    (_, Err(why)) => {
+                        book.skip(Unit::Row, line_no, &format!("the end time is {why}"));
+                        continue;
+                    }
+                };
+                if let Some(why) = bad_stamp(start as f64) {
+                    book.skip(Unit::Row, line_no, &format!("the start time is {why}"));
+                    continue;
+                }
+                let took = end.saturating_sub(start);
+                if took < 0 {
+                    book.skip(Unit::Row, line_no, "the request ends before it starts");
+                    continue;
+                }
+                if let Some(why) = bad_duration(took as f64) {
+                    book.skip(Unit::Row, line_no, &format!("the request took {why}"));
+                    continue;
+                }
+                let ok = match f[5 + shift].trim() {
+                    "OK" => true,
+                    "KO" => false,
+                    other => {
+                        return Err(FormatError::malformed(path, line_no, Some(6 + shift as u64), format!("expected the status OK or KO, found `{other}`")));
+                    }
+                };
                 let message = f.get(6 + shift).copied().unwrap_or("");
                 let status = message.rsplit("found ").next().and_then(|s| s.trim().parse::<u16>().ok());
                 let error = (!ok).then(|| {
@@ -62,14 +108,15 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
                         ErrorKind::Protocol
                     }
                 });
-                let name = f.get(2 + shift).copied().unwrap_or_default();
+                let name = f[2 + shift];
                 let record = RequestRecord {
                     start_ms: start as f64,
                     ttfb_us: None,
-                    total_us: end.saturating_sub(start) * 1000,
+                    total_us: took as u64 * 1000,
                     error,
                     status,
                     vusers: Some(active),
+                    place: line_no,
                     ..Default::default()
                 };
                 bucketer.add_labelled(&record, name);
@@ -81,23 +128,31 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
         }
     }
     let requests = bucketer.records();
-    Ok(finish(path, Format::Gatling, bucketer, format!("{requests} Gatling requests (simulation.log of Gatling {version})")))
+    Ok(finish(path, Format::Gatling, bucketer, book, format!("{requests} Gatling requests (simulation.log of Gatling {version})")))
 }
 
 /// The source of a bucketed Gatling log. Gatling has no first-byte time, so the MTTFB
 /// columns show the response time, and the note says so.
-fn finish(path: &Path, format: Format, bucketer: Bucketer, what: String) -> Source {
+fn finish(path: &Path, format: Format, bucketer: Bucketer, book: NoteBook, what: String) -> Source {
     let mut src = source(path, format);
     let mut out = bucketer.finish();
-    for row in &mut out.series.intervals {
+    for row in out.series.intervals.iter_mut().chain(out.per_label.iter_mut().flat_map(|(_, s)| s.intervals.iter_mut())) {
         row.mttfb_ms = row.mean_test_time_ms;
     }
     out.into_source(&mut src);
+    src.input_notes.splice(0..0, book.into_notes());
     src.notes.push(format!(
         "{what} bucketed by start second. Gatling records no time to first byte: MTTFB here is the response time (end − start), and per-request percentiles are of total time."
     ));
     src
 }
+
+/// Longest string a binary log may hold, bytes: its length field is read from the file,
+/// and a damaged one must not ask for more.
+const MAX_STRING: usize = 1 << 20;
+/// Most items a count field of a binary log may announce (scenarios, groups, assertion
+/// bytes), for the same reason.
+const MAX_COUNT: usize = 1 << 16;
 
 /// Reads a binary simulation log (Gatling 3.13+, big-endian).
 ///
@@ -105,10 +160,12 @@ fn finish(path: &Path, format: Format, bucketer: Bucketer, what: String) -> Sour
 /// Strings are an i32 byte length, the bytes and a coder byte (0 Latin-1, 1 UTF-16), with
 /// nothing after a zero length. Request names, messages and groups go through a string
 /// cache: a positive id introduces a new string, a negative one refers back to it. Times
-/// after the RUN record are i32 milliseconds from the run's start.
+/// after the RUN record are i32 milliseconds from the run's start. A file that ends inside
+/// a record (cut off while it was written) gives every record before it, and a note.
 pub fn read_binary(path: &Path, bytes: &[u8]) -> Result<Source> {
-    let mut r = BinReader { path, bytes, pos: 0, cache: std::collections::HashMap::new() };
-    let mut bucketer = Bucketer::new(BUCKET_S);
+    let mut r = BinReader { path, bytes, pos: 0, cache: std::collections::HashMap::new(), eof: false };
+    let mut bucketer = Bucketer::located(BUCKET_S, Locator::Byte).counting(Unit::Record);
+    let mut book = NoteBook::new(Locator::Byte);
     let (mut active, mut users) = (0f64, 0u64);
     if r.u8()? != 0 {
         return Err(r.error("a binary simulation.log starts with a RUN record"));
@@ -116,6 +173,9 @@ pub fn read_binary(path: &Path, bytes: &[u8]) -> Result<Source> {
     let version = r.string()?;
     let _class = r.string()?;
     let start = r.i64()? as f64;
+    if let Some(why) = bad_stamp(start) {
+        return Err(r.error(&format!("the RUN record's start time is {why}")));
+    }
     let _description = r.string()?;
     for _ in 0..r.count()? {
         r.string()?; // scenario names
@@ -123,49 +183,102 @@ pub fn read_binary(path: &Path, bytes: &[u8]) -> Result<Source> {
     let assertions = r.count()?;
     r.skip(assertions)?;
     while r.pos < bytes.len() {
-        match r.u8()? {
-            1 => {
-                for _ in 0..r.count()? {
-                    r.cached()?; // groups
-                }
-                let name = r.cached()?;
-                let (t0, t1) = (r.i32()?, r.i32()?);
-                let ok = r.u8()? != 0;
-                let message = r.cached()?;
-                let status = message.rsplit("found ").next().and_then(|s| s.trim().parse::<u16>().ok());
-                let record = RequestRecord {
-                    start_ms: start + t0 as f64,
-                    total_us: (t1 - t0).max(0) as u64 * 1000,
+        let at = r.pos;
+        match read_record(&mut r, start, active) {
+            Ok(Record::Request(record, name)) => {
+                let record = RequestRecord { place: at as u64, ..record };
+                bucketer.add_labelled(&record, &name);
+            }
+            Ok(Record::User(starting)) => {
+                users += u64::from(starting);
+                active = if starting { active + 1.0 } else { (active - 1.0).max(0.0) };
+            }
+            Ok(Record::Skip(why)) => book.skip(Unit::Record, at as u64, why),
+            Ok(Record::Other) => {}
+            Err(_) if r.eof => {
+                let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                book.push(InputNote::CutOff { file, at: Place::Byte(at as u64) });
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let requests = bucketer.records();
+    Ok(finish(
+        path,
+        Format::GatlingBinary,
+        bucketer,
+        book,
+        format!("{requests} Gatling requests and {users} users (binary simulation.log, RUN record says Gatling {version})"),
+    ))
+}
+
+/// One record of a binary log, as far as volley reads it.
+enum Record {
+    /// A request, with its name.
+    Request(RequestRecord, String),
+    /// A user started (`true`) or ended.
+    User(bool),
+    /// A request that cannot be used, and why.
+    Skip(&'static str),
+    /// A record volley does not read (groups, errors).
+    Other,
+}
+
+fn read_record(r: &mut BinReader<'_>, start: f64, active: f64) -> Result<Record> {
+    Ok(match r.u8()? {
+        1 => {
+            for _ in 0..r.count()? {
+                r.cached()?; // groups
+            }
+            let name = r.cached()?;
+            let (t0, t1) = (r.i32()?, r.i32()?);
+            let ok = r.u8()? != 0;
+            let message = r.cached()?;
+            let took = i64::from(t1) - i64::from(t0);
+            if took < 0 {
+                return Ok(Record::Skip("the request ends before it starts"));
+            }
+            if bad_duration(took as f64).is_some() {
+                return Ok(Record::Skip("the request took longer than a week"));
+            }
+            if bad_stamp(start + f64::from(t0)).is_some() {
+                return Ok(Record::Skip("the start time is outside 1970 to 9999"));
+            }
+            let status = message.rsplit("found ").next().and_then(|s| s.trim().parse::<u16>().ok());
+            Record::Request(
+                RequestRecord {
+                    start_ms: start + f64::from(t0),
+                    total_us: took as u64 * 1000,
                     error: (!ok).then(|| if status.is_some() { ErrorKind::Status } else { ErrorKind::Protocol }),
                     status,
                     vusers: Some(active),
                     ..Default::default()
-                };
-                bucketer.add_labelled(&record, &name);
-            }
-            2 => {
-                let _scenario = r.i32()?;
-                let starting = r.u8()? != 0;
-                let _ts = r.i32()?;
-                users += u64::from(starting);
-                active = if starting { active + 1.0 } else { (active - 1.0).max(0.0) };
-            }
-            3 => {
-                for _ in 0..r.count()? {
-                    r.cached()?;
-                }
-                let (_start, _end, _cumulated) = (r.i32()?, r.i32()?, r.i32()?);
-                r.u8()?;
-            }
-            4 => {
-                r.cached()?;
-                r.i32()?;
-            }
-            other => return Err(r.error(&format!("unknown record type {other}"))),
+                },
+                name,
+            )
         }
-    }
-    let requests = bucketer.records();
-    Ok(finish(path, Format::GatlingBinary, bucketer, format!("{requests} Gatling requests and {users} users (binary simulation.log, RUN record says Gatling {version})")))
+        2 => {
+            let _scenario = r.i32()?;
+            let starting = r.u8()? != 0;
+            let _ts = r.i32()?;
+            Record::User(starting)
+        }
+        3 => {
+            for _ in 0..r.count()? {
+                r.cached()?;
+            }
+            let (_start, _end, _cumulated) = (r.i32()?, r.i32()?, r.i32()?);
+            r.u8()?;
+            Record::Other
+        }
+        4 => {
+            r.cached()?;
+            r.i32()?;
+            Record::Other
+        }
+        other => return Err(r.error(&format!("unknown record type {other}"))),
+    })
 }
 
 struct BinReader<'a> {
@@ -173,6 +286,8 @@ struct BinReader<'a> {
     bytes: &'a [u8],
     pos: usize,
     cache: std::collections::HashMap<i32, String>,
+    /// The file ended inside a record.
+    eof: bool,
 }
 
 impl BinReader<'_> {
@@ -181,7 +296,8 @@ impl BinReader<'_> {
     }
 
     fn take(&mut self, n: usize) -> Result<&[u8]> {
-        if self.pos + n > self.bytes.len() {
+        if n > self.bytes.len() - self.pos {
+            self.eof = true;
             return Err(self.error("the file ends inside a record (truncated?)"));
         }
         let s = &self.bytes[self.pos..self.pos + n];
@@ -205,13 +321,22 @@ impl BinReader<'_> {
         Ok(i64::from_be_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
 
+    /// A count of items that follow (scenario names, groups): at most [`MAX_COUNT`], as
+    /// the field is read from the file.
     fn count(&mut self) -> Result<usize> {
         let n = self.i32()?;
-        usize::try_from(n).map_err(|_| self.error(&format!("negative count {n}")))
+        match usize::try_from(n) {
+            Ok(n) if n <= MAX_COUNT => Ok(n),
+            _ => Err(self.error(&format!("a count of {n} (0 to {MAX_COUNT} expected)"))),
+        }
     }
 
     fn string(&mut self) -> Result<String> {
-        let len = self.count()?;
+        let len = self.i32()?;
+        let len = match usize::try_from(len) {
+            Ok(n) if n <= MAX_STRING => n,
+            _ => return Err(self.error(&format!("a string of {len} bytes (0 to {MAX_STRING} expected)"))),
+        };
         if len == 0 {
             return Ok(String::new());
         }
@@ -233,7 +358,8 @@ impl BinReader<'_> {
             self.cache.insert(id, s.clone());
             Ok(s)
         } else {
-            self.cache.get(&-id).cloned().ok_or_else(|| self.error(&format!("reference to unknown cached string {}", -id)))
+            let key = id.checked_neg().unwrap_or(i32::MAX);
+            self.cache.get(&key).cloned().ok_or_else(|| self.error(&format!("reference to unknown cached string {key}")))
         }
     }
 }

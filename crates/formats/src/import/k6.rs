@@ -14,40 +14,67 @@ use volley_stats::{ErrorKind, Interval, Series};
 
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
-use crate::import::{BUCKET_S, source};
+use crate::import::{BUCKET_S, bad_duration, bad_stamp, ms_to_us, source};
+use crate::note::{Figure, InputNote, Locator, NoteBook, Unit};
 use crate::source::{Format, Source};
 
 /// A request being rebuilt from its samples.
 #[derive(Default)]
 struct Pending {
     at_ms: f64,
+    /// Line of its `http_reqs` sample.
+    line: u64,
     status: Option<u16>,
     expected: Option<bool>,
     error_code: Option<u32>,
-    connecting: f64,
-    tls: f64,
-    sending: f64,
-    waiting: f64,
-    receiving: f64,
+    connecting: Option<f64>,
+    tls: Option<f64>,
+    sending: Option<f64>,
+    waiting: Option<f64>,
+    receiving: Option<f64>,
+    duration: Option<f64>,
     failed: Option<bool>,
+    /// Why the request cannot be used (a sample with a value no time can have).
+    bad: Option<String>,
 }
 
 impl Pending {
-    fn record(&self) -> RequestRecord {
-        let ms_us = |ms: f64| (ms * 1000.0).round().max(0.0) as u64;
-        let ttfb = self.connecting + self.tls + self.sending + self.waiting;
-        let failed = self.failed.unwrap_or(self.expected == Some(false));
-        let error = failed.then(|| classify(self.status, self.error_code));
-        RequestRecord {
-            start_ms: self.at_ms,
-            ttfb_us: Some(ms_us(ttfb)),
-            total_us: ms_us(ttfb + self.receiving),
-            connect_us: ms_us(self.connecting + self.tls),
-            bytes: 0,
-            error,
-            status: self.status.filter(|s| *s > 0),
-            vusers: None,
+    /// The request, and whether k6 said nothing about its failure (neither
+    /// `http_req_failed` nor `expected_response`: k6 before 0.31); `Err` with why it cannot
+    /// be used.
+    fn record(&self) -> std::result::Result<(RequestRecord, bool), String> {
+        if let Some(why) = &self.bad {
+            return Err(why.clone());
         }
+        let z = |v: Option<f64>| v.unwrap_or(0.0);
+        let ttfb = self.waiting.map(|w| z(self.connecting) + z(self.tls) + z(self.sending) + w);
+        let total = match (ttfb, self.receiving) {
+            (Some(t), Some(r)) => Some(t + r),
+            _ => self.duration.map(|d| z(self.connecting) + z(self.tls) + d),
+        };
+        let unknown = self.failed.is_none() && self.expected.is_none();
+        // Without either, a request with no response at all (status 0) failed for sure.
+        let failed = self.failed.or(self.expected.map(|e| !e)).unwrap_or(self.status == Some(0));
+        let error = failed.then(|| classify(self.status, self.error_code));
+        let total = match total {
+            Some(t) => t,
+            None if failed => 0.0,
+            None => return Err("no http_req_duration, nor http_req_waiting and http_req_receiving: the time it took is unknown".to_string()),
+        };
+        Ok((
+            RequestRecord {
+                start_ms: self.at_ms,
+                ttfb_us: ttfb.map(ms_to_us),
+                total_us: ms_to_us(total),
+                connect_us: ms_to_us(z(self.connecting) + z(self.tls)),
+                bytes: 0,
+                error,
+                status: self.status.filter(|s| *s > 0),
+                vusers: None,
+                place: self.line,
+            },
+            unknown,
+        ))
     }
 }
 
@@ -63,46 +90,94 @@ fn classify(status: Option<u16>, code: Option<u32>) -> ErrorKind {
     }
 }
 
+/// One metric sample as read from a line.
+struct Sample<'a> {
+    metric: &'a str,
+    at_ms: f64,
+    /// `None` when the line has no value.
+    value: Option<f64>,
+    status: Option<u16>,
+    expected: Option<bool>,
+    code: Option<u32>,
+    line: u64,
+}
+
 /// Rebuilds requests from metric samples and buckets them.
 struct Assembler {
     bucketer: Bucketer,
     pending: Option<Pending>,
-    vus: Vec<(f64, f64)>,
+    book: NoteBook,
+    /// Requests for which k6 said nothing about failure.
+    unknown_failure: u64,
 }
 
 impl Assembler {
     fn new() -> Self {
-        Assembler { bucketer: Bucketer::new(BUCKET_S), pending: None, vus: Vec::new() }
+        Assembler {
+            bucketer: Bucketer::new(BUCKET_S).counting(Unit::Request),
+            pending: None,
+            book: NoteBook::new(Locator::Line),
+            unknown_failure: 0,
+        }
     }
 
-    fn sample(&mut self, metric: &str, at_ms: f64, value: f64, status: Option<u16>, expected: Option<bool>, code: Option<u32>) {
-        if metric == "vus" {
-            self.vus.push((at_ms, value));
+    fn sample(&mut self, s: Sample<'_>) {
+        if s.metric == "vus" {
+            match (s.value, bad_stamp(s.at_ms)) {
+                (_, Some(why)) => self.book.skip(Unit::Sample, s.line, &format!("the `vus` time stamp is {why}")),
+                (Some(v), None) if v.is_finite() && v >= 0.0 => self.bucketer.vusers_at(s.at_ms, v),
+                (Some(v), None) => self.book.skip(Unit::Sample, s.line, &format!("the `vus` value is {}", what(v))),
+                (None, None) => self.book.skip(Unit::Sample, s.line, "the `vus` sample has no value"),
+            }
             return;
         }
-        if metric == "http_reqs" {
+        if s.metric == "http_reqs" {
             self.flush();
-            self.pending = Some(Pending { at_ms, status, expected, error_code: code, ..Default::default() });
+            if let Some(why) = bad_stamp(s.at_ms) {
+                self.book.skip(Unit::Request, s.line, &format!("the http_reqs time stamp is {why}"));
+                return;
+            }
+            self.pending =
+                Some(Pending { at_ms: s.at_ms, line: s.line, status: s.status, expected: s.expected, error_code: s.code, ..Default::default() });
             return;
         }
         let Some(p) = self.pending.as_mut() else { return };
-        match metric {
-            "http_req_connecting" => p.connecting = value,
-            "http_req_tls_handshaking" => p.tls = value,
-            "http_req_sending" => p.sending = value,
-            "http_req_waiting" => p.waiting = value,
-            "http_req_receiving" => p.receiving = value,
+        let slot = match s.metric {
+            "http_req_connecting" => &mut p.connecting,
+            "http_req_tls_handshaking" => &mut p.tls,
+            "http_req_sending" => &mut p.sending,
+            "http_req_waiting" => &mut p.waiting,
+            "http_req_receiving" => &mut p.receiving,
+            "http_req_duration" => &mut p.duration,
             "http_req_failed" => {
-                p.failed = Some(value != 0.0);
+                match s.value {
+                    Some(v) if v == 0.0 || v == 1.0 => p.failed = Some(v != 0.0),
+                    Some(v) => p.bad = p.bad.take().or(Some(format!("http_req_failed is {v}, neither 0 nor 1"))),
+                    None => p.bad = p.bad.take().or(Some("http_req_failed has no value".to_string())),
+                }
                 self.flush();
+                return;
             }
-            _ => {}
+            _ => return,
+        };
+        match s.value {
+            Some(v) => match bad_duration(v) {
+                Some(why) => p.bad = p.bad.take().or(Some(format!("{} is {why}", s.metric))),
+                None => *slot = Some(v),
+            },
+            None => p.bad = p.bad.take().or(Some(format!("{} has no value", s.metric))),
         }
     }
 
     fn flush(&mut self) {
         if let Some(p) = self.pending.take() {
-            self.bucketer.add(&p.record());
+            match p.record() {
+                Ok((r, unknown)) => {
+                    self.unknown_failure += u64::from(unknown);
+                    self.bucketer.add(&r);
+                }
+                Err(why) => self.book.skip(Unit::Request, p.line, &why),
+            }
         }
     }
 
@@ -110,25 +185,38 @@ impl Assembler {
         self.flush();
         let mut src = source(path, format);
         let requests = self.bucketer.records();
-        let mut out = self.bucketer.finish();
-        apply_vus(&mut out.series, &self.vus);
+        let (missing, unknown) = (self.bucketer.ttfb_missing(), self.unknown_failure);
+        let out = self.bucketer.finish();
+        let successes = out.series.tests();
         out.into_source(&mut src);
         src.notes.push(format!(
             "{requests} requests rebuilt from k6 samples and bucketed by second; TTFB = connecting + TLS + sending + waiting (k6's http_req_waiting alone excludes connection set-up)."
         ));
+        src.input_notes.splice(0..0, self.book.into_notes());
+        if missing > 0 && missing == successes {
+            src.input_notes.push(InputNote::Unavailable {
+                figure: Figure::Ttfb,
+                why: "this file has no http_req_waiting samples (k6's time to first byte), so TTFB and MTTFB are unknown; total time comes from http_req_duration.".to_string(),
+            });
+        } else if missing > 0 {
+            src.notes.push(format!(
+                "{missing} successful requests have no http_req_waiting sample: they count as requests and in total time, not in TTFB or MTTFB."
+            ));
+        }
+        if unknown > 0 {
+            src.notes.push(format!(
+                "k6 wrote neither http_req_failed nor expected_response for {unknown} requests (k6 before 0.31): those without a response (status 0) are counted as errors, the others as successes whatever their status."
+            ));
+        }
         src
     }
 }
 
-/// Sets each interval's VU count from k6's `vus` gauge (the last value in the interval).
-fn apply_vus(series: &mut Series, vus: &[(f64, f64)]) {
-    let Some(first) = vus.first().map(|v| v.0) else { return };
-    let origin = (first / 1000.0).floor() * 1000.0;
-    for (at, v) in vus {
-        let idx = ((at - origin) / 1000.0) as usize;
-        if let Some(row) = series.intervals.get_mut(idx) {
-            row.vusers = *v;
-        }
+/// How a number that is no time reads in a note.
+fn what(v: f64) -> String {
+    match bad_duration(v) {
+        Some(w) => w.to_string(),
+        None => v.to_string(),
     }
 }
 
@@ -144,31 +232,43 @@ pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
     let col = |name: &str| header.iter().position(|h| h == name);
     let (metric_c, ts_c, value_c) = (0, 1, 2);
     let (status_c, expected_c, code_c) = (col("status"), col("expected_response"), col("error_code"));
+    let width = header.len();
     let mut asm = Assembler::new();
     let mut record = csv::StringRecord::new();
-    let mut line = 1u64;
     loop {
         match csv.read_record(&mut record) {
             Ok(false) => break,
             Ok(true) => {}
-            Err(e) => return Err(FormatError::malformed(path, line + 1, None, e.to_string())),
+            Err(e) => return Err(FormatError::malformed(path, e.position().map_or(0, |p| p.line()), None, e.to_string())),
         }
-        line += 1;
+        let line = record.position().map_or(0, |p| p.line());
         if record.len() < 3 {
             return Err(FormatError::malformed(path, line, Some(record.len() as u64 + 1), "truncated row: expected metric_name,timestamp,metric_value"));
         }
+        if width > 3 && record.len() != width {
+            return Err(FormatError::malformed(
+                path,
+                line,
+                Some(record.len().min(width) as u64 + 1),
+                format!("{} fields, the header has {width}", record.len()),
+            ));
+        }
         let bad = |c: usize, what: &str| FormatError::malformed(path, line, Some(c as u64 + 1), format!("expected {what}, found `{}`", &record[c]));
         let ts = parse_timestamp(&record[ts_c]).ok_or_else(|| bad(ts_c, "a timestamp"))?;
-        let value: f64 = record[value_c].parse().map_err(|_| bad(value_c, "a number"))?;
+        let value = match &record[value_c] {
+            "" => None,
+            v => Some(v.parse::<f64>().map_err(|_| bad(value_c, "a number"))?),
+        };
         let get = |c: Option<usize>| c.and_then(|c| record.get(c)).filter(|s| !s.is_empty());
-        asm.sample(
-            &record[metric_c],
-            ts,
+        asm.sample(Sample {
+            metric: &record[metric_c],
+            at_ms: ts,
             value,
-            get(status_c).and_then(|s| s.parse().ok()),
-            get(expected_c).map(|s| s == "true"),
-            get(code_c).and_then(|s| s.parse().ok()),
-        );
+            status: get(status_c).and_then(|s| s.parse().ok()),
+            expected: get(expected_c).map(|s| s == "true"),
+            code: get(code_c).and_then(|s| s.parse().ok()),
+            line,
+        });
     }
     Ok(asm.finish(path, Format::K6Csv))
 }
@@ -206,22 +306,25 @@ pub fn read_json(path: &Path, reader: impl BufRead) -> Result<Source> {
         if v["type"] != "Point" {
             continue;
         }
-        let metric = v["metric"].as_str().unwrap_or_default();
+        let Some(metric) = v["metric"].as_str() else {
+            asm.book.skip(Unit::Row, line_no, "a Point without a metric name");
+            continue;
+        };
         let data = &v["data"];
         let at = data["time"]
             .as_str()
             .and_then(|t| t.parse::<jiff::Timestamp>().ok())
             .ok_or_else(|| FormatError::malformed(path, line_no, None, "Point without a valid data.time"))?;
         let tags = &data["tags"];
-        let at_ms = at.as_microsecond() as f64 / 1000.0;
-        asm.sample(
+        asm.sample(Sample {
             metric,
-            at_ms,
-            data["value"].as_f64().unwrap_or(0.0),
-            tags["status"].as_str().and_then(|s| s.parse().ok()),
-            tags["expected_response"].as_str().map(|s| s == "true"),
-            tags["error_code"].as_str().and_then(|s| s.parse().ok()),
-        );
+            at_ms: at.as_microsecond() as f64 / 1000.0,
+            value: data["value"].as_f64(),
+            status: tags["status"].as_str().and_then(|s| s.parse().ok()),
+            expected: tags["expected_response"].as_str().map(|s| s == "true"),
+            code: tags["error_code"].as_str().and_then(|s| s.parse().ok()),
+            line: line_no,
+        });
     }
     Ok(asm.finish(path, Format::K6Json))
 }
@@ -232,33 +335,95 @@ pub fn sniff_summary(head: &str) -> bool {
     h.starts_with('{') && (h.contains("\"root_group\"") || h.contains("\"metrics\"")) && !sniff_json(h.lines().next().unwrap_or(""))
 }
 
+/// Line of the first occurrence of `needle` in `text` (1 when absent), for messages about a
+/// JSON document.
+fn line_of(text: &str, needle: &str) -> u64 {
+    text.find(needle).map_or(1, |at| text[..at].matches('\n').count() as u64 + 1)
+}
+
 /// Reads `--summary-export`: totals only, one interval spanning the run.
 pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
-    let v: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| FormatError::malformed(path, e.line() as u64, Some(e.column() as u64), e.to_string()))?;
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        let cut = if e.is_eof() { " (the file ends before the JSON does: cut off?)" } else { "" };
+        FormatError::malformed(path, e.line() as u64, Some(e.column() as u64), format!("{e}{cut}"))
+    })?;
     let m = &v["metrics"];
     // Legacy flat values, or handleSummary's { values: {...} }.
     let get = |metric: &str, field: &str| {
         let node = &m[metric];
         node[field].as_f64().or_else(|| node["values"][field].as_f64())
     };
+    // A count must be a whole number, not negative.
+    let whole = |metric: &str, field: &str, v: f64| -> Result<f64> {
+        if v >= 0.0 && v.fract() == 0.0 && v <= 1e15 {
+            Ok(v)
+        } else {
+            Err(FormatError::malformed(path, line_of(text, &format!("\"{metric}\"")), None, format!("metrics.{metric}.{field} is {v}: expected a count of requests")))
+        }
+    };
     let count = get("http_reqs", "count")
         .ok_or_else(|| FormatError::malformed(path, 1, None, "no metrics.http_reqs.count: not a k6 summary with HTTP requests"))?;
-    let rate = get("http_reqs", "rate").unwrap_or(0.0);
+    let count = whole("http_reqs", "count", count)?;
+    let mut unavailable = Vec::new();
+    let rate = match get("http_reqs", "rate") {
+        Some(r) if r > 0.0 => Some(r),
+        Some(r) if r < 0.0 => {
+            return Err(FormatError::malformed(path, line_of(text, "\"http_reqs\""), None, format!("metrics.http_reqs.rate is {r}: expected requests per second")));
+        }
+        _ if count == 0.0 => None,
+        _ => {
+            unavailable.push(InputNote::Unavailable {
+                figure: Figure::Tps,
+                why: "this summary has no http_reqs rate, so the length of the run, and the throughput, are unknown.".to_string(),
+            });
+            None
+        }
+    };
     // For http_req_failed, "passes" counts failed requests.
-    let failed = get("http_req_failed", "passes").unwrap_or(0.0);
-    let duration_s = if rate > 0.0 { count / rate } else { 0.0 };
-    let tests = (count - failed).max(0.0) as u64;
-    let waiting = get("http_req_waiting", "avg").unwrap_or(f64::NAN);
+    let failed = match get("http_req_failed", "passes") {
+        Some(f) => {
+            let f = whole("http_req_failed", "passes", f)?;
+            if f > count {
+                return Err(FormatError::malformed(
+                    path,
+                    line_of(text, "\"http_req_failed\""),
+                    None,
+                    format!("metrics.http_req_failed.passes is {f}, more failed requests than the {count} of http_reqs.count"),
+                ));
+            }
+            f
+        }
+        None => {
+            unavailable.push(InputNote::Unavailable {
+                figure: Figure::ErrorRate,
+                why: "this summary has no http_req_failed (k6 before 0.31), so failed requests cannot be told from successful ones; all are counted as tests.".to_string(),
+            });
+            0.0
+        }
+    };
+    let duration_s = rate.map_or(0.0, |r| count / r);
+    let tests = (count - failed) as u64;
+    let waiting = get("http_req_waiting", "avg").filter(|w| w.is_finite() && *w >= 0.0);
+    if waiting.is_none() {
+        unavailable.push(InputNote::Unavailable {
+            figure: Figure::Ttfb,
+            why: "this summary has no http_req_waiting average (k6's time to first byte), so MTTFB is unknown.".to_string(),
+        });
+    }
     let mut src = source(path, Format::K6Summary);
     src.series = Series {
         intervals: vec![Interval {
             period_s: duration_s,
             tests,
             errors: failed as u64,
-            tps: if duration_s > 0.0 { tests as f64 / duration_s } else { 0.0 },
-            mttfb_ms: waiting,
-            mean_test_time_ms: get("http_req_duration", "avg").unwrap_or(0.0),
+            tps: match rate {
+                Some(_) if duration_s > 0.0 => tests as f64 / duration_s,
+                Some(_) => 0.0,
+                None if count == 0.0 => 0.0,
+                None => f64::NAN,
+            },
+            mttfb_ms: waiting.unwrap_or(f64::NAN),
+            mean_test_time_ms: get("http_req_duration", "avg").unwrap_or(f64::NAN),
             vusers: get("vus_max", "max").or_else(|| get("vus_max", "value")).unwrap_or(0.0),
             ..Default::default()
         }],
@@ -273,5 +438,6 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
     src.notes.push("k6 summary: totals only, one interval spanning the run; interval percentiles and per-request percentiles are not available from this file.".to_string());
     src.notes.push(format!("k6's own http_req_duration (ms): {}", trend("http_req_duration")));
     src.notes.push(format!("k6's own http_req_waiting (ms, excludes connection set-up; shown as MTTFB): {}", trend("http_req_waiting")));
+    src.input_notes = unavailable;
     Ok(src)
 }

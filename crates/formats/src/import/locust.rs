@@ -8,7 +8,12 @@ use volley_stats::{Interval, Series};
 
 use crate::error::{FormatError, Result};
 use crate::import::source;
+use crate::note::{Figure, InputNote, Locator, NoteBook, Unit};
 use crate::source::{Format, Source};
+
+/// Most requests a row may count (a trillion): more is no count Locust wrote, and sums of
+/// such rows would overflow.
+const MAX_COUNT: f64 = 1e12;
 
 /// Whether the first line is a stats-history header.
 pub fn sniff_history(first_line: &str) -> bool {
@@ -20,21 +25,35 @@ pub fn sniff_stats(first_line: &str) -> bool {
     first_line.starts_with("Type,Name,Request Count,Failure Count")
 }
 
-fn records(path: &Path, text: &str) -> Result<(Vec<String>, Vec<(u64, Vec<String>)>)> {
+/// A file's rows after its header: (line, fields).
+type Lines = Vec<(u64, Vec<String>)>;
+
+/// The header and the rows of a Locust CSV.
+fn records(path: &Path, text: &str) -> Result<(Vec<String>, Lines)> {
     let mut csv = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(text.as_bytes());
     let mut rows = Vec::new();
     let mut header = Vec::new();
-    for (i, rec) in csv.records().enumerate() {
-        let rec = rec.map_err(|e| FormatError::malformed(path, i as u64 + 1, None, e.to_string()))?;
+    for rec in csv.records() {
+        let rec = rec.map_err(|e| FormatError::malformed(path, e.position().map_or(0, |p| p.line()), None, e.to_string()))?;
+        let line = rec.position().map_or(0, |p| p.line());
         let fields: Vec<String> = rec.iter().map(|s| s.trim().to_string()).collect();
         if fields.iter().all(|f| f.is_empty()) {
             continue; // Windows writes `\r\r\n`: blank rows between the real ones
         }
         if header.is_empty() {
             header = fields;
-        } else {
-            rows.push((i as u64 + 1, fields));
+            continue;
         }
+        if fields.len() != header.len() {
+            let what = if fields.len() < header.len() { "truncated row" } else { "too many fields (a separator in a name?)" };
+            return Err(FormatError::malformed(
+                path,
+                line,
+                Some(fields.len().min(header.len()) as u64 + 1),
+                format!("{what}: {} fields, the header has {}", fields.len(), header.len()),
+            ));
+        }
+        rows.push((line, fields));
     }
     Ok((header, rows))
 }
@@ -46,12 +65,28 @@ fn column(path: &Path, header: &[String], name: &str) -> Result<usize> {
         .ok_or_else(|| FormatError::malformed(path, 1, None, format!("Locust header has no `{name}` column")))
 }
 
-fn number(path: &Path, line: u64, fields: &[String], c: usize, header: &[String]) -> Result<f64> {
+/// A field as a number; `None` for Locust's `N/A` and for an empty field.
+fn value(path: &Path, line: u64, fields: &[String], c: usize, header: &[String]) -> Result<Option<f64>> {
     let raw = fields.get(c).map(String::as_str).unwrap_or("");
     if raw == "N/A" || raw.is_empty() {
-        return Ok(0.0);
+        return Ok(None);
     }
-    raw.parse().map_err(|_| FormatError::malformed(path, line, Some(c as u64 + 1), format!("`{}`: expected a number, found `{raw}`", header[c])))
+    raw.parse()
+        .map(Some)
+        .map_err(|_| FormatError::malformed(path, line, Some(c as u64 + 1), format!("`{}`: expected a number, found `{raw}`", header[c])))
+}
+
+/// Why `v` cannot be a count or a time, if it cannot.
+fn odd(v: f64) -> Option<&'static str> {
+    if v.is_nan() {
+        Some("NaN")
+    } else if v.is_infinite() {
+        Some("infinite")
+    } else if v < 0.0 {
+        Some("negative")
+    } else {
+        None
+    }
 }
 
 /// Reads `_stats_history.csv`: the `Aggregated` rows, differenced into intervals.
@@ -61,27 +96,74 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
     let (ts_c, users_c, name_c) = (c("Timestamp")?, c("User Count")?, c("Name")?);
     let (count_c, fail_c, avg_c) = (c("Total Request Count")?, c("Total Failure Count")?, c("Total Average Response Time")?);
     let mut series = Series::default();
+    let mut book = NoteBook::new(Locator::Line);
+    // The previous row: its time stamp (moved on where the clock stepped back), totals and
+    // response-time sum.
     let (mut prev_ts, mut prev_count, mut prev_fail, mut prev_sum) = (None::<f64>, 0.0, 0.0, 0.0);
-    let mut first_ts = None;
-    for (line, f) in &rows {
+    let (mut first_ts, mut offset, mut prev_placed) = (None, 0.0, false);
+    'rows: for (line, f) in &rows {
         if f.get(name_c).map(String::as_str) != Some("Aggregated") {
             continue;
         }
-        let n = |col| number(path, *line, f, col, &header);
-        let (ts, count, fail, avg) = (n(ts_c)?, n(count_c)?, n(fail_c)?, n(avg_c)?);
-        let sum = avg * count;
+        let line = *line;
+        let n = |col| value(path, line, f, col, &header);
+        let (ts, count, fail, avg, users) = (n(ts_c)?, n(count_c)?, n(fail_c)?, n(avg_c)?, n(users_c)?);
+        for (col, v) in [(count_c, count), (fail_c, fail), (avg_c, avg), (users_c, users), (ts_c, ts)] {
+            if let Some(why) = v.and_then(odd) {
+                book.skip(Unit::Row, line, &format!("`{}` is {why}", header[col]));
+                continue 'rows;
+            }
+        }
+        let (mut count, mut fail, avg) = (count.unwrap_or(0.0), fail.unwrap_or(0.0), avg.unwrap_or(0.0));
+        if count > MAX_COUNT {
+            book.skip(Unit::Row, line, "`Total Request Count` is more than 10^12");
+            continue;
+        }
+        if fail > count {
+            book.skip(Unit::Row, line, "more failures than requests");
+            continue;
+        }
+        // Seconds on a clock that never steps back.
+        let ts = match (ts, prev_ts) {
+            (Some(t), Some(p)) if t + offset < p || (prev_placed && t + offset <= p) => {
+                if !prev_placed {
+                    book.used(Unit::Row, line, "stamped earlier than the row above (the clock stepped back?): placed 1 s after the row above; the rows below keep their spacing.");
+                }
+                offset += p + 1.0 - (t + offset);
+                p + 1.0
+            }
+            (Some(t), _) => t + offset,
+            (None, Some(p)) => {
+                book.used(Unit::Row, line, "no Timestamp: placed 1 s after the row above.");
+                p + 1.0
+            }
+            (None, None) => {
+                book.skip(Unit::Row, line, "the first row has no Timestamp to start the series from");
+                continue;
+            }
+        };
+        prev_placed = f.get(ts_c).is_none_or(|t| t.is_empty() || t == "N/A");
         let first = *first_ts.get_or_insert(ts);
+        if prev_ts.is_some() && (count < prev_count || fail < prev_fail) {
+            book.used(
+                Unit::Row,
+                line,
+                "lower totals than the row above (Locust's statistics were reset): counted from 0 again; requests made between the row above and the reset are unknown.",
+            );
+            (prev_count, prev_fail, prev_sum) = (0.0, 0.0, 0.0);
+        }
+        let sum = avg * count;
         if let Some(p) = prev_ts {
             let period = (ts - p).max(1.0);
-            let requests = (count - prev_count).max(0.0);
-            let errors = (fail - prev_fail).max(0.0);
+            let requests = count - prev_count;
+            let errors = fail - prev_fail;
             let tests = (requests - errors).max(0.0);
             // Mean response time of this interval's requests, from the cumulative averages.
             let mean = if requests > 0.0 { ((sum - prev_sum) / requests).max(0.0) } else { 0.0 };
             series.intervals.push(Interval {
                 start_s: p - first,
                 period_s: period,
-                vusers: n(users_c)?,
+                vusers: users.unwrap_or(0.0),
                 tests: tests as u64,
                 errors: errors as u64,
                 tps: tests / period,
@@ -89,7 +171,15 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
                 mean_test_time_ms: mean,
                 ..Default::default()
             });
+        } else if count > 0.0 {
+            book.used(
+                Unit::Row,
+                line,
+                &format!("the first row already counts {count} requests ({fail} failed), made before the file's first time stamp: they are in no interval."),
+            );
         }
+        count = count.max(0.0);
+        fail = fail.max(0.0);
         (prev_ts, prev_count, prev_fail, prev_sum) = (Some(ts), count, fail, sum);
     }
     if series.intervals.is_empty() {
@@ -97,6 +187,7 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
     }
     let mut src = source(path, Format::LocustHistory);
     src.series = series;
+    src.input_notes = book.into_notes();
     src.notes.push("Locust measures no time to first byte: MTTFB here is Locust's response time, per interval from its cumulative averages (Requests include failures in Locust; Tests here are successes only).".to_string());
     src.notes.push("Per-interval data only: per-request percentiles are not available from this file.".to_string());
     Ok(src)
@@ -112,17 +203,41 @@ pub fn read_stats(path: &Path, text: &str) -> Result<Source> {
         .iter()
         .find(|(_, f)| f.get(name_c).map(String::as_str) == Some("Aggregated"))
         .ok_or_else(|| FormatError::malformed(path, 2, None, "no `Aggregated` row"))?;
-    let n = |col| number(path, *line, agg, col, &header);
+    let n = |col: usize| -> Result<f64> {
+        let v = value(path, *line, agg, col, &header)?;
+        match v.and_then(odd) {
+            Some(why) => Err(FormatError::malformed(path, *line, Some(col as u64 + 1), format!("`{}` is {why}", header[col]))),
+            None => Ok(v.unwrap_or(0.0)),
+        }
+    };
     let (count, fail, avg, rps) = (n(count_c)?, n(fail_c)?, n(avg_c)?, n(rps_c)?);
+    if count > MAX_COUNT {
+        return Err(FormatError::malformed(path, *line, Some(count_c as u64 + 1), format!("{count} requests: more than 10^12")));
+    }
+    if fail > count {
+        return Err(FormatError::malformed(path, *line, Some(fail_c as u64 + 1), format!("{fail} failures of {count} requests")));
+    }
     let duration = if rps > 0.0 { count / rps } else { 0.0 };
-    let tests = (count - fail).max(0.0);
+    let tests = count - fail;
     let mut src = source(path, Format::LocustStats);
+    if count > 0.0 && rps == 0.0 {
+        src.input_notes.push(InputNote::Unavailable {
+            figure: Figure::Tps,
+            why: "the Aggregated row has no Requests/s, so the length of the run, and the throughput, are unknown.".to_string(),
+        });
+    }
     src.series = Series {
         intervals: vec![Interval {
             period_s: duration,
             tests: tests as u64,
             errors: fail as u64,
-            tps: if duration > 0.0 { tests / duration } else { 0.0 },
+            tps: if duration > 0.0 {
+                tests / duration
+            } else if count > 0.0 {
+                f64::NAN
+            } else {
+                0.0
+            },
             mttfb_ms: avg,
             mean_test_time_ms: avg,
             ..Default::default()

@@ -26,8 +26,49 @@ pub(crate) fn source(path: &Path, format: Format) -> Source {
         errors_by_kind: Vec::new(),
         meta: None,
         notes: Vec::new(),
+        input_notes: Vec::new(),
         generator: Vec::new(),
         server: Vec::new(),
         step_events: Vec::new(),
     }
+}
+
+/// Latest time stamp accepted, ms since the epoch (the end of the year 9999).
+pub(crate) const MAX_EPOCH_MS: f64 = 253_402_300_799_999.0;
+/// Longest time a request is accepted to have taken, ms: a week.
+pub(crate) const MAX_DURATION_MS: f64 = 7.0 * 86_400_000.0;
+
+/// Why `ms`, a time stamp in ms since the epoch, cannot place a record; `None` when it can.
+pub(crate) fn bad_stamp(ms: f64) -> Option<&'static str> {
+    if ms.is_nan() {
+        Some("NaN")
+    } else if ms.is_infinite() {
+        Some("infinite")
+    } else if ms < 0.0 {
+        Some("before 1970")
+    } else if ms > MAX_EPOCH_MS {
+        Some("after the year 9999")
+    } else {
+        None
+    }
+}
+
+/// Why `ms` is not the time a request took; `None` when it can be.
+pub(crate) fn bad_duration(ms: f64) -> Option<&'static str> {
+    if ms.is_nan() {
+        Some("NaN")
+    } else if ms.is_infinite() {
+        Some("infinite")
+    } else if ms < 0.0 {
+        Some("negative")
+    } else if ms > MAX_DURATION_MS {
+        Some("longer than a week")
+    } else {
+        None
+    }
+}
+
+/// `ms` as whole µs (the caller has checked it with [`bad_duration`]).
+pub(crate) fn ms_to_us(ms: f64) -> u64 {
+    (ms * 1000.0).round().max(0.0) as u64
 }

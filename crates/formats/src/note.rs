@@ -1,0 +1,317 @@
+//! What a reader says about input it could not take as it stood: rows it skipped (how
+//! many, which lines, why), rows it used although they were out of order, a record cut off
+//! at the end of the file, figures the file cannot give. Nothing is dropped or invented in
+//! silence: every such case becomes an [`InputNote`], which the report renders among its
+//! notes and serializes as it is.
+
+use serde::Serialize;
+
+/// Places listed in a note; the rest are counted.
+pub const PLACES_SHOWN: usize = 10;
+
+/// What the rows of a file are called in a note.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    /// A line or CSV row.
+    Row,
+    /// A request rebuilt from several rows (k6 samples).
+    Request,
+    /// A sample of a k6 metric that is not a request (the `vus` gauge).
+    Sample,
+    /// A record of a binary file.
+    Record,
+}
+
+impl Unit {
+    fn name(self, n: u64) -> &'static str {
+        match (self, n == 1) {
+            (Unit::Row, true) => "row",
+            (Unit::Row, false) => "rows",
+            (Unit::Request, true) => "request",
+            (Unit::Request, false) => "requests",
+            (Unit::Sample, true) => "sample",
+            (Unit::Sample, false) => "samples",
+            (Unit::Record, true) => "record",
+            (Unit::Record, false) => "records",
+        }
+    }
+}
+
+/// How places in a file are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Locator {
+    /// 1-based lines.
+    #[default]
+    Line,
+    /// 0-based byte offsets (binary files).
+    Byte,
+}
+
+/// Where in a file: a line, or a byte offset in a binary file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Place {
+    /// A 1-based line.
+    Line(u64),
+    /// A 0-based byte offset.
+    Byte(u64),
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Line(n) => write!(f, "line {n}"),
+            Place::Byte(n) => write!(f, "byte {n}"),
+        }
+    }
+}
+
+/// Some rows of a file: how many, and where the first [`PLACES_SHOWN`] are.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Rows {
+    /// How many.
+    pub count: u64,
+    /// Where the first few are.
+    pub at: Vec<u64>,
+    /// Whether `at` holds lines or byte offsets.
+    pub locator: Locator,
+}
+
+impl Rows {
+    /// No rows yet, located by `locator`.
+    pub fn new(locator: Locator) -> Rows {
+        Rows { count: 0, at: Vec::new(), locator }
+    }
+
+    /// Adds the row at `place` (a line, or a byte offset).
+    pub fn push(&mut self, place: u64) {
+        self.count += 1;
+        if self.at.len() < PLACES_SHOWN {
+            self.at.push(place);
+        }
+    }
+}
+
+impl std::fmt::Display for Rows {
+    /// `line 17`, `lines 17, 90, 1022`, `lines 1, 2, …, 10 and 5 more`, `bytes 40, 96`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let word = match (self.locator, self.count == 1) {
+            (Locator::Line, true) => "line",
+            (Locator::Line, false) => "lines",
+            (Locator::Byte, true) => "byte",
+            (Locator::Byte, false) => "bytes",
+        };
+        let list: Vec<String> = self.at.iter().map(u64::to_string).collect();
+        write!(f, "{word} {}", list.join(", "))?;
+        let more = self.count.saturating_sub(self.at.len() as u64);
+        if more > 0 {
+            write!(f, " and {} more", thousands(more))?;
+        }
+        Ok(())
+    }
+}
+
+/// A figure a source may be unable to give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Figure {
+    /// Time to first byte: per request (TTFB) and per interval (MTTFB).
+    Ttfb,
+    /// Failed requests, so the error rate.
+    ErrorRate,
+    /// Throughput: the length of the run is unknown.
+    Tps,
+}
+
+impl Figure {
+    /// How reports name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Figure::Ttfb => "TTFB",
+            Figure::ErrorRate => "Error rate",
+            Figure::Tps => "TPS",
+        }
+    }
+}
+
+/// Something a reader did with input it could not take as it stood.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum InputNote {
+    /// Rows left out of every figure.
+    Skipped {
+        /// What the rows are.
+        unit: Unit,
+        /// Which.
+        rows: Rows,
+        /// Why they could not be used.
+        why: String,
+    },
+    /// Rows used, with something a reader must know about them and what was done.
+    Used {
+        /// What the rows are.
+        unit: Unit,
+        /// Which.
+        rows: Rows,
+        /// What was special about them and what was done, as a clause without a subject
+        /// (`stamped earlier than the row above …: placed 2 s after it`).
+        how: String,
+    },
+    /// The file ends inside a record (the writer stopped while writing it): the record is
+    /// left out, everything before it is reported.
+    CutOff {
+        /// The file's name.
+        file: String,
+        /// Where the cut record starts.
+        at: Place,
+    },
+    /// A figure this source cannot give: reports show it as n/a.
+    Unavailable {
+        /// Which.
+        figure: Figure,
+        /// Why.
+        why: String,
+    },
+}
+
+impl std::fmt::Display for InputNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputNote::Skipped { unit, rows, why } => {
+                write!(f, "{} {} skipped ({rows}): {why}", thousands(rows.count), unit.name(rows.count))
+            }
+            InputNote::Used { unit, rows, how } => write!(f, "{} {} ({rows}): {how}", thousands(rows.count), unit.name(rows.count)),
+            InputNote::CutOff { file, at: Place::Line(n) } => write!(
+                f,
+                "{file}: the last line (line {n}) has no line end: the file was cut off while it was being written, so that line is left out and everything before it is reported."
+            ),
+            InputNote::CutOff { file, at: Place::Byte(n) } => write!(
+                f,
+                "{file}: the file ends inside a record (from byte {n}): it was cut off while it was being written, so that record is left out and everything before it is reported."
+            ),
+            InputNote::Unavailable { figure, why } => write!(f, "{} n/a: {why}", figure.label()),
+        }
+    }
+}
+
+/// Collects row notes while a file is read, one note per reason, in order of first use.
+#[derive(Debug, Clone, Default)]
+pub struct NoteBook {
+    notes: Vec<InputNote>,
+    locator: Locator,
+}
+
+impl NoteBook {
+    /// A note book for a file whose places are `locator`s.
+    pub fn new(locator: Locator) -> NoteBook {
+        NoteBook { notes: Vec::new(), locator }
+    }
+
+    /// Skips the `unit` at `place` because of `why`.
+    pub fn skip(&mut self, unit: Unit, place: u64, why: &str) {
+        let found = self.notes.iter_mut().find_map(|n| match n {
+            InputNote::Skipped { unit: u, rows, why: w } if *u == unit && w == why => Some(rows),
+            _ => None,
+        });
+        match found {
+            Some(rows) => rows.push(place),
+            None => {
+                let mut rows = Rows::new(self.locator);
+                rows.push(place);
+                self.notes.push(InputNote::Skipped { unit, rows, why: why.to_string() });
+            }
+        }
+    }
+
+    /// Uses the `unit` at `place`, saying `how`.
+    pub fn used(&mut self, unit: Unit, place: u64, how: &str) {
+        let found = self.notes.iter_mut().find_map(|n| match n {
+            InputNote::Used { unit: u, rows, how: h } if *u == unit && h == how => Some(rows),
+            _ => None,
+        });
+        match found {
+            Some(rows) => rows.push(place),
+            None => {
+                let mut rows = Rows::new(self.locator);
+                rows.push(place);
+                self.notes.push(InputNote::Used { unit, rows, how: how.to_string() });
+            }
+        }
+    }
+
+    /// Adds a note as it is.
+    pub fn push(&mut self, note: InputNote) {
+        self.notes.push(note);
+    }
+
+    /// Rows skipped so far, of any reason.
+    pub fn skipped(&self) -> u64 {
+        self.notes.iter().map(|n| if let InputNote::Skipped { rows, .. } = n { rows.count } else { 0 }).sum()
+    }
+
+    /// The notes.
+    pub fn into_notes(self) -> Vec<InputNote> {
+        self.notes
+    }
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Where a text file was cut off: the byte offset and 1-based line of its last line, when
+/// that line has no line end and is not the file's only line. Tools end every line they
+/// write, so a last line without an end was cut off while it was being written.
+pub fn cut_last_line(text: &[u8]) -> Option<(usize, u64)> {
+    if text.is_empty() || text.ends_with(b"\n") {
+        return None;
+    }
+    let start = text.iter().rposition(|&b| b == b'\n')? + 1;
+    if text[start..].iter().all(|b| b.is_ascii_whitespace()) {
+        return None;
+    }
+    let line = text[..start].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+    Some((start, line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_read_as_sentences() {
+        let mut book = NoteBook::new(Locator::Line);
+        for line in [17, 90, 1022] {
+            book.skip(Unit::Row, line, "the elapsed time is NaN");
+        }
+        book.skip(Unit::Row, 5, "the time stamp is negative");
+        let notes = book.into_notes();
+        assert_eq!(notes[0].to_string(), "3 rows skipped (lines 17, 90, 1022): the elapsed time is NaN");
+        assert_eq!(notes[1].to_string(), "1 row skipped (line 5): the time stamp is negative");
+        let mut rows = Rows::new(Locator::Line);
+        for l in 1..=1234 {
+            rows.push(l);
+        }
+        assert_eq!(rows.to_string(), "lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 1,224 more");
+    }
+
+    #[test]
+    fn cut_last_lines() {
+        assert_eq!(cut_last_line(b"a\nb\n"), None);
+        assert_eq!(cut_last_line(b"a\nb"), Some((2, 2)));
+        assert_eq!(cut_last_line(b"only"), None, "a file's only line is not cut off");
+        assert_eq!(cut_last_line(b"a\r\nb\r\nc,"), Some((6, 3)));
+        assert_eq!(cut_last_line(b"a\n  "), None);
+    }
+}
