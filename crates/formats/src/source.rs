@@ -42,6 +42,10 @@ pub struct Source {
     pub server: Vec<crate::rundir::ServerPoint>,
     /// Stream events per scenario step and interval (volley runs with a scenario).
     pub step_events: Vec<Vec<u64>>,
+    /// `histograms` by key, built on the first look-up (they are not changed after it): a
+    /// scenario run logs two histograms per step and interval, and a scan of the whole log
+    /// per key would grow with the square of the steps.
+    pub(crate) by_key: std::sync::OnceLock<std::collections::HashMap<HistKey, Vec<usize>>>,
 }
 
 impl Source {
@@ -61,6 +65,7 @@ impl Source {
             generator: run.generator,
             server: run.server,
             step_events: run.step_events,
+            by_key: Default::default(),
         }
     }
 
@@ -77,11 +82,21 @@ impl Source {
         !self.histograms.is_empty()
     }
 
+    /// The histograms of `key`, in log order.
+    fn of_key(&self, key: HistKey) -> impl Iterator<Item = &LoggedHistogram> {
+        let index = self.by_key.get_or_init(|| {
+            let mut index: std::collections::HashMap<HistKey, Vec<usize>> = Default::default();
+            for (i, l) in self.histograms.iter().enumerate() {
+                index.entry(l.key).or_default().push(i);
+            }
+            index
+        });
+        index.get(&key).into_iter().flatten().map(|&i| &self.histograms[i])
+    }
+
     /// All histograms of `key` from `warmup_s` on, merged.
     pub fn merged(&self, key: HistKey, warmup_s: f64) -> Histogram<u64> {
-        CompactHistogram::merge_all(
-            self.histograms.iter().filter(|l| l.key == key && l.start_s + 1e-9 >= warmup_s).map(|l| &l.histogram),
-        )
+        CompactHistogram::merge_all(self.of_key(key).filter(|l| l.start_s + 1e-9 >= warmup_s).map(|l| &l.histogram))
     }
 
     /// Per-request summary of `key` from `warmup_s` on.
@@ -99,7 +114,7 @@ impl Source {
         // logs two histograms per step and interval).
         let ms = |s: f64| (s * 1000.0).round() as i64;
         let of_key: std::collections::HashMap<i64, &CompactHistogram> =
-            self.histograms.iter().filter(|l| l.key == key).map(|l| (ms(l.start_s), &l.histogram)).collect();
+            self.of_key(key).map(|l| (ms(l.start_s), &l.histogram)).collect();
         let rows = self.series.after_warmup(warmup_s);
         Some(rows.intervals.iter().map(|row| of_key.get(&ms(row.start_s)).map(|h| (*h).clone()).unwrap_or_default()).collect())
     }

@@ -30,6 +30,7 @@ pub(crate) fn source(path: &Path, format: Format) -> Source {
         generator: Vec::new(),
         server: Vec::new(),
         step_events: Vec::new(),
+        by_key: Default::default(),
     }
 }
 
