@@ -32,12 +32,13 @@ pub(crate) struct WorkerPart {
 pub(crate) struct InFlight<'a> {
     recorder: &'a std::cell::RefCell<Recorder>,
     step: Option<usize>,
+    sent: Instant,
     armed: bool,
 }
 
 impl<'a> InFlight<'a> {
     pub(crate) fn new(recorder: &'a std::cell::RefCell<Recorder>, step: Option<usize>) -> Self {
-        InFlight { recorder, step, armed: true }
+        InFlight { recorder, step, sent: Instant::now(), armed: true }
     }
 
     /// The request ended (answered or failed) and was recorded as such.
@@ -51,7 +52,8 @@ impl Drop for InFlight<'_> {
         if self.armed
             && let Ok(mut rec) = self.recorder.try_borrow_mut()
         {
-            rec.record_failure(self.step, Failure::new(ErrorKind::Unfinished, "no response before the run's grace period ended"));
+            let waited = self.sent.elapsed();
+            rec.record_unfinished(self.step, waited);
         }
     }
 }
@@ -155,6 +157,18 @@ impl Recorder {
     pub(crate) fn record_failure(&mut self, step: Option<usize>, f: Failure) {
         self.apply(step, |s| s.record_error(f.kind));
         self.note(step, f.kind, f.message);
+    }
+
+    /// Records a request that had no response when the grace period ended, after `waited`:
+    /// an error of kind `unfinished`, its wait in the run's `unfinished` histogram.
+    pub(crate) fn record_unfinished(&mut self, step: Option<usize>, waited: Duration) {
+        let us = waited.as_micros() as u64;
+        let slot = self.slot(Instant::now());
+        slot.all.record_unfinished(us);
+        if let Some(s) = step.and_then(|i| slot.steps.get_mut(i)) {
+            s.record_error(ErrorKind::Unfinished);
+        }
+        self.note(step, ErrorKind::Unfinished, "no response before the run's grace period ended".to_string());
     }
 
     /// Records a step that could not be built: nothing was sent, so it is neither a test

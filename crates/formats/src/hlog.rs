@@ -28,12 +28,20 @@ pub enum HistMetric {
     TotalActual,
     /// Scenario iterations: the whole flow, from its first step to the end of its last.
     Iteration,
+    /// Requests with no response when the run's grace period ended: how long they waited.
+    Unfinished,
 }
 
 impl HistMetric {
     /// Every metric.
-    pub const ALL: [HistMetric; 5] =
-        [HistMetric::Ttfb, HistMetric::Total, HistMetric::TtfbActual, HistMetric::TotalActual, HistMetric::Iteration];
+    pub const ALL: [HistMetric; 6] = [
+        HistMetric::Ttfb,
+        HistMetric::Total,
+        HistMetric::TtfbActual,
+        HistMetric::TotalActual,
+        HistMetric::Iteration,
+        HistMetric::Unfinished,
+    ];
 
     /// Its tag in the log, for the whole run.
     pub fn tag(self) -> &'static str {
@@ -43,6 +51,7 @@ impl HistMetric {
             HistMetric::TtfbActual => "ttfb_actual",
             HistMetric::TotalActual => "total_actual",
             HistMetric::Iteration => "iteration",
+            HistMetric::Unfinished => "unfinished",
         }
     }
 }
@@ -70,6 +79,8 @@ impl HistKey {
     pub const TOTAL_ACTUAL: HistKey = HistKey::run(HistMetric::TotalActual);
     /// Scenario iterations.
     pub const ITERATION: HistKey = HistKey::run(HistMetric::Iteration);
+    /// Requests with no response at the end of the run, how long they waited.
+    pub const UNFINISHED: HistKey = HistKey::run(HistMetric::Unfinished);
 
     /// `metric` of the whole run.
     pub const fn run(metric: HistMetric) -> HistKey {

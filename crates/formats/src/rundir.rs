@@ -372,6 +372,9 @@ impl RunWriter {
             write(&s.ttfb.histogram(), HistKey::step(HistMetric::Ttfb, i))?;
             write(&s.total.histogram(), HistKey::step(HistMetric::Total, i))?;
         }
+        if let Some(u) = &sample.unfinished {
+            write(u, HistKey::UNFINISHED)?;
+        }
         if let Some(it) = &sample.iteration {
             write(it, HistKey::ITERATION)?;
         }

@@ -113,6 +113,10 @@ pub struct PerRequest {
     /// Scenarios: whole iterations that ran through every step (think times included).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iteration_ms: Option<LatencySummary>,
+    /// Requests with no response when the run's grace period ended: how long they had
+    /// waited (a lower bound of their latency; they are errors of kind `unfinished`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unfinished_ms: Option<LatencySummary>,
 }
 
 /// What the load generator itself went through.
@@ -239,6 +243,7 @@ impl RunReport {
                 ttfb_actual_ms: src.latency(HistKey::TTFB_ACTUAL, warmup_s),
                 total_actual_ms: src.latency(HistKey::TOTAL_ACTUAL, warmup_s),
                 iteration_ms: src.latency(HistKey::ITERATION, warmup_s),
+                unfinished_ms: src.latency(HistKey::UNFINISHED, warmup_s),
             },
             generator,
             per_test,

@@ -61,12 +61,13 @@ fn suite_rows_of(s: &volley_stats::SeedSuite) -> Vec<(String, String)> {
 pub(crate) fn latency_rows(r: &RunReport) -> Vec<(&'static str, &LatencySummary)> {
     let p = &r.per_request;
     let open = p.ttfb_actual_ms.is_some();
-    let named: [(&'static str, &'static str, &Option<LatencySummary>); 5] = [
+    let named: [(&'static str, &'static str, &Option<LatencySummary>); 6] = [
         ("TTFB", "TTFB (from due time)", &p.ttfb_ms),
         ("Total time", "Total (from due time)", &p.total_ms),
         ("", "TTFB (actual send)", &p.ttfb_actual_ms),
         ("", "Total (actual send)", &p.total_actual_ms),
         ("Iteration (whole flow)", "Iteration (whole flow)", &p.iteration_ms),
+        ("Unfinished (waited)", "Unfinished (waited)", &p.unfinished_ms),
     ];
     named
         .iter()

@@ -233,12 +233,15 @@ pub struct IntervalSample {
     pub actual: Option<Box<(Latencies, Latencies)>>,
     /// Scenarios: how long whole iterations (every step, think times included) took, µs.
     pub iteration: Option<Box<Histogram<u64>>>,
+    /// Requests still waiting for their response when the run's grace period ended: how
+    /// long each had waited, µs (a lower bound of its latency).
+    pub unfinished: Option<Box<Histogram<u64>>>,
 }
 
 impl IntervalSample {
     /// An empty sample for interval `index`.
     pub fn new(index: u64) -> Self {
-        IntervalSample { index, counts: Counts::default(), ttfb: Latencies::new(), total: Latencies::new(), actual: None, iteration: None }
+        IntervalSample { index, counts: Counts::default(), ttfb: Latencies::new(), total: Latencies::new(), actual: None, iteration: None, unfinished: None }
     }
 
     /// An empty open-model sample (with the actual-send latencies).
@@ -249,6 +252,13 @@ impl IntervalSample {
     /// Records one scenario iteration that ran to its end.
     pub fn record_iteration(&mut self, us: u64) {
         record_us(self.iteration.get_or_insert_with(|| Box::new(new_histogram())), us, 1);
+    }
+
+    /// Records a request that had no response when the run's grace period ended, after
+    /// waiting `us` (an error of kind `unfinished`).
+    pub fn record_unfinished(&mut self, us: u64) {
+        self.counts.error(ErrorKind::Unfinished);
+        record_us(self.unfinished.get_or_insert_with(|| Box::new(new_histogram())), us, 1);
     }
 
     /// Records the actual-send times of an open-model request.
@@ -290,6 +300,9 @@ impl IntervalSample {
         if let Some(o) = &other.iteration {
             // Both histograms grow as needed, so adding cannot fail.
             let _ = self.iteration.get_or_insert_with(|| Box::new(new_histogram())).add(o.as_ref());
+        }
+        if let Some(o) = &other.unfinished {
+            let _ = self.unfinished.get_or_insert_with(|| Box::new(new_histogram())).add(o.as_ref());
         }
     }
 

@@ -62,6 +62,11 @@ fn requests_a_stalled_server_never_answers_are_counted_as_unfinished() {
     assert_eq!(r["seed_suite"]["errors"], 3, "{r}");
     let unfinished = r["errors"].as_array().unwrap().iter().find(|e| e["kind"] == "unfinished").unwrap_or_else(|| panic!("{r}"));
     assert_eq!(unfinished["count"], 3, "{unfinished}");
+    // How long they had waited is in the latency figures, labelled: ~1 s of run + 0.5 s of grace.
+    let waited = &r["per_request"]["unfinished_ms"];
+    assert_eq!(waited["count"], 3, "{r}");
+    assert!(waited["min_ms"].as_f64().unwrap() >= 1000.0 && waited["max_ms"].as_f64().unwrap() < 5000.0, "{waited}");
+    assert!(stdout.contains("Unfinished (waited)"), "{stdout}");
     assert!(r["thresholds"][0]["passed"] == false, "{r}");
     assert_eq!(server.seen(), 3);
 }
