@@ -6,6 +6,8 @@
 
 use serde::Serialize;
 
+use crate::numfmt::group_thousands;
+
 /// Places listed in a note; the rest are counted.
 pub const PLACES_SHOWN: usize = 10;
 
@@ -107,7 +109,7 @@ impl std::fmt::Display for Rows {
         write!(f, "{word} {}", list.join(", "))?;
         let more = self.count.saturating_sub(self.at.len() as u64);
         if more > 0 {
-            write!(f, " and {} more", thousands(more))?;
+            write!(f, " and {} more", group_thousands(more))?;
         }
         Ok(())
     }
@@ -180,9 +182,9 @@ impl std::fmt::Display for InputNote {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             InputNote::Skipped { unit, rows, why } => {
-                write!(f, "{} {} skipped ({rows}): {why}", thousands(rows.count), unit.name(rows.count))
+                write!(f, "{} {} skipped ({rows}): {why}", group_thousands(rows.count), unit.name(rows.count))
             }
-            InputNote::Used { unit, rows, how } => write!(f, "{} {} ({rows}): {how}", thousands(rows.count), unit.name(rows.count)),
+            InputNote::Used { unit, rows, how } => write!(f, "{} {} ({rows}): {how}", group_thousands(rows.count), unit.name(rows.count)),
             InputNote::CutOff { file, at: Place::Line(n) } => write!(
                 f,
                 "{file}: the last line (line {n}) has no line end: the file was cut off while it was being written, so that line is left out and everything before it is reported."
@@ -211,34 +213,37 @@ impl NoteBook {
 
     /// Skips the `unit` at `place` because of `why`.
     pub fn skip(&mut self, unit: Unit, place: u64, why: &str) {
-        let found = self.notes.iter_mut().find_map(|n| match n {
-            InputNote::Skipped { unit: u, rows, why: w } if *u == unit && w == why => Some(rows),
-            _ => None,
+        self.add(place, |n| matches!(n, InputNote::Skipped { unit: u, why: w, .. } if *u == unit && w == why), |rows| InputNote::Skipped {
+            unit,
+            rows,
+            why: why.to_string(),
         });
-        match found {
-            Some(rows) => rows.push(place),
-            None => {
-                let mut rows = Rows::new(self.locator);
-                rows.push(place);
-                self.notes.push(InputNote::Skipped { unit, rows, why: why.to_string() });
-            }
-        }
     }
 
     /// Uses the `unit` at `place`, saying `how`.
     pub fn used(&mut self, unit: Unit, place: u64, how: &str) {
-        let found = self.notes.iter_mut().find_map(|n| match n {
-            InputNote::Used { unit: u, rows, how: h } if *u == unit && h == how => Some(rows),
-            _ => None,
+        self.add(place, |n| matches!(n, InputNote::Used { unit: u, how: h, .. } if *u == unit && h == how), |rows| InputNote::Used {
+            unit,
+            rows,
+            how: how.to_string(),
         });
-        match found {
-            Some(rows) => rows.push(place),
-            None => {
-                let mut rows = Rows::new(self.locator);
-                rows.push(place);
-                self.notes.push(InputNote::Used { unit, rows, how: how.to_string() });
+    }
+
+    /// Adds `place` to the note `same` picks out, or starts one with `new`.
+    fn add(&mut self, place: u64, same: impl Fn(&InputNote) -> bool, new: impl FnOnce(Rows) -> InputNote) {
+        fn rows_of(n: &mut InputNote) -> Option<&mut Rows> {
+            match n {
+                InputNote::Skipped { rows, .. } | InputNote::Used { rows, .. } => Some(rows),
+                _ => None,
             }
         }
+        if let Some(rows) = self.notes.iter_mut().filter(|n| same(n)).find_map(rows_of) {
+            rows.push(place);
+            return;
+        }
+        let mut rows = Rows::new(self.locator);
+        rows.push(place);
+        self.notes.push(new(rows));
     }
 
     /// Adds a note as it is.
@@ -257,18 +262,6 @@ impl NoteBook {
     }
 }
 
-/// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 /// Where a text file was cut off: the byte offset and 1-based line of its last line, when
 /// that line has no line end and is not the file's only line. Tools end every line they

@@ -14,6 +14,19 @@ pub fn ngrinder_number(v: f64) -> String {
     if s == "-0" { "0".to_string() } else { s.to_string() }
 }
 
+/// `1234567` as `1,234,567`.
+pub fn group_thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::ngrinder_number as f;

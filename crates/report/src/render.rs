@@ -8,18 +8,7 @@ use volley_formats::Figure;
 
 use crate::model::RunReport;
 
-/// `1234567` as `1,234,567`.
-pub fn group_thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use volley_formats::numfmt::group_thousands;
 
 fn num(v: f64) -> String {
     if v.is_finite() { format!("{v:.2}") } else { "n/a".to_string() }
