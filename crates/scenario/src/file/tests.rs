@@ -66,7 +66,7 @@ fn a_full_scenario_compiles() {
     assert_eq!(s.env, vec![("TOKEN".to_string(), "s3cret-token".to_string())]);
     assert_eq!(s.redact("Bearer s3cret-token failed"), "Bearer *** failed");
     // Every form a filter yields is masked too.
-    for form in ["S3CRET-TOKEN", "S3cret-token", "nekot-terc3s", "s3cret-token".replace('-', "-").as_str()] {
+    for form in ["S3CRET-TOKEN", "S3cret-token", "nekot-terc3s"] {
         assert_eq!(s.redact(&format!("x {form} y")), "x *** y", "{form}");
     }
     let Node::Group(g) = &s.steps[2] else { panic!("group expected") };
