@@ -21,6 +21,10 @@ pub struct RunRef {
     pub label: String,
     /// Where it came from.
     pub source: String,
+    /// What its reader had to do with input it could not take as it stood (rows skipped or
+    /// used out of order, a cut-off end, figures the file cannot give).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub input_notes: Vec<String>,
 }
 
 /// One before/after table.
@@ -116,6 +120,7 @@ pub fn build(sources: &[Source], labels: &[String], opts: ReportOptions) -> Comp
         .map(|(i, s)| RunRef {
             label: labels.get(i).cloned().unwrap_or_else(|| s.name.clone()),
             source: s.path.display().to_string(),
+            input_notes: s.input_notes.iter().map(ToString::to_string).collect(),
         })
         .collect();
     let step = |a: usize, b: usize| Step {
@@ -168,6 +173,11 @@ pub(crate) fn change(r: &CompareRow) -> String {
 }
 
 impl Comparison {
+    /// Every run's input notes, with the run's label.
+    fn input_notes(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.runs.iter().flat_map(|r| r.input_notes.iter().map(move |n| (r.label.as_str(), n.as_str())))
+    }
+
     fn tables(&self) -> impl Iterator<Item = (String, &Step)> {
         let steps = self.steps.iter().map(|s| (format!("{} → {}", s.before, s.after), s));
         steps.chain(self.overall.iter().map(|s| (format!("Overall: {} → {}", s.before, s.after), s)))
@@ -205,6 +215,12 @@ impl Comparison {
                     }
                 }
             }
+            out.push('\n');
+        }
+        for (run, note) in self.input_notes() {
+            let _ = writeln!(out, "- {}: {}", crate::render::md_text(run), crate::render::md_text(note));
+        }
+        if self.input_notes().next().is_some() {
             out.push('\n');
         }
         let _ = writeln!(out, "{}", self.method);
@@ -245,6 +261,9 @@ impl Comparison {
                 }
             }
             out.push('\n');
+        }
+        for (run, note) in self.input_notes() {
+            let _ = writeln!(out, "note: {}: {}", crate::render::terminal_safe(run), crate::render::terminal_safe(note));
         }
         let _ = writeln!(out, "{}", self.method);
         out

@@ -229,3 +229,16 @@ fn a_cut_run_directory_reports_what_was_flushed_and_a_dead_one_did_not_finish() 
     assert!(table.lines().next().unwrap().contains("— did not finish"), "{table}");
     assert!(table.contains("stopped: run.json still says running, but its recorder (pid 99999999"), "{table}");
 }
+
+#[test]
+fn a_comparison_carries_what_the_readers_noted_about_their_inputs() {
+    let bad = "../../fixtures/bad/jtl_clock_back.jtl";
+    let good = "../../fixtures/imports/jmeter_sunjida_results_small.jtl";
+    let o = volley(&["compare", bad, good]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("note: jtl_clock_back.jtl: 2 rows (lines 4, 5)"), "{}", text(&o));
+    let o = volley(&["compare", "--format", "json", bad, good]);
+    let cmp: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(cmp["runs"][0]["input_notes"].as_array().unwrap().len(), 1, "{cmp}");
+    assert!(cmp["runs"][1].get("input_notes").is_none(), "a clean file has no notes: {cmp}");
+}
