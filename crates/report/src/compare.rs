@@ -123,15 +123,30 @@ pub fn build(sources: &[Source], labels: &[String], opts: ReportOptions) -> Comp
             input_notes: s.input_notes.iter().map(ToString::to_string).collect(),
         })
         .collect();
+    // A figure either file cannot give (its reader said so) is left out, not compared as 0.
+    let available = |a: usize, b: usize, r: &CompareRow| {
+        figure_of(r.key).is_none_or(|f| sources[a].unavailable(f).is_none() && sources[b].unavailable(f).is_none())
+    };
     let step = |a: usize, b: usize| Step {
         before: runs[a].label.clone(),
         after: runs[b].label.clone(),
-        rows: compare(&samples[a], &samples[b]),
+        rows: compare(&samples[a], &samples[b]).into_iter().filter(|r| available(a, b, r)).collect(),
         per_step: per_step(&sources[a], &sources[b], opts),
     };
     let steps = (1..sources.len()).map(|i| step(i - 1, i)).collect();
     let overall = (sources.len() > 2).then(|| step(0, sources.len() - 1));
     Comparison { schema: 1, runs, steps, overall, method: METHOD.to_string(), noise_z: NOISE_Z, resamples: RESAMPLES }
+}
+
+/// The figure a comparison row stands on, for the rows a file may be unable to give.
+fn figure_of(key: &str) -> Option<volley_formats::Figure> {
+    use volley_formats::Figure;
+    match key {
+        "error_rate_pct" => Some(Figure::ErrorRate),
+        k if k.starts_with("tps") => Some(Figure::Tps),
+        k if k.contains("ttfb") => Some(Figure::Ttfb),
+        _ => None,
+    }
 }
 
 pub(crate) fn value(v: f64, unit: &str, key: &str) -> String {

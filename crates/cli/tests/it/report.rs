@@ -241,4 +241,9 @@ fn a_comparison_carries_what_the_readers_noted_about_their_inputs() {
     let cmp: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(cmp["runs"][0]["input_notes"].as_array().unwrap().len(), 1, "{cmp}");
     assert!(cmp["runs"][1].get("input_notes").is_none(), "a clean file has no notes: {cmp}");
+    // A figure a file cannot give is left out of the comparison, not compared as 0.
+    let o = volley(&["compare", "--format", "json", "../../fixtures/bad/k6sum_no_failed.json", "../../fixtures/imports/generated_k6-v1.2.3_summary-export.json"]);
+    let cmp: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let keys: Vec<&str> = cmp["steps"][0]["rows"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert!(!keys.contains(&"error_rate_pct") && keys.contains(&"tps_avg"), "{keys:?}");
 }
