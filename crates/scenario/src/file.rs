@@ -18,7 +18,7 @@ mod yaml;
 pub use yaml::{MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_TEXT_BYTES};
 pub use compile::MAX_STEPS;
 pub use crate::template::MAX_TEMPLATES;
-pub(crate) use shape::suggest;
+pub(crate) use crate::suggest::suggest;
 
 /// One problem in a scenario file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -394,7 +394,7 @@ impl Inspector<'_> {
                 if !self.templates.has_filter(f.name) {
                     let known: Vec<&str> = COMMON_FILTERS.iter().copied().filter(|c| self.templates.has_filter(c)).collect();
                     let alias = FILTER_ALIASES.iter().find(|(other, _)| *other == f.name).map(|(_, ours)| *ours).filter(|ours| self.templates.has_filter(ours));
-                    let hint = alias.or_else(|| crate::file::suggest(f.name, &known)).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
+                    let hint = alias.or_else(|| crate::suggest::suggest(f.name, &known)).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
                     self.problem(format!("unknown filter `{}`; {hint}filters such as {} are listed at https://docs.rs/minijinja/latest/minijinja/filters/", f.name, known[..6.min(known.len())].join(", ")));
                 }
             }
@@ -474,7 +474,7 @@ impl Inspector<'_> {
         if self.unbound.contains(name) {
             self.out.not_functions.insert(name.to_string());
             let names: Vec<&str> = FUNCTION_ARGS.iter().map(|(n, _)| *n).collect();
-            let hint = crate::file::suggest(name, &names).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
+            let hint = crate::suggest::suggest(name, &names).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
             self.problem(format!("`{name}()` is not a function; {hint}the functions are {}", list()));
         }
     }
