@@ -5,7 +5,7 @@
 # answering fixed JSON (bench/flow/nginx.conf.in) on 127.0.0.1:18090. nginx is pinned to the
 # first CPU, every client to the second; rounds are interleaved; GNU time measures each
 # client's CPU and peak RSS over its whole life.
-#   bench/flow.sh [ROUNDS]          # default 3; peers from ../shared/bench/install.sh
+#   bench/flow.sh [ROUNDS]          # default 3; peers from bench/harness/install.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
