@@ -123,33 +123,25 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
         let garbage = |c: usize| {
             FormatError::malformed(path, line, Some(c as u64 + 1), format!("`{}`: expected a whole number, found `{}`", columns[c], &record[c]))
         };
-        let start = match whole(&record[ts_c]) {
-            Whole::Ok(t) => match bad_stamp(t as f64) {
-                None => t,
-                Some(why) => {
-                    book.skip(Unit::Row, line, &format!("`timeStamp` is {why}"));
-                    continue;
-                }
-            },
-            Whole::Odd(why) => {
-                book.skip(Unit::Row, line, &format!("`timeStamp` is {why}"));
-                continue;
-            }
-            Whole::Garbage => return Err(garbage(ts_c)),
+        // A whole-number field: the value, or why the row is skipped; garbage is an error.
+        let field = |c: usize, name: &str, check: fn(f64) -> Option<&'static str>| match whole(&record[c]) {
+            Whole::Ok(v) => Ok(check(v as f64).map_or(Ok(v), |why| Err(format!("`{name}` is {why}")))),
+            Whole::Odd(why) => Ok(Err(format!("`{name}` is {why}"))),
+            Whole::Garbage => Err(garbage(c)),
         };
-        let elapsed = match whole(&record[elapsed_c]) {
-            Whole::Ok(e) => match bad_duration(e as f64) {
-                None => e,
-                Some(why) => {
-                    book.skip(Unit::Row, line, &format!("`elapsed` is {why}"));
-                    continue;
-                }
-            },
-            Whole::Odd(why) => {
-                book.skip(Unit::Row, line, &format!("`elapsed` is {why}"));
+        let start = match field(ts_c, "timeStamp", bad_stamp)? {
+            Ok(t) => t,
+            Err(why) => {
+                book.skip(Unit::Row, line, &why);
                 continue;
             }
-            Whole::Garbage => return Err(garbage(elapsed_c)),
+        };
+        let elapsed = match field(elapsed_c, "elapsed", bad_duration)? {
+            Ok(e) => e,
+            Err(why) => {
+                book.skip(Unit::Row, line, &why);
+                continue;
+            }
         };
         let ok = match &record[success_c] {
             "true" => true,

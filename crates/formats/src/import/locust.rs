@@ -78,15 +78,7 @@ fn value(path: &Path, line: u64, fields: &[String], c: usize, header: &[String])
 
 /// Why `v` cannot be a count or a time, if it cannot.
 fn odd(v: f64) -> Option<&'static str> {
-    if v.is_nan() {
-        Some("NaN")
-    } else if v.is_infinite() {
-        Some("infinite")
-    } else if v < 0.0 {
-        Some("negative")
-    } else {
-        None
-    }
+    crate::import::out_of_range(v, f64::MAX, "negative", "too large")
 }
 
 /// Reads `_stats_history.csv`: the `Aggregated` rows, differenced into intervals.

@@ -39,34 +39,30 @@ pub(crate) const MAX_EPOCH_MS: f64 = 253_402_300_799_999.0;
 /// Longest time a request is accepted to have taken, ms: a week.
 pub(crate) const MAX_DURATION_MS: f64 = 7.0 * 86_400_000.0;
 
-/// Why `ms`, a time stamp in ms since the epoch, cannot place a record; `None` when it can.
-pub(crate) fn bad_stamp(ms: f64) -> Option<&'static str> {
-    if ms.is_nan() {
+/// Why `v` falls outside `0..=max`, in words (`below` and `above` say how it is out);
+/// `None` when it is inside.
+pub(crate) fn out_of_range(v: f64, max: f64, below: &'static str, above: &'static str) -> Option<&'static str> {
+    if v.is_nan() {
         Some("NaN")
-    } else if ms.is_infinite() {
+    } else if v.is_infinite() {
         Some("infinite")
-    } else if ms < 0.0 {
-        Some("before 1970")
-    } else if ms > MAX_EPOCH_MS {
-        Some("after the year 9999")
+    } else if v < 0.0 {
+        Some(below)
+    } else if v > max {
+        Some(above)
     } else {
         None
     }
 }
 
+/// Why `ms`, a time stamp in ms since the epoch, cannot place a record; `None` when it can.
+pub(crate) fn bad_stamp(ms: f64) -> Option<&'static str> {
+    out_of_range(ms, MAX_EPOCH_MS, "before 1970", "after the year 9999")
+}
+
 /// Why `ms` is not the time a request took; `None` when it can be.
 pub(crate) fn bad_duration(ms: f64) -> Option<&'static str> {
-    if ms.is_nan() {
-        Some("NaN")
-    } else if ms.is_infinite() {
-        Some("infinite")
-    } else if ms < 0.0 {
-        Some("negative")
-    } else if ms > MAX_DURATION_MS {
-        Some("longer than a week")
-    } else {
-        None
-    }
+    out_of_range(ms, MAX_DURATION_MS, "negative", "longer than a week")
 }
 
 /// `ms` as whole µs (the caller has checked it with [`bad_duration`]).
