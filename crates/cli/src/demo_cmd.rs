@@ -49,10 +49,9 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
     for (i, phase) in phases.iter().enumerate() {
         eprintln!("\n== {} — {} ==", phase.label, phase.change);
         let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, &phase.knobs))?;
-        let base = format!("http://{}", target.addr);
         let name = format!("demo-{}-{}", i, phase.label.to_lowercase().replace(' ', "-"));
         let load = LoadSpec { stages: Some(parse_stages(stages)?), ..LoadSpec::default() };
-        let spec = demo_spec(&format!("{base}/rooms"), load, None, &name, &a.output);
+        let spec = demo_spec(target.addr, "/rooms", load, None, &name, &a.output);
         let dir = spec.and_then(|s| crate::run_cmd::execute(&s, ProgressMode::Plain)).map(|(dir, _)| dir);
         rt.block_on(target.stop())?;
         runs.push(dir?);
@@ -66,11 +65,8 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
 /// A demo run: `load` against `url` (a scenario's base URL when `scenario` is given), the
 /// target's own `/metrics` scraped beside it, so each phase's report names its bottleneck.
 /// Prints the `volley run` command that does the same.
-fn demo_spec(url: &str, load: LoadSpec, scenario: Option<&Path>, name: &str, output: &Path) -> Result<RunSpec> {
-    let metrics = match url.find("://").and_then(|i| url[i + 3..].find('/').map(|j| i + 3 + j)) {
-        Some(path_at) => format!("{}/metrics", &url[..path_at]),
-        None => format!("{url}/metrics"),
-    };
+fn demo_spec(target: std::net::SocketAddr, path: &str, load: LoadSpec, scenario: Option<&Path>, name: &str, output: &Path) -> Result<RunSpec> {
+    let (url, metrics) = (format!("http://{target}{path}"), format!("http://{target}/metrics"));
     let stages = load.stages.as_ref().map(|s| s.iter().map(|st| format!("{}s:{}", st.duration.as_secs_f64(), st.target)).collect::<Vec<_>>().join(","));
     eprintln!(
         "$ volley run {}--url {url} --stages {} --server-metrics {metrics} --name {name}",
@@ -78,13 +74,13 @@ fn demo_spec(url: &str, load: LoadSpec, scenario: Option<&Path>, name: &str, out
         stages.unwrap_or_default()
     );
     let scenario = scenario.map(|p| crate::run_cmd::load_scenario(p).map(Arc::new)).transpose()?;
-    let flags = Settings { load, target: Some(url.to_string()), name: Some(name.to_string()), ..Settings::default() };
+    let flags = Settings { load, target: Some(url.clone()), name: Some(name.to_string()), ..Settings::default() };
     let settings = match &scenario {
         Some(sc) => flags.merge(&sc.settings),
         None => flags,
     };
-    let plan = settings.plan(RequestSpec::get(url), scenario)?;
-    let mut spec = RunSpec::new(plan, volley_engine::Target::resolve(url)?);
+    let plan = settings.plan(RequestSpec::get(&url), scenario)?;
+    let mut spec = RunSpec::new(plan, volley_engine::Target::resolve(&url)?);
     spec.name = name.to_string();
     spec.output = output.to_path_buf();
     spec.server_metrics = vec![metrics];
@@ -102,10 +98,9 @@ fn scenario_run(rt: &tokio::runtime::Runtime, knobs: &Knobs, output: &Path, quic
     let file = output.join("pair-room.yaml");
     std::fs::write(&file, PAIR_ROOM).with_context(|| format!("cannot write {}", file.display()))?;
     let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, knobs))?;
-    let url = format!("http://{}", target.addr);
     let stages = if quick { "2s:5,3s:5" } else { "5s:20,10s:20" };
     let load = LoadSpec { stages: Some(parse_stages(stages)?), ..LoadSpec::default() };
-    let spec = demo_spec(&url, load, Some(&file), "demo-3-pair-room-flow", output);
+    let spec = demo_spec(target.addr, "", load, Some(&file), "demo-3-pair-room-flow", output);
     let dir = spec.and_then(|s| crate::run_cmd::execute(&s, ProgressMode::Plain)).map(|(dir, _)| dir);
     rt.block_on(target.stop())?;
     dir

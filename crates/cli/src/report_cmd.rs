@@ -18,6 +18,15 @@ fn warmup_flag(w: &Option<String>) -> Result<Option<Warmup>> {
     Ok(Some(Warmup::Seconds(parse_duration(w).map_err(|e| anyhow::anyhow!("--warmup: {e}"))?.as_secs_f64())))
 }
 
+/// Opens every input (as `from`, or detected) and checks the warm-up leaves something of each.
+fn open_all(paths: &[std::path::PathBuf], from: Option<volley_formats::Format>, opts: ReportOptions) -> Result<Vec<volley_formats::Source>> {
+    let sources = paths.iter().map(|p| volley_formats::open_as(p, from)).collect::<Result<Vec<_>, _>>()?;
+    for s in &sources {
+        volley_report::check_warmup(s, opts.warmup)?;
+    }
+    Ok(sources)
+}
+
 fn emit(output: &Option<std::path::PathBuf>, text: &str) -> Result<()> {
     match output {
         Some(p) => std::fs::write(p, text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display())),
@@ -35,10 +44,7 @@ fn options(out: &OutputArgs) -> Result<ReportOptions> {
 pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     let opts = options(&a.out)?;
     let mut out = String::new();
-    let sources = a.paths.iter().map(|p| volley_formats::open_as(p, a.from)).collect::<Result<Vec<_>, _>>()?;
-    for s in &sources {
-        volley_report::check_warmup(s, opts.warmup)?;
-    }
+    let sources = open_all(&a.paths, a.from, opts)?;
     let reports: Vec<RunReport> = sources.iter().map(|s| RunReport::from_source(s, opts)).collect();
     if let Some(html) = &a.out.html {
         std::fs::write(html, volley_report::html::report_page(&sources, &reports, opts))
@@ -65,10 +71,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     if !labels.is_empty() && labels.len() != a.paths.len() {
         anyhow::bail!("--labels has {} labels for {} runs", labels.len(), a.paths.len());
     }
-    let sources = a.paths.iter().map(|p| volley_formats::open(p)).collect::<Result<Vec<_>, _>>()?;
-    for s in &sources {
-        volley_report::check_warmup(s, opts.warmup)?;
-    }
+    let sources = open_all(&a.paths, None, opts)?;
     let cmp = volley_report::compare::build(&sources, &labels, opts);
     if let Some(html) = &a.out.html {
         write_compare_html(&cmp, &sources, opts, html)?;

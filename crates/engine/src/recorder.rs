@@ -9,12 +9,9 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use volley_stats::{ErrorKind, ErrorMessage, IntervalSample};
+use volley_stats::{ErrorKind, ErrorMessage, IntervalSample, MESSAGES_PER_STEP};
 
 use crate::client::{Exchange, Failure};
-
-/// Distinct messages kept per error kind (per step in a scenario).
-const MESSAGES_PER_KIND: usize = 5;
 
 /// One worker's part of one interval.
 #[derive(Debug)]
@@ -191,7 +188,7 @@ impl Recorder {
     fn note(&mut self, step: Option<usize>, kind: ErrorKind, text: String) {
         let message = ErrorMessage { kind, step: step.and_then(|i| self.step_names.get(i)).cloned(), text };
         let seen = self.seen.entry((step.unwrap_or(usize::MAX), kind.index())).or_default();
-        if *seen < MESSAGES_PER_KIND && !self.messages.contains(&message) {
+        if *seen < MESSAGES_PER_STEP && !self.messages.contains(&message) {
             *seen += 1;
             self.messages.push(message);
         }
@@ -274,7 +271,7 @@ mod tests {
         }
         let p = r.take(0);
         assert_eq!(p.sample.counts.errors, 20);
-        assert_eq!(p.messages.len(), MESSAGES_PER_KIND);
+        assert_eq!(p.messages.len(), MESSAGES_PER_STEP);
     }
 
     #[test]
@@ -285,7 +282,7 @@ mod tests {
         }
         r.record_failure(Some(1), Failure { kind: ErrorKind::Check, message: "b0".into() });
         let p = r.take(0);
-        assert_eq!(p.messages.len(), MESSAGES_PER_KIND + 1, "step b's first message is kept after step a's five");
+        assert_eq!(p.messages.len(), MESSAGES_PER_STEP + 1, "step b's first message is kept after step a's five");
         assert_eq!(p.messages.last().unwrap().to_string(), "[b] b0");
     }
 

@@ -119,9 +119,6 @@ impl std::fmt::Display for NotedMessage {
 }
 
 impl ErrorNote {
-    /// Distinct messages kept per step and kind.
-    pub const PER_STEP: usize = 5;
-
     /// Folds new messages into `notes` (five per step and kind, no repeats), then adds
     /// `counts`, an interval's errors by kind, to the notes' totals.
     pub fn add(notes: &mut Vec<ErrorNote>, counts: &[u64; volley_stats::KINDS], messages: Vec<volley_stats::ErrorMessage>) {
@@ -136,7 +133,7 @@ impl ErrorNote {
             let note = &mut notes[i];
             let message = NotedMessage { step: m.step, text: m.text };
             let same_step = note.messages.iter().filter(|n| n.step == message.step).count();
-            if same_step < Self::PER_STEP && !note.messages.contains(&message) {
+            if same_step < volley_stats::MESSAGES_PER_STEP && !note.messages.contains(&message) {
                 note.messages.push(message);
             }
         }

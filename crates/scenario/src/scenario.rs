@@ -36,7 +36,7 @@ pub struct Scenario {
     /// Environment variables the templates read (`env.NAME`), with their values.
     pub env: Vec<(String, String)>,
     /// [`Scenario::secrets`], worked out on first use.
-    pub masks: std::sync::OnceLock<Vec<String>>,
+    pub(crate) masks: std::sync::OnceLock<Vec<String>>,
 }
 
 impl Scenario {

@@ -15,6 +15,6 @@ pub mod suite;
 
 pub use latencies::Latencies;
 pub use latency::{CompactHistogram, LatencySummary, new_histogram};
-pub use sample::{Counts, ErrorKind, ErrorMessage, IntervalSample, KINDS};
+pub use sample::{Counts, ErrorKind, ErrorMessage, IntervalSample, KINDS, MESSAGES_PER_STEP};
 pub use series::{Interval, Series};
 pub use suite::{SeedSuite, SuiteOptions, TpsTail};

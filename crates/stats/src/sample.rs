@@ -70,6 +70,10 @@ impl ErrorKind {
     }
 }
 
+/// Distinct error messages kept per scenario step and kind (per kind in a single-request
+/// run): by each worker as it records, and by the run directory over the whole run.
+pub const MESSAGES_PER_STEP: usize = 5;
+
 /// One error message as a VU saw it: its kind, the scenario step it happened in (if any),
 /// and the text. Kept as a record so nothing downstream parses a step back out of text.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
