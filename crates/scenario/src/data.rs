@@ -123,6 +123,27 @@ impl Feeder {
         Ok(self.rows[i].clone())
     }
 
+    /// This feeder as segment `seg` of a split run sees it: a `shared` feeder (one cursor for
+    /// all VUs) keeps rows `i`, `i + N`, `i + 2N`, … of its file, so the segments' cursors
+    /// together walk the file once and `unique` rows are never used by two segments.
+    /// `per_vu` and `random` feeders give each VU the whole file, so they stay whole.
+    pub fn for_segment(&self, seg: crate::Segment) -> Result<Feeder, PlanError> {
+        let rows: Vec<Value> = match self.order {
+            Order::Shared => self.rows.iter().enumerate().filter(|(r, _)| seg.owns(*r as u64)).map(|(_, v)| v.clone()).collect(),
+            Order::PerVu | Order::Random => self.rows.clone(),
+        };
+        if rows.is_empty() {
+            return Err(PlanError(format!(
+                "data `{}` ({}) has {} rows, too few to give each of {} segments one; add rows or run fewer segments",
+                self.name,
+                self.file.display(),
+                self.rows.len(),
+                seg.count
+            )));
+        }
+        Ok(Feeder { name: self.name.clone(), file: self.file.clone(), columns: self.columns.clone(), rows, order: self.order, unique: self.unique, cursor: AtomicUsize::new(0) })
+    }
+
     fn exhausted(&self) -> Exhausted {
         Exhausted(format!(
             "data `{}` ({}) ran out: all {} unique rows were used; add rows or drop `unique: true`",
@@ -167,6 +188,33 @@ mod tests {
         assert!(e.0.contains("ran out: all 3 unique rows were used"), "{}", e.0);
         let random = feeder(Order::Random, false);
         assert!((0..20).all(|_| ["a@x", "b@x", "c@x"].contains(&email(random.next(&mut a).unwrap()).as_str())));
+    }
+
+    #[test]
+    fn shared_rows_are_partitioned_between_segments() {
+        let dir = std::env::temp_dir().join(format!("volley-feeder-{}", fastrand::u64(..)));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("ids.csv");
+        let text: String = std::iter::once("id\n".to_string()).chain((0..23).map(|i| format!("{i}\n"))).collect();
+        std::fs::write(&f, text).unwrap();
+        for n in [1u64, 2, 3, 5, 23] {
+            let whole = Feeder::load("ids", &f, Order::Shared, true).unwrap();
+            let mut used = Vec::new();
+            for i in 0..n {
+                let part = whole.for_segment(crate::Segment::new(i, n).unwrap()).unwrap();
+                let mut pos = 0;
+                while let Ok(v) = part.next(&mut pos) {
+                    used.push(v.get_attr("id").unwrap().to_string().parse::<u32>().unwrap());
+                }
+            }
+            used.sort();
+            assert_eq!(used, (0..23).collect::<Vec<_>>(), "{n} segments: every unique row used exactly once");
+        }
+        let whole = Feeder::load("ids", &f, Order::Shared, true).unwrap();
+        let e = whole.for_segment(crate::Segment::new(23, 24).unwrap()).unwrap_err();
+        assert!(e.contains("too few to give each of 24 segments one"), "{e}");
+        let per_vu = Feeder::load("ids", &f, Order::PerVu, false).unwrap();
+        assert_eq!(per_vu.for_segment(crate::Segment::new(1, 4).unwrap()).unwrap().rows.len(), 23, "per-VU files stay whole");
     }
 
     #[test]

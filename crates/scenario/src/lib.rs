@@ -15,6 +15,7 @@ pub mod load;
 pub mod plan;
 pub mod rate;
 pub mod scenario;
+pub mod segment;
 pub mod stages;
 mod suggest;
 pub mod template;
@@ -27,6 +28,7 @@ pub use scenario::{Scenario, StepInfo, StepKind};
 pub use load::{Load, LoadSpec, Model};
 pub use plan::{Plan, RequestSpec, Settings, StatusSet};
 pub use rate::{RateShape, RateStage, parse_rate};
+pub use segment::Segment;
 pub use stages::{LoadShape, Stage, parse_stages};
 pub use threshold::{Threshold, parse_threshold};
 

@@ -52,6 +52,14 @@ impl Scenario {
         self.masks.get_or_init(|| secret_forms(self.env.iter().map(|(_, v)| v.as_str())))
     }
 
+    /// Narrows the CSV feeders to segment `seg`'s rows ([`Feeder::for_segment`]).
+    pub fn for_segment(&mut self, seg: crate::Segment) -> Result<(), crate::PlanError> {
+        for d in &mut self.data {
+            *d = Arc::new(d.for_segment(seg)?);
+        }
+        Ok(())
+    }
+
     /// Replaces every secret, in any of its forms, in `text` by `***`.
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_string();
