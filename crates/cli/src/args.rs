@@ -228,6 +228,22 @@ pub(crate) struct RunArgs {
     /// Progress output: auto (a live line on a terminal), plain (a line per interval), none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub(crate) progress: ProgressMode,
+    /// Run only segment i of N of the plan (0-based: 0/4 … 3/4): its exact share of the VUs,
+    /// arrivals and shared CSV rows; `volley merge` puts the segments' run directories together.
+    #[arg(long, env = "VOLLEY_SEGMENT", value_name = "i/N")]
+    pub(crate) segment: Option<String>,
+    /// The number of segments N, the index i coming from $JOB_COMPLETION_INDEX (Kubernetes
+    /// Indexed Jobs) when --segment is not given.
+    #[arg(long, env = "VOLLEY_SEGMENTS", value_name = "N")]
+    pub(crate) segments: Option<u64>,
+    /// Wait, then start at this instant (RFC 3339, like 2026-05-01T12:00:00Z, or Unix
+    /// seconds), so that every segment starts together; intervals count from it.
+    #[arg(long, env = "VOLLEY_START_AT", value_name = "TIME")]
+    pub(crate) start_at: Option<String>,
+    /// The id every segment of one run records (default: made from --start-at and the
+    /// plan's hash).
+    #[arg(long, env = "VOLLEY_RUN_ID")]
+    pub(crate) run_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

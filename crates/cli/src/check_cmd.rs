@@ -41,6 +41,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
         threads: 1,
         grace: Duration::ZERO,
         error_stop: false,
+                start_at: None,
     };
     volley_engine::preflight(&config.target, &config.tls, config.timeout_for_preflight())?;
     println!("\nOne iteration, one VU, against {}:\n", config.target.uri);

@@ -9,6 +9,7 @@ mod load_flags;
 mod progress;
 mod report_cmd;
 mod run_cmd;
+mod segment_flags;
 mod signals;
 mod sweep_cmd;
 

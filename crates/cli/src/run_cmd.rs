@@ -72,12 +72,14 @@ fn flag_request(a: &RunArgs, url: &str) -> Result<RequestSpec> {
 /// The flags, checked and resolved into what `volley-record` runs.
 pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
     let flags = flag_settings(a)?;
+    let segment = crate::segment_flags::segment(a)?;
     let (settings, scenario) = match &a.scenario {
         Some(path) => {
             if !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() || a.method != "GET" {
                 bail!("-X, --header, --body and --body-file are for single-URL runs; with a scenario, put them on its steps");
             }
-            let sc = load_scenario(path)?;
+            let mut sc = load_scenario(path)?;
+            sc.for_segment(segment)?;
             let mut settings = flags.merge(&sc.settings);
             settings.name = settings.name.or_else(|| sc.file.file_stem().map(|s| s.to_string_lossy().into_owned()));
             (settings, Some(Arc::new(sc)))
@@ -89,7 +91,9 @@ pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
         Some(_) => RequestSpec::get(&url),
         None => flag_request(a, &url)?,
     };
-    let plan = settings.plan(request, scenario)?;
+    let mut plan = settings.plan(request, scenario)?;
+    segment.check(&plan.load)?;
+    plan.segment = segment;
     let target = Target::resolve(&url)?;
     let interval = duration_flag("interval", &a.interval)?;
     if interval < Duration::from_millis(100) {
@@ -121,6 +125,8 @@ pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
     spec.warmup = settings.warmup.unwrap_or_default();
     spec.server_metrics = a.server_metrics.clone();
     spec.thresholds = settings.thresholds;
+    spec.engine.start_at = crate::segment_flags::start_at(a, segment)?;
+    spec.run_id = a.run_id.clone();
     Ok(spec)
 }
 
@@ -157,6 +163,11 @@ impl Observer for Terminal {
 
 /// Records a run to the end and returns its run directory and report (written and printed).
 pub(crate) fn execute(spec: &RunSpec, progress: ProgressMode) -> Result<(PathBuf, RunReport)> {
+    if spec.is_segment() {
+        let seg = spec.engine.plan.segment;
+        let wait = spec.engine.start_at.and_then(|t| t.duration_since(std::time::SystemTime::now()).ok()).unwrap_or_default();
+        eprintln!("volley: segment {seg} of run {}: starting in {:.1} s", spec.run_id(), wait.as_secs_f64());
+    }
     let mut terminal = Terminal { progress: Progress::new(progress, spec.engine.plan.load.planned()) };
     let recorded = volley_record::record(spec, &mut terminal)?;
     let report = write_reports(&recorded.dir)?;

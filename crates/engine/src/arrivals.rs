@@ -37,7 +37,7 @@ impl Pool {
         self.idle.pop().or_else(|| {
             (self.created < self.cap).then(|| {
                 // VU numbers unique across workers, as in the closed model.
-                let id = self.created as u64 * workers + worker;
+                let id = ctx.plan.segment.global(self.created as u64 * workers + worker);
                 self.created += 1;
                 Vu { client: Client::new(ctx.target.clone(), ctx.tls.clone(), ctx.force_h2), flow: FlowState::new(id), nothing_sent: NothingSent::default() }
             })
@@ -45,8 +45,11 @@ impl Pool {
     }
 }
 
-/// Dispatches this worker's share of the arrivals (`worker`, `worker + workers`, ...)
-/// until the shape ends or the run stops, then waits for its requests.
+/// Dispatches this worker's share of the arrivals until the shape ends or the run stops,
+/// then waits for its requests. Arrival `k` of the whole schedule belongs to segment
+/// `k mod N` ([`volley_scenario::segment`]); of the segment's own arrivals (local numbers
+/// 0, 1, 2, …), worker `w` of `W` takes `w`, `w + W`, …: global arrivals `i + N·w`,
+/// stepping by `N·W`.
 ///
 /// The due times come from a pacer thread that sleeps with the OS's sub-millisecond
 /// precision: the event loop's timer ticks in whole milliseconds, which alone would send
@@ -54,7 +57,8 @@ impl Pool {
 pub(crate) async fn run_arrivals(ctx: Rc<WorkerContext>, rate: RateShape, worker: u64, workers: u64, cap: usize, t0: Instant) {
     let pool = Rc::new(RefCell::new(Pool { idle: Vec::new(), created: 0, cap: cap.max(1), backlog: VecDeque::new() }));
     let mut tasks = tokio::task::JoinSet::new();
-    let mut arrivals = pace(rate, worker, workers, t0, ctx.shared.stop.clone());
+    let seg = ctx.plan.segment;
+    let mut arrivals = pace(rate, seg.global(worker), seg.count * workers, t0, ctx.shared.stop.clone());
     loop {
         let due = tokio::select! {
             biased;
@@ -80,17 +84,17 @@ pub(crate) async fn run_arrivals(ctx: Rc<WorkerContext>, rate: RateShape, worker
     }
 }
 
-/// A thread that hands over each arrival at its due time.
+/// A thread that hands over arrivals `first`, `first + step`, … each at its due time.
 fn pace(
     rate: RateShape,
-    worker: u64,
-    workers: u64,
+    first: u64,
+    step: u64,
     t0: Instant,
     stop: tokio_util::sync::CancellationToken,
 ) -> tokio::sync::mpsc::UnboundedReceiver<Instant> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let spawned = std::thread::Builder::new().name(format!("volley-pacer-{worker}")).spawn(move || {
-        let mut n = worker;
+    let spawned = std::thread::Builder::new().name(format!("volley-pacer-{first}")).spawn(move || {
+        let mut n = first;
         while let Some(offset) = rate.due(n) {
             let due = t0 + offset;
             let now = Instant::now();
@@ -100,7 +104,7 @@ fn pace(
             if stop.is_cancelled() || tx.send(due).is_err() {
                 return;
             }
-            n += workers;
+            n += step;
         }
     });
     if let Err(e) = spawned {

@@ -42,6 +42,9 @@ pub struct EngineConfig {
     pub grace: Duration,
     /// Stop when errors exceed half of all requests for 10 s (nGrinder's rule).
     pub error_stop: bool,
+    /// Start at this wall-clock instant (segments of one run start together): intervals and
+    /// arrivals are counted from it exactly, however late the threads come up.
+    pub start_at: Option<SystemTime>,
 }
 
 /// Why a run ended early.
@@ -94,6 +97,8 @@ pub struct Run {
     pub started: SystemTime,
     /// The instant intervals are counted from.
     pub t0: Instant,
+    /// With a start time: how long after it the load actually began.
+    pub start_lag: Duration,
 }
 
 impl Run {
@@ -139,11 +144,18 @@ impl EngineConfig {
 pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
     let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
     let request = PreparedRequest::new(&config.target, &config.plan.request)?;
-    // Closed model: one flag per VU the shape may start.
-    let max_vus = if config.plan.load.is_open() { 0 } else { config.plan.load.max_vus() as usize };
+    // Closed model: one flag per VU of this segment the shape may start.
+    let max_vus = if config.plan.load.is_open() { 0 } else { config.plan.segment.share(config.plan.load.max_vus()) as usize };
     let shared = Arc::new(Shared::new(max_vus, 0));
-    let t0 = Instant::now();
-    let started = SystemTime::now();
+    let (t0, started, start_lag) = match config.start_at {
+        Some(at) => {
+            wait_until(at);
+            let (now, wall) = (Instant::now(), SystemTime::now());
+            let lag = wall.duration_since(at).unwrap_or_default();
+            (now.checked_sub(lag).unwrap_or(now), at, lag)
+        }
+        None => (Instant::now(), SystemTime::now(), Duration::ZERO),
+    };
     let plan = Arc::new(config.plan.clone());
     let (parts_tx, parts_rx) = mpsc::channel();
     let mut workers = Vec::new();
@@ -184,7 +196,19 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
         cpu: std::cell::RefCell::new(CpuClock::new()),
     };
     std::thread::Builder::new().name("volley-conductor".into()).spawn(move || conductor.run()).map_err(|error| EngineError::Start { what: "the conductor thread", error })?;
-    Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort }, started, t0 })
+    Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort }, started, t0, start_lag })
+}
+
+/// Sleeps until the wall clock reads `at` (at once if it already has). Ctrl-C meanwhile
+/// ends the process as usual: volley's own handler is installed once the run has started.
+fn wait_until(at: SystemTime) {
+    while let Ok(left) = at.duration_since(SystemTime::now()) {
+        if left.is_zero() {
+            break;
+        }
+        // In slices, so a clock that is stepped while waiting is followed.
+        std::thread::sleep(left.min(Duration::from_millis(250)));
+    }
 }
 
 struct Conductor {
@@ -270,14 +294,15 @@ impl Conductor {
 
     /// With a run count, whether every VU has run all its iterations.
     fn all_iterations_done(&self) -> bool {
-        let max = self.config.plan.load.max_vus();
+        let max = self.config.plan.segment.share(self.config.plan.load.max_vus());
         self.config.plan.load.iterations().is_some() && max > 0 && self.shared.finished_vus.load(Ordering::Acquire) >= max
     }
 
     /// Moves the VU target to where the shape says and starts VUs that should run.
     fn steer(&self, elapsed: Duration) {
         let Some(shape) = self.config.plan.load.shape() else { return };
-        let target = shape.vus_at(elapsed);
+        // This segment's VUs among the plan's first `vus_at` (all of them when whole).
+        let target = self.config.plan.segment.share(shape.vus_at(elapsed));
         self.shared.target_vus.store(target, Ordering::Relaxed);
         for id in 0..target {
             let running = &self.shared.running[id as usize];

@@ -65,8 +65,10 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
         });
         let mut vus = tokio::task::JoinSet::new();
         if let Model::Open { rate, max_vus } = &ctx.plan.load.model {
-            // This worker's share of the VUs, the first workers taking the remainder.
-            let cap = (*max_vus / seed.workers + u64::from(seed.worker < *max_vus % seed.workers)) as usize;
+            // This segment's share of the VUs, and this worker's of that, the first workers
+            // taking the remainder.
+            let max_vus = ctx.plan.segment.share(*max_vus);
+            let cap = (max_vus / seed.workers + u64::from(seed.worker < max_vus % seed.workers)) as usize;
             vus.spawn_local(run_arrivals(ctx.clone(), rate.clone(), seed.worker, seed.workers, cap, seed.t0));
         }
         let mut next = 0u64;

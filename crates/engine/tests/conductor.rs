@@ -84,6 +84,7 @@ fn config(addr: SocketAddr, vus: u64, duration: &str, interval: Duration) -> Eng
         threads: 2,
         grace: Duration::from_secs(3),
         error_stop: false,
+                start_at: None,
     }
 }
 

@@ -14,6 +14,7 @@ pub mod numfmt;
 mod open;
 pub mod recorded;
 pub mod rundir;
+pub mod segment;
 pub mod source;
 
 pub use error::{FormatError, Result};

@@ -52,6 +52,8 @@ pub enum RunStatus {
     /// crashed): never written, only concluded when the run is read back.
     #[serde(rename = "did not finish")]
     DidNotFinish,
+    /// Merged from segments of which some were missing (run.json's `merged` names them).
+    Partial,
 }
 
 impl RunStatus {
@@ -63,6 +65,7 @@ impl RunStatus {
             RunStatus::Interrupted => "interrupted",
             RunStatus::Aborted => "aborted",
             RunStatus::DidNotFinish => "did not finish",
+            RunStatus::Partial => "partial",
         }
     }
 }
@@ -188,6 +191,12 @@ pub struct RunMeta {
     /// nGrinder's test ids do) and its histograms in latency.hlog (`ttfb.N`, `total.N`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<StepInfo>,
+    /// This run is one segment of a split run (`volley run --segment i/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<crate::segment::SegmentNote>,
+    /// This run was merged from segments (`volley merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<crate::segment::MergedFrom>,
 }
 
 impl RunMeta {
@@ -212,6 +221,8 @@ impl RunMeta {
             errors: Vec::new(),
             server_metrics: Vec::new(),
             steps: Vec::new(),
+            segment: None,
+            merged: None,
         }
     }
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use volley_engine::{EngineConfig, EngineError, Event, RunControl, StopReason, Target, TlsOptions};
 use volley_formats::recorded::{RecordedData, RecordedScenario};
 use volley_formats::rundir::{ErrorNote, ScrapeNote};
+use volley_formats::segment::SegmentNote;
 use volley_formats::{FormatError, RecordedPlan, RunMeta, RunStatus, RunWriter};
 use volley_scenario::{Plan, Threshold};
 use volley_stats::{Interval, IntervalSample};
@@ -34,6 +35,9 @@ pub struct RunSpec {
     pub thresholds: Vec<Threshold>,
     /// The command line that asked for it (recorded in run.json).
     pub command: Vec<String>,
+    /// The id every segment of a split run records (`plan.segment` says which share this
+    /// is); `None`: made from the start time and the plan's hash ([`RunSpec::run_id`]).
+    pub run_id: Option<String>,
 }
 
 impl RunSpec {
@@ -51,6 +55,7 @@ impl RunSpec {
                 threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
                 grace: Duration::from_secs(5),
                 error_stop: true,
+                start_at: None,
             },
             name,
             output: PathBuf::from("runs"),
@@ -58,7 +63,27 @@ impl RunSpec {
             server_metrics: Vec::new(),
             thresholds: Vec::new(),
             command: std::env::args().collect(),
+            run_id: None,
         }
+    }
+
+    /// The run id segments record: the one given, or `<start at, Unix s>-<plan hash>` when
+    /// the segments share a start time, or `plan-<plan hash>` (then only the start times
+    /// tell two runs of one plan apart: give `run_id`).
+    pub fn run_id(&self) -> String {
+        if let Some(id) = &self.run_id {
+            return id.clone();
+        }
+        let hash = volley_formats::segment::plan_hash(&self.recorded_plan());
+        match self.engine.start_at.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()) {
+            Some(at) => format!("{}-{}", at.as_secs(), &hash[..8]),
+            None => format!("plan-{}", &hash[..8]),
+        }
+    }
+
+    /// Whether this run is a segment of a split run (or was given a run id to share).
+    pub fn is_segment(&self) -> bool {
+        !self.engine.plan.segment.is_whole() || self.run_id.is_some()
     }
 
     /// The plan as run.json records it.
@@ -92,6 +117,14 @@ impl RunSpec {
             pid: Some(std::process::id()),
             server_metrics: self.server_metrics.iter().map(|u| ScrapeNote { url: u.clone(), ..Default::default() }).collect(),
             steps: self.engine.plan.scenario.as_ref().map_or_else(Vec::new, |s| s.step_info.clone()),
+            segment: self.is_segment().then(|| SegmentNote {
+                segment: self.engine.plan.segment,
+                run_id: self.run_id(),
+                plan_hash: volley_formats::segment::plan_hash(&self.recorded_plan()),
+                start_at: self.engine.start_at.and_then(|t| jiff::Timestamp::try_from(t).ok()).map(|t| t.to_string()),
+                start_lag_ms: 0.0,
+                clock: clock_note(),
+            }),
             ..RunMeta::new(&self.name, self.recorded_plan())
         }
     }
@@ -140,7 +173,14 @@ pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, R
     let engine = &spec.engine;
     volley_engine::preflight(&engine.target, &engine.tls, engine.timeout_for_preflight())?;
     let run = volley_engine::start(engine.clone())?;
-    let mut writer = RunWriter::create(&spec.output, spec.meta(), run.started)?;
+    let mut meta = spec.meta();
+    if let Ok(t) = jiff::Timestamp::try_from(run.started) {
+        meta.started_at = t.to_string();
+    }
+    if let Some(note) = &mut meta.segment {
+        note.start_lag_ms = run.start_lag.as_secs_f64() * 1000.0;
+    }
+    let mut writer = RunWriter::create(&spec.output, meta, run.started)?;
     observer.started(writer.dir(), run.control());
     let scraper = (!spec.server_metrics.is_empty())
         .then(|| volley_engine::scrape::start(spec.server_metrics.clone(), engine.tls.clone(), run.t0, engine.interval));
@@ -178,6 +218,14 @@ pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, R
     };
     writer.finish(status, reason.clone())?;
     Ok(Recorded { dir: writer.dir().to_path_buf(), status, reason })
+}
+
+/// Whether this host's clock is NTP-synchronised, as `timedatectl` says (`None` where it
+/// cannot say: no systemd, as in most containers).
+fn clock_note() -> Option<String> {
+    let out = std::process::Command::new("timedatectl").args(["show", "-p", "NTPSynchronized", "--value"]).output().ok()?;
+    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && (v == "yes" || v == "no")).then(|| format!("NTP synchronized: {v} (timedatectl)"))
 }
 
 /// Writes the scrapes taken so far to server.csv and tallies them in run.json.

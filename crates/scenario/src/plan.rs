@@ -124,6 +124,7 @@ impl Settings {
             timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
             expect_status: self.expect_status.clone().unwrap_or_default(),
             scenario,
+            segment: crate::Segment::WHOLE,
         })
     }
 }
@@ -142,6 +143,8 @@ pub struct Plan {
     pub expect_status: StatusSet,
     /// The scenario every iteration runs, instead of `request`.
     pub scenario: Option<Arc<Scenario>>,
+    /// The share of the load this process runs ([`crate::segment`]); the whole by default.
+    pub segment: crate::Segment,
 }
 
 #[cfg(test)]
