@@ -26,6 +26,8 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Run the same test once per value of a setting and name the best.
     Sweep(SweepArgs),
+    /// Merge the run directories of a split run's segments (`run --segment i/N`) into one.
+    Merge(MergeArgs),
     /// The demo target on its own.
     Target {
         #[command(subcommand)]
@@ -71,6 +73,20 @@ pub(crate) enum Objective {
     TtfbP99,
     /// Lowest error rate.
     ErrorRate,
+}
+
+/// `volley merge`.
+#[derive(Debug, Args)]
+pub(crate) struct MergeArgs {
+    /// The segments' run directories, or directories holding them.
+    #[arg(required = true)]
+    pub(crate) inputs: Vec<PathBuf>,
+    /// The merged run directory to write (it must not hold a run yet).
+    #[arg(long, short = 'o')]
+    pub(crate) output: PathBuf,
+    /// Refuse segments whose starts lie further apart than this.
+    #[arg(long, default_value = "1s")]
+    pub(crate) start_tolerance: String,
 }
 
 /// `volley demo`.

@@ -6,6 +6,7 @@ mod check_cmd;
 mod demo_cmd;
 mod knob_flags;
 mod load_flags;
+mod merge_cmd;
 mod progress;
 mod report_cmd;
 mod run_cmd;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => report_cmd::compare(a),
         Command::Demo(a) => demo_cmd::demo(a),
         Command::Sweep(a) => sweep_cmd::sweep(a),
+        Command::Merge(a) => merge_cmd::merge(a),
         Command::Target { command: args::TargetCommand::Serve(a) } => demo_cmd::serve(a),
     };
     match result {

@@ -307,6 +307,15 @@ impl RunWriter {
             }
             dir = root.join(format!("{base}-{n}"));
         }
+        Self::create_at(&dir, meta, started)
+    }
+
+    /// Writes a run directory at exactly `dir` (created; it must not hold a run already).
+    pub fn create_at(dir: &Path, meta: RunMeta, started: SystemTime) -> Result<RunWriter> {
+        let dir = dir.to_path_buf();
+        if dir.join(RUN_JSON).exists() {
+            return Err(FormatError::Unrecognised { path: dir, message: "already holds a run directory; give a new directory".into() });
+        }
         fs::create_dir_all(&dir).map_err(|e| FormatError::io(&dir, e))?;
         let open = |name: &str| {
             let p = dir.join(name);

@@ -42,6 +42,12 @@ impl Latencies {
         Latencies::default()
     }
 
+    /// The latencies of `h` (a histogram of [`new_histogram`]'s precision, as run
+    /// directories log them), bucket for bucket.
+    pub fn from_histogram(h: Histogram<u64>) -> Self {
+        if h.is_empty() { Latencies::new() } else { Latencies(Repr::Many(Box::new(h))) }
+    }
+
     /// Records one latency, µs.
     pub fn record(&mut self, us: u64) {
         match &mut self.0 {

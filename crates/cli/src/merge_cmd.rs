@@ -1,0 +1,35 @@
+//! `volley merge`: the segments' run directories made into one (`volley-merge`), then its
+//! report written and printed as after a run, thresholds included.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use volley_formats::RunStatus;
+use volley_merge::MergeOptions;
+use volley_scenario::parse_duration;
+
+use crate::args::MergeArgs;
+
+pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
+    let start_tolerance = parse_duration(&a.start_tolerance).map_err(|e| anyhow::anyhow!("--start-tolerance: {e}"))?;
+    let merged = volley_merge::merge(&a.inputs, &a.output, &MergeOptions { start_tolerance })?;
+    let segments: Vec<String> = merged.segments.iter().map(|i| i.to_string()).collect();
+    eprintln!(
+        "volley: merged segments {} of run {} ({} intervals) into {}",
+        segments.join(", "),
+        merged.run_id,
+        merged.intervals,
+        merged.dir.display()
+    );
+    if merged.status == RunStatus::Partial {
+        let missing: Vec<String> = merged.missing.iter().map(|i| i.to_string()).collect();
+        eprintln!("volley: PARTIAL: segments {} are missing; the figures cover only the segments merged", missing.join(", "));
+    }
+    let report = crate::run_cmd::write_reports(&merged.dir)?;
+    if !report.thresholds_passed() {
+        eprintln!("volley: thresholds failed: {}", report.thresholds.iter().filter(|t| !t.passed).map(|t| t.expr.as_str()).collect::<Vec<_>>().join("; "));
+    }
+    // Missing segments or a segment volley had to stop fail the run as surely as a threshold.
+    let failed = matches!(merged.status, RunStatus::Partial | RunStatus::Aborted) || !report.thresholds_passed();
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

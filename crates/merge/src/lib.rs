@@ -1,0 +1,167 @@
+//! `volley merge`: the run directories of a split run's segments (`volley run --segment
+//! i/N`) made into one run directory that every report, comparison and chart reads as it
+//! reads a single run.
+//!
+//! Exact where the data is: request and error counts and the interval histograms are
+//! added, bucket for bucket; means are weighted by their counts (nGrinder's way), VUs summed
+//! per interval. The generators' own health (late and dropped arrivals, dispatch lag, CPU)
+//! is kept per segment in run.json (`merged.segments`) and `generators.csv`.
+//!
+//! It refuses segments of different runs or plans, two directories of one segment (a
+//! retried pod) and segments whose starts lie further apart than a tolerance; missing
+//! segments are merged around and the result is marked `partial`, naming them.
+
+mod inputs;
+mod notes;
+mod rebuild;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use volley_formats::rundir::RunMeta;
+use volley_formats::segment::MergedFrom;
+use volley_formats::{FormatError, RunStatus, RunWriter};
+
+pub use inputs::find_run_dirs;
+pub use notes::GENERATORS_CSV;
+
+/// How to merge.
+#[derive(Debug, Clone)]
+pub struct MergeOptions {
+    /// Segments whose recorded starts lie further apart than this are refused.
+    pub start_tolerance: Duration,
+}
+
+impl Default for MergeOptions {
+    /// One second: segments started with `--start-at` start within milliseconds.
+    fn default() -> Self {
+        MergeOptions { start_tolerance: Duration::from_secs(1) }
+    }
+}
+
+/// A merged run directory.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    /// Where it was written.
+    pub dir: PathBuf,
+    /// `complete`, `partial` (segments missing), or the worst status of a segment.
+    pub status: RunStatus,
+    /// The run id the segments share.
+    pub run_id: String,
+    /// Segments merged, by index.
+    pub segments: Vec<u64>,
+    /// Segments of the run that were not among the inputs.
+    pub missing: Vec<u64>,
+    /// Intervals written.
+    pub intervals: usize,
+}
+
+/// Why segments could not be merged. Every message says what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// An input could not be read.
+    #[error(transparent)]
+    Read(#[from] FormatError),
+    /// No run directory was found under the inputs.
+    #[error("no run directory under {0}: give the segments' run directories (each holds run.json and series.csv), or a directory that holds them")]
+    NoRuns(String),
+    /// A run directory is not a segment.
+    #[error("{0}: not a segment of a split run (its run.json has no `segment`); merge the run directories written by `volley run --segment i/N`")]
+    NotASegment(PathBuf),
+    /// Two directories hold the same segment.
+    #[error("segment {segment} appears twice: {first} and {second} (a retried pod?); keep the one to merge and leave the other out")]
+    Duplicate {
+        /// `i/N`.
+        segment: String,
+        /// The first directory.
+        first: PathBuf,
+        /// The second.
+        second: PathBuf,
+    },
+    /// The segments do not belong to one run.
+    #[error("{dir}: {what} is {theirs}, but {first} has {ours}; merge only the segments of one run")]
+    Mismatch {
+        /// The segment that differs.
+        dir: PathBuf,
+        /// What differs: its run id, plan, segment count, interval.
+        what: &'static str,
+        /// Its value.
+        theirs: String,
+        /// The first segment's directory.
+        first: PathBuf,
+        /// The first segment's value.
+        ours: String,
+    },
+    /// The segments started too far apart for their intervals to line up.
+    #[error("segments started {apart_ms:.0} ms apart ({first} at {first_at}, {last} at {last_at}), more than the tolerance of {tolerance_ms:.0} ms: their intervals would not line up. Start them with one --start-at, or widen --start-tolerance")]
+    StartsApart {
+        /// Earliest start's directory.
+        first: PathBuf,
+        /// Its start.
+        first_at: String,
+        /// Latest start's directory.
+        last: PathBuf,
+        /// Its start.
+        last_at: String,
+        /// How far apart, ms.
+        apart_ms: f64,
+        /// The tolerance, ms.
+        tolerance_ms: f64,
+    },
+    /// The output could not be written.
+    #[error("{0}: {1}")]
+    Output(PathBuf, String),
+}
+
+/// Merges the segment run directories found under `inputs` (run directories, or
+/// directories holding them) into one run directory at `out`.
+pub fn merge(inputs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merged, MergeError> {
+    let dirs = find_run_dirs(inputs, out)?;
+    let set = inputs::SegmentSet::read(&dirs, opts)?;
+    let first = &set.segments[0];
+    let interval_s = first.data.meta.interval_s;
+    let status = set.status();
+    let meta = RunMeta {
+        status: RunStatus::Running,
+        reason: None,
+        started_at: set.started_at.to_string(),
+        ended_at: None,
+        pid: None,
+        host: set.hosts().join(", "),
+        command: std::env::args().collect(),
+        errors: notes::errors(&set),
+        server_metrics: first.data.meta.server_metrics.clone(),
+        segment: None,
+        merged: Some(MergedFrom { run_id: set.run_id.clone(), count: set.count, missing: set.missing.clone(), segments: notes::origins(&set) }),
+        ..first.data.meta.clone()
+    };
+    let started = std::time::SystemTime::try_from(set.started_at).map_err(|e| MergeError::Output(out.to_path_buf(), e.to_string()))?;
+    let mut writer = RunWriter::create_at(out, meta, started)?;
+    let intervals = rebuild::write_intervals(&set, &mut writer, interval_s)?;
+    notes::write_generators(&set, out, interval_s)?;
+    // The server's own metrics are the same server seen from every segment: the first
+    // segment's scrapes stand for them.
+    let mut points = first.data.server.iter().peekable();
+    while let Some(p) = points.next() {
+        let mut values = vec![(p.series.clone(), p.value, p.rate)];
+        while let Some(q) = points.next_if(|q| q.elapsed_s == p.elapsed_s && q.target == p.target) {
+            values.push((q.series.clone(), q.value, q.rate));
+        }
+        writer.write_server(p.elapsed_s, &p.target, &values)?;
+    }
+    let ended_at = set.ended_at();
+    writer.finish(status, set.reason())?;
+    if let Some(end) = ended_at {
+        // `finish` stamps the time of the merge; the run ended when its last segment did.
+        writer.meta_mut().ended_at = Some(end);
+        writer.write_meta()?;
+    }
+    Ok(Merged {
+        dir: out.to_path_buf(),
+        status,
+        run_id: set.run_id.clone(),
+        segments: set.segments.iter().map(|s| s.segment.index).collect(),
+        missing: set.missing.clone(),
+        intervals,
+    })
+}

@@ -1,0 +1,179 @@
+//! Each merged interval rebuilt from the segments' rows and histograms, then written by the
+//! same [`RunWriter`] a run writes with, so the merged directory has the layout and columns
+//! of any run.
+//!
+//! A row's sums come back from its means times its count (series.csv keeps means to the
+//! microsecond), so the merged means are the segments' means weighted by their counts;
+//! counts and histograms are added exactly. One merged interval is built at a time: memory
+//! does not grow with the length of the run beyond what reading the inputs takes.
+
+use std::collections::HashMap;
+
+use hdrhistogram::Histogram;
+use volley_formats::hlog::{HistKey, LoggedHistogram};
+use volley_formats::{FormatError, RunWriter};
+use volley_stats::{Counts, Interval, IntervalSample, Latencies, new_histogram};
+
+use crate::MergeError;
+use crate::inputs::{Input, SegmentSet};
+
+/// Columns of series.csv that [`volley_formats::RunData`] does not keep, read here by name.
+const RECONNECTS: &str = "Reconnects";
+const TLS_MS: &str = "Mean_TLS_handshake_(ms)";
+
+/// What one segment brings to the merge, indexed by its own interval.
+struct Prepared<'a> {
+    input: &'a Input,
+    /// (reconnects, mean TLS handshake ms) per row.
+    extra: Vec<(u64, f64)>,
+    /// Its histograms per row.
+    hists: Vec<Vec<&'a LoggedHistogram>>,
+}
+
+impl<'a> Prepared<'a> {
+    fn new(input: &'a Input, interval_s: f64) -> Result<Prepared<'a>, MergeError> {
+        let rows = input.data.series.intervals.len();
+        let mut hists: Vec<Vec<&LoggedHistogram>> = vec![Vec::new(); rows];
+        for h in &input.data.histograms {
+            let j = (h.start_s / interval_s).round() as usize;
+            if let Some(slot) = hists.get_mut(j) {
+                slot.push(h);
+            }
+        }
+        Ok(Prepared { input, extra: extra_columns(input, rows)?, hists })
+    }
+
+    /// Row `m` of the merged run, when this segment has it.
+    fn row(&self, m: u64) -> Option<usize> {
+        let j = m.checked_sub(self.input.offset)? as usize;
+        (j < self.input.data.series.intervals.len()).then_some(j)
+    }
+}
+
+/// Reads the Reconnects and TLS columns of the segment's series.csv.
+fn extra_columns(input: &Input, rows: usize) -> Result<Vec<(u64, f64)>, MergeError> {
+    let path = input.data.dir.join(volley_formats::rundir::SERIES_CSV);
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_path(&path).map_err(|e| FormatError::malformed(&path, 1, None, e.to_string()))?;
+    let header = reader.headers().map_err(|e| FormatError::malformed(&path, 1, None, e.to_string()))?.clone();
+    let col = |name: &str| header.iter().position(|h| h == name);
+    let (rc, tc) = (col(RECONNECTS), col(TLS_MS));
+    let mut out = Vec::with_capacity(rows);
+    for rec in reader.records().take(rows) {
+        let Ok(rec) = rec else { break };
+        let num = |c: Option<usize>| c.and_then(|c| rec.get(c)).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        out.push((num(rc) as u64, num(tc)));
+    }
+    out.resize(rows, (0, 0.0));
+    Ok(out)
+}
+
+/// The sums behind a row: its count times each mean, µs.
+fn counts_of(row: &Interval, kinds: Option<&[u64; volley_stats::KINDS]>, tls_ms: f64, reconnects: u64) -> Counts {
+    let n = row.tests as f64;
+    let sum_us = |mean_ms: f64| (mean_ms * 1000.0 * n).round() as u64;
+    let mean_us = row.mean_test_time_ms * 1000.0;
+    let sd_us = row.test_time_sd_ms * 1000.0;
+    let mut c = Counts {
+        tests: row.tests,
+        errors: row.errors,
+        response_errors: row.response_errors,
+        total_sum_us: sum_us(row.mean_test_time_ms),
+        total_sumsq_us: n * (sd_us * sd_us + mean_us * mean_us),
+        ttfb_sum_us: sum_us(row.mttfb_ms),
+        connect_sum_us: sum_us(row.mean_connect_ms),
+        tls_sum_us: sum_us(tls_ms),
+        bytes: (row.mean_response_length * n).round() as u64,
+        reconnects,
+        dropped: row.dropped,
+        ..Counts::default()
+    };
+    if let Some(k) = kinds {
+        c.errors_by_kind = *k;
+    }
+    c
+}
+
+/// Histograms of one merged interval, by key, added as they come.
+#[derive(Default)]
+struct Hists(HashMap<HistKey, Histogram<u64>>);
+
+impl Hists {
+    fn add(&mut self, h: &LoggedHistogram) {
+        h.histogram.add_to(self.0.entry(h.key).or_insert_with(new_histogram));
+    }
+
+    fn latencies(&mut self, key: HistKey) -> Latencies {
+        self.0.remove(&key).map_or_else(Latencies::new, Latencies::from_histogram)
+    }
+
+    fn boxed(&mut self, key: HistKey) -> Option<Box<Histogram<u64>>> {
+        self.0.remove(&key).map(Box::new)
+    }
+}
+
+/// Writes every merged interval; returns how many.
+pub(crate) fn write_intervals(set: &SegmentSet, writer: &mut RunWriter, interval_s: f64) -> Result<usize, MergeError> {
+    let prepared = set.segments.iter().map(|s| Prepared::new(s, interval_s)).collect::<Result<Vec<_>, _>>()?;
+    let steps = set.segments[0].data.meta.steps.len();
+    let open = set.segments[0].data.meta.plan.load.is_open();
+    let end = prepared.iter().map(|p| p.input.offset + p.input.data.series.intervals.len() as u64).max().unwrap_or(0);
+    let mut written = 0;
+    for m in 0..end {
+        let mut counts = Counts::default();
+        let mut step_counts = vec![Counts::default(); steps];
+        let mut hists = Hists::default();
+        let (mut vusers, mut period, mut any) = (0.0, 0.0f64, false);
+        for p in &prepared {
+            let Some(j) = p.row(m) else { continue };
+            any = true;
+            let data = &p.input.data;
+            let row = &data.series.intervals[j];
+            let mut c = counts_of(row, data.errors_by_kind.get(j), p.extra[j].1, p.extra[j].0);
+            if let Some(g) = data.generator.get(j) {
+                c.late = g.late;
+                c.sched_lag_max_us = (g.sched_lag_max_ms * 1000.0).round() as u64;
+                c.generator_cpu_pct = g.cpu_pct;
+            }
+            counts.merge(&c);
+            vusers += row.vusers;
+            period = period.max(row.period_s);
+            for (k, sc) in step_counts.iter_mut().enumerate() {
+                let Some(step_row) = data.steps.get(k).and_then(|(_, s)| s.intervals.get(j)) else { continue };
+                let mut c = counts_of(step_row, None, 0.0, 0);
+                c.events = data.step_events.get(k).and_then(|e| e.get(j)).copied().unwrap_or(0);
+                sc.merge(&c);
+            }
+            for h in &p.hists[j] {
+                hists.add(h);
+            }
+        }
+        if !any {
+            continue;
+        }
+        let mut sample = IntervalSample::new(m);
+        sample.counts = counts;
+        sample.ttfb = hists.latencies(HistKey::TTFB);
+        sample.total = hists.latencies(HistKey::TOTAL);
+        let (ta, tt) = (hists.0.contains_key(&HistKey::TTFB_ACTUAL), hists.0.contains_key(&HistKey::TOTAL_ACTUAL));
+        if open || ta || tt {
+            sample.actual = Some(Box::new((hists.latencies(HistKey::TTFB_ACTUAL), hists.latencies(HistKey::TOTAL_ACTUAL))));
+        }
+        sample.iteration = hists.boxed(HistKey::ITERATION);
+        sample.unfinished = hists.boxed(HistKey::UNFINISHED);
+        let step_samples: Vec<IntervalSample> = step_counts
+            .into_iter()
+            .enumerate()
+            .map(|(k, c)| {
+                let mut s = IntervalSample::new(m);
+                s.counts = c;
+                s.ttfb = hists.latencies(HistKey::step(volley_formats::HistMetric::Ttfb, k));
+                s.total = hists.latencies(HistKey::step(volley_formats::HistMetric::Total, k));
+                s
+            })
+            .collect();
+        let row = sample.to_interval(m as f64 * interval_s, period, vusers);
+        writer.write_interval(&sample, &row, &step_samples)?;
+        written += 1;
+    }
+    Ok(written)
+}
