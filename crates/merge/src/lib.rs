@@ -116,6 +116,9 @@ pub enum MergeError {
 /// Merges the segment run directories found under `inputs` (run directories, or
 /// directories holding them) into one run directory at `out`.
 pub fn merge(inputs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merged, MergeError> {
+    if out.join(volley_formats::rundir::RUN_JSON).exists() {
+        return Err(MergeError::Output(out.to_path_buf(), "already holds a run directory; give a new directory for the merged run".into()));
+    }
     let dirs = find_run_dirs(inputs, out)?;
     let set = inputs::SegmentSet::read(&dirs, opts)?;
     let first = &set.segments[0];
