@@ -9,6 +9,8 @@
 #               (crates/demo/tests/postgres.rs)
 #   gcc         a C compiler and linker: Rust links with `cc`, ring and SQLite are built from C
 #   procps      `kill`, used to send Ctrl-C to a run (crates/cli/tests/it/run.rs)
+#   iproute2    `ip netns`: split runs with each segment in its own network namespace
+#               (crates/cli/tests/it/netns.rs; skipped, saying why, where namespaces are refused)
 # Packages are installed with apt-get, as root or through sudo; .ci/run calls this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +44,7 @@ have_chromium || missing+=(chromium)
 have_initdb || missing+=(postgresql)
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 type -P kill >/dev/null 2>&1 || missing+=(procps)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then

@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -14,7 +15,7 @@ use volley_scenario::RateShape;
 
 use crate::client::Client;
 use crate::flow::FlowState;
-use crate::context::WorkerContext;
+use crate::context::{Shared, WorkerContext};
 use crate::vu::{NothingSent, send_request};
 
 /// A VU of the open model: its connection and, in a scenario, its variables.
@@ -58,11 +59,17 @@ pub(crate) async fn run_arrivals(ctx: Rc<WorkerContext>, rate: RateShape, worker
     let pool = Rc::new(RefCell::new(Pool { idle: Vec::new(), created: 0, cap: cap.max(1), backlog: VecDeque::new() }));
     let mut tasks = tokio::task::JoinSet::new();
     let seg = ctx.plan.segment;
-    let mut arrivals = pace(rate, seg.global(worker), seg.count * workers, t0, ctx.shared.stop.clone());
+    let mut arrivals = pace(rate, seg.global(worker), seg.count * workers, t0, ctx.shared.clone());
+    let mut stopping = false;
     loop {
         let due = tokio::select! {
             biased;
-            _ = ctx.shared.stop.cancelled() => break,
+            _ = ctx.shared.stop.cancelled(), if !stopping => {
+                // The pacer still hands over the arrivals that were due before the stop
+                // (then ends): they are sent, or counted as dropped, never lost.
+                stopping = true;
+                continue;
+            }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
             due = arrivals.recv() => match due { Some(d) => d, None => break },
         };
@@ -84,24 +91,23 @@ pub(crate) async fn run_arrivals(ctx: Rc<WorkerContext>, rate: RateShape, worker
     }
 }
 
-/// A thread that hands over arrivals `first`, `first + step`, … each at its due time.
-fn pace(
-    rate: RateShape,
-    first: u64,
-    step: u64,
-    t0: Instant,
-    stop: tokio_util::sync::CancellationToken,
-) -> tokio::sync::mpsc::UnboundedReceiver<Instant> {
+/// A thread that hands over arrivals `first`, `first + step`, … each at its due time. Once
+/// the run stops it hands over those due before the stop ([`Shared::stopped_at`]) and ends.
+fn pace(rate: RateShape, first: u64, step: u64, t0: Instant, shared: Arc<Shared>) -> tokio::sync::mpsc::UnboundedReceiver<Instant> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let spawned = std::thread::Builder::new().name(format!("volley-pacer-{first}")).spawn(move || {
         let mut n = first;
+        let after_stop = |due: Instant| shared.stop.is_cancelled() && shared.stopped_at.get().is_none_or(|at| due >= *at);
         while let Some(offset) = rate.due(n) {
             let due = t0 + offset;
+            if after_stop(due) {
+                return;
+            }
             let now = Instant::now();
             if due > now {
                 std::thread::sleep(due - now);
             }
-            if stop.is_cancelled() || tx.send(due).is_err() {
+            if after_stop(due) || tx.send(due).is_err() {
                 return;
             }
             n += step;
@@ -172,14 +178,13 @@ mod tests {
 
     use std::time::Duration;
 
-    use tokio_util::sync::CancellationToken;
     use volley_scenario::RateStage;
 
     use super::*;
 
     /// Starts `workers` pacers on one schedule and collects what each hands over, to its end.
-    fn paced(rate: &RateShape, workers: u64, t0: Instant, stop: &CancellationToken) -> Vec<Vec<Instant>> {
-        let receivers: Vec<_> = (0..workers).map(|w| pace(rate.clone(), w, workers, t0, stop.clone())).collect();
+    fn paced(rate: &RateShape, workers: u64, t0: Instant, shared: &Arc<Shared>) -> Vec<Vec<Instant>> {
+        let receivers: Vec<_> = (0..workers).map(|w| pace(rate.clone(), w, workers, t0, shared.clone())).collect();
         receivers
             .into_iter()
             .map(|mut rx| std::iter::from_fn(|| rx.blocking_recv()).collect())
@@ -195,7 +200,7 @@ mod tests {
         assert_eq!(schedule.len(), 450);
         for workers in [1, 3, 4] {
             let t0 = Instant::now();
-            let got = paced(&rate, workers, t0, &CancellationToken::new());
+            let got = paced(&rate, workers, t0, &Arc::new(Shared::new(0, 0)));
             let done = Instant::now();
             for (w, dues) in got.iter().enumerate() {
                 let share: Vec<Instant> = schedule.iter().skip(w).step_by(workers as usize).map(|d| t0 + *d).collect();
@@ -212,20 +217,22 @@ mod tests {
     #[test]
     fn a_stopped_pacer_hands_over_nothing_more_and_ends() {
         let rate = RateShape::constant(200.0, Duration::from_secs(60));
-        let stop = CancellationToken::new();
+        let shared = Arc::new(Shared::new(0, 0));
         let t0 = Instant::now();
         let canceller = {
-            let stop = stop.clone();
+            let shared = shared.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(50));
-                stop.cancel();
+                let _ = shared.stopped_at.set(t0 + Duration::from_millis(50));
+                shared.stop.cancel();
             })
         };
-        let got = paced(&rate, 2, t0, &stop);
+        let got = paced(&rate, 2, t0, &shared);
         canceller.join().unwrap();
         assert!(t0.elapsed() < Duration::from_secs(2), "the pacers ended soon after the stop");
         for (w, dues) in got.iter().enumerate() {
-            assert!(!dues.is_empty() && dues.len() < 30, "worker {w}: {} arrivals in ~50 ms at 100/s each", dues.len());
+            // Every arrival due before the stop (0, 5, … 45 ms: five per worker) was handed over.
+            assert!(dues.len() >= 5 && dues.len() < 30, "worker {w}: {} arrivals in ~50 ms at 100/s each", dues.len());
             let share: Vec<Instant> = (w as u64..).step_by(2).take(dues.len()).map(|n| t0 + rate.due(n).unwrap()).collect();
             assert_eq!(dues, &share, "worker {w}: a prefix of its share");
         }

@@ -24,6 +24,10 @@ pub(crate) struct Shared {
     pub(crate) running: Vec<AtomicBool>,
     /// No new iterations; sleeping VUs wake and leave.
     pub(crate) stop: CancellationToken,
+    /// Where the run stopped (set just before `stop` is cancelled): open-model arrivals due
+    /// before it are still sent, so a schedule's last arrivals are not lost to a pacer
+    /// thread that woke a moment late.
+    pub(crate) stopped_at: std::sync::OnceLock<std::time::Instant>,
     /// In-flight requests are dropped.
     pub(crate) abort: CancellationToken,
     /// Set by a VU when the run cannot go on (test data ran out); the conductor stops it.
@@ -40,6 +44,7 @@ impl Shared {
             active_vus: AtomicU64::new(target_vus),
             running: (0..max_vus).map(|_| AtomicBool::new(false)).collect(),
             stop: CancellationToken::new(),
+            stopped_at: std::sync::OnceLock::new(),
             abort: CancellationToken::new(),
             halted: std::sync::Mutex::new(None),
             finished_vus: AtomicU64::new(0),

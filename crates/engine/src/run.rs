@@ -371,6 +371,7 @@ impl Conductor {
         let interval = self.config.interval;
         let vus_at_stop = self.shared.active_vus.load(Ordering::Relaxed) as f64;
         self.shared.target_vus.store(0, Ordering::Relaxed);
+        let _ = self.shared.stopped_at.set(self.t0 + stop_at);
         self.shared.stop.cancel();
         // The interval holding the stop instant (a stop exactly on a boundary belongs to
         // the interval before it), but never one already emitted.
