@@ -18,7 +18,8 @@ echo "== segments in network namespaces (release)"
 cargo test --release --locked -p volley-cli --test it netns -- --nocapture 2>&1 | grep -E '^(run|open|closed|SKIPPED)|test result'
 
 echo "== merge: 8 segments x 3600 intervals"
-cargo build --release --locked -p volley-cli -p volley-merge --example synth_segments
+cargo build --release --locked -p volley-cli
+cargo build --release --locked -p volley-merge --example synth_segments
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$CARGO_TARGET_DIR/release/examples/synth_segments" "$work/in" 8 3600 "${RATE:-1000}" 2>/dev/null
