@@ -60,7 +60,7 @@ fn start_at_from(text: &str, now: SystemTime) -> Result<SystemTime> {
         let ts: jiff::Timestamp = t.parse().map_err(|e| {
             anyhow::anyhow!("--start-at {text}: {e}; give an RFC 3339 time with its offset (like 2026-01-01T00:00:00Z) or Unix seconds")
         })?;
-        SystemTime::try_from(ts).map_err(|e| anyhow::anyhow!("--start-at {text}: {e}"))?
+        SystemTime::from(ts)
     };
     let whole = if at.duration_since(UNIX_EPOCH).is_ok_and(|d| d.subsec_nanos() == 0) { at } else { whole_second_after(at) };
     if whole != at {

@@ -138,7 +138,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merg
         merged: Some(MergedFrom { run_id: set.run_id.clone(), count: set.count, missing: set.missing.clone(), segments: notes::origins(&set) }),
         ..first.data.meta.clone()
     };
-    let started = std::time::SystemTime::try_from(set.started_at).map_err(|e| MergeError::Output(out.to_path_buf(), e.to_string()))?;
+    let started = std::time::SystemTime::from(set.started_at);
     let mut writer = RunWriter::create_at(out, meta, started)?;
     let intervals = rebuild::write_intervals(&set, &mut writer, interval_s)?;
     notes::write_generators(&set, out, interval_s)?;

@@ -132,7 +132,7 @@ fn refuses_what_cannot_be_one_run() {
     let plain = root.path().join("plain");
     let mut w = volley_formats::RunWriter::create(&plain, volley_formats::RunMeta::new("plain", plan.clone()), start()).unwrap();
     w.finish(RunStatus::Complete, None).unwrap();
-    let e = text(merge(&[plain.clone()], &out("f"), &opts).unwrap_err());
+    let e = text(merge(std::slice::from_ref(&plain), &out("f"), &opts).unwrap_err());
     assert!(e.contains("not a segment of a split run"), "{e}");
     let empty = root.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
