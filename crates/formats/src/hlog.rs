@@ -157,19 +157,77 @@ pub struct LoggedHistogram {
 /// Reads every interval histogram in `bytes` tagged with a [`HistKey`]; histograms with
 /// other tags (or none) are skipped, as no report looks them up.
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<LoggedHistogram>> {
-    let mut out = Vec::new();
-    let mut de = Deserializer::new();
-    let mut line_buf = Vec::new();
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        let line_no = i as u64 + 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+    Reader::new(path, bytes).collect()
+}
+
+/// Reads a log one line at a time, so that a long run's histograms need not all be held at
+/// once (`volley merge` walks several logs side by side this way).
+pub struct Reader<R> {
+    path: std::path::PathBuf,
+    input: R,
+    line_no: u64,
+    de: Deserializer,
+    line: Vec<u8>,
+    ready: std::collections::VecDeque<LoggedHistogram>,
+    stop_at_cut: bool,
+}
+
+impl<R: std::io::BufRead> Reader<R> {
+    /// A reader of the log `input` (named `path` in errors).
+    pub fn new(path: &Path, input: R) -> Self {
+        Reader { path: path.to_path_buf(), input, line_no: 0, de: Deserializer::new(), line: Vec::new(), ready: Default::default(), stop_at_cut: false }
+    }
+
+    /// Ends quietly at a last line without its newline — one a crash cut short, as volley
+    /// ends every line it writes — instead of reading it.
+    pub fn stopping_at_a_cut_line(mut self) -> Self {
+        self.stop_at_cut = true;
+        self
+    }
+}
+
+impl<R: std::io::BufRead> Iterator for Reader<R> {
+    type Item = Result<LoggedHistogram>;
+
+    fn next(&mut self) -> Option<Result<LoggedHistogram>> {
+        loop {
+            if let Some(h) = self.ready.pop_front() {
+                return Some(Ok(h));
+            }
+            self.line.clear();
+            match self.input.read_until(b'\n', &mut self.line) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(e) => return Some(Err(FormatError::io(&self.path, e))),
+            }
+            self.line_no += 1;
+            if self.line.last() != Some(&b'\n') {
+                if self.stop_at_cut {
+                    return None;
+                }
+                self.line.push(b'\n');
+            }
+            if let Err(e) = read_line(&self.path, self.line_no, &self.line, &mut self.de, &mut self.ready) {
+                return Some(Err(e));
+            }
         }
-        line_buf.clear();
-        line_buf.extend_from_slice(line);
-        line_buf.push(b'\n');
+    }
+}
+
+/// Reads the histograms of one line (ending in a newline) into `out`.
+fn read_line(
+    path: &Path,
+    line_no: u64,
+    line_buf: &[u8],
+    de: &mut Deserializer,
+    out: &mut std::collections::VecDeque<LoggedHistogram>,
+) -> Result<()> {
+    {
+        if line_buf.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
         let bad = |what: String| FormatError::malformed(path, line_no, None, what);
-        for entry in IntervalLogIterator::new(&line_buf) {
+        for entry in IntervalLogIterator::new(line_buf) {
             let entry = entry.map_err(|_| bad("not an HdrHistogram interval-log line".to_string()))?;
             if let LogEntry::Interval(ih) = entry {
                 let Some(key) = ih.tag().and_then(|t| HistKey::parse(t.as_str())) else { continue };
@@ -179,7 +237,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<LoggedHistogram>> {
                 check_encoded(&raw).map_err(|e| bad(format!("bad histogram: {e}")))?;
                 let histogram: Histogram<u64> =
                     de.deserialize(&mut raw.as_slice()).map_err(|e| bad(format!("bad histogram: {e:?}")))?;
-                out.push(LoggedHistogram {
+                out.push_back(LoggedHistogram {
                     key,
                     start_s: ih.start_timestamp().as_secs_f64(),
                     histogram: CompactHistogram::from_histogram(&histogram),
@@ -187,7 +245,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<LoggedHistogram>> {
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// HdrHistogram's cookies: V2 encoding, plain and deflated.

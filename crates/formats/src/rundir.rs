@@ -546,6 +546,16 @@ impl RunData {
 
     /// Reads the run directory at `dir`.
     pub fn read(dir: &Path) -> Result<RunData> {
+        Self::read_with(dir, true)
+    }
+
+    /// Reads the run directory at `dir` without its histograms (`histograms` stays empty),
+    /// for readers that walk `latency.hlog` themselves with [`crate::hlog::Reader`].
+    pub fn read_without_histograms(dir: &Path) -> Result<RunData> {
+        Self::read_with(dir, false)
+    }
+
+    fn read_with(dir: &Path, with_histograms: bool) -> Result<RunData> {
         let meta_path = dir.join(RUN_JSON);
         let meta_text = fs::read_to_string(&meta_path).map_err(|e| FormatError::io(&meta_path, e))?;
         let mut meta: RunMeta = serde_json::from_str(&meta_text).map_err(|e| {
@@ -575,7 +585,8 @@ impl RunData {
         let file = ngrinder::parse(&spath, &series_text)?;
         input_notes.extend(file.notes.iter().cloned());
         let hpath = dir.join(LATENCY_HLOG);
-        let histograms = match fs::read(&hpath) {
+        let histograms = match if with_histograms { fs::read(&hpath) } else { Ok(Vec::new()) } {
+            Ok(bytes) if bytes.is_empty() => Vec::new(),
             Ok(bytes) => {
                 let bytes = match cut_last_line(&bytes) {
                     Some((start, line)) => {

@@ -76,7 +76,8 @@ impl SegmentSet {
     pub(crate) fn read(dirs: &[PathBuf], opts: &MergeOptions) -> Result<SegmentSet, MergeError> {
         let mut segments: Vec<Input> = Vec::new();
         for dir in dirs {
-            let data = RunData::read(dir)?;
+            // The histograms are read as they are merged, interval by interval (rebuild.rs).
+            let data = RunData::read_without_histograms(dir)?;
             let note = data.meta.segment.clone().ok_or_else(|| MergeError::NotASegment(dir.clone()))?;
             let started_at: jiff::Timestamp = data.meta.started_at.parse().map_err(|e| {
                 volley_formats::FormatError::malformed(dir.join("run.json"), 1, None, format!("started_at `{}`: {e}", data.meta.started_at))

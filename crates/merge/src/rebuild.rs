@@ -4,13 +4,18 @@
 //!
 //! A row's sums come back from its means times its count (series.csv keeps means to the
 //! microsecond), so the merged means are the segments' means weighted by their counts;
-//! counts and histograms are added exactly. One merged interval is built at a time: memory
-//! does not grow with the length of the run beyond what reading the inputs takes.
+//! counts and histograms are added exactly. One merged interval is built at a time, each
+//! segment's `latency.hlog` read alongside (volley writes it in interval order), so memory
+//! does not grow with the length of the run beyond the segments' series.
 
 use std::collections::HashMap;
 
 use hdrhistogram::Histogram;
-use volley_formats::hlog::{HistKey, LoggedHistogram};
+use std::fs::File;
+use std::io::BufReader;
+use std::iter::Peekable;
+
+use volley_formats::hlog::{self, HistKey, LoggedHistogram};
 use volley_formats::{FormatError, RunWriter};
 use volley_stats::{Counts, Interval, IntervalSample, Latencies, new_histogram};
 
@@ -26,21 +31,39 @@ struct Prepared<'a> {
     input: &'a Input,
     /// (reconnects, mean TLS handshake ms) per row.
     extra: Vec<(u64, f64)>,
-    /// Its histograms per row.
-    hists: Vec<Vec<&'a LoggedHistogram>>,
+    /// Its histogram log, read as the merge goes.
+    hlog: Option<Peekable<hlog::Reader<BufReader<File>>>>,
 }
 
 impl<'a> Prepared<'a> {
-    fn new(input: &'a Input, interval_s: f64) -> Result<Prepared<'a>, MergeError> {
+    fn new(input: &'a Input) -> Result<Prepared<'a>, MergeError> {
         let rows = input.data.series.intervals.len();
-        let mut hists: Vec<Vec<&LoggedHistogram>> = vec![Vec::new(); rows];
-        for h in &input.data.histograms {
-            let j = (h.start_s / interval_s).round() as usize;
-            if let Some(slot) = hists.get_mut(j) {
-                slot.push(h);
+        let path = input.data.dir.join(volley_formats::rundir::LATENCY_HLOG);
+        let hlog = match File::open(&path) {
+            Ok(f) => Some(hlog::Reader::new(&path, BufReader::new(f)).stopping_at_a_cut_line().peekable()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(FormatError::io(path, e).into()),
+        };
+        Ok(Prepared { input, extra: extra_columns(input, rows)?, hlog })
+    }
+
+    /// Adds the histograms of its row `j` to `into`, reading them from its log.
+    fn add_histograms(&mut self, j: usize, interval_s: f64, into: &mut Hists) -> Result<(), MergeError> {
+        let Some(log) = &mut self.hlog else { return Ok(()) };
+        let index = |h: &LoggedHistogram| (h.start_s / interval_s).round() as usize;
+        loop {
+            match log.peek() {
+                None => return Ok(()),
+                Some(Err(_)) => return Err(log.next().and_then(Result::err).expect("an error was peeked").into()),
+                Some(Ok(h)) if index(h) > j => return Ok(()),
+                Some(Ok(_)) => {}
+            }
+            let h = log.next().expect("peeked").expect("peeked");
+            // Histograms of an earlier row than asked (none are written out of order) are passed over.
+            if index(&h) == j {
+                into.add(&h);
             }
         }
-        Ok(Prepared { input, extra: extra_columns(input, rows)?, hists })
     }
 
     /// Row `m` of the merged run, when this segment has it.
@@ -113,7 +136,7 @@ impl Hists {
 
 /// Writes every merged interval; returns how many.
 pub(crate) fn write_intervals(set: &SegmentSet, writer: &mut RunWriter, interval_s: f64) -> Result<usize, MergeError> {
-    let prepared = set.segments.iter().map(|s| Prepared::new(s, interval_s)).collect::<Result<Vec<_>, _>>()?;
+    let mut prepared = set.segments.iter().map(Prepared::new).collect::<Result<Vec<_>, _>>()?;
     let steps = set.segments[0].data.meta.steps.len();
     let open = set.segments[0].data.meta.plan.load.is_open();
     let end = prepared.iter().map(|p| p.input.offset + p.input.data.series.intervals.len() as u64).max().unwrap_or(0);
@@ -123,7 +146,7 @@ pub(crate) fn write_intervals(set: &SegmentSet, writer: &mut RunWriter, interval
         let mut step_counts = vec![Counts::default(); steps];
         let mut hists = Hists::default();
         let (mut vusers, mut period, mut any) = (0.0, 0.0f64, false);
-        for p in &prepared {
+        for p in &mut prepared {
             let Some(j) = p.row(m) else { continue };
             any = true;
             let data = &p.input.data;
@@ -143,9 +166,7 @@ pub(crate) fn write_intervals(set: &SegmentSet, writer: &mut RunWriter, interval
                 c.events = data.step_events.get(k).and_then(|e| e.get(j)).copied().unwrap_or(0);
                 sc.merge(&c);
             }
-            for h in &p.hists[j] {
-                hists.add(h);
-            }
+            p.add_histograms(j, interval_s, &mut hists)?;
         }
         if !any {
             continue;
