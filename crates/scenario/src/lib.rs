@@ -16,7 +16,7 @@ pub mod plan;
 pub mod rate;
 pub mod scenario;
 pub mod stages;
-mod suggest;
+pub mod suggest;
 pub mod template;
 pub mod threshold;
 
