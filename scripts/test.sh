@@ -9,6 +9,8 @@
 #               (crates/demo/tests/postgres.rs)
 #   gcc         a C compiler and linker: Rust links with `cc`, ring and SQLite are built from C
 #   procps      `kill`, used to send Ctrl-C to a run (crates/cli/tests/it/run.rs)
+#   libxml2-utils  `xmllint`, which validates the --junit files against the JUnit schemas in
+#               fixtures/junit/ (crates/cli/tests/it/ci.rs)
 # Packages are installed with apt-get, as root or through sudo; .ci/run calls this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +44,7 @@ have_chromium || missing+=(chromium)
 have_initdb || missing+=(postgresql)
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 type -P kill >/dev/null 2>&1 || missing+=(procps)
+command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
@@ -57,7 +60,7 @@ if [ ${#missing[@]} -gt 0 ]; then
       say "install them as root: apt-get update && apt-get install ${missing[*]}"
     else
       say "this is not a Debian-like system: install Chromium (chromium, chromium-browser or google-chrome on PATH),"
-      say "PostgreSQL (initdb), a C compiler (cc) and kill with your package manager"
+      say "PostgreSQL (initdb), a C compiler (cc), kill and xmllint (libxml2) with your package manager"
     fi
     exit 1
   fi
@@ -68,6 +71,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   hash -r
   have_chromium || { say "chromium is still not on PATH after installing it"; exit 1; }
   have_initdb || { say "initdb is still not found after installing postgresql"; exit 1; }
+  command -v xmllint >/dev/null 2>&1 || { say "xmllint is still not on PATH after installing libxml2-utils"; exit 1; }
 fi
 
 # --- The tests ---------------------------------------------------------------------------

@@ -103,14 +103,17 @@ pub(crate) struct ServeArgs {
 /// `volley compare`.
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
-    /// Two or more run directories or result files, in order (Original, Phase 1, ...).
-    #[arg(required = true, num_args = 2..)]
+    /// Two or more run directories or result files, in order (Original, Phase 1, ...); with
+    /// --baseline, one or more.
+    #[arg(required = true, num_args = 1..)]
     pub(crate) paths: Vec<PathBuf>,
-    /// Comma-separated labels, one per run.
+    /// Comma-separated labels, one per run (the baseline first).
     #[arg(long)]
     pub(crate) labels: Option<String>,
     #[command(flatten)]
     pub(crate) out: OutputArgs,
+    #[command(flatten)]
+    pub(crate) gate: crate::gate_cmd::GateFlags,
 }
 
 /// What `report` and `compare` share: how to compute and where to write.
@@ -152,6 +155,9 @@ pub(crate) struct CheckArgs {
     /// Also trust the CA certificates in this PEM file.
     #[arg(long)]
     pub(crate) cacert: Option<PathBuf>,
+    /// Write the validation and each request as JUnit XML test cases to this file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
 }
 
 /// `volley run`.
@@ -215,6 +221,9 @@ pub(crate) struct RunArgs {
     /// "tps avg >= 220"; a failed one makes the exit code 1 and shows in every report.
     #[arg(long = "threshold")]
     pub(crate) thresholds: Vec<String>,
+    /// Write the thresholds (and whether the run ran its course) as JUnit XML test cases to this file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
     /// Scrape this Prometheus / OpenMetrics endpoint every interval into server.csv
     /// (repeatable; e.g. Spring Boot's /actuator/prometheus). Failures are counted, never fatal.
     #[arg(long = "server-metrics")]

@@ -3,7 +3,9 @@
 
 mod args;
 mod check_cmd;
+mod ci;
 mod demo_cmd;
+mod gate_cmd;
 mod knob_flags;
 mod load_flags;
 mod progress;

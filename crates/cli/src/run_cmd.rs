@@ -127,6 +127,7 @@ pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = run_spec(&args)?;
     let (_, report) = execute(&spec, args.progress)?;
+    crate::ci::after_run(args.junit.as_deref(), &report)?;
     // A run volley had to stop (too many errors) failed as surely as a threshold.
     let failed = report.status == RunStatus::Aborted.name() || !report.thresholds_passed();
     if !report.thresholds_passed() {
