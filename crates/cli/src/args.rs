@@ -26,6 +26,8 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Run the same test once per value of a setting and name the best.
     Sweep(SweepArgs),
+    /// The run history: one line per run (and run group) with its figures; --trend draws one.
+    Runs(crate::runs_cmd::RunsArgs),
     /// The demo target on its own.
     Target {
         #[command(subcommand)]

@@ -11,6 +11,7 @@ mod load_flags;
 mod progress;
 mod report_cmd;
 mod run_cmd;
+mod runs_cmd;
 mod signals;
 mod sweep_cmd;
 
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => report_cmd::compare(a),
         Command::Demo(a) => demo_cmd::demo(a),
         Command::Sweep(a) => sweep_cmd::sweep(a),
+        Command::Runs(a) => runs_cmd::runs(a),
         Command::Target { command: args::TargetCommand::Serve(a) } => demo_cmd::serve(a),
     };
     match result {

@@ -49,6 +49,7 @@ pub fn metric_name(name: &str) -> Result<&'static str> {
             suggestion: ["_ms", "_pct"]
                 .iter()
                 .find_map(|unit| valid.iter().find(|k| k.eq_ignore_ascii_case(&format!("{name}{unit}"))).copied())
+                .or_else(|| valid.iter().find(|k| k.starts_with(&format!("{}_", name.to_ascii_lowercase()))).copied())
                 .or_else(|| volley_scenario::suggest::suggest(name, &valid)),
             valid,
         }),

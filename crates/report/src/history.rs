@@ -51,7 +51,7 @@ pub struct Entry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     /// Thresholds that held, of how many (none: the run had none).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "threshold_counts")]
     pub thresholds: Option<(usize, usize)>,
     /// The figures, by the comparison's keys (`tps_avg`, `ttfb_p99_ms`, …); for a group, the
     /// mean over its runs that completed. A figure the run does not have is absent.
@@ -59,6 +59,16 @@ pub struct Entry {
     /// A group's runs, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<Entry>,
+}
+
+/// `{"passed": 2, "total": 3}`.
+fn threshold_counts<S: serde::Serializer>(t: &Option<(usize, usize)>, s: S) -> std::result::Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Counts {
+        passed: usize,
+        total: usize,
+    }
+    t.map(|(passed, total)| Counts { passed, total }).serialize(s)
 }
 
 impl Entry {
@@ -187,7 +197,7 @@ pub fn read_run(dir: &Path) -> Entry {
     let meta_path = dir.join(RUN_JSON);
     let meta: RunMeta = match std::fs::read_to_string(&meta_path).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
         Ok(m) => m,
-        Err(e) => return Entry::unreadable(Kind::Run, dir, dir_name, format!("{}: {e}", meta_path.display())),
+        Err(e) => return Entry::unreadable(Kind::Run, dir, dir_name, format!("{RUN_JSON}: {e}")),
     };
     let mut status = meta.status;
     if status == RunStatus::Running && volley_formats::rundir::recorder_gone(&meta) == Some(true) {
@@ -242,7 +252,7 @@ fn read_group(dir: &Path) -> Entry {
     let gpath = dir.join(GROUP_JSON);
     let file: GroupFile = match std::fs::read_to_string(&gpath).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
         Ok(g) => g,
-        Err(e) => return Entry::unreadable(Kind::Group, dir, dir_name, format!("{}: {e}", gpath.display())),
+        Err(e) => return Entry::unreadable(Kind::Group, dir, dir_name, format!("{GROUP_JSON}: {e}")),
     };
     let mut runs: Vec<Entry> = subdirs(dir).iter().filter(|d| d.join(RUN_JSON).is_file()).map(|d| read_run(d)).collect();
     sort(&mut runs);

@@ -22,3 +22,4 @@ pub mod junit;
 pub mod charts;
 pub mod html;
 pub mod sweep;
+pub mod trend;

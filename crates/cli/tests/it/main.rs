@@ -13,3 +13,4 @@ mod scenario;
 mod scenario_server;
 mod faults;
 mod ci;
+mod history;
