@@ -33,6 +33,9 @@ pub(crate) struct GateFlags {
     /// e.g. 5%.
     #[arg(long, value_name = "PCT")]
     pub(crate) tolerance: Option<String>,
+    /// Also gate each scenario step (or test id) found in both runs.
+    #[arg(long)]
+    pub(crate) gate_steps: bool,
     /// Write the gated figures as JUnit XML test cases to this file (one suite per table).
     #[arg(long, value_name = "FILE")]
     pub(crate) junit: Option<PathBuf>,
@@ -63,9 +66,13 @@ fn tolerance(t: &str) -> Result<f64> {
 impl Gate {
     /// Checks the flags (metric names, tolerance); a gate is on when any of them is given.
     pub(crate) fn from_flags(f: &GateFlags) -> Result<Gate> {
-        let on = f.baseline.is_some() || f.fail_on.is_some() || f.gate_metrics.is_some() || f.tolerance.is_some() || f.junit.is_some();
+        let on = f.baseline.is_some() || f.fail_on.is_some() || f.gate_metrics.is_some() || f.tolerance.is_some() || f.junit.is_some() || f.gate_steps;
         let tolerance_pct = f.tolerance.as_deref().map(tolerance).transpose()?.unwrap_or(0.0);
-        let spec = on.then(|| GateSpec::parse(f.gate_metrics.as_deref(), tolerance_pct)).transpose().map_err(|e| anyhow::anyhow!("--gate-metrics: {e}"))?;
+        let spec = on
+            .then(|| GateSpec::parse(f.gate_metrics.as_deref(), tolerance_pct))
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--gate-metrics: {e}"))?
+            .map(|s| GateSpec { steps: f.gate_steps, ..s });
         Ok(Gate { spec, baseline: f.baseline.clone(), fail_on: f.fail_on, junit: f.junit.clone() })
     }
 
@@ -108,6 +115,10 @@ impl Gate {
             crate::ci::write_junit(path, &volley_report::junit::gate_suites(&gate, &cmp.table(), &crate::ci::hostname()))?;
         }
         crate::ci::append_step_summary(&format!("{}\n{}", cmp.markdown(), gate.markdown()));
+        let checks = gate.tables.iter().flat_map(|t| &t.checks);
+        if checks.clone().next().is_some() && checks.clone().all(|c| c.outcome == volley_report::gate::Outcome::NotJudged) {
+            eprintln!("volley: warning: the gate could not judge any figure (see why in the output): it passes, but it checked nothing");
+        }
         let failures: Vec<String> = gate.failures().map(|(t, c)| format!("{} ({} → {}): {}", c.label, t.before, t.after, c.why)).collect();
         if !failures.is_empty() {
             let n = failures.len();

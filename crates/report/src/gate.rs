@@ -30,6 +30,9 @@ pub struct GateSpec {
     /// A figure worse beyond the noise fails only when it is also worse by more than this, % of
     /// the earlier value (0: any change beyond the noise fails).
     pub tolerance_pct: f64,
+    /// Also judge each scenario step (or test id) found in both runs, on those of the gated
+    /// figures a step has (error rate, TPS, MTTFB, TTFB p50 and p99).
+    pub steps: bool,
 }
 
 /// Every metric name a gate (and `volley runs --trend`) takes.
@@ -76,7 +79,7 @@ impl GateSpec {
                 out
             }
         };
-        Ok(GateSpec { metrics, explicit: list.is_some(), tolerance_pct })
+        Ok(GateSpec { metrics, explicit: list.is_some(), tolerance_pct, steps: false })
     }
 }
 
@@ -169,6 +172,12 @@ impl GateResult {
                 };
                 let (outcome, why) = judge(row, spec.tolerance_pct);
                 checks.push(GateCheck { key, label, row: Some(row.clone()), outcome, why });
+            }
+            for s in step.per_step.iter().filter(|_| spec.steps) {
+                for row in s.rows.iter().filter(|r| spec.metrics.contains(&r.key)) {
+                    let (outcome, why) = judge(row, spec.tolerance_pct);
+                    checks.push(GateCheck { key: row.key, label: format!("step `{}`: {}", s.name, row.label), row: Some(row.clone()), outcome, why });
+                }
             }
             tables.push(GateTable { before: step.before.clone(), after: step.after.clone(), checks });
         }

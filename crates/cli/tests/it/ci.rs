@@ -219,3 +219,29 @@ fn check_junit_has_a_case_per_request_and_one_for_an_invalid_file() {
     let xml = valid_junit(&junit);
     assert!(xml.contains("<failure type=\"invalid scenario\"") && xml.contains("requets"), "{xml}");
 }
+
+#[test]
+fn gate_steps_judges_each_scenario_step() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let mut runs = Vec::new();
+    for (name, ms) in [("before", 5), ("after", 25)] {
+        let file = out.path().join(format!("{name}.yaml"));
+        std::fs::write(&file, format!("target: {}\nsteps:\n  - name: quick\n    request: GET /ok\n  - name: slow\n    request: GET /delay?ms={ms}\n", server.url(""))).unwrap();
+        let root = out.path().join(name);
+        let o = volley(&[
+            "run", file.to_str().unwrap(), "--vus", "4", "--duration", "3s", "--interval", "250ms", "-o", root.to_str().unwrap(), "--progress", "none",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        runs.push(only_run(&root));
+    }
+    let (b, a) = (runs[0].to_str().unwrap(), runs[1].to_str().unwrap());
+    let o = volley(&["compare", "--baseline", b, a, "--fail-on", "regression", "--gate-metrics", "ttfb_p50_ms", "--gate-steps"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let line = |step: &str| stdout.lines().find(|l| l.contains(&format!("step `{step}`: TTFB p50"))).unwrap_or_else(|| panic!("no {step} row:\n{stdout}")).to_string();
+    assert!(line("slow").trim_start().starts_with("FAIL"), "{stdout}");
+    // The quick step is judged too (whatever a loaded machine made of its sub-millisecond times).
+    assert!(line("quick").contains("/ok") || line("quick").contains(" ms → "), "{stdout}");
+}
