@@ -18,6 +18,15 @@ pub(crate) fn hostname() -> String {
     if h.is_empty() { "localhost".to_string() } else { h }
 }
 
+/// Fails early, before a run, when `--junit FILE` could not be written at its end.
+pub(crate) fn check_junit_path(path: Option<&Path>) -> Result<()> {
+    let Some(parent) = path.and_then(Path::parent).filter(|p| !p.as_os_str().is_empty()) else { return Ok(()) };
+    if !parent.is_dir() {
+        anyhow::bail!("--junit {}: the directory {} does not exist; create it or write the file elsewhere", path.unwrap_or(parent).display(), parent.display());
+    }
+    Ok(())
+}
+
 /// Writes `suites` as a JUnit XML file.
 pub(crate) fn write_junit(path: &Path, suites: &[Suite]) -> Result<()> {
     std::fs::write(path, volley_report::junit::document(suites)).with_context(|| format!("--junit {}: cannot write it", path.display()))?;

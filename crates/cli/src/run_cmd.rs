@@ -126,6 +126,7 @@ pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = run_spec(&args)?;
+    crate::ci::check_junit_path(args.junit.as_deref())?;
     let (_, report) = execute(&spec, args.progress)?;
     crate::ci::after_run(args.junit.as_deref(), &report)?;
     // A run volley had to stop (too many errors) failed as surely as a threshold.
