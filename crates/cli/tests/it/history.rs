@@ -45,6 +45,17 @@ fn the_history_lists_every_run_with_its_status_and_draws_a_trend() {
     copy_dir(&fixture("bad/rundir_running_elsewhere"), &runs.join("20261101T000000Z_bad-fixture"));
     std::fs::create_dir_all(runs.join("20261102T000000Z_crashed")).unwrap();
     std::fs::write(runs.join("20261102T000000Z_crashed/run.json"), "{\"schema\": 1, \"name\": ").unwrap();
+    // A run whose recorder died: run.json still says running, its process on this host is gone,
+    // and it has no report.json, so its figures are read from its data.
+    let web = std::fs::read_dir(runs.join("demo")).unwrap().next().unwrap().unwrap().path();
+    let dead = runs.join("20261104T000000Z_killed");
+    copy_dir(&web, &dead);
+    std::fs::remove_file(dead.join("report.json")).unwrap();
+    let mut meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dead.join("run.json")).unwrap()).unwrap();
+    meta["status"] = "running".into();
+    meta["name"] = "killed".into();
+    meta["pid"] = 2_147_483_646u32.into(); // above any pid Linux hands out
+    std::fs::write(dead.join("run.json"), meta.to_string()).unwrap();
     // A run group: a directory of runs with a group file.
     let group = runs.join("20261103T000000Z_api-x2");
     for d in std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().unwrap().to_string_lossy().ends_with("_api")) {
@@ -62,8 +73,14 @@ fn the_history_lists_every_run_with_its_status_and_draws_a_trend() {
     assert!(lines[3].contains("    api ") && lines[4].contains("    api "), "the group's runs under it:\n{table}");
     assert!(lines[5].contains("bad-fixture") && lines[5].ends_with("running"), "{table}");
     assert!(lines[6].contains("  api  ") && lines[6].contains("GET /delay?ms=2 · 2 VUs · 1s") && lines[6].ends_with("complete"), "{table}");
-    assert!(lines[7].contains("GET /delay?ms=8") && lines[8].contains("web"), "{table}");
+    assert!(lines[7].contains("GET /delay?ms=8"), "{table}");
     assert!(table.contains("note: ") && table.contains("run.json"), "why the broken run cannot be read:\n{table}");
+    let killed = lines.iter().find(|l| l.contains("killed")).unwrap_or_else(|| panic!("{table}"));
+    assert!(killed.ends_with("did not finish") && killed.contains(" ms "), "listed with its figures from its data:\n{table}");
+    // Its data give the figures its copy's report.json holds.
+    let web = lines.iter().find(|l| l.contains(" web ")).unwrap_or_else(|| panic!("{table}"));
+    let figures = |l: &str| l.split("1s").nth(1).unwrap().split("0.00%").next().unwrap().trim().to_string();
+    assert_eq!(figures(killed), figures(web), "{table}");
 
     // JSON, filtered by name.
     let o = volley(&["runs", runs.to_str().unwrap(), "--name", "api", "--json"]);
@@ -75,7 +92,7 @@ fn the_history_lists_every_run_with_its_status_and_draws_a_trend() {
     assert!(fast.as_f64().unwrap() < 6.0 && slow.as_f64().unwrap() > 7.0, "{fast} {slow}");
     assert!(list.iter().all(|e| e["status"] == "complete" && e["kind"] == "run"));
     let o = volley(&["runs", runs.to_str().unwrap(), "--name", "nope*"]);
-    assert!(o.status.success() && String::from_utf8_lossy(&o.stderr).contains("api, api-group, bad-fixture, web)"), "{}", text(&o));
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stderr).contains("names there: 20261102T000000Z_crashed, api, api-group, bad-fixture, killed, web)"), "{}", text(&o));
 
     // The trend of the two api runs.
     let stem = dir.path().join("charts/api-ttfb");
