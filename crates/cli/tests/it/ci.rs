@@ -120,6 +120,8 @@ fn a_regression_beyond_the_noise_fails_the_gate_and_says_which_figures() {
 
 #[test]
 fn bad_gate_flags_are_input_errors_with_the_valid_names() {
+    // Its bootstraps take CPU: not while a timing test runs.
+    let _g = serial();
     let dir = out_dir();
     let run = fixture("bad/rundir_running_elsewhere");
     let r = run.to_str().unwrap();
