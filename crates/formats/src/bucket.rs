@@ -347,7 +347,12 @@ impl Bucketer {
         let (&last0, _) = self.slots.last_key_value()?;
         if self.whole_seconds {
             let blind = last0 - first0 >= 2;
-            let note = blind.then_some(InputNote::EdgesUnknown { interval_s: self.interval_ms / 1000.0 });
+            let note = blind.then(|| InputNote::EdgesUnknown {
+                interval_s: self.interval_ms / 1000.0,
+                first: true,
+                last: true,
+                why: "The time stamps are whole seconds".to_string(),
+            });
             return Some((Edges { start_ms: f64::NAN, end_ms: f64::NAN, first: first0, last: last0 }, note));
         }
         let i = self.interval_ms;

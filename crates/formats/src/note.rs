@@ -196,6 +196,12 @@ pub enum InputNote {
     EdgesUnknown {
         /// The interval, s.
         interval_s: f64,
+        /// Whether the first interval is left out of TPS.
+        first: bool,
+        /// Whether the last interval is left out of TPS.
+        last: bool,
+        /// Why their coverage is unknown.
+        why: String,
     },
     /// Requests the tool made but did not write to this file.
     NotInFile {
@@ -246,10 +252,18 @@ impl std::fmt::Display for InputNote {
                     edge("last", *last_s, *last_folded, "before it"),
                 )
             }
-            InputNote::EdgesUnknown { interval_s } => write!(
-                f,
-                "The time stamps are whole seconds, so how much of the first and the last {interval_s} s interval the requests fill is unknown: both count in every total but are left out of the TPS average and percentiles (TPS n/a in those rows)."
-            ),
+            InputNote::EdgesUnknown { interval_s, first, last, why } => {
+                let which = match (first, last) {
+                    (true, true) => "the first and the last",
+                    (true, false) => "the first",
+                    _ => "the last",
+                };
+                let (them, rows) = if *first && *last { ("both count", "those rows") } else { ("it counts", "that row") };
+                write!(
+                    f,
+                    "{why}, so how much of {which} {interval_s} s interval the requests fill is unknown: {them} in every total but not in the TPS average and percentiles (TPS n/a in {rows})."
+                )
+            }
             InputNote::NotInFile { requests: Some(n), why } => write!(f, "{} requests are not in this file: {why}", group_thousands(*n)),
             InputNote::NotInFile { requests: None, why } => write!(f, "Some requests are not in this file: {why}"),
         }

@@ -213,8 +213,13 @@ impl Assembler {
         let out = self.bucketer.finish();
         let successes = out.series.tests();
         out.into_source(&mut src);
+        let placed = if self.whole_seconds {
+            "the second k6 stamped (when each request ended: whole-second stamps are too coarse to place its start)"
+        } else {
+            "second of their start (k6 stamps a request's samples when it ended: start = end − blocked − duration)"
+        };
         src.notes.push(format!(
-            "{requests} requests rebuilt from k6 samples and bucketed by second of their start (k6 stamps a request's samples when it ended). k6's definitions are kept: TTFB = http_req_waiting (request written → first response byte, without connection set-up or sending), total = http_req_duration (sending + waiting + receiving, without connection set-up); TTFB, total and their percentiles cover successful requests only (k6's own summary covers all unless it shows `expected_response:true`)."
+            "{requests} requests rebuilt from k6 samples and bucketed by {placed}. k6's definitions are kept: TTFB = http_req_waiting (request written → first response byte, without connection set-up or sending), total = http_req_duration (sending + waiting + receiving, without connection set-up); TTFB, total and their percentiles cover successful requests only (k6's own summary covers all unless it shows `expected_response:true`)."
         ));
         src.input_notes.splice(0..0, self.book.into_notes());
         if missing > 0 && missing == successes {
