@@ -381,8 +381,10 @@ pub fn sniff_summary(head: &str) -> bool {
 /// percentiles (`summaryTrendStats`) included.
 fn trend_summary(node: &serde_json::Value, count: u64) -> (Option<LatencySummary>, String) {
     let Some(map) = node.as_object() else { return (None, String::new()) };
-    let stat = |k: &str| map.get(k).and_then(serde_json::Value::as_f64).unwrap_or(f64::NAN);
-    let pct = |p: &str| map.get(&format!("p({p})")).and_then(serde_json::Value::as_f64);
+    // A time that no request can have (negative, NaN) is n/a too.
+    let time = |k: &str| map.get(k).and_then(serde_json::Value::as_f64).filter(|v| v.is_finite() && *v >= 0.0);
+    let stat = |k: &str| time(k).unwrap_or(f64::NAN);
+    let pct = |p: &str| time(&format!("p({p})"));
     let mut stats: Vec<(f64, String)> = map
         .iter()
         .filter_map(|(k, v)| {
@@ -406,7 +408,7 @@ fn trend_summary(node: &serde_json::Value, count: u64) -> (Option<LatencySummary
         count,
         min_ms: stat("min"),
         mean_ms: stat("avg"),
-        p50_ms: map.get("med").and_then(serde_json::Value::as_f64).or(pct("50")).unwrap_or(f64::NAN),
+        p50_ms: time("med").or(pct("50")).unwrap_or(f64::NAN),
         p90_ms: pct("90").unwrap_or(f64::NAN),
         p95_ms: pct("95").unwrap_or(f64::NAN),
         p99_ms: pct("99").unwrap_or(f64::NAN),
