@@ -68,6 +68,9 @@ pub struct RequestRecord {
     pub vusers: Option<f64>,
     /// Where the record is in its file (a line, or a byte offset for binary files), for notes.
     pub place: u64,
+    /// When it ended, ms since the epoch, when the tool says so and it is not
+    /// `start_ms + total` (k6 also waits for a connection before its duration starts).
+    pub end_ms: Option<f64>,
 }
 
 #[derive(Default)]
@@ -208,7 +211,7 @@ impl Bucketer {
     /// Adds one request.
     pub fn add(&mut self, r: &RequestRecord) {
         self.records += 1;
-        let end = r.start_ms + r.total_us as f64 / 1000.0;
+        let end = r.end_ms.unwrap_or(r.start_ms + r.total_us as f64 / 1000.0);
         self.span_ms = Some(match self.span_ms {
             Some((a, b)) => (a.min(r.start_ms), b.max(end)),
             None => (r.start_ms, end),

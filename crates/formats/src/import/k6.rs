@@ -80,6 +80,7 @@ impl Pending {
                 status: self.status.filter(|s| *s > 0),
                 vusers: None,
                 place: self.line,
+                end_ms: (!whole_seconds).then_some(self.at_ms),
             },
             unknown,
         ))
@@ -542,4 +543,33 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
     }
     src.input_notes = unavailable;
     Ok(src)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_keeps_k6s_definitions_and_is_placed_at_its_start() {
+        // One request on a new connection: 50 ms to connect, stamped when it ended
+        // (RFC 3339 time stamps, so fine enough to place its start).
+        let csv = "metric_name,timestamp,metric_value,name,status,expected_response\n\
+            http_reqs,2026-11-23T05:00:10.100Z,1,/a,200,true\n\
+            http_req_duration,2026-11-23T05:00:10.100Z,30,/a,200,true\n\
+            http_req_blocked,2026-11-23T05:00:10.100Z,50.5,/a,200,true\n\
+            http_req_connecting,2026-11-23T05:00:10.100Z,50,/a,200,true\n\
+            http_req_sending,2026-11-23T05:00:10.100Z,1,/a,200,true\n\
+            http_req_waiting,2026-11-23T05:00:10.100Z,25,/a,200,true\n\
+            http_req_receiving,2026-11-23T05:00:10.100Z,4,/a,200,true\n\
+            http_req_failed,2026-11-23T05:00:10.100Z,0,/a,200,true\n";
+        let src = read_csv(Path::new("k6.csv"), csv.as_bytes()).unwrap();
+        let ttfb = src.latency(crate::HistKey::TTFB, 0.0).unwrap();
+        let total = src.latency(crate::HistKey::TOTAL, 0.0).unwrap();
+        assert!((ttfb.max_ms - 25.0).abs() < 0.05, "TTFB = http_req_waiting: {ttfb:?}");
+        assert!((total.max_ms - 30.0).abs() < 0.05, "total = http_req_duration, no connecting: {total:?}");
+        assert_eq!(src.per_test[0].0, "/a");
+        // Started at 10.100 − 0.0505 − 0.030 = 10.0195 s: in the second that ends at 11 s.
+        let row = &src.series.intervals[0];
+        assert!((row.period_s - (10.100 - 10.0195)).abs() < 1e-6, "the interval is the request's own span: {row:?}");
+    }
 }
