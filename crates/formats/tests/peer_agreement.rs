@@ -166,15 +166,17 @@ fn locust_history_agrees_with_locusts_summary_and_says_what_it_leaves_out() {
         InputNote::NotInFile { requests, .. } => Some(*requests),
         _ => None,
     });
-    assert_eq!(missing, Some(Some(end - count as u64)), "{:?}", src.input_notes);
-    assert!(end > count as u64, "this run has a tail the history misses");
-    // TPS: Locust divides by its own clock (stats reset to the last request), the history
-    // by its whole-second rows, the first of which (the users' start) is left out.
+    // (The kept run has 10 such requests; a regenerated one may have none, and then no note.)
+    let want = (end > count as u64).then_some(Some(end - count as u64));
+    assert_eq!(missing, want, "{:?}", src.input_notes);
+    // TPS: Locust divides by its own clock (first request to the last before the write),
+    // the history by its whole-second stamps (first write to last): they agree to within
+    // one second of the run, the resolution of those stamps (measured: −1.00 % here, −1.02 %
+    // and −1.00 % in two more runs; docs/importers.md).
     let want_tps = rps * (count - failures) / count;
     let got = tps_avg(&src);
-    assert!(off(got, want_tps).abs() <= 0.01, "TPS {got:.4}, Locust {want_tps:.4} ({:+.2} %)", off(got, want_tps) * 100.0);
-    assert!(src.series.intervals[0].tps.is_nan() && src.series.intervals[1].tps.is_finite());
-    assert!(src.input_notes.iter().any(|n| matches!(n, InputNote::EdgesUnknown { first: true, last: false, .. })), "{:?}", src.input_notes);
+    let span: f64 = src.series.intervals.iter().map(|i| i.period_s).sum();
+    assert!(off(got, want_tps).abs() <= 1.0 / span, "TPS {got:.4}, Locust {want_tps:.4} ({:+.2} %)", off(got, want_tps) * 100.0);
     // Per name, as Locust's summary has them.
     let names: Vec<&str> = src.per_test.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["/fast", "/slow"]);

@@ -191,19 +191,7 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
     }
     let mut src = source(path, Format::LocustHistory);
     src.per_test = per_name(path, &header, &groups, &series, [name_c, count_c, fail_c, avg_c])?;
-    // The first interval holds the users' start somewhere inside it: its TPS would be
-    // partial traffic taken as a whole second.
-    if series.intervals.len() > 2 {
-        for s in std::iter::once(&mut series).chain(src.per_test.iter_mut().map(|(_, s)| s)) {
-            s.intervals[0].tps = f64::NAN;
-        }
-        book.push(InputNote::EdgesUnknown {
-            interval_s: 1.0,
-            first: true,
-            last: false,
-            why: "Locust starts its history when the run starts and its users within the first interval, and stamps whole seconds".to_string(),
-        });
-    }
+    src.notes.push("Locust stamps its history rows with whole seconds: TPS here is per stamped second between rows, so it can differ from Locust's own Requests/s (count ÷ first to last request) by up to a second's worth of the run.".to_string());
     src.series = series;
     src.input_notes = book.into_notes();
     src.input_notes.extend(missing_tail(path, prev_count));
