@@ -144,7 +144,7 @@ struct LatencyView {
 fn view(r: &RunReport) -> ReportView {
     let mut latency: Vec<LatencyView> = crate::render::latency_rows(r)
         .into_iter()
-        .map(|(name, s)| LatencyView { name: name.to_string(), values: s.rows().iter().map(|(_, v)| format!("{v:.2}")).collect() })
+        .map(|(name, s)| LatencyView { name: name.to_string(), values: s.rows().iter().map(|(_, v)| if v.is_finite() { format!("{v:.2}") } else { "n/a".to_string() }).collect() })
         .collect();
     if !latency.is_empty() && r.unavailable(volley_formats::Figure::Ttfb).is_some() {
         latency.push(LatencyView { name: "TTFB".to_string(), values: vec!["n/a".to_string(); 9] });
