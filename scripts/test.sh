@@ -9,6 +9,11 @@
 #               (crates/demo/tests/postgres.rs)
 #   gcc         a C compiler and linker: Rust links with `cc`, ring and SQLite are built from C
 #   procps      `kill`, used to send Ctrl-C to a run (crates/cli/tests/it/run.rs)
+#   python3-venv a Python venv under target/tools/venv (pinned versions, from PyPI) for:
+#     moto[server]         a real S3-compatible server on loopback (crates/store/tests,
+#                          crates/cli/tests/it/k8s.rs: upload, collect, bytes compared)
+#     kubernetes-validate  the official Kubernetes OpenAPI schemas 1.29-1.37, offline
+#                          (crates/cli/tests/it/k8s.rs validates every generated manifest)
 # Packages are installed with apt-get, as root or through sudo; .ci/run calls this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +47,7 @@ have_chromium || missing+=(chromium)
 have_initdb || missing+=(postgresql)
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 type -P kill >/dev/null 2>&1 || missing+=(procps)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3 python3-venv)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
@@ -69,6 +75,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   have_chromium || { say "chromium is still not on PATH after installing it"; exit 1; }
   have_initdb || { say "initdb is still not found after installing postgresql"; exit 1; }
 fi
+
+# --- Python tools (PyPI), in a venv of their own; skipped when the pinned set is there ----
+py_tools=("moto[server]==5.2.5" "kubernetes-validate==1.37.0")
+venv="$PWD/target/tools/venv"
+if [ "$(cat "$venv/.volley-tools" 2>/dev/null)" != "${py_tools[*]}" ]; then
+  say "installing ${py_tools[*]} into $venv (pip)"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${py_tools[@]}"
+  echo "${py_tools[*]}" > "$venv/.volley-tools"
+fi
+export PATH="$venv/bin:$PATH"
 
 # --- The tests ---------------------------------------------------------------------------
 exec cargo test --workspace --locked "$@"
