@@ -4,6 +4,7 @@
 mod args;
 mod check_cmd;
 mod demo_cmd;
+mod k8s_cmd;
 mod knob_flags;
 mod load_flags;
 mod progress;
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => report_cmd::compare(a),
         Command::Demo(a) => demo_cmd::demo(a),
         Command::Sweep(a) => sweep_cmd::sweep(a),
+        Command::K8s { command } => k8s_cmd::k8s(command),
         Command::Target { command: args::TargetCommand::Serve(a) } => demo_cmd::serve(a),
     };
     match result {

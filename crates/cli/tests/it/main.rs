@@ -12,3 +12,4 @@ mod sweep;
 mod scenario;
 mod scenario_server;
 mod faults;
+mod k8s;
