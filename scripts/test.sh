@@ -10,7 +10,7 @@
 #   gcc         a C compiler and linker: Rust links with `cc`, ring and SQLite are built from C
 #   procps      `kill`, used to send Ctrl-C to a run (crates/cli/tests/it/run.rs)
 #   python3-venv a Python venv under target/tools/venv (pinned versions, from PyPI) for:
-#     moto[server]         a real S3-compatible server on loopback (crates/store/tests,
+#     moto (S3 only, with flask for moto_server) a real S3-compatible server on loopback (crates/store/tests,
 #                          crates/cli/tests/it/k8s.rs: upload, collect, bytes compared)
 #     kubernetes-validate  the official Kubernetes OpenAPI schemas 1.29-1.37, offline
 #                          (crates/cli/tests/it/k8s.rs validates every generated manifest)
@@ -77,7 +77,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # --- Python tools (PyPI), in a venv of their own; skipped when the pinned set is there ----
-py_tools=("moto[server]==5.2.5" "kubernetes-validate==1.37.0")
+py_tools=("moto[s3]==5.2.5" "flask==3.1.3" "flask-cors==6.0.5" "kubernetes-validate==1.37.0")
 venv="$PWD/target/tools/venv"
 if [ "$(cat "$venv/.volley-tools" 2>/dev/null)" != "${py_tools[*]}" ]; then
   say "installing ${py_tools[*]} into $venv (pip)"

@@ -1,4 +1,4 @@
-//! A real S3-compatible server for tests: moto (PyPI `moto[server]`, installed by
+//! A real S3-compatible server for tests: moto (PyPI `moto[s3]` with flask, installed by
 //! scripts/test.sh into target/tools/venv) on a free loopback port, stopped when dropped.
 //! Shared by crates/store/tests and crates/cli/tests (included with `#[path]`).
 
@@ -20,7 +20,7 @@ impl Moto {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| panic!("moto_server is needed for this test ({e}): run scripts/test.sh, which installs moto[server] into target/tools/venv and puts it on PATH"));
+            .unwrap_or_else(|e| panic!("moto_server is needed for this test ({e}): run scripts/test.sh, which installs moto into target/tools/venv and puts it on PATH"));
         let moto = Moto { child, port };
         let deadline = Instant::now() + Duration::from_secs(30);
         while moto.request("GET", "/").is_none() {
