@@ -28,6 +28,11 @@ pub(crate) enum Command {
     Sweep(SweepArgs),
     /// The run history: one line per run (and run group) with its figures; --trend draws one.
     Runs(crate::runs_cmd::RunsArgs),
+    /// Run a plan as an Indexed Job on Kubernetes: write the manifests, collect the results.
+    K8s {
+        #[command(subcommand)]
+        command: crate::k8s_cmd::K8sCommand,
+    },
     /// The demo target on its own.
     Target {
         #[command(subcommand)]
@@ -239,6 +244,14 @@ pub(crate) struct RunArgs {
     /// Progress output: auto (a live line on a terminal), plain (a line per interval), none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub(crate) progress: ProgressMode,
+    /// When the run ends, upload its run directory under this S3 prefix (credentials and
+    /// endpoint from the AWS_* environment: docs/kubernetes.md).
+    #[arg(long, value_name = "s3://BUCKET/PREFIX", value_parser = parse_location)]
+    pub(crate) upload: Option<volley_store::Location>,
+}
+
+pub(crate) fn parse_location(s: &str) -> Result<volley_store::Location, String> {
+    s.parse().map_err(|e: volley_store::StoreError| e.to_string())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -6,6 +6,7 @@ mod check_cmd;
 mod ci;
 mod demo_cmd;
 mod gate_cmd;
+mod k8s_cmd;
 mod knob_flags;
 mod load_flags;
 mod progress;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo_cmd::demo(a),
         Command::Sweep(a) => sweep_cmd::sweep(a),
         Command::Runs(a) => runs_cmd::runs(a),
+        Command::K8s { command } => k8s_cmd::k8s(command),
         Command::Target { command: args::TargetCommand::Serve(a) } => demo_cmd::serve(a),
     };
     match result {

@@ -14,3 +14,4 @@ mod scenario_server;
 mod faults;
 mod ci;
 mod history;
+mod k8s;
