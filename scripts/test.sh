@@ -11,6 +11,13 @@
 #   procps      `kill`, used to send Ctrl-C to a run (crates/cli/tests/it/run.rs)
 #   iproute2    `ip netns`: split runs with each segment in its own network namespace
 #               (crates/cli/tests/it/netns.rs; skipped, saying why, where namespaces are refused)
+#   libxml2-utils  `xmllint`, which validates the --junit files against the JUnit schemas in
+#               fixtures/junit/ (crates/cli/tests/it/ci.rs)
+#   python3-venv a Python venv under target/tools/venv (pinned versions, from PyPI) for:
+#     moto (S3 only, with flask for moto_server) a real S3-compatible server on loopback (crates/store/tests,
+#                          crates/cli/tests/it/k8s.rs: upload, collect, bytes compared)
+#     kubernetes-validate  the official Kubernetes OpenAPI schemas 1.29-1.37, offline
+#                          (crates/cli/tests/it/k8s.rs validates every generated manifest)
 # Packages are installed with apt-get, as root or through sudo; .ci/run calls this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +52,8 @@ have_initdb || missing+=(postgresql)
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 type -P kill >/dev/null 2>&1 || missing+=(procps)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3 python3-venv)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
@@ -60,7 +69,7 @@ if [ ${#missing[@]} -gt 0 ]; then
       say "install them as root: apt-get update && apt-get install ${missing[*]}"
     else
       say "this is not a Debian-like system: install Chromium (chromium, chromium-browser or google-chrome on PATH),"
-      say "PostgreSQL (initdb), a C compiler (cc) and kill with your package manager"
+      say "PostgreSQL (initdb), a C compiler (cc), kill and xmllint (libxml2) with your package manager"
     fi
     exit 1
   fi
@@ -71,7 +80,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   hash -r
   have_chromium || { say "chromium is still not on PATH after installing it"; exit 1; }
   have_initdb || { say "initdb is still not found after installing postgresql"; exit 1; }
+  command -v xmllint >/dev/null 2>&1 || { say "xmllint is still not on PATH after installing libxml2-utils"; exit 1; }
 fi
+
+# --- Python tools (PyPI), in a venv of their own; skipped when the pinned set is there ----
+py_tools=("moto[s3]==5.2.5" "flask==3.1.3" "flask-cors==6.0.5" "kubernetes-validate==1.37.0")
+venv="$PWD/target/tools/venv"
+if [ "$(cat "$venv/.volley-tools" 2>/dev/null)" != "${py_tools[*]}" ]; then
+  say "installing ${py_tools[*]} into $venv (pip)"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${py_tools[@]}"
+  echo "${py_tools[*]}" > "$venv/.volley-tools"
+fi
+export PATH="$venv/bin:$PATH"
 
 # --- The tests ---------------------------------------------------------------------------
 exec cargo test --workspace --locked "$@"

@@ -28,6 +28,13 @@ pub(crate) enum Command {
     Sweep(SweepArgs),
     /// Merge the run directories of a split run's segments (`run --segment i/N`) into one.
     Merge(MergeArgs),
+    /// The run history: one line per run (and run group) with its figures; --trend draws one.
+    Runs(crate::runs_cmd::RunsArgs),
+    /// Run a plan as an Indexed Job on Kubernetes: write the manifests, collect the results.
+    K8s {
+        #[command(subcommand)]
+        command: crate::k8s_cmd::K8sCommand,
+    },
     /// The demo target on its own.
     Target {
         #[command(subcommand)]
@@ -119,14 +126,17 @@ pub(crate) struct ServeArgs {
 /// `volley compare`.
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
-    /// Two or more run directories or result files, in order (Original, Phase 1, ...).
-    #[arg(required = true, num_args = 2..)]
+    /// Two or more run directories or result files, in order (Original, Phase 1, ...); with
+    /// --baseline, one or more.
+    #[arg(required = true, num_args = 1..)]
     pub(crate) paths: Vec<PathBuf>,
-    /// Comma-separated labels, one per run.
+    /// Comma-separated labels, one per run (the baseline first).
     #[arg(long)]
     pub(crate) labels: Option<String>,
     #[command(flatten)]
     pub(crate) out: OutputArgs,
+    #[command(flatten)]
+    pub(crate) gate: crate::gate_cmd::GateFlags,
 }
 
 /// What `report` and `compare` share: how to compute and where to write.
@@ -168,6 +178,9 @@ pub(crate) struct CheckArgs {
     /// Also trust the CA certificates in this PEM file.
     #[arg(long)]
     pub(crate) cacert: Option<PathBuf>,
+    /// Write the validation and each request as JUnit XML test cases to this file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
 }
 
 /// `volley run`.
@@ -231,6 +244,9 @@ pub(crate) struct RunArgs {
     /// "tps avg >= 220"; a failed one makes the exit code 1 and shows in every report.
     #[arg(long = "threshold")]
     pub(crate) thresholds: Vec<String>,
+    /// Write the thresholds (and whether the run ran its course) as JUnit XML test cases to this file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
     /// Scrape this Prometheus / OpenMetrics endpoint every interval into server.csv
     /// (repeatable; e.g. Spring Boot's /actuator/prometheus). Failures are counted, never fatal.
     #[arg(long = "server-metrics")]
@@ -260,6 +276,14 @@ pub(crate) struct RunArgs {
     /// plan's hash).
     #[arg(long, env = "VOLLEY_RUN_ID")]
     pub(crate) run_id: Option<String>,
+    /// When the run ends, upload its run directory under this S3 prefix (credentials and
+    /// endpoint from the AWS_* environment: docs/kubernetes.md).
+    #[arg(long, value_name = "s3://BUCKET/PREFIX", value_parser = parse_location)]
+    pub(crate) upload: Option<volley_store::Location>,
+}
+
+pub(crate) fn parse_location(s: &str) -> Result<volley_store::Location, String> {
+    s.parse().map_err(|e: volley_store::StoreError| e.to_string())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

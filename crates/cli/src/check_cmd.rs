@@ -16,10 +16,21 @@ use crate::args::CheckArgs;
 use crate::run_cmd::load_scenario;
 
 pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
-    let sc = load_scenario(&a.scenario)?;
+    let junit = |invalid: Option<&str>, traces: &[Trace]| match &a.junit {
+        Some(path) => crate::ci::write_junit(path, &[crate::ci::check_suite(&a.scenario, invalid, traces)]),
+        None => Ok(()),
+    };
+    let sc = match load_scenario(&a.scenario) {
+        Ok(sc) => sc,
+        Err(e) => {
+            junit(Some(&format!("{e:#}")), &[])?;
+            return Err(e);
+        }
+    };
     println!("{}: valid", a.scenario.display());
     print_outline(&sc);
     if a.no_request {
+        junit(None, &[])?;
         return Ok(ExitCode::SUCCESS);
     }
     // The file's settings with one VU running one iteration.
@@ -51,6 +62,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
     }
     let failed = traces.iter().filter(|t| !t.passed).count();
     println!("{} requests, {} failed", traces.len(), failed);
+    junit(None, &traces)?;
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 

@@ -3,7 +3,10 @@
 
 mod args;
 mod check_cmd;
+mod ci;
 mod demo_cmd;
+mod gate_cmd;
+mod k8s_cmd;
 mod knob_flags;
 mod load_flags;
 mod merge_cmd;
@@ -11,6 +14,7 @@ mod progress;
 mod report_cmd;
 mod run_cmd;
 mod segment_flags;
+mod runs_cmd;
 mod signals;
 mod sweep_cmd;
 
@@ -40,6 +44,8 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo_cmd::demo(a),
         Command::Sweep(a) => sweep_cmd::sweep(a),
         Command::Merge(a) => merge_cmd::merge(a),
+        Command::Runs(a) => runs_cmd::runs(a),
+        Command::K8s { command } => k8s_cmd::k8s(command),
         Command::Target { command: args::TargetCommand::Serve(a) } => demo_cmd::serve(a),
     };
     match result {

@@ -12,7 +12,13 @@ use crate::args::MergeArgs;
 
 pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
     let start_tolerance = parse_duration(&a.start_tolerance).map_err(|e| anyhow::anyhow!("--start-tolerance: {e}"))?;
-    let merged = volley_merge::merge(&a.inputs, &a.output, &MergeOptions { start_tolerance })?;
+    merge_and_report(&a.inputs, &a.output, &MergeOptions { start_tolerance })
+}
+
+/// Merges the segments under `inputs` into `out`, then writes and prints its report; the
+/// exit code is 1 when segments are missing, one was aborted, or a threshold failed.
+pub(crate) fn merge_and_report(inputs: &[std::path::PathBuf], out: &std::path::Path, opts: &MergeOptions) -> Result<ExitCode> {
+    let merged = volley_merge::merge(inputs, out, opts)?;
     let segments: Vec<String> = merged.segments.iter().map(|i| i.to_string()).collect();
     eprintln!(
         "volley: merged segments {} of run {} ({} intervals) into {}",

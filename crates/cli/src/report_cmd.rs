@@ -67,12 +67,14 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
 
 pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     let opts = options(&a.out)?;
+    let gate = crate::gate_cmd::Gate::from_flags(&a.gate)?;
+    let paths = gate.paths(&a.paths)?;
     let labels: Vec<String> = a.labels.as_deref().map(|l| l.split(',').map(|s| s.trim().to_string()).collect()).unwrap_or_default();
-    if !labels.is_empty() && labels.len() != a.paths.len() {
-        anyhow::bail!("--labels has {} labels for {} runs", labels.len(), a.paths.len());
+    if !labels.is_empty() && labels.len() != paths.len() {
+        anyhow::bail!("--labels has {} labels for {} runs", labels.len(), paths.len());
     }
-    let sources = open_all(&a.paths, None, opts)?;
-    let cmp = volley_report::compare::build(&sources, &labels, opts);
+    let sources = open_all(&paths, None, opts)?;
+    let cmp = gate.build(&sources, &labels, opts);
     if let Some(html) = &a.out.html {
         write_compare_html(&cmp, &sources, opts, html)?;
     }
@@ -82,8 +84,9 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         ReportFormat::Json => cmp.to_json() + "\n",
         ReportFormat::Csv => cmp.csv(),
     };
+    let (text, code) = gate.finish(&cmp, text, a.out.format)?;
     emit(&a.out.output, &text)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }
 
 /// Writes the comparison page, with its bar charts as PNG and SVG in `<stem>_charts/`.

@@ -69,8 +69,18 @@ fn flag_request(a: &RunArgs, url: &str) -> Result<RequestSpec> {
     Ok(RequestSpec { method: a.method.to_ascii_uppercase(), url: url.to_string(), headers, body })
 }
 
-/// The flags, checked and resolved into what `volley-record` runs.
-pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
+/// The flags and the scenario, checked and merged, before the target's name is resolved
+/// (what `volley k8s manifest` checks on a machine that may not resolve the target).
+pub(crate) struct CheckedRun {
+    pub(crate) settings: Settings,
+    pub(crate) scenario: Option<Arc<Scenario>>,
+    pub(crate) plan: volley_scenario::Plan,
+    pub(crate) url: String,
+    pub(crate) interval: Duration,
+}
+
+/// Every check of the flags that needs no network.
+pub(crate) fn check_run(a: &RunArgs) -> Result<CheckedRun> {
     let flags = flag_settings(a)?;
     let segment = crate::segment_flags::segment(a)?;
     let (settings, scenario) = match &a.scenario {
@@ -91,10 +101,9 @@ pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
         Some(_) => RequestSpec::get(&url),
         None => flag_request(a, &url)?,
     };
-    let mut plan = settings.plan(request, scenario)?;
+    let mut plan = settings.plan(request, scenario.clone())?;
     segment.check(&plan.load)?;
     plan.segment = segment;
-    let target = Target::resolve(&url)?;
     let interval = duration_flag("interval", &a.interval)?;
     if interval < Duration::from_millis(100) {
         bail!("--interval must be at least 100ms");
@@ -111,6 +120,14 @@ pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
             planned.as_secs_f64()
         );
     }
+    duration_flag("grace", &a.grace)?;
+    Ok(CheckedRun { settings, scenario, plan, url, interval })
+}
+
+/// The flags, checked and resolved into what `volley-record` runs.
+pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
+    let CheckedRun { settings, plan, url, interval, .. } = check_run(a)?;
+    let target = Target::resolve(&url)?;
     let mut spec = RunSpec::new(plan, target);
     spec.name = settings.name.clone().unwrap_or_else(|| spec.engine.target.host.clone());
     spec.engine.tls = TlsOptions { insecure: a.insecure, cacert: a.cacert.clone() };
@@ -125,14 +142,22 @@ pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
     spec.warmup = settings.warmup.unwrap_or_default();
     spec.server_metrics = a.server_metrics.clone();
     spec.thresholds = settings.thresholds;
-    spec.engine.start_at = crate::segment_flags::start_at(a, segment)?;
+    spec.engine.start_at = crate::segment_flags::start_at(a, spec.engine.plan.segment)?;
     spec.run_id = a.run_id.clone();
     Ok(spec)
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = run_spec(&args)?;
-    let (_, report) = execute(&spec, args.progress)?;
+    crate::ci::check_junit_path(args.junit.as_deref())?;
+    // Opened before the run, so that a bad endpoint or missing bucket setting fails first.
+    let upload = args.upload.as_ref().map(volley_store::Store::from_env).transpose()?;
+    let (dir, report) = execute(&spec, args.progress)?;
+    crate::ci::after_run(args.junit.as_deref(), &report)?;
+    if let Some(store) = upload {
+        let sent = store.upload_dir(&dir)?;
+        eprintln!("volley: uploaded {} files ({} bytes) to {}/", sent.files.len(), sent.bytes, store.location());
+    }
     // A run volley had to stop (too many errors) failed as surely as a threshold.
     let failed = report.status == RunStatus::Aborted.name() || !report.thresholds_passed();
     if !report.thresholds_passed() {

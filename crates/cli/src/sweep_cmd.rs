@@ -71,6 +71,9 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         // the sweep names the run and places it.
         let flags = a.run.iter().map(|s| s.replace(&placeholder, value).replace("{target}", &base_url));
         let args = RunLine::try_parse_from(std::iter::once("volley run".to_string()).chain(flags))?.args;
+        if args.upload.is_some() {
+            bail!("--upload is not for sweeps: run `volley run ... --upload` per value, or upload {} afterwards", a.output.display());
+        }
         let dir = crate::run_cmd::run_spec(&args).and_then(|mut spec| {
             spec.name = format!("{name}={value}");
             spec.output = a.output.clone();

@@ -68,6 +68,9 @@ pub struct RequestRecord {
     pub vusers: Option<f64>,
     /// Where the record is in its file (a line, or a byte offset for binary files), for notes.
     pub place: u64,
+    /// When it ended, ms since the epoch, when the tool says so and it is not
+    /// `start_ms + total` (k6 also waits for a connection before its duration starts).
+    pub end_ms: Option<f64>,
 }
 
 #[derive(Default)]
@@ -110,6 +113,14 @@ pub struct Bucketer {
     label_index: std::collections::HashMap<String, usize>,
     /// More than [`MAX_LABELS`] labels were seen.
     too_many_labels: usize,
+    /// The earliest start and the latest end of any record, ms since the epoch: the time
+    /// the file's traffic really covers (its first and last intervals hold only part).
+    span_ms: Option<(f64, f64)>,
+    /// Edge intervals folded into their neighbours: (from, into).
+    folds: Vec<(i64, i64)>,
+    /// The file's time stamps are whole seconds: how much of the first and last second
+    /// the requests fill is unknown.
+    whole_seconds: bool,
 }
 
 impl Bucketer {
@@ -138,6 +149,9 @@ impl Bucketer {
             labels: Vec::new(),
             label_index: std::collections::HashMap::new(),
             too_many_labels: 0,
+            span_ms: None,
+            folds: Vec::new(),
+            whole_seconds: false,
         }
     }
 
@@ -172,6 +186,12 @@ impl Bucketer {
         self.labels[i].1.add(r);
     }
 
+    /// Says the file's time stamps are whole seconds (k6's default CSV): the edge
+    /// intervals' coverage is unknown, so they are left out of TPS instead of cut.
+    pub fn whole_second_stamps(&mut self) {
+        self.whole_seconds = true;
+    }
+
     /// Records counted so far.
     pub fn records(&self) -> u64 {
         self.records
@@ -191,6 +211,11 @@ impl Bucketer {
     /// Adds one request.
     pub fn add(&mut self, r: &RequestRecord) {
         self.records += 1;
+        let end = r.end_ms.unwrap_or(r.start_ms + r.total_us as f64 / 1000.0);
+        self.span_ms = Some(match self.span_ms {
+            Some((a, b)) => (a.min(r.start_ms), b.max(end)),
+            None => (r.start_ms, end),
+        });
         let origin = *self.origin_ms.get_or_insert((r.start_ms / 1000.0).floor() * 1000.0);
         let idx = ((r.start_ms - origin) / self.interval_ms).floor() as i64;
         let slot = self.slots.entry(idx).or_default();
@@ -269,9 +294,19 @@ impl Bucketer {
     /// empty rows), the histograms, the errors by kind per interval, and notes; per label too.
     pub fn finish(mut self) -> Bucketed {
         self.seal_before(i64::MAX);
-        let Some(grid) = self.grid() else { return Bucketed::default() };
+        for (_, b) in &mut self.labels {
+            b.seal_before(i64::MAX);
+        }
+        let edges = self.cut_edges();
+        let Some(mut grid) = self.grid() else { return Bucketed::default() };
+        let mut span_note = None;
+        if let Some((e, note)) = edges {
+            grid.edges = Some(e);
+            span_note = note;
+        }
         let mut out = self.rows(&grid, None);
         out.notes.extend(grid.notes.iter().cloned());
+        out.input_notes.extend(span_note);
         if self.late.count > 0 {
             let period = self.interval_ms / 1000.0;
             out.input_notes.push(InputNote::Used {
@@ -294,8 +329,7 @@ impl Bucketer {
             ));
             self.labels.clear();
         }
-        for (i, (name, mut b)) in std::mem::take(&mut self.labels).into_iter().enumerate() {
-            b.seal_before(i64::MAX);
+        for (i, (name, b)) in std::mem::take(&mut self.labels).into_iter().enumerate() {
             let rows = b.rows(&grid, Some(i));
             out.histograms.extend(rows.histograms);
             out.per_label.push((name, rows.series));
@@ -304,6 +338,72 @@ impl Bucketer {
             out.notes.push(format!("More than {MAX_LABELS} distinct labels: only the totals are kept (labels with ids or URLs in them cannot be broken down)."));
         }
         out
+    }
+
+    /// Cuts the first and last intervals to the time the requests cover: an edge interval
+    /// holding less than half an interval of traffic is folded into its neighbour (its TPS,
+    /// per second of a sliver, would be noise), the others keep their own row, shortened.
+    /// Returns the edges and the note saying what was done, when an edge was partial.
+    fn cut_edges(&mut self) -> Option<(Edges, Option<InputNote>)> {
+        let (origin, (start, end)) = (self.origin_ms?, self.span_ms?);
+        let (&first0, _) = self.slots.first_key_value()?;
+        let (&last0, _) = self.slots.last_key_value()?;
+        if self.whole_seconds {
+            let blind = last0 - first0 >= 2;
+            let note = blind.then(|| InputNote::EdgesUnknown {
+                interval_s: self.interval_ms / 1000.0,
+                first: true,
+                last: true,
+                why: "The time stamps are whole seconds".to_string(),
+            });
+            return Some((Edges { start_ms: f64::NAN, end_ms: f64::NAN, first: first0, last: last0 }, note));
+        }
+        let i = self.interval_ms;
+        let at = |k: i64| origin + k as f64 * i;
+        let end = end.min(at(last0) + i).max(start + 1.0);
+        let first_cov = (at(first0) + i - start).min(end - start);
+        let last_cov = end - at(last0).max(start);
+        let (mut first, mut last) = (first0, last0);
+        let (mut first_folded, mut last_folded) = (false, false);
+        if first < last && first_cov < i / 2.0 {
+            self.fold(first, first + 1);
+            first += 1;
+            first_folded = true;
+        }
+        if first < last && last_cov < i / 2.0 {
+            self.fold(last, last - 1);
+            last -= 1;
+            last_folded = true;
+        }
+        let partial = first_cov < i - 0.5 || last_cov < i - 0.5;
+        let note = partial.then(|| InputNote::Span {
+            span_s: (end - start) / 1000.0,
+            first_s: first_cov / 1000.0,
+            last_s: last_cov / 1000.0,
+            first_folded,
+            last_folded,
+            interval_s: i / 1000.0,
+        });
+        Some((Edges { start_ms: start, end_ms: end, first, last }, note))
+    }
+
+    /// Moves interval `from` into interval `into`, for this bucketer and every label's.
+    fn fold(&mut self, from: i64, into: i64) {
+        if let Some(a) = self.slots.remove(&from) {
+            let b = self.slots.entry(into).or_default();
+            b.counts.merge(&a.counts);
+            b.ttfb_n += a.ttfb_n;
+            b.vusers = b.vusers.max(a.vusers);
+            for (x, y) in [(&a.ttfb, &mut b.ttfb), (&a.total, &mut b.total)] {
+                if !x.is_empty() {
+                    *y = CompactHistogram::from_histogram(&CompactHistogram::merge_all([x, &*y]));
+                }
+            }
+        }
+        self.folds.push((from, into));
+        for (_, b) in &mut self.labels {
+            b.fold(from, into);
+        }
     }
 
     /// The intervals to report: the first, and every one up to the last except long gaps
@@ -352,7 +452,7 @@ impl Bucketer {
         if unfilled.len() > LISTED {
             notes.push(format!("{} more gaps without any request are left out of the series.", unfilled.len() - LISTED));
         }
-        Some(Grid { first, wanted, notes })
+        Some(Grid { first, wanted, notes, edges: None })
     }
 
     /// Rows and histograms of this bucketer's slots on `grid` (empty slots give zero rows);
@@ -364,15 +464,28 @@ impl Bucketer {
         let mut gauge: BTreeMap<i64, f64> = BTreeMap::new();
         if let Some(origin) = self.origin_ms {
             for &(at, v) in &self.vus_gauge {
-                gauge.insert(((at - origin) / self.interval_ms).floor() as i64, v);
+                let k = ((at - origin) / self.interval_ms).floor() as i64;
+                let k = self.folds.iter().fold(k, |k, &(from, into)| if k == from { into } else { k });
+                gauge.insert(k, v);
             }
         }
         let mut out = Bucketed::default();
         for &idx in &grid.wanted {
             let slot = self.slots.get(&idx).unwrap_or(&empty);
-            let start_s = (idx - grid.first) as f64 * period;
+            let blind = grid.edges.is_some_and(|e| e.start_ms.is_nan() && e.last - e.first >= 2 && (idx == e.first || idx == e.last));
+            let (start_s, period) = match (grid.edges, self.origin_ms) {
+                (Some(e), Some(origin)) if !e.start_ms.is_nan() => {
+                    let from = if idx == e.first { e.start_ms } else { origin + idx as f64 * self.interval_ms };
+                    let to = if idx == e.last { e.end_ms } else { origin + (idx + 1) as f64 * self.interval_ms };
+                    ((from - e.start_ms) / 1000.0, (to - from) / 1000.0)
+                }
+                _ => ((idx - grid.first) as f64 * period, period),
+            };
             let vusers = gauge.get(&idx).copied().unwrap_or(slot.vusers);
             let mut row = slot.counts.to_interval(start_s, period, vusers);
+            if blind {
+                row.tps = f64::NAN; // how much of the interval the requests fill is unknown
+            }
             if slot.ttfb_n < slot.counts.tests {
                 // Successes without a first-byte time are not averaged in as 0 ms.
                 row.mttfb_ms = if slot.ttfb_n == 0 { f64::NAN } else { slot.counts.ttfb_sum_us as f64 / slot.ttfb_n as f64 / 1000.0 };
@@ -393,6 +506,20 @@ struct Grid {
     first: i64,
     wanted: Vec<i64>,
     notes: Vec<String>,
+    /// Where the traffic starts and ends, when the edge intervals are cut to it.
+    edges: Option<Edges>,
+}
+
+/// The time the file's traffic covers, on the interval grid: the first row starts at
+/// `start_ms` (the earliest request's start) and the last ends at `end_ms` (the latest
+/// request's end, at most a whole interval after the last row's grid start). Both are NaN
+/// for whole-second time stamps: the rows stay whole and the edge rows' TPS is unknown.
+#[derive(Debug, Clone, Copy)]
+struct Edges {
+    start_ms: f64,
+    end_ms: f64,
+    first: i64,
+    last: i64,
 }
 
 /// What [`Bucketer::finish`] returns.
@@ -439,15 +566,22 @@ mod tests {
         b.add(&rec(10_900.0, 7, None));
         b.add(&rec(13_100.0, 9, Some(ErrorKind::Status)));
         b.add(&rec(10_100.0, 3, None)); // out of order, same interval
-        let Bucketed { series, histograms: hists, errors_by_kind: kinds, .. } = b.finish();
-        assert_eq!(series.intervals.len(), 4);
+        let Bucketed { series, histograms: hists, errors_by_kind: kinds, input_notes, .. } = b.finish();
+        // The traffic spans 10.100 s → 13.109 s: the first interval is cut to its 0.9 s, the
+        // last (0.109 s) is folded into the empty one before it.
+        assert_eq!(series.intervals.len(), 3);
         assert_eq!(series.intervals[0].tests, 3);
+        assert!((series.intervals[0].period_s - 0.9).abs() < 1e-9);
+        assert!((series.intervals[0].tps - 3.0 / 0.9).abs() < 1e-9);
         assert!((series.intervals[0].mttfb_ms - 5.0).abs() < 1e-9);
         assert_eq!(series.intervals[1].tests, 0);
-        assert_eq!(series.intervals[3].errors, 1);
-        assert_eq!(kinds[3][ErrorKind::Status.index()], 1);
-        assert_eq!(hists.iter().filter(|h| h.key == HistKey::TTFB).count(), 4);
+        assert!((series.intervals[1].start_s - 0.9).abs() < 1e-9);
+        assert_eq!(series.intervals[2].errors, 1);
+        assert!((series.intervals[2].period_s - 1.109).abs() < 1e-9);
+        assert_eq!(kinds[2][ErrorKind::Status.index()], 1);
+        assert_eq!(hists.iter().filter(|h| h.key == HistKey::TTFB).count(), 3);
         assert_eq!(hists[0].histogram.len(), 3);
+        assert!(matches!(input_notes[..], [InputNote::Span { first_folded: false, last_folded: true, .. }]), "{input_notes:?}");
     }
 
     #[test]
@@ -476,7 +610,7 @@ mod tests {
         let five = out.histograms.iter().find(|h| h.key == HistKey::TOTAL && h.start_s == 5.0).unwrap();
         assert_eq!(five.histogram.len(), 2, "the late record is in the histogram too");
         assert_eq!(
-            out.input_notes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            out.input_notes.iter().filter(|n| matches!(n, InputNote::Used { .. })).map(ToString::to_string).collect::<Vec<_>>(),
             ["1 row (line 99): stamped more than 30 s (up to 54 s) before a record above (the clock stepped back?): counted in the interval of its own time stamp."]
         );
     }
@@ -522,7 +656,7 @@ mod tests {
         b.vusers_at(10_100.0, 2.0);
         b.vusers_at(10_900.0, 3.0); // the last value in an interval wins
         b.add(&rec(10_500.0, 1, None));
-        b.add(&rec(12_200.0, 1, None));
+        b.add(&rec(12_700.0, 1, None));
         b.vusers_at(12_300.0, 5.0);
         let out = b.finish();
         let vus: Vec<f64> = out.series.intervals.iter().map(|i| i.vusers).collect();
@@ -530,11 +664,47 @@ mod tests {
     }
 
     #[test]
+    fn edges_are_cut_to_the_traffic_so_tps_is_per_second_of_it() {
+        // One request after the other, 100 ms each, from 0.70 s to 5.30 s: the calendar
+        // seconds 0 and 5 hold 0.3 s of traffic each.
+        let mut b = Bucketer::new(1.0);
+        for i in 0..46 {
+            b.add(&rec(700.0 + i as f64 * 100.0, 100, None));
+        }
+        let out = b.finish();
+        let tps: Vec<f64> = out.series.intervals.iter().map(|r| r.tps).collect();
+        assert_eq!(out.series.intervals.len(), 4, "both slivers are folded into their neighbours");
+        assert_eq!(out.series.tests(), 46);
+        for t in &tps {
+            assert!((t - 10.0).abs() < 0.1, "{tps:?}");
+        }
+        let span: f64 = out.series.intervals.iter().map(|r| r.period_s).sum();
+        assert!((span - 4.6).abs() < 1e-9, "{span}");
+        assert!((out.series.intervals[1].start_s - 1.3).abs() < 1e-9);
+    }
+
+    #[test]
+    fn whole_second_stamps_leave_the_edges_out_of_tps() {
+        let mut b = Bucketer::new(1.0);
+        b.whole_second_stamps();
+        for s in 0..5 {
+            for _ in 0..if s == 0 || s == 4 { 3 } else { 10 } {
+                b.add(&rec(s as f64 * 1000.0, 1, None));
+            }
+        }
+        let out = b.finish();
+        let tps: Vec<f64> = out.series.intervals.iter().map(|r| r.tps).collect();
+        assert!(tps[0].is_nan() && tps[4].is_nan() && tps[1..4] == [10.0, 10.0, 10.0], "{tps:?}");
+        assert_eq!(out.series.tests(), 36, "the edges still count");
+        assert!(matches!(out.input_notes[..], [InputNote::EdgesUnknown { .. }]), "{:?}", out.input_notes);
+    }
+
+    #[test]
     fn successes_without_a_first_byte_time_are_not_averaged_in_as_zero() {
         let mut b = Bucketer::new(1.0);
         b.add(&rec(0.0, 10, None));
         b.add(&RequestRecord { ttfb_us: None, ..rec(100.0, 30, None) });
-        b.add(&RequestRecord { ttfb_us: None, ..rec(1_100.0, 30, None) });
+        b.add(&RequestRecord { ttfb_us: None, ..rec(1_600.0, 30, None) });
         assert_eq!(b.ttfb_missing(), 2);
         let out = b.finish();
         assert_eq!(out.series.intervals[0].mttfb_ms, 10.0);

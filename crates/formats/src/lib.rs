@@ -23,4 +23,4 @@ pub use note::{Figure, InputNote};
 pub use recorded::RecordedPlan;
 pub use rundir::{RunData, RunMeta, RunStatus, RunWriter};
 pub use open::{open, open_as};
-pub use source::{Format, Source};
+pub use source::{Format, Source, ToolLatency};

@@ -125,6 +125,8 @@ pub enum Figure {
     ErrorRate,
     /// Throughput: the length of the run is unknown.
     Tps,
+    /// Percentiles and variability over intervals: the file holds one total for the run.
+    PerInterval,
 }
 
 impl Figure {
@@ -134,6 +136,7 @@ impl Figure {
             Figure::Ttfb => "TTFB",
             Figure::ErrorRate => "Error rate",
             Figure::Tps => "TPS",
+            Figure::PerInterval => "Per-interval percentiles",
         }
     }
 }
@@ -169,6 +172,44 @@ pub enum InputNote {
         /// Where the cut record starts.
         at: Place,
     },
+    /// The requests do not fill the file's first and last intervals (a run starts and
+    /// stops inside a second): those intervals are cut to the time the requests cover, so
+    /// each interval's TPS is its successes per second of traffic; an edge holding less
+    /// than half an interval is folded into its neighbour.
+    Span {
+        /// From the earliest request's start to the latest one's end, s.
+        span_s: f64,
+        /// Traffic in the first interval, s.
+        first_s: f64,
+        /// Traffic in the last interval, s.
+        last_s: f64,
+        /// Whether the first interval was folded into the second.
+        first_folded: bool,
+        /// Whether the last interval was folded into the one before it.
+        last_folded: bool,
+        /// The interval, s.
+        interval_s: f64,
+    },
+    /// The file's time stamps are whole seconds, so how much of its first and last
+    /// intervals the requests fill is unknown: they count in every total but are left out
+    /// of TPS (average and percentiles).
+    EdgesUnknown {
+        /// The interval, s.
+        interval_s: f64,
+        /// Whether the first interval is left out of TPS.
+        first: bool,
+        /// Whether the last interval is left out of TPS.
+        last: bool,
+        /// Why their coverage is unknown.
+        why: String,
+    },
+    /// Requests the tool made but did not write to this file.
+    NotInFile {
+        /// How many, when another file of the same run tells.
+        requests: Option<u64>,
+        /// Why they are missing and where the count comes from.
+        why: String,
+    },
     /// A figure this source cannot give: reports show it as n/a.
     Unavailable {
         /// Which.
@@ -194,6 +235,37 @@ impl std::fmt::Display for InputNote {
                 "{file}: the file ends inside a record (from byte {n}): it was cut off while it was being written, so that record is left out and everything before it is reported."
             ),
             InputNote::Unavailable { figure, why } => write!(f, "{} n/a: {why}", figure.label()),
+            InputNote::Span { span_s, first_s, last_s, first_folded, last_folded, interval_s } => {
+                let edge = |name: &str, s: f64, folded: bool, into: &str| {
+                    if s >= interval_s - 5e-4 {
+                        format!("the {name} interval is full")
+                    } else if folded {
+                        format!("the {name} holds {s:.3} s of traffic and is folded into the interval {into}")
+                    } else {
+                        format!("the {name} holds {s:.3} s of traffic and is cut to it")
+                    }
+                };
+                write!(
+                    f,
+                    "The requests span {span_s:.3} s (earliest start to latest end), not whole {interval_s} s intervals: {}; {}. Each interval's TPS is its successes per second of the traffic it holds (an edge under half an interval is folded, so no TPS rests on a sliver).",
+                    edge("first", *first_s, *first_folded, "after it"),
+                    edge("last", *last_s, *last_folded, "before it"),
+                )
+            }
+            InputNote::EdgesUnknown { interval_s, first, last, why } => {
+                let which = match (first, last) {
+                    (true, true) => "the first and the last",
+                    (true, false) => "the first",
+                    _ => "the last",
+                };
+                let (them, rows) = if *first && *last { ("both count", "those rows") } else { ("it counts", "that row") };
+                write!(
+                    f,
+                    "{why}, so how much of {which} {interval_s} s interval the requests fill is unknown: {them} in every total but not in the TPS average and percentiles (TPS n/a in {rows})."
+                )
+            }
+            InputNote::NotInFile { requests: Some(n), why } => write!(f, "{} requests are not in this file: {why}", group_thousands(*n)),
+            InputNote::NotInFile { requests: None, why } => write!(f, "Some requests are not in this file: {why}"),
         }
     }
 }

@@ -42,6 +42,9 @@ pub struct Source {
     pub server: Vec<crate::rundir::ServerPoint>,
     /// Stream events per scenario step and interval (volley runs with a scenario).
     pub step_events: Vec<Vec<u64>>,
+    /// Per-request statistics the tool computed itself, for files that hold no per-request
+    /// data (a k6 summary, Locust's `_stats.csv`); used when there are no histograms.
+    pub tool_latency: ToolLatency,
     /// `histograms` by key, built on the first look-up (they are not changed after it): a
     /// scenario run logs two histograms per step and interval, and a scan of the whole log
     /// per key would grow with the square of the steps.
@@ -65,6 +68,7 @@ impl Source {
             generator: run.generator,
             server: run.server,
             step_events: run.step_events,
+            tool_latency: ToolLatency::default(),
             by_key: Default::default(),
         }
     }
@@ -99,8 +103,16 @@ impl Source {
         CompactHistogram::merge_all(self.of_key(key).filter(|l| l.start_s + 1e-9 >= warmup_s).map(|l| &l.histogram))
     }
 
-    /// Per-request summary of `key` from `warmup_s` on.
+    /// Per-request summary of `key` from `warmup_s` on; without histograms, the tool's own
+    /// statistics of the whole run (TTFB and total only).
     pub fn latency(&self, key: HistKey, warmup_s: f64) -> Option<LatencySummary> {
+        if !self.has_histograms() {
+            return match key {
+                HistKey::TTFB => self.tool_latency.ttfb.clone(),
+                HistKey::TOTAL => self.tool_latency.total.clone(),
+                _ => None,
+            };
+        }
         LatencySummary::from_histogram(&self.merged(key, warmup_s))
     }
 
@@ -118,6 +130,16 @@ impl Source {
         let rows = self.series.after_warmup(warmup_s);
         Some(rows.intervals.iter().map(|row| of_key.get(&ms(row.start_s)).map(|h| (*h).clone()).unwrap_or_default()).collect())
     }
+}
+
+/// Per-request statistics a tool wrote in its own summary; a statistic the file lacks is
+/// NaN (reports show n/a), never another one standing in for it.
+#[derive(Debug, Clone, Default)]
+pub struct ToolLatency {
+    /// Time to first byte, as the tool defines it.
+    pub ttfb: Option<LatencySummary>,
+    /// Total time, as the tool defines it.
+    pub total: Option<LatencySummary>,
 }
 
 /// The formats volley reads.

@@ -16,10 +16,10 @@ use crate::model::ReportOptions;
 pub const SIZE: (u32, u32) = (960, 480);
 
 const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
-const PALETTE: [RGBColor; 6] =
+pub(crate) const PALETTE: [RGBColor; 6] =
     [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40), RGBColor(148, 103, 189), RGBColor(140, 86, 75)];
 
-fn register_font() {
+pub(crate) fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);

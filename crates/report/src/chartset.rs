@@ -75,8 +75,10 @@ impl Line {
         Line { label: label.to_string(), values: values.into_iter().collect(), right: false }
     }
 
+    /// A line of `values`; a value that is not a number (a figure the interval cannot give,
+    /// such as the TPS of an imported file's edge second) is no point.
     fn of(label: &str, values: &[f64]) -> Line {
-        Line::new(label, values.iter().map(|v| Some(*v)))
+        Line::new(label, values.iter().map(|v| v.is_finite().then_some(*v)))
     }
 }
 

@@ -21,6 +21,24 @@ pub enum ReportError {
         /// What plotters said.
         message: String,
     },
+    /// A metric name that no comparison has.
+    #[error("unknown metric `{name}`{}; the metrics are: {}", suggestion.map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(), valid.join(", "))]
+    UnknownMetric {
+        /// As given.
+        name: String,
+        /// The nearest valid name, when it looks like a typo.
+        suggestion: Option<&'static str>,
+        /// Every valid name.
+        valid: Vec<&'static str>,
+    },
+    /// A figure named for a gate that an input cannot give.
+    #[error("{why}; leave `{metric}` out of the gated metrics")]
+    GateUnavailable {
+        /// The metric.
+        metric: String,
+        /// Which inputs lack it.
+        why: String,
+    },
 }
 
 /// A warm-up that cannot apply to a source.

@@ -14,8 +14,8 @@ use crate::compare::Comparison;
 use crate::marks;
 use crate::model::{ReportOptions, RunReport};
 
-const UPLOT_JS: &str = include_str!("../assets/uPlot.iife.min.js");
-const UPLOT_CSS: &str = include_str!("../assets/uPlot.min.css");
+pub(crate) const UPLOT_JS: &str = include_str!("../assets/uPlot.iife.min.js");
+pub(crate) const UPLOT_CSS: &str = include_str!("../assets/uPlot.min.css");
 
 const PAGE: &str = r##"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -144,7 +144,7 @@ struct LatencyView {
 fn view(r: &RunReport) -> ReportView {
     let mut latency: Vec<LatencyView> = crate::render::latency_rows(r)
         .into_iter()
-        .map(|(name, s)| LatencyView { name: name.to_string(), values: s.rows().iter().map(|(_, v)| format!("{v:.2}")).collect() })
+        .map(|(name, s)| LatencyView { name: name.to_string(), values: s.rows().iter().map(|(_, v)| if v.is_finite() { format!("{v:.2}") } else { "n/a".to_string() }).collect() })
         .collect();
     if !latency.is_empty() && r.unavailable(volley_formats::Figure::Ttfb).is_some() {
         latency.push(LatencyView { name: "TTFB".to_string(), values: vec!["n/a".to_string(); 9] });
@@ -168,7 +168,7 @@ fn view(r: &RunReport) -> ReportView {
 }
 
 /// JSON that is safe inside a `<script>` element.
-fn script_json<T: Serialize>(value: &T) -> String {
+pub(crate) fn script_json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("chart data serializes").replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
 }
 

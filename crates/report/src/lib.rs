@@ -16,6 +16,10 @@ pub use render::{csv, group_thousands, markdown, markdown_with_charts, md_text, 
 
 pub mod chartset;
 pub mod compare;
+pub mod gate;
+pub mod history;
+pub mod junit;
 pub mod charts;
 pub mod html;
 pub mod sweep;
+pub mod trend;

@@ -323,6 +323,22 @@ fn unavailable(src: &Source, mut suite: SeedSuite) -> SeedSuite {
             *v = f64::NAN;
         }
     }
+    if src.unavailable(Figure::PerInterval).is_some() {
+        for v in [
+            &mut suite.tps_p50,
+            &mut suite.tps_p95,
+            &mut suite.tps_p99,
+            &mut suite.tps_p99_9,
+            &mut suite.mttfb_p50_ms,
+            &mut suite.mttfb_p95_ms,
+            &mut suite.mttfb_p99_ms,
+            &mut suite.mttfb_p99_9_ms,
+            &mut suite.mttfb_avg_diff_ms,
+            &mut suite.mttfb_variability_pct,
+        ] {
+            *v = f64::NAN;
+        }
+    }
     if src.unavailable(Figure::ErrorRate).is_some() {
         suite.error_rate_pct = f64::NAN;
     }

@@ -139,7 +139,7 @@ pub fn table(r: &RunReport) -> String {
     }
     let lat = latency_rows(r);
     if !lat.is_empty() {
-        let _ = writeln!(out, "\nPer-request latency, ms (every request, HdrHistogram)");
+        let _ = writeln!(out, "\nPer-request latency, ms ({})", latency_origin(r));
         let _ = write!(out, "  {:<22}", "");
         for (h, _) in lat[0].1.rows() {
             let _ = write!(out, "{h:>9}");
@@ -206,8 +206,18 @@ pub fn table(r: &RunReport) -> String {
     out
 }
 
+/// Where the per-request figures come from.
+pub(crate) fn latency_origin(r: &RunReport) -> &'static str {
+    match r.format {
+        volley_formats::Format::K6Summary | volley_formats::Format::LocustStats => "the tool's own end-of-test statistics; n/a = not in the file",
+        _ => "every request, HdrHistogram",
+    }
+}
+
 fn format_ms(v: f64) -> String {
-    if v >= 100.0 { format!("{v:.0}") } else if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.2}") }
+    if !v.is_finite() {
+        "n/a".to_string()
+    } else if v >= 100.0 { format!("{v:.0}") } else if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.2}") }
 }
 
 /// Reports as CSV: one row per report (and per test id), one column per figure.
@@ -294,7 +304,8 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
     }
     let lat = latency_rows(r);
     if !lat.is_empty() {
-        let _ = writeln!(out, "\n## Per-request latency (ms, every request)\n");
+        let origin = if latency_origin(r).starts_with("every") { "every request" } else { latency_origin(r) };
+        let _ = writeln!(out, "\n## Per-request latency (ms, {origin})\n");
         let heads: Vec<&str> = lat[0].1.rows().iter().map(|(h, _)| *h).collect();
         let _ = writeln!(out, "| | {} | requests |", heads.join(" | "));
         let _ = writeln!(out, "|---|{}---|", "---|".repeat(heads.len()));

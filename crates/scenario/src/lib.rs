@@ -17,7 +17,7 @@ pub mod rate;
 pub mod scenario;
 pub mod segment;
 pub mod stages;
-mod suggest;
+pub mod suggest;
 pub mod template;
 pub mod threshold;
 

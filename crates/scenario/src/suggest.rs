@@ -3,7 +3,7 @@
 //! the other.
 
 /// The closest of `candidates` to `word`, when close enough to be a typo.
-pub(crate) fn suggest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+pub fn suggest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let w = word.to_ascii_lowercase();
     candidates
         .iter()

@@ -162,6 +162,12 @@ const METRICS: &[Metric] = &[
     m("ttfb_p99_9_ms", "TTFB p99.9 (per request)", "ms", Direction::Lower, |f| ttfb(f, |l| l.p99_9_ms)),
 ];
 
+/// Every figure a comparison judges, in table order: (key, label). The keys are the ones
+/// `report.json` and `--format json` use, and the names CI gates take.
+pub fn metrics() -> impl Iterator<Item = (&'static str, &'static str)> {
+    METRICS.iter().map(|m| (m.key, m.label))
+}
+
 impl RunSample {
     fn figures(&self) -> Figures {
         let ttfb = self.ttfb.as_ref().and_then(|hs| LatencySummary::from_histogram(&CompactHistogram::merge_all(hs)));

@@ -16,7 +16,7 @@ fn chromium() -> String {
 }
 
 /// Opens `page` in headless Chromium: (DOM after the scripts ran, Chromium's log).
-fn open_page(page: &Path, screenshot: &Path) -> (String, String) {
+pub(crate) fn open_page(page: &Path, screenshot: &Path) -> (String, String) {
     let profile = tempfile::tempdir().unwrap();
     let common = [
         "--headless",
@@ -50,14 +50,14 @@ fn open_page(page: &Path, screenshot: &Path) -> (String, String) {
     (String::from_utf8_lossy(&dom.stdout).into_owned(), String::from_utf8_lossy(&dom.stderr).into_owned())
 }
 
-fn assert_no_console_errors(log: &str) {
+pub(crate) fn assert_no_console_errors(log: &str) {
     for line in log.lines().filter(|l| l.contains("CONSOLE")) {
         assert!(!line.contains("Uncaught") && !line.contains("Error"), "console error: {line}");
     }
 }
 
 /// Non-zero `width="N"` on every canvas uPlot drew; returns how many.
-fn drawn_canvases(dom: &str) -> usize {
+pub(crate) fn drawn_canvases(dom: &str) -> usize {
     let mut n = 0;
     for part in dom.split("<canvas").skip(1) {
         let width: u32 = part.split("width=\"").nth(1).and_then(|w| w.split('"').next()).and_then(|w| w.parse().ok()).unwrap_or(0);

@@ -14,3 +14,6 @@ mod scenario_server;
 mod faults;
 mod segments;
 mod netns;
+mod ci;
+mod history;
+mod k8s;

@@ -117,6 +117,7 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
                     status,
                     vusers: Some(active),
                     place: line_no,
+                    end_ms: None,
                     ..Default::default()
                 };
                 bucketer.add_labelled(&record, name);

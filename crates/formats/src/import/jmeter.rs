@@ -202,6 +202,7 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
             status: code.parse().ok(),
             vusers: threads.map(|v| v as f64),
             place: line,
+            end_ms: None,
         };
         bucketer.add_labelled(&record_of, label);
     }

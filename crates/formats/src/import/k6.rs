@@ -2,15 +2,18 @@
 //!
 //! k6 writes one sample per metric per request (`http_reqs`, `http_req_duration`,
 //! `http_req_blocked`, `_connecting`, `_tls_handshaking`, `_sending`, `_waiting`,
-//! `_receiving`, `http_req_failed`), consecutively; a request is rebuilt from the run of
-//! samples that starts at its `http_reqs`. k6's `http_req_waiting` excludes connection
-//! set-up, so to compare with nGrinder and volley, TTFB here is connecting + TLS +
-//! sending + waiting, and total time is that plus receiving.
+//! `_receiving`, `http_req_failed`), consecutively, all stamped with the time the request
+//! **ended**; a request is rebuilt from the run of samples that starts at its `http_reqs`,
+//! and placed at its start (end − blocked − duration). Figures keep k6's definitions:
+//! TTFB is `http_req_waiting` (request written → first byte; no connection set-up) and
+//! total is `http_req_duration` (sending + waiting + receiving; no connection set-up);
+//! `connecting` + `tls_handshaking` are the connection time. Requests are broken down by
+//! their `name` tag (k6 sets it to the URL unless the script names the request).
 
 use std::io::BufRead;
 use std::path::Path;
 
-use volley_stats::{ErrorKind, Interval, Series};
+use volley_stats::{ErrorKind, Interval, LatencySummary, Series};
 
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
@@ -27,6 +30,9 @@ struct Pending {
     status: Option<u16>,
     expected: Option<bool>,
     error_code: Option<u32>,
+    /// The `name` tag (else the URL).
+    label: Option<String>,
+    blocked: Option<f64>,
     connecting: Option<f64>,
     tls: Option<f64>,
     sending: Option<f64>,
@@ -42,16 +48,17 @@ impl Pending {
     /// The request, and whether k6 said nothing about its failure (neither
     /// `http_req_failed` nor `expected_response`: k6 before 0.31); `Err` with why it cannot
     /// be used.
-    fn record(&self) -> std::result::Result<(RequestRecord, bool), String> {
+    /// `whole_seconds`: the file's time stamps are whole seconds, too coarse to place the
+    /// start by subtracting a duration, so the request is placed at its stamp.
+    fn record(&self, whole_seconds: bool) -> std::result::Result<(RequestRecord, bool), String> {
         if let Some(why) = &self.bad {
             return Err(why.clone());
         }
         let z = |v: Option<f64>| v.unwrap_or(0.0);
-        let ttfb = self.waiting.map(|w| z(self.connecting) + z(self.tls) + z(self.sending) + w);
-        let total = match (ttfb, self.receiving) {
-            (Some(t), Some(r)) => Some(t + r),
-            _ => self.duration.map(|d| z(self.connecting) + z(self.tls) + d),
-        };
+        let total = self.duration.or(match (self.sending, self.waiting, self.receiving) {
+            (s, Some(w), Some(r)) => Some(z(s) + w + r),
+            _ => None,
+        });
         let unknown = self.failed.is_none() && self.expected.is_none();
         // Without either, a request with no response at all (status 0) failed for sure.
         let failed = self.failed.or(self.expected.map(|e| !e)).unwrap_or(self.status == Some(0));
@@ -63,8 +70,9 @@ impl Pending {
         };
         Ok((
             RequestRecord {
-                start_ms: self.at_ms,
-                ttfb_us: ttfb.map(ms_to_us),
+                // The samples are stamped when the request ended.
+                start_ms: if whole_seconds { self.at_ms } else { self.at_ms - z(self.blocked) - total },
+                ttfb_us: self.waiting.map(ms_to_us),
                 total_us: ms_to_us(total),
                 connect_us: ms_to_us(z(self.connecting) + z(self.tls)),
                 bytes: 0,
@@ -72,6 +80,7 @@ impl Pending {
                 status: self.status.filter(|s| *s > 0),
                 vusers: None,
                 place: self.line,
+                end_ms: (!whole_seconds).then_some(self.at_ms),
             },
             unknown,
         ))
@@ -99,6 +108,8 @@ struct Sample<'a> {
     status: Option<u16>,
     expected: Option<bool>,
     code: Option<u32>,
+    /// The `name` tag, else the `url` tag.
+    label: Option<&'a str>,
     line: u64,
 }
 
@@ -109,6 +120,8 @@ struct Assembler {
     book: NoteBook,
     /// Requests for which k6 said nothing about failure.
     unknown_failure: u64,
+    /// The time stamps are whole seconds (k6's default CSV).
+    whole_seconds: bool,
 }
 
 impl Assembler {
@@ -118,6 +131,7 @@ impl Assembler {
             pending: None,
             book: NoteBook::new(Locator::Line),
             unknown_failure: 0,
+            whole_seconds: false,
         }
     }
 
@@ -137,12 +151,20 @@ impl Assembler {
                 self.book.skip(Unit::Request, s.line, &format!("the http_reqs time stamp is {why}"));
                 return;
             }
-            self.pending =
-                Some(Pending { at_ms: s.at_ms, line: s.line, status: s.status, expected: s.expected, error_code: s.code, ..Default::default() });
+            self.pending = Some(Pending {
+                at_ms: s.at_ms,
+                line: s.line,
+                status: s.status,
+                expected: s.expected,
+                error_code: s.code,
+                label: s.label.map(str::to_string),
+                ..Default::default()
+            });
             return;
         }
         let Some(p) = self.pending.as_mut() else { return };
         let slot = match s.metric {
+            "http_req_blocked" => &mut p.blocked,
             "http_req_connecting" => &mut p.connecting,
             "http_req_tls_handshaking" => &mut p.tls,
             "http_req_sending" => &mut p.sending,
@@ -171,10 +193,13 @@ impl Assembler {
 
     fn flush(&mut self) {
         if let Some(p) = self.pending.take() {
-            match p.record() {
+            match p.record(self.whole_seconds) {
                 Ok((r, unknown)) => {
                     self.unknown_failure += u64::from(unknown);
-                    self.bucketer.add(&r);
+                    match &p.label {
+                        Some(label) => self.bucketer.add_labelled(&r, label),
+                        None => self.bucketer.add(&r),
+                    }
                 }
                 Err(why) => self.book.skip(Unit::Request, p.line, &why),
             }
@@ -189,8 +214,13 @@ impl Assembler {
         let out = self.bucketer.finish();
         let successes = out.series.tests();
         out.into_source(&mut src);
+        let placed = if self.whole_seconds {
+            "the second k6 stamped (when each request ended: whole-second stamps are too coarse to place its start)"
+        } else {
+            "second of their start (k6 stamps a request's samples when it ended: start = end − blocked − duration)"
+        };
         src.notes.push(format!(
-            "{requests} requests rebuilt from k6 samples and bucketed by second; TTFB = connecting + TLS + sending + waiting (k6's http_req_waiting alone excludes connection set-up)."
+            "{requests} requests rebuilt from k6 samples and bucketed by {placed}. k6's definitions are kept: TTFB = http_req_waiting (request written → first response byte, without connection set-up or sending), total = http_req_duration (sending + waiting + receiving, without connection set-up); TTFB, total and their percentiles cover successful requests only (k6's own summary covers all unless it shows `expected_response:true`)."
         ));
         src.input_notes.splice(0..0, self.book.into_notes());
         if missing > 0 && missing == successes {
@@ -232,9 +262,11 @@ pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
     let col = |name: &str| header.iter().position(|h| h == name);
     let (metric_c, ts_c, value_c) = (0, 1, 2);
     let (status_c, expected_c, code_c) = (col("status"), col("expected_response"), col("error_code"));
+    let (name_c, url_c) = (col("name"), col("url"));
     let width = header.len();
     let mut asm = Assembler::new();
     let mut record = csv::StringRecord::new();
+    let mut first = true;
     loop {
         match csv.read_record(&mut record) {
             Ok(false) => break,
@@ -255,6 +287,14 @@ pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
         }
         let bad = |c: usize, what: &str| FormatError::malformed(path, line, Some(c as u64 + 1), format!("expected {what}, found `{}`", &record[c]));
         let ts = parse_timestamp(&record[ts_c]).ok_or_else(|| bad(ts_c, "a timestamp"))?;
+        if first {
+            // k6's default `unix` format: whole seconds.
+            first = false;
+            if record[ts_c].bytes().all(|b| b.is_ascii_digit()) && ts < 1e14 {
+                asm.whole_seconds = true;
+                asm.bucketer.whole_second_stamps();
+            }
+        }
         let value = match &record[value_c] {
             "" => None,
             v => Some(v.parse::<f64>().map_err(|_| bad(value_c, "a number"))?),
@@ -267,6 +307,7 @@ pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
             status: get(status_c).and_then(|s| s.parse().ok()),
             expected: get(expected_c).map(|s| s == "true"),
             code: get(code_c).and_then(|s| s.parse().ok()),
+            label: get(name_c).or(get(url_c)),
             line,
         });
     }
@@ -323,6 +364,7 @@ pub fn read_json(path: &Path, reader: impl BufRead) -> Result<Source> {
             status: tags["status"].as_str().and_then(|s| s.parse().ok()),
             expected: tags["expected_response"].as_str().map(|s| s == "true"),
             code: tags["error_code"].as_str().and_then(|s| s.parse().ok()),
+            label: tags["name"].as_str().filter(|s| !s.is_empty()).or(tags["url"].as_str().filter(|s| !s.is_empty())),
             line: line_no,
         });
     }
@@ -333,6 +375,49 @@ pub fn read_json(path: &Path, reader: impl BufRead) -> Result<Source> {
 pub fn sniff_summary(head: &str) -> bool {
     let h = head.trim_start();
     h.starts_with('{') && (h.contains("\"root_group\"") || h.contains("\"metrics\"")) && !sniff_json(h.lines().next().unwrap_or(""))
+}
+
+/// k6's trend statistics as a latency summary (a statistic the file lacks is NaN, shown
+/// n/a; never another statistic in its place), and every statistic as text, custom
+/// percentiles (`summaryTrendStats`) included.
+fn trend_summary(node: &serde_json::Value, count: u64) -> (Option<LatencySummary>, String) {
+    let Some(map) = node.as_object() else { return (None, String::new()) };
+    // A time that no request can have (negative, NaN) is n/a too.
+    let time = |k: &str| map.get(k).and_then(serde_json::Value::as_f64).filter(|v| v.is_finite() && *v >= 0.0);
+    let stat = |k: &str| time(k).unwrap_or(f64::NAN);
+    let pct = |p: &str| time(&format!("p({p})"));
+    let mut stats: Vec<(f64, String)> = map
+        .iter()
+        .filter_map(|(k, v)| {
+            let v = v.as_f64()?;
+            let order = match k.as_str() {
+                "min" => -2.0,
+                "avg" => -1.0,
+                "med" => 50.0,
+                "max" => 101.0,
+                k => k.strip_prefix("p(")?.strip_suffix(')')?.parse::<f64>().ok()?,
+            };
+            Some((order, format!("{k} {v:.3}")))
+        })
+        .collect();
+    stats.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let text = stats.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(", ");
+    if map.keys().all(|k| !["min", "avg", "med", "max"].contains(&k.as_str()) && !k.starts_with("p(")) {
+        return (None, text);
+    }
+    let summary = LatencySummary {
+        count,
+        min_ms: stat("min"),
+        mean_ms: stat("avg"),
+        p50_ms: time("med").or(pct("50")).unwrap_or(f64::NAN),
+        p90_ms: pct("90").unwrap_or(f64::NAN),
+        p95_ms: pct("95").unwrap_or(f64::NAN),
+        p99_ms: pct("99").unwrap_or(f64::NAN),
+        p99_9_ms: pct("99.9").unwrap_or(f64::NAN),
+        p99_99_ms: pct("99.99").unwrap_or(f64::NAN),
+        max_ms: stat("max"),
+    };
+    (Some(summary), text)
 }
 
 /// Line of the first occurrence of `needle` in `text` (1 when absent), for messages about a
@@ -403,13 +488,30 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
     };
     let duration_s = rate.map_or(0.0, |r| count / r);
     let tests = (count - failed) as u64;
-    let waiting = get("http_req_waiting", "avg").filter(|w| w.is_finite() && *w >= 0.0);
-    if waiting.is_none() {
+    // Successful requests only, as volley's per-request figures are, when k6 wrote the
+    // submetric (it does by default since v0.31); else every request.
+    let trend_of = |metric: &str| {
+        let ok = format!("{metric}{{expected_response:true}}");
+        let node = |name: &str| m.get(name).filter(|n| n.is_object()).map(|n| if n["values"].is_object() { &n["values"] } else { n });
+        match node(&ok) {
+            Some(n) => Some((ok, n, true)),
+            None => node(metric).map(|n| (metric.to_string(), n, false)),
+        }
+    };
+    let waiting = trend_of("http_req_waiting");
+    let duration = trend_of("http_req_duration");
+    let mean_of = |t: &Option<(String, &serde_json::Value, bool)>| t.as_ref().and_then(|(_, n, _)| n["avg"].as_f64()).filter(|w| w.is_finite() && *w >= 0.0);
+    let mttfb = mean_of(&waiting);
+    if mttfb.is_none() {
         unavailable.push(InputNote::Unavailable {
             figure: Figure::Ttfb,
             why: "this summary has no http_req_waiting average (k6's time to first byte), so MTTFB is unknown.".to_string(),
         });
     }
+    unavailable.push(InputNote::Unavailable {
+        figure: Figure::PerInterval,
+        why: "a k6 summary holds one total for the run: TPS and MTTFB percentiles over intervals, and MTTFB difference and variability, cannot be computed from it (the per-request percentiles shown are k6's own).".to_string(),
+    });
     let mut src = source(path, Format::K6Summary);
     src.series = Series {
         intervals: vec![Interval {
@@ -422,22 +524,52 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
                 None if count == 0.0 => 0.0,
                 None => f64::NAN,
             },
-            mttfb_ms: waiting.unwrap_or(f64::NAN),
-            mean_test_time_ms: get("http_req_duration", "avg").unwrap_or(f64::NAN),
+            mttfb_ms: mttfb.unwrap_or(f64::NAN),
+            mean_test_time_ms: mean_of(&duration).unwrap_or(f64::NAN),
             vusers: get("vus_max", "max").or_else(|| get("vus_max", "value")).unwrap_or(0.0),
             ..Default::default()
         }],
     };
-    let trend = |metric: &str| {
-        ["avg", "min", "med", "p(90)", "p(95)", "max"]
-            .iter()
-            .filter_map(|f| get(metric, f).map(|v| format!("{f} {v:.2}")))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    src.notes.push("k6 summary: totals only, one interval spanning the run; interval percentiles and per-request percentiles are not available from this file.".to_string());
-    src.notes.push(format!("k6's own http_req_duration (ms): {}", trend("http_req_duration")));
-    src.notes.push(format!("k6's own http_req_waiting (ms, excludes connection set-up; shown as MTTFB): {}", trend("http_req_waiting")));
+    src.notes.push("k6 summary: totals only, one interval spanning the run; TPS = successful requests ÷ the run's length (http_reqs.count ÷ rate).".to_string());
+    for (t, what) in [(&waiting, "TTFB"), (&duration, "total")] {
+        let Some((name, node, ok_only)) = t else { continue };
+        let (summary, stats) = trend_summary(node, if *ok_only { tests } else { count as u64 });
+        let whom = if *ok_only { "successful requests" } else { "every request, failed ones included: the file has no expected_response:true submetric" };
+        src.notes.push(format!("{what} per request = k6's own {name} ({whom}), ms: {stats}."));
+        match what {
+            "TTFB" => src.tool_latency.ttfb = summary,
+            _ => src.tool_latency.total = summary,
+        }
+    }
     src.input_notes = unavailable;
     Ok(src)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_keeps_k6s_definitions_and_is_placed_at_its_start() {
+        // One request on a new connection: 50 ms to connect, stamped when it ended
+        // (RFC 3339 time stamps, so fine enough to place its start).
+        let csv = "metric_name,timestamp,metric_value,name,status,expected_response\n\
+            http_reqs,2026-11-23T05:00:10.100Z,1,/a,200,true\n\
+            http_req_duration,2026-11-23T05:00:10.100Z,30,/a,200,true\n\
+            http_req_blocked,2026-11-23T05:00:10.100Z,50.5,/a,200,true\n\
+            http_req_connecting,2026-11-23T05:00:10.100Z,50,/a,200,true\n\
+            http_req_sending,2026-11-23T05:00:10.100Z,1,/a,200,true\n\
+            http_req_waiting,2026-11-23T05:00:10.100Z,25,/a,200,true\n\
+            http_req_receiving,2026-11-23T05:00:10.100Z,4,/a,200,true\n\
+            http_req_failed,2026-11-23T05:00:10.100Z,0,/a,200,true\n";
+        let src = read_csv(Path::new("k6.csv"), csv.as_bytes()).unwrap();
+        let ttfb = src.latency(crate::HistKey::TTFB, 0.0).unwrap();
+        let total = src.latency(crate::HistKey::TOTAL, 0.0).unwrap();
+        assert!((ttfb.max_ms - 25.0).abs() < 0.05, "TTFB = http_req_waiting: {ttfb:?}");
+        assert!((total.max_ms - 30.0).abs() < 0.05, "total = http_req_duration, no connecting: {total:?}");
+        assert_eq!(src.per_test[0].0, "/a");
+        // Started at 10.100 − 0.0505 − 0.030 = 10.0195 s: in the second that ends at 11 s.
+        let row = &src.series.intervals[0];
+        assert!((row.period_s - (10.100 - 10.0195)).abs() < 1e-6, "the interval is the request's own span: {row:?}");
+    }
 }

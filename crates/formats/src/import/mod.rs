@@ -30,6 +30,7 @@ pub(crate) fn source(path: &Path, format: Format) -> Source {
         generator: Vec::new(),
         server: Vec::new(),
         step_events: Vec::new(),
+        tool_latency: Default::default(),
         by_key: Default::default(),
     }
 }

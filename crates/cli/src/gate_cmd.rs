@@ -1,0 +1,130 @@
+//! `volley compare` as a CI gate: `--baseline`, `--fail-on regression`, `--gate-metrics`,
+//! `--tolerance` and `--junit`. The comparison is built as usual; the gate picks the figures
+//! that count, adds its verdict to the output and sets the exit code.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use volley_formats::Source;
+use volley_report::ReportOptions;
+use volley_report::compare::Comparison;
+use volley_report::gate::{GateResult, GateSpec};
+
+use crate::args::ReportFormat;
+
+/// The gate flags of `volley compare`.
+#[derive(Debug, Args)]
+pub(crate) struct GateFlags {
+    /// Compare each of the given runs against this run (directory or result file): one table
+    /// per candidate, every one gated.
+    #[arg(long, value_name = "RUN")]
+    pub(crate) baseline: Option<PathBuf>,
+    /// Exit 1 when a gated figure is worse beyond the noise (🔴); the output says which.
+    /// Without --baseline the last table is gated (first run against the last).
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub(crate) fail_on: Option<FailOn>,
+    /// Comma-separated figures the gate judges, by their JSON keys (`all` for every one)
+    /// [default: error_rate_pct,tps_avg,mttfb_avg_ms,ttfb_p50_ms,ttfb_p95_ms,ttfb_p99_ms].
+    #[arg(long, value_name = "KEYS")]
+    pub(crate) gate_metrics: Option<String>,
+    /// A figure worse beyond the noise fails only when it is also worse by more than this,
+    /// e.g. 5%.
+    #[arg(long, value_name = "PCT")]
+    pub(crate) tolerance: Option<String>,
+    /// Also gate each scenario step (or test id) found in both runs.
+    #[arg(long)]
+    pub(crate) gate_steps: bool,
+    /// Write the gated figures as JUnit XML test cases to this file (one suite per table).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FailOn {
+    /// A gated figure worse beyond the noise (and the tolerance).
+    Regression,
+}
+
+/// The gate as the flags set it, checked before any input is read.
+pub(crate) struct Gate {
+    spec: Option<GateSpec>,
+    baseline: Option<PathBuf>,
+    fail_on: Option<FailOn>,
+    junit: Option<PathBuf>,
+}
+
+fn tolerance(t: &str) -> Result<f64> {
+    let n = t.trim().trim_end_matches('%').trim();
+    match n.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => anyhow::bail!("--tolerance {t}: give a percentage of the baseline's value, e.g. --tolerance 5%"),
+    }
+}
+
+impl Gate {
+    /// Checks the flags (metric names, tolerance); a gate is on when any of them is given.
+    pub(crate) fn from_flags(f: &GateFlags) -> Result<Gate> {
+        let on = f.baseline.is_some() || f.fail_on.is_some() || f.gate_metrics.is_some() || f.tolerance.is_some() || f.junit.is_some() || f.gate_steps;
+        let tolerance_pct = f.tolerance.as_deref().map(tolerance).transpose()?.unwrap_or(0.0);
+        let spec = on
+            .then(|| GateSpec::parse(f.gate_metrics.as_deref(), tolerance_pct))
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--gate-metrics: {e}"))?
+            .map(|s| GateSpec { steps: f.gate_steps, ..s });
+        Ok(Gate { spec, baseline: f.baseline.clone(), fail_on: f.fail_on, junit: f.junit.clone() })
+    }
+
+    /// The inputs in order: the baseline first.
+    pub(crate) fn paths(&self, given: &[PathBuf]) -> Result<Vec<PathBuf>> {
+        match &self.baseline {
+            Some(b) => Ok(std::iter::once(b.clone()).chain(given.iter().cloned()).collect()),
+            None if given.len() < 2 => anyhow::bail!("volley compare needs two or more runs, or --baseline RUN and one or more runs to compare with it"),
+            None => Ok(given.to_vec()),
+        }
+    }
+
+    /// The comparison: each candidate against the baseline, or the chain of runs in order.
+    pub(crate) fn build(&self, sources: &[Source], labels: &[String], opts: ReportOptions) -> Comparison {
+        match self.baseline {
+            Some(_) => volley_report::gate::against_baseline(sources, labels, opts),
+            None => volley_report::compare::build(sources, labels, opts),
+        }
+    }
+
+    /// Judges `cmp`, adds the verdict to `text` (the comparison in `format`), writes the JUnit
+    /// file and the job summary, and returns the text with the exit code.
+    pub(crate) fn finish(&self, cmp: &Comparison, text: String, format: ReportFormat) -> Result<(String, ExitCode)> {
+        let Some(spec) = &self.spec else {
+            crate::ci::append_step_summary(&cmp.markdown());
+            return Ok((text, ExitCode::SUCCESS));
+        };
+        let gate = GateResult::evaluate(cmp, spec, self.baseline.is_some())?;
+        let text = match format {
+            ReportFormat::Table => format!("{text}\n{}", gate.table()),
+            ReportFormat::Md => format!("{text}\n{}", gate.markdown()),
+            ReportFormat::Json => {
+                let mut v: serde_json::Value = serde_json::from_str(&text)?;
+                v["gate"] = serde_json::to_value(&gate)?;
+                serde_json::to_string_pretty(&v)? + "\n"
+            }
+            ReportFormat::Csv => text,
+        };
+        if let Some(path) = &self.junit {
+            crate::ci::write_junit(path, &volley_report::junit::gate_suites(&gate, &cmp.table(), &crate::ci::hostname()))?;
+        }
+        crate::ci::append_step_summary(&format!("{}\n{}", cmp.markdown(), gate.markdown()));
+        let checks = gate.tables.iter().flat_map(|t| &t.checks);
+        if checks.clone().next().is_some() && checks.clone().all(|c| c.outcome == volley_report::gate::Outcome::NotJudged) {
+            eprintln!("volley: warning: the gate could not judge any figure (see why in the output): it passes, but it checked nothing");
+        }
+        let failures: Vec<String> = gate.failures().map(|(t, c)| format!("{} ({} → {}): {}", c.label, t.before, t.after, c.why)).collect();
+        if !failures.is_empty() {
+            let n = failures.len();
+            eprintln!("volley: gate: {n} figure{} worse beyond the noise:\n  {}", if n == 1 { "" } else { "s" }, failures.join("\n  "));
+        }
+        let failed = self.fail_on == Some(FailOn::Regression) && !gate.passed;
+        Ok((text, if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }))
+    }
+}

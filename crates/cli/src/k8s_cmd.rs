@@ -1,0 +1,292 @@
+//! `volley k8s`: a plan as the manifests of an Indexed Job (`manifest`), and its segments'
+//! run directories back from object storage (`collect`). The objects are built by
+//! `volley-k8s`, the bytes moved by `volley-store`; this module reads flags and files.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use jiff::Timestamp;
+use volley_k8s::{Credentials, JobSpec, Resources, Spread};
+use volley_scenario::parse_duration;
+use volley_store::{Location, Store};
+
+use crate::args::{RunArgs, parse_location};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum K8sCommand {
+    /// Write a ConfigMap (the scenario and its data files) and an Indexed Job of N segments.
+    Manifest(Box<ManifestArgs>),
+    /// Download every segment's run directory of a run from object storage.
+    Collect(CollectArgs),
+}
+
+/// `volley k8s manifest`.
+#[derive(Debug, Args)]
+pub(crate) struct ManifestArgs {
+    /// The scenario file; it and the CSV files it reads go into the ConfigMap.
+    #[arg(value_name = "SCENARIO")]
+    scenario: Option<PathBuf>,
+    /// Pods, each running segment i/N of the plan.
+    #[arg(long, value_name = "N")]
+    segments: u32,
+    /// The volley image the pods run (see Dockerfile).
+    #[arg(long)]
+    image: String,
+    /// Where the segments upload their run directories: <this>/<run id>/segment-<i>/.
+    #[arg(long, value_name = "s3://BUCKET/PREFIX", value_parser = parse_location)]
+    bucket: Location,
+    /// The run's id (names the Job and the results' folder); default: <plan name>-<UTC time>.
+    #[arg(long)]
+    run_id: Option<String>,
+    /// The namespace; default: kubectl's current one.
+    #[arg(long, short = 'n')]
+    namespace: Option<String>,
+    /// How far in the future every segment starts, so that slow-starting pods do not skew it.
+    #[arg(long, default_value = "2m")]
+    start_in: String,
+    /// CPU per pod, requested and limited alike.
+    #[arg(long, default_value = "1")]
+    cpu: String,
+    /// Memory per pod, requested and limited alike.
+    #[arg(long, default_value = "1Gi")]
+    memory: String,
+    /// A Secret with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and optionally AWS_SESSION_TOKEN).
+    #[arg(long, default_value = "volley-s3", conflicts_with = "service_account")]
+    secret: String,
+    /// Instead of a Secret: a service account the cluster maps to an IAM role (IRSA, Pod Identity).
+    #[arg(long)]
+    service_account: Option<String>,
+    /// A Secret whose keys become environment variables (the scenario's env.NAME values).
+    #[arg(long)]
+    env_secret: Option<String>,
+    /// The bucket's region (AWS_REGION in the pods).
+    #[arg(long)]
+    region: Option<String>,
+    /// An S3-compatible endpoint (AWS_ENDPOINT_URL in the pods), e.g. http://minio.minio:9000.
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Let the pods use a plain-http endpoint that is not loopback (AWS_ALLOW_HTTP=true).
+    #[arg(long)]
+    allow_http: bool,
+    /// hard: pods wait rather than share a node beyond an even spread; soft: spread if possible.
+    #[arg(long, value_enum, default_value_t = SpreadArg::Hard)]
+    spread: SpreadArg,
+    /// Delete the finished Job (and its pods) this long after it ends.
+    #[arg(long, default_value = "24h", conflicts_with = "keep_finished")]
+    ttl: String,
+    /// Keep the finished Job until you delete it.
+    #[arg(long)]
+    keep_finished: bool,
+    /// The pods' imagePullPolicy: Always, IfNotPresent or Never.
+    #[arg(long)]
+    image_pull_policy: Option<String>,
+    /// A directory for configmap.yaml and job.yaml, or - for one YAML stream on stdout.
+    #[arg(long, short = 'o', default_value = "-")]
+    output: String,
+    /// `volley run` flags (the load, the URL, thresholds ...), after `--`; checked here as
+    /// `volley run` checks them, and passed to every pod as they are.
+    #[arg(last = true)]
+    run: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SpreadArg {
+    Hard,
+    Soft,
+}
+
+/// `volley k8s collect`.
+#[derive(Debug, Args)]
+pub(crate) struct CollectArgs {
+    /// The run's folder: the manifest's --bucket with the run id, s3://BUCKET/PREFIX/RUN_ID.
+    #[arg(value_name = "s3://BUCKET/PREFIX/RUN_ID", value_parser = parse_location)]
+    run: Location,
+    /// Where to put them: DIR/segments/segment-<i>/ (DIR/segments must not exist yet).
+    #[arg(long, short = 'o')]
+    output: PathBuf,
+}
+
+/// `volley run`'s flags on their own, as they follow `--`.
+#[derive(Debug, Parser)]
+struct RunLine {
+    #[command(flatten)]
+    args: RunArgs,
+}
+
+/// Flags the manifest sets for every pod, which the run flags may not set again.
+const SET_BY_MANIFEST: &[(&str, &str)] = &[
+    ("--segment", "each pod runs the segment of its completion index"),
+    ("--start-at", "the manifest sets it from --start-in"),
+    ("--upload", "the manifest sets it from --bucket and the run id"),
+    ("--output", "pods write to their own /runs and upload it"),
+    ("-o", "pods write to their own /runs and upload it"),
+    ("--progress", "pods log a plain line per interval"),
+];
+
+pub(crate) fn k8s(command: K8sCommand) -> Result<ExitCode> {
+    match command {
+        K8sCommand::Manifest(a) => manifest(*a),
+        K8sCommand::Collect(a) => collect(a),
+    }
+}
+
+fn manifest(a: ManifestArgs) -> Result<ExitCode> {
+    for flag in &a.run {
+        let name = flag.split_once('=').map_or(flag.as_str(), |(n, _)| n);
+        let short_o = flag.starts_with("-o") && !flag.starts_with("--");
+        if let Some((set, why)) = SET_BY_MANIFEST.iter().find(|(f, _)| *f == name || (*f == "-o" && short_o)) {
+            bail!("{set} after `--`: leave it out, {why}");
+        }
+        if !flag.starts_with('-') && a.run.first() == Some(flag) {
+            bail!("`{flag}` after `--`: give the scenario file before `--` (volley k8s manifest {flag} --segments ... -- FLAGS)");
+        }
+    }
+    let line = std::iter::once("volley run".to_string()).chain(a.scenario.iter().map(|p| p.display().to_string())).chain(a.run.iter().cloned());
+    let run = RunLine::try_parse_from(line)?.args;
+    if let Some(f) = &run.body_file {
+        bail!("--body-file {}: the pods cannot read files from this machine; give the body with --body, or write a scenario", f.display());
+    }
+    if let Some(f) = &run.cacert {
+        bail!("--cacert {}: the pods cannot read files from this machine; build an image that trusts the CA, or use --insecure", f.display());
+    }
+    let checked = crate::run_cmd::check_run(&run)?;
+
+    let files = match &checked.scenario {
+        Some(sc) => {
+            if !sc.env.is_empty() && a.env_secret.is_none() {
+                let names: Vec<&str> = sc.env.iter().map(|(n, _)| n.as_str()).collect();
+                bail!(
+                    "the scenario reads {} from the environment, and the pods need them too: put them in a Secret (kubectl create secret generic volley-env --from-literal={}=...) and pass --env-secret volley-env",
+                    names.iter().map(|n| format!("env.{n}")).collect::<Vec<_>>().join(", "),
+                    names[0]
+                );
+            }
+            let data: Vec<PathBuf> = sc.data.iter().map(|f| f.file.clone()).collect();
+            volley_k8s::bundle(&sc.file, &data)?
+        }
+        None => Vec::new(),
+    };
+    let now = Timestamp::now();
+    let start_in = duration("start-in", &a.start_in)?;
+    if start_in < Duration::from_secs(10) {
+        bail!("--start-in {}: give the pods at least 10s to be scheduled and pull the image", a.start_in);
+    }
+    let start_at = now.checked_add(jiff::SignedDuration::try_from(start_in)?)?;
+    let name = checked.settings.name.clone().unwrap_or_else(|| host_of(&checked.url));
+    let run_id = match &a.run_id {
+        Some(id) => {
+            volley_k8s::validate_run_id(id)?;
+            id.clone()
+        }
+        None => volley_k8s::run_id_from(&name, now),
+    };
+    let mut env = Vec::new();
+    if let Some(r) = &a.region {
+        env.push(("AWS_REGION".to_string(), r.clone()));
+    }
+    if let Some(e) = &a.endpoint {
+        if !(e.starts_with("http://") || e.starts_with("https://")) {
+            bail!("--endpoint {e}: give a URL, e.g. https://s3.example.com or http://minio.minio.svc:9000");
+        }
+        env.push(("AWS_ENDPOINT_URL".to_string(), e.clone()));
+    }
+    if a.allow_http {
+        env.push(("AWS_ALLOW_HTTP".to_string(), "true".to_string()));
+    }
+    let spec = JobSpec {
+        run_id: run_id.clone(),
+        segments: a.segments,
+        image: a.image.clone(),
+        image_pull_policy: a.image_pull_policy.clone(),
+        namespace: a.namespace.clone(),
+        scenario: files.first().map(|f| f.path.clone()),
+        files,
+        run_args: a.run.clone(),
+        start_at,
+        planned: checked.plan.load.planned(),
+        results: a.bucket.clone(),
+        credentials: match &a.service_account {
+            Some(sa) => Credentials::ServiceAccount(sa.clone()),
+            None => Credentials::Secret(a.secret.clone()),
+        },
+        env,
+        env_secret: a.env_secret.clone(),
+        resources: Resources { cpu: a.cpu.clone(), memory: a.memory.clone() },
+        spread: match a.spread {
+            SpreadArg::Hard => Spread::Hard,
+            SpreadArg::Soft => Spread::Soft,
+        },
+        ttl_after_finished: if a.keep_finished { None } else { Some(duration("ttl", &a.ttl)?) },
+    };
+    let m = volley_k8s::manifests(&spec, now)?;
+    let results = a.bucket.join(&run_id);
+    if a.output == "-" {
+        std::io::stdout().write_all(m.to_yaml().as_bytes())?;
+    } else {
+        for p in m.write_dir(Path::new(&a.output))? {
+            eprintln!("volley: wrote {}", p.display());
+        }
+    }
+    eprintln!(
+        "volley: run {run_id}: {} segments start at {} (in {}s); apply it now ({}); then `volley k8s collect {results} -o runs/{run_id}`",
+        a.segments,
+        start_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        start_in.as_secs(),
+        if a.output == "-" { "pipe this output to `kubectl apply -f -`".to_string() } else { format!("`kubectl apply -f {}`", a.output) },
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn duration(flag: &str, value: &str) -> Result<Duration> {
+    parse_duration(value).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
+}
+
+/// The host of a URL, for a run id when the plan has no name.
+fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['/', ':', '?']).next().unwrap_or("run").to_string()
+}
+
+fn collect(a: CollectArgs) -> Result<ExitCode> {
+    let segments_dir = a.output.join("segments");
+    if segments_dir.exists() {
+        bail!("{} exists already: collect into a new directory, so that segments of two runs are never mixed", segments_dir.display());
+    }
+    let store = Store::from_env(&a.run)?;
+    let got = store.download(&segments_dir)?;
+    if got.files.is_empty() {
+        bail!("nothing under {}/: check the run id (the manifest printed it) and that the pods have finished", a.run);
+    }
+    let segments = segment_dirs(&segments_dir)?;
+    eprintln!("volley: downloaded {} files ({} bytes) from {}/ into {}", got.files.len(), got.bytes, a.run, segments_dir.display());
+    for (index, dir) in &segments {
+        let complete = dir.join("run.json").is_file();
+        eprintln!("  segment {index}: {}{}", dir.display(), if complete { "" } else { " (no run.json: the pod did not finish its run)" });
+    }
+    // The whole folder: a segment whose pod left no run directory is then reported missing
+    // (the merged run is `partial`) rather than stopping the merge.
+    let merged = a.output.join("merged");
+    eprintln!("volley: merging them (volley merge {} -o {})", segments_dir.display(), merged.display());
+    crate::merge_cmd::merge_and_report(&[segments_dir], &merged, &volley_merge::MergeOptions::default())
+}
+
+/// The `segment-<i>` folders under `dir`, by index; anything else there is an error (the
+/// prefix holds something that is not this run's segments).
+fn segment_dirs(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("{}: cannot read it", dir.display()))? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let index = name.strip_prefix("segment-").and_then(|i| i.parse::<u32>().ok()).filter(|_| entry.path().is_dir());
+        match index {
+            Some(i) => out.push((i, entry.path())),
+            None => bail!("{}: not a segment-<i> folder; the prefix holds more than one run's segments", entry.path().display()),
+        }
+    }
+    out.sort();
+    Ok(out)
+}

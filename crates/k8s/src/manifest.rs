@@ -1,0 +1,324 @@
+//! The ConfigMap and the Indexed Job, as JSON values and as YAML for `kubectl apply`.
+//!
+//! Each pod runs `volley run [/plan/SCENARIO] FLAGS --segment $(JOB_COMPLETION_INDEX)/N
+//! --start-at T --output /runs --upload s3://BUCKET/PREFIX/RUN_ID/segment-$(JOB_COMPLETION_INDEX)`.
+//! Kubernetes expands `$(JOB_COMPLETION_INDEX)` from the container's environment, where the
+//! Job controller puts the pod's index (declared here too, from the pod's annotation, so the
+//! expansion never depends on the controller's order); a literal `$(` in the user's flags is
+//! escaped as `$$(` so it reaches volley unexpanded.
+
+use std::path::Path;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use base64::Engine as _;
+use serde_json::{Value, json};
+use volley_store::Location;
+
+use crate::{K8sError, PLAN_DIR, PlanFile, RUNS_DIR, validate_run_id};
+
+/// How pods are spread over nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spread {
+    /// At most one pod more on any node than on another; pods wait rather than pile up
+    /// (`whenUnsatisfiable: DoNotSchedule`).
+    Hard,
+    /// Spread when the scheduler can, pile up when it cannot (`ScheduleAnyway`).
+    Soft,
+}
+
+/// What each pod gets: requests equal limits (the Guaranteed QoS class), so a generator is
+/// never throttled below what it was promised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resources {
+    /// CPU, a Kubernetes quantity (`2`, `1500m`).
+    pub cpu: String,
+    /// Memory, a Kubernetes quantity (`1Gi`, `512Mi`).
+    pub memory: String,
+}
+
+/// Where the pods' S3 credentials come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credentials {
+    /// A Secret with keys `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and, optionally,
+    /// `AWS_SESSION_TOKEN`.
+    Secret(String),
+    /// A service account whose identity the cluster maps to a role (EKS IRSA, Pod Identity,
+    /// GKE/Azure workload identity); no keys in the cluster.
+    ServiceAccount(String),
+}
+
+/// Everything the manifests are made from.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    /// Names the Job (`volley-<id>`), the ConfigMap (`volley-<id>-plan`), the pods' label
+    /// and the results' prefix.
+    pub run_id: String,
+    /// Pods, each running segment `i/N`.
+    pub segments: u32,
+    /// The volley image.
+    pub image: String,
+    /// `Always`, `IfNotPresent` or `Never`; `None` leaves Kubernetes' default.
+    pub image_pull_policy: Option<String>,
+    /// The namespace, or `None` for kubectl's current one.
+    pub namespace: Option<String>,
+    /// The scenario's path under [`PLAN_DIR`], when the plan has one.
+    pub scenario: Option<String>,
+    /// The scenario and its data files.
+    pub files: Vec<PlanFile>,
+    /// `volley run` flags, passed to every pod as they are.
+    pub run_args: Vec<String>,
+    /// The instant every segment starts at.
+    pub start_at: Timestamp,
+    /// How long the plan runs, when it is known; the Job is ended this long (plus the wait
+    /// for the start and a margin) after it is created.
+    pub planned: Option<Duration>,
+    /// Where results go: segment `i` uploads to `<results>/<run id>/segment-<i>/`.
+    pub results: Location,
+    /// Where the S3 credentials come from.
+    pub credentials: Credentials,
+    /// Further environment for the pods (`AWS_REGION`, `AWS_ENDPOINT_URL`, ...).
+    pub env: Vec<(String, String)>,
+    /// A Secret whose keys all become environment variables (the scenario's `${VAR}`s).
+    pub env_secret: Option<String>,
+    /// CPU and memory per pod.
+    pub resources: Resources,
+    /// How pods are spread over nodes.
+    pub spread: Spread,
+    /// Finished Jobs are deleted this long after they end (`None`: kept).
+    pub ttl_after_finished: Option<Duration>,
+}
+
+/// The objects to apply, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifests {
+    /// The plan's files.
+    pub config_map: Value,
+    /// The segments.
+    pub job: Value,
+}
+
+impl Manifests {
+    /// The objects, ConfigMap first.
+    pub fn objects(&self) -> [&Value; 2] {
+        [&self.config_map, &self.job]
+    }
+
+    /// One YAML stream (`---` between documents), for `kubectl apply -f -`.
+    pub fn to_yaml(&self) -> String {
+        self.objects().iter().map(|o| to_yaml(o)).collect::<Vec<_>>().join("---\n")
+    }
+
+    /// Writes `configmap.yaml` and `job.yaml` into `dir` (created when missing); returns
+    /// the paths.
+    pub fn write_dir(&self, dir: &Path) -> Result<Vec<std::path::PathBuf>, K8sError> {
+        let write = |path: std::path::PathBuf, text: String| {
+            std::fs::write(&path, text).map_err(|source| K8sError::Write { path: path.clone(), source }).map(|_| path)
+        };
+        std::fs::create_dir_all(dir).map_err(|source| K8sError::Write { path: dir.to_path_buf(), source })?;
+        Ok(vec![write(dir.join("configmap.yaml"), to_yaml(&self.config_map))?, write(dir.join("job.yaml"), to_yaml(&self.job))?])
+    }
+}
+
+fn to_yaml(v: &Value) -> String {
+    serde_saphyr::to_string(v).expect("a JSON value always serializes as YAML")
+}
+
+/// Labels every object and pod of the run carries.
+fn labels(run_id: &str) -> Value {
+    json!({ "app.kubernetes.io/name": "volley", "app.kubernetes.io/component": "load-generator", "volley.dev/run-id": run_id })
+}
+
+/// Margin after the planned end before the Job is stopped: grace, reports and upload.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(600);
+
+/// Builds the ConfigMap and the Job.
+pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> {
+    check(spec)?;
+    let job_name = format!("volley-{}", spec.run_id);
+    let cm_name = format!("{job_name}-plan");
+    let mut meta = json!({ "name": cm_name, "labels": labels(&spec.run_id) });
+    if let Some(ns) = &spec.namespace {
+        meta["namespace"] = json!(ns);
+    }
+
+    let mut data = serde_json::Map::new();
+    let mut binary = serde_json::Map::new();
+    for f in &spec.files {
+        match std::str::from_utf8(&f.contents) {
+            Ok(text) => data.insert(f.key.clone(), json!(text)),
+            Err(_) => binary.insert(f.key.clone(), json!(base64::engine::general_purpose::STANDARD.encode(&f.contents))),
+        };
+    }
+    let mut config_map = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": meta.clone(), "data": data });
+    if !binary.is_empty() {
+        config_map["binaryData"] = Value::Object(binary);
+    }
+
+    let n = spec.segments;
+    let index = "$(JOB_COMPLETION_INDEX)";
+    let mut args = vec!["run".to_string()];
+    if let Some(s) = &spec.scenario {
+        args.push(format!("{PLAN_DIR}/{s}"));
+    }
+    args.extend(spec.run_args.iter().map(|a| a.replace("$(", "$$(")));
+    let upload = spec.results.join(&spec.run_id).join(&format!("segment-{index}"));
+    args.extend([
+        "--segment".into(),
+        format!("{index}/{n}"),
+        "--start-at".into(),
+        spec.start_at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        "--output".into(),
+        RUNS_DIR.into(),
+        "--progress".into(),
+        "plain".into(),
+        "--upload".into(),
+        upload.to_string(),
+    ]);
+
+    let mut env = vec![json!({
+        "name": "JOB_COMPLETION_INDEX",
+        "valueFrom": { "fieldRef": { "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']" } }
+    })];
+    env.extend(spec.env.iter().map(|(k, v)| json!({ "name": k, "value": v })));
+    if let Credentials::Secret(secret) = &spec.credentials {
+        for (key, optional) in [("AWS_ACCESS_KEY_ID", false), ("AWS_SECRET_ACCESS_KEY", false), ("AWS_SESSION_TOKEN", true)] {
+            env.push(json!({ "name": key, "valueFrom": { "secretKeyRef": { "name": secret, "key": key, "optional": optional } } }));
+        }
+    }
+    let resources = json!({ "cpu": spec.resources.cpu, "memory": spec.resources.memory });
+    let mut container = json!({
+        "name": "volley",
+        "image": spec.image,
+        "args": args,
+        "env": env,
+        "resources": { "requests": resources, "limits": resources },
+        "volumeMounts": [
+            { "name": "plan", "mountPath": PLAN_DIR, "readOnly": true },
+            { "name": "runs", "mountPath": RUNS_DIR }
+        ],
+        "securityContext": {
+            "allowPrivilegeEscalation": false,
+            "readOnlyRootFilesystem": true,
+            "capabilities": { "drop": ["ALL"] }
+        }
+    });
+    if let Some(p) = &spec.image_pull_policy {
+        container["imagePullPolicy"] = json!(p);
+    }
+    if let Some(secret) = &spec.env_secret {
+        container["envFrom"] = json!([{ "secretRef": { "name": secret } }]);
+    }
+    let items: Vec<Value> = spec.files.iter().map(|f| json!({ "key": f.key, "path": f.path })).collect();
+    let mut pod = json!({
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 30,
+        "securityContext": { "runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "seccompProfile": { "type": "RuntimeDefault" } },
+        "topologySpreadConstraints": [{
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": match spec.spread { Spread::Hard => "DoNotSchedule", Spread::Soft => "ScheduleAnyway" },
+            "labelSelector": { "matchLabels": { "volley.dev/run-id": spec.run_id } }
+        }],
+        "containers": [container],
+        "volumes": [
+            { "name": "plan", "configMap": { "name": cm_name, "items": items } },
+            { "name": "runs", "emptyDir": {} }
+        ]
+    });
+    match &spec.credentials {
+        Credentials::ServiceAccount(sa) => pod["serviceAccountName"] = json!(sa),
+        Credentials::Secret(_) => pod["automountServiceAccountToken"] = json!(false),
+    }
+
+    let mut job_meta = meta;
+    job_meta["name"] = json!(job_name);
+    let mut job_spec = json!({
+        "completionMode": "Indexed",
+        "completions": n,
+        "parallelism": n,
+        // A failed index is not retried: a second pod would send that segment's load again.
+        "backoffLimitPerIndex": 0,
+        // Nor is a pod replaced while the old one may still be sending (e.g. evicted, terminating).
+        "podReplacementPolicy": "Failed",
+        "template": { "metadata": { "labels": labels(&spec.run_id) }, "spec": pod }
+    });
+    if let Some(planned) = spec.planned {
+        let wait = spec.start_at.duration_since(now).as_secs().max(0) as u64;
+        job_spec["activeDeadlineSeconds"] = json!(wait + planned.as_secs() + DEADLINE_MARGIN.as_secs());
+    }
+    if let Some(ttl) = spec.ttl_after_finished {
+        job_spec["ttlSecondsAfterFinished"] = json!(ttl.as_secs());
+    }
+    let job = json!({ "apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": job_spec });
+    Ok(Manifests { config_map, job })
+}
+
+/// Refuses what would make objects Kubernetes rejects, or a Job that cannot do its work.
+fn check(spec: &JobSpec) -> Result<(), K8sError> {
+    let bad = |m: String| Err(K8sError::Invalid(m));
+    validate_run_id(&spec.run_id)?;
+    if !(1..=1000).contains(&spec.segments) {
+        return bad(format!("--segments {}: give 1 to 1000 pods", spec.segments));
+    }
+    if spec.image.trim().is_empty() || spec.image.contains(char::is_whitespace) {
+        return bad(format!("--image `{}`: give an image reference such as ghcr.io/you/volley:0.1.0", spec.image));
+    }
+    if let Some(p) = &spec.image_pull_policy
+        && !["Always", "IfNotPresent", "Never"].contains(&p.as_str())
+    {
+        return bad(format!("--image-pull-policy `{p}`: write Always, IfNotPresent or Never"));
+    }
+    if let Some(ns) = &spec.namespace {
+        check_dns_label("--namespace", ns)?;
+    }
+    for name in [spec.env_secret.as_deref(), match &spec.credentials {
+        Credentials::Secret(s) | Credentials::ServiceAccount(s) => Some(s.as_str()),
+    }]
+    .into_iter()
+    .flatten()
+    {
+        check_dns_subdomain(name)?;
+    }
+    check_quantity("--cpu", &spec.resources.cpu, &["m"])?;
+    check_quantity("--memory", &spec.resources.memory, &["Ki", "Mi", "Gi", "Ti", "k", "M", "G", "T"])?;
+    for (k, _) in &spec.env {
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || k.starts_with(|c: char| c.is_ascii_digit()) {
+            return bad(format!("environment variable name `{k}`: use letters, digits and `_`, not starting with a digit"));
+        }
+    }
+    Ok(())
+}
+
+fn check_dns_label(what: &str, s: &str) -> Result<(), K8sError> {
+    let ok = !s.is_empty()
+        && s.len() <= 63
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-');
+    if ok { Ok(()) } else { Err(K8sError::Invalid(format!("{what} `{s}`: a Kubernetes name is 1-63 characters of a-z, 0-9 and `-`"))) }
+}
+
+fn check_dns_subdomain(s: &str) -> Result<(), K8sError> {
+    let ok = !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|part| check_dns_label("", part).is_ok());
+    if ok { Ok(()) } else { Err(K8sError::Invalid(format!("`{s}` is not a Kubernetes object name (a-z, 0-9, `-` and `.`)"))) }
+}
+
+/// A decimal number with one of `suffixes` or none (what `--cpu 2`, `--memory 1Gi` need).
+fn check_quantity(flag: &str, s: &str, suffixes: &[&str]) -> Result<(), K8sError> {
+    let number = suffixes.iter().find_map(|x| s.strip_suffix(x)).unwrap_or(s);
+    let ok = !number.is_empty()
+        && number.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && number.matches('.').count() <= 1
+        && number.parse::<f64>().is_ok_and(|v| v > 0.0);
+    if ok {
+        Ok(())
+    } else {
+        Err(K8sError::Invalid(format!("{flag} `{s}`: give a positive Kubernetes quantity, e.g. {}", if flag == "--cpu" { "2 or 1500m" } else { "1Gi or 512Mi" })))
+    }
+}
+
+#[cfg(test)]
+mod tests;

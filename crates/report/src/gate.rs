@@ -1,0 +1,359 @@
+//! CI gates on a comparison: which figures count, and whether any of them got worse beyond
+//! the noise. The comparison itself ([`crate::compare`]) judges each figure; a gate only picks
+//! the figures that count, applies an optional tolerance and says, row by row, why it passed
+//! or failed — so a red CI job names the figure, both values and the noise.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+use volley_formats::Source;
+use volley_stats::compare::{CompareRow, Verdict};
+
+use crate::compare::{Comparison, Step, value};
+use crate::error::{ReportError, Result};
+use crate::model::ReportOptions;
+
+/// The figures a gate judges unless told otherwise: errors, throughput, and the mean and tail
+/// of the time to first byte. TPS and MTTFB percentiles, counts and variability are left out:
+/// they move with the load shape or are too noisy to fail a build on.
+pub const DEFAULT_METRICS: [&str; 6] = ["error_rate_pct", "tps_avg", "mttfb_avg_ms", "ttfb_p50_ms", "ttfb_p95_ms", "ttfb_p99_ms"];
+
+/// Which figures count and how much worse they may get.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateSpec {
+    /// Keys of the figures that count, as in the comparison JSON (`tps_avg`, `ttfb_p99_ms`, …).
+    pub metrics: Vec<&'static str>,
+    /// The metrics were named by the user: one that an input cannot give is an error rather
+    /// than a skipped row.
+    #[serde(skip)]
+    pub explicit: bool,
+    /// A figure worse beyond the noise fails only when it is also worse by more than this, % of
+    /// the earlier value (0: any change beyond the noise fails).
+    pub tolerance_pct: f64,
+    /// Also judge each scenario step (or test id) found in both runs, on those of the gated
+    /// figures a step has (error rate, TPS, MTTFB, TTFB p50 and p99).
+    pub steps: bool,
+}
+
+/// Every metric name a gate (and `volley runs --trend`) takes.
+pub fn metric_names() -> Vec<&'static str> {
+    volley_stats::compare::metrics().map(|(k, _)| k).collect()
+}
+
+/// `name` checked against the metric names, with the nearest one when it is a typo.
+pub fn metric_name(name: &str) -> Result<&'static str> {
+    let valid = metric_names();
+    let name = name.trim();
+    match valid.iter().find(|k| k.eq_ignore_ascii_case(name)) {
+        Some(k) => Ok(k),
+        None => Err(ReportError::UnknownMetric {
+            name: name.to_string(),
+            // Names are often written without their unit (`ttfb_p99`, `error_rate`).
+            suggestion: ["_ms", "_pct"]
+                .iter()
+                .find_map(|unit| valid.iter().find(|k| k.eq_ignore_ascii_case(&format!("{name}{unit}"))).copied())
+                .or_else(|| valid.iter().find(|k| k.starts_with(&format!("{}_", name.to_ascii_lowercase()))).copied())
+                .or_else(|| volley_scenario::suggest::suggest(name, &valid)),
+            valid,
+        }),
+    }
+}
+
+impl GateSpec {
+    /// The default figures, or a comma-separated list of metric names (`all` for every one).
+    pub fn parse(list: Option<&str>, tolerance_pct: f64) -> Result<GateSpec> {
+        let metrics = match list.map(str::trim) {
+            None => DEFAULT_METRICS.to_vec(),
+            Some("all") => metric_names(),
+            Some(list) => {
+                let mut out: Vec<&'static str> = Vec::new();
+                for name in list.split(',').filter(|n| !n.trim().is_empty()) {
+                    let key = metric_name(name)?;
+                    if !out.contains(&key) {
+                        out.push(key);
+                    }
+                }
+                if out.is_empty() {
+                    return Err(ReportError::UnknownMetric { name: list.to_string(), suggestion: None, valid: metric_names() });
+                }
+                out
+            }
+        };
+        Ok(GateSpec { metrics, explicit: list.is_some(), tolerance_pct, steps: false })
+    }
+}
+
+/// How one gated figure came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Not worse beyond the noise (or within the tolerance).
+    Pass,
+    /// Worse beyond the noise (and the tolerance).
+    Fail,
+    /// The comparison could not judge it (too few intervals or requests, or an input lacks it).
+    NotJudged,
+}
+
+/// One gated figure of one before/after table.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateCheck {
+    /// Stable key.
+    pub key: &'static str,
+    /// As the tables label it.
+    pub label: String,
+    /// The comparison's row (absent when the comparison has no such row).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row: Option<CompareRow>,
+    /// Pass, fail or not judged.
+    pub outcome: Outcome,
+    /// Why, in words, with the values.
+    pub why: String,
+}
+
+/// The gated figures of one before/after table.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateTable {
+    /// Label of the earlier run (the baseline).
+    pub before: String,
+    /// Label of the later run.
+    pub after: String,
+    /// One check per gated figure.
+    pub checks: Vec<GateCheck>,
+}
+
+/// A gate's verdict on a comparison; serialized under `gate` in the comparison JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateResult {
+    /// What was gated.
+    pub spec: GateSpec,
+    /// The tables judged: each candidate against the baseline, or the first run against the last.
+    pub tables: Vec<GateTable>,
+    /// No gated figure failed.
+    pub passed: bool,
+}
+
+/// A comparison of each of `sources[1..]` against `sources[0]`, the baseline (not a chain):
+/// one before/after table per candidate, and no overall table.
+pub fn against_baseline(sources: &[Source], labels: &[String], opts: ReportOptions) -> Comparison {
+    let label = |i: usize| labels.get(i).cloned().unwrap_or_else(|| sources[i].name.clone());
+    let mut all = crate::compare::build(&sources[..sources.len().min(2)], &labels[..labels.len().min(2)], opts);
+    for i in 2..sources.len() {
+        let pair = [sources[0].clone(), sources[i].clone()];
+        let cmp = crate::compare::build(&pair, &[label(0), label(i)], opts);
+        all.runs.extend(cmp.runs.into_iter().skip(1));
+        all.steps.extend(cmp.steps);
+    }
+    all
+}
+
+impl GateResult {
+    /// Judges `cmp` by `spec`: every table when `baseline` (each candidate against the
+    /// baseline), otherwise the last one (the only one of two runs; first against last of more).
+    pub fn evaluate(cmp: &Comparison, spec: &GateSpec, baseline: bool) -> Result<GateResult> {
+        let steps: Vec<&Step> = match (&cmp.overall, baseline) {
+            (_, true) => cmp.steps.iter().collect(),
+            (Some(overall), false) => vec![overall],
+            (None, false) => cmp.steps.last().into_iter().collect(),
+        };
+        let labels: std::collections::HashMap<&str, &str> = volley_stats::compare::metrics().collect();
+        let mut tables = Vec::new();
+        for step in steps {
+            let mut checks = Vec::new();
+            for &key in &spec.metrics {
+                let label = labels.get(key).copied().unwrap_or(key).to_string();
+                let Some(row) = step.rows.iter().find(|r| r.key == key) else {
+                    let why = format!("{label} is not in the comparison of {} and {}: one of them cannot give it (see its notes)", step.before, step.after);
+                    if spec.explicit {
+                        return Err(ReportError::GateUnavailable { metric: key.to_string(), why });
+                    }
+                    checks.push(GateCheck { key, label, row: None, outcome: Outcome::NotJudged, why });
+                    continue;
+                };
+                let (outcome, why) = judge(row, spec.tolerance_pct);
+                checks.push(GateCheck { key, label, row: Some(row.clone()), outcome, why });
+            }
+            for s in step.per_step.iter().filter(|_| spec.steps) {
+                for row in s.rows.iter().filter(|r| spec.metrics.contains(&r.key)) {
+                    let (outcome, why) = judge(row, spec.tolerance_pct);
+                    checks.push(GateCheck { key: row.key, label: format!("step `{}`: {}", s.name, row.label), row: Some(row.clone()), outcome, why });
+                }
+            }
+            tables.push(GateTable { before: step.before.clone(), after: step.after.clone(), checks });
+        }
+        let passed = tables.iter().flat_map(|t| &t.checks).all(|c| c.outcome != Outcome::Fail);
+        Ok(GateResult { spec: spec.clone(), tables, passed })
+    }
+
+    /// The failed checks, with their table.
+    pub fn failures(&self) -> impl Iterator<Item = (&GateTable, &GateCheck)> {
+        self.tables.iter().flat_map(|t| t.checks.iter().filter(|c| c.outcome == Outcome::Fail).map(move |c| (t, c)))
+    }
+
+    fn count(&self, outcome: Outcome) -> usize {
+        self.tables.iter().flat_map(|t| &t.checks).filter(|c| c.outcome == outcome).count()
+    }
+
+    /// One line: `PASSED: 6 metrics judged …` or `FAILED: 2 of 6 metrics …`.
+    pub fn headline(&self) -> String {
+        let total: usize = self.tables.iter().map(|t| t.checks.len()).sum();
+        let (failed, unjudged) = (self.count(Outcome::Fail), self.count(Outcome::NotJudged));
+        let tolerance = if self.spec.tolerance_pct > 0.0 { format!(" and the {}% tolerance", self.spec.tolerance_pct) } else { String::new() };
+        let mut h = if failed > 0 {
+            format!("FAILED: {failed} of {total} gated figures worse beyond the noise{tolerance}")
+        } else {
+            format!("PASSED: none of {total} gated figures worse beyond the noise{tolerance}")
+        };
+        if unjudged > 0 {
+            let _ = write!(h, "; {unjudged} could not be judged");
+        }
+        h
+    }
+
+    /// The gate as a terminal table, after the comparison: every gated figure with its
+    /// values, change, noise and result.
+    pub fn table(&self) -> String {
+        let mut out = format!("Gate ({}): {}\n", self.spec.metrics.join(", "), self.headline());
+        for t in &self.tables {
+            let _ = writeln!(out, "  {} → {}", crate::render::terminal_safe(&t.before), crate::render::terminal_safe(&t.after));
+            let w = t.checks.iter().map(|c| c.label.chars().count()).max().unwrap_or(10);
+            for c in &t.checks {
+                let result = match c.outcome {
+                    Outcome::Pass => "pass",
+                    Outcome::Fail => "FAIL",
+                    Outcome::NotJudged => "not judged",
+                };
+                let _ = writeln!(out, "    {:<10}  {:<w$}  {}", result, c.label, crate::render::terminal_safe(&c.why));
+            }
+        }
+        out
+    }
+
+    /// The gate in Markdown, for a pull request or `$GITHUB_STEP_SUMMARY`.
+    pub fn markdown(&self) -> String {
+        let mut out = format!("## Gate: {}\n\n", self.headline());
+        let _ = writeln!(out, "Gated figures: {}.\n", self.spec.metrics.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "));
+        for t in &self.tables {
+            let (before, after) = (crate::render::md_text(&t.before), crate::render::md_text(&t.after));
+            let _ = writeln!(out, "| Gate | Metric | {before} | {after} | Change | Noise ± |\n|---|---|---|---|---|---|");
+            for c in &t.checks {
+                let result = match c.outcome {
+                    Outcome::Pass => "✅ pass",
+                    Outcome::Fail => "❌ **FAIL**",
+                    Outcome::NotJudged => "➖ not judged",
+                };
+                match &c.row {
+                    Some(r) => {
+                        let _ = writeln!(
+                            out,
+                            "| {result} | {} | {} | {} | {} | {} |",
+                            c.label,
+                            value(r.before, r.unit, r.key),
+                            value(r.after, r.unit, r.key),
+                            crate::compare::change(r),
+                            if r.noise_pct.is_finite() { format!("{:.1}%", r.noise_pct) } else { "n/a".into() }
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(out, "| {result} | {} | n/a | n/a | n/a | n/a |", c.label);
+                    }
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Whether one row passes: worse beyond the noise (and beyond the tolerance) fails; a row
+/// the comparison could not judge is not judged.
+fn judge(r: &CompareRow, tolerance_pct: f64) -> (Outcome, String) {
+    let values = format!(
+        "{} → {} ({}, noise ±{})",
+        value(r.before, r.unit, r.key),
+        value(r.after, r.unit, r.key),
+        crate::compare::change_parts(r).0,
+        if r.noise_pct.is_finite() { format!("{:.1}%", r.noise_pct) } else { "n/a".into() }
+    );
+    if r.too_few_intervals {
+        return (Outcome::NotJudged, format!("{values}: a run has fewer than {} intervals, so its noise cannot be estimated", volley_stats::compare::MIN_INTERVALS));
+    }
+    if r.too_few {
+        return (Outcome::NotJudged, format!("{values}: too few requests beyond this percentile to judge it"));
+    }
+    let worse_by = r.change_pct.abs();
+    match r.verdict {
+        Verdict::Worse if worse_by > tolerance_pct => (Outcome::Fail, format!("{values}: worse beyond the noise")),
+        Verdict::Worse => (Outcome::Pass, format!("{values}: worse beyond the noise, within the {tolerance_pct}% tolerance")),
+        Verdict::Better => (Outcome::Pass, format!("{values}: better")),
+        Verdict::Noise => (Outcome::Pass, format!("{values}: within the noise")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(dir: &std::path::Path, ms: &[u64]) -> Vec<Source> {
+        ms.iter().enumerate().map(|(i, ms)| crate::testrun::run(&dir.join(i.to_string()), &format!("r{i}"), 8, 50, *ms, &[])).collect()
+    }
+
+    #[test]
+    fn names_are_checked_with_a_suggestion() {
+        let spec = GateSpec::parse(Some("tps_avg, TTFB_P99_MS"), 0.0).unwrap();
+        assert_eq!(spec.metrics, ["tps_avg", "ttfb_p99_ms"]);
+        assert!(spec.explicit);
+        let e = GateSpec::parse(Some("tps_avg,ttfb_p99"), 0.0).unwrap_err().to_string();
+        assert!(e.contains("unknown metric `ttfb_p99`") && e.contains("did you mean `ttfb_p99_ms`") && e.contains("error_rate_pct"), "{e}");
+        assert_eq!(GateSpec::parse(Some("all"), 0.0).unwrap().metrics.len(), metric_names().len());
+        assert_eq!(GateSpec::parse(None, 0.0).unwrap().metrics, DEFAULT_METRICS);
+        for m in DEFAULT_METRICS {
+            assert!(metric_names().contains(&m), "{m}");
+        }
+    }
+
+    #[test]
+    fn slower_latency_fails_the_gate_and_the_same_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = ReportOptions::default();
+        let sources = runs(dir.path(), &[5, 5, 9]);
+        let spec = GateSpec::parse(Some("mttfb_avg_ms,ttfb_p50_ms"), 0.0).unwrap();
+        let same = GateResult::evaluate(&crate::compare::build(&sources[..2], &[], opts), &spec, false).unwrap();
+        assert!(same.passed, "{}", same.table());
+        let slower = GateResult::evaluate(&crate::compare::build(&sources[1..], &[], opts), &spec, false).unwrap();
+        assert!(!slower.passed);
+        let failed: Vec<&str> = slower.failures().map(|(_, c)| c.key).collect();
+        assert_eq!(failed, ["mttfb_avg_ms", "ttfb_p50_ms"]);
+        assert!(slower.table().contains("FAIL") && slower.markdown().contains("❌ **FAIL**"), "{}", slower.table());
+        // An 80 % tolerance lets the +80 % through; the row says why it passed.
+        let tolerant = GateSpec { tolerance_pct: 81.0, ..spec.clone() };
+        let r = GateResult::evaluate(&crate::compare::build(&sources[1..], &[], opts), &tolerant, false).unwrap();
+        assert!(r.passed && r.table().contains("within the 81% tolerance"), "{}", r.table());
+    }
+
+    #[test]
+    fn a_baseline_is_compared_with_each_candidate() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = ReportOptions::default();
+        let sources = runs(dir.path(), &[5, 5, 9]);
+        let cmp = against_baseline(&sources, &[], opts);
+        assert_eq!(cmp.steps.len(), 2);
+        assert!(cmp.overall.is_none());
+        assert_eq!((cmp.steps[1].before.as_str(), cmp.steps[1].after.as_str()), ("r0", "r2"));
+        let spec = GateSpec::parse(Some("ttfb_p50_ms"), 0.0).unwrap();
+        let gate = GateResult::evaluate(&cmp, &spec, true).unwrap();
+        let outcomes: Vec<Outcome> = gate.tables.iter().map(|t| t.checks[0].outcome).collect();
+        assert_eq!(outcomes, [Outcome::Pass, Outcome::Fail]);
+    }
+
+    #[test]
+    fn runs_too_short_to_judge_are_not_judged_and_do_not_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = crate::testrun::run(&dir.path().join("a"), "a", 3, 50, 5, &[]);
+        let b = crate::testrun::run(&dir.path().join("b"), "b", 3, 50, 50, &[]);
+        let gate = GateResult::evaluate(&crate::compare::build(&[a, b], &[], ReportOptions::default()), &GateSpec::parse(None, 0.0).unwrap(), false).unwrap();
+        assert!(gate.passed);
+        assert!(gate.tables[0].checks.iter().all(|c| c.outcome == Outcome::NotJudged), "{}", gate.table());
+        assert!(gate.headline().contains("could not be judged"), "{}", gate.headline());
+    }
+}
