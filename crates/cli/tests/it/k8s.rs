@@ -152,8 +152,9 @@ fn runs_upload_and_collect_brings_them_back_byte_for_byte() {
             let dest = format!("s3://volley-results/team/run-7/segment-{i}");
             let out = outs[i].path().to_str().unwrap();
             let args = ["run", "--url", &url, "--vus", "2", "--duration", "2s", "--progress", "none", "-o", out, "--upload", &dest, "--segment", &format!("{i}/2"), "--start-at", &at];
-            let child = Command::new(env!("CARGO_BIN_EXE_volley")).args(args).envs(env.iter().cloned()).env("NO_COLOR", "1");
-            (dest, child.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap())
+            let mut child = Command::new(env!("CARGO_BIN_EXE_volley"));
+            child.args(args).envs(env.iter().cloned()).env("NO_COLOR", "1").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+            (dest, child.spawn().unwrap())
         })
         .collect();
     let mut runs = Vec::new();
