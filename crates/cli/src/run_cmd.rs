@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use volley_engine::{RunControl, Target, TlsOptions};
 use volley_formats::{RunData, RunStatus};
-use volley_record::{Observer, RunSpec};
+use volley_record::{GroupSpec, Observer, Recorded, RunSpec};
 use volley_report::{ReportOptions, RunReport};
 use volley_scenario::{RequestSpec, Scenario, Settings, StatusSet, parse_duration};
 use volley_stats::{Interval, IntervalSample};
@@ -69,8 +69,9 @@ fn flag_request(a: &RunArgs, url: &str) -> Result<RequestSpec> {
     Ok(RequestSpec { method: a.method.to_ascii_uppercase(), url: url.to_string(), headers, body })
 }
 
-/// The flags, checked and resolved into what `volley-record` runs.
-pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
+/// The flags, checked and resolved into what `volley-record` runs, with how often
+/// (`--repeat`, `--repeat-pause`, or the file's `repeat` / `repeat_pause`).
+pub(crate) fn run_group_spec(a: &RunArgs) -> Result<GroupSpec> {
     let flags = flag_settings(a)?;
     let (settings, scenario) = match &a.scenario {
         Some(path) => {
@@ -90,6 +91,7 @@ pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
         None => flag_request(a, &url)?,
     };
     let plan = settings.plan(request, scenario)?;
+    let (repeat, pause) = settings.load.repeat()?;
     let target = Target::resolve(&url)?;
     let interval = duration_flag("interval", &a.interval)?;
     if interval < Duration::from_millis(100) {
@@ -121,28 +123,54 @@ pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
     spec.warmup = settings.warmup.unwrap_or_default();
     spec.server_metrics = a.server_metrics.clone();
     spec.thresholds = settings.thresholds;
-    Ok(spec)
+    Ok(GroupSpec { run: spec, repeat, pause })
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
-    let spec = run_spec(&args)?;
-    let (_, report) = execute(&spec, args.progress)?;
+    let group = run_group_spec(&args)?;
+    let reports = if group.repeat > 1 {
+        execute_group(&group, args.progress)?.1
+    } else {
+        vec![execute(&group.run, args.progress)?.1]
+    };
     // A run volley had to stop (too many errors) failed as surely as a threshold.
-    let failed = report.status == RunStatus::Aborted.name() || !report.thresholds_passed();
-    if !report.thresholds_passed() {
-        eprintln!("volley: thresholds failed: {}", report.thresholds.iter().filter(|t| !t.passed).map(|t| t.expr.as_str()).collect::<Vec<_>>().join("; "));
+    let mut failed = false;
+    for (i, report) in reports.iter().enumerate() {
+        failed |= report.status == RunStatus::Aborted.name() || !report.thresholds_passed();
+        if !report.thresholds_passed() {
+            let which = if reports.len() > 1 { format!(" (run {} of {})", i + 1, reports.len()) } else { String::new() };
+            eprintln!(
+                "volley: thresholds failed{which}: {}",
+                report.thresholds.iter().filter(|t| !t.passed).map(|t| t.expr.as_str()).collect::<Vec<_>>().join("; ")
+            );
+        }
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// What the terminal shows while a run records: its directory, progress, and Ctrl-C.
+/// What the terminal shows while a run records: its directory, progress, and Ctrl-C; for
+/// a group also which run it is, each run's report as it ends, and whether to go on.
 struct Terminal {
     progress: Progress,
+    mode: ProgressMode,
+    planned: Option<Duration>,
+    /// Reports of a group's runs, in order (or why one could not be written).
+    reports: Vec<Result<RunReport>>,
+}
+
+impl Terminal {
+    fn new(mode: ProgressMode, planned: Option<Duration>) -> Terminal {
+        Terminal { progress: Progress::new(mode, planned), mode, planned, reports: Vec::new() }
+    }
 }
 
 impl Observer for Terminal {
     fn started(&mut self, dir: &Path, control: RunControl) {
         eprintln!("volley: run directory {}", dir.display());
+        // A Ctrl-C that came while this run was starting stops it at once.
+        if crate::signals::stop_requested() {
+            control.stop(volley_engine::StopReason::Interrupted);
+        }
         crate::signals::install(control);
     }
 
@@ -153,11 +181,57 @@ impl Observer for Terminal {
     fn finished(&mut self) {
         self.progress.finish();
     }
+
+    fn run_starting(&mut self, index: usize, of: usize) {
+        eprintln!("\n== run {} of {of} ==", index + 1);
+        self.progress = Progress::new(self.mode, self.planned);
+    }
+
+    fn run_recorded(&mut self, run: &Recorded) {
+        self.reports.push(write_reports(&run.dir));
+    }
+
+    fn keep_going(&mut self) -> bool {
+        !crate::signals::stop_requested()
+    }
+}
+
+/// Records a run group to the end (or until Ctrl-C): every run's report as it ends, then
+/// the group summary (each figure's mean and spread across the runs), printed and written
+/// as summary.md and summary.json in the group directory.
+pub(crate) fn execute_group(spec: &GroupSpec, progress: ProgressMode) -> Result<(PathBuf, Vec<RunReport>)> {
+    let mut terminal = Terminal::new(progress, spec.run.engine.plan.load.planned());
+    let recorded = volley_record::record_group(spec, &mut terminal)?;
+    eprintln!("volley: run group {}", recorded.dir.display());
+    let reports = terminal.reports.into_iter().collect::<Result<Vec<_>>>()?;
+    write_group_summary(&recorded.dir)?;
+    if recorded.status != RunStatus::Complete {
+        eprintln!("volley: the group was stopped after {} of {} runs; group.json says which completed", recorded.runs.len(), spec.repeat);
+    }
+    Ok((recorded.dir, reports))
+}
+
+/// Reads a group back and writes (and prints) its summary.
+pub(crate) fn write_group_summary(dir: &Path) -> Result<()> {
+    let set = match volley_formats::open_run_or_group(dir, None) {
+        Ok(set) => set,
+        // A group stopped before any run completed has nothing to summarize.
+        Err(e) => {
+            eprintln!("volley: no group summary: {e}");
+            return Ok(());
+        }
+    };
+    let summary = volley_report::group::summarize(&set, ReportOptions::default());
+    std::fs::write(dir.join("summary.md"), summary.markdown())?;
+    std::fs::write(dir.join("summary.json"), summary.to_json())?;
+    println!("{}", summary.table());
+    eprintln!("volley: wrote {0}/summary.md and summary.json", dir.display());
+    Ok(())
 }
 
 /// Records a run to the end and returns its run directory and report (written and printed).
 pub(crate) fn execute(spec: &RunSpec, progress: ProgressMode) -> Result<(PathBuf, RunReport)> {
-    let mut terminal = Terminal { progress: Progress::new(progress, spec.engine.plan.load.planned()) };
+    let mut terminal = Terminal::new(progress, spec.engine.plan.load.planned());
     let recorded = volley_record::record(spec, &mut terminal)?;
     let report = write_reports(&recorded.dir)?;
     Ok((recorded.dir, report))

@@ -24,6 +24,11 @@ pub struct RunSet {
 }
 
 impl RunSet {
+    /// A single run or result file already opened.
+    pub fn single(src: Source) -> RunSet {
+        RunSet { path: src.path.clone(), name: src.name.clone(), runs: vec![src], group: None, notes: Vec::new() }
+    }
+
     /// Whether this is a group (even of one completed run).
     pub fn is_group(&self) -> bool {
         self.group.is_some()
@@ -39,8 +44,9 @@ impl RunSet {
 /// single run directory or result file (as `format`, or detected).
 pub fn open_run_or_group(path: &Path, format: Option<Format>) -> Result<RunSet> {
     if !is_group_dir(path) {
-        let src = crate::open::open_as(path, format)?;
-        return Ok(RunSet { path: path.to_path_buf(), name: src.name.clone(), runs: vec![src], group: None, notes: Vec::new() });
+        let mut set = RunSet::single(crate::open::open_as(path, format)?);
+        set.path = path.to_path_buf();
+        return Ok(set);
     }
     let meta = read_group(path)?;
     let mut runs = Vec::new();

@@ -16,6 +16,7 @@ pub use render::{csv, group_thousands, markdown, markdown_with_charts, md_text, 
 
 pub mod chartset;
 pub mod compare;
+pub mod group;
 pub mod charts;
 pub mod html;
 pub mod sweep;
