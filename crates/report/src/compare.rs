@@ -15,7 +15,7 @@ use crate::render::group_thousands;
 pub const METHOD: &str = "Noise (within-run, single runs): moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples); a change is marked only when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value (25 % for p99 and p99.9: the run-to-run spread of tail percentiles measured on identical runs, see docs/metrics.md), otherwise ⚪. A per-request percentile is judged only when both runs have at least 10 requests beyond it (p99.9: 10,000 requests); nothing is judged when either run has fewer than 4 intervals.";
 
 /// How the noise is judged when either side is a run group (the between-run test).
-pub const GROUP_METHOD: &str = "Noise (between runs, groups): each side's value is the mean of its runs' values (for percentiles, of the runs' percentiles); a change is marked only when it exceeds Welch's t critical value at the confidence of 3 standard errors (99.73 %, Welch–Satterthwaite degrees of freedom) times the standard error of the difference, and 2 % of the earlier value. The variance of a run's value is the larger of the runs' sample variance and their within-run bootstrap variance; a single run against a group borrows the group's. The same request and interval minimums apply to every run.";
+pub const GROUP_METHOD: &str = "Noise (between runs, groups): each side's value is the mean of its runs' values (for percentiles, of the runs' percentiles); a change is marked only when it exceeds (1) Welch's t critical value at the confidence of 3 standard errors (99.73 %, Welch–Satterthwaite degrees of freedom) times the standard error of the difference from the runs' spread (of the logarithms of the runs' values, so the bound is a ratio, when all are positive) — a single run against a group borrows the group's spread, with the group's runs − 1 degrees of freedom —, (2) 3 standard errors from the runs' own within-run bootstrap, and (3) 2 % of the earlier value. The same request and interval minimums apply to every run.";
 
 /// What a comparison of single runs cannot see, said wherever it is shown.
 pub const SINGLE_RUN_CAVEAT: &str = "Single runs: this estimate is within-run only and cannot see run-to-run variation (the host, the target's caches, the network), which on identical runs moves p99 by up to ~20 %. For a verdict that holds across runs, record groups with `volley run --repeat 3` (or more) and compare the groups.";
@@ -167,7 +167,7 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
     if method.is_empty() {
         method.push(METHOD);
     }
-    let few = runs.iter().filter(|r| r.group || tests.contains(&Test::WelchT)).map(|r| r.runs).min().filter(|&n| n < 3 && tests.contains(&Test::WelchT));
+    let few = runs.iter().filter(|r| r.group).map(|r| r.runs).min().filter(|&n| n < 3 && tests.contains(&Test::WelchT));
     let caveat = match (single, few) {
         (true, _) => Some(SINGLE_RUN_CAVEAT.to_string()),
         (false, Some(n)) => Some(format!("A side has only {n} run{}: the between-run test then has so few degrees of freedom that only very large changes can be marked; repeat with `--repeat 3` or more (5 to see a 10 % change).", if n == 1 { "" } else { "s" })),

@@ -463,14 +463,16 @@ pub fn t_critical(df: f64) -> f64 {
 /// Compares two sides of runs (run groups, or a group and a single run), figure by figure.
 ///
 /// Two single runs are judged as [`compare`] judges them (within-run). Otherwise each
-/// figure is judged between runs: the side's value is the mean of its runs' values; the
-/// variance of one run's value is the larger of the runs' sample variance and their mean
-/// within-run (bootstrap) variance — a run cannot vary less between runs than within
-/// itself, and three runs can agree by chance — and a change counts when it exceeds
-/// Welch's t critical value (Welch–Satterthwaite degrees of freedom, confidence of
-/// [`NOISE_Z`] normal standard errors) times the standard error of the difference, and
-/// [`MIN_EFFECT_PCT`]. A single run against a group borrows the group's between-run
-/// variance (its own cannot be measured), with the group's runs − 1 degrees of freedom.
+/// figure is judged between runs: the side's value is the mean of its runs' values, and a
+/// change counts only when it exceeds all of
+/// - Welch's t critical value (Welch–Satterthwaite degrees of freedom, at the confidence
+///   of [`NOISE_Z`] normal standard errors: 99.73 %) times the standard error of the
+///   difference of the means, from the runs' sample variances of the values' logarithms
+///   when all are positive (of the values otherwise); a single run against a group
+///   borrows the group's variance, with the group's runs − 1 degrees of freedom;
+/// - [`NOISE_Z`] standard errors of the difference from the runs' within-run bootstrap
+///   (three runs can agree by chance; the noise inside them is still there);
+/// - [`MIN_EFFECT_PCT`] of the earlier value.
 pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareRow> {
     assert!(!before.is_empty() && !after.is_empty(), "each side of a comparison has at least one run");
     if before.len() == 1 && after.len() == 1 {
@@ -487,21 +489,36 @@ pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareR
             let (va, vb) = (sa.of(i)?, sb.of(i)?);
             let (a, b) = (mean(&va), mean(&vb));
             let (wa, wb) = (sa.within_var(i), sb.within_var(i));
-            let (ra, rb) = (variance(&va), variance(&vb));
-            // NaN-aware max: a NaN within-run variance leaves no estimate (too few intervals).
-            let floor = |between: f64, within: f64| if within.is_nan() { f64::NAN } else { between.max(within) };
-            let (ua, ub, df) = match (sa.n(), sb.n()) {
-                (1, _) => (floor(rb, wa), floor(rb, wb), nb - 1.0),
-                (_, 1) => (floor(ra, wa), floor(ra, wb), na - 1.0),
+            // Between runs: Welch's t on the runs' values — on their logarithms when all are
+            // positive, since a figure's run-to-run spread grows with it (a target twice as
+            // slow varies twice as much in ms) and Welch's degrees of freedom collapse when
+            // the two spreads differ; a single run borrows the group's variance.
+            let log = va.iter().chain(&vb).all(|&x| x > 0.0);
+            let scale = |v: &[f64]| if log { v.iter().map(|x| x.ln()).collect::<Vec<_>>() } else { v.to_vec() };
+            let (ra, rb) = (variance(&scale(&va)), variance(&scale(&vb)));
+            let (se_between, df) = match (sa.n(), sb.n()) {
+                (1, _) => ((rb / nb + rb).sqrt(), nb - 1.0),
+                (_, 1) => ((ra / na + ra).sqrt(), na - 1.0),
                 _ => {
-                    let (ua, ub) = (floor(ra, wa), floor(rb, wb));
-                    let (qa, qb) = (ua / na, ub / nb);
+                    let (qa, qb) = (ra / na, rb / nb);
                     let df = (qa + qb).powi(2) / (qa.powi(2) / (na - 1.0) + qb.powi(2) / (nb - 1.0));
-                    (ua, ub, if df.is_finite() { df } else { na + nb - 2.0 })
+                    ((qa + qb).sqrt(), if df.is_finite() { df } else { na + nb - 2.0 })
                 }
             };
-            let se = (ua / na + ub / nb).sqrt();
-            let noise = if too_few_intervals { f64::NAN } else { (t_critical(df) * se).max(a.abs() * MIN_EFFECT_PCT / 100.0) };
+            // Within runs: the bootstrap's standard errors of the runs, averaged per side.
+            let se_within = (wa / na + wb / nb).sqrt();
+            let noise = if too_few_intervals || se_within.is_nan() {
+                f64::NAN
+            } else {
+                let t = t_critical(df) * se_between;
+                // On the log scale the bound is a ratio: exp(t) − 1 of the earlier value.
+                let between = match (t.is_finite(), log) {
+                    (false, _) => 0.0,
+                    (true, true) => a.abs() * t.exp_m1(),
+                    (true, false) => t,
+                };
+                between.max(NOISE_Z * se_within).max(a.abs() * MIN_EFFECT_PCT / 100.0)
+            };
             let diff = b - a;
             let too_few = request_quantile(metric.key).is_some_and(|q| fewest * (1.0 - q) < MIN_TAIL);
             Some(CompareRow {

@@ -56,6 +56,11 @@ fn compare_json(out: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// Two single runs of identical load: the within-run test cannot see run-to-run variation,
+/// so the verdict that must hold is only what it can judge honestly — p50 and the interval
+/// figures — plus the floor that keeps tail percentiles from being marked on one run's luck;
+/// the comparison says so and points to `--repeat`. (Groups of identical runs marking
+/// nothing at all is `groups::groups_of_identical_runs_are_within_noise_...`.)
 #[test]
 fn compare_identical_load_is_within_noise() {
     let _g = serial();
@@ -66,8 +71,14 @@ fn compare_identical_load_is_within_noise() {
     let cmp = compare_json(out.path());
     let rows = cmp["steps"][0]["rows"].as_array().unwrap();
     assert!(rows.len() >= 14);
+    assert!(cmp["caveat"].as_str().unwrap().contains("within-run only"), "{cmp}");
     for r in rows {
         let key = r["key"].as_str().unwrap();
+        assert_eq!(r["test"], "within_run", "{key}");
+        if key.ends_with("p99_ms") || key.ends_with("p99_9_ms") {
+            // A tail percentile needs more than the run-to-run floor to be marked at all.
+            assert!(r["noise_pct"].as_f64().unwrap() >= volley_stats::compare::TAIL_FLOOR_PCT, "{key}: {r}");
+        }
         if key.starts_with("tps") || key.contains("ttfb") || key == "total_tests" {
             assert_eq!(r["verdict"], "noise", "{key}: {r}");
         }
