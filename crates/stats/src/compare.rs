@@ -511,9 +511,11 @@ pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareR
                 f64::NAN
             } else {
                 let t = t_critical(df) * se_between;
-                // On the log scale the bound is a ratio: exp(t) − 1 of the earlier value.
+                // On the log scale the bound is a ratio, in the direction of the change:
+                // up to a · (eᵗ − 1) above the earlier value, a · (1 − e⁻ᵗ) below it.
                 let between = match (t.is_finite(), log) {
                     (false, _) => 0.0,
+                    (true, true) if b < a => a.abs() * -(-t).exp_m1(),
                     (true, true) => a.abs() * t.exp_m1(),
                     (true, false) => t,
                 };
