@@ -77,3 +77,32 @@ pub fn open_run_or_group(path: &Path, format: Option<Format>) -> Result<RunSet> 
     }
     Ok(RunSet { path: path.to_path_buf(), name: meta.name.clone(), runs, group: Some(meta), notes })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::GroupWriter;
+    use crate::recorded::RecordedPlan;
+
+    fn plan() -> RecordedPlan {
+        let mut load = volley_scenario::LoadSpec::default();
+        load.set("duration", "1s").unwrap();
+        RecordedPlan::new(load.resolve().unwrap(), volley_scenario::RequestSpec::get("http://127.0.0.1:1/"))
+    }
+
+    #[test]
+    fn a_group_without_completed_runs_or_with_a_missing_one_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let mut g = GroupWriter::create(root.path(), "g", 3, 0.0, plan()).unwrap();
+        let e = open_run_or_group(g.dir(), None).unwrap_err().to_string();
+        assert!(e.contains("no completed run (0 listed)"), "{e}");
+        g.run(&g.dir().join("gone"), RunStatus::Complete, None).unwrap();
+        let e = open_run_or_group(g.dir(), None).unwrap_err().to_string();
+        assert!(e.contains("lists run `gone`, which is not in the group directory"), "{e}");
+        let meta = read_group(g.dir()).unwrap();
+        assert_eq!((meta.kind.as_str(), meta.repeat, meta.runs.len(), meta.status), ("group", 3, 1, RunStatus::Running));
+        // Not a group file at all.
+        std::fs::write(g.dir().join(crate::group::GROUP_JSON), r#"{"kind":"run"}"#).unwrap();
+        assert!(read_group(g.dir()).is_err());
+    }
+}

@@ -12,7 +12,7 @@ use crate::model::ReportOptions;
 use crate::render::group_thousands;
 
 /// How the noise is estimated between two single runs (the within-run test).
-pub const METHOD: &str = "Noise (within-run, single runs): moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples); a change is marked only when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value (25 % for p99 and p99.9: the run-to-run spread of tail percentiles measured on identical runs, see docs/metrics.md), otherwise ⚪. A per-request percentile is judged only when both runs have at least 10 requests beyond it (p99.9: 10,000 requests); nothing is judged when either run has fewer than 4 intervals.";
+pub const METHOD: &str = "Noise (within-run, single runs): moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples); a change is marked only when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value (25 % for p99 and p99.9: the run-to-run spread of tail percentiles measured on identical runs, see docs/ARCHITECTURE.md), otherwise ⚪. A per-request percentile is judged only when both runs have at least 10 requests beyond it (p99.9: 10,000 requests); nothing is judged when either run has fewer than 4 intervals.";
 
 /// How the noise is judged when either side is a run group (the between-run test).
 pub const GROUP_METHOD: &str = "Noise (between runs, groups): each side's value is the mean of its runs' values (for percentiles, of the runs' percentiles); a change is marked only when it exceeds (1) Welch's t critical value at the confidence of 3 standard errors (99.73 %, Welch–Satterthwaite degrees of freedom) times the standard error of the difference from the runs' spread (of the logarithms of the runs' values when all are positive, so the bound is a ratio in the direction of the change) — a single run against a group borrows the group's spread, with the group's runs − 1 degrees of freedom —, (2) 3 standard errors from the runs' own within-run bootstrap, and (3) 2 % of the earlier value. The same request and interval minimums apply to every run.";
@@ -380,5 +380,17 @@ impl Comparison {
     /// Pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("comparisons serialize")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_method_states_the_floor_the_statistics_use() {
+        let floor = format!("{} % for p99 and p99.9", volley_stats::compare::TAIL_FLOOR_PCT);
+        assert!(METHOD.contains(&floor), "{METHOD}");
+        assert!(SINGLE_RUN_CAVEAT.contains("--repeat"));
     }
 }

@@ -311,7 +311,7 @@ pub fn single_run_floor_pct(key: &str) -> f64 {
 }
 
 /// Run-to-run floor for tail percentiles (p99, p99.9) in single-run comparisons, in % of
-/// the earlier value: see `docs/metrics.md`, "Run-to-run noise", for the measurements.
+/// the earlier value: see `docs/ARCHITECTURE.md`, "Run-to-run noise", for the measurements.
 pub const TAIL_FLOOR_PCT: f64 = 25.0;
 
 /// The verdict on a change `diff` of a figure whose earlier value is `a`, against `noise`.
