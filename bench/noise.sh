@@ -14,6 +14,7 @@
 #
 #   bench/noise.sh                                   # ~10 min with DURATION=5s
 #   PAIRS=10 SLOW_PAIRS=5 SMALL_PAIRS=5 DURATION=5s bench/noise.sh
+#   JUDGE_ONLY=1 WORK=/tmp/volley-noise.XXXX bench/noise.sh   # judge recorded groups again
 #
 # Needs a release build (cargo build --release) and python3. Prints a Markdown summary and
 # exits 1 when A or B fails. Everything stays in $WORK (a temporary directory by default).
@@ -55,25 +56,29 @@ compare() { # compare OUT BEFORE AFTER: the comparison as JSON in OUT
 }
 
 started=$(date +%s)
-echo "noise.sh: work in $WORK; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-serve 10ms
+first() { ls -d "$1"/*/ | head -1; }   # the first directory under $1 (a group, or a group's first run)
+if [ -z "${JUDGE_ONLY:-}" ]; then
+  echo "noise.sh: work in $WORK; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  serve 10ms
+  for i in $(seq "$PAIRS"); do group "same-a$i" 3 >/dev/null; group "same-b$i" 3 >/dev/null; done
+  serve 20ms
+  for i in $(seq "$SLOW_PAIRS"); do group "slow$i" 3 >/dev/null; done
+  for i in $(seq "$SMALL_PAIRS"); do
+    serve 20ms; group "ten-a$i" 5 >/dev/null
+    serve 22ms; group "ten-b$i" 5 >/dev/null
+  done
+  stop_target
+  echo "noise.sh: load average after recording $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+fi
+# Judged from what is on disk: JUDGE_ONLY=1 WORK=<dir> bench/noise.sh judges recorded groups again.
 for i in $(seq "$PAIRS"); do
-  a=$(group "same-a$i" 3); b=$(group "same-b$i" 3)
+  a=$(first "$WORK/same-a$i"); b=$(first "$WORK/same-b$i")
   compare "$WORK/A-$i.json" "$a" "$b"
   # The same runs, one against one: what the single-run rule would have said.
-  compare "$WORK/A1-$i.json" "$(ls -d "$a"/*/ | head -1)" "$(ls -d "$b"/*/ | head -1)"
+  compare "$WORK/A1-$i.json" "$(first "$a")" "$(first "$b")"
 done
-serve 20ms
-for i in $(seq "$SLOW_PAIRS"); do
-  s=$(group "slow$i" 3)
-  compare "$WORK/B-$i.json" "$(ls -d "$WORK/same-a$i"/*/ | head -1)" "$s"
-done
-for i in $(seq "$SMALL_PAIRS"); do
-  serve 20ms; a=$(group "ten-a$i" 5)
-  serve 22ms; b=$(group "ten-b$i" 5)
-  compare "$WORK/C-$i.json" "$a" "$b"
-done
-stop_target
+for i in $(seq "$SLOW_PAIRS"); do compare "$WORK/B-$i.json" "$(first "$WORK/same-a$i")" "$(first "$WORK/slow$i")"; done
+for i in $(seq "$SMALL_PAIRS"); do compare "$WORK/C-$i.json" "$(first "$WORK/ten-a$i")" "$(first "$WORK/ten-b$i")"; done
 elapsed=$(( $(date +%s) - started ))
 
 python3 - "$WORK" "$PAIRS" "$SLOW_PAIRS" "$SMALL_PAIRS" "$elapsed" "$DURATION" <<'PY'

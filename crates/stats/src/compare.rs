@@ -314,6 +314,23 @@ pub fn single_run_floor_pct(key: &str) -> f64 {
 /// the earlier value: see `docs/ARCHITECTURE.md`, "Run-to-run noise", for the measurements.
 pub const TAIL_FLOOR_PCT: f64 = 25.0;
 
+/// The smallest step a figure of these runs can take: a TPS percentile is a count of
+/// requests in one interval over its length, so it moves in steps of one request per
+/// interval (4 TPS with 250 ms intervals); a change of one step is the measurement's
+/// resolution, not a change. Returns 1.5 steps for TPS percentiles, 0 for the rest.
+fn resolution(key: &str, runs: &[&RunSample]) -> f64 {
+    if !key.starts_with("tps_p") {
+        return 0.0;
+    }
+    let step = runs
+        .iter()
+        .flat_map(|r| r.series.intervals.iter().map(|i| i.period_s))
+        .filter(|p| *p > 0.0)
+        .map(|p| 1.0 / p)
+        .fold(0.0, f64::max);
+    1.5 * step
+}
+
 /// The verdict on a change `diff` of a figure whose earlier value is `a`, against `noise`.
 fn verdict(diff: f64, noise: f64, too_few: bool, direction: Direction) -> Verdict {
     if too_few || diff == 0.0 || !noise.is_finite() || diff.abs() <= noise {
@@ -353,7 +370,9 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
             let noise = if too_few_intervals {
                 f64::NAN
             } else {
-                (NOISE_Z * (sa[i].powi(2) + sb[i].powi(2)).sqrt()).max(a.abs() * single_run_floor_pct(metric.key) / 100.0)
+                (NOISE_Z * (sa[i].powi(2) + sb[i].powi(2)).sqrt())
+                    .max(a.abs() * single_run_floor_pct(metric.key) / 100.0)
+                    .max(resolution(metric.key, &[before, after]))
             };
             let diff = b - a;
             let too_few = request_quantile(metric.key).is_some_and(|q| fewest * (1.0 - q) < MIN_TAIL);
@@ -519,7 +538,8 @@ pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareR
                     (true, true) => a.abs() * t.exp_m1(),
                     (true, false) => t,
                 };
-                between.max(NOISE_Z * se_within).max(a.abs() * MIN_EFFECT_PCT / 100.0)
+                let runs: Vec<&RunSample> = before.iter().chain(after).collect();
+                between.max(NOISE_Z * se_within).max(a.abs() * MIN_EFFECT_PCT / 100.0).max(resolution(metric.key, &runs))
             };
             let diff = b - a;
             let too_few = request_quantile(metric.key).is_some_and(|q| fewest * (1.0 - q) < MIN_TAIL);
@@ -674,6 +694,31 @@ mod tests {
         let p99 = rows.iter().find(|r| r.key == "ttfb_p99_ms").unwrap();
         assert_eq!(p99.verdict, Verdict::Noise, "{p99:?}");
         assert!(p99.noise_pct >= TAIL_FLOOR_PCT, "{p99:?}");
+    }
+
+    #[test]
+    fn a_tps_percentile_moving_by_one_request_per_interval_is_not_marked() {
+        // 250 ms intervals: TPS moves in steps of 4; p50 180 → 184 is one step (2.2 %).
+        let quarter = |tests: &[u64]| RunSample {
+            series: Series {
+                intervals: tests
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &t)| Interval { start_s: i as f64 * 0.25, period_s: 0.25, tests: t, tps: t as f64 * 4.0, mttfb_ms: 20.0, ..Default::default() })
+                    .collect(),
+            },
+            ttfb: None,
+            options: SuiteOptions::default(),
+        };
+        let (a, b) = (quarter(&[45; 20]), quarter(&[46; 20]));
+        let rows = compare_groups(&[a.clone(), a.clone(), a.clone()], &[b.clone(), b.clone(), b.clone()]);
+        let p50 = rows.iter().find(|r| r.key == "tps_p50").unwrap();
+        assert!((p50.change_pct - 100.0 / 45.0).abs() < 1e-9 && p50.verdict == Verdict::Noise, "{p50:?}");
+        assert_eq!(compare(&a, &b).iter().find(|r| r.key == "tps_p50").unwrap().verdict, Verdict::Noise);
+        // Two steps are a change (the runs agree exactly, so nothing else bounds it).
+        let c = quarter(&[47; 20]);
+        let rows = compare_groups(&[a.clone(), a.clone(), a.clone()], &[c.clone(), c.clone(), c]);
+        assert_eq!(rows.iter().find(|r| r.key == "tps_p50").unwrap().verdict, Verdict::Better);
     }
 
     #[test]
