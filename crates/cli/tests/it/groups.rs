@@ -1,6 +1,6 @@
 //! Run groups (`volley run --repeat N`): the group directory, its summary, Ctrl-C, exit
-//! codes, and comparisons judged between runs — identical groups mark nothing, a tripled
-//! latency is marked in TPS and MTTFB.
+//! codes, and comparisons judged between runs: a tripled latency is marked in TPS and MTTFB,
+//! a group against a single run, and two single runs with their caveat.
 
 use std::path::{Path, PathBuf};
 
@@ -29,7 +29,7 @@ fn row<'a>(cmp: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
 }
 
 #[test]
-fn groups_of_identical_runs_are_within_noise_and_a_tripled_latency_is_not() {
+fn a_group_directory_and_a_tripled_latency_judged_between_runs() {
     let _g = serial();
     let server = TestServer::start();
     let out = out_dir();
@@ -49,18 +49,7 @@ fn groups_of_identical_runs_are_within_noise_and_a_tripled_latency_is_not() {
     // 4 VUs at 20 ms: about 200 requests/s in each run.
     assert!((tps["mean"].as_f64().unwrap() - 190.0).abs() < 40.0, "{tps}");
 
-    let b = group(&server, out.path(), 20, 3, "b");
-    let same = compare(&[&a, &b]);
-    assert_eq!((same["runs"][0]["group"].as_bool(), same["runs"][0]["runs"].as_u64()), (Some(true), Some(3)));
-    assert!(same["caveat"].is_null(), "groups of 3 need no caveat: {same}");
-    for r in same["steps"][0]["rows"].as_array().unwrap() {
-        assert_eq!((r["test"].as_str(), r["runs_before"].as_u64(), r["runs_after"].as_u64()), (Some("welch_t"), Some(3), Some(3)), "{r}");
-        let key = r["key"].as_str().unwrap();
-        if key.starts_with("tps") || key.contains("ttfb") || key == "total_tests" {
-            assert_eq!(r["verdict"], "noise", "{key}: {r}");
-        }
-    }
-
+    // (Identical groups marking nothing is `report::compare_identical_load_is_within_noise`.)
     // Three times the latency: on a CI machine shared with compilers, runs of 3 s against a
     // thread-per-connection server spread by 10–15 % between runs, and with 3 runs a side the
     // between-run test needs a large change (the 2× acceptance is bench/noise.sh's).
@@ -83,7 +72,8 @@ fn groups_of_identical_runs_are_within_noise_and_a_tripled_latency_is_not() {
     let o = volley(&["compare", second_run.to_str().unwrap(), first_run.to_str().unwrap()]);
     let table = String::from_utf8_lossy(&o.stdout);
     assert!(table.contains("within-run only") && table.contains("judged by"), "{table}");
-    let o = volley(&["compare", "--format", "md", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert!(worse["caveat"].is_null(), "groups of 3 need no caveat: {worse}");
+    let o = volley(&["compare", "--format", "md", a.to_str().unwrap(), slow.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("| Welch t, 3 vs 3 runs |"), "{}", text(&o));
 }
 
