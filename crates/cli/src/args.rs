@@ -20,7 +20,8 @@ pub(crate) enum Command {
     Check(CheckArgs),
     /// Report the metric suite of a run directory or a result file.
     Report(ReportArgs),
-    /// Compare runs phase by phase: before/after tables with noise taken into account.
+    /// Compare runs or run groups phase by phase: before/after tables with noise taken into
+    /// account (between runs when a side is a group from `volley run --repeat N`).
     Compare(CompareArgs),
     /// Load the embedded demo target, tune it, and compare the phases (start here).
     Demo(DemoArgs),
@@ -64,6 +65,10 @@ pub(crate) struct SweepArgs {
     /// What "best" means.
     #[arg(long, value_enum, default_value_t = Objective::Tps)]
     pub(crate) objective: Objective,
+    /// Run each value N times as a run group (overrides --repeat in the run flags), so the
+    /// best value is judged against run-to-run variation.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) repeat: Option<u64>,
     /// Where the runs and the comparison go.
     #[arg(long, short = 'o', default_value = "runs/sweep")]
     pub(crate) output: PathBuf,
@@ -126,8 +131,10 @@ pub(crate) struct ServeArgs {
 /// `volley compare`.
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
-    /// Two or more run directories or result files, in order (Original, Phase 1, ...); with
-    /// --baseline, one or more.
+    /// Run directories, run groups (`volley run --repeat N`) or result files, in order
+    /// (Original, Phase 1, ...): two or more, or with --baseline one or more. A group is judged
+    /// between its runs (Welch's t); two single runs only within each run, which cannot see
+    /// run-to-run variation.
     #[arg(required = true, num_args = 1..)]
     pub(crate) paths: Vec<PathBuf>,
     /// Comma-separated labels, one per run (the baseline first).
@@ -296,7 +303,8 @@ pub(crate) enum ProgressMode {
 /// `volley report`.
 #[derive(Debug, Args)]
 pub(crate) struct ReportArgs {
-    /// Run directories or result files.
+    /// Run directories, run groups or result files (a group: each run, then the group's
+    /// figures across its runs).
     #[arg(required = true)]
     pub(crate) paths: Vec<PathBuf>,
     /// Read the inputs as this format instead of detecting it: volley, ngrinder, k6-csv,

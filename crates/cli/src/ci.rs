@@ -52,12 +52,17 @@ pub(crate) fn append_step_summary(markdown: &str) {
     }
 }
 
-/// What `volley run` hands CI: its thresholds as JUnit, its report as the job summary.
-pub(crate) fn after_run(junit: Option<&Path>, report: &RunReport) -> Result<()> {
+/// What `volley run` hands CI: each run's thresholds as a JUnit suite (one per run of a
+/// group), each run's report in the job summary.
+pub(crate) fn after_runs(junit: Option<&Path>, reports: &[RunReport]) -> Result<()> {
     if let Some(path) = junit {
-        write_junit(path, &[volley_report::junit::run_suite(report, &hostname())])?;
+        let host = hostname();
+        let suites: Vec<Suite> = reports.iter().map(|r| volley_report::junit::run_suite(r, &host)).collect();
+        write_junit(path, &suites)?;
     }
-    append_step_summary(&volley_report::markdown(report));
+    for report in reports {
+        append_step_summary(&volley_report::markdown(report));
+    }
     Ok(())
 }
 

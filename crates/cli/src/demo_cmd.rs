@@ -108,8 +108,9 @@ fn scenario_run(rt: &tokio::runtime::Runtime, knobs: &Knobs, output: &Path, quic
 
 fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
     let sources = runs.iter().map(|p| volley_formats::open(p)).collect::<Result<Vec<_>, _>>()?;
+    let sets: Vec<volley_formats::RunSet> = sources.iter().cloned().map(volley_formats::RunSet::single).collect();
     let labels: Vec<String> = phases.iter().map(|p| p.label.to_string()).collect();
-    let cmp = volley_report::compare::build(&sources, &labels, ReportOptions::default());
+    let cmp = volley_report::compare::build(&sets, &labels, ReportOptions::default());
     println!("\n{}", cmp.table());
     // The finding that motivates each phase: what the target's own metrics said.
     let mut found = String::from("## What each phase found (from the target's own metrics)\n\n");
@@ -130,7 +131,7 @@ fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
     md.push('\n');
     md.push_str(&cmp.markdown());
     md.push_str("\n![TPS by phase](comparison_charts/tps.png)\n![MTTFB by phase](comparison_charts/mttfb.png)\n![TTFB by percentile](comparison_charts/percentiles.png)\n");
-    crate::report_cmd::write_compare_html(&cmp, &sources, ReportOptions::default(), &out.join("comparison.html"))?;
+    crate::report_cmd::write_compare_html(&cmp, &sets, ReportOptions::default(), &out.join("comparison.html"))?;
     std::fs::write(&md_path, md)?;
     std::fs::write(out.join("comparison.json"), cmp.to_json())?;
     eprintln!("volley: the runs are in {}; each has report.html, report.md, report.json and charts/", out.display());

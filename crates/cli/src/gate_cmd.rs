@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use volley_formats::Source;
+use volley_formats::RunSet;
 use volley_report::ReportOptions;
 use volley_report::compare::Comparison;
 use volley_report::gate::{GateResult, GateSpec};
@@ -86,10 +86,10 @@ impl Gate {
     }
 
     /// The comparison: each candidate against the baseline, or the chain of runs in order.
-    pub(crate) fn build(&self, sources: &[Source], labels: &[String], opts: ReportOptions) -> Comparison {
+    pub(crate) fn build(&self, sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Comparison {
         match self.baseline {
-            Some(_) => volley_report::gate::against_baseline(sources, labels, opts),
-            None => volley_report::compare::build(sources, labels, opts),
+            Some(_) => volley_report::gate::against_baseline(sets, labels, opts),
+            None => volley_report::compare::build(sets, labels, opts),
         }
     }
 

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use volley_formats::{RunSet, Source};
 use volley_report::{ReportOptions, RunReport, Warmup};
 use volley_scenario::parse_duration;
 
@@ -18,13 +19,15 @@ fn warmup_flag(w: &Option<String>) -> Result<Option<Warmup>> {
     Ok(Some(Warmup::Seconds(parse_duration(w).map_err(|e| anyhow::anyhow!("--warmup: {e}"))?.as_secs_f64())))
 }
 
-/// Opens every input (as `from`, or detected) and checks the warm-up leaves something of each.
-fn open_all(paths: &[std::path::PathBuf], from: Option<volley_formats::Format>, opts: ReportOptions) -> Result<Vec<volley_formats::Source>> {
-    let sources = paths.iter().map(|p| volley_formats::open_as(p, from)).collect::<Result<Vec<_>, _>>()?;
-    for s in &sources {
+/// Opens every input — a run directory, a result file (as `from`, or detected) or a run
+/// group — with [`volley_formats::open_run_or_group`], and checks the warm-up leaves
+/// something of every run.
+pub(crate) fn open_all(paths: &[std::path::PathBuf], from: Option<volley_formats::Format>, opts: ReportOptions) -> Result<Vec<RunSet>> {
+    let sets = paths.iter().map(|p| volley_formats::open_run_or_group(p, from)).collect::<Result<Vec<_>, _>>()?;
+    for s in sets.iter().flat_map(|s| &s.runs) {
         volley_report::check_warmup(s, opts.warmup)?;
     }
-    Ok(sources)
+    Ok(sets)
 }
 
 fn emit(output: &Option<std::path::PathBuf>, text: &str) -> Result<()> {
@@ -44,7 +47,8 @@ fn options(out: &OutputArgs) -> Result<ReportOptions> {
 pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     let opts = options(&a.out)?;
     let mut out = String::new();
-    let sources = open_all(&a.paths, a.from, opts)?;
+    let sets = open_all(&a.paths, a.from, opts)?;
+    let sources: Vec<Source> = sets.iter().flat_map(|s| s.runs.iter().cloned()).collect();
     let reports: Vec<RunReport> = sources.iter().map(|s| RunReport::from_source(s, opts)).collect();
     if let Some(html) = &a.out.html {
         std::fs::write(html, volley_report::html::report_page(&sources, &reports, opts))
@@ -61,6 +65,15 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
             _ => report.to_json() + "\n",
         });
     }
+    // A group's runs are reported one by one, then the group: each figure across its runs.
+    for set in sets.iter().filter(|s| s.is_group() && a.out.format != ReportFormat::Csv) {
+        let summary = volley_report::group::summarize(set, opts);
+        out.push_str(&match a.out.format {
+            ReportFormat::Table => summary.table(),
+            ReportFormat::Md => summary.markdown(),
+            _ => summary.to_json() + "\n",
+        });
+    }
     emit(&a.out.output, &out)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -73,10 +86,10 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     if !labels.is_empty() && labels.len() != paths.len() {
         anyhow::bail!("--labels has {} labels for {} runs", labels.len(), paths.len());
     }
-    let sources = open_all(&paths, None, opts)?;
-    let cmp = gate.build(&sources, &labels, opts);
+    let sets = open_all(&paths, None, opts)?;
+    let cmp = gate.build(&sets, &labels, opts);
     if let Some(html) = &a.out.html {
-        write_compare_html(&cmp, &sources, opts, html)?;
+        write_compare_html(&cmp, &sets, opts, html)?;
     }
     let text = match a.out.format {
         ReportFormat::Table => cmp.table(),
@@ -89,13 +102,16 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     Ok(code)
 }
 
-/// Writes the comparison page, with its bar charts as PNG and SVG in `<stem>_charts/`.
+/// Writes the comparison page, with its bar charts as PNG and SVG in `<stem>_charts/`; the
+/// charts of a group show its first run (the tables judge every run).
 pub(crate) fn write_compare_html(
     cmp: &volley_report::compare::Comparison,
-    sources: &[volley_formats::Source],
+    sets: &[RunSet],
     opts: ReportOptions,
     html: &std::path::Path,
 ) -> Result<()> {
+    let sources: Vec<Source> = sets.iter().map(|s| s.first().clone()).collect();
+    let sources = &sources[..];
     let stem = html.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "compare".into());
     let dir = html.with_file_name(format!("{stem}_charts"));
     let labels: Vec<String> = cmp.runs.iter().map(|r| r.label.clone()).collect();

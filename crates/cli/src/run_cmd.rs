@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use volley_engine::{RunControl, Target, TlsOptions};
 use volley_formats::{RunData, RunStatus};
-use volley_record::{Observer, RunSpec};
+use volley_record::{GroupSpec, Observer, Recorded, RunSpec};
 use volley_report::{ReportOptions, RunReport};
 use volley_scenario::{RequestSpec, Scenario, Settings, StatusSet, parse_duration};
 use volley_stats::{Interval, IntervalSample};
@@ -77,6 +77,9 @@ pub(crate) struct CheckedRun {
     pub(crate) plan: volley_scenario::Plan,
     pub(crate) url: String,
     pub(crate) interval: Duration,
+    /// How many times to run the plan (`--repeat`), and the pause between runs.
+    pub(crate) repeat: usize,
+    pub(crate) pause: Duration,
 }
 
 /// Every check of the flags that needs no network.
@@ -104,6 +107,10 @@ pub(crate) fn check_run(a: &RunArgs) -> Result<CheckedRun> {
     let mut plan = settings.plan(request, scenario.clone())?;
     segment.check(&plan.load)?;
     plan.segment = segment;
+    let (repeat, pause) = settings.load.repeat()?;
+    if repeat > 1 && !segment.is_whole() {
+        bail!("--repeat and --segment do not go together: every segment of a run starts at the same instant; run the segments again (a new --run-id) to repeat them");
+    }
     let interval = duration_flag("interval", &a.interval)?;
     if interval < Duration::from_millis(100) {
         bail!("--interval must be at least 100ms");
@@ -121,12 +128,13 @@ pub(crate) fn check_run(a: &RunArgs) -> Result<CheckedRun> {
         );
     }
     duration_flag("grace", &a.grace)?;
-    Ok(CheckedRun { settings, scenario, plan, url, interval })
+    Ok(CheckedRun { settings, scenario, plan, url, interval, repeat, pause })
 }
 
-/// The flags, checked and resolved into what `volley-record` runs.
-pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
-    let CheckedRun { settings, plan, url, interval, .. } = check_run(a)?;
+/// The flags, checked and resolved into what `volley-record` runs, with how often
+/// (`--repeat`, `--repeat-pause`, or the file's `repeat` / `repeat_pause`).
+pub(crate) fn run_group_spec(a: &RunArgs) -> Result<GroupSpec> {
+    let CheckedRun { settings, plan, url, interval, repeat, pause, .. } = check_run(a)?;
     let target = Target::resolve(&url)?;
     let mut spec = RunSpec::new(plan, target);
     spec.name = settings.name.clone().unwrap_or_else(|| spec.engine.target.host.clone());
@@ -144,36 +152,66 @@ pub(crate) fn run_spec(a: &RunArgs) -> Result<RunSpec> {
     spec.thresholds = settings.thresholds;
     spec.engine.start_at = crate::segment_flags::start_at(a, spec.engine.plan.segment)?;
     spec.run_id = a.run_id.clone();
-    Ok(spec)
+    Ok(GroupSpec { run: spec, repeat, pause })
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
-    let spec = run_spec(&args)?;
+    let group = run_group_spec(&args)?;
     crate::ci::check_junit_path(args.junit.as_deref())?;
+    if group.repeat > 1 && args.upload.is_some() {
+        bail!("--upload takes one run directory; with --repeat, upload the group directory afterwards or drop --repeat");
+    }
     // Opened before the run, so that a bad endpoint or missing bucket setting fails first.
     let upload = args.upload.as_ref().map(volley_store::Store::from_env).transpose()?;
-    let (dir, report) = execute(&spec, args.progress)?;
-    crate::ci::after_run(args.junit.as_deref(), &report)?;
-    if let Some(store) = upload {
-        let sent = store.upload_dir(&dir)?;
-        eprintln!("volley: uploaded {} files ({} bytes) to {}/", sent.files.len(), sent.bytes, store.location());
-    }
+    let reports = if group.repeat > 1 {
+        execute_group(&group, args.progress)?.1
+    } else {
+        let (dir, report) = execute(&group.run, args.progress)?;
+        if let Some(store) = upload {
+            let sent = store.upload_dir(&dir)?;
+            eprintln!("volley: uploaded {} files ({} bytes) to {}/", sent.files.len(), sent.bytes, store.location());
+        }
+        vec![report]
+    };
+    crate::ci::after_runs(args.junit.as_deref(), &reports)?;
     // A run volley had to stop (too many errors) failed as surely as a threshold.
-    let failed = report.status == RunStatus::Aborted.name() || !report.thresholds_passed();
-    if !report.thresholds_passed() {
-        eprintln!("volley: thresholds failed: {}", report.thresholds.iter().filter(|t| !t.passed).map(|t| t.expr.as_str()).collect::<Vec<_>>().join("; "));
+    let mut failed = false;
+    for (i, report) in reports.iter().enumerate() {
+        failed |= report.status == RunStatus::Aborted.name() || !report.thresholds_passed();
+        if !report.thresholds_passed() {
+            let which = if reports.len() > 1 { format!(" (run {} of {})", i + 1, reports.len()) } else { String::new() };
+            eprintln!(
+                "volley: thresholds failed{which}: {}",
+                report.thresholds.iter().filter(|t| !t.passed).map(|t| t.expr.as_str()).collect::<Vec<_>>().join("; ")
+            );
+        }
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// What the terminal shows while a run records: its directory, progress, and Ctrl-C.
+/// What the terminal shows while a run records: its directory, progress, and Ctrl-C; for
+/// a group also which run it is, each run's report as it ends, and whether to go on.
 struct Terminal {
     progress: Progress,
+    mode: ProgressMode,
+    planned: Option<Duration>,
+    /// Reports of a group's runs, in order (or why one could not be written).
+    reports: Vec<Result<RunReport>>,
+}
+
+impl Terminal {
+    fn new(mode: ProgressMode, planned: Option<Duration>) -> Terminal {
+        Terminal { progress: Progress::new(mode, planned), mode, planned, reports: Vec::new() }
+    }
 }
 
 impl Observer for Terminal {
     fn started(&mut self, dir: &Path, control: RunControl) {
         eprintln!("volley: run directory {}", dir.display());
+        // A Ctrl-C that came while this run was starting stops it at once.
+        if crate::signals::stop_requested() {
+            control.stop(volley_engine::StopReason::Interrupted);
+        }
         crate::signals::install(control);
     }
 
@@ -184,6 +222,52 @@ impl Observer for Terminal {
     fn finished(&mut self) {
         self.progress.finish();
     }
+
+    fn run_starting(&mut self, index: usize, of: usize) {
+        eprintln!("\n== run {} of {of} ==", index + 1);
+        self.progress = Progress::new(self.mode, self.planned);
+    }
+
+    fn run_recorded(&mut self, run: &Recorded) {
+        self.reports.push(write_reports(&run.dir));
+    }
+
+    fn keep_going(&mut self) -> bool {
+        !crate::signals::stop_requested()
+    }
+}
+
+/// Records a run group to the end (or until Ctrl-C): every run's report as it ends, then
+/// the group summary (each figure's mean and spread across the runs), printed and written
+/// as summary.md and summary.json in the group directory.
+pub(crate) fn execute_group(spec: &GroupSpec, progress: ProgressMode) -> Result<(PathBuf, Vec<RunReport>)> {
+    let mut terminal = Terminal::new(progress, spec.run.engine.plan.load.planned());
+    let recorded = volley_record::record_group(spec, &mut terminal)?;
+    eprintln!("volley: run group {}", recorded.dir.display());
+    let reports = terminal.reports.into_iter().collect::<Result<Vec<_>>>()?;
+    write_group_summary(&recorded.dir)?;
+    if recorded.status != RunStatus::Complete {
+        eprintln!("volley: the group was stopped after {} of {} runs; group.json says which completed", recorded.runs.len(), spec.repeat);
+    }
+    Ok((recorded.dir, reports))
+}
+
+/// Reads a group back and writes (and prints) its summary.
+pub(crate) fn write_group_summary(dir: &Path) -> Result<()> {
+    let set = match volley_formats::open_run_or_group(dir, None) {
+        Ok(set) => set,
+        // A group stopped before any run completed has nothing to summarize.
+        Err(e) => {
+            eprintln!("volley: no group summary: {e}");
+            return Ok(());
+        }
+    };
+    let summary = volley_report::group::summarize(&set, ReportOptions::default());
+    std::fs::write(dir.join("summary.md"), summary.markdown())?;
+    std::fs::write(dir.join("summary.json"), summary.to_json())?;
+    println!("{}", summary.table());
+    eprintln!("volley: wrote {0}/summary.md and summary.json", dir.display());
+    Ok(())
 }
 
 /// Records a run to the end and returns its run directory and report (written and printed).
@@ -193,7 +277,7 @@ pub(crate) fn execute(spec: &RunSpec, progress: ProgressMode) -> Result<(PathBuf
         let wait = spec.engine.start_at.and_then(|t| t.duration_since(std::time::SystemTime::now()).ok()).unwrap_or_default();
         eprintln!("volley: segment {seg} of run {}: starting in {:.1} s", spec.run_id(), wait.as_secs_f64());
     }
-    let mut terminal = Terminal { progress: Progress::new(progress, spec.engine.plan.load.planned()) };
+    let mut terminal = Terminal::new(progress, spec.engine.plan.load.planned());
     let recorded = volley_record::record(spec, &mut terminal)?;
     let report = write_reports(&recorded.dir)?;
     Ok((recorded.dir, report))

@@ -74,28 +74,35 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         if args.upload.is_some() {
             bail!("--upload is not for sweeps: run `volley run ... --upload` per value, or upload {} afterwards", a.output.display());
         }
-        let dir = crate::run_cmd::run_spec(&args).and_then(|mut spec| {
-            spec.name = format!("{name}={value}");
-            spec.output = a.output.clone();
+        let dir = crate::run_cmd::run_group_spec(&args).and_then(|mut group| {
+            group.run.name = format!("{name}={value}");
+            group.run.output = a.output.clone();
+            if let Some(n) = a.repeat {
+                group.repeat = n as usize;
+            }
             let progress = if a.run.iter().any(|f| f.starts_with("--progress")) { args.progress } else { ProgressMode::Plain };
-            crate::run_cmd::execute(&spec, progress)
+            // Each value repeated is a run group, so the comparison judges it between runs.
+            if group.repeat > 1 {
+                crate::run_cmd::execute_group(&group, progress).map(|(dir, _)| dir)
+            } else {
+                crate::run_cmd::execute(&group.run, progress).map(|(dir, _)| dir)
+            }
         });
-        let dir = dir.map(|(dir, _)| dir);
         if let Some(t) = target {
             rt.block_on(t.stop())?;
         }
         runs.push(dir?);
     }
-    let sources = runs.iter().map(|p| volley_formats::open(p)).collect::<Result<Vec<_>, _>>()?;
+    let sets = runs.iter().map(|p| volley_formats::open_run_or_group(p, None)).collect::<Result<Vec<_>, _>>()?;
     let labels: Vec<String> = values.iter().map(|v| format!("{name}={v}")).collect();
     let opts = ReportOptions::default();
-    let cmp = volley_report::compare::build(&sources, &labels, opts);
+    let cmp = volley_report::compare::build(&sets, &labels, opts);
     println!("\n{}", cmp.table());
-    let summary = volley_report::sweep::summarize(&sources, &labels, a.objective.into(), opts);
+    let summary = volley_report::sweep::summarize(&sets, &labels, a.objective.into(), opts);
     println!("{}", summary.table());
     std::fs::write(a.output.join("sweep.json"), summary.to_json())?;
     std::fs::write(a.output.join("sweep.md"), format!("{}\n{}", summary.markdown(), cmp.markdown()))?;
-    crate::report_cmd::write_compare_html(&cmp, &sources, opts, &a.output.join("sweep.html"))?;
+    crate::report_cmd::write_compare_html(&cmp, &sets, opts, &a.output.join("sweep.html"))?;
     eprintln!("volley: the sweep is in {} (sweep.md, sweep.json, sweep.html)", a.output.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@
 
 pub mod bucket;
 pub mod error;
+pub mod group;
 pub mod hlog;
 pub mod import;
 pub mod ngrinder;
@@ -14,6 +15,7 @@ pub mod numfmt;
 mod open;
 pub mod recorded;
 pub mod rundir;
+pub mod runset;
 pub mod segment;
 pub mod source;
 
@@ -23,4 +25,6 @@ pub use note::{Figure, InputNote};
 pub use recorded::RecordedPlan;
 pub use rundir::{RunData, RunMeta, RunStatus, RunWriter};
 pub use open::{open, open_as};
+pub use group::{GroupMeta, GroupRun, GroupWriter};
+pub use runset::{RunSet, open_run_or_group};
 pub use source::{Format, Source, ToolLatency};

@@ -454,7 +454,7 @@ fn csv_field(s: &str) -> String {
     s.chars().map(|c| if matches!(c, ',' | '"' | '\n' | '\r' | '\t' | ';') { ' ' } else { c }).collect()
 }
 
-fn sanitize(name: &str) -> String {
+pub(crate) fn sanitize(name: &str) -> String {
     let s: String =
         name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect();
     if s.is_empty() { "run".to_string() } else { s }

@@ -138,6 +138,15 @@ pub trait Observer {
     fn interval(&mut self, _row: &Interval, _sample: &IntervalSample, _target_vus: u64) {}
     /// The load is over (the run directory is being closed).
     fn finished(&mut self) {}
+    /// A group's run `index` (0-based) of `of` is about to start.
+    fn run_starting(&mut self, _index: usize, _of: usize) {}
+    /// A group's run was recorded (its run directory is closed).
+    fn run_recorded(&mut self, _run: &Recorded) {}
+    /// Whether a group should go on to its next run (`false` once the user asked to stop);
+    /// asked before every run and during pauses.
+    fn keep_going(&mut self) -> bool {
+        true
+    }
 }
 
 /// An observer that watches nothing.
@@ -167,6 +176,9 @@ pub enum RecordError {
     #[error(transparent)]
     Write(#[from] FormatError),
 }
+
+mod group;
+pub use group::{GroupSpec, RecordedGroup, record_group};
 
 /// Checks the target answers, runs the plan, and writes its run directory as it goes.
 pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, RecordError> {

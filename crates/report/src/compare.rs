@@ -4,15 +4,21 @@
 use std::fmt::Write;
 
 use serde::Serialize;
-use volley_formats::{HistKey, HistMetric, Source};
-use volley_stats::compare::{CompareRow, NOISE_Z, RESAMPLES, RunSample, compare};
+use volley_formats::{HistKey, HistMetric, RunSet, Source};
+use volley_stats::compare::{CompareRow, NOISE_Z, RESAMPLES, RunSample, Test, compare_groups};
 use volley_stats::SuiteOptions;
 
 use crate::model::ReportOptions;
 use crate::render::group_thousands;
 
-/// How the noise is estimated, stated in every comparison.
-pub const METHOD: &str = "Noise: moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples); a change is marked only when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value, otherwise ⚪. A per-request percentile is judged only when both runs have at least 10 requests beyond it (p99.9: 10,000 requests); nothing is judged when either run has fewer than 4 intervals.";
+/// How the noise is estimated between two single runs (the within-run test).
+pub const METHOD: &str = "Noise (within-run, single runs): moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples); a change is marked only when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value (25 % for p99 and p99.9: the run-to-run spread of tail percentiles measured on identical runs, see docs/ARCHITECTURE.md) — and a TPS percentile by more than 1.5 steps of one request per interval, its resolution —, otherwise ⚪. A per-request percentile is judged only when both runs have at least 10 requests beyond it (p99.9: 10,000 requests); nothing is judged when either run has fewer than 4 intervals.";
+
+/// How the noise is judged when either side is a run group (the between-run test).
+pub const GROUP_METHOD: &str = "Noise (between runs, groups): each side's value is the mean of its runs' values (for percentiles, of the runs' percentiles); a change is marked only when it exceeds (1) Welch's t critical value at the confidence of 3 standard errors (99.73 %, Welch–Satterthwaite degrees of freedom) times the standard error of the difference from the runs' spread (of the logarithms of the runs' values when all are positive, so the bound is a ratio in the direction of the change) — a single run against a group borrows the group's spread, with the group's runs − 1 degrees of freedom —, (2) 3 standard errors from the runs' own within-run bootstrap, and (3) 2 % of the earlier value (a TPS percentile also 1.5 steps of one request per interval, its resolution). The same request and interval minimums apply to every run.";
+
+/// What a comparison of single runs cannot see, said wherever it is shown.
+pub const SINGLE_RUN_CAVEAT: &str = "Single runs: this estimate is within-run only and cannot see run-to-run variation (the host, the target's caches, the network), which on identical runs moves p99 by up to ~20 %. For a verdict that holds across runs, record groups with `volley run --repeat 3` (or more) and compare the groups.";
 
 /// One run in a comparison.
 #[derive(Debug, Clone, Serialize)]
@@ -25,6 +31,10 @@ pub struct RunRef {
     /// used out of order, a cut-off end, figures the file cannot give).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub input_notes: Vec<String>,
+    /// A run group (`volley run --repeat`), not a single run.
+    pub group: bool,
+    /// Runs compared on this side (a group's completed runs; 1 for a run).
+    pub runs: usize,
 }
 
 /// One before/after table.
@@ -69,14 +79,19 @@ fn step_sample(src: &Source, i: usize, opts: ReportOptions) -> RunSample {
     run_sample(src, &src.per_test[i].1, HistKey::step(HistMetric::Ttfb, i), opts)
 }
 
-/// Steps of `a` also in `b` (matched by name), compared.
-fn per_step(a: &Source, b: &Source, opts: ReportOptions) -> Vec<StepChange> {
-    a.per_test
+/// The noise inputs of step `name` in every run of `set`, `None` when a run lacks it.
+fn step_samples(set: &RunSet, name: &str, opts: ReportOptions) -> Option<Vec<RunSample>> {
+    set.runs.iter().map(|src| src.per_test.iter().position(|(n, _)| n == name).map(|i| step_sample(src, i, opts))).collect()
+}
+
+/// Steps of `a` also in `b` (matched by name, present in every run), compared.
+fn per_step(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange> {
+    a.first()
+        .per_test
         .iter()
-        .enumerate()
-        .filter_map(|(i, (name, _))| {
-            let j = b.per_test.iter().position(|(n, _)| n == name)?;
-            let rows = compare(&step_sample(a, i, opts), &step_sample(b, j, opts))
+        .filter_map(|(name, _)| {
+            let (sa, sb) = (step_samples(a, name, opts)?, step_samples(b, name, opts)?);
+            let rows = compare_groups(&sa, &sb)
                 .into_iter()
                 .filter(|r| STEP_KEYS.contains(&r.key) && r.before.is_finite() && r.after.is_finite())
                 .collect();
@@ -97,8 +112,11 @@ pub struct Comparison {
     /// First vs last, when there are more than two runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overall: Option<Step>,
-    /// How noise was judged.
+    /// How noise was judged (the methods of the tests used).
     pub method: String,
+    /// What the estimate cannot see, when any table compares two single runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<String>,
     /// Bootstrap parameters.
     pub noise_z: f64,
     /// Resamples per run.
@@ -111,31 +129,60 @@ pub(crate) fn samples(sources: &[Source], opts: ReportOptions) -> Vec<RunSample>
     sources.iter().map(|s| run_sample(s, &s.series, HistKey::TTFB, opts)).collect()
 }
 
-/// Compares `sources` in order; `labels` name them (defaults: their names).
-pub fn build(sources: &[Source], labels: &[String], opts: ReportOptions) -> Comparison {
-    let samples = samples(sources, opts);
-    let runs: Vec<RunRef> = sources
+/// Compares `sets` (runs or run groups) in order; `labels` name them (defaults: their names).
+pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Comparison {
+    let samples: Vec<Vec<RunSample>> = sets.iter().map(|s| samples(&s.runs, opts)).collect();
+    let runs: Vec<RunRef> = sets
         .iter()
         .enumerate()
         .map(|(i, s)| RunRef {
             label: labels.get(i).cloned().unwrap_or_else(|| s.name.clone()),
             source: s.path.display().to_string(),
-            input_notes: s.input_notes.iter().map(ToString::to_string).collect(),
+            input_notes: s.notes.iter().cloned().chain(s.runs.iter().flat_map(|r| r.input_notes.iter().map(ToString::to_string))).collect(),
+            group: s.is_group(),
+            runs: s.runs.len(),
         })
         .collect();
-    // A figure either file cannot give (its reader said so) is left out, not compared as 0.
+    // A figure any file cannot give (its reader said so) is left out, not compared as 0.
     let available = |a: usize, b: usize, r: &CompareRow| {
-        figure_of(r.key).is_none_or(|f| sources[a].unavailable(f).is_none() && sources[b].unavailable(f).is_none())
+        figure_of(r.key).is_none_or(|f| [a, b].iter().all(|&i| sets[i].runs.iter().all(|s| s.unavailable(f).is_none())))
     };
     let step = |a: usize, b: usize| Step {
         before: runs[a].label.clone(),
         after: runs[b].label.clone(),
-        rows: compare(&samples[a], &samples[b]).into_iter().filter(|r| available(a, b, r)).collect(),
-        per_step: per_step(&sources[a], &sources[b], opts),
+        rows: compare_groups(&samples[a], &samples[b]).into_iter().filter(|r| available(a, b, r)).collect(),
+        per_step: per_step(&sets[a], &sets[b], opts),
     };
-    let steps = (1..sources.len()).map(|i| step(i - 1, i)).collect();
-    let overall = (sources.len() > 2).then(|| step(0, sources.len() - 1));
-    Comparison { schema: 1, runs, steps, overall, method: METHOD.to_string(), noise_z: NOISE_Z, resamples: RESAMPLES }
+    let steps: Vec<Step> = (1..sets.len()).map(|i| step(i - 1, i)).collect();
+    let overall = (sets.len() > 2).then(|| step(0, sets.len() - 1));
+    let tests: Vec<Test> = steps.iter().chain(&overall).flat_map(|s| s.rows.iter().map(|r| r.test)).collect();
+    let single = tests.contains(&Test::WithinRun);
+    let mut method = Vec::new();
+    if single {
+        method.push(METHOD);
+    }
+    if tests.contains(&Test::WelchT) {
+        method.push(GROUP_METHOD);
+    }
+    if method.is_empty() {
+        method.push(METHOD);
+    }
+    let few = runs.iter().filter(|r| r.group).map(|r| r.runs).min().filter(|&n| n < 3 && tests.contains(&Test::WelchT));
+    let caveat = match (single, few) {
+        (true, _) => Some(SINGLE_RUN_CAVEAT.to_string()),
+        (false, Some(n)) => Some(format!("A side has only {n} run{}: the between-run test then has so few degrees of freedom that only very large changes can be marked; repeat with `--repeat 3` or more (5 to see a 10 % change).", if n == 1 { "" } else { "s" })),
+        _ => None,
+    };
+    Comparison {
+        schema: 1,
+        runs,
+        steps,
+        overall,
+        method: method.join("\n"),
+        caveat,
+        noise_z: NOISE_Z,
+        resamples: RESAMPLES,
+    }
 }
 
 /// The figure a comparison row stands on, for the rows a file may be unable to give.
@@ -181,6 +228,11 @@ fn noise(pct: f64) -> String {
     if pct.is_finite() { format!("{pct:.1}%") } else { "n/a".to_string() }
 }
 
+/// Which test judged a row, and with how many runs: `within-run`, `Welch t, 3 vs 3 runs`.
+pub(crate) fn judged_by(r: &CompareRow) -> String {
+    r.test.describe(r.runs_before, r.runs_after)
+}
+
 /// A change with its emoji mark: `+3.20% 🟢`.
 pub(crate) fn change(r: &CompareRow) -> String {
     let (change, after) = change_parts(r);
@@ -203,29 +255,31 @@ impl Comparison {
         let mut out = String::new();
         for (title, step) in self.tables() {
             let _ = writeln!(out, "## {title}\n");
-            let _ = writeln!(out, "| Metric | {} | {} | Change |\n|---|---|---|---|", step.before, step.after);
+            let _ = writeln!(out, "| Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|", step.before, step.after);
             for r in &step.rows {
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | **{}** |",
+                    "| {} | {} | {} | **{}** | {} |",
                     r.label,
                     value(r.before, r.unit, r.key),
                     value(r.after, r.unit, r.key),
-                    change(r)
+                    change(r),
+                    judged_by(r)
                 );
             }
             if !step.per_step.is_empty() {
-                let _ = writeln!(out, "\n### Per step: {title}\n\n| Step | Metric | {} | {} | Change |\n|---|---|---|---|---|", step.before, step.after);
+                let _ = writeln!(out, "\n### Per step: {title}\n\n| Step | Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|---|", step.before, step.after);
                 for s in &step.per_step {
                     for r in &s.rows {
                         let _ = writeln!(
                             out,
-                            "| `{}` | {} | {} | {} | **{}** |",
+                            "| `{}` | {} | {} | {} | **{}** | {} |",
                             s.name.replace('|', "\\|").replace('`', "'"),
                             r.label,
                             value(r.before, r.unit, r.key),
                             value(r.after, r.unit, r.key),
-                            change(r)
+                            change(r),
+                            judged_by(r)
                         );
                     }
                 }
@@ -238,7 +292,12 @@ impl Comparison {
         if self.input_notes().next().is_some() {
             out.push('\n');
         }
-        let _ = writeln!(out, "{}", self.method);
+        if let Some(c) = &self.caveat {
+            let _ = writeln!(out, "**{c}**\n");
+        }
+        for m in self.method.lines() {
+            let _ = writeln!(out, "{m}\n");
+        }
         out
     }
 
@@ -248,16 +307,17 @@ impl Comparison {
         for (title, step) in self.tables() {
             let _ = writeln!(out, "{title}");
             let w = step.rows.iter().map(|r| r.label.len()).max().unwrap_or(10);
-            let _ = writeln!(out, "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>8}", "Metric", step.before, step.after, "Change", "noise ±");
+            let _ = writeln!(out, "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>8}  {}", "Metric", step.before, step.after, "Change", "noise ±", "judged by");
             for r in &step.rows {
                 let _ = writeln!(
                     out,
-                    "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>8}",
+                    "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>8}  {}",
                     r.label,
                     value(r.before, r.unit, r.key),
                     value(r.after, r.unit, r.key),
                     change(r),
-                    noise(r.noise_pct)
+                    noise(r.noise_pct),
+                    judged_by(r)
                 );
             }
             for s in &step.per_step {
@@ -265,12 +325,13 @@ impl Comparison {
                 for r in &s.rows {
                     let _ = writeln!(
                         out,
-                        "    {:<w$}{:>14}  {:>14}  {:>16}  {:>8}",
+                        "    {:<w$}{:>14}  {:>14}  {:>16}  {:>8}  {}",
                         r.label,
                         value(r.before, r.unit, r.key),
                         value(r.after, r.unit, r.key),
                         change(r),
                         noise(r.noise_pct),
+                        judged_by(r),
                         w = w - 2
                     );
                 }
@@ -280,20 +341,23 @@ impl Comparison {
         for (run, note) in self.input_notes() {
             let _ = writeln!(out, "note: {}: {}", crate::render::terminal_safe(run), crate::render::terminal_safe(note));
         }
+        if let Some(c) = &self.caveat {
+            let _ = writeln!(out, "{c}");
+        }
         let _ = writeln!(out, "{}", self.method);
         out
     }
 
     /// CSV: one row per figure per step.
     pub fn csv(&self) -> String {
-        let mut out = String::from("step,before_label,after_label,key,label,before,after,change_pct,noise_pct,verdict\n");
+        let mut out = String::from("step,before_label,after_label,key,label,before,after,change_pct,noise_pct,verdict,test,runs_before,runs_after\n");
         for (title, step) in self.tables() {
             let mut rows: Vec<(String, &CompareRow)> = step.rows.iter().map(|r| (title.clone(), r)).collect();
             rows.extend(step.per_step.iter().flat_map(|s| s.rows.iter().map(|r| (format!("{title} / {}", s.name), r))));
             for (title, r) in rows {
                 let _ = writeln!(
                     out,
-                    "\"{}\",\"{}\",\"{}\",{},\"{}\",{},{},{},{},{}",
+                    "\"{}\",\"{}\",\"{}\",{},\"{}\",{},{},{},{},{},{},{},{}",
                     title.replace('"', "\"\""),
                     step.before.replace('"', "\"\""),
                     step.after.replace('"', "\"\""),
@@ -303,7 +367,10 @@ impl Comparison {
                     r.after,
                     r.change_pct,
                     r.noise_pct,
-                    serde_json::to_value(r.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+                    serde_json::to_value(r.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+                    serde_json::to_value(r.test).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+                    r.runs_before,
+                    r.runs_after
                 );
             }
         }
@@ -313,5 +380,17 @@ impl Comparison {
     /// Pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("comparisons serialize")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_method_states_the_floor_the_statistics_use() {
+        let floor = format!("{} % for p99 and p99.9", volley_stats::compare::TAIL_FLOOR_PCT);
+        assert!(METHOD.contains(&floor), "{METHOD}");
+        assert!(SINGLE_RUN_CAVEAT.contains("--repeat"));
     }
 }

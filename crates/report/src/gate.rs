@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use serde::Serialize;
-use volley_formats::Source;
+use volley_formats::RunSet;
 use volley_stats::compare::{CompareRow, Verdict};
 
 use crate::compare::{Comparison, Step, value};
@@ -133,13 +133,13 @@ pub struct GateResult {
     pub passed: bool,
 }
 
-/// A comparison of each of `sources[1..]` against `sources[0]`, the baseline (not a chain):
-/// one before/after table per candidate, and no overall table.
-pub fn against_baseline(sources: &[Source], labels: &[String], opts: ReportOptions) -> Comparison {
-    let label = |i: usize| labels.get(i).cloned().unwrap_or_else(|| sources[i].name.clone());
-    let mut all = crate::compare::build(&sources[..sources.len().min(2)], &labels[..labels.len().min(2)], opts);
-    for i in 2..sources.len() {
-        let pair = [sources[0].clone(), sources[i].clone()];
+/// A comparison of each of `sets[1..]` (runs or run groups) against `sets[0]`, the baseline
+/// (not a chain): one before/after table per candidate, and no overall table.
+pub fn against_baseline(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Comparison {
+    let label = |i: usize| labels.get(i).cloned().unwrap_or_else(|| sets[i].name.clone());
+    let mut all = crate::compare::build(&sets[..sets.len().min(2)], &labels[..labels.len().min(2)], opts);
+    for i in 2..sets.len() {
+        let pair = [sets[0].clone(), sets[i].clone()];
         let cmp = crate::compare::build(&pair, &[label(0), label(i)], opts);
         all.runs.extend(cmp.runs.into_iter().skip(1));
         all.steps.extend(cmp.steps);
@@ -294,8 +294,8 @@ fn judge(r: &CompareRow, tolerance_pct: f64) -> (Outcome, String) {
 mod tests {
     use super::*;
 
-    fn runs(dir: &std::path::Path, ms: &[u64]) -> Vec<Source> {
-        ms.iter().enumerate().map(|(i, ms)| crate::testrun::run(&dir.join(i.to_string()), &format!("r{i}"), 8, 50, *ms, &[])).collect()
+    fn runs(dir: &std::path::Path, ms: &[u64]) -> Vec<RunSet> {
+        ms.iter().enumerate().map(|(i, ms)| RunSet::single(crate::testrun::run(&dir.join(i.to_string()), &format!("r{i}"), 8, 50, *ms, &[]))).collect()
     }
 
     #[test]
@@ -349,8 +349,8 @@ mod tests {
     #[test]
     fn runs_too_short_to_judge_are_not_judged_and_do_not_fail() {
         let dir = tempfile::tempdir().unwrap();
-        let a = crate::testrun::run(&dir.path().join("a"), "a", 3, 50, 5, &[]);
-        let b = crate::testrun::run(&dir.path().join("b"), "b", 3, 50, 50, &[]);
+        let a = RunSet::single(crate::testrun::run(&dir.path().join("a"), "a", 3, 50, 5, &[]));
+        let b = RunSet::single(crate::testrun::run(&dir.path().join("b"), "b", 3, 50, 50, &[]));
         let gate = GateResult::evaluate(&crate::compare::build(&[a, b], &[], ReportOptions::default()), &GateSpec::parse(None, 0.0).unwrap(), false).unwrap();
         assert!(gate.passed);
         assert!(gate.tables[0].checks.iter().all(|c| c.outcome == Outcome::NotJudged), "{}", gate.table());

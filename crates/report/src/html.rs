@@ -258,7 +258,8 @@ pub fn compare_page(cmp: &Comparison, sources: &[Source], opts: ReportOptions, b
         .collect();
     let labels: Vec<String> = cmp.runs.iter().map(|r| r.label.clone()).collect();
     let charts = chartset::compare_set(sources, &labels, opts);
-    render("volley compare", &[], steps, Some(marks::in_text(&cmp.method)), charts, bar_svgs)
+    let method = cmp.caveat.iter().map(String::as_str).chain(std::iter::once(cmp.method.as_str())).collect::<Vec<_>>().join("\n");
+    render("volley compare", &[], steps, Some(marks::in_text(&method)), charts, bar_svgs)
 }
 
 #[cfg(test)]
@@ -270,7 +271,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sources = [crate::testrun::run(dir.path(), "before", 6, 50, 5, &[]), crate::testrun::run(dir.path(), "after", 6, 50, 9, &[])];
         let opts = ReportOptions::default();
-        let cmp = crate::compare::build(&sources, &[], opts);
+        let sets: Vec<volley_formats::RunSet> = sources.iter().cloned().map(volley_formats::RunSet::single).collect();
+        let cmp = crate::compare::build(&sets, &[], opts);
         let page = compare_page(&cmp, &sources, opts, Vec::new());
         assert!(!page.contains(['🟢', '🔴', '⚪']), "an emoji needs an emoji font, which headless Chromium on Debian lacks");
         assert!(page.contains(marks::svg(volley_stats::compare::Verdict::Worse)), "slower TTFB is marked worse");

@@ -17,6 +17,7 @@ pub use render::{csv, group_thousands, markdown, markdown_with_charts, md_text, 
 pub mod chartset;
 pub mod compare;
 pub mod gate;
+pub mod group;
 pub mod history;
 pub mod junit;
 pub mod charts;

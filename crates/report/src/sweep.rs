@@ -1,14 +1,14 @@
 //! A sweep's summary: one row per value, and the best by an objective with its margin
-//! over the runner-up against the two runs' noise (the same bootstrap as `compare`).
+//! over the runner-up against the noise (the same tests as `compare`: within-run for single
+//! runs, between runs when each value was repeated as a run group).
 
 use std::fmt::Write;
 
 use serde::Serialize;
-use volley_formats::{HistKey, Source};
-use volley_stats::compare::compare;
-use volley_stats::SeedSuite;
+use volley_formats::RunSet;
+use volley_stats::compare::{compare_groups, metric_values};
 
-use crate::model::{ReportOptions, warmup_seconds};
+use crate::model::ReportOptions;
 
 /// What "best" means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -33,6 +33,8 @@ pub struct SweepRow {
     pub ttfb_p99_ms: f64,
     /// Error rate, %.
     pub error_rate_pct: f64,
+    /// Runs behind the row (a value repeated as a group: its means).
+    pub runs: usize,
 }
 
 /// The summary.
@@ -52,20 +54,29 @@ pub struct SweepSummary {
     pub noise_pct: f64,
     /// Whether the margin exceeds the noise.
     pub beyond_noise: bool,
+    /// Which test judged the margin, with how many runs.
+    pub judged_by: String,
 }
 
-/// Summarises a sweep.
-pub fn summarize(sources: &[Source], labels: &[String], objective: Objective, opts: ReportOptions) -> SweepSummary {
-    let samples = crate::compare::samples(sources, opts);
+/// Summarises a sweep: one run or run group per value; a group's figures are its runs' means.
+pub fn summarize(sets: &[RunSet], labels: &[String], objective: Objective, opts: ReportOptions) -> SweepSummary {
+    let samples: Vec<Vec<volley_stats::compare::RunSample>> = sets.iter().map(|s| crate::compare::samples(&s.runs, opts)).collect();
+    let mean_of = |runs: &[volley_stats::compare::RunSample], key: &str| {
+        let v: Vec<f64> = runs.iter().filter_map(|r| metric_values(r).into_iter().find(|m| m.key == key).map(|m| m.value)).collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
     let rows: Vec<SweepRow> = samples
         .iter()
-        .zip(sources)
         .zip(labels)
-        .map(|((sample, src), label)| {
-            let suite = SeedSuite::compute(&sample.series, sample.options);
-            let w = warmup_seconds(src, opts.warmup);
-            let ttfb = src.latency(HistKey::TTFB, w).map_or(suite.mttfb_p99_ms, |l| l.p99_ms);
-            SweepRow { label: label.clone(), tps_avg: suite.tps_avg, ttfb_p99_ms: ttfb, error_rate_pct: suite.error_rate_pct }
+        .map(|(runs, label)| {
+            let ttfb = mean_of(runs, "ttfb_p99_ms");
+            SweepRow {
+                label: label.clone(),
+                tps_avg: mean_of(runs, "tps_avg"),
+                ttfb_p99_ms: if ttfb.is_finite() { ttfb } else { mean_of(runs, "mttfb_p99_ms") },
+                error_rate_pct: mean_of(runs, "error_rate_pct"),
+                runs: runs.len(),
+            }
         })
         .collect();
     let score = |r: &SweepRow| match objective {
@@ -78,10 +89,10 @@ pub fn summarize(sources: &[Source], labels: &[String], objective: Objective, op
     let (best, second) = (order[0], order.get(1).copied().unwrap_or(order[0]));
     let key = match objective {
         Objective::Tps => "tps_avg",
-        Objective::TtfbP99 => if samples[best].ttfb.is_some() { "ttfb_p99_ms" } else { "mttfb_p99_ms" },
+        Objective::TtfbP99 => if samples[best][0].ttfb.is_some() { "ttfb_p99_ms" } else { "mttfb_p99_ms" },
         Objective::ErrorRate => "error_rate_pct",
     };
-    let step = compare(&samples[second], &samples[best]);
+    let step = compare_groups(&samples[second], &samples[best]);
     let row = step.iter().find(|r| r.key == key);
     let (change, noise) = row.map_or((0.0, f64::NAN), |r| (r.change_pct, r.noise_pct));
     let margin = if objective == Objective::Tps { change } else { -change };
@@ -92,6 +103,7 @@ pub fn summarize(sources: &[Source], labels: &[String], objective: Objective, op
         margin_pct: margin,
         noise_pct: noise,
         beyond_noise: row.is_some_and(|r| r.verdict == volley_stats::compare::Verdict::Better),
+        judged_by: row.map(crate::compare::judged_by).unwrap_or_default(),
         rows,
     }
 }
@@ -100,12 +112,13 @@ impl SweepSummary {
     fn verdict(&self) -> String {
         let how = if self.beyond_noise { "beyond the noise" } else { "within the noise: the two are not distinguishable" };
         format!(
-            "Best by {}: {} — {:+.1} % over {} (noise ±{:.1} %, {how}).",
+            "Best by {}: {} — {:+.1} % over {} (noise ±{:.1} %, {how}; judged by {}).",
             serde_json::to_value(self.objective).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
             self.best,
             self.margin_pct,
             self.runner_up,
-            self.noise_pct
+            self.noise_pct,
+            self.judged_by
         )
     }
 
@@ -113,10 +126,10 @@ impl SweepSummary {
     pub fn table(&self) -> String {
         let mut out = String::new();
         let w = self.rows.iter().map(|r| r.label.len()).max().unwrap_or(5).max(5);
-        let _ = writeln!(out, "  {:<w$}  {:>12}  {:>14}  {:>12}", "value", "TPS avg", "TTFB p99 ms", "error rate");
+        let _ = writeln!(out, "  {:<w$}  {:>12}  {:>14}  {:>12}  {:>4}", "value", "TPS avg", "TTFB p99 ms", "error rate", "runs");
         for r in &self.rows {
             let mark = if r.label == self.best { "  ← best" } else { "" };
-            let _ = writeln!(out, "  {:<w$}  {:>12.2}  {:>14.2}  {:>11.2}%{mark}", r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct);
+            let _ = writeln!(out, "  {:<w$}  {:>12.2}  {:>14.2}  {:>11.2}%  {:>4}{mark}", r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct, r.runs);
         }
         let _ = writeln!(out, "{}", self.verdict());
         out
@@ -124,10 +137,10 @@ impl SweepSummary {
 
     /// Markdown.
     pub fn markdown(&self) -> String {
-        let mut out = String::from("## Sweep\n\n| Value | TPS avg | TTFB p99 (ms) | Error rate |\n|---|---|---|---|\n");
+        let mut out = String::from("## Sweep\n\n| Value | TPS avg | TTFB p99 (ms) | Error rate | Runs |\n|---|---|---|---|---|\n");
         for r in &self.rows {
             let best = if r.label == self.best { " **best**" } else { "" };
-            let _ = writeln!(out, "| {}{best} | {:.2} | {:.2} | {:.2}% |", r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct);
+            let _ = writeln!(out, "| {}{best} | {:.2} | {:.2} | {:.2}% | {} |", r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct, r.runs);
         }
         let _ = writeln!(out, "\n{}", self.verdict());
         out

@@ -101,6 +101,8 @@ load_options! {
     max_vus: u64 = count, "N", Other, "Open model: VUs (connections) that carry out arrivals, opened as needed [default: 1000].";
     pacing: Duration = parse_duration, "DURATION", Closed, "Start an iteration at most once per this time per VU (e.g. 1s: one call per second per user).";
     think_time: Duration = parse_duration, "DURATION", Closed, "Pause after every iteration.";
+    repeat: u64 = count, "N", Other, "Run the whole plan N times as one run group (a directory of N runs and group.json), so `volley compare` can judge changes against run-to-run variation.";
+    repeat_pause: Duration = parse_duration, "DURATION", Other, "With --repeat: pause between the runs (e.g. 10s), to let the target settle.";
 }
 
 /// Options that cannot be given together: (option, the options it excludes, why).
@@ -180,6 +182,15 @@ impl LoadSpec {
             }
         }
         out
+    }
+
+    /// How often to run the plan, and the pause between runs: `(1, 0)` when not repeated.
+    /// A pause without repeats is an error that says what to write.
+    pub fn repeat(&self) -> Result<(usize, Duration), PlanError> {
+        match (self.repeat, self.repeat_pause) {
+            (None, Some(_)) => Err(PlanError("`repeat_pause` is the pause between repeated runs; give `repeat` too (e.g. --repeat 3 --repeat-pause 10s)".into())),
+            (n, pause) => Ok((n.unwrap_or(1) as usize, pause.unwrap_or_default())),
+        }
     }
 
     /// Whether any option of the load's shape is given.
@@ -432,6 +443,16 @@ mod tests {
         let e = spec(&[("vus", "10"), ("duration", "10s"), ("ramp_up", "6s"), ("ramp_down", "5s")]).resolve().unwrap_err();
         assert!(e.contains("ramp-up and ramp-down (11s) are longer than the duration (10s)"), "{e}");
         assert!(!spec(&[("stages", "1m:10"), ("ramp_down", "5s")]).conflicts().is_empty());
+    }
+
+    #[test]
+    fn repeats_are_for_the_caller_and_a_pause_needs_them() {
+        let s = spec(&[("vus", "2"), ("duration", "5s"), ("repeat", "3"), ("repeat_pause", "2s")]);
+        assert_eq!(s.repeat().unwrap(), (3, Duration::from_secs(2)));
+        assert_eq!(s.resolve().unwrap(), spec(&[("vus", "2"), ("duration", "5s")]).resolve().unwrap());
+        assert_eq!(spec(&[("vus", "2")]).repeat().unwrap(), (1, Duration::ZERO));
+        assert!(spec(&[("repeat_pause", "2s")]).repeat().unwrap_err().0.contains("give `repeat` too"));
+        assert!(LoadSpec::default().set("repeat", "0").is_err());
     }
 
     #[test]

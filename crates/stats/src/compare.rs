@@ -10,6 +10,13 @@
 //! two runs differ by more than their within-run noise suggests — and, because two
 //! quiet runs can differ "significantly" by a fraction of a percent that no one should
 //! act on, only when it is also at least [`MIN_EFFECT_PCT`] of the earlier value.
+//!
+//! That estimate sees only what varies *within* a run. What changes *between* runs (the
+//! host, the target's caches, the network) it cannot see, so for run groups (`volley run
+//! --repeat N`) [`compare_groups`] judges each figure between runs instead: Welch's t on
+//! the runs' values (for percentiles, the runs' percentiles), each run's variance floored
+//! by its within-run bootstrap variance, at the same confidence as [`NOISE_Z`] standard
+//! errors. Every row says which test judged it ([`Test`]) and with how many runs.
 
 use serde::Serialize;
 
@@ -57,6 +64,27 @@ impl Verdict {
     }
 }
 
+/// Which test judged a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Test {
+    /// Moving-block bootstrap within each of two single runs: blind to run-to-run variation.
+    WithinRun,
+    /// Welch's t on the runs' values of two groups (or a group and a run), each run's
+    /// variance floored by its within-run bootstrap variance.
+    WelchT,
+}
+
+impl Test {
+    /// How the row was judged, as the tables say it: `within-run`, `Welch t, 3 vs 3 runs`.
+    pub fn describe(self, before: usize, after: usize) -> String {
+        match self {
+            Test::WithinRun => "within-run".to_string(),
+            Test::WelchT => format!("Welch t, {before} vs {after} runs"),
+        }
+    }
+}
+
 /// One run's inputs: its series and, when known, per-interval latency histograms
 /// (aligned with the series, µs).
 #[derive(Debug, Clone)]
@@ -98,6 +126,12 @@ pub struct CompareRow {
     /// estimated, so nothing is judged (⚪, never against the 2 % floor alone).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub too_few_intervals: bool,
+    /// Which test judged it.
+    pub test: Test,
+    /// Runs on the earlier side (1 for a single run).
+    pub runs_before: usize,
+    /// Runs on the later side.
+    pub runs_after: usize,
 }
 
 /// Intervals a run must have for the bootstrap to estimate its noise.
@@ -271,7 +305,59 @@ impl SparseHistograms {
     }
 }
 
-/// Compares `before` with `after`, figure by figure.
+/// The smallest change a single-run comparison marks for figure `key`, in % of the
+/// earlier value: [`MIN_EFFECT_PCT`], or for a tail percentile the run-to-run spread
+/// measured on identical runs ([`TAIL_FLOOR_PCT`]), which the within-run bootstrap
+/// cannot see.
+pub fn single_run_floor_pct(key: &str) -> f64 {
+    match key {
+        "ttfb_p99_ms" | "ttfb_p99_9_ms" | "mttfb_p99_ms" | "mttfb_p99_9_ms" => TAIL_FLOOR_PCT,
+        _ => MIN_EFFECT_PCT,
+    }
+}
+
+/// Run-to-run floor for tail percentiles (p99, p99.9) in single-run comparisons, in % of
+/// the earlier value: see `docs/ARCHITECTURE.md`, "Run-to-run noise", for the measurements.
+pub const TAIL_FLOOR_PCT: f64 = 25.0;
+
+/// The smallest step a figure of these runs can take: a TPS percentile is a count of
+/// requests in one interval over its length, so it moves in steps of one request per
+/// interval (4 TPS with 250 ms intervals); a change of one step is the measurement's
+/// resolution, not a change. Returns 1.5 steps for TPS percentiles, 0 for the rest.
+fn resolution(key: &str, runs: &[&RunSample]) -> f64 {
+    if !key.starts_with("tps_p") {
+        return 0.0;
+    }
+    let step = runs
+        .iter()
+        .flat_map(|r| r.series.intervals.iter().map(|i| i.period_s))
+        .filter(|p| *p > 0.0)
+        .map(|p| 1.0 / p)
+        .fold(0.0, f64::max);
+    1.5 * step
+}
+
+/// The verdict on a change `diff` of a figure whose earlier value is `a`, against `noise`.
+fn verdict(diff: f64, noise: f64, too_few: bool, direction: Direction) -> Verdict {
+    if too_few || diff == 0.0 || !noise.is_finite() || diff.abs() <= noise {
+        Verdict::Noise
+    } else if (diff > 0.0) == (direction == Direction::Higher) {
+        Verdict::Better
+    } else {
+        Verdict::Worse
+    }
+}
+
+/// `x` in % of `a` (∞ for a change from 0).
+fn pct_of(x: f64, a: f64) -> f64 {
+    match x {
+        _ if x.is_nan() => f64::NAN,
+        _ if a == 0.0 => if x == 0.0 { 0.0 } else { f64::INFINITY },
+        _ => x / a * 100.0,
+    }
+}
+
+/// Compares `before` with `after`, figure by figure, with the within-run estimate only.
 pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
     let (fa, fb) = (before.figures(), after.figures());
     let requests = |f: &Figures| f.ttfb.as_ref().map_or(0, |t| t.count) as f64;
@@ -290,22 +376,12 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
             let noise = if too_few_intervals {
                 f64::NAN
             } else {
-                (NOISE_Z * (sa[i].powi(2) + sb[i].powi(2)).sqrt()).max(a.abs() * MIN_EFFECT_PCT / 100.0)
+                (NOISE_Z * (sa[i].powi(2) + sb[i].powi(2)).sqrt())
+                    .max(a.abs() * single_run_floor_pct(metric.key) / 100.0)
+                    .max(resolution(metric.key, &[before, after]))
             };
             let diff = b - a;
             let too_few = request_quantile(metric.key).is_some_and(|q| fewest * (1.0 - q) < MIN_TAIL);
-            let verdict = if too_few || diff == 0.0 || !noise.is_finite() || diff.abs() <= noise {
-                Verdict::Noise
-            } else if (diff > 0.0) == (metric.direction == Direction::Higher) {
-                Verdict::Better
-            } else {
-                Verdict::Worse
-            };
-            let pct = |x: f64| match x {
-                _ if x.is_nan() => f64::NAN,
-                _ if a == 0.0 => if x == 0.0 { 0.0 } else { f64::INFINITY },
-                _ => x / a * 100.0,
-            };
             Some(CompareRow {
                 key: metric.key,
                 label: metric.label,
@@ -313,11 +389,181 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
                 direction: metric.direction,
                 before: a,
                 after: b,
-                change_pct: pct(diff),
-                noise_pct: pct(noise),
-                verdict,
+                change_pct: pct_of(diff, a),
+                noise_pct: pct_of(noise, a),
+                verdict: verdict(diff, noise, too_few, metric.direction),
                 too_few,
                 too_few_intervals,
+                test: Test::WithinRun,
+                runs_before: 1,
+                runs_after: 1,
+            })
+        })
+        .collect()
+}
+
+/// One figure of one run, as the group summary lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricValue {
+    /// Stable key (as in the suite JSON).
+    pub key: &'static str,
+    /// Label as the seeds write it.
+    pub label: &'static str,
+    /// Unit shown after values.
+    pub unit: &'static str,
+    /// The run's value (NaN where the run cannot give it).
+    pub value: f64,
+}
+
+/// Every compared figure of one run.
+pub fn metric_values(run: &RunSample) -> Vec<MetricValue> {
+    let f = run.figures();
+    METRICS.iter().map(|m| MetricValue { key: m.key, label: m.label, unit: m.unit, value: (m.value)(&f) }).collect()
+}
+
+/// One side of a group comparison: every run's figures and within-run standard errors.
+struct Side {
+    values: Vec<Vec<f64>>,
+    errors: Vec<Vec<f64>>,
+    fewest_requests: f64,
+    fewest_intervals: usize,
+}
+
+impl Side {
+    fn new(runs: &[RunSample], seed: u64) -> Side {
+        let figures: Vec<Figures> = runs.iter().map(RunSample::figures).collect();
+        Side {
+            values: figures.iter().map(|f| METRICS.iter().map(|m| (m.value)(f)).collect()).collect(),
+            errors: runs.iter().enumerate().map(|(i, r)| r.standard_errors(seed + i as u64)).collect(),
+            fewest_requests: figures.iter().map(|f| f.ttfb.as_ref().map_or(0, |t| t.count) as f64).fold(f64::INFINITY, f64::min),
+            fewest_intervals: runs.iter().map(|r| r.series.intervals.len()).min().unwrap_or(0),
+        }
+    }
+
+    fn n(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Metric `i`'s values over the runs, `None` when a run cannot give it.
+    fn of(&self, i: usize) -> Option<Vec<f64>> {
+        let v: Vec<f64> = self.values.iter().map(|r| r[i]).collect();
+        v.iter().all(|x| x.is_finite()).then_some(v)
+    }
+
+    /// Mean within-run variance of metric `i` (NaN when a run has no estimate).
+    fn within_var(&self, i: usize) -> f64 {
+        self.errors.iter().map(|e| e[i].powi(2)).sum::<f64>() / self.n() as f64
+    }
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Sample variance (NaN below two values).
+fn variance(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return f64::NAN;
+    }
+    let m = mean(v);
+    v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64
+}
+
+/// The two-sided confidence of [`NOISE_Z`] standard errors of a normal variable
+/// (3 → 99.73 %), which the between-run test keeps.
+fn confidence() -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    Normal::standard().cdf(NOISE_Z)
+}
+
+/// Student's t quantile at the confidence of [`NOISE_Z`], for `df` degrees of freedom.
+pub fn t_critical(df: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    match StudentsT::new(0.0, 1.0, df.max(1.0)) {
+        Ok(t) => t.inverse_cdf(confidence()),
+        Err(_) => f64::NAN,
+    }
+}
+
+/// Compares two sides of runs (run groups, or a group and a single run), figure by figure.
+///
+/// Two single runs are judged as [`compare`] judges them (within-run). Otherwise each
+/// figure is judged between runs: the side's value is the mean of its runs' values, and a
+/// change counts only when it exceeds all of
+/// - Welch's t critical value (Welch–Satterthwaite degrees of freedom, at the confidence
+///   of [`NOISE_Z`] normal standard errors: 99.73 %) times the standard error of the
+///   difference of the means, from the runs' sample variances of the values' logarithms
+///   when all are positive (of the values otherwise); a single run against a group
+///   borrows the group's variance, with the group's runs − 1 degrees of freedom;
+/// - [`NOISE_Z`] standard errors of the difference from the runs' within-run bootstrap
+///   (three runs can agree by chance; the noise inside them is still there);
+/// - [`MIN_EFFECT_PCT`] of the earlier value.
+pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareRow> {
+    assert!(!before.is_empty() && !after.is_empty(), "each side of a comparison has at least one run");
+    if before.len() == 1 && after.len() == 1 {
+        return compare(&before[0], &after[0]);
+    }
+    let (sa, sb) = (Side::new(before, 0x5eed_1000), Side::new(after, 0x5eed_2000));
+    let (na, nb) = (sa.n() as f64, sb.n() as f64);
+    let fewest = sa.fewest_requests.min(sb.fewest_requests);
+    let too_few_intervals = sa.fewest_intervals.min(sb.fewest_intervals) < MIN_INTERVALS;
+    METRICS
+        .iter()
+        .enumerate()
+        .filter_map(|(i, metric)| {
+            let (va, vb) = (sa.of(i)?, sb.of(i)?);
+            let (a, b) = (mean(&va), mean(&vb));
+            let (wa, wb) = (sa.within_var(i), sb.within_var(i));
+            // Between runs: Welch's t on the runs' values — on their logarithms when all are
+            // positive, since a figure's run-to-run spread grows with it (a target twice as
+            // slow varies twice as much in ms) and Welch's degrees of freedom collapse when
+            // the two spreads differ; a single run borrows the group's variance.
+            let log = va.iter().chain(&vb).all(|&x| x > 0.0);
+            let scale = |v: &[f64]| if log { v.iter().map(|x| x.ln()).collect::<Vec<_>>() } else { v.to_vec() };
+            let (ra, rb) = (variance(&scale(&va)), variance(&scale(&vb)));
+            let (se_between, df) = match (sa.n(), sb.n()) {
+                (1, _) => ((rb / nb + rb).sqrt(), nb - 1.0),
+                (_, 1) => ((ra / na + ra).sqrt(), na - 1.0),
+                _ => {
+                    let (qa, qb) = (ra / na, rb / nb);
+                    let df = (qa + qb).powi(2) / (qa.powi(2) / (na - 1.0) + qb.powi(2) / (nb - 1.0));
+                    ((qa + qb).sqrt(), if df.is_finite() { df } else { na + nb - 2.0 })
+                }
+            };
+            // Within runs: the bootstrap's standard errors of the runs, averaged per side.
+            let se_within = (wa / na + wb / nb).sqrt();
+            let noise = if too_few_intervals || se_within.is_nan() {
+                f64::NAN
+            } else {
+                let t = t_critical(df) * se_between;
+                // On the log scale the bound is a ratio, in the direction of the change:
+                // up to a · (eᵗ − 1) above the earlier value, a · (1 − e⁻ᵗ) below it.
+                let between = match (t.is_finite(), log) {
+                    (false, _) => 0.0,
+                    (true, true) if b < a => a.abs() * -(-t).exp_m1(),
+                    (true, true) => a.abs() * t.exp_m1(),
+                    (true, false) => t,
+                };
+                let runs: Vec<&RunSample> = before.iter().chain(after).collect();
+                between.max(NOISE_Z * se_within).max(a.abs() * MIN_EFFECT_PCT / 100.0).max(resolution(metric.key, &runs))
+            };
+            let diff = b - a;
+            let too_few = request_quantile(metric.key).is_some_and(|q| fewest * (1.0 - q) < MIN_TAIL);
+            Some(CompareRow {
+                key: metric.key,
+                label: metric.label,
+                unit: metric.unit,
+                direction: metric.direction,
+                before: a,
+                after: b,
+                change_pct: pct_of(diff, a),
+                noise_pct: pct_of(noise, a),
+                verdict: verdict(diff, noise, too_few, metric.direction),
+                too_few,
+                too_few_intervals,
+                test: Test::WelchT,
+                runs_before: sa.n(),
+                runs_after: sb.n(),
             })
         })
         .collect()
@@ -411,5 +657,81 @@ mod tests {
         }
         let rows = compare(&run(1, 2.0, 60), &run(2, 1.0, 60));
         assert_eq!(rows.iter().find(|r| r.key == "ttfb_p99_ms").unwrap().verdict, Verdict::Better);
+    }
+
+    /// A run whose latencies are all scaled by `shift`: what a run-to-run change of host
+    /// or cache state does, invisible within the run.
+    fn shifted(seed: u64, shift: f64) -> RunSample {
+        run(seed, shift, 30)
+    }
+
+    #[test]
+    fn groups_see_run_to_run_shifts_that_single_runs_do_not() {
+        // Runs that differ by up to ±8 % from run to run, on the same "target".
+        let shifts = [1.0, 1.08, 0.93, 1.05, 0.95, 1.02];
+        let runs: Vec<RunSample> = shifts.iter().enumerate().map(|(i, &s)| shifted(10 + i as u64, s)).collect();
+        // Two single runs 16 % apart are (wrongly) judged different by the within-run test...
+        let single = compare(&runs[2], &runs[1]);
+        let p50 = single.iter().find(|r| r.key == "ttfb_p50_ms").unwrap();
+        assert_eq!((p50.verdict, p50.test), (Verdict::Worse, Test::WithinRun), "{p50:?}");
+        // ...while the groups, whose runs show the spread, are not.
+        let rows = compare_groups(&runs[..3], &runs[3..]);
+        for r in &rows {
+            assert_eq!(r.verdict, Verdict::Noise, "{} changed {:.2}% (noise {:.2}%)", r.label, r.change_pct, r.noise_pct);
+            assert_eq!((r.test, r.runs_before, r.runs_after), (Test::WelchT, 3, 3));
+        }
+        // A doubling across the same spread is seen, group against group and against a run.
+        let slow: Vec<RunSample> = shifts.iter().enumerate().map(|(i, &s)| shifted(20 + i as u64, 2.0 * s)).collect();
+        // (A single run against a group has the group's runs − 1 degrees of freedom: six runs.)
+        for rows in [compare_groups(&runs[..3], &slow[..3]), compare_groups(&runs, &slow[..1]), compare_groups(&runs[..1], &slow)] {
+            for key in ["mttfb_avg_ms", "ttfb_p50_ms", "ttfb_p99_ms"] {
+                let r = rows.iter().find(|r| r.key == key).unwrap();
+                assert_eq!((r.verdict, r.test), (Verdict::Worse, Test::WelchT), "{key}: {r:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn two_single_runs_are_judged_within_run_and_floor_their_tails() {
+        let rows = compare_groups(&[run(1, 1.0, 60)], &[run(2, 1.2, 60)]);
+        let p50 = rows.iter().find(|r| r.key == "ttfb_p50_ms").unwrap();
+        assert_eq!((p50.verdict, p50.test, p50.runs_before), (Verdict::Worse, Test::WithinRun, 1));
+        // A 20 % change in p99 is within the run-to-run floor of a single run's tail.
+        let p99 = rows.iter().find(|r| r.key == "ttfb_p99_ms").unwrap();
+        assert_eq!(p99.verdict, Verdict::Noise, "{p99:?}");
+        assert!(p99.noise_pct >= TAIL_FLOOR_PCT, "{p99:?}");
+    }
+
+    #[test]
+    fn a_tps_percentile_moving_by_one_request_per_interval_is_not_marked() {
+        // 250 ms intervals: TPS moves in steps of 4; p50 180 → 184 is one step (2.2 %).
+        let quarter = |tests: &[u64]| RunSample {
+            series: Series {
+                intervals: tests
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &t)| Interval { start_s: i as f64 * 0.25, period_s: 0.25, tests: t, tps: t as f64 * 4.0, mttfb_ms: 20.0, ..Default::default() })
+                    .collect(),
+            },
+            ttfb: None,
+            options: SuiteOptions::default(),
+        };
+        let (a, b) = (quarter(&[45; 20]), quarter(&[46; 20]));
+        let rows = compare_groups(&[a.clone(), a.clone(), a.clone()], &[b.clone(), b.clone(), b.clone()]);
+        let p50 = rows.iter().find(|r| r.key == "tps_p50").unwrap();
+        assert!((p50.change_pct - 100.0 / 45.0).abs() < 1e-9 && p50.verdict == Verdict::Noise, "{p50:?}");
+        assert_eq!(compare(&a, &b).iter().find(|r| r.key == "tps_p50").unwrap().verdict, Verdict::Noise);
+        // Two steps are a change (the runs agree exactly, so nothing else bounds it).
+        let c = quarter(&[47; 20]);
+        let rows = compare_groups(&[a.clone(), a.clone(), a.clone()], &[c.clone(), c.clone(), c]);
+        assert_eq!(rows.iter().find(|r| r.key == "tps_p50").unwrap().verdict, Verdict::Better);
+    }
+
+    #[test]
+    fn t_critical_matches_tables() {
+        // Two-sided 99.73 %: z = 3 in the limit; larger with few degrees of freedom.
+        assert!((t_critical(1e6) - 3.0).abs() < 1e-3);
+        assert!((t_critical(4.0) - 6.62).abs() < 0.01, "{}", t_critical(4.0));
+        assert!(t_critical(2.0) > t_critical(8.0));
     }
 }

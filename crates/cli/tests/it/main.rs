@@ -9,6 +9,7 @@ mod open_model;
 mod html;
 mod server_metrics;
 mod sweep;
+mod groups;
 mod scenario;
 mod scenario_server;
 mod faults;

@@ -56,22 +56,37 @@ fn compare_json(out: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// Identical load, compared as run groups of 3 (`--repeat 3`): judged between runs, nothing
+/// is marked. (Two single runs of identical load are not asserted to be all ⚪: their
+/// within-run estimate cannot see run-to-run variation — on a loaded machine MTTFB moved 5 %
+/// against an estimated 4 % — which is why that comparison says so and suggests `--repeat`;
+/// see `groups::...` for that caveat and docs/ARCHITECTURE.md for the measured spread.)
 #[test]
 fn compare_identical_load_is_within_noise() {
     let _g = serial();
     let server = TestServer::start();
     let out = out_dir();
-    delayed_run(&server, out.path(), 20, "a");
-    delayed_run(&server, out.path(), 20, "b");
+    delayed_group(&server, out.path(), 20, "a");
+    delayed_group(&server, out.path(), 20, "b");
     let cmp = compare_json(out.path());
     let rows = cmp["steps"][0]["rows"].as_array().unwrap();
     assert!(rows.len() >= 14);
     for r in rows {
         let key = r["key"].as_str().unwrap();
+        assert_eq!((r["test"].as_str(), r["runs_before"].as_u64()), (Some("welch_t"), Some(3)), "{key}");
         if key.starts_with("tps") || key.contains("ttfb") || key == "total_tests" {
             assert_eq!(r["verdict"], "noise", "{key}: {r}");
         }
     }
+}
+
+fn delayed_group(server: &TestServer, out: &std::path::Path, ms: u64, name: &str) {
+    let url = server.url(&format!("/delay?ms={ms}"));
+    let o = volley(&[
+        "run", "--url", &url, "--vus", "4", "--duration", "3s", "--interval", "250ms", "--repeat", "3", "--name", name, "-o",
+        out.to_str().unwrap(), "--progress", "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
 }
 
 #[test]

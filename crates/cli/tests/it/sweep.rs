@@ -41,3 +41,23 @@ fn a_sweep_substitutes_values_into_flags_and_the_setup_command() {
     let o = volley(&["sweep", "--vary", "vus=1", "--", "--url", &url]);
     assert_eq!(o.status.code(), Some(2), "one value is not a sweep: {}", text(&o));
 }
+
+#[test]
+fn a_sweep_with_repeat_runs_a_group_per_value_and_judges_between_runs() {
+    let _g = serial();
+    let out = out_dir();
+    let o = volley(&[
+        "sweep", "--demo", "--vary", "db-pool=1,4", "--demo-knob", "db-rtt=5ms", "--repeat", "2", "-o", out.path().to_str().unwrap(), "--", "--url",
+        "{target}/rooms", "--vus", "8", "--duration", "2s", "--interval", "250ms",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(summary["judged_by"], "Welch t, 2 vs 2 runs", "{summary}");
+    assert_eq!(summary["best"], "db-pool=4", "{summary}");
+    for r in summary["rows"].as_array().unwrap() {
+        assert_eq!(r["runs"], 2, "{summary}");
+    }
+    let groups: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.join("group.json").is_file()).collect();
+    assert_eq!(groups.len(), 2, "one run group per value: {groups:?}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Welch t, 2 vs 2 runs"), "{}", text(&o));
+}

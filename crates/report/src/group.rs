@@ -1,0 +1,146 @@
+//! A run group's summary: every compared figure across the group's runs — each run's
+//! value, their mean, standard deviation and coefficient of variation — so the run-to-run
+//! spread that a single run cannot show is in plain sight.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+use volley_formats::RunSet;
+use volley_stats::compare::metric_values;
+
+use crate::model::ReportOptions;
+
+/// One figure across the runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupRow {
+    /// Stable key (as in comparisons).
+    pub key: &'static str,
+    /// Label.
+    pub label: &'static str,
+    /// Unit.
+    pub unit: &'static str,
+    /// Each run's value, in run order.
+    pub values: Vec<f64>,
+    /// Mean across runs.
+    pub mean: f64,
+    /// Sample standard deviation across runs (NaN for one run).
+    pub sd: f64,
+    /// `sd / mean · 100`.
+    pub cv_pct: f64,
+    /// Smallest run value.
+    pub min: f64,
+    /// Largest run value.
+    pub max: f64,
+}
+
+/// The summary of a group.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSummary {
+    /// The group's name.
+    pub name: String,
+    /// Where it is.
+    pub path: String,
+    /// The runs summarized (their directory names), in order.
+    pub runs: Vec<String>,
+    /// Runs left out and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// One row per figure the runs give.
+    pub rows: Vec<GroupRow>,
+}
+
+/// Summarizes `set`'s runs (after each run's warm-up).
+pub fn summarize(set: &RunSet, opts: ReportOptions) -> GroupSummary {
+    let per_run: Vec<Vec<volley_stats::compare::MetricValue>> = crate::compare::samples(&set.runs, opts).iter().map(metric_values).collect();
+    let rows = per_run
+        .first()
+        .map(|first| {
+            first
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| {
+                    let values: Vec<f64> = per_run.iter().map(|r| r[i].value).collect();
+                    if !values.iter().all(|v| v.is_finite()) {
+                        return None;
+                    }
+                    let n = values.len() as f64;
+                    let mean = values.iter().sum::<f64>() / n;
+                    let sd = if values.len() < 2 { f64::NAN } else { (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt() };
+                    Some(GroupRow {
+                        key: m.key,
+                        label: m.label,
+                        unit: m.unit,
+                        mean,
+                        sd,
+                        cv_pct: if mean == 0.0 { f64::NAN } else { sd / mean.abs() * 100.0 },
+                        min: values.iter().copied().fold(f64::INFINITY, f64::min),
+                        max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                        values,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    GroupSummary {
+        name: set.name.clone(),
+        path: set.path.display().to_string(),
+        runs: set.runs.iter().map(|s| s.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()).collect(),
+        notes: set.notes.clone(),
+        rows,
+    }
+}
+
+fn cv(v: f64) -> String {
+    if v.is_finite() { format!("{v:.1}%") } else { "n/a".to_string() }
+}
+
+impl GroupSummary {
+    /// A terminal table.
+    pub fn table(&self) -> String {
+        let mut out = format!("Group {} — {} runs: mean across runs, spread between runs\n", crate::render::terminal_safe(&self.name), self.runs.len());
+        let w = self.rows.iter().map(|r| r.label.len()).max().unwrap_or(10);
+        let _ = writeln!(out, "  {:<w$}  {:>14}  {:>12}  {:>7}  {:>14}  {:>14}", "Metric", "mean", "sd", "CV", "min", "max");
+        for r in &self.rows {
+            let v = |x: f64| crate::compare::value(x, r.unit, r.key);
+            let sd = if r.sd.is_finite() { v(r.sd) } else { "n/a".into() };
+            let _ = writeln!(out, "  {:<w$}  {:>14}  {:>12}  {:>7}  {:>14}  {:>14}", r.label, v(r.mean), sd, cv(r.cv_pct), v(r.min), v(r.max));
+        }
+        for n in &self.notes {
+            let _ = writeln!(out, "note: {}", crate::render::terminal_safe(n));
+        }
+        out
+    }
+
+    /// Markdown: one column per run, then mean, sd and CV.
+    pub fn markdown(&self) -> String {
+        let mut out = format!("# Group {} ({} runs)\n\n| Metric |", crate::render::md_text(&self.name), self.runs.len());
+        for i in 1..=self.runs.len() {
+            let _ = write!(out, " Run {i} |");
+        }
+        out.push_str(" Mean | SD | CV |\n|---|");
+        out.push_str(&"---|".repeat(self.runs.len() + 3));
+        out.push('\n');
+        for r in &self.rows {
+            let v = |x: f64| crate::compare::value(x, r.unit, r.key);
+            let _ = write!(out, "| {} |", r.label);
+            for x in &r.values {
+                let _ = write!(out, " {} |", v(*x));
+            }
+            let sd = if r.sd.is_finite() { v(r.sd) } else { "n/a".into() };
+            let _ = writeln!(out, " {} | {} | {} |", v(r.mean), sd, cv(r.cv_pct));
+        }
+        out.push('\n');
+        for (i, run) in self.runs.iter().enumerate() {
+            let _ = writeln!(out, "- Run {}: `{}`", i + 1, run.replace('`', "'"));
+        }
+        for n in &self.notes {
+            let _ = writeln!(out, "- {}", crate::render::md_text(n));
+        }
+        out
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("group summaries serialize")
+    }
+}
