@@ -145,7 +145,7 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
         .collect();
     // A figure any file cannot give (its reader said so) is left out, not compared as 0.
     let available = |a: usize, b: usize, r: &CompareRow| {
-        figure_of(r.key).is_none_or(|f| [a, b].iter().all(|&i| sets[i].runs.iter().all(|s| s.unavailable(f).is_none())))
+        figures_of(r.key).into_iter().all(|f| [a, b].iter().all(|&i| sets[i].runs.iter().all(|s| s.unavailable(f).is_none())))
     };
     let step = |a: usize, b: usize| Step {
         before: runs[a].label.clone(),
@@ -185,15 +185,25 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
     }
 }
 
-/// The figure a comparison row stands on, for the rows a file may be unable to give.
-fn figure_of(key: &str) -> Option<volley_formats::Figure> {
+/// The figures a comparison row stands on, for the rows a file may be unable to give: TPS
+/// needs the run's length, percentiles and spreads over intervals need more than one
+/// interval (a summary file holds one total).
+fn figures_of(key: &str) -> Vec<volley_formats::Figure> {
     use volley_formats::Figure;
-    match key {
-        "error_rate_pct" => Some(Figure::ErrorRate),
-        k if k.starts_with("tps") => Some(Figure::Tps),
-        k if k.contains("ttfb") => Some(Figure::Ttfb),
-        _ => None,
+    let mut figures = Vec::new();
+    if key == "error_rate_pct" {
+        figures.push(Figure::ErrorRate);
     }
+    if key.starts_with("tps") {
+        figures.push(Figure::Tps);
+    }
+    if key.contains("ttfb") {
+        figures.push(Figure::Ttfb);
+    }
+    if key.starts_with("tps_p") || (key.starts_with("mttfb_") && key != "mttfb_avg_ms") {
+        figures.push(Figure::PerInterval);
+    }
+    figures
 }
 
 pub(crate) fn value(v: f64, unit: &str, key: &str) -> String {

@@ -16,8 +16,6 @@ use volley_scenario::Model;
 use crate::error::{ReportError, Result};
 use crate::model::{ReportOptions, RunReport};
 
-/// The file that makes a directory a run group (`volley run --repeat N`).
-pub const GROUP_JSON: &str = "group.json";
 
 /// How deep `scan` looks for runs below the directory it is given (`runs/demo/<run>` is 2).
 const MAX_DEPTH: usize = 3;
@@ -235,24 +233,13 @@ pub fn read_run(dir: &Path) -> Entry {
     entry
 }
 
-/// The part of a group file the history reads.
-#[derive(Deserialize)]
-struct GroupFile {
-    name: String,
-    #[serde(default)]
-    status: Option<RunStatus>,
-    #[serde(default)]
-    started_at: Option<String>,
-}
-
 /// A group directory as an entry: its runs, and the mean of their figures over the runs that
 /// completed.
 fn read_group(dir: &Path) -> Entry {
     let dir_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let gpath = dir.join(GROUP_JSON);
-    let file: GroupFile = match std::fs::read_to_string(&gpath).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+    let file = match volley_formats::group::read_group(dir) {
         Ok(g) => g,
-        Err(e) => return Entry::unreadable(Kind::Group, dir, dir_name, format!("{GROUP_JSON}: {e}")),
+        Err(e) => return Entry::unreadable(Kind::Group, dir, dir_name, e.to_string()),
     };
     let mut runs: Vec<Entry> = subdirs(dir).iter().filter(|d| d.join(RUN_JSON).is_file()).map(|d| read_run(d)).collect();
     sort(&mut runs);
@@ -269,9 +256,9 @@ fn read_group(dir: &Path) -> Entry {
         kind: Kind::Group,
         path: dir.to_path_buf(),
         name: file.name,
-        started_at: file.started_at.or_else(|| runs.first().map(|r| r.started_at.clone())).unwrap_or_default(),
+        started_at: Some(file.started_at).filter(|t| !t.is_empty()).or_else(|| runs.first().map(|r| r.started_at.clone())).unwrap_or_default(),
         plan: format!("{} runs{}", runs.len(), runs.first().map(|r| format!(" of {}", r.plan)).unwrap_or_default()),
-        status: file.status.map_or("unknown", RunStatus::name).to_string(),
+        status: file.status.name().to_string(),
         problem: (complete.len() < runs.len()).then(|| format!("{} of {} runs completed; the figures are the mean of those", complete.len(), runs.len())),
         thresholds,
         figures,
@@ -296,7 +283,7 @@ fn sort(entries: &mut [Entry]) {
 }
 
 fn collect(dir: &Path, depth: usize, out: &mut Vec<Entry>) {
-    if dir.join(GROUP_JSON).is_file() {
+    if volley_formats::group::is_group_dir(dir) {
         out.push(read_group(dir));
     } else if dir.join(RUN_JSON).is_file() {
         out.push(read_run(dir));

@@ -61,7 +61,15 @@ fn the_history_lists_every_run_with_its_status_and_draws_a_trend() {
     for d in std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().unwrap().to_string_lossy().ends_with("_api")) {
         copy_dir(&d, &group.join(d.file_name().unwrap()));
     }
-    std::fs::write(group.join("group.json"), r#"{"schema": 1, "kind": "group", "name": "api-group", "status": "complete", "started_at": "2026-11-03T00:00:00Z", "runs": []}"#).unwrap();
+    // The group file as `volley run --repeat` writes it (formats::GroupMeta), with its runs' plan.
+    let members: Vec<String> = std::fs::read_dir(&group).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let first: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(group.join(&members[0]).join("run.json")).unwrap()).unwrap();
+    let group_json = serde_json::json!({
+        "schema": 1, "kind": "group", "id": "20261103T000000Z_api-x2", "name": "api-group", "repeat": 2, "pause_s": 0.0,
+        "status": "complete", "started_at": "2026-11-03T00:00:00Z", "plan": first["plan"],
+        "runs": members.iter().map(|d| serde_json::json!({"dir": d, "status": "complete"})).collect::<Vec<_>>(),
+    });
+    std::fs::write(group.join("group.json"), group_json.to_string()).unwrap();
 
     let o = volley(&["runs", runs.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));

@@ -269,4 +269,9 @@ fn a_comparison_carries_what_the_readers_noted_about_their_inputs() {
     let cmp: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let keys: Vec<&str> = cmp["steps"][0]["rows"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
     assert!(!keys.contains(&"error_rate_pct") && keys.contains(&"tps_avg"), "{keys:?}");
+    // A summary holds one total: no percentiles or spreads over intervals to compare.
+    for per_interval in ["tps_p50", "tps_p95", "mttfb_p50_ms", "mttfb_p99_ms", "mttfb_variability_pct", "mttfb_avg_diff_ms"] {
+        assert!(!keys.contains(&per_interval), "{per_interval} in {keys:?}");
+    }
+    assert!(keys.contains(&"mttfb_avg_ms"), "{keys:?}");
 }
