@@ -317,7 +317,7 @@ impl Comparison {
         for (title, step) in self.tables() {
             let _ = writeln!(out, "{title}");
             let w = step.rows.iter().map(|r| r.label.len()).max().unwrap_or(10);
-            let _ = writeln!(out, "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>8}  {}", "Metric", step.before, step.after, "Change", "noise ±", "judged by");
+            let _ = writeln!(out, "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>8}  judged by", "Metric", step.before, step.after, "Change", "noise ±");
             for r in &step.rows {
                 let _ = writeln!(
                     out,

@@ -149,6 +149,32 @@ struct Metric {
     value: fn(&Figures) -> f64,
 }
 
+impl Metric {
+    /// The row for this figure: its two values, the change noise could explain (NaN: not
+    /// estimated), the fewest requests either side has, and how it was judged.
+    #[allow(clippy::too_many_arguments)]
+    fn row(&self, a: f64, b: f64, noise: f64, fewest: f64, too_few_intervals: bool, test: Test, (runs_before, runs_after): (usize, usize)) -> CompareRow {
+        let diff = b - a;
+        let too_few = request_quantile(self.key).is_some_and(|q| fewest * (1.0 - q) < MIN_TAIL);
+        CompareRow {
+            key: self.key,
+            label: self.label,
+            unit: self.unit,
+            direction: self.direction,
+            before: a,
+            after: b,
+            change_pct: pct_of(diff, a),
+            noise_pct: pct_of(noise, a),
+            verdict: verdict(diff, noise, too_few, self.direction),
+            too_few,
+            too_few_intervals,
+            test,
+            runs_before,
+            runs_after,
+        }
+    }
+}
+
 /// The quantile a per-request percentile metric reads (`ttfb_p99_9_ms` → 0.999).
 fn request_quantile(key: &str) -> Option<f64> {
     let p = key.strip_prefix("ttfb_p")?.strip_suffix("_ms")?.replace('_', ".");
@@ -380,24 +406,7 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
                     .max(a.abs() * single_run_floor_pct(metric.key) / 100.0)
                     .max(resolution(metric.key, &[before, after]))
             };
-            let diff = b - a;
-            let too_few = request_quantile(metric.key).is_some_and(|q| fewest * (1.0 - q) < MIN_TAIL);
-            Some(CompareRow {
-                key: metric.key,
-                label: metric.label,
-                unit: metric.unit,
-                direction: metric.direction,
-                before: a,
-                after: b,
-                change_pct: pct_of(diff, a),
-                noise_pct: pct_of(noise, a),
-                verdict: verdict(diff, noise, too_few, metric.direction),
-                too_few,
-                too_few_intervals,
-                test: Test::WithinRun,
-                runs_before: 1,
-                runs_after: 1,
-            })
+            Some(metric.row(a, b, noise, fewest, too_few_intervals, Test::WithinRun, (1, 1)))
         })
         .collect()
 }
@@ -547,24 +556,7 @@ pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareR
                 let runs: Vec<&RunSample> = before.iter().chain(after).collect();
                 between.max(NOISE_Z * se_within).max(a.abs() * MIN_EFFECT_PCT / 100.0).max(resolution(metric.key, &runs))
             };
-            let diff = b - a;
-            let too_few = request_quantile(metric.key).is_some_and(|q| fewest * (1.0 - q) < MIN_TAIL);
-            Some(CompareRow {
-                key: metric.key,
-                label: metric.label,
-                unit: metric.unit,
-                direction: metric.direction,
-                before: a,
-                after: b,
-                change_pct: pct_of(diff, a),
-                noise_pct: pct_of(noise, a),
-                verdict: verdict(diff, noise, too_few, metric.direction),
-                too_few,
-                too_few_intervals,
-                test: Test::WelchT,
-                runs_before: sa.n(),
-                runs_after: sb.n(),
-            })
+            Some(metric.row(a, b, noise, fewest, too_few_intervals, Test::WelchT, (sa.n(), sb.n())))
         })
         .collect()
 }

@@ -105,7 +105,8 @@ fn service_account_instead_of_keys() {
 
 #[test]
 fn refuses_values_kubernetes_would_reject() {
-    let cases: Vec<(Box<dyn Fn(&mut JobSpec)>, &str)> = vec![
+    type Change = Box<dyn Fn(&mut JobSpec)>;
+    let cases: Vec<(Change, &str)> = vec![
         (Box::new(|s| s.segments = 0), "--segments 0"),
         (Box::new(|s| s.resources.cpu = "two".into()), "--cpu `two`"),
         (Box::new(|s| s.resources.memory = "1GB".into()), "--memory `1GB`"),
