@@ -34,7 +34,7 @@ pub(crate) enum Command {
     /// Run a plan as an Indexed Job on Kubernetes: write the manifests, collect the results.
     K8s {
         #[command(subcommand)]
-        command: crate::k8s_cmd::K8sCommand,
+        command: K8sCommand,
     },
     /// The demo target on its own.
     Target {
@@ -143,7 +143,7 @@ pub(crate) struct CompareArgs {
     #[command(flatten)]
     pub(crate) out: OutputArgs,
     #[command(flatten)]
-    pub(crate) gate: crate::gate_cmd::GateFlags,
+    pub(crate) gate: GateFlags,
 }
 
 /// What `report` and `compare` share: how to compute and where to write.
@@ -344,3 +344,141 @@ impl From<Tail> for volley_stats::TpsTail {
         }
     }
 }
+
+/// `volley run`'s flags on their own, as a command line of their own (what `volley sweep`
+/// and `volley k8s manifest` take after `--`).
+#[derive(Debug, Parser)]
+pub(crate) struct RunLine {
+    #[command(flatten)]
+    pub(crate) args: RunArgs,
+}
+
+/// The gate flags of `volley compare`.
+#[derive(Debug, Args)]
+pub(crate) struct GateFlags {
+    /// Compare each of the given runs against this run (directory or result file): one table
+    /// per candidate, every one gated.
+    #[arg(long, value_name = "RUN")]
+    pub(crate) baseline: Option<PathBuf>,
+    /// Exit 1 when a gated figure is worse beyond the noise (🔴); the output says which.
+    /// Without --baseline the last table is gated (first run against the last).
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub(crate) fail_on: Option<FailOn>,
+    /// Comma-separated figures the gate judges, by their JSON keys (`all` for every one)
+    /// [default: error_rate_pct,tps_avg,mttfb_avg_ms,ttfb_p50_ms,ttfb_p95_ms,ttfb_p99_ms].
+    #[arg(long, value_name = "KEYS")]
+    pub(crate) gate_metrics: Option<String>,
+    /// A figure worse beyond the noise fails only when it is also worse by more than this,
+    /// e.g. 5%.
+    #[arg(long, value_name = "PCT")]
+    pub(crate) tolerance: Option<String>,
+    /// Also gate each scenario step (or test id) found in both runs.
+    #[arg(long)]
+    pub(crate) gate_steps: bool,
+    /// Write the gated figures as JUnit XML test cases to this file (one suite per table).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FailOn {
+    /// A gated figure worse beyond the noise (and the tolerance).
+    Regression,
+}
+
+
+/// `volley k8s`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum K8sCommand {
+    /// Write a ConfigMap (the scenario and its data files) and an Indexed Job of N segments.
+    Manifest(Box<ManifestArgs>),
+    /// Download every segment's run directory of a run from object storage.
+    Collect(CollectArgs),
+}
+
+/// `volley k8s manifest`.
+#[derive(Debug, Args)]
+pub(crate) struct ManifestArgs {
+    /// The scenario file; it and the CSV files it reads go into the ConfigMap.
+    #[arg(value_name = "SCENARIO")]
+    pub(crate) scenario: Option<PathBuf>,
+    /// Pods, each running segment i/N of the plan.
+    #[arg(long, value_name = "N")]
+    pub(crate) segments: u32,
+    /// The volley image the pods run (see Dockerfile).
+    #[arg(long)]
+    pub(crate) image: String,
+    /// Where the segments upload their run directories: <this>/<run id>/segment-<i>/.
+    #[arg(long, value_name = "s3://BUCKET/PREFIX", value_parser = parse_location)]
+    pub(crate) bucket: volley_store::Location,
+    /// The run's id (names the Job and the results' folder); default: <plan name>-<UTC time>.
+    #[arg(long)]
+    pub(crate) run_id: Option<String>,
+    /// The namespace; default: kubectl's current one.
+    #[arg(long, short = 'n')]
+    pub(crate) namespace: Option<String>,
+    /// How far in the future every segment starts, so that slow-starting pods do not skew it.
+    #[arg(long, default_value = "2m")]
+    pub(crate) start_in: String,
+    /// CPU per pod, requested and limited alike.
+    #[arg(long, default_value = "1")]
+    pub(crate) cpu: String,
+    /// Memory per pod, requested and limited alike.
+    #[arg(long, default_value = "1Gi")]
+    pub(crate) memory: String,
+    /// A Secret with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and optionally AWS_SESSION_TOKEN).
+    #[arg(long, default_value = "volley-s3", conflicts_with = "service_account")]
+    pub(crate) secret: String,
+    /// Instead of a Secret: a service account the cluster maps to an IAM role (IRSA, Pod Identity).
+    #[arg(long)]
+    pub(crate) service_account: Option<String>,
+    /// A Secret whose keys become environment variables (the scenario's env.NAME values).
+    #[arg(long)]
+    pub(crate) env_secret: Option<String>,
+    /// The bucket's region (AWS_REGION in the pods).
+    #[arg(long)]
+    pub(crate) region: Option<String>,
+    /// An S3-compatible endpoint (AWS_ENDPOINT_URL in the pods), e.g. http://minio.minio:9000.
+    #[arg(long)]
+    pub(crate) endpoint: Option<String>,
+    /// Let the pods use a plain-http endpoint that is not loopback (AWS_ALLOW_HTTP=true).
+    #[arg(long)]
+    pub(crate) allow_http: bool,
+    /// hard: pods wait rather than share a node beyond an even spread; soft: spread if possible.
+    #[arg(long, value_enum, default_value_t = SpreadArg::Hard)]
+    pub(crate) spread: SpreadArg,
+    /// Delete the finished Job (and its pods) this long after it ends.
+    #[arg(long, default_value = "24h", conflicts_with = "keep_finished")]
+    pub(crate) ttl: String,
+    /// Keep the finished Job until you delete it.
+    #[arg(long)]
+    pub(crate) keep_finished: bool,
+    /// The pods' imagePullPolicy: Always, IfNotPresent or Never.
+    #[arg(long)]
+    pub(crate) image_pull_policy: Option<String>,
+    /// A directory for configmap.yaml and job.yaml, or - for one YAML stream on stdout.
+    #[arg(long, short = 'o', default_value = "-")]
+    pub(crate) output: String,
+    /// `volley run` flags (the load, the URL, thresholds ...), after `--`; checked here as
+    /// `volley run` checks them, and passed to every pod as they are.
+    #[arg(last = true)]
+    pub(crate) run: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SpreadArg {
+    Hard,
+    Soft,
+}
+
+/// `volley k8s collect`.
+#[derive(Debug, Args)]
+pub(crate) struct CollectArgs {
+    /// The run's folder: the manifest's --bucket with the run id, s3://BUCKET/PREFIX/RUN_ID.
+    #[arg(value_name = "s3://BUCKET/PREFIX/RUN_ID", value_parser = parse_location)]
+    pub(crate) run: volley_store::Location,
+    /// Where to put them: DIR/segments/segment-<i>/ (DIR/segments must not exist yet).
+    #[arg(long, short = 'o')]
+    pub(crate) output: PathBuf,
+}
+

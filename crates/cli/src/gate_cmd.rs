@@ -6,46 +6,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{Args, ValueEnum};
 use volley_formats::RunSet;
 use volley_report::ReportOptions;
 use volley_report::compare::Comparison;
 use volley_report::gate::{GateResult, GateSpec};
 
-use crate::args::ReportFormat;
-
-/// The gate flags of `volley compare`.
-#[derive(Debug, Args)]
-pub(crate) struct GateFlags {
-    /// Compare each of the given runs against this run (directory or result file): one table
-    /// per candidate, every one gated.
-    #[arg(long, value_name = "RUN")]
-    pub(crate) baseline: Option<PathBuf>,
-    /// Exit 1 when a gated figure is worse beyond the noise (🔴); the output says which.
-    /// Without --baseline the last table is gated (first run against the last).
-    #[arg(long, value_enum, value_name = "WHEN")]
-    pub(crate) fail_on: Option<FailOn>,
-    /// Comma-separated figures the gate judges, by their JSON keys (`all` for every one)
-    /// [default: error_rate_pct,tps_avg,mttfb_avg_ms,ttfb_p50_ms,ttfb_p95_ms,ttfb_p99_ms].
-    #[arg(long, value_name = "KEYS")]
-    pub(crate) gate_metrics: Option<String>,
-    /// A figure worse beyond the noise fails only when it is also worse by more than this,
-    /// e.g. 5%.
-    #[arg(long, value_name = "PCT")]
-    pub(crate) tolerance: Option<String>,
-    /// Also gate each scenario step (or test id) found in both runs.
-    #[arg(long)]
-    pub(crate) gate_steps: bool,
-    /// Write the gated figures as JUnit XML test cases to this file (one suite per table).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) junit: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum FailOn {
-    /// A gated figure worse beyond the noise (and the tolerance).
-    Regression,
-}
+use crate::args::{FailOn, GateFlags, ReportFormat};
 
 /// The gate as the flags set it, checked before any input is read.
 pub(crate) struct Gate {

@@ -8,114 +8,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::Parser;
 use jiff::Timestamp;
 use volley_k8s::{Credentials, JobSpec, Resources, Spread};
 use volley_scenario::parse_duration;
-use volley_store::{Location, Store};
+use volley_store::Store;
 
-use crate::args::{RunArgs, parse_location};
-
-#[derive(Debug, Subcommand)]
-pub(crate) enum K8sCommand {
-    /// Write a ConfigMap (the scenario and its data files) and an Indexed Job of N segments.
-    Manifest(Box<ManifestArgs>),
-    /// Download every segment's run directory of a run from object storage.
-    Collect(CollectArgs),
-}
-
-/// `volley k8s manifest`.
-#[derive(Debug, Args)]
-pub(crate) struct ManifestArgs {
-    /// The scenario file; it and the CSV files it reads go into the ConfigMap.
-    #[arg(value_name = "SCENARIO")]
-    scenario: Option<PathBuf>,
-    /// Pods, each running segment i/N of the plan.
-    #[arg(long, value_name = "N")]
-    segments: u32,
-    /// The volley image the pods run (see Dockerfile).
-    #[arg(long)]
-    image: String,
-    /// Where the segments upload their run directories: <this>/<run id>/segment-<i>/.
-    #[arg(long, value_name = "s3://BUCKET/PREFIX", value_parser = parse_location)]
-    bucket: Location,
-    /// The run's id (names the Job and the results' folder); default: <plan name>-<UTC time>.
-    #[arg(long)]
-    run_id: Option<String>,
-    /// The namespace; default: kubectl's current one.
-    #[arg(long, short = 'n')]
-    namespace: Option<String>,
-    /// How far in the future every segment starts, so that slow-starting pods do not skew it.
-    #[arg(long, default_value = "2m")]
-    start_in: String,
-    /// CPU per pod, requested and limited alike.
-    #[arg(long, default_value = "1")]
-    cpu: String,
-    /// Memory per pod, requested and limited alike.
-    #[arg(long, default_value = "1Gi")]
-    memory: String,
-    /// A Secret with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and optionally AWS_SESSION_TOKEN).
-    #[arg(long, default_value = "volley-s3", conflicts_with = "service_account")]
-    secret: String,
-    /// Instead of a Secret: a service account the cluster maps to an IAM role (IRSA, Pod Identity).
-    #[arg(long)]
-    service_account: Option<String>,
-    /// A Secret whose keys become environment variables (the scenario's env.NAME values).
-    #[arg(long)]
-    env_secret: Option<String>,
-    /// The bucket's region (AWS_REGION in the pods).
-    #[arg(long)]
-    region: Option<String>,
-    /// An S3-compatible endpoint (AWS_ENDPOINT_URL in the pods), e.g. http://minio.minio:9000.
-    #[arg(long)]
-    endpoint: Option<String>,
-    /// Let the pods use a plain-http endpoint that is not loopback (AWS_ALLOW_HTTP=true).
-    #[arg(long)]
-    allow_http: bool,
-    /// hard: pods wait rather than share a node beyond an even spread; soft: spread if possible.
-    #[arg(long, value_enum, default_value_t = SpreadArg::Hard)]
-    spread: SpreadArg,
-    /// Delete the finished Job (and its pods) this long after it ends.
-    #[arg(long, default_value = "24h", conflicts_with = "keep_finished")]
-    ttl: String,
-    /// Keep the finished Job until you delete it.
-    #[arg(long)]
-    keep_finished: bool,
-    /// The pods' imagePullPolicy: Always, IfNotPresent or Never.
-    #[arg(long)]
-    image_pull_policy: Option<String>,
-    /// A directory for configmap.yaml and job.yaml, or - for one YAML stream on stdout.
-    #[arg(long, short = 'o', default_value = "-")]
-    output: String,
-    /// `volley run` flags (the load, the URL, thresholds ...), after `--`; checked here as
-    /// `volley run` checks them, and passed to every pod as they are.
-    #[arg(last = true)]
-    run: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum SpreadArg {
-    Hard,
-    Soft,
-}
-
-/// `volley k8s collect`.
-#[derive(Debug, Args)]
-pub(crate) struct CollectArgs {
-    /// The run's folder: the manifest's --bucket with the run id, s3://BUCKET/PREFIX/RUN_ID.
-    #[arg(value_name = "s3://BUCKET/PREFIX/RUN_ID", value_parser = parse_location)]
-    run: Location,
-    /// Where to put them: DIR/segments/segment-<i>/ (DIR/segments must not exist yet).
-    #[arg(long, short = 'o')]
-    output: PathBuf,
-}
-
-/// `volley run`'s flags on their own, as they follow `--`.
-#[derive(Debug, Parser)]
-struct RunLine {
-    #[command(flatten)]
-    args: RunArgs,
-}
+use crate::args::{CollectArgs, K8sCommand, ManifestArgs, RunLine, SpreadArg};
 
 /// Flags the manifest sets for every pod, which the run flags may not set again.
 const SET_BY_MANIFEST: &[(&str, &str)] = &[

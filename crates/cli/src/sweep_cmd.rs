@@ -11,16 +11,9 @@ use clap::Parser;
 use volley_demo::Knobs;
 use volley_report::ReportOptions;
 
-use crate::args::{Objective, ProgressMode, RunArgs, SweepArgs};
+use crate::args::{Objective, ProgressMode, RunLine, SweepArgs};
 
 /// `volley run`'s flags on their own, as a sweep passes them after `--`.
-#[derive(Debug, Parser)]
-#[command(no_binary_name = false)]
-struct RunLine {
-    #[command(flatten)]
-    args: RunArgs,
-}
-
 /// Sets demo knob `name` to `value`.
 fn set_knob(knobs: &mut Knobs, name: &str, value: &str) -> Result<()> {
     knobs.set(name, value).map_err(anyhow::Error::from)
