@@ -7,12 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use volley_engine::{RunControl, Target, TlsOptions};
+use volley_engine::{Target, TlsOptions};
 use volley_formats::{RunData, RunStatus};
-use volley_record::{GroupSpec, Observer, Recorded, RunSpec};
+use volley_record::{GroupSpec, IntervalView, Observer, Recorded, RunSpec, RunStart};
 use volley_report::{ReportOptions, RunReport};
 use volley_scenario::{RequestSpec, Scenario, Settings, StatusSet, parse_duration};
-use volley_stats::{Interval, IntervalSample};
 
 use crate::args::{ProgressMode, RunArgs};
 use crate::progress::Progress;
@@ -206,8 +205,9 @@ impl Terminal {
 }
 
 impl Observer for Terminal {
-    fn started(&mut self, dir: &Path, control: RunControl) {
-        eprintln!("volley: run directory {}", dir.display());
+    fn started(&mut self, run: &RunStart<'_>) {
+        eprintln!("volley: run directory {}", run.dir.display());
+        let control = run.control.clone();
         // A Ctrl-C that came while this run was starting stops it at once.
         if crate::signals::stop_requested() {
             control.stop(volley_engine::StopReason::Interrupted);
@@ -215,8 +215,8 @@ impl Observer for Terminal {
         crate::signals::install(control);
     }
 
-    fn interval(&mut self, row: &Interval, sample: &IntervalSample, target_vus: u64) {
-        self.progress.interval(row, sample, target_vus);
+    fn interval(&mut self, iv: &IntervalView<'_>) {
+        self.progress.interval(iv.row, iv.sample, iv.target_vus);
     }
 
     fn finished(&mut self) {

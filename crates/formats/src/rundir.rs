@@ -342,6 +342,11 @@ impl RunWriter {
     }
 
     /// The run.json contents so far.
+    pub fn meta(&self) -> &RunMeta {
+        &self.meta
+    }
+
+    /// run.json as it stands, to change (then [`RunWriter::write_meta`]).
     pub fn meta_mut(&mut self) -> &mut RunMeta {
         &mut self.meta
     }

@@ -16,7 +16,8 @@ use volley_formats::rundir::{ErrorNote, ScrapeNote};
 use volley_formats::segment::SegmentNote;
 use volley_formats::{FormatError, RecordedPlan, RunMeta, RunStatus, RunWriter};
 use volley_scenario::{Plan, Threshold};
-use volley_stats::{Interval, IntervalSample};
+use volley_engine::scrape::ScrapeSample;
+use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
 /// Everything needed to record one run.
 #[derive(Debug, Clone)]
@@ -131,21 +132,82 @@ impl RunSpec {
 }
 
 /// What a caller sees while a run records; every method has a default that does nothing.
+///
+/// Live consumers (the terminal's progress line, the dashboard, metric outputs) are observers:
+/// they see each interval as the recorder wrote it, after the run directory has it, so
+/// nothing they show can disagree with what the report later computes from disk.
 pub trait Observer {
-    /// The run started and its directory exists; `control` stops it (Ctrl-C, a test).
-    fn started(&mut self, _dir: &Path, _control: RunControl) {}
+    /// The run started and its directory exists; `run.control` stops it (Ctrl-C, a test).
+    fn started(&mut self, _run: &RunStart<'_>) {}
     /// An interval ended and was written.
-    fn interval(&mut self, _row: &Interval, _sample: &IntervalSample, _target_vus: u64) {}
+    fn interval(&mut self, _interval: &IntervalView<'_>) {}
+    /// A scrape of the server's metrics (`--server-metrics`) was written.
+    fn server(&mut self, _scrape: &ScrapeSample) {}
     /// The load is over (the run directory is being closed).
     fn finished(&mut self) {}
     /// A group's run `index` (0-based) of `of` is about to start.
     fn run_starting(&mut self, _index: usize, _of: usize) {}
-    /// A group's run was recorded (its run directory is closed).
+    /// A run was recorded (its run directory is closed).
     fn run_recorded(&mut self, _run: &Recorded) {}
     /// Whether a group should go on to its next run (`false` once the user asked to stop);
     /// asked before every run and during pauses.
     fn keep_going(&mut self) -> bool {
         true
+    }
+}
+
+/// A run that has just started.
+pub struct RunStart<'a> {
+    /// Its run directory.
+    pub dir: &'a Path,
+    /// Stops the run.
+    pub control: RunControl,
+    /// run.json as it starts (name, run id, plan, steps, segment).
+    pub meta: &'a RunMeta,
+    /// Wall-clock start: interval `k` covers `[k·interval, (k+1)·interval)` from it.
+    pub started: std::time::SystemTime,
+}
+
+/// One interval as it was written to the run directory.
+pub struct IntervalView<'a> {
+    /// Its index from the start of the run (0-based).
+    pub index: u64,
+    /// Its nGrinder-shaped row.
+    pub row: &'a Interval,
+    /// The raw sample, histograms included.
+    pub sample: &'a IntervalSample,
+    /// The same per scenario step, by step id (empty without a scenario).
+    pub steps: &'a [IntervalSample],
+    /// The VU target at the end of the interval.
+    pub target_vus: u64,
+    /// Error messages first seen in this interval.
+    pub messages: &'a [ErrorMessage],
+}
+
+/// Several observers watching one run, in order; a group goes on only while all agree.
+pub struct Observers<'a>(pub Vec<&'a mut dyn Observer>);
+
+impl Observer for Observers<'_> {
+    fn started(&mut self, run: &RunStart<'_>) {
+        self.0.iter_mut().for_each(|o| o.started(run));
+    }
+    fn interval(&mut self, interval: &IntervalView<'_>) {
+        self.0.iter_mut().for_each(|o| o.interval(interval));
+    }
+    fn server(&mut self, scrape: &ScrapeSample) {
+        self.0.iter_mut().for_each(|o| o.server(scrape));
+    }
+    fn finished(&mut self) {
+        self.0.iter_mut().for_each(|o| o.finished());
+    }
+    fn run_starting(&mut self, index: usize, of: usize) {
+        self.0.iter_mut().for_each(|o| o.run_starting(index, of));
+    }
+    fn run_recorded(&mut self, run: &Recorded) {
+        self.0.iter_mut().for_each(|o| o.run_recorded(run));
+    }
+    fn keep_going(&mut self) -> bool {
+        self.0.iter_mut().fold(true, |all, o| o.keep_going() && all)
     }
 }
 
@@ -193,30 +255,32 @@ pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, R
         note.start_lag_ms = run.start_lag.as_secs_f64() * 1000.0;
     }
     let mut writer = RunWriter::create(&spec.output, meta, run.started)?;
-    observer.started(writer.dir(), run.control());
+    observer.started(&RunStart { dir: writer.dir(), control: run.control(), meta: writer.meta(), started: run.started });
     let scraper = (!spec.server_metrics.is_empty())
         .then(|| volley_engine::scrape::start(spec.server_metrics.clone(), engine.tls.clone(), run.t0, engine.interval));
     let mut stopped = None;
+    let mut index = 0u64;
     while let Some(event) = run.next_event() {
         match event {
             Event::Interval { sample, steps, row, messages, target_vus } => {
                 writer.write_interval(&sample, &row, &steps)?;
                 // Counts every interval (run.json's totals stay whole); written when there is news.
                 let news = !messages.is_empty();
-                ErrorNote::add(&mut writer.meta_mut().errors, &sample.counts.errors_by_kind, messages);
+                ErrorNote::add(&mut writer.meta_mut().errors, &sample.counts.errors_by_kind, messages.clone());
                 if news {
                     writer.write_meta()?;
                 }
-                observer.interval(&row, &sample, target_vus);
+                observer.interval(&IntervalView { index, row: &row, sample: &sample, steps: &steps, target_vus, messages: &messages });
+                index += 1;
                 if let Some(scraper) = &scraper {
-                    record_scrapes(&mut writer, scraper, engine.interval)?;
+                    record_scrapes(&mut writer, scraper, engine.interval, observer)?;
                 }
             }
             Event::End(end) => {
                 observer.finished();
                 if let Some(scraper) = &scraper {
                     scraper.stop();
-                    record_scrapes(&mut writer, scraper, engine.interval)?;
+                    record_scrapes(&mut writer, scraper, engine.interval, observer)?;
                 }
                 stopped = Some(end.stopped);
                 break;
@@ -241,21 +305,22 @@ fn clock_note() -> Option<String> {
 }
 
 /// Writes the scrapes taken so far to server.csv and tallies them in run.json.
-fn record_scrapes(writer: &mut RunWriter, scraper: &volley_engine::scrape::Scraper, interval: Duration) -> Result<(), FormatError> {
+fn record_scrapes(writer: &mut RunWriter, scraper: &volley_engine::scrape::Scraper, interval: Duration, observer: &mut dyn Observer) -> Result<(), FormatError> {
     let mut any = false;
     while let Ok(s) = scraper.samples.try_recv() {
         any = true;
         let elapsed = interval.as_secs_f64() * (s.index + 1) as f64;
         writer.write_server(elapsed, &s.url, &s.values)?;
         if let Some(note) = writer.meta_mut().server_metrics.iter_mut().find(|n| n.url == s.url) {
-            match s.error {
+            match &s.error {
                 Some(e) => {
                     note.failed += 1;
-                    note.last_error = Some(e);
+                    note.last_error = Some(e.clone());
                 }
                 None => note.ok += 1,
             }
         }
+        observer.server(&s);
     }
     if any {
         writer.write_meta()?;
