@@ -13,6 +13,8 @@
 #               (crates/cli/tests/it/netns.rs; skipped, saying why, where namespaces are refused)
 #   libxml2-utils  `xmllint`, which validates the --junit files against the JUnit schemas in
 #               fixtures/junit/ (crates/cli/tests/it/ci.rs)
+#   nodejs, npm  playwright-core (pinned, from npm) under target/tools/playwright drives that
+#               Chromium through the live dashboard (crates/cli/tests/it/live.rs)
 #   python3-venv a Python venv under target/tools/venv (pinned versions, from PyPI) for:
 #     moto (S3 only, with flask for moto_server) a real S3-compatible server on loopback (crates/store/tests,
 #                          crates/cli/tests/it/k8s.rs: upload, collect, bytes compared)
@@ -54,6 +56,8 @@ type -P kill >/dev/null 2>&1 || missing+=(procps)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3 python3-venv)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
@@ -94,6 +98,17 @@ if [ "$(cat "$venv/.volley-tools" 2>/dev/null)" != "${py_tools[*]}" ]; then
   echo "${py_tools[*]}" > "$venv/.volley-tools"
 fi
 export PATH="$venv/bin:$PATH"
+
+# --- playwright-core (npm), pinned; it drives Debian's Chromium and downloads no browser ---
+playwright="playwright-core@1.65.1"
+pw_dir="$PWD/target/tools/playwright"
+if [ "$(cat "$pw_dir/.volley-tools" 2>/dev/null)" != "$playwright" ]; then
+  say "installing $playwright into $pw_dir (npm)"
+  rm -rf "$pw_dir"
+  mkdir -p "$pw_dir"
+  npm install --prefix "$pw_dir" --no-audit --no-fund --silent "$playwright"
+  echo "$playwright" > "$pw_dir/.volley-tools"
+fi
 
 # --- The tests ---------------------------------------------------------------------------
 exec cargo test --workspace --locked "$@"

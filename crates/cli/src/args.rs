@@ -159,6 +159,10 @@ pub(crate) struct OutputArgs {
     /// Which tail "TPS p99" means: low (reached in 99% of intervals) or high.
     #[arg(long, value_enum, default_value_t = Tail::Low)]
     pub(crate) tps_tail: Tail,
+    /// Serve the HTML page in a browser instead (until Ctrl-C): on 127.0.0.1 and a free
+    /// port, or --serve=ADDR (an address other than loopback gets a random access token).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub(crate) serve: Option<String>,
     /// Write to this file instead of standard output.
     #[arg(long, short = 'o')]
     pub(crate) output: Option<PathBuf>,
@@ -267,6 +271,11 @@ pub(crate) struct RunArgs {
     /// Progress output: auto (a live line on a terminal), plain (a line per interval), none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub(crate) progress: ProgressMode,
+    /// Serve a live dashboard while the run goes (its URL is printed): charts, tables, stop
+    /// and VU / rate controls. On 127.0.0.1 and a free port unless --dashboard=ADDR is given
+    /// (e.g. =0.0.0.0:8089; an address other than loopback gets a random access token in the URL).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub(crate) dashboard: Option<String>,
     /// Run only segment i of N of the plan (0-based: 0/4 … 3/4): its exact share of the VUs,
     /// arrivals and shared CSV rows; `volley merge` puts the segments' run directories together.
     #[arg(long, env = "VOLLEY_SEGMENT", value_name = "i/N")]

@@ -8,6 +8,7 @@ mod demo_cmd;
 mod gate_cmd;
 mod k8s_cmd;
 mod knob_flags;
+mod live_cmd;
 mod load_flags;
 mod merge_cmd;
 mod progress;

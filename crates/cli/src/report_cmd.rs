@@ -50,6 +50,10 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     let sets = open_all(&a.paths, a.from, opts)?;
     let sources: Vec<Source> = sets.iter().flat_map(|s| s.runs.iter().cloned()).collect();
     let reports: Vec<RunReport> = sources.iter().map(|s| RunReport::from_source(s, opts)).collect();
+    if let Some(addr) = &a.out.serve {
+        crate::live_cmd::serve(addr, volley_report::html::report_page(&sources, &reports, opts))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(html) = &a.out.html {
         std::fs::write(html, volley_report::html::report_page(&sources, &reports, opts))
             .map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
@@ -88,6 +92,16 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     }
     let sets = open_all(&paths, None, opts)?;
     let cmp = gate.build(&sets, &labels, opts);
+    if let Some(addr) = &a.out.serve {
+        // The page as --html writes it; its bar charts are drawn in a scratch directory.
+        let scratch = std::env::temp_dir().join(format!("volley-serve-{}", std::process::id()));
+        std::fs::create_dir_all(&scratch)?;
+        let page = scratch.join("compare.html");
+        let written = write_compare_html(&cmp, &sets, opts, &page).and_then(|()| Ok(std::fs::read_to_string(&page)?));
+        let _ = std::fs::remove_dir_all(&scratch);
+        crate::live_cmd::serve(addr, written?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(html) = &a.out.html {
         write_compare_html(&cmp, &sets, opts, html)?;
     }

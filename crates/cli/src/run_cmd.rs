@@ -162,16 +162,34 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     }
     // Opened before the run, so that a bad endpoint or missing bucket setting fails first.
     let upload = args.upload.as_ref().map(volley_store::Store::from_env).transpose()?;
+    let mut dashboard = args.dashboard.as_deref().map(crate::live_cmd::start).transpose()?;
+    let mut quiet = volley_record::Quiet;
+    let watcher: &mut dyn Observer = match &mut dashboard {
+        Some(d) => d,
+        None => &mut quiet,
+    };
     let reports = if group.repeat > 1 {
-        execute_group(&group, args.progress)?.1
+        let (dir, reports) = execute_group_with(&group, args.progress, watcher)?;
+        if let (Some(d), Some(last)) = (&dashboard, last_run_dir(&dir)) {
+            d.report_ready(&last);
+        }
+        reports
     } else {
-        let (dir, report) = execute(&group.run, args.progress)?;
+        let (dir, report) = execute_with(&group.run, args.progress, watcher)?;
+        if let Some(d) = &dashboard {
+            d.report_ready(&dir);
+        }
         if let Some(store) = upload {
             let sent = store.upload_dir(&dir)?;
             eprintln!("volley: uploaded {} files ({} bytes) to {}/", sent.files.len(), sent.bytes, store.location());
         }
         vec![report]
     };
+    if let Some(d) = &dashboard {
+        // Pages that watched the run load its report before volley ends.
+        d.wait_for_viewers(Duration::from_secs(10));
+    }
+    drop(dashboard);
     crate::ci::after_runs(args.junit.as_deref(), &reports)?;
     // A run volley had to stop (too many errors) failed as surely as a threshold.
     let mut failed = false;
@@ -241,8 +259,13 @@ impl Observer for Terminal {
 /// the group summary (each figure's mean and spread across the runs), printed and written
 /// as summary.md and summary.json in the group directory.
 pub(crate) fn execute_group(spec: &GroupSpec, progress: ProgressMode) -> Result<(PathBuf, Vec<RunReport>)> {
+    execute_group_with(spec, progress, &mut volley_record::Quiet)
+}
+
+/// [`execute_group`], with `watcher` (the dashboard) seeing the runs after the terminal.
+fn execute_group_with(spec: &GroupSpec, progress: ProgressMode, watcher: &mut dyn Observer) -> Result<(PathBuf, Vec<RunReport>)> {
     let mut terminal = Terminal::new(progress, spec.run.engine.plan.load.planned());
-    let recorded = volley_record::record_group(spec, &mut terminal)?;
+    let recorded = volley_record::record_group(spec, &mut volley_record::Observers(vec![&mut terminal, watcher]))?;
     eprintln!("volley: run group {}", recorded.dir.display());
     let reports = terminal.reports.into_iter().collect::<Result<Vec<_>>>()?;
     write_group_summary(&recorded.dir)?;
@@ -272,13 +295,18 @@ pub(crate) fn write_group_summary(dir: &Path) -> Result<()> {
 
 /// Records a run to the end and returns its run directory and report (written and printed).
 pub(crate) fn execute(spec: &RunSpec, progress: ProgressMode) -> Result<(PathBuf, RunReport)> {
+    execute_with(spec, progress, &mut volley_record::Quiet)
+}
+
+/// [`execute`], with `watcher` (the dashboard) seeing the run after the terminal.
+fn execute_with(spec: &RunSpec, progress: ProgressMode, watcher: &mut dyn Observer) -> Result<(PathBuf, RunReport)> {
     if spec.is_segment() {
         let seg = spec.engine.plan.segment;
         let wait = spec.engine.start_at.and_then(|t| t.duration_since(std::time::SystemTime::now()).ok()).unwrap_or_default();
         eprintln!("volley: segment {seg} of run {}: starting in {:.1} s", spec.run_id(), wait.as_secs_f64());
     }
     let mut terminal = Terminal::new(progress, spec.engine.plan.load.planned());
-    let recorded = volley_record::record(spec, &mut terminal)?;
+    let recorded = volley_record::record(spec, &mut volley_record::Observers(vec![&mut terminal, watcher]))?;
     let report = write_reports(&recorded.dir)?;
     Ok((recorded.dir, report))
 }
@@ -302,4 +330,10 @@ pub(crate) fn write_reports(dir: &Path) -> Result<RunReport> {
     println!("{}", volley_report::table(&report));
     eprintln!("volley: wrote {0}/report.html, report.md, report.json and charts/", dir.display());
     Ok(report)
+}
+
+/// The last run directory of a group (the one the dashboard's page becomes).
+fn last_run_dir(group: &Path) -> Option<PathBuf> {
+    let meta = volley_formats::group::read_group(group).ok()?;
+    meta.runs.last().map(|r| group.join(&r.dir))
 }

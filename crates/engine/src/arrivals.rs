@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use volley_scenario::RateShape;
 
@@ -93,19 +93,39 @@ pub(crate) async fn run_arrivals(ctx: Rc<WorkerContext>, rate: RateShape, worker
 
 /// A thread that hands over arrivals `first`, `first + step`, … each at its due time. Once
 /// the run stops it hands over those due before the stop ([`Shared::stopped_at`]) and ends.
+///
+/// A rate set live ([`Shared::rate_change`]) replaces the schedule from its instant on: the
+/// pacer starts the constant schedule there with the same share (`first`, `step`), and an
+/// arrival of the old schedule it was waiting for, due after the change, is never sent (it
+/// no longer exists). Long waits are taken in slices so that a change is seen promptly.
 fn pace(rate: RateShape, first: u64, step: u64, t0: Instant, shared: Arc<Shared>) -> tokio::sync::mpsc::UnboundedReceiver<Instant> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let spawned = std::thread::Builder::new().name(format!("volley-pacer-{first}")).spawn(move || {
-        let mut n = first;
+        let end = rate.duration();
+        let (mut shape, mut base, mut n, mut seen) = (rate, Duration::ZERO, first, 0u64);
         let after_stop = |due: Instant| shared.stop.is_cancelled() && shared.stopped_at.get().is_none_or(|at| due >= *at);
-        while let Some(offset) = rate.due(n) {
-            let due = t0 + offset;
+        'schedule: loop {
+            let generation = shared.rate_generation.load(Ordering::Acquire);
+            if generation != seen {
+                seen = generation;
+                if let Some(change) = *shared.rate_change.lock().unwrap_or_else(|p| p.into_inner()) {
+                    (shape, base, n) = (RateShape::constant(change.rate, end.saturating_sub(change.at)), change.at, first);
+                }
+            }
+            let Some(offset) = shape.due(n) else { return };
+            let due = t0 + base + offset;
             if after_stop(due) {
                 return;
             }
-            let now = Instant::now();
-            if due > now {
-                std::thread::sleep(due - now);
+            loop {
+                let now = Instant::now();
+                if due <= now {
+                    break;
+                }
+                std::thread::sleep((due - now).min(RETARGET_SLICE));
+                if shared.rate_generation.load(Ordering::Acquire) != seen {
+                    continue 'schedule;
+                }
             }
             if after_stop(due) || tx.send(due).is_err() {
                 return;
@@ -118,6 +138,9 @@ fn pace(rate: RateShape, first: u64, step: u64, t0: Instant, shared: Arc<Shared>
     }
     rx
 }
+
+/// The longest a pacer sleeps before looking for a rate set live.
+const RETARGET_SLICE: Duration = Duration::from_millis(20);
 
 /// Sends the arrival due at `due` on `client`, then keeps serving the backlog with the
 /// same VU; gives the VU back when the backlog is empty.
@@ -175,8 +198,6 @@ mod tests {
     //! The pacers of several workers, run side by side as in a run, hand over together
     //! exactly the arrivals of [`RateShape::due`]: each at its due time, none twice, none
     //! missing.
-
-    use std::time::Duration;
 
     use volley_scenario::RateStage;
 

@@ -6,8 +6,9 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use rustls::ClientConfig;
 use tokio_util::sync::CancellationToken;
@@ -21,7 +22,13 @@ use crate::target::Target;
 pub(crate) struct Shared {
     pub(crate) target_vus: AtomicU64,
     pub(crate) active_vus: AtomicU64,
-    pub(crate) running: Vec<AtomicBool>,
+    /// Closed model: one flag per VU the conductor may start. Grown (by the conductor only)
+    /// when the VU target is raised live above the plan's; read once when a VU leaves.
+    pub(crate) running: RwLock<Vec<AtomicBool>>,
+    /// Open model: the rate set live ([`crate::RunControl::set_rate`]), if any; the pacers
+    /// look at `rate_generation` before each arrival and switch schedules when it moves.
+    pub(crate) rate_change: Mutex<Option<RateChange>>,
+    pub(crate) rate_generation: AtomicU64,
     /// No new iterations; sleeping VUs wake and leave.
     pub(crate) stop: CancellationToken,
     /// Where the run stopped (set just before `stop` is cancelled): open-model arrivals due
@@ -42,7 +49,9 @@ impl Shared {
         Shared {
             target_vus: AtomicU64::new(target_vus),
             active_vus: AtomicU64::new(target_vus),
-            running: (0..max_vus).map(|_| AtomicBool::new(false)).collect(),
+            running: RwLock::new((0..max_vus).map(|_| AtomicBool::new(false)).collect()),
+            rate_change: Mutex::new(None),
+            rate_generation: AtomicU64::new(0),
             stop: CancellationToken::new(),
             stopped_at: std::sync::OnceLock::new(),
             abort: CancellationToken::new(),
@@ -60,6 +69,14 @@ impl Shared {
     pub(crate) fn halted(&self) -> Option<String> {
         self.halted.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
+}
+
+/// A constant arrival rate from `at` (since the run's start) to the end of the plan,
+/// replacing the planned rate curve from then on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct RateChange {
+    pub(crate) at: Duration,
+    pub(crate) rate: f64,
 }
 
 /// What every VU on one worker thread shares.

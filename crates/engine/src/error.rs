@@ -17,6 +17,9 @@ use std::time::Duration;
 /// An engine failure.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// A live change of a running plan that cannot be made; the text says why.
+    #[error("cannot change the run: {0}")]
+    Control(String),
     /// The URL is not an absolute http(s) URL.
     #[error("`{0}` is not an absolute http:// or https:// URL")]
     BadUrl(String),

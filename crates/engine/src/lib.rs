@@ -29,6 +29,6 @@ pub use flow::Trace;
 pub use check::check_once;
 pub use error::EngineError;
 pub use preflight::preflight;
-pub use run::{EngineConfig, Event, Run, RunControl, RunEnd, StopReason, start};
+pub use run::{EngineConfig, Event, LiveModel, MAX_LIVE_VUS, PlanChange, Retarget, Run, RunControl, RunEnd, StopReason, start};
 pub use target::Target;
 pub use tls::TlsOptions;

@@ -6,7 +6,7 @@
 //! requests for interval parts and the final stop travel on the same ordered channel to
 //! each worker, every completion lands in exactly one interval.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -16,7 +16,7 @@ use volley_scenario::Plan;
 use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
 use crate::client::PreparedRequest;
-use crate::context::Shared;
+use crate::context::{RateChange, Shared};
 use crate::error::EngineError;
 use crate::recorder::WorkerPart;
 use crate::target::Target;
@@ -72,9 +72,34 @@ pub enum Event {
         /// The VU target at the end of the interval.
         target_vus: u64,
     },
+    /// The plan was changed while the run went ([`RunControl::set_vus`], [`RunControl::set_rate`]).
+    PlanChanged(PlanChange),
     /// The run is over; no more events follow.
     End(RunEnd),
 }
+
+/// A new load level asked for while the run goes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Retarget {
+    /// Closed model: this many VUs from now on, instead of the planned shape.
+    Vus(u64),
+    /// Open model: this many arrivals per second from now on, instead of the planned curve.
+    Rate(f64),
+}
+
+/// A change of plan the conductor carried out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanChange {
+    /// When, from the run's start.
+    pub at: Duration,
+    /// To what.
+    pub to: Retarget,
+    /// Who asked (`dashboard`, a test's name).
+    pub by: String,
+}
+
+/// VUs a live change may ask for at most (or the plan's own maximum, when larger).
+pub const MAX_LIVE_VUS: u64 = 100_000;
 
 /// How a run ended.
 #[derive(Debug, Clone)]
@@ -87,6 +112,7 @@ pub struct RunEnd {
 
 enum Control {
     Stop(StopReason),
+    Retarget(Retarget, String),
 }
 
 /// A running test.
@@ -113,17 +139,66 @@ impl Run {
     }
 }
 
-/// Stops a run from anywhere (a signal handler, a test).
+/// Stops or re-targets a run from anywhere (a signal handler, the dashboard, a test).
 #[derive(Clone)]
 pub struct RunControl {
     control: mpsc::Sender<Control>,
     abort: CancellationToken,
+    /// What the plan allows to change live.
+    model: LiveModel,
+}
+
+/// Which live change a plan takes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LiveModel {
+    /// Closed model: the VU target, up to this many VUs.
+    Vus {
+        /// The most VUs that may be asked for.
+        max: u64,
+    },
+    /// Open model: the arrival rate.
+    Rate,
+    /// A run count (`iterations`): nothing; the run ends when every VU has run its count.
+    Fixed,
 }
 
 impl RunControl {
     /// Stops gracefully: no new iterations, in-flight requests get the grace period.
     pub fn stop(&self, reason: StopReason) {
         let _ = self.control.send(Control::Stop(reason));
+    }
+
+    /// What this run lets change live.
+    pub fn model(&self) -> LiveModel {
+        self.model
+    }
+
+    /// Closed model: runs `vus` VUs from now on (the planned shape no longer steers; the
+    /// run keeps its planned end). The conductor carries it out on its next tick and reports
+    /// it as [`Event::PlanChanged`]; `by` says who asked.
+    pub fn set_vus(&self, vus: u64, by: &str) -> Result<(), EngineError> {
+        match self.model {
+            LiveModel::Vus { max } if vus <= max => self.send(Control::Retarget(Retarget::Vus(vus), by.to_string())),
+            LiveModel::Vus { max } => Err(EngineError::Control(format!("{vus} VUs is more than this run may start ({max}); give at most {max}"))),
+            LiveModel::Rate => Err(EngineError::Control("this run has an arrival rate (open model): change the rate, not the VUs".into())),
+            LiveModel::Fixed => Err(EngineError::Control("this run has a run count (iterations): it ends when every VU has run its count, so its VUs cannot change".into())),
+        }
+    }
+
+    /// Open model: `rate` arrivals per second from now on, until the plan's end. The
+    /// conductor hands it to the pacers and reports it as [`Event::PlanChanged`].
+    pub fn set_rate(&self, rate: f64, by: &str) -> Result<(), EngineError> {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(EngineError::Control(format!("a rate of {rate}/s sends nothing; give a rate above zero, like 500")));
+        }
+        match self.model {
+            LiveModel::Rate => self.send(Control::Retarget(Retarget::Rate(rate), by.to_string())),
+            _ => Err(EngineError::Control("this run has virtual users (closed model): change the VUs, not the rate".into())),
+        }
+    }
+
+    fn send(&self, control: Control) -> Result<(), EngineError> {
+        self.control.send(control).map_err(|_| EngineError::Control("the run is over".into()))
     }
 
     /// Drops in-flight requests at once.
@@ -185,6 +260,14 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
     let (events_tx, events_rx) = mpsc::channel();
     let (control_tx, control_rx) = mpsc::channel();
     let abort = shared.abort.clone();
+    let load = &config.plan.load;
+    let model = if load.is_open() {
+        LiveModel::Rate
+    } else if load.iterations().is_some() {
+        LiveModel::Fixed
+    } else {
+        LiveModel::Vus { max: load.max_vus().max(MAX_LIVE_VUS) }
+    };
     let conductor = Conductor {
         config,
         shared,
@@ -194,9 +277,10 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
         control: control_rx,
         t0,
         cpu: std::cell::RefCell::new(CpuClock::new()),
+        vus_set: std::cell::Cell::new(None),
     };
     std::thread::Builder::new().name("volley-conductor".into()).spawn(move || conductor.run()).map_err(|error| EngineError::Start { what: "the conductor thread", error })?;
-    Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort }, started, t0, start_lag })
+    Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort, model }, started, t0, start_lag })
 }
 
 /// Sleeps until the wall clock reads `at` (at once if it already has). Ctrl-C meanwhile
@@ -220,6 +304,8 @@ struct Conductor {
     control: mpsc::Receiver<Control>,
     t0: Instant,
     cpu: std::cell::RefCell<CpuClock>,
+    /// The VU target set live, for the whole plan (every segment takes its share).
+    vus_set: std::cell::Cell<Option<u64>>,
 }
 
 /// The generator's own CPU use between two readings.
@@ -285,6 +371,7 @@ impl Conductor {
             let wait = CONTROL_TICK.min((interval * (next_index as u32 + 1)).saturating_sub(elapsed));
             match self.control.recv_timeout(wait) {
                 Ok(Control::Stop(reason)) => break Some(reason),
+                Ok(Control::Retarget(to, by)) => self.retarget(to, by),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break Some(StopReason::Interrupted),
             }
@@ -298,19 +385,41 @@ impl Conductor {
         self.config.plan.load.iterations().is_some() && max > 0 && self.shared.finished_vus.load(Ordering::Acquire) >= max
     }
 
-    /// Moves the VU target to where the shape says and starts VUs that should run.
+    /// Moves the VU target to where the shape (or the target set live) says and starts
+    /// VUs that should run.
     fn steer(&self, elapsed: Duration) {
         let Some(shape) = self.config.plan.load.shape() else { return };
         // This segment's VUs among the plan's first `vus_at` (all of them when whole).
-        let target = self.config.plan.segment.share(shape.vus_at(elapsed));
+        let target = self.config.plan.segment.share(self.vus_set.get().unwrap_or_else(|| shape.vus_at(elapsed)));
         self.shared.target_vus.store(target, Ordering::Relaxed);
+        let mut running = self.shared.running.read().unwrap_or_else(|p| p.into_inner());
+        if running.len() < target as usize {
+            drop(running);
+            let mut grown = self.shared.running.write().unwrap_or_else(|p| p.into_inner());
+            let more = target as usize - grown.len();
+            grown.extend((0..more).map(|_| AtomicBool::new(false)));
+            drop(grown);
+            running = self.shared.running.read().unwrap_or_else(|p| p.into_inner());
+        }
         for id in 0..target {
-            let running = &self.shared.running[id as usize];
-            if !running.swap(true, Ordering::AcqRel) {
+            if !running[id as usize].swap(true, Ordering::AcqRel) {
                 self.shared.active_vus.fetch_add(1, Ordering::Relaxed);
                 let _ = self.workers[id as usize % self.workers.len()].send(Command::Spawn(id));
             }
         }
+    }
+
+    /// Carries out a change of plan asked for live, and reports it.
+    fn retarget(&self, to: Retarget, by: String) {
+        let at = self.t0.elapsed();
+        match to {
+            Retarget::Vus(vus) => self.vus_set.set(Some(vus)),
+            Retarget::Rate(rate) => {
+                *self.shared.rate_change.lock().unwrap_or_else(|p| p.into_inner()) = Some(RateChange { at, rate });
+                self.shared.rate_generation.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+        let _ = self.events.send(Event::PlanChanged(PlanChange { at, to, by }));
     }
 
     /// Sends `command` to every worker and merges the parts they answer with.

@@ -54,7 +54,9 @@ pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
             sleep_unless_stopped(&ctx, started + ctx.plan.load.pacing).await;
         }
     }
-    shared.running[id as usize].store(false, Ordering::Release);
+    if let Some(flag) = shared.running.read().unwrap_or_else(|p| p.into_inner()).get(id as usize) {
+        flag.store(false, Ordering::Release);
+    }
     shared.active_vus.fetch_sub(1, Ordering::Relaxed);
 }
 

@@ -98,6 +98,7 @@ fn run(config: EngineConfig) -> (Vec<(u64, u64)>, u64) {
                 rows.push((sample.index, sample.counts.tests + sample.counts.errors));
                 errors += sample.counts.errors;
             }
+            Event::PlanChanged(_) => {}
             Event::End(_) => break,
         }
     }
@@ -129,4 +130,64 @@ fn requests_in_flight_at_the_stop_count_in_the_last_interval() {
     // 3 VUs × 3 answers each (at 0.4, 0.8 and 1.2 s): the third lands after the stop.
     assert_eq!(recorded, 9, "{rows:?}");
     assert_eq!(rows[2].1, 3, "the requests in flight at the stop finished in the grace period: {rows:?}");
+}
+
+/// Runs `config`, calling `change` with the run's control once `after` has passed; returns
+/// the intervals' (target VUs, requests) and the change the conductor reported.
+fn run_with_change(config: EngineConfig, after: Duration, change: impl FnOnce(&volley_engine::RunControl)) -> (Vec<(u64, u64)>, volley_engine::PlanChange) {
+    let run = volley_engine::start(config).unwrap();
+    let control = run.control();
+    let changer = std::thread::spawn(move || {
+        std::thread::sleep(after);
+        change(&control);
+    });
+    let (mut rows, mut changed) = (Vec::new(), None);
+    while let Some(event) = run.next_event() {
+        match event {
+            Event::Interval { sample, target_vus, .. } => rows.push((target_vus, sample.counts.tests + sample.counts.errors + sample.counts.dropped)),
+            Event::PlanChanged(c) => changed = Some(c),
+            Event::End(_) => break,
+        }
+    }
+    changer.join().unwrap();
+    (rows, changed.expect("the conductor reported the change"))
+}
+
+#[test]
+fn a_vu_target_set_live_replaces_the_shape() {
+    let server = CountingServer::start(Duration::from_millis(2));
+    let (rows, change) = run_with_change(config(server.addr, 2, "3s", Duration::from_millis(500)), Duration::from_millis(1200), |c| {
+        assert!(c.set_rate(10.0, "test").is_err(), "a closed-model run has no rate");
+        c.set_vus(5, "test").unwrap();
+    });
+    assert_eq!(change.to, volley_engine::Retarget::Vus(5));
+    assert_eq!(change.by, "test");
+    assert!(change.at >= Duration::from_millis(1200) && change.at < Duration::from_millis(1500), "{:?}", change.at);
+    let targets: Vec<u64> = rows.iter().map(|r| r.0).collect();
+    // Intervals ending before the change ran 2 VUs; those after, 5 (the last reports 0: stopped).
+    assert_eq!(&targets[..2], &[2, 2], "{targets:?}");
+    assert_eq!(&targets[3..5], &[5, 5], "{targets:?}");
+}
+
+#[test]
+fn a_rate_set_live_replaces_the_schedule_from_its_instant() {
+    let server = CountingServer::start(Duration::from_millis(1));
+    let url = format!("http://{}/", server.addr);
+    let mut load = LoadSpec::default();
+    load.set("rate", "100").unwrap();
+    load.set("duration", "3s").unwrap();
+    let plan = Settings { load, ..Settings::default() }.plan(RequestSpec::get(&url), None).unwrap();
+    let config = EngineConfig { plan, ..config(server.addr, 1, "3s", Duration::from_millis(500)) };
+    let (rows, change) = run_with_change(config, Duration::from_millis(1000), |c| {
+        assert!(c.set_vus(3, "test").is_err(), "an open-model run has no VU target");
+        assert!(c.set_rate(0.0, "test").is_err(), "a rate of zero sends nothing");
+        c.set_rate(400.0, "test").unwrap();
+    });
+    assert_eq!(change.to, volley_engine::Retarget::Rate(400.0));
+    let at = change.at.as_secs_f64();
+    let sent: u64 = rows.iter().map(|r| r.1).sum();
+    // 100/s up to the change, 400/s from it to the planned end at 3 s.
+    let expected = 100.0 * at + 400.0 * (3.0 - at);
+    assert!((sent as f64 - expected).abs() <= expected * 0.03 + 4.0, "sent {sent}, expected about {expected:.0} (change at {at:.3} s)");
+    assert_eq!(sent, server.answered.load(Ordering::Acquire), "every arrival answered, none dropped");
 }

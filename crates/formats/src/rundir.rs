@@ -197,6 +197,37 @@ pub struct RunMeta {
     /// This run was merged from segments (`volley merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<crate::segment::MergedFrom>,
+    /// Changes of plan made while the run went (the dashboard's VU or rate control), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plan_changes: Vec<PlanChangeNote>,
+}
+
+/// A change of plan at time `at_s`: from then on the run had `vus` VUs (closed model) or
+/// `rate` arrivals per second (open model) instead of what the plan said, until its end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanChangeNote {
+    /// Seconds from the run's start.
+    pub at_s: f64,
+    /// The new VU target (closed model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vus: Option<u64>,
+    /// The new arrival rate, per second (open model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Who asked (`dashboard`).
+    pub by: String,
+}
+
+impl PlanChangeNote {
+    /// `at 12.0 s: 50 VUs (by dashboard)`.
+    pub fn describe(&self) -> String {
+        let to = match (self.vus, self.rate) {
+            (Some(v), _) => format!("{v} VUs"),
+            (None, Some(r)) => format!("{r}/s"),
+            (None, None) => "nothing".to_string(),
+        };
+        format!("at {:.1} s: {to} (by {})", self.at_s, self.by)
+    }
 }
 
 impl RunMeta {
@@ -223,6 +254,7 @@ impl RunMeta {
             steps: Vec::new(),
             segment: None,
             merged: None,
+            plan_changes: Vec::new(),
         }
     }
 }

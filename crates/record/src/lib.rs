@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use volley_engine::{EngineConfig, EngineError, Event, RunControl, StopReason, Target, TlsOptions};
+use volley_engine::{EngineConfig, EngineError, Event, Retarget, RunControl, StopReason, Target, TlsOptions};
 use volley_formats::recorded::{RecordedData, RecordedScenario};
-use volley_formats::rundir::{ErrorNote, ScrapeNote};
+use volley_formats::rundir::{ErrorNote, PlanChangeNote, ScrapeNote};
 use volley_formats::segment::SegmentNote;
 use volley_formats::{FormatError, RecordedPlan, RunMeta, RunStatus, RunWriter};
 use volley_scenario::{Plan, Threshold};
@@ -143,6 +143,9 @@ pub trait Observer {
     fn interval(&mut self, _interval: &IntervalView<'_>) {}
     /// A scrape of the server's metrics (`--server-metrics`) was written.
     fn server(&mut self, _scrape: &ScrapeSample) {}
+    /// The plan was changed live ([`RunControl::set_vus`], [`RunControl::set_rate`]) and
+    /// run.json records it.
+    fn plan_changed(&mut self, _change: &PlanChangeNote) {}
     /// The load is over (the run directory is being closed).
     fn finished(&mut self) {}
     /// A group's run `index` (0-based) of `of` is about to start.
@@ -196,6 +199,9 @@ impl Observer for Observers<'_> {
     }
     fn server(&mut self, scrape: &ScrapeSample) {
         self.0.iter_mut().for_each(|o| o.server(scrape));
+    }
+    fn plan_changed(&mut self, change: &PlanChangeNote) {
+        self.0.iter_mut().for_each(|o| o.plan_changed(change));
     }
     fn finished(&mut self) {
         self.0.iter_mut().for_each(|o| o.finished());
@@ -275,6 +281,16 @@ pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, R
                 if let Some(scraper) = &scraper {
                     record_scrapes(&mut writer, scraper, engine.interval, observer)?;
                 }
+            }
+            Event::PlanChanged(change) => {
+                let (vus, rate) = match change.to {
+                    Retarget::Vus(v) => (Some(v), None),
+                    Retarget::Rate(r) => (None, Some(r)),
+                };
+                let note = PlanChangeNote { at_s: change.at.as_secs_f64(), vus, rate, by: change.by };
+                writer.meta_mut().plan_changes.push(note.clone());
+                writer.write_meta()?;
+                observer.plan_changed(&note);
             }
             Event::End(end) => {
                 observer.finished();

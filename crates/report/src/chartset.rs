@@ -144,6 +144,16 @@ pub struct Timeline {
 }
 
 impl Timeline {
+    /// Adds one interval's point: its row and the p99 TTFB of its requests, ms.
+    pub fn push(&mut self, row: &volley_stats::Interval, ttfb_p99: Option<f64>) {
+        self.t.push(row.start_s + row.period_s);
+        self.tps.push(row.tps);
+        self.vusers.push(row.vusers);
+        self.mttfb.push(row.mttfb_ms);
+        self.errors.push(row.errors as f64);
+        self.ttfb_p99.push(ttfb_p99);
+    }
+
     /// The timeline of `src` after its warm-up.
     pub fn of(src: &Source, opts: ReportOptions) -> Timeline {
         let warmup = warmup_seconds(src, opts.warmup);
@@ -151,12 +161,7 @@ impl Timeline {
         let hists = src.per_interval(HistKey::TTFB, warmup);
         let mut out = Timeline::default();
         for (i, row) in series.intervals.iter().enumerate() {
-            out.t.push(row.start_s + row.period_s);
-            out.tps.push(row.tps);
-            out.vusers.push(row.vusers);
-            out.mttfb.push(row.mttfb_ms);
-            out.errors.push(row.errors as f64);
-            out.ttfb_p99.push(hists.as_ref().and_then(|h| h.get(i)).filter(|h| !h.is_empty()).map(|h| h.value_at_percentile(99.0) as f64 / 1000.0));
+            out.push(row, hists.as_ref().and_then(|h| h.get(i)).filter(|h| !h.is_empty()).map(|h| h.value_at_percentile(99.0) as f64 / 1000.0));
         }
         out
     }
@@ -167,7 +172,11 @@ const SERVER_DRAWN: [&str; 3] = ["hikaricp_connections_pending", "hikaricp_conne
 
 /// A percentile curve: (x = −log10(1 − q), latency ms), up to 99.99 %.
 pub fn percentile_curve(src: &Source, key: HistKey, warmup_s: f64) -> Vec<(f64, f64)> {
-    let h = src.merged(key, warmup_s);
+    curve_of(&src.merged(key, warmup_s))
+}
+
+/// The percentile curve of one histogram of µs: (x = −log10(1 − q), latency ms).
+pub fn curve_of(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
     if h.is_empty() {
         return Vec::new();
     }
@@ -180,57 +189,89 @@ pub fn percentile_curve(src: &Source, key: HistKey, warmup_s: f64) -> Vec<(f64, 
         .collect()
 }
 
-/// The charts of one run (or result file), in page order.
-pub fn run_set(src: &Source, opts: ReportOptions) -> Vec<Chart> {
-    let tl = Timeline::of(src, opts);
-    let warmup = warmup_seconds(src, opts.warmup);
-    let name = &src.name;
-    let elapsed = XAxis::Elapsed { max_s: tl.t.iter().copied().filter(|t| t.is_finite()).fold(0.0, f64::max).max(1.0) };
-    let over_time = |file, title: &str, y, lines| Chart {
-        name: file,
-        title: format!("{name}: {title}"),
-        x_axis: elapsed,
-        y,
-        y2: None,
-        image: true,
-        x: tl.t.clone(),
-        lines,
-    };
-    let mut charts = vec![
-        Chart {
-            y2: Some(Unit::Vus),
-            ..over_time("tps", "TPS and VUs", Unit::Tps, vec![Line::of("TPS", &tl.tps), Line { right: true, ..Line::of("VUs", &tl.vusers) }])
-        },
-        over_time(
-            "ttfb",
-            "time to first byte",
-            Unit::Ms,
-            vec![Line::of("MTTFB (interval mean)", &tl.mttfb), Line::new("TTFB p99 (per request)", tl.ttfb_p99.iter().copied())],
-        ),
-        over_time("errors", "errors per interval", Unit::Errors, vec![Line::of("errors", &tl.errors)]),
-    ];
-    if !src.per_test.is_empty() {
+/// What a run's charts are drawn from: gathered from a result on disk ([`RunFigures::of`]),
+/// or interval by interval while the run goes (the live dashboard), so that both draw the
+/// same charts ([`RunFigures::charts`]).
+#[derive(Debug, Clone, Default)]
+pub struct RunFigures {
+    /// The run's name (in every title).
+    pub name: String,
+    /// The per-interval series.
+    pub timeline: Timeline,
+    /// Each scenario step's MTTFB per point of the timeline (`None`: no success then).
+    pub steps: Vec<(String, Vec<Option<f64>>)>,
+    /// Scraped server values; those up to `warmup_s` are left out, the rest shifted by it.
+    pub server: Vec<volley_formats::rundir::ServerPoint>,
+    /// Seconds excluded from the start.
+    pub warmup_s: f64,
+    /// Latency by percentile: TTFB and total time over the run, as [`curve_of`] gives them.
+    pub curves: Vec<(&'static str, Vec<(f64, f64)>)>,
+}
+
+impl RunFigures {
+    /// The figures of `src` after its warm-up.
+    pub fn of(src: &Source, opts: ReportOptions) -> RunFigures {
+        let timeline = Timeline::of(src, opts);
+        let warmup = warmup_seconds(src, opts.warmup);
         // Steps share the run's interval grid; a step without successes in an interval is a gap.
         let ms = |t: f64| (t * 1000.0).round() as i64;
-        let lines = src
+        let steps = src
             .per_test
             .iter()
             .map(|(label, series)| {
                 let rows = series.after_warmup(warmup);
                 let by_t: HashMap<i64, f64> = rows.intervals.iter().filter(|i| i.tests > 0).map(|i| (ms(i.start_s + i.period_s), i.mttfb_ms)).collect();
-                Line::new(label, tl.t.iter().map(|t| by_t.get(&ms(*t)).copied()))
+                (label.clone(), timeline.t.iter().map(|t| by_t.get(&ms(*t)).copied()).collect())
             })
             .collect();
-        charts.push(over_time("steps", "MTTFB per step", Unit::Ms, lines));
+        let curves = [("TTFB", HistKey::TTFB), ("Total time", HistKey::TOTAL)].into_iter().map(|(l, k)| (l, percentile_curve(src, k, warmup))).collect();
+        RunFigures { name: src.name.clone(), timeline, steps, server: src.server.clone(), warmup_s: warmup, curves }
     }
-    let (x, lines) = server_lines(src, warmup);
-    if !lines.is_empty() {
-        charts.push(Chart { x, ..over_time("server", "server (scraped)", Unit::Count, lines) });
+
+    /// The run's charts, in page order.
+    pub fn charts(&self) -> Vec<Chart> {
+        let tl = &self.timeline;
+        let name = &self.name;
+        let elapsed = XAxis::Elapsed { max_s: tl.t.iter().copied().filter(|t| t.is_finite()).fold(0.0, f64::max).max(1.0) };
+        let over_time = |file, title: &str, y, lines| Chart {
+            name: file,
+            title: format!("{name}: {title}"),
+            x_axis: elapsed,
+            y,
+            y2: None,
+            image: true,
+            x: tl.t.clone(),
+            lines,
+        };
+        let mut charts = vec![
+            Chart {
+                y2: Some(Unit::Vus),
+                ..over_time("tps", "TPS and VUs", Unit::Tps, vec![Line::of("TPS", &tl.tps), Line { right: true, ..Line::of("VUs", &tl.vusers) }])
+            },
+            over_time(
+                "ttfb",
+                "time to first byte",
+                Unit::Ms,
+                vec![Line::of("MTTFB (interval mean)", &tl.mttfb), Line::new("TTFB p99 (per request)", tl.ttfb_p99.iter().copied())],
+            ),
+            over_time("errors", "errors per interval", Unit::Errors, vec![Line::of("errors", &tl.errors)]),
+        ];
+        if !self.steps.is_empty() {
+            let lines = self.steps.iter().map(|(label, v)| Line::new(label, v.iter().copied())).collect();
+            charts.push(over_time("steps", "MTTFB per step", Unit::Ms, lines));
+        }
+        let (x, lines) = server_lines(&self.server, self.warmup_s);
+        if !lines.is_empty() {
+            charts.push(Chart { x, ..over_time("server", "server (scraped)", Unit::Count, lines) });
+        }
+        charts.extend(percentiles("percentiles", format!("{name}: latency by percentile"), &self.curves));
+        charts
     }
-    let curves: Vec<(&str, Vec<(f64, f64)>)> =
-        [("TTFB", HistKey::TTFB), ("Total time", HistKey::TOTAL)].into_iter().map(|(l, k)| (l, percentile_curve(src, k, warmup))).collect();
-    charts.extend(percentiles("percentiles", format!("{name}: latency by percentile"), &curves));
-    charts
+}
+
+/// The charts of one run (or result file), in page order.
+pub fn run_set(src: &Source, opts: ReportOptions) -> Vec<Chart> {
+    RunFigures::of(src, opts).charts()
 }
 
 /// The lines of a comparison, in page order: TPS and MTTFB over time (on the page only) and
@@ -295,11 +336,11 @@ fn percentiles(name: &'static str, title: String, curves: &[(&str, Vec<(f64, f64
 /// The drawn server series after warm-up on one x: every scrape time, as often as a series
 /// has values at it (several targets may expose the same series), so that each line keeps
 /// its points in order and a series missing from a scrape is a gap.
-fn server_lines(src: &Source, warmup_s: f64) -> (Vec<f64>, Vec<Line>) {
+fn server_lines(points: &[volley_formats::rundir::ServerPoint], warmup_s: f64) -> (Vec<f64>, Vec<Line>) {
     let ms = |t: f64| (t * 1000.0).round() as i64;
     let mut series: Vec<(&str, BTreeMap<i64, Vec<f64>>)> = Vec::new();
     let mut times: BTreeMap<i64, f64> = BTreeMap::new();
-    for p in src.server.iter().filter(|p| p.elapsed_s > warmup_s + 1e-9 && SERVER_DRAWN.iter().any(|d| p.series.starts_with(d))) {
+    for p in points.iter().filter(|p| p.elapsed_s > warmup_s + 1e-9 && SERVER_DRAWN.iter().any(|d| p.series.starts_with(d))) {
         let t = p.elapsed_s - warmup_s;
         times.entry(ms(t)).or_insert(t);
         let at = match series.iter().position(|(s, _)| *s == p.series) {

@@ -14,19 +14,26 @@ use crate::compare::Comparison;
 use crate::marks;
 use crate::model::{ReportOptions, RunReport};
 
-pub(crate) const UPLOT_JS: &str = include_str!("../assets/uPlot.iife.min.js");
-pub(crate) const UPLOT_CSS: &str = include_str!("../assets/uPlot.min.css");
+/// uPlot, inlined into every page.
+pub const UPLOT_JS: &str = include_str!("../assets/uPlot.iife.min.js");
+/// uPlot's stylesheet.
+pub const UPLOT_CSS: &str = include_str!("../assets/uPlot.min.css");
+/// `volleyCharts.draw(root, drawn, charts)`: draws [`ChartView`]s with uPlot, and redraws
+/// them with new data (the live dashboard); report pages and the dashboard share it.
+pub const CHARTS_JS: &str = include_str!("../assets/charts.js");
+/// The pages' own style (after uPlot's).
+pub const PAGE_CSS: &str = r#"body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#222}
+h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:22px 0 8px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:6px 0 14px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}
+.meta{color:#555}.chart{margin:10px 0 22px}.note{color:#555}.better{color:#1a7f37}.worse{color:#cf222e}
+svg{max-width:100%;height:auto}svg.mark{vertical-align:-1px}
+@media print{.chart{page-break-inside:avoid}body{max-width:none}}"#;
 
 const PAGE: &str = r##"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{ title }}</title>
 <style>{{ uplot_css|safe }}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#222}
-h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:22px 0 8px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:6px 0 14px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}
-.meta{color:#555}.chart{margin:10px 0 22px}.note{color:#555}.better{color:#1a7f37}.worse{color:#cf222e}
-svg{max-width:100%;height:auto}svg.mark{vertical-align:-1px}
-@media print{.chart{page-break-inside:avoid}body{max-width:none}}
+{{ page_css|safe }}
 </style></head><body>
 <h1>{{ title }}</h1>
 {% for r in reports %}
@@ -56,36 +63,20 @@ svg{max-width:100%;height:auto}svg.mark{vertical-align:-1px}
 {% for svg in svgs %}<div class="chart">{{ svg|safe }}</div>{% endfor %}
 <script type="application/json" id="data">{{ data|safe }}</script>
 <script>{{ uplot_js|safe }}</script>
+<script>{{ charts_js|safe }}</script>
 <script>
 (function () {
   var data = JSON.parse(document.getElementById("data").textContent);
-  var root = document.getElementById("charts");
-  var colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"];
-  function width() { return Math.max(320, Math.min(root.clientWidth || 1000, 1060)); }
-  function pct(x) { var q = 100 * (1 - Math.pow(10, -x)); return (q < 99 ? q.toFixed(0) : (Math.round(q * 100) / 100)) + "%"; }
-  function plot(c) {
-    var el = document.createElement("div");
-    el.className = "chart";
-    root.appendChild(el);
-    var series = [{ label: c.xlabel, value: c.percentile ? function (u, v) { return v == null ? "" : pct(v); } : undefined }];
-    c.series.forEach(function (s, i) {
-      series.push({ label: s.label, stroke: colors[i % colors.length], width: 2, scale: s.scale || "y", spanGaps: true });
-    });
-    var axes = [{ label: c.xlabel, values: c.percentile ? function (u, vals) { return vals.map(pct); } : undefined },
-                { label: c.ylabel, scale: "y" }];
-    if (c.y2label) axes.push({ label: c.y2label, scale: "y2", side: 1, grid: { show: false } });
-    new uPlot({ title: c.title, width: width(), height: 320, scales: { x: { time: false } }, series: series, axes: axes },
-              [c.x].concat(c.series.map(function (s) { return s.values; })), el);
-  }
-  data.charts.forEach(plot);
+  volleyCharts.draw(document.getElementById("charts"), {}, data.charts);
 })();
 </script>
 </body></html>
 "##;
 
-/// One chart for the page's script.
-#[derive(Debug, Clone, Serialize)]
-struct ChartView {
+/// One chart as the pages' script ([`CHARTS_JS`]) draws it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChartView {
+    name: &'static str,
     title: String,
     xlabel: &'static str,
     ylabel: &'static str,
@@ -95,7 +86,7 @@ struct ChartView {
     series: Vec<LineView>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 struct LineView {
     label: String,
     values: Vec<Option<f64>>,
@@ -104,8 +95,9 @@ struct LineView {
 
 /// A chart of the set as the page's script draws it; a title names its unit when that is
 /// ms, as hovered values show bare numbers.
-fn chart_view(c: Chart) -> ChartView {
+pub fn chart_view(c: Chart) -> ChartView {
     ChartView {
+        name: c.name,
         title: if c.y == Unit::Ms { format!("{} (ms)", c.title) } else { c.title },
         xlabel: c.x_axis.label(),
         ylabel: c.y.label(),
@@ -191,6 +183,8 @@ fn render(title: &str, reports: &[ReportView], steps: Vec<StepView>, method: Opt
             data => script_json(&serde_json::json!({ "charts": charts })),
             uplot_js => UPLOT_JS,
             uplot_css => UPLOT_CSS,
+            page_css => PAGE_CSS,
+            charts_js => CHARTS_JS,
         })
         .expect("the page renders")
 }

@@ -11,7 +11,7 @@ mod render;
 mod testrun;
 
 pub use error::{ReportError, Result, WarmupError};
-pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, Warmup, check_warmup, warmup_seconds};
+pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, ThresholdResult, Warmup, check_warmup, threshold_actual, warmup_seconds};
 pub use render::{csv, group_thousands, markdown, markdown_with_charts, md_text, table, terminal_safe};
 
 pub mod chartset;

@@ -92,6 +92,9 @@ pub struct RunReport {
     /// records; each is also one of the `notes`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub input_notes: Vec<InputNote>,
+    /// Changes of plan made while the run went (the dashboard's VU or rate control).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plan_changes: Vec<volley_formats::rundir::PlanChangeNote>,
     /// Things a reader must know to read the figures right.
     pub notes: Vec<String>,
 }
@@ -221,6 +224,13 @@ impl RunReport {
                 ));
             }
         }
+        let plan_changes = meta.map(|m| m.plan_changes.clone()).unwrap_or_default();
+        if !plan_changes.is_empty() {
+            notes.push(format!(
+                "The plan was changed while the run went, from then on until its end: {}.",
+                plan_changes.iter().map(|c| c.describe()).collect::<Vec<_>>().join("; ")
+            ));
+        }
         if model == "open" {
             notes.push("Open model: TTFB and total time are measured from each arrival's due time (corrected for coordinated omission); the `actual` rows measure from the actual send, as an uncorrected tool would.".to_string());
         }
@@ -252,6 +262,7 @@ impl RunReport {
             saturation,
             errors,
             input_notes: src.input_notes.clone(),
+            plan_changes,
             notes,
             thresholds: Vec::new(),
         };
@@ -541,7 +552,6 @@ pub struct ThresholdResult {
 }
 
 fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
-    use volley_scenario::threshold::Metric;
     let step = t.step.as_ref().and_then(|name| r.per_test.iter().find(|p| p.name == *name));
     let expr = match &t.step {
         Some(name) => format!("{name}: {}", t.expr),
@@ -555,6 +565,20 @@ fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
         Some(p) => (&p.ttfb_ms, &p.total_ms),
         None => (&r.per_request.ttfb_ms, &r.per_request.total_ms),
     };
+    let actual = threshold_actual(t, s, ttfb, total, &r.per_request.iteration_ms);
+    ThresholdResult { expr, actual, passed: actual.is_finite() && t.op.holds(actual, t.limit) }
+}
+
+/// The figure threshold `t` reads, from the suite and latencies of the run (or of its step):
+/// one reading for the report and for the live dashboard. NaN when the figure is missing.
+pub fn threshold_actual(
+    t: &volley_scenario::Threshold,
+    s: &SeedSuite,
+    ttfb: &Option<LatencySummary>,
+    total: &Option<LatencySummary>,
+    iteration: &Option<LatencySummary>,
+) -> f64 {
+    use volley_scenario::threshold::Metric;
     let latency = |l: &Option<LatencySummary>| {
         l.as_ref().map_or(f64::NAN, |l| match t.stat.as_str() {
             "mean" | "avg" => l.mean_ms,
@@ -567,7 +591,7 @@ fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
             _ => l.max_ms,
         })
     };
-    let actual = match t.metric {
+    match t.metric {
         Metric::ErrorRate => s.error_rate_pct,
         Metric::Tps => match t.stat.as_str() {
             "avg" => s.tps_avg,
@@ -585,7 +609,6 @@ fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
         },
         Metric::Ttfb => latency(ttfb),
         Metric::Total => latency(total),
-        Metric::Iteration => latency(&r.per_request.iteration_ms),
-    };
-    ThresholdResult { expr, actual, passed: actual.is_finite() && t.op.holds(actual, t.limit) }
+        Metric::Iteration => latency(iteration),
+    }
 }

@@ -6,6 +6,13 @@ use std::process::Command;
 
 use crate::support::*;
 
+/// Chromium's executable path.
+pub(crate) fn chromium_path() -> String {
+    let name = chromium();
+    let out = Command::new("sh").args(["-c", &format!("command -v {name}")]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 fn chromium() -> String {
     for c in ["chromium", "chromium-browser", "google-chrome"] {
         if Command::new("sh").args(["-c", &format!("command -v {c}")]).output().is_ok_and(|o| o.status.success()) {

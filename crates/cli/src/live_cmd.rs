@@ -1,0 +1,36 @@
+//! The dashboard's side of the command line: starting it for `volley run --dashboard`, and
+//! serving a finished page for `volley report --serve` / `volley compare --serve`. The
+//! routes mounted beside the dashboard's own are made in one place, [`extra_routes`].
+
+use anyhow::Result;
+use volley_live::{Access, Dashboard, Router};
+
+/// Routes served on the dashboard's port besides its own, behind the same access rule.
+/// Integration point: volley's Prometheus scrape endpoint (`/metrics`, issue 16 §2) is
+/// merged here, e.g. `Router::new().merge(volley_metrics_router)`.
+pub(crate) fn extra_routes() -> Router {
+    Router::new()
+}
+
+/// The address and access rule `--dashboard[=ADDR]` / `--serve[=ADDR]` ask for.
+fn address(text: &str) -> Result<(std::net::SocketAddr, Access)> {
+    let addr = volley_live::parse_addr(Some(text))?;
+    Ok((addr, Access::for_addr(addr)))
+}
+
+/// Starts the live dashboard and prints its URL.
+pub(crate) fn start(text: &str) -> Result<Dashboard> {
+    let (addr, access) = address(text)?;
+    let dashboard = Dashboard::start(addr, access, extra_routes())?;
+    eprintln!("volley: dashboard {}", dashboard.url());
+    Ok(dashboard)
+}
+
+/// Serves `html` until Ctrl-C, printing its URL.
+pub(crate) fn serve(text: &str, html: String) -> Result<()> {
+    let (addr, access) = address(text)?;
+    let dashboard = Dashboard::serve_page(addr, access, html, extra_routes())?;
+    eprintln!("volley: serving {} (Ctrl-C ends)", dashboard.url());
+    dashboard.serve_until_interrupted();
+    Ok(())
+}

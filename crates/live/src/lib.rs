@@ -1,0 +1,286 @@
+//! The live dashboard: `volley run --dashboard` serves a web page that shows the run as it
+//! goes — TPS and VUs, MTTFB and per-request TTFB percentiles per interval, errors by kind,
+//! the scenario's steps, the scraped server series, the generator's health and the
+//! thresholds' live state — with the HTML report's own uPlot charts, pushed to the browser
+//! with Server-Sent Events. The page can stop the run (as Ctrl-C does) and change its VU
+//! target or arrival rate. When the report is written the page becomes the report.
+//! `volley report --serve` serves a finished run's page the same way.
+//!
+//! [`Dashboard`] is a [`volley_record::Observer`]: it sees what the recorder wrote, interval
+//! by interval, and nothing else. It runs its own small runtime (one thread), so the
+//! recorder thread only hands it each interval; the snapshot sent to browsers is built on
+//! the dashboard's thread, and only while a browser is watching.
+//!
+//! Extra routes (volley's `/metrics` for Prometheus) are mounted by the caller: every
+//! `start` takes an [`axum::Router`] merged into the dashboard's, behind the same access rule.
+
+mod access;
+mod live;
+mod page;
+mod server;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use access::Access;
+pub use axum::Router;
+use volley_engine::scrape::ScrapeSample;
+use volley_engine::{RunControl, StopReason};
+use volley_formats::rundir::PlanChangeNote;
+use volley_record::{IntervalView, Observer, Recorded, RunStart};
+
+/// Why the dashboard could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// The address could not be bound.
+    #[error("--dashboard {addr}: cannot listen there: {error}. Give a free address, like 127.0.0.1:8089 (or leave the address out for a free port on 127.0.0.1)")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the system said.
+        error: std::io::Error,
+    },
+    /// An address other than loopback without a token.
+    #[error("--dashboard {0}: a dashboard on an address other than loopback needs an access token")]
+    OpenOutside(SocketAddr),
+    /// The dashboard's runtime could not start.
+    #[error("cannot start the dashboard's thread: {0}")]
+    Runtime(std::io::Error),
+    /// The address is not an address.
+    #[error("--dashboard `{0}`: not an address; write it like 127.0.0.1:8089, 0.0.0.0:8089 or :8089")]
+    BadAddr(String),
+}
+
+/// Parses `--dashboard`'s address: `HOST:PORT`, `:PORT` (on 127.0.0.1), or nothing (127.0.0.1, a free port).
+pub fn parse_addr(text: Option<&str>) -> Result<SocketAddr, LiveError> {
+    let text = text.map(str::trim).filter(|t| !t.is_empty());
+    let full = match text {
+        None => "127.0.0.1:0".to_string(),
+        Some(t) if t.starts_with(':') => format!("127.0.0.1{t}"),
+        Some(t) => t.to_string(),
+    };
+    full.parse().map_err(|_| LiveError::BadAddr(text.unwrap_or_default().to_string()))
+}
+
+/// What the routes and the observer share.
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
+    /// Wakes the snapshot task.
+    pub(crate) changed: tokio::sync::Notify,
+    pub(crate) snapshots: tokio::sync::watch::Sender<Arc<str>>,
+    /// Pages following `/events` now.
+    pub(crate) viewers: AtomicUsize,
+    /// Times `/report` was served.
+    pub(crate) report_loads: AtomicUsize,
+    /// Stop was pressed: a group does not go on either.
+    pub(crate) stopped: AtomicBool,
+    pub(crate) access: Access,
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    pub(crate) run: Option<live::LiveRun>,
+    pub(crate) control: Option<RunControl>,
+    /// The run directory whose report.html the page becomes.
+    pub(crate) report: Option<PathBuf>,
+    /// Which run of a group is next (1-based) of how many.
+    pub(crate) run_of: Option<(usize, usize)>,
+}
+
+impl Shared {
+    /// Stops the run gracefully, as Ctrl-C does (status `interrupted`).
+    pub(crate) fn stop(&self) -> Result<&'static str, &'static str> {
+        self.stopped.store(true, Ordering::SeqCst);
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match &state.control {
+            Some(c) => {
+                c.stop(StopReason::Interrupted);
+                Ok("stopping: in-flight requests get the grace period, then the report is written")
+            }
+            None => Err("no run is going"),
+        }
+    }
+}
+
+/// A running dashboard (a live run's, or a finished run's page).
+pub struct Dashboard {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    url: String,
+    runtime: Option<tokio::runtime::Runtime>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Dashboard {
+    /// Serves the live dashboard on `addr` (port 0: a free one) with `extra` routes merged
+    /// in (e.g. `/metrics`), all behind `access`. Refuses [`Access::Open`] on an address
+    /// other than loopback.
+    pub fn start(addr: SocketAddr, access: Access, extra: Router) -> Result<Dashboard, LiveError> {
+        Self::serve(addr, access, extra, None)
+    }
+
+    /// Serves `html` (a finished run's, group's or comparison's page) at `/`, with `extra`
+    /// routes, behind `access`; no events, no controls.
+    pub fn serve_page(addr: SocketAddr, access: Access, html: String, extra: Router) -> Result<Dashboard, LiveError> {
+        Self::serve(addr, access, extra, Some(html))
+    }
+
+    fn serve(addr: SocketAddr, access: Access, extra: Router, page: Option<String>) -> Result<Dashboard, LiveError> {
+        if access == Access::Open && !addr.ip().is_loopback() {
+            return Err(LiveError::OpenOutside(addr));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("volley-dashboard")
+            .enable_all()
+            .build()
+            .map_err(LiveError::Runtime)?;
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(addr))
+            .and_then(|l| Ok((l.local_addr()?, l)))
+            .map_err(|error| LiveError::Bind { addr, error });
+        let (bound, listener) = listener?;
+        let (snapshots, _) = tokio::sync::watch::channel(Arc::<str>::from(""));
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: tokio::sync::Notify::new(),
+            snapshots,
+            viewers: AtomicUsize::new(0),
+            report_loads: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
+            access: access.clone(),
+        });
+        let app = match page {
+            Some(html) => server::static_routes(html),
+            None => server::live_routes(shared.clone()),
+        };
+        let app = app.merge(extra).layer(axum::middleware::from_fn_with_state(access.clone(), access::guard));
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        runtime.spawn(async move {
+            let _ = axum::serve(listener, app).with_graceful_shutdown(async move {
+                let _ = rx.await;
+            }).await;
+        });
+        runtime.spawn(server::publish(shared.clone()));
+        let host = if bound.ip().is_unspecified() { volley_formats::rundir::host_name() } else { bound.ip().to_string() };
+        let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host };
+        let url = format!("http://{host}:{}/{}", bound.port(), access.query());
+        Ok(Dashboard { shared, addr: bound, url, runtime: Some(runtime), shutdown: Some(tx) })
+    }
+
+    /// The page's URL, with the token when there is one.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The run's report is written in `dir` (report.html): open pages load it.
+    pub fn report_ready(&self, dir: &Path) {
+        let mut state = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.report = Some(dir.to_path_buf());
+        if let Some(run) = &mut state.run {
+            run.set_phase("recorded");
+        }
+        drop(state);
+        self.shared.changed.notify_one();
+    }
+
+    /// Waits until every page that was watching has loaded the report, `max` at most, so
+    /// that ending volley does not leave a page without it.
+    pub fn wait_for_viewers(&self, max: Duration) {
+        let until = Instant::now() + max;
+        let watching = self.shared.viewers.load(Ordering::SeqCst);
+        while Instant::now() < until {
+            let viewers = self.shared.viewers.load(Ordering::SeqCst);
+            if viewers == 0 || self.shared.report_loads.load(Ordering::SeqCst) >= watching {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Serves until the process is interrupted (`volley report --serve`).
+    pub fn serve_until_interrupted(mut self) {
+        if let Some(rt) = &self.runtime {
+            let _ = rt.block_on(tokio::signal::ctrl_c());
+        }
+        self.close();
+    }
+
+    fn close(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Observer for Dashboard {
+    fn started(&mut self, run: &RunStart<'_>) {
+        let mut state = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.run = Some(live::LiveRun::new(run.meta, run.dir, run.control.model(), state.run_of));
+        state.control = Some(run.control.clone());
+        state.report = None;
+        drop(state);
+        // A stop pressed while the run was starting stops it at once.
+        if self.shared.stopped.load(Ordering::SeqCst) {
+            run.control.stop(StopReason::Interrupted);
+        }
+        self.shared.changed.notify_one();
+    }
+
+    fn interval(&mut self, iv: &IntervalView<'_>) {
+        if let Some(run) = &mut self.shared.state.lock().unwrap_or_else(|p| p.into_inner()).run {
+            run.interval(iv);
+        }
+        self.shared.changed.notify_one();
+    }
+
+    fn server(&mut self, scrape: &ScrapeSample) {
+        if let Some(run) = &mut self.shared.state.lock().unwrap_or_else(|p| p.into_inner()).run {
+            run.server(scrape);
+        }
+    }
+
+    fn plan_changed(&mut self, change: &PlanChangeNote) {
+        if let Some(run) = &mut self.shared.state.lock().unwrap_or_else(|p| p.into_inner()).run {
+            run.plan_changed(change);
+        }
+        self.shared.changed.notify_one();
+    }
+
+    fn finished(&mut self) {
+        let mut state = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.control = None;
+        if let Some(run) = &mut state.run {
+            run.set_phase("finished");
+        }
+        drop(state);
+        self.shared.changed.notify_one();
+    }
+
+    fn run_starting(&mut self, index: usize, of: usize) {
+        self.shared.state.lock().unwrap_or_else(|p| p.into_inner()).run_of = Some((index + 1, of));
+    }
+
+    fn run_recorded(&mut self, _run: &Recorded) {}
+
+    fn keep_going(&mut self) -> bool {
+        !self.shared.stopped.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,50 @@
+// volley's charts on a page: the charts of volley-report's chartset (as html::ChartView JSON)
+// drawn with uPlot. Shared by report.html and the live dashboard, so both look the same.
+// volleyCharts.draw(root, drawn, charts): draws `charts` into `root`; `drawn` (an object the
+// caller keeps, {} at first) holds the plots already drawn by chart name: a chart whose title
+// and lines are unchanged only gets its new data, the others are drawn anew.
+window.volleyCharts = (function () {
+  var colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"];
+  function width(root) { return Math.max(320, Math.min(root.clientWidth || 1000, 1060)); }
+  function pct(x) { var q = 100 * (1 - Math.pow(10, -x)); return (q < 99 ? q.toFixed(0) : (Math.round(q * 100) / 100)) + "%"; }
+  function data(c) { return [c.x].concat(c.series.map(function (s) { return s.values; })); }
+  function shape(c) { return c.title + "|" + c.series.map(function (s) { return s.label + "/" + (s.scale || "y"); }).join("|"); }
+  function plot(root, c, before) {
+    var el = document.createElement("div");
+    el.className = "chart";
+    el.setAttribute("data-chart", c.name);
+    root.insertBefore(el, before || null);
+    var series = [{ label: c.xlabel, value: c.percentile ? function (u, v) { return v == null ? "" : pct(v); } : undefined }];
+    c.series.forEach(function (s, i) {
+      series.push({ label: s.label, stroke: colors[i % colors.length], width: 2, scale: s.scale || "y", spanGaps: true });
+    });
+    var axes = [{ label: c.xlabel, values: c.percentile ? function (u, vals) { return vals.map(pct); } : undefined },
+                { label: c.ylabel, scale: "y" }];
+    if (c.y2label) axes.push({ label: c.y2label, scale: "y2", side: 1, grid: { show: false } });
+    var u = new uPlot({ title: c.title, width: width(root), height: 320, scales: { x: { time: false } }, series: series, axes: axes }, data(c), el);
+    return { plot: u, el: el, shape: shape(c), updates: 0 };
+  }
+  function draw(root, drawn, charts) {
+    var names = {};
+    charts.forEach(function (c, i) {
+      names[c.name] = true;
+      var d = drawn[c.name];
+      if (d && d.shape === shape(c)) {
+        d.plot.setData(data(c));
+        d.updates += 1;
+        d.el.setAttribute("data-updates", d.updates);
+        return;
+      }
+      // In page order: before the next chart that is drawn already.
+      var before = d ? d.el : null;
+      for (var j = i + 1; j < charts.length && !before; j++) { if (drawn[charts[j].name]) before = drawn[charts[j].name].el; }
+      drawn[c.name] = plot(root, c, before);
+      if (d) { d.plot.destroy(); d.el.remove(); }
+    });
+    Object.keys(drawn).forEach(function (n) {
+      if (!names[n]) { drawn[n].plot.destroy(); drawn[n].el.remove(); delete drawn[n]; }
+    });
+    return drawn;
+  }
+  return { draw: draw };
+})();
