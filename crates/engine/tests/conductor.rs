@@ -134,7 +134,7 @@ fn requests_in_flight_at_the_stop_count_in_the_last_interval() {
 
 /// Runs `config`, calling `change` with the run's control once `after` has passed; returns
 /// the intervals' (target VUs, requests) and the change the conductor reported.
-fn run_with_change(config: EngineConfig, after: Duration, change: impl FnOnce(&volley_engine::RunControl)) -> (Vec<(u64, u64)>, volley_engine::PlanChange) {
+fn run_with_change(config: EngineConfig, after: Duration, change: impl FnOnce(&volley_engine::RunControl) + Send + 'static) -> (Vec<(u64, u64)>, volley_engine::PlanChange) {
     let run = volley_engine::start(config).unwrap();
     let control = run.control();
     let changer = std::thread::spawn(move || {

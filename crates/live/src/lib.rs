@@ -77,7 +77,6 @@ pub(crate) struct Shared {
     pub(crate) report_loads: AtomicUsize,
     /// Stop was pressed: a group does not go on either.
     pub(crate) stopped: AtomicBool,
-    pub(crate) access: Access,
 }
 
 #[derive(Default)]
@@ -151,7 +150,6 @@ impl Dashboard {
             viewers: AtomicUsize::new(0),
             report_loads: AtomicUsize::new(0),
             stopped: AtomicBool::new(false),
-            access: access.clone(),
         });
         let app = match page {
             Some(html) => server::static_routes(html),

@@ -30,7 +30,13 @@ pub(crate) fn live_routes(shared: Arc<Shared>) -> Router {
 /// The routes of a finished run's page.
 pub(crate) fn static_routes(html: String) -> Router {
     let html = Arc::new(html);
-    Router::new().route("/", get(move || async move { Html(html.as_str().to_string()) }))
+    Router::new().route(
+        "/",
+        get(move || {
+            let html = html.clone();
+            async move { Html(html.as_str().to_string()) }
+        }),
+    )
 }
 
 /// Counts a page following the events while its stream lives.
@@ -51,7 +57,7 @@ async fn events(State(shared): State<Arc<Shared>>) -> Sse<impl Stream<Item = Res
         .filter(|s| std::future::ready(!s.is_empty()))
         .map(move |s| {
             let _ = &viewer;
-            Ok(Event::default().data(&*s))
+            Ok::<Event, Infallible>(Event::default().data(&*s))
         });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
