@@ -95,6 +95,6 @@ const SCRIPT: &str = r##"
 /// The live page.
 pub(crate) fn live_page() -> String {
     format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>volley live</title>\n<style>{UPLOT_CSS}\n{PAGE_CSS}\n.controls{{margin:8px 0}}.cols{{display:flex;gap:18px;flex-wrap:wrap}}button{{font:inherit}}tr.better td:last-child{{color:#1a7f37}}tr.worse td:last-child{{color:#cf222e;font-weight:bold}}\n</style></head><body>\n{BODY}<script>{UPLOT_JS}</script>\n<script>{CHARTS_JS}</script>\n<script>{SCRIPT}</script>\n</body></html>\n"
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>volley live</title><link rel=\"icon\" href=\"data:,\">\n<style>{UPLOT_CSS}\n{PAGE_CSS}\n.controls{{margin:8px 0}}.cols{{display:flex;gap:18px;flex-wrap:wrap}}button{{font:inherit}}tr.better td:last-child{{color:#1a7f37}}tr.worse td:last-child{{color:#cf222e;font-weight:bold}}\n</style></head><body>\n{BODY}<script>{UPLOT_JS}</script>\n<script>{CHARTS_JS}</script>\n<script>{SCRIPT}</script>\n</body></html>\n"
     )
 }

@@ -31,7 +31,7 @@ svg{max-width:100%;height:auto}svg.mark{vertical-align:-1px}
 
 const PAGE: &str = r##"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{ title }}</title>
+<title>{{ title }}</title><link rel="icon" href="data:,">
 <style>{{ uplot_css|safe }}
 {{ page_css|safe }}
 </style></head><body>
