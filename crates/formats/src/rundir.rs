@@ -197,6 +197,9 @@ pub struct RunMeta {
     /// This run was merged from segments (`volley merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<crate::segment::MergedFrom>,
+    /// Live metric outputs (`--out KIND=URL`), with how sending to them went.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<OutputNote>,
 }
 
 impl RunMeta {
@@ -223,6 +226,7 @@ impl RunMeta {
             steps: Vec::new(),
             segment: None,
             merged: None,
+            outputs: Vec::new(),
         }
     }
 }
@@ -248,6 +252,28 @@ pub struct ScrapeNote {
     pub ok: u64,
     /// Scrapes that failed.
     pub failed: u64,
+    /// The last failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// How sending a run's metrics to one live output went (`volley run --out KIND=URL`).
+///
+/// A payload is one interval's worth (or the last flush). Nothing is dropped silently:
+/// every payload is `sent`, `failed` (the receiver refused it or could not be reached, after
+/// a retry) or `dropped` (the bounded queue was full, or the run ended before it went out).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct OutputNote {
+    /// The kind of output: `prometheus` (remote write) or `otlp`.
+    pub kind: String,
+    /// Where it went (any password in the URL replaced by `***`).
+    pub url: String,
+    /// Payloads the receiver accepted.
+    pub sent: u64,
+    /// Payloads that failed.
+    pub failed: u64,
+    /// Payloads never sent: the queue was full, or the run ended first.
+    pub dropped: u64,
     /// The last failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
