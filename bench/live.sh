@@ -78,7 +78,8 @@ for port in $NGINX_PORT $PROM_PORT $SINK_PORT; do
 done
 
 variants=(none prometheus otlp)
-if "$VOLLEY" run --help | grep -q -- '--dashboard'; then
+run_help=$("$VOLLEY" run --help 2>&1 || true)
+if grep -q -- '--dashboard' <<<"$run_help"; then
   variants+=(dashboard)
 else
   echo "live.sh: $VOLLEY has no --dashboard flag: the dashboard variant is skipped" >&2
