@@ -15,6 +15,9 @@
 #               fixtures/junit/ (crates/cli/tests/it/ci.rs)
 #   nodejs, npm  playwright-core (pinned, from npm) under target/tools/playwright drives that
 #               Chromium through the live dashboard (crates/cli/tests/it/live.rs)
+#   prometheus  a real Prometheus (2.42 on bookworm) that the tests start on a free loopback port
+#               with its remote-write receiver, for --out prometheus= and /metrics
+#               (crates/cli/tests/it/prometheus.rs, crates/export/tests/live.rs)
 #   python3-venv a Python venv under target/tools/venv (pinned versions, from PyPI) for:
 #     moto (S3 only, with flask for moto_server) a real S3-compatible server on loopback (crates/store/tests,
 #                          crates/cli/tests/it/k8s.rs: upload, collect, bytes compared)
@@ -55,6 +58,7 @@ command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 type -P kill >/dev/null 2>&1 || missing+=(procps)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3 python3-venv)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
@@ -73,7 +77,7 @@ if [ ${#missing[@]} -gt 0 ]; then
       say "install them as root: apt-get update && apt-get install ${missing[*]}"
     else
       say "this is not a Debian-like system: install Chromium (chromium, chromium-browser or google-chrome on PATH),"
-      say "PostgreSQL (initdb), a C compiler (cc), kill and xmllint (libxml2) with your package manager"
+      say "PostgreSQL (initdb), a C compiler (cc), kill, xmllint (libxml2) and Prometheus with your package manager"
     fi
     exit 1
   fi
@@ -85,6 +89,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   have_chromium || { say "chromium is still not on PATH after installing it"; exit 1; }
   have_initdb || { say "initdb is still not found after installing postgresql"; exit 1; }
   command -v xmllint >/dev/null 2>&1 || { say "xmllint is still not on PATH after installing libxml2-utils"; exit 1; }
+  command -v prometheus >/dev/null 2>&1 || { say "prometheus is still not on PATH after installing it"; exit 1; }
 fi
 
 # --- Python tools (PyPI), in a venv of their own; skipped when the pinned set is there ----

@@ -262,6 +262,11 @@ pub(crate) struct RunArgs {
     /// (repeatable; e.g. Spring Boot's /actuator/prometheus). Failures are counted, never fatal.
     #[arg(long = "server-metrics")]
     pub(crate) server_metrics: Vec<String>,
+    /// Send the run's metrics live to KIND=URL (repeatable): prometheus=URL (remote write,
+    /// e.g. http://127.0.0.1:9090/api/v1/write), otlp=URL (OTLP/HTTP, e.g.
+    /// http://127.0.0.1:4318). Never blocks the run; how sending went is in run.json.
+    #[arg(long = "out", value_name = "KIND=URL")]
+    pub(crate) outs: Vec<String>,
     /// Worker threads (event loops); default: one per core.
     #[arg(long)]
     pub(crate) threads: Option<usize>,

@@ -3,13 +3,13 @@
 //! routes mounted beside the dashboard's own are made in one place, [`extra_routes`].
 
 use anyhow::Result;
+use volley_export::MetricsEndpoint;
 use volley_live::{Access, Dashboard, Router};
 
-/// Routes served on the dashboard's port besides its own, behind the same access rule.
-/// Integration point: volley's Prometheus scrape endpoint (`/metrics`, issue 16 §2) is
-/// merged here, e.g. `Router::new().merge(volley_metrics_router)`.
-pub(crate) fn extra_routes() -> Router {
-    Router::new()
+/// Routes served on the dashboard's port besides its own, behind the same access rule:
+/// during a run, `/metrics` (OpenMetrics text of the running run, for a Prometheus that pulls).
+fn extra_routes(metrics: Option<&MetricsEndpoint>) -> Router {
+    metrics.map_or_else(Router::new, |m| m.router())
 }
 
 /// The address and access rule `--dashboard[=ADDR]` / `--serve[=ADDR]` ask for.
@@ -19,9 +19,9 @@ fn address(text: &str) -> Result<(std::net::SocketAddr, Access)> {
 }
 
 /// Starts the live dashboard and prints its URL.
-pub(crate) fn start(text: &str) -> Result<Dashboard> {
+pub(crate) fn start(text: &str, metrics: &MetricsEndpoint) -> Result<Dashboard> {
     let (addr, access) = address(text)?;
-    let dashboard = Dashboard::start(addr, access, extra_routes())?;
+    let dashboard = Dashboard::start(addr, access, extra_routes(Some(metrics)))?;
     eprintln!("volley: dashboard {}", dashboard.url());
     Ok(dashboard)
 }
@@ -29,7 +29,7 @@ pub(crate) fn start(text: &str) -> Result<Dashboard> {
 /// Serves `html` until Ctrl-C, printing its URL.
 pub(crate) fn serve(text: &str, html: String) -> Result<()> {
     let (addr, access) = address(text)?;
-    let dashboard = Dashboard::serve_page(addr, access, html, extra_routes())?;
+    let dashboard = Dashboard::serve_page(addr, access, html, extra_routes(None))?;
     eprintln!("volley: serving {} (Ctrl-C ends)", dashboard.url());
     dashboard.serve_until_interrupted();
     Ok(())

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use volley_engine::{Target, TlsOptions};
 use volley_formats::{RunData, RunStatus};
-use volley_record::{GroupSpec, IntervalView, Observer, Recorded, RunSpec, RunStart};
+use volley_record::{GroupSpec, IntervalView, Observer, Observers, Quiet, Recorded, RunSpec, RunStart};
 use volley_report::{ReportOptions, RunReport};
 use volley_scenario::{RequestSpec, Scenario, Settings, StatusSet, parse_duration};
 
@@ -157,25 +157,34 @@ pub(crate) fn run_group_spec(a: &RunArgs) -> Result<GroupSpec> {
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let group = run_group_spec(&args)?;
     crate::ci::check_junit_path(args.junit.as_deref())?;
+    // Parsed and started before the run, so that a bad --out fails before any load.
+    let mut outputs = args
+        .outs
+        .iter()
+        .map(|s| volley_export::OutputSpec::parse(s).and_then(|o| o.start()))
+        .collect::<Result<Vec<_>, _>>()?;
     if group.repeat > 1 && args.upload.is_some() {
         bail!("--upload takes one run directory; with --repeat, upload the group directory afterwards or drop --repeat");
     }
     // Opened before the run, so that a bad endpoint or missing bucket setting fails first.
     let upload = args.upload.as_ref().map(volley_store::Store::from_env).transpose()?;
-    let mut dashboard = args.dashboard.as_deref().map(crate::live_cmd::start).transpose()?;
-    let mut quiet = volley_record::Quiet;
-    let watcher: &mut dyn Observer = match &mut dashboard {
-        Some(d) => d,
-        None => &mut quiet,
-    };
+    // The dashboard's port also serves `/metrics` (OpenMetrics) for a Prometheus that pulls.
+    let mut scrape = volley_export::MetricsEndpoint::new();
+    let mut dashboard = args.dashboard.as_deref().map(|addr| crate::live_cmd::start(addr, &scrape)).transpose()?;
+    let mut watchers: Vec<&mut dyn Observer> = outputs.iter_mut().map(|o| o as &mut dyn Observer).collect();
+    if let Some(d) = &mut dashboard {
+        watchers.push(&mut scrape);
+        watchers.push(d);
+    }
+    let mut watchers = Observers(watchers);
     let reports = if group.repeat > 1 {
-        let (dir, reports) = execute_group_with(&group, args.progress, watcher)?;
+        let (dir, reports) = execute_group_with(&group, args.progress, &mut watchers)?;
         if let (Some(d), Some(last)) = (&dashboard, last_run_dir(&dir)) {
             d.report_ready(&last);
         }
         reports
     } else {
-        let (dir, report) = execute_with(&group.run, args.progress, watcher)?;
+        let (dir, report) = execute_with(&group.run, args.progress, &mut watchers)?;
         if let Some(d) = &dashboard {
             d.report_ready(&dir);
         }
@@ -259,13 +268,13 @@ impl Observer for Terminal {
 /// the group summary (each figure's mean and spread across the runs), printed and written
 /// as summary.md and summary.json in the group directory.
 pub(crate) fn execute_group(spec: &GroupSpec, progress: ProgressMode) -> Result<(PathBuf, Vec<RunReport>)> {
-    execute_group_with(spec, progress, &mut volley_record::Quiet)
+    execute_group_with(spec, progress, &mut Quiet)
 }
 
-/// [`execute_group`], with `watcher` (the dashboard) seeing the runs after the terminal.
-fn execute_group_with(spec: &GroupSpec, progress: ProgressMode, watcher: &mut dyn Observer) -> Result<(PathBuf, Vec<RunReport>)> {
+/// [`execute_group`], with `extra` (the dashboard, `--out`) watching every run after the terminal.
+pub(crate) fn execute_group_with(spec: &GroupSpec, progress: ProgressMode, extra: &mut dyn Observer) -> Result<(PathBuf, Vec<RunReport>)> {
     let mut terminal = Terminal::new(progress, spec.run.engine.plan.load.planned());
-    let recorded = volley_record::record_group(spec, &mut volley_record::Observers(vec![&mut terminal, watcher]))?;
+    let recorded = volley_record::record_group(spec, &mut Observers(vec![&mut terminal, extra]))?;
     eprintln!("volley: run group {}", recorded.dir.display());
     let reports = terminal.reports.into_iter().collect::<Result<Vec<_>>>()?;
     write_group_summary(&recorded.dir)?;
@@ -295,18 +304,18 @@ pub(crate) fn write_group_summary(dir: &Path) -> Result<()> {
 
 /// Records a run to the end and returns its run directory and report (written and printed).
 pub(crate) fn execute(spec: &RunSpec, progress: ProgressMode) -> Result<(PathBuf, RunReport)> {
-    execute_with(spec, progress, &mut volley_record::Quiet)
+    execute_with(spec, progress, &mut Quiet)
 }
 
-/// [`execute`], with `watcher` (the dashboard) seeing the run after the terminal.
-fn execute_with(spec: &RunSpec, progress: ProgressMode, watcher: &mut dyn Observer) -> Result<(PathBuf, RunReport)> {
+/// [`execute`], with `extra` (the dashboard, `--out`) watching the run after the terminal.
+pub(crate) fn execute_with(spec: &RunSpec, progress: ProgressMode, extra: &mut dyn Observer) -> Result<(PathBuf, RunReport)> {
     if spec.is_segment() {
         let seg = spec.engine.plan.segment;
         let wait = spec.engine.start_at.and_then(|t| t.duration_since(std::time::SystemTime::now()).ok()).unwrap_or_default();
         eprintln!("volley: segment {seg} of run {}: starting in {:.1} s", spec.run_id(), wait.as_secs_f64());
     }
     let mut terminal = Terminal::new(progress, spec.engine.plan.load.planned());
-    let recorded = volley_record::record(spec, &mut volley_record::Observers(vec![&mut terminal, watcher]))?;
+    let recorded = volley_record::record(spec, &mut Observers(vec![&mut terminal, extra]))?;
     let report = write_reports(&recorded.dir)?;
     Ok((recorded.dir, report))
 }

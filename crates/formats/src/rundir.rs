@@ -200,6 +200,9 @@ pub struct RunMeta {
     /// Changes of plan made while the run went (the dashboard's VU or rate control), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plan_changes: Vec<PlanChangeNote>,
+    /// Live metric outputs (`--out KIND=URL`), with how sending to them went.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<OutputNote>,
 }
 
 /// A change of plan at time `at_s`: from then on the run had `vus` VUs (closed model) or
@@ -255,6 +258,7 @@ impl RunMeta {
             segment: None,
             merged: None,
             plan_changes: Vec::new(),
+            outputs: Vec::new(),
         }
     }
 }
@@ -280,6 +284,28 @@ pub struct ScrapeNote {
     pub ok: u64,
     /// Scrapes that failed.
     pub failed: u64,
+    /// The last failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// How sending a run's metrics to one live output went (`volley run --out KIND=URL`).
+///
+/// A payload is one interval's worth (or the last flush). Nothing is dropped silently:
+/// every payload is `sent`, `failed` (the receiver refused it or could not be reached, after
+/// a retry) or `dropped` (the bounded queue was full, or the run ended before it went out).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct OutputNote {
+    /// The kind of output: `prometheus` (remote write) or `otlp`.
+    pub kind: String,
+    /// Where it went (any password in the URL replaced by `***`).
+    pub url: String,
+    /// Payloads the receiver accepted.
+    pub sent: u64,
+    /// Payloads that failed.
+    pub failed: u64,
+    /// Payloads never sent: the queue was full, or the run ended first.
+    pub dropped: u64,
     /// The last failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,

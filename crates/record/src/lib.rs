@@ -13,6 +13,7 @@ use std::time::Duration;
 use volley_engine::{EngineConfig, EngineError, Event, Retarget, RunControl, StopReason, Target, TlsOptions};
 use volley_formats::recorded::{RecordedData, RecordedScenario};
 use volley_formats::rundir::{ErrorNote, PlanChangeNote, ScrapeNote};
+pub use volley_formats::rundir::OutputNote;
 use volley_formats::segment::SegmentNote;
 use volley_formats::{FormatError, RecordedPlan, RunMeta, RunStatus, RunWriter};
 use volley_scenario::{Plan, Threshold};
@@ -148,6 +149,11 @@ pub trait Observer {
     fn plan_changed(&mut self, _change: &PlanChangeNote) {}
     /// The load is over (the run directory is being closed).
     fn finished(&mut self) {}
+    /// Live outputs this observer sent the run to, with how sending went; asked once per
+    /// run, after [`Observer::finished`], and written to run.json's `outputs`.
+    fn outputs(&mut self) -> Vec<OutputNote> {
+        Vec::new()
+    }
     /// A group's run `index` (0-based) of `of` is about to start.
     fn run_starting(&mut self, _index: usize, _of: usize) {}
     /// A run was recorded (its run directory is closed).
@@ -205,6 +211,9 @@ impl Observer for Observers<'_> {
     }
     fn finished(&mut self) {
         self.0.iter_mut().for_each(|o| o.finished());
+    }
+    fn outputs(&mut self) -> Vec<OutputNote> {
+        self.0.iter_mut().flat_map(|o| o.outputs()).collect()
     }
     fn run_starting(&mut self, index: usize, of: usize) {
         self.0.iter_mut().for_each(|o| o.run_starting(index, of));
@@ -294,6 +303,7 @@ pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, R
             }
             Event::End(end) => {
                 observer.finished();
+                writer.meta_mut().outputs = observer.outputs();
                 if let Some(scraper) = &scraper {
                     scraper.stop();
                     record_scrapes(&mut writer, scraper, engine.interval, observer)?;

@@ -19,3 +19,4 @@ mod ci;
 mod history;
 mod k8s;
 mod live;
+mod prometheus;

@@ -1,0 +1,232 @@
+//! Sending payloads to a receiver off the run's thread: a bounded queue and one sender
+//! thread with its own I/O runtime, so the run never waits on the network.
+//!
+//! Every payload ends up counted once: `sent`, `failed` (the receiver refused it, or could
+//! not be reached, after one retry) or `dropped` (the queue was full — the newest payload
+//! is the one dropped — or the run ended before it could go out). The first failure and the
+//! first drop are printed as warnings; the counts go to run.json.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use volley_record::OutputNote;
+
+use crate::ExportError;
+
+/// Payloads waiting to be sent at most (a minute of 1 s intervals).
+pub const QUEUE: usize = 60;
+/// How long one POST may take.
+const TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the end of a run waits for the queue to drain.
+pub const FLUSH_WAIT: Duration = Duration::from_secs(10);
+
+/// One POST's body and content headers.
+pub struct Payload {
+    pub body: Vec<u8>,
+    pub headers: Vec<(&'static str, &'static str)>,
+}
+
+enum Msg {
+    Send(Payload),
+    Flush(std::sync::mpsc::Sender<()>),
+}
+
+#[derive(Default)]
+struct Stats {
+    sent: u64,
+    failed: u64,
+    dropped: u64,
+    /// Enqueued, not yet sent or failed.
+    queued: u64,
+    last_error: Option<String>,
+    warned_failure: bool,
+    warned_drop: bool,
+}
+
+/// A receiver's queue and sender thread.
+pub struct Sender {
+    kind: &'static str,
+    /// The URL as notes and warnings show it (no password).
+    shown: String,
+    tx: SyncSender<Msg>,
+    stats: Arc<Mutex<Stats>>,
+}
+
+impl Sender {
+    /// Starts the sender thread for `url`.
+    pub fn start(kind: &'static str, url: &str) -> Result<Sender, ExportError> {
+        let parsed = reqwest::Url::parse(url).map_err(|e| ExportError::Url { kind, url: url.to_string(), why: e.to_string() })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(ExportError::Url { kind, url: url.to_string(), why: "only http:// and https:// URLs are supported".into() });
+        }
+        let shown = shown_url(&parsed);
+        // reqwest is built without a default provider (that would be aws-lc): ring is ours.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder().timeout(TIMEOUT).build().map_err(|e| ExportError::Client(e.to_string()))?;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| ExportError::Client(e.to_string()))?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let stats = Arc::new(Mutex::new(Stats::default()));
+        let (s, label) = (stats.clone(), format!("{kind}={shown}"));
+        std::thread::Builder::new()
+            .name(format!("volley-out-{kind}"))
+            .spawn(move || runtime.block_on(run(client, parsed, rx, s, label)))
+            .map_err(|e| ExportError::Client(e.to_string()))?;
+        Ok(Sender { kind, shown, tx, stats })
+    }
+
+    /// Queues a payload; never waits. A full queue drops it (counted, warned once).
+    pub fn send(&self, payload: Payload) {
+        match self.tx.try_send(Msg::Send(payload)) {
+            Ok(()) => self.stats.lock().unwrap().queued += 1,
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                let mut st = self.stats.lock().unwrap();
+                st.dropped += 1;
+                if !std::mem::replace(&mut st.warned_drop, true) {
+                    eprintln!(
+                        "volley: warning: --out {}={}: {QUEUE} payloads waiting, the receiver is too slow: this interval's is dropped (counted in run.json; the run goes on)",
+                        self.kind, self.shown
+                    );
+                }
+            }
+        }
+    }
+
+    /// Waits (at most [`FLUSH_WAIT`]) for what is queued to be sent, then returns how
+    /// sending went since the last note and starts counting afresh. Payloads still queued
+    /// after the wait count as dropped.
+    pub fn flush_note(&self) -> OutputNote {
+        let deadline = Instant::now() + FLUSH_WAIT;
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let mut msg = Msg::Flush(done_tx);
+        let flushed = loop {
+            match self.tx.try_send(msg) {
+                Ok(()) => break done_rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).is_ok(),
+                Err(TrySendError::Full(m)) if Instant::now() < deadline => {
+                    msg = m;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(_) => break false,
+            }
+        };
+        let mut st = self.stats.lock().unwrap();
+        if !flushed && st.queued > 0 {
+            st.dropped += st.queued;
+            st.last_error = Some(format!("{} payloads were still waiting {} s after the run ended", st.queued, FLUSH_WAIT.as_secs()));
+            eprintln!("volley: warning: --out {}={}: {}", self.kind, self.shown, st.last_error.as_deref().unwrap_or_default());
+            st.queued = 0;
+        }
+        let note = OutputNote { kind: self.kind.to_string(), url: self.shown.clone(), sent: st.sent, failed: st.failed, dropped: st.dropped, last_error: st.last_error.take() };
+        if note.failed + note.dropped > 0 {
+            eprintln!(
+                "volley: --out {}={}: {} of {} payloads sent, {} failed, {} dropped (run.json `outputs`)",
+                self.kind,
+                self.shown,
+                note.sent,
+                note.sent + note.failed + note.dropped,
+                note.failed,
+                note.dropped
+            );
+        }
+        *st = Stats { warned_failure: st.warned_failure, warned_drop: st.warned_drop, ..Stats::default() };
+        note
+    }
+}
+
+/// The sender thread: POSTs each payload (one retry on a transport error, 429 or 5xx).
+async fn run(client: reqwest::Client, url: reqwest::Url, rx: Receiver<Msg>, stats: Arc<Mutex<Stats>>, label: String) {
+    loop {
+        // Blocking receive on this thread is fine: the runtime has nothing else to do.
+        let msg = match rx.recv_timeout(Duration::from_secs(3600)) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        let payload = match msg {
+            Msg::Send(p) => p,
+            Msg::Flush(done) => {
+                let _ = done.send(());
+                continue;
+            }
+        };
+        let mut outcome = post(&client, &url, &payload).await;
+        if let Err((true, _)) = &outcome {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            outcome = post(&client, &url, &payload).await;
+        }
+        let mut st = stats.lock().unwrap();
+        st.queued = st.queued.saturating_sub(1);
+        match outcome {
+            Ok(()) => st.sent += 1,
+            Err((_, why)) => {
+                st.failed += 1;
+                if !std::mem::replace(&mut st.warned_failure, true) {
+                    eprintln!("volley: warning: --out {label}: {why} (failures are counted in run.json; the run goes on)");
+                }
+                st.last_error = Some(why);
+            }
+        }
+    }
+}
+
+/// One POST; `Err((retry, why))`.
+async fn post(client: &reqwest::Client, url: &reqwest::Url, payload: &Payload) -> Result<(), (bool, String)> {
+    let mut req = client.post(url.clone()).body(payload.body.clone());
+    for (k, v) in &payload.headers {
+        req = req.header(*k, *v);
+    }
+    match req.send().await {
+        Ok(resp) if resp.status().is_success() => Ok(()),
+        Ok(resp) => {
+            let status = resp.status();
+            let text = resp.text().await.unwrap_or_default();
+            let retry = status.is_server_error() || status.as_u16() == 429;
+            Err((retry, format!("the receiver answered HTTP {status}: {}", text.trim().chars().take(300).collect::<String>())))
+        }
+        Err(e) => Err((true, format!("cannot send: {}", error_chain(&e)))),
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+/// The URL without its password.
+fn shown_url(url: &reqwest::Url) -> String {
+    let mut u = url.clone();
+    if u.password().is_some() {
+        let _ = u.set_password(Some("***"));
+    }
+    u.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_stay_out_of_notes() {
+        let u = reqwest::Url::parse("https://me:secret@prom.example/api/v1/write").unwrap();
+        assert_eq!(shown_url(&u), "https://me:***@prom.example/api/v1/write");
+    }
+
+    #[test]
+    fn an_unreachable_receiver_is_counted_as_failed_not_lost() {
+        // A port nothing listens on (bound, then closed).
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let s = Sender::start("prometheus", &format!("http://127.0.0.1:{port}/api/v1/write")).unwrap();
+        for _ in 0..3 {
+            s.send(Payload { body: vec![1, 2, 3], headers: vec![] });
+        }
+        let note = s.flush_note();
+        assert_eq!((note.sent, note.failed, note.dropped), (0, 3, 0), "{note:?}");
+        assert!(note.last_error.as_deref().unwrap().contains("cannot send"), "{note:?}");
+    }
+}
