@@ -75,6 +75,8 @@ pub(crate) struct Shared {
     pub(crate) viewers: AtomicUsize,
     /// Times `/report` was served.
     pub(crate) report_loads: AtomicUsize,
+    /// Pages that were watching when the report became ready: each will load it.
+    pub(crate) report_expected: AtomicUsize,
     /// Stop was pressed: a group does not go on either.
     pub(crate) stopped: AtomicBool,
 }
@@ -111,6 +113,8 @@ pub struct Dashboard {
     url: String,
     runtime: Option<tokio::runtime::Runtime>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The server's task: ended once responses in flight are written.
+    served: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Dashboard {
@@ -149,6 +153,7 @@ impl Dashboard {
             snapshots,
             viewers: AtomicUsize::new(0),
             report_loads: AtomicUsize::new(0),
+            report_expected: AtomicUsize::new(0),
             stopped: AtomicBool::new(false),
         });
         let app = match page {
@@ -157,16 +162,18 @@ impl Dashboard {
         };
         let app = app.merge(extra).layer(axum::middleware::from_fn_with_state(access.clone(), access::guard));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        runtime.spawn(async move {
-            let _ = axum::serve(listener, app).with_graceful_shutdown(async move {
-                let _ = rx.await;
-            }).await;
+        let served = runtime.spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = rx.await;
+                })
+                .await;
         });
         runtime.spawn(server::publish(shared.clone()));
         let host = if bound.ip().is_unspecified() { volley_formats::rundir::host_name() } else { bound.ip().to_string() };
         let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host };
         let url = format!("http://{host}:{}/{}", bound.port(), access.query());
-        Ok(Dashboard { shared, addr: bound, url, runtime: Some(runtime), shutdown: Some(tx) })
+        Ok(Dashboard { shared, addr: bound, url, runtime: Some(runtime), shutdown: Some(tx), served: Some(served) })
     }
 
     /// The page's URL, with the token when there is one.
@@ -181,6 +188,8 @@ impl Dashboard {
 
     /// The run's report is written in `dir` (report.html): open pages load it.
     pub fn report_ready(&self, dir: &Path) {
+        // Counted before any page hears of the report (and closes its event stream).
+        self.shared.report_expected.store(self.shared.viewers.load(Ordering::SeqCst), Ordering::SeqCst);
         let mut state = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
         state.report = Some(dir.to_path_buf());
         if let Some(run) = &mut state.run {
@@ -192,14 +201,13 @@ impl Dashboard {
 
     /// Waits until every page that was watching has loaded the report, `max` at most, so
     /// that ending volley does not leave a page without it.
+    /// Waits (after [`Dashboard::report_ready`]) until every page that was watching has
+    /// loaded the report, `max` at most, so that ending volley does not leave a page
+    /// without it. A page closed meanwhile costs the whole wait.
     pub fn wait_for_viewers(&self, max: Duration) {
         let until = Instant::now() + max;
-        let watching = self.shared.viewers.load(Ordering::SeqCst);
-        while Instant::now() < until {
-            let viewers = self.shared.viewers.load(Ordering::SeqCst);
-            if viewers == 0 || self.shared.report_loads.load(Ordering::SeqCst) >= watching {
-                return;
-            }
+        let expected = self.shared.report_expected.load(Ordering::SeqCst);
+        while Instant::now() < until && self.shared.report_loads.load(Ordering::SeqCst) < expected {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -212,9 +220,14 @@ impl Dashboard {
         self.close();
     }
 
+    /// Stops listening, lets responses in flight finish (a second at most: open event
+    /// streams end with the runtime), and ends the runtime.
     fn close(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
+        }
+        if let (Some(rt), Some(served)) = (&self.runtime, self.served.take()) {
+            let _ = rt.block_on(async { tokio::time::timeout(Duration::from_secs(1), served).await });
         }
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_timeout(Duration::from_secs(1));
