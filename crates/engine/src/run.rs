@@ -118,18 +118,31 @@ impl Run {
 pub struct RunControl {
     control: mpsc::Sender<Control>,
     abort: CancellationToken,
+    /// Runs stopped together with this one ([`RunControl::together`]).
+    also: Vec<RunControl>,
 }
 
 impl RunControl {
     /// Stops gracefully: no new iterations, in-flight requests get the grace period.
     pub fn stop(&self, reason: StopReason) {
-        let _ = self.control.send(Control::Stop(reason));
+        let _ = self.control.send(Control::Stop(reason.clone()));
+        self.also.iter().for_each(|c| c.stop(reason.clone()));
     }
 
     /// Drops in-flight requests at once.
     pub fn abort(&self) {
         let _ = self.control.send(Control::Stop(StopReason::Aborted("aborted by a second interrupt".into())));
         self.abort.cancel();
+        self.also.iter().for_each(RunControl::abort);
+    }
+
+    /// One handle that stops every run of `controls` (runs side by side, such as a
+    /// scenario file's populations); `None` when there are none.
+    pub fn together(controls: Vec<RunControl>) -> Option<RunControl> {
+        let mut controls = controls.into_iter();
+        let mut first = controls.next()?;
+        first.also.extend(controls);
+        Some(first)
     }
 }
 
@@ -196,7 +209,7 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
         cpu: std::cell::RefCell::new(CpuClock::new()),
     };
     std::thread::Builder::new().name("volley-conductor".into()).spawn(move || conductor.run()).map_err(|error| EngineError::Start { what: "the conductor thread", error })?;
-    Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort }, started, t0, start_lag })
+    Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort, also: Vec::new() }, started, t0, start_lag })
 }
 
 /// Sleeps until the wall clock reads `at` (at once if it already has). Ctrl-C meanwhile

@@ -197,6 +197,10 @@ pub struct RunMeta {
     /// This run was merged from segments (`volley merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<crate::segment::MergedFrom>,
+    /// This run directory is one population of a run (the run's is two levels up); its
+    /// clock is the run's, so it has no requests before `start_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub population: Option<crate::recorded::RecordedPopulation>,
 }
 
 impl RunMeta {
@@ -223,9 +227,13 @@ impl RunMeta {
             steps: Vec::new(),
             segment: None,
             merged: None,
+            population: None,
         }
     }
 }
+
+/// Where populations' run directories go inside a run's.
+pub const POPULATIONS_DIR: &str = "populations";
 
 /// Stream events received, per step (a volley column in the step's block).
 const EVENTS: &str = "Events";
@@ -488,6 +496,8 @@ pub struct RunData {
     pub step_events: Vec<Vec<u64>>,
     /// What the reader did with what a crash left behind (a cut last line, rows skipped).
     pub input_notes: Vec<InputNote>,
+    /// Each population's run directory (run.json's `plan.populations`), read the same way.
+    pub populations: Vec<RunData>,
 }
 
 /// One scraped value.
@@ -649,6 +659,14 @@ impl RunData {
             })
             .collect();
         let server = read_server(&dir.join(SERVER_CSV))?;
+        let mut populations = Vec::new();
+        for p in &meta.plan.populations {
+            let sub = dir.join(&p.dir);
+            if p.dir.split('/').any(|c| c == ".." || c.is_empty()) || !sub.starts_with(dir) {
+                return Err(FormatError::malformed(&meta_path, 1, None, format!("population `{}`: its directory `{}` is not inside the run directory", p.name, p.dir)));
+            }
+            populations.push(Self::read_with(&sub, with_histograms)?);
+        }
         let step_events = (0..file.tests.len())
             .map(|i| {
                 let c = col(&format!("{EVENTS}-{}", i + 1));
@@ -672,6 +690,7 @@ impl RunData {
             step_events,
             meta,
             input_notes,
+            populations,
         })
     }
 }

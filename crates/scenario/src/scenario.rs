@@ -55,7 +55,7 @@ pub struct Population {
     /// Its flow and settings: `settings.load` (over the file's `load` defaults),
     /// `settings.thresholds` (its own, each with `population` set), headers, variables
     /// and data (the file's, with its own added).
-    pub scenario: Scenario,
+    pub scenario: Arc<Scenario>,
 }
 
 /// How a population's step is named among the run's steps: `readers/read messages`.
@@ -82,7 +82,10 @@ impl Scenario {
             *d = Arc::new(d.for_segment(seg)?);
         }
         for p in &mut self.populations {
-            p.scenario.for_segment(seg)?;
+            let name = p.name.clone();
+            Arc::get_mut(&mut p.scenario)
+                .ok_or_else(|| crate::PlanError(format!("scenario `{name}` is already running; narrow it to a segment before")))?
+                .for_segment(seg)?;
         }
         Ok(())
     }

@@ -326,7 +326,7 @@ impl Compiler {
                     }
                 },
             };
-            populations.push(Population { name, start, scenario: sc });
+            populations.push(Population { name, start, scenario: Arc::new(sc) });
         }
         // The run's own settings: target, name, warm-up, defaults; no steps of its own.
         let mut top = self.scenario(raw, env);
