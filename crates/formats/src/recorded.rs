@@ -82,11 +82,6 @@ impl RecordedPlan {
             _ => "mixed",
         }
     }
-
-    /// Whether every request was measured from its arrival's due time (all open model).
-    pub fn is_open(&self) -> bool {
-        self.model() == "open"
-    }
 }
 
 /// A scenario as run: where it came from and its steps (templates, never their values).

@@ -208,7 +208,6 @@ impl RunReport {
                 last.period_s
             ));
         }
-        let open_model = src.meta.as_ref().is_some_and(|m| m.plan.is_open());
         let closed_model = src.meta.as_ref().is_none_or(|m| m.plan.model() == "closed");
         if src.format == Format::Volley && src.has_histograms() && closed_model {
             notes.push(
