@@ -159,7 +159,17 @@ pub(crate) fn check_run(a: &RunArgs) -> Result<CheckedRun> {
             settings.thresholds.extend(sc.populations.iter().flat_map(|p| p.scenario.settings.thresholds.iter().cloned()));
             population_specs(sc, &flags, &settings, segment)?
         }
-        _ => Vec::new(),
+        _ => {
+            if let Some(t) = settings.thresholds.iter().find(|t| t.population.is_some()) {
+                bail!(
+                    "--threshold `{}`: `{}.` names a population, but this run has none (populations are a scenario file's `scenarios:`); write `{}`",
+                    t.expr,
+                    t.population.as_deref().unwrap_or_default(),
+                    t.local_expr()
+                );
+            }
+            Vec::new()
+        }
     };
     let mut plan = if populations.is_empty() {
         settings.plan(request, scenario.clone())?

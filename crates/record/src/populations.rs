@@ -184,7 +184,10 @@ pub(crate) fn record_populations(spec: &RunSpec, observer: &mut dyn Observer) ->
                 p.vusers += row.vusers;
                 p.target_vus += target_vus;
                 let name = &spec.populations[i].name;
-                p.messages.extend(messages.into_iter().map(|m| ErrorMessage { step: Some(qualified_step(name, m.step.as_deref().unwrap_or("-"))), ..m }));
+                p.messages.extend(messages.into_iter().map(|m| {
+                    let step = Some(m.step.as_deref().map_or_else(|| name.clone(), |s| qualified_step(name, s)));
+                    ErrorMessage { step, ..m }
+                }));
                 p.steps[i] = Some(steps);
             }
             Event::End(end) => {

@@ -150,6 +150,10 @@ fn population_thresholds_fail_the_run_on_their_own_rows() {
     let o = volley(&["run", EXAMPLE, "--url", &demo.url(), "--threshold", "wirters.ttfb p99 < 1s", "-o", runs.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no population `wirters`; its scenarios are readers, writers"), "{}", text(&o));
+    let rooms = format!("{}/rooms", demo.url());
+    let o = volley(&["run", "--url", &rooms, "--vus", "1", "--duration", "1s", "--threshold", "writers.ttfb p99 < 1s", "-o", runs.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("names a population, but this run has none"), "{}", text(&o));
 }
 
 #[test]
