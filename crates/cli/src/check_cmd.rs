@@ -93,7 +93,12 @@ fn print_outline(sc: &Scenario) {
         println!("  data `{}`: {} rows of {} ({}{unique})", d.name, d.rows.len(), d.columns.join(", "), d.order.name());
     }
     for t in sc.settings.thresholds.iter().chain(sc.populations.iter().flat_map(|p| &p.scenario.settings.thresholds)) {
-        println!("  threshold {}{}", t.step.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(), t.expr);
+        let shown = match (&t.population, &t.step) {
+            (Some(p), Some(s)) => format!("{}: {}", volley_scenario::qualified_step(p, s), t.local_expr()),
+            (None, Some(s)) => format!("{s}: {}", t.expr),
+            _ => t.expr.clone(),
+        };
+        println!("  threshold {shown}");
     }
 }
 
