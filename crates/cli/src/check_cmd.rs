@@ -39,26 +39,39 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
         load: LoadSpec { vus: Some(1), iterations: Some(1), ..LoadSpec::default() },
         ..Settings::default()
     };
-    let settings = flags.merge(&sc.settings);
-    let url = settings.target.clone().unwrap_or_default();
-    let target = Target::resolve(&url)?;
-    let plan = settings.plan(RequestSpec::get(url), Some(Arc::new(sc)))?;
-    let config = EngineConfig {
-        plan,
-        target,
-        tls: TlsOptions { insecure: a.insecure, cacert: a.cacert.clone() },
-        http2: false,
-        interval: Duration::from_secs(1),
-        threads: 1,
-        grace: Duration::ZERO,
-        error_stop: false,
-                start_at: None,
+    let url = flags.target.clone().or_else(|| sc.settings.target.clone()).unwrap_or_default();
+    // A file of populations: one iteration of each, in order.
+    let flows: Vec<(Option<String>, Arc<Scenario>)> = if sc.populations.is_empty() {
+        vec![(None, Arc::new(sc))]
+    } else {
+        sc.populations.iter().map(|p| (Some(p.name.clone()), p.scenario.clone())).collect()
     };
-    volley_engine::preflight(&config.target, &config.tls, config.timeout_for_preflight())?;
-    println!("\nOne iteration, one VU, against {}:\n", config.target.uri);
-    let traces = volley_engine::check_once(&config)?;
-    for t in &traces {
-        print_trace(t);
+    let target = Target::resolve(&url)?;
+    let mut traces = Vec::new();
+    for (i, (name, flow)) in flows.into_iter().enumerate() {
+        let settings = flags.clone().merge(&flow.settings);
+        let plan = settings.plan(RequestSpec::get(&url), Some(flow))?;
+        let config = EngineConfig {
+            plan,
+            target: target.clone(),
+            tls: TlsOptions { insecure: a.insecure, cacert: a.cacert.clone() },
+            http2: false,
+            interval: Duration::from_secs(1),
+            threads: 1,
+            grace: Duration::ZERO,
+            error_stop: false,
+            start_at: None,
+        };
+        if i == 0 {
+            volley_engine::preflight(&config.target, &config.tls, config.timeout_for_preflight())?;
+        }
+        let of = name.map(|n| format!(" of scenario `{n}`")).unwrap_or_default();
+        println!("\nOne iteration{of}, one VU, against {}:\n", config.target.uri);
+        let these = volley_engine::check_once(&config)?;
+        for t in &these {
+            print_trace(t);
+        }
+        traces.extend(these);
     }
     let failed = traces.iter().filter(|t| !t.passed).count();
     println!("{} requests, {} failed", traces.len(), failed);
@@ -70,12 +83,22 @@ fn print_outline(sc: &Scenario) {
     let n = sc.step_info.len();
     println!("  target {}, {n} step{}", sc.target(), if n == 1 { "" } else { "s" });
     outline(&sc.steps, sc, 1);
+    for p in &sc.populations {
+        let load = p.scenario.settings.load.resolve().map(|l| l.kind()).unwrap_or("?");
+        println!("  scenario `{}` ({load} model, starts at {} s):", p.name, p.start.as_secs_f64());
+        outline(&p.scenario.steps, &p.scenario, 2);
+    }
     for d in &sc.data {
         let unique = if d.unique { ", unique" } else { "" };
         println!("  data `{}`: {} rows of {} ({}{unique})", d.name, d.rows.len(), d.columns.join(", "), d.order.name());
     }
-    for t in &sc.settings.thresholds {
-        println!("  threshold {}{}", t.step.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(), t.expr);
+    for t in sc.settings.thresholds.iter().chain(sc.populations.iter().flat_map(|p| &p.scenario.settings.thresholds)) {
+        let shown = match (&t.population, &t.step) {
+            (Some(p), Some(s)) => format!("{}: {}", volley_scenario::qualified_step(p, s), t.local_expr()),
+            (None, Some(s)) => format!("{s}: {}", t.expr),
+            _ => t.expr.clone(),
+        };
+        println!("  threshold {shown}");
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use volley_engine::{Target, TlsOptions};
 use volley_formats::{RunData, RunStatus};
-use volley_record::{GroupSpec, IntervalView, Observer, Observers, Quiet, Recorded, RunSpec, RunStart};
+use volley_record::{GroupSpec, IntervalView, Observer, Observers, PopulationSpec, Quiet, Recorded, RunSpec, RunStart};
 use volley_report::{ReportOptions, RunReport};
 use volley_scenario::{RequestSpec, Scenario, Settings, StatusSet, parse_duration};
 
@@ -79,6 +79,55 @@ pub(crate) struct CheckedRun {
     /// How many times to run the plan (`--repeat`), and the pause between runs.
     pub(crate) repeat: usize,
     pub(crate) pause: Duration,
+    /// The scenario's populations (`scenarios:`), each with its plan on the run's clock;
+    /// `plan` is then their envelope.
+    pub(crate) populations: Vec<PopulationSpec>,
+}
+
+/// The populations of `scenario` under the run's `settings` (the command line over the
+/// file's top level): each keeps its own load and thresholds, takes the command line's
+/// timeout and expected statuses, runs segment `segment` of its load, starts at its offset.
+/// Load flags other than --repeat/--repeat-pause are refused: each population has its own.
+pub(crate) fn population_specs(scenario: &Scenario, flags: &Settings, settings: &Settings, segment: volley_scenario::Segment) -> Result<Vec<PopulationSpec>> {
+    let names: Vec<&str> = scenario.populations.iter().map(|p| p.name.as_str()).collect();
+    let shaping: Vec<String> = flags.load.given().into_iter().filter(|k| !k.starts_with("repeat")).map(|k| format!("--{}", k.replace('_', "-"))).collect();
+    if !shaping.is_empty() {
+        bail!(
+            "{} would apply to every scenario of {} ({}), each of which has its own load; set the load in each scenario under `scenarios:` (or the shared defaults in the file's top-level `load`)",
+            shaping.join(", "),
+            scenario.file.display(),
+            names.join(", ")
+        );
+    }
+    for t in &settings.thresholds {
+        if let Some(p) = &t.population
+            && !names.contains(&p.as_str())
+        {
+            bail!("--threshold `{}`: the scenario has no population `{p}`; its scenarios are {}", t.expr, names.join(", "));
+        }
+    }
+    let request = RequestSpec::get(settings.target.clone().unwrap_or_default());
+    let mut out = Vec::new();
+    for p in &scenario.populations {
+        let own = &p.scenario.settings;
+        let pop = Settings {
+            load: own.load.clone(),
+            target: settings.target.clone(),
+            name: Some(p.name.clone()),
+            timeout: flags.timeout.or(own.timeout),
+            warmup: None,
+            expect_status: flags.expect_status.clone().or_else(|| own.expect_status.clone()),
+            thresholds: Vec::new(),
+        };
+        let mut plan = pop.plan(request.clone(), Some(p.scenario.clone())).map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", p.name))?;
+        segment.check(&plan.load).map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", p.name))?;
+        let load = plan.load.clone();
+        plan.load = load.delayed(p.start);
+        plan.segment = segment;
+        let thresholds = settings.thresholds.iter().filter(|t| t.population.as_deref() == Some(p.name.as_str())).cloned().collect();
+        out.push(PopulationSpec { name: p.name.clone(), plan, load, start: p.start, thresholds });
+    }
+    Ok(out)
 }
 
 /// Every check of the flags that needs no network.
@@ -92,19 +141,45 @@ pub(crate) fn check_run(a: &RunArgs) -> Result<CheckedRun> {
             }
             let mut sc = load_scenario(path)?;
             sc.for_segment(segment)?;
-            let mut settings = flags.merge(&sc.settings);
+            let mut settings = flags.clone().merge(&sc.settings);
             settings.name = settings.name.or_else(|| sc.file.file_stem().map(|s| s.to_string_lossy().into_owned()));
             (settings, Some(Arc::new(sc)))
         }
-        None => (flags, None),
+        None => (flags.clone(), None),
     };
     let url = settings.target.clone().context("--url is required without a scenario")?;
     let request = match scenario {
         Some(_) => RequestSpec::get(&url),
         None => flag_request(a, &url)?,
     };
-    let mut plan = settings.plan(request, scenario.clone())?;
-    segment.check(&plan.load)?;
+    let mut settings = settings;
+    let populations = match scenario.as_deref() {
+        Some(sc) if !sc.populations.is_empty() => {
+            // Each population's own thresholds are the run's too (judged on its rows).
+            settings.thresholds.extend(sc.populations.iter().flat_map(|p| p.scenario.settings.thresholds.iter().cloned()));
+            population_specs(sc, &flags, &settings, segment)?
+        }
+        _ => {
+            if let Some(t) = settings.thresholds.iter().find(|t| t.population.is_some()) {
+                bail!(
+                    "--threshold `{}`: `{}.` names a population, but this run has none (populations are a scenario file's `scenarios:`); write `{}`",
+                    t.expr,
+                    t.population.as_deref().unwrap_or_default(),
+                    t.local_expr()
+                );
+            }
+            Vec::new()
+        }
+    };
+    let mut plan = if populations.is_empty() {
+        settings.plan(request, scenario.clone())?
+    } else {
+        envelope(&settings, request, scenario.clone(), &populations)
+    };
+    if populations.is_empty() {
+        // Each population's share was checked on its own load.
+        segment.check(&plan.load)?;
+    }
     plan.segment = segment;
     let (repeat, pause) = settings.load.repeat()?;
     if repeat > 1 && !segment.is_whole() {
@@ -127,15 +202,30 @@ pub(crate) fn check_run(a: &RunArgs) -> Result<CheckedRun> {
         );
     }
     duration_flag("grace", &a.grace)?;
-    Ok(CheckedRun { settings, scenario, plan, url, interval, repeat, pause })
+    Ok(CheckedRun { settings, scenario, plan, url, interval, repeat, pause, populations })
+}
+
+/// The plan of a run of populations: the run's request and timeouts, the scenario with
+/// every step, and no load of its own ([`RunSpec::envelope`]).
+pub(crate) fn envelope(settings: &Settings, request: RequestSpec, scenario: Option<Arc<Scenario>>, populations: &[PopulationSpec]) -> volley_scenario::Plan {
+    let base = volley_scenario::Plan {
+        request,
+        load: populations[0].plan.load.clone(),
+        timeout: settings.timeout.unwrap_or(volley_scenario::plan::DEFAULT_TIMEOUT),
+        expect_status: settings.expect_status.clone().unwrap_or_default(),
+        scenario,
+        segment: volley_scenario::Segment::WHOLE,
+    };
+    RunSpec::envelope(base, populations)
 }
 
 /// The flags, checked and resolved into what `volley-record` runs, with how often
 /// (`--repeat`, `--repeat-pause`, or the file's `repeat` / `repeat_pause`).
 pub(crate) fn run_group_spec(a: &RunArgs) -> Result<GroupSpec> {
-    let CheckedRun { settings, plan, url, interval, repeat, pause, .. } = check_run(a)?;
+    let CheckedRun { settings, plan, url, interval, repeat, pause, populations, .. } = check_run(a)?;
     let target = Target::resolve(&url)?;
     let mut spec = RunSpec::new(plan, target);
+    spec.populations = populations;
     spec.name = settings.name.clone().unwrap_or_else(|| spec.engine.target.host.clone());
     spec.engine.tls = TlsOptions { insecure: a.insecure, cacert: a.cacert.clone() };
     spec.engine.http2 = a.http2;

@@ -146,6 +146,8 @@ pub struct RunControl {
     abort: CancellationToken,
     /// What the plan allows to change live.
     model: LiveModel,
+    /// Runs stopped together with this one ([`RunControl::together`]).
+    also: Vec<RunControl>,
 }
 
 /// Which live change a plan takes.
@@ -160,12 +162,15 @@ pub enum LiveModel {
     Rate,
     /// A run count (`iterations`): nothing; the run ends when every VU has run its count.
     Fixed,
+    /// Several populations side by side ([`RunControl::together`]): nothing yet.
+    Populations,
 }
 
 impl RunControl {
     /// Stops gracefully: no new iterations, in-flight requests get the grace period.
     pub fn stop(&self, reason: StopReason) {
-        let _ = self.control.send(Control::Stop(reason));
+        let _ = self.control.send(Control::Stop(reason.clone()));
+        self.also.iter().for_each(|c| c.stop(reason.clone()));
     }
 
     /// What this run lets change live.
@@ -182,6 +187,7 @@ impl RunControl {
             LiveModel::Vus { max } => Err(EngineError::Control(format!("{vus} VUs is more than this run may start ({max}); give at most {max}"))),
             LiveModel::Rate => Err(EngineError::Control("this run has an arrival rate (open model): change the rate, not the VUs".into())),
             LiveModel::Fixed => Err(EngineError::Control("this run has a run count (iterations): it ends when every VU has run its count, so its VUs cannot change".into())),
+            LiveModel::Populations => Err(populations_fixed()),
         }
     }
 
@@ -193,6 +199,7 @@ impl RunControl {
         }
         match self.model {
             LiveModel::Rate => self.send(Control::Retarget(Retarget::Rate(rate), by.to_string())),
+            LiveModel::Populations => Err(populations_fixed()),
             _ => Err(EngineError::Control("this run has virtual users (closed model): change the VUs, not the rate".into())),
         }
     }
@@ -205,7 +212,26 @@ impl RunControl {
     pub fn abort(&self) {
         let _ = self.control.send(Control::Stop(StopReason::Aborted("aborted by a second interrupt".into())));
         self.abort.cancel();
+        self.also.iter().for_each(RunControl::abort);
     }
+
+    /// One handle that stops every run of `controls` (runs side by side, such as a
+    /// scenario file's populations); `None` when there are none.
+    pub fn together(controls: Vec<RunControl>) -> Option<RunControl> {
+        let mut controls = controls.into_iter();
+        let mut first = controls.next()?;
+        first.also.extend(controls);
+        if !first.also.is_empty() {
+            first.model = LiveModel::Populations;
+        }
+        Some(first)
+    }
+}
+
+fn populations_fixed() -> EngineError {
+    EngineError::Control(
+        "this run has several populations, and live changes of one population are not supported: stop the run and change the scenario file's `scenarios:`".into(),
+    )
 }
 
 impl EngineConfig {
@@ -280,7 +306,7 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
         vus_set: std::cell::Cell::new(None),
     };
     std::thread::Builder::new().name("volley-conductor".into()).spawn(move || conductor.run()).map_err(|error| EngineError::Start { what: "the conductor thread", error })?;
-    Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort, model }, started, t0, start_lag })
+    Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort, model, also: Vec::new() }, started, t0, start_lag })
 }
 
 /// Sleeps until the wall clock reads `at` (at once if it already has). Ctrl-C meanwhile

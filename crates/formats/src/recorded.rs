@@ -33,6 +33,27 @@ pub struct RecordedPlan {
     /// The scenario file, when the run had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<RecordedScenario>,
+    /// Populations run side by side (a scenario file's `scenarios:`), each recorded in a run
+    /// directory of its own under this one; this run's figures are their total. `load` is
+    /// then an empty shape as long as the whole run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub populations: Vec<RecordedPopulation>,
+}
+
+/// One population of a run, as run.json records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedPopulation {
+    /// Its name.
+    pub name: String,
+    /// Its load as written, on its own clock (from its start).
+    pub load: Load,
+    /// When it started, s from the start of the run.
+    pub start_s: f64,
+    /// Worker threads it ran on.
+    #[serde(default)]
+    pub threads: usize,
+    /// Its run directory, relative to the run's: `populations/<name>`.
+    pub dir: String,
 }
 
 impl RecordedPlan {
@@ -47,12 +68,19 @@ impl RecordedPlan {
             thresholds: Vec::new(),
             threads: 1,
             scenario: None,
+            populations: Vec::new(),
         }
     }
 
-    /// `closed` or `open`.
+    /// `closed` or `open`; with populations, `mixed` when some are of each.
     pub fn model(&self) -> &'static str {
-        self.load.kind()
+        let open = self.populations.iter().filter(|p| p.load.is_open()).count();
+        match (self.populations.len(), open) {
+            (0, _) => self.load.kind(),
+            (n, o) if o == n => "open",
+            (_, 0) => "closed",
+            _ => "mixed",
+        }
     }
 }
 

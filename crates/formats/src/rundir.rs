@@ -203,6 +203,10 @@ pub struct RunMeta {
     /// Live metric outputs (`--out KIND=URL`), with how sending to them went.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<OutputNote>,
+    /// This run directory is one population of a run (the run's is two levels up); its
+    /// clock is the run's, so it has no requests before `start_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub population: Option<crate::recorded::RecordedPopulation>,
 }
 
 /// A change of plan at time `at_s`: from then on the run had `vus` VUs (closed model) or
@@ -259,9 +263,13 @@ impl RunMeta {
             merged: None,
             plan_changes: Vec::new(),
             outputs: Vec::new(),
+            population: None,
         }
     }
 }
+
+/// Where populations' run directories go inside a run's.
+pub const POPULATIONS_DIR: &str = "populations";
 
 /// Stream events received, per step (a volley column in the step's block).
 const EVENTS: &str = "Events";
@@ -546,6 +554,8 @@ pub struct RunData {
     pub step_events: Vec<Vec<u64>>,
     /// What the reader did with what a crash left behind (a cut last line, rows skipped).
     pub input_notes: Vec<InputNote>,
+    /// Each population's run directory (run.json's `plan.populations`), read the same way.
+    pub populations: Vec<RunData>,
 }
 
 /// One scraped value.
@@ -707,6 +717,14 @@ impl RunData {
             })
             .collect();
         let server = read_server(&dir.join(SERVER_CSV))?;
+        let mut populations = Vec::new();
+        for p in &meta.plan.populations {
+            let sub = dir.join(&p.dir);
+            if p.dir.split('/').any(|c| c == ".." || c.is_empty()) || !sub.starts_with(dir) {
+                return Err(FormatError::malformed(&meta_path, 1, None, format!("population `{}`: its directory `{}` is not inside the run directory", p.name, p.dir)));
+            }
+            populations.push(Self::read_with(&sub, with_histograms)?);
+        }
         let step_events = (0..file.tests.len())
             .map(|i| {
                 let c = col(&format!("{EVENTS}-{}", i + 1));
@@ -730,6 +748,7 @@ impl RunData {
             step_events,
             meta,
             input_notes,
+            populations,
         })
     }
 }

@@ -49,12 +49,16 @@ pub struct Source {
     /// scenario run logs two histograms per step and interval, and a scan of the whole log
     /// per key would grow with the square of the steps.
     pub(crate) by_key: std::sync::OnceLock<std::collections::HashMap<HistKey, Vec<usize>>>,
+    /// A volley run's populations (a scenario file's `scenarios:`), each opened as a run of
+    /// its own; this source's figures are their total.
+    pub populations: Vec<Source>,
 }
 
 impl Source {
     /// A volley run directory.
     pub fn from_run(run: RunData) -> Source {
         Source {
+            populations: run.populations.into_iter().map(Source::from_run).collect(),
             name: run.meta.name.clone(),
             path: run.dir,
             format: Format::Volley,

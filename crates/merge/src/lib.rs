@@ -120,7 +120,14 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merg
         return Err(MergeError::Output(out.to_path_buf(), "already holds a run directory; give a new directory for the merged run".into()));
     }
     let dirs = find_run_dirs(inputs, out)?;
-    let set = inputs::SegmentSet::read(&dirs, opts)?;
+    merge_dirs(&dirs, out, opts)
+}
+
+/// Merges exactly the segment run directories `dirs` into `out`; a run of populations has
+/// each population's directories merged the same way into `out/populations/<name>`, so the
+/// merged total and every merged population are exact (counts and histograms added).
+fn merge_dirs(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merged, MergeError> {
+    let set = inputs::SegmentSet::read(dirs, opts)?;
     let first = &set.segments[0];
     let interval_s = first.data.meta.interval_s;
     let status = set.status();
@@ -158,6 +165,13 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merg
         // `finish` stamps the time of the merge; the run ended when its last segment did.
         writer.meta_mut().ended_at = Some(end);
         writer.write_meta()?;
+    }
+    for p in &first.data.meta.plan.populations {
+        let sub: Vec<PathBuf> = set.segments.iter().map(|s| s.data.dir.join(&p.dir)).collect();
+        if let Some(missing) = sub.iter().find(|d| !volley_formats::RunData::is_run_dir(d)) {
+            return Err(MergeError::Output(missing.clone(), format!("population `{}` of this segment has no run directory here; every segment of a run of populations holds one per population", p.name)));
+        }
+        merge_dirs(&sub, &out.join(&p.dir), opts)?;
     }
     Ok(Merged {
         dir: out.to_path_buf(),

@@ -16,7 +16,7 @@ use volley_formats::rundir::{ErrorNote, PlanChangeNote, ScrapeNote};
 pub use volley_formats::rundir::OutputNote;
 use volley_formats::segment::SegmentNote;
 use volley_formats::{FormatError, RecordedPlan, RunMeta, RunStatus, RunWriter};
-use volley_scenario::{Plan, Threshold};
+use volley_scenario::{Load, Plan, Threshold};
 use volley_engine::scrape::ScrapeSample;
 use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
@@ -40,6 +40,10 @@ pub struct RunSpec {
     /// The id every segment of a split run records (`plan.segment` says which share this
     /// is); `None`: made from the start time and the plan's hash ([`RunSpec::run_id`]).
     pub run_id: Option<String>,
+    /// Populations run side by side ([`populations`]); then `engine.plan` is the run's
+    /// envelope ([`RunSpec::envelope`]: the scenario with every step, no load of its own)
+    /// and the populations' plans are what the engine runs.
+    pub populations: Vec<PopulationSpec>,
 }
 
 impl RunSpec {
@@ -66,7 +70,17 @@ impl RunSpec {
             thresholds: Vec::new(),
             command: std::env::args().collect(),
             run_id: None,
+            populations: Vec::new(),
         }
+    }
+
+    /// The plan of a run of `populations`: `base` (request, timeout, the scenario that lists
+    /// every step) with a load of no VUs as long as the longest population runs, which is
+    /// what the run's clock, planned length and progress go by.
+    pub fn envelope(base: Plan, populations: &[PopulationSpec]) -> Plan {
+        let end = populations.iter().map(|p| p.plan.load.duration()).max().unwrap_or_default();
+        let shape = volley_scenario::LoadShape { stages: vec![volley_scenario::Stage { duration: end, target: 0 }] };
+        Plan { load: Load { model: volley_scenario::Model::Closed { shape }, pacing: Duration::ZERO, think_time: Duration::ZERO }, ..base }
     }
 
     /// The run id segments record: the one given, or `<start at, Unix s>-<plan hash>` when
@@ -99,6 +113,12 @@ impl RunSpec {
             http2: self.engine.http2,
             thresholds: self.thresholds.clone(),
             threads: self.engine.threads,
+            populations: self
+                .populations
+                .iter()
+                .enumerate()
+                .map(|(i, p)| p.recorded(populations::threads_of(i, self.populations.len(), self.engine.threads)))
+                .collect(),
             scenario: plan.scenario.as_ref().map(|s| RecordedScenario {
                 file: s.file.clone(),
                 name: s.settings.name.clone(),
@@ -255,10 +275,15 @@ pub enum RecordError {
 }
 
 mod group;
+pub mod populations;
 pub use group::{GroupSpec, RecordedGroup, record_group};
+pub use populations::PopulationSpec;
 
 /// Checks the target answers, runs the plan, and writes its run directory as it goes.
 pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, RecordError> {
+    if !spec.populations.is_empty() {
+        return populations::record_populations(spec, observer);
+    }
     let engine = &spec.engine;
     volley_engine::preflight(&engine.target, &engine.tls, engine.timeout_for_preflight())?;
     let run = volley_engine::start(engine.clone())?;

@@ -49,6 +49,10 @@ pub struct Step {
     /// Scenario steps (or test ids) found in both runs, each with its key figures.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_step: Vec<StepChange>,
+    /// Populations (a scenario file's `scenarios:`) found in both runs, each compared as a
+    /// run of its own over the time it ran; `rows` above are the runs' totals.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_population: Vec<StepChange>,
 }
 
 /// One scenario step compared across two runs.
@@ -96,6 +100,39 @@ fn per_step(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange> {
                 .filter(|r| STEP_KEYS.contains(&r.key) && r.before.is_finite() && r.after.is_finite())
                 .collect();
             Some(StepChange { name: name.clone(), rows })
+        })
+        .collect()
+}
+
+/// The figures compared per population: a gate's default figures.
+const POPULATION_KEYS: [&str; 6] = crate::gate::DEFAULT_METRICS;
+
+/// The noise inputs of population `name` in every run of `set` (each over the time it ran,
+/// after the run's warm-up), `None` when a run lacks it.
+fn population_samples(set: &RunSet, name: &str, opts: ReportOptions) -> Option<Vec<RunSample>> {
+    set.runs
+        .iter()
+        .map(|src| {
+            let p = src.populations.iter().find(|p| p.name == name)?;
+            let start = p.meta.as_ref().and_then(|m| m.population.as_ref()).map_or(0.0, |n| n.start_s);
+            let warmup = crate::model::warmup_seconds(src, opts.warmup).max(start);
+            Some(run_sample(p, &p.series, HistKey::TTFB, ReportOptions { warmup: Some(crate::model::Warmup::Seconds(warmup)), ..opts }))
+        })
+        .collect()
+}
+
+/// Populations of `a` also in `b` (by name, in every run), compared.
+fn per_population(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange> {
+    a.first()
+        .populations
+        .iter()
+        .filter_map(|p| {
+            let (sa, sb) = (population_samples(a, &p.name, opts)?, population_samples(b, &p.name, opts)?);
+            let rows = compare_groups(&sa, &sb)
+                .into_iter()
+                .filter(|r| POPULATION_KEYS.contains(&r.key) && r.before.is_finite() && r.after.is_finite())
+                .collect();
+            Some(StepChange { name: p.name.clone(), rows })
         })
         .collect()
 }
@@ -152,6 +189,7 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
         after: runs[b].label.clone(),
         rows: compare_groups(&samples[a], &samples[b]).into_iter().filter(|r| available(a, b, r)).collect(),
         per_step: per_step(&sets[a], &sets[b], opts),
+        per_population: per_population(&sets[a], &sets[b], opts),
     };
     let steps: Vec<Step> = (1..sets.len()).map(|i| step(i - 1, i)).collect();
     let overall = (sets.len() > 2).then(|| step(0, sets.len() - 1));
@@ -277,6 +315,23 @@ impl Comparison {
                     judged_by(r)
                 );
             }
+            if !step.per_population.is_empty() {
+                let _ = writeln!(out, "\n### Per population: {title}\n\n| Population | Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|---|", step.before, step.after);
+                for s in &step.per_population {
+                    for r in &s.rows {
+                        let _ = writeln!(
+                            out,
+                            "| `{}` | {} | {} | {} | **{}** | {} |",
+                            s.name,
+                            r.label,
+                            value(r.before, r.unit, r.key),
+                            value(r.after, r.unit, r.key),
+                            change(r),
+                            judged_by(r)
+                        );
+                    }
+                }
+            }
             if !step.per_step.is_empty() {
                 let _ = writeln!(out, "\n### Per step: {title}\n\n| Step | Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|---|", step.before, step.after);
                 for s in &step.per_step {
@@ -330,8 +385,8 @@ impl Comparison {
                     judged_by(r)
                 );
             }
-            for s in &step.per_step {
-                let _ = writeln!(out, "  step `{}`", s.name);
+            for (what, s) in step.per_population.iter().map(|s| ("population", s)).chain(step.per_step.iter().map(|s| ("step", s))) {
+                let _ = writeln!(out, "  {what} `{}`", s.name);
                 for r in &s.rows {
                     let _ = writeln!(
                         out,

@@ -173,6 +173,13 @@ impl GateResult {
                 let (outcome, why) = judge(row, spec.tolerance_pct);
                 checks.push(GateCheck { key, label, row: Some(row.clone()), outcome, why });
             }
+            // Every population is judged as the total is, on the gated figures it has.
+            for s in &step.per_population {
+                for row in s.rows.iter().filter(|r| spec.metrics.contains(&r.key)) {
+                    let (outcome, why) = judge(row, spec.tolerance_pct);
+                    checks.push(GateCheck { key: row.key, label: format!("population `{}`: {}", s.name, row.label), row: Some(row.clone()), outcome, why });
+                }
+            }
             for s in step.per_step.iter().filter(|_| spec.steps) {
                 for row in s.rows.iter().filter(|r| spec.metrics.contains(&r.key)) {
                     let (outcome, why) = judge(row, spec.tolerance_pct);

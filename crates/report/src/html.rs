@@ -44,6 +44,8 @@ const PAGE: &str = r##"<!doctype html>
 {% endfor %}</table>
 {% if r.latency %}<table><tr><th>per request, ms</th>{% for h in latency_heads %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for l in r.latency %}<tr><td>{{ l.name }}</td>{% for v in l.values %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
+{% if r.populations %}<table><caption>Populations — each over the time it ran; per-request ms; the last row is the run's total</caption><tr>{% for h in population_heads %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for row in r.populations %}<tr>{% for v in row %}<td{% if loop.first %} style="text-align:left"{% endif %}>{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
 {% if r.steps %}<table><caption>Steps — per-request ms; total is the time to the first event for SSE steps and to the expected message for WebSocket steps</caption><tr>{% for h in step_heads %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in r.steps %}<tr>{% for v in row %}<td{% if loop.first %} style="text-align:left"{% endif %}>{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
 {% if r.errors %}<table><tr><th>error kind</th><th>count</th><th>first messages</th></tr>
@@ -121,6 +123,8 @@ struct ReportView {
     latency: Vec<LatencyView>,
     /// Scenario steps, one row each.
     steps: Vec<Vec<String>>,
+    /// Populations, one row each, and the total.
+    populations: Vec<Vec<String>>,
     errors: Vec<crate::model::ErrorLine>,
     findings: Vec<String>,
     thresholds: Vec<crate::model::ThresholdResult>,
@@ -152,6 +156,7 @@ fn view(r: &RunReport) -> ReportView {
         rows: crate::render::suite_rows(r),
         latency,
         steps: crate::render::step_rows(r),
+        populations: crate::render::population_rows(r),
         errors: r.errors.clone(),
         findings: r.findings.clone(),
         thresholds: r.thresholds.clone(),
@@ -179,6 +184,7 @@ fn render(title: &str, reports: &[ReportView], steps: Vec<StepView>, method: Opt
             method => method,
             latency_heads => Value::from(Serde(&heads)),
             step_heads => Value::from(Serde(&crate::render::STEP_HEADER)),
+            population_heads => Value::from(Serde(&crate::render::POPULATION_HEADER)),
             svgs => Value::from(Serde(&svgs)),
             data => script_json(&serde_json::json!({ "charts": charts })),
             uplot_js => UPLOT_JS,
@@ -239,6 +245,7 @@ pub fn compare_page(cmp: &Comparison, sources: &[Source], opts: ReportOptions, b
                 .rows
                 .iter()
                 .map(|r| (String::new(), r))
+                .chain(s.per_population.iter().flat_map(|p| p.rows.iter().map(move |r| (format!("population {} · ", p.name), r))))
                 .chain(s.per_step.iter().flat_map(|p| p.rows.iter().map(move |r| (format!("{} · ", p.name), r))))
                 .map(|(prefix, r)| StepRow {
                     label: format!("{prefix}{}", r.label),

@@ -97,6 +97,40 @@ pub struct RunReport {
     pub plan_changes: Vec<volley_formats::rundir::PlanChangeNote>,
     /// Things a reader must know to read the figures right.
     pub notes: Vec<String>,
+    /// A run of populations (a scenario file's `scenarios:`): each population's own report;
+    /// this report's figures are their total.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub populations: Vec<PopulationReport>,
+}
+
+/// One population of a run, reported as a run of its own.
+#[derive(Debug, Clone, Serialize)]
+pub struct PopulationReport {
+    /// Its name.
+    pub name: String,
+    /// `closed` or `open`.
+    pub model: String,
+    /// When it started, s from the start of the run.
+    pub start_s: f64,
+    /// Its figures (its warm-up is the run's, or until it started when that is later).
+    pub report: RunReport,
+}
+
+impl PopulationReport {
+    /// The reports of `src`'s populations, each after the run's warm-up `warmup_s` or its
+    /// own start, whichever is later (so its figures cover only the time it ran).
+    fn of(src: &Source, warmup_s: f64, opts: ReportOptions) -> Vec<PopulationReport> {
+        src.populations
+            .iter()
+            .map(|p| {
+                let note = p.meta.as_ref().and_then(|m| m.population.as_ref());
+                let start_s = note.map_or(0.0, |n| n.start_s);
+                let model = note.map_or("", |n| n.load.kind()).to_string();
+                let opts = ReportOptions { warmup: Some(Warmup::Seconds(warmup_s.max(start_s))), ..opts };
+                PopulationReport { name: p.name.clone(), model, start_s, report: RunReport::from_source(p, opts) }
+            })
+            .collect()
+    }
 }
 
 /// Per-request latency summaries.
@@ -177,8 +211,8 @@ impl RunReport {
                 last.period_s
             ));
         }
-        let open_model = src.meta.as_ref().is_some_and(|m| m.plan.load.is_open());
-        if src.format == Format::Volley && src.has_histograms() && !open_model {
+        let closed_model = src.meta.as_ref().is_none_or(|m| m.plan.model() == "closed");
+        if src.format == Format::Volley && src.has_histograms() && closed_model {
             notes.push(
                 "TTFB and MTTFB are measured from the request's actual start, connection set-up included (as nGrinder does)."
                     .to_string(),
@@ -205,7 +239,9 @@ impl RunReport {
             })
             .collect();
         let varies = series.intervals.windows(2).any(|w| (w[0].vusers - w[1].vusers).abs() >= 1.0);
-        let saturation = (src.format == Format::Volley && varies).then(|| volley_stats::knee::saturation(&series));
+        // A total of populations sums VUs of different flows and models: no knee to read
+        // from it (each population's report has its own).
+        let saturation = (src.format == Format::Volley && varies && src.populations.is_empty()).then(|| volley_stats::knee::saturation(&series));
         let server = server_peaks(src, warmup_s);
         let meta = src.meta.as_ref();
         let model = meta.map(|m| m.plan.model()).unwrap_or_default().to_string();
@@ -265,9 +301,18 @@ impl RunReport {
             plan_changes,
             notes,
             thresholds: Vec::new(),
+            populations: PopulationReport::of(src, warmup_s, opts),
         };
+        if !report.populations.is_empty() {
+            let each: Vec<String> = report.populations.iter().map(|p| format!("{} ({}, from {} s)", p.name, p.model, p.start_s)).collect();
+            report.notes.push(format!(
+                "Populations run side by side: {}. The figures above are their total (every request of every population); each has its own row and report below{}.",
+                each.join(", "),
+                if report.model == "mixed" { " — the total's latencies mix open-model requests (from their due time) and closed-model ones (from their actual start)" } else { "" }
+            ));
+        }
         let criteria = meta.map(|m| m.plan.thresholds.as_slice()).unwrap_or_default();
-        report.thresholds = criteria.iter().map(|t| evaluate(t, &report)).collect();
+        report.thresholds = criteria.iter().map(|t| judge(t, &report)).collect();
         report
     }
 
@@ -549,6 +594,23 @@ pub struct ThresholdResult {
     pub actual: f64,
     /// Whether it held; a missing figure fails.
     pub passed: bool,
+}
+
+/// A threshold of the run: of its total, or of one of its populations.
+fn judge(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
+    let Some(name) = &t.population else { return evaluate(t, r) };
+    let expr = match &t.step {
+        Some(step) => format!("{}: {}", volley_scenario::qualified_step(name, step), t.local_expr()),
+        None => t.expr.clone(),
+    };
+    match r.populations.iter().find(|p| p.name == *name) {
+        Some(p) => {
+            let local = volley_scenario::Threshold { expr: t.local_expr().to_string(), population: None, ..t.clone() };
+            ThresholdResult { expr, ..evaluate(&local, &p.report) }
+        }
+        // A population the run did not record (its directory is gone) fails.
+        None => ThresholdResult { expr, actual: f64::NAN, passed: false },
+    }
 }
 
 fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {

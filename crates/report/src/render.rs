@@ -106,6 +106,50 @@ pub(crate) fn step_rows(r: &RunReport) -> Vec<Vec<String>> {
         .collect()
 }
 
+pub(crate) const POPULATION_HEADER: [&str; 12] =
+    ["population", "model", "start s", "tests", "errors", "error %", "TPS avg", "MTTFB avg", "TTFB p50", "TTFB p95", "TTFB p99", "total p99"];
+
+/// One row per population and a last row for the run's total (none without populations).
+pub(crate) fn population_rows(r: &RunReport) -> Vec<Vec<String>> {
+    if r.populations.is_empty() {
+        return Vec::new();
+    }
+    let ms = |l: &Option<LatencySummary>, pick: fn(&LatencySummary) -> f64| l.as_ref().map_or("-".to_string(), |l| format!("{:.2}", pick(l)));
+    let row = |name: &str, model: &str, start: String, x: &RunReport| {
+        let s = &x.seed_suite;
+        vec![
+            terminal_safe(name).into_owned(),
+            model.to_string(),
+            start,
+            s.total_tests.to_string(),
+            s.errors.to_string(),
+            num(s.error_rate_pct),
+            num(s.tps_avg),
+            num(s.mttfb_avg_ms),
+            ms(&x.per_request.ttfb_ms, |l| l.p50_ms),
+            ms(&x.per_request.ttfb_ms, |l| l.p95_ms),
+            ms(&x.per_request.ttfb_ms, |l| l.p99_ms),
+            ms(&x.per_request.total_ms, |l| l.p99_ms),
+        ]
+    };
+    let mut rows: Vec<Vec<String>> = r.populations.iter().map(|p| row(&p.name, &p.model, format!("{}", p.start_s), &p.report)).collect();
+    rows.push(row("total", &r.model, "-".into(), r));
+    rows
+}
+
+/// Cells laid out in columns under `header`, the first left-aligned.
+fn columns(out: &mut String, header: &[&str], rows: Vec<Vec<String>>) {
+    let widths: Vec<usize> =
+        (0..header.len()).map(|c| rows.iter().map(|r| r[c].chars().count()).chain([header[c].len()]).max().unwrap_or(0)).collect();
+    for row in std::iter::once(header.iter().map(|s| s.to_string()).collect::<Vec<_>>()).chain(rows) {
+        let _ = write!(out, "  {:<w$}", row[0], w = widths[0]);
+        for (c, cell) in row.iter().enumerate().skip(1) {
+            let _ = write!(out, "  {cell:>w$}", w = widths[c]);
+        }
+        let _ = writeln!(out);
+    }
+}
+
 /// The report for a terminal.
 pub fn table(r: &RunReport) -> String {
     let mut out = String::new();
@@ -115,6 +159,11 @@ pub fn table(r: &RunReport) -> String {
     let _ = writeln!(out, "Per-interval metric suite (over {} intervals)", r.seed_suite.intervals);
     for (label, value) in &rows {
         let _ = writeln!(out, "  {label:<width$}  {value:>14}");
+    }
+    let pops = population_rows(r);
+    if !pops.is_empty() {
+        let _ = writeln!(out, "\nPopulations (each over the time it ran; per-request ms; the last row is the run's total)");
+        columns(&mut out, &POPULATION_HEADER, pops);
     }
     let steps = step_rows(r);
     if !steps.is_empty() {
@@ -232,6 +281,9 @@ pub fn csv(reports: &[RunReport]) -> String {
         let mut ttfbs = vec![r.per_request.ttfb_ms.as_ref()];
         rows.extend(r.per_test.iter().map(|t| (t.name.as_str(), &t.seed_suite)));
         ttfbs.extend(r.per_test.iter().map(|t| t.ttfb_ms.as_ref()));
+        let pop_names: Vec<String> = r.populations.iter().map(|p| format!("population:{}", p.name)).collect();
+        rows.extend(r.populations.iter().zip(&pop_names).map(|(p, n)| (n.as_str(), &p.report.seed_suite)));
+        ttfbs.extend(r.populations.iter().map(|p| p.report.per_request.ttfb_ms.as_ref()));
         for ((test, s), t) in rows.into_iter().zip(ttfbs) {
             let p = |pick: fn(&LatencySummary) -> f64| t.map(|t| f(pick(t))).unwrap_or_default();
             let _ = writeln!(
@@ -285,6 +337,15 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
     let _ = writeln!(out, "| Metric | Value |\n|---|---|");
     for (label, value) in suite_rows(r) {
         let _ = writeln!(out, "| {label} | {value} |");
+    }
+    let pops = population_rows(r);
+    if !pops.is_empty() {
+        let _ = writeln!(out, "\n## Populations\n\nEach over the time it ran; per-request times in ms. The last row is the run's total.\n");
+        let _ = writeln!(out, "| {} |\n|{}|", POPULATION_HEADER.join(" | "), "---|".repeat(POPULATION_HEADER.len()));
+        for mut cells in pops {
+            cells[0] = md_text(&cells[0]);
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
     }
     let steps = step_rows(r);
     if !steps.is_empty() {

@@ -96,6 +96,9 @@ pub fn parse_scenario(path: &Path, text: &str, env: &dyn Fn(&str) -> Option<Stri
             .collect();
         // File order; problems without a place (unset environment variables) last.
         list.sort_by_key(|e| (e.line == 0, e.line, e.column));
+        // The parts every population shares are checked once per population: said once.
+        let mut seen = std::collections::HashSet::new();
+        list.retain(|e| seen.insert((e.line, e.column, e.message.clone())));
         ScenarioErrors(list)
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);

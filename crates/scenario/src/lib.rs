@@ -24,7 +24,7 @@ pub mod threshold;
 pub use duration::parse_duration;
 pub(crate) use duration::secs;
 pub use file::{ScenarioError, ScenarioErrors, load_scenario, parse_scenario};
-pub use scenario::{Scenario, StepInfo, StepKind};
+pub use scenario::{Population, Scenario, StepInfo, StepKind, qualified_step};
 pub use load::{Load, LoadSpec, Model};
 pub use plan::{Plan, RequestSpec, Settings, StatusSet};
 pub use rate::{RateShape, RateStage, parse_rate};

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
 use crate::duration::parse_duration;
-use crate::rate::{RateShape, parse_rate};
+use crate::rate::{RateShape, RateStage, parse_rate};
 use crate::stages::{LoadShape, Stage, parse_stages};
 
 /// What an option is about, which decides how the command line overrides a file.
@@ -267,6 +267,12 @@ impl LoadSpec {
     }
 }
 
+fn delay_shape(shape: &LoadShape, by: Duration) -> LoadShape {
+    let mut stages = vec![Stage { duration: by, target: 0 }];
+    stages.extend(shape.stages.iter().cloned());
+    LoadShape { stages }
+}
+
 fn role_of(key: &str) -> Role {
     OPTIONS.iter().find(|o| o.key == key).map_or(Role::Other, |o| o.role)
 }
@@ -364,6 +370,25 @@ impl Load {
     /// `closed` or `open`: the word reports use.
     pub fn kind(&self) -> &'static str {
         if self.is_open() { "open" } else { "closed" }
+    }
+
+    /// The same load started `by` later, on the clock of a run that starts now: a first
+    /// stage of nothing (0 VUs, or no arrivals) for `by`, then this load unchanged. How a
+    /// population with a `start` offset runs beside the others, every one on one clock.
+    pub fn delayed(&self, by: Duration) -> Load {
+        if by.is_zero() {
+            return self.clone();
+        }
+        let model = match &self.model {
+            Model::Closed { shape } => Model::Closed { shape: delay_shape(shape, by) },
+            Model::Iterations { shape, per_vu, open_ended } => Model::Iterations { shape: delay_shape(shape, by), per_vu: *per_vu, open_ended: *open_ended },
+            Model::Open { rate, max_vus } => {
+                let mut stages = vec![RateStage { duration: by, rate: 0.0 }, RateStage { duration: Duration::ZERO, rate: rate.start_rate }];
+                stages.extend(rate.stages.iter().copied());
+                Model::Open { rate: RateShape { start_rate: 0.0, stages }, max_vus: *max_vus }
+            }
+        };
+        Load { model, ..self.clone() }
     }
 
     /// Stage lengths in order (VU stages, or rate stages), for `--warmup stage:N`.
@@ -476,6 +501,32 @@ mod tests {
         let m = spec(&[("rate", "100"), ("duration", "10s")]).merge(&file);
         assert_eq!(m, spec(&[("rate", "100"), ("duration", "10s"), ("max_vus", "7")]));
         assert!(m.resolve().is_ok());
+    }
+
+    #[test]
+    fn a_delayed_load_is_nothing_then_the_same() {
+        let by = Duration::from_secs(5);
+        let closed = spec(&[("stages", "10s:50,10s:50")]).resolve().unwrap();
+        let d = closed.delayed(by);
+        assert_eq!(d.duration(), Duration::from_secs(25));
+        let (a, b) = (closed.shape().unwrap(), d.shape().unwrap());
+        assert_eq!(b.vus_at(Duration::from_secs(4)), 0);
+        for s in [0u64, 3, 7, 12, 19] {
+            assert_eq!(b.vus_at(by + Duration::from_secs(s)), a.vus_at(Duration::from_secs(s)), "{s}");
+        }
+        let open = spec(&[("rate", "300"), ("duration", "10s")]).resolve().unwrap();
+        let Model::Open { rate: r, .. } = &open.model else { panic!() };
+        let d = open.delayed(by);
+        let Model::Open { rate: dr, .. } = &d.model else { panic!() };
+        assert_eq!(dr.rate_at(Duration::from_secs(4)), 0.0);
+        assert_eq!(dr.rate_at(Duration::from_secs(7)), 300.0);
+        assert!((dr.total_arrivals() - r.total_arrivals()).abs() < 1e-9);
+        // Every arrival is due exactly `by` later.
+        for n in [0u64, 1, 299, 2999] {
+            assert_eq!(dr.due(n).unwrap(), r.due(n).unwrap() + by, "{n}");
+        }
+        assert_eq!(dr.due(3000), None);
+        assert_eq!(open.delayed(Duration::ZERO), open);
     }
 
     #[test]

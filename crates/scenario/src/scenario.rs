@@ -37,6 +37,30 @@ pub struct Scenario {
     pub env: Vec<(String, String)>,
     /// [`Scenario::secrets`], worked out on first use.
     pub(crate) masks: std::sync::OnceLock<Vec<String>>,
+    /// The file's `scenarios:`: populations run side by side, each a scenario of its own
+    /// (empty for a file with one flow). With populations, this scenario has no steps of its
+    /// own: its settings are the run's (target, name, warm-up, the total's thresholds) and
+    /// its `step_info` lists every population's steps, qualified (`readers/read messages`).
+    pub populations: Vec<Population>,
+}
+
+/// One named scenario of a file's `scenarios:`: a population of users with its own load,
+/// start offset and flow, run beside the others.
+#[derive(Debug)]
+pub struct Population {
+    /// Its name (letters, digits, `_`, `-`).
+    pub name: String,
+    /// When it starts, from the start of the run.
+    pub start: Duration,
+    /// Its flow and settings: `settings.load` (over the file's `load` defaults),
+    /// `settings.thresholds` (its own, each with `population` set), headers, variables
+    /// and data (the file's, with its own added).
+    pub scenario: Arc<Scenario>,
+}
+
+/// How a population's step is named among the run's steps: `readers/read messages`.
+pub fn qualified_step(population: &str, step: &str) -> String {
+    format!("{population}/{step}")
 }
 
 impl Scenario {
@@ -56,6 +80,12 @@ impl Scenario {
     pub fn for_segment(&mut self, seg: crate::Segment) -> Result<(), crate::PlanError> {
         for d in &mut self.data {
             *d = Arc::new(d.for_segment(seg)?);
+        }
+        for p in &mut self.populations {
+            let name = p.name.clone();
+            Arc::get_mut(&mut p.scenario)
+                .ok_or_else(|| crate::PlanError(format!("scenario `{name}` is already running; narrow it to a segment before")))?
+                .for_segment(seg)?;
         }
         Ok(())
     }

@@ -49,9 +49,13 @@ pub struct Threshold {
     pub op: Op,
     /// The limit, in the metric's unit (ms for times, % for the error rate).
     pub limit: f64,
-    /// The scenario step it applies to (`None`: the whole run).
+    /// The scenario step it applies to (`None`: the whole run, or the whole population).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
+    /// The population (a named scenario of a file's `scenarios:`) it applies to, written
+    /// `writers.ttfb p99 < 200ms` (`None`: the run's total).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub population: Option<String>,
 }
 
 impl Op {
@@ -80,7 +84,14 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
         r => (Op::Gt, &r[1..]),
     };
     let mut words = left.split_whitespace();
-    let metric = match words.next().unwrap_or("") {
+    let first = words.next().unwrap_or("");
+    // `writers.ttfb`: the figure of one population.
+    let (population, figure) = match first.split_once('.') {
+        Some((p, f)) if is_population_name(p) => (Some(p.to_string()), f),
+        Some(_) => return Err(bad(&format!("`{first}`: a population's figure is written `name.figure`, the name in letters, digits, `_` and `-` (e.g. `writers.ttfb p99 < 200ms`)"))),
+        None => (None, first),
+    };
+    let metric = match figure {
         "error_rate" | "errors" => Metric::ErrorRate,
         "tps" => Metric::Tps,
         "mttfb" => Metric::Mttfb,
@@ -108,7 +119,23 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
     if metric == Metric::ErrorRate && limit > 100.0 {
         return Err(bad(&format!("`{}`: an error rate is a percentage from 0% to 100%", right.trim())));
     }
-    Ok(Threshold { expr: expr.trim().to_string(), metric, stat, op, limit, step: None })
+    Ok(Threshold { expr: expr.trim().to_string(), metric, stat, op, limit, step: None, population })
+}
+
+/// Whether `name` may name a population: letters, digits, `_` and `-` (it names a directory
+/// of the run and prefixes thresholds, `writers.ttfb p99 < 200ms`).
+pub fn is_population_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+impl Threshold {
+    /// The expression without its population prefix (`ttfb p99 < 200ms` of `writers.ttfb p99 < 200ms`).
+    pub fn local_expr(&self) -> &str {
+        match &self.population {
+            Some(p) => self.expr.strip_prefix(p.as_str()).and_then(|e| e.strip_prefix('.')).unwrap_or(&self.expr),
+            None => &self.expr,
+        }
+    }
 }
 
 /// `1%`, `500ms`, `0.5s`, `220`.
@@ -147,6 +174,12 @@ mod tests {
         let t = parse_threshold("iteration p95 < 2s").unwrap();
         assert_eq!((t.metric, t.limit), (Metric::Iteration, 2000.0));
         assert!(Op::Lt.holds(1.0, 2.0) && !Op::Ge.holds(1.0, 2.0));
+        let t = parse_threshold("writers.ttfb p99 < 200ms").unwrap();
+        assert_eq!((t.metric, t.limit, t.population.as_deref(), t.local_expr()), (Metric::Ttfb, 200.0, Some("writers"), "ttfb p99 < 200ms"));
+        assert_eq!(parse_threshold("readers.error_rate < 1%").unwrap().population.as_deref(), Some("readers"));
+        assert_eq!(parse_threshold("ttfb p99.9 < 1s").unwrap().population, None);
+        assert!(parse_threshold("a b.ttfb p99 < 1s").is_err());
+        assert!(parse_threshold("wri/ters.ttfb p99 < 1s").unwrap_err().0.contains("`name.figure`"));
     }
 
     #[test]

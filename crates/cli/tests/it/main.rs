@@ -20,3 +20,4 @@ mod history;
 mod k8s;
 mod live;
 mod prometheus;
+mod populations;

@@ -32,6 +32,7 @@ pub(crate) fn source(path: &Path, format: Format) -> Source {
         step_events: Vec::new(),
         tool_latency: Default::default(),
         by_key: Default::default(),
+        populations: Vec::new(),
     }
 }
 

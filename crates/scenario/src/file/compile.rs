@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::shape::{RawBranch, RawCheck, RawExtract, RawLoad, RawScenario, RawStep, RawThreshold};
+use super::shape::{RawBranch, RawCheck, RawExtract, RawLoad, RawPopulation, RawScenario, RawStep, RawThreshold};
 use super::yaml::{Typed, Value as YamlValue};
 use super::{At, S, suggest};
 use crate::data::{Feeder, Order};
@@ -39,6 +39,8 @@ pub(super) struct Compiler {
     /// are not reported after it.
     lost_names: bool,
     limit_reported: bool,
+    /// The population being compiled, in a file with `scenarios:`.
+    population: Option<String>,
 }
 
 fn at<T>(s: &S<T>) -> At {
@@ -58,6 +60,7 @@ impl Compiler {
             authority: None,
             lost_names: false,
             limit_reported: false,
+            population: None,
         }
     }
 
@@ -162,7 +165,11 @@ impl Compiler {
         }
     }
 
-    pub fn scenario(&mut self, raw: RawScenario, env: &dyn Fn(&str) -> Option<String>) -> Scenario {
+    pub fn scenario(&mut self, mut raw: RawScenario, env: &dyn Fn(&str) -> Option<String>) -> Scenario {
+        if !raw.populations.is_empty() {
+            let populations = std::mem::take(&mut raw.populations);
+            return self.with_populations(raw, populations, env);
+        }
         let mut defined: BTreeSet<String> = BUILTINS.iter().map(|s| s.to_string()).collect();
         if let Some(target) = &raw.target {
             match check_target(&target.value) {
@@ -255,7 +262,137 @@ impl Compiler {
             templates: std::mem::take(&mut self.templates),
             env: env_values,
             masks: Default::default(),
+            populations: Vec::new(),
         }
+    }
+
+    /// A file with `scenarios:`: each population compiled as a scenario of its own (the
+    /// file's shared parts with its own laid over them), the run's settings from the top.
+    /// Problems in the shared parts are found once per population and reported once
+    /// ([`super::parse_scenario`] drops repeats).
+    fn with_populations(&mut self, mut raw: RawScenario, raws: Vec<RawPopulation>, env: &dyn Fn(&str) -> Option<String>) -> Scenario {
+        let defaults = raw.load.as_ref().map(|l| self.load(l)).unwrap_or_default();
+        let top_thresholds = std::mem::take(&mut raw.thresholds);
+        let mut populations = Vec::new();
+        for p in raws {
+            let name = p.name.value.clone();
+            let mut r = raw.clone();
+            r.name = Some(name.clone());
+            r.load = None;
+            r.warmup = None;
+            r.steps = p.steps.clone();
+            r.thresholds = p.thresholds.clone();
+            r.headers.extend(p.headers.clone());
+            r.variables.extend(p.variables.clone());
+            if p.timeout.is_some() {
+                r.timeout = p.timeout.clone();
+            }
+            if p.expect_status.is_some() {
+                r.expect_status = p.expect_status.clone();
+            }
+            let mut c = Compiler::new(self.file.clone());
+            c.population = Some(name.clone());
+            let mut sc = c.scenario(r, env);
+            self.errors.append(&mut c.errors);
+            let own = p.load.as_ref().map(|l| self.load(l)).unwrap_or_default();
+            if let Some(l) = &p.load {
+                for key in ["repeat", "repeat_pause"] {
+                    if let Some((_, v)) = l.value.iter().find(|(k, _)| k == key) {
+                        self.error(at(v), format!("scenario `{name}`: `{key}` repeats the whole run; put it in the top-level `load`"));
+                    }
+                }
+            }
+            let load = own.merge(&defaults);
+            if !load.has_shape() {
+                self.error(
+                    at(&p.name),
+                    format!("scenario `{name}` has no load: give it `load:` with `vus` and `duration`, `stages`, or `rate` and `duration` — e.g. `load: {{ rate: 300, duration: 1m }}` or `load: {{ stages: \"30s:50,1m:50\" }}`"),
+                );
+            } else if let Err(e) = load.resolve() {
+                self.error(p.load.as_ref().map_or(at(&p.name), at), format!("scenario `{name}`: `load`: {e}"));
+            }
+            sc.settings.load = load;
+            for t in &mut sc.settings.thresholds {
+                t.population = Some(name.clone());
+                t.expr = format!("{name}.{}", t.expr);
+            }
+            let start = match &p.start {
+                None => Duration::ZERO,
+                Some(s) => match parse_duration(&s.value) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        self.error(at(s), format!("scenario `{name}`: `start`: {e}; write it like `start: 30s`"));
+                        Duration::ZERO
+                    }
+                },
+            };
+            populations.push(Population { name, start, scenario: Arc::new(sc) });
+        }
+        // The run's own settings: target, name, warm-up, defaults; no steps of its own.
+        let mut top = self.scenario(raw, env);
+        top.settings.load = defaults;
+        self.steps = populations
+            .iter()
+            .flat_map(|p| p.scenario.step_info.iter().map(|s| StepInfo { name: qualified_step(&p.name, &s.name), kind: s.kind }))
+            .collect();
+        top.settings.thresholds = self.total_thresholds(&top_thresholds, &populations);
+        top.step_info = std::mem::take(&mut self.steps);
+        top.populations = populations;
+        top
+    }
+
+    /// The top-level thresholds of a file with populations: of the total (a step named as
+    /// `readers/read messages`), or of one population (`writers.ttfb p99 < 200ms`, a step
+    /// under it by its own name).
+    fn total_thresholds(&mut self, raw: &[S<RawThreshold>], populations: &[Population]) -> Vec<crate::Threshold> {
+        let mut out = Vec::new();
+        let pop_names: Vec<&str> = populations.iter().map(|p| p.name.as_str()).collect();
+        for t in raw {
+            let (step, expr) = match &t.value {
+                RawThreshold::All(e) => (None, e.clone()),
+                RawThreshold::Step(m) if m.len() == 1 => (Some(m[0].0.clone()), m[0].1.clone()),
+                RawThreshold::Step(_) => {
+                    self.error(at(t), "a step threshold is one `step name: expression` entry; give each its own `- ` line");
+                    continue;
+                }
+            };
+            let mut th = match parse_threshold(&expr) {
+                Ok(th) => th,
+                Err(e) => {
+                    self.error(at(t), e.0);
+                    continue;
+                }
+            };
+            let steps: Vec<String> = match &th.population {
+                Some(p) => match populations.iter().find(|x| x.name == *p) {
+                    Some(x) => x.scenario.step_info.iter().map(|s| s.name.clone()).collect(),
+                    None => {
+                        let hint = suggest(p, &pop_names).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
+                        self.error(at(t), format!("threshold `{expr}`: no scenario is named `{p}`; {hint}(scenarios: {})", pop_names.join(", ")));
+                        continue;
+                    }
+                },
+                None => self.steps.iter().map(|s| s.name.clone()).collect(),
+            };
+            if let Some(s) = &step
+                && !steps.iter().any(|n| n == s)
+            {
+                let names: Vec<&str> = steps.iter().map(String::as_str).collect();
+                let hint = suggest(s, &names).map(|n| format!("did you mean `{n}`? ")).unwrap_or_default();
+                let shown: Vec<&str> = names.iter().take(20).copied().collect();
+                let more = if names.len() > shown.len() { ", …" } else { "" };
+                let qualify = if th.population.is_none() { " — a population's step is named `scenario/step`" } else { "" };
+                self.error(at(t), format!("threshold for step `{s}`: no step has that name{qualify}; {hint}(steps: {}{more})", shown.join(", ")));
+                continue;
+            }
+            if th.metric == crate::threshold::Metric::Iteration && step.is_some() {
+                self.error(at(t), "`iteration` is the whole flow: give it as a threshold of its own, not under a step");
+                continue;
+            }
+            th.step = step;
+            out.push(th);
+        }
+        out
     }
 
     fn thresholds(&mut self, raw: &[S<RawThreshold>]) -> Vec<crate::Threshold> {
@@ -280,6 +417,13 @@ impl Compiler {
                 continue;
             }
             match parse_threshold(&expr) {
+                Ok(th) if th.population.is_some() => {
+                    let other = th.population.as_deref().unwrap_or_default();
+                    match &self.population {
+                        Some(me) => self.error(at(t), format!("scenario `{me}`: threshold `{expr}` names scenario `{other}`; thresholds inside a scenario are its own — write `{}`, or move it to the top-level `thresholds`", th.local_expr())),
+                        None => self.error(at(t), format!("threshold `{expr}`: `{other}.` names a scenario, but this file has no `scenarios:`; write `{}`", th.local_expr())),
+                    }
+                }
                 Ok(th) if th.metric == crate::threshold::Metric::Iteration && step.is_some() => {
                     self.error(at(t), "`iteration` is the whole flow: give it as a threshold of its own, not under a step");
                 }

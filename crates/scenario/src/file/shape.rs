@@ -11,7 +11,10 @@ use crate::suggest::suggest;
 
 /// The keys at the top of a scenario file.
 pub(super) const TOP_KEYS: &[&str] =
-    &["name", "target", "headers", "load", "timeout", "warmup", "expect_status", "variables", "data", "thresholds", "steps"];
+    &["name", "target", "headers", "load", "timeout", "warmup", "expect_status", "variables", "data", "thresholds", "steps", "scenarios"];
+
+/// The keys of one named scenario (a population) under `scenarios:`.
+pub(super) const POPULATION_KEYS: &[&str] = &["load", "start", "steps", "thresholds", "headers", "variables", "timeout", "expect_status"];
 
 /// The keys of a step (request, `sse`, `websocket`, group, `one_of`).
 pub(super) const STEP_KEYS: &[&str] = &[
@@ -25,6 +28,7 @@ const KIND_KEYS: &[&str] = &["request", "method", "url", "sse", "websocket", "st
 /// `load:` entries in file order: key and value, as a flag would take it.
 pub(super) type RawLoad = S<Vec<(String, S<String>)>>;
 
+#[derive(Clone)]
 pub(super) struct RawScenario {
     pub at: At,
     pub name: Option<String>,
@@ -38,8 +42,27 @@ pub(super) struct RawScenario {
     pub data: BTreeMap<String, S<RawData>>,
     pub thresholds: Vec<S<RawThreshold>>,
     pub steps: Option<S<Vec<RawStep>>>,
+    /// `scenarios:`: populations run side by side, each with its own load and flow.
+    pub populations: Vec<RawPopulation>,
 }
 
+/// One named scenario of `scenarios:`: a population with its own load, start and flow;
+/// `headers` and `variables` add to (and override) the file's, `timeout` and
+/// `expect_status` replace them.
+#[derive(Clone)]
+pub(super) struct RawPopulation {
+    pub name: S<String>,
+    pub load: Option<RawLoad>,
+    pub start: Option<S<String>>,
+    pub steps: Option<S<Vec<RawStep>>>,
+    pub thresholds: Vec<S<RawThreshold>>,
+    pub headers: BTreeMap<String, S<String>>,
+    pub variables: BTreeMap<String, S<String>>,
+    pub timeout: Option<S<String>>,
+    pub expect_status: Option<S<String>>,
+}
+
+#[derive(Clone)]
 pub(super) struct RawData {
     pub file: String,
     pub order: Option<S<String>>,
@@ -47,18 +70,20 @@ pub(super) struct RawData {
 }
 
 /// `error_rate < 1%`, or `{ step name: ttfb p99 < 300ms }`.
+#[derive(Clone)]
 pub(super) enum RawThreshold {
     All(String),
     Step(Vec<(String, String)>),
 }
 
 /// `$.accessCode`, or `{ json: $.id, default: 0 }`, `{ header: Location }`, `{ regex: 'id=(\d+)' }`.
+#[derive(Clone)]
 pub(super) enum RawExtract {
     Path(String),
     Full { json: Option<String>, header: Option<String>, regex: Option<String>, default: Option<serde_json::Value> },
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct RawCheck {
     pub status: Option<S<String>>,
     pub json: Vec<(S<String>, Node)>,
@@ -66,7 +91,7 @@ pub(super) struct RawCheck {
     pub body_contains: Vec<String>,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct RawStep {
     pub at: At,
     /// A key that decides the step's kind has an unusable value (reported): nothing more is
@@ -109,6 +134,7 @@ impl RawStep {
     }
 }
 
+#[derive(Clone)]
 pub(super) struct RawBranch {
     pub weight: S<u32>,
     pub name: Option<String>,
@@ -180,6 +206,14 @@ impl Shape {
         }
         if allowed == TOP_KEYS && STEP_KEYS.contains(&key) {
             return format!("unknown key `{key}` at the top level: `{key}` belongs in a step, under `steps:` as `- {key}: …`");
+        }
+        if allowed == POPULATION_KEYS && suggest(key, allowed).is_none() {
+            if TOP_KEYS.contains(&key) {
+                return format!("unknown key `{key}` in {what}: `{key}` is set once for the whole run, at the top level of the file; a scenario takes {}", allowed.join(", "));
+            }
+            if STEP_KEYS.contains(&key) {
+                return format!("unknown key `{key}` in {what}: `{key}` belongs in a step, under the scenario's `steps:` as `- {key}: …`");
+            }
         }
         let hint = suggest(key, allowed).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
         format!("unknown key `{key}` in {what}; {hint}the keys are {}", allowed.join(", "))
@@ -277,12 +311,18 @@ impl Shape {
         if f.get("target").is_none() {
             self.error(root.at, "`target` is missing: add the base URL the steps' paths are joined to, e.g. `target: http://127.0.0.1:8080`");
         }
-        let steps = match f.get("steps") {
-            None => {
+        let populations = f.section("scenarios").map(|n| self.populations(n));
+        let steps = match (f.get("steps"), &populations) {
+            (None, None) => {
                 self.error(root.at, "`steps` is missing: add the flow of one iteration, e.g. `steps: [ { request: GET / } ]`");
                 None
             }
-            Some(n) => self.list("steps", n, "steps", "steps: [ { request: GET / } ]").map(|items| S { value: self.steps(items), at: n.at }),
+            (Some(n), Some(_)) => {
+                self.error(n.at, "`steps` at the top level and `scenarios` do not go together: each scenario under `scenarios:` has its own `steps`; move these under one of them");
+                None
+            }
+            (None, Some(_)) => None,
+            (Some(n), None) => self.list("steps", n, "steps", "steps: [ { request: GET / } ]").map(|items| S { value: self.steps(items), at: n.at }),
         };
         Some(RawScenario {
             at: root.at,
@@ -297,7 +337,48 @@ impl Shape {
             data: f.section("data").map(|n| self.data(n)).unwrap_or_default(),
             thresholds: f.section("thresholds").map(|n| self.thresholds(n)).unwrap_or_default(),
             steps,
+            populations: populations.unwrap_or_default(),
         })
+    }
+
+    /// `scenarios:`, a mapping of names to populations.
+    fn populations(&mut self, node: &Node) -> Vec<RawPopulation> {
+        let example = "scenarios: { readers: { load: { rate: 300, duration: 1m }, steps: [ { request: GET / } ] } }";
+        let Value::Map(entries) = &node.value else {
+            self.error(node.at, format!("`scenarios`: expected a mapping of scenario names to scenarios, not {}; write it like `{example}`", found(node)));
+            return Vec::new();
+        };
+        if entries.is_empty() {
+            self.error(node.at, format!("`scenarios` is empty: name at least one, like `{example}`"));
+        }
+        let mut out = Vec::new();
+        for (k, v) in entries {
+            if !crate::threshold::is_population_name(&k.text) {
+                self.error(k.at, format!("scenario name `{}`: use letters, digits, `_` and `-` only (it names a directory of the run and prefixes thresholds, e.g. `writers.ttfb p99 < 200ms`)", k.text));
+            }
+            let what = format!("scenario `{}`", k.text);
+            let Some(f) = self.map(v, &what, "readers: { load: { rate: 300, duration: 1m }, steps: [ { request: GET / } ] }", POPULATION_KEYS) else { continue };
+            let steps = match f.get("steps") {
+                None => {
+                    self.error(v.at, format!("{what}: `steps` is missing: add its flow, e.g. `steps: [ {{ request: GET / }} ]`"));
+                    None
+                }
+                Some(n) => self.list("steps", n, "steps", "steps: [ { request: GET / } ]").map(|items| S { value: self.steps(items), at: n.at }),
+            };
+            let text = |s: &mut Self, key: &str, example: &str| f.get(key).and_then(|n| s.text(key, n, example));
+            out.push(RawPopulation {
+                name: S { value: k.text.clone(), at: k.at },
+                load: f.section("load").and_then(|n| self.load(n)),
+                start: text(self, "start", "start: 30s"),
+                steps,
+                thresholds: f.section("thresholds").map(|n| self.thresholds(n)).unwrap_or_default(),
+                headers: f.section("headers").and_then(|n| self.text_map("headers", n, "headers: { Accept: application/json }")).unwrap_or_default(),
+                variables: f.section("variables").and_then(|n| self.text_map("variables", n, "variables: { room: demo }")).unwrap_or_default(),
+                timeout: text(self, "timeout", "timeout: 10s"),
+                expect_status: f.get("expect_status").and_then(|n| self.status("expect_status", n)),
+            });
+        }
+        out
     }
 
     /// `load:` keys with their values as a flag would take them (`vus: 50` is `--vus 50`).

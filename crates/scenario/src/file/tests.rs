@@ -1,5 +1,6 @@
 use super::*;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::scenario::{Body, Node, StepKind};
 
@@ -397,4 +398,107 @@ fn aliases_and_merge_keys_build_steps() {
     // `x-common` is not a key of the file; the merge itself works.
     assert_eq!(errors.0.len(), 1, "{errors}");
     assert!(errors.0[0].message.contains("unknown key `x-common`"), "{errors}");
+}
+
+const POPULATIONS: &str = r#"
+name: chat mix
+target: http://127.0.0.1:8080
+headers: { Accept: application/json }
+variables: { room: lobby }
+load: { max_vus: 40 }
+warmup: 2s
+thresholds:
+  - error_rate < 1%
+  - writers.ttfb p99 < 200ms
+  - readers/read messages: ttfb p99 < 300ms
+scenarios:
+  readers:
+    load: { rate: 300, duration: 10s }
+    steps:
+      - name: read messages
+        request: GET /api/rooms/{{ room }}/messages
+  writers:
+    start: 5s
+    headers: { X-Role: writer }
+    load: { stages: "5s:50,5s:50" }
+    thresholds:
+      - error_rate < 2%
+      - post: ttfb p95 < 400ms
+    steps:
+      - name: post
+        request: POST /api/rooms/{{ room }}/messages
+        json: { text: "hi from {{ vu }}" }
+      - name: read messages
+        request: GET /api/rooms/{{ room }}/messages
+"#;
+
+#[test]
+fn populations_compile_each_with_its_load_start_and_flow() {
+    let s = parse(POPULATIONS).unwrap();
+    assert!(s.steps.is_empty());
+    let names: Vec<&str> = s.populations.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["readers", "writers"]);
+    let (r, w) = (&s.populations[0], &s.populations[1]);
+    assert_eq!((r.start, w.start), (Duration::ZERO, Duration::from_secs(5)));
+    let rl = r.scenario.settings.load.resolve().unwrap();
+    assert!(rl.is_open());
+    assert_eq!(rl.max_vus(), 40, "the file's load defaults apply");
+    assert_eq!(w.scenario.settings.load.resolve().unwrap().max_vus(), 50);
+    // Step names are each population's own; the run lists them qualified.
+    assert_eq!(w.scenario.step_info.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(), ["post", "read messages"]);
+    let all: Vec<&str> = s.step_info.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(all, ["readers/read messages", "writers/post", "writers/read messages"]);
+    // Shared headers and variables, with the population's own added.
+    assert_eq!(r.scenario.headers.len(), 1);
+    assert_eq!(w.scenario.headers.len(), 2);
+    assert_eq!(w.scenario.variables.len(), 1);
+    // Thresholds: the total's, one population's from the top, a population's own.
+    let top: Vec<(Option<&str>, Option<&str>, &str)> =
+        s.settings.thresholds.iter().map(|t| (t.population.as_deref(), t.step.as_deref(), t.expr.as_str())).collect();
+    assert_eq!(top, [(None, None, "error_rate < 1%"), (Some("writers"), None, "writers.ttfb p99 < 200ms"), (None, Some("readers/read messages"), "ttfb p99 < 300ms")]);
+    let own: Vec<(Option<&str>, Option<&str>, &str)> =
+        w.scenario.settings.thresholds.iter().map(|t| (t.population.as_deref(), t.step.as_deref(), t.expr.as_str())).collect();
+    assert_eq!(own, [(Some("writers"), None, "writers.error_rate < 2%"), (Some("writers"), Some("post"), "writers.ttfb p95 < 400ms")]);
+    assert_eq!(s.settings.warmup, Some(Duration::from_secs(2)));
+}
+
+#[test]
+fn population_mistakes_say_what_to_write() {
+    let cases: &[(&str, &str)] = &[
+        // No load anywhere.
+        ("scenarios:\n  readers:\n    steps: [ { request: GET / } ]\n", "scenario `readers` has no load: give it `load:`"),
+        // Steps both at the top and in scenarios.
+        ("steps: [ { request: GET / } ]\nscenarios:\n  readers:\n    load: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n", "`steps` at the top level and `scenarios` do not go together"),
+        // A typo in a scenario's key.
+        ("scenarios:\n  readers:\n    laod: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n", "did you mean `load`?"),
+        // A run-wide key inside a scenario.
+        ("scenarios:\n  readers:\n    load: { vus: 1, duration: 1s }\n    warmup: 5s\n    steps: [ { request: GET / } ]\n", "`warmup` is set once for the whole run"),
+        // A step key inside a scenario.
+        ("scenarios:\n  readers:\n    load: { vus: 1, duration: 1s }\n    request: GET /\n", "belongs in a step, under the scenario's `steps:`"),
+        // No steps.
+        ("scenarios:\n  readers:\n    load: { vus: 1, duration: 1s }\n", "scenario `readers`: `steps` is missing"),
+        // A name that cannot be a directory or a threshold prefix.
+        ("scenarios:\n  chat readers:\n    load: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n", "use letters, digits, `_` and `-` only"),
+        // A threshold for a population that does not exist.
+        ("thresholds: [ \"wirters.ttfb p99 < 1s\" ]\nscenarios:\n  writers:\n    load: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n", "no scenario is named `wirters`; did you mean `writers`?"),
+        // A step threshold at the top that forgot the population.
+        ("thresholds: [ { home: ttfb p99 < 1s } ]\nscenarios:\n  writers:\n    load: { vus: 1, duration: 1s }\n    steps: [ { name: home, request: GET / } ]\n", "a population's step is named `scenario/step`"),
+        // A prefixed threshold without scenarios.
+        ("thresholds: [ \"writers.ttfb p99 < 1s\" ]\nload: { vus: 1, duration: 1s }\nsteps: [ { request: GET / } ]\n", "this file has no `scenarios:`"),
+        // A bad start offset.
+        ("scenarios:\n  readers:\n    start: soon\n    load: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n", "`start`"),
+        // Repeat belongs to the run.
+        ("scenarios:\n  readers:\n    load: { vus: 1, duration: 1s, repeat: 2 }\n    steps: [ { request: GET / } ]\n", "`repeat` repeats the whole run"),
+        // Duplicate names are duplicate keys.
+        ("scenarios:\n  a:\n    load: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n  a:\n    load: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n", "a"),
+    ];
+    for (body, needle) in cases {
+        let text = format!("target: http://127.0.0.1:8080\n{body}");
+        let e = parse(&text).err().unwrap_or_else(|| panic!("accepted:\n{text}")).to_string();
+        assert!(e.contains(needle), "{body}\n→ {e}");
+    }
+    // A problem in the shared part is said once, not once per population.
+    let text = "target: http://127.0.0.1:8080\nheaders: { X-A: \"{{ nope }}\" }\nscenarios:\n  a:\n    load: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n  b:\n    load: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n";
+    let e = parse(text).unwrap_err();
+    assert_eq!(e.0.iter().filter(|x| x.message.contains("`nope`")).count(), 1, "{e}");
 }
