@@ -15,6 +15,7 @@ mod knobs;
 mod limit;
 mod metrics;
 mod pair;
+mod web;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -91,7 +92,7 @@ pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>
         events: Arc::new(pair::Events::default()),
     };
     let events = app.events.clone();
-    let api = Router::new().merge(chat::routes()).merge(pair::routes());
+    let api = Router::new().merge(chat::routes()).merge(pair::routes()).merge(web::routes());
     let api = limit::apply(api, knobs.max_threads, knobs.accept_count, metrics.clone());
     let router = api
         .route("/metrics", get(metrics::expose))
