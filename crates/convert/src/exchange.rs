@@ -75,8 +75,6 @@ pub(crate) struct Leaf {
     pub key: Option<String>,
     /// The key of the object or array holding it.
     pub parent_key: Option<String>,
-    /// Whether an array index is on the way.
-    pub in_array: bool,
     /// The value as text (strings as they are, numbers as written).
     pub text: String,
     /// A number (not a string).
@@ -86,14 +84,14 @@ pub(crate) struct Leaf {
 /// Every string and integer leaf of `v`.
 pub(crate) fn leaves(v: &Value) -> Vec<Leaf> {
     let mut out = Vec::new();
-    walk(v, String::new(), "$".into(), None, None, false, &mut out);
+    walk(v, String::new(), "$".into(), None, None, &mut out);
     out
 }
 
-fn walk(v: &Value, pointer: String, path: String, key: Option<String>, parent: Option<String>, in_array: bool, out: &mut Vec<Leaf>) {
+fn walk(v: &Value, pointer: String, path: String, key: Option<String>, parent: Option<String>, out: &mut Vec<Leaf>) {
     match v {
-        Value::String(s) => out.push(Leaf { pointer, path, key, parent_key: parent, in_array, text: s.clone(), number: false }),
-        Value::Number(n) if n.is_i64() || n.is_u64() => out.push(Leaf { pointer, path, key, parent_key: parent, in_array, text: n.to_string(), number: true }),
+        Value::String(s) => out.push(Leaf { pointer, path, key, parent_key: parent, text: s.clone(), number: false }),
+        Value::Number(n) if n.is_i64() || n.is_u64() => out.push(Leaf { pointer, path, key, parent_key: parent, text: n.to_string(), number: true }),
         Value::Object(m) => {
             for (k, child) in m {
                 let p = format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1"));
@@ -102,12 +100,12 @@ fn walk(v: &Value, pointer: String, path: String, key: Option<String>, parent: O
                 } else {
                     format!("{path}[{}]", serde_json::to_string(k).expect("string").replace('"', "'"))
                 };
-                walk(child, p, q, Some(k.clone()), key.clone(), in_array, out);
+                walk(child, p, q, Some(k.clone()), key.clone().or_else(|| parent.clone()), out);
             }
         }
         Value::Array(items) => {
             for (i, child) in items.iter().enumerate() {
-                walk(child, format!("{pointer}/{i}"), format!("{path}[{i}]"), None, key.clone(), true, out);
+                walk(child, format!("{pointer}/{i}"), format!("{path}[{i}]"), None, key.clone(), out);
             }
         }
         _ => {}
@@ -143,7 +141,7 @@ mod tests {
         let by = |p: &str| l.iter().find(|x| x.path == p).unwrap_or_else(|| panic!("{p} in {l:?}"));
         assert_eq!(by("$.id").text, "21");
         assert_eq!(by("$.room.accessCode").parent_key.as_deref(), Some("room"));
-        assert!(by("$.items[0].id").in_array);
+        assert_eq!(by("$.items[0].id").parent_key.as_deref(), Some("items"));
         assert_eq!(by("$['a-b']").pointer, "/a-b");
         assert!(!l.iter().any(|x| x.text == "1.5"));
         let mut subs = std::collections::HashMap::new();

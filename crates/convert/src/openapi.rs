@@ -57,7 +57,11 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
     if doc.get("swagger").is_some() {
         return Err(err("this is a Swagger 2.0 document; volley reads OpenAPI 3.0 and 3.1: convert it first (e.g. `npx swagger2openapi swagger.json -o openapi.json`)".into()));
     }
-    let version = doc.get("openapi").and_then(Value::as_str).ok_or_else(|| err("no `openapi:` version field: an OpenAPI document starts with `openapi: 3.0.3` or `openapi: 3.1.0`".into()))?;
+    let version = match doc.get("openapi") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => return Err(err("no `openapi:` version field: an OpenAPI document starts with `openapi: 3.0.3` or `openapi: 3.1.0`".into())),
+    };
     if !(version.starts_with("3.0") || version.starts_with("3.1")) {
         return Err(err(format!("`openapi: {version}`: volley reads OpenAPI 3.0 and 3.1")));
     }
@@ -121,10 +125,12 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
     let mut secrets = Secrets::default();
     let mut names = Names::default();
     let mut variables: Vec<(String, Value, Option<String>)> = Vec::new();
-    // Collection path → (response property → variable) of the step that created it.
-    let mut created: HashMap<String, Vec<(String, String)>> = HashMap::new();
-    // Resource name (`room`) → variable holding a created one's id.
-    let mut resource_ids: HashMap<String, String> = HashMap::new();
+    // Collection path → the step that creates its items and the properties its response has;
+    // a property becomes an `extract` the first time a later step needs it.
+    let mut created: HashMap<String, (usize, String, Vec<String>)> = HashMap::new();
+    // Resource name (`room`) → the collection path that creates it.
+    let mut resources: HashMap<String, String> = HashMap::new();
+    let mut extracted: HashMap<(usize, String), String> = HashMap::new();
     let mut steps = Vec::new();
     let mut left_out = Vec::new();
     for o in &ops {
@@ -145,12 +151,18 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
                 continue;
             };
             let collection = segs[..i].join("/");
-            let from_create = created.get(&collection).and_then(|props| {
+            let from_create = created.get(&collection).and_then(|(at, resource, props)| {
                 let pl = p.to_ascii_lowercase();
-                props.iter().find(|(k, _)| k.to_ascii_lowercase() == pl).or_else(|| props.iter().find(|(k, _)| k == "id")).or_else(|| props.iter().find(|(k, _)| k.to_ascii_lowercase().ends_with(&pl)))
+                let id_like = pl == "id" || pl.ends_with("id");
+                props
+                    .iter()
+                    .find(|k| k.to_ascii_lowercase() == pl)
+                    .or_else(|| props.iter().find(|k| id_like && k.as_str() == "id"))
+                    .or_else(|| props.iter().find(|k| pl.len() >= 3 && k.to_ascii_lowercase().ends_with(&pl)))
+                    .map(|k| extract_var(&mut steps, &mut extracted, &mut names, *at, resource, k))
             });
             match from_create {
-                Some((_, var)) => url.push_str(&format!("{{{{ {var} }}}}")),
+                Some(var) => url.push_str(&format!("{{{{ {var} }}}}")),
                 None => {
                     let owner = segs[..i].iter().rev().find(|s| !s.is_empty() && !s.starts_with('{')).map(|s| singular(s));
                     let base_name = if snake(p) == "id" { format!("{}_id", owner.unwrap_or_else(|| "item".into())) } else { snake(p) };
@@ -259,8 +271,10 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
                         for k in m.keys() {
                             let sk = snake(k);
                             if let Some(res) = sk.strip_suffix("_id")
-                                && let Some(var) = resource_ids.get(res)
+                                && let Some((at, resource, props)) = resources.get(res).and_then(|c| created.get(c))
+                                && props.iter().any(|p| p == "id")
                             {
+                                let var = extract_var(&mut steps, &mut extracted, &mut names, *at, resource, "id");
                                 subs.insert(format!("/{}", k.replace('~', "~0").replace('/', "~1")), format!("{{{{ {var} }}}}"));
                             }
                         }
@@ -305,14 +319,11 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
         // A create on a collection: remember what its response names, for later paths and bodies.
         if o.method == "post" && !o.path.ends_with('}') {
             let schema = response.and_then(|c| c.iter().find(|(m, _)| m.contains("json"))).and_then(|(_, m)| m.get("schema")).and_then(|s| resolve(&doc, s));
-            let props: Vec<String> = schema.and_then(|s| s.get("properties")).and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
+            let props = schema.map(|s| properties(&doc, s, 0)).unwrap_or_default();
             let resource = o.path.split('/').rev().find(|s| !s.is_empty() && !s.starts_with('{')).map(singular).unwrap_or_else(|| "item".into());
-            let id_like: Vec<&String> = props.iter().filter(|p| p.as_str() == "id" || p.ends_with("Id") || p.ends_with("_id") || p.ends_with("Code") || p.ends_with("_code") || p.as_str() == "code").collect();
-            if let Some(p) = id_like.first() {
-                let var = names.unique(&if p.as_str() == "id" { format!("{resource}_id") } else { snake(p) });
-                step.extract.push((var.clone(), Source::Json(format!("$.{p}")), Some(format!("the new {resource}, for the steps that use it")))); 
-                created.entry(o.path.clone()).or_default().push(((*p).clone(), var.clone()));
-                resource_ids.insert(resource.clone(), var);
+            if !props.is_empty() && !created.contains_key(&o.path) {
+                created.insert(o.path.clone(), (steps.len(), resource.clone(), props));
+                resources.entry(resource).or_insert_with(|| o.path.clone());
             }
         }
         step.comments = comments;
@@ -341,6 +352,38 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
     let mut d = Doc { header, name: snake(title).replace('_', "-"), target, variables, steps };
     d.unique_names();
     Ok(Converted { yaml: d.render(), notes, env })
+}
+
+/// The variable holding property `prop` of step `at`'s response, added to its `extract`
+/// the first time it is asked for.
+fn extract_var(steps: &mut [Step], extracted: &mut HashMap<(usize, String), String>, names: &mut Names, at: usize, resource: &str, prop: &str) -> String {
+    extracted
+        .entry((at, prop.to_string()))
+        .or_insert_with(|| {
+            let var = names.unique(&if prop == "id" { format!("{resource}_id") } else { snake(prop) });
+            let q = if prop.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') { format!("$.{prop}") } else { format!("$['{prop}']") };
+            steps[at].extract.push((var.clone(), Source::Json(q), Some(format!("the new {resource}, for the steps that use it"))));
+            var
+        })
+        .clone()
+}
+
+/// The property names of an object schema, through `allOf`/`oneOf`/`anyOf` and `$ref`s.
+fn properties(doc: &Value, schema: &Value, depth: usize) -> Vec<String> {
+    let Some(s) = resolve(doc, schema) else { return Vec::new() };
+    let mut out: Vec<String> = s.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
+    if depth < 8 {
+        for k in ["allOf", "oneOf", "anyOf"] {
+            for part in s.get(k).and_then(Value::as_array).into_iter().flatten() {
+                for p in properties(doc, part, depth + 1) {
+                    if !out.contains(&p) {
+                        out.push(p);
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A parameter's example: its own, else its schema's.
