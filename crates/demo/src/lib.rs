@@ -14,6 +14,7 @@ mod db;
 mod knobs;
 mod limit;
 mod metrics;
+mod openapi;
 mod pair;
 mod web;
 
@@ -98,6 +99,7 @@ pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>
         .route("/metrics", get(metrics::expose))
         .route("/actuator/prometheus", get(metrics::expose))
         .route("/health", get(|| async { "ok" }))
+        .route("/openapi.json", get(openapi::document))
         .layer(axum::middleware::from_fn_with_state(app.clone(), metrics::record))
         .with_state(app);
     Ok((router, db, events))

@@ -96,3 +96,47 @@ fn bad_input_exits_2_saying_what_to_write() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("paste the body inline"), "{}", text(&o));
 }
+
+/// GET over a plain socket (the test's own client, so that what volley sends is not involved).
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    body.to_string()
+}
+
+#[test]
+fn the_demo_targets_own_openapi_document_converts_checks_and_runs() {
+    let _guard = serial();
+    let (rt, target) = demo_target();
+    let dir = out_dir();
+    let spec = dir.path().join("openapi.json");
+    std::fs::write(&spec, http_get(target.addr, "/openapi.json")).unwrap();
+    let scenario = dir.path().join("api.yaml");
+    let url = format!("http://{}", target.addr);
+    let o = volley_env(&["convert", "openapi", spec.to_str().unwrap(), "--target", &url, "-o", scenario.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let yaml = std::fs::read_to_string(&scenario).unwrap();
+    // Creates come first, and what they return feeds the paths and bodies after them.
+    assert!(yaml.contains("room_id: $.id") && yaml.contains("access_code: $.accessCode"), "{yaml}");
+    assert!(yaml.contains("request: GET /rooms/{{ room_id }}/messages") && yaml.contains("roomId: \"{{ room_id }}\""), "{yaml}");
+    assert!(yaml.contains("sse: /api/pair-room/{{ access_code }}/connect"), "{yaml}");
+    let check = volley_env(&["check", scenario.to_str().unwrap()]);
+    assert!(check.status.success(), "{}\n{yaml}", text(&check));
+    assert!(String::from_utf8_lossy(&check.stdout).contains(", 0 failed"), "{}", text(&check));
+    let runs = out_dir();
+    let run = volley_env(&["run", scenario.to_str().unwrap(), "--vus", "2", "--iterations", "3", "-o", runs.path().to_str().unwrap(), "--progress", "none"]);
+    assert!(run.status.success(), "{}", text(&run));
+    let report = report_json(&only_run(runs.path()));
+    assert_eq!(report["seed_suite"]["errors"], 0, "{report:#}");
+    assert!(report["seed_suite"]["total_tests"].as_u64().unwrap() >= 2 * 3 * 19, "{report:#}");
+    // A subset by tag.
+    let o = volley_env(&["convert", "openapi", spec.to_str().unwrap(), "--tag", "chat"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("pair-room"), "{}", text(&o));
+    rt.block_on(target.stop()).unwrap();
+}
