@@ -37,6 +37,7 @@ pub(crate) enum Command {
         command: K8sCommand,
     },
     /// Write a scenario file from a HAR recording, an OpenAPI document or a curl command.
+    #[command(subcommand_value_name = "har|openapi|curl")]
     Convert {
         #[command(subcommand)]
         command: ConvertCommand,
@@ -549,7 +550,7 @@ pub(crate) struct ConvertOpenApiArgs {
 pub(crate) struct ConvertCurlArgs {
     /// The curl command line as one argument ('curl -X POST http://... -d ...'), or its
     /// words after `--`.
-    #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+    #[arg(required = true, num_args = 1..)]
     pub(crate) command: Vec<String>,
     /// Write the scenario here instead of standard output.
     #[arg(long, short = 'o')]

@@ -97,6 +97,7 @@ pub(crate) fn routes() -> Router<App> {
 }
 
 #[derive(Deserialize, ToSchema)]
+#[schema(as = NewPairRoom)]
 pub(crate) struct NewRoom {
     #[schema(example = "ana")]
     driver: String,

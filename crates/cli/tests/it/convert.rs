@@ -91,7 +91,7 @@ fn bad_input_exits_2_saying_what_to_write() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("OpenAPI 3.0 and 3.1"), "{}", text(&o));
     let o = volley_env(&["convert", "postman", "x.json"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("har"), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("volley convert <har|openapi|curl>"), "{}", text(&o));
     let o = volley_env(&["convert", "curl", "curl -d @body.json http://127.0.0.1:1/x"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("paste the body inline"), "{}", text(&o));
