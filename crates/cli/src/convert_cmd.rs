@@ -29,7 +29,8 @@ pub(crate) fn convert(command: ConvertCommand) -> Result<ExitCode> {
             let opts = OpenApiOptions { tags: a.tags, operations: a.operations, target: a.target, command: invoked };
             (volley_convert::openapi::convert(&text, &opts).with_context(|| a.spec.display().to_string())?, a.output)
         }
-        ConvertCommand::Curl(a) => (volley_convert::curl::convert(&a.command, &invoked)?, a.output),
+        // Not the command line: it may hold credentials.
+        ConvertCommand::Curl(a) => (volley_convert::curl::convert(&a.command, "volley convert curl")?, a.output),
     };
     write(&converted, output)?;
     Ok(ExitCode::SUCCESS)

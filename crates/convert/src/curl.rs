@@ -217,7 +217,9 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
         step.headers.push(("Cookie".into(), parts.join("; "), Some(notes.join("; "))));
     }
     step.comments = comments;
-    let mut header = vec![format!("Converted by `{command}`.")];
+    // The command line itself may hold the credentials just replaced: never repeat it then.
+    let shown = if secrets.values().any(|(v, _)| !v.is_empty() && command.contains(v)) { "volley convert curl" } else { command };
+    let mut header = vec![format!("Converted by `{shown}`.")];
     header.extend(secrets.header());
     let target = format!("{}://{}", parsed.scheme(), match parsed.port() {
         Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or("")),

@@ -192,7 +192,8 @@ fn curl_flags_each_become_part_of_the_step() {
     let y = curl_yaml(r#"curl http://h.test/rooms -H 'content-type: application/json' --data-raw '{"a": "{{x}}"}'"#);
     assert!(y.contains("a: \"{{ \\\"{{\\\" }}x}}\""), "template syntax in the body stays literal:\n{y}");
     // -u and -b: credentials become environment variables.
-    let c = curl::convert(&["curl -u ana:pw123 -b 'sid=abc123; lang=en' http://h.test/me".to_string()], "t").unwrap();
+    let line = "curl -u ana:pw123 -b 'sid=abc123; lang=en' http://h.test/me";
+    let c = curl::convert(&[line.to_string()], line).unwrap();
     assert!(!c.yaml.contains("pw123") && !c.yaml.contains("abc123"), "{}", c.yaml);
     assert!(c.yaml.contains("Basic {{ env.BASIC_AUTH }}") && c.yaml.contains("sid={{ env.SID }}; lang={{ env.LANG }}"), "{}", c.yaml);
     assert_eq!(c.env, ["BASIC_AUTH", "SID", "LANG"]);
