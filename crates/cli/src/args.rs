@@ -36,6 +36,12 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: K8sCommand,
     },
+    /// Write a scenario file from a HAR recording, an OpenAPI document or a curl command.
+    #[command(subcommand_value_name = "har|openapi|curl")]
+    Convert {
+        #[command(subcommand)]
+        command: ConvertCommand,
+    },
     /// The demo target on its own.
     Target {
         #[command(subcommand)]
@@ -496,3 +502,71 @@ pub(crate) struct CollectArgs {
     pub(crate) output: PathBuf,
 }
 
+
+/// `volley convert`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConvertCommand {
+    /// A browser recording (HAR): one step per request, ids carried from responses to requests.
+    Har(ConvertHarArgs),
+    /// An OpenAPI 3.0 or 3.1 document (JSON or YAML): one step per operation.
+    Openapi(ConvertOpenApiArgs),
+    /// A curl command line: one step.
+    Curl(ConvertCurlArgs),
+}
+
+/// `volley convert har`.
+#[derive(Debug, Args)]
+pub(crate) struct ConvertHarArgs {
+    /// The HAR file (browser developer tools: Network → Save all as HAR; Playwright's recordHar).
+    pub(crate) file: PathBuf,
+    /// The host to load, `host` or `host:port` [default: the one that served the most pages].
+    #[arg(long)]
+    pub(crate) host: Option<String>,
+    /// Keep static assets (stylesheets, scripts, images, fonts, media).
+    #[arg(long)]
+    pub(crate) keep_static: bool,
+    /// Pause after each step as long as the recording paused before the next request.
+    #[arg(long)]
+    pub(crate) think_times: bool,
+    /// Keep this header although it is browser noise (user-agent, referer, accept-language,
+    /// sec-*, ...); repeatable.
+    #[arg(long = "keep-header", value_name = "NAME")]
+    pub(crate) keep_headers: Vec<String>,
+    /// Keep the browser's User-Agent header.
+    #[arg(long)]
+    pub(crate) keep_user_agent: bool,
+    /// Write the scenario here instead of standard output.
+    #[arg(long, short = 'o')]
+    pub(crate) output: Option<PathBuf>,
+}
+
+/// `volley convert openapi`.
+#[derive(Debug, Args)]
+pub(crate) struct ConvertOpenApiArgs {
+    /// The OpenAPI document (JSON or YAML, 3.0 or 3.1).
+    pub(crate) spec: PathBuf,
+    /// Only operations with this tag (repeatable).
+    #[arg(long = "tag")]
+    pub(crate) tags: Vec<String>,
+    /// Only the operation with this operationId (repeatable).
+    #[arg(long = "operation", value_name = "OPERATION_ID")]
+    pub(crate) operations: Vec<String>,
+    /// The base URL [default: the document's first absolute server, else http://127.0.0.1:8080].
+    #[arg(long)]
+    pub(crate) target: Option<String>,
+    /// Write the scenario here instead of standard output.
+    #[arg(long, short = 'o')]
+    pub(crate) output: Option<PathBuf>,
+}
+
+/// `volley convert curl`.
+#[derive(Debug, Args)]
+pub(crate) struct ConvertCurlArgs {
+    /// The curl command line as one argument ('curl -X POST http://... -d ...'), or its
+    /// words after `--`.
+    #[arg(required = true, num_args = 1..)]
+    pub(crate) command: Vec<String>,
+    /// Write the scenario here instead of standard output.
+    #[arg(long, short = 'o')]
+    pub(crate) output: Option<PathBuf>,
+}

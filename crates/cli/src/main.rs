@@ -3,6 +3,7 @@
 
 mod args;
 mod check_cmd;
+mod convert_cmd;
 mod ci;
 mod demo_cmd;
 mod gate_cmd;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
         Command::Merge(a) => merge_cmd::merge(a),
         Command::Runs(a) => runs_cmd::runs(a),
         Command::K8s { command } => k8s_cmd::k8s(command),
+        Command::Convert { command } => convert_cmd::convert(command),
         Command::Target { command: args::TargetCommand::Serve(a) } => demo_cmd::serve(a),
     };
     match result {

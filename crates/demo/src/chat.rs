@@ -12,7 +12,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures_util::Stream;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use serde_json::{Value, json};
 
 use crate::App;
@@ -72,7 +73,44 @@ pub(crate) fn objects(rows: &[Vec<Val>], cols: &[&str]) -> Value {
     )
 }
 
-async fn list_rooms(State(app): State<App>) -> ApiResult<Json<Value>> {
+/// A room in the list.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct RoomSummary {
+    id: i64,
+    name: String,
+    messages: i64,
+}
+
+/// A new room's id.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct Created {
+    #[schema(example = 21)]
+    id: i64,
+}
+
+/// A stored message.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Message {
+    /// A number, or a 32-character string with `--id-type random`.
+    id: String,
+    room_id: i64,
+    user_id: i64,
+    content: String,
+}
+
+/// One page of a room's messages, newest first.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MessagePage {
+    room_id: i64,
+    page: i64,
+    size: i64,
+    messages: Vec<Message>,
+}
+
+#[utoipa::path(get, path = "/rooms", tag = "chat", operation_id = "listRooms", responses((status = 200, description = "Every room with its message count", body = [RoomSummary])))]
+pub(crate) async fn list_rooms(State(app): State<App>) -> ApiResult<Json<Value>> {
     if let Some(cache) = &app.cache
         && let Some((at, v)) = cache.rooms.lock().expect("cache").as_ref()
             && at.elapsed() < CACHE_TTL {
@@ -94,12 +132,14 @@ async fn list_rooms(State(app): State<App>) -> ApiResult<Json<Value>> {
     Ok(Json(v))
 }
 
-#[derive(Deserialize)]
-struct NewRoom {
+#[derive(Deserialize, ToSchema)]
+pub(crate) struct NewRoom {
+    #[schema(example = "lobby")]
     name: String,
 }
 
-async fn create_room(State(app): State<App>, Json(body): Json<NewRoom>) -> ApiResult<(StatusCode, Json<Value>)> {
+#[utoipa::path(post, path = "/rooms", tag = "chat", operation_id = "createRoom", request_body = NewRoom, responses((status = 201, description = "Created", body = Created)))]
+pub(crate) async fn create_room(State(app): State<App>, Json(body): Json<NewRoom>) -> ApiResult<(StatusCode, Json<Value>)> {
     let rows = app
         .db
         .execute("INSERT INTO rooms (name, created_at) VALUES ($1, $2) RETURNING id", vec![Val::Text(body.name), Val::Int(now_ms())])
@@ -110,15 +150,20 @@ async fn create_room(State(app): State<App>, Json(body): Json<NewRoom>) -> ApiRe
     Ok((StatusCode::CREATED, Json(json!({ "id": rows[0][0].json() }))))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct NewMessage {
+pub(crate) struct NewMessage {
+    #[schema(example = 1)]
     room_id: i64,
+    #[schema(example = 7)]
     user_id: i64,
+    #[schema(example = "hello", min_length = 1)]
     content: String,
 }
 
-async fn post_message(State(app): State<App>, Json(m): Json<NewMessage>) -> ApiResult<(StatusCode, Json<Value>)> {
+#[utoipa::path(post, path = "/api-chat/chat", tag = "chat", operation_id = "postMessage", request_body = NewMessage,
+    responses((status = 201, description = "Stored", body = Message), (status = 400, description = "Empty content"), (status = 404, description = "No such room")))]
+pub(crate) async fn post_message(State(app): State<App>, Json(m): Json<NewMessage>) -> ApiResult<(StatusCode, Json<Value>)> {
     if m.content.is_empty() {
         return Err(ApiError::Bad("content must not be empty".into()));
     }
@@ -154,13 +199,19 @@ async fn post_message(State(app): State<App>, Json(m): Json<NewMessage>) -> ApiR
     Ok((StatusCode::CREATED, Json(message)))
 }
 
-#[derive(Deserialize)]
-struct Page {
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct Page {
+    /// Messages per page (1-100, default 20).
     size: Option<i64>,
+    /// 0-based page.
     page: Option<i64>,
 }
 
-async fn messages(State(app): State<App>, Path(room): Path<i64>, Query(p): Query<Page>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/rooms/{id}/messages", tag = "chat", operation_id = "listMessages",
+    params(("id" = i64, Path, description = "The room", example = 1), Page),
+    responses((status = 200, description = "A page of messages", body = MessagePage)))]
+pub(crate) async fn messages(State(app): State<App>, Path(room): Path<i64>, Query(p): Query<Page>) -> ApiResult<Json<Value>> {
     let size = p.size.unwrap_or(20).clamp(1, 100);
     let offset = p.page.unwrap_or(0).max(0) * size;
     let rows = app
@@ -178,7 +229,10 @@ async fn messages(State(app): State<App>, Path(room): Path<i64>, Query(p): Query
     Ok(Json(json!({ "roomId": room, "page": p.page.unwrap_or(0), "size": size, "messages": messages })))
 }
 
-async fn stream(State(app): State<App>, Path(room): Path<i64>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+#[utoipa::path(get, path = "/rooms/{id}/stream", tag = "chat", operation_id = "streamRoom",
+    params(("id" = i64, Path, description = "The room", example = 1)),
+    responses((status = 200, description = "`connect`, then a `message` event per new message", content_type = "text/event-stream", body = String)))]
+pub(crate) async fn stream(State(app): State<App>, Path(room): Path<i64>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let events = app.events.chat_stream(room);
     Sse::new(events).keep_alive(KeepAlive::default())
 }

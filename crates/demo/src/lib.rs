@@ -14,7 +14,9 @@ mod db;
 mod knobs;
 mod limit;
 mod metrics;
+mod openapi;
 mod pair;
+mod web;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -91,12 +93,13 @@ pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>
         events: Arc::new(pair::Events::default()),
     };
     let events = app.events.clone();
-    let api = Router::new().merge(chat::routes()).merge(pair::routes());
+    let api = Router::new().merge(chat::routes()).merge(pair::routes()).merge(web::routes());
     let api = limit::apply(api, knobs.max_threads, knobs.accept_count, metrics.clone());
     let router = api
         .route("/metrics", get(metrics::expose))
         .route("/actuator/prometheus", get(metrics::expose))
         .route("/health", get(|| async { "ok" }))
+        .route("/openapi.json", get(openapi::document))
         .layer(axum::middleware::from_fn_with_state(app.clone(), metrics::record))
         .with_state(app);
     Ok((router, db, events))

@@ -10,7 +10,8 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use futures_util::{Stream, StreamExt};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio_stream::wrappers::BroadcastStream;
@@ -95,15 +96,54 @@ pub(crate) fn routes() -> Router<App> {
         .route("/api/pair-room/{code}/connect", get(connect))
 }
 
-#[derive(Deserialize)]
-struct NewRoom {
+#[derive(Deserialize, ToSchema)]
+#[schema(as = NewPairRoom)]
+pub(crate) struct NewRoom {
+    #[schema(example = "ana")]
     driver: String,
+    #[schema(example = "ben")]
     navigator: String,
     #[serde(default)]
+    #[schema(example = 600000)]
     timer_duration_ms: Option<i64>,
 }
 
-async fn create(State(app): State<App>, Json(b): Json<NewRoom>) -> ApiResult<(StatusCode, Json<Value>)> {
+/// A new pair room's access code, which every later URL carries.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CreatedRoom {
+    #[schema(example = "QWERTY")]
+    access_code: String,
+}
+
+/// A pair room.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PairRoom {
+    access_code: String,
+    driver: String,
+    navigator: String,
+    status: String,
+}
+
+/// A todo, link or category as stored: its id and the values given.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct Added {
+    id: i64,
+    values: Vec<String>,
+}
+
+/// A room's timer.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct Timer {
+    duration: i64,
+    remaining: i64,
+    running: bool,
+}
+
+#[utoipa::path(post, path = "/api/pair-room", tag = "pair-room", operation_id = "createPairRoom", request_body = NewRoom,
+    responses((status = 201, description = "Created", body = CreatedRoom), (status = 400, description = "Driver or navigator missing")))]
+pub(crate) async fn create(State(app): State<App>, Json(b): Json<NewRoom>) -> ApiResult<(StatusCode, Json<Value>)> {
     if b.driver.is_empty() || b.navigator.is_empty() {
         return Err(ApiError::Bad("driver and navigator are required".into()));
     }
@@ -128,7 +168,9 @@ async fn room_id(app: &App, code: &str) -> ApiResult<i64> {
     rows.first().map(|r| r[0].int()).ok_or(ApiError::NotFound("pair room"))
 }
 
-async fn read(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/api/pair-room/{code}", tag = "pair-room", operation_id = "readPairRoom", params(CodeParam),
+    responses((status = 200, description = "The room", body = PairRoom), (status = 404, description = "No such room")))]
+pub(crate) async fn read(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
     if let Some(cache) = &app.cache
         && let Some(v) = cache.pair_rooms.lock().expect("cache").get(&code) {
             return Ok(Json(v.clone()));
@@ -153,12 +195,25 @@ fn forget(app: &App, code: &str) {
     }
 }
 
-#[derive(Deserialize)]
-struct Status {
+/// The access code in the path.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub(crate) struct CodeParam {
+    /// The room's access code, from `POST /api/pair-room`.
+    #[param(example = "QWERTY")]
+    code: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub(crate) struct Status {
+    #[schema(example = "IN_PROGRESS", pattern = "^(IN_PROGRESS|COMPLETED|DELETED)$")]
     status: String,
 }
 
-async fn set_status(State(app): State<App>, Path(code): Path<String>, Json(s): Json<Status>) -> ApiResult<StatusCode> {
+#[utoipa::path(patch, path = "/api/pair-room/{code}/status", tag = "pair-room", operation_id = "setPairRoomStatus", params(CodeParam), request_body = Status,
+    responses((status = 204, description = "Set"), (status = 400, description = "Not a status"), (status = 404, description = "No such room")))]
+pub(crate) async fn set_status(State(app): State<App>, Path(code): Path<String>, Json(s): Json<Status>) -> ApiResult<StatusCode> {
     if !["IN_PROGRESS", "COMPLETED", "DELETED"].contains(&s.status.as_str()) {
         return Err(ApiError::Bad(format!("status must be IN_PROGRESS, COMPLETED or DELETED, not {}", s.status)));
     }
@@ -177,7 +232,8 @@ async fn set_status(State(app): State<App>, Path(code): Path<String>, Json(s): J
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn swap_roles(State(app): State<App>, Path(code): Path<String>) -> ApiResult<StatusCode> {
+#[utoipa::path(patch, path = "/api/pair-room/{code}/swap", tag = "pair-room", operation_id = "swapRoles", params(CodeParam), responses((status = 204, description = "Swapped")))]
+pub(crate) async fn swap_roles(State(app): State<App>, Path(code): Path<String>) -> ApiResult<StatusCode> {
     let rows = app
         .db
         .execute(
@@ -211,50 +267,60 @@ async fn add(app: &App, code: &str, sql: &'static str, values: Vec<Val>, kind: &
     Ok((StatusCode::CREATED, Json(body)))
 }
 
-#[derive(Deserialize)]
-struct Content {
+#[derive(Deserialize, ToSchema)]
+pub(crate) struct Content {
+    #[schema(example = "write the load test")]
     content: String,
 }
 
-async fn list_todos(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/api/pair-room/{code}/todos", tag = "pair-room", operation_id = "listTodos", params(CodeParam), responses((status = 200, description = "The todos", body = [Added])))]
+pub(crate) async fn list_todos(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
     list(&app, &code, "SELECT id, content, checked FROM todos WHERE pair_room_id = $1 ORDER BY id", &["id", "content", "checked"]).await
 }
 
-async fn add_todo(State(app): State<App>, Path(code): Path<String>, Json(b): Json<Content>) -> ApiResult<(StatusCode, Json<Value>)> {
+#[utoipa::path(post, path = "/api/pair-room/{code}/todos", tag = "pair-room", operation_id = "addTodo", params(CodeParam), request_body = Content, responses((status = 201, description = "Added", body = Added)))]
+pub(crate) async fn add_todo(State(app): State<App>, Path(code): Path<String>, Json(b): Json<Content>) -> ApiResult<(StatusCode, Json<Value>)> {
     add(&app, &code, "INSERT INTO todos (pair_room_id, content) VALUES ($1, $2) RETURNING id", vec![Val::Text(b.content)], "todo").await
 }
 
-#[derive(Deserialize)]
-struct Link {
+#[derive(Deserialize, ToSchema)]
+pub(crate) struct Link {
+    #[schema(example = "https://docs.rs/tokio")]
     url: String,
     #[serde(default)]
     category: Option<String>,
 }
 
-async fn list_links(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/api/pair-room/{code}/reference-link", tag = "pair-room", operation_id = "listLinks", params(CodeParam), responses((status = 200, description = "The links", body = [Added])))]
+pub(crate) async fn list_links(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
     list(&app, &code, "SELECT id, url, category FROM reference_links WHERE pair_room_id = $1 ORDER BY id", &["id", "url", "category"]).await
 }
 
-async fn add_link(State(app): State<App>, Path(code): Path<String>, Json(b): Json<Link>) -> ApiResult<(StatusCode, Json<Value>)> {
+#[utoipa::path(post, path = "/api/pair-room/{code}/reference-link", tag = "pair-room", operation_id = "addLink", params(CodeParam), request_body = Link, responses((status = 201, description = "Added", body = Added)))]
+pub(crate) async fn add_link(State(app): State<App>, Path(code): Path<String>, Json(b): Json<Link>) -> ApiResult<(StatusCode, Json<Value>)> {
     let category = b.category.map_or(Val::Null, Val::Text);
     add(&app, &code, "INSERT INTO reference_links (pair_room_id, url, category) VALUES ($1, $2, $3) RETURNING id", vec![Val::Text(b.url), category], "link")
         .await
 }
 
-#[derive(Deserialize)]
-struct Category {
+#[derive(Deserialize, ToSchema)]
+pub(crate) struct Category {
+    #[schema(example = "docs")]
     name: String,
 }
 
-async fn list_categories(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/api/pair-room/{code}/category", tag = "pair-room", operation_id = "listCategories", params(CodeParam), responses((status = 200, description = "The categories", body = [Added])))]
+pub(crate) async fn list_categories(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
     list(&app, &code, "SELECT id, name FROM categories WHERE pair_room_id = $1 ORDER BY id", &["id", "name"]).await
 }
 
-async fn add_category(State(app): State<App>, Path(code): Path<String>, Json(b): Json<Category>) -> ApiResult<(StatusCode, Json<Value>)> {
+#[utoipa::path(post, path = "/api/pair-room/{code}/category", tag = "pair-room", operation_id = "addCategory", params(CodeParam), request_body = Category, responses((status = 201, description = "Added", body = Added)))]
+pub(crate) async fn add_category(State(app): State<App>, Path(code): Path<String>, Json(b): Json<Category>) -> ApiResult<(StatusCode, Json<Value>)> {
     add(&app, &code, "INSERT INTO categories (pair_room_id, name) VALUES ($1, $2) RETURNING id", vec![Val::Text(b.name)], "category").await
 }
 
-async fn timer(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/api/pair-room/{code}/timer", tag = "pair-room", operation_id = "readTimer", params(CodeParam), responses((status = 200, description = "The timer", body = Timer)))]
+pub(crate) async fn timer(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Json<Value>> {
     let id = room_id(&app, &code).await?;
     let rows = app.db.query("SELECT duration_ms, remaining_ms, started_at FROM timers WHERE pair_room_id = $1", vec![Val::Int(id)]).await?;
     let r = rows.first().ok_or(ApiError::NotFound("timer"))?;
@@ -266,7 +332,8 @@ async fn timer(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Js
     Ok(Json(json!({ "duration": r[0].int(), "remaining": left, "running": running })))
 }
 
-async fn timer_start(State(app): State<App>, Path(code): Path<String>) -> ApiResult<StatusCode> {
+#[utoipa::path(patch, path = "/api/pair-room/{code}/timer/start", tag = "pair-room", operation_id = "startTimer", params(CodeParam), responses((status = 204, description = "Running")))]
+pub(crate) async fn timer_start(State(app): State<App>, Path(code): Path<String>) -> ApiResult<StatusCode> {
     let id = room_id(&app, &code).await?;
     app.db
         .execute("UPDATE timers SET started_at = coalesce(started_at, $1) WHERE pair_room_id = $2", vec![Val::Int(now_ms()), Val::Int(id)])
@@ -275,7 +342,8 @@ async fn timer_start(State(app): State<App>, Path(code): Path<String>) -> ApiRes
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn timer_stop(State(app): State<App>, Path(code): Path<String>) -> ApiResult<StatusCode> {
+#[utoipa::path(patch, path = "/api/pair-room/{code}/timer/stop", tag = "pair-room", operation_id = "stopTimer", params(CodeParam), responses((status = 204, description = "Stopped")))]
+pub(crate) async fn timer_stop(State(app): State<App>, Path(code): Path<String>) -> ApiResult<StatusCode> {
     let id = room_id(&app, &code).await?;
     app.db
         .execute(
@@ -289,7 +357,9 @@ async fn timer_stop(State(app): State<App>, Path(code): Path<String>) -> ApiResu
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn connect(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+#[utoipa::path(get, path = "/api/pair-room/{code}/connect", tag = "pair-room", operation_id = "connectPairRoom", params(CodeParam),
+    responses((status = 200, description = "`connect`, then an event per change", content_type = "text/event-stream", body = String)))]
+pub(crate) async fn connect(State(app): State<App>, Path(code): Path<String>) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     room_id(&app, &code).await?;
     Ok(Sse::new(app.events.pair_stream(code)).keep_alive(KeepAlive::default()))
 }

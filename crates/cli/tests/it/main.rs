@@ -21,3 +21,4 @@ mod k8s;
 mod live;
 mod prometheus;
 mod populations;
+mod convert;

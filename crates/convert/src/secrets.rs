@@ -1,0 +1,100 @@
+//! Secrets found in what is converted — Authorization values, cookies, API keys and tokens
+//! in headers, query strings and bodies — become `env.NAME` references with a comment, so a
+//! recorded credential is never written into a scenario file. The same value found in several
+//! places gets one environment variable.
+
+use std::collections::HashMap;
+
+use crate::text::{Names, env_name, snake};
+
+/// Whether a header, parameter, field or cookie of this name holds a credential.
+pub(crate) fn secret_name(name: &str) -> bool {
+    let words: Vec<String> = snake(name).split('_').map(str::to_string).collect();
+    let hit = |w: &str| {
+        matches!(
+            w,
+            "password" | "passwd" | "pwd" | "secret" | "token" | "apikey" | "session" | "sessionid" | "sid" | "jwt" | "auth" | "authorization" | "signature" | "credential" | "credentials" | "csrf" | "xsrf" | "otp"
+        )
+    };
+    words.iter().any(|w| hit(w) || w.contains("session") || w.ends_with("token") || w.ends_with("password") || w.ends_with("secret"))
+        || words.windows(2).any(|p| p[1] == "key" && matches!(p[0].as_str(), "api" | "access" | "private" | "secret" | "client"))
+}
+
+/// The environment variables a conversion asks for.
+#[derive(Debug, Default)]
+pub(crate) struct Secrets {
+    by_value: HashMap<String, String>,
+    names: Names,
+    /// Each variable and what it stands for, in order of first use.
+    pub(crate) needed: Vec<(String, String)>,
+}
+
+impl Secrets {
+    /// The variable standing for `value` (named after `hint` the first time it is seen).
+    pub(crate) fn var(&mut self, hint: &str, value: &str, what: &str) -> String {
+        if let Some(name) = self.by_value.get(value) {
+            return name.clone();
+        }
+        let name = self.names.unique(&env_name(hint));
+        self.by_value.insert(value.to_string(), name.clone());
+        self.needed.push((name.clone(), what.to_string()));
+        name
+    }
+
+    /// Every credential seen, with its variable.
+    pub(crate) fn values(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.by_value.iter().map(|(v, n)| (v.as_str(), n.as_str()))
+    }
+
+    /// An Authorization header value as a template and the comment that goes with it.
+    pub(crate) fn authorization(&mut self, value: &str) -> (String, String) {
+        let (scheme, cred) = value.split_once(' ').unwrap_or(("", value));
+        let (hint, what) = match scheme.to_ascii_lowercase().as_str() {
+            "bearer" => ("token", "the bearer token"),
+            "basic" => ("basic_auth", "base64 of user:password"),
+            _ => ("authorization", "the Authorization value"),
+        };
+        let cred = cred.trim();
+        let var = self.var(hint, cred, what);
+        let template = if scheme.is_empty() { format!("{{{{ env.{var} }}}}") } else { format!("{scheme} {{{{ env.{var} }}}}") };
+        (template, format!("credential from the recording; set env.{var} ({what})"))
+    }
+
+    /// The comment lines for the top of the file.
+    pub(crate) fn header(&self) -> Vec<String> {
+        if self.needed.is_empty() {
+            return Vec::new();
+        }
+        let mut lines = vec!["Credentials were replaced by environment variables (never written here); set them before `volley check`/`volley run`:".to_string()];
+        for (name, what) in &self.needed {
+            lines.push(format!("  {name}: {what}"));
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credential_names() {
+        for n in ["Authorization", "X-Api-Key", "api_key", "access_token", "password", "JSESSIONID", "session", "X-CSRF-Token", "sid"] {
+            assert!(secret_name(n), "{n}");
+        }
+        for n in ["size", "page", "roomId", "keyboard", "Accept", "side"] {
+            assert!(!secret_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn one_variable_per_value() {
+        let mut s = Secrets::default();
+        let (t, c) = s.authorization("Bearer abc.def");
+        assert_eq!(t, "Bearer {{ env.TOKEN }}");
+        assert!(c.contains("env.TOKEN") && !c.contains("abc"));
+        assert_eq!(s.var("token", "abc.def", "x"), "TOKEN");
+        assert_eq!(s.var("token", "other", "x"), "TOKEN_2");
+        assert_eq!(s.header().len(), 3);
+    }
+}
