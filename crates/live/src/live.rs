@@ -311,7 +311,7 @@ impl LiveRun {
         let (control, max_vus) = match self.model {
             LiveModel::Vus { max } => ("closed", Some(max)),
             LiveModel::Rate => ("open", None),
-            LiveModel::Fixed => ("fixed", None),
+            LiveModel::Fixed | LiveModel::Populations => ("fixed", None),
         };
         Snapshot {
             name: self.meta.name.clone(),

@@ -190,6 +190,8 @@ pub(crate) fn record_populations(spec: &RunSpec, observer: &mut dyn Observer) ->
                 }));
                 p.steps[i] = Some(steps);
             }
+            // Live changes are refused for a run of populations (`LiveModel::Populations`).
+            Event::PlanChanged(_) => {}
             Event::End(end) => {
                 if let Some(reason) = &end.stopped
                     && stop_reason.is_none()
@@ -224,6 +226,7 @@ pub(crate) fn record_populations(spec: &RunSpec, observer: &mut dyn Observer) ->
         }
     }
     observer.finished();
+    writer.meta_mut().outputs = observer.outputs();
     if let Some(scraper) = &scraper {
         scraper.stop();
         crate::record_scrapes(&mut writer, scraper, engine.interval, observer)?;
