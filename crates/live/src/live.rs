@@ -171,7 +171,7 @@ impl LiveRun {
     pub(crate) fn interval(&mut self, iv: &IntervalView<'_>) {
         let row = iv.row;
         let ttfb = &iv.sample.ttfb;
-        let p99 = (ttfb.len() > 0).then(|| ttfb.value_at_percentile(99.0) as f64 / 1000.0);
+        let p99 = (!ttfb.is_empty()).then(|| ttfb.value_at_percentile(99.0) as f64 / 1000.0);
         self.figures.timeline.push(row, p99);
         let after_warmup = row.start_s + 1e-9 >= self.meta.warmup_s;
         for (i, s) in iv.steps.iter().enumerate() {
