@@ -622,7 +622,7 @@ mod tests {
     const SCENARIO: &str = r#"
 target: http://127.0.0.1:9/base/
 headers:
-  Authorization: "Bearer {{ token }}"
+  Accept: "*/*"
   X-Fixed: same
 variables:
   who: "user{{ vu }}"
@@ -641,8 +641,8 @@ steps:
   - name: items
     request: GET http://127.0.0.1:9/items/{{ token }}?q={{ who | urlencode }}&i={{ iteration + 1 }}
     headers:
-      authorization: "Token {{ token }}"
-      Accept: application/json
+      Authorization: "Token {{ token }}"
+      accept: application/json
   - name: form
     request: PUT /form/{{ obj.id }}
     form: { a: "{{ who }} & co", b: plain, c: "{{ obj.name }}" }
@@ -658,7 +658,10 @@ steps:
         let url = "http://127.0.0.1:9/base/";
         let target = Target::resolve(url).unwrap();
         let scenario = Arc::new(scenario);
-        let plan = Settings::default().plan(RequestSpec::get(url), Some(scenario.clone())).unwrap();
+        let mut load = volley_scenario::LoadSpec::default();
+        load.set("vus", "1").unwrap();
+        load.set("duration", "1s").unwrap();
+        let plan = Settings { load, ..Settings::default() }.plan(RequestSpec::get(url), Some(scenario.clone())).unwrap();
         let ctx = Rc::new(WorkerContext {
             shared: Arc::new(Shared::new(0, 1)),
             request: PreparedRequest::new(&target, &plan.request).unwrap(),
@@ -727,6 +730,7 @@ steps:
         // The request line and a header show what was rendered.
         let items = String::from_utf8(exec.build(steps[3], &vars).unwrap().h1_bytes().to_vec()).unwrap();
         assert!(items.starts_with("GET /items/t0k3n-42?q=user7&i=4 HTTP/1.1\r\n"), "{items}");
-        assert!(items.contains("\r\nauthorization: Token t0k3n-42\r\n") && !items.contains("Bearer"), "{items}");
+        assert!(items.contains("\r\nauthorization: Token t0k3n-42\r\n"), "{items}");
+        assert!(items.contains("\r\naccept: application/json\r\n") && !items.contains("*/*"), "a step's header replaces the scenario's: {items}");
     }
 }

@@ -25,8 +25,6 @@ pub(crate) struct Scratch {
     pub(crate) url: String,
     /// The path on the target, when the URL needs rewriting.
     pub(crate) path: String,
-    /// Header values as rendered (names come from the file), reused entry by entry.
-    pub(crate) headers: Vec<(String, String)>,
     /// One rendered string at a time (JSON leaves, form fields).
     pub(crate) text: String,
 }
