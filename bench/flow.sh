@@ -4,7 +4,8 @@
 # POST an item — three requests per iteration, 50 VUs closed loop, 10 s, against nginx
 # answering fixed JSON (bench/flow/nginx.conf.in) on 127.0.0.1:18090. nginx is pinned to the
 # first CPU, every client to the second; rounds are interleaved; GNU time measures each
-# client's CPU and peak RSS over its whole life.
+# client's CPU and peak RSS over its whole life. volley also runs one fixed URL on the same
+# server (volley-url), so a scenario request's CPU can be put beside a plain request's.
 #   bench/flow.sh [ROUNDS]          # default 3; peers from bench/harness/install.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +39,7 @@ run() {
   cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$dir/time.txt")
   rss=$(awk -F': ' '/Maximum resident/ {print $2}' "$dir/time.txt")
   case $name in
-    volley) n=$(python3 -c "import json,glob; print(json.load(open(glob.glob('$dir/runs/*/report.json')[0]))['seed_suite']['total_tests'])") ;;
+    volley | volley-url) n=$(python3 -c "import json,glob; print(json.load(open(glob.glob('$dir/runs/*/report.json')[0]))['seed_suite']['total_tests'])") ;;
     k6) n=$(python3 -c "import json; print(json.load(open('$dir/summary.json'))['metrics']['http_reqs']['count'])") ;;
     locust) n=$(python3 -c "import csv; print([r for r in csv.DictReader(open('$dir/l_stats.csv')) if r['Name']=='Aggregated'][0]['Request Count'])") ;;
   esac
@@ -47,6 +48,8 @@ run() {
 
 for round in $(seq 1 "$rounds"); do
   run volley "$PWD/target/release/volley" run "$PWD/bench/flow/flow.yaml" --vus 50 --duration 10s --threads 1 -o runs --progress none
+  # The same server and VUs with one fixed URL: what a step costs beyond a plain request.
+  run volley-url "$PWD/target/release/volley" run --url "http://127.0.0.1:$port/items/t0k3n-42" --vus 50 --duration 10s --threads 1 -o runs --progress none
   [ -x "$k6" ] && run k6 "$k6" run --quiet --vus 50 --duration 10s --summary-export summary.json -e TARGET=http://127.0.0.1:$port "$PWD/bench/flow/flow_k6.js"
   [ -x "$locust" ] && run locust "$locust" -f "$PWD/bench/flow/flow_locust.py" --headless -u 50 -r 50 -t 10s --host http://127.0.0.1:$port --csv l --only-summary
 done
@@ -64,8 +67,11 @@ base = statistics.median(r[0] for r in rows.get("volley", [(1, 0, 0)]))
 for name, rs in rows.items():
     rps = statistics.median(r[0] for r in rs)
     print(f"| {name} | {rps:,.0f} | {statistics.median(r[1] for r in rs):.1f} | {statistics.median(r[2] for r in rs):.1f} | {', '.join(f'{r[0]:,.0f}' for r in rs)} |")
+cpu = lambda name: statistics.median(r[1] for r in rows[name])
+if "volley" in rows and "volley-url" in rows:
+    print(f"\nvolley's CPU per scenario request ÷ per fixed-URL request: {cpu('volley') / cpu('volley-url'):.2f}×")
 for name, rs in rows.items():
-    if name != "volley":
+    if name not in ("volley", "volley-url"):
         print(f"\nvolley ÷ {name}: {base / statistics.median(r[0] for r in rs):.2f}× the requests/s")
 PY
 echo "raw: $out"

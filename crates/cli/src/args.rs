@@ -276,6 +276,11 @@ pub(crate) struct RunArgs {
     /// Worker threads (event loops); default: one per core.
     #[arg(long)]
     pub(crate) threads: Option<usize>,
+    /// Local addresses to connect from, in turn (e.g. 127.0.0.1-127.0.0.4, or a list
+    /// 10.0.0.5,10.0.0.6): each has its own ~28,000 ephemeral ports, so more connections
+    /// than that to one server need several.
+    #[arg(long, value_name = "ADDRS")]
+    pub(crate) source_addrs: Option<String>,
     /// How long in-flight requests may finish once the run stops.
     #[arg(long, default_value = "5s")]
     pub(crate) grace: String,

@@ -223,7 +223,10 @@ pub(crate) fn envelope(settings: &Settings, request: RequestSpec, scenario: Opti
 /// (`--repeat`, `--repeat-pause`, or the file's `repeat` / `repeat_pause`).
 pub(crate) fn run_group_spec(a: &RunArgs) -> Result<GroupSpec> {
     let CheckedRun { settings, plan, url, interval, repeat, pause, populations, .. } = check_run(a)?;
-    let target = Target::resolve(&url)?;
+    let mut target = Target::resolve(&url)?;
+    if let Some(list) = &a.source_addrs {
+        target = target.with_sources(volley_engine::SourceAddrs::parse(list)?)?;
+    }
     let mut spec = RunSpec::new(plan, target);
     spec.populations = populations;
     spec.name = settings.name.clone().unwrap_or_else(|| spec.engine.target.host.clone());

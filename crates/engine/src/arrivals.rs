@@ -7,15 +7,15 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use volley_scenario::RateShape;
 
+use crate::alarm::Alarm;
 use crate::client::Client;
-use crate::flow::FlowState;
 use crate::context::{Shared, WorkerContext};
+use crate::flow::FlowState;
 use crate::vu::{NothingSent, send_request};
 
 /// A VU of the open model: its connection and, in a scenario, its variables.
@@ -52,28 +52,42 @@ impl Pool {
 /// 0, 1, 2, …), worker `w` of `W` takes `w`, `w + W`, …: global arrivals `i + N·w`,
 /// stepping by `N·W`.
 ///
-/// The due times come from a pacer thread that sleeps with the OS's sub-millisecond
-/// precision: the event loop's timer ticks in whole milliseconds, which alone would send
-/// every arrival up to a millisecond late.
+/// The worker waits for each due time on its own event loop with an [`Alarm`] (the
+/// kernel's high-resolution timer beside the sockets): an arrival wakes one thread, once.
+/// Once the run stops, arrivals due before the stop ([`Shared::stopped_at`]) are still
+/// dispatched — sent, or counted as dropped, never lost — and the schedule ends.
 pub(crate) async fn run_arrivals(ctx: Rc<WorkerContext>, rate: RateShape, worker: u64, workers: u64, cap: usize, t0: Instant) {
     let pool = Rc::new(RefCell::new(Pool { idle: Vec::new(), created: 0, cap: cap.max(1), backlog: VecDeque::new() }));
     let mut tasks = tokio::task::JoinSet::new();
     let seg = ctx.plan.segment;
-    let mut arrivals = pace(rate, seg.global(worker), seg.count * workers, t0, ctx.shared.clone());
+    let mut schedule = Schedule::new(rate, seg.global(worker), seg.count * workers, t0);
+    let mut alarm = Alarm::new();
+    let shared = ctx.shared.clone();
+    let stopped = shared.stop.cancelled();
+    tokio::pin!(stopped);
     let mut stopping = false;
     loop {
-        let due = tokio::select! {
-            biased;
-            _ = ctx.shared.stop.cancelled(), if !stopping => {
-                // The pacer still hands over the arrivals that were due before the stop
-                // (then ends): they are sent, or counted as dropped, never lost.
-                stopping = true;
+        schedule.retarget(&shared);
+        let Some(due) = schedule.peek() else { break };
+        if !stopping && due > Instant::now() {
+            // Long waits are taken in slices, so that a rate set live is seen promptly.
+            let wake = due.min(Instant::now() + RETARGET_SLICE);
+            tokio::select! {
+                biased;
+                _ = &mut stopped => stopping = true,
+                _ = alarm.until(wake) => {}
+            }
+            if !stopping && Instant::now() < due {
                 continue;
             }
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
-            due = arrivals.recv() => match due { Some(d) => d, None => break },
-        };
+        }
+        if schedule.after_stop(due, &shared) {
+            break;
+        }
+        schedule.advance();
         ctx.recorder.borrow_mut().record_sched_lag(due, Instant::now().saturating_duration_since(due));
+        // Finished requests give their task back without a wake-up of their own.
+        while tasks.try_join_next().is_some() {}
         let vu = pool.borrow_mut().take(&ctx, worker, workers);
         match vu {
             Some(vu) => {
@@ -91,55 +105,65 @@ pub(crate) async fn run_arrivals(ctx: Rc<WorkerContext>, rate: RateShape, worker
     }
 }
 
-/// A thread that hands over arrivals `first`, `first + step`, … each at its due time. Once
-/// the run stops it hands over those due before the stop ([`Shared::stopped_at`]) and ends.
+/// One worker's share of the rate curve's arrivals: `first`, `first + step`, … as instants.
 ///
 /// A rate set live ([`Shared::rate_change`]) replaces the schedule from its instant on: the
-/// pacer starts the constant schedule there with the same share (`first`, `step`), and an
-/// arrival of the old schedule it was waiting for, due after the change, is never sent (it
-/// no longer exists). Long waits are taken in slices so that a change is seen promptly.
-fn pace(rate: RateShape, first: u64, step: u64, t0: Instant, shared: Arc<Shared>) -> tokio::sync::mpsc::UnboundedReceiver<Instant> {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let spawned = std::thread::Builder::new().name(format!("volley-pacer-{first}")).spawn(move || {
-        let end = rate.duration();
-        let (mut shape, mut base, mut n, mut seen) = (rate, Duration::ZERO, first, 0u64);
-        let after_stop = |due: Instant| shared.stop.is_cancelled() && shared.stopped_at.get().is_none_or(|at| due >= *at);
-        'schedule: loop {
-            let generation = shared.rate_generation.load(Ordering::Acquire);
-            if generation != seen {
-                seen = generation;
-                if let Some(change) = *shared.rate_change.lock().unwrap_or_else(|p| p.into_inner()) {
-                    (shape, base, n) = (RateShape::constant(change.rate, end.saturating_sub(change.at)), change.at, first);
-                }
-            }
-            let Some(offset) = shape.due(n) else { return };
-            let due = t0 + base + offset;
-            if after_stop(due) {
-                return;
-            }
-            loop {
-                let now = Instant::now();
-                if due <= now {
-                    break;
-                }
-                std::thread::sleep((due - now).min(RETARGET_SLICE));
-                if shared.rate_generation.load(Ordering::Acquire) != seen {
-                    continue 'schedule;
-                }
-            }
-            if after_stop(due) || tx.send(due).is_err() {
-                return;
-            }
-            n += step;
-        }
-    });
-    if let Err(e) = spawned {
-        eprintln!("volley: cannot start the arrival pacer: {e}");
-    }
-    rx
+/// constant schedule starts there with the same share (`first`, `step`), and an arrival of
+/// the old schedule due after the change is never sent (it no longer exists).
+struct Schedule {
+    rate: RateShape,
+    first: u64,
+    next: u64,
+    step: u64,
+    t0: Instant,
+    /// Where `rate` starts from `t0` (the instant of a live change; zero before one).
+    base: Duration,
+    /// The planned end, from `t0` (a live change keeps it).
+    end: Duration,
+    /// The live changes seen so far ([`Shared::rate_generation`]).
+    seen: u64,
+    /// The due time of arrival `next`, `None` past the curve's end.
+    due: Option<Instant>,
 }
 
-/// The longest a pacer sleeps before looking for a rate set live.
+impl Schedule {
+    fn new(rate: RateShape, first: u64, step: u64, t0: Instant) -> Self {
+        let end = rate.duration();
+        let due = rate.due(first).map(|d| t0 + d);
+        Schedule { rate, first, next: first, step, t0, base: Duration::ZERO, end, seen: 0, due }
+    }
+
+    fn peek(&self) -> Option<Instant> {
+        self.due
+    }
+
+    fn advance(&mut self) {
+        self.next += self.step;
+        self.due = self.rate.due(self.next).map(|d| self.t0 + self.base + d);
+    }
+
+    /// Switches to a rate set live since the last look, if any.
+    fn retarget(&mut self, shared: &Shared) {
+        let generation = shared.rate_generation.load(Ordering::Acquire);
+        if generation == self.seen {
+            return;
+        }
+        self.seen = generation;
+        if let Some(change) = *shared.rate_change.lock().unwrap_or_else(|p| p.into_inner()) {
+            self.rate = RateShape::constant(change.rate, self.end.saturating_sub(change.at));
+            self.base = change.at;
+            self.next = self.first;
+            self.due = self.rate.due(self.next).map(|d| self.t0 + self.base + d);
+        }
+    }
+
+    /// Whether an arrival due at `due` comes after the run stopped (and so is not made).
+    fn after_stop(&self, due: Instant, shared: &Shared) -> bool {
+        shared.stop.is_cancelled() && shared.stopped_at.get().is_none_or(|at| due >= *at)
+    }
+}
+
+/// The longest a worker waits for an arrival before looking for a rate set live.
 const RETARGET_SLICE: Duration = Duration::from_millis(20);
 
 /// Sends the arrival due at `due` on `client`, then keeps serving the backlog with the
@@ -195,21 +219,27 @@ async fn serve(ctx: Rc<WorkerContext>, pool: Rc<RefCell<Pool>>, mut vu: Vu, mut 
 
 #[cfg(test)]
 mod tests {
-    //! The pacers of several workers, run side by side as in a run, hand over together
-    //! exactly the arrivals of [`RateShape::due`]: each at its due time, none twice, none
-    //! missing.
+    //! The schedules of several workers hand over together exactly the arrivals of
+    //! [`RateShape::due`]: none twice, none missing, each worker's in order; after a stop,
+    //! only those due before it.
+
+    use std::sync::Arc;
 
     use volley_scenario::RateStage;
 
     use super::*;
 
-    /// Starts `workers` pacers on one schedule and collects what each hands over, to its end.
-    fn paced(rate: &RateShape, workers: u64, t0: Instant, shared: &Arc<Shared>) -> Vec<Vec<Instant>> {
-        let receivers: Vec<_> = (0..workers).map(|w| pace(rate.clone(), w, workers, t0, shared.clone())).collect();
-        receivers
-            .into_iter()
-            .map(|mut rx| std::iter::from_fn(|| rx.blocking_recv()).collect())
-            .collect()
+    /// Every due time of `schedule` until it ends or one comes after the stop.
+    fn drain(mut schedule: Schedule, shared: &Shared) -> Vec<Instant> {
+        let mut out = Vec::new();
+        while let Some(due) = schedule.peek() {
+            if schedule.after_stop(due, shared) {
+                break;
+            }
+            out.push(due);
+            schedule.advance();
+        }
+        out
     }
 
     #[test]
@@ -219,10 +249,10 @@ mod tests {
         let rate = RateShape { start_rate: 0.0, stages: vec![RateStage { duration: ms(100), rate: 3000.0 }, RateStage { duration: ms(100), rate: 3000.0 }] };
         let schedule: Vec<Duration> = (0..).map_while(|n| rate.due(n)).collect();
         assert_eq!(schedule.len(), 450);
+        let t0 = Instant::now();
+        let shared = Shared::new(0, 0);
         for workers in [1, 3, 4] {
-            let t0 = Instant::now();
-            let got = paced(&rate, workers, t0, &Arc::new(Shared::new(0, 0)));
-            let done = Instant::now();
+            let got: Vec<Vec<Instant>> = (0..workers).map(|w| drain(Schedule::new(rate.clone(), w, workers, t0), &shared)).collect();
             for (w, dues) in got.iter().enumerate() {
                 let share: Vec<Instant> = schedule.iter().skip(w).step_by(workers as usize).map(|d| t0 + *d).collect();
                 assert_eq!(dues, &share, "worker {w} of {workers}: its share, in order");
@@ -231,31 +261,23 @@ mod tests {
             all.sort();
             let whole: Vec<Instant> = schedule.iter().map(|d| t0 + *d).collect();
             assert_eq!(all, whole, "{workers} workers: every arrival once");
-            assert!(done >= t0 + schedule[schedule.len() - 1], "the last arrival is not handed over before it is due");
         }
     }
 
     #[test]
-    fn a_stopped_pacer_hands_over_nothing_more_and_ends() {
+    fn a_stopped_schedule_ends_at_the_stop() {
         let rate = RateShape::constant(200.0, Duration::from_secs(60));
-        let shared = Arc::new(Shared::new(0, 0));
         let t0 = Instant::now();
-        let canceller = {
-            let shared = shared.clone();
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(50));
-                let _ = shared.stopped_at.set(t0 + Duration::from_millis(50));
-                shared.stop.cancel();
-            })
-        };
-        let got = paced(&rate, 2, t0, &shared);
-        canceller.join().unwrap();
-        assert!(t0.elapsed() < Duration::from_secs(2), "the pacers ended soon after the stop");
-        for (w, dues) in got.iter().enumerate() {
-            // Every arrival due before the stop (0, 5, … 45 ms: five per worker) was handed over.
-            assert!(dues.len() >= 5 && dues.len() < 30, "worker {w}: {} arrivals in ~50 ms at 100/s each", dues.len());
-            let share: Vec<Instant> = (w as u64..).step_by(2).take(dues.len()).map(|n| t0 + rate.due(n).unwrap()).collect();
-            assert_eq!(dues, &share, "worker {w}: a prefix of its share");
+        let shared = Arc::new(Shared::new(0, 0));
+        // Not stopped: the whole minute, 12,000 arrivals, half for each of two workers.
+        assert_eq!(drain(Schedule::new(rate.clone(), 1, 2, t0), &shared).len(), 6_000);
+        let _ = shared.stopped_at.set(t0 + Duration::from_millis(50));
+        shared.stop.cancel();
+        for w in 0..2u64 {
+            let dues = drain(Schedule::new(rate.clone(), w, 2, t0), &shared);
+            // Due at 0, 5, … 45 ms: ten before the stop, five per worker.
+            let share: Vec<Instant> = (w..10).step_by(2).map(|n| t0 + rate.due(n).unwrap()).collect();
+            assert_eq!(dues, share, "worker {w}: its arrivals due before the stop, and no more");
         }
     }
 }

@@ -16,6 +16,7 @@ use volley_scenario::Plan;
 
 use crate::client::{BufferPool, PreparedRequest};
 use crate::recorder::Recorder;
+use crate::steps::StepCache;
 use crate::target::Target;
 
 /// State shared by the conductor and every VU.
@@ -91,4 +92,6 @@ pub(crate) struct WorkerContext {
     pub(crate) request: PreparedRequest,
     pub(crate) recorder: Rc<RefCell<Recorder>>,
     pub(crate) buffers: BufferPool,
+    /// Scenario steps' requests built once, and buffers to render the others into.
+    pub(crate) steps: StepCache,
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::TlsConnector;
 
 use crate::error::EngineError;
@@ -30,7 +30,7 @@ pub(crate) struct ConnectTimes {
 /// handshake (SNI and verification against the URL's host name) before returning.
 pub(crate) async fn dial(target: &Target, tls: Option<&Arc<ClientConfig>>) -> Result<(Stream, ConnectTimes), EngineError> {
     let t0 = Instant::now();
-    let tcp = TcpStream::connect(target.addr).await.map_err(EngineError::Connect)?;
+    let tcp = connect(target).await.map_err(EngineError::Connect)?;
     let _ = tcp.set_nodelay(true);
     let t1 = Instant::now();
     let mut times = ConnectTimes { tcp_us: micros(t1 - t0), tls_us: 0 };
@@ -39,6 +39,22 @@ pub(crate) async fn dial(target: &Target, tls: Option<&Arc<ClientConfig>>) -> Re
     let stream = TlsConnector::from(config.clone()).connect(name, tcp).await.map_err(EngineError::Tls)?;
     times.tls_us = micros(t1.elapsed());
     Ok((Stream::Tls(Box::new(stream)), times))
+}
+
+/// A TCP connection to the target, from the next source address when some are given.
+async fn connect(target: &Target) -> std::io::Result<TcpStream> {
+    let Some(source) = target.sources.take() else { return TcpStream::connect(target.addr).await.map_err(ports_hint) };
+    let socket = if target.addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    socket.bind(std::net::SocketAddr::new(source, 0)).map_err(|e| std::io::Error::new(e.kind(), format!("binding to source address {source}: {e}")))?;
+    socket.connect(target.addr).await.map_err(ports_hint)
+}
+
+/// "Cannot assign requested address" on connect: the local ports ran out.
+fn ports_hint(e: std::io::Error) -> std::io::Error {
+    if e.kind() != std::io::ErrorKind::AddrNotAvailable {
+        return e;
+    }
+    std::io::Error::new(e.kind(), format!("{e}: no local port left for another connection — spread connections over several source addresses with --source-addrs (e.g. 127.0.0.1-127.0.0.4 on loopback)"))
 }
 
 /// A duration in whole µs, as every timing is kept.

@@ -56,6 +56,9 @@ pub enum EngineError {
     /// The TCP connection could not be opened.
     #[error("connect: {0}")]
     Connect(io::Error),
+    /// `--source-addrs` is not a list of usable local addresses.
+    #[error("--source-addrs {0}")]
+    SourceAddrs(String),
     /// The host is no name a certificate can be checked against.
     #[error("tls: bad server name: {0}")]
     ServerName(rustls::pki_types::InvalidDnsNameError),

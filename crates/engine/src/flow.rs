@@ -18,8 +18,8 @@ use minijinja::value::Serde;
 use tokio_util::sync::CancellationToken;
 use volley_scenario::PlanError;
 use volley_scenario::extract::ResponseView;
-use volley_scenario::scenario::{Body, Call, HttpStep, JsonTemplate, Node, SseStep, WsStep};
-use volley_scenario::template::Template;
+use volley_scenario::scenario::{Body, Call, HttpStep, Node, SseStep, WsStep};
+use volley_scenario::template::{Template, Vars};
 use volley_scenario::Scenario;
 use volley_stats::ErrorKind;
 
@@ -27,6 +27,7 @@ use crate::client::{Capture, Client, Failure, PreparedRequest};
 use crate::sse::SseStream;
 use crate::context::WorkerContext;
 use crate::recorder::InFlight;
+use crate::steps::Scratch;
 
 /// What one VU keeps between iterations.
 #[derive(Debug, Default)]
@@ -135,6 +136,29 @@ fn context(vars: &BTreeMap<String, Value>) -> Value {
     Value::from_pairs(vars.iter().map(|(k, v)| (k.as_str(), v.clone())))
 }
 
+/// A VU's variables as its templates see them: looked up in place, and as one minijinja
+/// context only when a template needs the whole (built at most once per step).
+struct StepVars<'a> {
+    vars: &'a BTreeMap<String, Value>,
+    context: std::cell::OnceCell<Value>,
+}
+
+impl<'a> StepVars<'a> {
+    fn new(vars: &'a BTreeMap<String, Value>) -> Self {
+        StepVars { vars, context: std::cell::OnceCell::new() }
+    }
+}
+
+impl Vars for StepVars<'_> {
+    fn get(&self, name: &str) -> Option<Value> {
+        self.vars.get(name).cloned()
+    }
+
+    fn context(&self) -> Value {
+        self.context.get_or_init(|| context(self.vars)).clone()
+    }
+}
+
 struct Exec<'a> {
     ctx: &'a Rc<WorkerContext>,
     scenario: &'a Arc<Scenario>,
@@ -204,8 +228,10 @@ impl<'a> Exec<'a> {
         })
     }
 
-    fn render(&self, t: &Template, vars: &Value) -> Result<String, String> {
-        self.scenario.templates.render(t, vars).map_err(String::from)
+    fn render(&self, t: &Template, vars: &dyn Vars) -> Result<String, String> {
+        let mut out = String::new();
+        self.scenario.templates.render_into(t, vars, &mut out).map_err(String::from)?;
+        Ok(out)
     }
 
     fn timeout(&self, call: &Call) -> Duration {
@@ -218,7 +244,7 @@ impl<'a> Exec<'a> {
     }
 
     /// The step's URL as a path on the target, and its headers, rendered.
-    fn prepare(&self, call: &Call, vars: &Value, ws: bool) -> Result<(String, Vec<(String, String)>), String> {
+    fn prepare(&self, call: &Call, vars: &dyn Vars, ws: bool) -> Result<(String, Vec<(String, String)>), String> {
         let url = self.render(&call.url, vars)?;
         let path = self.path_on_target(&url, ws)?;
         let mut headers = Vec::with_capacity(self.scenario.headers.len() + call.headers.len());
@@ -231,10 +257,23 @@ impl<'a> Exec<'a> {
     }
 
     fn path_on_target(&self, url: &str, ws: bool) -> Result<String, String> {
+        let mut path = String::new();
+        Ok(self.path_into(url, ws, &mut path)?.to_string())
+    }
+
+    /// [`Exec::path_on_target`] without copying a path that is the URL itself: the path
+    /// is `url` or its tail, or is written into `scratch`.
+    fn path_into<'s>(&self, url: &'s str, ws: bool, scratch: &'s mut String) -> Result<&'s str, String> {
         let target = &self.ctx.target;
         if url.starts_with('/') {
             let base = target.path.path().trim_end_matches('/');
-            return Ok(format!("{base}{url}"));
+            if base.is_empty() {
+                return Ok(url);
+            }
+            scratch.clear();
+            scratch.push_str(base);
+            scratch.push_str(url);
+            return Ok(scratch);
         }
         let rest = ["http://", "https://"]
             .iter()
@@ -245,17 +284,18 @@ impl<'a> Exec<'a> {
         if authority != target.authority.as_str() {
             return Err(format!("`{url}` is on another host than the target ({}); one scenario loads one target", target.authority));
         }
-        Ok(if path.is_empty() { "/".to_string() } else { path.to_string() })
+        Ok(if path.is_empty() { "/" } else { path })
     }
 
     async fn http(&mut self, step: &HttpStep) -> Next {
         let id = step.call.id;
-        let vars = context(&self.state.vars);
-        let built = self.prepare(&step.call, &vars, false).and_then(|(path, mut headers)| {
-            let body = self.body(&step.body, &vars, &mut headers)?;
-            let req = PreparedRequest::build(&self.ctx.target, &step.method, &path, &headers, body.clone())?;
-            Ok((req, path, headers, body))
-        });
+        let vars = StepVars::new(&self.state.vars);
+        let built = if self.trace.is_some() {
+            // `volley check` shows what was sent: keep the parts.
+            self.build_shown(step, &vars).map(|(req, path, headers, body)| (Rc::new(req), path, headers, body))
+        } else {
+            self.build(step, &vars).map(|req| (req, String::new(), Vec::new(), Vec::new()))
+        };
         let (req, path, headers, body) = match built {
             Ok(b) => b,
             Err(e) => return self.abandon(id, format!("{} {}", step.method, step.call.url.source()), e),
@@ -266,6 +306,7 @@ impl<'a> Exec<'a> {
         let timeout = self.timeout(&step.call);
         let in_flight = InFlight::new(&self.ctx.recorder, Some(id));
         let result = self.client.send_capture(&req, timeout, &self.ctx.buffers, keep.then_some(&mut capture)).await;
+        drop(req);
         in_flight.done();
         let queued = std::mem::take(&mut self.queued_us);
         let must_extract = !step.extract.is_empty();
@@ -325,6 +366,70 @@ impl<'a> Exec<'a> {
         Next::Go
     }
 
+    /// Step `step`'s request: built once for a step without templates, otherwise rendered
+    /// into the worker's scratch buffers — the same bytes as [`Exec::build_shown`].
+    fn build(&self, step: &HttpStep, vars: &StepVars<'_>) -> Result<Rc<PreparedRequest>, String> {
+        let steps = &self.ctx.steps;
+        if let Some(req) = steps.literal(step.call.id) {
+            return Ok(req);
+        }
+        let templates = &self.scenario.templates;
+        let mut scratch = steps.scratch();
+        let Scratch { url, path, text, .. } = &mut *scratch;
+        url.clear();
+        templates.render_into(&step.call.url, vars, url).map_err(String::from)?;
+        let path = self.path_into(url, false, path)?;
+        let mut headers: Vec<(String, String)> = Vec::with_capacity(self.scenario.headers.len() + step.call.headers.len() + 1);
+        for (n, t) in self.scenario.headers.iter().chain(&step.call.headers) {
+            let mut v = String::new();
+            templates.render_into(t, vars, &mut v).map_err(String::from)?;
+            headers.retain(|(k, _)| !k.eq_ignore_ascii_case(n));
+            headers.push((n.clone(), v));
+        }
+        let mut content_type = |ct: &str| {
+            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+                headers.push(("Content-Type".into(), ct.into()));
+            }
+        };
+        let body = match &step.body {
+            Body::Empty => Vec::new(),
+            Body::Raw(t) => {
+                let mut out = String::new();
+                templates.render_into(t, vars, &mut out).map_err(String::from)?;
+                out.into_bytes()
+            }
+            Body::Json(j) => {
+                content_type("application/json");
+                let mut out = Vec::with_capacity(128);
+                j.write(templates, vars, text, &mut out).map_err(String::from)?;
+                out
+            }
+            Body::Form(fields) => {
+                content_type("application/x-www-form-urlencoded");
+                let mut out = form_urlencoded::Serializer::new(String::new());
+                for (k, t) in fields {
+                    text.clear();
+                    templates.render_into(t, vars, text).map_err(String::from)?;
+                    out.append_pair(k, text);
+                }
+                out.finish().into_bytes()
+            }
+        };
+        let req = Rc::new(PreparedRequest::build(&self.ctx.target, &step.method, path, &headers, body)?);
+        if crate::steps::is_literal(step, &self.scenario.headers) {
+            steps.keep(step.call.id, req.clone());
+        }
+        Ok(req)
+    }
+
+    /// Step `step`'s request with the path, headers and body it was built from.
+    fn build_shown(&self, step: &HttpStep, vars: &dyn Vars) -> Result<(PreparedRequest, String, Vec<(String, String)>, Vec<u8>), String> {
+        let (path, mut headers) = self.prepare(&step.call, vars, false)?;
+        let body = self.body(&step.body, vars, &mut headers)?;
+        let req = PreparedRequest::build(&self.ctx.target, &step.method, &path, &headers, body.clone())?;
+        Ok((req, path, headers, body))
+    }
+
     fn step_name(&self, id: usize) -> String {
         self.scenario.step_info.get(id).map(|s| s.name.clone()).unwrap_or_default()
     }
@@ -355,7 +460,7 @@ impl<'a> Exec<'a> {
     }
 
 
-    fn body(&self, body: &Body, vars: &Value, headers: &mut Vec<(String, String)>) -> Result<Vec<u8>, String> {
+    fn body(&self, body: &Body, vars: &dyn Vars, headers: &mut Vec<(String, String)>) -> Result<Vec<u8>, String> {
         let mut content_type = |ct: &str| {
             if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
                 headers.push(("Content-Type".into(), ct.into()));
@@ -366,7 +471,7 @@ impl<'a> Exec<'a> {
             Body::Raw(t) => self.render(t, vars)?.into_bytes(),
             Body::Json(j) => {
                 content_type("application/json");
-                serde_json::to_vec(&self.json(j, vars)?).map_err(|e| e.to_string())?
+                serde_json::to_vec(&j.value(&self.scenario.templates, &vars.context())?).map_err(|e| e.to_string())?
             }
             Body::Form(fields) => {
                 content_type("application/x-www-form-urlencoded");
@@ -376,17 +481,6 @@ impl<'a> Exec<'a> {
                 }
                 out.finish().into_bytes()
             }
-        })
-    }
-
-    fn json(&self, j: &JsonTemplate, vars: &Value) -> Result<serde_json::Value, String> {
-        Ok(match j {
-            JsonTemplate::Fixed(v) => v.clone(),
-            JsonTemplate::Text(t) => self.scenario.templates.render_json(t, vars)?,
-            JsonTemplate::Array(items) => serde_json::Value::Array(items.iter().map(|i| self.json(i, vars)).collect::<Result<_, _>>()?),
-            JsonTemplate::Object(fields) => serde_json::Value::Object(
-                fields.iter().map(|(k, v)| Ok((k.clone(), self.json(v, vars)?))).collect::<Result<_, String>>()?,
-            ),
         })
     }
 
@@ -403,7 +497,7 @@ impl<'a> Exec<'a> {
     /// Opens the stream and reads it in the background (or to its end with `wait`).
     async fn sse(&mut self, step: &SseStep) -> Next {
         let id = step.call.id;
-        let vars = context(&self.state.vars);
+        let vars = StepVars::new(&self.state.vars);
         let (path, mut headers) = match self.prepare(&step.call, &vars, false) {
             Ok(p) => p,
             Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e),
@@ -449,7 +543,7 @@ impl<'a> Exec<'a> {
 
     async fn websocket(&mut self, step: &WsStep) -> Next {
         let id = step.call.id;
-        let vars = context(&self.state.vars);
+        let vars = StepVars::new(&self.state.vars);
         let prepared = self.prepare(&step.call, &vars, true).and_then(|(path, headers)| {
             let send = step.send.iter().map(|t| self.render(t, &vars)).collect::<Result<Vec<_>, _>>()?;
             let expect = step.expect.as_ref().map(|t| self.render(t, &vars)).transpose()?;
@@ -508,4 +602,135 @@ fn excerpt(body: &[u8]) -> String {
     const MAX: usize = 400;
     let text = String::from_utf8_lossy(&body[..body.len().min(MAX)]).into_owned();
     if body.len() > MAX { format!("{text}… ({} bytes)", body.len()) } else { text }
+}
+
+#[cfg(test)]
+mod tests {
+    //! A step's request rendered into the worker's buffers (and, without templates, built
+    //! once) is byte for byte the request built from the step's rendered parts — with every
+    //! expression rendered by minijinja itself, as every request was before.
+
+    use std::path::Path;
+
+    use volley_scenario::{RequestSpec, Settings};
+
+    use super::*;
+    use crate::context::Shared;
+    use crate::recorder::Recorder;
+    use crate::target::Target;
+
+    const SCENARIO: &str = r#"
+target: http://127.0.0.1:9/base/
+headers:
+  Accept: "*/*"
+  X-Fixed: same
+variables:
+  who: "user{{ vu }}"
+steps:
+  - name: literal
+    request: GET /health
+    extract:
+      token: $.token
+      obj: $.obj
+  - name: literal json
+    request: POST /items
+    json: { b: [1, 2.5, null, { y: "z" }], a: "x\"y", c: true }
+  - name: login
+    request: POST /login
+    json: { user: "user{{ vu }}", password: secret, n: "{{ iteration }}", m: "{{ obj }}", s: "{{ obj.name | upper }}", e: "{{ obj.list }}" }
+  - name: items
+    request: GET http://127.0.0.1:9/items/{{ token }}?q={{ who | urlencode }}&i={{ iteration + 1 }}
+    headers:
+      Authorization: "Token {{ token }}"
+      accept: application/json
+  - name: form
+    request: PUT /form/{{ obj.id }}
+    form: { a: "{{ who }} & co", b: plain, c: "{{ obj.name }}" }
+  - name: raw
+    request: PATCH /raw
+    headers: { Content-Type: text/plain }
+    body: "{% if iteration > 1 %}late{% else %}early{% endif %} {{ token }} {{ obj }}"
+"#;
+
+    /// A context as the run gives a VU, a scenario step table and one VU's variables.
+    fn setup() -> (Rc<WorkerContext>, Arc<Scenario>, FlowState) {
+        let scenario = volley_scenario::parse_scenario(Path::new("t.yaml"), SCENARIO, &|_| None).unwrap();
+        let url = "http://127.0.0.1:9/base/";
+        let target = Target::resolve(url).unwrap();
+        let scenario = Arc::new(scenario);
+        let mut load = volley_scenario::LoadSpec::default();
+        load.set("vus", "1").unwrap();
+        load.set("duration", "1s").unwrap();
+        let plan = Settings { load, ..Settings::default() }.plan(RequestSpec::get(url), Some(scenario.clone())).unwrap();
+        let ctx = Rc::new(WorkerContext {
+            shared: Arc::new(Shared::new(0, 1)),
+            request: PreparedRequest::new(&target, &plan.request).unwrap(),
+            plan: Arc::new(plan),
+            target,
+            tls: None,
+            stream_tls: None,
+            force_h2: false,
+            recorder: Rc::new(RefCell::new(Recorder::new(Instant::now(), Duration::from_secs(3600), false, Arc::from(Vec::new())))),
+            buffers: Default::default(),
+            steps: Default::default(),
+        });
+        let mut state = FlowState::new(7);
+        state.vars.insert("vu".into(), Value::from(7));
+        state.vars.insert("iteration".into(), Value::from(3));
+        state.vars.insert("token".into(), Value::from("t0k3n-42"));
+        state.vars.insert("who".into(), Value::from("user7"));
+        let obj = serde_json::json!({"id": 42, "name": "Kim <Lee>", "list": [1, "two", {"k": null}]});
+        state.vars.insert("obj".into(), Value::from(Serde(obj)));
+        (ctx, scenario, state)
+    }
+
+    /// Variables that minijinja renders every expression of, as before direct look-ups.
+    struct MinijinjaOnly(Value);
+
+    impl Vars for MinijinjaOnly {
+        fn get(&self, _: &str) -> Option<Value> {
+            None
+        }
+
+        fn context(&self) -> Value {
+            self.0.clone()
+        }
+    }
+
+    #[test]
+    fn rendered_requests_are_the_bytes_minijinja_renders() {
+        let (ctx, scenario, mut state) = setup();
+        let mut client = Client::new(ctx.target.clone(), None, false);
+        let streams = CancellationToken::new();
+        let steps: Vec<&HttpStep> = scenario.steps.iter().map(|n| match n {
+            Node::Http(s) => s,
+            _ => unreachable!("the scenario has HTTP steps only"),
+        }).collect();
+        assert_eq!(steps.len(), 6);
+        let exec = Exec { ctx: &ctx, scenario: &scenario, client: &mut client, state: &mut state, queued_us: 0, streams: &streams, background: Vec::new(), trace: None, sent: 0, not_sent: None };
+        let reference = MinijinjaOnly(context(&exec.state.vars));
+        for round in 0..2 {
+            for step in &steps {
+                let vars = StepVars::new(&exec.state.vars);
+                let fast = exec.build(step, &vars).unwrap();
+                let (shown, ..) = exec.build_shown(step, &reference).unwrap();
+                assert_eq!(
+                    String::from_utf8_lossy(fast.h1_bytes()),
+                    String::from_utf8_lossy(shown.h1_bytes()),
+                    "round {round}, step {:?}",
+                    step.call.url.source()
+                );
+            }
+        }
+        // The two steps without a template were built once and shared; the others never.
+        let cached: Vec<bool> = steps.iter().map(|s| exec.ctx.steps.literal(s.call.id).is_some()).collect();
+        assert_eq!(cached, [true, true, false, false, false, false]);
+        let vars = StepVars::new(&exec.state.vars);
+        assert!(Rc::ptr_eq(&exec.build(steps[0], &vars).unwrap(), &exec.build(steps[0], &vars).unwrap()));
+        // The request line and a header show what was rendered.
+        let items = String::from_utf8(exec.build(steps[3], &vars).unwrap().h1_bytes().to_vec()).unwrap();
+        assert!(items.starts_with("GET /items/t0k3n-42?q=user7&i=4 HTTP/1.1\r\n"), "{items}");
+        assert!(items.contains("\r\nauthorization: Token t0k3n-42\r\n"), "{items}");
+        assert!(items.contains("\r\naccept: application/json\r\n") && !items.contains("*/*"), "a step's header replaces the scenario's: {items}");
+    }
 }

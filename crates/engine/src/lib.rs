@@ -5,6 +5,7 @@
 //! The hot path is kept as small as wrk's: a VU loop, a connection, and per-thread
 //! accumulators that no other thread touches until the interval is over.
 
+mod alarm;
 mod arrivals;
 mod check;
 mod client;
@@ -19,6 +20,7 @@ pub mod scrape;
 mod recorder;
 mod run;
 mod sse;
+mod steps;
 mod target;
 mod tls;
 mod vu;
@@ -30,5 +32,5 @@ pub use check::check_once;
 pub use error::EngineError;
 pub use preflight::preflight;
 pub use run::{EngineConfig, Event, LiveModel, MAX_LIVE_VUS, PlanChange, Retarget, Run, RunControl, RunEnd, StopReason, start};
-pub use target::Target;
+pub use target::{SourceAddrs, Target};
 pub use tls::TlsOptions;

@@ -1,6 +1,9 @@
-//! The target: a parsed URL and its resolved address.
+//! The target: a parsed URL and its resolved address, and the local addresses connections
+//! to it leave from.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use http::Uri;
 use http::uri::{Authority, PathAndQuery, Scheme};
@@ -22,6 +25,52 @@ pub struct Target {
     pub addr: SocketAddr,
     /// The full URL.
     pub uri: Uri,
+    /// Local addresses to connect from, taken in turn (none: the system picks).
+    pub sources: SourceAddrs,
+}
+
+/// Local addresses connections leave from, in turn. One local address has one range of
+/// ephemeral ports (`net.ipv4.ip_local_port_range`: ~28,000 by default), so one source can
+/// hold only that many connections to one server address; several spread them (on
+/// loopback, any address in 127.0.0.0/8 works without setup).
+#[derive(Debug, Clone, Default)]
+pub struct SourceAddrs {
+    addrs: Arc<[IpAddr]>,
+    next: Arc<AtomicUsize>,
+}
+
+impl SourceAddrs {
+    /// Parses `127.0.0.1,127.0.0.2` or a range `127.0.0.1-127.0.0.4` (or both, comma-separated).
+    pub fn parse(text: &str) -> Result<SourceAddrs, EngineError> {
+        let bad = |why: String| EngineError::SourceAddrs(format!("`{text}`: {why}; write addresses such as 127.0.0.1,127.0.0.2 or a range 127.0.0.1-127.0.0.4"));
+        let ip = |s: &str| s.trim().parse::<IpAddr>().map_err(|_| bad(format!("`{}` is not an IP address", s.trim())));
+        let mut addrs = Vec::new();
+        for item in text.split(',').filter(|i| !i.trim().is_empty()) {
+            match item.split_once('-') {
+                Some((a, b)) => match (ip(a)?, ip(b)?) {
+                    (IpAddr::V4(a), IpAddr::V4(b)) if u32::from(a) <= u32::from(b) && u32::from(b) - u32::from(a) < 65_536 => {
+                        addrs.extend((u32::from(a)..=u32::from(b)).map(|n| IpAddr::V4(n.into())));
+                    }
+                    _ => return Err(bad(format!("`{}` is no ascending IPv4 range of at most 65,536 addresses", item.trim()))),
+                },
+                None => addrs.push(ip(item)?),
+            }
+        }
+        if addrs.is_empty() {
+            return Err(bad("no address".into()));
+        }
+        Ok(SourceAddrs { addrs: addrs.into(), next: Arc::default() })
+    }
+
+    /// The addresses.
+    pub fn addrs(&self) -> &[IpAddr] {
+        &self.addrs
+    }
+
+    /// The address the next connection leaves from; `None` when none was given.
+    pub(crate) fn take(&self) -> Option<IpAddr> {
+        (!self.addrs.is_empty()).then(|| self.addrs[self.next.fetch_add(1, Ordering::Relaxed) % self.addrs.len()])
+    }
 }
 
 impl Target {
@@ -50,7 +99,21 @@ impl Target {
             .next()
             .ok_or_else(|| EngineError::Resolve { host: host.clone(), message: "no addresses".into() })?;
         let path = uri.path_and_query().cloned().unwrap_or_else(|| PathAndQuery::from_static("/"));
-        Ok(Target { tls, host, authority, path, addr, uri })
+        Ok(Target { tls, host, authority, path, addr, uri, sources: SourceAddrs::default() })
+    }
+
+    /// Connections leave from `sources`, in turn; each must be of the target's family.
+    pub fn with_sources(mut self, sources: SourceAddrs) -> Result<Target, EngineError> {
+        if let Some(a) = sources.addrs().iter().find(|a| a.is_ipv4() != self.addr.is_ipv4()) {
+            return Err(EngineError::SourceAddrs(format!(
+                "source address {a} is {} but the target {} is {}: give addresses of the same family",
+                if a.is_ipv4() { "IPv4" } else { "IPv6" },
+                self.addr,
+                if self.addr.is_ipv4() { "IPv4" } else { "IPv6" }
+            )));
+        }
+        self.sources = sources;
+        Ok(self)
     }
 }
 

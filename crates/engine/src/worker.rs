@@ -62,6 +62,7 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
             request: seed.request,
             recorder: recorder.clone(),
             buffers: Default::default(),
+            steps: Default::default(),
         });
         let mut vus = tokio::task::JoinSet::new();
         if let Model::Open { rate, max_vus } = &ctx.plan.load.model {

@@ -64,7 +64,7 @@ async fn run(
         request.headers_mut().insert(name, value);
     }
     let (stream, times) = dial(target, ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
-    let (mut ws, _response) = tokio_tungstenite::client_async(request, stream).await.map_err(|e| upgrade_failure(&e))?;
+    let (mut ws, _response) = tokio_tungstenite::client_async_with_config(request, stream, Some(config())).await.map_err(|e| upgrade_failure(&e))?;
     let upgraded = Instant::now();
     for m in send {
         ws.send(Message::text(m.as_str())).await.map_err(|e| Failure::new(ErrorKind::Reset, format!("websocket send: {e}")))?;
@@ -99,6 +99,14 @@ async fn run(
         reconnected: false,
     };
     Ok(WsDone { exchange, messages: *messages, matched })
+}
+
+/// tungstenite reads through a buffer it zero-fills to its full size (128 KiB by default)
+/// and keeps for the socket's life: a VU holding a socket open would cost that much. 4 KiB
+/// (the HTTP/1.1 reader's chunk) is read at a time instead; longer messages still grow it
+/// as they need. Frames are written as they are sent (the flow sends few, and waits).
+fn config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(4 * 1024).write_buffer_size(0)
 }
 
 fn upgrade_failure(e: &tokio_tungstenite::tungstenite::Error) -> Failure {

@@ -10,7 +10,8 @@ use serde::Serialize;
 use crate::data::Feeder;
 use crate::extract::{Check, Extract};
 use crate::plan::Settings;
-use crate::template::{Template, Templates};
+use crate::PlanError;
+use crate::template::{Template, Templates, Vars};
 
 /// A loaded, validated scenario file.
 #[derive(Debug)]
@@ -302,6 +303,80 @@ pub enum JsonTemplate {
     Object(Vec<(String, JsonTemplate)>),
 }
 
+impl JsonTemplate {
+    /// The body as a JSON value, every template rendered (object fields in file order).
+    pub fn value(&self, templates: &Templates, vars: &minijinja::Value) -> Result<serde_json::Value, PlanError> {
+        Ok(match self {
+            JsonTemplate::Fixed(v) => v.clone(),
+            JsonTemplate::Text(t) => templates.render_json(t, vars)?,
+            JsonTemplate::Array(items) => serde_json::Value::Array(items.iter().map(|i| i.value(templates, vars)).collect::<Result<_, _>>()?),
+            JsonTemplate::Object(fields) => serde_json::Value::Object(
+                fields.iter().map(|(k, v)| Ok((k.clone(), v.value(templates, vars)?))).collect::<Result<_, PlanError>>()?,
+            ),
+        })
+    }
+
+    /// Writes the body as JSON text, appending to `out`: the bytes `serde_json::to_vec` of
+    /// [`JsonTemplate::value`] gives — keys in order, the last of a repeated key kept —
+    /// without building the value. `text` is scratch.
+    pub fn write(&self, templates: &Templates, vars: &dyn Vars, text: &mut String, out: &mut Vec<u8>) -> Result<(), PlanError> {
+        if let Err(e) = self.write_in_key_order(templates, vars, text, out) {
+            // Fields are rendered in key order here; the first failure in file order is the
+            // one to tell.
+            self.value(templates, &vars.context())?;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn write_in_key_order(&self, templates: &Templates, vars: &dyn Vars, text: &mut String, out: &mut Vec<u8>) -> Result<(), PlanError> {
+        let json = |e: serde_json::Error| PlanError(format!("a JSON body could not be written: {e}"));
+        match self {
+            JsonTemplate::Fixed(v) => serde_json::to_writer(&mut *out, v).map_err(json)?,
+            JsonTemplate::Text(t) => templates.write_json(t, vars, text, out)?,
+            JsonTemplate::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    item.write_in_key_order(templates, vars, text, out)?;
+                }
+                out.push(b']');
+            }
+            JsonTemplate::Object(fields) => {
+                let mut field = |i: usize, first: bool, out: &mut Vec<u8>| {
+                    if !first {
+                        out.push(b',');
+                    }
+                    serde_json::to_writer(&mut *out, &fields[i].0).map_err(json)?;
+                    out.push(b':');
+                    fields[i].1.write_in_key_order(templates, vars, text, out)
+                };
+                out.push(b'{');
+                if fields.windows(2).all(|w| w[0].0 < w[1].0) {
+                    for i in 0..fields.len() {
+                        field(i, i == 0, out)?;
+                    }
+                } else {
+                    let mut order: Vec<usize> = (0..fields.len()).collect();
+                    order.sort_by(|&a, &b| fields[a].0.cmp(&fields[b].0).then(a.cmp(&b)));
+                    let mut first = true;
+                    for (j, &i) in order.iter().enumerate() {
+                        if order.get(j + 1).is_some_and(|&next| fields[next].0 == fields[i].0) {
+                            continue;
+                        }
+                        field(i, first, out)?;
+                        first = false;
+                    }
+                }
+                out.push(b'}');
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Open a server-sent event stream: it is read in the background while later steps run,
 /// until `events` arrived, `timeout` passed, or the iteration ends.
 #[derive(Debug)]
@@ -349,5 +424,36 @@ mod tests {
         assert!(samples.iter().any(|d| *d < Duration::from_millis(1500)) && samples.iter().any(|d| *d > Duration::from_millis(2500)));
         assert!(Pause::parse("3s..1s").unwrap_err().contains("comes second"));
         assert!(Pause::parse("soon..1s").is_err());
+    }
+
+    #[test]
+    fn a_json_body_is_written_as_serializing_its_value_would() {
+        let mut t = Templates::new();
+        let mut text = |s: &str| JsonTemplate::Text(t.compile_value(s).unwrap().0);
+        let leaf_s = text("user{{ vu }}");
+        let leaf_n = text("{{ iteration }}");
+        let leaf_m = text("{{ extracted }}");
+        let leaf_x = text("{{ vu * 2 }}");
+        let (miss_1, miss_2) = (text("a {{ first_missing }}"), text("b {{ second_missing }}"));
+        let body = JsonTemplate::Object(vec![
+            ("user".into(), leaf_s),
+            ("password".into(), JsonTemplate::Fixed(serde_json::json!("se\"cret"))),
+            ("n".into(), leaf_n),
+            ("nested".into(), JsonTemplate::Array(vec![leaf_m, JsonTemplate::Fixed(serde_json::json!({"b": 1, "a": [1.5, null]})), leaf_x])),
+            ("n".into(), JsonTemplate::Fixed(serde_json::json!("the last of a repeated key wins"))),
+            ("a sorted object".into(), JsonTemplate::Object(vec![("a".into(), JsonTemplate::Fixed(1.into())), ("b".into(), JsonTemplate::Array(vec![]))])),
+            ("empty".into(), JsonTemplate::Object(vec![])),
+        ]);
+        let extracted = minijinja::Value::from(minijinja::value::Serde(serde_json::json!({"z": [1], "id": "x"})));
+        let ctx = minijinja::context! { vu => 3, iteration => 9, extracted => extracted };
+        let expected = serde_json::to_vec(&body.value(&t, &ctx).unwrap()).unwrap();
+        let (mut scratch, mut out) = (String::new(), Vec::new());
+        body.write(&t, &ctx, &mut scratch, &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(expected).unwrap());
+        // A failure names the first failing field in file order, as building the value does.
+        let failing = JsonTemplate::Object(vec![("z".into(), miss_1), ("a".into(), miss_2)]);
+        let e = failing.write(&t, &ctx, &mut scratch, &mut Vec::new()).unwrap_err();
+        assert_eq!(e, failing.value(&t, &ctx).unwrap_err());
+        assert!(e.0.contains("first_missing"), "{e}");
     }
 }

@@ -12,6 +12,13 @@
 //! scenario: `/rooms/{{ code }}/todos` in 10,000 steps costs one compiled `{{ code }}`
 //! and 10,000 short lists of text. Strings with statements (`{% if %}`) are compiled
 //! whole, once per distinct string.
+//!
+//! Rendering is on every request's path, so what a template needs is worked out once: an
+//! expression that only names a variable (`{{ token }}`, `{{ user.id }}`) — nearly all of
+//! them — is looked up and written directly, as minijinja would print it, without starting
+//! minijinja or building its context; the text between expressions is copied as it is; and
+//! a request renders into buffers the caller keeps ([`Templates::render_into`]). Anything
+//! else, or a name that is not set (for the error), goes through minijinja.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -35,6 +42,28 @@ pub struct Templates {
     env: Environment<'static>,
     /// Each distinct code compiled, with its name and the variables it reads.
     compiled: HashMap<String, (Arc<str>, BTreeSet<String>)>,
+    /// The compiled expressions that only name a variable, with its path (`user.id`:
+    /// `["user", "id"]`), rendered without minijinja.
+    lookups: HashMap<Arc<str>, Box<[String]>>,
+}
+
+/// Where a render finds the variables: by name for the expressions that only name one,
+/// and as a whole minijinja context for the rest (built only when one needs it).
+pub trait Vars {
+    /// The variable `name`, if set.
+    fn get(&self, name: &str) -> Option<Value>;
+    /// Every variable, as minijinja's context.
+    fn context(&self) -> Value;
+}
+
+impl Vars for Value {
+    fn get(&self, name: &str) -> Option<Value> {
+        self.get_attr(name).ok().filter(|v| !v.is_undefined())
+    }
+
+    fn context(&self) -> Value {
+        self.clone()
+    }
 }
 
 impl std::fmt::Debug for Templates {
@@ -100,7 +129,7 @@ impl Templates {
         env.add_function("timestamp_ms", || {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
         });
-        Templates { env, compiled: HashMap::new() }
+        Templates { env, compiled: HashMap::new(), lookups: HashMap::new() }
     }
 
     /// How many minijinja templates are compiled (distinct expressions and strings).
@@ -171,41 +200,144 @@ impl Templates {
         let tmpl = self.env.get_template(&name).map_err(|e| PlanError(describe(&e, source)))?;
         let vars: BTreeSet<String> =
             tmpl.undeclared_variables(true).into_iter().filter(|v| !FUNCTIONS.contains(&v.as_str())).collect();
+        if let Some(path) = lookup_path(&code) {
+            self.lookups.insert(name.clone(), path);
+        }
         self.compiled.insert(code, (name.clone(), vars.clone()));
         Ok((name, vars))
     }
 
     /// Renders to text.
     pub fn render(&self, t: &Template, ctx: &Value) -> Result<String, PlanError> {
-        let one = |name: &str, source: &str| {
-            self.env.get_template(name).and_then(|tmpl| tmpl.render(ctx)).map_err(|e| PlanError(describe(&e, source)))
-        };
+        let mut out = String::new();
+        self.render_into(t, ctx, &mut out)?;
+        Ok(out)
+    }
+
+    /// Renders, appending to `out` (a buffer the caller reuses).
+    pub fn render_into(&self, t: &Template, vars: &dyn Vars, out: &mut String) -> Result<(), PlanError> {
         match t {
-            Template::Literal(s) => Ok(s.clone()),
+            Template::Literal(s) => out.push_str(s),
             Template::Pieces { pieces, source } => {
-                let mut out = String::new();
                 for p in pieces {
                     match p {
                         Piece::Text(text) => out.push_str(text),
-                        Piece::Expr(name) => out.push_str(&one(name, source)?),
+                        Piece::Expr(name) => self.expr_into(name, source, vars, out)?,
                     }
                 }
-                Ok(out)
             }
-            Template::Compiled { name, source } | Template::Value { name, source } => one(name, source),
+            Template::Compiled { name, source } => out.push_str(&self.minijinja(name, source, &vars.context())?),
+            Template::Value { name, source } => out.push_str(&self.minijinja(name, source, &vars.context())?),
         }
+        Ok(())
+    }
+
+    /// One `{{ expression }}`: a variable written directly, anything else by minijinja.
+    fn expr_into(&self, name: &Arc<str>, source: &str, vars: &dyn Vars, out: &mut String) -> Result<(), PlanError> {
+        if let Some(v) = self.lookup(name, vars) {
+            // As minijinja prints a value when nothing is escaped.
+            use std::fmt::Write;
+            match v.as_str() {
+                Some(s) => out.push_str(s),
+                None => write!(out, "{v}").expect("writing to a String"),
+            }
+            return Ok(());
+        }
+        out.push_str(&self.minijinja(name, source, &vars.context())?);
+        Ok(())
+    }
+
+    /// The value of an expression that only names a variable, when it is set.
+    fn lookup(&self, name: &str, vars: &dyn Vars) -> Option<Value> {
+        let path = self.lookups.get(name)?;
+        let mut v = vars.get(&path[0])?;
+        for attr in &path[1..] {
+            v = v.get_attr(attr).ok().filter(|v| !v.is_undefined())?;
+        }
+        Some(v)
+    }
+
+    fn minijinja(&self, name: &str, source: &str, ctx: &Value) -> Result<String, PlanError> {
+        self.env.get_template(name).and_then(|tmpl| tmpl.render(ctx)).map_err(|e| PlanError(describe(&e, source)))
     }
 
     /// Renders a JSON body leaf.
     pub fn render_json(&self, t: &Template, ctx: &Value) -> Result<serde_json::Value, PlanError> {
-        let text = self.render(t, ctx)?;
+        if let Template::Value { name, source } = t {
+            let text = self.minijinja(name, source, ctx)?;
+            return serde_json::from_str(&text).map_err(|e| PlanError(format!("`{source}` did not render to JSON: {e}")));
+        }
+        Ok(serde_json::Value::String(self.render(t, ctx)?))
+    }
+
+    /// Writes a JSON body leaf as JSON text, appending to `out`: the bytes
+    /// `serde_json::to_vec(&render_json(t, ctx))` gives, with what is scratch in `text`.
+    pub fn write_json(&self, t: &Template, vars: &dyn Vars, text: &mut String, out: &mut Vec<u8>) -> Result<(), PlanError> {
+        text.clear();
+        let json = |e: serde_json::Error| PlanError(format!("`{}` could not be written as JSON: {e}", t.source()));
         match t {
-            Template::Value { source, .. } => {
-                serde_json::from_str(&text).map_err(|e| PlanError(format!("`{source}` did not render to JSON: {e}")))
+            Template::Value { name, source } => {
+                // A string, a whole number or a truth value is written as such; any other
+                // value goes through `tojson` and back, which orders object keys.
+                if let Some(v) = self.lookup(name, vars) {
+                    use minijinja::value::ValueKind;
+                    match v.kind() {
+                        ValueKind::String => return serde_json::to_writer(out, v.as_str().unwrap_or_default()).map_err(json),
+                        ValueKind::Bool => {
+                            out.extend_from_slice(if v.is_true() { b"true" } else { b"false" });
+                            return Ok(());
+                        }
+                        ValueKind::Number if v.is_integer() => {
+                            if let Some(n) = v.as_i64() {
+                                return serde_json::to_writer(out, &n).map_err(json);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let text = self.minijinja(name, source, &vars.context())?;
+                let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| PlanError(format!("`{source}` did not render to JSON: {e}")))?;
+                serde_json::to_writer(out, &value).map_err(json)
             }
-            _ => Ok(serde_json::Value::String(text)),
+            _ => {
+                self.render_into(t, vars, text)?;
+                serde_json::to_writer(out, text.as_str()).map_err(json)
+            }
         }
     }
+}
+
+/// The variable path of a compiled expression (`{{ user.id }}`: `user`, `id`), when the
+/// expression only names a variable.
+fn lookup_path(code: &str) -> Option<Box<[String]>> {
+    use minijinja::machinery::ast::{Expr, Stmt};
+    let ast = minijinja::machinery::parse(code, "<lookup>", Default::default()).ok()?;
+    let Stmt::Template(root) = &ast else { return None };
+    let [Stmt::EmitExpr(e)] = root.children.as_slice() else { return None };
+    let mut expr = &e.expr;
+    // A lone JSON expression is compiled as `(expr) | tojson`.
+    if let Expr::Filter(f) = expr
+        && f.name == "tojson"
+        && f.args.is_empty()
+    {
+        expr = f.expr.as_ref()?;
+    }
+    let mut path = Vec::new();
+    loop {
+        match expr {
+            Expr::Var(v) => {
+                path.push(v.id.to_string());
+                break;
+            }
+            Expr::GetAttr(g) => {
+                path.push(g.name.to_string());
+                expr = &g.expr;
+            }
+            _ => return None,
+        }
+    }
+    path.reverse();
+    Some(path.into_boxed_slice())
 }
 
 /// What a template's syntax tree shows that compiling it does not: calls the environment
@@ -599,6 +731,66 @@ mod tests {
         // A macro defined in the template is callable; a literal is all literal.
         assert!(t.inspect("{% macro m() %}a{% endmacro %}{{ m() }}", &unbound(&[])).problems.is_empty());
         assert_eq!(t.inspect("/plain", &unbound(&[])).literals, ["/plain"]);
+    }
+
+    /// Values of every kind a VU's variables hold: text with characters JSON and HTML
+    /// escape, numbers, truth values, none, lists, maps (an extracted JSON object) and
+    /// nested attributes.
+    fn every_kind() -> Value {
+        context! {
+            s => "a<b & \"c\" 'd' \\ é\n", n => 42, neg => -7, f => 1.5, big => u64::MAX, yes => true, no => false,
+            nothing => (), list => vec![1, 2], empty => "",
+            map => Value::from(minijinja::value::Serde(serde_json::json!({"z": 1, "a": [true, null], "k": "v", "inner": {"x": 1}}))),
+            user => context! { name => "Kim Lee", id => 7 },
+        }
+    }
+
+    #[test]
+    fn variables_written_directly_render_as_minijinja_does() {
+        let mut t = Templates::new();
+        let ctx = every_kind();
+        let mut direct = 0;
+        for source in [
+            "{{ s }}", "{{ n }}", "{{ neg }}", "{{ f }}", "{{ big }}", "{{ yes }}", "{{ no }}", "{{ nothing }}", "{{ list }}",
+            "{{ map }}", "{{ map.inner }}", "{{ map.inner.x }}", "{{ map.a }}", "{{ user.name }}", "{{ empty }}", "{{user.id}}",
+            "x{{ n }}y{{ s }}z", "  {{- s -}}  ", "/items/{{ user.id }}?q={{ s | urlencode }}", "{{ s|upper }}", "{{ n + 1 }}",
+            "{{ map['k'] }}", "{{ (n) }}", "{{ random(1, 1) }}{{ n }}", "{% if yes %}{{ s }}{% endif %}",
+        ] {
+            let (tm, _) = t.compile(source).unwrap();
+            let whole = t.env.render_str(source, ctx.clone()).unwrap();
+            assert_eq!(t.render(&tm, &ctx).unwrap(), whole, "{source:?}");
+            let mut out = String::from("kept ");
+            t.render_into(&tm, &ctx, &mut out).unwrap();
+            assert_eq!(out, format!("kept {whole}"), "{source:?}: appended to the buffer");
+            if let Template::Pieces { pieces, .. } = &tm {
+                direct += pieces.iter().filter(|p| matches!(p, Piece::Expr(name) if t.lookups.contains_key(name))).count();
+            }
+        }
+        // Every plain name and attribute path above (in parentheses too) is written without
+        // minijinja: 22 of them; filters, operators, subscripts, calls and statements are not.
+        assert_eq!(direct, 22);
+        // A name that is not set fails as minijinja fails.
+        let (tm, _) = t.compile("/a/{{ missing }}").unwrap();
+        let e = t.render(&tm, &ctx).unwrap_err();
+        assert!(e.contains("undefined"), "{e}");
+        let (tm, _) = t.compile("{{ user.missing }}").unwrap();
+        assert!(t.render(&tm, &ctx).is_err());
+    }
+
+    #[test]
+    fn json_leaves_are_written_as_serializing_the_rendered_value_would() {
+        let mut t = Templates::new();
+        let ctx = every_kind();
+        for source in [
+            "{{ s }}", "{{ n }}", "{{ neg }}", "{{ f }}", "{{ big }}", "{{ yes }}", "{{ no }}", "{{ nothing }}", "{{ list }}",
+            "{{ map }}", "{{ map.inner }}", "{{ user.name }}", "{{ n + 1 }}", "item {{ n }}", "{{ s }} and {{ user.id }}", "{{ empty }}",
+        ] {
+            let (tm, _) = t.compile_value(source).unwrap();
+            let expected = serde_json::to_vec(&t.render_json(&tm, &ctx).unwrap()).unwrap();
+            let (mut text, mut out) = (String::from("stale"), b"[".to_vec());
+            t.write_json(&tm, &ctx, &mut text, &mut out).unwrap();
+            assert_eq!(String::from_utf8_lossy(&out[1..]), String::from_utf8_lossy(&expected), "{source:?}");
+        }
     }
 
     #[test]

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Memory per VU at many connections: volley with N paced VUs (one request per VU per second,
+# each on its own keep-alive connection) against nginx on 127.0.0.1, and N VUs that only hold
+# a server-sent event stream or a WebSocket open against the demo target (`volley demo`).
+# GNU time's peak RSS of the volley process; KB per VU = (RSS(N) − RSS(10)) / (N − 10).
+# More connections than one source address has local ports for (net.ipv4.ip_local_port_range,
+# ~28k by default) are spread over 127.0.0.1…127.0.0.K with --source-addrs.
+#
+#   bench/vus.sh                           # paced: 10, 10000, 50000 VUs; streams: 10, 10000
+#   VUS="10 1000 10000 50000" STREAM_VUS="10 50000" DURATION=30 bench/vus.sh
+#   CASES=paced bench/vus.sh               # paced only (CASES="paced sse ws" by default)
+#
+# Needs nginx, GNU time, taskset, a release build (cargo build --release) and an open-file
+# limit above the largest N (the script raises its own to the hard limit; as root it raises
+# the hard limit too). The demo target runs from the same volley binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VOLLEY=${VOLLEY:-target/release/volley}
+VUS=${VUS:-10 10000 50000}
+STREAM_VUS=${STREAM_VUS:-10 10000}
+CASES=${CASES:-paced sse ws}
+DURATION=${DURATION:-20}
+PORT=${PORT:-18093}
+DEMO_PORT=${DEMO_PORT:-18094}
+cpus=($(taskset -pc $$ | sed 's/.*: //' | tr ',' ' ' | tr '-' ' '))
+SERVER_CPU=${SERVER_CPU:-${cpus[0]}}
+CLIENT_CPU=${CLIENT_CPU:-${cpus[1]:-${cpus[0]}}}
+PATH=$PATH:/usr/sbin
+
+for tool in nginx taskset python3; do
+  command -v "$tool" >/dev/null || { echo "vus.sh: $tool is missing (apt-get install nginx-light util-linux python3)" >&2; exit 2; }
+done
+[ -x /usr/bin/time ] || { echo "vus.sh: GNU time is missing (apt-get install time)" >&2; exit 2; }
+[ -x "$VOLLEY" ] || { echo "vus.sh: $VOLLEY not built (cargo build --release)" >&2; exit 2; }
+VOLLEY=$(cd "$(dirname "$VOLLEY")" && pwd)/$(basename "$VOLLEY")
+max=$(printf '%s\n' $VUS $STREAM_VUS | sort -n | tail -1)
+want=$((2 * max + 1000))
+[ "$(id -u)" = 0 ] && [ "$(ulimit -Hn)" -lt "$want" ] && ulimit -Hn "$want"
+ulimit -n "$(ulimit -Hn)"
+if [ "$(ulimit -n)" -lt $((max + 100)) ]; then
+  echo "vus.sh: the open-file limit $(ulimit -n) is below $max VUs; raise it (ulimit -Hn, as root)" >&2; exit 2
+fi
+for p in $PORT $DEMO_PORT; do
+  if (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "vus.sh: port $p is taken; set PORT / DEMO_PORT" >&2; exit 2; fi
+done
+
+# Source addresses: one per 25,000 connections (the default port range has ~28k).
+sources() {
+  local n=$(($1 / 25000 + 1)) list=127.0.0.1 i
+  for i in $(seq 2 "$n"); do list=$list,127.0.0.$i; done
+  echo "$list"
+}
+
+out=$(mktemp -d /tmp/volley-vus.XXXXXX)
+mkdir -p "$out/tmp"
+cat >"$out/nginx.conf" <<CONF
+worker_processes 1;
+worker_rlimit_nofile $want;
+daemon off;
+pid $out/nginx.pid;
+error_log $out/error.log;
+events { worker_connections $want; multi_accept on; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 300s;
+  client_body_temp_path $out/tmp; proxy_temp_path $out/tmp; fastcgi_temp_path $out/tmp;
+  uwsgi_temp_path $out/tmp; scgi_temp_path $out/tmp;
+  server { listen $PORT backlog=65535; location / { return 200 "hello\n"; } }
+}
+CONF
+taskset -c "$SERVER_CPU" nginx -c "$out/nginx.conf" -p "$out" &
+nginx_pid=$!
+demo_pid=
+if [[ " $CASES " == *" sse "* || " $CASES " == *" ws "* ]]; then
+  taskset -c "$SERVER_CPU" "$VOLLEY" demo --listen "127.0.0.1:$DEMO_PORT" >"$out/demo.out" 2>&1 &
+  demo_pid=$!
+fi
+trap 'kill $nginx_pid $demo_pid 2>/dev/null; wait $nginx_pid $demo_pid 2>/dev/null || true' EXIT
+for p in $PORT ${demo_pid:+$DEMO_PORT}; do
+  for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done
+done
+
+cat >"$out/sse.yaml" <<YAML
+# Each VU opens one event stream and holds it (no event comes: nobody posts) until the run ends.
+target: http://127.0.0.1:$DEMO_PORT
+steps:
+  - name: hold stream
+    sse: /rooms/1/stream
+    events: 1
+    wait: true
+    timeout: 600s
+YAML
+cat >"$out/ws.yaml" <<YAML
+# Each VU opens one WebSocket, sends a message and waits for an answer that never comes.
+target: http://127.0.0.1:$DEMO_PORT
+steps:
+  - name: hold socket
+    websocket: /ws/echo
+    send: hello
+    expect: never sent back
+    timeout: 600s
+YAML
+
+# run CASE N: one volley run; prints "CASE N rss_kb cpu_s requests errors".
+run() {
+  local case=$1 n=$2 dir=$out/$1-$2
+  mkdir -p "$dir"
+  local what
+  case $case in
+    paced) what=(--url "http://127.0.0.1:$PORT/" --pacing 1s) ;;
+    sse | ws) what=("$out/$case.yaml") ;;
+  esac
+  local cmd=("$VOLLEY" run "${what[@]}" --vus "$n" --ramp-up 5s --duration "${DURATION}s" --threads 1 --timeout 600s --grace 1s
+             --source-addrs "$(sources "$n")" --progress none -o runs --name "$case")
+  printf '%q ' "${cmd[@]}" >"$dir/cmd"
+  (cd "$dir" && taskset -c "$CLIENT_CPU" /usr/bin/time -f "%U %S %M" -o time.txt timeout -k 5 $((DURATION + 60)) "${cmd[@]}" >out.txt 2>err.txt) || true
+  python3 - "$case" "$n" "$dir" >>"$out/results.tsv" <<'PY'
+import glob, json, sys
+case, n, d = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+u, s, rss = open(d + "/time.txt").read().split()[-3:]
+try:
+    r = json.load(open(glob.glob(d + "/runs/*/report.json")[0]))
+    tests, errors = r["seed_suite"]["total_tests"], r["seed_suite"]["errors"]
+except Exception as e:
+    tests, errors = "?", f"no report ({e})"
+print(case, n, rss, f"{float(u) + float(s):.2f}", tests, errors, sep="\t")
+PY
+  tail -1 "$out/results.tsv"
+}
+
+for case in $CASES; do
+  list=$VUS
+  [ "$case" != paced ] && list=$STREAM_VUS
+  for n in $list; do run "$case" "$n"; done
+done
+
+python3 - "$out/results.tsv" <<'PY'
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+print("\n| case | VUs | peak RSS MB | KB per VU (over the smallest run) | CPU s | requests ok | errors |")
+print("|---|---|---|---|---|---|---|")
+base = {}
+for case, n, rss, cpu, tests, errors in rows:
+    n, rss = int(n), int(rss)
+    b = base.setdefault(case, (n, rss))
+    per = f"{(rss - b[1]) / (n - b[0]):.1f}" if n > b[0] else "–"
+    print(f"| {case} | {n:,} | {rss / 1024:.1f} | {per} | {cpu} | {tests} | {errors} |")
+PY
+echo "raw: $out"
