@@ -13,7 +13,8 @@ use rustls::ClientConfig;
 use tokio_util::sync::CancellationToken;
 use volley_scenario::Plan;
 
-use crate::client::{BufferPool, PreparedRequest};
+use crate::client::{BufferPool, Client, PreparedRequest};
+use crate::pool::Pool;
 use crate::recorder::Recorder;
 use crate::target::Target;
 
@@ -74,4 +75,16 @@ pub(crate) struct WorkerContext {
     pub(crate) request: PreparedRequest,
     pub(crate) recorder: Rc<RefCell<Recorder>>,
     pub(crate) buffers: BufferPool,
+    /// `--connections`: this worker's share of the connections its VUs share.
+    pub(crate) pool: Option<Rc<Pool>>,
+}
+
+impl WorkerContext {
+    /// A new VU's client: on the shared connections, or with a connection of its own.
+    pub(crate) fn client(&self) -> Client {
+        match &self.pool {
+            Some(pool) => Client::pooled(pool),
+            None => Client::new(self.target.clone(), self.tls.clone(), self.force_h2),
+        }
+    }
 }
