@@ -264,7 +264,7 @@ fn http2_errors_are_counted_by_kind() {
         loop {
             let Ok((tcp, _)) = listener.accept().await else { return };
             tokio::spawn(async move {
-                let Ok(mut conn) = h2::server::handshake::<_, Bytes>(tcp).await else { return };
+                let Ok(mut conn) = h2::server::handshake(tcp).await else { return };
                 while let Some(Ok((_, mut respond))) = conn.accept().await {
                     respond.send_reset(h2::Reason::INTERNAL_ERROR);
                 }
