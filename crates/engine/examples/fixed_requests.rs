@@ -22,9 +22,9 @@ fn main() {
     load.set("vus", vus).unwrap();
     load.set("iterations", iterations).unwrap();
     if let Some(c) = rest.first() {
-        load.set("connections", c).unwrap();
+        load.set("connections", c.as_str()).unwrap();
     }
-    let plan = Settings { load, ..Settings::default() }.plan(RequestSpec::get(url), None).unwrap();
+    let plan = Settings { load, ..Settings::default() }.plan(RequestSpec::get(url.as_str()), None).unwrap();
     let config = EngineConfig {
         plan,
         target: Target::resolve(url).unwrap(),
