@@ -43,6 +43,9 @@ impl Progress {
         if c.late + c.dropped > 0 {
             stats.push_str(&format!("  late {} dropped {}", c.late, c.dropped));
         }
+        if c.pool_wait_sum_us > 0 {
+            stats.push_str(&format!("  pool wait {:.2} ms", c.pool_wait_mean_ms()));
+        }
         let mut err = std::io::stderr().lock();
         if self.live {
             let width = 24;

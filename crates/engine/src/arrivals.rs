@@ -40,7 +40,7 @@ impl Pool {
                 // VU numbers unique across workers, as in the closed model.
                 let id = ctx.plan.segment.global(self.created as u64 * workers + worker);
                 self.created += 1;
-                Vu { client: Client::new(ctx.target.clone(), ctx.tls.clone(), ctx.force_h2), flow: FlowState::new(id), nothing_sent: NothingSent::default() }
+                Vu { client: ctx.client(), flow: FlowState::new(id), nothing_sent: NothingSent::default() }
             })
         })
     }

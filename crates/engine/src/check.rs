@@ -32,6 +32,7 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineErro
         recorder: Rc::new(RefCell::new(Recorder::new(Instant::now(), Duration::from_secs(3600), false, names))),
         buffers: Default::default(),
         steps: Default::default(),
+        pool: None,
     });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

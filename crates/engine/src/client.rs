@@ -1,18 +1,16 @@
 //! One virtual user's connection: TCP (+ TLS) set-up with phase timings, an HTTP/1.1 or
 //! HTTP/2 handshake, and requests timed from their actual start to the end of the body.
 
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use std::cell::RefCell;
 
-use http::header::{HOST, HeaderMap, HeaderValue, USER_AGENT};
+use http::header::{CONTENT_LENGTH, HOST, HeaderMap, HeaderValue, USER_AGENT};
 use http::uri::PathAndQuery;
 use http::{Method, Request, Uri};
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http2;
-use hyper_util::rt::TokioIo;
 use rustls::ClientConfig;
 use volley_stats::ErrorKind;
 
@@ -20,6 +18,8 @@ use crate::dial::{ConnectTimes, dial, micros};
 use crate::error::EngineError;
 pub(crate) use crate::h1::Capture;
 use crate::h1::{self, Stream};
+use crate::http2::{self, H2Conn};
+use crate::pool::{Lease, Pool, Seat};
 use crate::target::Target;
 
 /// A failed request: its kind and what happened.
@@ -65,32 +65,19 @@ impl Failure {
             e => Failure::new(ErrorKind::Protocol, e.to_string()),
         }
     }
-
-    fn hyper(e: &hyper::Error) -> Self {
-        let kind = if e.is_canceled() || e.is_closed() || e.is_incomplete_message() {
-            ErrorKind::Reset
-        } else if e.is_timeout() {
-            ErrorKind::Timeout
-        } else if let Some(io) = std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>()) {
-            return Failure::io("response", io);
-        } else {
-            ErrorKind::Protocol
-        };
-        Failure::new(kind, format!("response: {e}"))
-    }
 }
 
-/// An open connection: our own HTTP/1.1 on the hot path, hyper's HTTP/2.
+/// An open connection: our own HTTP/1.1, or HTTP/2 on the `h2` crate.
 pub(crate) enum Connection {
     H1(Stream),
-    H2(http2::SendRequest<Full<Bytes>>),
+    H2(H2Conn),
 }
 
 impl Connection {
     fn is_closed(&self) -> bool {
         match self {
             Connection::H1(_) => false,
-            Connection::H2(s) => s.is_closed(),
+            Connection::H2(c) => c.is_closed(),
         }
     }
 }
@@ -125,30 +112,14 @@ pub(crate) async fn connect(
 }
 
 /// [`connect`]; HTTP/2 when the server chose it in the TLS handshake, or with `force_h2`.
-async fn connect_with(
+pub(crate) async fn connect_with(
     target: &Target,
     tls: Option<&Arc<ClientConfig>>,
     force_h2: bool,
 ) -> Result<(Connection, ConnectTimes), Failure> {
     let (stream, times) = dial(target, tls).await.map_err(Failure::dial)?;
     let h2 = force_h2 || matches!(&stream, Stream::Tls(s) if s.get_ref().1.alpn_protocol() == Some(b"h2"));
-    Ok((if h2 { handshake_h2(stream).await? } else { Connection::H1(stream) }, times))
-}
-
-async fn handshake_h2(stream: Stream) -> Result<Connection, Failure> {
-    let (sender, conn) = http2::handshake(LocalExec, TokioIo::new(stream)).await.map_err(|e| Failure::hyper(&e))?;
-    tokio::task::spawn_local(conn);
-    Ok(Connection::H2(sender))
-}
-
-/// Runs HTTP/2 connection tasks on the current thread's event loop.
-#[derive(Clone, Copy)]
-struct LocalExec;
-
-impl<F: Future + 'static> hyper::rt::Executor<F> for LocalExec {
-    fn execute(&self, fut: F) {
-        tokio::task::spawn_local(fut);
-    }
+    Ok((if h2 { Connection::H2(http2::handshake(stream).await?) } else { Connection::H1(stream) }, times))
 }
 
 /// The request every iteration sends, built once.
@@ -156,6 +127,7 @@ impl<F: Future + 'static> hyper::rt::Executor<F> for LocalExec {
 pub(crate) struct PreparedRequest {
     method: Method,
     full_uri: Uri,
+    /// HTTP/2's headers: no `Host` (`:authority` carries it), `content-length` with a body.
     headers: HeaderMap,
     body: Bytes,
     /// The whole HTTP/1.1 request, serialized once.
@@ -211,6 +183,9 @@ impl PreparedRequest {
         }
         let h1 = serialize_h1(&method, path.as_str(), &map, &body);
         map.remove(HOST);
+        if sends_body(&method, &body) && !map.contains_key(CONTENT_LENGTH) {
+            map.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+        }
         Ok(PreparedRequest { method, full_uri, headers: map, body, h1 })
     }
 
@@ -219,8 +194,9 @@ impl PreparedRequest {
         &self.h1
     }
 
-    fn build_h2(&self) -> Request<Full<Bytes>> {
-        let mut req = Request::new(Full::new(self.body.clone()));
+    /// The HTTP/2 request head (the body goes apart, as DATA).
+    fn h2_head(&self) -> Request<()> {
+        let mut req = Request::new(());
         *req.method_mut() = self.method.clone();
         *req.headers_mut() = self.headers.clone();
         *req.uri_mut() = self.full_uri.clone();
@@ -238,13 +214,17 @@ fn serialize_h1(method: &Method, path: &str, headers: &HeaderMap, body: &[u8]) -
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    let sends_body = !body.is_empty() || matches!(*method, Method::POST | Method::PUT | Method::PATCH);
-    if sends_body && !headers.contains_key(http::header::CONTENT_LENGTH) {
+    if sends_body(method, body) && !headers.contains_key(CONTENT_LENGTH) {
         out.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(body);
     Bytes::from(out)
+}
+
+/// Whether a request carries a body (and so says its length), even an empty one.
+fn sends_body(method: &Method, body: &[u8]) -> bool {
+    !body.is_empty() || matches!(*method, Method::POST | Method::PUT | Method::PATCH)
 }
 
 /// One completed exchange (any status), µs from the actual start.
@@ -258,22 +238,59 @@ pub(crate) struct Exchange {
     /// Open model: how long after its due time the request was actually sent, µs.
     pub(crate) queued_us: u64,
     pub(crate) bytes: u64,
-    /// A new connection was opened although this VU had one before.
+    /// A new connection was opened although this VU (or, with shared connections, the
+    /// connection's slot) had one before.
     pub(crate) reconnected: bool,
+    /// Shared connections: how long the request waited for a connection or an HTTP/2
+    /// stream slot, µs; not part of `ttfb_us` or `total_us`.
+    pub(crate) wait_us: u64,
 }
 
-/// A VU's connection slot and what it needs to (re)open it.
+/// A VU's connection — its own, or its seat in the worker's shared [`Pool`] — and what it
+/// needs to (re)open it.
 pub(crate) struct Client {
     target: Target,
     tls: Option<Arc<ClientConfig>>,
     force_h2: bool,
     conn: Option<Connection>,
     opened_before: bool,
+    seat: Option<Seat>,
+}
+
+/// How a request went on the wire, before it becomes an [`Exchange`].
+struct Wire {
+    status: u16,
+    first: Instant,
+    bytes: u64,
+    connect_us: u64,
+    tls_us: u64,
+    reconnected: bool,
+    wait_us: u64,
+}
+
+impl Wire {
+    fn new() -> Self {
+        Wire { status: 0, first: Instant::now(), bytes: 0, connect_us: 0, tls_us: 0, reconnected: false, wait_us: 0 }
+    }
+
+    fn opened(&mut self, times: ConnectTimes, reconnect: bool) {
+        self.connect_us += times.tcp_us + times.tls_us;
+        self.tls_us += times.tls_us;
+        self.reconnected |= reconnect;
+    }
 }
 
 impl Client {
+    /// A client with a connection of its own, opened at the first request.
     pub(crate) fn new(target: Target, tls: Option<Arc<ClientConfig>>, force_h2: bool) -> Self {
-        Client { target, tls, force_h2, conn: None, opened_before: false }
+        Client { target, tls, force_h2, conn: None, opened_before: false, seat: None }
+    }
+
+    /// A client that sends on the worker's shared connections.
+    pub(crate) fn pooled(pool: &Rc<Pool>) -> Self {
+        let mut c = Client::new(pool.target.clone(), None, false);
+        c.seat = Some(Seat::new(pool));
+        c
     }
 
     /// Sends `req`, opening a connection first if needed; the whole exchange is bounded by
@@ -292,103 +309,167 @@ impl Client {
     ) -> Result<Exchange, Failure> {
         let start = Instant::now();
         let mut buf = buffers.take();
-        let result = tokio::time::timeout(timeout, self.exchange(req, start, &mut buf, capture)).await;
+        let result = tokio::time::timeout(timeout, self.exchange(req, &mut buf, capture)).await;
         buffers.give(buf);
         let out = match result {
             Ok(r) => r,
             Err(_) => Err(Failure::new(ErrorKind::Timeout, format!("no complete response within {}s", timeout.as_secs_f64()))),
         };
-        if out.is_err() {
-            self.conn = None;
-        }
-        out
-    }
-
-    async fn exchange(
-        &mut self,
-        req: &PreparedRequest,
-        start: Instant,
-        buf: &mut Vec<u8>,
-        mut capture: Option<&mut Capture>,
-    ) -> Result<Exchange, Failure> {
-        let (mut connect_us, mut tls_us) = (0, 0);
-        let mut reconnected = false;
-        // A reused connection that the server closed while idle fails before any response
-        // byte; the request is then sent once more on a new connection (as browsers and
-        // hyper do), its time still counted from the first attempt.
-        let mut may_retry = true;
-        let (status, first, bytes) = loop {
-            let fresh = self.conn.as_ref().is_none_or(Connection::is_closed);
-            if fresh {
-                let (conn, times) = connect_with(&self.target, self.tls.as_ref(), self.force_h2).await?;
-                connect_us += times.tcp_us + times.tls_us;
-                tls_us += times.tls_us;
-                reconnected |= self.opened_before;
-                self.opened_before = true;
-                self.conn = Some(conn);
-            }
-            let conn = self.conn.as_mut().expect("connection just ensured");
-            let Connection::H1(stream) = conn else { break self.exchange_h2(req, capture.as_deref_mut()).await? };
-            let head_only = req.method == Method::HEAD;
-            if let Some(c) = capture.as_deref_mut() {
-                *c = Capture::default();
-            }
-            match h1::exchange(stream, &req.h1, head_only, buf, capture.as_deref_mut()).await {
-                Ok(r) => {
-                    if !r.keep_alive {
-                        self.conn = None;
-                    }
-                    break (r.status, r.first_byte, r.body_bytes);
+        let wire = match out {
+            Ok(w) => w,
+            Err(f) => {
+                self.conn = None;
+                if let Some(seat) = &mut self.seat {
+                    seat.cached = None;
                 }
-                Err(h1::H1Error::Stale(_)) if !fresh && may_retry => {
-                    self.conn = None;
-                    may_retry = false;
-                }
-                Err(e) => return Err(Failure::h1(e)),
+                return Err(f);
             }
         };
         let end = Instant::now();
+        // The wait for a shared connection or stream is the pool's, not the server's.
+        let since = |t: Instant| micros(t.saturating_duration_since(start)).saturating_sub(wire.wait_us);
         Ok(Exchange {
-            status,
-            ttfb_us: micros(first.saturating_duration_since(start)),
-            total_us: micros(end - start),
-            connect_us,
-            tls_us,
+            status: wire.status,
+            ttfb_us: since(wire.first),
+            total_us: since(end),
+            connect_us: wire.connect_us,
+            tls_us: wire.tls_us,
             queued_us: 0,
-            bytes,
-            reconnected,
+            bytes: wire.bytes,
+            reconnected: wire.reconnected,
+            wait_us: wire.wait_us,
         })
     }
 
-    /// One request on the HTTP/2 connection: (status, time of the head, body bytes).
-    async fn exchange_h2(&mut self, req: &PreparedRequest, mut capture: Option<&mut Capture>) -> Result<(u16, Instant, u64), Failure> {
-        let Some(Connection::H2(s)) = self.conn.as_mut() else { unreachable!("called on an HTTP/2 connection") };
-        s.ready().await.map_err(|e| Failure::hyper(&e))?;
-        let response = s.send_request(req.build_h2()).await.map_err(|e| Failure::hyper(&e))?;
-        // HTTP/2 shares the socket with control frames: the head's arrival is its first byte.
-        let first = Instant::now();
-        let status = response.status().as_u16();
-        if let Some(c) = capture.as_deref_mut() {
-            c.headers = response
-                .headers()
-                .iter()
-                .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-                .collect();
+    async fn exchange(&mut self, req: &PreparedRequest, buf: &mut Vec<u8>, capture: Option<&mut Capture>) -> Result<Wire, Failure> {
+        if self.seat.is_some() {
+            return self.exchange_pooled(req, buf, capture).await;
         }
-        let mut body = response.into_body();
-        let mut bytes = 0u64;
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| Failure::hyper(&e))?;
-            if let Some(data) = frame.data_ref() {
-                bytes += data.len() as u64;
-                if let Some(c) = capture.as_deref_mut() {
-                    let room = h1::CAPTURE_LIMIT.saturating_sub(c.body.len());
-                    c.body.extend_from_slice(&data[..data.len().min(room)]);
+        let mut wire = Wire::new();
+        let mut capture = capture;
+        // A reused connection that the server closed while idle fails before any response
+        // byte; the request is then sent once more on a new connection (as browsers and
+        // hyper do), its time still counted from the first attempt. HTTP/2 does the same
+        // for a stream the server refused unprocessed (GOAWAY, REFUSED_STREAM).
+        let mut may_retry = true;
+        loop {
+            let fresh = self.conn.as_ref().is_none_or(Connection::is_closed);
+            if fresh {
+                let (conn, times) = connect_with(&self.target, self.tls.as_ref(), self.force_h2).await?;
+                wire.opened(times, self.opened_before);
+                self.opened_before = true;
+                self.conn = Some(conn);
+            }
+            match self.conn.as_mut().expect("connection just ensured") {
+                Connection::H1(stream) => match h1_exchange(stream, req, buf, capture.as_deref_mut(), &mut wire).await {
+                    Ok(keep_alive) => {
+                        if !keep_alive {
+                            self.conn = None;
+                        }
+                        return Ok(wire);
+                    }
+                    Err(h1::H1Error::Stale(_)) if !fresh && may_retry => {
+                        self.conn = None;
+                        may_retry = false;
+                    }
+                    Err(e) => return Err(Failure::h1(e)),
+                },
+                Connection::H2(conn) => {
+                    let conn = conn.clone();
+                    match h2_exchange(&conn, req, capture.as_deref_mut(), &mut wire).await {
+                        Ok(()) => return Ok(wire),
+                        Err(f) if f.retry && may_retry => {
+                            conn.retire();
+                            self.conn = None;
+                            may_retry = false;
+                        }
+                        Err(f) => return Err(f.failure),
+                    }
                 }
             }
         }
-        Ok((status, first, bytes))
     }
+
+    /// One request on the worker's shared connections.
+    async fn exchange_pooled(&mut self, req: &PreparedRequest, buf: &mut Vec<u8>, mut capture: Option<&mut Capture>) -> Result<Wire, Failure> {
+        let seat = self.seat.as_mut().expect("a pooled client");
+        let mut wire = Wire::new();
+        let mut may_retry = true;
+        loop {
+            let cached = seat.cached.as_ref().filter(|c| !c.is_closed()).cloned();
+            let (lease, fresh) = match cached {
+                Some(c) => (Lease::H2(c, None), false),
+                None => {
+                    let asked = Instant::now();
+                    let lease = seat.pool.lease(seat.assigned).await?;
+                    let opened = match &lease {
+                        Lease::H2(_, o) => *o,
+                        Lease::H1(l) => l.opened,
+                    };
+                    let connect_us = opened.map_or(0, |o| o.times.tcp_us + o.times.tls_us);
+                    wire.wait_us += micros(asked.elapsed()).saturating_sub(connect_us);
+                    if let Some(o) = opened {
+                        wire.opened(o.times, o.reconnect);
+                    }
+                    (lease, opened.is_some())
+                }
+            };
+            match lease {
+                Lease::H2(conn, _) => {
+                    seat.cached = Some(conn.clone());
+                    match h2_exchange(&conn, req, capture.as_deref_mut(), &mut wire).await {
+                        Ok(()) => return Ok(wire),
+                        Err(f) if f.retry && may_retry => {
+                            conn.retire();
+                            seat.cached = None;
+                            may_retry = false;
+                        }
+                        Err(f) => return Err(f.failure),
+                    }
+                }
+                Lease::H1(mut lease) => match h1_exchange(lease.stream(), req, buf, capture.as_deref_mut(), &mut wire).await {
+                    Ok(keep_alive) => {
+                        if !keep_alive {
+                            lease.discard();
+                        }
+                        return Ok(wire);
+                    }
+                    Err(h1::H1Error::Stale(_)) if !fresh && may_retry => {
+                        lease.discard();
+                        may_retry = false;
+                    }
+                    Err(e) => {
+                        lease.discard();
+                        return Err(Failure::h1(e));
+                    }
+                },
+            }
+        }
+    }
+}
+
+/// One HTTP/1.1 exchange on `stream`, noted in `wire`; says whether the connection stays open.
+async fn h1_exchange(
+    stream: &mut Stream,
+    req: &PreparedRequest,
+    buf: &mut Vec<u8>,
+    mut capture: Option<&mut Capture>,
+    wire: &mut Wire,
+) -> Result<bool, h1::H1Error> {
+    if let Some(c) = capture.as_deref_mut() {
+        *c = Capture::default();
+    }
+    let r = h1::exchange(stream, &req.h1, req.method == Method::HEAD, buf, capture).await?;
+    (wire.status, wire.first, wire.bytes) = (r.status, r.first_byte, r.body_bytes);
+    Ok(r.keep_alive)
+}
+
+/// One HTTP/2 stream on `conn`, noted in `wire`.
+async fn h2_exchange(conn: &H2Conn, req: &PreparedRequest, capture: Option<&mut Capture>, wire: &mut Wire) -> Result<(), http2::StreamFailed> {
+    let done = http2::exchange(conn, req.h2_head(), &req.body, capture).await?;
+    (wire.status, wire.first, wire.bytes) = (done.status, done.first, done.bytes);
+    wire.wait_us += done.wait_us;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -14,7 +14,8 @@ use rustls::ClientConfig;
 use tokio_util::sync::CancellationToken;
 use volley_scenario::Plan;
 
-use crate::client::{BufferPool, PreparedRequest};
+use crate::client::{BufferPool, Client, PreparedRequest};
+use crate::pool::Pool;
 use crate::recorder::Recorder;
 use crate::steps::StepCache;
 use crate::target::Target;
@@ -94,4 +95,16 @@ pub(crate) struct WorkerContext {
     pub(crate) buffers: BufferPool,
     /// Scenario steps' requests built once, and buffers to render the others into.
     pub(crate) steps: StepCache,
+    /// `--connections`: this worker's share of the connections its VUs share.
+    pub(crate) pool: Option<Rc<Pool>>,
+}
+
+impl WorkerContext {
+    /// A new VU's client: on the shared connections, or with a connection of its own.
+    pub(crate) fn client(&self) -> Client {
+        match &self.pool {
+            Some(pool) => Client::pooled(pool),
+            None => Client::new(self.target.clone(), self.tls.clone(), self.force_h2),
+        }
+    }
 }

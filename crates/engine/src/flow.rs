@@ -673,6 +673,7 @@ steps:
             recorder: Rc::new(RefCell::new(Recorder::new(Instant::now(), Duration::from_secs(3600), false, Arc::from(Vec::new())))),
             buffers: Default::default(),
             steps: Default::default(),
+            pool: None,
         });
         let mut state = FlowState::new(7);
         state.vars.insert("vu".into(), Value::from(7));

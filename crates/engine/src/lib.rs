@@ -14,6 +14,8 @@ mod dial;
 mod error;
 mod flow;
 mod h1;
+mod http2;
+mod pool;
 mod preflight;
 pub mod prom;
 pub mod scrape;

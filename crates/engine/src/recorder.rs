@@ -141,6 +141,7 @@ impl Recorder {
                 s.record_success(ex.ttfb_us + ex.queued_us, ex.total_us + ex.queued_us, ex.connect_us, ex.bytes);
                 s.record_actual(ex.ttfb_us, ex.total_us);
                 s.counts.tls_sum_us += ex.tls_us;
+                s.counts.pool_wait_sum_us += ex.wait_us;
             } else {
                 s.record_error(ErrorKind::Status);
             }
@@ -246,7 +247,7 @@ mod tests {
     use super::*;
 
     fn ex() -> Exchange {
-        Exchange { status: 200, ttfb_us: 100, total_us: 200, connect_us: 0, tls_us: 0, queued_us: 0, bytes: 5, reconnected: false }
+        Exchange { status: 200, ttfb_us: 100, total_us: 200, connect_us: 0, tls_us: 0, queued_us: 0, bytes: 5, reconnected: false, wait_us: 0 }
     }
 
     #[test]

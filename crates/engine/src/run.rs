@@ -260,7 +260,9 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
     let plan = Arc::new(config.plan.clone());
     let (parts_tx, parts_rx) = mpsc::channel();
     let mut workers = Vec::new();
-    let threads = config.threads.max(1);
+    // Shared connections: no more event loops than connections, so each has one at least.
+    let conns = config.plan.load.connections.map_or(u64::MAX, |n| config.plan.segment.share(n).max(1));
+    let threads = config.threads.max(1).min(conns as usize);
     for w in 0..threads {
         let (tx, rx) = tmpsc::unbounded_channel();
         let ctx = WorkerSeed {

@@ -112,6 +112,7 @@ impl SseStream {
             queued_us: 0,
             bytes,
             reconnected: false,
+            wait_us: 0,
         };
         let is_stream = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.contains("text/event-stream"));
         if !(200..300).contains(&head.status) || !is_stream {

@@ -12,7 +12,7 @@ use crate::recorder::InFlight;
 
 /// Runs VU `id` until the run stops or the target drops below it.
 pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
-    let mut client = Client::new(ctx.target.clone(), ctx.tls.clone(), ctx.force_h2);
+    let mut client = ctx.client();
     // Scenarios see the VU's number in the whole plan, the same whichever segment runs it.
     let mut flow = FlowState::new(ctx.plan.segment.global(id));
     let shared = &ctx.shared;

@@ -13,6 +13,7 @@ use volley_scenario::{Model, Plan};
 use crate::arrivals::run_arrivals;
 use crate::client::PreparedRequest;
 use crate::context::{Shared, WorkerContext};
+use crate::pool::Pool;
 use crate::recorder::{Recorder, WorkerPart};
 use crate::target::Target;
 use crate::vu::run_vu;
@@ -52,6 +53,12 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
         let step_names: Arc<[String]> =
             seed.plan.scenario.as_ref().map_or_else(Vec::new, |s| s.step_info.iter().map(|i| i.name.clone()).collect()).into();
         let recorder = Rc::new(RefCell::new(Recorder::new(seed.t0, seed.interval, seed.plan.load.is_open(), step_names)));
+        // This segment's share of the shared connections, and this worker's of that.
+        let pool = seed.plan.load.connections.map(|n| {
+            let n = seed.plan.segment.share(n);
+            let mine = n / seed.workers + u64::from(seed.worker < n % seed.workers);
+            Pool::new(seed.target.clone(), seed.tls.clone(), seed.force_h2, mine as usize)
+        });
         let ctx = Rc::new(WorkerContext {
             shared: seed.shared.clone(),
             plan: seed.plan,
@@ -63,6 +70,7 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
             recorder: recorder.clone(),
             buffers: Default::default(),
             steps: Default::default(),
+            pool,
         });
         let mut vus = tokio::task::JoinSet::new();
         if let Model::Open { rate, max_vus } = &ctx.plan.load.model {

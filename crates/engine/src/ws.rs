@@ -97,6 +97,7 @@ async fn run(
         queued_us: 0,
         bytes: matched.len() as u64,
         reconnected: false,
+        wait_us: 0,
     };
     Ok(WsDone { exchange, messages: *messages, matched })
 }

@@ -336,6 +336,7 @@ fn extra_header() -> Vec<String> {
             LATE,
             SCHED_LAG,
             GENERATOR_CPU,
+            POOL_WAIT,
         ]
             .iter()
             .map(|s| s.to_string()),
@@ -349,6 +350,8 @@ pub const LATE: &str = "Late";
 pub const SCHED_LAG: &str = "Schedule_lag_max_(ms)";
 /// The generator's CPU use, % of its cores.
 pub const GENERATOR_CPU: &str = "Generator_CPU_(%)";
+/// `--connections`: mean wait of a request for a shared connection or stream, ms.
+pub const POOL_WAIT: &str = "Mean_pool_wait_(ms)";
 
 /// Writes a run directory while the run goes.
 #[derive(Debug)]
@@ -447,6 +450,7 @@ impl RunWriter {
         fields.push(sample.counts.late.to_string());
         fields.push(n(sample.counts.sched_lag_max_us as f64 / 1000.0));
         fields.push(n(sample.counts.generator_cpu_pct));
+        fields.push(n(sample.counts.pool_wait_mean_ms()));
         let path = self.dir.join(SERIES_CSV);
         writeln!(self.series, "{}", fields.join(",")).map_err(|e| FormatError::io(&path, e))?;
         let start = Duration::from_secs_f64(row.start_s);

@@ -20,7 +20,7 @@ use volley_stats::{ErrorKind, ErrorMessage, IntervalSample};
 
 /// The plan every synthetic segment ran: `rate`/s for `intervals` seconds.
 pub fn plan(rate: f64, intervals: u64) -> RecordedPlan {
-    let load = Load { model: Model::Open { rate: RateShape::constant(rate, Duration::from_secs(intervals)), max_vus: 1000 }, pacing: Duration::ZERO, think_time: Duration::ZERO };
+    let load = Load { model: Model::Open { rate: RateShape::constant(rate, Duration::from_secs(intervals)), max_vus: 1000 }, pacing: Duration::ZERO, think_time: Duration::ZERO, connections: None };
     RecordedPlan::new(load, RequestSpec::get("http://10.0.0.1/"))
 }
 

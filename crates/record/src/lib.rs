@@ -80,7 +80,7 @@ impl RunSpec {
     pub fn envelope(base: Plan, populations: &[PopulationSpec]) -> Plan {
         let end = populations.iter().map(|p| p.plan.load.duration()).max().unwrap_or_default();
         let shape = volley_scenario::LoadShape { stages: vec![volley_scenario::Stage { duration: end, target: 0 }] };
-        Plan { load: Load { model: volley_scenario::Model::Closed { shape }, pacing: Duration::ZERO, think_time: Duration::ZERO }, ..base }
+        Plan { load: Load { model: volley_scenario::Model::Closed { shape }, pacing: Duration::ZERO, think_time: Duration::ZERO, connections: None }, ..base }
     }
 
     /// The run id segments record: the one given, or `<start at, Unix s>-<plan hash>` when

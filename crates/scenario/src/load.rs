@@ -99,6 +99,7 @@ load_options! {
     rate_stages: RateShape = RateShape::parse, "STAGES", Shape, "Open model: ramping arrival rate DURATION:RATE,..., linear from 0; e.g. \"1m:100,5m:300\".";
     iterations: u64 = count, "N", Shape, "Each VU runs this many iterations, then stops; the run ends when all have (nGrinder's run count). --duration, if given, caps it [default cap: 24h].";
     max_vus: u64 = count, "N", Other, "Open model: VUs (connections) that carry out arrivals, opened as needed [default: 1000].";
+    connections: u64 = count, "N", Other, "Share N connections among the VUs instead of one per VU: HTTP/2 carries the VUs' requests as streams on them (h2load's -c; at most the server's SETTINGS_MAX_CONCURRENT_STREAMS at once per connection), HTTP/1.1 makes them a pool the VUs take turns on. The wait for a connection or stream is not part of a request's times.";
     pacing: Duration = parse_duration, "DURATION", Closed, "Start an iteration at most once per this time per VU (e.g. 1s: one call per second per user).";
     think_time: Duration = parse_duration, "DURATION", Closed, "Pause after every iteration.";
     repeat: u64 = count, "N", Other, "Run the whole plan N times as one run group (a directory of N runs and group.json), so `volley compare` can judge changes against run-to-run variation.";
@@ -226,12 +227,14 @@ impl LoadSpec {
             return Err(PlanError(format!("`{}` cannot be combined with `{}`: {}", c.other, c.key, c.why)));
         }
         let max_vus = self.max_vus.unwrap_or(DEFAULT_MAX_VUS);
+        let connections = self.connections;
         let closed = |model| Load {
             model,
             pacing: self.pacing.unwrap_or_default(),
             think_time: self.think_time.unwrap_or_default(),
+            connections,
         };
-        let open = |rate| Load { model: Model::Open { rate, max_vus }, pacing: Duration::ZERO, think_time: Duration::ZERO };
+        let open = |rate| Load { model: Model::Open { rate, max_vus }, pacing: Duration::ZERO, think_time: Duration::ZERO, connections };
         if let Some(rate) = &self.rate_stages {
             return Ok(open(rate.clone()));
         }
@@ -289,6 +292,9 @@ pub struct Load {
     /// Closed model: pause after each iteration.
     #[serde(with = "crate::secs", default)]
     pub think_time: Duration,
+    /// Connections the VUs share (`None`: one per VU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
 }
 
 /// The load model.

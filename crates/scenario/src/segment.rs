@@ -195,12 +195,12 @@ mod tests {
 
     #[test]
     fn too_many_segments_for_the_vus_is_an_error() {
-        let closed = Load { model: Model::Closed { shape: LoadShape::constant(3, Duration::from_secs(1), Duration::ZERO).unwrap() }, pacing: Duration::ZERO, think_time: Duration::ZERO };
+        let closed = Load { model: Model::Closed { shape: LoadShape::constant(3, Duration::from_secs(1), Duration::ZERO).unwrap() }, pacing: Duration::ZERO, think_time: Duration::ZERO, connections: None };
         assert!(Segment::new(3, 3).is_err());
         assert!(Segment::new(2, 3).unwrap().check(&closed).is_ok());
         let e = Segment::new(0, 4).unwrap().check(&closed).unwrap_err();
         assert!(e.contains("4 segments cannot share 3 VUs") && e.contains("at most 3 segments"), "{e}");
-        let open = Load { model: Model::Open { rate: RateShape::constant(10.0, Duration::from_secs(1)), max_vus: 2 }, pacing: Duration::ZERO, think_time: Duration::ZERO };
+        let open = Load { model: Model::Open { rate: RateShape::constant(10.0, Duration::from_secs(1)), max_vus: 2 }, pacing: Duration::ZERO, think_time: Duration::ZERO, connections: None };
         assert!(Segment::new(1, 3).unwrap().check(&open).unwrap_err().contains("max_vus"));
         // Run counts follow the VUs: 5 VUs × 7 iterations over 3 segments is 2+2+1 VUs.
         let total: u64 = (0..3).map(|i| Segment::new(i, 3).unwrap().share(5) * 7).sum();

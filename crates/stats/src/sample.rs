@@ -23,6 +23,13 @@ pub enum ErrorKind {
     Status,
     /// Anything else on the wire (malformed response, HTTP/2 protocol errors).
     Protocol,
+    /// HTTP/2: the server sent GOAWAY and the request could not be carried (on a new
+    /// connection either).
+    #[serde(rename = "goaway")]
+    GoAway,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM).
+    #[serde(rename = "rst_stream")]
+    StreamReset,
     /// A scenario's check on the response failed (JSONPath condition, body text, events).
     Check,
     /// The request was still waiting for its response when the run's grace period ended.
@@ -33,7 +40,7 @@ pub enum ErrorKind {
 }
 
 /// How many [`ErrorKind`]s there are.
-pub const KINDS: usize = 9;
+pub const KINDS: usize = 11;
 
 impl ErrorKind {
     /// Every kind, in column order.
@@ -44,6 +51,8 @@ impl ErrorKind {
         ErrorKind::Tls,
         ErrorKind::Status,
         ErrorKind::Protocol,
+        ErrorKind::GoAway,
+        ErrorKind::StreamReset,
         ErrorKind::Check,
         ErrorKind::Unfinished,
         ErrorKind::NotSent,
@@ -58,6 +67,8 @@ impl ErrorKind {
             ErrorKind::Tls => "tls",
             ErrorKind::Status => "status",
             ErrorKind::Protocol => "protocol",
+            ErrorKind::GoAway => "goaway",
+            ErrorKind::StreamReset => "rst_stream",
             ErrorKind::Check => "check",
             ErrorKind::Unfinished => "unfinished",
             ErrorKind::NotSent => "not_sent",
@@ -133,6 +144,10 @@ pub struct Counts {
     pub generator_cpu_pct: f64,
     /// Server-sent events and WebSocket messages received (scenario stream steps).
     pub events: u64,
+    /// Shared connections (`--connections`): time successful requests waited for a
+    /// connection or an HTTP/2 stream before they could be sent, µs; no part of their
+    /// TTFB or total.
+    pub pool_wait_sum_us: u64,
 }
 
 impl Counts {
@@ -170,6 +185,7 @@ impl Counts {
         self.dropped += o.dropped;
         self.late += o.late;
         self.events += o.events;
+        self.pool_wait_sum_us += o.pool_wait_sum_us;
         self.sched_lag_max_us = self.sched_lag_max_us.max(o.sched_lag_max_us);
         self.generator_cpu_pct = self.generator_cpu_pct.max(o.generator_cpu_pct);
     }
@@ -186,6 +202,11 @@ impl Counts {
             self.ttfb_sum_us.saturating_sub(self.connect_sum_us) as f64 / n,
             self.total_sum_us.saturating_sub(self.ttfb_sum_us) as f64 / n,
         )
+    }
+
+    /// Mean wait of successful requests for a shared connection or stream, ms.
+    pub fn pool_wait_mean_ms(&self) -> f64 {
+        if self.tests == 0 { 0.0 } else { self.pool_wait_sum_us as f64 / self.tests as f64 / 1000.0 }
     }
 
     /// The nGrinder-shaped row for these sums.

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# volley beside h2load (nghttp2) over HTTP/2, against a loopback nginx (`return 200 "hello\n"`,
+# one worker): h2c with prior knowledge and h2 over TLS (ALPN; TLS 1.3 with one cipher suite,
+# TLS_AES_128_GCM_SHA256, forced by nginx so both clients use the same), for each shape of
+# the matrix: C connections carrying M streams each (h2load -c C -m M; volley --vus C*M
+# --connections C). nginx is pinned to the first CPU, each client to the second; rounds are
+# interleaved (h2load, volley, h2load, volley, ...). Prints one Markdown table: requests/s,
+# client CPU µs per request (user+sys of the whole process, start-up included, from GNU
+# time), peak RSS, mean request time (h2load gives no percentiles; volley's p50/p99 TTFB
+# beside), and volley's ratios to h2load.
+#
+#   bench/h2.sh                                   # 3 rounds of 10 s, the whole matrix
+#   RUNS=5 DURATION=20 bench/h2.sh                # on a quiet machine
+#   SHAPES="50x1" MODES="h2c" RUNS=1 bench/h2.sh  # one cell
+#
+# Needs nginx (with http_v2, Debian's nginx-light has it), h2load (nghttp2-client), openssl
+# and GNU time (Debian: apt-get install nginx-light nghttp2-client openssl time), and a
+# release build: cargo build --release.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VOLLEY=${VOLLEY:-target/release/volley}
+RUNS=${RUNS:-3}
+DURATION=${DURATION:-10}
+SHAPES=${SHAPES:-"50x1 10x10 1x100"}
+MODES=${MODES:-"h2c tls"}
+PORT=${PORT:-18092}
+TLS_PORT=${TLS_PORT:-18093}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+PATH=$PATH:/usr/sbin
+
+for tool in nginx h2load openssl taskset python3; do
+  command -v "$tool" >/dev/null || { echo "h2.sh: $tool is missing (apt-get install nginx-light nghttp2-client openssl util-linux python3)" >&2; exit 2; }
+done
+[ -x /usr/bin/time ] || { echo "h2.sh: GNU time is missing (apt-get install time)" >&2; exit 2; }
+[ -x "$VOLLEY" ] || { echo "h2.sh: $VOLLEY not built (cargo build --release)" >&2; exit 2; }
+for p in "$PORT" "$TLS_PORT"; do
+  if (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "h2.sh: port $p is taken; set PORT / TLS_PORT" >&2; exit 2; fi
+done
+
+work=$(mktemp -d /tmp/volley-h2.XXXXXX)
+mkdir -p "$work/tmp" "$work/runs"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost \
+  -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+cat >"$work/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $work/nginx.pid;
+error_log $work/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 120s;
+  http2_max_concurrent_streams 128;
+  client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
+  uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
+  server { listen 127.0.0.1:$PORT http2; location / { return 200 "hello\n"; } }
+  server {
+    listen 127.0.0.1:$TLS_PORT ssl http2;
+    ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
+    ssl_protocols TLSv1.3;
+    ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
+    location / { return 200 "hello\n"; }
+  }
+}
+CONF
+taskset -c "$SERVER_CPU" nginx -c "$work/nginx.conf" -p "$work" &
+nginx_pid=$!
+trap 'kill $nginx_pid 2>/dev/null; wait $nginx_pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/$TLS_PORT) 2>/dev/null && break; sleep 0.1; done
+
+results=$work/results.tsv
+for round in $(seq "$RUNS"); do
+  for mode in $MODES; do
+    for shape in $SHAPES; do
+      c=${shape%x*} m=${shape#*x}
+      if [ "$mode" = tls ]; then url=https://localhost:$TLS_PORT/; extra=(--insecure); else url=http://127.0.0.1:$PORT/; extra=(--http2); fi
+      /usr/bin/time -f "%U %S %M" -o "$work/h2load.time" taskset -c "$CLIENT_CPU" \
+        h2load -t1 -c"$c" -m"$m" -D"$DURATION" "$url" >"$work/h2load.out" 2>&1
+      python3 - "$work/h2load.out" "$work/h2load.time" "$round" "$mode" "$shape" "$DURATION" >>"$results" <<'PY'
+import re, sys
+out = open(sys.argv[1]).read(); u, s, rss = open(sys.argv[2]).read().split()[-3:]
+m = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored", out)
+if not m:
+    sys.exit("h2load gave no summary:\n" + out)
+ok, failed, errored = map(int, m.groups())
+t = re.search(r"time for request:\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)\s", out)
+mean = float(t.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[t.group(2)]
+secs = float(re.search(r"finished in ([\d.]+)s", out).group(1))
+print("h2load", sys.argv[3], sys.argv[4], sys.argv[5], ok, failed + errored, secs, float(u) + float(s), int(rss), mean, "", "", sep="\t")
+PY
+      rm -rf "$work/runs"/*
+      /usr/bin/time -f "%U %S %M" -o "$work/volley.time" taskset -c "$CLIENT_CPU" \
+        "$VOLLEY" run --url "$url" "${extra[@]}" --vus $((c * m)) --connections "$c" --duration "${DURATION}s" \
+        --threads 1 --progress none --no-error-stop -o "$work/runs" --name bench >"$work/volley.out" 2>"$work/volley.err" \
+        || { echo "h2.sh: volley failed:"; tail -5 "$work/volley.err"; exit 1; } >&2
+      python3 - "$work/runs" "$work/volley.time" "$round" "$mode" "$shape" "$DURATION" >>"$results" <<'PY'
+import glob, json, sys
+r = json.load(open(glob.glob(sys.argv[1] + "/*/report.json")[0])); u, s, rss = open(sys.argv[2]).read().split()[-3:]
+pr = r["per_request"]; ok = r["seed_suite"]["total_tests"]; errors = r["seed_suite"]["errors"]
+mean = pr["total_ms"]["mean_ms"]
+print("volley", sys.argv[3], sys.argv[4], sys.argv[5], ok, errors, sys.argv[6], float(u) + float(s), int(rss), mean, pr["ttfb_ms"]["p50_ms"], pr["ttfb_ms"]["p99_ms"], sep="\t")
+PY
+    done
+  done
+done
+
+python3 - "$results" "$RUNS" <<'PY'
+import statistics, sys
+rows = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()]
+by = {}
+for tool, rnd, mode, shape, ok, err, secs, cpu, rss, mean, p50, p99 in rows:
+    ok, err = int(ok), int(err)
+    by.setdefault((mode, shape, tool), []).append(
+        (ok / float(secs), float(cpu) * 1e6 / max(ok + err, 1), int(rss) / 1024, float(mean), err, p50, p99))
+print(f"HTTP/2, nginx (1 worker) on one core, the client on the other; median of {sys.argv[2]} interleaved rounds")
+print("C connections x M streams each: h2load -c C -m M; volley --vus C*M --connections C\n")
+print("| mode | C x M | tool | req/s | CPU µs/req | peak RSS MB | mean req ms | TTFB p50/p99 ms | errors | per-round req/s |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+ratios = []
+for (mode, shape, tool), v in sorted(by.items(), key=lambda kv: (kv[0][0], -int(kv[0][1].split("x")[0]), kv[0][2])):
+    med = [statistics.median(c) for c in zip(*[r[:5] for r in v])]
+    lat = f"{statistics.median(float(r[5]) for r in v):.2f} / {statistics.median(float(r[6]) for r in v):.2f}" if v[0][5] else "-"
+    rounds = " / ".join(f"{r[0]:,.0f}" for r in v)
+    print(f"| {mode} | {shape} | {tool} | {med[0]:,.0f} | {med[1]:.2f} | {med[2]:.1f} | {med[3]:.3f} | {lat} | {med[4]:.0f} | {rounds} |")
+    if tool == "volley" and (mode, shape, "h2load") in by:
+        h = [statistics.median(c) for c in zip(*[r[:2] for r in by[(mode, shape, "h2load")]])]
+        ratios.append(f"{mode} {shape}: volley/h2load {med[0] / h[0]:.2f}x req/s, {med[1] / h[1]:.2f}x CPU per request")
+print()
+print("\n".join(ratios))
+PY
