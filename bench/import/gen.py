@@ -2,7 +2,7 @@
 # (0.5 % errors, seeded: the same bytes every time).
 #   gen.py FORMAT N OUT      FORMAT: jtl | k6csv | k6json | ngrinder
 # jtl is gen_jtl.py's file; k6 files hold k6's nine samples per request (k6 v1 columns and
-# NDJSON shape, as fixtures/peers/k6_out.*); ngrinder holds N/5 one-second rows (nGrinder per-interval output.csv, 13 columns; 6.9 days for N = 3M).
+# NDJSON shape, as fixtures/peers/k6_out.*); ngrinder holds N one-second rows (nGrinder per-interval output.csv, 13 columns).
 import sys, random, datetime
 fmt, n, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 out = open(path, 'w', buffering=1 << 20)
@@ -49,7 +49,7 @@ elif fmt == 'k6json':
 elif fmt == 'ngrinder':
     out.write("DateTime,vuser,Tests,Errors,Mean_Test_Time_(ms),Test_Time_Standard_Deviation_(ms),TPS,Mean_response_length,Response_bytes_per_second,Response_errors,Mean_time_to_resolve_host,Mean_time_to_establish_connection,Mean_time_to_first_byte\n")
     start = datetime.datetime(2026, 4, 13, 21, 14, 9)
-    for s in range(n // 5):
+    for s in range(n):
         t = (start + datetime.timedelta(seconds=s)).strftime('%Y-%m-%d %H:%M:%S')
         tests = 4975 + rnd.randrange(50)
         buf.append(f"{t},50,{tests},{5000 - tests},{20 + rnd.random():.3f},{19 + rnd.random():.3f},{tests},1234,{tests * 1234},{5000 - tests},0,0.012,{18 + rnd.random():.3f}\n")
