@@ -76,6 +76,10 @@ pub struct RequestRecord {
 #[derive(Default)]
 struct Slot {
     counts: Counts,
+    /// Sum of squares of successes' total time, µs², exact (an f64 running sum would
+    /// depend on the order of the records, and parts of a file read in parallel must add
+    /// up to the very figure one pass gives).
+    total_sumsq: u128,
     /// Successes with a time to first byte (the others count in `counts` with 0).
     ttfb_n: u64,
     vusers: f64,
@@ -118,6 +122,15 @@ pub struct Bucketer {
     span_ms: Option<(f64, f64)>,
     /// Edge intervals folded into their neighbours: (from, into).
     folds: Vec<(i64, i64)>,
+    /// Each rise of `newest`: (the new newest, the lowest interval of any record up to and
+    /// including the one that raised it). A part of a file read on its own checks with it
+    /// that the records before it would not have made any of its records late
+    /// ([`Bucketer::exact_after`]).
+    rises: Vec<(i64, i64)>,
+    /// The lowest interval of any record so far.
+    lowest: i64,
+    /// Index into `labels` of the last label seen (most files repeat it row after row).
+    last_label: usize,
     /// The file's time stamps are whole seconds: how much of the first and last second
     /// the requests fill is unknown.
     whole_seconds: bool,
@@ -152,6 +165,135 @@ impl Bucketer {
             span_ms: None,
             folds: Vec::new(),
             whole_seconds: false,
+            rises: Vec::new(),
+            lowest: i64::MAX,
+            last_label: usize::MAX,
+        }
+    }
+
+    /// Buckets for one part of a file read on its own, on the grid of the whole file: its
+    /// first interval starts at `origin_ms` (the whole second of the file's first record),
+    /// and `newest` is the latest interval of any record before the part (when known: a
+    /// part read ahead of the ones before it assumes none, and [`Bucketer::exact_after`]
+    /// says whether that was right).
+    pub fn part(interval_s: f64, locator: Locator, origin_ms: Option<f64>, newest: Option<i64>) -> Self {
+        let mut b = Bucketer::located(interval_s, locator);
+        b.origin_ms = origin_ms;
+        if let Some(n) = newest {
+            b.newest = n;
+        }
+        b
+    }
+
+    /// The grid's origin, ms since the epoch, once the first record has set it.
+    pub fn origin_ms(&self) -> Option<f64> {
+        self.origin_ms
+    }
+
+    /// The latest interval of any record so far (`None` before the first).
+    pub fn newest(&self) -> Option<i64> {
+        (self.newest != i64::MIN).then_some(self.newest)
+    }
+
+    /// Whether this part, read with no record before it, counted exactly what it would have
+    /// counted after records whose latest interval was `before`: none of its records would
+    /// have been late (more than [`OPEN_INTERVALS`] behind) for `before` other than those it
+    /// found late itself.
+    pub fn exact_after(&self, before: Option<i64>) -> bool {
+        let Some(p) = before else { return true };
+        // Records while this part's own newest was below `p` saw `p` as the newest in one
+        // pass: the first rise to `p` or beyond ends them.
+        let lowest = match self.rises.iter().find(|&&(n, _)| n >= p) {
+            Some(&(_, low)) => low,
+            None => self.lowest,
+        };
+        self.records == 0 || lowest >= p.saturating_sub(OPEN_INTERVALS)
+    }
+
+    /// Adds a later part of the same file (read with [`Bucketer::part`] on the same grid):
+    /// the result is what one pass over both gives. `line_base` is added to the later
+    /// part's places when they are lines counted from its own start.
+    pub fn absorb(&mut self, later: Bucketer, line_base: u64) {
+        let mut later = later;
+        later.seal_before(i64::MAX);
+        self.seal_before(i64::MAX);
+        self.absorb_slots(&mut later);
+        self.records += later.records;
+        self.ttfb_missing += later.ttfb_missing;
+        self.has_ttfb |= later.has_ttfb;
+        self.whole_seconds |= later.whole_seconds;
+        if self.origin_ms.is_none() {
+            self.origin_ms = later.origin_ms;
+        }
+        self.span_ms = match (self.span_ms, later.span_ms) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (x, y) => x.or(y),
+        };
+        if self.late.locator == Locator::Line {
+            for at in &mut later.late.at {
+                *at += line_base;
+            }
+        }
+        self.late.count += later.late.count;
+        let room = crate::note::PLACES_SHOWN.saturating_sub(self.late.at.len());
+        self.late.at.extend(later.late.at.iter().take(room));
+        self.late_by = self.late_by.max(later.late_by);
+        for (n, low) in later.rises {
+            if n > self.newest {
+                self.rises.push((n, low.min(self.lowest)));
+            }
+        }
+        self.newest = self.newest.max(later.newest);
+        self.lowest = self.lowest.min(later.lowest);
+        self.vus_gauge.extend(later.vus_gauge);
+        // Labels in the order of their first record over both parts.
+        if self.too_many_labels == 0 && later.too_many_labels > 0 {
+            self.too_many_labels = later.too_many_labels;
+            self.labels.clear();
+            self.label_index.clear();
+        }
+        if self.too_many_labels == 0 {
+            for (name, b) in later.labels {
+                match self.label_index.get(&name) {
+                    Some(&i) => self.labels[i].1.absorb(b, line_base),
+                    None if self.labels.len() >= MAX_LABELS => {
+                        self.too_many_labels = self.labels.len() + 1;
+                        self.labels.clear();
+                        self.label_index.clear();
+                        break;
+                    }
+                    None => {
+                        let mut mine = Bucketer::located(self.interval_ms / 1000.0, self.late.locator);
+                        mine.origin_ms = self.origin_ms;
+                        mine.absorb(b, line_base);
+                        self.label_index.insert(name.clone(), self.labels.len());
+                        self.labels.push((name, mine));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds `later`'s slots (both sealed) into this one's.
+    fn absorb_slots(&mut self, later: &mut Bucketer) {
+        for (idx, b) in std::mem::take(&mut later.slots) {
+            match self.slots.entry(idx) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(b);
+                }
+                std::collections::btree_map::Entry::Occupied(mut o) => {
+                    let a = o.get_mut();
+                    a.counts.merge(&b.counts);
+                    a.total_sumsq += b.total_sumsq;
+                    a.ttfb_n += b.ttfb_n;
+                    a.vusers = a.vusers.max(b.vusers);
+                    for (x, y) in [(&b.ttfb, &mut a.ttfb), (&b.total, &mut a.total)] {
+                        if !x.is_empty() {
+                            *y = if y.is_empty() { x.clone() } else { CompactHistogram::from_histogram(&CompactHistogram::merge_all([&*y, x])) };
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -167,12 +309,19 @@ impl Bucketer {
         if self.too_many_labels > 0 {
             return;
         }
+        if let Some((name, b)) = self.labels.get_mut(self.last_label)
+            && name == label
+        {
+            b.add(r);
+            return;
+        }
         let i = match self.label_index.get(label) {
             Some(&i) => i,
             None if self.labels.len() >= MAX_LABELS => {
                 self.too_many_labels = self.labels.len() + 1;
                 self.labels.clear();
                 self.label_index.clear();
+                self.last_label = usize::MAX;
                 return;
             }
             None => {
@@ -183,6 +332,7 @@ impl Bucketer {
                 self.labels.len() - 1
             }
         };
+        self.last_label = i;
         self.labels[i].1.add(r);
     }
 
@@ -230,6 +380,7 @@ impl Bucketer {
             None => {
                 let ttfb = r.ttfb_us.unwrap_or(0);
                 slot.counts.success(ttfb, r.total_us, r.connect_us, r.bytes);
+                slot.total_sumsq += u128::from(r.total_us) * u128::from(r.total_us);
                 match r.ttfb_us {
                     Some(t) => {
                         slot.ttfb_raw.push(t.max(1));
@@ -239,11 +390,15 @@ impl Bucketer {
                     None => self.ttfb_missing += 1,
                 }
                 slot.total_raw.push(r.total_us.max(1));
-                self.dirty.insert(idx);
+                if slot.total_raw.len() == 1 {
+                    self.dirty.insert(idx);
+                }
             }
         }
+        self.lowest = self.lowest.min(idx);
         if idx > self.newest {
             self.newest = idx;
+            self.rises.push((idx, self.lowest));
             self.seal_before(idx.saturating_sub(OPEN_INTERVALS));
         } else if idx < self.newest.saturating_sub(OPEN_INTERVALS) {
             // Late for an interval already sealed: counted in its own interval all the same.
@@ -392,6 +547,7 @@ impl Bucketer {
         if let Some(a) = self.slots.remove(&from) {
             let b = self.slots.entry(into).or_default();
             b.counts.merge(&a.counts);
+            b.total_sumsq += a.total_sumsq;
             b.ttfb_n += a.ttfb_n;
             b.vusers = b.vusers.max(a.vusers);
             for (x, y) in [(&a.ttfb, &mut b.ttfb), (&a.total, &mut b.total)] {
@@ -482,7 +638,9 @@ impl Bucketer {
                 _ => ((idx - grid.first) as f64 * period, period),
             };
             let vusers = gauge.get(&idx).copied().unwrap_or(slot.vusers);
-            let mut row = slot.counts.to_interval(start_s, period, vusers);
+            let mut counts = slot.counts.clone();
+            counts.total_sumsq_us = slot.total_sumsq as f64;
+            let mut row = counts.to_interval(start_s, period, vusers);
             if blind {
                 row.tps = f64::NAN; // how much of the interval the requests fill is unknown
             }

@@ -318,6 +318,46 @@ impl NoteBook {
         self.notes.push(new(rows));
     }
 
+    /// Adds the notes of a later part of the same file, as if one book had seen both:
+    /// places of notes about the same thing join (the first [`PLACES_SHOWN`] kept), the
+    /// others follow. `line_base` is added to the later part's places when they are lines
+    /// counted from its own start.
+    pub fn absorb(&mut self, later: NoteBook, line_base: u64) {
+        fn rows_of(n: &mut InputNote) -> Option<&mut Rows> {
+            match n {
+                InputNote::Skipped { rows, .. } | InputNote::Used { rows, .. } => Some(rows),
+                _ => None,
+            }
+        }
+        for mut note in later.notes {
+            if let Some(rows) = rows_of(&mut note)
+                && rows.locator == Locator::Line
+            {
+                rows.at.iter_mut().for_each(|at| *at += line_base);
+            }
+            let same = |n: &InputNote, note: &InputNote| match (n, note) {
+                (InputNote::Skipped { unit: a, why: x, .. }, InputNote::Skipped { unit: b, why: y, .. }) => a == b && x == y,
+                (InputNote::Used { unit: a, how: x, .. }, InputNote::Used { unit: b, how: y, .. }) => a == b && x == y,
+                _ => false,
+            };
+            let joined = match self.notes.iter_mut().find(|n| same(n, &note)) {
+                Some(mine) => match (rows_of(mine), rows_of(&mut note)) {
+                    (Some(a), Some(b)) => {
+                        a.count += b.count;
+                        let room = PLACES_SHOWN.saturating_sub(a.at.len());
+                        a.at.extend(b.at.iter().take(room));
+                        true
+                    }
+                    _ => false,
+                },
+                None => false,
+            };
+            if !joined {
+                self.notes.push(note);
+            }
+        }
+    }
+
     /// Adds a note as it is.
     pub fn push(&mut self, note: InputNote) {
         self.notes.push(note);

@@ -46,6 +46,20 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
     // the reader stops before that line, and the report says so.
     let line_based = !matches!(format, Format::K6Summary | Format::GatlingBinary);
     let cut = if line_based { cut_offset(path)? } else { None };
+    // A large per-request file is read in parts on every core; one pass when it cannot be.
+    if let Some(limit) = parallel(path, format, cut)? {
+        let read = match format {
+            Format::Jtl => import::jmeter::read_parts(path, limit, &first_line, PART_BYTES)?,
+            _ => None,
+        };
+        if let Some((mut src, lines)) = read {
+            if cut.is_some() {
+                let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                src.input_notes.push(InputNote::CutOff { file, at: Place::Line(lines + 1) });
+            }
+            return Ok(src);
+        }
+    }
     let newlines = std::cell::Cell::new(0u64);
     let counted = CountNewlines { inner: std::io::Read::take(reader, cut.unwrap_or(u64::MAX)), newlines: &newlines };
     let reader = std::io::BufReader::with_capacity(1 << 16, counted);
@@ -104,6 +118,23 @@ fn read_as(path: &Path, format: Format, mut reader: impl std::io::BufRead, first
     })
 }
 
+/// Bytes per part when a file is read in parts.
+const PART_BYTES: u64 = 8 << 20;
+/// Files smaller than this are read in one pass (threads would cost more than they save).
+const PARALLEL_FROM: u64 = 2 * PART_BYTES;
+
+/// Where the records of `path` end when it is to be read in parts (large, of a format
+/// read that way); `None` to read it in one pass.
+fn parallel(path: &Path, format: Format, cut: Option<u64>) -> Result<Option<u64>> {
+    // VOLLEY_IMPORT_ONE_PASS=1 reads every file in one pass (for benchmarks and bisecting).
+    if !matches!(format, Format::Jtl) || std::env::var_os("VOLLEY_IMPORT_ONE_PASS").is_some() {
+        return Ok(None);
+    }
+    let len = std::fs::metadata(path).map_err(|e| FormatError::io(path, e))?.len();
+    let limit = cut.unwrap_or(len);
+    Ok((limit >= PARALLEL_FROM).then_some(limit))
+}
+
 /// Counts the line ends that pass through.
 struct CountNewlines<'a, R> {
     inner: R,
@@ -113,7 +144,7 @@ struct CountNewlines<'a, R> {
 impl<R: std::io::Read> std::io::Read for CountNewlines<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.newlines.set(self.newlines.get() + buf[..n].iter().filter(|&&b| b == b'\n').count() as u64);
+        self.newlines.set(self.newlines.get() + memchr::memchr_iter(b'\n', &buf[..n]).count() as u64);
         Ok(n)
     }
 }

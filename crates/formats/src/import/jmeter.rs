@@ -11,6 +11,7 @@ use volley_stats::ErrorKind;
 
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
+use crate::import::parts::{self, How, Outcome, Parts, Plan};
 use crate::import::{BUCKET_S, MAX_DURATION_MS, bad_duration, bad_stamp, source};
 use crate::note::{Figure, InputNote, Locator, NoteBook, Unit};
 use crate::source::{Format, Source};
@@ -72,99 +73,194 @@ fn whole(s: &str) -> Whole {
     }
 }
 
-/// Reads a JTL CSV.
-pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result<Source> {
-    let delimiter = if first_line.starts_with("timeStamp\t") { b'\t' } else { b',' };
-    let has_header = first_line.starts_with("timeStamp");
-    let mut csv = csv::ReaderBuilder::new().delimiter(delimiter).has_headers(false).flexible(true).from_reader(reader);
-    let mut record = csv::StringRecord::new();
-    let mut columns: Vec<String> = DEFAULT_COLUMNS.iter().map(|s| s.to_string()).collect();
-    if has_header {
-        csv.read_record(&mut record).map_err(|e| FormatError::malformed(path, 1, None, e.to_string()))?;
-        columns = record.iter().map(str::to_string).collect();
+/// Where the columns are, from the header (or JMeter's default columns).
+struct Layout {
+    delimiter: u8,
+    has_header: bool,
+    columns: Vec<String>,
+    ts_c: usize,
+    elapsed_c: usize,
+    label_c: usize,
+    code_c: usize,
+    msg_c: Option<usize>,
+    thread_c: Option<usize>,
+    success_c: usize,
+    bytes_c: Option<usize>,
+    latency_c: Option<usize>,
+    connect_c: Option<usize>,
+    threads_c: Option<usize>,
+    /// Fields a row needs at least.
+    needed: usize,
+}
+
+impl Layout {
+    fn new(path: &Path, first_line: &str, header: Option<Vec<String>>) -> Result<Layout> {
+        let delimiter = delimiter_of(first_line);
+        let has_header = header.is_some();
+        let columns: Vec<String> = header.unwrap_or_else(|| DEFAULT_COLUMNS.iter().map(|s| s.to_string()).collect());
+        let col = |name: &str| columns.iter().position(|c| c == name);
+        let need = |name: &str| col(name).ok_or_else(|| FormatError::malformed(path, 1, None, format!("JTL header has no `{name}` column")));
+        let (ts_c, elapsed_c, label_c, code_c, success_c) = (need("timeStamp")?, need("elapsed")?, need("label")?, need("responseCode")?, need("success")?);
+        Ok(Layout {
+            delimiter,
+            has_header,
+            ts_c,
+            elapsed_c,
+            label_c,
+            code_c,
+            msg_c: col("responseMessage"),
+            thread_c: col("threadName"),
+            success_c,
+            bytes_c: col("bytes"),
+            latency_c: col("Latency"),
+            connect_c: col("Connect"),
+            threads_c: col("allThreads"),
+            needed: [ts_c, elapsed_c, label_c, code_c, success_c].into_iter().max().unwrap_or(0) + 1,
+            columns,
+        })
     }
-    let col = |name: &str| columns.iter().position(|c| c == name);
-    let need = |name: &str| col(name).ok_or_else(|| FormatError::malformed(path, 1, None, format!("JTL header has no `{name}` column")));
-    let (ts_c, elapsed_c, label_c, code_c, msg_c, thread_c, success_c) =
-        (need("timeStamp")?, need("elapsed")?, need("label")?, need("responseCode")?, col("responseMessage"), col("threadName"), need("success")?);
-    let (bytes_c, latency_c, connect_c, threads_c) = (col("bytes"), col("Latency"), col("Connect"), col("allThreads"));
-    let needed = [ts_c, elapsed_c, label_c, code_c, success_c].into_iter().max().unwrap_or(0) + 1;
-    let mut bucketer = Bucketer::new(BUCKET_S);
-    let mut book = NoteBook::new(Locator::Line);
-    // The last parent sample of each thread: (label, start, end).
-    let mut parents: HashMap<String, (String, i64, i64)> = HashMap::new();
-    let (mut sub_results, mut rows) = (0u64, 0u64);
-    loop {
-        match csv.read_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => return Err(FormatError::malformed(path, e.position().map_or(0, |p| p.line()), None, e.to_string())),
+
+    fn reader<R: std::io::Read>(&self, r: R) -> csv::Reader<R> {
+        csv::ReaderBuilder::new().delimiter(self.delimiter).has_headers(false).flexible(true).from_reader(r)
+    }
+}
+
+/// One row's fields: `text` cut at `bounds` (a csv record's, or a line split by hand).
+struct Fields<'a> {
+    text: &'a str,
+    bounds: &'a [(usize, usize)],
+}
+
+impl<'a> Fields<'a> {
+    fn len(&self) -> usize {
+        self.bounds.len()
+    }
+
+    fn get(&self, i: usize) -> Option<&'a str> {
+        self.bounds.get(i).map(|&(a, b)| &self.text[a..b])
+    }
+
+    fn at(&self, i: usize) -> &'a str {
+        self.get(i).unwrap_or("")
+    }
+
+    /// The fields of a csv record (`bounds` is reused).
+    fn of_record(record: &'a csv::StringRecord, bounds: &'a mut Vec<(usize, usize)>) -> Fields<'a> {
+        bounds.clear();
+        bounds.extend((0..record.len()).filter_map(|i| record.range(i)).map(|r| (r.start, r.end)));
+        Fields { text: record.as_slice(), bounds }
+    }
+}
+
+/// The last parent sample of a thread: (label, start, end).
+type Parent = (String, i64, i64);
+
+/// Whether `label` is a sub-result of `parent` (`label-N`, started within its time).
+fn is_sub(label: &str, start: i64, parent: &Parent) -> bool {
+    let (p_label, p_start, p_end) = parent;
+    label.strip_prefix(p_label.as_str()).and_then(|r| r.strip_prefix('-')).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        && start >= *p_start
+        && start <= *p_end
+}
+
+/// Whether some parent could make `label` a sub-result (it ends in `-N`).
+fn may_be_sub(label: &str) -> bool {
+    label.rsplit_once('-').is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// What the rows read so far hold: the whole file's, or a part's.
+struct State {
+    bucketer: Bucketer,
+    book: NoteBook,
+    parents: HashMap<String, Parent>,
+    sub_results: u64,
+    rows: u64,
+    /// Read ahead of the parts before: the first row of each thread that a parent before the
+    /// part could have made a sub-result was counted as a parent: (thread, label, start).
+    guessing: bool,
+    assumed: Vec<(String, String, i64)>,
+}
+
+impl State {
+    fn new(bucketer: Bucketer, parents: HashMap<String, Parent>, guessing: bool) -> State {
+        State { bucketer, book: NoteBook::new(Locator::Line), parents, sub_results: 0, rows: 0, guessing, assumed: Vec::new() }
+    }
+
+    /// Reads one row at `line`.
+    fn row(&mut self, path: &Path, l: &Layout, f: &Fields<'_>, line: u64) -> Result<()> {
+        let columns = &l.columns;
+        if f.len() == 1 && f.at(0).is_empty() {
+            return Ok(());
         }
-        let line = record.position().map_or(0, |p| p.line());
-        if record.len() == 1 && record[0].is_empty() {
-            continue;
-        }
-        if record.len() < needed || (has_header && record.len() < columns.len()) {
+        if f.len() < l.needed || (l.has_header && f.len() < columns.len()) {
             return Err(FormatError::malformed(
                 path,
                 line,
-                Some(record.len() as u64 + 1),
-                format!("truncated row: {} fields, the header has {}", record.len(), columns.len()),
+                Some(f.len() as u64 + 1),
+                format!("truncated row: {} fields, the header has {}", f.len(), columns.len()),
             ));
         }
-        if has_header && record.len() > columns.len() {
+        if l.has_header && f.len() > columns.len() {
             return Err(FormatError::malformed(
                 path,
                 line,
                 Some(columns.len() as u64 + 1),
-                format!("{} fields, the header has {} (an unquoted separator in a label or message?)", record.len(), columns.len()),
+                format!("{} fields, the header has {} (an unquoted separator in a label or message?)", f.len(), columns.len()),
             ));
         }
-        let garbage = |c: usize| {
-            FormatError::malformed(path, line, Some(c as u64 + 1), format!("`{}`: expected a whole number, found `{}`", columns[c], &record[c]))
-        };
+        let garbage = |c: usize| FormatError::malformed(path, line, Some(c as u64 + 1), format!("`{}`: expected a whole number, found `{}`", columns[c], f.at(c)));
         // A whole-number field: the value, or why the row is skipped; garbage is an error.
-        let field = |c: usize, name: &str, check: fn(f64) -> Option<&'static str>| match whole(&record[c]) {
+        let field = |c: usize, name: &str, check: fn(f64) -> Option<&'static str>| match whole(f.at(c)) {
             Whole::Ok(v) => Ok(check(v as f64).map_or(Ok(v), |why| Err(format!("`{name}` is {why}")))),
             Whole::Odd(why) => Ok(Err(format!("`{name}` is {why}"))),
             Whole::Garbage => Err(garbage(c)),
         };
-        let start = match field(ts_c, "timeStamp", bad_stamp)? {
+        let start = match field(l.ts_c, "timeStamp", bad_stamp)? {
             Ok(t) => t,
             Err(why) => {
-                book.skip(Unit::Row, line, &why);
-                continue;
+                self.book.skip(Unit::Row, line, &why);
+                return Ok(());
             }
         };
-        let elapsed = match field(elapsed_c, "elapsed", bad_duration)? {
+        let elapsed = match field(l.elapsed_c, "elapsed", bad_duration)? {
             Ok(e) => e,
             Err(why) => {
-                book.skip(Unit::Row, line, &why);
-                continue;
+                self.book.skip(Unit::Row, line, &why);
+                return Ok(());
             }
         };
-        let ok = match &record[success_c] {
+        let ok = match f.at(l.success_c) {
             "true" => true,
             "false" => false,
             other => {
-                return Err(FormatError::malformed(path, line, Some(success_c as u64 + 1), format!("`success`: expected true or false, found `{other}`")));
+                return Err(FormatError::malformed(path, line, Some(l.success_c as u64 + 1), format!("`success`: expected true or false, found `{other}`")));
             }
         };
-        let label = &record[label_c];
-        let thread = thread_c.and_then(|c| record.get(c)).unwrap_or("").to_string();
-        if let Some((parent, p_start, p_end)) = parents.get(&thread) {
-            let is_sub = label.strip_prefix(parent.as_str()).and_then(|r| r.strip_prefix('-')).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-            if is_sub && start >= *p_start && start <= *p_end {
-                sub_results += 1;
-                continue;
+        let label = f.at(l.label_c);
+        let thread = l.thread_c.and_then(|c| f.get(c)).unwrap_or("");
+        match self.parents.get_mut(thread) {
+            Some(parent) => {
+                if is_sub(label, start, parent) {
+                    self.sub_results += 1;
+                    return Ok(());
+                }
+                parent.0.clear();
+                parent.0.push_str(label);
+                (parent.1, parent.2) = (start, start + elapsed);
+            }
+            None => {
+                if self.guessing && may_be_sub(label) {
+                    self.assumed.push((thread.to_string(), label.to_string(), start));
+                }
+                self.parents.insert(thread.to_string(), (label.to_string(), start, start + elapsed));
             }
         }
-        parents.insert(thread, (label.to_string(), start, start + elapsed));
+        let book = &mut self.book;
         // An optional count: empty is unknown; anything but a whole number ≥ 0 is unknown
         // too, and said so.
         let mut opt = |c: Option<usize>, effect: &str| -> Option<u64> {
             let c = c?;
-            let raw = record.get(c).unwrap_or("");
+            let raw = f.at(c);
             match whole(raw) {
                 _ if raw.is_empty() => None,
                 Whole::Ok(v) if v >= 0 => Some(v as u64),
@@ -183,50 +279,267 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
             }
         };
         const NO_TTFB: &str = "TTFB unknown; counted as requests and in total time, not in TTFB.";
-        let latency = opt(latency_c, NO_TTFB);
-        let connect = opt(connect_c, "connection time counted as 0.");
-        let bytes = opt(bytes_c, "response size counted as 0.");
-        let threads = opt(threads_c, "the VUs of the interval come from the other rows.");
-        if ok && latency.is_none() && latency_c.and_then(|c| record.get(c)).is_some_and(str::is_empty) {
-            book.used(Unit::Row, line, &format!("no `Latency`: {NO_TTFB}"));
+        let latency = opt(l.latency_c, NO_TTFB);
+        let connect = opt(l.connect_c, "connection time counted as 0.");
+        let bytes = opt(l.bytes_c, "response size counted as 0.");
+        let threads = opt(l.threads_c, "the VUs of the interval come from the other rows.");
+        if ok && latency.is_none() && l.latency_c.and_then(|c| f.get(c)).is_some_and(str::is_empty) {
+            self.book.used(Unit::Row, line, &format!("no `Latency`: {NO_TTFB}"));
         }
-        rows += 1;
-        let code = &record[code_c];
+        self.rows += 1;
+        let code = f.at(l.code_c);
         let record_of = RequestRecord {
             start_ms: start as f64,
             ttfb_us: latency.map(|l| l.min(MAX_DURATION_MS as u64) * 1000),
             total_us: elapsed as u64 * 1000,
             connect_us: connect.unwrap_or(0).min(MAX_DURATION_MS as u64) * 1000,
             bytes: bytes.unwrap_or(0).min(1 << 40),
-            error: (!ok).then(|| classify(code, msg_c.and_then(|c| record.get(c)).unwrap_or(""))),
+            error: (!ok).then(|| classify(code, l.msg_c.and_then(|c| f.get(c)).unwrap_or(""))),
             status: code.parse().ok(),
             vusers: threads.map(|v| v as f64),
             place: line,
             end_ms: None,
         };
-        bucketer.add_labelled(&record_of, label);
+        self.bucketer.add_labelled(&record_of, label);
+        Ok(())
     }
-    let mut src = source(path, Format::Jtl);
-    let missing = bucketer.ttfb_missing();
-    let out = bucketer.finish();
-    let successes = out.series.tests();
-    out.into_source(&mut src);
-    src.notes.push(format!(
-        "{rows} JMeter samples bucketed by start second; {sub_results} sub-result rows (redirects, embedded resources) are part of their parent samples and not counted again. TTFB = JMeter's Latency."
-    ));
-    src.input_notes.splice(0..0, book.into_notes());
-    if latency_c.is_none() && successes > 0 {
-        src.input_notes.push(InputNote::Unavailable {
-            figure: Figure::Ttfb,
-            why: "this JTL has no `Latency` column (JMeter's time to first byte, saved when jmeter.save.saveservice.latency is true), so TTFB and MTTFB are unknown.".to_string(),
-        });
-    } else if missing > 0 && missing == successes {
-        src.input_notes.push(InputNote::Unavailable {
-            figure: Figure::Ttfb,
-            why: "no successful sample of this JTL has a `Latency` value (JMeter's time to first byte), so TTFB and MTTFB are unknown.".to_string(),
-        });
+
+    /// The source these rows make.
+    fn finish(self, path: &Path, l: &Layout) -> Source {
+        let State { bucketer, book, sub_results, rows, .. } = self;
+        let mut src = source(path, Format::Jtl);
+        let missing = bucketer.ttfb_missing();
+        let out = bucketer.finish();
+        let successes = out.series.tests();
+        out.into_source(&mut src);
+        src.notes.push(format!(
+            "{rows} JMeter samples bucketed by start second; {sub_results} sub-result rows (redirects, embedded resources) are part of their parent samples and not counted again. TTFB = JMeter's Latency."
+        ));
+        src.input_notes.splice(0..0, book.into_notes());
+        if l.latency_c.is_none() && successes > 0 {
+            src.input_notes.push(InputNote::Unavailable {
+                figure: Figure::Ttfb,
+                why: "this JTL has no `Latency` column (JMeter's time to first byte, saved when jmeter.save.saveservice.latency is true), so TTFB and MTTFB are unknown.".to_string(),
+            });
+        } else if missing > 0 && missing == successes {
+            src.input_notes.push(InputNote::Unavailable {
+                figure: Figure::Ttfb,
+                why: "no successful sample of this JTL has a `Latency` value (JMeter's time to first byte), so TTFB and MTTFB are unknown.".to_string(),
+            });
+        }
+        src
     }
-    Ok(src)
+}
+
+/// Bytes read at a time in one pass.
+const BLOCK: usize = 1 << 20;
+
+/// The header's columns from its line (without its line end): split at `delimiter`, or
+/// read by the csv reader when quoted.
+fn header_of(path: &Path, line: &[u8], delimiter: u8) -> Result<Vec<String>> {
+    let line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut csv = csv::ReaderBuilder::new().delimiter(delimiter).has_headers(false).flexible(true).from_reader(line);
+    let mut record = csv::StringRecord::new();
+    csv.read_record(&mut record).map_err(|e| FormatError::malformed(path, 1, None, e.to_string()))?;
+    Ok(record.iter().map(str::to_string).collect())
+}
+
+/// The delimiter a JTL whose first line is `first_line` uses.
+fn delimiter_of(first_line: &str) -> u8 {
+    if first_line.starts_with("timeStamp\t") { b'\t' } else { b',' }
+}
+
+/// Reads a JTL CSV in one pass (the same reader as [`read_parts`], over the whole file).
+pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result<Source> {
+    let mut reader = reader;
+    let io = |e| FormatError::io(path, e);
+    let (mut buf, mut eof) = (Vec::with_capacity(2 * BLOCK), false);
+    // Reads until `buf` holds `want` bytes or the file ends.
+    let mut fill = |buf: &mut Vec<u8>, want: usize, eof: &mut bool| -> Result<()> {
+        while !*eof && buf.len() < want {
+            let at = buf.len();
+            buf.resize(at + BLOCK, 0);
+            let n = reader.read(&mut buf[at..]).map_err(io)?;
+            buf.truncate(at + n);
+            *eof = n == 0;
+        }
+        Ok(())
+    };
+    let has_header = first_line.starts_with("timeStamp");
+    let mut header = None;
+    if has_header {
+        let mut want = BLOCK;
+        let end = loop {
+            fill(&mut buf, want, &mut eof)?;
+            match memchr::memchr(b'\n', &buf) {
+                Some(i) => break i,
+                None if eof => break buf.len(),
+                None => want *= 2,
+            }
+        };
+        header = Some(header_of(path, &buf[..end], delimiter_of(first_line))?);
+        buf.drain(..(end + 1).min(buf.len()));
+    }
+    let layout = Layout::new(path, first_line, header)?;
+    let jtl = Jtl { path, layout: &layout };
+    let mut acc = State::new(Bucketer::new(BUCKET_S), HashMap::new(), false);
+    let mut lines = u64::from(has_header);
+    let mut want = BLOCK;
+    loop {
+        fill(&mut buf, want, &mut eof)?;
+        let own = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
+        if own == 0 {
+            if eof {
+                break;
+            }
+            want = buf.len() * 2;
+            continue;
+        }
+        match jtl.read(&buf, own, eof, How::After(&acc)) {
+            Outcome::Read { part, consumed, newlines } => {
+                jtl.absorb(&mut acc, part, lines);
+                lines += newlines;
+                buf.drain(..consumed);
+                want = BLOCK;
+                if eof && buf.is_empty() {
+                    break;
+                }
+            }
+            Outcome::NeedMore if !eof => want = buf.len() * 2,
+            Outcome::NeedMore => unreachable!("the whole rest of the file was read"),
+            Outcome::Failed(e) => return Err(parts::rebase(e, lines)),
+        }
+    }
+    Ok(acc.finish(path, &layout))
+}
+
+/// Reads the JTL at `path` (its records end at `limit`) in parts of `part` bytes on every
+/// core, exactly as [`read`] does in one pass. Returns the source and the line ends read;
+/// `None` when it must be read in one pass instead (the file could not be read apart).
+pub fn read_parts(path: &Path, limit: u64, first_line: &str, part: u64) -> Result<Option<(Source, u64)>> {
+    let file = std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?;
+    let mut head = vec![0u8; limit.min(1 << 16) as usize];
+    std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).map_err(|e| FormatError::io(path, e))?;
+    let has_header = first_line.starts_with("timeStamp");
+    let (header, start) = if has_header {
+        let Some(end) = memchr::memchr(b'\n', &head) else { return Ok(None) };
+        (Some(header_of(path, &head[..end], delimiter_of(first_line))?), end as u64 + 1)
+    } else {
+        (None, 0)
+    };
+    let layout = Layout::new(path, first_line, header)?;
+    let jtl = Jtl { path, layout: &layout };
+    let mut acc = State::new(Bucketer::new(BUCKET_S), HashMap::new(), false);
+    match parts::read(&file, Plan::new(start, limit, part), &jtl, &mut acc, u64::from(has_header)) {
+        Ok(lines) => Ok(Some((acc.finish(path, &layout), lines))),
+        Err(parts::Stop::Failed(e)) => Err(e),
+        Err(parts::Stop::Fallback) => Ok(None),
+    }
+}
+
+/// A JTL read in parts.
+struct Jtl<'a> {
+    path: &'a Path,
+    layout: &'a Layout,
+}
+
+impl Parts for Jtl<'_> {
+    type Acc = State;
+    type Seed = f64;
+    type Part = State;
+
+    fn read(&self, buf: &[u8], own: usize, at_end: bool, how: How<'_, f64, State>) -> Outcome<State> {
+        let l = self.layout;
+        let mut state = match how {
+            How::Guess(&origin) => State::new(Bucketer::part(BUCKET_S, Locator::Line, Some(origin), None), HashMap::new(), true),
+            How::After(acc) => State::new(
+                Bucketer::part(BUCKET_S, Locator::Line, acc.bucketer.origin_ms(), acc.bucketer.newest()),
+                acc.parents.clone(),
+                false,
+            ),
+        };
+        let mut bounds: Vec<(usize, usize)> = Vec::with_capacity(l.columns.len() + 1);
+        let mut record = csv::StringRecord::new();
+        let (mut pos, mut line) = (0usize, 1u64);
+        while pos < own {
+            let rest = &buf[pos..];
+            let (len, next) = match memchr::memchr(b'\n', rest) {
+                Some(i) => (i, i + 1),
+                None if at_end => (rest.len(), rest.len()),
+                None => return Outcome::NeedMore,
+            };
+            let mut text = &rest[..len];
+            if text.last() == Some(&b'\r') {
+                text = &text[..len - 1];
+            }
+            let plain = match memchr::memchr2(b'"', b'\r', text) {
+                None => std::str::from_utf8(text).ok(),
+                Some(_) => None,
+            };
+            if let Some(text) = plain {
+                // The common row: no quotes, split at the separators by hand.
+                if !text.is_empty() {
+                    bounds.clear();
+                    let mut from = 0;
+                    for at in memchr::memchr_iter(l.delimiter, text.as_bytes()) {
+                        bounds.push((from, at));
+                        from = at + 1;
+                    }
+                    bounds.push((from, text.len()));
+                    if let Err(e) = state.row(self.path, l, &Fields { text, bounds: &bounds }, line) {
+                        return Outcome::Failed(e);
+                    }
+                }
+                pos += next;
+                line += 1;
+            } else {
+                // Quotes (maybe around line ends), a lone CR or bytes that are not UTF-8:
+                // the csv reader reads the record (and says what is wrong with it).
+                let mut csv = l.reader(rest);
+                match csv.read_record(&mut record) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        pos += next;
+                        line += 1;
+                        continue;
+                    }
+                    Err(e) => return Outcome::Failed(FormatError::malformed(self.path, line, None, e.to_string())),
+                }
+                let used = csv.position().byte() as usize;
+                if used == 0 || (!at_end && used >= rest.len()) {
+                    return Outcome::NeedMore;
+                }
+                // Lines counted here, not by the csv reader: its fast scan of a quoted field
+                // does not count the line ends in it.
+                let skipped = record.position().map_or(0, |p| p.byte() as usize);
+                let at = line + memchr::memchr_iter(b'\n', &rest[..skipped]).count() as u64;
+                if let Err(e) = state.row(self.path, l, &Fields::of_record(&record, &mut bounds), at) {
+                    return Outcome::Failed(e);
+                }
+                line += memchr::memchr_iter(b'\n', &rest[..used]).count() as u64;
+                pos += used;
+            }
+        }
+        Outcome::Read { part: state, consumed: pos, newlines: line - 1 }
+    }
+
+    fn seed(&self, acc: &State) -> Option<f64> {
+        acc.bucketer.origin_ms()
+    }
+
+    fn exact(&self, part: &State, acc: &State) -> bool {
+        part.bucketer.exact_after(acc.bucketer.newest())
+            && part.assumed.iter().all(|(thread, label, start)| !acc.parents.get(thread).is_some_and(|p| is_sub(label, *start, p)))
+    }
+
+    fn absorb(&self, acc: &mut State, part: State, line_base: u64) {
+        acc.bucketer.absorb(part.bucketer, line_base);
+        acc.book.absorb(part.book, line_base);
+        acc.parents.extend(part.parents);
+        acc.sub_results += part.sub_results;
+        acc.rows += part.rows;
+    }
 }
 
 #[cfg(test)]

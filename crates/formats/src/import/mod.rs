@@ -6,6 +6,7 @@ pub mod gatling;
 pub mod jmeter;
 pub mod k6;
 pub mod locust;
+pub(crate) mod parts;
 
 use std::path::Path;
 
