@@ -74,4 +74,6 @@ pub(crate) struct WorkerContext {
     pub(crate) request: PreparedRequest,
     pub(crate) recorder: Rc<RefCell<Recorder>>,
     pub(crate) buffers: BufferPool,
+    /// gRPC connections of this thread.
+    pub(crate) grpc: crate::grpc::Channels,
 }

@@ -12,6 +12,7 @@ mod context;
 mod dial;
 mod error;
 mod flow;
+mod grpc;
 mod h1;
 mod preflight;
 pub mod prom;

@@ -52,6 +52,8 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
         let step_names: Arc<[String]> =
             seed.plan.scenario.as_ref().map_or_else(Vec::new, |s| s.step_info.iter().map(|i| i.name.clone()).collect()).into();
         let recorder = Rc::new(RefCell::new(Recorder::new(seed.t0, seed.interval, seed.plan.load.is_open(), step_names)));
+        let nodes = seed.plan.scenario.as_ref().map_or(&[][..], |s| &s.steps[..]);
+        let grpc = crate::grpc::Channels::new(&seed.target, &seed.tls, nodes, seed.worker, seed.workers);
         let ctx = Rc::new(WorkerContext {
             shared: seed.shared.clone(),
             plan: seed.plan,
@@ -62,6 +64,7 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
             request: seed.request,
             recorder: recorder.clone(),
             buffers: Default::default(),
+            grpc,
         });
         let mut vus = tokio::task::JoinSet::new();
         if let Model::Open { rate, max_vus } = &ctx.plan.load.model {

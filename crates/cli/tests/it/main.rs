@@ -18,3 +18,4 @@ mod netns;
 mod ci;
 mod history;
 mod k8s;
+mod grpc;
