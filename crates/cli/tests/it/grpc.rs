@@ -11,10 +11,12 @@ use volley_formats::RunData;
 
 use crate::support::*;
 
-/// The demo target on 127.0.0.1, served plain (HTTP/1.1 and h2c) or over TLS (ALPN h2),
-/// counting the TCP connections it accepted.
+/// The demo target on 127.0.0.1, reached through a proxy the test starts in front of it that
+/// counts the TCP connections it accepts and, with `tls`, terminates TLS (ALPN h2) — the
+/// target itself speaks HTTP/1.1 and h2c.
 struct Demo {
     port: u16,
+    direct: u16,
     accepted: Arc<AtomicU64>,
     db: Arc<volley_demo::Db>,
     cert_pem: Option<String>,
@@ -25,7 +27,9 @@ impl Demo {
     fn start(tls: bool) -> Demo {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let knobs = volley_demo::Knobs { db_rtt: std::time::Duration::ZERO, ..volley_demo::Knobs::default() };
-        let (router, db, _events) = rt.block_on(volley_demo::router(&knobs)).unwrap();
+        let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs)).unwrap();
+        let (direct, db) = (target.addr, target.db.clone());
+        std::mem::forget(target);
         let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
         let port = listener.local_addr().unwrap().port();
         let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
@@ -38,33 +42,32 @@ impl Demo {
                 .with_no_client_auth()
                 .with_single_cert(vec![cert.cert.der().clone()], key)
                 .unwrap();
-            config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            config.alpn_protocols = vec![b"h2".to_vec()];
             tokio_rustls::TlsAcceptor::from(Arc::new(config))
         });
         let accepted = Arc::new(AtomicU64::new(0));
         let count = accepted.clone();
         rt.spawn(async move {
             loop {
-                let Ok((tcp, _)) = listener.accept().await else { return };
+                let Ok((mut tcp, _)) = listener.accept().await else { return };
                 count.fetch_add(1, Ordering::SeqCst);
-                let (router, acceptor) = (router.clone(), acceptor.clone());
+                let acceptor = acceptor.clone();
                 tokio::spawn(async move {
-                    let svc = hyper_util::service::TowerToHyperService::new(router);
-                    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+                    let Ok(mut upstream) = tokio::net::TcpStream::connect(direct).await else { return };
                     match acceptor {
                         Some(a) => {
-                            if let Ok(s) = a.accept(tcp).await {
-                                let _ = builder.serve_connection(hyper_util::rt::TokioIo::new(s), svc).await;
+                            if let Ok(mut s) = a.accept(tcp).await {
+                                let _ = tokio::io::copy_bidirectional(&mut s, &mut upstream).await;
                             }
                         }
                         None => {
-                            let _ = builder.serve_connection(hyper_util::rt::TokioIo::new(tcp), svc).await;
+                            let _ = tokio::io::copy_bidirectional(&mut tcp, &mut upstream).await;
                         }
                     }
                 });
             }
         });
-        Demo { port, accepted, db, cert_pem, _rt: rt }
+        Demo { port, direct: direct.port(), accepted, db, cert_pem, _rt: rt }
     }
 
     fn url(&self) -> String {
@@ -81,7 +84,7 @@ impl Demo {
     /// `/metrics`, over HTTP/1.1 (plain targets only).
     fn metrics(&self) -> String {
         use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.direct)).unwrap();
         write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
         let mut out = String::new();
         s.read_to_string(&mut out).unwrap();
@@ -168,7 +171,7 @@ fn unary_and_streaming_calls_extract_check_and_count_status_codes_as_kinds() {
         report["errors"].as_array().unwrap().iter().map(|e| (e["kind"].as_str().unwrap().to_string(), e["count"].as_u64().unwrap())).collect();
     assert_eq!(kinds, vec![("grpc_not_found".to_string(), 6)], "{report}");
     let data = RunData::read(&run).unwrap();
-    let stream_id = data.tests.iter().position(|t| t == "stream").unwrap();
+    let stream_id = data.steps.iter().position(|(name, _)| name == "stream").unwrap();
     assert_eq!(data.step_events[stream_id].iter().sum::<u64>(), 18, "3 messages per stream");
     // The server counted the same calls, by status code, in its Micrometer-named series.
     let m = demo.metrics();
