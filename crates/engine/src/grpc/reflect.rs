@@ -64,13 +64,20 @@ version!(ask_v1alpha, tonic_reflection::pb::v1alpha);
 
 /// Asks v1, and v1alpha when the server does not know v1.
 async fn ask(channel: &Channel, asks: Vec<Ask>, alpha: &mut bool) -> Result<Vec<Answer>, String> {
-    if !*alpha {
-        match ask_v1(channel.clone(), asks.clone()).await {
-            Err(s) if s.code() == tonic::Code::Unimplemented => *alpha = true,
-            other => return other.map_err(|s| describe(&s)),
+    let answer = if *alpha { None } else { Some(ask_v1(channel.clone(), asks.clone()).await) };
+    let answer = match answer {
+        Some(Err(s)) if s.code() == tonic::Code::Unimplemented => {
+            *alpha = true;
+            ask_v1alpha(channel.clone(), asks).await
         }
+        Some(a) => a,
+        None => ask_v1alpha(channel.clone(), asks).await,
+    };
+    match answer {
+        // Some servers (tonic's) end the stream with NOT_FOUND instead of an error answer.
+        Err(s) if s.code() == tonic::Code::NotFound => Ok(vec![Answer::Error(5, s.message().to_string())]),
+        other => other.map_err(|s| describe(&s)),
     }
-    ask_v1alpha(channel.clone(), asks).await.map_err(|s| describe(&s))
 }
 
 fn describe(s: &tonic::Status) -> String {
