@@ -109,6 +109,15 @@ fn outline(nodes: &[Node], sc: &Scenario, depth: usize) {
             Node::Http(h) => (h.call.id, format!("{} {}", h.method, h.call.url.source())),
             Node::Sse(s) => (s.call.id, format!("SSE {}", s.call.url.source())),
             Node::WebSocket(w) => (w.call.id, format!("WebSocket {}", w.call.url.source())),
+            Node::Grpc(g) => {
+                let source = if g.protos.is_empty() { "by reflection".to_string() } else { format!("from {}", g.protos.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")) };
+                let kind = match g.schema.get() {
+                    Some(m) if m.is_server_streaming() => "server streaming, ",
+                    Some(_) => "unary, ",
+                    None => "",
+                };
+                (g.call.id, format!("gRPC {} ({kind}{source})", g.full_method()))
+            }
             Node::Group(g) => {
                 println!("{pad}- group{} × {}", g.name.as_ref().map(|n| format!(" `{n}`")).unwrap_or_default(), g.repeat);
                 outline(&g.steps, sc, depth + 1);

@@ -7,10 +7,14 @@
 //!
 //! It exposes `/metrics` (and `/actuator/prometheus`) with Spring Boot / Micrometer names,
 //! so what volley learns to read here it reads from a real Spring service too.
+//!
+//! The chat API is also served over gRPC on the same port ([`grpc`], proto/chat.proto,
+//! with server reflection): HTTP/1.1 and HTTP/2 (h2c prior knowledge) are both accepted.
 
 mod chat;
 mod connections;
 mod db;
+mod grpc;
 mod knobs;
 mod limit;
 mod metrics;
@@ -59,6 +63,7 @@ pub(crate) struct App {
     pub(crate) metrics: Arc<metrics::Metrics>,
     pub(crate) cache: Option<Arc<chat::Cache>>,
     pub(crate) events: Arc<pair::Events>,
+    pub(crate) grpc: Arc<grpc::GrpcMetrics>,
 }
 
 /// A running demo target.
@@ -91,6 +96,7 @@ pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>
         metrics: metrics.clone(),
         cache: knobs.cache.then(|| Arc::new(chat::Cache::default())),
         events: Arc::new(pair::Events::default()),
+        grpc: Arc::new(grpc::GrpcMetrics::default()),
     };
     let events = app.events.clone();
     let api = Router::new().merge(chat::routes()).merge(pair::routes()).merge(web::routes());
@@ -101,7 +107,8 @@ pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>
         .route("/health", get(|| async { "ok" }))
         .route("/openapi.json", get(openapi::document))
         .layer(axum::middleware::from_fn_with_state(app.clone(), metrics::record))
-        .with_state(app);
+        .with_state(app.clone())
+        .merge(grpc::routes(app));
     Ok((router, db, events))
 }
 

@@ -216,5 +216,7 @@ pub(crate) async fn expose(State(app): State<App>) -> impl IntoResponse {
             s.max
         );
     }
+    drop(map);
+    app.grpc.render(&mut out);
     ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], out)
 }

@@ -66,6 +66,17 @@ impl Events {
         self.until_closed(hello.chain(live))
     }
 
+    /// A room's new chat messages as posted (JSON text), for the gRPC stream.
+    pub(crate) fn chat_live(&self, room: i64) -> impl Stream<Item = String> + Send + use<> {
+        let live = BroadcastStream::new(self.chat.subscribe()).filter_map(move |m| async move {
+            match m {
+                Ok((r, json)) if r == room => Some(json),
+                _ => None,
+            }
+        });
+        self.until_closed(live)
+    }
+
     fn pair_stream(&self, code: String) -> impl Stream<Item = Result<Event, Infallible>> + Send + use<> {
         let hello = futures_util::stream::once(async { Ok(Event::default().event("connect").data("connected")) });
         let live = BroadcastStream::new(self.pair.subscribe()).filter_map(move |m| {

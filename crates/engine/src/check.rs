@@ -18,6 +18,7 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineErro
     let Some(scenario) = config.plan.scenario.clone() else { return Err(EngineError::NoScenario) };
     let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
     let request = PreparedRequest::new(&config.target, &config.plan.request)?;
+    crate::grpc::resolve(&scenario.steps, &scenario.step_info, &config.target, &tls, config.timeout_for_preflight())?;
     // One VU, already counted as running, that the conductor never starts.
     let shared = Arc::new(Shared::new(0, 1));
     let names: Arc<[String]> = scenario.step_info.iter().map(|i| i.name.clone()).collect::<Vec<_>>().into();
@@ -33,6 +34,7 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineErro
         buffers: Default::default(),
         steps: Default::default(),
         pool: None,
+        grpc: crate::grpc::Channels::new(&config.target, &tls, &scenario.steps, 0, 1),
     });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -47,3 +49,4 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineErro
     .map_err(EngineError::Halted)?;
     Ok(traces.into_inner())
 }
+

@@ -97,6 +97,8 @@ pub(crate) struct WorkerContext {
     pub(crate) steps: StepCache,
     /// `--connections`: this worker's share of the connections its VUs share.
     pub(crate) pool: Option<Rc<Pool>>,
+    /// gRPC connections of this thread.
+    pub(crate) grpc: crate::grpc::Channels,
 }
 
 impl WorkerContext {

@@ -130,6 +130,10 @@ pub enum EngineError {
     /// The body was expected to be text.
     #[error("the body is not UTF-8")]
     NotUtf8,
+    /// A `grpc:` step cannot be called as written (reflection found no such service, method
+    /// or field; the server offers no reflection): what is wrong and what to write.
+    #[error("{0}")]
+    Grpc(String),
     /// Nothing complete came back in time.
     #[error("no answer within {}s", .0.as_secs_f64())]
     NoAnswer(Duration),

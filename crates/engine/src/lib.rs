@@ -13,6 +13,7 @@ mod context;
 mod dial;
 mod error;
 mod flow;
+mod grpc;
 mod h1;
 mod http2;
 mod pool;

@@ -245,6 +245,9 @@ impl EngineConfig {
 pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
     let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
     let request = PreparedRequest::new(&config.target, &config.plan.request)?;
+    if let Some(scenario) = &config.plan.scenario {
+        crate::grpc::resolve(&scenario.steps, &scenario.step_info, &config.target, &tls, config.timeout_for_preflight())?;
+    }
     // Closed model: one flag per VU of this segment the shape may start.
     let max_vus = if config.plan.load.is_open() { 0 } else { config.plan.segment.share(config.plan.load.max_vus()) as usize };
     let shared = Arc::new(Shared::new(max_vus, 0));

@@ -59,6 +59,8 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
             let mine = n / seed.workers + u64::from(seed.worker < n % seed.workers);
             Pool::new(seed.target.clone(), seed.tls.clone(), seed.force_h2, mine as usize)
         });
+        let nodes = seed.plan.scenario.as_ref().map_or(&[][..], |s| &s.steps[..]);
+        let grpc = crate::grpc::Channels::new(&seed.target, &seed.tls, nodes, seed.worker, seed.workers);
         let ctx = Rc::new(WorkerContext {
             shared: seed.shared.clone(),
             plan: seed.plan,
@@ -71,6 +73,7 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
             buffers: Default::default(),
             steps: Default::default(),
             pool,
+            grpc,
         });
         let mut vus = tokio::task::JoinSet::new();
         if let Model::Open { rate, max_vus } = &ctx.plan.load.model {

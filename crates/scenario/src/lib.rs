@@ -11,6 +11,7 @@ pub mod data;
 pub mod duration;
 pub mod extract;
 pub mod file;
+pub mod grpc;
 pub mod load;
 pub mod plan;
 pub mod rate;

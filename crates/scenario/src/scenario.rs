@@ -138,6 +138,8 @@ pub enum StepKind {
     Sse,
     /// A WebSocket exchange.
     WebSocket,
+    /// A gRPC call.
+    Grpc,
 }
 
 impl StepKind {
@@ -147,6 +149,7 @@ impl StepKind {
             StepKind::Http => "http",
             StepKind::Sse => "sse",
             StepKind::WebSocket => "websocket",
+            StepKind::Grpc => "grpc",
         }
     }
 }
@@ -169,6 +172,8 @@ pub enum Node {
     Sse(SseStep),
     /// Talk over a WebSocket.
     WebSocket(WsStep),
+    /// Call a gRPC method.
+    Grpc(GrpcStep),
     /// Steps run `repeat` times.
     Group(Group),
     /// One branch, picked at random by weight each time the flow reaches it.
@@ -398,6 +403,42 @@ pub struct WsStep {
     pub send: Vec<Template>,
     /// Text the awaited message must contain (any message when absent).
     pub expect: Option<Template>,
+}
+
+/// Call a gRPC method, unary or server-streaming, over HTTP/2 to the target (h2c on
+/// http://, TLS with ALPN h2 on https://). The request is written as JSON (every string a
+/// template); the response is read as JSON for `extract` and `check` (a stream's messages
+/// as a JSON array). A status other than OK fails the step with the code as its error kind.
+#[derive(Debug)]
+pub struct GrpcStep {
+    /// Its id, `/package.Service/Method` as the URL, metadata as headers, and timings.
+    pub call: Call,
+    /// `package.Service`.
+    pub service: String,
+    /// `Method`.
+    pub method: String,
+    /// The .proto files given (resolved paths), empty to ask the server by reflection.
+    pub protos: Vec<PathBuf>,
+    /// The method's descriptor: from `protos` when the file is loaded, or set once by
+    /// reflection when the run starts.
+    pub schema: std::sync::OnceLock<crate::grpc::MethodDescriptor>,
+    /// The request message.
+    pub message: JsonTemplate,
+    /// Server streaming: close after this many messages.
+    pub messages: Option<u64>,
+    /// HTTP/2 connections shared by all VUs for gRPC calls (per run; `None`: one per VU).
+    pub connections: Option<u64>,
+    /// VU variables set from the response.
+    pub extract: Vec<Extract>,
+    /// What the response must satisfy (JSON and metadata; not an HTTP status).
+    pub check: Check,
+}
+
+impl GrpcStep {
+    /// `package.Service/Method`.
+    pub fn full_method(&self) -> String {
+        format!("{}/{}", self.service, self.method)
+    }
 }
 
 #[cfg(test)]

@@ -37,10 +37,44 @@ pub enum ErrorKind {
     /// A scenario step could not be built (a template, URL or header failed), so nothing
     /// was sent: counted here, but neither as a test nor as an error.
     NotSent,
+    // A gRPC call that ended with a status other than OK: one kind per status code, named
+    // `grpc_` and the code in lower case (`grpc_unavailable`), in code order.
+    /// gRPC status CANCELLED (1): the call was cancelled.
+    GrpcCancelled,
+    /// gRPC status UNKNOWN (2).
+    GrpcUnknown,
+    /// gRPC status INVALID_ARGUMENT (3).
+    GrpcInvalidArgument,
+    /// gRPC status DEADLINE_EXCEEDED (4).
+    GrpcDeadlineExceeded,
+    /// gRPC status NOT_FOUND (5).
+    GrpcNotFound,
+    /// gRPC status ALREADY_EXISTS (6).
+    GrpcAlreadyExists,
+    /// gRPC status PERMISSION_DENIED (7).
+    GrpcPermissionDenied,
+    /// gRPC status RESOURCE_EXHAUSTED (8).
+    GrpcResourceExhausted,
+    /// gRPC status FAILED_PRECONDITION (9).
+    GrpcFailedPrecondition,
+    /// gRPC status ABORTED (10).
+    GrpcAborted,
+    /// gRPC status OUT_OF_RANGE (11).
+    GrpcOutOfRange,
+    /// gRPC status UNIMPLEMENTED (12).
+    GrpcUnimplemented,
+    /// gRPC status INTERNAL (13).
+    GrpcInternal,
+    /// gRPC status UNAVAILABLE (14).
+    GrpcUnavailable,
+    /// gRPC status DATA_LOSS (15).
+    GrpcDataLoss,
+    /// gRPC status UNAUTHENTICATED (16).
+    GrpcUnauthenticated,
 }
 
 /// How many [`ErrorKind`]s there are.
-pub const KINDS: usize = 11;
+pub const KINDS: usize = 27;
 
 impl ErrorKind {
     /// Every kind, in column order.
@@ -56,6 +90,22 @@ impl ErrorKind {
         ErrorKind::Check,
         ErrorKind::Unfinished,
         ErrorKind::NotSent,
+        ErrorKind::GrpcCancelled,
+        ErrorKind::GrpcUnknown,
+        ErrorKind::GrpcInvalidArgument,
+        ErrorKind::GrpcDeadlineExceeded,
+        ErrorKind::GrpcNotFound,
+        ErrorKind::GrpcAlreadyExists,
+        ErrorKind::GrpcPermissionDenied,
+        ErrorKind::GrpcResourceExhausted,
+        ErrorKind::GrpcFailedPrecondition,
+        ErrorKind::GrpcAborted,
+        ErrorKind::GrpcOutOfRange,
+        ErrorKind::GrpcUnimplemented,
+        ErrorKind::GrpcInternal,
+        ErrorKind::GrpcUnavailable,
+        ErrorKind::GrpcDataLoss,
+        ErrorKind::GrpcUnauthenticated,
     ];
 
     /// A short stable name, used in column headers and JSON.
@@ -72,7 +122,28 @@ impl ErrorKind {
             ErrorKind::Check => "check",
             ErrorKind::Unfinished => "unfinished",
             ErrorKind::NotSent => "not_sent",
+            ErrorKind::GrpcCancelled => "grpc_cancelled",
+            ErrorKind::GrpcUnknown => "grpc_unknown",
+            ErrorKind::GrpcInvalidArgument => "grpc_invalid_argument",
+            ErrorKind::GrpcDeadlineExceeded => "grpc_deadline_exceeded",
+            ErrorKind::GrpcNotFound => "grpc_not_found",
+            ErrorKind::GrpcAlreadyExists => "grpc_already_exists",
+            ErrorKind::GrpcPermissionDenied => "grpc_permission_denied",
+            ErrorKind::GrpcResourceExhausted => "grpc_resource_exhausted",
+            ErrorKind::GrpcFailedPrecondition => "grpc_failed_precondition",
+            ErrorKind::GrpcAborted => "grpc_aborted",
+            ErrorKind::GrpcOutOfRange => "grpc_out_of_range",
+            ErrorKind::GrpcUnimplemented => "grpc_unimplemented",
+            ErrorKind::GrpcInternal => "grpc_internal",
+            ErrorKind::GrpcUnavailable => "grpc_unavailable",
+            ErrorKind::GrpcDataLoss => "grpc_data_loss",
+            ErrorKind::GrpcUnauthenticated => "grpc_unauthenticated",
         }
+    }
+
+    /// The kind of a gRPC status code (1..=16); `None` for OK (0) and unknown numbers.
+    pub fn grpc(code: i32) -> Option<ErrorKind> {
+        usize::try_from(code).ok().filter(|c| (1..=16).contains(c)).map(|c| ErrorKind::ALL[ErrorKind::NotSent.index() + c])
     }
 
     /// Position in [`ErrorKind::ALL`].
@@ -340,6 +411,20 @@ impl IntervalSample {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grpc_codes_are_kinds_named_as_serialized() {
+        assert_eq!(ErrorKind::grpc(14), Some(ErrorKind::GrpcUnavailable));
+        assert_eq!(ErrorKind::grpc(1), Some(ErrorKind::GrpcCancelled));
+        assert_eq!(ErrorKind::grpc(16), Some(ErrorKind::GrpcUnauthenticated));
+        assert_eq!(ErrorKind::grpc(0), None);
+        assert_eq!(ErrorKind::grpc(17), None);
+        for (i, k) in ErrorKind::ALL.iter().enumerate() {
+            assert_eq!(k.index(), i);
+            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::json!(k.name()));
+        }
+        assert_eq!(ErrorKind::GrpcDeadlineExceeded.name(), "grpc_deadline_exceeded");
+    }
 
     #[test]
     fn row_from_sample() {

@@ -22,3 +22,4 @@ mod live;
 mod prometheus;
 mod populations;
 mod convert;
+mod grpc;

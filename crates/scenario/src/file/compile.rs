@@ -41,6 +41,8 @@ pub(super) struct Compiler {
     limit_reported: bool,
     /// The population being compiled, in a file with `scenarios:`.
     population: Option<String>,
+    /// .proto file sets compiled so far (each set once, however many steps name it).
+    protos: BTreeMap<Vec<PathBuf>, Result<crate::grpc::DescriptorPool, String>>,
 }
 
 fn at<T>(s: &S<T>) -> At {
@@ -61,6 +63,7 @@ impl Compiler {
             lost_names: false,
             limit_reported: false,
             population: None,
+            protos: BTreeMap::new(),
         }
     }
 
@@ -539,17 +542,23 @@ impl Compiler {
             }
             return None;
         }
-        let kinds =
-            [r.request.is_some() || r.url.is_some(), r.sse.is_some(), r.websocket.is_some(), r.steps.is_some(), r.one_of.is_some()];
+        let kinds = [
+            r.request.is_some() || r.url.is_some(),
+            r.sse.is_some(),
+            r.websocket.is_some(),
+            r.grpc.is_some(),
+            r.steps.is_some(),
+            r.one_of.is_some(),
+        ];
         match kinds.iter().filter(|k| **k).count() {
             0 if r.method.is_some() => {}
             0 => {
-                self.error(here, "a step needs one of `request` (or `method` + `url`), `sse`, `websocket`, `steps` or `one_of`");
+                self.error(here, "a step needs one of `request` (or `method` + `url`), `sse`, `websocket`, `grpc`, `steps` or `one_of`");
                 return None;
             }
             1 => {}
             _ => {
-                self.error(here, "a step can be only one of a request, `sse`, `websocket`, a group with `steps` or `one_of`");
+                self.error(here, "a step can be only one of a request, `sse`, `websocket`, `grpc`, a group with `steps` or `one_of`");
                 return None;
             }
         }
@@ -563,7 +572,7 @@ impl Compiler {
             self.error(at(g), "`group` names a group: give it `steps`");
         }
         let node = if let Some(url) = &r.sse {
-            self.not_for(r, "an `sse` step", &["json", "form", "body", "extract", "check", "send", "expect", "method"]);
+            self.not_for(r, "an `sse` step", &["json", "form", "body", "extract", "check", "send", "expect", "method", "proto", "message", "messages", "connections"]);
             if let Some(e) = &r.events
                 && e.value == 0
             {
@@ -572,13 +581,15 @@ impl Compiler {
             let call = self.call(r, url, "sse", StepKind::Sse, None, defined);
             Node::Sse(SseStep { call, events: r.events.as_ref().map(|e| e.value), wait: r.wait })
         } else if let Some(url) = &r.websocket {
-            self.not_for(r, "a `websocket` step", &["json", "form", "body", "extract", "check", "events", "method"]);
+            self.not_for(r, "a `websocket` step", &["json", "form", "body", "extract", "check", "events", "method", "proto", "message", "messages", "connections"]);
             let call = self.call(r, url, "websocket", StepKind::WebSocket, None, defined);
             let send = r.send.iter().flatten().map(|m| self.template("send", m, defined)).collect();
             let expect = r.expect.as_ref().map(|e| self.template("expect", e, defined));
             Node::WebSocket(WsStep { call, send, expect })
+        } else if let Some(method) = &r.grpc {
+            self.grpc(r, method, defined)?
         } else {
-            self.not_for(r, "a request", &["events", "send", "expect"]);
+            self.not_for(r, "a request", &["events", "send", "expect", "proto", "message", "messages", "connections"]);
             if r.wait {
                 self.error(r.key_at("wait").unwrap_or(here), "`wait` is for `sse` steps");
             }
@@ -709,6 +720,12 @@ impl Compiler {
             Body::Empty
         };
         let check = r.check.as_ref().map(|c| self.check(c, defined)).unwrap_or_default();
+        let extract = self.extracts(r, defined);
+        Some(Node::Http(HttpStep { call, method: m, body, extract, check }))
+    }
+
+    /// The step's `extract`s; the variables they name are defined for the steps after it.
+    fn extracts(&mut self, r: &RawStep, defined: &mut BTreeSet<String>) -> Vec<Extract> {
         let mut extract = Vec::new();
         for (var, e) in &r.extract {
             if BUILTINS.contains(&var.as_str()) {
@@ -751,7 +768,86 @@ impl Compiler {
         if r.extract_lost {
             self.lost_names = true;
         }
-        Some(Node::Http(HttpStep { call, method: m, body, extract, check }))
+        extract
+    }
+
+    /// A `grpc:` step: the method looked up in its `proto` files (or left to reflection),
+    /// the request message checked against its type.
+    fn grpc(&mut self, r: &RawStep, text: &S<String>, defined: &mut BTreeSet<String>) -> Option<Node> {
+        self.not_for(r, "a `grpc` step (metadata goes under `headers`, the request under `message`)", &["json", "form", "body", "events", "send", "expect", "method", "wait"]);
+        let Some((service, method)) = crate::grpc::split_method(&text.value) else {
+            self.error(at(text), format!("`grpc`: `{}` should be a service and a method, like `grpc: volley.chat.v1.Chat/CreateRoom` (package.Service/Method)", text.value));
+            return None;
+        };
+        let path = format!("/{service}/{method}");
+        let id = self.register(r.name.as_ref(), format!("GRPC {service}/{method}"), StepKind::Grpc, at(text));
+        let call = Call {
+            id,
+            url: Template::Literal(path),
+            headers: self.headers(&r.headers, defined),
+            think_time: self.pause(&r.think_time),
+            timeout: self.duration("timeout", &r.timeout),
+        };
+        if let Some(st) = r.check.as_ref().and_then(|c| c.value.status.as_ref()) {
+            self.error(at(st), "`check.status` is an HTTP status; a gRPC call passes when it ends with status OK, and any other code is counted as its error kind (grpc_not_found, …)");
+        }
+        let message = r.message.as_ref().map_or(JsonTemplate::Object(Vec::new()), |m| self.json(m, defined));
+        let check = r.check.as_ref().map(|c| self.check(c, defined)).unwrap_or_default();
+        let extract = self.extracts(r, defined);
+        let mut protos = Vec::new();
+        let dir = self.file.parent().map(Path::to_path_buf).unwrap_or_default();
+        for p in &r.proto {
+            protos.push(dir.join(&p.value));
+        }
+        let schema = std::sync::OnceLock::new();
+        for (p, path) in r.proto.iter().zip(&protos) {
+            if !path.is_file() {
+                self.error(at(p), format!("`proto`: `{}` is not a file (looked for {}); give the path of the .proto file relative to the scenario's folder, or leave `proto` out to ask the server by reflection", p.value, path.display()));
+            }
+        }
+        if let Some(first) = r.proto.first()
+            && protos.iter().all(|p| p.is_file())
+        {
+            let pool = self.protos.entry(protos.clone()).or_insert_with(|| crate::grpc::compile_protos(&protos, &dir)).clone();
+            let names: Vec<&str> = r.proto.iter().map(|p| p.value.as_str()).collect();
+            match pool.and_then(|pool| crate::grpc::find_method(&pool, &service, &method, &names.join(", "))) {
+                Ok(m) => {
+                    let where_ = r.message.as_ref().map_or(at(text), |m| m.at);
+                    for problem in crate::grpc::check_message(&m.input(), &message) {
+                        self.error(where_, format!("`message`: {problem}"));
+                    }
+                    if let Some(n) = &r.messages
+                        && !m.is_server_streaming()
+                    {
+                        self.error(at(n), format!("`messages` counts a server stream's messages; `{service}/{method}` is unary (leave `messages` out)"));
+                    }
+                    let _ = schema.set(m);
+                }
+                Err(e) => self.error(at(first), format!("`proto`: {e}")),
+            }
+        }
+        if let Some(n) = &r.messages
+            && n.value == 0
+        {
+            self.error(at(n), "`messages: 0` would close the stream before it is read; give 1 or more, or leave `messages` out to read until the stream ends");
+        }
+        if let Some(c) = &r.connections
+            && c.value == 0
+        {
+            self.error(at(c), "`connections` must be at least 1 (HTTP/2 connections the VUs share for gRPC calls)");
+        }
+        Some(Node::Grpc(GrpcStep {
+            call,
+            service,
+            method,
+            protos,
+            schema,
+            message,
+            messages: r.messages.as_ref().map(|n| n.value),
+            connections: r.connections.as_ref().map(|n| n.value),
+            extract,
+            check,
+        }))
     }
 
     fn json_path(&mut self, where_: At, q: &str) -> Option<serde_json_path::JsonPath> {

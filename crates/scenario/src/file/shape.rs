@@ -19,11 +19,11 @@ pub(super) const POPULATION_KEYS: &[&str] = &["load", "start", "steps", "thresho
 /// The keys of a step (request, `sse`, `websocket`, group, `one_of`).
 pub(super) const STEP_KEYS: &[&str] = &[
     "name", "request", "method", "url", "headers", "json", "form", "body", "extract", "check", "think_time", "timeout", "sse", "events",
-    "wait", "websocket", "send", "expect", "group", "repeat", "steps", "one_of",
+    "wait", "websocket", "send", "expect", "group", "repeat", "steps", "one_of", "grpc", "proto", "message", "messages", "connections",
 ];
 
 /// Keys that decide what kind of step it is.
-const KIND_KEYS: &[&str] = &["request", "method", "url", "sse", "websocket", "steps", "one_of"];
+const KIND_KEYS: &[&str] = &["request", "method", "url", "sse", "websocket", "grpc", "steps", "one_of"];
 
 /// `load:` entries in file order: key and value, as a flag would take it.
 pub(super) type RawLoad = S<Vec<(String, S<String>)>>;
@@ -125,6 +125,11 @@ pub(super) struct RawStep {
     pub repeat: Option<S<u64>>,
     pub steps: Option<Vec<RawStep>>,
     pub one_of: Option<Vec<S<RawBranch>>>,
+    pub grpc: Option<S<String>>,
+    pub proto: Vec<S<String>>,
+    pub message: Option<Node>,
+    pub messages: Option<S<u64>>,
+    pub connections: Option<S<u64>>,
 }
 
 impl RawStep {
@@ -496,6 +501,7 @@ impl Shape {
         s.url = text(self, "url", "url: /api/rooms");
         s.sse = text(self, "sse", "sse: /events");
         s.websocket = text(self, "websocket", "websocket: /ws");
+        s.grpc = text(self, "grpc", "grpc: volley.chat.v1.Chat/CreateRoom");
         s.group = text(self, "group", "group: todos");
         if let Some(n) = f.get("steps") {
             s.steps = self.list("steps", n, "steps", "steps: [ { request: GET / } ]").map(|items| self.steps(items));
@@ -510,6 +516,7 @@ impl Shape {
             "url" => s.url.is_some(),
             "sse" => s.sse.is_some(),
             "websocket" => s.websocket.is_some(),
+            "grpc" => s.grpc.is_some(),
             "steps" => s.steps.is_some(),
             _ => s.one_of.is_some(),
         };
@@ -539,6 +546,12 @@ impl Shape {
         }
         s.expect = text(self, "expect", "expect: hello");
         s.repeat = f.get("repeat").and_then(|n| self.whole("repeat", n, "repeat: 10"));
+        if let Some(n) = f.section("proto") {
+            s.proto = self.texts("proto", n, "proto: protos/chat.proto");
+        }
+        s.message = f.section("message").cloned();
+        s.messages = f.get("messages").and_then(|n| self.whole("messages", n, "messages: 3"));
+        s.connections = f.get("connections").and_then(|n| self.whole("connections", n, "connections: 4"));
         Some(s)
     }
 

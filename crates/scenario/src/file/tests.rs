@@ -361,7 +361,7 @@ fn limits_have_clear_messages() {
 #[test]
 fn the_examples_compile() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    for name in ["pair-room.yaml", "chat.yaml"] {
+    for name in ["pair-room.yaml", "chat.yaml", "grpc-chat.yaml"] {
         let path = dir.join(name);
         let text = std::fs::read_to_string(&path).unwrap();
         let s = parse_scenario(&path, &text, &|_| None).unwrap_or_else(|e| panic!("{e}"));
@@ -501,4 +501,36 @@ fn population_mistakes_say_what_to_write() {
     let text = "target: http://127.0.0.1:8080\nheaders: { X-A: \"{{ nope }}\" }\nscenarios:\n  a:\n    load: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n  b:\n    load: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n";
     let e = parse(text).unwrap_err();
     assert_eq!(e.0.iter().filter(|x| x.message.contains("`nope`")).count(), 1, "{e}");
+}
+
+#[test]
+fn grpc_steps_load_their_proto_and_check_the_message() {
+    let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/proto/chat.proto").canonicalize().unwrap();
+    let p = proto.display();
+    let text = format!(
+        "target: http://x\nsteps:\n  - name: make\n    grpc: volley.chat.v1.Chat/CreateRoom\n    proto: {p}\n    message: {{ name: \"r {{{{ vu }}}}\" }}\n    extract: {{ room: $.id }}\n    connections: 2\n  - grpc: /volley.chat.v1.Chat/StreamMessages\n    proto: [{p}]\n    message: {{ roomId: \"{{{{ room }}}}\", recent: 3 }}\n    messages: 3\n"
+    );
+    let s = parse(&text).unwrap_or_else(|e| panic!("{e}"));
+    let Node::Grpc(make) = &s.steps[0] else { panic!("grpc expected") };
+    assert_eq!((make.full_method(), make.connections), ("volley.chat.v1.Chat/CreateRoom".to_string(), Some(2)));
+    assert!(!make.schema.get().unwrap().is_server_streaming());
+    assert_eq!(make.call.url.source(), "/volley.chat.v1.Chat/CreateRoom");
+    let Node::Grpc(stream) = &s.steps[1] else { panic!("grpc expected") };
+    assert!(stream.schema.get().unwrap().is_server_streaming());
+    assert_eq!(s.step_info[1].name, "GRPC volley.chat.v1.Chat/StreamMessages");
+    assert_eq!(s.step_info[1].kind, StepKind::Grpc);
+    // HTTP keys, a field the request lacks, `messages` on a unary call: each said where.
+    let bad = format!(
+        "target: http://x\nsteps:\n  - grpc: volley.chat.v1.Chat/CreateRoom\n    proto: {p}\n    json: {{ name: x }}\n    message: {{ nam: x, inner: {{ a: 1 }} }}\n    messages: 2\n"
+    );
+    let e = parse(&bad).unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("`json` does not apply to a `grpc` step"), "{text}");
+    assert!(text.contains("has no field `nam`; did you mean `name`?"), "{text}");
+    assert!(text.contains("has no field `inner`"), "{text}");
+    assert!(text.contains(":7:15: `messages` counts a server stream's messages"), "{text}");
+    // Without `proto`, the schema waits for reflection at run time.
+    let s = parse("target: http://x\nsteps:\n  - grpc: a.B/C\n    message: { anything: 1 }\n").unwrap();
+    let Node::Grpc(g) = &s.steps[0] else { panic!("grpc expected") };
+    assert!(g.schema.get().is_none() && g.protos.is_empty());
 }
