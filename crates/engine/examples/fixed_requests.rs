@@ -45,6 +45,7 @@ fn main() {
                 errors += sample.counts.errors;
             }
             Event::End(_) => break,
+            Event::PlanChanged(_) => {}
         }
     }
     println!("{tests} {errors}");

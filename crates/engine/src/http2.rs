@@ -29,9 +29,12 @@ const STREAM_WINDOW: u32 = 1 << 24;
 const CONNECTION_WINDOW: u32 = 1 << 30;
 /// Largest DATA frame the server may send: fewer frames for large bodies.
 const MAX_FRAME: u32 = 1 << 20;
-/// Streams assumed allowed until the server's SETTINGS say otherwise (RFC 9113 recommends
-/// servers allow at least 100).
-const INITIAL_STREAMS: usize = 100;
+/// Streams opened before the server's first SETTINGS arrive. One: a server allowing fewer
+/// than we guessed refuses the excess (REFUSED_STREAM), and a new connection would race the
+/// same way. `h2` replaces it with the server's limit, or with no limit when its SETTINGS
+/// name none, as soon as they arrive; they come before the first response, so only the
+/// first round trip of a connection is narrowed.
+const INITIAL_STREAMS: usize = 1;
 
 /// An open HTTP/2 connection: a handle to open streams on and the gate they pass.
 #[derive(Clone)]
