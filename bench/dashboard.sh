@@ -13,6 +13,7 @@
 # and a release build (cargo build --release). Run it on a quiet machine: the figures of a
 # machine shared with other work are not comparable between rounds.
 set -euo pipefail
+. "$(dirname "$0")/harness/hello-nginx.sh"
 cd "$(dirname "$0")/.."
 VOLLEY=${VOLLEY:-target/release/volley}
 RUNS=${RUNS:-3}
@@ -35,21 +36,7 @@ done
 
 work=$(mktemp -d /tmp/volley-dashboard.XXXXXX)
 mkdir -p "$work/tmp" "$work/runs"
-cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  keepalive_timeout 120s;
-  client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-  uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
-  server { listen 127.0.0.1:$PORT; location / { return 200 "hello\n"; } }
-}
-CONF
+hello_nginx_conf "$work" "127.0.0.1:$PORT" >"$work/nginx.conf"
 taskset -c "$SERVER_CPU" nginx -c "$work/nginx.conf" -p "$work" &
 nginx_pid=$!
 trap 'kill $nginx_pid 2>/dev/null; wait $nginx_pid 2>/dev/null; rm -rf "$work"' EXIT

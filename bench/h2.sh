@@ -17,6 +17,7 @@
 # and GNU time (Debian: apt-get install nginx-light nghttp2-client openssl time), and a
 # release build: cargo build --release.
 set -euo pipefail
+. "$(dirname "$0")/harness/hello-nginx.sh"
 cd "$(dirname "$0")/.."
 VOLLEY=${VOLLEY:-target/release/volley}
 RUNS=${RUNS:-3}
@@ -42,29 +43,14 @@ work=$(mktemp -d /tmp/volley-h2.XXXXXX)
 mkdir -p "$work/tmp" "$work/runs"
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost \
   -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
-cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  keepalive_timeout 120s;
-  http2_max_concurrent_streams 128;
-  client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-  uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
-  server { listen 127.0.0.1:$PORT http2; location / { return 200 "hello\n"; } }
+hello_nginx_conf "$work" "127.0.0.1:$PORT http2" 4096 "  http2_max_concurrent_streams 128;
   server {
     listen 127.0.0.1:$TLS_PORT ssl http2;
     ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
     ssl_protocols TLSv1.3;
     ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
-    location / { return 200 "hello\n"; }
-  }
-}
-CONF
+    location / { return 200 \"hello\\n\"; }
+  }" >"$work/nginx.conf"
 taskset -c "$SERVER_CPU" nginx -c "$work/nginx.conf" -p "$work" &
 nginx_pid=$!
 trap 'kill $nginx_pid 2>/dev/null; wait $nginx_pid 2>/dev/null; rm -rf "$work"' EXIT

@@ -18,6 +18,7 @@
 # Needs nginx (nginx-light), prometheus, python3, GNU time, taskset, and a release build
 # (cargo build --release).
 set -euo pipefail
+. "$(dirname "$0")/harness/hello-nginx.sh"
 cd "$(dirname "$0")/.."
 VOLLEY=${VOLLEY:-target/release/volley}
 RUNS=${RUNS:-3}
@@ -43,21 +44,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 
-cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  keepalive_timeout 120s;
-  client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-  uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
-  server { listen 127.0.0.1:$NGINX_PORT; location / { return 200 "hello\n"; } }
-}
-CONF
+hello_nginx_conf "$work" "127.0.0.1:$NGINX_PORT" >"$work/nginx.conf"
 taskset -c "$SERVER_CPU" nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
 printf 'global:\n  scrape_interval: 15s\n' >"$work/prometheus.yml"
 taskset -c "$SERVER_CPU" prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prom" \

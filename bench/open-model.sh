@@ -18,6 +18,7 @@
 # the folder printed at the end. The machine should be otherwise idle: the figures are CPU
 # time, which a loaded machine inflates for every tool alike, but not evenly.
 set -euo pipefail
+. "$(dirname "$0")/harness/hello-nginx.sh"
 cd "$(dirname "$0")/.."
 VOLLEY=${VOLLEY:-target/release/volley}
 RATES=${RATES:-1000 5000 20000 50000}
@@ -45,22 +46,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 out=$(mktemp -d /tmp/volley-open-model.XXXXXX)
 mkdir -p "$out/tmp"
-cat >"$out/nginx.conf" <<CONF
-worker_processes 1;
-worker_rlimit_nofile 65536;
-daemon off;
-pid $out/nginx.pid;
-error_log $out/error.log;
-events { worker_connections 65536; multi_accept on; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  keepalive_timeout 120s;
-  client_body_temp_path $out/tmp; proxy_temp_path $out/tmp; fastcgi_temp_path $out/tmp;
-  uwsgi_temp_path $out/tmp; scgi_temp_path $out/tmp;
-  server { listen 127.0.0.1:$PORT backlog=65535; location / { return 200 "hello\n"; } }
-}
-CONF
+hello_nginx_conf "$out" "127.0.0.1:$PORT" 65536 >"$out/nginx.conf"
 taskset -c "$SERVER_CPU" nginx -c "$out/nginx.conf" -p "$out" &
 nginx_pid=$!
 trap 'kill $nginx_pid 2>/dev/null; wait $nginx_pid 2>/dev/null || true' EXIT

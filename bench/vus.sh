@@ -14,6 +14,7 @@
 # limit above the largest N (the script raises its own to the hard limit; as root it raises
 # the hard limit too). The demo target runs from the same volley binary.
 set -euo pipefail
+. "$(dirname "$0")/harness/hello-nginx.sh"
 cd "$(dirname "$0")/.."
 VOLLEY=${VOLLEY:-target/release/volley}
 VUS=${VUS:-10 10000 50000}
@@ -53,22 +54,7 @@ sources() {
 
 out=$(mktemp -d /tmp/volley-vus.XXXXXX)
 mkdir -p "$out/tmp"
-cat >"$out/nginx.conf" <<CONF
-worker_processes 1;
-worker_rlimit_nofile $want;
-daemon off;
-pid $out/nginx.pid;
-error_log $out/error.log;
-events { worker_connections $want; multi_accept on; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  keepalive_timeout 300s;
-  client_body_temp_path $out/tmp; proxy_temp_path $out/tmp; fastcgi_temp_path $out/tmp;
-  uwsgi_temp_path $out/tmp; scgi_temp_path $out/tmp;
-  server { listen $PORT backlog=65535; location / { return 200 "hello\n"; } }
-}
-CONF
+hello_nginx_conf "$out" "127.0.0.1:$PORT" "$want" >"$out/nginx.conf"
 taskset -c "$SERVER_CPU" nginx -c "$out/nginx.conf" -p "$out" &
 nginx_pid=$!
 demo_pid=

@@ -34,7 +34,7 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineErro
         buffers: Default::default(),
         steps: Default::default(),
         pool: None,
-        grpc: crate::grpc::Channels::new(&config.target, &tls, &scenario.steps, 0, 1),
+        grpc: crate::grpc::Channels::new(&config.target, &tls, &scenario.steps, None, volley_scenario::Segment::WHOLE, 0, 1),
     });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

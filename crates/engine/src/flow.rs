@@ -753,7 +753,7 @@ steps:
         load.set("vus", "1").unwrap();
         load.set("duration", "1s").unwrap();
         let plan = Settings { load, ..Settings::default() }.plan(RequestSpec::get(url), Some(scenario.clone())).unwrap();
-        let grpc = crate::grpc::Channels::new(&target, &None, &scenario.steps, 0, 1);
+        let grpc = crate::grpc::Channels::new(&target, &None, &scenario.steps, None, volley_scenario::Segment::WHOLE, 0, 1);
         let ctx = Rc::new(WorkerContext {
             shared: Arc::new(Shared::new(0, 1)),
             request: PreparedRequest::new(&target, &plan.request).unwrap(),

@@ -4,8 +4,8 @@
 //! with prost-reflect ([`codec`]), descriptors from the step's .proto files or from the
 //! server's reflection service when the run starts ([`reflect`]).
 //!
-//! Connections: without `connections`, each VU has its own (as its HTTP connection); with
-//! `connections: N`, the run's N HTTP/2 connections are split over the worker threads
+//! Connections: without `connections` (on the step or the run), each VU has its own (as its
+//! HTTP connection); with `connections: N`, the run's N HTTP/2 connections are split over the worker threads
 //! (at least one each) and the VUs of a thread share its connections, many calls in flight
 //! on each — the way gRPC clients are meant to be used, and how ghz loads a server.
 
@@ -24,6 +24,7 @@ use hyper_util::rt::TokioIo;
 use prost_reflect::{DynamicMessage, MethodDescriptor, SerializeOptions};
 use rustls::ClientConfig;
 use tonic::transport::{Channel, Endpoint};
+use volley_scenario::Segment;
 use volley_scenario::scenario::{GrpcStep, Node};
 use volley_stats::ErrorKind;
 
@@ -42,8 +43,18 @@ pub(crate) struct Channels {
 }
 
 impl Channels {
-    /// The connections of worker `worker` of `workers` for the steps in `nodes`.
-    pub(crate) fn new(target: &Target, tls: &Option<Arc<ClientConfig>>, nodes: &[Node], worker: u64, workers: u64) -> Self {
+    /// The connections of worker `worker` of `workers` for the steps in `nodes`: as many as
+    /// the steps ask for (`connections:`), else the run's `--connections`, of which this
+    /// segment has `segment.share(n)`.
+    pub(crate) fn new(
+        target: &Target,
+        tls: &Option<Arc<ClientConfig>>,
+        nodes: &[Node],
+        run_connections: Option<u64>,
+        segment: Segment,
+        worker: u64,
+        workers: u64,
+    ) -> Self {
         let tls = tls.as_ref().map(|c| {
             let mut c = (**c).clone();
             c.alpn_protocols = vec![b"h2".to_vec()];
@@ -51,6 +62,7 @@ impl Channels {
         });
         let mut wanted = None;
         visit(nodes, &mut |s| wanted = wanted.max(s.connections));
+        let wanted = wanted.or(run_connections).map(|n| segment.share(n).max(1));
         let workers = workers.max(1);
         let shared = wanted.map(|n| (n / workers + u64::from(worker < n % workers)).max(1));
         Channels { target: target.clone(), tls, shared, open: RefCell::new(HashMap::new()) }

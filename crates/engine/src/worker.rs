@@ -60,7 +60,15 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
             Pool::new(seed.target.clone(), seed.tls.clone(), seed.force_h2, mine as usize)
         });
         let nodes = seed.plan.scenario.as_ref().map_or(&[][..], |s| &s.steps[..]);
-        let grpc = crate::grpc::Channels::new(&seed.target, &seed.tls, nodes, seed.worker, seed.workers);
+        let grpc = crate::grpc::Channels::new(
+            &seed.target,
+            &seed.tls,
+            nodes,
+            seed.plan.load.connections,
+            seed.plan.segment,
+            seed.worker,
+            seed.workers,
+        );
         let ctx = Rc::new(WorkerContext {
             shared: seed.shared.clone(),
             plan: seed.plan,

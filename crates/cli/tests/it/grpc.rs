@@ -237,6 +237,16 @@ fn tls_with_alpn_h2_and_shared_connections() {
     let o = volley(&args);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(demo.accepted.load(Ordering::SeqCst), 3 + 2 + 4);
+    // The run's --connections is taken when no step names a number.
+    let out = out_dir();
+    let o_path = out.path().to_str().unwrap().to_string();
+    *args.last_mut().unwrap() = &o_path;
+    let mut with_run_connections = args.clone();
+    with_run_connections.extend(["--connections", "1"]);
+    let o = volley(&with_run_connections);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(step(&report_json(&only_run(out.path())), "create room")["seed_suite"]["total_tests"], 20);
+    assert_eq!(demo.accepted.load(Ordering::SeqCst), 3 + 2 + 4 + 2 + 1);
     // An untrusted certificate fails before any load, as for HTTP.
     let o = volley(&["run", file.to_str().unwrap(), "--vus", "1", "--iterations", "1", "-o", out.path().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
