@@ -47,7 +47,7 @@ fi
 work=$(mktemp -d /tmp/volley-grpc.XXXXXX)
 taskset -c "$SERVER_CPU" "$VOLLEY" target serve --listen "127.0.0.1:$PORT" --db-rtt 0ms >"$work/target.log" 2>&1 &
 target_pid=$!
-trap 'kill $target_pid 2>/dev/null; wait $target_pid 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $target_pid 2>/dev/null; wait $target_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
 
 proto=$PWD/crates/demo/proto/chat.proto
@@ -74,6 +74,8 @@ for round in $(seq "$RUNS"); do
 import json, sys
 r = json.load(open(sys.argv[1])); u, s, rss = open(sys.argv[2]).read().split()[-3:]
 ok = r.get("statusCodeDistribution", {}).get("OK", 0)
+if not ok or not r.get("latencyDistribution"):
+    sys.exit(f"grpc.sh: ghz completed no call: {r.get('errorDistribution')}")
 errors = r["count"] - ok
 lat = {d["percentage"]: d["latency"] / 1e6 for d in r["latencyDistribution"]}
 print("ghz", sys.argv[3], ok, errors, r["total"] / 1e9, float(u) + float(s), int(rss), lat[50], lat[99], sep="\t")

@@ -76,7 +76,7 @@ flags() {
     none) ;;
     prometheus) echo "--out prometheus=http://127.0.0.1:$PROM_PORT/api/v1/write" ;;
     otlp) echo "--out otlp=http://127.0.0.1:$SINK_PORT" ;;
-    dashboard) echo "--dashboard 127.0.0.1:0" ;;
+    dashboard) echo "--dashboard=127.0.0.1:0" ;;
   esac
 }
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Memory per VU at many connections: volley with N paced VUs (one request per VU per second,
 # each on its own keep-alive connection) against nginx on 127.0.0.1, and N VUs that only hold
-# a server-sent event stream or a WebSocket open against the demo target (`volley demo`).
+# a server-sent event stream or a WebSocket open against the demo target (`volley target serve`).
 # GNU time's peak RSS of the volley process; KB per VU = (RSS(N) − RSS(10)) / (N − 10).
 # More connections than one source address has local ports for (net.ipv4.ip_local_port_range,
-# ~28k by default) are spread over 127.0.0.1…127.0.0.K with --source-addrs.
+# ~28k by default; cheap to find while under half are taken) are spread over 127.0.0.1…127.0.0.K
+# with --source-addrs, one address per 10,000 connections.
 #
 #   bench/vus.sh                           # paced: 10, 10000, 50000 VUs; streams: 10, 10000
 #   VUS="10 1000 10000 50000" STREAM_VUS="10 50000" DURATION=30 bench/vus.sh
@@ -36,18 +37,21 @@ done
 VOLLEY=$(cd "$(dirname "$VOLLEY")" && pwd)/$(basename "$VOLLEY")
 max=$(printf '%s\n' $VUS $STREAM_VUS | sort -n | tail -1)
 want=$((2 * max + 1000))
-[ "$(id -u)" = 0 ] && [ "$(ulimit -Hn)" -lt "$want" ] && ulimit -Hn "$want"
+# As root the hard limit goes up too, unless a container withholds CAP_SYS_RESOURCE.
+if [ "$(id -u)" = 0 ] && [ "$(ulimit -Hn)" -lt "$want" ]; then ulimit -Hn "$want" 2>/dev/null || true; fi
 ulimit -n "$(ulimit -Hn)"
 if [ "$(ulimit -n)" -lt $((max + 100)) ]; then
-  echo "vus.sh: the open-file limit $(ulimit -n) is below $max VUs; raise it (ulimit -Hn, as root)" >&2; exit 2
+  echo "vus.sh: the open-file limit $(ulimit -n) is below $max VUs and cannot be raised here; raise it (ulimit -Hn as root, or the container's nofile limit) or set VUS below $(( $(ulimit -n) - 100 ))" >&2; exit 2
 fi
 for p in $PORT $DEMO_PORT; do
   if (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "vus.sh: port $p is taken; set PORT / DEMO_PORT" >&2; exit 2; fi
 done
 
-# Source addresses: one per 25,000 connections (the default port range has ~28k).
+# Source addresses: one per 10,000 connections (the default port range has ~28k, and Linux
+# finds a free port cheaply only while fewer than half are taken).
 sources() {
-  local n=$(($1 / 25000 + 1)) list=127.0.0.1 i
+  local n=$(( ($1 + 9999) / 10000 )) list=127.0.0.1 i
+  [ "$n" -lt 1 ] && n=1
   for i in $(seq 2 "$n"); do list=$list,127.0.0.$i; done
   echo "$list"
 }
@@ -59,21 +63,23 @@ taskset -c "$SERVER_CPU" nginx -c "$out/nginx.conf" -p "$out" &
 nginx_pid=$!
 demo_pid=
 if [[ " $CASES " == *" sse "* || " $CASES " == *" ws "* ]]; then
-  taskset -c "$SERVER_CPU" "$VOLLEY" demo --listen "127.0.0.1:$DEMO_PORT" >"$out/demo.out" 2>&1 &
+  taskset -c "$SERVER_CPU" "$VOLLEY" target serve --listen "127.0.0.1:$DEMO_PORT" --max-connections $((max + 1000)) >"$out/demo.out" 2>&1 &
   demo_pid=$!
 fi
 trap 'kill $nginx_pid $demo_pid 2>/dev/null; wait $nginx_pid $demo_pid 2>/dev/null || true' EXIT
 for p in $PORT ${demo_pid:+$DEMO_PORT}; do
   for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done
+  (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo "vus.sh: nothing listens on port $p:" >&2; cat "$out"/*.out "$out"/error.log >&2 2>/dev/null; exit 1; }
 done
 
 cat >"$out/sse.yaml" <<YAML
-# Each VU opens one event stream and holds it (no event comes: nobody posts) until the run ends.
+# Each VU opens one event stream and holds it until the run ends: the target sends
+# \`connect\`, then a \`message\` per new message, and nobody posts, so the second never comes.
 target: http://127.0.0.1:$DEMO_PORT
 steps:
   - name: hold stream
     sse: /rooms/1/stream
-    events: 1
+    events: 2
     wait: true
     timeout: 600s
 YAML

@@ -277,8 +277,9 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) threads: Option<usize>,
     /// Local addresses to connect from, in turn (e.g. 127.0.0.1-127.0.0.4, or a list
-    /// 10.0.0.5,10.0.0.6): each has its own ~28,000 ephemeral ports, so more connections
-    /// than that to one server need several.
+    /// 10.0.0.5,10.0.0.6): each has its own ~28,000 ephemeral ports, and Linux finds a free
+    /// one cheaply only while fewer than half are taken: give one address per ~10,000
+    /// connections to one server.
     #[arg(long, value_name = "ADDRS")]
     pub(crate) source_addrs: Option<String>,
     /// How long in-flight requests may finish once the run stops.

@@ -139,6 +139,13 @@ pub(crate) fn check_run(a: &RunArgs) -> Result<CheckedRun> {
             if !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() || a.method != "GET" {
                 bail!("-X, --header, --body and --body-file are for single-URL runs; with a scenario, put them on its steps");
             }
+            if a.dashboard.as_deref() == Some("") && !path.exists() {
+                // `--dashboard 127.0.0.1:8089`: the address went to the scenario's place.
+                bail!(
+                    "{0}: no such scenario file. If {0} is the dashboard's address, write it with `=`: --dashboard={0}",
+                    path.display()
+                );
+            }
             let mut sc = load_scenario(path)?;
             sc.for_segment(segment)?;
             let mut settings = flags.clone().merge(&sc.settings);

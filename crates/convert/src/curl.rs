@@ -188,10 +188,8 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
             step.headers.push((n.clone(), literal(v), None));
         }
     }
-    if json {
-        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("accept")) {
-            step.headers.push(("Accept".into(), "application/json".into(), None));
-        }
+    if json && !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("accept")) {
+        step.headers.push(("Accept".into(), "application/json".into(), None));
     }
     if let Some(u) = &user {
         let (name, _) = u.split_once(':').unwrap_or((u, ""));

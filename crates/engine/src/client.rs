@@ -160,6 +160,57 @@ impl PreparedRequest {
         Self::assemble(target, method, &path, full_uri, headers, Bytes::from(body))
     }
 
+    /// [`PreparedRequest::build`] for a client that speaks only HTTP/1.1 (no TLS, no
+    /// `--http2`): the request's bytes alone, written straight from the parts, without the
+    /// URI and header map only an HTTP/2 head needs. A scenario builds one per templated
+    /// request, so this is its hot path; the bytes are those [`PreparedRequest::assemble`]
+    /// writes (the flow's tests compare them), and the same inputs are refused.
+    pub(crate) fn build_h1(
+        target: &Target,
+        method: &str,
+        path_and_query: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+    ) -> Result<Self, EngineError> {
+        let method = Method::from_bytes(method.as_bytes()).map_err(|_| EngineError::Method(method.to_string()))?;
+        let path: PathAndQuery = path_and_query.parse().map_err(|_| EngineError::Path(path_and_query.to_string()))?;
+        for (n, v) in headers {
+            if n.is_empty() || !n.bytes().all(is_token) {
+                return Err(EngineError::HeaderName(n.clone()));
+            }
+            if !v.bytes().all(|b| b == b'\t' || (b >= 32 && b != 127)) {
+                return Err(EngineError::HeaderValue(n.clone()));
+            }
+        }
+        // As the header map orders them: Host, User-Agent, then each name where it first
+        // appears, with the value it was given last.
+        let last = |name: &str| headers.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
+        let mut out = Vec::with_capacity(128 + body.len());
+        request_line(&mut out, &method, path.as_str());
+        let mut line = |name: &str, value: &str| {
+            out.extend(name.bytes().map(|b| b.to_ascii_lowercase()));
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        };
+        line("host", last("host").unwrap_or(target.authority.as_str()));
+        line("user-agent", last("user-agent").unwrap_or(USER_AGENT_VALUE));
+        let mut has_length = false;
+        for (i, (n, _)) in headers.iter().enumerate() {
+            if n.eq_ignore_ascii_case("host") || n.eq_ignore_ascii_case("user-agent") || headers[..i].iter().any(|(m, _)| m.eq_ignore_ascii_case(n)) {
+                continue;
+            }
+            has_length |= n.eq_ignore_ascii_case("content-length");
+            line(n, last(n).unwrap_or_default());
+        }
+        if sends_body(&method, &body) && !has_length {
+            out.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&body);
+        Ok(PreparedRequest { method, full_uri: Uri::default(), headers: HeaderMap::new(), body: Bytes::from(body), h1: Bytes::from(out) })
+    }
+
     /// The one place a request's head is made: `Host` and `User-Agent`, then `headers`
     /// (each replacing one of the same name), serialized once for HTTP/1.1; HTTP/2 takes
     /// the authority from `full_uri` instead of `Host`.
@@ -175,7 +226,7 @@ impl PreparedRequest {
         let mut map = HeaderMap::new();
         let host = HeaderValue::from_str(target.authority.as_str()).map_err(|_| EngineError::HeaderValue(HOST.to_string()))?;
         map.insert(HOST, host);
-        map.insert(USER_AGENT, HeaderValue::from_static(concat!("volley/", env!("CARGO_PKG_VERSION"))));
+        map.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
         for (n, v) in headers {
             let name = http::HeaderName::from_bytes(n.as_bytes()).map_err(|_| EngineError::HeaderName(n.clone()))?;
             let value = HeaderValue::from_str(v).map_err(|_| EngineError::HeaderValue(n.clone()))?;
@@ -204,10 +255,26 @@ impl PreparedRequest {
     }
 }
 
+/// Every request's `User-Agent` unless it names its own.
+const USER_AGENT_VALUE: &str = concat!("volley/", env!("CARGO_PKG_VERSION"));
+
+/// `METHOD path HTTP/1.1`, and its line end.
+fn request_line(out: &mut Vec<u8>, method: &Method, path: &str) {
+    out.extend_from_slice(method.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+}
+
+/// A `tchar` of RFC 9110 §5.6.2, the characters a header name is made of.
+fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
 /// The request line, headers and body as HTTP/1.1 bytes.
 fn serialize_h1(method: &Method, path: &str, headers: &HeaderMap, body: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(128 + body.len());
-    out.extend_from_slice(format!("{method} {path} HTTP/1.1\r\n").as_bytes());
+    request_line(&mut out, method, path);
     for (name, value) in headers {
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");
@@ -284,6 +351,12 @@ impl Client {
     /// A client with a connection of its own, opened at the first request.
     pub(crate) fn new(target: Target, tls: Option<Arc<ClientConfig>>, force_h2: bool) -> Self {
         Client { target, tls, force_h2, conn: None, opened_before: false, seat: None }
+    }
+
+    /// Whether a connection may speak HTTP/2 (`--http2`, or TLS whose ALPN may choose it):
+    /// otherwise requests need only their HTTP/1.1 bytes ([`PreparedRequest::build_h1`]).
+    pub(crate) fn may_speak_h2(&self) -> bool {
+        self.force_h2 || self.tls.is_some()
     }
 
     /// A client that sends on the worker's shared connections.
@@ -457,7 +530,7 @@ async fn h1_exchange(
     wire: &mut Wire,
 ) -> Result<bool, h1::H1Error> {
     if let Some(c) = capture.as_deref_mut() {
-        *c = Capture::default();
+        c.clear();
     }
     let r = h1::exchange(stream, &req.h1, req.method == Method::HEAD, buf, capture).await?;
     (wire.status, wire.first, wire.bytes) = (r.status, r.first_byte, r.body_bytes);
@@ -470,6 +543,58 @@ async fn h2_exchange(conn: &H2Conn, req: &PreparedRequest, capture: Option<&mut 
     (wire.status, wire.first, wire.bytes) = (done.status, done.first, done.bytes);
     wire.wait_us += done.wait_us;
     Ok(())
+}
+
+#[cfg(test)]
+mod build_tests {
+    //! [`PreparedRequest::build_h1`] writes the bytes [`PreparedRequest::build`] writes and
+    //! refuses what it refuses.
+
+    use super::*;
+
+    fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn the_lean_build_writes_the_same_bytes() {
+        let target = Target::resolve("http://127.0.0.1:8080/base").unwrap();
+        let cases: Vec<(&str, &str, Vec<(String, String)>, &[u8])> = vec![
+            ("GET", "/a?b=1", h(&[]), b""),
+            ("POST", "/login", h(&[("Content-Type", "application/json")]), b"{\"u\":1}"),
+            ("POST", "/empty", h(&[]), b""),
+            ("PUT", "/x", h(&[("content-length", "3"), ("X-Trace", "a\tb")]), b"abc"),
+            ("GET", "/h", h(&[("Host", "example.test"), ("User-Agent", "me/1"), ("Accept", "*/*")]), b""),
+            ("GET", "/dup", h(&[("X-A", "1"), ("x-b", "2"), ("X-a", "3")]), b""),
+            ("DELETE", "/frag#part", h(&[("Authorization", "Token t0k3n")]), b""),
+            ("GET", "/utf8", h(&[("X-Name", "caf\u{e9}")]), b""),
+        ];
+        for (method, path, headers, body) in cases {
+            let full = PreparedRequest::build(&target, method, path, &headers, body.to_vec()).unwrap();
+            let lean = PreparedRequest::build_h1(&target, method, path, &headers, body.to_vec()).unwrap();
+            assert_eq!(String::from_utf8_lossy(lean.h1_bytes()), String::from_utf8_lossy(full.h1_bytes()), "{method} {path} {headers:?}");
+        }
+    }
+
+    #[test]
+    fn the_lean_build_refuses_what_the_full_one_refuses() {
+        let target = Target::resolve("http://127.0.0.1:8080/").unwrap();
+        let bad: Vec<(&str, &str, Vec<(String, String)>)> = vec![
+            ("G ET", "/", h(&[])),
+            ("GET", "/a b", h(&[])),
+            ("GET", "/", h(&[("X Y", "1")])),
+            ("GET", "/", h(&[("", "1")])),
+            ("GET", "/", h(&[("X-Y", "a\r\nInjected: 1")])),
+            ("GET", "/", h(&[("X-Y", "nul\u{0}")])),
+            ("GET", "/", h(&[("X-Y", "del\u{7f}")])),
+        ];
+        for (method, path, headers) in bad {
+            let full = PreparedRequest::build(&target, method, path, &headers, Vec::new()).map(|_| ()).map_err(|e| e.to_string());
+            let lean = PreparedRequest::build_h1(&target, method, path, &headers, Vec::new()).map(|_| ()).map_err(|e| e.to_string());
+            assert!(full.is_err(), "{method} {path} {headers:?}");
+            assert_eq!(lean, full, "{method} {path} {headers:?}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -45,9 +45,39 @@ pub(crate) async fn dial(target: &Target, tls: Option<&Arc<ClientConfig>>) -> Re
 async fn connect(target: &Target) -> std::io::Result<TcpStream> {
     let Some(source) = target.sources.take() else { return TcpStream::connect(target.addr).await.map_err(ports_hint) };
     let socket = if target.addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    bind_address_no_port(&socket);
     socket.bind(std::net::SocketAddr::new(source, 0)).map_err(|e| std::io::Error::new(e.kind(), format!("binding to source address {source}: {e}")))?;
     socket.connect(target.addr).await.map_err(ports_hint)
 }
+
+/// Lets `bind` to a source address leave the port to `connect` (Linux's
+/// `IP_BIND_ADDRESS_NO_PORT`, as HAProxy and Envoy set it). Without it, `bind(addr, 0)`
+/// reserves a port for every destination and searches the whole range for a free one:
+/// 19,000 paced VUs from one address sent 11,030 requests in 20 s with the core saturated
+/// (bench/vus.sh); with it, `connect` picks a port unique for the whole 4-tuple, and the
+/// same run sent 131,009. Neither rustix nor socket2 offers the option, hence the one
+/// `unsafe` call of the engine.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn bind_address_no_port(socket: &TcpSocket) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: `socket` owns a valid socket descriptor for the whole call, and the option
+    // value is a `c_int` whose size is passed with it. A failure (an old kernel) only
+    // leaves the kernel's default.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn bind_address_no_port(_: &TcpSocket) {}
 
 /// "Cannot assign requested address" on connect: the local ports ran out.
 fn ports_hint(e: std::io::Error) -> std::io::Error {

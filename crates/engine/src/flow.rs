@@ -304,7 +304,7 @@ impl<'a> Exec<'a> {
         };
         self.sent += 1;
         let keep = step.reads_body() || self.trace.is_some();
-        let mut capture = Capture::default();
+        let mut capture = Capture::new(step.reads_headers() || self.trace.is_some());
         let timeout = self.timeout(&step.call);
         let in_flight = InFlight::new(&self.ctx.recorder, Some(id));
         let result = self.client.send_capture(&req, timeout, &self.ctx.buffers, keep.then_some(&mut capture)).await;
@@ -417,7 +417,12 @@ impl<'a> Exec<'a> {
                 out.finish().into_bytes()
             }
         };
-        let req = Rc::new(PreparedRequest::build(&self.ctx.target, &step.method, path, &headers, body)?);
+        let req = if self.client.may_speak_h2() {
+            PreparedRequest::build(&self.ctx.target, &step.method, path, &headers, body)?
+        } else {
+            PreparedRequest::build_h1(&self.ctx.target, &step.method, path, &headers, body)?
+        };
+        let req = Rc::new(req);
         if crate::steps::is_literal(step, &self.scenario.headers) {
             steps.keep(step.call.id, req.clone());
         }

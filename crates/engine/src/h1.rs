@@ -86,10 +86,31 @@ pub(crate) struct Response {
 /// What a scenario step keeps of a response, for extraction and checks.
 #[derive(Debug, Default)]
 pub(crate) struct Capture {
-    /// Response headers, as received.
+    /// Response headers, as received (only when [`Capture::headers_wanted`]).
     pub(crate) headers: Vec<(String, String)>,
     /// The body, up to [`CAPTURE_LIMIT`] bytes.
     pub(crate) body: Vec<u8>,
+    /// Whether the headers are kept: copying each one into two strings costs more than a
+    /// step that only reads the body should pay.
+    headers_wanted: bool,
+}
+
+impl Capture {
+    /// A capture of the body, and of the headers when `headers` is true.
+    pub(crate) fn new(headers: bool) -> Self {
+        Capture { headers_wanted: headers, ..Capture::default() }
+    }
+
+    /// Whether the headers are kept.
+    pub(crate) fn headers_wanted(&self) -> bool {
+        self.headers_wanted
+    }
+
+    /// Empty again, for the next response (what it keeps stays as it was).
+    pub(crate) fn clear(&mut self) {
+        self.headers.clear();
+        self.body.clear();
+    }
 }
 
 /// Bodies are kept up to this size for extraction; the rest is read and counted only.
@@ -115,7 +136,7 @@ pub(crate) async fn exchange(
 ) -> Result<Response, H1Error> {
     stream.write_all(request).await.map_err(|e| H1Error::Stale(format!("write: {e}")))?;
     buf.clear();
-    let head = read_head(stream, buf, capture.as_deref_mut().map(|c| &mut c.headers)).await?;
+    let head = read_head(stream, buf, capture.as_deref_mut().filter(|c| c.headers_wanted()).map(|c| &mut c.headers)).await?;
     let status = head.status;
     let no_body = head_only || status == 204 || status == 304 || (100..200).contains(&status);
     let body_bytes = if no_body {
@@ -404,13 +425,14 @@ mod tests {
     fn captured_bodies_and_headers_match_in_any_split() {
         let chunked: &'static [u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Token: abc\r\n\r\n5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n";
         for step in [1, 4, 9, 1000] {
-            let mut c = Capture::default();
+            let mut c = Capture::new(true);
             run_capture(chunked, step, false, Some(&mut c)).unwrap();
             assert_eq!(c.body, b"hello, world", "step {step}");
             assert!(c.headers.contains(&("X-Token".to_string(), "abc".to_string())), "step {step}: {:?}", c.headers);
-            let mut c = Capture::default();
+            let mut c = Capture::new(false);
             run_capture(b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\nhello world", step, false, Some(&mut c)).unwrap();
             assert_eq!(c.body, b"hello world", "step {step}");
+            assert!(c.headers.is_empty(), "step {step}: headers kept unasked: {:?}", c.headers);
         }
     }
 

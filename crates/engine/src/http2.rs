@@ -157,12 +157,14 @@ pub(crate) async fn exchange(
     let first = Instant::now();
     let status = response.status().as_u16();
     if let Some(c) = capture.as_deref_mut() {
-        *c = Capture::default();
-        c.headers = response
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-            .collect();
+        c.clear();
+        if c.headers_wanted() {
+            c.headers = response
+                .headers()
+                .iter()
+                .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .collect();
+        }
     }
     let mut body = response.into_body();
     let mut bytes = 0u64;

@@ -31,8 +31,9 @@ pub struct Target {
 
 /// Local addresses connections leave from, in turn. One local address has one range of
 /// ephemeral ports (`net.ipv4.ip_local_port_range`: ~28,000 by default), so one source can
-/// hold only that many connections to one server address; several spread them (on
-/// loopback, any address in 127.0.0.0/8 works without setup).
+/// hold only that many connections to one server address — and finds a free port cheaply
+/// only while fewer than half are taken; several spread them (on loopback, any address in
+/// 127.0.0.0/8 works without setup).
 #[derive(Debug, Clone, Default)]
 pub struct SourceAddrs {
     addrs: Arc<[IpAddr]>,

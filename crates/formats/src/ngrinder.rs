@@ -5,6 +5,7 @@
 //! of scripts without the HTTP plugin; `Description` blocks of several test ids; all-zero
 //! rows; timestamp gaps. Written: the 13-column header and number format exactly.
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use volley_stats::{Interval, Series};
@@ -50,13 +51,21 @@ pub struct NgrinderFile {
     pub tests: Vec<(String, Series)>,
     /// Whether the file had a time-to-first-byte column (the 7-column variant has not).
     pub has_ttfb: bool,
-    /// The header's column names, for extras callers want to read.
+    /// The header's column names.
     pub header: Vec<String>,
-    /// Every row's fields, for extras callers want to read (the rows of the series: rows
-    /// skipped are not here).
-    pub rows: Vec<Vec<String>>,
+    /// Every column outside nGrinder's blocks (`vuser`, `DateTime` and `Description` aside),
+    /// by name, one number per row of the series: what volley appends to `series.csv`. A
+    /// field that is empty or no number reads as 0.
+    pub extras: Vec<(String, Vec<f64>)>,
     /// Rows skipped, or placed in time other than by their own `DateTime`.
     pub notes: Vec<InputNote>,
+}
+
+impl NgrinderFile {
+    /// The extra column `name`, one number per row of the series.
+    pub fn extra(&self, name: &str) -> Option<&[f64]> {
+        self.extras.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
+    }
 }
 
 /// Whether `text` looks like an nGrinder `output.csv` (its header starts with `DateTime`
@@ -75,66 +84,141 @@ fn separator_of(header: &str) -> Option<u8> {
 
 /// Reads an nGrinder-format CSV from `text`; `path` is used in error messages.
 pub fn parse(path: &Path, text: &str) -> Result<NgrinderFile> {
-    let text = text.trim_start_matches('\u{feff}');
-    let header_line = text.lines().next().unwrap_or("");
-    let sep = separator_of(header_line).ok_or_else(|| {
+    read_from(path, text.as_bytes())
+}
+
+/// Reads the file at `path`.
+pub fn read(path: &Path) -> Result<NgrinderFile> {
+    read_from(path, std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?)
+}
+
+/// Reads an nGrinder-format CSV from `reader` in one pass, row by row: what it keeps is the
+/// series (and the extra columns), never the text; `path` is used in error messages.
+pub fn read_from(path: &Path, reader: impl Read) -> Result<NgrinderFile> {
+    let mut reader = BufReader::with_capacity(1 << 16, reader);
+    let mut first = Vec::new();
+    reader.read_until(b'\n', &mut first).map_err(|e| FormatError::io(path, e))?;
+    if first.starts_with("\u{feff}".as_bytes()) {
+        first.drain(..3);
+    }
+    let header_line = String::from_utf8_lossy(&first);
+    let sep = separator_of(&header_line).ok_or_else(|| {
         FormatError::malformed(path, 1, Some(1), "expected an nGrinder header starting with `DateTime,vuser,`")
     })?;
-    let mut reader = csv::ReaderBuilder::new()
+    let mut csv = csv::ReaderBuilder::new()
         .delimiter(sep)
         .has_headers(false)
         .flexible(true)
         .quoting(false)
-        .from_reader(text.as_bytes());
-    let mut records = reader.records();
-    let header: Vec<String> = match records.next() {
-        Some(Ok(r)) => r.iter().map(|s| s.trim().to_string()).collect(),
-        _ => return Err(FormatError::malformed(path, 1, None, "empty file")),
-    };
+        .from_reader(std::io::Cursor::new(first).chain(reader));
+    let csv_error = |e: csv::Error| FormatError::malformed(path, e.position().map_or(0, |p| p.line()), None, e.to_string());
+    let mut rec = csv::StringRecord::new();
+    if !csv.read_record(&mut rec).map_err(csv_error)? {
+        return Err(FormatError::malformed(path, 1, None, "empty file"));
+    }
+    let header: Vec<String> = rec.iter().map(|s| s.trim().to_string()).collect();
     let layout = Layout::new(path, &header)?;
-    let mut rows = Vec::new();
-    for rec in records {
-        let rec = rec.map_err(|e| FormatError::malformed(path, e.position().map_or(0, |p| p.line()), None, e.to_string()))?;
+    let columns = layout.numeric_columns();
+    let counts = layout.count_columns();
+    let extra_cols = layout.extra_columns(header.len());
+    let timed = layout.elapsed.zip(layout.period);
+
+    let mut book = NoteBook::new(Locator::Line);
+    let mut vals = vec![0.0f64; header.len()];
+    let mut stamps: Vec<(u64, Option<i64>)> = Vec::new();
+    let mut times: Vec<(f64, f64)> = Vec::new();
+    let mut total = Vec::new();
+    let mut tests: Vec<(String, Vec<Interval>)> = layout.tests.iter().map(|_| (String::new(), Vec::new())).collect();
+    let mut extras: Vec<Vec<f64>> = vec![Vec::new(); extra_cols.len()];
+    let mut row = 0usize;
+    while csv.read_record(&mut rec).map_err(csv_error)? {
         let line = rec.position().map_or(0, |p| p.line());
-        let fields: Vec<String> = rec.iter().map(|s| s.trim().to_string()).collect();
-        if fields.len() == 1 && fields[0].is_empty() {
+        if rec.len() == 1 && rec[0].trim().is_empty() {
             continue; // blank line, e.g. Windows `\r\r\n` endings
         }
-        let row = rows.len() + 1;
-        if fields.len() < header.len() {
+        row += 1;
+        if rec.len() < header.len() {
             return Err(FormatError::malformed(
                 path,
                 line,
-                Some(fields.len() as u64 + 1),
+                Some(rec.len() as u64 + 1),
                 format!(
                     "row {row} is truncated: {} fields, the header has {} ({} missing)",
-                    fields.len(),
+                    rec.len(),
                     header.len(),
-                    header[fields.len()]
+                    header[rec.len()]
                 ),
             ));
         }
-        if fields.len() > header.len() {
+        if rec.len() > header.len() {
             return Err(FormatError::malformed(
                 path,
                 line,
                 Some(header.len() as u64 + 1),
                 format!(
                     "row {row} has {} fields, the header has {} (a separator inside a test description?)",
-                    fields.len(),
+                    rec.len(),
                     header.len()
                 ),
             ));
         }
-        rows.push((line, fields));
+        // A row with a value no interval can have is left out of every series.
+        let mut bad = None;
+        for &c in &columns {
+            let v = num(path, line, rec[c].trim(), c)?;
+            vals[c] = v;
+            let what = if v.is_nan() {
+                "NaN"
+            } else if v.is_infinite() {
+                "infinite"
+            } else if v < 0.0 {
+                "negative"
+            } else if counts.contains(&c) && v.fract() != 0.0 {
+                "not a whole number"
+            } else if counts.contains(&c) && v > MAX_COUNT {
+                "more than 10^12"
+            } else {
+                continue;
+            };
+            bad = Some(format!("`{}` is {what}", header[c]));
+            break;
+        }
+        if let Some(why) = bad {
+            book.skip(Unit::Row, line, &why);
+            continue;
+        }
+        match timed {
+            Some((e, p)) => times.push((vals[e], vals[p])),
+            None => stamps.push((line, parse_datetime(&rec[0]))),
+        }
+        total.push(layout.interval(&layout.total, &vals));
+        for ((d, block), (name, series)) in layout.tests.iter().zip(&mut tests) {
+            if name.is_empty() {
+                name.push_str(rec[*d].trim());
+            }
+            series.push(layout.interval(block, &vals));
+        }
+        for (out, &c) in extras.iter_mut().zip(&extra_cols) {
+            out.push(rec[c].trim().parse().unwrap_or(0.0));
+        }
     }
-    layout.build(path, header, rows)
-}
-
-/// Reads the file at `path`.
-pub fn read(path: &Path) -> Result<NgrinderFile> {
-    let text = std::fs::read_to_string(path).map_err(|e| FormatError::io(path, e))?;
-    parse(path, &text)
+    if timed.is_none() {
+        times = place(&stamps, &mut book);
+    }
+    let series = |mut intervals: Vec<Interval>| {
+        for (iv, &(start_s, period_s)) in intervals.iter_mut().zip(&times) {
+            (iv.start_s, iv.period_s) = (start_s, period_s);
+        }
+        Series { intervals }
+    };
+    Ok(NgrinderFile {
+        total: series(total),
+        tests: tests.into_iter().map(|(name, iv)| (name, series(iv))).collect(),
+        has_ttfb: layout.total.ttfb.is_some(),
+        extras: extra_cols.iter().map(|&c| header[c].clone()).zip(extras).collect(),
+        header,
+        notes: book.into_notes(),
+    })
 }
 
 /// Where each column is.
@@ -187,6 +271,12 @@ impl Block {
             ttfb: find("Mean_time_to_first_byte"),
         })
     }
+
+    fn columns(&self) -> impl Iterator<Item = usize> {
+        [self.tests, self.errors, self.mean_time, self.sd, self.tps].into_iter().chain(
+            [self.mean_len, self.bytes_per_s, self.response_errors, self.resolve, self.connect, self.ttfb].into_iter().flatten(),
+        )
+    }
 }
 
 impl Layout {
@@ -211,58 +301,14 @@ impl Layout {
         })
     }
 
-    fn build(self, path: &Path, header: Vec<String>, rows: Vec<(u64, Vec<String>)>) -> Result<NgrinderFile> {
-        let mut book = NoteBook::new(Locator::Line);
-        // A row with a value no interval can have is left out of every series.
-        let columns = self.numeric_columns();
-        let counts = self.count_columns();
-        let mut kept: Vec<(u64, Vec<String>)> = Vec::with_capacity(rows.len());
-        for (line, r) in rows {
-            let mut bad = None;
-            for &c in &columns {
-                let v = num(path, line, &r, c)?;
-                let what = if v.is_nan() {
-                    "NaN"
-                } else if v.is_infinite() {
-                    "infinite"
-                } else if v < 0.0 {
-                    "negative"
-                } else if counts.contains(&c) && v.fract() != 0.0 {
-                    "not a whole number"
-                } else if counts.contains(&c) && v > MAX_COUNT {
-                    "more than 10^12"
-                } else {
-                    continue;
-                };
-                bad = Some(format!("`{}` is {what}", header[c]));
-                break;
-            }
-            match bad {
-                Some(why) => book.skip(Unit::Row, line, &why),
-                None => kept.push((line, r)),
-            }
-        }
-        let times = self.times(path, &kept, &mut book)?;
-        let total = self.series(path, &kept, &self.total, &times)?;
-        let mut tests = Vec::new();
-        for (d, block) in &self.tests {
-            let name = kept.iter().find_map(|(_, r)| r.get(*d).filter(|s| !s.is_empty()).cloned()).unwrap_or_default();
-            tests.push((name, self.series(path, &kept, block, &times)?));
-        }
-        Ok(NgrinderFile {
-            total,
-            tests,
-            has_ttfb: self.total.ttfb.is_some(),
-            header,
-            rows: kept.into_iter().map(|(_, r)| r).collect(),
-            notes: book.into_notes(),
-        })
+    fn blocks(&self) -> impl Iterator<Item = &Block> {
+        std::iter::once(&self.total).chain(self.tests.iter().map(|(_, b)| b))
     }
 
     /// Every column read as a count of requests.
     fn count_columns(&self) -> Vec<usize> {
         let mut cols = Vec::new();
-        for b in std::iter::once(&self.total).chain(self.tests.iter().map(|(_, b)| b)) {
+        for b in self.blocks() {
             cols.extend([Some(b.tests), Some(b.errors), b.response_errors].into_iter().flatten());
         }
         cols.extend(self.dropped);
@@ -272,96 +318,88 @@ impl Layout {
     /// Every column read as a number.
     fn numeric_columns(&self) -> Vec<usize> {
         let mut cols = vec![1];
-        for b in std::iter::once(&self.total).chain(self.tests.iter().map(|(_, b)| b)) {
-            cols.extend([b.tests, b.errors, b.mean_time, b.sd, b.tps]);
-            cols.extend([b.mean_len, b.bytes_per_s, b.response_errors, b.resolve, b.connect, b.ttfb].into_iter().flatten());
+        for b in self.blocks() {
+            cols.extend(b.columns());
         }
         cols.extend([self.elapsed, self.period, self.dropped].into_iter().flatten());
         cols
     }
 
-    /// Start and length of every interval, from our extra columns or else from `DateTime`.
-    /// A row without a valid `DateTime`, or stamped earlier than the row above it (a clock
-    /// stepped back), is placed one interval after the row above, and the rows after it
-    /// keep their spacing; the notes say which.
-    fn times(&self, path: &Path, rows: &[(u64, Vec<String>)], book: &mut NoteBook) -> Result<Vec<(f64, f64)>> {
-        if let (Some(e), Some(p)) = (self.elapsed, self.period) {
-            return rows.iter().map(|(line, r)| Ok((num(path, *line, r, e)?, num(path, *line, r, p)?))).collect();
-        }
-        let stamps: Vec<Option<i64>> = rows.iter().map(|(_, r)| parse_datetime(&r[0])).collect();
-        let first = stamps.iter().flatten().next().copied().unwrap_or(0);
-        let mut gaps: Vec<i64> = stamps.windows(2).filter_map(|w| Some(w[1]? - w[0]?)).filter(|g| *g > 0).collect();
-        gaps.sort_unstable();
-        let nominal = gaps.get(gaps.len() / 2).copied().unwrap_or(1) as f64;
-        let (mut out, mut offset, mut prev, mut prev_placed) = (Vec::with_capacity(rows.len()), 0.0, None::<f64>, false);
-        for ((line, _), stamp) in rows.iter().zip(&stamps) {
-            let start = match (stamp, prev) {
-                (Some(t), None) => (t - first) as f64,
-                (Some(t), Some(p)) => {
-                    let own = (t - first) as f64 + offset;
-                    if own < p || (prev_placed && own <= p) {
-                        if own < p && !prev_placed {
-                            book.used(Unit::Row, *line, &format!("stamped earlier than the row above (the clock stepped back?): placed {nominal} s after the row above; the rows below keep their spacing."));
-                        }
-                        offset += p + nominal - own;
-                        p + nominal
-                    } else {
-                        own
-                    }
-                }
-                (None, p) => {
-                    book.used(Unit::Row, *line, &format!("no valid DateTime: placed {nominal} s after the row above."));
-                    p.map_or(0.0, |p| p + nominal)
-                }
-            };
-            prev_placed = stamp.is_none();
-            prev = Some(start);
-            out.push((start, nominal));
-        }
-        Ok(out)
+    /// Every column outside the blocks, `DateTime`, `vuser` and the descriptions.
+    fn extra_columns(&self, width: usize) -> Vec<usize> {
+        let taken: Vec<usize> = self.blocks().flat_map(Block::columns).chain(self.tests.iter().map(|(d, _)| *d)).collect();
+        (2..width).filter(|c| !taken.contains(c)).collect()
     }
 
-    fn series(&self, path: &Path, rows: &[(u64, Vec<String>)], b: &Block, times: &[(f64, f64)]) -> Result<Series> {
-        let mut intervals = Vec::with_capacity(rows.len());
-        for (i, (line, r)) in rows.iter().enumerate() {
-            let line = *line;
-            let opt = |c: Option<usize>| -> Result<f64> {
-                match c {
-                    Some(c) if c < r.len() => num(path, line, r, c),
-                    _ => Ok(0.0),
-                }
-            };
-            let (start_s, period_s) = times[i];
-            intervals.push(Interval {
-                start_s,
-                period_s,
-                vusers: num(path, line, r, 1)?,
-                tests: num(path, line, r, b.tests)? as u64,
-                errors: num(path, line, r, b.errors)? as u64,
-                tps: num(path, line, r, b.tps)?,
-                mean_test_time_ms: num(path, line, r, b.mean_time)?,
-                test_time_sd_ms: num(path, line, r, b.sd)?,
-                // Unknown without the column, not 0 ms.
-                mttfb_ms: if b.ttfb.is_some() { opt(b.ttfb)? } else { f64::NAN },
-                mean_response_length: opt(b.mean_len)?,
-                response_bytes_per_second: opt(b.bytes_per_s)?,
-                response_errors: opt(b.response_errors)? as u64,
-                mean_resolve_ms: opt(b.resolve)?,
-                mean_connect_ms: opt(b.connect)?,
-                dropped: opt(self.dropped)? as u64,
-            });
+    /// One row's interval of block `b` from the row's numbers (its time is set later).
+    fn interval(&self, b: &Block, vals: &[f64]) -> Interval {
+        let opt = |c: Option<usize>| c.map_or(0.0, |c| vals[c]);
+        Interval {
+            start_s: 0.0,
+            period_s: 0.0,
+            vusers: vals[1],
+            tests: vals[b.tests] as u64,
+            errors: vals[b.errors] as u64,
+            tps: vals[b.tps],
+            mean_test_time_ms: vals[b.mean_time],
+            test_time_sd_ms: vals[b.sd],
+            // Unknown without the column, not 0 ms.
+            mttfb_ms: b.ttfb.map_or(f64::NAN, |c| vals[c]),
+            mean_response_length: opt(b.mean_len),
+            response_bytes_per_second: opt(b.bytes_per_s),
+            response_errors: opt(b.response_errors) as u64,
+            mean_resolve_ms: opt(b.resolve),
+            mean_connect_ms: opt(b.connect),
+            dropped: opt(self.dropped) as u64,
         }
-        Ok(Series { intervals })
     }
 }
 
-fn num(path: &Path, line: u64, r: &[String], col: usize) -> Result<f64> {
-    let raw = r.get(col).map(String::as_str).unwrap_or("");
-    let cleaned = raw.replace(',', ".");
+/// Start and length of every interval from `DateTime` (without our extra columns). A row
+/// without a valid `DateTime`, or stamped earlier than the row above it (a clock stepped
+/// back), is placed one interval after the row above, and the rows after it keep their
+/// spacing; the notes say which.
+fn place(stamps: &[(u64, Option<i64>)], book: &mut NoteBook) -> Vec<(f64, f64)> {
+    let first = stamps.iter().find_map(|(_, s)| *s).unwrap_or(0);
+    let mut gaps: Vec<i64> = stamps.windows(2).filter_map(|w| Some(w[1].1? - w[0].1?)).filter(|g| *g > 0).collect();
+    gaps.sort_unstable();
+    let nominal = gaps.get(gaps.len() / 2).copied().unwrap_or(1) as f64;
+    drop(gaps);
+    let (mut out, mut offset, mut prev, mut prev_placed) = (Vec::with_capacity(stamps.len()), 0.0, None::<f64>, false);
+    for (line, stamp) in stamps {
+        let start = match (stamp, prev) {
+            (Some(t), None) => (t - first) as f64,
+            (Some(t), Some(p)) => {
+                let own = (t - first) as f64 + offset;
+                if own < p || (prev_placed && own <= p) {
+                    if own < p && !prev_placed {
+                        book.used(Unit::Row, *line, &format!("stamped earlier than the row above (the clock stepped back?): placed {nominal} s after the row above; the rows below keep their spacing."));
+                    }
+                    offset += p + nominal - own;
+                    p + nominal
+                } else {
+                    own
+                }
+            }
+            (None, p) => {
+                book.used(Unit::Row, *line, &format!("no valid DateTime: placed {nominal} s after the row above."));
+                p.map_or(0.0, |p| p + nominal)
+            }
+        };
+        prev_placed = stamp.is_none();
+        prev = Some(start);
+        out.push((start, nominal));
+    }
+    out
+}
+
+/// A field as a number: empty and `null` are 0; a decimal comma reads as a point.
+fn num(path: &Path, line: u64, raw: &str, col: usize) -> Result<f64> {
     if raw.is_empty() || raw == "null" {
         return Ok(0.0);
     }
-    cleaned.parse::<f64>().map_err(|_| FormatError::malformed(path, line, Some(col as u64 + 1), format!("expected a number, found `{raw}`")))
+    let parsed = if raw.contains(',') { raw.replace(',', ".").parse::<f64>() } else { raw.parse::<f64>() };
+    parsed.map_err(|_| FormatError::malformed(path, line, Some(col as u64 + 1), format!("expected a number, found `{raw}`")))
 }
 
 /// `yyyy-MM-dd HH:mm:ss` as seconds (the zone is unknown, so only differences mean anything).
@@ -444,6 +482,32 @@ mod tests {
         let text = SAMPLE.replace("168.5", "lots");
         let err = parse(Path::new("b.csv"), &text).unwrap_err().to_string();
         assert_eq!(err, "b.csv:3:7: expected a number, found `lots`");
+    }
+
+    #[test]
+    fn extra_columns_are_kept_by_name_one_number_per_kept_row() {
+        let text = "\u{feff}DateTime;vuser;Tests;Errors;Mean_Test_Time_(ms);Test_Time_Standard_Deviation_(ms);TPS;Elapsed_(s);Period_(s);Errors_timeout;Late
+2020-01-01 00:00:00;1;10;0;5,5;1;5;0;2;3;
+2020-01-01 00:00:02;1;-4;0;5;1;5;2;2;9;1
+2020-01-01 00:00:04;1;12;1;6;1;6;4;2;1;x
+";
+        let f = parse(Path::new("e"), text).unwrap();
+        assert_eq!(f.total.intervals.len(), 2, "the row with -4 tests is skipped");
+        assert_eq!(f.total.intervals[0].mean_test_time_ms, 5.5);
+        assert_eq!((f.total.intervals[1].start_s, f.total.intervals[1].period_s), (4.0, 2.0));
+        assert_eq!(f.extra("Errors_timeout"), Some(&[3.0, 1.0][..]));
+        assert_eq!(f.extra("Late"), Some(&[0.0, 0.0][..]), "empty and non-numbers read as 0");
+        assert_eq!(f.extra("Elapsed_(s)"), Some(&[0.0, 4.0][..]));
+        assert_eq!(f.extra("Tests"), None, "nGrinder's own columns are in the series");
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_name_their_line() {
+        let mut bytes = SAMPLE.as_bytes().to_vec();
+        let at = bytes.iter().rposition(|&b| b == b'2').unwrap();
+        bytes[at] = 0xff;
+        let err = read_from(Path::new("u.csv"), &bytes[..]).unwrap_err().to_string();
+        assert!(err.starts_with("u.csv:3"), "{err}");
     }
 
     #[test]

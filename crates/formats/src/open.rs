@@ -90,7 +90,7 @@ fn read_as(path: &Path, format: Format, mut reader: impl std::io::BufRead, first
     Ok(match format {
         Format::Volley => unreachable!("run directories are opened by open_as"),
         Format::Ngrinder => {
-            let file = crate::ngrinder::parse(path, &read_all()?)?;
+            let file = crate::ngrinder::read_from(path, &mut reader)?;
             let mut src = import::source(path, Format::Ngrinder);
             if !file.has_ttfb {
                 src.input_notes.push(InputNote::Unavailable {

@@ -695,29 +695,27 @@ impl RunData {
                 how: format!("in {SERIES_CSV}, without histograms in {LATENCY_HLOG} (the run stopped between writing the two): counted in the per-interval figures, not in the per-request percentiles."),
             });
         }
-        let kind_cols: Vec<Option<usize>> = ErrorKind::ALL
-            .iter()
-            .map(|k| file.header.iter().position(|h| *h == format!("Errors_{}", k.name())))
-            .collect();
-        let errors_by_kind = file
-            .rows
-            .iter()
-            .map(|r| {
+        // volley's own columns after nGrinder's; one missing reads as 0 in every row.
+        let column = |name: &str| file.extra(name);
+        let at = |c: Option<&[f64]>, i: usize| c.map_or(0.0, |c| c[i]);
+        let kind_cols: Vec<Option<&[f64]>> =
+            ErrorKind::ALL.iter().map(|k| column(&format!("Errors_{}", k.name()))).collect();
+        let errors_by_kind = (0..rows)
+            .map(|i| {
                 let mut out = [0u64; volley_stats::KINDS];
                 for (o, c) in out.iter_mut().zip(&kind_cols) {
-                    *o = c.and_then(|c| r.get(c)).and_then(|v| v.parse().ok()).unwrap_or(0);
+                    *o = at(*c, i) as u64;
                 }
                 out
             })
             .collect();
-        let col = |name: &str| file.header.iter().position(|h| h == name);
-        let (late_c, lag_c, cpu_c, drop_c) = (col(LATE), col(SCHED_LAG), col(GENERATOR_CPU), col(DROPPED));
-        let generator = file
-            .rows
-            .iter()
-            .map(|r| {
-                let f = |c: Option<usize>| c.and_then(|c| r.get(c)).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-                GeneratorHealth { late: f(late_c) as u64, dropped: f(drop_c) as u64, sched_lag_max_ms: f(lag_c), cpu_pct: f(cpu_c) }
+        let (late_c, lag_c, cpu_c, drop_c) = (column(LATE), column(SCHED_LAG), column(GENERATOR_CPU), column(DROPPED));
+        let generator = (0..rows)
+            .map(|i| GeneratorHealth {
+                late: at(late_c, i) as u64,
+                dropped: at(drop_c, i) as u64,
+                sched_lag_max_ms: at(lag_c, i),
+                cpu_pct: at(cpu_c, i),
             })
             .collect();
         let server = read_server(&dir.join(SERVER_CSV))?;
@@ -731,8 +729,8 @@ impl RunData {
         }
         let step_events = (0..file.tests.len())
             .map(|i| {
-                let c = col(&format!("{EVENTS}-{}", i + 1));
-                file.rows.iter().map(|r| c.and_then(|c| r.get(c)).and_then(|v| v.parse().ok()).unwrap_or(0)).collect()
+                let c = column(&format!("{EVENTS}-{}", i + 1));
+                (0..rows).map(|r| at(c, r) as u64).collect()
             })
             .collect();
         Ok(RunData {

@@ -280,6 +280,11 @@ impl HttpStep {
     pub fn reads_body(&self) -> bool {
         !self.extract.is_empty() || self.check.reads_body()
     }
+
+    /// Whether a response header is read (an `extract` from a header).
+    pub fn reads_headers(&self) -> bool {
+        self.extract.iter().any(|e| matches!(e.source, crate::extract::Source::Header(_)))
+    }
 }
 
 /// A request body.

@@ -205,3 +205,11 @@ fn a_dashboard_outside_loopback_needs_its_token() {
     assert!(status.success(), "{log}");
     assert_eq!(run_json(out.path())["status"], "complete", "the 403s did not stop it");
 }
+
+#[test]
+fn a_dashboard_address_after_a_space_is_a_usage_error_that_shows_the_equals_form() {
+    // `--dashboard 127.0.0.1:8089` leaves the address where the scenario file goes.
+    let out = volley(&["run", "--dashboard", "127.0.0.1:8089", "--url", "http://127.0.0.1:9/", "--duration", "1s"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dashboard=127.0.0.1:8089"), "{}", text(&out));
+}
