@@ -1,5 +1,6 @@
-//! One virtual user's connection: TCP (+ TLS) set-up with phase timings, an HTTP/1.1 or
-//! HTTP/2 handshake, and requests timed from their actual start to the end of the body.
+//! One virtual user's client: the request built once, sent on its own connection (opened by
+//! [`crate::connection`]) or on the worker's shared ones, and timed from its actual start to
+//! the end of the body.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -14,73 +15,15 @@ use http::{Method, Request, Uri};
 use rustls::ClientConfig;
 use volley_stats::ErrorKind;
 
-use crate::dial::{ConnectTimes, dial, micros};
+use crate::dial::{ConnectTimes, micros};
 use crate::error::EngineError;
 pub(crate) use crate::h1::Capture;
 use crate::h1::{self, Stream};
 use crate::http2::{self, H2Conn};
+use crate::connection::{Connection, connect_with};
+use crate::failure::Failure;
 use crate::pool::{Lease, Pool, Seat};
 use crate::target::Target;
-
-/// A failed request: its kind and what happened.
-#[derive(Debug, Clone)]
-pub(crate) struct Failure {
-    pub(crate) kind: ErrorKind,
-    pub(crate) message: String,
-}
-
-impl Failure {
-    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Failure { kind, message: message.into() }
-    }
-
-    pub(crate) fn io(stage: &str, e: &std::io::Error) -> Self {
-        use std::io::ErrorKind as K;
-        let kind = match e.kind() {
-            K::ConnectionRefused | K::AddrNotAvailable | K::NotFound | K::HostUnreachable | K::NetworkUnreachable => {
-                ErrorKind::Connect
-            }
-            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => ErrorKind::Reset,
-            K::TimedOut => ErrorKind::Timeout,
-            _ if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => ErrorKind::Tls,
-            _ => ErrorKind::Protocol,
-        };
-        Failure::new(kind, format!("{stage}: {e}"))
-    }
-
-    pub(crate) fn h1(e: h1::H1Error) -> Self {
-        match e {
-            h1::H1Error::Io(stage, io) => Failure::io(stage, &io),
-            h1::H1Error::Closed(what) => Failure::new(ErrorKind::Reset, what),
-            h1::H1Error::Invalid(why) => Failure::new(ErrorKind::Protocol, why),
-            h1::H1Error::Stale(what) => Failure::new(ErrorKind::Reset, what),
-        }
-    }
-
-    /// A connection that could not be opened.
-    pub(crate) fn dial(e: EngineError) -> Self {
-        match e {
-            EngineError::Connect(io) => Failure::io("connect", &io),
-            e @ (EngineError::Tls(_) | EngineError::ServerName(_)) => Failure::new(ErrorKind::Tls, e.to_string()),
-            e => Failure::new(ErrorKind::Protocol, e.to_string()),
-        }
-    }
-}
-
-/// An open connection: our own HTTP/1.1, or HTTP/2 on the `h2` crate.
-pub(crate) enum Connection {
-    H1(Stream),
-    H2(H2Conn),
-}
-
-impl Connection {
-    fn is_closed(&self) -> bool {
-        match self {
-            Connection::H1(_) => false,
-            Connection::H2(c) => c.is_closed(),
-        }
-    }
-}
 
 /// Read buffers shared by the VUs of one worker thread: a VU holds one only while it
 /// reads a response, so thousands of idle VUs hold none.
@@ -102,25 +45,6 @@ impl BufferPool {
 
 /// Buffers that grew past this (a large body read in one go) are freed, not pooled.
 const MAX_POOLED_BUF: usize = 64 * 1024;
-
-/// Opens a connection to `target`, with TLS when `tls` is given (and the URL is https).
-pub(crate) async fn connect(
-    target: &Target,
-    tls: Option<&Arc<ClientConfig>>,
-) -> Result<(Connection, ConnectTimes), Failure> {
-    connect_with(target, tls, false).await
-}
-
-/// [`connect`]; HTTP/2 when the server chose it in the TLS handshake, or with `force_h2`.
-pub(crate) async fn connect_with(
-    target: &Target,
-    tls: Option<&Arc<ClientConfig>>,
-    force_h2: bool,
-) -> Result<(Connection, ConnectTimes), Failure> {
-    let (stream, times) = dial(target, tls).await.map_err(Failure::dial)?;
-    let h2 = force_h2 || matches!(&stream, Stream::Tls(s) if s.get_ref().1.alpn_protocol() == Some(b"h2"));
-    Ok((if h2 { Connection::H2(http2::handshake(stream).await?) } else { Connection::H1(stream) }, times))
-}
 
 /// The request every iteration sends, built once.
 #[derive(Debug, Clone)]

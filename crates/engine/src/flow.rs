@@ -24,7 +24,8 @@ use volley_scenario::template::{Template, Vars};
 use volley_scenario::Scenario;
 use volley_stats::ErrorKind;
 
-use crate::client::{Capture, Client, Failure, PreparedRequest};
+use crate::client::{Capture, Client, PreparedRequest};
+use crate::failure::Failure;
 use crate::sse::SseStream;
 use crate::context::WorkerContext;
 use crate::recorder::InFlight;

@@ -28,7 +28,8 @@ use volley_scenario::Segment;
 use volley_scenario::scenario::{GrpcStep, Node};
 use volley_stats::ErrorKind;
 
-use crate::client::{Exchange, Failure};
+use crate::client::Exchange;
+use crate::failure::Failure;
 use crate::dial::{dial, micros};
 use crate::target::Target;
 

@@ -19,7 +19,7 @@ use http::Request;
 use tokio::sync::Notify;
 use volley_stats::ErrorKind;
 
-use crate::client::Failure;
+use crate::failure::Failure;
 use crate::h1::{CAPTURE_LIMIT, Capture, Stream};
 
 /// Stream receive window: large enough that a response body never waits for a

@@ -19,7 +19,8 @@ use std::sync::Arc;
 use rustls::ClientConfig;
 use tokio::sync::{Mutex, OnceCell, OwnedSemaphorePermit, Semaphore};
 
-use crate::client::{Connection, Failure, connect_with};
+use crate::connection::{Connection, connect_with};
+use crate::failure::Failure;
 use crate::dial::ConnectTimes;
 use crate::h1::Stream;
 use crate::http2::H2Conn;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use volley_stats::ErrorKind;
 
-use crate::client::connect;
+use crate::connection::connect;
 use crate::error::EngineError;
 use crate::target::Target;
 use crate::tls::TlsOptions;

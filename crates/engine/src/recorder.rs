@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use volley_stats::{ErrorKind, ErrorMessage, IntervalSample, MESSAGES_PER_STEP};
 
-use crate::client::{Exchange, Failure};
+use crate::client::Exchange;
+use crate::failure::Failure;
 
 /// One worker's part of one interval.
 #[derive(Debug)]

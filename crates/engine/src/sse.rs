@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 use volley_scenario::Scenario;
 use volley_stats::ErrorKind;
 
-use crate::client::{Exchange, Failure, PreparedRequest};
+use crate::client::{Exchange, PreparedRequest};
+use crate::failure::Failure;
 use crate::dial::{dial, micros};
 use crate::h1;
 use crate::context::WorkerContext;

@@ -6,7 +6,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use volley_scenario::scenario::{Body, HttpStep, JsonTemplate};
+use volley_scenario::json::JsonTemplate;
+use volley_scenario::scenario::{Body, HttpStep};
 use volley_scenario::template::Template;
 
 use crate::client::PreparedRequest;

@@ -11,7 +11,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use volley_stats::ErrorKind;
 
-use crate::client::{Exchange, Failure};
+use crate::client::Exchange;
+use crate::failure::Failure;
 use crate::context::WorkerContext;
 use crate::dial::{dial, micros};
 

@@ -104,8 +104,13 @@ fn per_step(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange> {
         .collect()
 }
 
+/// The figures a gate judges unless told otherwise: errors, throughput, and the mean and tail
+/// of the time to first byte. TPS and MTTFB percentiles, counts and variability are left out:
+/// they move with the load shape or are too noisy to fail a build on.
+pub const DEFAULT_METRICS: [&str; 6] = ["error_rate_pct", "tps_avg", "mttfb_avg_ms", "ttfb_p50_ms", "ttfb_p95_ms", "ttfb_p99_ms"];
+
 /// The figures compared per population: a gate's default figures.
-const POPULATION_KEYS: [&str; 6] = crate::gate::DEFAULT_METRICS;
+const POPULATION_KEYS: [&str; 6] = DEFAULT_METRICS;
 
 /// The noise inputs of population `name` in every run of `set` (each over the time it ran,
 /// after the run's warm-up), `None` when a run lacks it.

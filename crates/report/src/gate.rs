@@ -9,14 +9,9 @@ use serde::Serialize;
 use volley_formats::RunSet;
 use volley_stats::compare::{CompareRow, Verdict};
 
-use crate::compare::{Comparison, Step, value};
+use crate::compare::{Comparison, DEFAULT_METRICS, Step, value};
 use crate::error::{ReportError, Result};
 use crate::model::ReportOptions;
-
-/// The figures a gate judges unless told otherwise: errors, throughput, and the mean and tail
-/// of the time to first byte. TPS and MTTFB percentiles, counts and variability are left out:
-/// they move with the load shape or are too noisy to fail a build on.
-pub const DEFAULT_METRICS: [&str; 6] = ["error_rate_pct", "tps_avg", "mttfb_avg_ms", "ttfb_p50_ms", "ttfb_p95_ms", "ttfb_p99_ms"];
 
 /// Which figures count and how much worse they may get.
 #[derive(Debug, Clone, Serialize)]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 pub use prost_reflect::{DescriptorPool, MessageDescriptor, MethodDescriptor};
 use prost_reflect::{Kind, ServiceDescriptor};
 
-use crate::scenario::JsonTemplate;
+use crate::json::JsonTemplate;
 use crate::suggest::suggest;
 
 /// The nearest of `names` to `word`, case aside (protobuf names are mixed case).

@@ -12,6 +12,7 @@ pub mod duration;
 pub mod extract;
 pub mod file;
 pub mod grpc;
+pub mod json;
 pub mod load;
 pub mod plan;
 pub mod rate;

@@ -13,6 +13,7 @@ use super::yaml::{Typed, Value as YamlValue};
 use super::{At, S, suggest};
 use crate::data::{Feeder, Order};
 use crate::extract::{Check, Expected, Extract, Source, parse_json_path};
+use crate::json::JsonTemplate;
 use crate::load::{LoadSpec, OPTIONS};
 use crate::parse_duration;
 use crate::plan::{RequestSpec, Settings, StatusSet};
