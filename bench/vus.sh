@@ -35,7 +35,11 @@ done
 [ -x /usr/bin/time ] || { echo "vus.sh: GNU time is missing (apt-get install time)" >&2; exit 2; }
 [ -x "$VOLLEY" ] || { echo "vus.sh: $VOLLEY not built (cargo build --release)" >&2; exit 2; }
 VOLLEY=$(cd "$(dirname "$VOLLEY")" && pwd)/$(basename "$VOLLEY")
-max=$(printf '%s\n' $VUS $STREAM_VUS | sort -n | tail -1)
+# The most VUs any case asked for runs (paced runs VUS, the stream cases STREAM_VUS).
+counts=""
+[[ " $CASES " == *" paced "* ]] && counts="$counts $VUS"
+[[ " $CASES " == *" sse "* || " $CASES " == *" ws "* ]] && counts="$counts $STREAM_VUS"
+max=$(printf '%s\n' $counts | sort -n | tail -1)
 want=$((2 * max + 1000))
 # As root the hard limit goes up too, unless a container withholds CAP_SYS_RESOURCE.
 if [ "$(id -u)" = 0 ] && [ "$(ulimit -Hn)" -lt "$want" ]; then ulimit -Hn "$want" 2>/dev/null || true; fi

@@ -145,14 +145,14 @@ pub(crate) async fn exchange(
         match capture {
             Some(c) => {
                 let body = &mut c.body;
-                read_body(stream, buf, head.framing, &mut |chunk| {
+                read_body(stream, buf, head.framing, Idle::Keep, &mut |chunk| {
                     let room = CAPTURE_LIMIT.saturating_sub(body.len());
                     body.extend_from_slice(&chunk[..chunk.len().min(room)]);
                     true
                 })
                 .await?
             }
-            None => read_body(stream, buf, head.framing, &mut |_| true).await?,
+            None => read_body(stream, buf, head.framing, Idle::Keep, &mut |_| true).await?,
         }
     };
     let keep_alive = head.keep_alive && !matches!(head.framing, Framing::UntilClose);
@@ -175,7 +175,7 @@ pub(crate) async fn read_head(
             if buf.len() > MAX_HEAD {
                 return Err(H1Error::Invalid(format!("response head larger than {MAX_HEAD} bytes")));
             }
-            let got = match fill(stream, buf).await {
+            let got = match fill(stream, buf, Idle::Keep).await {
                 Err(H1Error::Io(_, e)) if first_byte.is_none() => return Err(H1Error::Stale(format!("read: {e}"))),
                 other => other?,
             };
@@ -249,8 +249,26 @@ fn contains_token(value: &[u8], token: &[u8]) -> bool {
     value.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
 }
 
+/// How a body's read buffer is held while the stream waits for bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Idle {
+    /// Kept (a response read to its end: the buffer is reused at once).
+    Keep,
+    /// Freed while the buffer holds nothing and a plain-TCP stream waits, allocated when bytes
+    /// are there: a stream held open for minutes (an SSE step) then costs no read buffer while
+    /// it waits. (A TLS stream keeps it: readiness of its socket is not readiness of its data.)
+    Release,
+}
+
 /// Reads more bytes into `buf`; returns how many (0 at end of stream).
-async fn fill(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<usize, H1Error> {
+async fn fill(stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle) -> Result<usize, H1Error> {
+    if idle == Idle::Release
+        && buf.is_empty()
+        && let Stream::Plain(tcp) = stream
+    {
+        *buf = Vec::new();
+        tcp.readable().await.map_err(|e| H1Error::Io("read", e))?;
+    }
     let start = buf.len();
     buf.reserve(READ_CHUNK);
     let n = stream.read_buf(buf).await.map_err(|e| H1Error::Io("read", e))?;
@@ -264,7 +282,7 @@ pub(crate) type Sink<'a> = &'a mut dyn FnMut(&[u8]) -> bool;
 
 /// Reads the body (part of which may already be in `buf`), handing it to `sink`, and
 /// returns its length.
-pub(crate) async fn read_body(stream: &mut Stream, buf: &mut Vec<u8>, framing: Framing, sink: Sink<'_>) -> Result<u64, H1Error> {
+pub(crate) async fn read_body(stream: &mut Stream, buf: &mut Vec<u8>, framing: Framing, idle: Idle, sink: Sink<'_>) -> Result<u64, H1Error> {
     match framing {
         Framing::Length(n) => {
             let mut have = buf.len() as u64;
@@ -273,7 +291,7 @@ pub(crate) async fn read_body(stream: &mut Stream, buf: &mut Vec<u8>, framing: F
             }
             buf.clear();
             while have < n {
-                let got = fill(stream, buf).await?;
+                let got = fill(stream, buf, idle).await?;
                 if got == 0 {
                     return Err(H1Error::Closed("connection closed inside the body"));
                 }
@@ -291,7 +309,7 @@ pub(crate) async fn read_body(stream: &mut Stream, buf: &mut Vec<u8>, framing: F
             let mut keep = sink(buf);
             buf.clear();
             while keep {
-                let got = fill(stream, buf).await?;
+                let got = fill(stream, buf, idle).await?;
                 if got == 0 {
                     break;
                 }
@@ -301,15 +319,15 @@ pub(crate) async fn read_body(stream: &mut Stream, buf: &mut Vec<u8>, framing: F
             }
             Ok(have)
         }
-        Framing::Chunked => read_chunked(stream, buf, sink).await,
+        Framing::Chunked => read_chunked(stream, buf, idle, sink).await,
     }
 }
 
 /// Decodes chunked encoding: `size[;ext]\r\n data \r\n` ... `0\r\n trailers \r\n`.
-async fn read_chunked(stream: &mut Stream, buf: &mut Vec<u8>, sink: Sink<'_>) -> Result<u64, H1Error> {
+async fn read_chunked(stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle, sink: Sink<'_>) -> Result<u64, H1Error> {
     let mut total = 0u64;
     loop {
-        let line = read_line(stream, buf).await?;
+        let line = read_line(stream, buf, idle).await?;
         let size_text = line.split(|&b| b == b';').next().unwrap_or(&[]);
         let size = std::str::from_utf8(size_text)
             .ok()
@@ -317,13 +335,13 @@ async fn read_chunked(stream: &mut Stream, buf: &mut Vec<u8>, sink: Sink<'_>) ->
             .ok_or_else(|| H1Error::Invalid("invalid chunk size".into()))?;
         if size == 0 {
             // Trailers up to an empty line.
-            while !read_line(stream, buf).await?.is_empty() {}
+            while !read_line(stream, buf, idle).await?.is_empty() {}
             return Ok(total);
         }
         let mut data_left = size;
         let mut need = size + 2; // data and its CRLF
         while need > 0 {
-            if buf.is_empty() && fill(stream, buf).await? == 0 {
+            if buf.is_empty() && fill(stream, buf, idle).await? == 0 {
                 return Err(H1Error::Closed("connection closed inside a chunk"));
             }
             let take = (buf.len() as u64).min(need) as usize;
@@ -340,7 +358,7 @@ async fn read_chunked(stream: &mut Stream, buf: &mut Vec<u8>, sink: Sink<'_>) ->
 }
 
 /// Takes one CRLF-terminated line from the front of `buf`, reading as needed.
-async fn read_line(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<Vec<u8>, H1Error> {
+async fn read_line(stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle) -> Result<Vec<u8>, H1Error> {
     loop {
         if let Some(p) = buf.windows(2).position(|w| w == b"\r\n") {
             let line = buf[..p].to_vec();
@@ -350,7 +368,7 @@ async fn read_line(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<Vec<u8>, H1
         if buf.len() > MAX_HEAD {
             return Err(H1Error::Invalid("chunk line too long".into()));
         }
-        if fill(stream, buf).await? == 0 {
+        if fill(stream, buf, idle).await? == 0 {
             return Err(H1Error::Closed("connection closed inside the chunked body"));
         }
     }
@@ -419,6 +437,41 @@ mod tests {
         }
         let r = run(b"HTTP/1.1 200 OK\r\ncontent-length: 500\r\n\r\n", 100, true).unwrap();
         assert_eq!(r.body_bytes, 0, "HEAD has no body");
+    }
+
+    #[test]
+    fn a_buffer_released_while_waiting_reads_the_same_bytes_in_any_split() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let responses: [&'static [u8]; 3] = [
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\ncontent-length: 12\r\n\r\nhello, world",
+            b"HTTP/1.0 200 OK\r\n\r\nhello, world",
+        ];
+        for response in responses {
+            for step in [1, 4, 1000] {
+                let body = rt.block_on(async move {
+                    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                    let addr = listener.local_addr().unwrap();
+                    let server = tokio::spawn(serve_in_pieces(listener, response, step));
+                    let mut stream = Stream::Plain(TcpStream::connect(addr).await.unwrap());
+                    use tokio::io::AsyncWriteExt;
+                    stream.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+                    let mut buf = Vec::new();
+                    let head = read_head(&mut stream, &mut buf, None).await.unwrap();
+                    let mut body = Vec::new();
+                    let n = read_body(&mut stream, &mut buf, head.framing, Idle::Release, &mut |chunk| {
+                        body.extend_from_slice(chunk);
+                        true
+                    })
+                    .await
+                    .unwrap();
+                    assert_eq!(n, 12);
+                    server.await.unwrap();
+                    body
+                });
+                assert_eq!(body, b"hello, world", "step {step}: {}", String::from_utf8_lossy(response));
+            }
+        }
     }
 
     #[test]

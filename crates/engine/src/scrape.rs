@@ -164,7 +164,7 @@ async fn fetch(target: &Target, tls: Option<&Arc<rustls::ClientConfig>>) -> Resu
         return Err(EngineError::Status(head.status));
     }
     let mut body = Vec::new();
-    let read = h1::read_body(&mut stream, &mut buf, head.framing, &mut |chunk| {
+    let read = h1::read_body(&mut stream, &mut buf, head.framing, h1::Idle::Keep, &mut |chunk| {
         body.extend_from_slice(chunk);
         true
     })

@@ -116,6 +116,7 @@ impl SseStream {
             wait_us: 0,
         };
         let is_stream = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.contains("text/event-stream"));
+        drop(headers);
         if !(200..300).contains(&head.status) || !is_stream {
             let what = if is_stream { format!("HTTP {}", head.status) } else { format!("HTTP {} without Content-Type: text/event-stream", head.status) };
             if (200..300).contains(&head.status) {
@@ -140,7 +141,7 @@ impl SseStream {
             }
             want.is_none_or(|w| events < w)
         };
-        let reading = h1::read_body(&mut stream, &mut buf, head.framing, &mut sink);
+        let reading = h1::read_body(&mut stream, &mut buf, head.framing, h1::Idle::Release, &mut sink);
         let limit = self.limit.map_or(Duration::MAX, |l| l.saturating_sub(start.elapsed()));
         let why = tokio::select! {
             r = reading => match r {

@@ -64,8 +64,15 @@ async fn run(
         let value = http::HeaderValue::from_str(v).map_err(|_| Failure::new(ErrorKind::Protocol, format!("bad value for header `{n}`")))?;
         request.headers_mut().insert(name, value);
     }
-    let (stream, times) = dial(target, ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
-    let (mut ws, _response) = tokio_tungstenite::client_async_with_config(request, stream, Some(config())).await.map_err(|e| upgrade_failure(&e))?;
+    // The connection and the upgrade in a box of their own, freed once done: inline, their
+    // state would make this future the largest of any step's, and every scenario VU's future
+    // is as large as its largest step's (the socket held afterwards is a fraction of it).
+    let (mut ws, times) = Box::pin(async {
+        let (stream, times) = dial(target, ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
+        let (ws, _response) = tokio_tungstenite::client_async_with_config(request, stream, Some(config())).await.map_err(|e| upgrade_failure(&e))?;
+        Ok::<_, Failure>((ws, times))
+    })
+    .await?;
     let upgraded = Instant::now();
     for m in send {
         ws.send(Message::text(m.as_str())).await.map_err(|e| Failure::new(ErrorKind::Reset, format!("websocket send: {e}")))?;
