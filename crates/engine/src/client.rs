@@ -99,7 +99,7 @@ impl PreparedRequest {
         let method = Method::from_bytes(method.as_bytes()).map_err(|_| EngineError::Method(method.to_string()))?;
         let path: PathAndQuery = path_and_query.parse().map_err(|_| EngineError::Path(path_and_query.to_string()))?;
         for (n, v) in headers {
-            if n.is_empty() || !n.bytes().all(is_token) {
+            if !volley_scenario::plan::is_header_name(n) {
                 return Err(EngineError::HeaderName(n.clone()));
             }
             if !v.bytes().all(|b| b == b'\t' || (b >= 32 && b != 127)) {
@@ -188,11 +188,6 @@ fn request_line(out: &mut Vec<u8>, method: &Method, path: &str) {
     out.push(b' ');
     out.extend_from_slice(path.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
-}
-
-/// A `tchar` of RFC 9110 §5.6.2, the characters a header name is made of.
-fn is_token(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// The request line, headers and body as HTTP/1.1 bytes.

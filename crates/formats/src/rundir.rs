@@ -696,10 +696,9 @@ impl RunData {
             });
         }
         // volley's own columns after nGrinder's; one missing reads as 0 in every row.
-        let column = |name: &str| file.extra(name);
         let at = |c: Option<&[f64]>, i: usize| c.map_or(0.0, |c| c[i]);
         let kind_cols: Vec<Option<&[f64]>> =
-            ErrorKind::ALL.iter().map(|k| column(&format!("Errors_{}", k.name()))).collect();
+            ErrorKind::ALL.iter().map(|k| file.extra(&format!("Errors_{}", k.name()))).collect();
         let errors_by_kind = (0..rows)
             .map(|i| {
                 let mut out = [0u64; volley_stats::KINDS];
@@ -709,7 +708,7 @@ impl RunData {
                 out
             })
             .collect();
-        let (late_c, lag_c, cpu_c, drop_c) = (column(LATE), column(SCHED_LAG), column(GENERATOR_CPU), column(DROPPED));
+        let (late_c, lag_c, cpu_c, drop_c) = (file.extra(LATE), file.extra(SCHED_LAG), file.extra(GENERATOR_CPU), file.extra(DROPPED));
         let generator = (0..rows)
             .map(|i| GeneratorHealth {
                 late: at(late_c, i) as u64,
@@ -729,7 +728,7 @@ impl RunData {
         }
         let step_events = (0..file.tests.len())
             .map(|i| {
-                let c = column(&format!("{EVENTS}-{}", i + 1));
+                let c = file.extra(&format!("{EVENTS}-{}", i + 1));
                 (0..rows).map(|r| at(c, r) as u64).collect()
             })
             .collect();

@@ -36,11 +36,16 @@ impl RequestSpec {
             .split_once(':')
             .ok_or_else(|| PlanError(format!("header `{s}`: expected `Name: value`")))?;
         let n = n.trim();
-        if n.is_empty() || n.bytes().any(|b| !(b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))) {
+        if !is_header_name(n) {
             return Err(PlanError(format!("header `{s}`: `{n}` is not a valid header name")));
         }
         Ok((n.to_string(), v.trim().to_string()))
     }
+}
+
+/// Whether `name` can be a header's name: one or more `tchar`s of RFC 9110 §5.6.2.
+pub fn is_header_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// Which HTTP statuses count as success.

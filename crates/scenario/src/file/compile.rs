@@ -738,7 +738,7 @@ impl Compiler {
                 RawExtract::Full { json, header, regex, .. } => match (json, header, regex) {
                     (Some(q), None, None) => self.json_path(at(e), q).map(|p| Source::Json(p, q.clone())),
                     (None, Some(h), None) => {
-                        if RequestSpec::parse_header(&format!("{h}: x")).is_err() {
+                        if !crate::plan::is_header_name(h.trim()) {
                             self.error(at(e), format!("extract `{var}`: `{h}` is not a header name; write it like `{{ header: Location }}`"));
                         }
                         Some(Source::Header(h.clone()))
