@@ -5,8 +5,8 @@
 # and tools interleaved. GNU time measures each client's whole process (start-up included).
 # Prints one Markdown table per rate: achieved rate, client CPU µs per arrival
 # ((user+sys) / requests sent), p99 latency (volley: from each arrival's due time), dropped
-# arrivals, peak RSS; for volley also the largest schedule lag of any sample interval and the
-# 99th percentile of the intervals' largest lags (an upper bound of the arrivals' p99 lag).
+# arrivals, peak RSS; for volley also its schedule lag — each arrival's delay from its due time
+# to its dispatch, from the run's `sched_lag` histogram: p50, p99, p99.9 and max.
 #
 #   bench/open-model.sh                          # 1k, 5k, 20k, 50k/s; 10 s each; 1 round
 #   RATES="1000 5000" DURATION=20 ROUNDS=3 bench/open-model.sh
@@ -81,20 +81,15 @@ try:
     cpu = float(u) + float(s)
 except Exception:
     print(tool, rate, rnd, "failed", sep="\t"); sys.exit()
-n, p99, dropped, lag_max, lag_p99 = 0, float("nan"), "", "", ""
+n, p99, dropped, lag = 0, float("nan"), "", ["", "", "", ""]
 if tool == "volley":
     r = json.load(open(glob.glob(d + "/runs/*/report.json")[0]))
     n = r["seed_suite"]["total_tests"] + r["seed_suite"]["errors"]
     p99 = r["per_request"]["total_ms"]["p99_ms"]
     dropped = r["generator"]["dropped"]
-    # Each sample interval's largest lag, from the series.
-    import csv
-    rows = list(csv.DictReader(open(glob.glob(d + "/runs/*/series.csv")[0])))
-    col = next((c for c in rows[0] if "lag" in c.lower()), None) if rows else None
-    lags = sorted(float(x[col]) for x in rows if col and x[col] not in ("", None))
-    if lags:
-        lag_max = f"{lags[-1]:.2f}"
-        lag_p99 = f"{lags[min(len(lags) - 1, int(0.99 * len(lags)))]:.2f}"
+    # Every arrival's dispatch delay, from the run's schedule-lag histogram.
+    h = r["generator"].get("sched_lag_ms") or {}
+    lag = [f"{h[k]:.3f}" if k in h else "" for k in ("p50_ms", "p99_ms", "p99_9_ms", "max_ms")]
 elif tool == "vegeta":
     r = json.load(open(d + "/report.json"))
     n = r["requests"]
@@ -104,7 +99,7 @@ elif tool == "k6":
     n = int(m["http_reqs"]["count"])
     p99 = m["http_req_duration"].get("p(99)", float("nan"))
     dropped = int(m.get("dropped_iterations", {}).get("count", 0))
-print(tool, rate, rnd, n, f"{n / dur:.0f}", f"{cpu / max(n, 1) * 1e6:.1f}", f"{p99:.2f}", dropped, int(rss) // 1024, lag_max, lag_p99, sep="\t")
+print(tool, rate, rnd, n, f"{n / dur:.0f}", f"{cpu / max(n, 1) * 1e6:.1f}", f"{p99:.2f}", dropped, int(rss) // 1024, *lag, sep="\t")
 PY
   tail -1 "$out/results.tsv"
 }
@@ -125,15 +120,15 @@ import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     f = line.rstrip("\n").split("\t")
-    if len(f) < 11:
+    if len(f) < 13:
         continue
     rows.setdefault((int(f[1]), f[0]), []).append(f)
 med = lambda rs, i: statistics.median(float(r[i]) for r in rs)
-print("\n| rate/s | tool | achieved/s | CPU µs/arrival | p99 ms | dropped | peak RSS MB | lag max ms | interval-max lag p99 ms | rounds (µs/arrival) |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("\n| rate/s | tool | achieved/s | CPU µs/arrival | p99 ms | dropped | peak RSS MB | lag p50 / p99 / p99.9 / max ms (medians) | rounds (µs/arrival) |")
+print("|---|---|---|---|---|---|---|---|---|")
 for (rate, tool), rs in sorted(rows.items()):
     print(f"| {rate:,} | {tool} | {med(rs, 4):,.0f} | {med(rs, 5):.1f} | {med(rs, 6):.2f} | {rs[0][7] or 'n/a'} | {med(rs, 8):.0f} | "
-          f"{rs[0][9] or '–'} | {rs[0][10] or '–'} | {', '.join(r[5] for r in rs)} |")
+          f"{' / '.join(f'{med(rs, i):.3f}' for i in range(9, 13)) if rs[0][9] else '–'} | {', '.join(r[5] for r in rs)} |")
 for rate in sorted({k[0] for k in rows}):
     v = rows.get((rate, "volley"))
     for peer in ("vegeta", "k6"):

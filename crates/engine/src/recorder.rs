@@ -206,8 +206,7 @@ impl Recorder {
 
     /// Notes the generator's own delay in dispatching an arrival.
     pub(crate) fn record_sched_lag(&mut self, due: Instant, lag: Duration) {
-        let s = &mut self.slot(due).all;
-        s.counts.sched_lag_max_us = s.counts.sched_lag_max_us.max(lag.as_micros() as u64);
+        self.slot(due).all.record_sched_lag(lag.as_micros() as u64);
     }
 
     /// From now on, completions later than interval `last` count in `last`.

@@ -30,17 +30,20 @@ pub enum HistMetric {
     Iteration,
     /// Requests with no response when the run's grace period ended: how long they waited.
     Unfinished,
+    /// Open model: the generator's delay in dispatching each arrival (due time to dispatch).
+    SchedLag,
 }
 
 impl HistMetric {
     /// Every metric.
-    pub const ALL: [HistMetric; 6] = [
+    pub const ALL: [HistMetric; 7] = [
         HistMetric::Ttfb,
         HistMetric::Total,
         HistMetric::TtfbActual,
         HistMetric::TotalActual,
         HistMetric::Iteration,
         HistMetric::Unfinished,
+        HistMetric::SchedLag,
     ];
 
     /// Its tag in the log, for the whole run.
@@ -52,6 +55,7 @@ impl HistMetric {
             HistMetric::TotalActual => "total_actual",
             HistMetric::Iteration => "iteration",
             HistMetric::Unfinished => "unfinished",
+            HistMetric::SchedLag => "sched_lag",
         }
     }
 }
@@ -81,6 +85,8 @@ impl HistKey {
     pub const ITERATION: HistKey = HistKey::run(HistMetric::Iteration);
     /// Requests with no response at the end of the run, how long they waited.
     pub const UNFINISHED: HistKey = HistKey::run(HistMetric::Unfinished);
+    /// Open model: the generator's delay in dispatching each arrival.
+    pub const SCHED_LAG: HistKey = HistKey::run(HistMetric::SchedLag);
 
     /// `metric` of the whole run.
     pub const fn run(metric: HistMetric) -> HistKey {
@@ -122,7 +128,7 @@ impl std::fmt::Display for HistKey {
 pub fn write_header(out: &mut impl Write, start: SystemTime) -> std::io::Result<()> {
     let mut ser = V2DeflateSerializer::new();
     IntervalLogWriterBuilder::new()
-        .add_comment("volley latency log: values in microseconds; tags ttfb (time to first byte) and total; open-model runs measure them from each arrival's due time and add ttfb_actual and total_actual, from the actual send")
+        .add_comment("volley latency log: values in microseconds; tags ttfb (time to first byte) and total; open-model runs measure them from each arrival's due time and add ttfb_actual and total_actual, from the actual send, and sched_lag, each arrival's dispatch delay")
         .with_start_time(start)
         .with_base_time(start)
         .begin_log_with(out, &mut ser)?;

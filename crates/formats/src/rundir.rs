@@ -470,6 +470,9 @@ impl RunWriter {
         if let Some(it) = &sample.iteration {
             write(it, HistKey::ITERATION)?;
         }
+        if let Some(lag) = &sample.sched_lag {
+            write(lag, HistKey::SCHED_LAG)?;
+        }
         if let Some(actual) = &sample.actual {
             write(&actual.0.histogram(), HistKey::TTFB_ACTUAL)?;
             write(&actual.1.histogram(), HistKey::TOTAL_ACTUAL)?;

@@ -181,6 +181,7 @@ pub(crate) fn write_intervals(set: &SegmentSet, writer: &mut RunWriter, interval
         }
         sample.iteration = hists.boxed(HistKey::ITERATION);
         sample.unfinished = hists.boxed(HistKey::UNFINISHED);
+        sample.sched_lag = hists.boxed(HistKey::SCHED_LAG);
         let step_samples: Vec<IntervalSample> = step_counts
             .into_iter()
             .enumerate()

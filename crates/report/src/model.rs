@@ -165,6 +165,11 @@ pub struct Generator {
     pub late: u64,
     /// Largest delay between an arrival's due time and its dispatch, ms.
     pub sched_lag_max_ms: f64,
+    /// Open model: the delay of every arrival's dispatch, from its due time to the moment
+    /// the generator took it up (the generator's own lag, not the wait for a free VU,
+    /// which is `late`); absent for runs that recorded no such histogram.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sched_lag_ms: Option<LatencySummary>,
     /// Highest CPU use in an interval, % of the generator's cores.
     pub cpu_max_pct: f64,
     /// Intervals in which the generator was behind schedule by more than 10 ms.
@@ -245,7 +250,7 @@ impl RunReport {
         let server = server_peaks(src, warmup_s);
         let meta = src.meta.as_ref();
         let model = meta.map(|m| m.plan.model()).unwrap_or_default().to_string();
-        let generator = generator(src, first_kept);
+        let generator = generator(src, first_kept, warmup_s);
         if let Some(g) = &generator {
             if g.behind_intervals > 0 || g.saturated_intervals > 0 {
                 notes.push(format!(
@@ -428,7 +433,7 @@ fn error_lines(src: &Source, first_kept: usize) -> Vec<ErrorLine> {
     errors
 }
 
-fn generator(src: &Source, first_kept: usize) -> Option<Generator> {
+fn generator(src: &Source, first_kept: usize, warmup_s: f64) -> Option<Generator> {
     if src.generator.is_empty() {
         return None;
     }
@@ -437,6 +442,7 @@ fn generator(src: &Source, first_kept: usize) -> Option<Generator> {
         dropped: kept.iter().map(|g| g.dropped).sum(),
         late: kept.iter().map(|g| g.late).sum(),
         sched_lag_max_ms: kept.iter().map(|g| g.sched_lag_max_ms).fold(0.0, f64::max),
+        sched_lag_ms: src.latency(HistKey::SCHED_LAG, warmup_s),
         cpu_max_pct: kept.iter().map(|g| g.cpu_pct).fold(0.0, f64::max),
         behind_intervals: kept.iter().filter(|g| g.sched_lag_max_ms > BEHIND_MS).count(),
         saturated_intervals: kept.iter().filter(|g| g.cpu_pct > SATURATED_PCT).count(),

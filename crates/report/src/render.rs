@@ -240,11 +240,11 @@ pub fn table(r: &RunReport) -> String {
         }
     }
     if let Some(g) = &r.generator {
-        let _ = writeln!(
-            out,
-            "\nGenerator: CPU max {:.0} %, schedule lag max {:.1} ms, late arrivals {}, dropped {}",
-            g.cpu_max_pct, g.sched_lag_max_ms, g.late, g.dropped
-        );
+        let lag = match &g.sched_lag_ms {
+            Some(l) => format!("schedule lag p50 {:.2} / p99 {:.2} / max {:.1} ms", l.p50_ms, l.p99_ms, g.sched_lag_max_ms),
+            None => format!("schedule lag max {:.1} ms", g.sched_lag_max_ms),
+        };
+        let _ = writeln!(out, "\nGenerator: CPU max {:.0} %, {lag}, late arrivals {}, dropped {}", g.cpu_max_pct, g.late, g.dropped);
     }
     if r.seed_suite.tps_tail == TpsTail::High {
         let _ = writeln!(out, "\nTPS percentiles: {}", r.seed_suite.tps_tail.label());

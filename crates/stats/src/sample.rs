@@ -332,12 +332,15 @@ pub struct IntervalSample {
     /// Requests still waiting for their response when the run's grace period ended: how
     /// long each had waited, µs (a lower bound of its latency).
     pub unfinished: Option<Box<Histogram<u64>>>,
+    /// Open model: the generator's own delay in dispatching each arrival due in the
+    /// interval (from its due time to the moment the worker took it up), µs.
+    pub sched_lag: Option<Box<Histogram<u64>>>,
 }
 
 impl IntervalSample {
     /// An empty sample for interval `index`.
     pub fn new(index: u64) -> Self {
-        IntervalSample { index, counts: Counts::default(), ttfb: Latencies::new(), total: Latencies::new(), actual: None, iteration: None, unfinished: None }
+        IntervalSample { index, counts: Counts::default(), ttfb: Latencies::new(), total: Latencies::new(), actual: None, iteration: None, unfinished: None, sched_lag: None }
     }
 
     /// An empty open-model sample (with the actual-send latencies).
@@ -355,6 +358,12 @@ impl IntervalSample {
     pub fn record_unfinished(&mut self, us: u64) {
         self.counts.error(ErrorKind::Unfinished);
         record_us(self.unfinished.get_or_insert_with(|| Box::new(new_histogram())), us, 1);
+    }
+
+    /// Records the generator's delay in dispatching one open-model arrival.
+    pub fn record_sched_lag(&mut self, us: u64) {
+        self.counts.sched_lag_max_us = self.counts.sched_lag_max_us.max(us);
+        record_us(self.sched_lag.get_or_insert_with(|| Box::new(new_histogram())), us, 1);
     }
 
     /// Records the actual-send times of an open-model request.
@@ -399,6 +408,9 @@ impl IntervalSample {
         }
         if let Some(o) = &other.unfinished {
             let _ = self.unfinished.get_or_insert_with(|| Box::new(new_histogram())).add(o.as_ref());
+        }
+        if let Some(o) = &other.sched_lag {
+            let _ = self.sched_lag.get_or_insert_with(|| Box::new(new_histogram())).add(o.as_ref());
         }
     }
 

@@ -38,6 +38,8 @@ fn corrected_percentiles_show_the_stall_with_enough_vus() {
     assert_eq!(server.seen(), requests);
     let g = &r["generator"];
     assert_eq!(g["dropped"], 0, "{g}");
+    // Every arrival's dispatch delay is in the schedule-lag histogram, once.
+    assert_eq!(g["sched_lag_ms"]["count"].as_u64(), Some(requests), "{g}");
     let (p99, p999) = (ms(&r, "ttfb_ms", "p99_ms"), ms(&r, "ttfb_ms", "p99_9_ms"));
     assert!((800.0..=1000.0).contains(&p99), "p99 {p99} ms, expected ≈ 900");
     assert!((940.0..=1050.0).contains(&p999), "p99.9 {p999} ms, expected ≈ 990");
@@ -58,6 +60,12 @@ fn too_few_vus_late_arrivals_are_reported_and_uncorrected_figures_understate() {
     // ...while the same requests timed from their actual send hide it, as a closed loop does.
     let uncorrected = ms(&r, "ttfb_actual_ms", "p99_ms");
     assert!(uncorrected < 100.0, "uncorrected p99 {uncorrected} ms");
+    // The generator's own lag is not the wait for a free VU (that is `late`): it stays far
+    // below the stall while every arrival is still counted in it.
+    let lag = &g["sched_lag_ms"];
+    assert_eq!(lag["count"].as_u64(), Some(run.series.tests() + run.series.errors() + g["dropped"].as_u64().unwrap()), "{g}");
+    assert!(lag["p99_ms"].as_f64().unwrap() < corrected / 4.0, "schedule lag p99 {lag} vs corrected p99 {corrected} ms");
+    assert!(stdout.contains("schedule lag p50"), "{stdout}");
     assert!(stdout.contains("TTFB (from due time)") && stdout.contains("TTFB (actual send)"), "{stdout}");
 }
 

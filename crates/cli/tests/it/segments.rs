@@ -115,6 +115,9 @@ fn open_segments_send_exactly_the_single_process_schedule() {
     assert_eq!(got.iter().sum::<u64>(), expected.iter().sum::<u64>(), "every arrival of the schedule, once");
     assert_eq!(server.seen(), expected.iter().sum::<u64>());
     assert!(run.generator.iter().all(|g| g.dropped == 0));
+    // The segments' schedule-lag histograms add up: every arrival's dispatch delay, once.
+    let r = report_json(&merged);
+    assert_eq!(r["generator"]["sched_lag_ms"]["count"].as_u64(), Some(expected.iter().sum::<u64>()), "{}", r["generator"]);
 }
 
 #[test]
