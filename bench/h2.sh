@@ -12,6 +12,13 @@
 #   bench/h2.sh                                   # 3 rounds of 10 s, the whole matrix
 #   RUNS=5 DURATION=20 bench/h2.sh                # on a quiet machine
 #   SHAPES="50x1" MODES="h2c" RUNS=1 bench/h2.sh  # one cell
+#   CALLGRIND=1 RUNS=0 bench/h2.sh                # only the instruction counts (below)
+#
+# CALLGRIND=1 adds, per cell, each client's user-space instructions per request under
+# valgrind's callgrind — repeatable where the wall-clock rounds spread ±20 % on a shared VM.
+# Each client runs twice (5,000 and 25,000 requests); the difference over the 20,000 extra
+# requests leaves start-up and the end-of-run report out. Kernel time (the sockets) is not in
+# it, so it is the clients' own code only.
 #
 # Needs nginx (with http_v2, Debian's nginx-light has it), h2load (nghttp2-client), openssl
 # and GNU time (Debian: apt-get install nginx-light nghttp2-client openssl time), and a
@@ -92,7 +99,7 @@ PY
   done
 done
 
-python3 - "$results" "$RUNS" <<'PY'
+[ "$RUNS" -gt 0 ] && python3 - "$results" "$RUNS" <<'PY'
 import statistics, sys
 rows = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()]
 by = {}
@@ -116,3 +123,31 @@ for (mode, shape, tool), v in sorted(by.items(), key=lambda kv: (kv[0][0], -int(
 print()
 print("\n".join(ratios))
 PY
+
+if [ -n "${CALLGRIND:-}" ]; then
+  command -v valgrind >/dev/null || { echo "h2.sh: CALLGRIND=1 needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+  echo
+  echo "| mode | C x M | h2load instructions/request | volley instructions/request | ratio |"
+  echo "|---|---|---|---|---|"
+  # instructions TOOL MODE C M N: callgrind's instruction count for N requests.
+  instructions() {
+    local tool=$1 mode=$2 c=$3 m=$4 n=$5 url extra
+    if [ "$mode" = tls ]; then url=https://localhost:$TLS_PORT/; extra=(--insecure); else url=http://127.0.0.1:$PORT/; extra=(--http2); fi
+    rm -rf "$work/runs"/*
+    if [ "$tool" = h2load ]; then
+      valgrind --tool=callgrind --callgrind-out-file=/dev/null h2load -t1 -c"$c" -m"$m" -n"$n" "$url" >/dev/null 2>"$work/cg.err"
+    else
+      valgrind --tool=callgrind --callgrind-out-file=/dev/null "$VOLLEY" run --url "$url" "${extra[@]}" --vus $((c * m)) --connections "$c" \
+        --iterations $((n / (c * m))) --threads 1 --progress none -o "$work/runs" --name cg >/dev/null 2>"$work/cg.err"
+    fi
+    grep -o 'Collected : [0-9]*' "$work/cg.err" | tr -dc 0-9
+  }
+  for mode in $MODES; do
+    for shape in $SHAPES; do
+      c=${shape%x*} m=${shape#*x}
+      h=$(( ($(instructions h2load "$mode" "$c" "$m" 25000) - $(instructions h2load "$mode" "$c" "$m" 5000)) / 20000 ))
+      v=$(( ($(instructions volley "$mode" "$c" "$m" 25000) - $(instructions volley "$mode" "$c" "$m" 5000)) / 20000 ))
+      echo "| $mode | $shape | $h | $v | $(awk -v v="$v" -v h="$h" 'BEGIN { printf "%.2f", v / h }')× |"
+    done
+  done
+fi
