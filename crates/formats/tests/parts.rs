@@ -1,12 +1,14 @@
 //! A large file read in parts on every core gives exactly what one pass gives: the same
 //! rows, histograms, per-label series and notes, bit for bit, whatever the part size (tiny
 //! parts put cuts in every awkward place: inside a quoted field holding a line end, between
-//! a JMeter sample and its sub-results, across a clock that stepped back).
+//! a JMeter sample and its sub-results, across a clock that stepped back, between a k6
+//! request's samples).
 
 use std::io::Write;
 use std::path::Path;
 
-use volley_formats::import::jmeter;
+use volley_formats::import::{jmeter, k6};
+use volley_formats::{Result, Source};
 
 mod common;
 
@@ -20,10 +22,25 @@ fn first_line(path: &Path) -> String {
 /// One pass and parts of each size give the same source, or the same error (`None`).
 fn same_in_parts(path: &Path, sizes: &[u64]) -> Option<String> {
     let first = first_line(path);
+    same_in_parts_of(path, sizes, |p| jmeter::read(p, std::fs::File::open(p).unwrap(), &first), |p, len, size| jmeter::read_parts(p, len, &first, size))
+}
+
+/// The same for a k6 CSV.
+fn k6_same_in_parts(path: &Path, sizes: &[u64]) -> Option<String> {
+    same_in_parts_of(path, sizes, |p| k6::read_csv(p, std::fs::File::open(p).unwrap()), k6::read_csv_parts)
+}
+
+/// `one` (one pass) and `parts` (in parts of each size) give the same source, or the same error.
+fn same_in_parts_of(
+    path: &Path,
+    sizes: &[u64],
+    one: impl Fn(&Path) -> Result<Source>,
+    parts: impl Fn(&Path, u64, u64) -> Result<Option<(Source, u64)>>,
+) -> Option<String> {
     let len = std::fs::metadata(path).unwrap().len();
-    let one = jmeter::read(path, std::fs::File::open(path).unwrap(), &first);
+    let one = one(path);
     for &size in sizes {
-        let parts = jmeter::read_parts(path, len, &first, size);
+        let parts = parts(path, len, size);
         match (&one, parts) {
             (Ok(one), Ok(Some((src, lines)))) => {
                 let (a, b) = (format!("{one:?}"), format!("{src:?}"));
@@ -111,4 +128,110 @@ fn a_large_awkward_jtl_read_in_parts_equals_one_pass() {
     for what in ["stepped back", "`elapsed` is NaN", "response size counted as 0", "no `Latency`"] {
         assert!(one.contains(what), "no note saying {what:?}");
     }
+}
+
+#[test]
+fn fixture_k6_csvs_read_in_parts_equal_one_pass() {
+    let dir = common::fixtures();
+    let mut read = 0;
+    for sub in ["imports", "bad"] {
+        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            // Files cut off mid-line are handed to the readers without their last line by `open`.
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !(name.starts_with("k6") && name.ends_with(".csv")) || name.contains("cut") {
+                continue;
+            }
+            let small = std::fs::metadata(&path).unwrap().len() < 20_000;
+            let sizes: &[u64] = if small { &[37, 500, 4096] } else { &[8192, 100_000, 1 << 20] };
+            read += usize::from(k6_same_in_parts(&path, sizes).is_some());
+        }
+    }
+    assert!(read >= 5, "{read} fixtures read");
+}
+
+/// The 16 columns after `metric_value` of k6's CSV header.
+fn tags_of(check: &str, code: &str, expected: &str, name: &str, status: &str, url: &str) -> String {
+    let method = if url.is_empty() { "" } else { "GET" };
+    format!(",{check},,{code},{expected},,{method},{name},HTTP/1.1,main,,{status},,,{url},,")
+}
+
+/// A k6 CSV with what makes parts hard: nine samples per request (cuts fall between them),
+/// `vus` and check samples between requests, named and unnamed requests (a quoted URL with
+/// a comma), failures with error codes, requests without `http_req_waiting`, a bad value
+/// (skipped, with its line), and a clock that steps back 100 s for a while.
+fn awkward_k6_csv(path: &Path, requests: usize, whole_seconds: bool) {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    writeln!(out, "metric_name,timestamp,metric_value,check,error,error_code,expected_response,group,method,name,proto,scenario,service,status,subproto,tls_version,url,extra_tags,metadata").unwrap();
+    let mut rng = fastrand::Rng::with_seed(11);
+    let t0 = 1_795_315_819_000i64;
+    for i in 0..requests {
+        let mut ms = t0 + (i as i64) * 1000 / 700 + rng.i64(0..30);
+        if (requests / 2..requests / 2 + requests / 20).contains(&i) {
+            ms -= 100_000;
+        }
+        let ts = if whole_seconds { (ms / 1000).to_string() } else { format!("{ms}000") };
+        if i % 50 == 0 {
+            writeln!(out, "vus,{ts},{}{}", 10 + i % 7, tags_of("", "", "", "", "", "")).unwrap();
+        }
+        let (name, url) = match i % 3 {
+            0 => ("list rooms".to_string(), "http://127.0.0.1:18090/rooms".to_string()),
+            1 => (String::new(), "\"http://127.0.0.1:18090/q?a=1,b=2\"".to_string()),
+            _ => (format!("room {}", i % 9), "http://127.0.0.1:18090/rooms/x".to_string()),
+        };
+        let (status, expected, code, failed) = match i % 61 {
+            0 => ("0", "false", "1211", "1"),
+            1 => ("503", "false", "1503", "1"),
+            _ => ("200", "true", "", "0"),
+        };
+        let tags = tags_of("", code, expected, &name, status, &url);
+        let d = 2.0 + rng.f64() * 40.0;
+        writeln!(out, "http_reqs,{ts},1{tags}").unwrap();
+        let duration = if i % 997 == 7 { "NaN".to_string() } else { format!("{d:.6}") };
+        writeln!(out, "http_req_duration,{ts},{duration}{tags}").unwrap();
+        for (m, v) in [("blocked", 0.01), ("connecting", 0.0), ("tls_handshaking", 0.0), ("sending", 0.02)] {
+            writeln!(out, "http_req_{m},{ts},{v:.6}{tags}").unwrap();
+        }
+        if i % 401 != 3 {
+            writeln!(out, "http_req_waiting,{ts},{:.6}{tags}", d * 0.9).unwrap();
+        }
+        writeln!(out, "http_req_receiving,{ts},{:.6}{tags}", d * 0.1 - 0.02).unwrap();
+        writeln!(out, "http_req_failed,{ts},{failed}{tags}").unwrap();
+        if i % 4 == 0 {
+            writeln!(out, "checks,{ts},1{}", tags_of("status is 200", "", "", "", "", "")).unwrap();
+        }
+    }
+    out.flush().unwrap();
+}
+
+#[test]
+fn a_large_awkward_k6_csv_read_in_parts_equals_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    for whole_seconds in [false, true] {
+        let path = dir.path().join(format!("big-{whole_seconds}.csv"));
+        awkward_k6_csv(&path, 6_000, whole_seconds);
+        let one = k6_same_in_parts(&path, &[5_000, 64 << 10, 1 << 20]).expect("the file reads");
+        for what in ["stepped back", "http_req_duration is NaN", "no http_req_waiting"] {
+            assert!(one.contains(what), "no note saying {what:?}: {}", &one[..one.len().min(3000)]);
+        }
+    }
+}
+
+#[test]
+fn a_k6_csv_in_parts_reports_a_bad_row_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.csv");
+    awkward_k6_csv(&path, 3_000, false);
+    // A garbage timestamp deep in the file: the same error, at the same line, either way.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let at = lines.len() * 3 / 4;
+    let mut fields: Vec<&str> = lines[at].split(',').collect();
+    fields[1] = "noon";
+    let bad = fields.join(",");
+    lines[at] = &bad;
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    assert!(k6_same_in_parts(&path, &[5_000, 64 << 10]).is_none(), "the file is refused");
+    let e = k6::read_csv(&path, std::fs::File::open(&path).unwrap()).unwrap_err().to_string();
+    assert!(e.contains(&format!("bad.csv:{}:2: expected a timestamp", at + 1)), "{e}");
 }

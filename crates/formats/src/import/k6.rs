@@ -17,6 +17,7 @@ use volley_stats::{ErrorKind, Interval, LatencySummary, Series};
 
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
+use crate::import::parts::{self, How, Outcome, Parts, Plan};
 use crate::import::{BUCKET_S, bad_duration, bad_stamp, ms_to_us, source};
 use crate::note::{Figure, InputNote, Locator, NoteBook, Unit};
 use crate::source::{Format, Source};
@@ -255,28 +256,38 @@ pub fn sniff_csv(first_line: &str) -> bool {
     first_line.starts_with("metric_name,timestamp,metric_value")
 }
 
-/// Reads `--out csv`.
-pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
-    let mut csv = csv::ReaderBuilder::new().flexible(true).from_reader(reader);
-    let header = csv.headers().map_err(|e| FormatError::malformed(path, 1, None, e.to_string()))?.clone();
-    let col = |name: &str| header.iter().position(|h| h == name);
-    let (metric_c, ts_c, value_c) = (0, 1, 2);
-    let (status_c, expected_c, code_c) = (col("status"), col("expected_response"), col("error_code"));
-    let (name_c, url_c) = (col("name"), col("url"));
-    let width = header.len();
-    let mut asm = Assembler::new();
-    let mut record = csv::StringRecord::new();
-    let mut first = true;
-    loop {
-        match csv.read_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => return Err(FormatError::malformed(path, e.position().map_or(0, |p| p.line()), None, e.to_string())),
-        }
-        let line = record.position().map_or(0, |p| p.line());
+/// Where a k6 CSV's columns are (`metric_name,timestamp,metric_value` are always first).
+struct CsvColumns {
+    status: Option<usize>,
+    expected: Option<usize>,
+    code: Option<usize>,
+    name: Option<usize>,
+    url: Option<usize>,
+    width: usize,
+}
+
+impl CsvColumns {
+    fn of(header: &csv::StringRecord) -> CsvColumns {
+        let col = |name: &str| header.iter().position(|h| h == name);
+        CsvColumns { status: col("status"), expected: col("expected_response"), code: col("error_code"), name: col("name"), url: col("url"), width: header.len() }
+    }
+}
+
+/// What the rows read so far hold: the whole file's, or a part's.
+struct CsvState {
+    asm: Assembler,
+    /// No row read yet: the first decides whether the stamps are whole seconds.
+    first: bool,
+}
+
+impl CsvState {
+    /// Reads one row at `line`.
+    fn row(&mut self, path: &Path, cols: &CsvColumns, record: &csv::StringRecord, line: u64) -> Result<()> {
+        let (metric_c, ts_c, value_c) = (0, 1, 2);
         if record.len() < 3 {
             return Err(FormatError::malformed(path, line, Some(record.len() as u64 + 1), "truncated row: expected metric_name,timestamp,metric_value"));
         }
+        let width = cols.width;
         if width > 3 && record.len() != width {
             return Err(FormatError::malformed(
                 path,
@@ -287,12 +298,12 @@ pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
         }
         let bad = |c: usize, what: &str| FormatError::malformed(path, line, Some(c as u64 + 1), format!("expected {what}, found `{}`", &record[c]));
         let ts = parse_timestamp(&record[ts_c]).ok_or_else(|| bad(ts_c, "a timestamp"))?;
-        if first {
+        if self.first {
             // k6's default `unix` format: whole seconds.
-            first = false;
+            self.first = false;
             if record[ts_c].bytes().all(|b| b.is_ascii_digit()) && ts < 1e14 {
-                asm.whole_seconds = true;
-                asm.bucketer.whole_second_stamps();
+                self.asm.whole_seconds = true;
+                self.asm.bucketer.whole_second_stamps();
             }
         }
         let value = match &record[value_c] {
@@ -300,18 +311,141 @@ pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
             v => Some(v.parse::<f64>().map_err(|_| bad(value_c, "a number"))?),
         };
         let get = |c: Option<usize>| c.and_then(|c| record.get(c)).filter(|s| !s.is_empty());
-        asm.sample(Sample {
+        self.asm.sample(Sample {
             metric: &record[metric_c],
             at_ms: ts,
             value,
-            status: get(status_c).and_then(|s| s.parse().ok()),
-            expected: get(expected_c).map(|s| s == "true"),
-            code: get(code_c).and_then(|s| s.parse().ok()),
-            label: get(name_c).or(get(url_c)),
+            status: get(cols.status).and_then(|s| s.parse().ok()),
+            expected: get(cols.expected).map(|s| s == "true"),
+            code: get(cols.code).and_then(|s| s.parse().ok()),
+            label: get(cols.name).or(get(cols.url)),
             line,
         });
+        Ok(())
     }
-    Ok(asm.finish(path, Format::K6Csv))
+}
+
+/// Reads `--out csv` in one pass (the same rows, read the same way, as [`read_csv_parts`]).
+pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
+    let mut csv = csv::ReaderBuilder::new().flexible(true).from_reader(reader);
+    let header = csv.headers().map_err(|e| FormatError::malformed(path, 1, None, e.to_string()))?.clone();
+    let cols = CsvColumns::of(&header);
+    let mut state = CsvState { asm: Assembler::new(), first: true };
+    let mut record = csv::StringRecord::new();
+    loop {
+        match csv.read_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => return Err(FormatError::malformed(path, e.position().map_or(0, |p| p.line()), None, e.to_string())),
+        }
+        let line = record.position().map_or(0, |p| p.line());
+        state.row(path, &cols, &record, line)?;
+    }
+    Ok(state.asm.finish(path, Format::K6Csv))
+}
+
+/// Reads the k6 CSV at `path` (its records end at `limit`) in parts of `part` bytes on every
+/// core, exactly as [`read_csv`] does in one pass. Returns the source and the line ends read;
+/// `None` when it must be read in one pass instead.
+///
+/// Parts are cut only before an `http_reqs` row: a request's samples run from its
+/// `http_reqs` row to the next one, so a part ends with its last request whole and none
+/// starts inside one. A row that runs past its part's end (a quoted field holding a line
+/// end across the cut) sends the whole file to one pass.
+pub fn read_csv_parts(path: &Path, limit: u64, part: u64) -> Result<Option<(Source, u64)>> {
+    let file = std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?;
+    let mut head = vec![0u8; limit.min(1 << 16) as usize];
+    std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).map_err(|e| FormatError::io(path, e))?;
+    let Some(end) = memchr::memchr(b'\n', &head) else { return Ok(None) };
+    let mut csv = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(&head[..=end]);
+    let mut header = csv::StringRecord::new();
+    match csv.read_record(&mut header) {
+        // A header that is not one line (a quoted line end) is read by the one pass.
+        Ok(true) if csv.position().byte() == end as u64 + 1 => {}
+        Ok(_) => return Ok(None),
+        Err(e) => return Err(FormatError::malformed(path, 1, None, e.to_string())),
+    }
+    let cols = CsvColumns::of(&header);
+    let reader = K6Csv { path, cols: &cols };
+    let mut acc = CsvState { asm: Assembler::new(), first: true };
+    match parts::read(&file, Plan::new(end as u64 + 1, limit, part), &reader, &mut acc, 1) {
+        Ok(lines) => Ok(Some((acc.asm.finish(path, Format::K6Csv), lines))),
+        Err(parts::Stop::Failed(e)) => Err(e),
+        Err(parts::Stop::Fallback) => Ok(None),
+    }
+}
+
+/// A k6 CSV read in parts.
+struct K6Csv<'a> {
+    path: &'a Path,
+    cols: &'a CsvColumns,
+}
+
+impl Parts for K6Csv<'_> {
+    type Acc = CsvState;
+    /// The grid's origin and whether the stamps are whole seconds.
+    type Seed = (f64, bool);
+    type Part = CsvState;
+
+    fn cut(&self, window: &[u8]) -> Option<usize> {
+        memchr::memmem::find(window, b"\nhttp_reqs,").map(|i| i + 1)
+    }
+
+    fn read(&self, buf: &[u8], own: usize, at_end: bool, how: How<'_, (f64, bool), CsvState>) -> Outcome<CsvState> {
+        let (origin, newest, whole_seconds, first) = match how {
+            How::Guess(&(origin, whole)) => (Some(origin), None, whole, false),
+            How::After(acc) => (acc.asm.bucketer.origin_ms(), acc.asm.bucketer.newest(), acc.asm.whole_seconds, acc.first),
+        };
+        let mut asm = Assembler::new();
+        asm.bucketer = Bucketer::part(BUCKET_S, Locator::Line, origin, newest).counting(Unit::Request);
+        if whole_seconds {
+            asm.whole_seconds = true;
+            asm.bucketer.whole_second_stamps();
+        }
+        let mut state = CsvState { asm, first };
+        let mut csv = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(buf);
+        let mut record = csv::StringRecord::new();
+        loop {
+            match csv.read_record(&mut record) {
+                Ok(false) => break,
+                Ok(true) => {}
+                // A row past the part's own bytes is the next part's to read.
+                Err(e) if e.position().is_some_and(|p| p.byte() >= own as u64) => break,
+                Err(e) => return Outcome::Failed(FormatError::malformed(self.path, e.position().map_or(0, |p| p.line()), None, e.to_string())),
+            }
+            let Some(at) = record.position() else { break };
+            if at.byte() >= own as u64 {
+                break;
+            }
+            if csv.position().byte() > own as u64 || (!at_end && csv.position().byte() >= buf.len() as u64) {
+                // The row runs past the cut: the file is read in one pass.
+                return Outcome::NeedMore;
+            }
+            if let Err(e) = state.row(self.path, self.cols, &record, at.line()) {
+                return Outcome::Failed(e);
+            }
+        }
+        // The next row starts a request (or the file ends): this part's last one is whole.
+        state.asm.flush();
+        Outcome::Read { part: state, consumed: own, newlines: memchr::memchr_iter(b'\n', &buf[..own]).count() as u64 }
+    }
+
+    fn seed(&self, acc: &CsvState) -> Option<(f64, bool)> {
+        acc.asm.bucketer.origin_ms().map(|o| (o, acc.asm.whole_seconds))
+    }
+
+    fn exact(&self, part: &CsvState, acc: &CsvState) -> bool {
+        part.asm.bucketer.exact_after(acc.asm.bucketer.newest())
+    }
+
+    fn absorb(&self, acc: &mut CsvState, part: CsvState, line_base: u64) {
+        let CsvState { asm, first } = part;
+        acc.first &= first;
+        acc.asm.whole_seconds |= asm.whole_seconds;
+        acc.asm.unknown_failure += asm.unknown_failure;
+        acc.asm.bucketer.absorb(asm.bucketer, line_base);
+        acc.asm.book.absorb(asm.book, line_base);
+    }
 }
 
 /// k6 CSV timestamps: unix seconds (default), milli/micro/nanoseconds, or RFC 3339 → ms.
