@@ -10,6 +10,14 @@
 #   bench/vus.sh                           # paced: 10, 10000, 50000 VUs; streams: 10, 10000
 #   VUS="10 1000 10000 50000" STREAM_VUS="10 50000" DURATION=30 bench/vus.sh
 #   CASES=paced bench/vus.sh               # paced only (CASES="paced sse ws" by default)
+#   SEGMENTS=3 PACING=5s CASES=paced VUS="10 50000" bench/vus.sh
+#                                          # past the open-file limit: 3 processes side by side
+#
+# SEGMENTS=K runs each N above 10 as K volley processes (`--segment i/K`, the way a split run
+# shares a plan), for a container whose open-file limit is below N: memory is then the sum of
+# the K peak RSS, and KB per VU = (sum − K × RSS(smallest run)) / (N − smallest). nginx then
+# runs K + 1 workers on one `reuseport` socket, each under the limit. PACING (default 1s) sets
+# the time between a VU's requests.
 #
 # Needs nginx, GNU time, taskset, a release build (cargo build --release) and an open-file
 # limit above the largest N (the script raises its own to the hard limit; as root it raises
@@ -22,6 +30,8 @@ VUS=${VUS:-10 10000 50000}
 STREAM_VUS=${STREAM_VUS:-10 10000}
 CASES=${CASES:-paced sse ws}
 DURATION=${DURATION:-20}
+SEGMENTS=${SEGMENTS:-1}
+PACING=${PACING:-1s}
 PORT=${PORT:-18093}
 DEMO_PORT=${DEMO_PORT:-18094}
 cpus=($(taskset -pc $$ | sed 's/.*: //' | tr ',' ' ' | tr '-' ' '))
@@ -40,12 +50,14 @@ counts=""
 [[ " $CASES " == *" paced "* ]] && counts="$counts $VUS"
 [[ " $CASES " == *" sse "* || " $CASES " == *" ws "* ]] && counts="$counts $STREAM_VUS"
 max=$(printf '%s\n' $counts | sort -n | tail -1)
+# Split runs: each process (and each nginx worker) holds its share.
+max=$(( (max + SEGMENTS - 1) / SEGMENTS ))
 want=$((2 * max + 1000))
 # As root the hard limit goes up too, unless a container withholds CAP_SYS_RESOURCE.
 if [ "$(id -u)" = 0 ] && [ "$(ulimit -Hn)" -lt "$want" ]; then ulimit -Hn "$want" 2>/dev/null || true; fi
 ulimit -n "$(ulimit -Hn)"
 if [ "$(ulimit -n)" -lt $((max + 100)) ]; then
-  echo "vus.sh: the open-file limit $(ulimit -n) is below $max VUs and cannot be raised here; raise it (ulimit -Hn as root, or the container's nofile limit) or set VUS below $(( $(ulimit -n) - 100 ))" >&2; exit 2
+  echo "vus.sh: the open-file limit $(ulimit -n) is below $max VUs and cannot be raised here; raise it (ulimit -Hn as root, or the container's nofile limit) or set VUS below $(( $(ulimit -n) - 100 )), or split the run with SEGMENTS" >&2; exit 2
 fi
 for p in $PORT $DEMO_PORT; do
   if (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "vus.sh: port $p is taken; set PORT / DEMO_PORT" >&2; exit 2; fi
@@ -62,7 +74,12 @@ sources() {
 
 out=$(mktemp -d /tmp/volley-vus.XXXXXX)
 mkdir -p "$out/tmp"
-hello_nginx_conf "$out" "127.0.0.1:$PORT" "$want" >"$out/nginx.conf"
+if [ "$SEGMENTS" -gt 1 ]; then
+  hello_nginx_conf "$out" "127.0.0.1:$PORT reuseport" "$want" \
+    | sed "s/^worker_processes 1;/worker_processes $((SEGMENTS + 1));/; s/^worker_rlimit_nofile .*/worker_rlimit_nofile $(ulimit -Hn);/" >"$out/nginx.conf"
+else
+  hello_nginx_conf "$out" "127.0.0.1:$PORT" "$want" >"$out/nginx.conf"
+fi
 taskset -c "$SERVER_CPU" nginx -c "$out/nginx.conf" -p "$out" &
 nginx_pid=$!
 demo_pid=
@@ -104,23 +121,36 @@ run() {
   mkdir -p "$dir"
   local what
   case $case in
-    paced) what=(--url "http://127.0.0.1:$PORT/" --pacing 1s) ;;
+    paced) what=(--url "http://127.0.0.1:$PORT/" --pacing "$PACING") ;;
     sse | ws) what=("$out/$case.yaml") ;;
   esac
-  local cmd=("$VOLLEY" run "${what[@]}" --vus "$n" --ramp-up 5s --duration "${DURATION}s" --threads 1 --timeout 600s --grace 1s
-             --source-addrs "$(sources "$n")" --progress none -o runs --name "$case")
-  printf '%q ' "${cmd[@]}" >"$dir/cmd"
-  (cd "$dir" && taskset -c "$CLIENT_CPU" /usr/bin/time -f "%U %S %M" -o time.txt timeout -k 5 $((DURATION + 60)) "${cmd[@]}" >out.txt 2>err.txt) || true
-  python3 - "$case" "$n" "$dir" >>"$out/results.tsv" <<'PY'
+  local k=1 i pids=()
+  [ "$n" -gt 10 ] && k=$SEGMENTS
+  for i in $(seq 0 $((k - 1))); do
+    local cmd=("$VOLLEY" run "${what[@]}" --vus "$n" --ramp-up 5s --duration "${DURATION}s" --threads 1 --timeout 600s --grace 1s
+               --source-addrs "$(sources "$n")" --progress none -o runs --name "$case")
+    [ "$k" -gt 1 ] && cmd+=(--segment "$i/$k")
+    mkdir -p "$dir/$i"
+    printf '%q ' "${cmd[@]}" >"$dir/$i/cmd"
+    (cd "$dir/$i" && taskset -c "$CLIENT_CPU" /usr/bin/time -f "%U %S %M" -o time.txt timeout -k 5 $((DURATION + 60)) "${cmd[@]}" >out.txt 2>err.txt) &
+    pids+=($!)
+  done
+  wait "${pids[@]}" || true
+  python3 - "$case" "$n" "$dir" "$k" >>"$out/results.tsv" <<'PY'
 import glob, json, sys
-case, n, d = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-u, s, rss = open(d + "/time.txt").read().split()[-3:]
-try:
-    r = json.load(open(glob.glob(d + "/runs/*/report.json")[0]))
-    tests, errors = r["seed_suite"]["total_tests"], r["seed_suite"]["errors"]
-except Exception as e:
-    tests, errors = "?", f"no report ({e})"
-print(case, n, rss, f"{float(u) + float(s):.2f}", tests, errors, sep="\t")
+case, n, d, k = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+rss, cpu, tests, errors = 0, 0.0, 0, 0
+for i in range(k):
+    u, s, m = open(f"{d}/{i}/time.txt").read().split()[-3:]
+    rss, cpu = rss + int(m), cpu + float(u) + float(s)
+    try:
+        r = json.load(open(glob.glob(f"{d}/{i}/runs/*/report.json")[0]))
+        tests += r["seed_suite"]["total_tests"]
+        errors += r["seed_suite"]["errors"]
+    except Exception as e:
+        tests, errors = "?", f"no report in {d}/{i} ({e})"
+        break
+print(case, n, rss, f"{cpu:.2f}", tests, errors, k, sep="\t")
 PY
   tail -1 "$out/results.tsv"
 }
@@ -134,13 +164,13 @@ done
 python3 - "$out/results.tsv" <<'PY'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-print("\n| case | VUs | peak RSS MB | KB per VU (over the smallest run) | CPU s | requests ok | errors |")
-print("|---|---|---|---|---|---|---|")
+print("\n| case | VUs | processes | peak RSS MB (sum) | KB per VU (over the smallest run) | CPU s | requests ok | errors |")
+print("|---|---|---|---|---|---|---|---|")
 base = {}
-for case, n, rss, cpu, tests, errors in rows:
-    n, rss = int(n), int(rss)
+for case, n, rss, cpu, tests, errors, k in rows:
+    n, rss, k = int(n), int(rss), int(k)
     b = base.setdefault(case, (n, rss))
-    per = f"{(rss - b[1]) / (n - b[0]):.1f}" if n > b[0] else "–"
-    print(f"| {case} | {n:,} | {rss / 1024:.1f} | {per} | {cpu} | {tests} | {errors} |")
+    per = f"{(rss - k * b[1]) / (n - b[0]):.1f}" if n > b[0] else "–"
+    print(f"| {case} | {n:,} | {k} | {rss / 1024:.1f} | {per} | {cpu} | {tests} | {errors} |")
 PY
 echo "raw: $out"
