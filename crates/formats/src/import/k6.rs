@@ -468,41 +468,255 @@ pub fn sniff_json(first_line: &str) -> bool {
 }
 
 /// Reads `--out json` (one JSON object per line).
-pub fn read_json(path: &Path, reader: impl BufRead) -> Result<Source> {
+pub fn read_json(path: &Path, mut reader: impl BufRead) -> Result<Source> {
     let mut asm = Assembler::new();
-    for (i, line) in reader.lines().enumerate() {
-        let line_no = i as u64 + 1;
-        let line = line.map_err(|e| FormatError::io(path, e))?;
+    let mut line = String::new();
+    let mut line_no = 0u64;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).map_err(|e| FormatError::io(path, e))? == 0 {
+            break;
+        }
+        line_no += 1;
         if line.trim().is_empty() {
             continue;
         }
-        let v: serde_json::Value = serde_json::from_str(&line)
+        let v: json::Line<'_> = serde_json::from_str(&line)
             .map_err(|e| FormatError::malformed(path, line_no, Some(e.column() as u64), format!("not a JSON object: {e}")))?;
-        if v["type"] != "Point" {
+        if v.kind.as_deref() != Some("Point") {
             continue;
         }
-        let Some(metric) = v["metric"].as_str() else {
+        let Some(metric) = v.metric.as_deref() else {
             asm.book.skip(Unit::Row, line_no, "a Point without a metric name");
             continue;
         };
-        let data = &v["data"];
-        let at = data["time"]
-            .as_str()
+        let data = v.data;
+        let at = data
+            .time
+            .as_deref()
             .and_then(|t| t.parse::<jiff::Timestamp>().ok())
             .ok_or_else(|| FormatError::malformed(path, line_no, None, "Point without a valid data.time"))?;
-        let tags = &data["tags"];
+        let tags = &data.tags;
         asm.sample(Sample {
             metric,
             at_ms: at.as_microsecond() as f64 / 1000.0,
-            value: data["value"].as_f64(),
-            status: tags["status"].as_str().and_then(|s| s.parse().ok()),
-            expected: tags["expected_response"].as_str().map(|s| s == "true"),
-            code: tags["error_code"].as_str().and_then(|s| s.parse().ok()),
-            label: tags["name"].as_str().filter(|s| !s.is_empty()).or(tags["url"].as_str().filter(|s| !s.is_empty())),
+            value: data.value,
+            status: tags.status.as_deref().and_then(|s| s.parse().ok()),
+            expected: tags.expected_response.as_deref().map(|s| s == "true"),
+            code: tags.error_code.as_deref().and_then(|s| s.parse().ok()),
+            label: tags.name.as_deref().filter(|s| !s.is_empty()).or(tags.url.as_deref().filter(|s| !s.is_empty())),
             line: line_no,
         });
     }
     Ok(asm.finish(path, Format::K6Json))
+}
+
+/// k6's NDJSON lines read in place: strings borrowed from the line (copied only when they
+/// hold escapes), the fields volley reads picked out and the rest skipped, no
+/// `serde_json::Value` built (building and dropping one took ~90 % of the reader's time).
+/// As leniently as a `Value` would be read: a field of another JSON type than expected
+/// reads as absent, and so does `data` or `tags` that is not an object.
+mod json {
+    use std::borrow::Cow;
+    use std::fmt;
+
+    use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+    /// One line: `{"type": …, "metric": …, "data": {…}}`.
+    #[derive(Default)]
+    pub(super) struct Line<'a> {
+        pub kind: Option<Cow<'a, str>>,
+        pub metric: Option<Cow<'a, str>>,
+        pub data: Data<'a>,
+    }
+
+    /// A Point's `data`.
+    #[derive(Default)]
+    pub(super) struct Data<'a> {
+        pub time: Option<Cow<'a, str>>,
+        pub value: Option<f64>,
+        pub tags: Tags<'a>,
+    }
+
+    /// The tags volley reads.
+    #[derive(Default)]
+    pub(super) struct Tags<'a> {
+        pub status: Option<Cow<'a, str>>,
+        pub expected_response: Option<Cow<'a, str>>,
+        pub error_code: Option<Cow<'a, str>>,
+        pub name: Option<Cow<'a, str>>,
+        pub url: Option<Cow<'a, str>>,
+    }
+
+    /// An object read field by field (a repeated field: the last one, as in a `Value`).
+    trait Fields<'de>: Default {
+        /// Reads the value of field `key` from `map` (skipping it when volley does not read it).
+        fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error>;
+    }
+
+    impl<'de> Fields<'de> for Line<'de> {
+        fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+            match key {
+                "type" => self.kind = map.next_value::<Any<'de>>()?.text(),
+                "metric" => self.metric = map.next_value::<Any<'de>>()?.text(),
+                "data" => self.data = map.next_value()?,
+                _ => skip(map)?,
+            }
+            Ok(())
+        }
+    }
+
+    impl<'de> Fields<'de> for Data<'de> {
+        fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+            match key {
+                "time" => self.time = map.next_value::<Any<'de>>()?.text(),
+                "value" => self.value = map.next_value::<Any<'de>>()?.number(),
+                "tags" => self.tags = map.next_value()?,
+                _ => skip(map)?,
+            }
+            Ok(())
+        }
+    }
+
+    impl<'de> Fields<'de> for Tags<'de> {
+        fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+            let slot = match key {
+                "status" => &mut self.status,
+                "expected_response" => &mut self.expected_response,
+                "error_code" => &mut self.error_code,
+                "name" => &mut self.name,
+                "url" => &mut self.url,
+                _ => return skip(map),
+            };
+            *slot = map.next_value::<Any<'de>>()?.text();
+            Ok(())
+        }
+    }
+
+    fn skip<'de, A: MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
+        map.next_value::<IgnoredAny>().map(|_| ())
+    }
+
+    macro_rules! object {
+        ($($t:ident),*) => {$(
+            impl<'de> Deserialize<'de> for $t<'de> {
+                fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                    d.deserialize_any(Object(std::marker::PhantomData))
+                }
+            }
+        )*};
+    }
+    object!(Line, Data, Tags);
+
+    /// Reads an object into `T` through [`Fields`]; any other JSON value reads as `T::default()`.
+    struct Object<T>(std::marker::PhantomData<T>);
+
+    impl<'de, T: Fields<'de>> Visitor<'de> for Object<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+            let mut out = T::default();
+            while let Some(key) = map.next_key::<Any<'de>>()? {
+                match key {
+                    Any::Text(k) => out.field(&k, &mut map)?,
+                    _ => skip(&mut map)?,
+                }
+            }
+            Ok(out)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<T, A::Error> {
+            while s.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(T::default())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_unit<E>(self) -> Result<T, E> {
+            Ok(T::default())
+        }
+    }
+
+    /// A JSON value as volley reads a field: a string, a number, or something else.
+    pub(super) enum Any<'a> {
+        Text(Cow<'a, str>),
+        Number(f64),
+        Other,
+    }
+
+    impl<'a> Any<'a> {
+        fn text(self) -> Option<Cow<'a, str>> {
+            match self {
+                Any::Text(t) => Some(t),
+                _ => None,
+            }
+        }
+
+        fn number(self) -> Option<f64> {
+            match self {
+                Any::Number(n) => Some(n),
+                _ => None,
+            }
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Any<'de> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Any<'de>;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("any JSON value")
+                }
+                fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Any<'de>, E> {
+                    Ok(Any::Text(Cow::Borrowed(v)))
+                }
+                fn visit_str<E>(self, v: &str) -> Result<Any<'de>, E> {
+                    Ok(Any::Text(Cow::Owned(v.to_string())))
+                }
+                fn visit_string<E>(self, v: String) -> Result<Any<'de>, E> {
+                    Ok(Any::Text(Cow::Owned(v)))
+                }
+                fn visit_f64<E>(self, v: f64) -> Result<Any<'de>, E> {
+                    Ok(Any::Number(v))
+                }
+                fn visit_i64<E>(self, v: i64) -> Result<Any<'de>, E> {
+                    Ok(Any::Number(v as f64))
+                }
+                fn visit_u64<E>(self, v: u64) -> Result<Any<'de>, E> {
+                    Ok(Any::Number(v as f64))
+                }
+                fn visit_bool<E>(self, _: bool) -> Result<Any<'de>, E> {
+                    Ok(Any::Other)
+                }
+                fn visit_unit<E>(self) -> Result<Any<'de>, E> {
+                    Ok(Any::Other)
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Any<'de>, A::Error> {
+                    while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                    Ok(Any::Other)
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Any<'de>, A::Error> {
+                    while s.next_element::<IgnoredAny>()?.is_some() {}
+                    Ok(Any::Other)
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
 }
 
 /// Whether `text` is a `--summary-export` file (legacy flat shape) or `handleSummary` data.
@@ -705,5 +919,65 @@ mod tests {
         // Started at 10.100 − 0.0505 − 0.030 = 10.0195 s: in the second that ends at 11 s.
         let row = &src.series.intervals[0];
         assert!((row.period_s - (10.100 - 10.0195)).abs() < 1e-6, "the interval is the request's own span: {row:?}");
+    }
+
+    /// What a line gives volley, read through a `serde_json::Value` (as the reader once did).
+    fn by_value(line: &str) -> Option<[Option<String>; 8]> {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        let s = |x: &serde_json::Value| x.as_str().map(str::to_string);
+        let (data, tags) = (&v["data"], &v["data"]["tags"]);
+        Some([
+            s(&v["type"]),
+            s(&v["metric"]),
+            s(&data["time"]),
+            data["value"].as_f64().map(|n| n.to_string()),
+            s(&tags["status"]),
+            s(&tags["expected_response"]),
+            s(&tags["name"]),
+            s(&tags["url"]),
+        ])
+    }
+
+    /// The same, read in place.
+    fn in_place(line: &str) -> Option<[Option<String>; 8]> {
+        let v: json::Line<'_> = serde_json::from_str(line).ok()?;
+        let s = |x: &Option<std::borrow::Cow<'_, str>>| x.as_deref().map(str::to_string);
+        let (data, tags) = (&v.data, &v.data.tags);
+        Some([
+            s(&v.kind),
+            s(&v.metric),
+            s(&data.time),
+            data.value.map(|n| n.to_string()),
+            s(&tags.status),
+            s(&tags.expected_response),
+            s(&tags.name),
+            s(&tags.url),
+        ])
+    }
+
+    #[test]
+    fn ndjson_lines_read_in_place_give_what_a_value_gives() {
+        for line in [
+            r#"{"metric":"http_reqs","type":"Point","data":{"time":"2026-04-16T11:10:22.393886034Z","value":1,"tags":{"expected_response":"true","name":"http://x/a","status":"200","url":"http://x/a"}}}"#,
+            r#"{"type":"Metric","data":{"name":"http_reqs","type":"trend","contains":"time","thresholds":[],"submetrics":null},"metric":"http_reqs"}"#,
+            // Escapes (copied, not borrowed), numbers of every kind, nested values skipped.
+            r#"{"type":"Point","metric":"http_req_duration","data":{"time":"2026-04-16T11:10:22Z","value":-1.5e3,"tags":{"name":"a "quoted" é name","group":{"x":[1,2,{"y":null}]}}}}"#,
+            r#"{"type":"Point","metric":"vus","data":{"time":"2026-04-16T11:10:22Z","value":18446744073709551615}}"#,
+            // Fields of another type than expected read as absent.
+            r#"{"type":"Point","metric":7,"data":{"time":5,"value":"12","tags":["status","200"]}}"#,
+            r#"{"type":"Point","metric":"x","data":"not an object"}"#,
+            r#"{"type":["Point"],"metric":"x","data":[{"time":"t"}]}"#,
+            r#"{"type":"Point","metric":"x","data":{"time":"t","value":true,"tags":{"status":200,"url":null}}}"#,
+            // A repeated field: the last one counts.
+            r#"{"type":"Point","type":"Metric","metric":"a","metric":"b","data":{"value":1,"value":2}}"#,
+            r#"5"#,
+            r#""Point""#,
+            r#"[1,2]"#,
+            r#"{}"#,
+            r#"{"type":"Point"} trailing"#,
+            r#"{"type":"Point","data":{"time":"unterminated}}"#,
+        ] {
+            assert_eq!(in_place(line), by_value(line), "{line}");
+        }
     }
 }
