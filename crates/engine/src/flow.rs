@@ -202,11 +202,13 @@ impl<'a> Exec<'a> {
                 if self.ctx.shared.stop.is_cancelled() {
                     return Next::EndIteration;
                 }
+                // Each step in a box of its own size: inline, every step would hold as much
+                // as the flow's largest kind (4.4 KB), a held event stream or a think time too.
                 let next = match node {
-                    Node::Http(step) => self.http(step).await,
-                    Node::Sse(step) => self.sse(step).await,
-                    Node::WebSocket(step) => self.websocket(step).await,
-                    Node::Grpc(step) => self.grpc(step).await,
+                    Node::Http(step) => Box::pin(self.http(step)).await,
+                    Node::Sse(step) => Box::pin(self.sse(step)).await,
+                    Node::WebSocket(step) => Box::pin(self.websocket(step)).await,
+                    Node::Grpc(step) => Box::pin(self.grpc(step)).await,
                     Node::OneOf(branches) => {
                         let total: u64 = branches.iter().map(|b| u64::from(b.weight)).sum();
                         let i = volley_scenario::scenario::pick_branch(branches, fastrand::u64(..total.max(1)));
@@ -527,12 +529,13 @@ impl<'a> Exec<'a> {
             stop: self.streams.clone(),
             redact: self.scenario.clone(),
         };
-        let task = stream.run(req);
+        // Made where it is awaited or spawned: a future held in a local first is kept twice
+        // in this step's state (the local and the awaited copy), 1.9 KB each.
         let (text, passed, pending) = if step.wait {
-            let (text, passed) = task.await;
+            let (text, passed) = stream.run(req).await;
             (text, passed, None)
         } else {
-            (String::from("still open"), true, Some(tokio::task::spawn_local(task)))
+            (String::from("still open"), true, Some(tokio::task::spawn_local(stream.run(req))))
         };
         if let Some(pending) = pending {
             self.background.push((pending, self.trace.map(|t| t.borrow().len())));

@@ -84,7 +84,9 @@ impl SseStream {
     /// Returns what happened, for `volley check`, and whether it succeeded.
     pub(crate) async fn run(self, req: PreparedRequest) -> (String, bool) {
         let start = Instant::now();
-        let opened = tokio::time::timeout(self.open_timeout, async {
+        // Opening (connect, TLS, request, response head) runs in a box freed once the stream
+        // is open: inline, its state would stay part of a held stream's future.
+        let opened = Box::pin(tokio::time::timeout(self.open_timeout, async {
             let (mut stream, times) = dial(&self.ctx.target, self.ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
             use tokio::io::AsyncWriteExt;
             stream.write_all(req.h1_bytes()).await.map_err(|e| Failure::io("write", &e))?;
@@ -92,7 +94,7 @@ impl SseStream {
             let mut headers = Vec::new();
             let head = h1::read_head(&mut stream, &mut buf, Some(&mut headers)).await.map_err(Failure::h1)?;
             Ok::<_, Failure>((stream, times, head, buf, headers))
-        })
+        }))
         .await
         .unwrap_or_else(|_| Err(Failure::new(ErrorKind::Timeout, format!("no response within {}s", self.open_timeout.as_secs_f64()))));
         let (mut stream, times, head, mut buf, headers) = match opened {

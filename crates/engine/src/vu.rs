@@ -10,35 +10,65 @@ use crate::context::WorkerContext;
 use crate::flow::{FlowState, Iteration, NOTHING_SENT_LIMIT};
 use crate::recorder::InFlight;
 
+/// Starts VU `id` on `vus`. A scenario VU and a single-request VU are tasks of two types:
+/// a task's future is as large as the largest state of its loop, and the single request's
+/// send, held inline (2.8 KB), would otherwise size every scenario VU too, which holds its
+/// steps in a box of their own.
+pub(crate) fn spawn_vu(vus: &mut tokio::task::JoinSet<()>, ctx: Rc<WorkerContext>, id: u64) {
+    match ctx.plan.scenario.clone() {
+        Some(scenario) => vus.spawn_local(run_vu(ctx, id, ScenarioIterations { scenario, nothing_sent: NothingSent::default() })),
+        None => vus.spawn_local(run_vu(ctx, id, SingleRequest)),
+    };
+}
+
+/// What a VU does once per iteration.
+trait Iterate {
+    /// Runs one iteration; `Err` says why the whole run must stop.
+    async fn once(&mut self, ctx: &Rc<WorkerContext>, client: &mut Client, flow: &mut FlowState) -> Result<(), String>;
+}
+
+/// The plan's single request.
+struct SingleRequest;
+
+impl Iterate for SingleRequest {
+    async fn once(&mut self, ctx: &Rc<WorkerContext>, client: &mut Client, _: &mut FlowState) -> Result<(), String> {
+        send_request(ctx, client, 0).await;
+        Ok(())
+    }
+}
+
+/// One pass through the scenario's steps.
+struct ScenarioIterations {
+    scenario: std::sync::Arc<volley_scenario::Scenario>,
+    nothing_sent: NothingSent,
+}
+
+impl Iterate for ScenarioIterations {
+    async fn once(&mut self, ctx: &Rc<WorkerContext>, client: &mut Client, flow: &mut FlowState) -> Result<(), String> {
+        let it = crate::flow::iteration(ctx, &self.scenario, client, flow, 0, None).await?;
+        if let Some(why) = self.nothing_sent.observe(&it) {
+            return Err(why);
+        }
+        if it.sent == 0 {
+            // Nothing awaited on the wire: let the event loop run (flushes, stops).
+            tokio::task::yield_now().await;
+        }
+        Ok(())
+    }
+}
+
 /// Runs VU `id` until the run stops or the target drops below it.
-pub(crate) async fn run_vu(ctx: Rc<WorkerContext>, id: u64) {
+async fn run_vu(ctx: Rc<WorkerContext>, id: u64, mut work: impl Iterate) {
     let mut client = ctx.client();
     // Scenarios see the VU's number in the whole plan, the same whichever segment runs it.
     let mut flow = FlowState::new(ctx.plan.segment.global(id));
     let shared = &ctx.shared;
     let mut left = ctx.plan.load.iterations().unwrap_or(u64::MAX);
-    let mut nothing_sent = NothingSent::default();
     while !shared.stop.is_cancelled() && id < shared.target_vus.load(Ordering::Relaxed) {
         let started = Instant::now();
-        if let Some(scenario) = &ctx.plan.scenario {
-            match crate::flow::iteration(&ctx, scenario, &mut client, &mut flow, 0, None).await {
-                Err(halt) => {
-                    shared.halt(halt);
-                    break;
-                }
-                Ok(it) => {
-                    if let Some(why) = nothing_sent.observe(&it) {
-                        shared.halt(why);
-                        break;
-                    }
-                    if it.sent == 0 {
-                        // Nothing awaited on the wire: let the event loop run (flushes, stops).
-                        tokio::task::yield_now().await;
-                    }
-                }
-            }
-        } else {
-            send_request(&ctx, &mut client, 0).await;
+        if let Err(why) = work.once(&ctx, &mut client, &mut flow).await {
+            shared.halt(why);
+            break;
         }
         left -= 1;
         if left == 0 {

@@ -16,7 +16,7 @@ use crate::context::{Shared, WorkerContext};
 use crate::pool::Pool;
 use crate::recorder::{Recorder, WorkerPart};
 use crate::target::Target;
-use crate::vu::run_vu;
+use crate::vu::spawn_vu;
 
 /// What the conductor tells a worker, in order on one channel.
 #[derive(Debug, Clone, Copy)]
@@ -95,7 +95,7 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
         let last = loop {
             match commands.recv().await {
                 Some(Command::Spawn(id)) => {
-                    vus.spawn_local(run_vu(ctx.clone(), id));
+                    spawn_vu(&mut vus, ctx.clone(), id);
                 }
                 Some(Command::Flush(i)) => {
                     let part = recorder.borrow_mut().take(i);
