@@ -16,31 +16,31 @@ use crate::alarm::Alarm;
 use crate::client::Client;
 use crate::context::{Shared, WorkerContext};
 use crate::flow::FlowState;
-use crate::vu::{NothingSent, send_request};
+use crate::vu::{Iterate, ScenarioIterations, SingleRequest};
 
-/// A VU of the open model: its connection and, in a scenario, its variables.
-struct Vu {
+/// A VU of the open model: its connection, its variables and what it does per arrival.
+struct Vu<W> {
     client: Client,
     flow: FlowState,
-    nothing_sent: NothingSent,
+    work: W,
 }
 
 /// The VUs of one worker and the arrivals waiting for one.
-struct Pool {
-    idle: Vec<Vu>,
+struct Pool<W> {
+    idle: Vec<Vu<W>>,
     created: usize,
     cap: usize,
     backlog: VecDeque<Instant>,
 }
 
-impl Pool {
-    fn take(&mut self, ctx: &WorkerContext, worker: u64, workers: u64) -> Option<Vu> {
+impl<W> Pool<W> {
+    fn take(&mut self, ctx: &WorkerContext, worker: u64, workers: u64, work: impl FnOnce() -> W) -> Option<Vu<W>> {
         self.idle.pop().or_else(|| {
             (self.created < self.cap).then(|| {
                 // VU numbers unique across workers, as in the closed model.
                 let id = ctx.plan.segment.global(self.created as u64 * workers + worker);
                 self.created += 1;
-                Vu { client: ctx.client(), flow: FlowState::new(id), nothing_sent: NothingSent::default() }
+                Vu { client: ctx.client(), flow: FlowState::new(id), work: work() }
             })
         })
     }
@@ -57,6 +57,22 @@ impl Pool {
 /// Once the run stops, arrivals due before the stop ([`Shared::stopped_at`]) are still
 /// dispatched — sent, or counted as dropped, never lost — and the schedule ends.
 pub(crate) async fn run_arrivals(ctx: Rc<WorkerContext>, rate: RateShape, worker: u64, workers: u64, cap: usize, t0: Instant) {
+    // One task type per kind of plan, as for closed-model VUs (`vu::spawn_vu`).
+    match ctx.plan.scenario.clone() {
+        Some(scenario) => arrivals(ctx, rate, worker, workers, cap, t0, move || ScenarioIterations::new(scenario.clone())).await,
+        None => arrivals(ctx, rate, worker, workers, cap, t0, || SingleRequest).await,
+    }
+}
+
+async fn arrivals<W: Iterate + 'static>(
+    ctx: Rc<WorkerContext>,
+    rate: RateShape,
+    worker: u64,
+    workers: u64,
+    cap: usize,
+    t0: Instant,
+    work: impl Fn() -> W,
+) {
     let pool = Rc::new(RefCell::new(Pool { idle: Vec::new(), created: 0, cap: cap.max(1), backlog: VecDeque::new() }));
     let mut tasks = tokio::task::JoinSet::new();
     let seg = ctx.plan.segment;
@@ -88,7 +104,7 @@ pub(crate) async fn run_arrivals(ctx: Rc<WorkerContext>, rate: RateShape, worker
         ctx.recorder.borrow_mut().record_sched_lag(due, Instant::now().saturating_duration_since(due));
         // Finished requests give their task back without a wake-up of their own.
         while tasks.try_join_next().is_some() {}
-        let vu = pool.borrow_mut().take(&ctx, worker, workers);
+        let vu = pool.borrow_mut().take(&ctx, worker, workers, &work);
         match vu {
             Some(vu) => {
                 tasks.spawn_local(serve(ctx.clone(), pool.clone(), vu, due));
@@ -168,25 +184,13 @@ const RETARGET_SLICE: Duration = Duration::from_millis(20);
 
 /// Sends the arrival due at `due` on `client`, then keeps serving the backlog with the
 /// same VU; gives the VU back when the backlog is empty.
-async fn serve(ctx: Rc<WorkerContext>, pool: Rc<RefCell<Pool>>, mut vu: Vu, mut due: Instant) {
+async fn serve<W: Iterate>(ctx: Rc<WorkerContext>, pool: Rc<RefCell<Pool<W>>>, mut vu: Vu<W>, mut due: Instant) {
     let mut late = false;
     loop {
         ctx.shared.active_vus.fetch_add(1, Ordering::Relaxed);
         let queued_us = Instant::now().saturating_duration_since(due).as_micros() as u64;
-        if let Some(scenario) = &ctx.plan.scenario {
-            match crate::flow::iteration(&ctx, scenario, &mut vu.client, &mut vu.flow, queued_us, None).await {
-                Err(halt) => ctx.shared.halt(halt),
-                Ok(it) => {
-                    if let Some(why) = vu.nothing_sent.observe(&it) {
-                        ctx.shared.halt(why);
-                    }
-                    if it.sent == 0 {
-                        tokio::task::yield_now().await;
-                    }
-                }
-            }
-        } else {
-            send_request(&ctx, &mut vu.client, queued_us).await;
+        if let Err(why) = vu.work.once(&ctx, &mut vu.client, &mut vu.flow, queued_us).await {
+            ctx.shared.halt(why);
         }
         ctx.shared.active_vus.fetch_sub(1, Ordering::Relaxed);
         if late {

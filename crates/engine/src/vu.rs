@@ -16,44 +16,50 @@ use crate::recorder::InFlight;
 /// steps in a box of their own.
 pub(crate) fn spawn_vu(vus: &mut tokio::task::JoinSet<()>, ctx: Rc<WorkerContext>, id: u64) {
     match ctx.plan.scenario.clone() {
-        Some(scenario) => vus.spawn_local(run_vu(ctx, id, ScenarioIterations { scenario, nothing_sent: NothingSent::default() })),
+        Some(scenario) => vus.spawn_local(run_vu(ctx, id, ScenarioIterations::new(scenario))),
         None => vus.spawn_local(run_vu(ctx, id, SingleRequest)),
     };
 }
 
-/// What a VU does once per iteration.
-trait Iterate {
-    /// Runs one iteration; `Err` says why the whole run must stop.
-    async fn once(&mut self, ctx: &Rc<WorkerContext>, client: &mut Client, flow: &mut FlowState) -> Result<(), String>;
+/// What a VU does once per iteration (closed model) or per arrival (open model); one type
+/// per kind of plan, so that each VU's task is sized by its own kind only.
+pub(crate) trait Iterate {
+    /// Runs one iteration, `queued_us` late (an open-model arrival that waited for a free
+    /// VU); `Err` says why the whole run must stop.
+    async fn once(&mut self, ctx: &Rc<WorkerContext>, client: &mut Client, flow: &mut FlowState, queued_us: u64) -> Result<(), String>;
 }
 
 /// The plan's single request.
-struct SingleRequest;
+pub(crate) struct SingleRequest;
 
 impl Iterate for SingleRequest {
-    async fn once(&mut self, ctx: &Rc<WorkerContext>, client: &mut Client, _: &mut FlowState) -> Result<(), String> {
-        send_request(ctx, client, 0).await;
+    async fn once(&mut self, ctx: &Rc<WorkerContext>, client: &mut Client, _: &mut FlowState, queued_us: u64) -> Result<(), String> {
+        send_request(ctx, client, queued_us).await;
         Ok(())
     }
 }
 
 /// One pass through the scenario's steps.
-struct ScenarioIterations {
+pub(crate) struct ScenarioIterations {
     scenario: std::sync::Arc<volley_scenario::Scenario>,
     nothing_sent: NothingSent,
 }
 
+impl ScenarioIterations {
+    pub(crate) fn new(scenario: std::sync::Arc<volley_scenario::Scenario>) -> Self {
+        ScenarioIterations { scenario, nothing_sent: NothingSent::default() }
+    }
+}
+
 impl Iterate for ScenarioIterations {
-    async fn once(&mut self, ctx: &Rc<WorkerContext>, client: &mut Client, flow: &mut FlowState) -> Result<(), String> {
-        let it = crate::flow::iteration(ctx, &self.scenario, client, flow, 0, None).await?;
-        if let Some(why) = self.nothing_sent.observe(&it) {
-            return Err(why);
-        }
+    async fn once(&mut self, ctx: &Rc<WorkerContext>, client: &mut Client, flow: &mut FlowState, queued_us: u64) -> Result<(), String> {
+        let it = crate::flow::iteration(ctx, &self.scenario, client, flow, queued_us, None).await?;
+        let halt = self.nothing_sent.observe(&it);
         if it.sent == 0 {
             // Nothing awaited on the wire: let the event loop run (flushes, stops).
             tokio::task::yield_now().await;
         }
-        Ok(())
+        halt.map_or(Ok(()), Err)
     }
 }
 
@@ -66,7 +72,7 @@ async fn run_vu(ctx: Rc<WorkerContext>, id: u64, mut work: impl Iterate) {
     let mut left = ctx.plan.load.iterations().unwrap_or(u64::MAX);
     while !shared.stop.is_cancelled() && id < shared.target_vus.load(Ordering::Relaxed) {
         let started = Instant::now();
-        if let Err(why) = work.once(&ctx, &mut client, &mut flow).await {
+        if let Err(why) = work.once(&ctx, &mut client, &mut flow, 0).await {
             shared.halt(why);
             break;
         }
@@ -91,7 +97,7 @@ async fn run_vu(ctx: Rc<WorkerContext>, id: u64, mut work: impl Iterate) {
 }
 
 /// The single request of a plan without a scenario; `queued_us`: how late it was sent.
-pub(crate) async fn send_request(ctx: &WorkerContext, client: &mut Client, queued_us: u64) {
+async fn send_request(ctx: &WorkerContext, client: &mut Client, queued_us: u64) {
     let in_flight = InFlight::new(&ctx.recorder, None);
     let result = client.send(&ctx.request, ctx.plan.timeout, &ctx.buffers).await;
     in_flight.done();
@@ -108,12 +114,12 @@ pub(crate) async fn send_request(ctx: &WorkerContext, client: &mut Client, queue
 /// Counts a VU's iterations in a row that sent no request; at [`NOTHING_SENT_LIMIT`] it
 /// says why the run must stop.
 #[derive(Default)]
-pub(crate) struct NothingSent {
+struct NothingSent {
     streak: u32,
 }
 
 impl NothingSent {
-    pub(crate) fn observe(&mut self, it: &Iteration) -> Option<String> {
+    fn observe(&mut self, it: &Iteration) -> Option<String> {
         if it.sent > 0 {
             self.streak = 0;
             return None;
