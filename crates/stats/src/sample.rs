@@ -350,20 +350,20 @@ impl IntervalSample {
 
     /// Records one scenario iteration that ran to its end.
     pub fn record_iteration(&mut self, us: u64) {
-        record_us(self.iteration.get_or_insert_with(|| Box::new(new_histogram())), us, 1);
+        record_us(made(&mut self.iteration), us, 1);
     }
 
     /// Records a request that had no response when the run's grace period ended, after
     /// waiting `us` (an error of kind `unfinished`).
     pub fn record_unfinished(&mut self, us: u64) {
         self.counts.error(ErrorKind::Unfinished);
-        record_us(self.unfinished.get_or_insert_with(|| Box::new(new_histogram())), us, 1);
+        record_us(made(&mut self.unfinished), us, 1);
     }
 
     /// Records the generator's delay in dispatching one open-model arrival.
     pub fn record_sched_lag(&mut self, us: u64) {
         self.counts.sched_lag_max_us = self.counts.sched_lag_max_us.max(us);
-        record_us(self.sched_lag.get_or_insert_with(|| Box::new(new_histogram())), us, 1);
+        record_us(made(&mut self.sched_lag), us, 1);
     }
 
     /// Records the actual-send times of an open-model request.
@@ -402,15 +402,11 @@ impl IntervalSample {
             a.0.add(&o.0);
             a.1.add(&o.1);
         }
-        if let Some(o) = &other.iteration {
-            // Both histograms grow as needed, so adding cannot fail.
-            let _ = self.iteration.get_or_insert_with(|| Box::new(new_histogram())).add(o.as_ref());
-        }
-        if let Some(o) = &other.unfinished {
-            let _ = self.unfinished.get_or_insert_with(|| Box::new(new_histogram())).add(o.as_ref());
-        }
-        if let Some(o) = &other.sched_lag {
-            let _ = self.sched_lag.get_or_insert_with(|| Box::new(new_histogram())).add(o.as_ref());
+        for (mine, theirs) in [(&mut self.iteration, &other.iteration), (&mut self.unfinished, &other.unfinished), (&mut self.sched_lag, &other.sched_lag)] {
+            if let Some(o) = theirs {
+                // Both histograms grow as needed, so adding cannot fail.
+                let _ = made(mine).add(o.as_ref());
+            }
         }
     }
 
@@ -418,6 +414,11 @@ impl IntervalSample {
     pub fn to_interval(&self, start_s: f64, period_s: f64, vusers: f64) -> Interval {
         self.counts.to_interval(start_s, period_s, vusers)
     }
+}
+
+/// An optional histogram of a sample, made empty on first use.
+fn made(h: &mut Option<Box<Histogram<u64>>>) -> &mut Histogram<u64> {
+    h.get_or_insert_with(|| Box::new(new_histogram()))
 }
 
 #[cfg(test)]
