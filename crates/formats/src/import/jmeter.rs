@@ -418,9 +418,7 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
 /// core, exactly as [`read`] does in one pass. Returns the source and the line ends read;
 /// `None` when it must be read in one pass instead (the file could not be read apart).
 pub fn read_parts(path: &Path, limit: u64, first_line: &str, part: u64) -> Result<Option<(Source, u64)>> {
-    let file = std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?;
-    let mut head = vec![0u8; limit.min(1 << 16) as usize];
-    std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).map_err(|e| FormatError::io(path, e))?;
+    let (file, head) = parts::head(path, limit)?;
     let has_header = first_line.starts_with("timeStamp");
     let (header, start) = if has_header {
         let Some(end) = memchr::memchr(b'\n', &head) else { return Ok(None) };
@@ -431,11 +429,8 @@ pub fn read_parts(path: &Path, limit: u64, first_line: &str, part: u64) -> Resul
     let layout = Layout::new(path, first_line, header)?;
     let jtl = Jtl { path, layout: &layout };
     let mut acc = State::new(Bucketer::new(BUCKET_S), HashMap::new(), false);
-    match parts::read(&file, Plan::new(start, limit, part), &jtl, &mut acc, u64::from(has_header)) {
-        Ok(lines) => Ok(Some((acc.finish(path, &layout), lines))),
-        Err(parts::Stop::Failed(e)) => Err(e),
-        Err(parts::Stop::Fallback) => Ok(None),
-    }
+    let lines = parts::read(&file, Plan::new(start, limit, part), &jtl, &mut acc, u64::from(has_header))?;
+    Ok(lines.map(|lines| (acc.finish(path, &layout), lines)))
 }
 
 /// A JTL read in parts.

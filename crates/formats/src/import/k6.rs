@@ -127,13 +127,18 @@ struct Assembler {
 
 impl Assembler {
     fn new() -> Self {
-        Assembler {
-            bucketer: Bucketer::new(BUCKET_S).counting(Unit::Request),
-            pending: None,
-            book: NoteBook::new(Locator::Line),
-            unknown_failure: 0,
-            whole_seconds: false,
-        }
+        Assembler::with(Bucketer::new(BUCKET_S))
+    }
+
+    /// An assembler bucketing into `bucketer` (the whole file's, or a part's).
+    fn with(bucketer: Bucketer) -> Self {
+        Assembler { bucketer: bucketer.counting(Unit::Request), pending: None, book: NoteBook::new(Locator::Line), unknown_failure: 0, whole_seconds: false }
+    }
+
+    /// The file's time stamps are whole seconds (k6's default CSV).
+    fn whole_second_stamps(&mut self) {
+        self.whole_seconds = true;
+        self.bucketer.whole_second_stamps();
     }
 
     fn sample(&mut self, s: Sample<'_>) {
@@ -302,8 +307,7 @@ impl CsvState {
             // k6's default `unix` format: whole seconds.
             self.first = false;
             if record[ts_c].bytes().all(|b| b.is_ascii_digit()) && ts < 1e14 {
-                self.asm.whole_seconds = true;
-                self.asm.bucketer.whole_second_stamps();
+                self.asm.whole_second_stamps();
             }
         }
         let value = match &record[value_c] {
@@ -353,9 +357,7 @@ pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
 /// starts inside one. A row that runs past its part's end (a quoted field holding a line
 /// end across the cut) sends the whole file to one pass.
 pub fn read_csv_parts(path: &Path, limit: u64, part: u64) -> Result<Option<(Source, u64)>> {
-    let file = std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?;
-    let mut head = vec![0u8; limit.min(1 << 16) as usize];
-    std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).map_err(|e| FormatError::io(path, e))?;
+    let (file, head) = parts::head(path, limit)?;
     let Some(end) = memchr::memchr(b'\n', &head) else { return Ok(None) };
     let mut csv = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(&head[..=end]);
     let mut header = csv::StringRecord::new();
@@ -368,11 +370,8 @@ pub fn read_csv_parts(path: &Path, limit: u64, part: u64) -> Result<Option<(Sour
     let cols = CsvColumns::of(&header);
     let reader = K6Csv { path, cols: &cols };
     let mut acc = CsvState { asm: Assembler::new(), first: true };
-    match parts::read(&file, Plan::new(end as u64 + 1, limit, part), &reader, &mut acc, 1) {
-        Ok(lines) => Ok(Some((acc.asm.finish(path, Format::K6Csv), lines))),
-        Err(parts::Stop::Failed(e)) => Err(e),
-        Err(parts::Stop::Fallback) => Ok(None),
-    }
+    let lines = parts::read(&file, Plan::new(end as u64 + 1, limit, part), &reader, &mut acc, 1)?;
+    Ok(lines.map(|lines| (acc.asm.finish(path, Format::K6Csv), lines)))
 }
 
 /// A k6 CSV read in parts.
@@ -396,11 +395,9 @@ impl Parts for K6Csv<'_> {
             How::Guess(&(origin, whole)) => (Some(origin), None, whole, false),
             How::After(acc) => (acc.asm.bucketer.origin_ms(), acc.asm.bucketer.newest(), acc.asm.whole_seconds, acc.first),
         };
-        let mut asm = Assembler::new();
-        asm.bucketer = Bucketer::part(BUCKET_S, Locator::Line, origin, newest).counting(Unit::Request);
+        let mut asm = Assembler::with(Bucketer::part(BUCKET_S, Locator::Line, origin, newest));
         if whole_seconds {
-            asm.whole_seconds = true;
-            asm.bucketer.whole_second_stamps();
+            asm.whole_second_stamps();
         }
         let mut state = CsvState { asm, first };
         let mut csv = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(buf);

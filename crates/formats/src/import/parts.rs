@@ -98,7 +98,7 @@ impl Plan {
 
 /// Why reading in parts stopped.
 #[derive(Debug)]
-pub(crate) enum Stop {
+enum Stop {
     /// The file cannot be read apart (it could not be read at some offset): read it in
     /// one pass.
     Fallback,
@@ -115,9 +115,28 @@ pub(crate) fn rebase(e: crate::FormatError, base: u64) -> crate::FormatError {
     }
 }
 
+/// Opens the file at `path` and reads its first bytes (64 KB at most, none past `limit`),
+/// where a format read in parts finds its header.
+pub(crate) fn head(path: &std::path::Path, limit: u64) -> crate::Result<(File, Vec<u8>)> {
+    let io = |e| crate::FormatError::io(path, e);
+    let file = File::open(path).map_err(io)?;
+    let mut head = vec![0u8; limit.min(1 << 16) as usize];
+    file.read_exact_at(&mut head, 0).map_err(io)?;
+    Ok((file, head))
+}
+
 /// Reads `file`'s records in parts, adding them up into `acc` (which holds the header's
-/// lines: `line_base`). Returns the line ends read up to `plan.limit`.
-pub(crate) fn read<P: Parts>(file: &File, plan: Plan, p: &P, acc: &mut P::Acc, line_base: u64) -> Result<u64, Stop> {
+/// lines: `line_base`). Returns the line ends read up to `plan.limit`, or `None` when the file
+/// must be read in one pass instead.
+pub(crate) fn read<P: Parts>(file: &File, plan: Plan, p: &P, acc: &mut P::Acc, line_base: u64) -> crate::Result<Option<u64>> {
+    match read_stopping(file, plan, p, acc, line_base) {
+        Ok(lines) => Ok(Some(lines)),
+        Err(Stop::Failed(e)) => Err(e),
+        Err(Fallback) => Ok(None),
+    }
+}
+
+fn read_stopping<P: Parts>(file: &File, plan: Plan, p: &P, acc: &mut P::Acc, line_base: u64) -> Result<u64, Stop> {
     let starts = cuts(file, plan, p)?;
     let end_of = |i: usize| starts.get(i + 1).copied().unwrap_or(plan.limit);
     let (mut pos, mut lines) = (plan.start, line_base);
