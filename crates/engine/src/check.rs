@@ -25,7 +25,7 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineErro
     let ctx = Rc::new(WorkerContext {
         shared,
         plan: Arc::new(config.plan.clone()),
-        target: config.target.clone(),
+        target: Rc::new(config.target.clone()),
         stream_tls: crate::tls::http1_only(&tls),
         tls: tls.clone(),
         force_h2: config.http2,
@@ -42,7 +42,7 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineErro
         .map_err(|error| EngineError::Start { what: "a runtime", error })?;
     let traces = RefCell::new(Vec::new());
     tokio::task::LocalSet::new().block_on(&rt, async {
-        let mut client = crate::client::Client::new(config.target.clone(), tls, config.http2);
+        let mut client = crate::client::Client::new(ctx.target.clone(), tls, config.http2);
         let mut state = crate::flow::FlowState::new(0);
         crate::flow::iteration(&ctx, &scenario, &mut client, &mut state, 0, Some(&traces)).await
     })

@@ -235,7 +235,7 @@ pub(crate) struct Exchange {
 /// A VU's connection — its own, or its seat in the worker's shared [`Pool`] — and what it
 /// needs to (re)open it.
 pub(crate) struct Client {
-    target: Target,
+    target: Rc<Target>,
     tls: Option<Arc<ClientConfig>>,
     force_h2: bool,
     conn: Option<Connection>,
@@ -268,7 +268,7 @@ impl Wire {
 
 impl Client {
     /// A client with a connection of its own, opened at the first request.
-    pub(crate) fn new(target: Target, tls: Option<Arc<ClientConfig>>, force_h2: bool) -> Self {
+    pub(crate) fn new(target: Rc<Target>, tls: Option<Arc<ClientConfig>>, force_h2: bool) -> Self {
         Client { target, tls, force_h2, conn: None, opened_before: false, seat: None }
     }
 
@@ -617,7 +617,7 @@ mod tests {
             body: Vec::new(),
         };
         let request = PreparedRequest::new(&server.target, &spec).unwrap();
-        (Client::new(server.target.clone(), None, false), request)
+        (Client::new(Rc::new(server.target.clone()), None, false), request)
     }
 
     const TIMEOUT: Duration = Duration::from_secs(5);

@@ -85,7 +85,7 @@ pub(crate) struct RateChange {
 pub(crate) struct WorkerContext {
     pub(crate) shared: Arc<Shared>,
     pub(crate) plan: Arc<Plan>,
-    pub(crate) target: Target,
+    pub(crate) target: Rc<Target>,
     pub(crate) tls: Option<Arc<ClientConfig>>,
     /// TLS offering only HTTP/1.1, for event streams and WebSockets.
     pub(crate) stream_tls: Option<Arc<ClientConfig>>,

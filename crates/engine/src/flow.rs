@@ -5,8 +5,7 @@
 //! A step that fails and was to extract variables ends the iteration (later steps would
 //! use values that do not exist); other failures are recorded and the flow goes on.
 
-use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::cell::{OnceCell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -30,13 +29,14 @@ use crate::sse::SseStream;
 use crate::context::WorkerContext;
 use crate::recorder::InFlight;
 use crate::steps::Scratch;
+use crate::vars::VuVars;
 
 /// What one VU keeps between iterations.
 #[derive(Debug, Default)]
 pub(crate) struct FlowState {
     vu: u64,
     iteration: u64,
-    vars: BTreeMap<String, Value>,
+    vars: VuVars,
     feeder_pos: Vec<usize>,
     started: bool,
 }
@@ -99,30 +99,33 @@ pub(crate) async fn iteration(
     if !state.started {
         state.started = true;
         state.feeder_pos = vec![0; scenario.data.len()];
-        state.vars.insert("vu".into(), Value::from(state.vu));
-        state.vars.insert("env".into(), Value::from_pairs(scenario.env.iter().map(|(k, v)| (k.as_str(), Value::from(v.as_str())))));
-        state.vars.insert("iteration".into(), Value::from(0));
+        state.vars.set_static("vu", Value::from(state.vu));
+        state.vars.set_static("env", ctx.steps.env(scenario));
+        state.vars.set_static("iteration", Value::from(0));
         for (name, t) in &scenario.variables {
             let ctx_value = context(&state.vars);
             let v = scenario.templates.render(t, &ctx_value).unwrap_or_else(String::from);
-            state.vars.insert(name.clone(), Value::from(v));
+            state.vars.set(name, Value::from(v));
         }
     }
-    state.vars.insert("iteration".into(), Value::from(state.iteration));
+    state.vars.set_static("iteration", Value::from(state.iteration));
     state.iteration += 1;
     for (i, feeder) in scenario.data.iter().enumerate() {
         let row = feeder.next(&mut state.feeder_pos[i]).map_err(|e| e.0)?;
-        state.vars.insert(feeder.name.clone(), row);
+        state.vars.set(&feeder.name, row);
     }
     let started = Instant::now();
-    let streams = CancellationToken::new();
+    // Made by the first event stream of the iteration: most iterations open none.
+    let streams = OnceCell::new();
     let mut exec = Exec { ctx, scenario, client, state, queued_us, streams: &streams, background: Vec::new(), trace, sent: 0, not_sent: None };
     let finished = exec.nodes(&scenario.steps).await == Next::Go && !ctx.shared.stop.is_cancelled();
     if finished {
         // Iterations cut short by a failure or by the end of the run would pull the figure down.
         ctx.recorder.borrow_mut().record_iteration(started.elapsed());
     }
-    streams.cancel();
+    if let Some(streams) = streams.get() {
+        streams.cancel();
+    }
     for (task, entry) in std::mem::take(&mut exec.background) {
         let result = task.await;
         if let (Some(trace), Some(i), Ok((text, passed))) = (trace, entry, result) {
@@ -134,20 +137,20 @@ pub(crate) async fn iteration(
     Ok(Iteration { sent: exec.sent, not_sent: exec.not_sent })
 }
 
-fn context(vars: &BTreeMap<String, Value>) -> Value {
-    Value::from_pairs(vars.iter().map(|(k, v)| (k.as_str(), v.clone())))
+fn context(vars: &VuVars) -> Value {
+    Value::from_pairs(vars.iter().map(|(k, v)| (k, v.clone())))
 }
 
 /// A VU's variables as its templates see them: looked up in place, and as one minijinja
 /// context only when a template needs the whole (built at most once per step).
 struct StepVars<'a> {
-    vars: &'a BTreeMap<String, Value>,
-    context: std::cell::OnceCell<Value>,
+    vars: &'a VuVars,
+    context: OnceCell<Value>,
 }
 
 impl<'a> StepVars<'a> {
-    fn new(vars: &'a BTreeMap<String, Value>) -> Self {
-        StepVars { vars, context: std::cell::OnceCell::new() }
+    fn new(vars: &'a VuVars) -> Self {
+        StepVars { vars, context: OnceCell::new() }
     }
 }
 
@@ -167,7 +170,8 @@ struct Exec<'a> {
     client: &'a mut Client,
     state: &'a mut FlowState,
     queued_us: u64,
-    streams: &'a CancellationToken,
+    /// Cancelled when the iteration ends, which closes its event streams.
+    streams: &'a OnceCell<CancellationToken>,
     /// Event streams still open, with the trace entry each fills in when it closes.
     background: Vec<(OpenStream, Option<usize>)>,
     trace: Option<&'a RefCell<Vec<Trace>>>,
@@ -362,7 +366,7 @@ impl<'a> Exec<'a> {
             });
         }
         for (k, v) in extracted {
-            self.state.vars.insert(k, v);
+            self.state.vars.set(&k, v);
         }
         if failed && must_extract {
             return Next::EndIteration;
@@ -515,22 +519,27 @@ impl<'a> Exec<'a> {
         headers.retain(|(k, _)| !k.eq_ignore_ascii_case("accept") && !k.eq_ignore_ascii_case("cache-control"));
         headers.push(("Accept".into(), "text/event-stream".into()));
         headers.push(("Cache-Control".into(), "no-cache".into()));
-        let req = match PreparedRequest::build(&self.ctx.target, "GET", &path, &headers, Vec::new()) {
+        // Only the HTTP/1.1 bytes: the stream has a connection of its own, which speaks 1.1.
+        let req = match PreparedRequest::build_h1(&self.ctx.target, "GET", &path, &headers, Vec::new()) {
             Ok(r) => r,
             Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e.into()),
         };
         self.sent += 1;
+        // What `volley check` shows of the request is kept while the stream is open only when
+        // it is shown: a held stream keeps nothing it does not read with.
+        let shown = self.trace.map(|_| (format!("SSE {}", self.ctx.target.url_of(&path, false)), headers));
+        drop(path);
         let stream = SseStream {
             ctx: self.ctx.clone(),
             id,
             want: step.events,
             limit: step.call.timeout,
             open_timeout: self.timeout(&step.call),
-            stop: self.streams.clone(),
+            stop: self.streams.get_or_init(CancellationToken::new).clone(),
             redact: self.scenario.clone(),
         };
         // Made where it is awaited or spawned: a future held in a local first is kept twice
-        // in this step's state (the local and the awaited copy), 1.9 KB each.
+        // in this step's state (the local and the awaited copy).
         let (text, passed, pending) = if step.wait {
             let (text, passed) = stream.run(req).await;
             (text, passed, None)
@@ -540,14 +549,9 @@ impl<'a> Exec<'a> {
         if let Some(pending) = pending {
             self.background.push((pending, self.trace.map(|t| t.borrow().len())));
         }
-        self.push_trace(Trace {
-            step: self.step_name(id),
-            request: format!("SSE {}", self.ctx.target.url_of(&path, false)),
-            request_headers: headers,
-            outcome: text,
-            passed,
-            ..Trace::default()
-        });
+        if let Some((request, request_headers)) = shown {
+            self.push_trace(Trace { step: self.step_name(id), request, request_headers, outcome: text, passed, ..Trace::default() });
+        }
         self.think(step.call.think_time.sample()).await;
         Next::Go
     }
@@ -560,13 +564,12 @@ impl<'a> Exec<'a> {
             let expect = step.expect.as_ref().map(|t| self.render(t, &vars)).transpose()?;
             Ok((path, headers, send, expect))
         });
-        let (path, headers, send, expect) = match prepared {
-            Ok(p) => p,
+        let call = match prepared {
+            Ok((path, headers, send, expect)) => crate::ws::WsCall { path, headers, send, expect, timeout: self.timeout(&step.call) },
             Err(e) => return self.abandon(id, format!("WS {}", step.call.url.source()), e),
         };
         self.sent += 1;
-        let timeout = self.timeout(&step.call);
-        let result = crate::ws::exchange(self.ctx, &path, &headers, &send, expect.as_deref(), timeout).await;
+        let result = crate::ws::exchange(self.ctx, &call).await;
         let (outcome, status, received, ttfb_ms, total_ms) = match result {
             Ok(done) => {
                 let mut rec = self.ctx.recorder.borrow_mut();
@@ -581,19 +584,21 @@ impl<'a> Exec<'a> {
                 (msg, 0, String::new(), 0.0, 0.0)
             }
         };
-        self.push_trace(Trace {
-            step: self.step_name(id),
-            request: format!("WS {}", self.ctx.target.url_of(&path, true)),
-            request_headers: headers,
-            request_body: send.join(" | "),
-            status,
-            response_body: excerpt(received.as_bytes()),
-            ttfb_ms,
-            total_ms,
-            passed: outcome == "ok",
-            outcome,
-            ..Trace::default()
-        });
+        if self.trace.is_some() {
+            self.push_trace(Trace {
+                step: self.step_name(id),
+                request: format!("WS {}", self.ctx.target.url_of(&call.path, true)),
+                request_body: call.send.join(" | "),
+                request_headers: call.headers,
+                status,
+                response_body: excerpt(received.as_bytes()),
+                ttfb_ms,
+                total_ms,
+                passed: outcome == "ok",
+                outcome,
+                ..Trace::default()
+            });
+        }
         self.think(step.call.think_time.sample()).await;
         Next::Go
     }
@@ -678,7 +683,7 @@ impl<'a> Exec<'a> {
             });
         }
         for (k, v) in extracted {
-            self.state.vars.insert(k, v);
+            self.state.vars.set(&k, v);
         }
         if failed && !step.extract.is_empty() {
             return Next::EndIteration;
@@ -767,7 +772,7 @@ steps:
             shared: Arc::new(Shared::new(0, 1)),
             request: PreparedRequest::new(&target, &plan.request).unwrap(),
             plan: Arc::new(plan),
-            target,
+            target: Rc::new(target),
             tls: None,
             stream_tls: None,
             force_h2: false,
@@ -778,12 +783,12 @@ steps:
             grpc,
         });
         let mut state = FlowState::new(7);
-        state.vars.insert("vu".into(), Value::from(7));
-        state.vars.insert("iteration".into(), Value::from(3));
-        state.vars.insert("token".into(), Value::from("t0k3n-42"));
-        state.vars.insert("who".into(), Value::from("user7"));
+        state.vars.set("vu", Value::from(7));
+        state.vars.set("iteration", Value::from(3));
+        state.vars.set("token", Value::from("t0k3n-42"));
+        state.vars.set("who", Value::from("user7"));
         let obj = serde_json::json!({"id": 42, "name": "Kim <Lee>", "list": [1, "two", {"k": null}]});
-        state.vars.insert("obj".into(), Value::from(Serde(obj)));
+        state.vars.set("obj", Value::from(Serde(obj)));
         (ctx, scenario, state)
     }
 
@@ -804,7 +809,7 @@ steps:
     fn rendered_requests_are_the_bytes_minijinja_renders() {
         let (ctx, scenario, mut state) = setup();
         let mut client = Client::new(ctx.target.clone(), None, false);
-        let streams = CancellationToken::new();
+        let streams = OnceCell::new();
         let steps: Vec<&HttpStep> = scenario.steps.iter().map(|n| match n {
             Node::Http(s) => s,
             _ => unreachable!("the scenario has HTTP steps only"),

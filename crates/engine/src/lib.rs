@@ -28,6 +28,7 @@ mod sse;
 mod steps;
 mod target;
 mod tls;
+mod vars;
 mod vu;
 mod worker;
 mod ws;

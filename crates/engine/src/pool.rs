@@ -28,7 +28,7 @@ use crate::target::Target;
 
 /// One worker's shared connections.
 pub(crate) struct Pool {
-    pub(crate) target: Target,
+    pub(crate) target: Rc<Target>,
     tls: Option<Arc<ClientConfig>>,
     force_h2: bool,
     /// The connections; `None` until opened, or after one failed.
@@ -93,7 +93,7 @@ impl H1Lease {
 
 impl Pool {
     /// A pool of `size` connections (at least one) to `target`.
-    pub(crate) fn new(target: Target, tls: Option<Arc<ClientConfig>>, force_h2: bool, size: usize) -> Rc<Pool> {
+    pub(crate) fn new(target: Rc<Target>, tls: Option<Arc<ClientConfig>>, force_h2: bool, size: usize) -> Rc<Pool> {
         let size = size.max(1);
         Rc::new(Pool {
             target,

@@ -3,9 +3,12 @@
 //! an event is dispatched at the blank line that ends it, when it carried a field (comments —
 //! `:` lines, heartbeats — are not events), as the HTML standard's event-stream parser does.
 
+use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use tokio::io::AsyncWriteExt;
 
 use tokio_util::sync::CancellationToken;
 use volley_scenario::Scenario;
@@ -13,8 +16,8 @@ use volley_stats::ErrorKind;
 
 use crate::client::{Exchange, PreparedRequest};
 use crate::failure::Failure;
-use crate::dial::{dial, micros};
-use crate::h1;
+use crate::dial::{ConnectTimes, dial, micros};
+use crate::h1::{self, Head, Stream};
 use crate::context::WorkerContext;
 
 /// Splits a byte stream into lines and counts dispatched events.
@@ -77,101 +80,119 @@ pub(crate) struct SseStream {
     pub(crate) redact: Arc<Scenario>,
 }
 
+/// An open stream: the connection, its set-up times and the response head, with the
+/// bytes read past the head.
+struct Opened {
+    stream: Stream,
+    times: ConnectTimes,
+    head: Head,
+    buf: Vec<u8>,
+    /// The response says `Content-Type: text/event-stream`.
+    is_stream: bool,
+}
+
+/// Connects, sends `req` and reads the response head, within `timeout`.
+async fn open(ctx: Rc<WorkerContext>, req: PreparedRequest, timeout: Duration) -> Result<Opened, Failure> {
+    let opening = async {
+        let (mut stream, times) = dial(&ctx.target, ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
+        stream.write_all(req.h1_bytes()).await.map_err(|e| Failure::io("write", &e))?;
+        let mut buf = Vec::new();
+        let mut headers = Vec::new();
+        let head = h1::read_head(&mut stream, &mut buf, Some(&mut headers)).await.map_err(Failure::h1)?;
+        let is_stream = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.contains("text/event-stream"));
+        Ok(Opened { stream, times, head, buf, is_stream })
+    };
+    tokio::time::timeout(timeout, opening)
+        .await
+        .unwrap_or_else(|_| Err(Failure::new(ErrorKind::Timeout, format!("no response within {}s", timeout.as_secs_f64()))))
+}
+
 impl SseStream {
     /// Opens the stream, reads it until it is done, and records the outcome: time to first
     /// byte (the response head) and time to first event; with `events: N`, fewer than N
     /// events is a failed check, and no event at all is a timeout.
     /// Returns what happened, for `volley check`, and whether it succeeded.
-    pub(crate) async fn run(self, req: PreparedRequest) -> (String, bool) {
-        let start = Instant::now();
-        // Opening (connect, TLS, request, response head) runs in a box freed once the stream
-        // is open: inline, its state would stay part of a held stream's future.
-        let opened = Box::pin(tokio::time::timeout(self.open_timeout, async {
-            let (mut stream, times) = dial(&self.ctx.target, self.ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
-            use tokio::io::AsyncWriteExt;
-            stream.write_all(req.h1_bytes()).await.map_err(|e| Failure::io("write", &e))?;
-            let mut buf = Vec::new();
-            let mut headers = Vec::new();
-            let head = h1::read_head(&mut stream, &mut buf, Some(&mut headers)).await.map_err(Failure::h1)?;
-            Ok::<_, Failure>((stream, times, head, buf, headers))
-        }))
-        .await
-        .unwrap_or_else(|_| Err(Failure::new(ErrorKind::Timeout, format!("no response within {}s", self.open_timeout.as_secs_f64()))));
-        let (mut stream, times, head, mut buf, headers) = match opened {
-            Ok(o) => o,
-            Err(f) => {
-                let text = f.message.clone();
-                self.ctx.recorder.borrow_mut().record_failure(Some(self.id), f);
-                return (text, false);
+    ///
+    /// A held stream is this future for as long as it is open, so it keeps only what
+    /// reading needs. Opening (connect, TLS, the request, the response head) runs in a box
+    /// freed once the stream is open, and the request goes into it: an `async fn` would keep
+    /// the request and `self` twice each (as arguments and as locals) for the stream's life.
+    pub(crate) fn run(self, req: PreparedRequest) -> impl Future<Output = (String, bool)> + 'static {
+        let opening = Box::pin(open(self.ctx.clone(), req, self.open_timeout));
+        async move {
+            let start = Instant::now();
+            let Opened { mut stream, times, head, mut buf, is_stream } = match opening.await {
+                Ok(o) => o,
+                Err(f) => {
+                    let text = f.message.clone();
+                    self.ctx.recorder.borrow_mut().record_failure(Some(self.id), f);
+                    return (text, false);
+                }
+            };
+            let head_us = micros(head.first_byte.saturating_duration_since(start));
+            let exchange = |first_event_us: u64, bytes: u64| Exchange {
+                status: head.status,
+                ttfb_us: head_us,
+                total_us: first_event_us,
+                connect_us: times.tcp_us + times.tls_us,
+                tls_us: times.tls_us,
+                queued_us: 0,
+                bytes,
+                reconnected: false,
+                wait_us: 0,
+            };
+            if !(200..300).contains(&head.status) || !is_stream {
+                let what = if is_stream { format!("HTTP {}", head.status) } else { format!("HTTP {} without Content-Type: text/event-stream", head.status) };
+                if (200..300).contains(&head.status) {
+                    self.ctx.recorder.borrow_mut().record_failure(Some(self.id), Failure::new(ErrorKind::Check, what.clone()));
+                } else {
+                    self.ctx.recorder.borrow_mut().record_exchange(Some(self.id), &exchange(head_us, 0), false);
+                }
+                return (what, false);
             }
-        };
-        let head_us = micros(head.first_byte.saturating_duration_since(start));
-        let exchange = |first_event_us: u64, bytes: u64| Exchange {
-            status: head.status,
-            ttfb_us: head_us,
-            total_us: first_event_us,
-            connect_us: times.tcp_us + times.tls_us,
-            tls_us: times.tls_us,
-            queued_us: 0,
-            bytes,
-            reconnected: false,
-            wait_us: 0,
-        };
-        let is_stream = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.contains("text/event-stream"));
-        drop(headers);
-        if !(200..300).contains(&head.status) || !is_stream {
-            let what = if is_stream { format!("HTTP {}", head.status) } else { format!("HTTP {} without Content-Type: text/event-stream", head.status) };
-            if (200..300).contains(&head.status) {
-                self.ctx.recorder.borrow_mut().record_failure(Some(self.id), Failure::new(ErrorKind::Check, what.clone()));
-            } else {
-                self.ctx.recorder.borrow_mut().record_exchange(Some(self.id), &exchange(head_us, 0), false);
+            let mut parser = SseParser::default();
+            let (mut events, mut bytes, mut first_event) = (0u64, 0u64, None::<Instant>);
+            let mut sink = |chunk: &[u8]| {
+                bytes += chunk.len() as u64;
+                let n = parser.feed(chunk);
+                if n > 0 {
+                    first_event.get_or_insert_with(Instant::now);
+                    events += n;
+                    self.ctx.recorder.borrow_mut().record_events(self.id, n);
+                }
+                self.want.is_none_or(|w| events < w)
+            };
+            let reading = h1::read_body(&mut stream, &mut buf, head.framing, h1::Idle::Release, &mut sink);
+            let limit = self.limit.map_or(Duration::MAX, |l| l.saturating_sub(start.elapsed()));
+            let why = tokio::select! {
+                r = reading => match r {
+                    Ok(_) if self.want.is_some_and(|w| events >= w) => "enough events",
+                    Ok(_) => "the server closed the stream",
+                    Err(_) => "the stream failed",
+                },
+                _ = tokio::time::sleep(limit) => "the step's timeout",
+                _ = self.stop.cancelled() => "the iteration ended",
+                _ = self.ctx.shared.abort.cancelled() => "the run was aborted",
+            };
+            drop((stream, buf));
+            let need = self.want.unwrap_or(1);
+            if why == "the iteration ended" && self.ctx.shared.stop.is_cancelled() && events < need {
+                // The run stopped mid-iteration: the stream was cut short, not failed.
+                return (format!("{events} events; cut short by the end of the run"), true);
             }
-            return (what, false);
+            let mut rec = self.ctx.recorder.borrow_mut();
+            let first = first_event.map_or_else(|| "none".to_string(), |f| format!("first after {:.1} ms", (f - start).as_secs_f64() * 1000.0));
+            let text = format!("HTTP {}: {events} events ({first}); closed by {why}", head.status);
+            match first_event {
+                Some(f) if events >= need => {
+                    rec.record_exchange(Some(self.id), &exchange(micros(f - start), bytes), true);
+                    return (text, true);
+                }
+                Some(_) => rec.record_failure(Some(self.id), Failure::new(ErrorKind::Check, self.redact.redact(&format!("{events} of {need} events before {why}")))),
+                None => rec.record_failure(Some(self.id), Failure::new(ErrorKind::Timeout, format!("no event before {why}"))),
+            }
+            (text, false)
         }
-        let mut parser = SseParser::default();
-        let (mut events, mut bytes, mut first_event) = (0u64, 0u64, None::<Instant>);
-        let want = self.want;
-        let recorder = self.ctx.recorder.clone();
-        let id = self.id;
-        let mut sink = |chunk: &[u8]| {
-            bytes += chunk.len() as u64;
-            let n = parser.feed(chunk);
-            if n > 0 {
-                first_event.get_or_insert_with(Instant::now);
-                events += n;
-                recorder.borrow_mut().record_events(id, n);
-            }
-            want.is_none_or(|w| events < w)
-        };
-        let reading = h1::read_body(&mut stream, &mut buf, head.framing, h1::Idle::Release, &mut sink);
-        let limit = self.limit.map_or(Duration::MAX, |l| l.saturating_sub(start.elapsed()));
-        let why = tokio::select! {
-            r = reading => match r {
-                Ok(_) if want.is_some_and(|w| events >= w) => "enough events",
-                Ok(_) => "the server closed the stream",
-                Err(_) => "the stream failed",
-            },
-            _ = tokio::time::sleep(limit) => "the step's timeout",
-            _ = self.stop.cancelled() => "the iteration ended",
-            _ = self.ctx.shared.abort.cancelled() => "the run was aborted",
-        };
-        let need = want.unwrap_or(1);
-        if why == "the iteration ended" && self.ctx.shared.stop.is_cancelled() && events < need {
-            // The run stopped mid-iteration: the stream was cut short, not failed.
-            return (format!("{events} events; cut short by the end of the run"), true);
-        }
-        let mut rec = self.ctx.recorder.borrow_mut();
-        let first = first_event.map_or_else(|| "none".to_string(), |f| format!("first after {:.1} ms", (f - start).as_secs_f64() * 1000.0));
-        let text = format!("HTTP {}: {events} events ({first}); closed by {why}", head.status);
-        match first_event {
-            Some(f) if events >= need => {
-                rec.record_exchange(Some(id), &exchange(micros(f - start), bytes), true);
-                return (text, true);
-            }
-            Some(_) => rec.record_failure(Some(id), Failure::new(ErrorKind::Check, self.redact.redact(&format!("{events} of {need} events before {why}")))),
-            None => rec.record_failure(Some(id), Failure::new(ErrorKind::Timeout, format!("no event before {why}"))),
-        }
-        (text, false)
     }
 }
 

@@ -1,10 +1,14 @@
 //! What a worker keeps of its scenario's HTTP steps between requests, so that a step costs
 //! little more than a fixed URL: the request of a step without any template, built once
 //! and shared by every VU of the worker, and the scratch buffers a templated step renders
-//! into (one set per worker, not per VU: rendering never waits, so VUs take turns).
+//! into (one set per worker, not per VU: rendering never waits, so VUs take turns); and
+//! the scenario's `env` as templates see it, made once instead of once per VU.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
+
+use minijinja::Value;
+use volley_scenario::Scenario;
 
 use volley_scenario::json::JsonTemplate;
 use volley_scenario::scenario::{Body, HttpStep};
@@ -17,6 +21,7 @@ use crate::client::PreparedRequest;
 pub(crate) struct StepCache {
     literal: RefCell<Vec<Option<Rc<PreparedRequest>>>>,
     scratch: RefCell<Scratch>,
+    env: OnceCell<Value>,
 }
 
 /// Buffers a request is rendered into.
@@ -43,6 +48,12 @@ impl StepCache {
             v.resize(id + 1, None);
         }
         v[id] = Some(req);
+    }
+
+    /// The scenario's `env` as templates see it: made once, shared by every VU of the worker
+    /// (a minijinja map is reference-counted).
+    pub(crate) fn env(&self, scenario: &Scenario) -> Value {
+        self.env.get_or_init(|| Value::from_pairs(scenario.env.iter().map(|(k, v)| (k.as_str(), Value::from(v.as_str()))))).clone()
     }
 
     /// The scratch buffers, for the time of one (synchronous) render.

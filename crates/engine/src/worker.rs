@@ -53,15 +53,17 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
         let step_names: Arc<[String]> =
             seed.plan.scenario.as_ref().map_or_else(Vec::new, |s| s.step_info.iter().map(|i| i.name.clone()).collect()).into();
         let recorder = Rc::new(RefCell::new(Recorder::new(seed.t0, seed.interval, seed.plan.load.is_open(), step_names)));
+        // One target per worker, shared by its clients (each VU's would otherwise copy 248 bytes).
+        let target = Rc::new(seed.target);
         // This segment's share of the shared connections, and this worker's of that.
         let pool = seed.plan.load.connections.map(|n| {
             let n = seed.plan.segment.share(n);
             let mine = n / seed.workers + u64::from(seed.worker < n % seed.workers);
-            Pool::new(seed.target.clone(), seed.tls.clone(), seed.force_h2, mine as usize)
+            Pool::new(target.clone(), seed.tls.clone(), seed.force_h2, mine as usize)
         });
         let nodes = seed.plan.scenario.as_ref().map_or(&[][..], |s| &s.steps[..]);
         let grpc = crate::grpc::Channels::new(
-            &seed.target,
+            &target,
             &seed.tls,
             nodes,
             seed.plan.load.connections,
@@ -72,7 +74,7 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
         let ctx = Rc::new(WorkerContext {
             shared: seed.shared.clone(),
             plan: seed.plan,
-            target: seed.target,
+            target,
             stream_tls: crate::tls::http1_only(&seed.tls),
             tls: seed.tls,
             force_h2: seed.force_h2,

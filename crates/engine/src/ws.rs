@@ -3,18 +3,28 @@
 //! text, close. Time to first byte is the completed upgrade; the total runs to the
 //! matching message, so `total − ttfb` is the message round trip.
 
+use std::io;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio::io::AsyncWriteExt;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::handshake::client::generate_key;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::Role;
 use volley_stats::ErrorKind;
 
 use crate::client::Exchange;
 use crate::failure::Failure;
 use crate::context::WorkerContext;
-use crate::dial::{dial, micros};
+use crate::client::PreparedRequest;
+use crate::dial::{ConnectTimes, dial, micros};
+use crate::h1::{self, Stream};
 
 /// A finished exchange.
 pub(crate) struct WsDone {
@@ -25,56 +35,40 @@ pub(crate) struct WsDone {
     pub(crate) matched: String,
 }
 
-/// Runs one WebSocket exchange within `timeout`; on failure, also how many messages came.
-pub(crate) async fn exchange(
-    ctx: &Rc<WorkerContext>,
-    path: &str,
-    headers: &[(String, String)],
-    send: &[String],
-    expect: Option<&str>,
-    timeout: Duration,
-) -> Result<WsDone, (Failure, u64)> {
+/// A WebSocket step as rendered for one iteration.
+pub(crate) struct WsCall {
+    /// The path on the target.
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    /// Text messages sent once the socket is open.
+    pub(crate) send: Vec<String>,
+    /// The text the awaited message contains (any message without it).
+    pub(crate) expect: Option<String>,
+    pub(crate) timeout: Duration,
+}
+
+/// Runs one WebSocket exchange within the call's timeout; on failure, also how many
+/// messages came. (The call goes by one reference: each argument of an `async fn` is
+/// kept twice in its state, for as long as a socket is held open.)
+pub(crate) async fn exchange(ctx: &Rc<WorkerContext>, call: &WsCall) -> Result<WsDone, (Failure, u64)> {
     let start = Instant::now();
     let mut messages = 0u64;
-    let work = run(ctx, path, headers, send, expect, start, &mut messages);
-    match tokio::time::timeout(timeout, work).await {
+    match tokio::time::timeout(call.timeout, run(ctx, call, start, &mut messages)).await {
         Ok(Ok(done)) => Ok(done),
         Ok(Err(f)) => Err((f, messages)),
         Err(_) => {
-            let what = expect.map_or("a message".to_string(), |e| format!("a message containing `{e}`"));
-            Err((Failure::new(ErrorKind::Timeout, format!("no {what} within {}s", timeout.as_secs_f64())), messages))
+            let what = call.expect.as_ref().map_or("a message".to_string(), |e| format!("a message containing `{e}`"));
+            Err((Failure::new(ErrorKind::Timeout, format!("no {what} within {}s", call.timeout.as_secs_f64())), messages))
         }
     }
 }
 
-async fn run(
-    ctx: &Rc<WorkerContext>,
-    path: &str,
-    headers: &[(String, String)],
-    send: &[String],
-    expect: Option<&str>,
-    start: Instant,
-    messages: &mut u64,
-) -> Result<WsDone, Failure> {
-    let target = &ctx.target;
-    let url = target.url_of(path, true);
-    let mut request = url.as_str().into_client_request().map_err(|e| Failure::new(ErrorKind::Protocol, format!("websocket request: {e}")))?;
-    for (n, v) in headers {
-        let name = http::HeaderName::from_bytes(n.as_bytes()).map_err(|_| Failure::new(ErrorKind::Protocol, format!("bad header name `{n}`")))?;
-        let value = http::HeaderValue::from_str(v).map_err(|_| Failure::new(ErrorKind::Protocol, format!("bad value for header `{n}`")))?;
-        request.headers_mut().insert(name, value);
-    }
-    // The connection and the upgrade in a box of their own, freed once done: inline, their
-    // state would make this future the largest of any step's, and every scenario VU's future
-    // is as large as its largest step's (the socket held afterwards is a fraction of it).
-    let (mut ws, times) = Box::pin(async {
-        let (stream, times) = dial(target, ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
-        let (ws, _response) = tokio_tungstenite::client_async_with_config(request, stream, Some(config())).await.map_err(|e| upgrade_failure(&e))?;
-        Ok::<_, Failure>((ws, times))
-    })
-    .await?;
+async fn run(ctx: &Rc<WorkerContext>, call: &WsCall, start: Instant, messages: &mut u64) -> Result<WsDone, Failure> {
+    // The request, the connection and the upgrade in a box of their own, freed once done:
+    // inline, their state would stay part of a held socket's future for its whole life.
+    let (mut ws, times) = Box::pin(upgrade(ctx, &call.path, &call.headers)).await?;
     let upgraded = Instant::now();
-    for m in send {
+    for m in &call.send {
         ws.send(Message::text(m.as_str())).await.map_err(|e| Failure::new(ErrorKind::Reset, format!("websocket send: {e}")))?;
     }
     let matched = loop {
@@ -89,13 +83,14 @@ async fn run(
             _ => continue,
         };
         *messages += 1;
-        if expect.is_none_or(|e| text.contains(e)) {
+        if call.expect.as_ref().is_none_or(|e| text.contains(e.as_str())) {
             break text;
         }
     };
     let end = Instant::now();
-    // A polite close, not waited on for long: the measurement is done.
-    let _ = tokio::time::timeout(Duration::from_millis(200), ws.close(None)).await;
+    // A polite close, not waited on for long: the measurement is done. Boxed: inline, its
+    // timer would size this future, and so the state of every socket held open waiting.
+    let _ = Box::pin(tokio::time::timeout(Duration::from_millis(200), ws.close(None))).await;
     let exchange = Exchange {
         status: 101,
         ttfb_us: micros(upgraded - start),
@@ -110,19 +105,120 @@ async fn run(
     Ok(WsDone { exchange, messages: *messages, matched })
 }
 
-/// tungstenite reads through a buffer it zero-fills to its full size (128 KiB by default)
-/// and keeps for the socket's life: a VU holding a socket open would cost that much. 4 KiB
-/// (the HTTP/1.1 reader's chunk) is read at a time instead; longer messages still grow it
-/// as they need. Frames are written as they are sent (the flow sends few, and waits).
+/// tungstenite keeps its read buffer for the socket's life (128 KiB by default, zero-filled)
+/// and reads at most that much per call. Here it is 256 bytes, and its reads are served by
+/// [`IdleFree`], which reads the socket 4 KiB at a time: a held socket keeps 256 bytes, and
+/// a long message still takes one system call per 4 KiB. Frames are written as they are
+/// sent (the flow sends few, and waits).
 fn config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
-    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(4 * 1024).write_buffer_size(0)
+    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(TUNGSTENITE_READ).write_buffer_size(0)
 }
 
-fn upgrade_failure(e: &tokio_tungstenite::tungstenite::Error) -> Failure {
-    use tokio_tungstenite::tungstenite::Error as E;
-    match e {
-        E::Http(resp) => Failure::new(ErrorKind::Status, format!("websocket upgrade refused: HTTP {}", resp.status().as_u16())),
-        E::Io(io) => Failure::io("websocket upgrade", io),
-        other => Failure::new(ErrorKind::Protocol, format!("websocket upgrade: {other}")),
+/// What tungstenite asks for at a time.
+const TUNGSTENITE_READ: usize = 256;
+
+/// How much [`IdleFree`] reads from the socket at a time (the HTTP/1.1 reader's chunk).
+const SOCKET_READ: usize = 4 * 1024;
+
+/// A connection whose read buffer exists only while it holds bytes: allocated when the
+/// socket has some, freed once they are all handed on. A WebSocket VU waiting minutes for a
+/// message then holds no read buffer at all, as a held event stream does ([`h1::Idle`]).
+///
+/// [`h1::Idle`]: crate::h1::Idle
+pub(crate) struct IdleFree {
+    stream: Stream,
+    buf: Vec<u8>,
+    /// How much of `buf` was handed on.
+    pos: usize,
+}
+
+impl IdleFree {
+    pub(crate) fn new(stream: Stream) -> Self {
+        IdleFree { stream, buf: Vec::new(), pos: 0 }
     }
+}
+
+impl AsyncRead for IdleFree {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, out: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.pos == this.buf.len() {
+            if out.remaining() >= SOCKET_READ {
+                return Pin::new(&mut this.stream).poll_read(cx, out);
+            }
+            // A plain socket says when it has bytes without a buffer; a TLS stream is asked
+            // with one, dropped again if nothing came.
+            if let Stream::Plain(tcp) = &this.stream {
+                ready!(tcp.poll_read_ready(cx))?;
+            }
+            let mut chunk = vec![0; SOCKET_READ];
+            let mut read = ReadBuf::new(&mut chunk);
+            ready!(Pin::new(&mut this.stream).poll_read(cx, &mut read))?;
+            let n = read.filled().len();
+            chunk.truncate(n);
+            this.buf = chunk;
+            this.pos = 0;
+        }
+        let n = out.remaining().min(this.buf.len() - this.pos);
+        out.put_slice(&this.buf[this.pos..this.pos + n]);
+        this.pos += n;
+        if this.pos == this.buf.len() {
+            this.buf = Vec::new();
+            this.pos = 0;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for IdleFree {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+/// Connects and upgrades the connection to a WebSocket (RFC 6455 §4.1).
+///
+/// The upgrade is our HTTP/1.1 exchange, not tungstenite's handshake: that one reads the
+/// response into a 4 KiB buffer which then becomes the socket's read buffer for good,
+/// whatever the configuration says. tungstenite makes the key and checks nothing else here;
+/// it frames the messages from then on, starting with any bytes that came after the head.
+async fn upgrade(ctx: &Rc<WorkerContext>, path: &str, headers: &[(String, String)]) -> Result<(WebSocketStream<IdleFree>, ConnectTimes), Failure> {
+    let key = generate_key();
+    let mut all: Vec<(String, String)> = vec![
+        ("Connection".into(), "Upgrade".into()),
+        ("Upgrade".into(), "websocket".into()),
+        ("Sec-WebSocket-Version".into(), "13".into()),
+        ("Sec-WebSocket-Key".into(), key.clone()),
+    ];
+    all.extend(headers.iter().cloned());
+    let request = PreparedRequest::build_h1(&ctx.target, "GET", path, &all, Vec::new()).map_err(|e| Failure::new(ErrorKind::Protocol, format!("websocket request: {e}")))?;
+    let (mut stream, times) = dial(&ctx.target, ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
+    stream.write_all(request.h1_bytes()).await.map_err(|e| Failure::io("write", &e))?;
+    let mut buf = Vec::new();
+    let mut got = Vec::new();
+    let head = h1::read_head(&mut stream, &mut buf, Some(&mut got)).await.map_err(Failure::h1)?;
+    if head.status != 101 {
+        return Err(Failure::new(ErrorKind::Status, format!("websocket upgrade refused: HTTP {}", head.status)));
+    }
+    let header = |name: &str| got.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim());
+    if !header("upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket")) {
+        return Err(Failure::new(ErrorKind::Protocol, "websocket upgrade: HTTP 101 without `Upgrade: websocket`"));
+    }
+    if !header("connection").is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade"))) {
+        return Err(Failure::new(ErrorKind::Protocol, "websocket upgrade: HTTP 101 without `Connection: Upgrade`"));
+    }
+    if header("sec-websocket-accept") != Some(derive_accept_key(key.as_bytes()).as_str()) {
+        return Err(Failure::new(ErrorKind::Protocol, "websocket upgrade: the server's Sec-WebSocket-Accept does not answer our key"));
+    }
+    // Only the bytes after the head go on: tungstenite keeps what it is given as its buffer,
+    // and `buf` has room for a 4 KiB read.
+    let ws = WebSocketStream::from_partially_read(IdleFree::new(stream), buf.as_slice().to_vec(), Role::Client, Some(config())).await;
+    Ok((ws, times))
 }

@@ -180,6 +180,40 @@ fn sse_time_to_first_event_and_websocket_round_trip_are_measured() {
 }
 
 #[test]
+fn websocket_messages_longer_than_any_read_buffer_arrive_whole_and_a_refused_upgrade_says_so() {
+    let _guard = serial();
+    let server = ScenarioServer::start();
+    let dir = out_dir();
+    // 200 KB each way: tungstenite reads 256 bytes at a time from a 4 KiB socket read that
+    // exists only while it holds bytes; the whole message must come through, in order.
+    let long = format!("start-{}-end", "0123456789".repeat(20_000));
+    let file = write(
+        dir.path(),
+        "ws.yaml",
+        &format!(
+            "target: {}\nsteps:\n  - name: long\n    websocket: /ws\n    send: \"{long}\"\n    expect: \"echo: start-0123456789\"\n  - name: tail\n    websocket: /ws\n    send: \"{long}\"\n    expect: \"789-end\"\n  - name: refused\n    websocket: /nowhere\n    send: hi\n",
+            server.url()
+        ),
+    );
+    let o = volley(&["check", file.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "the refused step fails the check: {}", text(&o));
+    assert!(out.contains("websocket upgrade refused: HTTP 404"), "{out}");
+    let runs = out_dir();
+    let o = volley(&["run", file.to_str().unwrap(), "--vus", "2", "--duration", "2s", "-o", runs.path().to_str().unwrap(), "--progress", "none"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let report = report_json(&only_run(runs.path()));
+    for name in ["long", "tail"] {
+        let s = step(&report, name);
+        assert_eq!(s["seed_suite"]["errors"], 0, "{s}");
+        assert!(s["seed_suite"]["total_tests"].as_u64().unwrap() > 2, "{s}");
+    }
+    let refused = step(&report, "refused");
+    assert_eq!(refused["seed_suite"]["error_rate_pct"], 100.0, "{refused}");
+    assert!(refused["seed_suite"]["errors"].as_u64().unwrap() > 2, "{refused}");
+}
+
+#[test]
 fn an_open_model_scenario_runs_one_iteration_per_arrival() {
     let _guard = serial();
     let server = ScenarioServer::start();
