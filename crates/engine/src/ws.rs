@@ -222,3 +222,95 @@ async fn upgrade(ctx: &Rc<WorkerContext>, path: &str, headers: &[(String, String
     let ws = WebSocketStream::from_partially_read(IdleFree::new(stream), buf.as_slice().to_vec(), Role::Client, Some(config())).await;
     Ok((ws, times))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    /// Reads `stream` as tungstenite does, 256 bytes at a time, and checks after every read
+    /// that the buffer exists only while it holds bytes not yet handed on.
+    async fn read_all(mut r: IdleFree) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut piece = [0u8; TUNGSTENITE_READ];
+        loop {
+            let n = r.read(&mut piece).await.unwrap();
+            if n == 0 {
+                return got;
+            }
+            assert!(r.buf.len() <= SOCKET_READ);
+            assert!(r.pos > 0 || r.buf.capacity() == 0, "a drained buffer is freed");
+            got.extend_from_slice(&piece[..n]);
+        }
+    }
+
+    /// 100 KB written in uneven pieces with pauses between them.
+    fn data() -> Vec<u8> {
+        (0..100_000u32).map(|i| (i % 251) as u8).collect()
+    }
+
+    async fn write_slowly<S: AsyncWrite + Unpin>(mut s: S) {
+        for piece in data().chunks(7_001) {
+            s.write_all(piece).await.unwrap();
+            s.flush().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        s.shutdown().await.unwrap();
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    }
+
+    #[test]
+    fn small_reads_over_tcp_get_every_byte_in_order() {
+        runtime().block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = tokio::spawn(async move { write_slowly(listener.accept().await.unwrap().0).await });
+            let tcp = TcpStream::connect(addr).await.unwrap();
+            assert_eq!(read_all(IdleFree::new(Stream::Plain(tcp))).await, data());
+            server.await.unwrap();
+        });
+    }
+
+    /// Over TLS there is no readiness to wait on without a buffer: one is lent to each read
+    /// and dropped if nothing came.
+    #[test]
+    fn small_reads_over_tls_get_every_byte_in_order() {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server_config = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert.cert.der().clone()).unwrap();
+        let client_config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        runtime().block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config));
+            let server = tokio::spawn(async move {
+                let tls = acceptor.accept(listener.accept().await.unwrap().0).await.unwrap();
+                write_slowly(tls).await;
+            });
+            let tcp = TcpStream::connect(addr).await.unwrap();
+            let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+            let tls = tokio_rustls::TlsConnector::from(Arc::new(client_config)).connect(name, tcp).await.unwrap();
+            assert_eq!(read_all(IdleFree::new(Stream::Tls(Box::new(tls)))).await, data());
+            server.await.unwrap();
+        });
+    }
+}
