@@ -98,14 +98,7 @@ impl PreparedRequest {
     ) -> Result<Self, EngineError> {
         let method = Method::from_bytes(method.as_bytes()).map_err(|_| EngineError::Method(method.to_string()))?;
         let path: PathAndQuery = path_and_query.parse().map_err(|_| EngineError::Path(path_and_query.to_string()))?;
-        for (n, v) in headers {
-            if !volley_scenario::plan::is_header_name(n) {
-                return Err(EngineError::HeaderName(n.clone()));
-            }
-            if !v.bytes().all(|b| b == b'\t' || (b >= 32 && b != 127)) {
-                return Err(EngineError::HeaderValue(n.clone()));
-            }
-        }
+        check_headers(headers)?;
         // As the header map orders them: Host, User-Agent, then each name where it first
         // appears, with the value it was given last.
         let last = |name: &str| headers.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
@@ -183,6 +176,20 @@ impl PreparedRequest {
 const USER_AGENT_VALUE: &str = concat!("volley/", env!("CARGO_PKG_VERSION"));
 
 /// `METHOD path HTTP/1.1`, and its line end.
+/// Refuses a header name that is not an HTTP token, or a value with a control character (the
+/// header map's rules, for requests written without it).
+pub(crate) fn check_headers(headers: &[(String, String)]) -> Result<(), EngineError> {
+    for (n, v) in headers {
+        if !volley_scenario::plan::is_header_name(n) {
+            return Err(EngineError::HeaderName(n.clone()));
+        }
+        if !v.bytes().all(|b| b == b'\t' || (b >= 32 && b != 127)) {
+            return Err(EngineError::HeaderValue(n.clone()));
+        }
+    }
+    Ok(())
+}
+
 fn request_line(out: &mut Vec<u8>, method: &Method, path: &str) {
     out.extend_from_slice(method.as_str().as_bytes());
     out.push(b' ');

@@ -22,7 +22,9 @@ use volley_stats::ErrorKind;
 use crate::client::Exchange;
 use crate::failure::Failure;
 use crate::context::WorkerContext;
-use crate::client::PreparedRequest;
+use crate::client::check_headers;
+use crate::error::EngineError;
+use crate::target::Target;
 use crate::dial::{ConnectTimes, dial, micros};
 use crate::h1::{self, Stream};
 
@@ -108,8 +110,10 @@ async fn run(ctx: &Rc<WorkerContext>, call: &WsCall, start: Instant, messages: &
 /// tungstenite keeps its read buffer for the socket's life (128 KiB by default, zero-filled)
 /// and reads at most that much per call. Here it is 256 bytes, and its reads are served by
 /// [`IdleFree`], which reads the socket 4 KiB at a time: a held socket keeps 256 bytes, and
-/// a long message still takes one system call per 4 KiB. Frames are written as they are
-/// sent (the flow sends few, and waits).
+/// a long message still takes one system call per 4 KiB. (tungstenite reserves a whole frame
+/// before reading it, and that allocation stays with the socket: one that received a large
+/// message keeps its size.) Frames are written as they are sent (the flow sends few, and
+/// waits).
 fn config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
     tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(TUNGSTENITE_READ).write_buffer_size(0)
 }
@@ -141,6 +145,9 @@ impl IdleFree {
 impl AsyncRead for IdleFree {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, out: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if out.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
         if this.pos == this.buf.len() {
             if out.remaining() >= SOCKET_READ {
                 return Pin::new(&mut this.stream).poll_read(cx, out);
@@ -187,40 +194,70 @@ impl AsyncWrite for IdleFree {
 ///
 /// The upgrade is our HTTP/1.1 exchange, not tungstenite's handshake: that one reads the
 /// response into a 4 KiB buffer which then becomes the socket's read buffer for good,
-/// whatever the configuration says. tungstenite makes the key and checks nothing else here;
-/// it frames the messages from then on, starting with any bytes that came after the head.
+/// whatever the configuration says. It checks what tungstenite's client checked — status
+/// 101, `Upgrade`, `Connection`, the accept key, the subprotocol — and tungstenite frames the
+/// messages from then on, starting with any bytes that came after the head.
 async fn upgrade(ctx: &Rc<WorkerContext>, path: &str, headers: &[(String, String)]) -> Result<(WebSocketStream<IdleFree>, ConnectTimes), Failure> {
-    let key = generate_key();
-    let mut all: Vec<(String, String)> = vec![
-        ("Connection".into(), "Upgrade".into()),
-        ("Upgrade".into(), "websocket".into()),
-        ("Sec-WebSocket-Version".into(), "13".into()),
-        ("Sec-WebSocket-Key".into(), key.clone()),
-    ];
-    all.extend(headers.iter().cloned());
-    let request = PreparedRequest::build_h1(&ctx.target, "GET", path, &all, Vec::new()).map_err(|e| Failure::new(ErrorKind::Protocol, format!("websocket request: {e}")))?;
+    let given = |name: &str| headers.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim());
+    // A scenario may set the key itself (a replayed capture); the answer must then match it.
+    let key = given("sec-websocket-key").map_or_else(generate_key, str::to_string);
+    let request = upgrade_request(&ctx.target, path, &key, headers).map_err(|e| Failure::new(ErrorKind::Protocol, format!("websocket request: {e}")))?;
     let (mut stream, times) = dial(&ctx.target, ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
-    stream.write_all(request.h1_bytes()).await.map_err(|e| Failure::io("write", &e))?;
+    let upgrading = |f: Failure| Failure::new(f.kind, format!("websocket upgrade: {}", f.message));
+    stream.write_all(&request).await.map_err(|e| upgrading(Failure::io("write", &e)))?;
     let mut buf = Vec::new();
     let mut got = Vec::new();
-    let head = h1::read_head(&mut stream, &mut buf, Some(&mut got)).await.map_err(Failure::h1)?;
+    let head = h1::read_head(&mut stream, &mut buf, Some(&mut got)).await.map_err(|e| upgrading(Failure::h1(e)))?;
     if head.status != 101 {
         return Err(Failure::new(ErrorKind::Status, format!("websocket upgrade refused: HTTP {}", head.status)));
     }
-    let header = |name: &str| got.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim());
-    if !header("upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket")) {
-        return Err(Failure::new(ErrorKind::Protocol, "websocket upgrade: HTTP 101 without `Upgrade: websocket`"));
+    let answered = |name: &str| got.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim());
+    let refuse = |why: String| Err(Failure::new(ErrorKind::Protocol, format!("websocket upgrade: {why}")));
+    if !answered("upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket")) {
+        return refuse("HTTP 101 without `Upgrade: websocket`".into());
     }
-    if !header("connection").is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade"))) {
-        return Err(Failure::new(ErrorKind::Protocol, "websocket upgrade: HTTP 101 without `Connection: Upgrade`"));
+    if !answered("connection").is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade"))) {
+        return refuse("HTTP 101 without `Connection: Upgrade`".into());
     }
-    if header("sec-websocket-accept") != Some(derive_accept_key(key.as_bytes()).as_str()) {
-        return Err(Failure::new(ErrorKind::Protocol, "websocket upgrade: the server's Sec-WebSocket-Accept does not answer our key"));
+    if answered("sec-websocket-accept") != Some(derive_accept_key(key.as_bytes()).as_str()) {
+        return refuse("the server's Sec-WebSocket-Accept does not answer the key sent".into());
+    }
+    let offered: Vec<&str> = given("sec-websocket-protocol").map_or_else(Vec::new, |v| v.split(',').map(str::trim).filter(|p| !p.is_empty()).collect());
+    match answered("sec-websocket-protocol") {
+        Some(p) if !offered.contains(&p) => return refuse(format!("the server chose subprotocol `{p}`, which was not offered")),
+        None if !offered.is_empty() => return refuse(format!("the server chose none of the subprotocols offered ({})", offered.join(", "))),
+        _ => {}
     }
     // Only the bytes after the head go on: tungstenite keeps what it is given as its buffer,
     // and `buf` has room for a 4 KiB read.
     let ws = WebSocketStream::from_partially_read(IdleFree::new(stream), buf.as_slice().to_vec(), Role::Client, Some(config())).await;
     Ok((ws, times))
+}
+
+/// The upgrade request. Its own headers are written with the names tungstenite gives them
+/// (some servers match these case-sensitively), a scenario's header of the same name
+/// replacing the value; the scenario's other headers follow as written, each name once with
+/// the value it was given last. `Host` carries no user information.
+fn upgrade_request(target: &Target, path: &str, key: &str, headers: &[(String, String)]) -> Result<Vec<u8>, EngineError> {
+    check_headers(headers)?;
+    let path: http::uri::PathAndQuery = path.parse().map_err(|_| EngineError::Path(path.to_string()))?;
+    let last = |name: &str| headers.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
+    let host = target.authority.as_str().rsplit('@').next().unwrap_or_default();
+    let ours = [("Host", host), ("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Key", key)];
+    let mut out = format!("GET {path} HTTP/1.1\r\n");
+    for (name, value) in ours {
+        let value = if name == "Sec-WebSocket-Key" { value } else { last(name).unwrap_or(value) };
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    for (i, (name, _)) in headers.iter().enumerate() {
+        let is_ours = ours.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+        if is_ours || headers[..i].iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        out.push_str(&format!("{name}: {}\r\n", last(name).unwrap_or_default()));
+    }
+    out.push_str("\r\n");
+    Ok(out.into_bytes())
 }
 
 #[cfg(test)]
@@ -276,6 +313,26 @@ mod tests {
             assert_eq!(read_all(IdleFree::new(Stream::Plain(tcp))).await, data());
             server.await.unwrap();
         });
+    }
+
+    #[test]
+    fn the_upgrade_request_names_headers_as_tungstenite_does_and_lets_the_scenario_replace_values() {
+        let target = Target::resolve("http://user:secret@127.0.0.1:9/base").unwrap();
+        let headers = [
+            ("x-trace".to_string(), "a".to_string()),
+            ("UPGRADE".to_string(), "WebSocket".to_string()),
+            ("Sec-WebSocket-Protocol".to_string(), "chat".to_string()),
+            ("X-Trace".to_string(), "b".to_string()),
+        ];
+        let bytes = upgrade_request(&target, "/base/ws?room=1", "a2V5", &headers).unwrap();
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            "GET /base/ws?room=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\nConnection: Upgrade\r\nUpgrade: WebSocket\r\n\
+             Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: a2V5\r\nx-trace: b\r\nSec-WebSocket-Protocol: chat\r\n\r\n"
+        );
+        let bad = [("X-Bad".to_string(), "a\nb".to_string())];
+        assert!(upgrade_request(&target, "/ws", "a2V5", &bad).is_err(), "a line break in a value is refused");
+        assert!(upgrade_request(&target, "/w s", "a2V5", &[]).is_err(), "a space in the path is refused");
     }
 
     /// Over TLS there is no readiness to wait on without a buffer: one is lent to each read

@@ -180,7 +180,7 @@ fn sse_time_to_first_event_and_websocket_round_trip_are_measured() {
 }
 
 #[test]
-fn websocket_messages_longer_than_any_read_buffer_arrive_whole_and_a_refused_upgrade_says_so() {
+fn websocket_messages_longer_than_any_read_buffer_arrive_whole_and_the_upgrade_is_checked() {
     let _guard = serial();
     let server = ScenarioServer::start();
     let dir = out_dir();
@@ -191,7 +191,7 @@ fn websocket_messages_longer_than_any_read_buffer_arrive_whole_and_a_refused_upg
         dir.path(),
         "ws.yaml",
         &format!(
-            "target: {}\nsteps:\n  - name: long\n    websocket: /ws\n    send: \"{long}\"\n    expect: \"echo: start-0123456789\"\n  - name: tail\n    websocket: /ws\n    send: \"{long}\"\n    expect: \"789-end\"\n  - name: refused\n    websocket: /nowhere\n    send: hi\n",
+            "target: {}\nsteps:\n  - name: long\n    websocket: /ws\n    send: \"{long}\"\n    expect: \"echo: start-0123456789\"\n  - name: tail\n    websocket: /ws\n    send: \"{long}\"\n    expect: \"789-end\"\n  - name: refused\n    websocket: /nowhere\n    send: hi\n  - name: own key\n    websocket: /ws\n    headers: {{ Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ== }}\n    send: hi\n    expect: \"echo: hi\"\n  - name: subprotocol\n    websocket: /ws\n    headers: {{ Sec-WebSocket-Protocol: chat }}\n    send: hi\n",
             server.url()
         ),
     );
@@ -199,18 +199,22 @@ fn websocket_messages_longer_than_any_read_buffer_arrive_whole_and_a_refused_upg
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "the refused step fails the check: {}", text(&o));
     assert!(out.contains("websocket upgrade refused: HTTP 404"), "{out}");
+    // The server (axum) speaks no subprotocol: one the scenario offers goes unanswered.
+    assert!(out.contains("websocket upgrade: the server chose none of the subprotocols offered (chat)"), "{out}");
     let runs = out_dir();
     let o = volley(&["run", file.to_str().unwrap(), "--vus", "2", "--duration", "2s", "-o", runs.path().to_str().unwrap(), "--progress", "none"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let report = report_json(&only_run(runs.path()));
-    for name in ["long", "tail"] {
+    for name in ["long", "tail", "own key"] {
         let s = step(&report, name);
         assert_eq!(s["seed_suite"]["errors"], 0, "{s}");
         assert!(s["seed_suite"]["total_tests"].as_u64().unwrap() > 2, "{s}");
     }
-    let refused = step(&report, "refused");
-    assert_eq!(refused["seed_suite"]["error_rate_pct"], 100.0, "{refused}");
-    assert!(refused["seed_suite"]["errors"].as_u64().unwrap() > 2, "{refused}");
+    for name in ["refused", "subprotocol"] {
+        let s = step(&report, name);
+        assert_eq!(s["seed_suite"]["error_rate_pct"], 100.0, "{s}");
+        assert!(s["seed_suite"]["errors"].as_u64().unwrap() > 2, "{s}");
+    }
 }
 
 #[test]
