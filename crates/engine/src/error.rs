@@ -96,6 +96,12 @@ pub enum EngineError {
         /// What the socket said.
         error: io::Error,
     },
+    /// The URL names a user (`user:password@host`), which an HTTP request cannot carry in
+    /// its host: sent as written it would put the credentials in `Host`.
+    #[error(
+        "`{0}` carries user information (`user:password@`), which volley does not send from a URL; drop it from the URL and send an `Authorization: Basic <base64 of user:password>` header instead (-H, or `headers:` in a scenario)"
+    )]
+    UserInfo(String),
     /// The URL's port is not one a socket can have.
     #[error("`{url}`: port {port} is not a port; ports run from 1 to 65535")]
     BadPort {

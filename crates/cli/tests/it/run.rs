@@ -165,6 +165,10 @@ fn bad_flags_exit_2_with_a_clear_message() {
         (vec!["target", "serve", "--db-pool", "many"], "db-pool=many: expected a whole number"),
         (vec!["run", "--url", "http://127.0.0.1:99999/", "--vus", "1", "--duration", "1s"], "port 99999 is not a port; ports run from 1 to 65535"),
         (vec!["run", "--url", "http://127.0.0.1:0/", "--vus", "1", "--duration", "1s"], "port 0 is not a port"),
+        (
+            vec!["run", "--url", "http://kim:s3cret@127.0.0.1:1/", "--vus", "1", "--duration", "1s"],
+            "`http://…@127.0.0.1:1/` carries user information (`user:password@`), which volley does not send from a URL; drop it from the URL and send an `Authorization: Basic <base64 of user:password>` header",
+        ),
         (vec!["report", "--warmup", "stage:2", "../../fixtures/ngrinder/ngrinder_neven7_output.csv"], "needs a volley run's stages and this has none"),
         (vec!["report", "--warmup", "1h", "../../fixtures/ngrinder/ngrinder_neven7_output.csv"], "leaves nothing of the 594 s measured"),
         (vec!["report", "--warmup", "stage:x", "../../fixtures/ngrinder/ngrinder_neven7_output.csv"], "write stage:N"),
