@@ -354,7 +354,9 @@ impl Client {
         loop {
             let fresh = self.conn.as_ref().is_none_or(Connection::is_closed);
             if fresh {
-                let (conn, times) = connect_with(&self.target, self.tls.as_ref(), self.force_h2).await?;
+                // Boxed: connecting (TCP, TLS, the HTTP/2 handshake) happens once per connection,
+                // and inline its 1.2 KB of state would size every VU's task for its whole life.
+                let (conn, times) = Box::pin(connect_with(&self.target, self.tls.as_ref(), self.force_h2)).await?;
                 wire.opened(times, self.opened_before);
                 self.opened_before = true;
                 self.conn = Some(conn);

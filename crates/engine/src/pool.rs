@@ -129,7 +129,7 @@ impl Pool {
             .get_or_try_init(|| async {
                 let mut slot = self.slots[0].lock().await;
                 if slot.is_none() {
-                    times = Some(self.open(0, &mut slot).await?);
+                    times = Some(Box::pin(self.open(0, &mut slot)).await?);
                 }
                 Ok::<_, Failure>(matches!(*slot, Some(Connection::H2(_))))
             })
@@ -139,6 +139,8 @@ impl Pool {
 
     /// The connection for one request: HTTP/2 connection `assigned` (opened if it is not
     /// open), or the first free HTTP/1.1 connection once it is this VU's turn.
+    /// Opening a connection runs in a box (once per connection): inline, its state would
+    /// size every waiting VU's future.
     pub(crate) async fn lease(&self, assigned: usize) -> Result<Lease, Failure> {
         let (h2, first) = self.protocol().await?;
         if h2 {
@@ -147,7 +149,7 @@ impl Pool {
             let mut times = first;
             if !matches!(&*slot, Some(Connection::H2(c)) if !c.is_closed()) {
                 *slot = None;
-                times = Some(add(times, self.open(i, &mut slot).await?));
+                times = Some(add(times, Box::pin(self.open(i, &mut slot)).await?));
             }
             return match &*slot {
                 Some(Connection::H2(c)) => Ok(Lease::H2(c.clone(), times)),
@@ -163,7 +165,7 @@ impl Pool {
         let (i, mut slot) = free.expect("a turn always finds a free connection");
         let mut opened = first;
         if slot.is_none() {
-            opened = Some(add(opened, self.open(i, &mut slot).await?));
+            opened = Some(add(opened, Box::pin(self.open(i, &mut slot)).await?));
         }
         Ok(Lease::H1(H1Lease { slot, _turn: turn, opened }))
     }
