@@ -99,27 +99,16 @@ impl PreparedRequest {
         let method = Method::from_bytes(method.as_bytes()).map_err(|_| EngineError::Method(method.to_string()))?;
         let path: PathAndQuery = path_and_query.parse().map_err(|_| EngineError::Path(path_and_query.to_string()))?;
         check_headers(headers)?;
-        // As the header map orders them: Host, User-Agent, then each name where it first
-        // appears, with the value it was given last.
-        let last = |name: &str| headers.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
         let mut out = Vec::with_capacity(128 + body.len());
         request_line(&mut out, &method, path.as_str());
-        let mut line = |name: &str, value: &str| {
+        let mut has_length = false;
+        each_header(&[("host", target.authority.as_str()), ("user-agent", USER_AGENT_VALUE)], headers, |name, value| {
+            has_length |= name.eq_ignore_ascii_case("content-length");
             out.extend(name.bytes().map(|b| b.to_ascii_lowercase()));
             out.extend_from_slice(b": ");
             out.extend_from_slice(value.as_bytes());
             out.extend_from_slice(b"\r\n");
-        };
-        line("host", last("host").unwrap_or(target.authority.as_str()));
-        line("user-agent", last("user-agent").unwrap_or(USER_AGENT_VALUE));
-        let mut has_length = false;
-        for (i, (n, _)) in headers.iter().enumerate() {
-            if n.eq_ignore_ascii_case("host") || n.eq_ignore_ascii_case("user-agent") || headers[..i].iter().any(|(m, _)| m.eq_ignore_ascii_case(n)) {
-                continue;
-            }
-            has_length |= n.eq_ignore_ascii_case("content-length");
-            line(n, last(n).unwrap_or_default());
-        }
+        });
         if sends_body(&method, &body) && !has_length {
             out.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
         }
@@ -175,7 +164,6 @@ impl PreparedRequest {
 /// Every request's `User-Agent` unless it names its own.
 const USER_AGENT_VALUE: &str = concat!("volley/", env!("CARGO_PKG_VERSION"));
 
-/// `METHOD path HTTP/1.1`, and its line end.
 /// Refuses a header name that is not an HTTP token, or a value with a control character (the
 /// header map's rules, for requests written without it).
 pub(crate) fn check_headers(headers: &[(String, String)]) -> Result<(), EngineError> {
@@ -190,6 +178,29 @@ pub(crate) fn check_headers(headers: &[(String, String)]) -> Result<(), EngineEr
     Ok(())
 }
 
+/// The value `headers` give `name` last (names compared without case), if any.
+pub(crate) fn last_value<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+}
+
+/// Hands `line` each header of a request written without a header map, in the map's order:
+/// the `fixed` names first, each with the value `headers` give it last or else its own, then
+/// every other name of `headers` once, where it first appears, with the value it was given
+/// last.
+pub(crate) fn each_header<'a>(fixed: &[(&'a str, &'a str)], headers: &'a [(String, String)], mut line: impl FnMut(&'a str, &'a str)) {
+    for &(name, value) in fixed {
+        line(name, last_value(headers, name).unwrap_or(value));
+    }
+    for (i, (name, _)) in headers.iter().enumerate() {
+        let is_fixed = fixed.iter().any(|(f, _)| f.eq_ignore_ascii_case(name));
+        if is_fixed || headers[..i].iter().any(|(m, _)| m.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        line(name, last_value(headers, name).unwrap_or_default());
+    }
+}
+
+/// `METHOD path HTTP/1.1`, and its line end.
 fn request_line(out: &mut Vec<u8>, method: &Method, path: &str) {
     out.extend_from_slice(method.as_str().as_bytes());
     out.push(b' ');

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
-
 use tokio_util::sync::CancellationToken;
 use volley_scenario::Scenario;
 use volley_stats::ErrorKind;

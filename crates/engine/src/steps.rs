@@ -9,7 +9,6 @@ use std::rc::Rc;
 
 use minijinja::Value;
 use volley_scenario::Scenario;
-
 use volley_scenario::json::JsonTemplate;
 use volley_scenario::scenario::{Body, HttpStep};
 use volley_scenario::template::Template;

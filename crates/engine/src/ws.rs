@@ -10,23 +10,21 @@ use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio_tungstenite::tungstenite::Message;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::client::generate_key;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use volley_stats::ErrorKind;
 
-use crate::client::Exchange;
-use crate::failure::Failure;
+use crate::client::{Exchange, check_headers, each_header, last_value};
 use crate::context::WorkerContext;
-use crate::client::check_headers;
-use crate::error::EngineError;
-use crate::target::Target;
 use crate::dial::{ConnectTimes, dial, micros};
+use crate::error::EngineError;
+use crate::failure::Failure;
 use crate::h1::{self, Stream};
+use crate::target::Target;
 
 /// A finished exchange.
 pub(crate) struct WsDone {
@@ -198,9 +196,9 @@ impl AsyncWrite for IdleFree {
 /// 101, `Upgrade`, `Connection`, the accept key, the subprotocol — and tungstenite frames the
 /// messages from then on, starting with any bytes that came after the head.
 async fn upgrade(ctx: &Rc<WorkerContext>, path: &str, headers: &[(String, String)]) -> Result<(WebSocketStream<IdleFree>, ConnectTimes), Failure> {
-    let given = |name: &str| headers.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim());
-    // A scenario may set the key itself (a replayed capture); the answer must then match it.
-    let key = given("sec-websocket-key").map_or_else(generate_key, str::to_string);
+    // A scenario may set the key itself (a replayed capture); the answer must then match it,
+    // as tungstenite's handshake derived it from the header as sent.
+    let key = last_value(headers, "sec-websocket-key").map_or_else(generate_key, str::to_string);
     let request = upgrade_request(&ctx.target, path, &key, headers).map_err(|e| Failure::new(ErrorKind::Protocol, format!("websocket request: {e}")))?;
     let (mut stream, times) = dial(&ctx.target, ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
     let upgrading = |f: Failure| Failure::new(f.kind, format!("websocket upgrade: {}", f.message));
@@ -222,7 +220,7 @@ async fn upgrade(ctx: &Rc<WorkerContext>, path: &str, headers: &[(String, String
     if answered("sec-websocket-accept") != Some(derive_accept_key(key.as_bytes()).as_str()) {
         return refuse("the server's Sec-WebSocket-Accept does not answer the key sent".into());
     }
-    let offered: Vec<&str> = given("sec-websocket-protocol").map_or_else(Vec::new, |v| v.split(',').map(str::trim).filter(|p| !p.is_empty()).collect());
+    let offered: Vec<&str> = last_value(headers, "sec-websocket-protocol").map_or_else(Vec::new, |v| v.split(',').map(str::trim).filter(|p| !p.is_empty()).collect());
     match answered("sec-websocket-protocol") {
         Some(p) if !offered.contains(&p) => return refuse(format!("the server chose subprotocol `{p}`, which was not offered")),
         None if !offered.is_empty() => return refuse(format!("the server chose none of the subprotocols offered ({})", offered.join(", "))),
@@ -241,20 +239,9 @@ async fn upgrade(ctx: &Rc<WorkerContext>, path: &str, headers: &[(String, String
 fn upgrade_request(target: &Target, path: &str, key: &str, headers: &[(String, String)]) -> Result<Vec<u8>, EngineError> {
     check_headers(headers)?;
     let path: http::uri::PathAndQuery = path.parse().map_err(|_| EngineError::Path(path.to_string()))?;
-    let last = |name: &str| headers.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
     let ours = [("Host", target.authority.as_str()), ("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Key", key)];
     let mut out = format!("GET {path} HTTP/1.1\r\n");
-    for (name, value) in ours {
-        let value = if name == "Sec-WebSocket-Key" { value } else { last(name).unwrap_or(value) };
-        out.push_str(&format!("{name}: {value}\r\n"));
-    }
-    for (i, (name, _)) in headers.iter().enumerate() {
-        let is_ours = ours.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-        if is_ours || headers[..i].iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
-            continue;
-        }
-        out.push_str(&format!("{name}: {}\r\n", last(name).unwrap_or_default()));
-    }
+    each_header(&ours, headers, |name, value| out.push_str(&format!("{name}: {value}\r\n")));
     out.push_str("\r\n");
     Ok(out.into_bytes())
 }
