@@ -2,7 +2,10 @@
 # Memory per VU at many connections: volley with N paced VUs (one request per VU per second,
 # each on its own keep-alive connection) against nginx on 127.0.0.1, and N VUs that only hold
 # a server-sent event stream or a WebSocket open against the demo target (`volley target serve`).
-# GNU time's peak RSS of the volley process; KB per VU = (RSS(N) − RSS(10)) / (N − 10).
+# GNU time's peak RSS of the volley process; KB per VU = (RSS(N) − RSS(10)) / (N − 10). Also
+# the RSS while every VU holds its connection (/proc/PID/status, sampled halfway between the end
+# of the ramp and the end of the run), per VU the same way: the peak also covers the end of the
+# run, whose transients (thousands of VUs cancelled at once, the report) vary between runs.
 # More connections than one source address has local ports for (net.ipv4.ip_local_port_range,
 # ~28k by default; cheap to find while under half are taken) are spread over 127.0.0.1…127.0.0.K
 # with --source-addrs, one address per 10,000 connections.
@@ -115,7 +118,17 @@ steps:
     timeout: 600s
 YAML
 
-# run CASE N: one volley run; prints "CASE N rss_kb cpu_s requests errors".
+# volley_under PID: the volley process started under PID (through taskset, time and timeout).
+volley_under() {
+  local todo=("$1") p
+  while [ ${#todo[@]} -gt 0 ]; do
+    p=${todo[0]} todo=("${todo[@]:1}")
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = volley ] && { echo "$p"; return; }
+    todo+=($(pgrep -P "$p"))
+  done
+}
+
+# run CASE N: one volley run; prints "CASE N rss_kb cpu_s requests errors processes hold_rss_kb".
 run() {
   local case=$1 n=$2 dir=$out/$1-$2
   mkdir -p "$dir"
@@ -135,14 +148,27 @@ run() {
     (cd "$dir/$i" && taskset -c "$CLIENT_CPU" /usr/bin/time -f "%U %S %M" -o time.txt timeout -k 5 $((DURATION + 60)) "${cmd[@]}" >out.txt 2>err.txt) &
     pids+=($!)
   done
+  # RSS while every VU holds its connection: sampled halfway between the end of the ramp and
+  # the end of the run. The peak (GNU time) also covers the end of the run — cancelling
+  # thousands of VUs at once and writing the report — whose transients vary from run to run.
+  sleep $((5 + (DURATION - 5) / 2))
+  for i in $(seq 0 $((k - 1))); do
+    local p
+    p=$(volley_under "${pids[$i]}")
+    awk '/^VmRSS/ {print $2}' "/proc/$p/status" >"$dir/$i/hold_rss.txt" 2>/dev/null || true
+  done
   wait "${pids[@]}" || true
   python3 - "$case" "$n" "$dir" "$k" >>"$out/results.tsv" <<'PY'
 import glob, json, sys
 case, n, d, k = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-rss, cpu, tests, errors = 0, 0.0, 0, 0
+rss, cpu, tests, errors, hold = 0, 0.0, 0, 0, 0
 for i in range(k):
     u, s, m = open(f"{d}/{i}/time.txt").read().split()[-3:]
     rss, cpu = rss + int(m), cpu + float(u) + float(s)
+    try:
+        hold = hold + int(open(f"{d}/{i}/hold_rss.txt").read()) if hold is not None else None
+    except (OSError, ValueError):
+        hold = None  # the process had ended before the sample: no figure rather than a wrong one
     try:
         r = json.load(open(glob.glob(f"{d}/{i}/runs/*/report.json")[0]))
         tests += r["seed_suite"]["total_tests"]
@@ -150,7 +176,7 @@ for i in range(k):
     except Exception as e:
         tests, errors = "?", f"no report in {d}/{i} ({e})"
         break
-print(case, n, rss, f"{cpu:.2f}", tests, errors, k, sep="\t")
+print(case, n, rss, f"{cpu:.2f}", tests, errors, k, "?" if hold is None else hold, sep="\t")
 PY
   tail -1 "$out/results.tsv"
 }
@@ -164,13 +190,16 @@ done
 python3 - "$out/results.tsv" <<'PY'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-print("\n| case | VUs | processes | peak RSS MB (sum) | KB per VU (over the smallest run) | CPU s | requests ok | errors |")
-print("|---|---|---|---|---|---|---|---|")
+print("\n| case | VUs | processes | peak RSS MB (sum) | KB per VU (over the smallest run) | RSS holding MB (sum) | KB per VU holding | CPU s | requests ok | errors |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 base = {}
-for case, n, rss, cpu, tests, errors, k in rows:
+for case, n, rss, cpu, tests, errors, k, hold in rows:
     n, rss, k = int(n), int(rss), int(k)
-    b = base.setdefault(case, (n, rss))
-    per = f"{(rss - k * b[1]) / (n - b[0]):.1f}" if n > b[0] else "–"
-    print(f"| {case} | {n:,} | {k} | {rss / 1024:.1f} | {per} | {cpu} | {tests} | {errors} |")
+    hold = None if hold == "?" else int(hold)
+    b = base.setdefault(case, (n, rss, hold))
+    per = f"{(rss - k * b[1]) / (n - b[0]):.2f}" if n > b[0] else "–"
+    hold_per = f"{(hold - k * b[2]) / (n - b[0]):.2f}" if n > b[0] and hold is not None and b[2] is not None else "–"
+    held = "?" if hold is None else f"{hold / 1024:.1f}"
+    print(f"| {case} | {n:,} | {k} | {rss / 1024:.1f} | {per} | {held} | {hold_per} | {cpu} | {tests} | {errors} |")
 PY
 echo "raw: $out"

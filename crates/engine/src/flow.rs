@@ -511,44 +511,30 @@ impl<'a> Exec<'a> {
     /// Opens the stream and reads it in the background (or to its end with `wait`).
     async fn sse(&mut self, step: &SseStep) -> Next {
         let id = step.call.id;
-        let vars = StepVars::new(&self.state.vars);
-        let (path, mut headers) = match self.prepare(&step.call, &vars, false) {
-            Ok(p) => p,
-            Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e),
-        };
-        headers.retain(|(k, _)| !k.eq_ignore_ascii_case("accept") && !k.eq_ignore_ascii_case("cache-control"));
-        headers.push(("Accept".into(), "text/event-stream".into()));
-        headers.push(("Cache-Control".into(), "no-cache".into()));
-        // Only the HTTP/1.1 bytes: the stream has a connection of its own, which speaks 1.1.
-        let req = match PreparedRequest::build_h1(&self.ctx.target, "GET", &path, &headers, Vec::new()) {
-            Ok(r) => r,
-            Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e.into()),
-        };
-        self.sent += 1;
-        // What `volley check` shows of the request is kept while the stream is open only when
-        // it is shown: a held stream keeps nothing it does not read with.
-        let shown = self.trace.map(|_| (format!("SSE {}", self.ctx.target.url_of(&path, false)), headers));
-        drop(path);
-        let stream = SseStream {
-            ctx: self.ctx.clone(),
-            id,
-            want: step.events,
-            limit: step.call.timeout,
-            open_timeout: self.timeout(&step.call),
-            stop: self.streams.get_or_init(CancellationToken::new).clone(),
-            redact: self.scenario.clone(),
-        };
-        // Made where it is awaited or spawned: a future held in a local first is kept twice
-        // in this step's state (the local and the awaited copy).
-        let (text, passed, pending) = if step.wait {
-            let (text, passed) = stream.run(req).await;
-            (text, passed, None)
+        let shown;
+        // The stream is made inside the expression that awaits or spawns it: what only
+        // making it needs, and a future held in a local first (kept twice: the local and the
+        // awaited copy), are then no part of this step's state while the stream is open.
+        let (text, passed) = if step.wait {
+            {
+                let (stream, req);
+                (stream, req, shown) = match self.sse_stream(step) {
+                    Ok(made) => made,
+                    Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e),
+                };
+                stream.run(req)
+            }
+            .await
         } else {
-            (String::from("still open"), true, Some(tokio::task::spawn_local(stream.run(req))))
-        };
-        if let Some(pending) = pending {
+            let (stream, req);
+            (stream, req, shown) = match self.sse_stream(step) {
+                Ok(made) => made,
+                Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e),
+            };
+            let pending = tokio::task::spawn_local(stream.run(req));
             self.background.push((pending, self.trace.map(|t| t.borrow().len())));
-        }
+            (String::from("still open"), true)
+        };
         if let Some((request, request_headers)) = shown {
             self.push_trace(Trace { step: self.step_name(id), request, request_headers, outcome: text, passed, ..Trace::default() });
         }
@@ -556,21 +542,51 @@ impl<'a> Exec<'a> {
         Next::Go
     }
 
+    /// The SSE step rendered for this iteration: the stream, its request, and what `volley
+    /// check` shows of it (made only when shown: a held stream keeps nothing it does not read
+    /// with).
+    #[allow(clippy::type_complexity)]
+    fn sse_stream(&mut self, step: &SseStep) -> Result<(SseStream, PreparedRequest, Option<(String, Vec<(String, String)>)>), String> {
+        let vars = StepVars::new(&self.state.vars);
+        let (path, mut headers) = self.prepare(&step.call, &vars, false)?;
+        headers.retain(|(k, _)| !k.eq_ignore_ascii_case("accept") && !k.eq_ignore_ascii_case("cache-control"));
+        headers.push(("Accept".into(), "text/event-stream".into()));
+        headers.push(("Cache-Control".into(), "no-cache".into()));
+        // Only the HTTP/1.1 bytes: the stream has a connection of its own, which speaks 1.1.
+        let req = PreparedRequest::build_h1(&self.ctx.target, "GET", &path, &headers, Vec::new()).map_err(String::from)?;
+        self.sent += 1;
+        let shown = self.trace.map(|_| (format!("SSE {}", self.ctx.target.url_of(&path, false)), headers));
+        let stream = SseStream {
+            ctx: self.ctx.clone(),
+            id: step.call.id,
+            want: step.events,
+            limit: step.call.timeout,
+            open_timeout: self.timeout(&step.call),
+            stop: self.streams.get_or_init(|| self.ctx.shared.abort.child_token()).clone(),
+            redact: self.scenario.clone(),
+        };
+        Ok((stream, req, shown))
+    }
+
     async fn websocket(&mut self, step: &WsStep) -> Next {
         let id = step.call.id;
-        let vars = StepVars::new(&self.state.vars);
-        let prepared = self.prepare(&step.call, &vars, true).and_then(|(path, headers)| {
-            let send = step.send.iter().map(|t| self.render(t, &vars)).collect::<Result<Vec<_>, _>>()?;
-            let expect = step.expect.as_ref().map(|t| self.render(t, &vars)).transpose()?;
-            Ok((path, headers, send, expect))
-        });
-        let call = match prepared {
-            Ok((path, headers, send, expect)) => crate::ws::WsCall { path, headers, send, expect, timeout: self.timeout(&step.call) },
-            Err(e) => return self.abandon(id, format!("WS {}", step.call.url.source()), e),
-        };
-        self.sent += 1;
-        let result = crate::ws::exchange(self.ctx, &call).await;
-        let (outcome, status, received, ttfb_ms, total_ms) = match result {
+        let shown;
+        // The call is rendered in a function of its own and made inside the argument: what
+        // only rendering needs, and the call itself once moved, are then no part of this
+        // step's state while the socket is held.
+        let (outcome, status, received, ttfb_ms, total_ms) = match crate::ws::exchange(self.ctx, {
+            let call = match self.ws_call(step) {
+                Ok(call) => call,
+                Err(e) => return self.abandon(id, format!("WS {}", step.call.url.source()), e),
+            };
+            self.sent += 1;
+            // What `volley check` shows of the request, made only when shown: the path,
+            // headers and messages go into the exchange, which frees them once they are sent.
+            shown = self.trace.map(|_| (format!("WS {}", self.ctx.target.url_of(&call.path, true)), call.send.join(" | "), call.headers.clone()));
+            call
+        })
+        .await
+        {
             Ok(done) => {
                 let mut rec = self.ctx.recorder.borrow_mut();
                 rec.record_events(id, done.messages);
@@ -584,12 +600,12 @@ impl<'a> Exec<'a> {
                 (msg, 0, String::new(), 0.0, 0.0)
             }
         };
-        if self.trace.is_some() {
+        if let Some((request, request_body, request_headers)) = shown {
             self.push_trace(Trace {
                 step: self.step_name(id),
-                request: format!("WS {}", self.ctx.target.url_of(&call.path, true)),
-                request_body: call.send.join(" | "),
-                request_headers: call.headers,
+                request,
+                request_body,
+                request_headers,
                 status,
                 response_body: excerpt(received.as_bytes()),
                 ttfb_ms,
@@ -601,6 +617,15 @@ impl<'a> Exec<'a> {
         }
         self.think(step.call.think_time.sample()).await;
         Next::Go
+    }
+
+    /// The WebSocket step rendered for this iteration.
+    fn ws_call(&self, step: &WsStep) -> Result<crate::ws::WsCall, String> {
+        let vars = StepVars::new(&self.state.vars);
+        let (path, headers) = self.prepare(&step.call, &vars, true)?;
+        let send = step.send.iter().map(|t| self.render(t, &vars)).collect::<Result<Vec<_>, _>>()?;
+        let expect = step.expect.as_ref().map(|t| self.render(t, &vars)).transpose()?;
+        Ok(crate::ws::WsCall { path, headers, send, expect, timeout: self.timeout(&step.call) })
     }
 }
 

@@ -4,12 +4,13 @@
 //! byte is timed at the read that brings it, and no task or buffer lives beside the
 //! connection between requests, so an idle VU costs little more than its socket.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
@@ -262,18 +263,31 @@ pub(crate) enum Idle {
 
 /// Reads more bytes into `buf`; returns how many (0 at end of stream).
 async fn fill(stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle) -> Result<usize, H1Error> {
-    if idle == Idle::Release
-        && buf.is_empty()
+    std::future::poll_fn(|cx| poll_fill(cx, stream, buf, idle)).await
+}
+
+/// [`fill`] as a poll. On plain TCP, an empty buffer with [`Idle::Release`] — or one never
+/// allocated — is allocated only once the socket has bytes (and freed again if they were not
+/// there after all): a stream waiting for minutes holds no read buffer, and neither does a
+/// connection waiting for its first response (thousands of streams opening at once against a
+/// slow server would otherwise each hold a read buffer for the wait).
+fn poll_fill(cx: &mut Context<'_>, stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle) -> Poll<Result<usize, H1Error>> {
+    if buf.is_empty()
+        && (idle == Idle::Release || buf.capacity() == 0)
         && let Stream::Plain(tcp) = stream
     {
-        *buf = Vec::new();
-        tcp.readable().await.map_err(|e| H1Error::Io("read", e))?;
+        loop {
+            *buf = Vec::new();
+            ready!(tcp.poll_read_ready(cx)).map_err(|e| H1Error::Io("read", e))?;
+            buf.reserve(READ_CHUNK);
+            match tcp.try_read_buf(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                r => return Poll::Ready(r.map_err(|e| H1Error::Io("read", e))),
+            }
+        }
     }
-    let start = buf.len();
     buf.reserve(READ_CHUNK);
-    let n = stream.read_buf(buf).await.map_err(|e| H1Error::Io("read", e))?;
-    debug_assert_eq!(buf.len(), start + n);
-    Ok(n)
+    tokio_util::io::poll_read_buf(Pin::new(stream), cx, buf).map_err(|e| H1Error::Io("read", e))
 }
 
 /// What receives body bytes as they arrive; returning `false` stops reading (the
@@ -282,94 +296,143 @@ pub(crate) type Sink<'a> = &'a mut dyn FnMut(&[u8]) -> bool;
 
 /// Reads the body (part of which may already be in `buf`), handing it to `sink`, and
 /// returns its length.
-pub(crate) async fn read_body(stream: &mut Stream, buf: &mut Vec<u8>, framing: Framing, idle: Idle, sink: Sink<'_>) -> Result<u64, H1Error> {
-    match framing {
-        Framing::Length(n) => {
-            let mut have = buf.len() as u64;
-            if !sink(&buf[..buf.len().min(n as usize)]) {
-                return Ok(have);
+///
+/// A plain function returning a poll: a body read for minutes (an SSE step holds one for the
+/// stream's life) is then its decoder's few words and four references, not the state of
+/// nested `async fn`s (432 bytes, most of it for the awaits it is not at).
+pub(crate) fn read_body<'a>(
+    stream: &'a mut Stream,
+    buf: &'a mut Vec<u8>,
+    framing: Framing,
+    idle: Idle,
+    sink: Sink<'a>,
+) -> impl Future<Output = Result<u64, H1Error>> + 'a {
+    let mut body = Body::new(framing);
+    std::future::poll_fn(move |cx| {
+        loop {
+            if body.take(buf, sink)? {
+                return Poll::Ready(Ok(body.total));
             }
-            buf.clear();
-            while have < n {
-                let got = fill(stream, buf, idle).await?;
-                if got == 0 {
-                    return Err(H1Error::Closed("connection closed inside the body"));
-                }
-                have += got as u64;
-                let keep = sink(buf);
-                buf.clear();
-                if !keep {
-                    break;
-                }
+            if ready!(poll_fill(cx, stream, buf, idle))? == 0 {
+                return Poll::Ready(body.end());
             }
-            Ok(have.min(n))
         }
-        Framing::UntilClose => {
-            let mut have = buf.len() as u64;
-            let mut keep = sink(buf);
-            buf.clear();
-            while keep {
-                let got = fill(stream, buf, idle).await?;
-                if got == 0 {
-                    break;
-                }
-                have += got as u64;
-                keep = sink(buf);
-                buf.clear();
-            }
-            Ok(have)
-        }
-        Framing::Chunked => read_chunked(stream, buf, idle, sink).await,
-    }
+    })
 }
 
-/// Decodes chunked encoding: `size[;ext]\r\n data \r\n` ... `0\r\n trailers \r\n`.
-async fn read_chunked(stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle, sink: Sink<'_>) -> Result<u64, H1Error> {
-    let mut total = 0u64;
-    loop {
-        let line = read_line(stream, buf, idle).await?;
-        let size_text = line.split(|&b| b == b';').next().unwrap_or(&[]);
-        let size = std::str::from_utf8(size_text)
-            .ok()
-            .and_then(|s| u64::from_str_radix(s.trim(), 16).ok())
-            .ok_or_else(|| H1Error::Invalid("invalid chunk size".into()))?;
-        if size == 0 {
-            // Trailers up to an empty line.
-            while !read_line(stream, buf, idle).await?.is_empty() {}
-            return Ok(total);
-        }
-        let mut data_left = size;
-        let mut need = size + 2; // data and its CRLF
-        while need > 0 {
-            if buf.is_empty() && fill(stream, buf, idle).await? == 0 {
-                return Err(H1Error::Closed("connection closed inside a chunk"));
-            }
-            let take = (buf.len() as u64).min(need) as usize;
-            let data = (take as u64).min(data_left) as usize;
-            if data > 0 && !sink(&buf[..data]) {
-                return Ok(total + data as u64);
-            }
-            data_left -= data as u64;
-            buf.drain(..take);
-            need -= take as u64;
-        }
-        total += size;
-    }
+/// A response body's framing as a decoder fed bytes as they arrive (no I/O of its own).
+#[derive(Debug)]
+struct Body {
+    state: BodyState,
+    /// Body bytes handed on (after de-chunking).
+    total: u64,
 }
 
-/// Takes one CRLF-terminated line from the front of `buf`, reading as needed.
-async fn read_line(stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle) -> Result<Vec<u8>, H1Error> {
-    loop {
-        if let Some(p) = buf.windows(2).position(|w| w == b"\r\n") {
-            let line = buf[..p].to_vec();
-            buf.drain(..p + 2);
-            return Ok(line);
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum BodyState {
+    /// This many bytes of a `Content-Length` body are still to come.
+    Length(u64),
+    /// Everything up to the end of the connection.
+    UntilClose,
+    /// A chunk's `size[;ext]` line.
+    ChunkSize,
+    /// This many bytes of a chunk's data are still to come.
+    ChunkData(u64),
+    /// This many bytes of the CRLF after a chunk's data are still to come.
+    ChunkEnd(u8),
+    /// Trailer lines, up to an empty one.
+    Trailers,
+    Done,
+}
+
+impl Body {
+    fn new(framing: Framing) -> Self {
+        let state = match framing {
+            Framing::Length(0) => BodyState::Done,
+            Framing::Length(n) => BodyState::Length(n),
+            Framing::UntilClose => BodyState::UntilClose,
+            Framing::Chunked => BodyState::ChunkSize,
+        };
+        Body { state, total: 0 }
+    }
+
+    /// Decodes what `buf` holds, handing body bytes to `sink`, and removes what it used
+    /// (bytes past a `Content-Length` body are dropped). True when the body is complete or
+    /// `sink` asked to stop; false when it needs more bytes.
+    fn take(&mut self, buf: &mut Vec<u8>, sink: Sink<'_>) -> Result<bool, H1Error> {
+        let mut at = 0;
+        let done = loop {
+            let rest = &buf[at..];
+            match self.state {
+                BodyState::Done => break true,
+                _ if rest.is_empty() => break false,
+                BodyState::Length(left) | BodyState::ChunkData(left) => {
+                    let n = (rest.len() as u64).min(left) as usize;
+                    at += n;
+                    self.total += n as u64;
+                    let left = left - n as u64;
+                    self.state = match self.state {
+                        BodyState::Length(_) if left == 0 => BodyState::Done,
+                        BodyState::Length(_) => BodyState::Length(left),
+                        _ if left == 0 => BodyState::ChunkEnd(2),
+                        _ => BodyState::ChunkData(left),
+                    };
+                    if !sink(&rest[..n]) {
+                        break true;
+                    }
+                    if self.state == BodyState::Done {
+                        at = buf.len();
+                    }
+                }
+                BodyState::UntilClose => {
+                    at = buf.len();
+                    self.total += rest.len() as u64;
+                    if !sink(rest) {
+                        break true;
+                    }
+                }
+                BodyState::ChunkEnd(left) => {
+                    let n = rest.len().min(usize::from(left));
+                    at += n;
+                    self.state = if n == usize::from(left) { BodyState::ChunkSize } else { BodyState::ChunkEnd(left - n as u8) };
+                }
+                BodyState::ChunkSize | BodyState::Trailers => {
+                    let Some(end) = rest.windows(2).position(|w| w == b"\r\n") else {
+                        if rest.len() > MAX_HEAD {
+                            return Err(H1Error::Invalid("chunk line too long".into()));
+                        }
+                        break false;
+                    };
+                    let line = &rest[..end];
+                    at += end + 2;
+                    self.state = if self.state == BodyState::Trailers {
+                        if line.is_empty() { BodyState::Done } else { BodyState::Trailers }
+                    } else {
+                        let size_text = line.split(|&b| b == b';').next().unwrap_or(&[]);
+                        let size = std::str::from_utf8(size_text)
+                            .ok()
+                            .and_then(|s| u64::from_str_radix(s.trim(), 16).ok())
+                            .ok_or_else(|| H1Error::Invalid("invalid chunk size".into()))?;
+                        if size == 0 { BodyState::Trailers } else { BodyState::ChunkData(size) }
+                    };
+                }
+            }
+        };
+        if at == buf.len() {
+            buf.clear();
+        } else {
+            buf.drain(..at);
         }
-        if buf.len() > MAX_HEAD {
-            return Err(H1Error::Invalid("chunk line too long".into()));
-        }
-        if fill(stream, buf, idle).await? == 0 {
-            return Err(H1Error::Closed("connection closed inside the chunked body"));
+        Ok(done)
+    }
+
+    /// The connection ended: the body's length, or why it is incomplete.
+    fn end(&self) -> Result<u64, H1Error> {
+        match self.state {
+            BodyState::UntilClose | BodyState::Done => Ok(self.total),
+            BodyState::Length(_) => Err(H1Error::Closed("connection closed inside the body")),
+            BodyState::ChunkData(_) | BodyState::ChunkEnd(_) => Err(H1Error::Closed("connection closed inside a chunk")),
+            BodyState::ChunkSize | BodyState::Trailers => Err(H1Error::Closed("connection closed inside the chunked body")),
         }
     }
 }
@@ -378,7 +441,7 @@ async fn read_line(stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle) -> Result
 /// pieces of `step` bytes a millisecond apart, so readers meet every split.
 #[cfg(test)]
 pub(crate) async fn serve_in_pieces(listener: tokio::net::TcpListener, response: &'static [u8], step: usize) {
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let (mut s, _) = listener.accept().await.unwrap();
     let mut req = [0u8; 1024];
     let _ = s.read(&mut req).await.unwrap();
@@ -487,6 +550,70 @@ mod tests {
             assert_eq!(c.body, b"hello world", "step {step}");
             assert!(c.headers.is_empty(), "step {step}: headers kept unasked: {:?}", c.headers);
         }
+    }
+
+    /// Feeds `wire` to a decoder in pieces cut at `cuts` (bytes left over stay for the next
+    /// piece, as a read buffer keeps them); returns the body handed on, whether the decoder
+    /// said it was complete, and its count.
+    fn decode(framing: Framing, wire: &[u8], cuts: &[usize]) -> Result<(Vec<u8>, bool, u64), H1Error> {
+        let mut body = Body::new(framing);
+        let (mut got, mut buf, mut from) = (Vec::new(), Vec::new(), 0);
+        for &cut in cuts.iter().chain([&wire.len()]) {
+            buf.extend_from_slice(&wire[from..cut]);
+            from = cut;
+            if body.take(&mut buf, &mut |c| {
+                got.extend_from_slice(c);
+                true
+            })? {
+                return Ok((got, true, body.total));
+            }
+        }
+        Ok((got, false, body.total))
+    }
+
+    #[test]
+    fn the_body_decoder_hands_on_the_same_bytes_at_every_split() {
+        let chunked: &[u8] = b"5;x=y\r\nhello\r\n7\r\n, world\r\n0\r\nTrailer: t\r\n\r\n";
+        let cases: [(Framing, &[u8], bool); 4] = [
+            (Framing::Chunked, chunked, true),
+            (Framing::Length(12), b"hello, world and bytes past the length", true),
+            (Framing::UntilClose, b"hello, world", false),
+            (Framing::Length(0), b"", true),
+        ];
+        for (framing, wire, complete) in cases {
+            let all: Vec<usize> = (1..wire.len()).collect();
+            for cuts in [vec![], all.clone()].into_iter().chain((0..=wire.len()).map(|c| vec![c])) {
+                let (got, done, total) = decode(framing, wire, &cuts).unwrap();
+                let want: &[u8] = if wire.is_empty() { b"" } else { b"hello, world" };
+                assert_eq!((got.as_slice(), done, total), (want, complete, want.len() as u64), "{framing:?} cut at {cuts:?}");
+            }
+        }
+        // The end of the connection: complete only for a body framed by it.
+        let mut body = Body::new(Framing::Chunked);
+        let mut buf = chunked[..9].to_vec();
+        assert!(!body.take(&mut buf, &mut |_| true).unwrap());
+        assert!(matches!(body.end(), Err(H1Error::Closed("connection closed inside a chunk"))));
+        assert!(matches!(Body::new(Framing::Length(3)).end(), Err(H1Error::Closed(_))));
+        assert_eq!(Body::new(Framing::UntilClose).end().unwrap(), 0);
+    }
+
+    #[test]
+    fn the_body_decoder_stops_when_the_sink_does_and_refuses_bad_chunks() {
+        let mut body = Body::new(Framing::Chunked);
+        let mut buf = b"5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n".to_vec();
+        let mut calls = 0;
+        assert!(body.take(&mut buf, &mut |_| {
+            calls += 1;
+            false
+        })
+        .unwrap());
+        assert_eq!((calls, body.total), (1, 5), "one chunk handed on, then stopped");
+        for bad in [&b"zz\r\nhello"[..], b"-1\r\n"] {
+            let r = decode(Framing::Chunked, bad, &[]);
+            assert!(matches!(&r, Err(H1Error::Invalid(m)) if m == "invalid chunk size"), "{r:?}");
+        }
+        let long = vec![b'1'; MAX_HEAD + 1];
+        assert!(matches!(decode(Framing::Chunked, &long, &[]), Err(H1Error::Invalid(m)) if m == "chunk line too long"));
     }
 
     #[test]

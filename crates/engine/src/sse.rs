@@ -73,7 +73,7 @@ pub(crate) struct SseStream {
     pub(crate) limit: Option<Duration>,
     /// For the connection and the response head.
     pub(crate) open_timeout: Duration,
-    /// Cancelled when the iteration ends.
+    /// Cancelled when the iteration ends or the run is aborted (a child of its abort).
     pub(crate) stop: CancellationToken,
     /// Masks secrets in messages.
     pub(crate) redact: Arc<Scenario>,
@@ -170,8 +170,8 @@ impl SseStream {
                     Err(_) => "the stream failed",
                 },
                 _ = tokio::time::sleep(limit) => "the step's timeout",
-                _ = self.stop.cancelled() => "the iteration ended",
-                _ = self.ctx.shared.abort.cancelled() => "the run was aborted",
+                // The iteration's token is a child of the run's abort: one future for both.
+                _ = self.stop.cancelled() => if self.ctx.shared.abort.is_cancelled() { "the run was aborted" } else { "the iteration ended" },
             };
             drop((stream, buf));
             let need = self.want.unwrap_or(1);
