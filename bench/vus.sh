@@ -42,8 +42,8 @@ SERVER_CPU=${SERVER_CPU:-${cpus[0]}}
 CLIENT_CPU=${CLIENT_CPU:-${cpus[1]:-${cpus[0]}}}
 PATH=$PATH:/usr/sbin
 
-for tool in nginx taskset python3; do
-  command -v "$tool" >/dev/null || { echo "vus.sh: $tool is missing (apt-get install nginx-light util-linux python3)" >&2; exit 2; }
+for tool in nginx taskset python3 pgrep; do
+  command -v "$tool" >/dev/null || { echo "vus.sh: $tool is missing (apt-get install nginx-light util-linux python3 procps)" >&2; exit 2; }
 done
 [ -x /usr/bin/time ] || { echo "vus.sh: GNU time is missing (apt-get install time)" >&2; exit 2; }
 [ -x "$VOLLEY" ] || { echo "vus.sh: $VOLLEY not built (cargo build --release)" >&2; exit 2; }
@@ -118,14 +118,16 @@ steps:
     timeout: 600s
 YAML
 
-# volley_under PID: the volley process started under PID (through taskset, time and timeout).
+# volley_under PID: the volley process started under PID (through taskset, time and timeout);
+# nothing when it has already ended.
 volley_under() {
   local todo=("$1") p
   while [ ${#todo[@]} -gt 0 ]; do
     p=${todo[0]} todo=("${todo[@]:1}")
-    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = volley ] && { echo "$p"; return; }
-    todo+=($(pgrep -P "$p"))
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = volley ] && { echo "$p"; return 0; }
+    todo+=($(pgrep -P "$p" || true))
   done
+  return 0
 }
 
 # run CASE N: one volley run; prints "CASE N rss_kb cpu_s requests errors processes hold_rss_kb".
@@ -155,7 +157,7 @@ run() {
   for i in $(seq 0 $((k - 1))); do
     local p
     p=$(volley_under "${pids[$i]}")
-    awk '/^VmRSS/ {print $2}' "/proc/$p/status" >"$dir/$i/hold_rss.txt" 2>/dev/null || true
+    if [ -n "$p" ]; then awk '/^VmRSS/ {print $2}' "/proc/$p/status" >"$dir/$i/hold_rss.txt" 2>/dev/null || true; fi
   done
   wait "${pids[@]}" || true
   python3 - "$case" "$n" "$dir" "$k" >>"$out/results.tsv" <<'PY'
