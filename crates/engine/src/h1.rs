@@ -17,7 +17,7 @@ use tokio_rustls::client::TlsStream;
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
 /// Read granularity.
-const READ_CHUNK: usize = 4096;
+pub(crate) const READ_CHUNK: usize = 4096;
 
 /// A plain or TLS connection.
 pub(crate) enum Stream {
@@ -255,39 +255,46 @@ fn contains_token(value: &[u8], token: &[u8]) -> bool {
 pub(crate) enum Idle {
     /// Kept (a response read to its end: the buffer is reused at once).
     Keep,
-    /// Freed while the buffer holds nothing and a plain-TCP stream waits, allocated when bytes
-    /// are there: a stream held open for minutes (an SSE step) then costs no read buffer while
-    /// it waits. (A TLS stream keeps it: readiness of its socket is not readiness of its data.)
+    /// Freed while the buffer holds nothing and the stream waits, allocated when bytes are
+    /// there: a stream held open for minutes (an SSE step, a WebSocket) then costs no read
+    /// buffer while it waits. A plain socket says when it has bytes without a buffer; a TLS
+    /// stream (readiness of its socket is not readiness of its data) is asked with one,
+    /// dropped again if nothing came.
     Release,
 }
 
 /// Reads more bytes into `buf`; returns how many (0 at end of stream).
 async fn fill(stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle) -> Result<usize, H1Error> {
-    std::future::poll_fn(|cx| poll_fill(cx, stream, buf, idle)).await
+    std::future::poll_fn(|cx| poll_fill(cx, stream, buf, idle)).await.map_err(|e| H1Error::Io("read", e))
 }
 
-/// [`fill`] as a poll. On plain TCP, an empty buffer with [`Idle::Release`] — or one never
-/// allocated — is allocated only once the socket has bytes (and freed again if they were not
-/// there after all): a stream waiting for minutes holds no read buffer, and neither does a
-/// connection waiting for its first response (thousands of streams opening at once against a
-/// slow server would otherwise each hold a read buffer for the wait).
-fn poll_fill(cx: &mut Context<'_>, stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle) -> Poll<Result<usize, H1Error>> {
+/// [`fill`] as a poll, appending to `buf`. An empty buffer with [`Idle::Release`] — or, on
+/// plain TCP, one never allocated — is not held through a wait: on plain TCP it is allocated
+/// only once the socket has bytes (and freed again if they were not there after all), on TLS
+/// freed again if the read found nothing. A stream waiting for minutes then holds no read
+/// buffer, and neither does a connection waiting for its first response (thousands of streams
+/// opening at once against a slow server would otherwise each hold one for the wait).
+pub(crate) fn poll_fill(cx: &mut Context<'_>, stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle) -> Poll<io::Result<usize>> {
     if buf.is_empty()
         && (idle == Idle::Release || buf.capacity() == 0)
         && let Stream::Plain(tcp) = stream
     {
         loop {
             *buf = Vec::new();
-            ready!(tcp.poll_read_ready(cx)).map_err(|e| H1Error::Io("read", e))?;
+            ready!(tcp.poll_read_ready(cx))?;
             buf.reserve(READ_CHUNK);
             match tcp.try_read_buf(buf) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                r => return Poll::Ready(r.map_err(|e| H1Error::Io("read", e))),
+                r => return Poll::Ready(r),
             }
         }
     }
     buf.reserve(READ_CHUNK);
-    tokio_util::io::poll_read_buf(Pin::new(stream), cx, buf).map_err(|e| H1Error::Io("read", e))
+    let read = tokio_util::io::poll_read_buf(Pin::new(stream), cx, buf);
+    if read.is_pending() && idle == Idle::Release && buf.is_empty() {
+        *buf = Vec::new();
+    }
+    read
 }
 
 /// What receives body bytes as they arrive; returning `false` stops reading (the
@@ -313,7 +320,7 @@ pub(crate) fn read_body<'a>(
             if body.take(buf, sink)? {
                 return Poll::Ready(Ok(body.total));
             }
-            if ready!(poll_fill(cx, stream, buf, idle))? == 0 {
+            if ready!(poll_fill(cx, stream, buf, idle)).map_err(|e| H1Error::Io("read", e))? == 0 {
                 return Poll::Ready(body.end());
             }
         }

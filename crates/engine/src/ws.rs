@@ -120,12 +120,12 @@ async fn open(ctx: &Rc<WorkerContext>, path: String, headers: Vec<(String, Strin
 
 /// tungstenite keeps its read buffer for the socket's life (128 KiB by default, zero-filled)
 /// and reads at most that much per call. Here it is 64 bytes, and its reads are served by
-/// [`IdleFree`], which reads the socket 4 KiB at a time: a held socket keeps 64 bytes, and
-/// a long message still takes one system call per 4 KiB (its 64-byte reads are copies from
-/// that buffer: ~6 µs more per 64 KB message than at 256, for 192 bytes less per socket). (tungstenite reserves a whole frame
-/// before reading it, and that allocation stays with the socket: one that received a large
-/// message keeps its size.) Frames are written as they are sent (the flow sends few, and
-/// waits).
+/// [`IdleFree`], which reads the socket 4 KiB at a time: a held socket keeps 64 bytes, and a
+/// long message still takes one system call per 4 KiB (its 64-byte reads are copies from that
+/// buffer: ~6 µs more per 64 KB message than at 256, for 192 bytes less per socket).
+/// (tungstenite reserves a whole frame before reading it, and that allocation stays with the
+/// socket: one that received a large message keeps its size.) Frames are written as they are
+/// sent (the flow sends few, and waits).
 fn config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
     tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(TUNGSTENITE_READ).write_buffer_size(0)
 }
@@ -134,13 +134,13 @@ fn config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
 const TUNGSTENITE_READ: usize = 64;
 
 /// How much [`IdleFree`] reads from the socket at a time (the HTTP/1.1 reader's chunk).
-const SOCKET_READ: usize = 4 * 1024;
+const SOCKET_READ: usize = h1::READ_CHUNK;
 
 /// A connection whose read buffer exists only while it holds bytes: allocated when the
-/// socket has some, freed once they are all handed on. A WebSocket VU waiting minutes for a
-/// message then holds no read buffer at all, as a held event stream does ([`h1::Idle`]).
+/// socket has some ([`h1::Idle::Release`], as a held event stream reads), freed once they are
+/// all handed on. A WebSocket VU waiting minutes for a message then holds no read buffer at all.
 ///
-/// [`h1::Idle`]: crate::h1::Idle
+/// [`h1::Idle::Release`]: crate::h1::Idle::Release
 pub(crate) struct IdleFree {
     stream: Stream,
     buf: Vec<u8>,
@@ -164,18 +164,9 @@ impl AsyncRead for IdleFree {
             if out.remaining() >= SOCKET_READ {
                 return Pin::new(&mut this.stream).poll_read(cx, out);
             }
-            // A plain socket says when it has bytes without a buffer; a TLS stream is asked
-            // with one, dropped again if nothing came.
-            if let Stream::Plain(tcp) = &this.stream {
-                ready!(tcp.poll_read_ready(cx))?;
-            }
-            let mut chunk = vec![0; SOCKET_READ];
-            let mut read = ReadBuf::new(&mut chunk);
-            ready!(Pin::new(&mut this.stream).poll_read(cx, &mut read))?;
-            let n = read.filled().len();
-            chunk.truncate(n);
-            this.buf = chunk;
-            this.pos = 0;
+            // Drained, so empty and freed: read as a held event stream does, holding no
+            // buffer through the wait.
+            ready!(h1::poll_fill(cx, &mut this.stream, &mut this.buf, h1::Idle::Release))?;
         }
         let n = out.remaining().min(this.buf.len() - this.pos);
         out.put_slice(&this.buf[this.pos..this.pos + n]);
