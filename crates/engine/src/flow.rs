@@ -520,7 +520,7 @@ impl<'a> Exec<'a> {
                 let (stream, req);
                 (stream, req, shown) = match self.sse_stream(step) {
                     Ok(made) => made,
-                    Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e),
+                    Err(abandoned) => return abandoned,
                 };
                 stream.run(req)
             }
@@ -529,7 +529,7 @@ impl<'a> Exec<'a> {
             let (stream, req);
             (stream, req, shown) = match self.sse_stream(step) {
                 Ok(made) => made,
-                Err(e) => return self.abandon(id, format!("SSE {}", step.call.url.source()), e),
+                Err(abandoned) => return abandoned,
             };
             let pending = tokio::task::spawn_local(stream.run(req));
             self.background.push((pending, self.trace.map(|t| t.borrow().len())));
@@ -544,16 +544,22 @@ impl<'a> Exec<'a> {
 
     /// The SSE step rendered for this iteration: the stream, its request, and what `volley
     /// check` shows of it (made only when shown: a held stream keeps nothing it does not read
-    /// with).
+    /// with). When it cannot be rendered, the step is abandoned: the error is what comes next.
     #[allow(clippy::type_complexity)]
-    fn sse_stream(&mut self, step: &SseStep) -> Result<(SseStream, PreparedRequest, Option<(String, Vec<(String, String)>)>), String> {
+    fn sse_stream(&mut self, step: &SseStep) -> Result<(SseStream, PreparedRequest, Option<(String, Vec<(String, String)>)>), Next> {
         let vars = StepVars::new(&self.state.vars);
-        let (path, mut headers) = self.prepare(&step.call, &vars, false)?;
-        headers.retain(|(k, _)| !k.eq_ignore_ascii_case("accept") && !k.eq_ignore_ascii_case("cache-control"));
-        headers.push(("Accept".into(), "text/event-stream".into()));
-        headers.push(("Cache-Control".into(), "no-cache".into()));
-        // Only the HTTP/1.1 bytes: the stream has a connection of its own, which speaks 1.1.
-        let req = PreparedRequest::build_h1(&self.ctx.target, "GET", &path, &headers, Vec::new()).map_err(String::from)?;
+        let rendered = self.prepare(&step.call, &vars, false).and_then(|(path, mut headers)| {
+            headers.retain(|(k, _)| !k.eq_ignore_ascii_case("accept") && !k.eq_ignore_ascii_case("cache-control"));
+            headers.push(("Accept".into(), "text/event-stream".into()));
+            headers.push(("Cache-Control".into(), "no-cache".into()));
+            // Only the HTTP/1.1 bytes: the stream has a connection of its own, which speaks 1.1.
+            let req = PreparedRequest::build_h1(&self.ctx.target, "GET", &path, &headers, Vec::new()).map_err(String::from)?;
+            Ok((path, headers, req))
+        });
+        let (path, headers, req) = match rendered {
+            Ok(r) => r,
+            Err(e) => return Err(self.abandon(step.call.id, format!("SSE {}", step.call.url.source()), e)),
+        };
         self.sent += 1;
         let shown = self.trace.map(|_| (format!("SSE {}", self.ctx.target.url_of(&path, false)), headers));
         let stream = SseStream {
