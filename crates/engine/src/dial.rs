@@ -56,7 +56,7 @@ async fn connect(target: &Target) -> std::io::Result<TcpStream> {
 /// 19,000 paced VUs from one address sent 11,030 requests in 20 s with the core saturated
 /// (bench/vus.sh); with it, `connect` picks a port unique for the whole 4-tuple, and the
 /// same run sent 131,009. Neither rustix nor socket2 offers the option, hence one of the
-/// engine's two `unsafe` calls (the other is `worker::trim_heap`).
+/// engine's two `unsafe` calls (the other is `run::trim_heap`).
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn bind_address_no_port(socket: &TcpSocket) {

@@ -120,7 +120,6 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
         // Let the aborted VUs drop their requests, so those still in flight are recorded
         // (as `unfinished`) before the last part is taken.
         while vus.join_next().await.is_some() {}
-        trim_heap();
         // Intervals between the last flushed one and `last` (normally none) fold into `last`.
         let mut part = recorder.borrow_mut().take_rest(next);
         part.sample.index = last;
@@ -129,18 +128,4 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
         }
         let _ = seed.parts.send(part);
     });
-}
-
-/// Returns the freed VUs' memory to the system. glibc keeps what a thread frees in that
-/// thread's arena, which the report (made on another thread) does not reuse: without this, a
-/// large run's peak RSS was at times its VUs *and* its report (10,000 held SSE streams: 2.35
-/// instead of 2.0 KB per VU in 4 of 11 runs; with it, 5 of 5 at 1.98–2.03, bench/vus.sh).
-/// The rustix crate has no binding for it; `libc` has.
-fn trim_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    #[allow(unsafe_code)]
-    // SAFETY: `malloc_trim` takes no pointer; it only gives free pages back to the system.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
