@@ -47,6 +47,14 @@ const LABEL_ROWS_FLOOR: usize = 200_000;
 /// Per-label rows allowed per record read (see [`LABEL_ROWS_FLOOR`]).
 const LABEL_ROWS_PER_RECORD: usize = 50;
 
+/// `x.floor() as i64`, without a call to the C library's `floor` on a target without SSE4.1
+/// (once per record). Saturates the same way; NaN gives 0.
+#[inline]
+fn floor(x: f64) -> i64 {
+    let t = x as i64;
+    if (t as f64) > x { t.saturating_sub(1) } else { t }
+}
+
 /// One request as another tool recorded it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RequestRecord {
@@ -114,7 +122,7 @@ pub struct Bucketer {
     vus_gauge: Vec<(f64, f64)>,
     /// Per-label buckets, in order of first appearance.
     labels: Vec<(String, Bucketer)>,
-    label_index: std::collections::HashMap<String, usize>,
+    label_index: std::collections::HashMap<String, usize, foldhash::fast::RandomState>,
     /// More than [`MAX_LABELS`] labels were seen.
     too_many_labels: usize,
     /// The earliest start and the latest end of any record, ms since the epoch: the time
@@ -160,7 +168,7 @@ impl Bucketer {
             unit: Unit::Row,
             vus_gauge: Vec::new(),
             labels: Vec::new(),
-            label_index: std::collections::HashMap::new(),
+            label_index: Default::default(),
             too_many_labels: 0,
             span_ms: None,
             folds: Vec::new(),
@@ -366,8 +374,8 @@ impl Bucketer {
             Some((a, b)) => (a.min(r.start_ms), b.max(end)),
             None => (r.start_ms, end),
         });
-        let origin = *self.origin_ms.get_or_insert((r.start_ms / 1000.0).floor() * 1000.0);
-        let idx = ((r.start_ms - origin) / self.interval_ms).floor() as i64;
+        let origin = *self.origin_ms.get_or_insert_with(|| (r.start_ms / 1000.0).floor() * 1000.0);
+        let idx = floor((r.start_ms - origin) / self.interval_ms);
         let slot = self.slots.entry(idx).or_default();
         if let Some(v) = r.vusers {
             slot.vusers = slot.vusers.max(v);
@@ -405,7 +413,7 @@ impl Bucketer {
             // Tools write a request when it ends but stamp its start, so a long request (a
             // timeout) arrives late by its own duration; beyond that, a clock stepped back,
             // and the notes say so.
-            let end = ((r.start_ms + r.total_us as f64 / 1000.0 - origin) / self.interval_ms).floor() as i64;
+            let end = floor((r.start_ms + r.total_us as f64 / 1000.0 - origin) / self.interval_ms);
             if end < self.newest.saturating_sub(OPEN_INTERVALS) {
                 self.late.push(r.place);
                 self.late_by = self.late_by.max(self.newest.saturating_sub(idx));
@@ -712,6 +720,13 @@ impl Bucketed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn floor_is_the_library_floor() {
+        for x in [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.999, -1.999, 1e15 + 0.5, -1e15 - 0.5, 9.3e18, -9.3e18, 1e300, -1e300, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 4503599627370495.5, -4503599627370495.5] {
+            assert_eq!(floor(x), x.floor() as i64, "{x}");
+        }
+    }
 
     fn rec(start_ms: f64, ms: u64, error: Option<ErrorKind>) -> RequestRecord {
         RequestRecord { start_ms, ttfb_us: Some(ms * 1000), total_us: ms * 1000, error, ..Default::default() }

@@ -4,7 +4,6 @@
 //! `label-1`) right after their parent; they are part of the parent's sample and are not
 //! counted again. `Latency` is JMeter's time to first byte (connection set-up included).
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use volley_stats::ErrorKind;
@@ -12,6 +11,7 @@ use volley_stats::ErrorKind;
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
 use crate::import::parts::{self, How, Outcome, Parts, Plan};
+use crate::import::rows::{self, Fields};
 use crate::import::{BUCKET_S, MAX_DURATION_MS, bad_duration, bad_stamp, source};
 use crate::note::{Figure, InputNote, Locator, NoteBook, Unit};
 use crate::source::{Format, Source};
@@ -61,7 +61,21 @@ enum Whole {
     Garbage,
 }
 
-fn whole(s: &str) -> Whole {
+fn whole(s: &[u8]) -> Whole {
+    // Most fields are a few plain digits.
+    if !s.is_empty() && s.len() <= 18 {
+        let mut n = 0i64;
+        let mut digits = true;
+        for &b in s {
+            let d = b.wrapping_sub(b'0');
+            digits &= d <= 9;
+            n = n * 10 + i64::from(d);
+        }
+        if digits {
+            return Whole::Ok(n);
+        }
+    }
+    let Ok(s) = std::str::from_utf8(s) else { return Whole::Garbage };
     if let Ok(n) = s.parse::<i64>() {
         return Whole::Ok(n);
     }
@@ -70,6 +84,14 @@ fn whole(s: &str) -> Whole {
         Ok(v) if v.is_infinite() => Whole::Odd("infinite"),
         Ok(_) => Whole::Odd("not a whole number"),
         Err(_) => Whole::Garbage,
+    }
+}
+
+/// An HTTP status code, as `str::parse::<u16>` reads it.
+fn status(code: &[u8]) -> Option<u16> {
+    match whole(code) {
+        Whole::Ok(n) if code.iter().all(u8::is_ascii_digit) => u16::try_from(n).ok(),
+        _ => std::str::from_utf8(code).ok()?.parse().ok(),
     }
 }
 
@@ -119,41 +141,13 @@ impl Layout {
             columns,
         })
     }
-
-    fn reader<R: std::io::Read>(&self, r: R) -> csv::Reader<R> {
-        csv::ReaderBuilder::new().delimiter(self.delimiter).has_headers(false).flexible(true).from_reader(r)
-    }
-}
-
-/// One row's fields: `text` cut at `bounds` (a csv record's, or a line split by hand).
-struct Fields<'a> {
-    text: &'a str,
-    bounds: &'a [(usize, usize)],
-}
-
-impl<'a> Fields<'a> {
-    fn len(&self) -> usize {
-        self.bounds.len()
-    }
-
-    fn get(&self, i: usize) -> Option<&'a str> {
-        self.bounds.get(i).map(|&(a, b)| &self.text[a..b])
-    }
-
-    fn at(&self, i: usize) -> &'a str {
-        self.get(i).unwrap_or("")
-    }
-
-    /// The fields of a csv record (`bounds` is reused).
-    fn of_record(record: &'a csv::StringRecord, bounds: &'a mut Vec<(usize, usize)>) -> Fields<'a> {
-        bounds.clear();
-        bounds.extend((0..record.len()).filter_map(|i| record.range(i)).map(|r| (r.start, r.end)));
-        Fields { text: record.as_slice(), bounds }
-    }
 }
 
 /// The last parent sample of a thread: (label, start, end).
 type Parent = (String, i64, i64);
+
+/// The last parent sample of each thread, by thread name.
+type Parents = std::collections::HashMap<Vec<u8>, Parent, foldhash::fast::RandomState>;
 
 /// Whether `label` is a sub-result of `parent` (`label-N`, started within its time).
 fn is_sub(label: &str, start: i64, parent: &Parent) -> bool {
@@ -172,24 +166,24 @@ fn may_be_sub(label: &str) -> bool {
 struct State {
     bucketer: Bucketer,
     book: NoteBook,
-    parents: HashMap<String, Parent>,
+    parents: Parents,
     sub_results: u64,
     rows: u64,
     /// Read ahead of the parts before: the first row of each thread that a parent before the
     /// part could have made a sub-result was counted as a parent: (thread, label, start).
     guessing: bool,
-    assumed: Vec<(String, String, i64)>,
+    assumed: Vec<(Vec<u8>, String, i64)>,
 }
 
 impl State {
-    fn new(bucketer: Bucketer, parents: HashMap<String, Parent>, guessing: bool) -> State {
+    fn new(bucketer: Bucketer, parents: Parents, guessing: bool) -> State {
         State { bucketer, book: NoteBook::new(Locator::Line), parents, sub_results: 0, rows: 0, guessing, assumed: Vec::new() }
     }
 
     /// Reads one row at `line`.
     fn row(&mut self, path: &Path, l: &Layout, f: &Fields<'_>, line: u64) -> Result<()> {
         let columns = &l.columns;
-        if f.len() == 1 && f.at(0).is_empty() {
+        if f.len() == 1 && f.bytes(0).is_empty() {
             return Ok(());
         }
         if f.len() < l.needed || (l.has_header && f.len() < columns.len()) {
@@ -210,7 +204,7 @@ impl State {
         }
         let garbage = |c: usize| FormatError::malformed(path, line, Some(c as u64 + 1), format!("`{}`: expected a whole number, found `{}`", columns[c], f.at(c)));
         // A whole-number field: the value, or why the row is skipped; garbage is an error.
-        let field = |c: usize, name: &str, check: fn(f64) -> Option<&'static str>| match whole(f.at(c)) {
+        let field = |c: usize, name: &str, check: fn(f64) -> Option<&'static str>| match whole(f.bytes(c)) {
             Whole::Ok(v) => Ok(check(v as f64).map_or(Ok(v), |why| Err(format!("`{name}` is {why}")))),
             Whole::Odd(why) => Ok(Err(format!("`{name}` is {why}"))),
             Whole::Garbage => Err(garbage(c)),
@@ -229,15 +223,16 @@ impl State {
                 return Ok(());
             }
         };
-        let ok = match f.at(l.success_c) {
-            "true" => true,
-            "false" => false,
-            other => {
+        let ok = match f.bytes(l.success_c) {
+            b"true" => true,
+            b"false" => false,
+            _ => {
+                let other = f.at(l.success_c);
                 return Err(FormatError::malformed(path, line, Some(l.success_c as u64 + 1), format!("`success`: expected true or false, found `{other}`")));
             }
         };
         let label = f.at(l.label_c);
-        let thread = l.thread_c.and_then(|c| f.get(c)).unwrap_or("");
+        let thread = l.thread_c.map_or(&[][..], |c| f.bytes(c));
         match self.parents.get_mut(thread) {
             Some(parent) => {
                 if is_sub(label, start, parent) {
@@ -250,9 +245,9 @@ impl State {
             }
             None => {
                 if self.guessing && may_be_sub(label) {
-                    self.assumed.push((thread.to_string(), label.to_string(), start));
+                    self.assumed.push((thread.to_vec(), label.to_string(), start));
                 }
-                self.parents.insert(thread.to_string(), (label.to_string(), start, start + elapsed));
+                self.parents.insert(thread.to_vec(), (label.to_string(), start, start + elapsed));
             }
         }
         let book = &mut self.book;
@@ -260,7 +255,7 @@ impl State {
         // too, and said so.
         let mut opt = |c: Option<usize>, effect: &str| -> Option<u64> {
             let c = c?;
-            let raw = f.at(c);
+            let raw = f.bytes(c);
             match whole(raw) {
                 _ if raw.is_empty() => None,
                 Whole::Ok(v) if v >= 0 => Some(v as u64),
@@ -283,19 +278,19 @@ impl State {
         let connect = opt(l.connect_c, "connection time counted as 0.");
         let bytes = opt(l.bytes_c, "response size counted as 0.");
         let threads = opt(l.threads_c, "the VUs of the interval come from the other rows.");
-        if ok && latency.is_none() && l.latency_c.and_then(|c| f.get(c)).is_some_and(str::is_empty) {
+        if ok && latency.is_none() && l.latency_c.is_some_and(|c| c < f.len() && f.bytes(c).is_empty()) {
             self.book.used(Unit::Row, line, &format!("no `Latency`: {NO_TTFB}"));
         }
         self.rows += 1;
-        let code = f.at(l.code_c);
+        let code = f.bytes(l.code_c);
         let record_of = RequestRecord {
             start_ms: start as f64,
             ttfb_us: latency.map(|l| l.min(MAX_DURATION_MS as u64) * 1000),
             total_us: elapsed as u64 * 1000,
             connect_us: connect.unwrap_or(0).min(MAX_DURATION_MS as u64) * 1000,
             bytes: bytes.unwrap_or(0).min(1 << 40),
-            error: (!ok).then(|| classify(code, l.msg_c.and_then(|c| f.get(c)).unwrap_or(""))),
-            status: code.parse().ok(),
+            error: (!ok).then(|| classify(f.at(l.code_c), l.msg_c.and_then(|c| f.get(c)).unwrap_or(""))),
+            status: status(code),
             vusers: threads.map(|v| v as f64),
             place: line,
             end_ms: None,
@@ -383,7 +378,7 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
     }
     let layout = Layout::new(path, first_line, header)?;
     let jtl = Jtl { path, layout: &layout };
-    let mut acc = State::new(Bucketer::new(BUCKET_S), HashMap::new(), false);
+    let mut acc = State::new(Bucketer::new(BUCKET_S), Parents::default(), false);
     let mut lines = u64::from(has_header);
     let mut want = BLOCK;
     loop {
@@ -428,7 +423,7 @@ pub fn read_parts(path: &Path, limit: u64, first_line: &str, part: u64) -> Resul
     };
     let layout = Layout::new(path, first_line, header)?;
     let jtl = Jtl { path, layout: &layout };
-    let mut acc = State::new(Bucketer::new(BUCKET_S), HashMap::new(), false);
+    let mut acc = State::new(Bucketer::new(BUCKET_S), Parents::default(), false);
     let lines = parts::read(&file, Plan::new(start, limit, part), &jtl, &mut acc, u64::from(has_header))?;
     Ok(lines.map(|lines| (acc.finish(path, &layout), lines)))
 }
@@ -447,76 +442,18 @@ impl Parts for Jtl<'_> {
     fn read(&self, buf: &[u8], own: usize, at_end: bool, how: How<'_, f64, State>) -> Outcome<State> {
         let l = self.layout;
         let mut state = match how {
-            How::Guess(&origin) => State::new(Bucketer::part(BUCKET_S, Locator::Line, Some(origin), None), HashMap::new(), true),
+            How::Guess(&origin) => State::new(Bucketer::part(BUCKET_S, Locator::Line, Some(origin), None), Parents::default(), true),
             How::After(acc) => State::new(
                 Bucketer::part(BUCKET_S, Locator::Line, acc.bucketer.origin_ms(), acc.bucketer.newest()),
                 acc.parents.clone(),
                 false,
             ),
         };
-        let mut bounds: Vec<(usize, usize)> = Vec::with_capacity(l.columns.len() + 1);
-        let mut record = csv::StringRecord::new();
-        let (mut pos, mut line) = (0usize, 1u64);
-        while pos < own {
-            let rest = &buf[pos..];
-            let (len, next) = match memchr::memchr(b'\n', rest) {
-                Some(i) => (i, i + 1),
-                None if at_end => (rest.len(), rest.len()),
-                None => return Outcome::NeedMore,
-            };
-            let mut text = &rest[..len];
-            if text.last() == Some(&b'\r') {
-                text = &text[..len - 1];
-            }
-            let plain = match memchr::memchr2(b'"', b'\r', text) {
-                None => std::str::from_utf8(text).ok(),
-                Some(_) => None,
-            };
-            if let Some(text) = plain {
-                // The common row: no quotes, split at the separators by hand.
-                if !text.is_empty() {
-                    bounds.clear();
-                    let mut from = 0;
-                    for at in memchr::memchr_iter(l.delimiter, text.as_bytes()) {
-                        bounds.push((from, at));
-                        from = at + 1;
-                    }
-                    bounds.push((from, text.len()));
-                    if let Err(e) = state.row(self.path, l, &Fields { text, bounds: &bounds }, line) {
-                        return Outcome::Failed(e);
-                    }
-                }
-                pos += next;
-                line += 1;
-            } else {
-                // Quotes (maybe around line ends), a lone CR or bytes that are not UTF-8:
-                // the csv reader reads the record (and says what is wrong with it).
-                let mut csv = l.reader(rest);
-                match csv.read_record(&mut record) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        pos += next;
-                        line += 1;
-                        continue;
-                    }
-                    Err(e) => return Outcome::Failed(FormatError::malformed(self.path, line, None, e.to_string())),
-                }
-                let used = csv.position().byte() as usize;
-                if used == 0 || (!at_end && used >= rest.len()) {
-                    return Outcome::NeedMore;
-                }
-                // Lines counted here, not by the csv reader: its fast scan of a quoted field
-                // does not count the line ends in it.
-                let skipped = record.position().map_or(0, |p| p.byte() as usize);
-                let at = line + memchr::memchr_iter(b'\n', &rest[..skipped]).count() as u64;
-                if let Err(e) = state.row(self.path, l, &Fields::of_record(&record, &mut bounds), at) {
-                    return Outcome::Failed(e);
-                }
-                line += memchr::memchr_iter(b'\n', &rest[..used]).count() as u64;
-                pos += used;
-            }
+        match rows::records(self.path, buf, own, at_end, l.delimiter, |f, line| state.row(self.path, l, f, line)) {
+            Ok(Some((consumed, newlines))) => Outcome::Read { part: state, consumed, newlines },
+            Ok(None) => Outcome::NeedMore,
+            Err(e) => Outcome::Failed(e),
         }
-        Outcome::Read { part: state, consumed: pos, newlines: line - 1 }
     }
 
     fn seed(&self, acc: &State) -> Option<f64> {

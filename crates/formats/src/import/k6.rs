@@ -18,6 +18,7 @@ use volley_stats::{ErrorKind, Interval, LatencySummary, Series};
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
 use crate::import::parts::{self, How, Outcome, Parts, Plan};
+use crate::import::rows::{self, Fields};
 use crate::import::{BUCKET_S, bad_duration, bad_stamp, ms_to_us, source};
 use crate::note::{Figure, InputNote, Locator, NoteBook, Unit};
 use crate::source::{Format, Source};
@@ -287,7 +288,7 @@ struct CsvState {
 
 impl CsvState {
     /// Reads one row at `line`.
-    fn row(&mut self, path: &Path, cols: &CsvColumns, record: &csv::StringRecord, line: u64) -> Result<()> {
+    fn row(&mut self, path: &Path, cols: &CsvColumns, record: &Fields<'_>, line: u64) -> Result<()> {
         let (metric_c, ts_c, value_c) = (0, 1, 2);
         if record.len() < 3 {
             return Err(FormatError::malformed(path, line, Some(record.len() as u64 + 1), "truncated row: expected metric_name,timestamp,metric_value"));
@@ -301,22 +302,22 @@ impl CsvState {
                 format!("{} fields, the header has {width}", record.len()),
             ));
         }
-        let bad = |c: usize, what: &str| FormatError::malformed(path, line, Some(c as u64 + 1), format!("expected {what}, found `{}`", &record[c]));
-        let ts = parse_timestamp(&record[ts_c]).ok_or_else(|| bad(ts_c, "a timestamp"))?;
+        let bad = |c: usize, what: &str| FormatError::malformed(path, line, Some(c as u64 + 1), format!("expected {what}, found `{}`", record.at(c)));
+        let ts = parse_timestamp(record.at(ts_c)).ok_or_else(|| bad(ts_c, "a timestamp"))?;
         if self.first {
             // k6's default `unix` format: whole seconds.
             self.first = false;
-            if record[ts_c].bytes().all(|b| b.is_ascii_digit()) && ts < 1e14 {
+            if record.at(ts_c).bytes().all(|b| b.is_ascii_digit()) && ts < 1e14 {
                 self.asm.whole_second_stamps();
             }
         }
-        let value = match &record[value_c] {
+        let value = match record.at(value_c) {
             "" => None,
             v => Some(v.parse::<f64>().map_err(|_| bad(value_c, "a number"))?),
         };
         let get = |c: Option<usize>| c.and_then(|c| record.get(c)).filter(|s| !s.is_empty());
         self.asm.sample(Sample {
-            metric: &record[metric_c],
+            metric: record.at(metric_c),
             at_ms: ts,
             value,
             status: get(cols.status).and_then(|s| s.parse().ok()),
@@ -336,6 +337,7 @@ pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
     let cols = CsvColumns::of(&header);
     let mut state = CsvState { asm: Assembler::new(), first: true };
     let mut record = csv::StringRecord::new();
+    let mut bounds = Vec::new();
     loop {
         match csv.read_record(&mut record) {
             Ok(false) => break,
@@ -343,7 +345,7 @@ pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
             Err(e) => return Err(FormatError::malformed(path, e.position().map_or(0, |p| p.line()), None, e.to_string())),
         }
         let line = record.position().map_or(0, |p| p.line());
-        state.row(path, &cols, &record, line)?;
+        state.row(path, &cols, &Fields::of_record(&record, &mut bounds), line)?;
     }
     Ok(state.asm.finish(path, Format::K6Csv))
 }
@@ -400,31 +402,17 @@ impl Parts for K6Csv<'_> {
             asm.whole_second_stamps();
         }
         let mut state = CsvState { asm, first };
-        let mut csv = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(buf);
-        let mut record = csv::StringRecord::new();
-        loop {
-            match csv.read_record(&mut record) {
-                Ok(false) => break,
-                Ok(true) => {}
-                // A row past the part's own bytes is the next part's to read.
-                Err(e) if e.position().is_some_and(|p| p.byte() >= own as u64) => break,
-                Err(e) => return Outcome::Failed(FormatError::malformed(self.path, e.position().map_or(0, |p| p.line()), None, e.to_string())),
+        match rows::records(self.path, buf, own, at_end, b',', |f, line| state.row(self.path, self.cols, f, line)) {
+            // The row runs past the cut: the file is read in one pass.
+            Ok(Some((consumed, _))) if consumed != own => Outcome::NeedMore,
+            Ok(Some((_, newlines))) => {
+                // The next row starts a request (or the file ends): this part's last one is whole.
+                state.asm.flush();
+                Outcome::Read { part: state, consumed: own, newlines }
             }
-            let Some(at) = record.position() else { break };
-            if at.byte() >= own as u64 {
-                break;
-            }
-            if csv.position().byte() > own as u64 || (!at_end && csv.position().byte() >= buf.len() as u64) {
-                // The row runs past the cut: the file is read in one pass.
-                return Outcome::NeedMore;
-            }
-            if let Err(e) = state.row(self.path, self.cols, &record, at.line()) {
-                return Outcome::Failed(e);
-            }
+            Ok(None) => Outcome::NeedMore,
+            Err(e) => Outcome::Failed(e),
         }
-        // The next row starts a request (or the file ends): this part's last one is whole.
-        state.asm.flush();
-        Outcome::Read { part: state, consumed: own, newlines: memchr::memchr_iter(b'\n', &buf[..own]).count() as u64 }
     }
 
     fn seed(&self, acc: &CsvState) -> Option<(f64, bool)> {

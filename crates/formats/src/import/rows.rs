@@ -1,0 +1,331 @@
+//! The rows of a CSV result file (JMeter's JTL, k6's `--out csv`), read fast: plain lines
+//! are split into fields in one pass, 16 bytes at a time, and only the rare line that needs it
+//! goes through the csv crate's reader.
+//!
+//! Most rows of a load tool's CSV hold no quotes and no stray carriage returns; looking for
+//! the line end, then for quotes, then finding each separator by a call of its own read every
+//! byte three times and cost more than everything else a row needs. Here one pass finds the separators and the line end
+//! and notes, on the side, whether the line holds anything that needs the full CSV reader (a
+//! quote, a carriage return other than the one before the line end); a line that does not is
+//! split exactly as the csv crate splits it, and checked to be UTF-8 once.
+
+use std::path::Path;
+
+use crate::error::{FormatError, Result};
+
+/// One row's fields: `text` cut at `bounds` (a csv record's, or a line split by [`split`]).
+pub(crate) struct Fields<'a> {
+    text: &'a str,
+    bounds: &'a [(usize, usize)],
+}
+
+impl<'a> Fields<'a> {
+    /// How many fields.
+    pub fn len(&self) -> usize {
+        self.bounds.len()
+    }
+
+    /// Field `i`'s bytes; empty when there is no such field.
+    pub fn bytes(&self, i: usize) -> &'a [u8] {
+        self.at(i).as_bytes()
+    }
+
+    /// Field `i`, when there is one.
+    pub fn get(&self, i: usize) -> Option<&'a str> {
+        self.bounds.get(i).map(|&(a, b)| &self.text[a..b])
+    }
+
+    /// Field `i`; empty when there is no such field.
+    pub fn at(&self, i: usize) -> &'a str {
+        self.get(i).unwrap_or("")
+    }
+
+    /// The fields of a csv record (`bounds` is reused).
+    pub fn of_record(record: &'a csv::StringRecord, bounds: &'a mut Vec<(usize, usize)>) -> Fields<'a> {
+        bounds.clear();
+        bounds.extend((0..record.len()).filter_map(|i| record.range(i)).map(|r| (r.start, r.end)));
+        Fields { text: record.as_slice(), bounds }
+    }
+}
+
+/// Reads the records that start in `buf[..own]` (`buf` runs on past them, to the end of what
+/// is read when `at_end`), calling `row` with each one's fields and line (lines counted from 1
+/// at `buf`'s start; empty lines are skipped, as the csv crate skips them). Returns where the
+/// last record ends (past `own` when a quoted field runs over it) and the line ends read, or
+/// `None` when a record runs past the end of `buf`. A row `row` refuses stops the reading
+/// with its error; so does a record the csv reader finds wrong.
+pub(crate) fn records(
+    path: &Path,
+    buf: &[u8],
+    own: usize,
+    at_end: bool,
+    delimiter: u8,
+    mut row: impl FnMut(&Fields<'_>, u64) -> Result<()>,
+) -> Result<Option<(usize, u64)>> {
+    let mut bounds: Vec<(usize, usize)> = Vec::with_capacity(32);
+    let mut ends = Vec::with_capacity(32);
+    let mut record = csv::StringRecord::new();
+    let (mut pos, mut line) = (0usize, 1u64);
+    while pos < own {
+        let rest = &buf[pos..];
+        let cut = match split(rest, delimiter, &mut ends) {
+            Some(cut) => cut,
+            None if at_end => split_last(rest, delimiter, &mut ends),
+            None => return Ok(None),
+        };
+        let plain = if cut.quoted { None } else { std::str::from_utf8(&rest[..cut.end]).ok() };
+        if let Some(text) = plain {
+            // The common row: no quotes, split in one pass.
+            if !text.is_empty() {
+                bounds.clear();
+                let mut from = 0;
+                for &at in &ends {
+                    bounds.push((from, at));
+                    from = at + 1;
+                }
+                bounds.push((from, text.len()));
+                row(&Fields { text, bounds: &bounds }, line)?;
+            }
+            pos += cut.next;
+            line += 1;
+            continue;
+        }
+        // Quotes (maybe around line ends), a lone CR or bytes that are not UTF-8: the csv
+        // reader reads the record (and says what is wrong with it).
+        let mut csv = csv::ReaderBuilder::new().delimiter(delimiter).has_headers(false).flexible(true).from_reader(rest);
+        match csv.read_record(&mut record) {
+            Ok(true) => {}
+            Ok(false) => {
+                pos += cut.next;
+                line += 1;
+                continue;
+            }
+            Err(e) => return Err(FormatError::malformed(path, line, None, e.to_string())),
+        }
+        let used = csv.position().byte() as usize;
+        if used == 0 || (!at_end && used >= rest.len()) {
+            return Ok(None);
+        }
+        // Lines counted here, not by the csv reader: its fast scan of a quoted field does not
+        // count the line ends in it.
+        let skipped = record.position().map_or(0, |p| p.byte() as usize);
+        let at = line + memchr::memchr_iter(b'\n', &rest[..skipped]).count() as u64;
+        row(&Fields::of_record(&record, &mut bounds), at)?;
+        line += memchr::memchr_iter(b'\n', &rest[..used]).count() as u64;
+        pos += used;
+    }
+    Ok(Some((pos, line - 1)))
+}
+
+/// What [`split`] found in a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Line {
+    /// Where the line's text ends (before a `\r\n` or `\n`, or at the end of the bytes).
+    pub end: usize,
+    /// Where the next line starts (past the `\n`; the end of the bytes when there is none).
+    pub next: usize,
+    /// The line holds a quote or a carriage return before its end: the csv reader reads it.
+    pub quoted: bool,
+}
+
+/// Splits the line at the start of `buf`: `ends` gets the end of each field but the last
+/// (the last ends at [`Line::end`]). `None` when `buf` holds no line end (the line may go on
+/// past it); [`split_last`] reads a last line without one.
+pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
+    ends.clear();
+    // Quotes seen, and carriage returns counted (one right before the line end is not odd).
+    let (mut at, mut quotes, mut crs) = (0usize, 0u32, 0u32);
+    while at + 16 <= buf.len() {
+        let block: &[u8; 16] = buf[at..at + 16].try_into().expect("16 bytes");
+        let m = classify(block, delimiter);
+        if m.newline != 0 {
+            let stop = m.newline.trailing_zeros();
+            let before = (1u32 << stop) - 1;
+            push_bits(ends, at, m.delimiters & before);
+            let crs = crs + (m.crs & before).count_ones();
+            return Some(finish(buf, at + stop as usize, (quotes | (m.quotes & before)) != 0, crs));
+        }
+        push_bits(ends, at, m.delimiters);
+        quotes |= m.quotes;
+        crs += m.crs.count_ones();
+        at += 16;
+    }
+    // The last few bytes one at a time.
+    let mut quoted = quotes != 0;
+    for (i, &b) in buf[at..].iter().enumerate() {
+        let i = at + i;
+        match b {
+            b'\n' => return Some(finish(buf, i, quoted, crs)),
+            b'"' => quoted = true,
+            b'\r' => crs += 1,
+            b if b == delimiter => ends.push(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Splits the last line of a file, which has no line end: the whole of `buf`.
+pub(crate) fn split_last(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Line {
+    ends.clear();
+    let mut quoted = false;
+    for (i, &b) in buf.iter().enumerate() {
+        match b {
+            b'"' | b'\r' => quoted = true,
+            b if b == delimiter => ends.push(i),
+            _ => {}
+        }
+    }
+    let mut line = Line { end: buf.len(), next: buf.len(), quoted };
+    if buf.last() == Some(&b'\r') {
+        // A carriage return at the very end: the csv reader takes it as the line's end.
+        line.end -= 1;
+        line.quoted = buf[..line.end].iter().any(|&b| b == b'"' || b == b'\r');
+    }
+    line
+}
+
+/// The line whose `\n` is at `newline`, holding `crs` carriage returns: one right before
+/// the `\n` ends the text, any other is odd.
+fn finish(buf: &[u8], newline: usize, quotes: bool, crs: u32) -> Line {
+    let cr_end = newline > 0 && buf[newline - 1] == b'\r';
+    let end = newline - usize::from(cr_end);
+    Line { end, next: newline + 1, quoted: quotes || crs > u32::from(cr_end) }
+}
+
+/// Pushes `base + i` for every set bit `i` of `bits`, lowest first.
+#[inline]
+fn push_bits(ends: &mut Vec<usize>, base: usize, mut bits: u32) {
+    while bits != 0 {
+        ends.push(base + bits.trailing_zeros() as usize);
+        bits &= bits - 1;
+    }
+}
+
+/// Which bytes of a block are the delimiter, a line end, a quote, a carriage return
+/// (bit `i` for byte `i`).
+struct Masks {
+    delimiters: u32,
+    newline: u32,
+    quotes: u32,
+    crs: u32,
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[allow(unsafe_code)]
+fn classify(block: &[u8; 16], delimiter: u8) -> Masks {
+    use std::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+    // SAFETY: SSE2 is part of every x86_64 target (the intrinsics are safe wherever it is
+    // enabled, but a function must still say so), and `_mm_loadu_si128` reads exactly the 16
+    // bytes of `block`, at any alignment.
+    unsafe {
+        let v = _mm_loadu_si128(block.as_ptr().cast::<__m128i>());
+        let eq = |b: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8));
+        Masks {
+            delimiters: _mm_movemask_epi8(eq(delimiter)) as u32,
+            newline: _mm_movemask_epi8(eq(b'\n')) as u32,
+            quotes: _mm_movemask_epi8(eq(b'"')) as u32,
+            crs: _mm_movemask_epi8(eq(b'\r')) as u32,
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn classify(block: &[u8; 16], delimiter: u8) -> Masks {
+    let mut m = Masks { delimiters: 0, newline: 0, quotes: 0, crs: 0 };
+    for (i, &b) in block.iter().enumerate() {
+        let bit = 1u32 << i;
+        m.delimiters |= bit * u32::from(b == delimiter);
+        m.newline |= bit * u32::from(b == b'\n');
+        m.quotes |= bit * u32::from(b == b'"');
+        m.crs |= bit * u32::from(b == b'\r');
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the csv crate makes of the first record of `text`, as field texts, when the
+    /// line is plain.
+    fn by_csv(line: &[u8], delimiter: u8) -> Vec<Vec<u8>> {
+        let mut r = csv::ReaderBuilder::new().delimiter(delimiter).has_headers(false).flexible(true).from_reader(line);
+        let mut rec = csv::ByteRecord::new();
+        assert!(r.read_byte_record(&mut rec).expect("plain lines read"));
+        rec.iter().map(<[u8]>::to_vec).collect()
+    }
+
+    fn fields(buf: &[u8], line: &Line, ends: &[usize]) -> Vec<Vec<u8>> {
+        let mut from = 0;
+        let mut out = Vec::new();
+        for &e in ends.iter().chain(std::iter::once(&line.end)) {
+            out.push(buf[from..e].to_vec());
+            from = e + 1;
+        }
+        out
+    }
+
+    #[test]
+    fn plain_lines_split_as_the_csv_crate_splits_them_at_every_length() {
+        let mut ends = Vec::new();
+        let mut rng = fastrand::Rng::with_seed(17);
+        let alphabet = b"0123456789abc,,,\t-. ";
+        for len in 0..80 {
+            for _ in 0..40 {
+                let mut text: Vec<u8> = (0..len).map(|_| alphabet[rng.usize(..alphabet.len())]).collect();
+                let crlf = rng.bool();
+                text.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+                text.extend_from_slice(b"next,line\n");
+                for delimiter in [b',', b'\t'] {
+                    let line = split(&text, delimiter, &mut ends).expect("a line end");
+                    assert!(!line.quoted, "{text:?}");
+                    assert_eq!(line.next, len + 1 + usize::from(crlf));
+                    assert_eq!(line.end, len);
+                    let got = fields(&text, &line, &ends);
+                    if len > 0 {
+                        assert_eq!(got, by_csv(&text[..line.next], delimiter), "{:?}", String::from_utf8_lossy(&text));
+                    }
+                    let last = split_last(&text[..len], delimiter, &mut ends);
+                    assert_eq!(fields(&text, &last, &ends), got);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn odd_bytes_are_noticed_wherever_they_are() {
+        let mut ends = Vec::new();
+        for len in 1..70 {
+            for at in 0..len {
+                for (odd, quoted) in [(b'"', true), (b'\r', true), (0xc3, false), (b'\t', false)] {
+                    let mut text = vec![b'a'; len];
+                    text[at] = odd;
+                    text.push(b'\n');
+                    text.extend_from_slice(b"\"x\"\r\xff\n");
+                    // A carriage return right before the line end ends the line's text.
+                    let line_end = odd == b'\r' && at == len - 1;
+                    let line = split(&text, b',', &mut ends).expect("a line end");
+                    assert_eq!(line.quoted, quoted && !line_end, "byte {odd:#x} at {at} of {len}");
+                    assert_eq!((line.end, line.next), (len - usize::from(line_end), len + 1));
+                    let last = split_last(&text[..len], b',', &mut ends);
+                    assert_eq!((last.quoted, last.end), (quoted && !line_end, line.end), "last: byte {odd:#x} at {at} of {len}");
+                }
+            }
+            let mut crlf = vec![b'a'; len];
+            crlf.extend_from_slice(b"\r\n");
+            let line = split(&crlf, b',', &mut ends).expect("a line end");
+            assert_eq!(line, Line { end: len, next: len + 2, quoted: false });
+        }
+    }
+
+    #[test]
+    fn a_line_without_its_end_is_not_split() {
+        let mut ends = Vec::new();
+        for len in 0..40 {
+            assert_eq!(split(&vec![b','; len], b',', &mut ends), None);
+        }
+    }
+}
