@@ -48,7 +48,11 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     let opts = options(&a.out)?;
     let mut out = String::new();
     let sets = open_all(&a.paths, a.from, opts)?;
-    let sources: Vec<Source> = sets.iter().flat_map(|s| s.runs.iter().cloned()).collect();
+    // A group's runs are reported one by one, then the group: each figure across its runs.
+    let summaries: Vec<_> =
+        sets.iter().filter(|s| s.is_group() && a.out.format != ReportFormat::Csv).map(|set| volley_report::group::summarize(set, opts)).collect();
+    // The runs are moved out, not copied: an imported file's series can be most of the memory.
+    let sources: Vec<Source> = sets.into_iter().flat_map(|s| s.runs).collect();
     let reports: Vec<RunReport> = sources.iter().map(|s| RunReport::from_source(s, opts)).collect();
     if let Some(addr) = &a.out.serve {
         crate::live_cmd::serve(addr, volley_report::html::report_page(&sources, &reports, opts))?;
@@ -69,9 +73,7 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
             _ => report.to_json() + "\n",
         });
     }
-    // A group's runs are reported one by one, then the group: each figure across its runs.
-    for set in sets.iter().filter(|s| s.is_group() && a.out.format != ReportFormat::Csv) {
-        let summary = volley_report::group::summarize(set, opts);
+    for summary in summaries {
         out.push_str(&match a.out.format {
             ReportFormat::Table => summary.table(),
             ReportFormat::Md => summary.markdown(),

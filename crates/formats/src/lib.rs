@@ -11,6 +11,7 @@ pub mod hlog;
 pub mod import;
 pub mod ngrinder;
 pub mod note;
+mod num;
 pub mod numfmt;
 mod open;
 pub mod recorded;

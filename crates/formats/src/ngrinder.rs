@@ -398,7 +398,7 @@ fn num(path: &Path, line: u64, raw: &str, col: usize) -> Result<f64> {
     if raw.is_empty() || raw == "null" {
         return Ok(0.0);
     }
-    let parsed = if raw.contains(',') { raw.replace(',', ".").parse::<f64>() } else { raw.parse::<f64>() };
+    let parsed = if raw.contains(',') { crate::num::f64(&raw.replace(',', ".")) } else { crate::num::f64(raw) };
     parsed.map_err(|_| FormatError::malformed(path, line, Some(col as u64 + 1), format!("expected a number, found `{raw}`")))
 }
 

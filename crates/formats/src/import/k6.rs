@@ -313,7 +313,7 @@ impl CsvState {
         }
         let value = match record.at(value_c) {
             "" => None,
-            v => Some(v.parse::<f64>().map_err(|_| bad(value_c, "a number"))?),
+            v => Some(crate::num::f64(v).map_err(|_| bad(value_c, "a number"))?),
         };
         let get = |c: Option<usize>| c.and_then(|c| record.get(c)).filter(|s| !s.is_empty());
         self.asm.sample(Sample {
@@ -435,7 +435,7 @@ impl Parts for K6Csv<'_> {
 
 /// k6 CSV timestamps: unix seconds (default), milli/micro/nanoseconds, or RFC 3339 → ms.
 fn parse_timestamp(s: &str) -> Option<f64> {
-    if let Ok(n) = s.parse::<f64>() {
+    if let Ok(n) = crate::num::f64(s) {
         return Some(match n {
             n if n > 1e17 => n / 1e6,
             n if n > 1e14 => n / 1e3,

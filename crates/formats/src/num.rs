@@ -1,0 +1,84 @@
+//! Numbers read from a file's text: the common plain forms by hand, anything else by the
+//! standard library — the same value either way. Result files hold a few numbers a row and
+//! millions of rows; the standard parser's generality costs more than the rest of a row.
+
+/// `s` as `str::parse::<f64>` reads it.
+pub(crate) fn f64(s: &str) -> Result<f64, std::num::ParseFloatError> {
+    plain(s.as_bytes()).map_or_else(|| s.parse(), Ok)
+}
+
+/// Exact powers of ten as `f64` (every one up to 10^22 is).
+const POW10: [f64; 23] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
+
+/// A plain decimal (`123`, `-12.5`, `.25`, `7.`) of at most 19 digits, as the standard parser
+/// reads it; `None` for anything else. A whole number converts with one correctly rounded
+/// cast; a fraction whose digits make an integer below 2^53 is that exact integer divided by
+/// an exact power of ten, one correctly rounded division (Clinger's fast path, which the
+/// standard parser takes for the same inputs).
+fn plain(s: &[u8]) -> Option<f64> {
+    let (negative, body) = match s.first()? {
+        b'-' => (true, &s[1..]),
+        _ => (false, s),
+    };
+    let (mut m, mut digits, mut point) = (0u64, 0usize, None);
+    for (i, &b) in body.iter().enumerate() {
+        match b {
+            b'0'..=b'9' => {
+                digits += 1;
+                if digits > 19 {
+                    return None;
+                }
+                m = m * 10 + u64::from(b - b'0');
+            }
+            b'.' if point.is_none() => point = Some(i),
+            _ => return None,
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    let v = match point {
+        Some(i) if i + 1 < body.len() => {
+            if m >= 1 << 53 {
+                return None;
+            }
+            m as f64 / POW10[body.len() - i - 1]
+        }
+        _ => m as f64,
+    };
+    Some(if negative { -v } else { v })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_decimals_read_as_the_standard_parser_reads_them() {
+        let fixed = [
+            "0", "-0", "-0.0", "7.", ".25", "-.5", "00012.500", "1776337822393885", "1776337822393885123", "9007199254740993",
+            "9007199254740993.5", "0.1", "0.3", "123456789012345.6", "1.7976931348623157", "20.569", "4983", "0.012", "99999999999999999999",
+        ];
+        let odd = ["", ".", "-", "+1", "1e5", "1.2.3", "inf", "NaN", "1,5", " 1", "--1", "0x10", "1_000"];
+        let mut rng = fastrand::Rng::with_seed(7);
+        let random = (0..200_000).map(|_| {
+            let int: String = (0..rng.usize(0..12)).map(|_| char::from(b'0' + rng.u8(0..10))).collect();
+            let frac: String = (0..rng.usize(0..12)).map(|_| char::from(b'0' + rng.u8(0..10))).collect();
+            let sign = if rng.bool() { "-" } else { "" };
+            match rng.u8(0..3) {
+                0 => format!("{sign}{int}"),
+                _ => format!("{sign}{int}.{frac}"),
+            }
+        });
+        for s in fixed.iter().chain(&odd).map(|s| s.to_string()).chain(random) {
+            match (f64(&s), s.parse::<f64>()) {
+                (Ok(a), Ok(b)) => assert_eq!(a.to_bits(), b.to_bits(), "`{s}`"),
+                (Err(_), Err(_)) => {}
+                (a, b) => panic!("`{s}`: {a:?} against {b:?}"),
+            }
+        }
+        for s in odd {
+            assert_eq!(plain(s.as_bytes()), None, "`{s}` is left to the standard parser");
+        }
+    }
+}
