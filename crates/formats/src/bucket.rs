@@ -17,8 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hdrhistogram::Histogram;
-use volley_stats::{CompactHistogram, Counts, ErrorKind, Series, new_histogram};
+use volley_stats::{CompactHistogram, Counts, ErrorKind, Series};
 
 use crate::hlog::{HistKey, HistMetric, LoggedHistogram};
 use crate::note::{InputNote, Locator, Rows, Unit};
@@ -107,7 +106,6 @@ pub struct Bucketer {
     newest: i64,
     /// Raw values held by late records since the last sealing of them.
     late_raw: usize,
-    scratch: Histogram<u64>,
     has_ttfb: bool,
     records: u64,
     /// Successful records without a time to first byte.
@@ -159,7 +157,6 @@ impl Bucketer {
             dirty: BTreeSet::new(),
             newest: i64::MIN,
             late_raw: 0,
-            scratch: new_histogram(),
             has_ttfb: false,
             records: 0,
             ttfb_missing: 0,
@@ -297,7 +294,7 @@ impl Bucketer {
                     a.vusers = a.vusers.max(b.vusers);
                     for (x, y) in [(&b.ttfb, &mut a.ttfb), (&b.total, &mut a.total)] {
                         if !x.is_empty() {
-                            *y = if y.is_empty() { x.clone() } else { CompactHistogram::from_histogram(&CompactHistogram::merge_all([&*y, x])) };
+                            *y = if y.is_empty() { x.clone() } else { y.merged(x) };
                         }
                     }
                 }
@@ -440,15 +437,7 @@ impl Bucketer {
     fn seal(&mut self, idx: i64) {
         let Some(slot) = self.slots.get_mut(&idx) else { return };
         for (raw, compact) in [(&mut slot.ttfb_raw, &mut slot.ttfb), (&mut slot.total_raw, &mut slot.total)] {
-            if raw.is_empty() {
-                continue;
-            }
-            self.scratch.reset();
-            compact.add_to(&mut self.scratch);
-            for &v in raw.iter() {
-                volley_stats::latency::record_us(&mut self.scratch, v, 1);
-            }
-            *compact = CompactHistogram::from_histogram(&self.scratch);
+            compact.add_values(raw);
             *raw = Vec::new();
         }
     }
@@ -560,7 +549,7 @@ impl Bucketer {
             b.vusers = b.vusers.max(a.vusers);
             for (x, y) in [(&a.ttfb, &mut b.ttfb), (&a.total, &mut b.total)] {
                 if !x.is_empty() {
-                    *y = CompactHistogram::from_histogram(&CompactHistogram::merge_all([x, &*y]));
+                    *y = x.merged(y);
                 }
             }
         }

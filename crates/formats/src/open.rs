@@ -51,6 +51,7 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
         let read = match format {
             Format::Jtl => import::jmeter::read_parts(path, limit, &first_line, PART_BYTES)?,
             Format::K6Csv => import::k6::read_csv_parts(path, limit, PART_BYTES)?,
+            Format::K6Json => import::k6::read_json_parts(path, limit, PART_BYTES)?,
             _ => None,
         };
         if let Some((mut src, lines)) = read {
@@ -128,7 +129,7 @@ const PARALLEL_FROM: u64 = 2 * PART_BYTES;
 /// read that way); `None` to read it in one pass.
 fn parallel(path: &Path, format: Format, cut: Option<u64>) -> Result<Option<u64>> {
     // VOLLEY_IMPORT_ONE_PASS=1 reads every file in one pass (for benchmarks and bisecting).
-    if !matches!(format, Format::Jtl | Format::K6Csv) || std::env::var_os("VOLLEY_IMPORT_ONE_PASS").is_some() {
+    if !matches!(format, Format::Jtl | Format::K6Csv | Format::K6Json) || std::env::var_os("VOLLEY_IMPORT_ONE_PASS").is_some() {
         return Ok(None);
     }
     let len = std::fs::metadata(path).map_err(|e| FormatError::io(path, e))?.len();

@@ -30,6 +30,11 @@ fn k6_same_in_parts(path: &Path, sizes: &[u64]) -> Option<String> {
     same_in_parts_of(path, sizes, |p| k6::read_csv(p, std::fs::File::open(p).unwrap()), k6::read_csv_parts)
 }
 
+/// The same for a k6 NDJSON file.
+fn k6_json_same_in_parts(path: &Path, sizes: &[u64]) -> Option<String> {
+    same_in_parts_of(path, sizes, |p| k6::read_json(p, std::io::BufReader::new(std::fs::File::open(p).unwrap())), k6::read_json_parts)
+}
+
 /// `one` (one pass) and `parts` (in parts of each size) give the same source, or the same error.
 fn same_in_parts_of(
     path: &Path,
@@ -234,4 +239,112 @@ fn a_k6_csv_in_parts_reports_a_bad_row_at_its_line() {
     assert!(k6_same_in_parts(&path, &[5_000, 64 << 10]).is_none(), "the file is refused");
     let e = k6::read_csv(&path, std::fs::File::open(&path).unwrap()).unwrap_err().to_string();
     assert!(e.contains(&format!("bad.csv:{}:2: expected a timestamp", at + 1)), "{e}");
+}
+
+#[test]
+fn fixture_k6_json_files_read_in_parts_equal_one_pass() {
+    let dir = common::fixtures();
+    let mut read = 0;
+    for sub in ["imports", "bad", "peers"] {
+        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let ndjson = name.starts_with("k6json") || name == "k6_out.json" || name.ends_with("_out.json") || name.starts_with("k6_json");
+            if !ndjson || name.contains("cut") {
+                continue;
+            }
+            let small = std::fs::metadata(&path).unwrap().len() < 20_000;
+            let sizes: &[u64] = if small { &[37, 500, 4096] } else { &[8192, 100_000, 1 << 20] };
+            read += usize::from(k6_json_same_in_parts(&path, sizes).is_some());
+        }
+    }
+    assert!(read >= 5, "{read} fixtures read");
+}
+
+/// A k6 NDJSON file with what makes parts hard, as k6 writes it: a Metric line when a metric
+/// is first seen (some mid-file), nine Points per request, `vus` and check Points between
+/// requests, failures, missing `http_req_waiting`, a negative value, time stamps with an
+/// offset and with escapes in a name, and a clock that steps back 100 s for a while.
+fn awkward_k6_json(path: &Path, requests: usize) {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut rng = fastrand::Rng::with_seed(13);
+    let t0 = 1_795_315_819_000i64;
+    let metric = |out: &mut std::io::BufWriter<std::fs::File>, name: &str| {
+        writeln!(out, r#"{{"type":"Metric","data":{{"name":"{name}","type":"trend","contains":"time","thresholds":[],"submetrics":null}},"metric":"{name}"}}"#).unwrap();
+    };
+    for m in ["http_reqs", "http_req_duration", "http_req_blocked", "http_req_connecting", "http_req_tls_handshaking", "http_req_sending", "http_req_receiving", "http_req_failed", "vus"] {
+        metric(&mut out, m);
+    }
+    for i in 0..requests {
+        let mut ms = t0 + (i as i64) * 1000 / 700 + rng.i64(0..30);
+        if (requests / 2..requests / 2 + requests / 20).contains(&i) {
+            ms -= 100_000;
+        }
+        let at = jiff::Timestamp::from_millisecond(ms).unwrap();
+        let time = if i % 2 == 0 { format!("{at:.9}") } else { at.to_zoned(jiff::tz::TimeZone::fixed(jiff::tz::offset(9))).strftime("%Y-%m-%dT%H:%M:%S%.6f%:z").to_string() };
+        if i % 50 == 0 {
+            writeln!(out, r#"{{"metric":"vus","type":"Point","data":{{"time":"{time}","value":{},"tags":null}}}}"#, 10 + i % 7).unwrap();
+        }
+        if i == requests / 3 {
+            metric(&mut out, "http_req_waiting");
+            metric(&mut out, "checks");
+        }
+        let name = match i % 3 {
+            0 => "list rooms".to_string(),
+            1 => String::new(),
+            _ => format!(r#"room \"{}\" \u00e9"#, i % 9),
+        };
+        let (status, expected, code, failed) = match i % 61 {
+            0 => ("0", "false", r#","error_code":"1211""#, 1),
+            1 => ("503", "false", r#","error_code":"1503""#, 1),
+            _ => ("200", "true", "", 0),
+        };
+        let tags = format!(r#"{{"expected_response":"{expected}","group":"","method":"GET","name":"{name}","proto":"HTTP/1.1","scenario":"default","status":"{status}","url":"http://127.0.0.1:18090/rooms/{}"{code}}}"#, i % 5);
+        let point = |out: &mut std::io::BufWriter<std::fs::File>, m: &str, v: String| {
+            writeln!(out, r#"{{"metric":"{m}","type":"Point","data":{{"time":"{time}","value":{v},"tags":{tags}}}}}"#).unwrap();
+        };
+        let d = 2.0 + rng.f64() * 40.0;
+        point(&mut out, "http_reqs", "1".into());
+        point(&mut out, "http_req_duration", if i % 997 == 7 { "-3".into() } else { format!("{d:.6}") });
+        for m in ["blocked", "connecting", "tls_handshaking", "sending"] {
+            point(&mut out, &format!("http_req_{m}"), "0.01".into());
+        }
+        if i % 401 != 3 && i >= requests / 3 {
+            point(&mut out, "http_req_waiting", format!("{:.6}", d * 0.9));
+        }
+        point(&mut out, "http_req_receiving", format!("{:.6}", d * 0.1 - 0.02));
+        point(&mut out, "http_req_failed", failed.to_string());
+        if i % 4 == 0 && i >= requests / 3 {
+            writeln!(out, r#"{{"metric":"checks","type":"Point","data":{{"time":"{time}","value":1,"tags":{{"check":"status is 200"}}}}}}"#).unwrap();
+        }
+    }
+    out.flush().unwrap();
+}
+
+#[test]
+fn a_large_awkward_k6_json_read_in_parts_equals_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.json");
+    awkward_k6_json(&path, 5_000);
+    let one = k6_json_same_in_parts(&path, &[5_000, 64 << 10, 1 << 20]).expect("the file reads");
+    for what in ["stepped back", "http_req_duration is negative", "no http_req_waiting", "room \\\"2\\\" é"] {
+        assert!(one.contains(what), "no {what:?} in: {}", &one[..one.len().min(3000)]);
+    }
+}
+
+#[test]
+fn a_k6_json_file_in_parts_reports_a_bad_line_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.json");
+    awkward_k6_json(&path, 3_000);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    // Broken JSON deep in the file, on a line whose tags would be skipped: the same error, at
+    // the same line, either way.
+    let at = (lines.len() * 3 / 4..).find(|&i| lines[i].starts_with(r#"{"metric":"http_req_sending""#)).unwrap();
+    lines[at] = lines[at].replace(r#""scenario":"default""#, r#""scenario":default"#);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    assert!(k6_json_same_in_parts(&path, &[5_000, 64 << 10]).is_none(), "the file is refused");
+    let e = k6::read_json(&path, std::io::BufReader::new(std::fs::File::open(&path).unwrap())).unwrap_err().to_string();
+    assert!(e.contains(&format!("bad.json:{}:", at + 1)) && e.contains("not a JSON object"), "{e}");
 }

@@ -455,36 +455,40 @@ pub fn sniff_json(first_line: &str) -> bool {
 /// Reads `--out json` (one JSON object per line).
 pub fn read_json(path: &Path, mut reader: impl BufRead) -> Result<Source> {
     let mut asm = Assembler::new();
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut line_no = 0u64;
     loop {
         line.clear();
-        if reader.read_line(&mut line).map_err(|e| FormatError::io(path, e))? == 0 {
+        if reader.read_until(b'\n', &mut line).map_err(|e| FormatError::io(path, e))? == 0 {
             break;
         }
         line_no += 1;
-        if line.trim().is_empty() {
-            continue;
+        asm.json_line(path, &line, line_no)?;
+    }
+    Ok(asm.finish(path, Format::K6Json))
+}
+
+impl Assembler {
+    /// Reads one NDJSON line (with or without its line end) at `line_no`.
+    fn json_line(&mut self, path: &Path, text: &[u8], line_no: u64) -> Result<()> {
+        if text.first() != Some(&b'{') && String::from_utf8_lossy(text).trim().is_empty() {
+            return Ok(());
         }
-        let v: json::Line<'_> = serde_json::from_str(&line)
+        let v: json::Line<'_> = serde_json::from_slice(text)
             .map_err(|e| FormatError::malformed(path, line_no, Some(e.column() as u64), format!("not a JSON object: {e}")))?;
         if v.kind.as_deref() != Some("Point") {
-            continue;
+            return Ok(());
         }
         let Some(metric) = v.metric.as_deref() else {
-            asm.book.skip(Unit::Row, line_no, "a Point without a metric name");
-            continue;
+            self.book.skip(Unit::Row, line_no, "a Point without a metric name");
+            return Ok(());
         };
         let data = v.data;
-        let at = data
-            .time
-            .as_deref()
-            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-            .ok_or_else(|| FormatError::malformed(path, line_no, None, "Point without a valid data.time"))?;
+        let at_us = data.time.as_deref().and_then(rfc3339_us).ok_or_else(|| FormatError::malformed(path, line_no, None, "Point without a valid data.time"))?;
         let tags = &data.tags;
-        asm.sample(Sample {
+        self.sample(Sample {
             metric,
-            at_ms: at.as_microsecond() as f64 / 1000.0,
+            at_ms: at_us as f64 / 1000.0,
             value: data.value,
             status: tags.status.as_deref().and_then(|s| s.parse().ok()),
             expected: tags.expected_response.as_deref().map(|s| s == "true"),
@@ -492,8 +496,137 @@ pub fn read_json(path: &Path, mut reader: impl BufRead) -> Result<Source> {
             label: tags.name.as_deref().filter(|s| !s.is_empty()).or(tags.url.as_deref().filter(|s| !s.is_empty())),
             line: line_no,
         });
+        Ok(())
     }
-    Ok(asm.finish(path, Format::K6Json))
+}
+
+/// Reads the k6 NDJSON at `path` (its lines end at `limit`) in parts of `part` bytes on every
+/// core, exactly as [`read_json`] does in one pass. Returns the source and the line ends read;
+/// `None` when it must be read in one pass instead.
+///
+/// Parts are cut only before an `http_reqs` Point, as k6 writes it (`{"metric":"http_reqs",
+/// "type":"Point"`): a request's samples run from its `http_reqs` line to the next one. A file
+/// written another way has no such line and is read in one pass.
+pub fn read_json_parts(path: &Path, limit: u64, part: u64) -> Result<Option<(Source, u64)>> {
+    let (file, _) = parts::head(path, limit)?;
+    let mut acc = Assembler::new();
+    let lines = parts::read(&file, Plan::new(0, limit, part), &K6Json { path }, &mut acc, 0)?;
+    Ok(lines.map(|lines| (acc.finish(path, Format::K6Json), lines)))
+}
+
+/// A k6 NDJSON file read in parts.
+struct K6Json<'a> {
+    path: &'a Path,
+}
+
+impl Parts for K6Json<'_> {
+    type Acc = Assembler;
+    /// The grid's origin.
+    type Seed = f64;
+    type Part = Assembler;
+
+    fn cut(&self, window: &[u8]) -> Option<usize> {
+        memchr::memmem::find(window, b"\n{\"metric\":\"http_reqs\",\"type\":\"Point\"").map(|i| i + 1)
+    }
+
+    fn read(&self, buf: &[u8], own: usize, at_end: bool, how: How<'_, f64, Assembler>) -> Outcome<Assembler> {
+        let (origin, newest) = match how {
+            How::Guess(&origin) => (Some(origin), None),
+            How::After(acc) => (acc.bucketer.origin_ms(), acc.bucketer.newest()),
+        };
+        let mut asm = Assembler::with(Bucketer::part(BUCKET_S, Locator::Line, origin, newest));
+        let (mut pos, mut line) = (0usize, 0u64);
+        while pos < own {
+            let rest = &buf[pos..];
+            let (len, next) = match memchr::memchr(b'\n', rest) {
+                Some(i) => (i, i + 1),
+                None if at_end => (rest.len(), rest.len()),
+                None => return Outcome::NeedMore,
+            };
+            line += 1;
+            if let Err(e) = asm.json_line(self.path, &rest[..len], line) {
+                return Outcome::Failed(e);
+            }
+            pos += next;
+        }
+        // The next line starts a request (or the file ends): this part's last one is whole.
+        asm.flush();
+        Outcome::Read { part: asm, consumed: pos, newlines: line }
+    }
+
+    fn seed(&self, acc: &Assembler) -> Option<f64> {
+        acc.bucketer.origin_ms()
+    }
+
+    fn exact(&self, part: &Assembler, acc: &Assembler) -> bool {
+        part.bucketer.exact_after(acc.bucketer.newest())
+    }
+
+    fn absorb(&self, acc: &mut Assembler, part: Assembler, line_base: u64) {
+        acc.unknown_failure += part.unknown_failure;
+        acc.bucketer.absorb(part.bucketer, line_base);
+        acc.book.absorb(part.book, line_base);
+    }
+}
+
+/// A `data.time` as µs since the epoch, as `jiff::Timestamp` parses it and counts it: the
+/// form k6 writes (`2026-04-16T11:10:22.393886034Z`, or with an offset such as `+09:00`) by
+/// hand, anything else by jiff.
+fn rfc3339_us(s: &str) -> Option<i64> {
+    stamp_us(s.as_bytes()).or_else(|| s.parse::<jiff::Timestamp>().ok().map(|t| t.as_microsecond()))
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|±HH:MM)` from 1970 on, as µs since the epoch; `None`
+/// for anything else (left to jiff, which also says what is wrong with it).
+fn stamp_us(s: &[u8]) -> Option<i64> {
+    let digits = |r: std::ops::Range<usize>| -> Option<i64> {
+        let b = s.get(r)?;
+        b.iter().try_fold(0i64, |n, &c| c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0')))
+    };
+    if s.len() < 20 || s[4] != b'-' || s[7] != b'-' || s[10] != b'T' || s[13] != b':' || s[16] != b':' {
+        return None;
+    }
+    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if year < 1970 || !(1..=12).contains(&month) || day < 1 || day > month_days[(month - 1) as usize] || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let mut at = 19;
+    let mut micros = 0;
+    if s[at] == b'.' {
+        let n = s[at + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if !(1..=9).contains(&n) {
+            return None;
+        }
+        let frac = digits(at + 1..at + 1 + n)?;
+        micros = frac * 10i64.pow(9 - n as u32) / 1000;
+        at += 1 + n;
+    }
+    let offset_s = match &s[at..] {
+        b"Z" => 0,
+        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+            let (h, m) = (digits(at + 1..at + 3)?, digits(at + 4..at + 6)?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            if *sign == b'+' { h * 3600 + m * 60 } else { -(h * 3600 + m * 60) }
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (y, m) = if month <= 2 { (year - 1, month + 9) } else { (year, month - 3) };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
+    if secs < 0 {
+        return None;
+    }
+    Some(secs * 1_000_000 + micros)
 }
 
 /// k6's NDJSON lines read in place: strings borrowed from the line (copied only when they
@@ -505,7 +638,7 @@ mod json {
     use std::borrow::Cow;
     use std::fmt;
 
-    use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
     /// One line: `{"type": …, "metric": …, "data": {…}}`.
     #[derive(Default)]
@@ -521,6 +654,9 @@ mod json {
         pub time: Option<Cow<'a, str>>,
         pub value: Option<f64>,
         pub tags: Tags<'a>,
+        /// The line's metric is known not to be `http_reqs`, whose tags alone volley reads:
+        /// the tags are skipped, not read.
+        no_tags: bool,
     }
 
     /// The tags volley reads.
@@ -544,7 +680,10 @@ mod json {
             match key {
                 "type" => self.kind = map.next_value::<Any<'de>>()?.text(),
                 "metric" => self.metric = map.next_value::<Any<'de>>()?.text(),
-                "data" => self.data = map.next_value()?,
+                "data" => {
+                    let no_tags = self.metric.as_deref().is_some_and(|m| m != "http_reqs");
+                    self.data = map.next_value_seed(Object(Data { no_tags, ..Data::default() }))?;
+                }
                 _ => skip(map)?,
             }
             Ok(())
@@ -556,6 +695,7 @@ mod json {
             match key {
                 "time" => self.time = map.next_value::<Any<'de>>()?.text(),
                 "value" => self.value = map.next_value::<Any<'de>>()?.number(),
+                "tags" if self.no_tags => skip(map)?,
                 "tags" => self.tags = map.next_value()?,
                 _ => skip(map)?,
             }
@@ -586,15 +726,23 @@ mod json {
         ($($t:ident),*) => {$(
             impl<'de> Deserialize<'de> for $t<'de> {
                 fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                    d.deserialize_any(Object(std::marker::PhantomData))
+                    d.deserialize_any(Object($t::default()))
                 }
             }
         )*};
     }
     object!(Line, Data, Tags);
 
-    /// Reads an object into `T` through [`Fields`]; any other JSON value reads as `T::default()`.
-    struct Object<T>(std::marker::PhantomData<T>);
+    /// Reads an object into `T` through [`Fields`], starting from the `T` it holds; any other
+    /// JSON value reads as `T::default()`.
+    struct Object<T>(T);
+
+    impl<'de, T: Fields<'de>> DeserializeSeed<'de> for Object<T> {
+        type Value = T;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
 
     impl<'de, T: Fields<'de>> Visitor<'de> for Object<T> {
         type Value = T;
@@ -602,7 +750,7 @@ mod json {
             f.write_str("any JSON value")
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
-            let mut out = T::default();
+            let mut out = self.0;
             while let Some(key) = map.next_key::<Any<'de>>()? {
                 match key {
                     Any::Text(k) => out.field(&k, &mut map)?,
@@ -881,6 +1029,36 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_stamps_read_as_jiff_reads_them() {
+        let jiff_us = |s: &str| s.parse::<jiff::Timestamp>().ok().map(|t| t.as_microsecond());
+        let mut rng = fastrand::Rng::with_seed(5);
+        let mut fast = 0;
+        for i in 0..200_000 {
+            let (y, mo, d) = (rng.i64(1965..2200), rng.i64(0..14), rng.i64(0..33));
+            let (h, mi, sec) = (rng.i64(0..25), rng.i64(0..61), rng.i64(0..61));
+            let frac = match rng.u8(0..4) {
+                0 => String::new(),
+                n => {
+                    let digits = rng.usize(if n == 3 { 0..12 } else { 1..10 });
+                    format!(".{}", (0..digits).map(|_| char::from(b'0' + rng.u8(0..10))).collect::<String>())
+                }
+            };
+            let zone = match rng.u8(0..4) {
+                0 | 1 => "Z".to_string(),
+                2 => format!("{}{:02}:{:02}", if rng.bool() { '+' } else { '-' }, rng.i64(0..25), rng.i64(0..61)),
+                _ => ["z", "+0900", "+09", "", " Z", "Z "][rng.usize(0..6)].to_string(),
+            };
+            let text = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}{frac}{zone}");
+            let text = if i % 1000 == 0 { text.replace('T', " ") } else { text };
+            assert_eq!(rfc3339_us(&text), jiff_us(&text), "`{text}`");
+            fast += usize::from(stamp_us(text.as_bytes()).is_some());
+        }
+        assert!(fast > 50_000, "{fast} read by hand");
+        assert_eq!(stamp_us(b"2026-04-16T11:10:22.393886034Z"), Some(1_776_337_822_393_886));
+        assert_eq!(stamp_us(b"2026-04-16T20:10:22.393886+09:00"), Some(1_776_337_822_393_886));
+    }
 
     #[test]
     fn a_request_keeps_k6s_definitions_and_is_placed_at_its_start() {
