@@ -121,9 +121,9 @@ fn read_as(path: &Path, format: Format, mut reader: impl std::io::BufRead, first
 }
 
 /// Bytes per part when a file is read in parts.
-const PART_BYTES: u64 = 8 << 20;
+const PART_BYTES: u64 = 1 << 20;
 /// Files smaller than this are read in one pass (threads would cost more than they save).
-const PARALLEL_FROM: u64 = 2 * PART_BYTES;
+const PARALLEL_FROM: u64 = 16 << 20;
 
 /// Where the records of `path` end when it is to be read in parts (large, of a format
 /// read that way); `None` to read it in one pass.

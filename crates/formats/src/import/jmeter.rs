@@ -61,6 +61,7 @@ enum Whole {
     Garbage,
 }
 
+#[inline]
 fn whole(s: &[u8]) -> Whole {
     // Most fields are a few plain digits.
     if !s.is_empty() && s.len() <= 18 {

@@ -315,9 +315,12 @@ impl CsvState {
             "" => None,
             v => Some(crate::num::f64(v).map_err(|_| bad(value_c, "a number"))?),
         };
-        let get = |c: Option<usize>| c.and_then(|c| record.get(c)).filter(|s| !s.is_empty());
+        let metric = record.at(metric_c);
+        // Only a request's `http_reqs` sample is read for its tags.
+        let tags = metric == "http_reqs";
+        let get = |c: Option<usize>| c.filter(|_| tags).and_then(|c| record.get(c)).filter(|s| !s.is_empty());
         self.asm.sample(Sample {
-            metric: record.at(metric_c),
+            metric,
             at_ms: ts,
             value,
             status: get(cols.status).and_then(|s| s.parse().ok()),

@@ -24,16 +24,19 @@ pub(crate) struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     /// How many fields.
+    #[inline]
     pub fn len(&self) -> usize {
         self.ends.len()
     }
 
     /// Field `i`'s bytes; empty when there is no such field.
+    #[inline]
     pub fn bytes(&self, i: usize) -> &'a [u8] {
         self.at(i).as_bytes()
     }
 
     /// Field `i`, when there is one.
+    #[inline]
     pub fn get(&self, i: usize) -> Option<&'a str> {
         let end = *self.ends.get(i)?;
         let start = if i == 0 { 0 } else { self.ends[i - 1] + self.gap };
@@ -41,6 +44,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Field `i`; empty when there is no such field.
+    #[inline]
     pub fn at(&self, i: usize) -> &'a str {
         self.get(i).unwrap_or("")
     }
