@@ -230,7 +230,10 @@ mod tests {
                         1 => rng.u64(..),
                         2 => rng.u64(0..100),
                         3 => MAX_TRACKED_US + rng.u64(0..10),
-                        _ => rng.u64(1..(1u64 << rng.u32(1..34))),
+                        _ => {
+                            let top = 1u64 << rng.u32(1..34);
+                            rng.u64(1..top)
+                        }
                     })
                     .collect()
             };
