@@ -15,7 +15,7 @@ const POW10: [f64; 23] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10
 /// cast; a fraction whose digits make an integer below 2^53 is that exact integer divided by
 /// an exact power of ten, one correctly rounded division (Clinger's fast path, which the
 /// standard parser takes for the same inputs).
-fn plain(s: &[u8]) -> Option<f64> {
+pub(crate) fn plain(s: &[u8]) -> Option<f64> {
     let (negative, body) = match s.first()? {
         b'-' => (true, &s[1..]),
         _ => (false, s),

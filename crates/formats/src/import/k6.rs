@@ -19,6 +19,7 @@ use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
 use crate::import::parts::{self, How, Outcome, Parts, Plan};
 use crate::import::rows::{self, Fields};
+use crate::import::point;
 use crate::import::{BUCKET_S, bad_duration, bad_stamp, ms_to_us, source};
 use crate::note::{Figure, InputNote, Locator, NoteBook, Unit};
 use crate::source::{Format, Source};
@@ -477,6 +478,9 @@ impl Assembler {
         if text.first() != Some(&b'{') && String::from_utf8_lossy(text).trim().is_empty() {
             return Ok(());
         }
+        if let Some(p) = point::point(text) {
+            return self.json_point(path, line_no, p.metric, Some(p.time), Some(p.value), &p.tags.unwrap_or_default());
+        }
         let v: json::Line<'_> = serde_json::from_slice(text)
             .map_err(|e| FormatError::malformed(path, line_no, Some(e.column() as u64), format!("not a JSON object: {e}")))?;
         if v.kind.as_deref() != Some("Point") {
@@ -486,17 +490,28 @@ impl Assembler {
             self.book.skip(Unit::Row, line_no, "a Point without a metric name");
             return Ok(());
         };
-        let data = v.data;
-        let at_us = data.time.as_deref().and_then(rfc3339_us).ok_or_else(|| FormatError::malformed(path, line_no, None, "Point without a valid data.time"))?;
-        let tags = &data.tags;
+        let t = &v.data.tags;
+        let tags = point::Tags {
+            status: t.status.as_deref(),
+            expected_response: t.expected_response.as_deref(),
+            error_code: t.error_code.as_deref(),
+            name: t.name.as_deref(),
+            url: t.url.as_deref(),
+        };
+        self.json_point(path, line_no, metric, v.data.time.as_deref(), v.data.value, &tags)
+    }
+
+    /// Takes in one Point of metric `metric`.
+    fn json_point(&mut self, path: &Path, line_no: u64, metric: &str, time: Option<&str>, value: Option<f64>, tags: &point::Tags<'_>) -> Result<()> {
+        let at_us = time.and_then(rfc3339_us).ok_or_else(|| FormatError::malformed(path, line_no, None, "Point without a valid data.time"))?;
         self.sample(Sample {
             metric,
             at_ms: at_us as f64 / 1000.0,
-            value: data.value,
-            status: tags.status.as_deref().and_then(|s| s.parse().ok()),
-            expected: tags.expected_response.as_deref().map(|s| s == "true"),
-            code: tags.error_code.as_deref().and_then(|s| s.parse().ok()),
-            label: tags.name.as_deref().filter(|s| !s.is_empty()).or(tags.url.as_deref().filter(|s| !s.is_empty())),
+            value,
+            status: tags.status.and_then(|s| s.parse().ok()),
+            expected: tags.expected_response.map(|s| s == "true"),
+            code: tags.error_code.and_then(|s| s.parse().ok()),
+            label: tags.name.filter(|s| !s.is_empty()).or(tags.url.filter(|s| !s.is_empty())),
             line: line_no,
         });
         Ok(())
@@ -1032,6 +1047,63 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the serde reader takes from a line: (metric, time, value, an http_reqs Point's tags).
+    type Read = (String, Option<String>, Option<f64>, Option<[Option<String>; 5]>);
+
+    fn by_serde(line: &[u8]) -> Option<Read> {
+        let v: json::Line<'_> = serde_json::from_slice(line).ok()?;
+        if v.kind.as_deref() != Some("Point") {
+            return None;
+        }
+        let metric = v.metric?.into_owned();
+        let t = &v.data.tags;
+        let own = |x: &Option<std::borrow::Cow<'_, str>>| x.as_deref().map(str::to_string);
+        let tags = (metric == "http_reqs").then(|| [own(&t.status), own(&t.expected_response), own(&t.error_code), own(&t.name), own(&t.url)]);
+        Some((metric, v.data.time.map(|t| t.into_owned()), v.data.value, tags))
+    }
+
+    fn by_hand(line: &[u8]) -> Option<Read> {
+        let p = point::point(line)?;
+        let s = |x: Option<&str>| x.map(str::to_string);
+        let tags = p.tags.map(|t| [s(t.status), s(t.expected_response), s(t.error_code), s(t.name), s(t.url)]);
+        Some((p.metric.to_string(), Some(p.time.to_string()), Some(p.value), tags))
+    }
+
+    #[test]
+    fn a_point_read_by_hand_is_what_serde_reads_from_it() {
+        let base: [&[u8]; 4] = [
+            br#"{"metric":"http_reqs","type":"Point","data":{"time":"2026-04-16T11:10:22.393886034Z","value":1,"tags":{"expected_response":"false","group":"","method":"GET","name":"/rooms","status":"500","url":"http://127.0.0.1:8080/rooms","error_code":"1211"}}}"#,
+            br#"{"metric":"http_req_duration","type":"Point","data":{"time":"2026-04-16T20:10:22.393886+09:00","value":7.885821,"tags":{"expected_response":"true","name":"/a","status":"200"}}}"#,
+            br#"{"metric":"vus","type":"Point","data":{"time":"2024-08-22T01:13:59.892709931-03:00","value":10,"tags":null}}"#,
+            br#"{"metric":"http_reqs","type":"Point","data":{"time":"T","value":-0.5,"tags":{"status":"1","status":"2","name":""}}}"#,
+        ];
+        let alphabet: &[u8] = b"\"\\{}[],:.-+eE0123456789 \t\r\n\x00\x1fnulltrueaZ\xc3\xa9\xff";
+        let mut rng = fastrand::Rng::with_seed(29);
+        let (mut by_hand_n, mut both) = (0, 0);
+        for round in 0..200_000 {
+            let mut line = base[round % base.len()].to_vec();
+            for _ in 0..rng.usize(0..4) {
+                let at = rng.usize(0..=line.len());
+                let b = alphabet[rng.usize(..alphabet.len())];
+                match rng.u8(0..3) {
+                    0 if at < line.len() => line[at] = b,
+                    1 if at < line.len() => {
+                        line.remove(at);
+                    }
+                    _ => line.insert(at, b),
+                }
+            }
+            let (hand, serde) = (by_hand(&line), by_serde(&line));
+            if let Some(h) = &hand {
+                by_hand_n += 1;
+                assert_eq!(Some(h), serde.as_ref(), "{}", String::from_utf8_lossy(&line));
+                assert!(h.2.unwrap().to_bits() == serde.as_ref().unwrap().2.unwrap().to_bits(), "the same bits: {}", String::from_utf8_lossy(&line));
+                both += 1;
+            }
+        }
+        assert!(by_hand_n > 20_000 && both == by_hand_n, "{by_hand_n} lines read by hand");
+    }
 
     #[test]
     fn time_stamps_read_as_jiff_reads_them() {

@@ -7,6 +7,7 @@ pub mod jmeter;
 pub mod k6;
 pub mod locust;
 pub(crate) mod parts;
+pub(crate) mod point;
 pub(crate) mod rows;
 
 use std::path::Path;
