@@ -242,6 +242,28 @@ fn a_k6_csv_in_parts_reports_a_bad_row_at_its_line() {
 }
 
 #[test]
+fn a_k6_csv_with_blank_lines_and_crlf_rows_counts_lines_alike_either_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("blank.csv");
+    awkward_k6_csv(&path, 3_000, false);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    // A blank line and CRLF endings before a garbage timestamp deep in the file.
+    let at = lines.len() * 3 / 4;
+    for l in &mut lines[at - 40..at - 20] {
+        l.push('\r');
+    }
+    lines.insert(at - 10, String::new());
+    let mut fields: Vec<String> = lines[at + 1].split(',').map(str::to_string).collect();
+    fields[1] = "noon".into();
+    lines[at + 1] = fields.join(",");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    assert!(k6_same_in_parts(&path, &[5_000, 64 << 10]).is_none(), "the file is refused");
+    let e = k6::read_csv(&path, std::fs::File::open(&path).unwrap()).unwrap_err().to_string();
+    assert!(e.contains(&format!("blank.csv:{}:2: expected a timestamp", at + 2)), "{e}");
+}
+
+#[test]
 fn fixture_k6_json_files_read_in_parts_equal_one_pass() {
     let dir = common::fixtures();
     let mut read = 0;

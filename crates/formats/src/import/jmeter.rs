@@ -70,7 +70,8 @@ fn whole(s: &[u8]) -> Whole {
         for &b in s {
             let d = b.wrapping_sub(b'0');
             digits &= d <= 9;
-            n = n * 10 + i64::from(d);
+            // (Wraps on a field that is no number; its value is then not used.)
+            n = n.wrapping_mul(10).wrapping_add(i64::from(d));
         }
         if digits {
             return Whole::Ok(n);

@@ -2,6 +2,7 @@
 //! per-request formats are bucketed into intervals (and give true per-request
 //! percentiles); per-interval and summary formats say what they cannot give.
 
+pub(crate) mod block;
 pub mod gatling;
 pub mod jmeter;
 pub mod k6;

@@ -24,6 +24,10 @@ use std::sync::{Condvar, Mutex, mpsc};
 pub(crate) const WINDOW: usize = 4;
 /// Bytes read past a part's end for its last record, at first (doubled while too few).
 const MARGIN: usize = 1 << 16;
+/// Bytes looked through for a place to cut, at most, from where a part should end: a file
+/// without one there (a k6 NDJSON file written with another key order, a record many MB
+/// long) is read in one pass, streamed, rather than as one part held whole.
+const CUT_SEARCH: usize = 16 << 20;
 
 /// How a part is read.
 pub(crate) enum How<'a, S, A> {
@@ -293,7 +297,8 @@ fn read_part<P: Parts>(
 }
 
 /// Where each part starts: `plan.start`, then the first cut at or after every `plan.part`
-/// bytes (parts left empty by a long line dropped).
+/// bytes (parts left empty by a long line dropped). A stretch of [`CUT_SEARCH`] bytes without
+/// a cut sends the file to one pass.
 fn cuts<P: Parts>(file: &File, plan: Plan, p: &P) -> Result<Vec<u64>, Stop> {
     let mut starts = vec![plan.start];
     let mut window = Vec::new();
@@ -315,6 +320,7 @@ fn cuts<P: Parts>(file: &File, plan: Plan, p: &P) -> Result<Vec<u64>, Stop> {
             match p.cut(&with_prev) {
                 Some(off) => break Some(at - back as u64 + off as u64),
                 None if to == plan.limit => break None,
+                None if size >= CUT_SEARCH => return Err(Fallback),
                 None => size *= 2,
             }
         };

@@ -11,6 +11,8 @@
 //! exponent or more digits than an `f64` holds exactly), is left to the serde reader, which
 //! also says what is wrong with a broken one.
 
+use crate::import::block::{self, Block};
+
 /// What a Point line holds that volley reads.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Point<'a> {
@@ -54,6 +56,33 @@ pub(crate) fn point(line: &[u8]) -> Option<Point<'_>> {
     Some(Point { metric, time, value, tags: want.then_some(tags) })
 }
 
+/// Where the string whose text starts `rest` ends (its closing quote); `None` when an escape
+/// or a control character comes first, or no quote at all.
+fn string_end(rest: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while let Some(bytes) = rest.get(at..at + block::LEN) {
+        let b = Block::load(bytes.try_into().expect("a block"));
+        let (quotes, odd) = (b.eq(b'"'), b.eq(b'\\') | b.at_most(0x1f));
+        if quotes != 0 {
+            let before = (1u32 << quotes.trailing_zeros()) - 1;
+            return (odd & before == 0).then(|| at + quotes.trailing_zeros() as usize);
+        }
+        if odd != 0 {
+            return None;
+        }
+        at += block::LEN;
+    }
+    // The last bytes of the line one at a time.
+    for (i, &b) in rest[at..].iter().enumerate() {
+        match b {
+            b'"' => return Some(at + i),
+            b'\\' | 0..0x20 => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
 /// A place in the line.
 struct Cursor<'a> {
     s: &'a str,
@@ -69,16 +98,7 @@ impl<'a> Cursor<'a> {
     /// A string without escapes or control characters (which the JSON grammar forbids raw).
     fn string(&mut self) -> Option<&'a str> {
         self.lit("\"")?;
-        // One look at each byte (strings are short: a call to find the quote costs more).
-        let rest = &self.s.as_bytes()[self.at..];
-        let mut end = 0;
-        loop {
-            match *rest.get(end)? {
-                b'"' => break,
-                b'\\' | 0..0x20 => return None,
-                _ => end += 1,
-            }
-        }
+        let end = string_end(&self.s.as_bytes()[self.at..])?;
         let s = &self.s[self.at..self.at + end];
         self.at += end + 1;
         Some(s)

@@ -12,6 +12,7 @@
 use std::path::Path;
 
 use crate::error::{FormatError, Result};
+use crate::import::block::{self, Block};
 
 /// One row's fields: `text` cut before each of `ends`; field `i` starts where field `i - 1`
 /// ends, past `gap` bytes (1 for a line split at its delimiters, 0 for a csv record's text,
@@ -69,11 +70,65 @@ pub(crate) fn records(
     own: usize,
     at_end: bool,
     delimiter: u8,
+    row: impl FnMut(&Fields<'_>, u64) -> Result<()>,
+) -> Result<Option<(usize, u64)>> {
+    records_from(path, buf, own, at_end, delimiter, 1, row)
+}
+
+/// Reads every record `reader` holds, a block at a time, as [`records`] reads a buffer (lines
+/// counted from 1 at the reader's start): one pass over a file of any size in bounded memory.
+pub(crate) fn stream(path: &Path, mut reader: impl std::io::Read, delimiter: u8, mut row: impl FnMut(&Fields<'_>, u64) -> Result<()>) -> Result<()> {
+    const BLOCK: usize = 1 << 20;
+    let (mut buf, mut eof, mut lines, mut want) = (Vec::with_capacity(2 * BLOCK), false, 0u64, BLOCK);
+    loop {
+        while !eof && buf.len() < want {
+            let at = buf.len();
+            buf.resize(at + BLOCK, 0);
+            let n = loop {
+                match reader.read(&mut buf[at..]) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    got => break got.map_err(|e| FormatError::io(path, e))?,
+                }
+            };
+            buf.truncate(at + n);
+            eof = n == 0;
+        }
+        let own = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
+        if own == 0 {
+            if eof {
+                return Ok(());
+            }
+            want = buf.len() * 2;
+            continue;
+        }
+        match records_from(path, &buf, own, eof, delimiter, lines + 1, &mut row)? {
+            Some((consumed, newlines)) => {
+                lines += newlines;
+                buf.drain(..consumed);
+                want = BLOCK;
+                if eof && buf.is_empty() {
+                    return Ok(());
+                }
+            }
+            // A record runs past what is read (a quoted field holding line ends).
+            None => want = buf.len() * 2,
+        }
+    }
+}
+
+/// [`records`], with `buf`'s first line counted as line `first`.
+fn records_from(
+    path: &Path,
+    buf: &[u8],
+    own: usize,
+    at_end: bool,
+    delimiter: u8,
+    first: u64,
     mut row: impl FnMut(&Fields<'_>, u64) -> Result<()>,
 ) -> Result<Option<(usize, u64)>> {
     let mut ends = Vec::with_capacity(32);
     let mut record = csv::StringRecord::new();
-    let (mut pos, mut line) = (0usize, 1u64);
+    let (mut pos, mut line) = (0usize, first);
     while pos < own {
         let rest = &buf[pos..];
         let cut = match split(rest, delimiter, &mut ends) {
@@ -116,7 +171,7 @@ pub(crate) fn records(
         line += memchr::memchr_iter(b'\n', &rest[..used]).count() as u64;
         pos += used;
     }
-    Ok(Some((pos, line - 1)))
+    Ok(Some((pos, line - first)))
 }
 
 /// What [`split`] found in a line.
@@ -209,7 +264,6 @@ fn push_bits(ends: &mut Vec<usize>, base: usize, mut bits: u32) {
 
 /// Which bytes of a block are the delimiter, a line end, a quote, a carriage return
 /// (bit `i` for byte `i`).
-#[derive(Debug, PartialEq, Eq)]
 struct Masks {
     delimiters: u32,
     newline: u32,
@@ -218,42 +272,12 @@ struct Masks {
 }
 
 /// Bytes classified at a time.
-const BLOCK: usize = 32;
+const BLOCK: usize = block::LEN;
 
-#[cfg(target_arch = "x86_64")]
 #[inline]
-#[allow(unsafe_code)]
-fn classify(block: &[u8; BLOCK], delimiter: u8) -> Masks {
-    use std::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
-    // SAFETY: SSE2 is part of every x86_64 target (the intrinsics are safe wherever it is
-    // enabled, but a function must still say so), and each `_mm_loadu_si128` reads 16 bytes
-    // of `block`, at any alignment.
-    unsafe {
-        let lo = _mm_loadu_si128(block.as_ptr().cast::<__m128i>());
-        let hi = _mm_loadu_si128(block.as_ptr().add(16).cast::<__m128i>());
-        let mask = |b: u8| {
-            let b = _mm_set1_epi8(b as i8);
-            (_mm_movemask_epi8(_mm_cmpeq_epi8(lo, b)) as u32) | ((_mm_movemask_epi8(_mm_cmpeq_epi8(hi, b)) as u32) << 16)
-        };
-        Masks { delimiters: mask(delimiter), newline: mask(b'\n'), quotes: mask(b'"'), crs: mask(b'\r') }
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-use classify_bytewise as classify;
-
-/// [`classify`] a byte at a time (the one on other targets than x86_64).
-#[cfg(any(test, not(target_arch = "x86_64")))]
-fn classify_bytewise(block: &[u8; BLOCK], delimiter: u8) -> Masks {
-    let mut m = Masks { delimiters: 0, newline: 0, quotes: 0, crs: 0 };
-    for (i, &b) in block.iter().enumerate() {
-        let bit = 1u32 << i;
-        m.delimiters |= bit * u32::from(b == delimiter);
-        m.newline |= bit * u32::from(b == b'\n');
-        m.quotes |= bit * u32::from(b == b'"');
-        m.crs |= bit * u32::from(b == b'\r');
-    }
-    m
+fn classify(bytes: &[u8; BLOCK], delimiter: u8) -> Masks {
+    let b = Block::load(bytes);
+    Masks { delimiters: b.eq(delimiter), newline: b.eq(b'\n'), quotes: b.eq(b'"'), crs: b.eq(b'\r') }
 }
 
 #[cfg(test)]
@@ -329,18 +353,6 @@ mod tests {
             crlf.extend_from_slice(b"\r\n");
             let line = split(&crlf, b',', &mut ends).expect("a line end");
             assert_eq!(line, Line { end: len, next: len + 2, quoted: false });
-        }
-    }
-
-    #[test]
-    fn blocks_are_classified_as_byte_by_byte() {
-        let mut rng = fastrand::Rng::with_seed(3);
-        let alphabet = b"a,\t\n\r\"\xff\x80\x00";
-        for _ in 0..20_000 {
-            let block: [u8; BLOCK] = std::array::from_fn(|_| alphabet[rng.usize(..alphabet.len())]);
-            for delimiter in [b',', b'\t', b';'] {
-                assert_eq!(classify(&block, delimiter), classify_bytewise(&block, delimiter), "{block:?}");
-            }
         }
     }
 

@@ -1,0 +1,104 @@
+//! 32 bytes of a file looked at at once: which of them equal a byte, or are at most one
+//! (bit `i` of a mask for byte `i`). The CSV splitter ([`rows`](super::rows)) and the k6 Point
+//! reader ([`point`](super::point)) find their separators, quotes and line ends this way
+//! rather than a byte at a time. SSE2 on x86_64 (every x86_64 has it); a byte at a time on
+//! other targets.
+
+/// Bytes looked at at once.
+pub(crate) const LEN: usize = 32;
+
+/// A block of [`LEN`] bytes, loaded for comparing.
+#[derive(Clone, Copy)]
+pub(crate) struct Block {
+    #[cfg(target_arch = "x86_64")]
+    halves: [std::arch::x86_64::__m128i; 2],
+    #[cfg(not(target_arch = "x86_64"))]
+    bytes: [u8; LEN],
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+impl Block {
+    /// Loads `bytes`.
+    #[inline]
+    pub fn load(bytes: &[u8; LEN]) -> Block {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128};
+        // SAFETY: each `_mm_loadu_si128` reads 16 of the 32 bytes `bytes` borrows, at any
+        // alignment; SSE2 is part of every x86_64 target.
+        unsafe {
+            let p = bytes.as_ptr();
+            Block { halves: [_mm_loadu_si128(p.cast::<__m128i>()), _mm_loadu_si128(p.add(16).cast::<__m128i>())] }
+        }
+    }
+
+    /// The bytes equal to `b`.
+    #[inline]
+    pub fn eq(&self, b: u8) -> u32 {
+        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8, _mm_set1_epi8};
+        // SAFETY: SSE2 is part of every x86_64 target (these intrinsics only need it enabled).
+        unsafe {
+            let b = _mm_set1_epi8(b as i8);
+            let [lo, hi] = self.halves;
+            (_mm_movemask_epi8(_mm_cmpeq_epi8(lo, b)) as u32) | ((_mm_movemask_epi8(_mm_cmpeq_epi8(hi, b)) as u32) << 16)
+        }
+    }
+
+    /// The bytes at most `b` (unsigned).
+    #[inline]
+    pub fn at_most(&self, b: u8) -> u32 {
+        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_max_epu8, _mm_movemask_epi8, _mm_set1_epi8};
+        // SAFETY: as in `eq`. A byte is at most `b` when the larger of it and `b` is `b`.
+        unsafe {
+            let b = _mm_set1_epi8(b as i8);
+            let [lo, hi] = self.halves;
+            let le = |v| _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, b), b)) as u32;
+            le(lo) | (le(hi) << 16)
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl Block {
+    /// Loads `bytes`.
+    #[inline]
+    pub fn load(bytes: &[u8; LEN]) -> Block {
+        Block { bytes: *bytes }
+    }
+
+    /// The bytes equal to `b`.
+    #[inline]
+    pub fn eq(&self, b: u8) -> u32 {
+        bytewise(&self.bytes, |x| x == b)
+    }
+
+    /// The bytes at most `b` (unsigned).
+    #[inline]
+    pub fn at_most(&self, b: u8) -> u32 {
+        bytewise(&self.bytes, |x| x <= b)
+    }
+}
+
+/// The mask of the bytes for which `f` holds, a byte at a time.
+#[cfg(any(test, not(target_arch = "x86_64")))]
+fn bytewise(bytes: &[u8; LEN], f: impl Fn(u8) -> bool) -> u32 {
+    bytes.iter().enumerate().fold(0, |m, (i, &x)| m | (u32::from(f(x)) << i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_are_what_a_byte_at_a_time_gives() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        let alphabet = b"a,\t\n\r\"\\\x00\x1f\x20\x7f\x80\xff";
+        for _ in 0..20_000 {
+            let bytes: [u8; LEN] = std::array::from_fn(|_| alphabet[rng.usize(..alphabet.len())]);
+            let block = Block::load(&bytes);
+            for b in [b',', b'\t', b';', b'\n', b'"', b'\\', 0x00, 0x1f, 0x7f, 0x80, 0xff] {
+                assert_eq!(block.eq(b), bytewise(&bytes, |x| x == b), "{bytes:?} = {b:#x}");
+                assert_eq!(block.at_most(b), bytewise(&bytes, |x| x <= b), "{bytes:?} <= {b:#x}");
+            }
+        }
+    }
+}
