@@ -141,32 +141,100 @@ impl<'a> Cursor<'a> {
         Some(v)
     }
 
-    /// A flat object of string tags, keeping the ones volley reads when it `want`s them.
+    /// A flat object of string tags, keeping the ones volley reads when it `want`s them. The
+    /// object's quotes are found a block at a time: with no escape or control character
+    /// before its end (else it is serde's to read), every string runs from one quote to the
+    /// next, and only the bytes between strings need looking at.
     fn tags(&mut self, want: bool) -> Option<Tags<'a>> {
         self.lit("{")?;
         let mut tags = Tags::default();
         if self.lit("}").is_some() {
             return Some(tags);
         }
+        let bytes = self.s.as_bytes();
+        let mut quotes = Quotes::new(bytes, self.at);
         loop {
-            let key = self.string()?;
-            self.lit(":")?;
-            let value = self.string()?;
-            let slot = match key {
-                _ if !want => &mut None,
-                "status" => &mut tags.status,
-                "expected_response" => &mut tags.expected_response,
-                "error_code" => &mut tags.error_code,
-                "name" => &mut tags.name,
-                "url" => &mut tags.url,
-                _ => &mut None,
-            };
-            *slot = Some(value);
-            if self.lit("}").is_some() {
-                return Some(tags);
+            // `"key":"value"` then `,` or `}`.
+            let open = quotes.next()?;
+            let close = quotes.next()?;
+            if open != self.at || bytes.get(close + 1..close + 3)? != b":\"" || quotes.next()? != close + 2 {
+                return None;
             }
-            self.lit(",")?;
+            let end = quotes.next()?;
+            if want {
+                let value = &self.s[close + 3..end];
+                let slot = match &self.s[open + 1..close] {
+                    "status" => &mut tags.status,
+                    "expected_response" => &mut tags.expected_response,
+                    "error_code" => &mut tags.error_code,
+                    "name" => &mut tags.name,
+                    "url" => &mut tags.url,
+                    _ => &mut None,
+                };
+                *slot = Some(value);
+            }
+            self.at = end + 2;
+            match bytes.get(end + 1)? {
+                b'}' => return quotes.clean_before(self.at).then_some(tags),
+                b',' => {}
+                _ => return None,
+            }
         }
+    }
+}
+
+/// The quotes of a line from some place on, in order, found a block at a time; none past an
+/// escape or a control character.
+struct Quotes<'a> {
+    bytes: &'a [u8],
+    /// Where the block `mask` is of starts.
+    base: usize,
+    /// The block's quotes not yet handed out.
+    mask: u32,
+    /// Where the next block starts.
+    next: usize,
+    /// The first escape or control character seen (`usize::MAX` while none).
+    odd_at: usize,
+}
+
+impl<'a> Quotes<'a> {
+    fn new(bytes: &'a [u8], from: usize) -> Quotes<'a> {
+        Quotes { bytes, base: from, mask: 0, next: from, odd_at: usize::MAX }
+    }
+
+    /// The next quote's place.
+    fn next(&mut self) -> Option<usize> {
+        while self.mask == 0 {
+            if self.next >= self.bytes.len() {
+                return None;
+            }
+            self.base = self.next;
+            let rest = &self.bytes[self.base..];
+            // The last bytes of the line padded with spaces (neither quote nor odd).
+            let mut tail = [b' '; block::LEN];
+            let chunk: &[u8; block::LEN] = match rest.get(..block::LEN) {
+                Some(c) => c.try_into().expect("a block"),
+                None => {
+                    tail[..rest.len()].copy_from_slice(rest);
+                    &tail
+                }
+            };
+            let b = Block::load(chunk);
+            let odd = b.eq(b'\\') | b.at_most(0x1f);
+            if odd != 0 && self.odd_at == usize::MAX {
+                self.odd_at = self.base + odd.trailing_zeros() as usize;
+            }
+            self.mask = b.eq(b'"');
+            self.next = self.base + block::LEN;
+        }
+        let at = self.base + self.mask.trailing_zeros() as usize;
+        self.mask &= self.mask - 1;
+        (at < self.odd_at).then_some(at)
+    }
+
+    /// Whether no escape or control character was seen before `end`.
+    fn clean_before(&self, end: usize) -> bool {
+        self.odd_at >= end
     }
 }
 
