@@ -154,7 +154,13 @@ type Parents = std::collections::HashMap<Vec<u8>, Parent, foldhash::fast::Random
 /// Whether `label` is a sub-result of `parent` (`label-N`, started within its time).
 fn is_sub(label: &str, start: i64, parent: &Parent) -> bool {
     let (p_label, p_start, p_end) = parent;
-    label.strip_prefix(p_label.as_str()).and_then(|r| r.strip_prefix('-')).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    // The cheap tests first: most rows are no sub-result, and most labels are not longer
+    // than their thread's last one by a `-N`.
+    let (l, p) = (label.as_bytes(), p_label.as_bytes());
+    l.len() > p.len() + 1
+        && l[p.len()] == b'-'
+        && l[p.len() + 1..].iter().all(u8::is_ascii_digit)
+        && l.starts_with(p)
         && start >= *p_start
         && start <= *p_end
 }
@@ -258,8 +264,10 @@ impl State {
         let mut opt = |c: Option<usize>, effect: &str| -> Option<u64> {
             let c = c?;
             let raw = f.bytes(c);
+            if raw.is_empty() {
+                return None;
+            }
             match whole(raw) {
-                _ if raw.is_empty() => None,
                 Whole::Ok(v) if v >= 0 => Some(v as u64),
                 Whole::Ok(_) => {
                     book.used(Unit::Row, line, &format!("a negative `{}`: {effect}", columns[c]));
