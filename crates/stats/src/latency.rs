@@ -145,28 +145,51 @@ impl CompactHistogram {
         self.entries.last().map_or(0, |e| e.0)
     }
 
-    /// Adds `values` (µs, clamped as [`record_us`] clamps them; the slice is reordered): the
-    /// same entries as adding them and these into a histogram and compacting it, without the
-    /// histogram. Each value goes to its bucket's top (as the histogram's iteration reports
-    /// it), the values are sorted and counted in runs, and the runs are merged into the
-    /// entries. A histogram's counts array is as long as the largest value's bucket index, so
-    /// clearing and walking it cost more than sorting the few thousand values of an interval.
+    /// Adds `values` (µs, clamped as [`record_us`] clamps them): the same entries as adding
+    /// them and these into a histogram and compacting it, without a histogram per call. The
+    /// values are counted by bucket in a scratch array kept per thread, only the buckets they
+    /// fill are read back (at their top value, as the histogram's iteration reports it) and
+    /// cleared, and the counts are merged into the entries. A histogram's counts array is as
+    /// long as the largest value's bucket index, so clearing and walking it for every interval
+    /// cost more than the values themselves.
     pub fn add_values(&mut self, values: &mut [u64]) {
         if values.is_empty() {
             return;
         }
-        SHAPE.with(|shape| {
-            for v in values.iter_mut() {
-                *v = shape.highest_equivalent((*v).clamp(1, MAX_TRACKED_US));
-            }
-        });
-        values.sort_unstable();
         let mut runs = Vec::new();
-        let mut rest = values;
-        while let Some(&v) = rest.first() {
-            let n = rest.iter().position(|&x| x != v).unwrap_or(rest.len());
-            runs.push((v, n as u64));
-            rest = &mut rest[n..];
+        if values.len() < u32::MAX as usize {
+            // Counted by bucket in a scratch array, touching only the buckets the values fill.
+            SCRATCH.with_borrow_mut(|(counts, touched)| {
+                for &v in values.iter() {
+                    let v = v.clamp(1, MAX_TRACKED_US);
+                    let i = bucket_index(v);
+                    if counts[i] == 0 {
+                        touched.push((i as u32, v));
+                    }
+                    counts[i] += 1;
+                }
+                touched.sort_unstable_by_key(|&(i, _)| i);
+                SHAPE.with(|shape| {
+                    for &(i, v) in touched.iter() {
+                        runs.push((shape.highest_equivalent(v), u64::from(counts[i as usize])));
+                        counts[i as usize] = 0;
+                    }
+                });
+                touched.clear();
+            });
+        } else {
+            SHAPE.with(|shape| {
+                for v in values.iter_mut() {
+                    *v = shape.highest_equivalent((*v).clamp(1, MAX_TRACKED_US));
+                }
+            });
+            values.sort_unstable();
+            let mut rest = &values[..];
+            while let Some(&v) = rest.first() {
+                let n = rest.iter().position(|&x| x != v).unwrap_or(rest.len());
+                runs.push((v, n as u64));
+                rest = &rest[n..];
+            }
         }
         self.entries = merge_entries(&self.entries, &runs);
     }
@@ -189,6 +212,20 @@ impl CompactHistogram {
 thread_local! {
     /// A histogram of the shared precision, for its bucket arithmetic only.
     static SHAPE: Histogram<u64> = new_histogram();
+    /// Counts by bucket index (every one 0 between calls) and the buckets a call touched, with
+    /// a value of each.
+    static SCRATCH: std::cell::RefCell<(Vec<u32>, Vec<(u32, u64)>)> = std::cell::RefCell::new((vec![0; bucket_index(MAX_TRACKED_US) + 1], Vec::new()));
+}
+
+/// The bucket of `v` (1 ≤ v ≤ [`MAX_TRACKED_US`]) in [`new_histogram`]'s layout, as
+/// HdrHistogram numbers them: 3 significant digits make 2,048 sub-buckets (half of them new in
+/// each bucket after the first), and a lowest value of 1 makes the unit 1.
+const fn bucket_index(v: u64) -> usize {
+    const HALF_MAGNITUDE: u32 = 10;
+    const SUB_BUCKET_MASK: u64 = (1 << (HALF_MAGNITUDE + 1)) - 1;
+    let bucket = 64 - HALF_MAGNITUDE - 1 - (v | SUB_BUCKET_MASK).leading_zeros();
+    let sub_bucket = v >> bucket;
+    (((bucket + 1) as u64) << HALF_MAGNITUDE) as usize + sub_bucket as usize - (1 << HALF_MAGNITUDE)
 }
 
 /// Two lists of (value, count), ascending by value, as one: counts of equal values added.
