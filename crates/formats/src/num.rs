@@ -20,31 +20,38 @@ pub(crate) fn plain(s: &[u8]) -> Option<f64> {
         b'-' => (true, &s[1..]),
         _ => (false, s),
     };
-    let (mut m, mut digits, mut point) = (0u64, 0usize, None);
-    for (i, &b) in body.iter().enumerate() {
-        match b {
-            b'0'..=b'9' => {
-                digits += 1;
-                if digits > 19 {
-                    return None;
-                }
-                m = m * 10 + u64::from(b - b'0');
-            }
-            b'.' if point.is_none() => point = Some(i),
-            _ => return None,
+    // Digits before and after the point; `m` wraps past 19 digits, when it is not used.
+    let (mut m, mut i) = (0u64, 0);
+    while let Some(&b) = body.get(i).filter(|b| b.is_ascii_digit()) {
+        m = m.wrapping_mul(10).wrapping_add(u64::from(b - b'0'));
+        i += 1;
+    }
+    let int_digits = i;
+    let mut frac_digits = 0;
+    if i < body.len() {
+        if body[i] != b'.' {
+            return None;
+        }
+        i += 1;
+        while let Some(&b) = body.get(i).filter(|b| b.is_ascii_digit()) {
+            m = m.wrapping_mul(10).wrapping_add(u64::from(b - b'0'));
+            i += 1;
+        }
+        frac_digits = i - int_digits - 1;
+        if i < body.len() {
+            return None;
         }
     }
-    if digits == 0 {
+    let digits = int_digits + frac_digits;
+    if digits == 0 || digits > 19 {
         return None;
     }
-    let v = match point {
-        Some(i) if i + 1 < body.len() => {
-            if m >= 1 << 53 {
-                return None;
-            }
-            m as f64 / POW10[body.len() - i - 1]
-        }
-        _ => m as f64,
+    let v = if frac_digits == 0 {
+        m as f64
+    } else if m < 1 << 53 {
+        m as f64 / POW10[frac_digits]
+    } else {
+        return None;
     };
     Some(if negative { -v } else { v })
 }
