@@ -481,7 +481,7 @@ impl Bucketer {
             ));
             self.labels.clear();
         }
-        for (i, (name, b)) in std::mem::take(&mut self.labels).into_iter().enumerate() {
+        for (i, (name, mut b)) in std::mem::take(&mut self.labels).into_iter().enumerate() {
             let rows = b.rows(&grid, Some(i));
             out.histograms.extend(rows.histograms);
             out.per_label.push((name, rows.series));
@@ -610,7 +610,7 @@ impl Bucketer {
 
     /// Rows and histograms of this bucketer's slots on `grid` (empty slots give zero rows);
     /// the histograms are keyed to `step` (a label), or to the run.
-    fn rows(&self, grid: &Grid, step: Option<usize>) -> Bucketed {
+    fn rows(&mut self, grid: &Grid, step: Option<usize>) -> Bucketed {
         let (ttfb_key, total_key) = (HistKey { metric: HistMetric::Ttfb, step }, HistKey { metric: HistMetric::Total, step });
         let period = self.interval_ms / 1000.0;
         let empty = Slot::default();
@@ -623,8 +623,10 @@ impl Bucketer {
             }
         }
         let mut out = Bucketed::default();
+        let mut empty = empty;
         for &idx in &grid.wanted {
-            let slot = self.slots.get(&idx).unwrap_or(&empty);
+            // The histograms are moved out: each interval is reported once, and last.
+            let slot = self.slots.get_mut(&idx).unwrap_or(&mut empty);
             let blind = grid.edges.is_some_and(|e| e.start_ms.is_nan() && e.last - e.first >= 2 && (idx == e.first || idx == e.last));
             let (start_s, period) = match (grid.edges, self.origin_ms) {
                 (Some(e), Some(origin)) if !e.start_ms.is_nan() => {
@@ -648,9 +650,9 @@ impl Bucketer {
             out.series.intervals.push(row);
             out.errors_by_kind.push(slot.counts.errors_by_kind);
             if self.has_ttfb {
-                out.histograms.push(LoggedHistogram { key: ttfb_key, start_s, histogram: slot.ttfb.clone() });
+                out.histograms.push(LoggedHistogram { key: ttfb_key, start_s, histogram: std::mem::take(&mut slot.ttfb) });
             }
-            out.histograms.push(LoggedHistogram { key: total_key, start_s, histogram: slot.total.clone() });
+            out.histograms.push(LoggedHistogram { key: total_key, start_s, histogram: std::mem::take(&mut slot.total) });
         }
         out
     }

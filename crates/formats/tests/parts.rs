@@ -264,6 +264,29 @@ fn a_k6_csv_with_blank_lines_and_crlf_rows_counts_lines_alike_either_way() {
 }
 
 #[test]
+fn a_k6_csv_row_running_past_the_read_buffer_is_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plain.csv");
+    awkward_k6_csv(&path, 4_000, false);
+    let tests = |p: &Path| {
+        let src = k6::read_csv(p, std::fs::File::open(p).unwrap()).unwrap();
+        (src.series.intervals.iter().map(|i| i.tests).sum::<u64>(), src.series.intervals.iter().map(|i| i.errors).sum::<u64>())
+    };
+    let plain = tests(&path);
+    // A check whose quoted name holds line ends, starting just before the first MiB the one
+    // pass reads and ending after it.
+    let mut text = std::fs::read(&path).unwrap();
+    let at = text[..(1 << 20) - 50].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let long: String = (0..400).map(|i| format!("part {i}\n")).collect();
+    let row = format!("checks,1795315819000000,1{}\n", tags_of(&format!("\"{long}\""), "", "", "", "", ""));
+    text.splice(at..at, row.bytes());
+    let quoted = dir.path().join("quoted.csv");
+    std::fs::write(&quoted, &text).unwrap();
+    assert!(plain.0 > 3_000);
+    assert_eq!(tests(&quoted), plain, "every request once");
+}
+
+#[test]
 fn fixture_k6_json_files_read_in_parts_equal_one_pass() {
     let dir = common::fixtures();
     let mut read = 0;

@@ -1073,11 +1073,15 @@ mod tests {
 
     #[test]
     fn a_point_read_by_hand_is_what_serde_reads_from_it() {
-        let base: [&[u8]; 4] = [
+        let base: [&[u8]; 7] = [
             br#"{"metric":"http_reqs","type":"Point","data":{"time":"2026-04-16T11:10:22.393886034Z","value":1,"tags":{"expected_response":"false","group":"","method":"GET","name":"/rooms","status":"500","url":"http://127.0.0.1:8080/rooms","error_code":"1211"}}}"#,
             br#"{"metric":"http_req_duration","type":"Point","data":{"time":"2026-04-16T20:10:22.393886+09:00","value":7.885821,"tags":{"expected_response":"true","name":"/a","status":"200"}}}"#,
             br#"{"metric":"vus","type":"Point","data":{"time":"2024-08-22T01:13:59.892709931-03:00","value":10,"tags":null}}"#,
             br#"{"metric":"http_reqs","type":"Point","data":{"time":"T","value":-0.5,"tags":{"status":"1","status":"2","name":""}}}"#,
+            // Numbers about an f64's exact range: 2^53 ± 1 with a fraction, 19 and 20 digits.
+            br#"{"metric":"m","type":"Point","data":{"time":"T","value":9007199254740993.5,"tags":null}}"#,
+            br#"{"metric":"m","type":"Point","data":{"time":"T","value":900719925474099.35,"tags":null}}"#,
+            br#"{"metric":"m","type":"Point","data":{"time":"T","value":-1234567890123456789,"tags":{}}}"#,
         ];
         let alphabet: &[u8] = b"\"\\{}[],:.-+eE0123456789 \t\r\n\x00\x1fnulltrueaZ\xc3\xa9\xff";
         let mut rng = fastrand::Rng::with_seed(29);

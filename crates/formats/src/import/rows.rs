@@ -74,7 +74,18 @@ pub(crate) fn records(
     delimiter: u8,
     row: impl FnMut(&Fields<'_>, u64) -> Result<()>,
 ) -> Result<Option<(usize, u64)>> {
-    records_from(path, buf, own, at_end, delimiter, 1, row)
+    let got = records_from(path, buf, own, at_end, delimiter, 1, row)?;
+    Ok((!got.short).then_some((got.consumed, got.newlines)))
+}
+
+/// How far [`records_from`] got.
+struct Got {
+    /// Bytes of the records handed over.
+    consumed: usize,
+    /// Line ends in them.
+    newlines: u64,
+    /// It stopped at a record running past the end of the buffer, before `own`.
+    short: bool,
 }
 
 /// Reads every record `reader` holds, a block at a time, as [`records`] reads a buffer (lines
@@ -103,17 +114,15 @@ pub(crate) fn stream(path: &Path, mut reader: impl std::io::Read, delimiter: u8,
             want = buf.len() * 2;
             continue;
         }
-        match records_from(path, &buf, own, eof, delimiter, lines + 1, &mut row)? {
-            Some((consumed, newlines)) => {
-                lines += newlines;
-                buf.drain(..consumed);
-                want = BLOCK;
-                if eof && buf.is_empty() {
-                    return Ok(());
-                }
-            }
-            // A record runs past what is read (a quoted field holding line ends).
-            None => want = buf.len() * 2,
+        // The records handed over are gone from the buffer whatever stopped the reading: a
+        // record that runs past what is read (a quoted field holding line ends) is read again,
+        // whole, once more is read.
+        let got = records_from(path, &buf, own, eof, delimiter, lines + 1, &mut row)?;
+        lines += got.newlines;
+        buf.drain(..got.consumed);
+        want = if got.short { (buf.len() * 2).max(BLOCK) } else { BLOCK };
+        if eof && buf.is_empty() {
+            return Ok(());
         }
     }
 }
@@ -127,7 +136,7 @@ fn records_from(
     delimiter: u8,
     first: u64,
     mut row: impl FnMut(&Fields<'_>, u64) -> Result<()>,
-) -> Result<Option<(usize, u64)>> {
+) -> Result<Got> {
     let mut ends = Vec::with_capacity(32);
     let mut record = csv::StringRecord::new();
     let (mut pos, mut line) = (0usize, first);
@@ -136,7 +145,7 @@ fn records_from(
         let cut = match split(rest, delimiter, &mut ends) {
             Some(cut) => cut,
             None if at_end => split_last(rest, delimiter, &mut ends),
-            None => return Ok(None),
+            None => return Ok(Got { consumed: pos, newlines: line - first, short: true }),
         };
         let plain = if cut.quoted { None } else { std::str::from_utf8(&rest[..cut.end]).ok() };
         if let Some(text) = plain {
@@ -163,7 +172,7 @@ fn records_from(
         }
         let used = csv.position().byte() as usize;
         if used == 0 || (!at_end && used >= rest.len()) {
-            return Ok(None);
+            return Ok(Got { consumed: pos, newlines: line - first, short: true });
         }
         // Lines counted here, not by the csv reader: its fast scan of a quoted field does not
         // count the line ends in it.
@@ -173,7 +182,7 @@ fn records_from(
         line += memchr::memchr_iter(b'\n', &rest[..used]).count() as u64;
         pos += used;
     }
-    Ok(Some((pos, line - first)))
+    Ok(Got { consumed: pos, newlines: line - first, short: false })
 }
 
 /// What [`split`] found in a line.
