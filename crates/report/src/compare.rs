@@ -72,7 +72,7 @@ const STEP_KEYS: [&str; 5] = ["error_rate_pct", "tps_avg", "mttfb_avg_ms", "ttfb
 fn run_sample(src: &Source, series: &volley_stats::Series, ttfb: HistKey, opts: ReportOptions) -> RunSample {
     let warmup = crate::model::warmup_seconds(src, opts.warmup);
     RunSample {
-        series: series.after_warmup(warmup),
+        series: series.after_warmup(warmup).into_owned(),
         ttfb: src.per_interval(ttfb, warmup),
         options: SuiteOptions { tps_tail: opts.tps_tail },
     }

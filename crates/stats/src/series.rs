@@ -44,16 +44,14 @@ pub struct Series {
 }
 
 impl Series {
-    /// Rows that start at or after `warmup_s` seconds.
-    pub fn after_warmup(&self, warmup_s: f64) -> Series {
-        Series {
-            intervals: self
-                .intervals
-                .iter()
-                .filter(|i| i.start_s + 1e-9 >= warmup_s)
-                .cloned()
-                .collect(),
+    /// Rows that start at or after `warmup_s` seconds: this series itself when that is every
+    /// row (no copy of a long series for nothing), else a copy of those rows.
+    pub fn after_warmup(&self, warmup_s: f64) -> std::borrow::Cow<'_, Series> {
+        let kept = |i: &&Interval| i.start_s + 1e-9 >= warmup_s;
+        if self.intervals.iter().all(|i| kept(&i)) {
+            return std::borrow::Cow::Borrowed(self);
         }
+        std::borrow::Cow::Owned(Series { intervals: self.intervals.iter().filter(kept).cloned().collect() })
     }
 
     /// The nominal sampling interval: the most common period, in seconds.
