@@ -22,10 +22,7 @@ pub(crate) fn plain(s: &[u8]) -> Option<f64> {
     };
     // Digits before and after the point; `m` wraps past 19 digits, when it is not used.
     let (mut m, mut i) = (0u64, 0);
-    while let Some(&b) = body.get(i).filter(|b| b.is_ascii_digit()) {
-        m = m.wrapping_mul(10).wrapping_add(u64::from(b - b'0'));
-        i += 1;
-    }
+    digits(body, &mut i, &mut m);
     let int_digits = i;
     let mut frac_digits = 0;
     if i < body.len() {
@@ -33,10 +30,7 @@ pub(crate) fn plain(s: &[u8]) -> Option<f64> {
             return None;
         }
         i += 1;
-        while let Some(&b) = body.get(i).filter(|b| b.is_ascii_digit()) {
-            m = m.wrapping_mul(10).wrapping_add(u64::from(b - b'0'));
-            i += 1;
-        }
+        digits(body, &mut i, &mut m);
         frac_digits = i - int_digits - 1;
         if i < body.len() {
             return None;
@@ -56,6 +50,40 @@ pub(crate) fn plain(s: &[u8]) -> Option<f64> {
     Some(if negative { -v } else { v })
 }
 
+/// `s` when it is 1 to 18 ASCII digits and nothing else, as a number.
+#[inline]
+pub(crate) fn whole(s: &[u8]) -> Option<u64> {
+    let (mut at, mut m) = (0, 0);
+    digits(s, &mut at, &mut m);
+    (at == s.len() && (1..=18).contains(&at)).then_some(m)
+}
+
+/// Reads the digits of `s` from `at` on into `m` (wrapping), eight at a time while there are
+/// eight, and leaves `at` after the last one.
+#[inline]
+fn digits(s: &[u8], at: &mut usize, m: &mut u64) {
+    while let Some(eight) = s.get(*at..*at + 8) {
+        let w = u64::from_le_bytes(eight.try_into().expect("8 bytes"));
+        // Every byte 0x30..=0x39: its high half is 3, and still 3 with 6 added.
+        const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+        const THREES: u64 = 0x3030_3030_3030_3030;
+        if w & HIGH != THREES || w.wrapping_add(0x0606_0606_0606_0606) & HIGH != THREES {
+            break;
+        }
+        // The eight digits as a number, pairs then quads then the whole (first digit highest).
+        let v = w - THREES;
+        let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
+        let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
+        let v = (v.wrapping_mul(10_000) + (v >> 32)) & 0xFFFF_FFFF;
+        *m = m.wrapping_mul(100_000_000).wrapping_add(v);
+        *at += 8;
+    }
+    while let Some(&b) = s.get(*at).filter(|b| b.is_ascii_digit()) {
+        *m = m.wrapping_mul(10).wrapping_add(u64::from(b - b'0'));
+        *at += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,7 +94,7 @@ mod tests {
             "0", "-0", "-0.0", "7.", ".25", "-.5", "00012.500", "1776337822393885", "1776337822393885123", "9007199254740993",
             "9007199254740993.5", "0.1", "0.3", "123456789012345.6", "1.7976931348623157", "20.569", "4983", "0.012", "99999999999999999999",
         ];
-        let odd = ["", ".", "-", "+1", "1e5", "1.2.3", "inf", "NaN", "1,5", " 1", "--1", "0x10", "1_000"];
+        let odd = ["", ".", "-", "+1", "1e5", "1.2.3", "inf", "NaN", "1,5", " 1", "--1", "0x10", "1_000", "12345678:", "1234567/8", "12345678 ", "1234567\u{663}"];
         let mut rng = fastrand::Rng::with_seed(7);
         let random = (0..200_000).map(|_| {
             let int: String = (0..rng.usize(0..12)).map(|_| char::from(b'0' + rng.u8(0..10))).collect();
@@ -86,6 +114,12 @@ mod tests {
         }
         for s in odd {
             assert_eq!(plain(s.as_bytes()), None, "`{s}` is left to the standard parser");
+        }
+        for s in ["0", "7", "12345678", "123456789", "1776337822386", "123456789012345678", "1234567812345678"] {
+            assert_eq!(whole(s.as_bytes()), Some(s.parse().unwrap()), "`{s}`");
+        }
+        for s in ["", "1234567890123456789", "12345678:", "-1", "1.0", "1234567/", "12345678 "] {
+            assert_eq!(whole(s.as_bytes()), None, "`{s}`");
         }
     }
 }

@@ -64,18 +64,8 @@ enum Whole {
 #[inline]
 fn whole(s: &[u8]) -> Whole {
     // Most fields are a few plain digits.
-    if !s.is_empty() && s.len() <= 18 {
-        let mut n = 0i64;
-        let mut digits = true;
-        for &b in s {
-            let d = b.wrapping_sub(b'0');
-            digits &= d <= 9;
-            // (Wraps on a field that is no number; its value is then not used.)
-            n = n.wrapping_mul(10).wrapping_add(i64::from(d));
-        }
-        if digits {
-            return Whole::Ok(n);
-        }
+    if let Some(n) = crate::num::whole(s) {
+        return Whole::Ok(n as i64);
     }
     let Ok(s) = std::str::from_utf8(s) else { return Whole::Garbage };
     if let Ok(n) = s.parse::<i64>() {
