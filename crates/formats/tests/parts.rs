@@ -393,3 +393,31 @@ fn a_k6_json_file_in_parts_reports_a_bad_line_at_its_line() {
     let e = k6::read_json(&path, std::io::BufReader::new(std::fs::File::open(&path).unwrap())).unwrap_err().to_string();
     assert!(e.contains(&format!("bad.json:{}:", at + 1)) && e.contains("not a JSON object"), "{e}");
 }
+
+#[test]
+fn a_large_k6_json_file_in_another_key_order_is_left_to_one_pass() {
+    // k6 before v0.41 wrote `type` first: no line starts as a cut needs, so the parts reader
+    // gives up after 16 MB without a place to cut instead of holding the file as one part.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.json");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut written = 0;
+    let mut i = 0u64;
+    while written < 18 << 20 {
+        let line = format!(
+            r#"{{"type":"Point","data":{{"time":"2026-04-16T11:10:{:02}.{:06}Z","value":{},"tags":{{"name":"/rooms","status":"200","expected_response":"true"}}}},"metric":"{}"}}"#,
+            (i / 1000) % 60,
+            i % 1000 * 1000,
+            if i % 9 == 0 { 1.0 } else { 7.5 },
+            if i % 9 == 0 { "http_reqs" } else { "http_req_duration" }
+        );
+        writeln!(out, "{line}").unwrap();
+        written += line.len() + 1;
+        i += 1;
+    }
+    out.flush().unwrap();
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(k6::read_json_parts(&path, len, 1 << 20).unwrap().is_none(), "no part of 17 MB held whole");
+    let one = k6::read_json(&path, std::io::BufReader::new(std::fs::File::open(&path).unwrap())).unwrap();
+    assert_eq!(one.series.intervals.iter().map(|i| i.tests).sum::<u64>(), i.div_ceil(9));
+}
