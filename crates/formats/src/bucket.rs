@@ -50,7 +50,20 @@ const LABEL_ROWS_PER_RECORD: usize = 50;
 /// `us` is exact as an `f64` and the quotient is that whole number, exactly).
 #[inline]
 fn us_as_ms(us: u64) -> f64 {
-    if us < 1 << 53 && us % 1000 == 0 { (us / 1000) as f64 } else { us as f64 / 1000.0 }
+    if us < 1 << 53 && us % 1000 == 0 { (us / 1000) as f64 } else { ms_of(us) }
+}
+
+/// `us as f64 / 1000.0`. Not inlined: inlined, the division is done ahead of the test that
+/// skips it, and its latency is paid on every record.
+#[inline(never)]
+fn ms_of(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// `floor(ms / interval_ms)`, not inlined for the same reason as [`ms_of`].
+#[inline(never)]
+fn divided(ms: f64, interval_ms: f64) -> i64 {
+    floor(ms / interval_ms)
 }
 
 /// `x.floor() as i64`, without a call to the C library's `floor` on a target without SSE4.1
@@ -444,7 +457,7 @@ impl Bucketer {
         if self.interval_ms == 1000.0 && whole as f64 == ms && ms.abs() < EXACT {
             whole.div_euclid(1000)
         } else {
-            floor(ms / self.interval_ms)
+            divided(ms, self.interval_ms)
         }
     }
 
