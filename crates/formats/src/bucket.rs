@@ -50,7 +50,7 @@ const LABEL_ROWS_PER_RECORD: usize = 50;
 /// `us` is exact as an `f64` and the quotient is that whole number, exactly).
 #[inline]
 fn us_as_ms(us: u64) -> f64 {
-    if us < 1 << 53 && us % 1000 == 0 { (us / 1000) as f64 } else { ms_of(us) }
+    if us < 1 << 53 && us.is_multiple_of(1000) { (us / 1000) as f64 } else { ms_of(us) }
 }
 
 /// `us as f64 / 1000.0`. Not inlined: inlined, the division is done ahead of the test that

@@ -408,8 +408,8 @@ fn a_large_k6_json_file_in_another_key_order_is_left_to_one_pass() {
             r#"{{"type":"Point","data":{{"time":"2026-04-16T11:10:{:02}.{:06}Z","value":{},"tags":{{"name":"/rooms","status":"200","expected_response":"true"}}}},"metric":"{}"}}"#,
             (i / 1000) % 60,
             i % 1000 * 1000,
-            if i % 9 == 0 { 1.0 } else { 7.5 },
-            if i % 9 == 0 { "http_reqs" } else { "http_req_duration" }
+            if i.is_multiple_of(9) { 1.0 } else { 7.5 },
+            if i.is_multiple_of(9) { "http_reqs" } else { "http_req_duration" }
         );
         writeln!(out, "{line}").unwrap();
         written += line.len() + 1;

@@ -214,8 +214,11 @@ thread_local! {
     static SHAPE: Histogram<u64> = new_histogram();
     /// Counts by bucket index (every one 0 between calls) and the buckets a call touched, with
     /// a value of each.
-    static SCRATCH: std::cell::RefCell<(Vec<u32>, Vec<(u32, u64)>)> = std::cell::RefCell::new((vec![0; bucket_index(MAX_TRACKED_US) + 1], Vec::new()));
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new((vec![0; bucket_index(MAX_TRACKED_US) + 1], Vec::new()));
 }
+
+/// Counts by bucket index, and the (bucket, a value in it) pairs touched.
+type Scratch = (Vec<u32>, Vec<(u32, u64)>);
 
 /// The bucket of `v` (1 ≤ v ≤ [`MAX_TRACKED_US`]) in [`new_histogram`]'s layout, as
 /// HdrHistogram numbers them: 3 significant digits make 2,048 sub-buckets (half of them new in
