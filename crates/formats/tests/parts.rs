@@ -222,45 +222,40 @@ fn a_large_awkward_k6_csv_read_in_parts_equals_one_pass() {
     }
 }
 
-#[test]
-fn a_k6_csv_in_parts_reports_a_bad_row_at_its_line() {
+/// A k6 CSV with a garbage timestamp deep in the file, on the row `edit` picks (after changing
+/// the lines as it likes): refused in parts and in one pass alike, at that row's line.
+fn k6_bad_stamp_is_reported_at_its_line(name: &str, edit: impl FnOnce(&mut Vec<String>) -> usize) {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bad.csv");
+    let path = dir.path().join(name);
     awkward_k6_csv(&path, 3_000, false);
-    // A garbage timestamp deep in the file: the same error, at the same line, either way.
     let text = std::fs::read_to_string(&path).unwrap();
-    let mut lines: Vec<&str> = text.lines().collect();
-    let at = lines.len() * 3 / 4;
-    let mut fields: Vec<&str> = lines[at].split(',').collect();
-    fields[1] = "noon";
-    let bad = fields.join(",");
-    lines[at] = &bad;
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let at = edit(&mut lines);
+    let mut fields: Vec<String> = lines[at].split(',').map(str::to_string).collect();
+    fields[1] = "noon".into();
+    lines[at] = fields.join(",");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     assert!(k6_same_in_parts(&path, &[5_000, 64 << 10]).is_none(), "the file is refused");
     let e = k6::read_csv(&path, std::fs::File::open(&path).unwrap()).unwrap_err().to_string();
-    assert!(e.contains(&format!("bad.csv:{}:2: expected a timestamp", at + 1)), "{e}");
+    assert!(e.contains(&format!("{name}:{}:2: expected a timestamp", at + 1)), "{e}");
+}
+
+#[test]
+fn a_k6_csv_in_parts_reports_a_bad_row_at_its_line() {
+    k6_bad_stamp_is_reported_at_its_line("bad.csv", |lines| lines.len() * 3 / 4);
 }
 
 #[test]
 fn a_k6_csv_with_blank_lines_and_crlf_rows_counts_lines_alike_either_way() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("blank.csv");
-    awkward_k6_csv(&path, 3_000, false);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    // A blank line and CRLF endings before a garbage timestamp deep in the file.
-    let at = lines.len() * 3 / 4;
-    for l in &mut lines[at - 40..at - 20] {
-        l.push('\r');
-    }
-    lines.insert(at - 10, String::new());
-    let mut fields: Vec<String> = lines[at + 1].split(',').map(str::to_string).collect();
-    fields[1] = "noon".into();
-    lines[at + 1] = fields.join(",");
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    assert!(k6_same_in_parts(&path, &[5_000, 64 << 10]).is_none(), "the file is refused");
-    let e = k6::read_csv(&path, std::fs::File::open(&path).unwrap()).unwrap_err().to_string();
-    assert!(e.contains(&format!("blank.csv:{}:2: expected a timestamp", at + 2)), "{e}");
+    // A blank line and CRLF endings before the bad row.
+    k6_bad_stamp_is_reported_at_its_line("blank.csv", |lines| {
+        let at = lines.len() * 3 / 4;
+        for l in &mut lines[at - 40..at - 20] {
+            l.push('\r');
+        }
+        lines.insert(at - 10, String::new());
+        at + 1
+    });
 }
 
 #[test]
