@@ -446,10 +446,10 @@ impl Bucketer {
     }
 
     /// The interval `ms` after the origin falls in: `floor(ms / interval_ms)`. Whole
-    /// milliseconds (most files) on a whole-second grid are divided as integers, which gives the
-    /// same interval as the float division while the quotient is far below 2^43 (its rounding
-    /// error is then under the 1/1000 that separates it from the next whole number) — and costs
-    /// a multiplication instead of a division's latency, twice per record.
+    /// milliseconds (most files) on a whole-second grid, below 2^40 either way, are divided as
+    /// integers: the float quotient's rounding error is then far below the 1/1000 that separates
+    /// it from the next whole number, so the interval is the same — and costs a multiplication
+    /// instead of a division's latency on every record.
     #[inline]
     fn interval_of(&self, ms: f64) -> i64 {
         const EXACT: f64 = (1u64 << 40) as f64;
@@ -767,8 +767,13 @@ mod tests {
             };
             assert_eq!(us_as_ms(us).to_bits(), (us as f64 / 1000.0).to_bits(), "{us}");
         }
-        for ms in [999.0, 1000.0, -1.0, -1000.0, -1001.0, 0.0, -0.0, 1099511627775000.0, (1u64 << 40) as f64 - 1.0] {
+        let edge = (1u64 << 40) as f64;
+        for ms in [999.0, 1000.0, -1.0, -1000.0, -1001.0, 0.0, -0.0, edge - 1.0, edge, edge + 1.0, 1.0 - edge, -edge, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
             assert_eq!(b.interval_of(ms), floor(ms / 1000.0), "{ms}");
+        }
+        let half = Bucketer::new(0.5);
+        for ms in [0.0, 499.0, 500.0, 1999.0, -1.0, 12_345_678.0] {
+            assert_eq!(half.interval_of(ms), floor(ms / 500.0), "{ms} on a half-second grid");
         }
     }
 
