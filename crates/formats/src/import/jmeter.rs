@@ -81,9 +81,9 @@ fn whole(s: &[u8]) -> Whole {
 
 /// An HTTP status code, as `str::parse::<u16>` reads it.
 fn status(code: &[u8]) -> Option<u16> {
-    match whole(code) {
-        Whole::Ok(n) if code.iter().all(u8::is_ascii_digit) => u16::try_from(n).ok(),
-        _ => std::str::from_utf8(code).ok()?.parse().ok(),
+    match crate::num::whole(code) {
+        Some(n) => u16::try_from(n).ok(),
+        None => std::str::from_utf8(code).ok()?.parse().ok(),
     }
 }
 
@@ -326,9 +326,6 @@ impl State {
     }
 }
 
-/// Bytes read at a time in one pass.
-const BLOCK: usize = 1 << 20;
-
 /// The header's columns from its line (without its line end): split at `delimiter`, or
 /// read by the csv reader when quoted.
 fn header_of(path: &Path, line: &[u8], delimiter: u8) -> Result<Vec<String>> {
@@ -345,67 +342,19 @@ fn delimiter_of(first_line: &str) -> u8 {
     if first_line.starts_with("timeStamp\t") { b'\t' } else { b',' }
 }
 
-/// Reads a JTL CSV in one pass (the same reader as [`read_parts`], over the whole file).
+/// Reads a JTL CSV in one pass (the same rows, read the same way, as [`read_parts`]).
 pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result<Source> {
-    let mut reader = reader;
-    let io = |e| FormatError::io(path, e);
-    let (mut buf, mut eof) = (Vec::with_capacity(2 * BLOCK), false);
-    // Reads until `buf` holds `want` bytes or the file ends.
-    let mut fill = |buf: &mut Vec<u8>, want: usize, eof: &mut bool| -> Result<()> {
-        while !*eof && buf.len() < want {
-            let at = buf.len();
-            buf.resize(at + BLOCK, 0);
-            let n = reader.read(&mut buf[at..]).map_err(io)?;
-            buf.truncate(at + n);
-            *eof = n == 0;
-        }
-        Ok(())
-    };
+    let mut reader = std::io::BufReader::new(reader);
     let has_header = first_line.starts_with("timeStamp");
     let mut header = None;
     if has_header {
-        let mut want = BLOCK;
-        let end = loop {
-            fill(&mut buf, want, &mut eof)?;
-            match memchr::memchr(b'\n', &buf) {
-                Some(i) => break i,
-                None if eof => break buf.len(),
-                None => want *= 2,
-            }
-        };
-        header = Some(header_of(path, &buf[..end], delimiter_of(first_line))?);
-        buf.drain(..(end + 1).min(buf.len()));
+        let mut line = Vec::new();
+        std::io::BufRead::read_until(&mut reader, b'\n', &mut line).map_err(|e| FormatError::io(path, e))?;
+        header = Some(header_of(path, line.strip_suffix(b"\n").unwrap_or(&line), delimiter_of(first_line))?);
     }
     let layout = Layout::new(path, first_line, header)?;
-    let jtl = Jtl { path, layout: &layout };
     let mut acc = State::new(Bucketer::new(BUCKET_S), Parents::default(), false);
-    let mut lines = u64::from(has_header);
-    let mut want = BLOCK;
-    loop {
-        fill(&mut buf, want, &mut eof)?;
-        let own = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
-        if own == 0 {
-            if eof {
-                break;
-            }
-            want = buf.len() * 2;
-            continue;
-        }
-        match jtl.read(&buf, own, eof, How::After(&acc)) {
-            Outcome::Read { part, consumed, newlines } => {
-                jtl.absorb(&mut acc, part, lines);
-                lines += newlines;
-                buf.drain(..consumed);
-                want = BLOCK;
-                if eof && buf.is_empty() {
-                    break;
-                }
-            }
-            Outcome::NeedMore if !eof => want = buf.len() * 2,
-            Outcome::NeedMore => unreachable!("the whole rest of the file was read"),
-            Outcome::Failed(e) => return Err(parts::rebase(e, lines)),
-        }
-    }
+    rows::stream(path, reader, layout.delimiter, 1 + u64::from(has_header), |f, line| acc.row(path, &layout, f, line))?;
     Ok(acc.finish(path, &layout))
 }
 

@@ -338,7 +338,7 @@ impl CsvState {
 pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
     let mut cols = None;
     let mut state = CsvState { asm: Assembler::new(), first: true };
-    rows::stream(path, reader, b',', |f, line| match &cols {
+    rows::stream(path, reader, b',', 1, |f, line| match &cols {
         Some(cols) => state.row(path, cols, f, line),
         None => {
             cols = Some(CsvColumns::of((0..f.len()).map(|i| f.at(i))));
@@ -597,10 +597,7 @@ fn rfc3339_us(s: &str) -> Option<i64> {
 /// `YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|±HH:MM)` from 1970 on, as µs since the epoch; `None`
 /// for anything else (left to jiff, which also says what is wrong with it).
 fn stamp_us(s: &[u8]) -> Option<i64> {
-    let digits = |r: std::ops::Range<usize>| -> Option<i64> {
-        let b = s.get(r)?;
-        b.iter().try_fold(0i64, |n, &c| c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0')))
-    };
+    let digits = |r: std::ops::Range<usize>| crate::num::whole(s.get(r)?).map(|n| n as i64);
     if s.len() < 20 || s[4] != b'-' || s[7] != b'-' || s[10] != b'T' || s[13] != b':' || s[16] != b':' {
         return None;
     }

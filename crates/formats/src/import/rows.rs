@@ -1,13 +1,14 @@
 //! The rows of a CSV result file (JMeter's JTL, k6's `--out csv`), read fast: plain lines
-//! are split into fields in one pass, 16 bytes at a time, and only the rare line that needs it
+//! are split into fields in one pass, 32 bytes at a time, and only the rare line that needs it
 //! goes through the csv crate's reader.
 //!
 //! Most rows of a load tool's CSV hold no quotes and no stray carriage returns; looking for
 //! the line end, then for quotes, then finding each separator by a call of its own read every
-//! byte three times and cost more than everything else a row needs. Here one pass finds the separators and the line end
-//! and notes, on the side, whether the line holds anything that needs the full CSV reader (a
-//! quote, a carriage return other than the one before the line end); a line that does not is
-//! split exactly as the csv crate splits it, and checked to be UTF-8 once.
+//! byte three times and cost more than everything else a row needs. Here one pass finds the
+//! separators and the line end and notes, on the side, whether the line holds anything that
+//! needs the full CSV reader (a quote, a carriage return other than the one before the line
+//! end); a line that does not is split exactly as the csv crate splits it, and checked to be
+//! UTF-8 once.
 
 use std::path::Path;
 
@@ -30,20 +31,23 @@ impl<'a> Fields<'a> {
         self.ends.len()
     }
 
+    /// Where field `i` starts and ends in the text, when there is one.
+    #[inline]
+    fn span(&self, i: usize) -> Option<(usize, usize)> {
+        let end = *self.ends.get(i)?;
+        Some((if i == 0 { 0 } else { self.ends[i - 1] + self.gap }, end))
+    }
+
     /// Field `i`'s bytes; empty when there is no such field.
     #[inline]
     pub fn bytes(&self, i: usize) -> &'a [u8] {
-        let Some(&end) = self.ends.get(i) else { return &[] };
-        let start = if i == 0 { 0 } else { self.ends[i - 1] + self.gap };
-        &self.text.as_bytes()[start..end]
+        self.span(i).map_or(&[], |(a, b)| &self.text.as_bytes()[a..b])
     }
 
     /// Field `i`, when there is one.
     #[inline]
     pub fn get(&self, i: usize) -> Option<&'a str> {
-        let end = *self.ends.get(i)?;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] + self.gap };
-        Some(&self.text[start..end])
+        self.span(i).map(|(a, b)| &self.text[a..b])
     }
 
     /// Field `i`; empty when there is no such field.
@@ -88,9 +92,16 @@ struct Got {
     short: bool,
 }
 
-/// Reads every record `reader` holds, a block at a time, as [`records`] reads a buffer (lines
-/// counted from 1 at the reader's start): one pass over a file of any size in bounded memory.
-pub(crate) fn stream(path: &Path, mut reader: impl std::io::Read, delimiter: u8, mut row: impl FnMut(&Fields<'_>, u64) -> Result<()>) -> Result<()> {
+/// Reads every record `reader` holds, a block at a time, as [`records`] reads a buffer (the
+/// reader's first line counted as line `first`): one pass over a file of any size in bounded
+/// memory.
+pub(crate) fn stream(
+    path: &Path,
+    mut reader: impl std::io::Read,
+    delimiter: u8,
+    first: u64,
+    mut row: impl FnMut(&Fields<'_>, u64) -> Result<()>,
+) -> Result<()> {
     const BLOCK: usize = 1 << 20;
     let (mut buf, mut eof, mut lines, mut want) = (Vec::with_capacity(2 * BLOCK), false, 0u64, BLOCK);
     loop {
@@ -117,7 +128,7 @@ pub(crate) fn stream(path: &Path, mut reader: impl std::io::Read, delimiter: u8,
         // The records handed over are gone from the buffer whatever stopped the reading: a
         // record that runs past what is read (a quoted field holding line ends) is read again,
         // whole, once more is read.
-        let got = records_from(path, &buf, own, eof, delimiter, lines + 1, &mut row)?;
+        let got = records_from(path, &buf, own, eof, delimiter, first + lines, &mut row)?;
         lines += got.newlines;
         buf.drain(..got.consumed);
         want = if got.short { (buf.len() * 2).max(BLOCK) } else { BLOCK };
