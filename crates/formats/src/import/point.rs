@@ -56,33 +56,6 @@ pub(crate) fn point(line: &[u8]) -> Option<Point<'_>> {
     Some(Point { metric, time, value, tags: want.then_some(tags) })
 }
 
-/// Where the string whose text starts `rest` ends (its closing quote); `None` when an escape
-/// or a control character comes first, or no quote at all.
-fn string_end(rest: &[u8]) -> Option<usize> {
-    let mut at = 0;
-    while let Some(bytes) = rest.get(at..at + block::LEN) {
-        let b = Block::load(bytes.try_into().expect("a block"));
-        let (quotes, odd) = (b.eq(b'"'), b.eq(b'\\') | b.at_most(0x1f));
-        if quotes != 0 {
-            let before = (1u32 << quotes.trailing_zeros()) - 1;
-            return (odd & before == 0).then(|| at + quotes.trailing_zeros() as usize);
-        }
-        if odd != 0 {
-            return None;
-        }
-        at += block::LEN;
-    }
-    // The last bytes of the line one at a time.
-    for (i, &b) in rest[at..].iter().enumerate() {
-        match b {
-            b'"' => return Some(at + i),
-            b'\\' | 0..0x20 => return None,
-            _ => {}
-        }
-    }
-    None
-}
-
 /// A place in the line.
 struct Cursor<'a> {
     s: &'a str,
@@ -95,13 +68,16 @@ impl<'a> Cursor<'a> {
         self.s[self.at..].starts_with(lit).then(|| self.at += lit.len())
     }
 
-    /// A string without escapes or control characters (which the JSON grammar forbids raw).
+    /// A string without escapes or control characters (which the JSON grammar forbids raw):
+    /// its quote here, and the next one with none of those before it.
     fn string(&mut self) -> Option<&'a str> {
-        self.lit("\"")?;
-        let end = string_end(&self.s.as_bytes()[self.at..])?;
-        let s = &self.s[self.at..self.at + end];
-        self.at += end + 1;
-        Some(s)
+        let mut quotes = Quotes::new(self.s.as_bytes(), self.at);
+        let (open, close) = (quotes.next()?, quotes.next()?);
+        if open != self.at {
+            return None;
+        }
+        self.at = close + 1;
+        Some(&self.s[open + 1..close])
     }
 
     /// A JSON number without an exponent (`-?(0|[1-9][0-9]*)(\.[0-9]+)?`), as serde_json reads
