@@ -152,45 +152,29 @@ impl CompactHistogram {
     /// cleared, and the counts are merged into the entries. A histogram's counts array is as
     /// long as the largest value's bucket index, so clearing and walking it for every interval
     /// cost more than the values themselves.
-    pub fn add_values(&mut self, values: &mut [u64]) {
+    pub fn add_values(&mut self, values: &[u64]) {
         if values.is_empty() {
             return;
         }
         let mut runs = Vec::new();
-        if values.len() < u32::MAX as usize {
-            // Counted by bucket in a scratch array, touching only the buckets the values fill.
-            SCRATCH.with_borrow_mut(|(counts, touched)| {
-                for &v in values.iter() {
-                    let v = v.clamp(1, MAX_TRACKED_US);
-                    let i = bucket_index(v);
-                    if counts[i] == 0 {
-                        touched.push((i as u32, v));
-                    }
-                    counts[i] += 1;
+        SCRATCH.with_borrow_mut(|(counts, touched)| {
+            for &v in values {
+                let v = v.clamp(1, MAX_TRACKED_US);
+                let i = bucket_index(v);
+                if counts[i] == 0 {
+                    touched.push((i, v));
                 }
-                touched.sort_unstable_by_key(|&(i, _)| i);
-                SHAPE.with(|shape| {
-                    for &(i, v) in touched.iter() {
-                        runs.push((shape.highest_equivalent(v), u64::from(counts[i as usize])));
-                        counts[i as usize] = 0;
-                    }
-                });
-                touched.clear();
-            });
-        } else {
-            SHAPE.with(|shape| {
-                for v in values.iter_mut() {
-                    *v = shape.highest_equivalent((*v).clamp(1, MAX_TRACKED_US));
-                }
-            });
-            values.sort_unstable();
-            let mut rest = &values[..];
-            while let Some(&v) = rest.first() {
-                let n = rest.iter().position(|&x| x != v).unwrap_or(rest.len());
-                runs.push((v, n as u64));
-                rest = &rest[n..];
+                counts[i] += 1;
             }
-        }
+            touched.sort_unstable_by_key(|&(i, _)| i);
+            SHAPE.with(|shape| {
+                for &(i, v) in touched.iter() {
+                    runs.push((shape.highest_equivalent(v), counts[i]));
+                    counts[i] = 0;
+                }
+            });
+            touched.clear();
+        });
         self.entries = merge_entries(&self.entries, &runs);
     }
 
@@ -218,7 +202,7 @@ thread_local! {
 }
 
 /// Counts by bucket index, and the (bucket, a value in it) pairs touched.
-type Scratch = (Vec<u32>, Vec<(u32, u64)>);
+type Scratch = (Vec<u64>, Vec<(usize, u64)>);
 
 /// The bucket of `v` (1 ≤ v ≤ [`MAX_TRACKED_US`]) in [`new_histogram`]'s layout, as
 /// HdrHistogram numbers them: 3 significant digits make 2,048 sub-buckets (half of them new in
@@ -288,13 +272,13 @@ mod tests {
             }
             let both = CompactHistogram::from_histogram(&h);
             let mut compact = CompactHistogram::default();
-            compact.add_values(&mut first.clone());
+            compact.add_values(&first);
             assert_eq!(compact.entries, by_histogram.entries, "round {round}");
             let mut grown = compact.clone();
-            grown.add_values(&mut second.clone());
+            grown.add_values(&second);
             assert_eq!(grown.entries, both.entries, "round {round}");
             let mut other = CompactHistogram::default();
-            other.add_values(&mut second.clone());
+            other.add_values(&second);
             assert_eq!(compact.merged(&other).entries, both.entries, "round {round}");
         }
     }
