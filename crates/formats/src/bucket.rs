@@ -430,7 +430,7 @@ impl Bucketer {
             // Tools write a request when it ends but stamp its start, so a long request (a
             // timeout) arrives late by its own duration; beyond that, a clock stepped back,
             // and the notes say so.
-            let end = floor((r.start_ms + r.total_us as f64 / 1000.0 - origin) / self.interval_ms);
+            let end = self.interval_of(r.start_ms + us_as_ms(r.total_us) - origin);
             if end < self.newest.saturating_sub(OPEN_INTERVALS) {
                 self.late.push(r.place);
                 self.late_by = self.late_by.max(self.newest.saturating_sub(idx));
