@@ -51,7 +51,7 @@ elif fmt == 'ngrinder':
     start = datetime.datetime(2026, 4, 13, 21, 14, 9)
     for s in range(n):
         t = (start + datetime.timedelta(seconds=s)).strftime('%Y-%m-%d %H:%M:%S')
-        tests = 4975 + rnd.randrange(50)
+        tests = 4950 + rnd.randrange(50)  # 1 to 50 errors of 5,000 a second
         buf.append(f"{t},50,{tests},{5000 - tests},{20 + rnd.random():.3f},{19 + rnd.random():.3f},{tests},1234,{tests * 1234},{5000 - tests},0,0.012,{18 + rnd.random():.3f}\n")
         flush()
 else:

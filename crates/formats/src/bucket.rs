@@ -33,6 +33,9 @@ const MAX_LABELS: usize = 50;
 /// Raw values of late records (for intervals already sealed) held before they are sealed
 /// too: a clock that stepped back an hour makes every record late for an hour.
 const LATE_RAW_LIMIT: usize = 1 << 16;
+/// Emptied raw-value buffers a bucketer keeps for reuse, at most (a sealed interval frees
+/// two, a new one takes two).
+const SPARE_BUFFERS: usize = 8;
 /// Rows of the series at most: a day of seconds, or 60 per interval that holds a request,
 /// whichever is more. A sparse file spread over weeks would otherwise be padded with
 /// millions of empty rows; beyond this the longest gaps are left out like separate runs.
@@ -45,6 +48,17 @@ const ROWS_PER_OCCUPIED: usize = 60;
 const LABEL_ROWS_FLOOR: usize = 200_000;
 /// Per-label rows allowed per record read (see [`LABEL_ROWS_FLOOR`]).
 const LABEL_ROWS_PER_RECORD: usize = 50;
+
+/// Pushes `v` onto `raw`, which first takes a spare buffer when it has no room of its own.
+#[inline]
+fn push_raw(spare: &mut Vec<Vec<u64>>, raw: &mut Vec<u64>, v: u64) {
+    if raw.capacity() == 0
+        && let Some(buffer) = spare.pop()
+    {
+        *raw = buffer;
+    }
+    raw.push(v);
+}
 
 /// `us as f64 / 1000.0`, without a division when `us` is whole milliseconds below 2^53 (then
 /// `us` is exact as an `f64` and the quotient is that whole number, exactly).
@@ -123,6 +137,10 @@ pub struct Bucketer {
     slots: BTreeMap<i64, Slot>,
     /// Slots holding raw values not yet sealed.
     dirty: BTreeSet<i64>,
+    /// Emptied raw-value buffers of sealed slots, kept for the next slots (at most
+    /// [`SPARE_BUFFERS`]): an interval's values then go into room already made, not into a
+    /// buffer grown by doubling, copied at each step.
+    spare: Vec<Vec<u64>>,
     newest: i64,
     /// Raw values held by late records since the last sealing of them.
     late_raw: usize,
@@ -175,6 +193,7 @@ impl Bucketer {
             origin_ms: None,
             slots: BTreeMap::new(),
             dirty: BTreeSet::new(),
+            spare: Vec::new(),
             newest: i64::MIN,
             late_raw: 0,
             has_ttfb: false,
@@ -408,13 +427,13 @@ impl Bucketer {
                 slot.total_sumsq += u128::from(r.total_us) * u128::from(r.total_us);
                 match r.ttfb_us {
                     Some(t) => {
-                        slot.ttfb_raw.push(t.max(1));
+                        push_raw(&mut self.spare, &mut slot.ttfb_raw, t.max(1));
                         slot.ttfb_n += 1;
                         self.has_ttfb = true;
                     }
                     None => self.ttfb_missing += 1,
                 }
-                slot.total_raw.push(r.total_us.max(1));
+                push_raw(&mut self.spare, &mut slot.total_raw, r.total_us.max(1));
                 if slot.total_raw.len() == 1 {
                     self.dirty.insert(idx);
                 }
@@ -474,7 +493,11 @@ impl Bucketer {
         let Some(slot) = self.slots.get_mut(&idx) else { return };
         for (raw, compact) in [(&mut slot.ttfb_raw, &mut slot.ttfb), (&mut slot.total_raw, &mut slot.total)] {
             compact.add_values(raw);
-            *raw = Vec::new();
+            let mut emptied = std::mem::take(raw);
+            if self.spare.len() < SPARE_BUFFERS && emptied.capacity() > 0 {
+                emptied.clear();
+                self.spare.push(emptied);
+            }
         }
     }
 

@@ -5,6 +5,7 @@
 //! has per-request data), so the metric suite works the same on any source.
 
 pub mod bucket;
+mod civil;
 pub mod error;
 pub mod group;
 pub mod hlog;

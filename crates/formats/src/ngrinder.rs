@@ -11,6 +11,8 @@ use std::path::Path;
 use volley_stats::{Interval, Series};
 
 use crate::error::{FormatError, Result};
+use crate::import::parts::{self, How, Outcome, Parts, Plan};
+use crate::import::rows::{self, Dialect, Fields};
 use crate::note::{InputNote, Locator, NoteBook, Unit};
 use crate::numfmt::ngrinder_number;
 
@@ -101,124 +103,249 @@ pub fn read_from(path: &Path, reader: impl Read) -> Result<NgrinderFile> {
     if first.starts_with("\u{feff}".as_bytes()) {
         first.drain(..3);
     }
-    let header_line = String::from_utf8_lossy(&first);
-    let sep = separator_of(&header_line).ok_or_else(|| {
+    let sep = separator_of(&String::from_utf8_lossy(&first)).ok_or_else(|| {
         FormatError::malformed(path, 1, Some(1), "expected an nGrinder header starting with `DateTime,vuser,`")
     })?;
-    let mut csv = csv::ReaderBuilder::new()
-        .delimiter(sep)
-        .has_headers(false)
-        .flexible(true)
-        .quoting(false)
-        .from_reader(std::io::Cursor::new(first).chain(reader));
-    let csv_error = |e: csv::Error| FormatError::malformed(path, e.position().map_or(0, |p| p.line()), None, e.to_string());
-    let mut rec = csv::StringRecord::new();
-    if !csv.read_record(&mut rec).map_err(csv_error)? {
-        return Err(FormatError::malformed(path, 1, None, "empty file"));
-    }
-    let header: Vec<String> = rec.iter().map(|s| s.trim().to_string()).collect();
-    let layout = Layout::new(path, &header)?;
-    let columns = layout.numeric_columns();
-    let counts = layout.count_columns();
-    let extra_cols = layout.extra_columns(header.len());
-    let timed = layout.elapsed.zip(layout.period);
-
-    let mut book = NoteBook::new(Locator::Line);
-    let mut vals = vec![0.0f64; header.len()];
-    let mut stamps: Vec<(u64, Option<i64>)> = Vec::new();
-    let mut times: Vec<(f64, f64)> = Vec::new();
-    let mut total = Vec::new();
-    let mut tests: Vec<(String, Vec<Interval>)> = layout.tests.iter().map(|_| (String::new(), Vec::new())).collect();
-    let mut extras: Vec<Vec<f64>> = vec![Vec::new(); extra_cols.len()];
-    let mut row = 0usize;
-    while csv.read_record(&mut rec).map_err(csv_error)? {
-        let line = rec.position().map_or(0, |p| p.line());
-        if rec.len() == 1 && rec[0].trim().is_empty() {
-            continue; // blank line, e.g. Windows `\r\r\n` endings
+    // The header is the first record; every other is a row.
+    let mut read: Option<(Rows<'_>, Table)> = None;
+    rows::stream(path, std::io::Cursor::new(first).chain(reader), Dialect::unquoted(sep), 1, |f, line| match &mut read {
+        Some((rows, table)) => rows.row(table, f, line),
+        None => {
+            let rows = Rows::new(path, (0..f.len()).map(|i| f.at(i).trim().to_string()).collect())?;
+            let table = Table::new(&rows);
+            read = Some((rows, table));
+            Ok(())
         }
-        row += 1;
-        if rec.len() < header.len() {
+    })?;
+    let (rows, table) = read.ok_or_else(|| FormatError::malformed(path, 1, None, "empty file"))?;
+    Ok(rows.finish(table))
+}
+
+/// Reads the nGrinder file at `path` (its rows end at `limit`) in parts of `part` bytes on
+/// every core, exactly as [`read_from`] does in one pass (its rows are independent of each
+/// other, and no field is quoted, so a part may start at any line). Returns the file and the
+/// line ends read; `None` when it is to be read in one pass (a header longer than the first
+/// 64 KB, or one the csv reader must read).
+pub fn read_parts(path: &Path, limit: u64, part: u64) -> Result<Option<(NgrinderFile, u64)>> {
+    let (file, head) = parts::head(path, limit)?;
+    let bom = if head.starts_with("\u{feff}".as_bytes()) { 3 } else { 0 };
+    let Some(end) = memchr::memchr(b'\n', &head) else { return Ok(None) };
+    let Some(sep) = separator_of(&String::from_utf8_lossy(&head[bom..end])) else { return Ok(None) };
+    let mut ends = Vec::new();
+    let Some(line) = rows::split(&head[bom..=end], sep, &mut ends) else { return Ok(None) };
+    let Ok(text) = std::str::from_utf8(&head[bom..bom + line.end]) else { return Ok(None) };
+    if line.needs_csv(Dialect::unquoted(sep)) {
+        return Ok(None);
+    }
+    let mut from = 0;
+    let header = ends.iter().chain([&line.end]).map(|&e| std::mem::replace(&mut from, e + 1)..e).map(|r| text[r].trim().to_string()).collect();
+    let rows = Rows::new(path, header)?;
+    let mut acc = Table::new(&rows);
+    let reader = NgrinderParts { rows: &rows, sep };
+    let lines = parts::read(&file, Plan::new(end as u64 + 1, limit, part), &reader, &mut acc, 1)?;
+    Ok(lines.map(|lines| (rows.finish(acc), lines)))
+}
+
+/// An nGrinder file read in parts.
+struct NgrinderParts<'a> {
+    rows: &'a Rows<'a>,
+    sep: u8,
+}
+
+impl Parts for NgrinderParts<'_> {
+    type Acc = Table;
+    type Seed = ();
+    type Part = Table;
+
+    fn read(&self, buf: &[u8], own: usize, at_end: bool, how: How<'_, (), Table>) -> Outcome<Table> {
+        let mut table = Table::new(self.rows);
+        // Rows are counted from the part's start, or, read in order, on from those before.
+        if let How::After(acc) = how {
+            table.row = acc.row;
+        }
+        match rows::records(self.rows.path, buf, own, at_end, Dialect::unquoted(self.sep), |f, line| self.rows.row(&mut table, f, line)) {
+            Ok(Some((consumed, newlines))) => Outcome::Read { part: table, consumed, newlines },
+            Ok(None) => Outcome::NeedMore,
+            Err(e) => Outcome::Failed(e),
+        }
+    }
+
+    fn seed(&self, _: &Table) -> Option<()> {
+        Some(())
+    }
+
+    fn exact(&self, _: &Table, _: &Table) -> bool {
+        true
+    }
+
+    fn absorb(&self, acc: &mut Table, part: Table, line_base: u64) {
+        acc.row += part.row;
+        acc.stamps.extend(part.stamps.into_iter().map(|(line, stamp)| (line + line_base, stamp)));
+        acc.times.extend(part.times);
+        acc.total.extend(part.total);
+        for ((name, series), (part_name, part_series)) in acc.tests.iter_mut().zip(part.tests) {
+            if name.is_empty() {
+                *name = part_name;
+            }
+            series.extend(part_series);
+        }
+        for (column, part_column) in acc.extras.iter_mut().zip(part.extras) {
+            column.extend(part_column);
+        }
+        acc.book.absorb(part.book, line_base);
+    }
+}
+
+/// A file's columns, and how each row is read into them.
+struct Rows<'a> {
+    path: &'a Path,
+    header: Vec<String>,
+    layout: Layout,
+    /// Every column read as a number, and whether it counts requests.
+    numeric: Vec<(usize, bool)>,
+    extra_cols: Vec<usize>,
+    /// The `Elapsed_(s)` and `Period_(s)` columns volley writes, when there are both.
+    timed: Option<(usize, usize)>,
+}
+
+/// What the rows read so far hold (the whole file's, or a part's).
+struct Table {
+    /// Rows read (kept or not; blank lines aside).
+    row: usize,
+    /// Each kept row's line and `DateTime` (without volley's time columns).
+    stamps: Vec<(u64, Option<i64>)>,
+    /// Each kept row's start and period (with them).
+    times: Vec<(f64, f64)>,
+    total: Vec<Interval>,
+    tests: Vec<(String, Vec<Interval>)>,
+    extras: Vec<Vec<f64>>,
+    book: NoteBook,
+    /// The row being read, by column.
+    vals: Vec<f64>,
+}
+
+impl Table {
+    fn new(rows: &Rows<'_>) -> Table {
+        Table {
+            row: 0,
+            stamps: Vec::new(),
+            times: Vec::new(),
+            total: Vec::new(),
+            tests: rows.layout.tests.iter().map(|_| (String::new(), Vec::new())).collect(),
+            extras: vec![Vec::new(); rows.extra_cols.len()],
+            book: NoteBook::new(Locator::Line),
+            vals: vec![0.0; rows.header.len()],
+        }
+    }
+}
+
+impl<'a> Rows<'a> {
+    fn new(path: &'a Path, header: Vec<String>) -> Result<Rows<'a>> {
+        let layout = Layout::new(path, &header)?;
+        let counts = layout.count_columns();
+        let numeric = layout.numeric_columns().into_iter().map(|c| (c, counts.contains(&c))).collect();
+        let extra_cols = layout.extra_columns(header.len());
+        let timed = layout.elapsed.zip(layout.period);
+        Ok(Rows { path, header, layout, numeric, extra_cols, timed })
+    }
+
+    /// Reads the row on `line` into `t`.
+    fn row(&self, t: &mut Table, f: &Fields<'_>, line: u64) -> Result<()> {
+        let (path, header) = (self.path, &self.header);
+        if f.len() == 1 && f.at(0).trim().is_empty() {
+            return Ok(()); // a line of blanks
+        }
+        t.row += 1;
+        let row = t.row;
+        if f.len() < header.len() {
             return Err(FormatError::malformed(
                 path,
                 line,
-                Some(rec.len() as u64 + 1),
-                format!(
-                    "row {row} is truncated: {} fields, the header has {} ({} missing)",
-                    rec.len(),
-                    header.len(),
-                    header[rec.len()]
-                ),
+                Some(f.len() as u64 + 1),
+                format!("row {row} is truncated: {} fields, the header has {} ({} missing)", f.len(), header.len(), header[f.len()]),
             ));
         }
-        if rec.len() > header.len() {
+        if f.len() > header.len() {
             return Err(FormatError::malformed(
                 path,
                 line,
                 Some(header.len() as u64 + 1),
-                format!(
-                    "row {row} has {} fields, the header has {} (a separator inside a test description?)",
-                    rec.len(),
-                    header.len()
-                ),
+                format!("row {row} has {} fields, the header has {} (a separator inside a test description?)", f.len(), header.len()),
             ));
         }
         // A row with a value no interval can have is left out of every series.
-        let mut bad = None;
-        for &c in &columns {
-            let v = num(path, line, rec[c].trim(), c)?;
-            vals[c] = v;
+        for &(c, count) in &self.numeric {
+            // A plain decimal as it is (the common field), else trimmed and read as `num` reads it.
+            let v = match crate::num::plain(f.bytes(c)) {
+                Some(v) => v,
+                None => num(path, line, trim(f.at(c)), c)?,
+            };
+            t.vals[c] = v;
             let what = if v.is_nan() {
                 "NaN"
             } else if v.is_infinite() {
                 "infinite"
             } else if v < 0.0 {
                 "negative"
-            } else if counts.contains(&c) && v.fract() != 0.0 {
+            } else if count && v.fract() != 0.0 {
                 "not a whole number"
-            } else if counts.contains(&c) && v > MAX_COUNT {
+            } else if count && v > MAX_COUNT {
                 "more than 10^12"
             } else {
                 continue;
             };
-            bad = Some(format!("`{}` is {what}", header[c]));
-            break;
+            t.book.skip(Unit::Row, line, &format!("`{}` is {what}", header[c]));
+            return Ok(());
         }
-        if let Some(why) = bad {
-            book.skip(Unit::Row, line, &why);
-            continue;
+        let vals = &t.vals;
+        match self.timed {
+            Some((e, p)) => t.times.push((vals[e], vals[p])),
+            None => t.stamps.push((line, parse_datetime(f.at(0)))),
         }
-        match timed {
-            Some((e, p)) => times.push((vals[e], vals[p])),
-            None => stamps.push((line, parse_datetime(&rec[0]))),
-        }
-        total.push(layout.interval(&layout.total, &vals));
-        for ((d, block), (name, series)) in layout.tests.iter().zip(&mut tests) {
+        t.total.push(self.layout.interval(&self.layout.total, vals));
+        for ((d, block), (name, series)) in self.layout.tests.iter().zip(&mut t.tests) {
             if name.is_empty() {
-                name.push_str(rec[*d].trim());
+                name.push_str(f.at(*d).trim());
             }
-            series.push(layout.interval(block, &vals));
+            series.push(self.layout.interval(block, vals));
         }
-        for (out, &c) in extras.iter_mut().zip(&extra_cols) {
-            out.push(rec[c].trim().parse().unwrap_or(0.0));
+        for (out, &c) in t.extras.iter_mut().zip(&self.extra_cols) {
+            out.push(crate::num::f64(f.at(c).trim()).unwrap_or(0.0));
+        }
+        Ok(())
+    }
+
+    /// The file the rows in `t` make.
+    fn finish(self, t: Table) -> NgrinderFile {
+        let Table { stamps, times, total, tests, extras, mut book, .. } = t;
+        let times = if self.timed.is_none() { place(&stamps, &mut book) } else { times };
+        drop(stamps);
+        let series = |mut intervals: Vec<Interval>| {
+            for (iv, &(start_s, period_s)) in intervals.iter_mut().zip(&times) {
+                (iv.start_s, iv.period_s) = (start_s, period_s);
+            }
+            Series { intervals }
+        };
+        let has_ttfb = self.layout.total.ttfb.is_some();
+        NgrinderFile {
+            total: series(total),
+            tests: tests.into_iter().map(|(name, iv)| (name, series(iv))).collect(),
+            has_ttfb,
+            extras: self.extra_cols.iter().map(|&c| self.header[c].clone()).zip(extras).collect(),
+            header: self.header,
+            notes: book.into_notes(),
         }
     }
-    if timed.is_none() {
-        times = place(&stamps, &mut book);
+}
+
+/// `s` without the whitespace around it (looked for only when an end is not plain ASCII).
+#[inline]
+fn trim(s: &str) -> &str {
+    match s.as_bytes() {
+        [a, .., b] if a.is_ascii_graphic() && b.is_ascii_graphic() => s,
+        [a] if a.is_ascii_graphic() => s,
+        _ => s.trim(),
     }
-    let series = |mut intervals: Vec<Interval>| {
-        for (iv, &(start_s, period_s)) in intervals.iter_mut().zip(&times) {
-            (iv.start_s, iv.period_s) = (start_s, period_s);
-        }
-        Series { intervals }
-    };
-    Ok(NgrinderFile {
-        total: series(total),
-        tests: tests.into_iter().map(|(name, iv)| (name, series(iv))).collect(),
-        has_ttfb: layout.total.ttfb.is_some(),
-        extras: extra_cols.iter().map(|&c| header[c].clone()).zip(extras).collect(),
-        header,
-        notes: book.into_notes(),
-    })
 }
 
 /// Where each column is.
@@ -362,8 +489,8 @@ impl Layout {
 fn place(stamps: &[(u64, Option<i64>)], book: &mut NoteBook) -> Vec<(f64, f64)> {
     let first = stamps.iter().find_map(|(_, s)| *s).unwrap_or(0);
     let mut gaps: Vec<i64> = stamps.windows(2).filter_map(|w| Some(w[1].1? - w[0].1?)).filter(|g| *g > 0).collect();
-    gaps.sort_unstable();
-    let nominal = gaps.get(gaps.len() / 2).copied().unwrap_or(1) as f64;
+    let half = gaps.len() / 2;
+    let nominal = if gaps.is_empty() { 1.0 } else { *gaps.select_nth_unstable(half).1 as f64 };
     drop(gaps);
     let (mut out, mut offset, mut prev, mut prev_placed) = (Vec::with_capacity(stamps.len()), 0.0, None::<f64>, false);
     for (line, stamp) in stamps {
@@ -404,7 +531,11 @@ fn num(path: &Path, line: u64, raw: &str, col: usize) -> Result<f64> {
 
 /// `yyyy-MM-dd HH:mm:ss` as seconds (the zone is unknown, so only differences mean anything).
 fn parse_datetime(s: &str) -> Option<i64> {
-    let dt: jiff::civil::DateTime = s.trim().parse().ok()?;
+    let s = trim(s);
+    if let Some(t) = crate::civil::seconds(s.as_bytes(), b' ') {
+        return Some(t);
+    }
+    let dt: jiff::civil::DateTime = s.parse().ok()?;
     Some(dt.to_zoned(jiff::tz::TimeZone::UTC).ok()?.timestamp().as_second())
 }
 

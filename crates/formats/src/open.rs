@@ -52,6 +52,7 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
             Format::Jtl => import::jmeter::read_parts(path, limit, &first_line, PART_BYTES)?,
             Format::K6Csv => import::k6::read_csv_parts(path, limit, PART_BYTES)?,
             Format::K6Json => import::k6::read_json_parts(path, limit, PART_BYTES)?,
+            Format::Ngrinder => crate::ngrinder::read_parts(path, limit, PART_BYTES)?.map(|(file, lines)| (ngrinder_source(path, file), lines)),
             _ => None,
         };
         if let Some((mut src, lines)) = read {
@@ -91,20 +92,7 @@ fn read_as(path: &Path, format: Format, mut reader: impl std::io::BufRead, first
     };
     Ok(match format {
         Format::Volley => unreachable!("run directories are opened by open_as"),
-        Format::Ngrinder => {
-            let file = crate::ngrinder::read_from(path, &mut reader)?;
-            let mut src = import::source(path, Format::Ngrinder);
-            if !file.has_ttfb {
-                src.input_notes.push(InputNote::Unavailable {
-                    figure: Figure::Ttfb,
-                    why: "this file has no Mean_time_to_first_byte column (a script without nGrinder's HTTP plugin), so MTTFB is unknown.".to_string(),
-                });
-            }
-            src.series = file.total;
-            src.per_test = file.tests;
-            src.input_notes.extend(file.notes);
-            src
-        }
+        Format::Ngrinder => ngrinder_source(path, crate::ngrinder::read_from(path, &mut reader)?),
         Format::K6Summary => import::k6::read_summary(path, &read_all()?)?,
         Format::LocustHistory => import::locust::read_history(path, &read_all()?)?,
         Format::LocustStats => import::locust::read_stats(path, &read_all()?)?,
@@ -120,6 +108,21 @@ fn read_as(path: &Path, format: Format, mut reader: impl std::io::BufRead, first
     })
 }
 
+/// The source an nGrinder file gives.
+fn ngrinder_source(path: &Path, file: crate::ngrinder::NgrinderFile) -> Source {
+    let mut src = import::source(path, Format::Ngrinder);
+    if !file.has_ttfb {
+        src.input_notes.push(InputNote::Unavailable {
+            figure: Figure::Ttfb,
+            why: "this file has no Mean_time_to_first_byte column (a script without nGrinder's HTTP plugin), so MTTFB is unknown.".to_string(),
+        });
+    }
+    src.series = file.total;
+    src.per_test = file.tests;
+    src.input_notes.extend(file.notes);
+    src
+}
+
 /// Bytes per part when a file is read in parts.
 const PART_BYTES: u64 = 1 << 20;
 /// Files smaller than this are read in one pass (threads would cost more than they save).
@@ -129,7 +132,7 @@ const PARALLEL_FROM: u64 = 16 << 20;
 /// read that way); `None` to read it in one pass.
 fn parallel(path: &Path, format: Format, cut: Option<u64>) -> Result<Option<u64>> {
     // VOLLEY_IMPORT_ONE_PASS=1 reads every file in one pass (for benchmarks and bisecting).
-    if !matches!(format, Format::Jtl | Format::K6Csv | Format::K6Json) || std::env::var_os("VOLLEY_IMPORT_ONE_PASS").is_some() {
+    if !matches!(format, Format::Jtl | Format::K6Csv | Format::K6Json | Format::Ngrinder) || std::env::var_os("VOLLEY_IMPORT_ONE_PASS").is_some() {
         return Ok(None);
     }
     let len = std::fs::metadata(path).map_err(|e| FormatError::io(path, e))?.len();

@@ -416,3 +416,80 @@ fn a_large_k6_json_file_in_another_key_order_is_left_to_one_pass() {
     let one = k6::read_json(&path, std::io::BufReader::new(std::fs::File::open(&path).unwrap())).unwrap();
     assert_eq!(one.series.intervals.iter().map(|i| i.tests).sum::<u64>(), i.div_ceil(9));
 }
+
+/// An nGrinder file with what a reader of its rows must get right wherever a part starts: a
+/// BOM, CRLF and `\r\r\n` line ends, a carriage return inside a line (a line end of its own),
+/// blank and space-only lines, descriptions holding quotes (nGrinder does not quote), decimal
+/// commas, rows skipped (a negative count), rows without a valid `DateTime`, a clock that
+/// steps back, and per-test blocks.
+fn awkward_ngrinder(rows: usize) -> String {
+    let mut rng = fastrand::Rng::with_seed(41);
+    let mut text = String::from("\u{feff}DateTime;vuser;Tests;Errors;Mean_Test_Time_(ms);Test_Time_Standard_Deviation_(ms);TPS;Mean_time_to_first_byte;Description;Tests-1;Errors-1;Mean_Test_Time_(ms)-1;Test_Time_Standard_Deviation_(ms)-1;TPS-1;Errors_timeout\n");
+    let mut second = 1_700_000_000i64;
+    for i in 0..rows {
+        second += if i % 997 == 500 { -40 } else { 1 };
+        let stamp = jiff::Timestamp::from_second(second).unwrap().to_zoned(jiff::tz::TimeZone::UTC).strftime("%Y-%m-%d %H:%M:%S").to_string();
+        let stamp = if i % 613 == 7 { "soon".to_string() } else { stamp };
+        let tests = rng.u32(0..500);
+        let errors: i64 = if i % 389 == 3 { -1 } else { rng.i64(0..5) };
+        let mean = format!("{},{}", rng.u32(1..90), rng.u32(0..1000));
+        let desc = if i % 2 == 0 { "\"login\" page" } else { "login \"page\"" };
+        text.push_str(&format!("{stamp};{};{tests};{errors};{mean};1.5;{tests};{}.{};{desc};{tests};{errors};{mean};1.5;{tests};{}", rng.u32(1..50), rng.u32(0..20), rng.u32(0..999), rng.u32(0..3)));
+        text.push_str(match i % 11 {
+            0 => "\r\n",
+            1 => "\r\r\n",
+            2 => "\n\n",
+            3 => "\n  \n",
+            _ => "\n",
+        });
+    }
+    text
+}
+
+/// One pass and parts of each size give the same file (or the same error).
+fn ngrinder_same_in_parts(path: &Path, sizes: &[u64]) -> Option<String> {
+    use volley_formats::ngrinder;
+    let len = std::fs::metadata(path).unwrap().len();
+    let newlines = std::fs::read(path).unwrap().iter().filter(|&&b| b == b'\n').count() as u64;
+    let one = ngrinder::read(path).map(|f| format!("{f:?}"));
+    for &size in sizes {
+        match (&one, ngrinder::read_parts(path, len, size)) {
+            (Ok(one), Ok(Some((file, lines)))) => {
+                assert!(*one == format!("{file:?}"), "{} in parts of {size} bytes differs from one pass", path.display());
+                assert_eq!(lines, newlines, "every line end is counted once");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "parts of {size} bytes: the same error"),
+            (one, parts) => panic!("parts of {size} bytes: one pass gives {one:?}, parts give {parts:?}"),
+        }
+    }
+    one.ok()
+}
+
+#[test]
+fn an_awkward_ngrinder_file_read_in_parts_equals_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("output.csv");
+    std::fs::write(&path, awkward_ngrinder(6_000)).unwrap();
+    let one = ngrinder_same_in_parts(&path, &[1, 300, 4096, 100_000, 1 << 20]).expect("the file reads");
+    // What the file holds was read, not only read alike: skipped rows, placed rows, tests.
+    for want in ["Errors` is negative", "no valid DateTime", "stepped back", "Errors_timeout"] {
+        assert!(one.contains(want), "{want} missing from {}", &one[..one.len().min(2000)]);
+    }
+    let file = volley_formats::ngrinder::read(&path).unwrap();
+    assert_eq!(file.tests[0].0, "\"login\" page", "quotes are a description's own bytes");
+    assert_eq!(file.total.intervals.len(), 6_000 - (0..6_000).filter(|i| i % 389 == 3).count(), "every row kept but the negative ones");
+}
+
+#[test]
+fn an_ngrinder_file_in_parts_reports_a_bad_row_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.csv");
+    let mut lines: Vec<String> = awkward_ngrinder(3_000).split('\n').map(str::to_string).collect();
+    let at = lines.len() * 3 / 4;
+    let at = at + lines[at..].iter().position(|l| l.len() > 40).unwrap();
+    lines[at] = lines[at].replacen(";1.5;", ";slow;", 1);
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    assert!(ngrinder_same_in_parts(&path, &[1, 5_000, 64 << 10]).is_none(), "the file is refused");
+    let e = volley_formats::ngrinder::read(&path).unwrap_err().to_string();
+    assert!(e.contains(&format!("bad.csv:{}:6: expected a number, found `slow`", at + 1)), "{e}");
+}

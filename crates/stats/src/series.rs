@@ -56,9 +56,14 @@ impl Series {
 
     /// The nominal sampling interval: the most common period, in seconds.
     pub fn nominal_interval_s(&self) -> f64 {
+        let Some(first) = self.intervals.first().map(|i| i.period_s) else { return 1.0 };
+        // Nearly always every row has the same period: no copy, no selection.
+        if self.intervals.iter().all(|i| i.period_s.to_bits() == first.to_bits()) {
+            return first;
+        }
         let mut periods: Vec<f64> = self.intervals.iter().map(|i| i.period_s).collect();
-        periods.sort_by(f64::total_cmp);
-        periods.get(periods.len() / 2).copied().unwrap_or(1.0)
+        let half = periods.len() / 2;
+        *periods.select_nth_unstable_by(half, f64::total_cmp).1
     }
 
     /// Total successful tests.

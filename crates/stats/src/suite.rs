@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::percentile::numpy_percentile;
+use crate::percentile::percentile_of_sorted;
 use crate::series::Series;
 
 /// Which tail of the per-interval TPS distribution "TPS p99" means.
@@ -79,28 +79,45 @@ impl SeedSuite {
     /// Computes the suite over every interval of `series` (exclude warm-up first).
     pub fn compute(series: &Series, opts: SuiteOptions) -> SeedSuite {
         let rows = &series.intervals;
-        let tests = series.tests();
-        let errors = series.errors();
+        // One pass over the rows (a long imported series is read from memory once, not once
+        // a figure); the sums run in row order, as a pass of their own would run them.
+        // (-0.0: where `Iterator::sum` starts, so an all-negative-zero sum stays one.)
+        let (mut tests, mut errors, mut weighted) = (0u64, 0u64, -0.0f64);
+        let mut tps: Vec<f64> = Vec::with_capacity(rows.len());
+        let mut mttfb: Vec<f64> = Vec::with_capacity(rows.len());
+        for r in rows {
+            tests += r.tests;
+            errors += r.errors;
+            weighted += r.mttfb_ms * r.tests as f64;
+            // An interval whose TPS is unknown (NaN: an edge of an import whose time stamps
+            // are whole seconds) is left out of the TPS figures; volley's own rows always
+            // have one.
+            if !r.tps.is_nan() {
+                tps.push(r.tps);
+            }
+            mttfb.push(r.mttfb_ms);
+        }
         let total = tests + errors;
-        // An interval whose TPS is unknown (NaN: an edge of an import whose time stamps are
-        // whole seconds) is left out of the TPS figures; volley's own rows always have one.
-        let tps: Vec<f64> = rows.iter().map(|r| r.tps).filter(|t| !t.is_nan()).collect();
-        let mttfb: Vec<f64> = rows.iter().map(|r| r.mttfb_ms).collect();
+        // In time order, before the values are sorted for their percentiles (once each).
+        let tps_avg = mean(&tps);
+        let diffs: f64 = mttfb.windows(2).map(|w| (w[1] - w[0]).abs()).sum();
+        let mttfb_avg_diff_ms = ratio(diffs, mttfb.len().saturating_sub(1) as f64);
+        tps.sort_unstable_by(f64::total_cmp);
+        mttfb.sort_unstable_by(f64::total_cmp);
         let tps_at = |x: f64| {
             let p = match opts.tps_tail {
                 TpsTail::Low => 100.0 - x,
                 TpsTail::High => x,
             };
-            numpy_percentile(&tps, p).unwrap_or(f64::NAN)
+            percentile_of_sorted(&tps, p).unwrap_or(f64::NAN)
         };
-        let mttfb_at = |x: f64| numpy_percentile(&mttfb, x).unwrap_or(f64::NAN);
-        let weighted: f64 = rows.iter().map(|r| r.mttfb_ms * r.tests as f64).sum();
+        let mttfb_at = |x: f64| percentile_of_sorted(&mttfb, x).unwrap_or(f64::NAN);
         let (variability, zero) = variability(series);
         SeedSuite {
             total_tests: total,
             errors,
             error_rate_pct: ratio(errors as f64 * 100.0, total as f64),
-            tps_avg: mean(&tps),
+            tps_avg,
             tps_p50: tps_at(50.0),
             tps_p95: tps_at(95.0),
             tps_p99: tps_at(99.0),
@@ -111,7 +128,7 @@ impl SeedSuite {
             mttfb_p95_ms: mttfb_at(95.0),
             mttfb_p99_ms: mttfb_at(99.0),
             mttfb_p99_9_ms: mttfb_at(99.9),
-            mttfb_avg_diff_ms: mean(&mttfb.windows(2).map(|w| (w[1] - w[0]).abs()).collect::<Vec<_>>()),
+            mttfb_avg_diff_ms,
             mttfb_variability_pct: variability,
             intervals: rows.len(),
             variability_zero_intervals: zero,

@@ -11,7 +11,7 @@ use volley_stats::ErrorKind;
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
 use crate::import::parts::{self, How, Outcome, Parts, Plan};
-use crate::import::rows::{self, Fields};
+use crate::import::rows::{self, Dialect, Fields};
 use crate::import::{BUCKET_S, MAX_DURATION_MS, bad_duration, bad_stamp, source};
 use crate::note::{Figure, InputNote, Locator, NoteBook, Unit};
 use crate::source::{Format, Source};
@@ -237,8 +237,10 @@ impl State {
                     self.sub_results += 1;
                     return Ok(());
                 }
-                parent.0.clear();
-                parent.0.push_str(label);
+                if parent.0 != label {
+                    parent.0.clear();
+                    parent.0.push_str(label);
+                }
                 (parent.1, parent.2) = (start, start + elapsed);
             }
             None => {
@@ -354,7 +356,7 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
     }
     let layout = Layout::new(path, first_line, header)?;
     let mut acc = State::new(Bucketer::new(BUCKET_S), Parents::default(), false);
-    rows::stream(path, reader, layout.delimiter, 1 + u64::from(has_header), |f, line| acc.row(path, &layout, f, line))?;
+    rows::stream(path, reader, Dialect::csv(layout.delimiter), 1 + u64::from(has_header), |f, line| acc.row(path, &layout, f, line))?;
     Ok(acc.finish(path, &layout))
 }
 
@@ -398,7 +400,7 @@ impl Parts for Jtl<'_> {
                 false,
             ),
         };
-        match rows::records(self.path, buf, own, at_end, l.delimiter, |f, line| state.row(self.path, l, f, line)) {
+        match rows::records(self.path, buf, own, at_end, Dialect::csv(l.delimiter), |f, line| state.row(self.path, l, f, line)) {
             Ok(Some((consumed, newlines))) => Outcome::Read { part: state, consumed, newlines },
             Ok(None) => Outcome::NeedMore,
             Err(e) => Outcome::Failed(e),

@@ -18,7 +18,7 @@ use volley_stats::{ErrorKind, Interval, LatencySummary, Series};
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
 use crate::import::parts::{self, How, Outcome, Parts, Plan};
-use crate::import::rows::{self, Fields};
+use crate::import::rows::{self, Dialect, Fields};
 use crate::import::point;
 use crate::import::{BUCKET_S, bad_duration, bad_stamp, ms_to_us, source};
 use crate::note::{Figure, InputNote, Locator, NoteBook, Unit};
@@ -338,7 +338,7 @@ impl CsvState {
 pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
     let mut cols = None;
     let mut state = CsvState { asm: Assembler::new(), first: true };
-    rows::stream(path, reader, b',', 1, |f, line| match &cols {
+    rows::stream(path, reader, Dialect::csv(b','), 1, |f, line| match &cols {
         Some(cols) => state.row(path, cols, f, line),
         None => {
             cols = Some(CsvColumns::of((0..f.len()).map(|i| f.at(i))));
@@ -400,7 +400,7 @@ impl Parts for K6Csv<'_> {
             asm.whole_second_stamps();
         }
         let mut state = CsvState { asm, first };
-        match rows::records(self.path, buf, own, at_end, b',', |f, line| state.row(self.path, self.cols, f, line)) {
+        match rows::records(self.path, buf, own, at_end, Dialect::csv(b','), |f, line| state.row(self.path, self.cols, f, line)) {
             // The row runs past the cut: the file is read in one pass.
             Ok(Some((consumed, _))) if consumed != own => Outcome::NeedMore,
             Ok(Some((_, newlines))) => {
@@ -598,20 +598,10 @@ fn rfc3339_us(s: &str) -> Option<i64> {
 /// for anything else (left to jiff, which also says what is wrong with it).
 fn stamp_us(s: &[u8]) -> Option<i64> {
     let digits = |r: std::ops::Range<usize>| crate::num::whole(s.get(r)?).map(|n| n as i64);
-    if s.len() < 20 || s[4] != b'-' || s[7] != b'-' || s[10] != b'T' || s[13] != b':' || s[16] != b':' {
-        return None;
-    }
-    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
-    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    // (jiff's latest instant is in 9999-12-30: later years are jiff's to refuse.)
-    if !(1970..=9998).contains(&year) || !(1..=12).contains(&month) || day < 1 || day > month_days[(month - 1) as usize] || hour > 23 || minute > 59 || second > 59 {
-        return None;
-    }
+    let civil = crate::civil::seconds(s.get(..19)?, b'T')?;
     let mut at = 19;
     let mut micros = 0;
-    if s[at] == b'.' {
+    if s.get(at) == Some(&b'.') {
         let n = s[at + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
         if !(1..=9).contains(&n) {
             return None;
@@ -631,14 +621,7 @@ fn stamp_us(s: &[u8]) -> Option<i64> {
         }
         _ => return None,
     };
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let (y, m) = if month <= 2 { (year - 1, month + 9) } else { (year, month - 3) };
-    let era = y / 400;
-    let yoe = y - era * 400;
-    let doy = (153 * m + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
+    let secs = civil - offset_s;
     if secs < 0 {
         return None;
     }

@@ -15,11 +15,34 @@ use std::path::Path;
 use crate::error::{FormatError, Result};
 use crate::import::block::{self, Block};
 
+/// How a file's fields are separated and quoted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Dialect {
+    /// The byte between fields.
+    pub delimiter: u8,
+    /// Whether `"` quotes a field (JTL, k6) or is a byte like any other (nGrinder writes
+    /// its descriptions as they are, and reads them back that way).
+    pub quoting: bool,
+}
+
+impl Dialect {
+    /// RFC 4180's CSV with `delimiter` between fields.
+    pub const fn csv(delimiter: u8) -> Dialect {
+        Dialect { delimiter, quoting: true }
+    }
+
+    /// Fields between `delimiter`s, with no quoting.
+    pub const fn unquoted(delimiter: u8) -> Dialect {
+        Dialect { delimiter, quoting: false }
+    }
+}
+
 /// One row's fields: `text` cut before each of `ends`; field `i` starts where field `i - 1`
 /// ends, past `gap` bytes (1 for a line split at its delimiters, 0 for a csv record's text,
-/// which holds the fields alone).
+/// which holds the fields alone). The text is UTF-8, checked (a line all ASCII is known to
+/// be by the pass that split it): a field is read as bytes, or as text when wanted.
 pub(crate) struct Fields<'a> {
-    text: &'a str,
+    text: &'a [u8],
     ends: &'a [usize],
     gap: usize,
 }
@@ -41,13 +64,13 @@ impl<'a> Fields<'a> {
     /// Field `i`'s bytes; empty when there is no such field.
     #[inline]
     pub fn bytes(&self, i: usize) -> &'a [u8] {
-        self.span(i).map_or(&[], |(a, b)| &self.text.as_bytes()[a..b])
+        self.span(i).map_or(&[], |(a, b)| &self.text[a..b])
     }
 
     /// Field `i`, when there is one.
     #[inline]
     pub fn get(&self, i: usize) -> Option<&'a str> {
-        self.span(i).map(|(a, b)| &self.text[a..b])
+        self.span(i).map(|(a, b)| std::str::from_utf8(&self.text[a..b]).expect("a row's text is checked to be UTF-8 before it is handed over"))
     }
 
     /// Field `i`; empty when there is no such field.
@@ -60,7 +83,7 @@ impl<'a> Fields<'a> {
     pub fn of_record(record: &'a csv::StringRecord, ends: &'a mut Vec<usize>) -> Fields<'a> {
         ends.clear();
         ends.extend((0..record.len()).filter_map(|i| record.range(i)).map(|r| r.end));
-        Fields { text: record.as_slice(), ends, gap: 0 }
+        Fields { text: record.as_slice().as_bytes(), ends, gap: 0 }
     }
 }
 
@@ -75,10 +98,10 @@ pub(crate) fn records(
     buf: &[u8],
     own: usize,
     at_end: bool,
-    delimiter: u8,
+    dialect: Dialect,
     row: impl FnMut(&Fields<'_>, u64) -> Result<()>,
 ) -> Result<Option<(usize, u64)>> {
-    let got = records_from(path, buf, own, at_end, delimiter, 1, row)?;
+    let got = records_from(path, buf, own, at_end, dialect, 1, row)?;
     Ok((!got.short).then_some((got.consumed, got.newlines)))
 }
 
@@ -98,7 +121,7 @@ struct Got {
 pub(crate) fn stream(
     path: &Path,
     mut reader: impl std::io::Read,
-    delimiter: u8,
+    dialect: Dialect,
     first: u64,
     mut row: impl FnMut(&Fields<'_>, u64) -> Result<()>,
 ) -> Result<()> {
@@ -128,7 +151,7 @@ pub(crate) fn stream(
         // The records handed over are gone from the buffer whatever stopped the reading: a
         // record that runs past what is read (a quoted field holding line ends) is read again,
         // whole, once more is read.
-        let got = records_from(path, &buf, own, eof, delimiter, first + lines, &mut row)?;
+        let got = records_from(path, &buf, own, eof, dialect, first + lines, &mut row)?;
         lines += got.newlines;
         buf.drain(..got.consumed);
         want = if got.short { (buf.len() * 2).max(BLOCK) } else { BLOCK };
@@ -144,7 +167,7 @@ fn records_from(
     buf: &[u8],
     own: usize,
     at_end: bool,
-    delimiter: u8,
+    dialect: Dialect,
     first: u64,
     mut row: impl FnMut(&Fields<'_>, u64) -> Result<()>,
 ) -> Result<Got> {
@@ -153,12 +176,13 @@ fn records_from(
     let (mut pos, mut line) = (0usize, first);
     while pos < own {
         let rest = &buf[pos..];
-        let cut = match split(rest, delimiter, &mut ends) {
+        let cut = match split(rest, dialect.delimiter, &mut ends) {
             Some(cut) => cut,
-            None if at_end => split_last(rest, delimiter, &mut ends),
+            None if at_end => split_last(rest, dialect.delimiter, &mut ends),
             None => return Ok(Got { consumed: pos, newlines: line - first, short: true }),
         };
-        let plain = if cut.quoted { None } else { std::str::from_utf8(&rest[..cut.end]).ok() };
+        let text = &rest[..cut.end];
+        let plain = (!cut.needs_csv(dialect) && (cut.ascii || std::str::from_utf8(text).is_ok())).then_some(text);
         if let Some(text) = plain {
             // The common row: no quotes, split in one pass.
             if !text.is_empty() {
@@ -171,7 +195,12 @@ fn records_from(
         }
         // Quotes (maybe around line ends), a lone CR or bytes that are not UTF-8: the csv
         // reader reads the record (and says what is wrong with it).
-        let mut csv = csv::ReaderBuilder::new().delimiter(delimiter).has_headers(false).flexible(true).from_reader(rest);
+        let mut csv = csv::ReaderBuilder::new()
+            .delimiter(dialect.delimiter)
+            .quoting(dialect.quoting)
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(rest);
         match csv.read_record(&mut record) {
             Ok(true) => {}
             Ok(false) => {
@@ -203,8 +232,22 @@ pub(crate) struct Line {
     pub end: usize,
     /// Where the next line starts (past the `\n`; the end of the bytes when there is none).
     pub next: usize,
-    /// The line holds a quote or a carriage return before its end: the csv reader reads it.
-    pub quoted: bool,
+    /// The line holds a quote.
+    pub quotes: bool,
+    /// Every byte of the line's text is ASCII (so it is UTF-8).
+    pub ascii: bool,
+    /// The line holds a carriage return other than the one right before its `\n` (a line
+    /// end of its own to the csv reader).
+    pub stray_cr: bool,
+}
+
+impl Line {
+    /// Whether the csv reader must read this line: a stray carriage return, or a quote
+    /// where quotes quote.
+    #[inline]
+    pub fn needs_csv(&self, dialect: Dialect) -> bool {
+        self.stray_cr || (dialect.quoting && self.quotes)
+    }
 }
 
 /// Splits the line at the start of `buf`: `ends` gets the end of each field but the last
@@ -213,7 +256,7 @@ pub(crate) struct Line {
 pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
     ends.clear();
     // Quotes seen, and carriage returns counted (one right before the line end is not odd).
-    let (mut at, mut quotes, mut crs) = (0usize, 0u32, 0u32);
+    let (mut at, mut quotes, mut crs, mut high) = (0usize, 0u32, 0u32, 0u32);
     while at + BLOCK <= buf.len() {
         let block: &[u8; BLOCK] = buf[at..at + BLOCK].try_into().expect("a block");
         let m = classify(block, delimiter);
@@ -223,22 +266,24 @@ pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<
             push_bits(ends, at, m.delimiters & before);
             // (Counted only when there is one: x86_64's baseline has no popcount instruction.)
             let crs = if m.crs & before != 0 { crs + (m.crs & before).count_ones() } else { crs };
-            return Some(finish(buf, at + stop as usize, (quotes | (m.quotes & before)) != 0, crs));
+            return Some(finish(buf, at + stop as usize, (quotes | (m.quotes & before)) != 0, crs, (high | (m.high & before)) == 0));
         }
         push_bits(ends, at, m.delimiters);
         quotes |= m.quotes;
+        high |= m.high;
         if m.crs != 0 {
             crs += m.crs.count_ones();
         }
         at += BLOCK;
     }
     // The last few bytes one at a time.
-    let mut quoted = quotes != 0;
+    let (mut quoted, mut ascii) = (quotes != 0, high == 0);
     for (i, &b) in buf[at..].iter().enumerate() {
         let i = at + i;
         match b {
-            b'\n' => return Some(finish(buf, i, quoted, crs)),
+            b'\n' => return Some(finish(buf, i, quoted, crs, ascii)),
             b'"' => quoted = true,
+            0x80.. => ascii = false,
             b'\r' => crs += 1,
             b if b == delimiter => ends.push(i),
             _ => {}
@@ -250,29 +295,30 @@ pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<
 /// Splits the last line of a file, which has no line end: the whole of `buf`.
 pub(crate) fn split_last(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Line {
     ends.clear();
-    let mut quoted = false;
+    let (mut quotes, mut stray_cr) = (false, false);
     for (i, &b) in buf.iter().enumerate() {
         match b {
-            b'"' | b'\r' => quoted = true,
+            b'"' => quotes = true,
+            b'\r' => stray_cr = true,
             b if b == delimiter => ends.push(i),
             _ => {}
         }
     }
-    let mut line = Line { end: buf.len(), next: buf.len(), quoted };
+    let mut line = Line { end: buf.len(), next: buf.len(), quotes, ascii: buf.is_ascii(), stray_cr };
     if buf.last() == Some(&b'\r') {
         // A carriage return at the very end: the csv reader takes it as the line's end.
         line.end -= 1;
-        line.quoted = buf[..line.end].iter().any(|&b| b == b'"' || b == b'\r');
+        line.stray_cr = buf[..line.end].contains(&b'\r');
     }
     line
 }
 
 /// The line whose `\n` is at `newline`, holding `crs` carriage returns: one right before
 /// the `\n` ends the text, any other is odd.
-fn finish(buf: &[u8], newline: usize, quotes: bool, crs: u32) -> Line {
+fn finish(buf: &[u8], newline: usize, quotes: bool, crs: u32, ascii: bool) -> Line {
     let cr_end = newline > 0 && buf[newline - 1] == b'\r';
     let end = newline - usize::from(cr_end);
-    Line { end, next: newline + 1, quoted: quotes || crs > u32::from(cr_end) }
+    Line { end, next: newline + 1, quotes, ascii, stray_cr: crs > u32::from(cr_end) }
 }
 
 /// Pushes `base + i` for every set bit `i` of `bits`, lowest first.
@@ -284,13 +330,14 @@ fn push_bits(ends: &mut Vec<usize>, base: usize, mut bits: u32) {
     }
 }
 
-/// Which bytes of a block are the delimiter, a line end, a quote, a carriage return
-/// (bit `i` for byte `i`).
+/// Which bytes of a block are the delimiter, a line end, a quote, a carriage return, past
+/// ASCII (bit `i` for byte `i`).
 struct Masks {
     delimiters: u32,
     newline: u32,
     quotes: u32,
     crs: u32,
+    high: u32,
 }
 
 /// Bytes classified at a time.
@@ -299,7 +346,7 @@ const BLOCK: usize = block::LEN;
 #[inline]
 fn classify(bytes: &[u8; BLOCK], delimiter: u8) -> Masks {
     let b = Block::load(bytes);
-    Masks { delimiters: b.eq(delimiter), newline: b.eq(b'\n'), quotes: b.eq(b'"'), crs: b.eq(b'\r') }
+    Masks { delimiters: b.eq(delimiter), newline: b.eq(b'\n'), quotes: b.eq(b'"'), crs: b.eq(b'\r'), high: b.high() }
 }
 
 #[cfg(test)]
@@ -338,7 +385,7 @@ mod tests {
                 text.extend_from_slice(b"next,line\n");
                 for delimiter in [b',', b'\t'] {
                     let line = split(&text, delimiter, &mut ends).expect("a line end");
-                    assert!(!line.quoted, "{text:?}");
+                    assert!(!line.quotes && !line.stray_cr, "{text:?}");
                     assert_eq!(line.next, len + 1 + usize::from(crlf));
                     assert_eq!(line.end, len);
                     let got = fields(&text, &line, &ends);
@@ -357,7 +404,7 @@ mod tests {
         let mut ends = Vec::new();
         for len in 1..70 {
             for at in 0..len {
-                for (odd, quoted) in [(b'"', true), (b'\r', true), (0xc3, false), (b'\t', false)] {
+                for (odd, quoted, unquoted) in [(b'"', true, false), (b'\r', true, true), (0xc3, false, false), (b'\t', false, false)] {
                     let mut text = vec![b'a'; len];
                     text[at] = odd;
                     text.push(b'\n');
@@ -365,16 +412,20 @@ mod tests {
                     // A carriage return right before the line end ends the line's text.
                     let line_end = odd == b'\r' && at == len - 1;
                     let line = split(&text, b',', &mut ends).expect("a line end");
-                    assert_eq!(line.quoted, quoted && !line_end, "byte {odd:#x} at {at} of {len}");
+                    assert_eq!(line.needs_csv(Dialect::csv(b',')), quoted && !line_end, "byte {odd:#x} at {at} of {len}");
+                    assert_eq!(line.ascii, odd < 0x80, "ascii: byte {odd:#x} at {at} of {len}");
+                    assert_eq!(line.needs_csv(Dialect::unquoted(b',')), unquoted && !line_end, "unquoted: byte {odd:#x} at {at} of {len}");
                     assert_eq!((line.end, line.next), (len - usize::from(line_end), len + 1));
                     let last = split_last(&text[..len], b',', &mut ends);
-                    assert_eq!((last.quoted, last.end), (quoted && !line_end, line.end), "last: byte {odd:#x} at {at} of {len}");
+                    assert_eq!((last.needs_csv(Dialect::csv(b',')), last.end), (quoted && !line_end, line.end), "last: byte {odd:#x} at {at} of {len}");
+                    assert_eq!(last.needs_csv(Dialect::unquoted(b',')), unquoted && !line_end, "last, unquoted: byte {odd:#x} at {at} of {len}");
+                    assert_eq!(last.ascii, odd < 0x80, "last, ascii: byte {odd:#x} at {at} of {len}");
                 }
             }
             let mut crlf = vec![b'a'; len];
             crlf.extend_from_slice(b"\r\n");
             let line = split(&crlf, b',', &mut ends).expect("a line end");
-            assert_eq!(line, Line { end: len, next: len + 2, quoted: false });
+            assert_eq!(line, Line { end: len, next: len + 2, quotes: false, ascii: true, stray_cr: false });
         }
     }
 
