@@ -163,6 +163,8 @@ impl Parts for NgrinderParts<'_> {
         if let How::After(acc) = how {
             table.row = acc.row;
         }
+        // Room for every line the part holds, made once rather than by doubling.
+        table.reserve(self.rows, memchr::memchr_iter(b'\n', &buf[..own]).count() + 1);
         match rows::records(self.rows.path, buf, own, at_end, Dialect::unquoted(self.sep), |f, line| self.rows.row(&mut table, f, line)) {
             Ok(Some((consumed, newlines))) => Outcome::Read { part: table, consumed, newlines },
             Ok(None) => Outcome::NeedMore,
@@ -225,6 +227,17 @@ struct Table {
 }
 
 impl Table {
+    /// Room for `n` more rows of `rows`' file.
+    fn reserve(&mut self, rows: &Rows<'_>, n: usize) {
+        match rows.timed {
+            Some(_) => self.times.reserve(n),
+            None => self.stamps.reserve(n),
+        }
+        self.total.reserve(n);
+        self.tests.iter_mut().for_each(|(_, series)| series.reserve(n));
+        self.extras.iter_mut().for_each(|column| column.reserve(n));
+    }
+
     fn new(rows: &Rows<'_>) -> Table {
         Table {
             row: 0,

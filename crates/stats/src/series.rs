@@ -76,3 +76,25 @@ impl Series {
         self.intervals.iter().map(|i| i.errors).sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(periods: &[f64]) -> Series {
+        Series { intervals: periods.iter().map(|&period_s| Interval { period_s, ..Default::default() }).collect() }
+    }
+
+    #[test]
+    fn the_nominal_interval_is_the_middle_period_in_order() {
+        let mut rng = fastrand::Rng::with_seed(5);
+        for len in 1..60 {
+            let periods: Vec<f64> = (0..len).map(|_| [0.5, 1.0, 1.0, 2.0, 10.0][rng.usize(..5)]).collect();
+            let mut sorted = periods.clone();
+            sorted.sort_by(f64::total_cmp);
+            assert_eq!(series(&periods).nominal_interval_s(), sorted[len / 2], "{periods:?}");
+        }
+        assert_eq!(series(&[2.0; 7]).nominal_interval_s(), 2.0);
+        assert_eq!(series(&[]).nominal_interval_s(), 1.0, "an empty series reads as 1 s");
+    }
+}

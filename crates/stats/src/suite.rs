@@ -200,6 +200,34 @@ mod tests {
     }
 
     #[test]
+    fn one_sort_and_one_pass_give_what_a_pass_and_a_sort_per_figure_give() {
+        use crate::percentile::numpy_percentile;
+        let mut rng = fastrand::Rng::with_seed(11);
+        for len in [0, 1, 2, 3, 10, 101, 1000] {
+            let mttfb: Vec<f64> = (0..len).map(|_| if rng.u8(..10) == 0 { f64::NAN } else { rng.f64() * 50.0 }).collect();
+            let tests: Vec<u64> = (0..len).map(|_| rng.u64(0..1000)).collect();
+            let mut s = series(&mttfb, &tests);
+            s.intervals.iter_mut().filter(|_| rng.u8(..8) == 0).for_each(|i| i.tps = f64::NAN);
+            let got = SeedSuite::compute(&s, SuiteOptions::default());
+            let rows = &s.intervals;
+            let tps: Vec<f64> = rows.iter().map(|r| r.tps).filter(|t| !t.is_nan()).collect();
+            let m: Vec<f64> = rows.iter().map(|r| r.mttfb_ms).collect();
+            let same = |a: f64, b: f64, what: &str| assert!(a.to_bits() == b.to_bits(), "{what} of {len}: {a} != {b}");
+            same(got.tps_avg, mean(&tps), "tps_avg");
+            for (p, v) in [(50.0, got.tps_p50), (95.0, got.tps_p95), (99.0, got.tps_p99), (99.9, got.tps_p99_9)] {
+                same(v, numpy_percentile(&tps, 100.0 - p).unwrap_or(f64::NAN), "tps percentile");
+            }
+            for (p, v) in [(50.0, got.mttfb_p50_ms), (95.0, got.mttfb_p95_ms), (99.0, got.mttfb_p99_ms), (99.9, got.mttfb_p99_9_ms)] {
+                same(v, numpy_percentile(&m, p).unwrap_or(f64::NAN), "mttfb percentile");
+            }
+            same(got.mttfb_avg_diff_ms, mean(&m.windows(2).map(|w| (w[1] - w[0]).abs()).collect::<Vec<_>>()), "avg diff");
+            let weighted: f64 = rows.iter().map(|r| r.mttfb_ms * r.tests as f64).sum();
+            same(got.mttfb_avg_ms, ratio(weighted, s.tests() as f64), "mttfb_avg");
+            assert_eq!((got.total_tests, got.errors), (s.tests() + s.errors(), s.errors()));
+        }
+    }
+
+    #[test]
     fn zero_mttfb_intervals_are_left_out() {
         let s = series(&[100.0, 0.0, 100.0, 100.0], &[10, 0, 10, 10]);
         let suite = SeedSuite::compute(&s, SuiteOptions::default());

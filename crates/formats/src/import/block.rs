@@ -1,5 +1,5 @@
-//! 32 bytes of a file looked at at once: which of them equal a byte, are at most one, or are
-//! past ASCII (bit `i` of a mask for byte `i`). The CSV splitter ([`rows`](super::rows)) and the k6 Point
+//! 32 bytes of a file looked at at once: which of them equal a byte, or are at most one
+//! (bit `i` of a mask for byte `i`). The CSV splitter ([`rows`](super::rows)) and the k6 Point
 //! reader ([`point`](super::point)) find their separators, quotes and line ends this way
 //! rather than a byte at a time. SSE2 on x86_64 (every x86_64 has it); a byte at a time on
 //! other targets.
@@ -55,17 +55,6 @@ impl Block {
             le(lo) | (le(hi) << 16)
         }
     }
-
-    /// The bytes past ASCII (0x80 and up).
-    #[inline]
-    pub fn high(&self) -> u32 {
-        use std::arch::x86_64::_mm_movemask_epi8;
-        // SAFETY: as in `eq`. The mask is each byte's top bit.
-        unsafe {
-            let [lo, hi] = self.halves;
-            (_mm_movemask_epi8(lo) as u32) | ((_mm_movemask_epi8(hi) as u32) << 16)
-        }
-    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -86,12 +75,6 @@ impl Block {
     #[inline]
     pub fn at_most(&self, b: u8) -> u32 {
         bytewise(&self.bytes, |x| x <= b)
-    }
-
-    /// The bytes past ASCII (0x80 and up).
-    #[inline]
-    pub fn high(&self) -> u32 {
-        bytewise(&self.bytes, |x| x >= 0x80)
     }
 }
 
@@ -116,7 +99,6 @@ mod tests {
                 assert_eq!(block.eq(b), bytewise(&bytes, |x| x == b), "{bytes:?} = {b:#x}");
                 assert_eq!(block.at_most(b), bytewise(&bytes, |x| x <= b), "{bytes:?} <= {b:#x}");
             }
-            assert_eq!(block.high(), bytewise(&bytes, |x| x >= 0x80), "{bytes:?} past ASCII");
         }
     }
 }

@@ -39,10 +39,9 @@ impl Dialect {
 
 /// One row's fields: `text` cut before each of `ends`; field `i` starts where field `i - 1`
 /// ends, past `gap` bytes (1 for a line split at its delimiters, 0 for a csv record's text,
-/// which holds the fields alone). The text is UTF-8, checked (a line all ASCII is known to
-/// be by the pass that split it): a field is read as bytes, or as text when wanted.
+/// which holds the fields alone).
 pub(crate) struct Fields<'a> {
-    text: &'a [u8],
+    text: &'a str,
     ends: &'a [usize],
     gap: usize,
 }
@@ -64,13 +63,13 @@ impl<'a> Fields<'a> {
     /// Field `i`'s bytes; empty when there is no such field.
     #[inline]
     pub fn bytes(&self, i: usize) -> &'a [u8] {
-        self.span(i).map_or(&[], |(a, b)| &self.text[a..b])
+        self.span(i).map_or(&[], |(a, b)| &self.text.as_bytes()[a..b])
     }
 
     /// Field `i`, when there is one.
     #[inline]
     pub fn get(&self, i: usize) -> Option<&'a str> {
-        self.span(i).map(|(a, b)| std::str::from_utf8(&self.text[a..b]).expect("a row's text is checked to be UTF-8 before it is handed over"))
+        self.span(i).map(|(a, b)| &self.text[a..b])
     }
 
     /// Field `i`; empty when there is no such field.
@@ -83,7 +82,7 @@ impl<'a> Fields<'a> {
     pub fn of_record(record: &'a csv::StringRecord, ends: &'a mut Vec<usize>) -> Fields<'a> {
         ends.clear();
         ends.extend((0..record.len()).filter_map(|i| record.range(i)).map(|r| r.end));
-        Fields { text: record.as_slice().as_bytes(), ends, gap: 0 }
+        Fields { text: record.as_slice(), ends, gap: 0 }
     }
 }
 
@@ -181,8 +180,7 @@ fn records_from(
             None if at_end => split_last(rest, dialect.delimiter, &mut ends),
             None => return Ok(Got { consumed: pos, newlines: line - first, short: true }),
         };
-        let text = &rest[..cut.end];
-        let plain = (!cut.needs_csv(dialect) && (cut.ascii || std::str::from_utf8(text).is_ok())).then_some(text);
+        let plain = if cut.needs_csv(dialect) { None } else { std::str::from_utf8(&rest[..cut.end]).ok() };
         if let Some(text) = plain {
             // The common row: no quotes, split in one pass.
             if !text.is_empty() {
@@ -234,8 +232,6 @@ pub(crate) struct Line {
     pub next: usize,
     /// The line holds a quote.
     pub quotes: bool,
-    /// Every byte of the line's text is ASCII (so it is UTF-8).
-    pub ascii: bool,
     /// The line holds a carriage return other than the one right before its `\n` (a line
     /// end of its own to the csv reader).
     pub stray_cr: bool,
@@ -256,7 +252,7 @@ impl Line {
 pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
     ends.clear();
     // Quotes seen, and carriage returns counted (one right before the line end is not odd).
-    let (mut at, mut quotes, mut crs, mut high) = (0usize, 0u32, 0u32, 0u32);
+    let (mut at, mut quotes, mut crs) = (0usize, 0u32, 0u32);
     while at + BLOCK <= buf.len() {
         let block: &[u8; BLOCK] = buf[at..at + BLOCK].try_into().expect("a block");
         let m = classify(block, delimiter);
@@ -266,24 +262,22 @@ pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<
             push_bits(ends, at, m.delimiters & before);
             // (Counted only when there is one: x86_64's baseline has no popcount instruction.)
             let crs = if m.crs & before != 0 { crs + (m.crs & before).count_ones() } else { crs };
-            return Some(finish(buf, at + stop as usize, (quotes | (m.quotes & before)) != 0, crs, (high | (m.high & before)) == 0));
+            return Some(finish(buf, at + stop as usize, (quotes | (m.quotes & before)) != 0, crs));
         }
         push_bits(ends, at, m.delimiters);
         quotes |= m.quotes;
-        high |= m.high;
         if m.crs != 0 {
             crs += m.crs.count_ones();
         }
         at += BLOCK;
     }
     // The last few bytes one at a time.
-    let (mut quoted, mut ascii) = (quotes != 0, high == 0);
+    let mut quoted = quotes != 0;
     for (i, &b) in buf[at..].iter().enumerate() {
         let i = at + i;
         match b {
-            b'\n' => return Some(finish(buf, i, quoted, crs, ascii)),
+            b'\n' => return Some(finish(buf, i, quoted, crs)),
             b'"' => quoted = true,
-            0x80.. => ascii = false,
             b'\r' => crs += 1,
             b if b == delimiter => ends.push(i),
             _ => {}
@@ -304,7 +298,7 @@ pub(crate) fn split_last(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Li
             _ => {}
         }
     }
-    let mut line = Line { end: buf.len(), next: buf.len(), quotes, ascii: buf.is_ascii(), stray_cr };
+    let mut line = Line { end: buf.len(), next: buf.len(), quotes, stray_cr };
     if buf.last() == Some(&b'\r') {
         // A carriage return at the very end: the csv reader takes it as the line's end.
         line.end -= 1;
@@ -315,10 +309,10 @@ pub(crate) fn split_last(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Li
 
 /// The line whose `\n` is at `newline`, holding `crs` carriage returns: one right before
 /// the `\n` ends the text, any other is odd.
-fn finish(buf: &[u8], newline: usize, quotes: bool, crs: u32, ascii: bool) -> Line {
+fn finish(buf: &[u8], newline: usize, quotes: bool, crs: u32) -> Line {
     let cr_end = newline > 0 && buf[newline - 1] == b'\r';
     let end = newline - usize::from(cr_end);
-    Line { end, next: newline + 1, quotes, ascii, stray_cr: crs > u32::from(cr_end) }
+    Line { end, next: newline + 1, quotes, stray_cr: crs > u32::from(cr_end) }
 }
 
 /// Pushes `base + i` for every set bit `i` of `bits`, lowest first.
@@ -330,14 +324,13 @@ fn push_bits(ends: &mut Vec<usize>, base: usize, mut bits: u32) {
     }
 }
 
-/// Which bytes of a block are the delimiter, a line end, a quote, a carriage return, past
-/// ASCII (bit `i` for byte `i`).
+/// Which bytes of a block are the delimiter, a line end, a quote, a carriage return
+/// (bit `i` for byte `i`).
 struct Masks {
     delimiters: u32,
     newline: u32,
     quotes: u32,
     crs: u32,
-    high: u32,
 }
 
 /// Bytes classified at a time.
@@ -346,7 +339,7 @@ const BLOCK: usize = block::LEN;
 #[inline]
 fn classify(bytes: &[u8; BLOCK], delimiter: u8) -> Masks {
     let b = Block::load(bytes);
-    Masks { delimiters: b.eq(delimiter), newline: b.eq(b'\n'), quotes: b.eq(b'"'), crs: b.eq(b'\r'), high: b.high() }
+    Masks { delimiters: b.eq(delimiter), newline: b.eq(b'\n'), quotes: b.eq(b'"'), crs: b.eq(b'\r') }
 }
 
 #[cfg(test)]
@@ -413,19 +406,17 @@ mod tests {
                     let line_end = odd == b'\r' && at == len - 1;
                     let line = split(&text, b',', &mut ends).expect("a line end");
                     assert_eq!(line.needs_csv(Dialect::csv(b',')), quoted && !line_end, "byte {odd:#x} at {at} of {len}");
-                    assert_eq!(line.ascii, odd < 0x80, "ascii: byte {odd:#x} at {at} of {len}");
                     assert_eq!(line.needs_csv(Dialect::unquoted(b',')), unquoted && !line_end, "unquoted: byte {odd:#x} at {at} of {len}");
                     assert_eq!((line.end, line.next), (len - usize::from(line_end), len + 1));
                     let last = split_last(&text[..len], b',', &mut ends);
                     assert_eq!((last.needs_csv(Dialect::csv(b',')), last.end), (quoted && !line_end, line.end), "last: byte {odd:#x} at {at} of {len}");
                     assert_eq!(last.needs_csv(Dialect::unquoted(b',')), unquoted && !line_end, "last, unquoted: byte {odd:#x} at {at} of {len}");
-                    assert_eq!(last.ascii, odd < 0x80, "last, ascii: byte {odd:#x} at {at} of {len}");
                 }
             }
             let mut crlf = vec![b'a'; len];
             crlf.extend_from_slice(b"\r\n");
             let line = split(&crlf, b',', &mut ends).expect("a line end");
-            assert_eq!(line, Line { end: len, next: len + 2, quotes: false, ascii: true, stray_cr: false });
+            assert_eq!(line, Line { end: len, next: len + 2, quotes: false, stray_cr: false });
         }
     }
 
