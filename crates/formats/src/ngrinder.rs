@@ -183,7 +183,6 @@ impl Parts for NgrinderParts<'_> {
     fn absorb(&self, acc: &mut Table, part: Table, line_base: u64) {
         acc.row += part.row;
         acc.stamps.extend(part.stamps.into_iter().map(|(line, stamp)| (line + line_base, stamp)));
-        acc.times.extend(part.times);
         acc.total.extend(part.total);
         for ((name, series), (part_name, part_series)) in acc.tests.iter_mut().zip(part.tests) {
             if name.is_empty() {
@@ -214,10 +213,9 @@ struct Rows<'a> {
 struct Table {
     /// Rows read (kept or not; blank lines aside).
     row: usize,
-    /// Each kept row's line and `DateTime` (without volley's time columns).
-    stamps: Vec<(u64, Option<i64>)>,
-    /// Each kept row's start and period (with them).
-    times: Vec<(f64, f64)>,
+    /// Each kept row's line and `DateTime` (without volley's time columns, which place the
+    /// rows as they are read).
+    stamps: Vec<Stamp>,
     total: Vec<Interval>,
     tests: Vec<(String, Vec<Interval>)>,
     extras: Vec<Vec<f64>>,
@@ -229,9 +227,8 @@ struct Table {
 impl Table {
     /// Room for `n` more rows of `rows`' file.
     fn reserve(&mut self, rows: &Rows<'_>, n: usize) {
-        match rows.timed {
-            Some(_) => self.times.reserve(n),
-            None => self.stamps.reserve(n),
+        if rows.timed.is_none() {
+            self.stamps.reserve(n);
         }
         self.total.reserve(n);
         self.tests.iter_mut().for_each(|(_, series)| series.reserve(n));
@@ -242,7 +239,6 @@ impl Table {
         Table {
             row: 0,
             stamps: Vec::new(),
-            times: Vec::new(),
             total: Vec::new(),
             tests: rows.layout.tests.iter().map(|_| (String::new(), Vec::new())).collect(),
             extras: vec![Vec::new(); rows.extra_cols.len()],
@@ -311,16 +307,20 @@ impl<'a> Rows<'a> {
             return Ok(());
         }
         let vals = &t.vals;
-        match self.timed {
-            Some((e, p)) => t.times.push((vals[e], vals[p])),
-            None => t.stamps.push((line, parse_datetime(f.at(0)))),
-        }
-        t.total.push(self.layout.interval(&self.layout.total, vals));
+        // Placed now by volley's own time columns, or once every row is read by `DateTime`.
+        let (start, period) = match self.timed {
+            Some((e, p)) => (vals[e], vals[p]),
+            None => {
+                t.stamps.push((line, parse_datetime(f.at(0)).unwrap_or(NO_STAMP)));
+                (0.0, 0.0)
+            }
+        };
+        t.total.push(self.layout.interval(&self.layout.total, vals, start, period));
         for ((d, block), (name, series)) in self.layout.tests.iter().zip(&mut t.tests) {
             if name.is_empty() {
                 name.push_str(f.at(*d).trim());
             }
-            series.push(self.layout.interval(block, vals));
+            series.push(self.layout.interval(block, vals, start, period));
         }
         for (out, &c) in t.extras.iter_mut().zip(&self.extra_cols) {
             out.push(crate::num::f64(f.at(c).trim()).unwrap_or(0.0));
@@ -330,15 +330,17 @@ impl<'a> Rows<'a> {
 
     /// The file the rows in `t` make.
     fn finish(self, t: Table) -> NgrinderFile {
-        let Table { stamps, times, total, tests, extras, mut book, .. } = t;
-        let times = if self.timed.is_none() { place(&stamps, &mut book) } else { times };
+        let Table { stamps, mut total, mut tests, extras, mut book, .. } = t;
+        if self.timed.is_none() {
+            place(&stamps, &mut book, |i, start, period| {
+                (total[i].start_s, total[i].period_s) = (start, period);
+                for (_, series) in &mut tests {
+                    (series[i].start_s, series[i].period_s) = (start, period);
+                }
+            });
+        }
         drop(stamps);
-        let series = |mut intervals: Vec<Interval>| {
-            for (iv, &(start_s, period_s)) in intervals.iter_mut().zip(&times) {
-                (iv.start_s, iv.period_s) = (start_s, period_s);
-            }
-            Series { intervals }
-        };
+        let series = |intervals: Vec<Interval>| Series { intervals };
         let has_ttfb = self.layout.total.ttfb.is_some();
         NgrinderFile {
             total: series(total),
@@ -471,12 +473,13 @@ impl Layout {
         (2..width).filter(|c| !taken.contains(c)).collect()
     }
 
-    /// One row's interval of block `b` from the row's numbers (its time is set later).
-    fn interval(&self, b: &Block, vals: &[f64]) -> Interval {
+    /// One row's interval of block `b` from the row's numbers, starting `start_s` seconds
+    /// into the run and `period_s` long.
+    fn interval(&self, b: &Block, vals: &[f64], start_s: f64, period_s: f64) -> Interval {
         let opt = |c: Option<usize>| c.map_or(0.0, |c| vals[c]);
         Interval {
-            start_s: 0.0,
-            period_s: 0.0,
+            start_s,
+            period_s,
             vusers: vals[1],
             tests: vals[b.tests] as u64,
             errors: vals[b.errors] as u64,
@@ -495,18 +498,27 @@ impl Layout {
     }
 }
 
-/// Start and length of every interval from `DateTime` (without our extra columns). A row
-/// without a valid `DateTime`, or stamped earlier than the row above it (a clock stepped
+/// A kept row's line and its `DateTime` as seconds, [`NO_STAMP`] when it has no valid one:
+/// 16 bytes a row, where `Option<i64>` would make it 24 (a long file holds millions).
+type Stamp = (u64, i64);
+
+/// The seconds of a row without a valid `DateTime` (no date-time reads as this).
+const NO_STAMP: i64 = i64::MIN;
+
+/// Places every row by its `DateTime` (without our extra columns): `set(row, start, period)`.
+/// A row without a valid `DateTime`, or stamped earlier than the row above it (a clock stepped
 /// back), is placed one interval after the row above, and the rows after it keep their
 /// spacing; the notes say which.
-fn place(stamps: &[(u64, Option<i64>)], book: &mut NoteBook) -> Vec<(f64, f64)> {
-    let first = stamps.iter().find_map(|(_, s)| *s).unwrap_or(0);
-    let mut gaps: Vec<i64> = stamps.windows(2).filter_map(|w| Some(w[1].1? - w[0].1?)).filter(|g| *g > 0).collect();
+fn place(stamps: &[Stamp], book: &mut NoteBook, mut set: impl FnMut(usize, f64, f64)) {
+    let second = |s: i64| (s != NO_STAMP).then_some(s);
+    let first = stamps.iter().find_map(|&(_, s)| second(s)).unwrap_or(0);
+    let mut gaps: Vec<i64> = stamps.windows(2).filter_map(|w| Some(second(w[1].1)? - second(w[0].1)?)).filter(|g| *g > 0).collect();
     let half = gaps.len() / 2;
     let nominal = if gaps.is_empty() { 1.0 } else { *gaps.select_nth_unstable(half).1 as f64 };
     drop(gaps);
-    let (mut out, mut offset, mut prev, mut prev_placed) = (Vec::with_capacity(stamps.len()), 0.0, None::<f64>, false);
-    for (line, stamp) in stamps {
+    let (mut offset, mut prev, mut prev_placed) = (0.0, None::<f64>, false);
+    for (row, &(line, stamp)) in stamps.iter().enumerate() {
+        let (stamp, line) = (second(stamp), &line);
         let start = match (stamp, prev) {
             (Some(t), None) => (t - first) as f64,
             (Some(t), Some(p)) => {
@@ -528,9 +540,8 @@ fn place(stamps: &[(u64, Option<i64>)], book: &mut NoteBook) -> Vec<(f64, f64)> 
         };
         prev_placed = stamp.is_none();
         prev = Some(start);
-        out.push((start, nominal));
+        set(row, start, nominal);
     }
-    out
 }
 
 /// A field as a number: empty and `null` are 0; a decimal comma reads as a point.

@@ -1,6 +1,7 @@
-//! The rows of a CSV result file (JMeter's JTL, k6's `--out csv`), read fast: plain lines
-//! are split into fields in one pass, 32 bytes at a time, and only the rare line that needs it
-//! goes through the csv crate's reader.
+//! The rows of a CSV result file (JMeter's JTL, k6's `--out csv`, nGrinder's `output.csv`),
+//! read fast: plain lines are split into fields in one pass, 32 bytes at a time, and only the
+//! rare line that needs it goes through the csv crate's reader. nGrinder's files are read
+//! without quoting ([`Dialect::unquoted`]): a quote there is a byte of a description.
 //!
 //! Most rows of a load tool's CSV hold no quotes and no stray carriage returns; looking for
 //! the line end, then for quotes, then finding each separator by a call of its own read every
