@@ -159,14 +159,20 @@ impl Parts for NgrinderParts<'_> {
 
     fn read(&self, buf: &[u8], own: usize, at_end: bool, how: How<'_, (), Table>) -> Outcome<Table> {
         let mut table = Table::new(self.rows);
-        // Rows are counted from the part's start, or, read in order, on from those before.
-        if let How::After(acc) = how {
-            table.row = acc.row;
-        }
+        // Rows are numbered in messages from the part's start, or, read in order, on from
+        // those before; the part's count is its own.
+        let before = match how {
+            How::After(acc) => acc.row,
+            How::Guess(()) => 0,
+        };
+        table.row = before;
         // Room for every line the part holds, made once rather than by doubling.
         table.reserve(self.rows, memchr::memchr_iter(b'\n', &buf[..own]).count() + 1);
         match rows::records(self.rows.path, buf, own, at_end, Dialect::unquoted(self.sep), |f, line| self.rows.row(&mut table, f, line)) {
-            Ok(Some((consumed, newlines))) => Outcome::Read { part: table, consumed, newlines },
+            Ok(Some((consumed, newlines))) => {
+                table.row -= before;
+                Outcome::Read { part: table, consumed, newlines }
+            }
             Ok(None) => Outcome::NeedMore,
             Err(e) => Outcome::Failed(e),
         }

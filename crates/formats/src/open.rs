@@ -46,15 +46,26 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
     // the reader stops before that line, and the report says so.
     let line_based = !matches!(format, Format::K6Summary | Format::GatlingBinary);
     let cut = if line_based { cut_offset(path)? } else { None };
-    // A large per-request file is read in parts on every core; one pass when it cannot be.
+    // What the reader missed may be in the line left out.
+    let explained = |e| match e {
+        FormatError::Malformed { path, line, column, message } if cut.is_some() => FormatError::Malformed {
+            path,
+            line,
+            column,
+            message: format!("{message} (the file's last line has no line end: it was cut off while it was being written and is left out)"),
+        },
+        e => e,
+    };
+    // A large file is read in parts on every core; one pass when it cannot be.
     if let Some(limit) = parallel(path, format, cut)? {
         let read = match format {
-            Format::Jtl => import::jmeter::read_parts(path, limit, &first_line, PART_BYTES)?,
-            Format::K6Csv => import::k6::read_csv_parts(path, limit, PART_BYTES)?,
-            Format::K6Json => import::k6::read_json_parts(path, limit, PART_BYTES)?,
-            Format::Ngrinder => crate::ngrinder::read_parts(path, limit, PART_BYTES)?.map(|(file, lines)| (ngrinder_source(path, file), lines)),
-            _ => None,
-        };
+            Format::Jtl => import::jmeter::read_parts(path, limit, &first_line, PART_BYTES),
+            Format::K6Csv => import::k6::read_csv_parts(path, limit, PART_BYTES),
+            Format::K6Json => import::k6::read_json_parts(path, limit, PART_BYTES),
+            Format::Ngrinder => crate::ngrinder::read_parts(path, limit, PART_BYTES).map(|read| read.map(|(file, lines)| (ngrinder_source(path, file), lines))),
+            _ => Ok(None),
+        }
+        .map_err(explained)?;
         if let Some((mut src, lines)) = read {
             if cut.is_some() {
                 let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -66,16 +77,7 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
     let newlines = std::cell::Cell::new(0u64);
     let counted = CountNewlines { inner: std::io::Read::take(reader, cut.unwrap_or(u64::MAX)), newlines: &newlines };
     let reader = std::io::BufReader::with_capacity(1 << 16, counted);
-    let mut src = read_as(path, format, reader, &first_line).map_err(|e| match e {
-        // What the reader missed may be in the line left out.
-        FormatError::Malformed { path, line, column, message } if cut.is_some() => FormatError::Malformed {
-            path,
-            line,
-            column,
-            message: format!("{message} (the file's last line has no line end: it was cut off while it was being written and is left out)"),
-        },
-        e => e,
-    })?;
+    let mut src = read_as(path, format, reader, &first_line).map_err(explained)?;
     if cut.is_some() {
         let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         src.input_notes.push(InputNote::CutOff { file, at: Place::Line(newlines.get() + 1) });

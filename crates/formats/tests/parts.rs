@@ -419,7 +419,7 @@ fn a_large_k6_json_file_in_another_key_order_is_left_to_one_pass() {
 
 /// An nGrinder file with what a reader of its rows must get right wherever a part starts: a
 /// BOM, CRLF and `\r\r\n` line ends, a carriage return inside a line (a line end of its own),
-/// blank and space-only lines, descriptions holding quotes (nGrinder does not quote), decimal
+/// blank, space-only and CR-only lines, descriptions holding quotes (nGrinder does not quote), decimal
 /// commas, rows skipped (a negative count), rows without a valid `DateTime`, a clock that
 /// steps back, and per-test blocks.
 fn awkward_ngrinder(rows: usize) -> String {
@@ -440,6 +440,7 @@ fn awkward_ngrinder(rows: usize) -> String {
             1 => "\r\r\n",
             2 => "\n\n",
             3 => "\n  \n",
+            4 => "\n\r\r\n",
             _ => "\n",
         });
     }
@@ -492,4 +493,26 @@ fn an_ngrinder_file_in_parts_reports_a_bad_row_at_its_line() {
     assert!(ngrinder_same_in_parts(&path, &[1, 5_000, 64 << 10]).is_none(), "the file is refused");
     let e = volley_formats::ngrinder::read(&path).unwrap_err().to_string();
     assert!(e.contains(&format!("bad.csv:{}:6: expected a number, found `slow`", at + 1)), "{e}");
+    // A truncated row: its number among the rows (blank and CR-only lines are none) is the
+    // same in parts, which read ahead on a guess and then in order.
+    lines[at] = lines[at].split(';').take(4).collect::<Vec<_>>().join(";");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    assert!(ngrinder_same_in_parts(&path, &[1, 300, 5_000, 64 << 10]).is_none(), "the file is refused");
+    let rows_before = lines[1..at].iter().filter(|l| !l.trim_matches(['\r', ' ']).is_empty()).count();
+    let e = volley_formats::ngrinder::read(&path).unwrap_err().to_string();
+    assert!(e.contains(&format!("bad.csv:{}:5: row {} is truncated: 4 fields", at + 1, rows_before + 1)), "{e}");
+}
+
+#[test]
+fn a_large_file_cut_off_while_written_says_so_in_its_error_read_in_parts_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.csv");
+    let mut text = awkward_ngrinder(200_000);
+    assert!(text.len() > 16 << 20, "large enough to be read in parts: {} bytes", text.len());
+    let middle = text.len() / 2 + text[text.len() / 2..].find(";1.5;").unwrap();
+    text.replace_range(middle..middle + 5, ";slow;");
+    text.push_str("2023-11-15 00:00:00;1;2");
+    std::fs::write(&path, text).unwrap();
+    let e = volley_formats::open(&path).unwrap_err().to_string();
+    assert!(e.contains("expected a number, found `slow` (the file's last line has no line end"), "{e}");
 }

@@ -181,7 +181,12 @@ fn records_from(
             None if at_end => split_last(rest, dialect.delimiter, &mut ends),
             None => return Ok(Got { consumed: pos, newlines: line - first, short: true }),
         };
-        let plain = if cut.needs_csv(dialect) { None } else { std::str::from_utf8(&rest[..cut.end]).ok() };
+        // Carriage returns that end the text end the row to the csv reader, and make blank
+        // lines after it (Windows' `\r\r\n`): the row is the text before them.
+        let text = &rest[..cut.end];
+        let body = if cut.stray_cr { &text[..text.len() - text.iter().rev().take_while(|&&b| b == b'\r').count()] } else { text };
+        let odd = (dialect.quoting && cut.quotes) || (cut.stray_cr && memchr::memchr(b'\r', body).is_some());
+        let plain = if odd { None } else { std::str::from_utf8(body).ok() };
         if let Some(text) = plain {
             // The common row: no quotes, split in one pass.
             if !text.is_empty() {
@@ -193,13 +198,16 @@ fn records_from(
             continue;
         }
         // Quotes (maybe around line ends), a lone CR or bytes that are not UTF-8: the csv
-        // reader reads the record (and says what is wrong with it).
+        // reader reads the record (and says what is wrong with it). It takes a UTF-8 BOM at
+        // its start for a file's and drops it; a BOM starting a line is the line's own bytes,
+        // so a line end goes before it (and is taken off the reader's positions).
+        let lead: &[u8] = if rest.starts_with(BOM) { b"\n" } else { b"" };
         let mut csv = csv::ReaderBuilder::new()
             .delimiter(dialect.delimiter)
             .quoting(dialect.quoting)
             .has_headers(false)
             .flexible(true)
-            .from_reader(rest);
+            .from_reader(std::io::Read::chain(lead, rest));
         match csv.read_record(&mut record) {
             Ok(true) => {}
             Ok(false) => {
@@ -207,21 +215,38 @@ fn records_from(
                 line += 1;
                 continue;
             }
-            Err(e) => return Err(FormatError::malformed(path, line, None, e.to_string())),
+            Err(e) => return Err(csv_error(path, line, e)),
         }
-        let used = csv.position().byte() as usize;
+        let used = (csv.position().byte() as usize).saturating_sub(lead.len());
         if used == 0 || (!at_end && used >= rest.len()) {
             return Ok(Got { consumed: pos, newlines: line - first, short: true });
         }
         // Lines counted here, not by the csv reader: its fast scan of a quoted field does not
         // count the line ends in it.
-        let skipped = record.position().map_or(0, |p| p.byte() as usize);
+        let skipped = record.position().map_or(0, |p| p.byte() as usize).saturating_sub(lead.len());
         let at = line + memchr::memchr_iter(b'\n', &rest[..skipped]).count() as u64;
         row(&Fields::of_record(&record, &mut ends), at)?;
         line += memchr::memchr_iter(b'\n', &rest[..used]).count() as u64;
         pos += used;
     }
     Ok(Got { consumed: pos, newlines: line - first, short: false })
+}
+
+/// A UTF-8 byte order mark.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// The csv reader's error on the record at `line`, said without its own positions (counted
+/// from where it was started, a line, not the file).
+fn csv_error(path: &Path, line: u64, e: csv::Error) -> FormatError {
+    match e.kind() {
+        csv::ErrorKind::Utf8 { err, .. } => FormatError::malformed(
+            path,
+            line,
+            Some(err.field() as u64 + 1),
+            format!("field {} is not UTF-8 text past byte {}: save the file as UTF-8", err.field() + 1, err.valid_up_to()),
+        ),
+        _ => FormatError::malformed(path, line, None, e.to_string()),
+    }
 }
 
 /// What [`split`] found in a line.
@@ -419,6 +444,35 @@ mod tests {
             let line = split(&crlf, b',', &mut ends).expect("a line end");
             assert_eq!(line, Line { end: len, next: len + 2, quotes: false, stray_cr: false });
         }
+    }
+
+    /// Every record of `text` read by [`records`] as (line, fields).
+    fn read_all(text: &[u8], dialect: Dialect) -> Result<Vec<(u64, Vec<String>)>> {
+        let mut out = Vec::new();
+        records(Path::new("t.csv"), text, text.len(), true, dialect, |f, line| {
+            out.push((line, (0..f.len()).map(|i| f.at(i).to_string()).collect()));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn odd_lines_keep_their_bytes_and_their_line_numbers() {
+        for dialect in [Dialect::csv(b','), Dialect::unquoted(b',')] {
+            // CR-only lines are blank; a BOM starting a line is the line's (the csv reader
+            // would drop it as a file's); `grep -n` numbers every row.
+            let text = b"a,b\r\r\n\r\r\n\xef\xbb\xbfc,d\r\r\ne,f\r\n\r\ng,\rh\n";
+            let got = read_all(text, dialect).expect("the lines read");
+            let want = [(1, vec!["a", "b"]), (3, vec!["\u{feff}c", "d"]), (4, vec!["e", "f"]), (6, vec!["g", ""]), (6, vec!["h"])];
+            let want: Vec<(u64, Vec<String>)> = want.into_iter().map(|(l, f)| (l, f.into_iter().map(str::to_string).collect())).collect();
+            assert_eq!(got, want, "{dialect:?}");
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_named_by_line_and_field() {
+        let e = read_all(b"a,b\nc,\"x\xffy\"\n", Dialect::csv(b',')).unwrap_err().to_string();
+        assert_eq!(e, "t.csv:2:2: field 2 is not UTF-8 text past byte 1: save the file as UTF-8");
     }
 
     #[test]
