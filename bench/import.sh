@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Import speed: generated result files (JTL of N requests, default 3 million, ~340 MB; k6 CSV
-# of N/3 requests ~1 GB; k6 NDJSON of N/8 ~0.9 GB; nGrinder of N rows ~330 MB) read by volley
+# of N/3 requests ~1 GB; k6 NDJSON of N/8 ~0.9 GB; nGrinder of N rows ~240 MB) read by volley
 # and by pandas (read + per-second
 # bucketing, what the seed's workflow does). For each: MB/s (wall), CPU seconds (user+sys)
 # per GB, peak RSS; and callgrind's instruction count per byte on a small file of each
