@@ -111,7 +111,7 @@ pub fn read_from(path: &Path, reader: impl Read) -> Result<NgrinderFile> {
     rows::stream(path, std::io::Cursor::new(first).chain(reader), Dialect::unquoted(sep), 1, |f, line| match &mut read {
         Some((rows, table)) => rows.row(table, f, line),
         None => {
-            let rows = Rows::new(path, (0..f.len()).map(|i| f.at(i).trim().to_string()).collect())?;
+            let rows = Rows::new(path, header_of(f))?;
             let table = Table::new(&rows);
             read = Some((rows, table));
             Ok(())
@@ -131,19 +131,26 @@ pub fn read_parts(path: &Path, limit: u64, part: u64) -> Result<Option<(Ngrinder
     let bom = if head.starts_with("\u{feff}".as_bytes()) { 3 } else { 0 };
     let Some(end) = memchr::memchr(b'\n', &head) else { return Ok(None) };
     let Some(sep) = separator_of(&String::from_utf8_lossy(&head[bom..end])) else { return Ok(None) };
-    let mut ends = Vec::new();
-    let Some(line) = rows::split(&head[bom..=end], sep, &mut ends) else { return Ok(None) };
-    let Ok(text) = std::str::from_utf8(&head[bom..bom + line.end]) else { return Ok(None) };
-    if line.needs_csv(Dialect::unquoted(sep)) {
+    // A header the csv reader must read (a stray CR makes it two records) is the one pass's.
+    let first = &head[bom..=end];
+    if rows::split(first, sep, &mut Vec::new()).is_none_or(|line| line.needs_csv(Dialect::unquoted(sep))) {
         return Ok(None);
     }
-    let mut from = 0;
-    let header = ends.iter().chain([&line.end]).map(|&e| std::mem::replace(&mut from, e + 1)..e).map(|r| text[r].trim().to_string()).collect();
+    let mut header = Vec::new();
+    rows::records(path, first, first.len(), true, Dialect::unquoted(sep), |f, _| {
+        header = header_of(f);
+        Ok(())
+    })?;
     let rows = Rows::new(path, header)?;
     let mut acc = Table::new(&rows);
     let reader = NgrinderParts { rows: &rows, sep };
     let lines = parts::read(&file, Plan::new(end as u64 + 1, limit, part), &reader, &mut acc, 1)?;
     Ok(lines.map(|lines| (rows.finish(acc), lines)))
+}
+
+/// The header's column names, from its fields.
+fn header_of(f: &Fields<'_>) -> Vec<String> {
+    (0..f.len()).map(|i| f.at(i).trim().to_string()).collect()
 }
 
 /// An nGrinder file read in parts.

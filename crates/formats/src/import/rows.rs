@@ -181,12 +181,7 @@ fn records_from(
             None if at_end => split_last(rest, dialect.delimiter, &mut ends),
             None => return Ok(Got { consumed: pos, newlines: line - first, short: true }),
         };
-        // Carriage returns that end the text end the row to the csv reader, and make blank
-        // lines after it (Windows' `\r\r\n`): the row is the text before them.
-        let text = &rest[..cut.end];
-        let body = if cut.stray_cr { &text[..text.len() - text.iter().rev().take_while(|&&b| b == b'\r').count()] } else { text };
-        let odd = (dialect.quoting && cut.quotes) || (cut.stray_cr && memchr::memchr(b'\r', body).is_some());
-        let plain = if odd { None } else { std::str::from_utf8(body).ok() };
+        let plain = if cut.needs_csv(dialect) { None } else { std::str::from_utf8(&rest[..cut.end]).ok() };
         if let Some(text) = plain {
             // The common row: no quotes, split in one pass.
             if !text.is_empty() {
@@ -269,14 +264,15 @@ fn csv_error(path: &Path, line: u64, e: csv::Error) -> FormatError {
 /// What [`split`] found in a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Line {
-    /// Where the line's text ends (before a `\r\n` or `\n`, or at the end of the bytes).
+    /// Where the line's text ends: before its `\n` (or the end of the bytes) and the carriage
+    /// returns right before it. To the csv reader the first of those ends the row and any
+    /// others are blank lines (Windows' `\r\r\n`), so the row is the text before them.
     pub end: usize,
     /// Where the next line starts (past the `\n`; the end of the bytes when there is none).
     pub next: usize,
     /// The line holds a quote.
     pub quotes: bool,
-    /// The line holds a carriage return other than the one right before its `\n` (a line
-    /// end of its own to the csv reader).
+    /// The text holds a carriage return (a line end of its own to the csv reader).
     pub stray_cr: bool,
 }
 
@@ -342,20 +338,24 @@ pub(crate) fn split_last(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Li
         }
     }
     let mut line = Line { end: buf.len(), next: buf.len(), quotes, stray_cr };
-    if buf.last() == Some(&b'\r') {
-        // A carriage return at the very end: the csv reader takes it as the line's end.
-        line.end -= 1;
+    let trailing = trailing_crs(buf);
+    if trailing > 0 {
+        line.end -= trailing;
         line.stray_cr = buf[..line.end].contains(&b'\r');
     }
     line
 }
 
-/// The line whose `\n` is at `newline`, holding `crs` carriage returns: one right before
-/// the `\n` ends the text, any other is odd.
+/// The line whose `\n` is at `newline`, holding `crs` carriage returns: those right before
+/// the `\n` end the text, any other is stray.
 fn finish(buf: &[u8], newline: usize, quotes: bool, crs: u32) -> Line {
-    let cr_end = newline > 0 && buf[newline - 1] == b'\r';
-    let end = newline - usize::from(cr_end);
-    Line { end, next: newline + 1, quotes, stray_cr: crs > u32::from(cr_end) }
+    let trailing = if crs == 0 { 0 } else { trailing_crs(&buf[..newline]) };
+    Line { end: newline - trailing, next: newline + 1, quotes, stray_cr: crs as usize > trailing }
+}
+
+/// How many carriage returns end `text`.
+fn trailing_crs(text: &[u8]) -> usize {
+    text.iter().rev().take_while(|&&b| b == b'\r').count()
 }
 
 /// Pushes `base + i` for every set bit `i` of `bits`, lowest first.
