@@ -33,9 +33,6 @@ const MAX_LABELS: usize = 50;
 /// Raw values of late records (for intervals already sealed) held before they are sealed
 /// too: a clock that stepped back an hour makes every record late for an hour.
 const LATE_RAW_LIMIT: usize = 1 << 16;
-/// Emptied raw-value buffers a bucketer keeps for reuse, at most (a sealed interval frees
-/// two, a new one takes two).
-const SPARE_BUFFERS: usize = 8;
 /// Rows of the series at most: a day of seconds, or 60 per interval that holds a request,
 /// whichever is more. A sparse file spread over weeks would otherwise be padded with
 /// millions of empty rows; beyond this the longest gaps are left out like separate runs.
@@ -48,17 +45,6 @@ const ROWS_PER_OCCUPIED: usize = 60;
 const LABEL_ROWS_FLOOR: usize = 200_000;
 /// Per-label rows allowed per record read (see [`LABEL_ROWS_FLOOR`]).
 const LABEL_ROWS_PER_RECORD: usize = 50;
-
-/// Pushes `v` onto `raw`, which first takes a spare buffer when it has no room of its own.
-#[inline]
-fn push_raw(spare: &mut Vec<Vec<u64>>, raw: &mut Vec<u64>, v: u64) {
-    if raw.capacity() == 0
-        && let Some(buffer) = spare.pop()
-    {
-        *raw = buffer;
-    }
-    raw.push(v);
-}
 
 /// `us as f64 / 1000.0`, without a division when `us` is whole milliseconds below 2^53 (then
 /// `us` is exact as an `f64` and the quotient is that whole number, exactly).
@@ -130,21 +116,106 @@ struct Slot {
     total: CompactHistogram,
 }
 
+/// One series' intervals (the total's, or a label's), by interval index. A record is added to
+/// one series only: a labelled record to its label's, and the total is the labels' sum, made
+/// when they are reported (or dropped). Every figure of a slot is an exact sum, so adding the
+/// labels' slots gives the very total that adding every record to it would.
+#[derive(Default)]
+struct Slots {
+    map: BTreeMap<i64, Slot>,
+    /// Intervals holding raw values not yet sealed.
+    dirty: BTreeSet<i64>,
+    /// Some record carried a time to first byte.
+    has_ttfb: bool,
+}
+
+impl Slots {
+    /// Adds one record to interval `idx`.
+    #[inline]
+    fn add(&mut self, idx: i64, r: &RequestRecord) {
+        let slot = self.map.entry(idx).or_default();
+        if let Some(v) = r.vusers {
+            slot.vusers = slot.vusers.max(v);
+        }
+        if r.status.is_some_and(|s| s >= 400) {
+            slot.counts.response_errors += 1;
+        }
+        match r.error {
+            Some(kind) => slot.counts.error(kind),
+            None => {
+                let ttfb = r.ttfb_us.unwrap_or(0);
+                slot.counts.success(ttfb, r.total_us, r.connect_us, r.bytes);
+                slot.total_sumsq += u128::from(r.total_us) * u128::from(r.total_us);
+                if let Some(t) = r.ttfb_us {
+                    slot.ttfb_raw.push(t.max(1));
+                    slot.ttfb_n += 1;
+                    self.has_ttfb = true;
+                }
+                slot.total_raw.push(r.total_us.max(1));
+                if slot.total_raw.len() == 1 {
+                    self.dirty.insert(idx);
+                }
+            }
+        }
+    }
+
+    /// Seals every interval before `limit` that holds raw values.
+    fn seal_before(&mut self, limit: i64) {
+        let keep = self.dirty.split_off(&limit);
+        for k in std::mem::replace(&mut self.dirty, keep) {
+            if let Some(slot) = self.map.get_mut(&k) {
+                for (raw, compact) in [(&mut slot.ttfb_raw, &mut slot.ttfb), (&mut slot.total_raw, &mut slot.total)] {
+                    compact.add_values(raw);
+                    *raw = Vec::new();
+                }
+            }
+        }
+    }
+
+    /// Adds `other`'s slots into these (both sealed).
+    fn merge(&mut self, other: &Slots) {
+        self.has_ttfb |= other.has_ttfb;
+        for (&idx, b) in &other.map {
+            let a = self.map.entry(idx).or_default();
+            a.counts.merge(&b.counts);
+            a.total_sumsq += b.total_sumsq;
+            a.ttfb_n += b.ttfb_n;
+            a.vusers = a.vusers.max(b.vusers);
+            for (x, y) in [(&b.ttfb, &mut a.ttfb), (&b.total, &mut a.total)] {
+                if !x.is_empty() {
+                    *y = if y.is_empty() { x.clone() } else { y.merged(x) };
+                }
+            }
+        }
+    }
+
+    /// Moves interval `from` into interval `into` (both sealed).
+    fn fold(&mut self, from: i64, into: i64) {
+        if let Some(a) = self.map.remove(&from) {
+            let b = self.map.entry(into).or_default();
+            b.counts.merge(&a.counts);
+            b.total_sumsq += a.total_sumsq;
+            b.ttfb_n += a.ttfb_n;
+            b.vusers = b.vusers.max(a.vusers);
+            for (x, y) in [(&a.ttfb, &mut b.ttfb), (&a.total, &mut b.total)] {
+                if !x.is_empty() {
+                    *y = x.merged(y);
+                }
+            }
+        }
+    }
+}
+
 /// The streaming bucketer.
 pub struct Bucketer {
     interval_ms: f64,
     origin_ms: Option<f64>,
-    slots: BTreeMap<i64, Slot>,
-    /// Slots holding raw values not yet sealed.
-    dirty: BTreeSet<i64>,
-    /// Emptied raw-value buffers of sealed slots, kept for the next slots (at most
-    /// [`SPARE_BUFFERS`]): an interval's values then go into room already made, not into a
-    /// buffer grown by doubling, copied at each step.
-    spare: Vec<Vec<u64>>,
+    /// The records added without a label (and, once labels are dropped or reported, every
+    /// label's too).
+    slots: Slots,
     newest: i64,
     /// Raw values held by late records since the last sealing of them.
     late_raw: usize,
-    has_ttfb: bool,
     records: u64,
     /// Successful records without a time to first byte.
     ttfb_missing: u64,
@@ -156,8 +227,8 @@ pub struct Bucketer {
     unit: Unit,
     /// A gauge of active users: (ms since the epoch, value), in arrival order.
     vus_gauge: Vec<(f64, f64)>,
-    /// Per-label buckets, in order of first appearance.
-    labels: Vec<(String, Bucketer)>,
+    /// Per-label intervals, in order of first appearance.
+    labels: Vec<(String, Slots)>,
     label_index: std::collections::HashMap<String, usize, foldhash::fast::RandomState>,
     /// More than [`MAX_LABELS`] labels were seen.
     too_many_labels: usize,
@@ -191,12 +262,9 @@ impl Bucketer {
         Bucketer {
             interval_ms: interval_s * 1000.0,
             origin_ms: None,
-            slots: BTreeMap::new(),
-            dirty: BTreeSet::new(),
-            spare: Vec::new(),
+            slots: Slots::default(),
             newest: i64::MIN,
             late_raw: 0,
-            has_ttfb: false,
             records: 0,
             ttfb_missing: 0,
             late: Rows::new(locator),
@@ -261,10 +329,9 @@ impl Bucketer {
         let mut later = later;
         later.seal_before(i64::MAX);
         self.seal_before(i64::MAX);
-        self.absorb_slots(&mut later);
+        self.slots.merge(&later.slots);
         self.records += later.records;
         self.ttfb_missing += later.ttfb_missing;
-        self.has_ttfb |= later.has_ttfb;
         self.whole_seconds |= later.whole_seconds;
         if self.origin_ms.is_none() {
             self.origin_ms = later.origin_ms;
@@ -291,54 +358,37 @@ impl Bucketer {
         self.lowest = self.lowest.min(later.lowest);
         self.vus_gauge.extend(later.vus_gauge);
         // Labels in the order of their first record over both parts.
-        if self.too_many_labels == 0 && later.too_many_labels > 0 {
-            self.too_many_labels = later.too_many_labels;
-            self.labels.clear();
-            self.label_index.clear();
+        let new = later.labels.iter().filter(|(name, _)| !self.label_index.contains_key(name)).count();
+        if self.too_many_labels == 0 && later.too_many_labels == 0 && self.labels.len() + new > MAX_LABELS {
+            self.too_many_labels = self.labels.len() + new;
         }
-        if self.too_many_labels == 0 {
-            for (name, b) in later.labels {
-                match self.label_index.get(&name) {
-                    Some(&i) => self.labels[i].1.absorb(b, line_base),
-                    None if self.labels.len() >= MAX_LABELS => {
-                        self.too_many_labels = self.labels.len() + 1;
-                        self.labels.clear();
-                        self.label_index.clear();
-                        break;
-                    }
-                    None => {
-                        let mut mine = Bucketer::located(self.interval_ms / 1000.0, self.late.locator);
-                        mine.origin_ms = self.origin_ms;
-                        mine.absorb(b, line_base);
-                        self.label_index.insert(name.clone(), self.labels.len());
-                        self.labels.push((name, mine));
-                    }
+        if self.too_many_labels > 0 || later.too_many_labels > 0 {
+            self.too_many_labels = self.too_many_labels.max(later.too_many_labels);
+            self.drop_labels();
+            for (_, label) in later.labels {
+                self.slots.merge(&label);
+            }
+            return;
+        }
+        for (name, b) in later.labels {
+            match self.label_index.get(&name) {
+                Some(&i) => self.labels[i].1.merge(&b),
+                None => {
+                    self.label_index.insert(name.clone(), self.labels.len());
+                    self.labels.push((name, b));
                 }
             }
         }
     }
 
-    /// Adds `later`'s slots (both sealed) into this one's.
-    fn absorb_slots(&mut self, later: &mut Bucketer) {
-        for (idx, b) in std::mem::take(&mut later.slots) {
-            match self.slots.entry(idx) {
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(b);
-                }
-                std::collections::btree_map::Entry::Occupied(mut o) => {
-                    let a = o.get_mut();
-                    a.counts.merge(&b.counts);
-                    a.total_sumsq += b.total_sumsq;
-                    a.ttfb_n += b.ttfb_n;
-                    a.vusers = a.vusers.max(b.vusers);
-                    for (x, y) in [(&b.ttfb, &mut a.ttfb), (&b.total, &mut a.total)] {
-                        if !x.is_empty() {
-                            *y = if y.is_empty() { x.clone() } else { y.merged(x) };
-                        }
-                    }
-                }
-            }
+    /// Adds every label's intervals into the total's (all sealed) and keeps only the total:
+    /// there are too many labels to break down.
+    fn drop_labels(&mut self) {
+        for (_, label) in std::mem::take(&mut self.labels) {
+            self.slots.merge(&label);
         }
+        self.label_index.clear();
+        self.last_label = usize::MAX;
     }
 
     /// Calls the records `unit`s in notes (rows by default).
@@ -347,37 +397,33 @@ impl Bucketer {
         self
     }
 
-    /// Adds one request that carries a label (counted in the total and in its label's buckets).
+    /// Adds one request that carries a label (counted in its label's intervals, which add
+    /// up to the total's).
     pub fn add_labelled(&mut self, r: &RequestRecord, label: &str) {
-        self.add(r);
         if self.too_many_labels > 0 {
-            return;
+            return self.add(r);
         }
-        if let Some((name, b)) = self.labels.get_mut(self.last_label)
+        if let Some((name, _)) = self.labels.get(self.last_label)
             && name == label
         {
-            b.add(r);
-            return;
+            return self.add_to(r, Some(self.last_label));
         }
         let i = match self.label_index.get(label) {
             Some(&i) => i,
             None if self.labels.len() >= MAX_LABELS => {
                 self.too_many_labels = self.labels.len() + 1;
-                self.labels.clear();
-                self.label_index.clear();
-                self.last_label = usize::MAX;
-                return;
+                self.seal_before(i64::MAX);
+                self.drop_labels();
+                return self.add(r);
             }
             None => {
-                let mut b = Bucketer::located(self.interval_ms / 1000.0, self.late.locator);
-                b.origin_ms = self.origin_ms; // the same grid as the total
-                self.labels.push((label.to_string(), b));
+                self.labels.push((label.to_string(), Slots::default()));
                 self.label_index.insert(label.to_string(), self.labels.len() - 1);
                 self.labels.len() - 1
             }
         };
         self.last_label = i;
-        self.labels[i].1.add(r);
+        self.add_to(r, Some(i));
     }
 
     /// Says the file's time stamps are whole seconds (k6's default CSV): the edge
@@ -404,6 +450,12 @@ impl Bucketer {
 
     /// Adds one request.
     pub fn add(&mut self, r: &RequestRecord) {
+        self.add_to(r, None);
+    }
+
+    /// Adds one request to label `label`'s intervals, or to the total's.
+    #[inline]
+    fn add_to(&mut self, r: &RequestRecord, label: Option<usize>) {
         self.records += 1;
         let end = r.end_ms.unwrap_or_else(|| r.start_ms + us_as_ms(r.total_us));
         self.span_ms = Some(match self.span_ms {
@@ -412,32 +464,13 @@ impl Bucketer {
         });
         let origin = *self.origin_ms.get_or_insert_with(|| (r.start_ms / 1000.0).floor() * 1000.0);
         let idx = self.interval_of(r.start_ms - origin);
-        let slot = self.slots.entry(idx).or_default();
-        if let Some(v) = r.vusers {
-            slot.vusers = slot.vusers.max(v);
-        }
-        if r.status.is_some_and(|s| s >= 400) {
-            slot.counts.response_errors += 1;
-        }
-        match r.error {
-            Some(kind) => slot.counts.error(kind),
-            None => {
-                let ttfb = r.ttfb_us.unwrap_or(0);
-                slot.counts.success(ttfb, r.total_us, r.connect_us, r.bytes);
-                slot.total_sumsq += u128::from(r.total_us) * u128::from(r.total_us);
-                match r.ttfb_us {
-                    Some(t) => {
-                        push_raw(&mut self.spare, &mut slot.ttfb_raw, t.max(1));
-                        slot.ttfb_n += 1;
-                        self.has_ttfb = true;
-                    }
-                    None => self.ttfb_missing += 1,
-                }
-                push_raw(&mut self.spare, &mut slot.total_raw, r.total_us.max(1));
-                if slot.total_raw.len() == 1 {
-                    self.dirty.insert(idx);
-                }
-            }
+        let slots = match label {
+            Some(i) => &mut self.labels[i].1,
+            None => &mut self.slots,
+        };
+        slots.add(idx, r);
+        if r.error.is_none() && r.ttfb_us.is_none() {
+            self.ttfb_missing += 1;
         }
         self.lowest = self.lowest.min(idx);
         if idx > self.newest {
@@ -480,24 +513,12 @@ impl Bucketer {
         }
     }
 
-    /// Seals every slot before `limit` that holds raw values.
+    /// Seals every interval before `limit` that holds raw values, the total's and each
+    /// label's.
     fn seal_before(&mut self, limit: i64) {
-        let keep = self.dirty.split_off(&limit);
-        for k in std::mem::replace(&mut self.dirty, keep) {
-            self.seal(k);
-        }
-    }
-
-    /// Folds an interval's raw values into its compact histograms.
-    fn seal(&mut self, idx: i64) {
-        let Some(slot) = self.slots.get_mut(&idx) else { return };
-        for (raw, compact) in [(&mut slot.ttfb_raw, &mut slot.ttfb), (&mut slot.total_raw, &mut slot.total)] {
-            compact.add_values(raw);
-            let mut emptied = std::mem::take(raw);
-            if self.spare.len() < SPARE_BUFFERS && emptied.capacity() > 0 {
-                emptied.clear();
-                self.spare.push(emptied);
-            }
+        self.slots.seal_before(limit);
+        for (_, label) in &mut self.labels {
+            label.seal_before(limit);
         }
     }
 
@@ -505,8 +526,8 @@ impl Bucketer {
     /// empty rows), the histograms, the errors by kind per interval, and notes; per label too.
     pub fn finish(mut self) -> Bucketed {
         self.seal_before(i64::MAX);
-        for (_, b) in &mut self.labels {
-            b.seal_before(i64::MAX);
+        for (_, label) in &self.labels {
+            self.slots.merge(label);
         }
         let edges = self.cut_edges();
         let Some(mut grid) = self.grid() else { return Bucketed::default() };
@@ -515,7 +536,16 @@ impl Bucketer {
             grid.edges = Some(e);
             span_note = note;
         }
-        let mut out = self.rows(&grid, None);
+        let mut gauge: BTreeMap<i64, f64> = BTreeMap::new();
+        if let Some(origin) = self.origin_ms {
+            for &(at, v) in &self.vus_gauge {
+                let k = ((at - origin) / self.interval_ms).floor() as i64;
+                let k = self.folds.iter().fold(k, |k, &(from, into)| if k == from { into } else { k });
+                gauge.insert(k, v);
+            }
+        }
+        let mut total = std::mem::take(&mut self.slots);
+        let mut out = self.rows(&mut total, &grid, None, &gauge);
         out.notes.extend(grid.notes.iter().cloned());
         out.input_notes.extend(span_note);
         if self.late.count > 0 {
@@ -540,8 +570,8 @@ impl Bucketer {
             ));
             self.labels.clear();
         }
-        for (i, (name, mut b)) in std::mem::take(&mut self.labels).into_iter().enumerate() {
-            let rows = b.rows(&grid, Some(i));
+        for (i, (name, mut label)) in std::mem::take(&mut self.labels).into_iter().enumerate() {
+            let rows = self.rows(&mut label, &grid, Some(i), &BTreeMap::new());
             out.histograms.extend(rows.histograms);
             out.per_label.push((name, rows.series));
         }
@@ -557,8 +587,8 @@ impl Bucketer {
     /// Returns the edges and the note saying what was done, when an edge was partial.
     fn cut_edges(&mut self) -> Option<(Edges, Option<InputNote>)> {
         let (origin, (start, end)) = (self.origin_ms?, self.span_ms?);
-        let (&first0, _) = self.slots.first_key_value()?;
-        let (&last0, _) = self.slots.last_key_value()?;
+        let (&first0, _) = self.slots.map.first_key_value()?;
+        let (&last0, _) = self.slots.map.last_key_value()?;
         if self.whole_seconds {
             let blind = last0 - first0 >= 2;
             let note = blind.then(|| InputNote::EdgesUnknown {
@@ -598,32 +628,21 @@ impl Bucketer {
         Some((Edges { start_ms: start, end_ms: end, first, last }, note))
     }
 
-    /// Moves interval `from` into interval `into`, for this bucketer and every label's.
+    /// Moves interval `from` into interval `into`, for the total and every label.
     fn fold(&mut self, from: i64, into: i64) {
-        if let Some(a) = self.slots.remove(&from) {
-            let b = self.slots.entry(into).or_default();
-            b.counts.merge(&a.counts);
-            b.total_sumsq += a.total_sumsq;
-            b.ttfb_n += a.ttfb_n;
-            b.vusers = b.vusers.max(a.vusers);
-            for (x, y) in [(&a.ttfb, &mut b.ttfb), (&a.total, &mut b.total)] {
-                if !x.is_empty() {
-                    *y = x.merged(y);
-                }
-            }
+        self.slots.fold(from, into);
+        for (_, label) in &mut self.labels {
+            label.fold(from, into);
         }
         self.folds.push((from, into));
-        for (_, b) in &mut self.labels {
-            b.fold(from, into);
-        }
     }
 
     /// The intervals to report: the first, and every one up to the last except long gaps
     /// (and, in a sparse file, the longest gaps beyond the row budget).
     fn grid(&self) -> Option<Grid> {
-        let (&first, _) = self.slots.first_key_value()?;
+        let (&first, _) = self.slots.map.first_key_value()?;
         let period = self.interval_ms / 1000.0;
-        let keys: Vec<i64> = self.slots.keys().copied().collect();
+        let keys: Vec<i64> = self.slots.map.keys().copied().collect();
         // Empty intervals between consecutive occupied ones.
         let gaps: Vec<i64> = keys.windows(2).map(|w| w[1].saturating_sub(w[0]).saturating_sub(1)).collect();
         let budget = ROWS_FLOOR.max(keys.len().saturating_mul(ROWS_PER_OCCUPIED)).saturating_sub(keys.len()) as i64;
@@ -667,25 +686,16 @@ impl Bucketer {
         Some(Grid { first, wanted, notes, edges: None })
     }
 
-    /// Rows and histograms of this bucketer's slots on `grid` (empty slots give zero rows);
-    /// the histograms are keyed to `step` (a label), or to the run.
-    fn rows(&mut self, grid: &Grid, step: Option<usize>) -> Bucketed {
+    /// Rows and histograms of `slots` on `grid` (empty slots give zero rows), with the VUs of
+    /// `gauge` where it has them; the histograms are keyed to `step` (a label), or to the run.
+    fn rows(&self, slots: &mut Slots, grid: &Grid, step: Option<usize>, gauge: &BTreeMap<i64, f64>) -> Bucketed {
         let (ttfb_key, total_key) = (HistKey { metric: HistMetric::Ttfb, step }, HistKey { metric: HistMetric::Total, step });
         let period = self.interval_ms / 1000.0;
-        let empty = Slot::default();
-        let mut gauge: BTreeMap<i64, f64> = BTreeMap::new();
-        if let Some(origin) = self.origin_ms {
-            for &(at, v) in &self.vus_gauge {
-                let k = ((at - origin) / self.interval_ms).floor() as i64;
-                let k = self.folds.iter().fold(k, |k, &(from, into)| if k == from { into } else { k });
-                gauge.insert(k, v);
-            }
-        }
         let mut out = Bucketed::default();
-        let mut empty = empty;
+        let mut empty = Slot::default();
         for &idx in &grid.wanted {
             // The histograms are moved out: each interval is reported once, and last.
-            let slot = self.slots.get_mut(&idx).unwrap_or(&mut empty);
+            let slot = slots.map.get_mut(&idx).unwrap_or(&mut empty);
             let blind = grid.edges.is_some_and(|e| e.start_ms.is_nan() && e.last - e.first >= 2 && (idx == e.first || idx == e.last));
             let (start_s, period) = match (grid.edges, self.origin_ms) {
                 (Some(e), Some(origin)) if !e.start_ms.is_nan() => {
@@ -708,7 +718,7 @@ impl Bucketer {
             }
             out.series.intervals.push(row);
             out.errors_by_kind.push(slot.counts.errors_by_kind);
-            if self.has_ttfb {
+            if slots.has_ttfb {
                 out.histograms.push(LoggedHistogram { key: ttfb_key, start_s, histogram: std::mem::take(&mut slot.ttfb) });
             }
             out.histograms.push(LoggedHistogram { key: total_key, start_s, histogram: std::mem::take(&mut slot.total) });
@@ -877,8 +887,8 @@ mod tests {
         for i in 0..n {
             b.add(&rec((i % 3_000) as f64 * 1000.0, 1 + i % 50, None));
         }
-        assert!(b.dirty.len() <= OPEN_INTERVALS as usize + 3_000, "{} dirty slots", b.dirty.len());
-        assert!(b.slots.values().map(|s| s.total_raw.len()).sum::<usize>() < LATE_RAW_LIMIT, "raw values are sealed in batches");
+        assert!(b.slots.dirty.len() <= OPEN_INTERVALS as usize + 3_000, "{} dirty slots", b.slots.dirty.len());
+        assert!(b.slots.map.values().map(|s| s.total_raw.len()).sum::<usize>() < LATE_RAW_LIMIT, "raw values are sealed in batches");
         let out = b.finish();
         assert_eq!(out.series.tests(), n + 1);
         let logged: u64 = out.histograms.iter().filter(|h| h.key == HistKey::TOTAL).map(|h| h.histogram.len()).sum();
@@ -962,5 +972,61 @@ mod tests {
         assert_eq!(out.series.intervals[0].mttfb_ms, 10.0);
         assert!(out.series.intervals[1].mttfb_ms.is_nan());
         assert_eq!(out.series.intervals[1].mean_test_time_ms, 30.0);
+    }
+
+    /// The rows and the run's histograms of `b`, printed (bit for bit).
+    fn total_of(b: Bucketer) -> (String, usize) {
+        let out = b.finish();
+        let hists: Vec<_> = out.histograms.iter().filter(|h| h.key.step.is_none()).collect();
+        (format!("{:?}\n{:?}\n{:?}\n{:?}", out.series.intervals, hists, out.errors_by_kind, out.input_notes), out.per_label.len())
+    }
+
+    #[test]
+    fn a_labelled_total_is_what_adding_every_record_to_it_gives() {
+        let mut rng = fastrand::Rng::with_seed(23);
+        let records: Vec<(RequestRecord, usize)> = (0..40_000)
+            .map(|i| {
+                // 5 labels at first; from record 30,000 on, more than MAX_LABELS in all.
+                let label = if i < 30_000 { rng.usize(0..5) } else { rng.usize(0..80) };
+                let start = i as f64 * 3.0 - if i % 5_000 == 7 { 200_000.0 } else { rng.f64() * 2_000.0 };
+                let error = (i % 53 == 0).then_some(ErrorKind::Status);
+                let mut r = rec(start, rng.u64(1..400), error);
+                r.ttfb_us = (label != 3).then(|| rng.u64(1..100_000));
+                r.vusers = Some(rng.u32(1..50) as f64);
+                r.status = Some(if error.is_some() { 500 } else { 200 });
+                (r, label)
+            })
+            .collect();
+        for n in [20_000, 40_000] {
+            let mut plain = Bucketer::new(1.0);
+            let mut labelled = Bucketer::new(1.0);
+            for (r, label) in &records[..n] {
+                plain.add(r);
+                labelled.add_labelled(r, &format!("label {label}"));
+            }
+            let (a, _) = total_of(plain);
+            let (b, labels) = total_of(labelled);
+            assert_eq!(a, b, "the total of {n} labelled records");
+            assert_eq!(labels, if n == 20_000 { 5 } else { 0 }, "labels broken down");
+        }
+        // In parts: each part's labels (and one part's overflow) add up the same, and so do
+        // two parts of 30 labels each (60 together: too many, in neither part alone).
+        let rising: Vec<(RequestRecord, usize)> = records.iter().enumerate().map(|(i, (r, _))| (*r, i * 60 / records.len())).collect();
+        for (records, cuts) in [(&records, [1, 15_000, 35_000]), (&rising, [1, 20_000, 39_999])] {
+            let one = {
+                let mut b = Bucketer::new(1.0);
+                records.iter().for_each(|(r, l)| b.add_labelled(r, &format!("label {l}")));
+                total_of(b)
+            };
+            assert_eq!(one.1, 0, "more than {MAX_LABELS} labels in all");
+            for cut in cuts {
+                let mut first = Bucketer::new(1.0);
+                records[..cut].iter().for_each(|(r, l)| first.add_labelled(r, &format!("label {l}")));
+                let mut second = Bucketer::part(1.0, Locator::Line, first.origin_ms(), first.newest());
+                records[cut..].iter().for_each(|(r, l)| second.add_labelled(r, &format!("label {l}")));
+                first.absorb(second, 0);
+                assert_eq!(total_of(first), one, "cut at {cut}");
+            }
+        }
     }
 }
