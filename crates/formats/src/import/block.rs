@@ -55,6 +55,17 @@ impl Block {
             le(lo) | (le(hi) << 16)
         }
     }
+
+    /// The bytes that are not ASCII (high bit set).
+    #[inline]
+    pub fn high(&self) -> u32 {
+        use std::arch::x86_64::_mm_movemask_epi8;
+        // SAFETY: as in `eq`.
+        unsafe {
+            let [lo, hi] = self.halves;
+            (_mm_movemask_epi8(lo) as u32) | ((_mm_movemask_epi8(hi) as u32) << 16)
+        }
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -75,6 +86,12 @@ impl Block {
     #[inline]
     pub fn at_most(&self, b: u8) -> u32 {
         bytewise(&self.bytes, |x| x <= b)
+    }
+
+    /// The bytes that are not ASCII (high bit set).
+    #[inline]
+    pub fn high(&self) -> u32 {
+        bytewise(&self.bytes, |x| x >= 0x80)
     }
 }
 
@@ -99,6 +116,7 @@ mod tests {
                 assert_eq!(block.eq(b), bytewise(&bytes, |x| x == b), "{bytes:?} = {b:#x}");
                 assert_eq!(block.at_most(b), bytewise(&bytes, |x| x <= b), "{bytes:?} <= {b:#x}");
             }
+            assert_eq!(block.high(), bytewise(&bytes, |x| !x.is_ascii()), "{bytes:?} not ASCII");
         }
     }
 }

@@ -126,36 +126,41 @@ pub(crate) fn stream(
     mut row: impl FnMut(&Fields<'_>, u64) -> Result<()>,
 ) -> Result<()> {
     const BLOCK: usize = 1 << 20;
-    let (mut buf, mut eof, mut lines, mut want) = (Vec::with_capacity(2 * BLOCK), false, 0u64, BLOCK);
+    // `buf[..filled]` is read and not yet handed over. The buffer is zeroed once, as it grows,
+    // and read into again and again (a reader fills only bytes already initialised).
+    let (mut buf, mut filled, mut eof, mut lines, mut want) = (vec![0u8; 2 * BLOCK], 0usize, false, 0u64, BLOCK);
     loop {
-        while !eof && buf.len() < want {
-            let at = buf.len();
-            buf.resize(at + BLOCK, 0);
+        while !eof && filled < want {
+            if buf.len() < filled + BLOCK {
+                buf.resize(filled + BLOCK, 0);
+            }
             let n = loop {
-                match reader.read(&mut buf[at..]) {
+                match reader.read(&mut buf[filled..filled + BLOCK]) {
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     got => break got.map_err(|e| FormatError::io(path, e))?,
                 }
             };
-            buf.truncate(at + n);
+            filled += n;
             eof = n == 0;
         }
-        let own = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
+        let text = &buf[..filled];
+        let own = if eof { filled } else { memchr::memrchr(b'\n', text).map_or(0, |i| i + 1) };
         if own == 0 {
             if eof {
                 return Ok(());
             }
-            want = buf.len() * 2;
+            want = filled * 2;
             continue;
         }
         // The records handed over are gone from the buffer whatever stopped the reading: a
         // record that runs past what is read (a quoted field holding line ends) is read again,
         // whole, once more is read.
-        let got = records_from(path, &buf, own, eof, dialect, first + lines, &mut row)?;
+        let got = records_from(path, text, own, eof, dialect, first + lines, &mut row)?;
         lines += got.newlines;
-        buf.drain(..got.consumed);
-        want = if got.short { (buf.len() * 2).max(BLOCK) } else { BLOCK };
-        if eof && buf.is_empty() {
+        buf.copy_within(got.consumed..filled, 0);
+        filled -= got.consumed;
+        want = if got.short { (filled * 2).max(BLOCK) } else { BLOCK };
+        if eof && filled == 0 {
             return Ok(());
         }
     }
@@ -181,7 +186,7 @@ fn records_from(
             None if at_end => split_last(rest, dialect.delimiter, &mut ends),
             None => return Ok(Got { consumed: pos, newlines: line - first, short: true }),
         };
-        let plain = if cut.needs_csv(dialect) { None } else { std::str::from_utf8(&rest[..cut.end]).ok() };
+        let plain = if cut.needs_csv(dialect) { None } else { text_of(&rest[..cut.end], cut.ascii) };
         if let Some(text) = plain {
             // The common row: no quotes, split in one pass.
             if !text.is_empty() {
@@ -244,6 +249,21 @@ fn records_from(
     Ok(Got { consumed: pos, newlines: line - first, short: false })
 }
 
+/// `bytes` as text when they are UTF-8; `ascii` says the split saw only ASCII in them, and
+/// spares them the check (a tenth of the cost of a JMeter row).
+#[inline]
+#[allow(unsafe_code)]
+fn text_of(bytes: &[u8], ascii: bool) -> Option<&str> {
+    if ascii {
+        debug_assert!(bytes.is_ascii());
+        // SAFETY: `split` found no byte with its high bit set in the line `bytes` is part of
+        // (`Line::ascii`), and ASCII is UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        std::str::from_utf8(bytes).ok()
+    }
+}
+
 /// A UTF-8 byte order mark.
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
@@ -274,6 +294,8 @@ pub(crate) struct Line {
     pub quotes: bool,
     /// The text holds a carriage return (a line end of its own to the csv reader).
     pub stray_cr: bool,
+    /// Every byte of the line is ASCII (so its text is UTF-8 without a check of its own).
+    pub ascii: bool,
 }
 
 impl Line {
@@ -290,8 +312,9 @@ impl Line {
 /// past it); [`split_last`] reads a last line without one.
 pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
     ends.clear();
-    // Quotes seen, and carriage returns counted (one right before the line end is not odd).
-    let (mut at, mut quotes, mut crs) = (0usize, 0u32, 0u32);
+    // Quotes and bytes beyond ASCII seen, and carriage returns counted (one right before the
+    // line end is not odd).
+    let (mut at, mut quotes, mut high, mut crs) = (0usize, 0u32, 0u32, 0u32);
     while at + BLOCK <= buf.len() {
         let block: &[u8; BLOCK] = buf[at..at + BLOCK].try_into().expect("a block");
         let m = classify(block, delimiter);
@@ -301,21 +324,24 @@ pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<
             push_bits(ends, at, m.delimiters & before);
             // (Counted only when there is one: x86_64's baseline has no popcount instruction.)
             let crs = if m.crs & before != 0 { crs + (m.crs & before).count_ones() } else { crs };
-            return Some(finish(buf, at + stop as usize, (quotes | (m.quotes & before)) != 0, crs));
+            let ascii = (high | (m.high & before)) == 0;
+            return Some(finish(buf, at + stop as usize, (quotes | (m.quotes & before)) != 0, crs, ascii));
         }
         push_bits(ends, at, m.delimiters);
         quotes |= m.quotes;
+        high |= m.high;
         if m.crs != 0 {
             crs += m.crs.count_ones();
         }
         at += BLOCK;
     }
     // The last few bytes one at a time.
-    let mut quoted = quotes != 0;
+    let (mut quoted, mut ascii) = (quotes != 0, high == 0);
     for (i, &b) in buf[at..].iter().enumerate() {
         let i = at + i;
+        ascii &= b.is_ascii();
         match b {
-            b'\n' => return Some(finish(buf, i, quoted, crs)),
+            b'\n' => return Some(finish(buf, i, quoted, crs, ascii)),
             b'"' => quoted = true,
             b'\r' => crs += 1,
             b if b == delimiter => ends.push(i),
@@ -337,7 +363,7 @@ pub(crate) fn split_last(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Li
             _ => {}
         }
     }
-    let mut line = Line { end: buf.len(), next: buf.len(), quotes, stray_cr };
+    let mut line = Line { end: buf.len(), next: buf.len(), quotes, stray_cr, ascii: buf.is_ascii() };
     let trailing = trailing_crs(buf);
     if trailing > 0 {
         line.end -= trailing;
@@ -348,9 +374,9 @@ pub(crate) fn split_last(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Li
 
 /// The line whose `\n` is at `newline`, holding `crs` carriage returns: those right before
 /// the `\n` end the text, any other is stray.
-fn finish(buf: &[u8], newline: usize, quotes: bool, crs: u32) -> Line {
+fn finish(buf: &[u8], newline: usize, quotes: bool, crs: u32, ascii: bool) -> Line {
     let trailing = if crs == 0 { 0 } else { trailing_crs(&buf[..newline]) };
-    Line { end: newline - trailing, next: newline + 1, quotes, stray_cr: crs as usize > trailing }
+    Line { end: newline - trailing, next: newline + 1, quotes, stray_cr: crs as usize > trailing, ascii }
 }
 
 /// How many carriage returns end `text`.
@@ -367,13 +393,14 @@ fn push_bits(ends: &mut Vec<usize>, base: usize, mut bits: u32) {
     }
 }
 
-/// Which bytes of a block are the delimiter, a line end, a quote, a carriage return
-/// (bit `i` for byte `i`).
+/// Which bytes of a block are the delimiter, a line end, a quote, a carriage return, beyond
+/// ASCII (bit `i` for byte `i`).
 struct Masks {
     delimiters: u32,
     newline: u32,
     quotes: u32,
     crs: u32,
+    high: u32,
 }
 
 /// Bytes classified at a time.
@@ -382,7 +409,7 @@ const BLOCK: usize = block::LEN;
 #[inline]
 fn classify(bytes: &[u8; BLOCK], delimiter: u8) -> Masks {
     let b = Block::load(bytes);
-    Masks { delimiters: b.eq(delimiter), newline: b.eq(b'\n'), quotes: b.eq(b'"'), crs: b.eq(b'\r') }
+    Masks { delimiters: b.eq(delimiter), newline: b.eq(b'\n'), quotes: b.eq(b'"'), crs: b.eq(b'\r'), high: b.high() }
 }
 
 #[cfg(test)]
@@ -448,10 +475,12 @@ mod tests {
                     // A carriage return right before the line end ends the line's text.
                     let line_end = odd == b'\r' && at == len - 1;
                     let line = split(&text, b',', &mut ends).expect("a line end");
+                    assert_eq!(line.ascii, odd != 0xc3, "ASCII? byte {odd:#x} at {at} of {len}");
                     assert_eq!(line.needs_csv(Dialect::csv(b',')), quoted && !line_end, "byte {odd:#x} at {at} of {len}");
                     assert_eq!(line.needs_csv(Dialect::unquoted(b',')), unquoted && !line_end, "unquoted: byte {odd:#x} at {at} of {len}");
                     assert_eq!((line.end, line.next), (len - usize::from(line_end), len + 1));
                     let last = split_last(&text[..len], b',', &mut ends);
+                    assert_eq!(last.ascii, odd != 0xc3, "last, ASCII? byte {odd:#x} at {at} of {len}");
                     assert_eq!((last.needs_csv(Dialect::csv(b',')), last.end), (quoted && !line_end, line.end), "last: byte {odd:#x} at {at} of {len}");
                     assert_eq!(last.needs_csv(Dialect::unquoted(b',')), unquoted && !line_end, "last, unquoted: byte {odd:#x} at {at} of {len}");
                 }
@@ -459,7 +488,7 @@ mod tests {
             let mut crlf = vec![b'a'; len];
             crlf.extend_from_slice(b"\r\n");
             let line = split(&crlf, b',', &mut ends).expect("a line end");
-            assert_eq!(line, Line { end: len, next: len + 2, quotes: false, stray_cr: false });
+            assert_eq!(line, Line { end: len, next: len + 2, quotes: false, stray_cr: false, ascii: true });
         }
     }
 
