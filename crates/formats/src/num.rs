@@ -50,12 +50,43 @@ pub(crate) fn plain(s: &[u8]) -> Option<f64> {
     Some(if negative { -v } else { v })
 }
 
-/// `s` when it is 1 to 18 ASCII digits and nothing else, as a number.
+/// `s` when it is 1 to 18 ASCII digits and nothing else, as a number (below 10^18, so no
+/// step can overflow).
 #[inline]
 pub(crate) fn whole(s: &[u8]) -> Option<u64> {
-    let (mut at, mut m) = (0, 0);
-    digits(s, &mut at, &mut m);
-    (at == s.len() && (1..=18).contains(&at)).then_some(m)
+    if s.is_empty() || s.len() > 18 {
+        return None;
+    }
+    let (mut m, mut rest) = (0u64, s);
+    while let Some((eight, tail)) = rest.split_first_chunk::<8>() {
+        m = m * 100_000_000 + eight_digits(u64::from_le_bytes(*eight))?;
+        rest = tail;
+    }
+    for &b in rest {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        m = m * 10 + u64::from(d);
+    }
+    Some(m)
+}
+
+/// Eight bytes (little-endian, the first in the lowest byte) as the number they spell, when
+/// every one is an ASCII digit.
+#[inline]
+fn eight_digits(w: u64) -> Option<u64> {
+    // Every byte 0x30..=0x39: its high half is 3, and still 3 with 6 added.
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const THREES: u64 = 0x3030_3030_3030_3030;
+    if w & HIGH != THREES || w.wrapping_add(0x0606_0606_0606_0606) & HIGH != THREES {
+        return None;
+    }
+    // Pairs, then quads, then the whole (the first digit highest).
+    let v = w - THREES;
+    let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
+    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
+    Some((v.wrapping_mul(10_000) + (v >> 32)) & 0xFFFF_FFFF)
 }
 
 /// Reads the digits of `s` from `at` on into `m` (wrapping), eight at a time while there are
@@ -63,18 +94,7 @@ pub(crate) fn whole(s: &[u8]) -> Option<u64> {
 #[inline]
 fn digits(s: &[u8], at: &mut usize, m: &mut u64) {
     while let Some(eight) = s.get(*at..*at + 8) {
-        let w = u64::from_le_bytes(eight.try_into().expect("8 bytes"));
-        // Every byte 0x30..=0x39: its high half is 3, and still 3 with 6 added.
-        const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
-        const THREES: u64 = 0x3030_3030_3030_3030;
-        if w & HIGH != THREES || w.wrapping_add(0x0606_0606_0606_0606) & HIGH != THREES {
-            break;
-        }
-        // The eight digits as a number, pairs then quads then the whole (first digit highest).
-        let v = w - THREES;
-        let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
-        let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
-        let v = (v.wrapping_mul(10_000) + (v >> 32)) & 0xFFFF_FFFF;
+        let Some(v) = eight_digits(u64::from_le_bytes(eight.try_into().expect("8 bytes"))) else { break };
         *m = m.wrapping_mul(100_000_000).wrapping_add(v);
         *at += 8;
     }
@@ -118,8 +138,16 @@ mod tests {
         for s in ["0", "7", "12345678", "123456789", "1776337822386", "123456789012345678", "1234567812345678"] {
             assert_eq!(whole(s.as_bytes()), Some(s.parse().unwrap()), "`{s}`");
         }
-        for s in ["", "1234567890123456789", "12345678:", "-1", "1.0", "1234567/", "12345678 "] {
+        for s in ["", "1234567890123456789", "12345678:", "-1", "1.0", "1234567/", "12345678 ", "+1", "12345678123456789/"] {
             assert_eq!(whole(s.as_bytes()), None, "`{s}`");
+        }
+        // Digits with, now and then, one byte that is not (or a sign), at every length.
+        let alphabet = b"0123456789/:+- .\xff";
+        for _ in 0..200_000 {
+            let len = rng.usize(0..21);
+            let s: Vec<u8> = (0..len).map(|_| if rng.u8(0..20) == 0 { alphabet[rng.usize(10..alphabet.len())] } else { b'0' + rng.u8(0..10) }).collect();
+            let expected = (1..=18).contains(&len).then(|| std::str::from_utf8(&s).ok()?.parse::<u64>().ok()).flatten().filter(|_| s.iter().all(u8::is_ascii_digit));
+            assert_eq!(whole(&s), expected, "{:?}", String::from_utf8_lossy(&s));
         }
     }
 }

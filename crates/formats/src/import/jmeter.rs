@@ -64,9 +64,16 @@ enum Whole {
 #[inline]
 fn whole(s: &[u8]) -> Whole {
     // Most fields are a few plain digits.
-    if let Some(n) = crate::num::whole(s) {
-        return Whole::Ok(n as i64);
+    match crate::num::whole(s) {
+        Some(n) => Whole::Ok(n as i64),
+        None => odd_whole(s),
     }
+}
+
+/// [`whole`] of anything but plain digits.
+#[cold]
+#[inline(never)]
+fn odd_whole(s: &[u8]) -> Whole {
     let Ok(s) = std::str::from_utf8(s) else { return Whole::Garbage };
     if let Ok(n) = s.parse::<i64>() {
         return Whole::Ok(n);
@@ -80,11 +87,19 @@ fn whole(s: &[u8]) -> Whole {
 }
 
 /// An HTTP status code, as `str::parse::<u16>` reads it.
+#[inline]
 fn status(code: &[u8]) -> Option<u16> {
     match crate::num::whole(code) {
         Some(n) => u16::try_from(n).ok(),
-        None => std::str::from_utf8(code).ok()?.parse().ok(),
+        None => odd_status(code),
     }
+}
+
+/// [`status`] of anything but plain digits.
+#[cold]
+#[inline(never)]
+fn odd_status(code: &[u8]) -> Option<u16> {
+    std::str::from_utf8(code).ok()?.parse().ok()
 }
 
 /// Where the columns are, from the header (or JMeter's default columns).
