@@ -133,7 +133,12 @@ impl Slots {
     /// Adds one record to interval `idx`.
     #[inline]
     fn add(&mut self, idx: i64, r: &RequestRecord) {
-        let slot = self.map.entry(idx).or_default();
+        // Most records fall in the newest interval: reached down the tree's right edge,
+        // without a comparison a level.
+        let slot = match self.map.last_entry() {
+            Some(last) if *last.key() == idx => last.into_mut(),
+            _ => self.map.entry(idx).or_default(),
+        };
         if let Some(v) = r.vusers {
             slot.vusers = slot.vusers.max(v);
         }

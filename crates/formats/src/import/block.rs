@@ -56,6 +56,19 @@ impl Block {
         }
     }
 
+    /// The bytes equal to `a` or `b`.
+    #[inline]
+    pub fn eq2(&self, a: u8, b: u8) -> u32 {
+        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
+        // SAFETY: as in `eq`.
+        unsafe {
+            let (a, b) = (_mm_set1_epi8(a as i8), _mm_set1_epi8(b as i8));
+            let [lo, hi] = self.halves;
+            let either = |v| _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, a), _mm_cmpeq_epi8(v, b))) as u32;
+            either(lo) | (either(hi) << 16)
+        }
+    }
+
     /// The bytes that are not ASCII (high bit set).
     #[inline]
     pub fn high(&self) -> u32 {
@@ -88,6 +101,12 @@ impl Block {
         bytewise(&self.bytes, |x| x <= b)
     }
 
+    /// The bytes equal to `a` or `b`.
+    #[inline]
+    pub fn eq2(&self, a: u8, b: u8) -> u32 {
+        bytewise(&self.bytes, |x| x == a || x == b)
+    }
+
     /// The bytes that are not ASCII (high bit set).
     #[inline]
     pub fn high(&self) -> u32 {
@@ -117,6 +136,7 @@ mod tests {
                 assert_eq!(block.at_most(b), bytewise(&bytes, |x| x <= b), "{bytes:?} <= {b:#x}");
             }
             assert_eq!(block.high(), bytewise(&bytes, |x| !x.is_ascii()), "{bytes:?} not ASCII");
+            assert_eq!(block.eq2(b'"', b'\r'), bytewise(&bytes, |x| x == b'"' || x == b'\r'), "{bytes:?} quote or CR");
         }
     }
 }

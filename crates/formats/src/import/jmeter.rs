@@ -86,6 +86,52 @@ fn odd_whole(s: &[u8]) -> Whole {
     }
 }
 
+/// A whole-number field that `check` accepts: the value, or why the row is skipped; `None`
+/// for garbage, an error. (Generic over `check` so that the range test is inlined.)
+#[inline]
+fn whole_field(raw: &[u8], name: &str, check: impl Fn(f64) -> Option<&'static str>) -> Option<std::result::Result<i64, String>> {
+    match whole(raw) {
+        Whole::Ok(v) => Some(check(v as f64).map_or(Ok(v), |why| Err(format!("`{name}` is {why}")))),
+        Whole::Odd(why) => Some(Err(format!("`{name}` is {why}"))),
+        Whole::Garbage => None,
+    }
+}
+
+/// An optional count, column `c`: empty is unknown; anything but a whole number ≥ 0 is
+/// unknown too, and said so in `book`.
+#[inline(always)]
+fn count(f: &Fields<'_>, c: Option<usize>, columns: &[String], book: &mut NoteBook, line: u64, effect: &str) -> Option<u64> {
+    let c = c?;
+    let raw = f.bytes(c);
+    match crate::num::whole(raw) {
+        Some(v) => Some(v),
+        None if raw.is_empty() => None,
+        None => odd_count(book, line, &columns[c], raw, effect),
+    }
+}
+
+/// An optional count that is not plain digits (nor empty, which is unknown): a whole number
+/// ≥ 0, or unknown, said so in `book`.
+#[cold]
+#[inline(never)]
+fn odd_count(book: &mut NoteBook, line: u64, column: &str, raw: &[u8], effect: &str) -> Option<u64> {
+    match whole(raw) {
+        Whole::Ok(v) if v >= 0 => Some(v as u64),
+        Whole::Ok(_) => {
+            book.used(Unit::Row, line, &format!("a negative `{column}`: {effect}"));
+            None
+        }
+        Whole::Odd(why) => {
+            book.used(Unit::Row, line, &format!("`{column}` is {why}: {effect}"));
+            None
+        }
+        Whole::Garbage => {
+            book.used(Unit::Row, line, &format!("`{column}` is not a number: {effect}"));
+            None
+        }
+    }
+}
+
 /// An HTTP status code, as `str::parse::<u16>` reads it.
 #[inline]
 fn status(code: &[u8]) -> Option<u16> {
@@ -216,20 +262,14 @@ impl State {
             ));
         }
         let garbage = |c: usize| FormatError::malformed(path, line, Some(c as u64 + 1), format!("`{}`: expected a whole number, found `{}`", columns[c], f.at(c)));
-        // A whole-number field: the value, or why the row is skipped; garbage is an error.
-        let field = |c: usize, name: &str, check: fn(f64) -> Option<&'static str>| match whole(f.bytes(c)) {
-            Whole::Ok(v) => Ok(check(v as f64).map_or(Ok(v), |why| Err(format!("`{name}` is {why}")))),
-            Whole::Odd(why) => Ok(Err(format!("`{name}` is {why}"))),
-            Whole::Garbage => Err(garbage(c)),
-        };
-        let start = match field(l.ts_c, "timeStamp", bad_stamp)? {
+        let start = match whole_field(f.bytes(l.ts_c), "timeStamp", bad_stamp).ok_or_else(|| garbage(l.ts_c))? {
             Ok(t) => t,
             Err(why) => {
                 self.book.skip(Unit::Row, line, &why);
                 return Ok(());
             }
         };
-        let elapsed = match field(l.elapsed_c, "elapsed", bad_duration)? {
+        let elapsed = match whole_field(f.bytes(l.elapsed_c), "elapsed", bad_duration).ok_or_else(|| garbage(l.elapsed_c))? {
             Ok(e) => e,
             Err(why) => {
                 self.book.skip(Unit::Row, line, &why);
@@ -245,7 +285,10 @@ impl State {
             }
         };
         let label = f.at(l.label_c);
-        let thread = l.thread_c.map_or(&[][..], |c| f.bytes(c));
+        let thread = match l.thread_c {
+            Some(c) => f.bytes(c),
+            None => &[],
+        };
         match self.parents.get_mut(thread) {
             Some(parent) => {
                 if is_sub(label, start, parent) {
@@ -265,36 +308,12 @@ impl State {
                 self.parents.insert(thread.to_vec(), (label.to_string(), start, start + elapsed));
             }
         }
-        let book = &mut self.book;
-        // An optional count: empty is unknown; anything but a whole number ≥ 0 is unknown
-        // too, and said so.
-        let mut opt = |c: Option<usize>, effect: &str| -> Option<u64> {
-            let c = c?;
-            let raw = f.bytes(c);
-            if raw.is_empty() {
-                return None;
-            }
-            match whole(raw) {
-                Whole::Ok(v) if v >= 0 => Some(v as u64),
-                Whole::Ok(_) => {
-                    book.used(Unit::Row, line, &format!("a negative `{}`: {effect}", columns[c]));
-                    None
-                }
-                Whole::Odd(why) => {
-                    book.used(Unit::Row, line, &format!("`{}` is {why}: {effect}", columns[c]));
-                    None
-                }
-                Whole::Garbage => {
-                    book.used(Unit::Row, line, &format!("`{}` is not a number: {effect}", columns[c]));
-                    None
-                }
-            }
-        };
         const NO_TTFB: &str = "TTFB unknown; counted as requests and in total time, not in TTFB.";
-        let latency = opt(l.latency_c, NO_TTFB);
-        let connect = opt(l.connect_c, "connection time counted as 0.");
-        let bytes = opt(l.bytes_c, "response size counted as 0.");
-        let threads = opt(l.threads_c, "the VUs of the interval come from the other rows.");
+        let book = &mut self.book;
+        let latency = count(f, l.latency_c, columns, book, line, NO_TTFB);
+        let connect = count(f, l.connect_c, columns, book, line, "connection time counted as 0.");
+        let bytes = count(f, l.bytes_c, columns, book, line, "response size counted as 0.");
+        let threads = count(f, l.threads_c, columns, book, line, "the VUs of the interval come from the other rows.");
         if ok && latency.is_none() && l.latency_c.is_some_and(|c| c < f.len() && f.bytes(c).is_empty()) {
             self.book.used(Unit::Row, line, &format!("no `Latency`: {NO_TTFB}"));
         }

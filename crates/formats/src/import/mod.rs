@@ -47,6 +47,7 @@ pub(crate) const MAX_DURATION_MS: f64 = 7.0 * 86_400_000.0;
 
 /// Why `v` falls outside `0..=max`, in words (`below` and `above` say how it is out);
 /// `None` when it is inside.
+#[inline]
 pub(crate) fn out_of_range(v: f64, max: f64, below: &'static str, above: &'static str) -> Option<&'static str> {
     if v.is_nan() {
         Some("NaN")
@@ -62,11 +63,13 @@ pub(crate) fn out_of_range(v: f64, max: f64, below: &'static str, above: &'stati
 }
 
 /// Why `ms`, a time stamp in ms since the epoch, cannot place a record; `None` when it can.
+#[inline]
 pub(crate) fn bad_stamp(ms: f64) -> Option<&'static str> {
     out_of_range(ms, MAX_EPOCH_MS, "before 1970", "after the year 9999")
 }
 
 /// Why `ms` is not the time a request took; `None` when it can be.
+#[inline]
 pub(crate) fn bad_duration(ms: f64) -> Option<&'static str> {
     out_of_range(ms, MAX_DURATION_MS, "negative", "longer than a week")
 }

@@ -312,9 +312,9 @@ impl Line {
 /// past it); [`split_last`] reads a last line without one.
 pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
     ends.clear();
-    // Quotes and bytes beyond ASCII seen, and carriage returns counted (one right before the
-    // line end is not odd).
-    let (mut at, mut quotes, mut high, mut crs) = (0usize, 0u32, 0u32, 0u32);
+    // Quotes and carriage returns seen (one mask for both, as a line rarely holds either but
+    // the CR before its line end), and bytes beyond ASCII.
+    let (mut at, mut odd, mut high) = (0usize, 0u32, 0u32);
     while at + BLOCK <= buf.len() {
         let block: &[u8; BLOCK] = buf[at..at + BLOCK].try_into().expect("a block");
         let m = classify(block, delimiter);
@@ -322,21 +322,29 @@ pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<
             let stop = m.newline.trailing_zeros();
             let before = (1u32 << stop) - 1;
             push_bits(ends, at, m.delimiters & before);
-            // (Counted only when there is one: x86_64's baseline has no popcount instruction.)
-            let crs = if m.crs & before != 0 { crs + (m.crs & before).count_ones() } else { crs };
-            let ascii = (high | (m.high & before)) == 0;
-            return Some(finish(buf, at + stop as usize, (quotes | (m.quotes & before)) != 0, crs, ascii));
+            let (newline, ascii) = (at + stop as usize, (high | (m.high & before)) == 0);
+            let odd_here = m.odd & before;
+            if odd | odd_here == 0 {
+                return Some(Line { end: newline, next: newline + 1, quotes: false, stray_cr: false, ascii });
+            }
+            if odd == 0 && stop > 0 && odd_here == 1 << (stop - 1) && buf[newline - 1] == b'\r' {
+                // A CRLF line end, and nothing else.
+                return Some(Line { end: newline - 1, next: newline + 1, quotes: false, stray_cr: false, ascii });
+            }
+            return Some(odd_line(buf, newline, ascii));
         }
         push_bits(ends, at, m.delimiters);
-        quotes |= m.quotes;
+        odd |= m.odd;
         high |= m.high;
-        if m.crs != 0 {
-            crs += m.crs.count_ones();
-        }
         at += BLOCK;
     }
-    // The last few bytes one at a time.
-    let (mut quoted, mut ascii) = (quotes != 0, high == 0);
+    // The last few bytes one at a time (after the blocks' quotes and carriage returns, when
+    // they held any).
+    let (mut quoted, mut crs) = match odd {
+        0 => (false, 0),
+        _ => (memchr::memchr(b'"', &buf[..at]).is_some(), memchr::memchr_iter(b'\r', &buf[..at]).count() as u32),
+    };
+    let mut ascii = high == 0;
     for (i, &b) in buf[at..].iter().enumerate() {
         let i = at + i;
         ascii &= b.is_ascii();
@@ -349,6 +357,15 @@ pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<
         }
     }
     None
+}
+
+/// The line whose `\n` is at `newline`, holding a quote or a carriage return other than one
+/// right before its line end: which, looked for again.
+#[cold]
+#[inline(never)]
+fn odd_line(buf: &[u8], newline: usize, ascii: bool) -> Line {
+    let text = &buf[..newline];
+    finish(buf, newline, memchr::memchr(b'"', text).is_some(), memchr::memchr_iter(b'\r', text).count() as u32, ascii)
 }
 
 /// Splits the last line of a file, which has no line end: the whole of `buf`.
@@ -393,13 +410,12 @@ fn push_bits(ends: &mut Vec<usize>, base: usize, mut bits: u32) {
     }
 }
 
-/// Which bytes of a block are the delimiter, a line end, a quote, a carriage return, beyond
-/// ASCII (bit `i` for byte `i`).
+/// Which bytes of a block are the delimiter, a line end, a quote or a carriage return, and
+/// beyond ASCII (bit `i` for byte `i`).
 struct Masks {
     delimiters: u32,
     newline: u32,
-    quotes: u32,
-    crs: u32,
+    odd: u32,
     high: u32,
 }
 
@@ -409,7 +425,7 @@ const BLOCK: usize = block::LEN;
 #[inline]
 fn classify(bytes: &[u8; BLOCK], delimiter: u8) -> Masks {
     let b = Block::load(bytes);
-    Masks { delimiters: b.eq(delimiter), newline: b.eq(b'\n'), quotes: b.eq(b'"'), crs: b.eq(b'\r'), high: b.high() }
+    Masks { delimiters: b.eq(delimiter), newline: b.eq(b'\n'), odd: b.eq2(b'"', b'\r'), high: b.high() }
 }
 
 #[cfg(test)]
