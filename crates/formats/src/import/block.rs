@@ -2,7 +2,8 @@
 //! (bit `i` of a mask for byte `i`). The CSV splitter ([`rows`](super::rows)) and the k6 Point
 //! reader ([`point`](super::point)) find their separators, quotes and line ends this way
 //! rather than a byte at a time. SSE2 on x86_64 (every x86_64 has it); a byte at a time on
-//! other targets.
+//! other targets. The splitter, which looks at every byte of a CSV file, also runs with
+//! AVX2 where the CPU has it ([`Wide`]): a comparison there is one instruction, not three.
 
 /// Bytes looked at at once.
 pub(crate) const LEN: usize = 32;
@@ -114,6 +115,87 @@ impl Block {
     }
 }
 
+/// A block of bytes as a splitter compares it: [`Block`], or [`Wide`] where the CPU has AVX2.
+#[allow(unsafe_code)]
+pub(crate) trait Lanes: Copy {
+    /// Loads `bytes`.
+    ///
+    /// # Safety
+    /// The CPU has the instructions the type uses (AVX2 for [`Wide`]; [`Block`] needs none
+    /// beyond the target's).
+    unsafe fn load(bytes: &[u8; LEN]) -> Self;
+    /// The bytes equal to `b`.
+    fn eq(&self, b: u8) -> u32;
+    /// The bytes equal to `a` or `b`.
+    fn eq2(&self, a: u8, b: u8) -> u32;
+    /// The bytes that are not ASCII.
+    fn high(&self) -> u32;
+}
+
+#[allow(unsafe_code)]
+impl Lanes for Block {
+    #[inline(always)]
+    unsafe fn load(bytes: &[u8; LEN]) -> Block {
+        Block::load(bytes)
+    }
+    #[inline(always)]
+    fn eq(&self, b: u8) -> u32 {
+        Block::eq(self, b)
+    }
+    #[inline(always)]
+    fn eq2(&self, a: u8, b: u8) -> u32 {
+        Block::eq2(self, a, b)
+    }
+    #[inline(always)]
+    fn high(&self) -> u32 {
+        Block::high(self)
+    }
+}
+
+/// A block of [`LEN`] bytes in one AVX2 register. One exists only where the CPU has AVX2
+/// ([`Lanes::load`]'s contract), which makes its comparisons sound.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(crate) struct Wide(std::arch::x86_64::__m256i);
+
+/// Whether this CPU has AVX2 (the answer is cached by the standard library).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn wide() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+impl Lanes for Wide {
+    #[inline(always)]
+    unsafe fn load(bytes: &[u8; LEN]) -> Wide {
+        // SAFETY: reads the 32 bytes `bytes` borrows, at any alignment; the caller vouches
+        // for AVX2.
+        unsafe { Wide(std::arch::x86_64::_mm256_loadu_si256(bytes.as_ptr().cast())) }
+    }
+    #[inline(always)]
+    fn eq(&self, b: u8) -> u32 {
+        use std::arch::x86_64::{_mm256_cmpeq_epi8, _mm256_movemask_epi8, _mm256_set1_epi8};
+        // SAFETY: a `Wide` exists only where the CPU has AVX2 (`load`).
+        unsafe { _mm256_movemask_epi8(_mm256_cmpeq_epi8(self.0, _mm256_set1_epi8(b as i8))) as u32 }
+    }
+    #[inline(always)]
+    fn eq2(&self, a: u8, b: u8) -> u32 {
+        use std::arch::x86_64::{_mm256_cmpeq_epi8, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8};
+        // SAFETY: as in `eq`.
+        unsafe {
+            let (a, b) = (_mm256_cmpeq_epi8(self.0, _mm256_set1_epi8(a as i8)), _mm256_cmpeq_epi8(self.0, _mm256_set1_epi8(b as i8)));
+            _mm256_movemask_epi8(_mm256_or_si256(a, b)) as u32
+        }
+    }
+    #[inline(always)]
+    fn high(&self) -> u32 {
+        // SAFETY: as in `eq`.
+        unsafe { std::arch::x86_64::_mm256_movemask_epi8(self.0) as u32 }
+    }
+}
+
 /// The mask of the bytes for which `f` holds, a byte at a time.
 #[cfg(any(test, not(target_arch = "x86_64")))]
 fn bytewise(bytes: &[u8; LEN], f: impl Fn(u8) -> bool) -> u32 {
@@ -137,6 +219,17 @@ mod tests {
             }
             assert_eq!(block.high(), bytewise(&bytes, |x| !x.is_ascii()), "{bytes:?} not ASCII");
             assert_eq!(block.eq2(b'"', b'\r'), bytewise(&bytes, |x| x == b'"' || x == b'\r'), "{bytes:?} quote or CR");
+            #[cfg(target_arch = "x86_64")]
+            #[allow(unsafe_code)]
+            if wide() {
+                // SAFETY: the CPU has AVX2.
+                let w = unsafe { <Wide as Lanes>::load(&bytes) };
+                for b in [b',', b'\t', b'\n', b'"', 0x00, 0x80, 0xff] {
+                    assert_eq!(w.eq(b), block.eq(b), "{bytes:?} = {b:#x}, AVX2");
+                }
+                assert_eq!(w.eq2(b'"', b'\r'), block.eq2(b'"', b'\r'), "{bytes:?} quote or CR, AVX2");
+                assert_eq!(w.high(), block.high(), "{bytes:?} not ASCII, AVX2");
+            }
         }
     }
 }

@@ -200,7 +200,7 @@ impl Layout {
 type Parent = (String, i64, i64);
 
 /// The last parent sample of each thread, by thread name.
-type Parents = std::collections::HashMap<Vec<u8>, Parent, foldhash::fast::RandomState>;
+type Parents = std::collections::HashMap<Vec<u8>, Parent, rustc_hash::FxBuildHasher>;
 
 /// Whether `label` is a sub-result of `parent` (`label-N`, started within its time).
 fn is_sub(label: &str, start: i64, parent: &Parent) -> bool {

@@ -14,7 +14,7 @@
 use std::path::Path;
 
 use crate::error::{FormatError, Result};
-use crate::import::block::{self, Block};
+use crate::import::block::{self, Block, Lanes};
 
 /// How a file's fields are separated and quoted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,14 +310,41 @@ impl Line {
 /// Splits the line at the start of `buf`: `ends` gets the end of each field but the last
 /// (the last ends at [`Line::end`]). `None` when `buf` holds no line end (the line may go on
 /// past it); [`split_last`] reads a last line without one.
+#[allow(unsafe_code)]
 pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
+    #[cfg(target_arch = "x86_64")]
+    if block::wide() {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { split_wide(buf, delimiter, ends) };
+    }
+    // SAFETY: a `Block` needs nothing beyond the target's instructions.
+    unsafe { split_in::<Block>(buf, delimiter, ends) }
+}
+
+/// [`split`] with AVX2's comparisons.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(unsafe_code)]
+fn split_wide(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
+    // SAFETY: this function runs only where the CPU has AVX2.
+    unsafe { split_in::<block::Wide>(buf, delimiter, ends) }
+}
+
+/// [`split`], comparing blocks as `L`.
+///
+/// # Safety
+/// The CPU has the instructions `L` uses ([`Lanes::load`]).
+#[inline(always)]
+#[allow(unsafe_code)]
+unsafe fn split_in<L: Lanes>(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
     ends.clear();
     // Quotes and carriage returns seen (one mask for both, as a line rarely holds either but
     // the CR before its line end), and bytes beyond ASCII.
     let (mut at, mut odd, mut high) = (0usize, 0u32, 0u32);
     while at + BLOCK <= buf.len() {
         let block: &[u8; BLOCK] = buf[at..at + BLOCK].try_into().expect("a block");
-        let m = classify(block, delimiter);
+        // SAFETY: the caller vouches for `L`'s instructions.
+        let m = classify(unsafe { L::load(block) }, delimiter);
         if m.newline != 0 {
             let stop = m.newline.trailing_zeros();
             let before = (1u32 << stop) - 1;
@@ -422,9 +449,8 @@ struct Masks {
 /// Bytes classified at a time.
 const BLOCK: usize = block::LEN;
 
-#[inline]
-fn classify(bytes: &[u8; BLOCK], delimiter: u8) -> Masks {
-    let b = Block::load(bytes);
+#[inline(always)]
+fn classify<L: Lanes>(b: L, delimiter: u8) -> Masks {
     Masks { delimiters: b.eq(delimiter), newline: b.eq(b'\n'), odd: b.eq2(b'"', b'\r'), high: b.high() }
 }
 
@@ -547,6 +573,25 @@ mod tests {
     fn bytes_that_are_not_utf8_are_named_by_line_and_field() {
         let e = read_all(b"a,b\nc,\"x\xffy\"\n", Dialect::csv(b',')).unwrap_err().to_string();
         assert_eq!(e, "t.csv:2:2: field 2 is not UTF-8 text past byte 1: save the file as UTF-8");
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn the_sse2_and_the_avx2_splits_agree() {
+        #[cfg(target_arch = "x86_64")]
+        if block::wide() {
+            let mut rng = fastrand::Rng::with_seed(29);
+            let alphabet = b"ab,,,\t\"\r\r\n\xc3\xa9";
+            let (mut narrow, mut wide) = (Vec::new(), Vec::new());
+            for _ in 0..50_000 {
+                let text: Vec<u8> = (0..rng.usize(0..200)).map(|_| alphabet[rng.usize(..alphabet.len())]).collect();
+                for delimiter in [b',', b'\t'] {
+                    // SAFETY: every x86_64 has SSE2, and this one has AVX2.
+                    let (a, b) = unsafe { (split_in::<Block>(&text, delimiter, &mut narrow), split_in::<block::Wide>(&text, delimiter, &mut wide)) };
+                    assert_eq!((a, &narrow), (b, &wide), "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]
