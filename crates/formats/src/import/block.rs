@@ -158,11 +158,13 @@ impl Lanes for Block {
 #[derive(Clone, Copy)]
 pub(crate) struct Wide(std::arch::x86_64::__m256i);
 
-/// Whether this CPU has AVX2 (the answer is cached by the standard library).
+/// Whether this CPU has AVX2, and the bit instructions that came with it (BMI1's `tzcnt`
+/// and `blsr` find a mask's bits; every AVX2 CPU has them, but each is asked). The answers
+/// are cached by the standard library.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 pub(crate) fn wide() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("bmi1")
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -167,7 +167,51 @@ pub(crate) fn stream(
 }
 
 /// [`records`], with `buf`'s first line counted as line `first`.
+#[allow(unsafe_code)]
 fn records_from(
+    path: &Path,
+    buf: &[u8],
+    own: usize,
+    at_end: bool,
+    dialect: Dialect,
+    first: u64,
+    row: impl FnMut(&Fields<'_>, u64) -> Result<()>,
+) -> Result<Got> {
+    #[cfg(target_arch = "x86_64")]
+    if block::wide() {
+        // SAFETY: the CPU has AVX2 and BMI1.
+        return unsafe { records_wide(path, buf, own, at_end, dialect, first, row) };
+    }
+    // SAFETY: a `Block` needs nothing beyond the target's instructions.
+    unsafe { records_in::<Block>(path, buf, own, at_end, dialect, first, row) }
+}
+
+/// [`records_from`] with AVX2's comparisons: the whole loop, so that the split is inlined
+/// into it (a split called for every line returned its line through memory, and reading it
+/// back stalled).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1")]
+#[allow(unsafe_code)]
+fn records_wide(
+    path: &Path,
+    buf: &[u8],
+    own: usize,
+    at_end: bool,
+    dialect: Dialect,
+    first: u64,
+    row: impl FnMut(&Fields<'_>, u64) -> Result<()>,
+) -> Result<Got> {
+    // SAFETY: this function runs only where the CPU has AVX2 and BMI1.
+    unsafe { records_in::<block::Wide>(path, buf, own, at_end, dialect, first, row) }
+}
+
+/// [`records_from`], splitting with `L`.
+///
+/// # Safety
+/// The CPU has the instructions `L` uses ([`Lanes::load`]).
+#[inline(always)]
+#[allow(unsafe_code)]
+unsafe fn records_in<L: Lanes>(
     path: &Path,
     buf: &[u8],
     own: usize,
@@ -181,7 +225,8 @@ fn records_from(
     let (mut pos, mut line) = (0usize, first);
     while pos < own {
         let rest = &buf[pos..];
-        let cut = match split(rest, dialect.delimiter, &mut ends) {
+        // SAFETY: the caller vouches for `L`'s instructions.
+        let cut = match unsafe { split_in::<L>(rest, dialect.delimiter, &mut ends) } {
             Some(cut) => cut,
             None if at_end => split_last(rest, dialect.delimiter, &mut ends),
             None => return Ok(Got { consumed: pos, newlines: line - first, short: true }),
@@ -314,19 +359,19 @@ impl Line {
 pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
     #[cfg(target_arch = "x86_64")]
     if block::wide() {
-        // SAFETY: the CPU has AVX2.
+        // SAFETY: the CPU has AVX2 and BMI1.
         return unsafe { split_wide(buf, delimiter, ends) };
     }
     // SAFETY: a `Block` needs nothing beyond the target's instructions.
     unsafe { split_in::<Block>(buf, delimiter, ends) }
 }
 
-/// [`split`] with AVX2's comparisons.
+/// [`split`] with AVX2's comparisons (and BMI1's bit instructions).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,bmi1")]
 #[allow(unsafe_code)]
 fn split_wide(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
-    // SAFETY: this function runs only where the CPU has AVX2.
+    // SAFETY: this function runs only where the CPU has AVX2 (and BMI1).
     unsafe { split_in::<block::Wide>(buf, delimiter, ends) }
 }
 
