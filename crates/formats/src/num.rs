@@ -15,7 +15,41 @@ const POW10: [f64; 23] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10
 /// cast; a fraction whose digits make an integer below 2^53 is that exact integer divided by
 /// an exact power of ten, one correctly rounded division (Clinger's fast path, which the
 /// standard parser takes for the same inputs).
+#[inline]
 pub(crate) fn plain(s: &[u8]) -> Option<f64> {
+    // Most fields are a few digits with a point: one pass, inlined where it is called.
+    if s.len() <= 8 {
+        let (negative, body) = match s.first()? {
+            b'-' => (true, &s[1..]),
+            _ => (false, s),
+        };
+        let (mut m, mut point) = (0u64, None);
+        for (i, &b) in body.iter().enumerate() {
+            let d = b.wrapping_sub(b'0');
+            if d <= 9 {
+                m = m * 10 + u64::from(d);
+            } else if b == b'.' && point.is_none() {
+                point = Some(i);
+            } else {
+                return None;
+            }
+        }
+        if body.len() == usize::from(point.is_some()) {
+            return None; // no digit
+        }
+        // At most eight digits: `m` is exact, below 2^53.
+        let v = match point {
+            Some(p) if p + 1 < body.len() => m as f64 / POW10[body.len() - p - 1],
+            _ => m as f64,
+        };
+        return Some(if negative { -v } else { v });
+    }
+    long_plain(s)
+}
+
+/// [`plain`] of more than eight bytes.
+#[inline(never)]
+fn long_plain(s: &[u8]) -> Option<f64> {
     let (negative, body) = match s.first()? {
         b'-' => (true, &s[1..]),
         _ => (false, s),
@@ -54,7 +88,29 @@ pub(crate) fn plain(s: &[u8]) -> Option<f64> {
 /// step can overflow).
 #[inline]
 pub(crate) fn whole(s: &[u8]) -> Option<u64> {
-    if s.is_empty() || s.len() > 18 {
+    // A count or a duration: a few digits, one at a time (no registers to save for the
+    // longer path, so this part is inlined where it is called).
+    if s.len() < 8 {
+        if s.is_empty() {
+            return None;
+        }
+        let mut m = 0u64;
+        for &b in s {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            m = m * 10 + u64::from(d);
+        }
+        return Some(m);
+    }
+    long_whole(s)
+}
+
+/// [`whole`] of eight bytes or more: eight digits at a time, then one at a time.
+#[inline(never)]
+fn long_whole(s: &[u8]) -> Option<u64> {
+    if s.len() > 18 {
         return None;
     }
     let (mut m, mut rest) = (0u64, s);
