@@ -409,7 +409,7 @@ impl Bucketer {
             return self.add(r);
         }
         if let Some((name, _)) = self.labels.get(self.last_label)
-            && name == label
+            && same_name(name, label)
         {
             return self.add_to(r, Some(self.last_label));
         }
@@ -779,6 +779,22 @@ impl Bucketed {
         src.notes.extend(self.notes);
         src.input_notes.extend(self.input_notes);
         src.per_test = self.per_label;
+    }
+}
+
+/// Whether two names (a label, a thread's) are the same, compared inline: names are short,
+/// and a call of the C library's `memcmp` for each row's cost more than the comparison.
+#[inline]
+pub(crate) fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+    match n {
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => a == b,
     }
 }
 

@@ -86,7 +86,7 @@ fn long_plain(s: &[u8]) -> Option<f64> {
 
 /// `s` when it is 1 to 18 ASCII digits and nothing else, as a number (below 10^18, so no
 /// step can overflow).
-#[inline]
+#[inline(always)]
 pub(crate) fn whole(s: &[u8]) -> Option<u64> {
     // A count or a duration: a few digits, one at a time (no registers to save for the
     // longer path, so this part is inlined where it is called).
@@ -110,7 +110,17 @@ pub(crate) fn whole(s: &[u8]) -> Option<u64> {
 /// [`whole`] of eight bytes or more: eight digits at a time, then one at a time.
 #[inline(never)]
 fn long_whole(s: &[u8]) -> Option<u64> {
-    if s.len() > 18 {
+    let n = s.len();
+    if let 9..=16 = n {
+        // Two words, the first eight bytes and the last eight, overlapping: the first one's
+        // bytes past the first `n - 8` shifted out, ASCII zeros shifted in before them (a time
+        // stamp in ms: 13 digits, as 00017763 and 37822386).
+        const ZEROS: u64 = 0x3030_3030_3030_3030;
+        let word = |i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+        let high = (word(0) << (8 * (16 - n))) | ZEROS.checked_shr(8 * (n - 8) as u32).unwrap_or(0);
+        return Some(eight_digits(high)? * 100_000_000 + eight_digits(word(n - 8))?);
+    }
+    if n > 18 {
         return None;
     }
     let (mut m, mut rest) = (0u64, s);

@@ -295,7 +295,7 @@ impl State {
                     self.sub_results += 1;
                     return Ok(());
                 }
-                if parent.0 != label {
+                if !crate::bucket::same_name(&parent.0, label) {
                     parent.0.clear();
                     parent.0.push_str(label);
                 }

@@ -22,8 +22,11 @@ use std::sync::{Condvar, Mutex, mpsc};
 
 /// Parts read but not yet added up, at most (in parts ahead of the next one to add).
 pub(crate) const WINDOW: usize = 4;
-/// Bytes read past a part's end for its last record, at first (doubled while too few).
-const MARGIN: usize = 1 << 16;
+/// Bytes read past a part's end for its last record, and looked through for a place to cut,
+/// at first (doubled while too few). Small: a record is a line or a few, and every byte of
+/// a margin is read twice (a 64 KB margin and cut window added an eighth to the bytes a 1 MB
+/// part copies from the kernel).
+const MARGIN: usize = 1 << 12;
 /// Bytes looked through for a place to cut, at most, from where a part should end: a file
 /// without one there (a k6 NDJSON file written with another key order, a record many MB
 /// long) is read in one pass, streamed, rather than as one part held whole.
