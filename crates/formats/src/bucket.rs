@@ -782,8 +782,9 @@ impl Bucketed {
     }
 }
 
-/// Whether two names (a label, a thread's) are the same, compared inline: names are short,
-/// and a call of the C library's `memcmp` for each row's cost more than the comparison.
+/// Whether two labels are the same, compared inline: labels are short, and a call of the C
+/// library's `memcmp` for each row cost more than the comparison (a label is compared with
+/// the last one's on every row, here and in JMeter's thread table).
 #[inline]
 pub(crate) fn same_name(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
@@ -801,6 +802,21 @@ pub(crate) fn same_name(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_name_is_string_equality_at_every_length_and_difference() {
+        for n in 0..40usize {
+            let a: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            assert!(same_name(&a, &a.clone()), "{n} bytes");
+            for at in 0..n {
+                let mut b = a.clone().into_bytes();
+                b[at] = b'A' + (b[at] - b'a');
+                assert!(!same_name(&a, std::str::from_utf8(&b).unwrap()), "{n} bytes, differing at {at}");
+            }
+            let longer = format!("{a}a");
+            assert!(!same_name(&a, &longer) && !same_name(&longer, &a), "{n} and {} bytes", n + 1);
+        }
+    }
 
     #[test]
     fn intervals_and_milliseconds_are_what_the_float_division_gives() {

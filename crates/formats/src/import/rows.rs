@@ -9,7 +9,9 @@
 //! separators and the line end and notes, on the side, whether the line holds anything that
 //! needs the full CSV reader (a quote, a carriage return other than the one before the line
 //! end); a line that does not is split exactly as the csv crate splits it, and checked to be
-//! UTF-8 once.
+//! UTF-8 once (not at all when the pass saw only ASCII). Where the CPU has AVX2 the whole
+//! record loop is compiled for it ([`records_from`] chooses once per buffer), so the split
+//! is inlined into the loop and compares a block in one instruction instead of three.
 
 use std::path::Path;
 
