@@ -116,6 +116,21 @@ struct Slot {
     total: CompactHistogram,
 }
 
+impl Slot {
+    /// Adds `other`'s figures and histograms into this slot's (both sealed).
+    fn merge(&mut self, other: &Slot) {
+        self.counts.merge(&other.counts);
+        self.total_sumsq += other.total_sumsq;
+        self.ttfb_n += other.ttfb_n;
+        self.vusers = self.vusers.max(other.vusers);
+        for (x, y) in [(&other.ttfb, &mut self.ttfb), (&other.total, &mut self.total)] {
+            if !x.is_empty() {
+                *y = if y.is_empty() { x.clone() } else { y.merged(x) };
+            }
+        }
+    }
+}
+
 /// One series' intervals (the total's, or a label's), by interval index. A record is added to
 /// one series only: a labelled record to its label's, and the total is the labels' sum, made
 /// when they are reported (or dropped). Every figure of a slot is an exact sum, so adding the
@@ -181,32 +196,14 @@ impl Slots {
     fn merge(&mut self, other: &Slots) {
         self.has_ttfb |= other.has_ttfb;
         for (&idx, b) in &other.map {
-            let a = self.map.entry(idx).or_default();
-            a.counts.merge(&b.counts);
-            a.total_sumsq += b.total_sumsq;
-            a.ttfb_n += b.ttfb_n;
-            a.vusers = a.vusers.max(b.vusers);
-            for (x, y) in [(&b.ttfb, &mut a.ttfb), (&b.total, &mut a.total)] {
-                if !x.is_empty() {
-                    *y = if y.is_empty() { x.clone() } else { y.merged(x) };
-                }
-            }
+            self.map.entry(idx).or_default().merge(b);
         }
     }
 
     /// Moves interval `from` into interval `into` (both sealed).
     fn fold(&mut self, from: i64, into: i64) {
         if let Some(a) = self.map.remove(&from) {
-            let b = self.map.entry(into).or_default();
-            b.counts.merge(&a.counts);
-            b.total_sumsq += a.total_sumsq;
-            b.ttfb_n += a.ttfb_n;
-            b.vusers = b.vusers.max(a.vusers);
-            for (x, y) in [(&a.ttfb, &mut b.ttfb), (&a.total, &mut b.total)] {
-                if !x.is_empty() {
-                    *y = x.merged(y);
-                }
-            }
+            self.map.entry(into).or_default().merge(&a);
         }
     }
 }
