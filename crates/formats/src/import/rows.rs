@@ -357,24 +357,13 @@ impl Line {
 /// Splits the line at the start of `buf`: `ends` gets the end of each field but the last
 /// (the last ends at [`Line::end`]). `None` when `buf` holds no line end (the line may go on
 /// past it); [`split_last`] reads a last line without one.
+///
+/// (With SSE2 only: the record loop, which splits every line, chooses AVX2 itself, in
+/// [`records_from`]; this is for a line looked at on its own.)
 #[allow(unsafe_code)]
 pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
-    #[cfg(target_arch = "x86_64")]
-    if block::wide() {
-        // SAFETY: the CPU has AVX2 and BMI1.
-        return unsafe { split_wide(buf, delimiter, ends) };
-    }
     // SAFETY: a `Block` needs nothing beyond the target's instructions.
     unsafe { split_in::<Block>(buf, delimiter, ends) }
-}
-
-/// [`split`] with AVX2's comparisons (and BMI1's bit instructions).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,bmi1")]
-#[allow(unsafe_code)]
-fn split_wide(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
-    // SAFETY: this function runs only where the CPU has AVX2 (and BMI1).
-    unsafe { split_in::<block::Wide>(buf, delimiter, ends) }
 }
 
 /// [`split`], comparing blocks as `L`.
