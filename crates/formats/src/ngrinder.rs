@@ -10,6 +10,7 @@ use std::path::Path;
 
 use volley_stats::{Interval, Series};
 
+use crate::civil::Dates;
 use crate::error::{FormatError, Result};
 use crate::import::parts::{self, How, Outcome, Parts, Plan};
 use crate::import::rows::{self, Dialect, Fields};
@@ -235,6 +236,8 @@ struct Table {
     book: NoteBook,
     /// The row being read, by column.
     vals: Vec<f64>,
+    /// The last `DateTime`'s date.
+    dates: Dates,
 }
 
 impl Table {
@@ -257,6 +260,7 @@ impl Table {
             extras: vec![Vec::new(); rows.extra_cols.len()],
             book: NoteBook::new(Locator::Line),
             vals: vec![0.0; rows.header.len()],
+            dates: Dates::default(),
         }
     }
 }
@@ -295,36 +299,33 @@ impl<'a> Rows<'a> {
                 format!("row {row} has {} fields, the header has {} (a separator inside a test description?)", f.len(), header.len()),
             ));
         }
-        // A row with a value no interval can have is left out of every series.
+        // A row with a value no interval can have is left out of every series. A count that
+        // is plain digits up to 10^12, or any other number that is a plain decimal not below
+        // 0, is taken at once; anything else is read and checked by `checked`.
         for &(c, count) in &self.numeric {
-            // A plain decimal as it is (the common field), else trimmed and read as `num` reads it.
-            let v = match crate::num::plain(f.bytes(c)) {
-                Some(v) => v,
-                None => num(path, line, trim(f.at(c)), c)?,
-            };
-            t.vals[c] = v;
-            let what = if v.is_nan() {
-                "NaN"
-            } else if v.is_infinite() {
-                "infinite"
-            } else if v < 0.0 {
-                "negative"
-            } else if count && v.fract() != 0.0 {
-                "not a whole number"
-            } else if count && v > MAX_COUNT {
-                "more than 10^12"
+            let b = f.bytes(c);
+            let fast = if count {
+                crate::num::whole(b).filter(|&n| n <= MAX_COUNT as u64).map(|n| n as f64)
             } else {
-                continue;
+                crate::num::plain(b).filter(|&v| v >= 0.0)
             };
-            t.book.skip(Unit::Row, line, &format!("`{}` is {what}", header[c]));
-            return Ok(());
+            t.vals[c] = match fast {
+                Some(v) => v,
+                None => match checked(path, line, f.at(c), c, count)? {
+                    Ok(v) => v,
+                    Err(what) => {
+                        t.book.skip(Unit::Row, line, &format!("`{}` is {what}", header[c]));
+                        return Ok(());
+                    }
+                },
+            };
         }
         let vals = &t.vals;
         // Placed now by volley's own time columns, or once every row is read by `DateTime`.
         let (start, period) = match self.timed {
             Some((e, p)) => (vals[e], vals[p]),
             None => {
-                t.stamps.push((line, parse_datetime(f.at(0)).unwrap_or(NO_STAMP)));
+                t.stamps.push((line, parse_datetime(&mut t.dates, f.at(0)).unwrap_or(NO_STAMP)));
                 (0.0, 0.0)
             }
         };
@@ -557,6 +558,27 @@ fn place(stamps: &[Stamp], book: &mut NoteBook, mut set: impl FnMut(usize, f64, 
     }
 }
 
+/// Field `raw` of column `col` read as [`num`] reads it (an error when it is no number), and
+/// checked: `Err(what it is)` when no interval can have it, a count (`count`) or not.
+#[cold]
+#[inline(never)]
+fn checked(path: &Path, line: u64, raw: &str, col: usize, count: bool) -> Result<std::result::Result<f64, &'static str>> {
+    let v = num(path, line, trim(raw), col)?;
+    Ok(Err(if v.is_nan() {
+        "NaN"
+    } else if v.is_infinite() {
+        "infinite"
+    } else if v < 0.0 {
+        "negative"
+    } else if count && v.fract() != 0.0 {
+        "not a whole number"
+    } else if count && v > MAX_COUNT {
+        "more than 10^12"
+    } else {
+        return Ok(Ok(v));
+    }))
+}
+
 /// A field as a number: empty and `null` are 0; a decimal comma reads as a point.
 fn num(path: &Path, line: u64, raw: &str, col: usize) -> Result<f64> {
     if raw.is_empty() || raw == "null" {
@@ -567,9 +589,9 @@ fn num(path: &Path, line: u64, raw: &str, col: usize) -> Result<f64> {
 }
 
 /// `yyyy-MM-dd HH:mm:ss` as seconds (the zone is unknown, so only differences mean anything).
-fn parse_datetime(s: &str) -> Option<i64> {
+fn parse_datetime(dates: &mut Dates, s: &str) -> Option<i64> {
     let s = trim(s);
-    if let Some(t) = crate::civil::seconds(s.as_bytes(), b' ') {
+    if let Some(t) = dates.seconds(s.as_bytes(), b' ') {
         return Some(t);
     }
     let dt: jiff::civil::DateTime = s.parse().ok()?;
