@@ -144,7 +144,7 @@ pub fn read_parts(path: &Path, limit: u64, part: u64) -> Result<Option<(Ngrinder
     })?;
     let rows = Rows::new(path, header)?;
     let mut acc = Table::new(&rows);
-    let reader = NgrinderParts { rows: &rows, sep };
+    let reader = NgrinderParts { rows: &rows, sep, spare: Default::default() };
     let lines = parts::read(&file, Plan::new(end as u64 + 1, limit, part), &reader, &mut acc, 1)?;
     Ok(lines.map(|lines| (rows.finish(acc), lines)))
 }
@@ -158,6 +158,9 @@ fn header_of(f: &Fields<'_>) -> Vec<String> {
 struct NgrinderParts<'a> {
     rows: &'a Rows<'a>,
     sep: u8,
+    /// Parts' tables already added up, emptied, for the next parts to fill: a part's rows
+    /// are written into memory already touched rather than fresh pages.
+    spare: std::sync::Mutex<Vec<Table>>,
 }
 
 impl Parts for NgrinderParts<'_> {
@@ -166,7 +169,7 @@ impl Parts for NgrinderParts<'_> {
     type Part = Table;
 
     fn read(&self, buf: &[u8], own: usize, at_end: bool, how: How<'_, (), Table>) -> Outcome<Table> {
-        let mut table = Table::new(self.rows);
+        let mut table = self.spare.lock().map(|mut s| s.pop()).ok().flatten().unwrap_or_else(|| Table::new(self.rows));
         // Rows are numbered in messages from the part's start, or, read in order, on from
         // those before; the part's count is its own.
         let before = match how {
@@ -194,20 +197,25 @@ impl Parts for NgrinderParts<'_> {
         true
     }
 
-    fn absorb(&self, acc: &mut Table, part: Table, line_base: u64) {
+    fn absorb(&self, acc: &mut Table, mut part: Table, line_base: u64) {
         acc.row += part.row;
-        acc.stamps.extend(part.stamps.into_iter().map(|(line, stamp)| (line + line_base, stamp)));
-        acc.total.extend(part.total);
-        for ((name, series), (part_name, part_series)) in acc.tests.iter_mut().zip(part.tests) {
+        acc.stamps.extend(part.stamps.drain(..).map(|(line, stamp)| (line + line_base, stamp)));
+        acc.total.append(&mut part.total);
+        for ((name, series), (part_name, part_series)) in acc.tests.iter_mut().zip(&mut part.tests) {
             if name.is_empty() {
-                *name = part_name;
+                *name = std::mem::take(part_name);
             }
-            series.extend(part_series);
+            series.append(part_series);
+            part_name.clear();
         }
-        for (column, part_column) in acc.extras.iter_mut().zip(part.extras) {
-            column.extend(part_column);
+        for (column, part_column) in acc.extras.iter_mut().zip(&mut part.extras) {
+            column.append(part_column);
         }
-        acc.book.absorb(part.book, line_base);
+        acc.book.absorb(std::mem::replace(&mut part.book, NoteBook::new(Locator::Line)), line_base);
+        part.row = 0;
+        if let Ok(mut spare) = self.spare.lock() {
+            spare.push(part);
+        }
     }
 }
 

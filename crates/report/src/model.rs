@@ -283,7 +283,7 @@ impl RunReport {
             status: meta.map_or("imported".to_string(), |m| m.status.name().to_string()),
             reason: meta.and_then(|m| m.reason.clone()),
             started_at: meta.map(|m| m.started_at.clone()).unwrap_or_default(),
-            interval_s: meta.map_or_else(|| series.nominal_interval_s(), |m| m.interval_s),
+            interval_s: meta.map_or(nominal, |m| m.interval_s),
             warmup_s,
             measured_s: series.intervals.iter().map(|i| i.period_s).sum(),
             seed_suite,
