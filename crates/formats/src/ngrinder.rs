@@ -315,7 +315,9 @@ impl<'a> Rows<'a> {
             let fast = if count {
                 crate::num::whole(b).filter(|&n| n <= MAX_COUNT as u64).map(|n| n as f64)
             } else {
-                crate::num::plain(b).filter(|&v| v >= 0.0)
+                // Told by its first byte, not by its value, so that nothing waits for the
+                // value's division (`-0` is left to `checked`, which keeps it).
+                if b.first() == Some(&b'-') { None } else { crate::num::plain(b) }
             };
             t.vals[c] = match fast {
                 Some(v) => v,
