@@ -536,10 +536,8 @@ const NO_STAMP: i64 = i64::MIN;
 fn place(stamps: &[Stamp], book: &mut NoteBook, mut set: impl FnMut(usize, f64, f64)) {
     let second = |s: i64| (s != NO_STAMP).then_some(s);
     let first = stamps.iter().find_map(|&(_, s)| second(s)).unwrap_or(0);
-    let mut gaps: Vec<i64> = stamps.windows(2).filter_map(|w| Some(second(w[1].1)? - second(w[0].1)?)).filter(|g| *g > 0).collect();
-    let half = gaps.len() / 2;
-    let nominal = if gaps.is_empty() { 1.0 } else { *gaps.select_nth_unstable(half).1 as f64 };
-    drop(gaps);
+    let gaps = stamps.windows(2).filter_map(|w| Some(second(w[1].1)? - second(w[0].1)?)).filter(|g| *g > 0);
+    let nominal = median_gap(gaps).map_or(1.0, |g| g as f64);
     let (mut offset, mut prev, mut prev_placed) = (0.0, None::<f64>, false);
     for (row, &(line, stamp)) in stamps.iter().enumerate() {
         let (stamp, line) = (second(stamp), &line);
@@ -587,6 +585,30 @@ fn checked(path: &Path, line: u64, raw: &str, col: usize, count: bool) -> Result
     } else {
         return Ok(Ok(v));
     }))
+}
+
+/// The median (the upper one of an even count) of `gaps`, `None` when there are none. Nearly
+/// every gap of a result file is its sampling period: those are counted, and only the others
+/// kept (a file of millions of rows would otherwise hold all its gaps once more).
+fn median_gap(gaps: impl Iterator<Item = i64>) -> Option<i64> {
+    let (mut common, mut n_common, mut others) = (None, 0usize, Vec::new());
+    for g in gaps {
+        match common {
+            Some(c) if c == g => n_common += 1,
+            Some(_) => others.push(g),
+            None => (common, n_common) = (Some(g), 1),
+        }
+    }
+    let common = common?;
+    let half = (n_common + others.len()) / 2;
+    // In order: the others below the common gap, the common gap `n_common` times, the rest.
+    others.sort_unstable();
+    let below = others.partition_point(|&g| g < common);
+    Some(match half {
+        h if h < below => others[h],
+        h if h < below + n_common => common,
+        h => others[h - n_common],
+    })
 }
 
 /// A field as a number: empty and `null` are 0; a decimal comma reads as a point.
@@ -655,6 +677,20 @@ mod tests {
         let f = parse(Path::new("s"), seven).unwrap();
         assert!(!f.has_ttfb);
         assert_eq!(f.total.tests(), 10);
+    }
+
+    #[test]
+    fn the_median_gap_is_what_a_selection_of_every_gap_gives() {
+        let mut rng = fastrand::Rng::with_seed(41);
+        for round in 0..3_000 {
+            let n = rng.usize(0..if round % 10 == 0 { 2_000 } else { 12 });
+            let common = rng.i64(1..4);
+            let mut gaps: Vec<i64> = (0..n).map(|_| if rng.u8(..4) == 0 { rng.i64(1..8) } else { common }).collect();
+            let got = median_gap(gaps.iter().copied());
+            let half = gaps.len() / 2;
+            let want = (!gaps.is_empty()).then(|| *gaps.select_nth_unstable(half).1);
+            assert_eq!(got, want, "{gaps:?}");
+        }
     }
 
     #[test]
