@@ -466,7 +466,8 @@ pub fn warmup_seconds(src: &Source, warmup: Option<Warmup>) -> f64 {
 /// more than N stages, and a warm-up in seconds must be shorter than what was measured.
 pub fn check_warmup(src: &Source, warmup: Option<Warmup>) -> std::result::Result<(), crate::error::WarmupError> {
     let fail = |why: String| Err(crate::error::WarmupError { path: src.path.clone(), why });
-    let measured: f64 = src.series.intervals.iter().map(|i| i.period_s).sum();
+    // Summed only for a warm-up in seconds (a long imported series is millions of rows).
+    let measured = || -> f64 { src.series.intervals.iter().map(|i| i.period_s).sum() };
     match warmup {
         Some(Warmup::Stages(n)) => {
             let stages = src.meta.as_ref().map(|m| m.plan.load.stage_durations()).unwrap_or_default();
@@ -482,8 +483,11 @@ pub fn check_warmup(src: &Source, warmup: Option<Warmup>) -> std::result::Result
                 ));
             }
         }
-        Some(Warmup::Seconds(s)) if measured > 0.0 && s >= measured => {
-            return fail(format!("--warmup {s}s leaves nothing of the {measured:.0} s measured; give a shorter warm-up"));
+        Some(Warmup::Seconds(s)) => {
+            let measured = measured();
+            if measured > 0.0 && s >= measured {
+                return fail(format!("--warmup {s}s leaves nothing of the {measured:.0} s measured; give a shorter warm-up"));
+            }
         }
         _ => {}
     }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::percentile::numpy_percentiles;
-use crate::series::Series;
+use crate::series::{Interval, Series};
 
 /// Which tail of the per-interval TPS distribution "TPS p99" means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -85,7 +85,9 @@ impl SeedSuite {
         let (mut tests, mut errors, mut weighted) = (0u64, 0u64, -0.0f64);
         let mut tps: Vec<f64> = Vec::with_capacity(rows.len());
         let mut mttfb: Vec<f64> = Vec::with_capacity(rows.len());
-        for r in rows {
+        let mut variability = Variability::default();
+        for (i, r) in rows.iter().enumerate() {
+            variability.add(rows, i);
             tests += r.tests;
             errors += r.errors;
             weighted += r.mttfb_ms * r.tests as f64;
@@ -111,7 +113,7 @@ impl SeedSuite {
         let [tps_p50, tps_p95, tps_p99, tps_p99_9] = numpy_percentiles(&mut tps, tps_ps).map(|v| v.unwrap_or(f64::NAN));
         let [mttfb_p50_ms, mttfb_p95_ms, mttfb_p99_ms, mttfb_p99_9_ms] =
             numpy_percentiles(&mut mttfb, high).map(|v| v.unwrap_or(f64::NAN));
-        let (variability, zero) = variability(series);
+        let (variability, zero) = variability.value();
         SeedSuite {
             total_tests: total,
             errors,
@@ -135,23 +137,37 @@ impl SeedSuite {
     }
 }
 
-/// The published script's variability: its pandas index alignment makes the denominator
-/// the *current* interval and drops the last pair. Returns the value and how many
-/// intervals were left out because their MTTFB was 0.
-fn variability(series: &Series) -> (f64, usize) {
-    let rows = &series.intervals;
-    let (mut num, mut den, mut zero) = (0.0, 0.0, 0);
-    for i in 1..rows.len().saturating_sub(1) {
+/// The published script's variability, summed row by row: its pandas index alignment makes
+/// the denominator the *current* interval and drops the first and the last row's pairs.
+#[derive(Default)]
+struct Variability {
+    num: f64,
+    den: f64,
+    /// Intervals left out because their MTTFB was 0.
+    zero: usize,
+}
+
+impl Variability {
+    /// Adds row `i` of `rows` (rows are added in order).
+    #[inline]
+    fn add(&mut self, rows: &[Interval], i: usize) {
+        if i == 0 || i + 1 >= rows.len() {
+            return;
+        }
         let (cur, prev) = (&rows[i], &rows[i - 1]);
         if cur.mttfb_ms == 0.0 {
-            zero += 1;
-            continue;
+            self.zero += 1;
+            return;
         }
         let w = cur.tests as f64;
-        num += ((cur.mttfb_ms - prev.mttfb_ms) / cur.mttfb_ms).abs() * 100.0 * w;
-        den += w;
+        self.num += ((cur.mttfb_ms - prev.mttfb_ms) / cur.mttfb_ms).abs() * 100.0 * w;
+        self.den += w;
     }
-    (ratio(num, den), zero)
+
+    /// The value, and how many intervals were left out because their MTTFB was 0.
+    fn value(&self) -> (f64, usize) {
+        (ratio(self.num, self.den), self.zero)
+    }
 }
 
 fn mean(v: &[f64]) -> f64 {
