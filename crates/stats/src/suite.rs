@@ -215,7 +215,7 @@ mod tests {
     }
 
     #[test]
-    fn one_sort_and_one_pass_give_what_a_pass_and_a_sort_per_figure_give() {
+    fn one_pass_and_selected_percentiles_give_what_a_pass_and_a_sort_per_figure_give() {
         use crate::percentile::numpy_percentile;
         let mut rng = fastrand::Rng::with_seed(11);
         for len in [0, 1, 2, 3, 10, 101, 1000] {
