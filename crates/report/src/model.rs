@@ -243,10 +243,11 @@ impl RunReport {
                 }
             })
             .collect();
-        let varies = series.intervals.windows(2).any(|w| (w[0].vusers - w[1].vusers).abs() >= 1.0);
+        let varies = || series.intervals.windows(2).any(|w| (w[0].vusers - w[1].vusers).abs() >= 1.0);
         // A total of populations sums VUs of different flows and models: no knee to read
-        // from it (each population's report has its own).
-        let saturation = (src.format == Format::Volley && varies && src.populations.is_empty()).then(|| volley_stats::knee::saturation(&series));
+        // from it (each population's report has its own). Only a volley run's VUs are looked
+        // through (an imported series may be millions of rows).
+        let saturation = (src.format == Format::Volley && src.populations.is_empty() && varies()).then(|| volley_stats::knee::saturation(&series));
         let server = server_peaks(src, warmup_s);
         let meta = src.meta.as_ref();
         let model = meta.map(|m| m.plan.model()).unwrap_or_default().to_string();
