@@ -16,10 +16,23 @@ pub fn percentile_of_sorted(sorted: &[f64], p: f64) -> Option<f64> {
     if n == 0 {
         return None;
     }
-    let h = (n - 1) as f64 * p / 100.0;
+    let h = rank(n, p);
     let lo = h.floor() as usize;
     let hi = (lo + 1).min(n - 1);
-    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
+    Some(between(sorted[lo], sorted[hi], h, lo))
+}
+
+/// Where percentile `p` falls among `n` sorted values: a fractional rank from 0.
+#[inline]
+fn rank(n: usize, p: f64) -> f64 {
+    (n - 1) as f64 * p / 100.0
+}
+
+/// The value at fractional rank `h`, from `low` at rank `lo` (its floor) and `high`, the
+/// value at the next rank (or `low` again at the last).
+#[inline]
+fn between(low: f64, high: f64, h: f64, lo: usize) -> f64 {
+    low + (h - lo as f64) * (high - low)
 }
 
 /// [`numpy_percentile`] at each of `ps` (in any order), bit for bit, with `values` reordered
@@ -37,12 +50,12 @@ pub fn numpy_percentiles<const N: usize>(values: &mut [f64], ps: [f64; N]) -> [O
     order.sort_by(|&a, &b| ps[a].total_cmp(&ps[b]));
     let mut from = 0;
     for i in order {
-        let h = (n - 1) as f64 * ps[i] / 100.0;
+        let h = rank(n, ps[i]);
         let lo = (h.floor() as usize).clamp(from, n - 1);
         let (_, &mut low, right) = values[from..].select_nth_unstable_by(lo - from, f64::total_cmp);
         // The next order statistic is the least of those above.
         let high = right.iter().copied().min_by(f64::total_cmp).unwrap_or(low);
-        out[i] = Some(low + (h - lo as f64) * (high - low));
+        out[i] = Some(between(low, high, h, lo));
         from = lo;
     }
     out
