@@ -286,7 +286,7 @@ impl RunReport {
             started_at: meta.map(|m| m.started_at.clone()).unwrap_or_default(),
             interval_s: meta.map_or(nominal, |m| m.interval_s),
             warmup_s,
-            measured_s: series.intervals.iter().map(|i| i.period_s).sum(),
+            measured_s: series.measured_s(),
             seed_suite,
             model,
             per_request: PerRequest {
@@ -467,8 +467,6 @@ pub fn warmup_seconds(src: &Source, warmup: Option<Warmup>) -> f64 {
 /// more than N stages, and a warm-up in seconds must be shorter than what was measured.
 pub fn check_warmup(src: &Source, warmup: Option<Warmup>) -> std::result::Result<(), crate::error::WarmupError> {
     let fail = |why: String| Err(crate::error::WarmupError { path: src.path.clone(), why });
-    // Summed only for a warm-up in seconds (a long imported series is millions of rows).
-    let measured = || -> f64 { src.series.intervals.iter().map(|i| i.period_s).sum() };
     match warmup {
         Some(Warmup::Stages(n)) => {
             let stages = src.meta.as_ref().map(|m| m.plan.load.stage_durations()).unwrap_or_default();
@@ -485,7 +483,8 @@ pub fn check_warmup(src: &Source, warmup: Option<Warmup>) -> std::result::Result
             }
         }
         Some(Warmup::Seconds(s)) => {
-            let measured = measured();
+            // Summed only for a warm-up in seconds (a long imported series is millions of rows).
+            let measured = src.series.measured_s();
             if measured > 0.0 && s >= measured {
                 return fail(format!("--warmup {s}s leaves nothing of the {measured:.0} s measured; give a shorter warm-up"));
             }

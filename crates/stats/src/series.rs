@@ -66,6 +66,11 @@ impl Series {
         *periods.select_nth_unstable_by(half, f64::total_cmp).1
     }
 
+    /// Seconds the intervals cover, summed in order.
+    pub fn measured_s(&self) -> f64 {
+        self.intervals.iter().map(|i| i.period_s).sum()
+    }
+
     /// Total successful tests.
     pub fn tests(&self) -> u64 {
         self.intervals.iter().map(|i| i.tests).sum()
