@@ -131,6 +131,50 @@ impl Slot {
     }
 }
 
+/// Raw-value buffers emptied by sealing, kept for the same thread's next intervals.
+///
+/// Sealing an interval frees its two buffers, and the next interval grows new ones by
+/// doubling. Read in parts, a part's buffers were freed by the thread adding the parts up,
+/// into the reader thread's heap, which the allocator then trimmed (`madvise`), so the
+/// reader's next part faulted the same memory in again: half the page faults of a JTL read.
+/// Parts are sealed by the thread that read them ([`Bucketer::seal`]), and the buffers stay
+/// with it, up to [`spare::KEPT_BYTES`].
+mod spare {
+    use std::cell::RefCell;
+
+    /// Bytes of emptied buffers a thread keeps, at most.
+    pub(super) const KEPT_BYTES: usize = 4 << 20;
+
+    thread_local! {
+        /// The buffers, and the bytes they hold.
+        static SPARE: RefCell<(Vec<Vec<u64>>, usize)> = const { RefCell::new((Vec::new(), 0)) };
+    }
+
+    /// An empty buffer, with room when one was given back.
+    pub(super) fn take() -> Vec<u64> {
+        SPARE.with_borrow_mut(|(kept, bytes)| {
+            let v = kept.pop().unwrap_or_default();
+            *bytes -= v.capacity() * size_of::<u64>();
+            v
+        })
+    }
+
+    /// Keeps `v`'s room for [`take`], while the thread keeps at most [`KEPT_BYTES`].
+    pub(super) fn give(mut v: Vec<u64>) {
+        let size = v.capacity() * size_of::<u64>();
+        if size == 0 {
+            return;
+        }
+        v.clear();
+        SPARE.with_borrow_mut(|(kept, bytes)| {
+            if *bytes + size <= KEPT_BYTES {
+                *bytes += size;
+                kept.push(v);
+            }
+        });
+    }
+}
+
 /// One series' intervals (the total's, or a label's), by interval index. A record is added to
 /// one series only: a labelled record to its label's, and the total is the labels' sum, made
 /// when they are reported (or dropped). Every figure of a slot is an exact sum, so adding the
@@ -166,15 +210,20 @@ impl Slots {
                 let ttfb = r.ttfb_us.unwrap_or(0);
                 slot.counts.success(ttfb, r.total_us, r.connect_us, r.bytes);
                 slot.total_sumsq += u128::from(r.total_us) * u128::from(r.total_us);
+                if slot.total_raw.is_empty() {
+                    // The slot's first raw value since it was made or sealed (both buffers
+                    // are empty then): room from this thread's spares.
+                    if slot.total_raw.capacity() == 0 {
+                        (slot.total_raw, slot.ttfb_raw) = (spare::take(), spare::take());
+                    }
+                    self.dirty.insert(idx);
+                }
                 if let Some(t) = r.ttfb_us {
                     slot.ttfb_raw.push(t.max(1));
                     slot.ttfb_n += 1;
                     self.has_ttfb = true;
                 }
                 slot.total_raw.push(r.total_us.max(1));
-                if slot.total_raw.len() == 1 {
-                    self.dirty.insert(idx);
-                }
             }
         }
     }
@@ -186,7 +235,7 @@ impl Slots {
             if let Some(slot) = self.map.get_mut(&k) {
                 for (raw, compact) in [(&mut slot.ttfb_raw, &mut slot.ttfb), (&mut slot.total_raw, &mut slot.total)] {
                     compact.add_values(raw);
-                    *raw = Vec::new();
+                    spare::give(std::mem::take(raw));
                 }
             }
         }
@@ -513,6 +562,12 @@ impl Bucketer {
         } else {
             divided(ms, self.interval_ms)
         }
+    }
+
+    /// Seals every interval: done by a thread that read a part, before handing it over, so
+    /// that the part's raw-value buffers go back to that thread's spares.
+    pub fn seal(&mut self) {
+        self.seal_before(i64::MAX);
     }
 
     /// Seals every interval before `limit` that holds raw values, the total's and each
@@ -927,6 +982,36 @@ mod tests {
         assert_eq!(out.series.tests(), n + 1);
         let logged: u64 = out.histograms.iter().filter(|h| h.key == HistKey::TOTAL).map(|h| h.histogram.len()).sum();
         assert_eq!(logged, n + 1);
+    }
+
+    #[test]
+    fn sealed_buffers_are_kept_for_the_next_intervals_up_to_a_bound() {
+        // Each test runs on a thread of its own: this thread's spares start empty.
+        assert_eq!(spare::take().capacity(), 0);
+        let mut b = Bucketer::new(1.0);
+        for i in 0..1_000u64 {
+            b.add(&rec(0.0, 1 + i, None));
+        }
+        b.seal();
+        let (ttfb, total) = (spare::take(), spare::take());
+        assert!(ttfb.is_empty() && total.is_empty());
+        assert!(ttfb.capacity() >= 1_000 && total.capacity() >= 1_000, "{} {}", ttfb.capacity(), total.capacity());
+        // A new interval takes them (no buffer grows from nothing while spares are kept).
+        spare::give(ttfb);
+        spare::give(total);
+        b.add(&rec(100_000.0, 5, None));
+        let slot = b.slots.map.values().last().unwrap();
+        assert!(slot.total_raw.capacity() >= 1_000 && slot.ttfb_raw.capacity() >= 1_000);
+        assert_eq!(spare::take().capacity(), 0, "both spares taken");
+        // Beyond the bound, buffers are freed, not kept.
+        let big = spare::KEPT_BYTES / size_of::<u64>();
+        spare::give(Vec::with_capacity(big));
+        spare::give(Vec::with_capacity(1));
+        assert!(spare::take().capacity() >= big);
+        assert_eq!(spare::take().capacity(), 0, "the second buffer went past the bound");
+        // Sealing changed nothing but where the memory came from.
+        let out = b.finish();
+        assert_eq!(out.series.tests(), 1_001);
     }
 
     #[test]

@@ -435,7 +435,10 @@ impl Parts for Jtl<'_> {
             ),
         };
         match rows::records(self.path, buf, own, at_end, Dialect::csv(l.delimiter), |f, line| state.row(self.path, l, f, line)) {
-            Ok(Some((consumed, newlines))) => Outcome::Read { part: state, consumed, newlines },
+            Ok(Some((consumed, newlines))) => {
+                state.bucketer.seal();
+                Outcome::Read { part: state, consumed, newlines }
+            }
             Ok(None) => Outcome::NeedMore,
             Err(e) => Outcome::Failed(e),
         }

@@ -406,6 +406,7 @@ impl Parts for K6Csv<'_> {
             Ok(Some((_, newlines))) => {
                 // The next row starts a request (or the file ends): this part's last one is whole.
                 state.asm.flush();
+                state.asm.bucketer.seal();
                 Outcome::Read { part: state, consumed: own, newlines }
             }
             Ok(None) => Outcome::NeedMore,
@@ -569,6 +570,7 @@ impl Parts for K6Json<'_> {
         }
         // The next line starts a request (or the file ends): this part's last one is whole.
         asm.flush();
+        asm.bucketer.seal();
         Outcome::Read { part: asm, consumed: pos, newlines: line }
     }
 
