@@ -36,29 +36,37 @@ fn between(low: f64, high: f64, h: f64, lo: usize) -> f64 {
 }
 
 /// [`numpy_percentile`] at each of `ps` (in any order), bit for bit, with `values` reordered
-/// in place: the two order statistics each percentile needs are selected, not the whole
-/// slice sorted (a long imported series has millions of values and wants four percentiles).
+/// in place: the two order statistics each percentile interpolates between are selected, not
+/// the whole slice sorted (a long imported series has millions of values and wants four
+/// percentiles). A selection puts the very value a sort would at its place (two values equal
+/// under `total_cmp` have the same bits), so the result is the sort's.
 pub fn numpy_percentiles<const N: usize>(values: &mut [f64], ps: [f64; N]) -> [Option<f64>; N] {
-    let mut out = [None; N];
     let n = values.len();
     if n == 0 {
-        return out;
+        return [None; N];
     }
-    // Lowest percentile first: each rank is selected among the values at or above the one
-    // before, which are already on its right.
-    let mut order: [usize; N] = std::array::from_fn(|i| i);
-    order.sort_by(|&a, &b| ps[a].total_cmp(&ps[b]));
-    let mut from = 0;
-    for i in order {
-        let h = rank(n, ps[i]);
-        let lo = (h.floor() as usize).clamp(from, n - 1);
-        let (_, &mut low, right) = values[from..].select_nth_unstable_by(lo - from, f64::total_cmp);
-        // The next order statistic is the least of those above.
-        let high = right.iter().copied().min_by(f64::total_cmp).unwrap_or(low);
-        out[i] = Some(between(low, high, h, lo));
-        from = lo;
+    let floor = |p: f64| (rank(n, p).floor() as usize).min(n - 1);
+    let mut ranks: Vec<usize> = ps.iter().flat_map(|&p| [floor(p), (floor(p) + 1).min(n - 1)]).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    select_ranks(values, &ranks, 0);
+    ps.map(|p| Some(between(values[floor(p)], values[(floor(p) + 1).min(n - 1)], rank(n, p), floor(p))))
+}
+
+/// Puts at each of `ranks` (ascending, counted from `values`' start as `offset`) the value a
+/// sort would put there: the middle rank is selected first, then the ranks below it among the
+/// values on its left and those above among the values on its right, so that each level of
+/// selections reads the slice once (the low tail's four percentiles, selected one after the
+/// other among the values above the last, read it eight times).
+fn select_ranks(values: &mut [f64], ranks: &[usize], offset: usize) {
+    if ranks.is_empty() {
+        return;
     }
-    out
+    let mid = ranks.len() / 2;
+    let at = ranks[mid] - offset;
+    let (left, _, right) = values.select_nth_unstable_by(at, f64::total_cmp);
+    select_ranks(left, &ranks[..mid], offset);
+    select_ranks(right, &ranks[mid + 1..], offset + at + 1);
 }
 
 #[cfg(test)]
