@@ -45,12 +45,17 @@ pub fn numpy_percentiles<const N: usize>(values: &mut [f64], ps: [f64; N]) -> [O
     if n == 0 {
         return [None; N];
     }
-    let floor = |p: f64| (rank(n, p).floor() as usize).min(n - 1);
-    let mut ranks: Vec<usize> = ps.iter().flat_map(|&p| [floor(p), (floor(p) + 1).min(n - 1)]).collect();
+    // Each percentile's rank, and the ranks of the two values it falls between.
+    let at = ps.map(|p| {
+        let h = rank(n, p);
+        let lo = (h.floor() as usize).min(n - 1);
+        (h, lo, (lo + 1).min(n - 1))
+    });
+    let mut ranks: Vec<usize> = at.iter().flat_map(|&(_, lo, hi)| [lo, hi]).collect();
     ranks.sort_unstable();
     ranks.dedup();
     select_ranks(values, &ranks, 0);
-    ps.map(|p| Some(between(values[floor(p)], values[(floor(p) + 1).min(n - 1)], rank(n, p), floor(p))))
+    at.map(|(h, lo, hi)| Some(between(values[lo], values[hi], h, lo)))
 }
 
 /// Puts at each of `ranks` (ascending, counted from `values`' start as `offset`) the value a
