@@ -1,4 +1,4 @@
-# The seed's own metric script (../shared/seeds/000_fd1f4e6e7b2fe963.txt, appendix "MTTFB 평균과
+# The seed's own metric script (the seed post 000_fd1f4e6e7b2fe963, appendix "MTTFB 평균과
 # 변동량/변동률, p50/p95/p99/p99.9 측정 코드"), verbatim but for its last line, which sets the
 # locale back and fails where the saved locale is not installed (LC_ALL=C.UTF-8 in a container):
 # what a team runs on nGrinder's output.csv, the peer of `volley report` on that file.
