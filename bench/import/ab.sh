@@ -4,30 +4,23 @@
 # the median wall time and the peak RSS of each, with VOLLEY_IMPORT_THREADS (default 2).
 #   bench/import/ab.sh FILE ROUNDS BINARY...
 # e.g. bench/import/ab.sh /tmp/volley-import-bench/big-3000000.ngrinder.csv 7 ./volley.old target/release/volley
-# CPU time is the child's rusage, read with wait4 to the microsecond (GNU time prints it in
-# 10 ms steps, 3 % of a 340 MB JTL read).
+# CPU time is the child's rusage, read with wait4 to the microsecond (child.py).
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 FILE ROUNDS BINARY..." >&2; exit 2; }
-exec python3 - "$@" <<'EOF'
-import os, statistics, sys, time
+exec python3 - "$(dirname "$0")" "$@" <<'EOF'
+import os, statistics, sys
 
-path, rounds, bins = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+sys.path.insert(0, sys.argv[1])
+from child import run
+
+path, rounds, bins = sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 size = os.path.getsize(path)
 env = dict(os.environ, VOLLEY_IMPORT_THREADS=os.environ.get("VOLLEY_IMPORT_THREADS", "2"))
 runs = {b: [] for b in bins}
 for _ in range(rounds):
     for b in bins:
-        t0 = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, 1)
-            os.execve(b, [b, "report", "--format", "json", path], env)
-        _, status, ru = os.wait4(pid, 0)
-        wall = time.monotonic() - t0
-        if os.waitstatus_to_exitcode(status) != 0:
-            sys.exit(f"{b} exited {os.waitstatus_to_exitcode(status)} on {path}")
-        runs[b].append(((ru.ru_utime + ru.ru_stime) / (size / 1e9), wall, ru.ru_maxrss // 1024))
+        wall, cpu, peak = run([b, "report", "--format", "json", path], env)
+        runs[b].append((cpu / (size / 1e9), wall, int(peak)))
 name = os.path.basename(path)
 for b in bins:
     cpu = sorted(r[0] for r in runs[b])

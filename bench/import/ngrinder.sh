@@ -25,23 +25,15 @@ for rows in 3600 86400 604800 3000000; do
   files+=("$f")
 done
 exec python3 - "$ROUNDS" "$WORK" "${files[@]}" <<'PY'
-import os, re, statistics, subprocess, sys, time
+import os, re, statistics, subprocess, sys
+sys.path.insert(0, "bench/import")
+from child import run as child
 rounds, work, files = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 env = dict(os.environ, VOLLEY_IMPORT_THREADS=os.environ.get("VOLLEY_IMPORT_THREADS", "2"), LC_ALL="C.UTF-8")
 tools = {"volley report": lambda f: ["target/release/volley", "report", "--format", "json", f]}
 if not os.environ.get("NO_PANDAS"):
     tools["seed script"] = lambda f: [f"{work}/venv/bin/python", "bench/import/seed_suite.py", f]
-def run(argv):
-    t0 = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.execve(argv[0], argv, env)
-    _, status, ru = os.wait4(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{argv} exited {os.waitstatus_to_exitcode(status)}")
-    return time.monotonic() - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+run = lambda argv: child(argv, env)
 def figures(text, value):
     # The suite's fourteen lines (Total Tests .. the variability): the numbers of each value.
     lines = text.splitlines()
