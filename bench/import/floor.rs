@@ -12,12 +12,23 @@ fn main() {
     let path = args.next().expect("usage: floor FILE [store]");
     let store = args.next().as_deref() == Some("store");
     let text = std::fs::read(&path).expect("read the file");
-    let mut rows: Vec<[f64; 15]> = if store { Vec::with_capacity(text.len() / 70) } else { Vec::new() };
+    let mut rows: Vec<[f64; 15]> = if store {
+        Vec::with_capacity(text.len() / 70)
+    } else {
+        Vec::new()
+    };
     let mut sum = 0.0;
-    for line in text.split(|&b| b == b'\n').skip(1).filter(|l| !l.is_empty()) {
+    for line in text
+        .split(|&b| b == b'\n')
+        .skip(1)
+        .filter(|l| !l.is_empty())
+    {
         let mut row = [0.0; 15];
         for (i, field) in line.split(|&b| b == b',').enumerate().skip(1) {
-            let v: f64 = std::str::from_utf8(field).expect("UTF-8").parse().expect("a number");
+            let v: f64 = std::str::from_utf8(field)
+                .expect("UTF-8")
+                .parse()
+                .expect("a number");
             sum += v;
             row[i.min(14)] = v;
         }

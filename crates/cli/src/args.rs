@@ -316,7 +316,8 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) fn parse_location(s: &str) -> Result<volley_store::Location, String> {
-    s.parse().map_err(|e: volley_store::StoreError| e.to_string())
+    s.parse()
+        .map_err(|e: volley_store::StoreError| e.to_string())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -351,7 +352,10 @@ pub(crate) enum ReportFormat {
 
 fn parse_format(s: &str) -> Result<volley_formats::Format, String> {
     volley_formats::Format::from_name(s).ok_or_else(|| {
-        let names: Vec<&str> = volley_formats::Format::ALL.iter().map(|(_, n)| *n).collect();
+        let names: Vec<&str> = volley_formats::Format::ALL
+            .iter()
+            .map(|(_, n)| *n)
+            .collect();
         format!("unknown format `{s}`; volley reads: {}", names.join(", "))
     })
 }
@@ -411,7 +415,6 @@ pub(crate) enum FailOn {
     /// A gated figure worse beyond the noise (and the tolerance).
     Regression,
 }
-
 
 /// `volley k8s`.
 #[derive(Debug, Subcommand)]
@@ -507,7 +510,6 @@ pub(crate) struct CollectArgs {
     #[arg(long, short = 'o')]
     pub(crate) output: PathBuf,
 }
-
 
 /// `volley convert`.
 #[derive(Debug, Subcommand)]

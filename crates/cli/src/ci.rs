@@ -15,21 +15,35 @@ pub(crate) const STEP_SUMMARY: &str = "GITHUB_STEP_SUMMARY";
 /// The machine the load ran on, for JUnit's `hostname`.
 pub(crate) fn hostname() -> String {
     let h = volley_formats::rundir::host_name();
-    if h.is_empty() { "localhost".to_string() } else { h }
+    if h.is_empty() {
+        "localhost".to_string()
+    } else {
+        h
+    }
 }
 
 /// Fails early, before a run, when `--junit FILE` could not be written at its end.
 pub(crate) fn check_junit_path(path: Option<&Path>) -> Result<()> {
-    let Some(parent) = path.and_then(Path::parent).filter(|p| !p.as_os_str().is_empty()) else { return Ok(()) };
+    let Some(parent) = path
+        .and_then(Path::parent)
+        .filter(|p| !p.as_os_str().is_empty())
+    else {
+        return Ok(());
+    };
     if !parent.is_dir() {
-        anyhow::bail!("--junit {}: the directory {} does not exist; create it or write the file elsewhere", path.unwrap_or(parent).display(), parent.display());
+        anyhow::bail!(
+            "--junit {}: the directory {} does not exist; create it or write the file elsewhere",
+            path.unwrap_or(parent).display(),
+            parent.display()
+        );
     }
     Ok(())
 }
 
 /// Writes `suites` as a JUnit XML file.
 pub(crate) fn write_junit(path: &Path, suites: &[Suite]) -> Result<()> {
-    std::fs::write(path, volley_report::junit::document(suites)).with_context(|| format!("--junit {}: cannot write it", path.display()))?;
+    std::fs::write(path, volley_report::junit::document(suites))
+        .with_context(|| format!("--junit {}: cannot write it", path.display()))?;
     eprintln!("volley: wrote {} (JUnit XML)", path.display());
     Ok(())
 }
@@ -37,18 +51,30 @@ pub(crate) fn write_junit(path: &Path, suites: &[Suite]) -> Result<()> {
 /// Appends `markdown` to the file `$GITHUB_STEP_SUMMARY` names, when it is set. A summary that
 /// cannot be written is said on standard error and does not change the outcome of the command.
 pub(crate) fn append_step_summary(markdown: &str) {
-    let Some(path) = std::env::var_os(STEP_SUMMARY).filter(|p| !p.is_empty()) else { return };
+    let Some(path) = std::env::var_os(STEP_SUMMARY).filter(|p| !p.is_empty()) else {
+        return;
+    };
     let path = Path::new(&path);
-    let written = std::fs::OpenOptions::new().create(true).append(true).open(path).and_then(|mut f| {
-        f.write_all(markdown.as_bytes())?;
-        if !markdown.ends_with('\n') {
-            f.write_all(b"\n")?;
-        }
-        f.write_all(b"\n")
-    });
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| {
+            f.write_all(markdown.as_bytes())?;
+            if !markdown.ends_with('\n') {
+                f.write_all(b"\n")?;
+            }
+            f.write_all(b"\n")
+        });
     match written {
-        Ok(()) => eprintln!("volley: appended the summary to ${STEP_SUMMARY} ({})", path.display()),
-        Err(e) => eprintln!("volley: warning: cannot append to ${STEP_SUMMARY} ({}): {e}", path.display()),
+        Ok(()) => eprintln!(
+            "volley: appended the summary to ${STEP_SUMMARY} ({})",
+            path.display()
+        ),
+        Err(e) => eprintln!(
+            "volley: warning: cannot append to ${STEP_SUMMARY} ({}): {e}",
+            path.display()
+        ),
     }
 }
 
@@ -57,7 +83,10 @@ pub(crate) fn append_step_summary(markdown: &str) {
 pub(crate) fn after_runs(junit: Option<&Path>, reports: &[RunReport]) -> Result<()> {
     if let Some(path) = junit {
         let host = hostname();
-        let suites: Vec<Suite> = reports.iter().map(|r| volley_report::junit::run_suite(r, &host)).collect();
+        let suites: Vec<Suite> = reports
+            .iter()
+            .map(|r| volley_report::junit::run_suite(r, &host))
+            .collect();
         write_junit(path, &suites)?;
     }
     for report in reports {
@@ -69,7 +98,13 @@ pub(crate) fn after_runs(junit: Option<&Path>, reports: &[RunReport]) -> Result<
 /// `volley check` as a suite: whether the scenario is valid, then one case per request of the
 /// iteration (a failed step carries what it sent and what came back).
 pub(crate) fn check_suite(scenario: &Path, invalid: Option<&str>, traces: &[Trace]) -> Suite {
-    let classname = format!("volley.check.{}", scenario.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+    let classname = format!(
+        "volley.check.{}",
+        scenario
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    );
     let mut cases = vec![Case {
         name: "scenario is valid".to_string(),
         classname: classname.clone(),
@@ -90,11 +125,18 @@ pub(crate) fn check_suite(scenario: &Path, invalid: Option<&str>, traces: &[Trac
         outcome: if t.passed {
             CaseOutcome::Passed
         } else {
-            let status = if t.status > 0 { format!("status {}", t.status) } else { "no response".to_string() };
+            let status = if t.status > 0 {
+                format!("status {}", t.status)
+            } else {
+                "no response".to_string()
+            };
             CaseOutcome::Failure {
                 r#type: "request".into(),
                 message: format!("{}: {} ({status}, {:.1} ms)", t.step, t.outcome, t.total_ms),
-                text: format!("{}\n{status} after {:.1} ms (first byte {:.1} ms)\n{}\n{}", t.request, t.total_ms, t.ttfb_ms, t.outcome, t.response_body),
+                text: format!(
+                    "{}\n{status} after {:.1} ms (first byte {:.1} ms)\n{}\n{}",
+                    t.request, t.total_ms, t.ttfb_ms, t.outcome, t.response_body
+                ),
             }
         },
     }));

@@ -11,7 +11,11 @@ use volley_convert::{Converted, HarOptions, OpenApiOptions};
 use crate::args::ConvertCommand;
 
 pub(crate) fn convert(command: ConvertCommand) -> Result<ExitCode> {
-    let invoked = std::env::args().skip(1).map(|a| if a.contains(' ') { format!("'{a}'") } else { a }).collect::<Vec<_>>().join(" ");
+    let invoked = std::env::args()
+        .skip(1)
+        .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
+        .collect::<Vec<_>>()
+        .join(" ");
     let invoked = format!("volley {invoked}");
     let (converted, output) = match command {
         ConvertCommand::Har(a) => {
@@ -21,16 +25,39 @@ pub(crate) fn convert(command: ConvertCommand) -> Result<ExitCode> {
                 keep.push("User-Agent".into());
             }
             let name = a.file.file_stem().map(|s| s.to_string_lossy().into_owned());
-            let opts = HarOptions { host: a.host, keep_static: a.keep_static, think_times: a.think_times, keep_headers: keep, name, command: invoked };
-            (volley_convert::har::convert(&text, &opts).with_context(|| a.file.display().to_string())?, a.output)
+            let opts = HarOptions {
+                host: a.host,
+                keep_static: a.keep_static,
+                think_times: a.think_times,
+                keep_headers: keep,
+                name,
+                command: invoked,
+            };
+            (
+                volley_convert::har::convert(&text, &opts)
+                    .with_context(|| a.file.display().to_string())?,
+                a.output,
+            )
         }
         ConvertCommand::Openapi(a) => {
             let text = read(&a.spec)?;
-            let opts = OpenApiOptions { tags: a.tags, operations: a.operations, target: a.target, command: invoked };
-            (volley_convert::openapi::convert(&text, &opts).with_context(|| a.spec.display().to_string())?, a.output)
+            let opts = OpenApiOptions {
+                tags: a.tags,
+                operations: a.operations,
+                target: a.target,
+                command: invoked,
+            };
+            (
+                volley_convert::openapi::convert(&text, &opts)
+                    .with_context(|| a.spec.display().to_string())?,
+                a.output,
+            )
         }
         // Not the command line: it may hold credentials.
-        ConvertCommand::Curl(a) => (volley_convert::curl::convert(&a.command, "volley convert curl")?, a.output),
+        ConvertCommand::Curl(a) => (
+            volley_convert::curl::convert(&a.command, "volley convert curl")?,
+            a.output,
+        ),
     };
     write(&converted, output)?;
     Ok(ExitCode::SUCCESS)
@@ -42,7 +69,8 @@ fn read(path: &Path) -> Result<String> {
 
 fn write(c: &Converted, output: Option<PathBuf>) -> Result<()> {
     match &output {
-        Some(path) => std::fs::write(path, &c.yaml).with_context(|| format!("cannot write {}", path.display()))?,
+        Some(path) => std::fs::write(path, &c.yaml)
+            .with_context(|| format!("cannot write {}", path.display()))?,
         None => print!("{}", c.yaml),
     }
     for note in &c.notes {
@@ -50,7 +78,11 @@ fn write(c: &Converted, output: Option<PathBuf>) -> Result<()> {
     }
     if let Some(path) = output {
         let env = c.env.iter().map(|e| format!("{e}=… ")).collect::<String>();
-        eprintln!("volley convert: wrote {}; next: {env}volley check {}", path.display(), path.display());
+        eprintln!(
+            "volley convert: wrote {}; next: {env}volley check {}",
+            path.display(),
+            path.display()
+        );
     }
     Ok(())
 }

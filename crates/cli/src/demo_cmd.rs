@@ -30,51 +30,120 @@ struct Phase {
 
 fn phases() -> Vec<Phase> {
     // A remote database's 5 ms round trip makes the pool the bottleneck, as in the seeds.
-    let base = Knobs { db_pool: 2, db_rtt: Duration::from_millis(5), max_threads: 200, ..Knobs::default() };
+    let base = Knobs {
+        db_pool: 2,
+        db_rtt: Duration::from_millis(5),
+        max_threads: 200,
+        ..Knobs::default()
+    };
     vec![
-        Phase { label: "Original", change: "DB pool of 2 connections, no cache", knobs: base.clone() },
-        Phase { label: "Phase 1", change: "DB pool raised to 10 connections", knobs: Knobs { db_pool: 10, ..base.clone() } },
-        Phase { label: "Phase 2", change: "look-aside cache on for the room list", knobs: Knobs { db_pool: 10, cache: true, ..base } },
+        Phase {
+            label: "Original",
+            change: "DB pool of 2 connections, no cache",
+            knobs: base.clone(),
+        },
+        Phase {
+            label: "Phase 1",
+            change: "DB pool raised to 10 connections",
+            knobs: Knobs {
+                db_pool: 10,
+                ..base.clone()
+            },
+        },
+        Phase {
+            label: "Phase 2",
+            change: "look-aside cache on for the room list",
+            knobs: Knobs {
+                db_pool: 10,
+                cache: true,
+                ..base
+            },
+        },
     ]
 }
 
 pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
     // Stages per phase: a ramp-up, then a hold (seed 000's 296 VUs, scaled to a laptop).
-    let stages = if a.quick { "2s:30,4s:30" } else { "10s:60,25s:60" };
-    std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let stages = if a.quick {
+        "2s:30,4s:30"
+    } else {
+        "10s:60,25s:60"
+    };
+    std::fs::create_dir_all(&a.output)
+        .with_context(|| format!("cannot create {}", a.output.display()))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     let mut runs = Vec::new();
     let phases = phases();
     eprintln!("== Tuning the chat server's GET /rooms in three phases ==");
     for (i, phase) in phases.iter().enumerate() {
         eprintln!("\n== {} — {} ==", phase.label, phase.change);
         let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, &phase.knobs))?;
-        let name = format!("demo-{}-{}", i, phase.label.to_lowercase().replace(' ', "-"));
-        let load = LoadSpec { stages: Some(parse_stages(stages)?), ..LoadSpec::default() };
+        let name = format!(
+            "demo-{}-{}",
+            i,
+            phase.label.to_lowercase().replace(' ', "-")
+        );
+        let load = LoadSpec {
+            stages: Some(parse_stages(stages)?),
+            ..LoadSpec::default()
+        };
         let spec = demo_spec(target.addr, "/rooms", load, None, &name, &a.output);
-        let dir = spec.and_then(|s| crate::run_cmd::execute(&s, ProgressMode::Plain)).map(|(dir, _)| dir);
+        let dir = spec
+            .and_then(|s| crate::run_cmd::execute(&s, ProgressMode::Plain))
+            .map(|(dir, _)| dir);
         rt.block_on(target.stop())?;
         runs.push(dir?);
     }
     compare(&runs, &phases, &a.output)?;
     let flow = scenario_run(&rt, &phases[phases.len() - 1].knobs, &a.output, a.quick)?;
-    eprintln!("volley: the pair-room flow is in {}; write your own flows like {}", flow.display(), a.output.join("pair-room.yaml").display());
+    eprintln!(
+        "volley: the pair-room flow is in {}; write your own flows like {}",
+        flow.display(),
+        a.output.join("pair-room.yaml").display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
 /// A demo run: `load` against `url` (a scenario's base URL when `scenario` is given), the
 /// target's own `/metrics` scraped beside it, so each phase's report names its bottleneck.
 /// Prints the `volley run` command that does the same.
-fn demo_spec(target: std::net::SocketAddr, path: &str, load: LoadSpec, scenario: Option<&Path>, name: &str, output: &Path) -> Result<RunSpec> {
-    let (url, metrics) = (format!("http://{target}{path}"), format!("http://{target}/metrics"));
-    let stages = load.stages.as_ref().map(|s| s.iter().map(|st| format!("{}s:{}", st.duration.as_secs_f64(), st.target)).collect::<Vec<_>>().join(","));
+fn demo_spec(
+    target: std::net::SocketAddr,
+    path: &str,
+    load: LoadSpec,
+    scenario: Option<&Path>,
+    name: &str,
+    output: &Path,
+) -> Result<RunSpec> {
+    let (url, metrics) = (
+        format!("http://{target}{path}"),
+        format!("http://{target}/metrics"),
+    );
+    let stages = load.stages.as_ref().map(|s| {
+        s.iter()
+            .map(|st| format!("{}s:{}", st.duration.as_secs_f64(), st.target))
+            .collect::<Vec<_>>()
+            .join(",")
+    });
     eprintln!(
         "$ volley run {}--url {url} --stages {} --server-metrics {metrics} --name {name}",
-        scenario.map(|p| format!("{} ", p.display())).unwrap_or_default(),
+        scenario
+            .map(|p| format!("{} ", p.display()))
+            .unwrap_or_default(),
         stages.unwrap_or_default()
     );
-    let scenario = scenario.map(|p| crate::run_cmd::load_scenario(p).map(Arc::new)).transpose()?;
-    let flags = Settings { load, target: Some(url.clone()), name: Some(name.to_string()), ..Settings::default() };
+    let scenario = scenario
+        .map(|p| crate::run_cmd::load_scenario(p).map(Arc::new))
+        .transpose()?;
+    let flags = Settings {
+        load,
+        target: Some(url.clone()),
+        name: Some(name.to_string()),
+        ..Settings::default()
+    };
     let settings = match &scenario {
         Some(sc) => flags.merge(&sc.settings),
         None => flags,
@@ -93,22 +162,48 @@ fn demo_spec(target: std::net::SocketAddr, path: &str, load: LoadSpec, scenario:
 const PAIR_ROOM: &str = include_str!("../../../examples/pair-room.yaml");
 
 /// Runs the pair-room scenario against a fresh target with `knobs`.
-fn scenario_run(rt: &tokio::runtime::Runtime, knobs: &Knobs, output: &Path, quick: bool) -> Result<PathBuf> {
-    eprintln!("\n== A user flow: the pair-room scenario of seed 003, one row of metrics per step ==");
+fn scenario_run(
+    rt: &tokio::runtime::Runtime,
+    knobs: &Knobs,
+    output: &Path,
+    quick: bool,
+) -> Result<PathBuf> {
+    eprintln!(
+        "\n== A user flow: the pair-room scenario of seed 003, one row of metrics per step =="
+    );
     let file = output.join("pair-room.yaml");
     std::fs::write(&file, PAIR_ROOM).with_context(|| format!("cannot write {}", file.display()))?;
     let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, knobs))?;
     let stages = if quick { "2s:5,3s:5" } else { "5s:20,10s:20" };
-    let load = LoadSpec { stages: Some(parse_stages(stages)?), ..LoadSpec::default() };
-    let spec = demo_spec(target.addr, "", load, Some(&file), "demo-3-pair-room-flow", output);
-    let dir = spec.and_then(|s| crate::run_cmd::execute(&s, ProgressMode::Plain)).map(|(dir, _)| dir);
+    let load = LoadSpec {
+        stages: Some(parse_stages(stages)?),
+        ..LoadSpec::default()
+    };
+    let spec = demo_spec(
+        target.addr,
+        "",
+        load,
+        Some(&file),
+        "demo-3-pair-room-flow",
+        output,
+    );
+    let dir = spec
+        .and_then(|s| crate::run_cmd::execute(&s, ProgressMode::Plain))
+        .map(|(dir, _)| dir);
     rt.block_on(target.stop())?;
     dir
 }
 
 fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
-    let sources = runs.iter().map(|p| volley_formats::open(p)).collect::<Result<Vec<_>, _>>()?;
-    let sets: Vec<volley_formats::RunSet> = sources.iter().cloned().map(volley_formats::RunSet::single).collect();
+    let sources = runs
+        .iter()
+        .map(|p| volley_formats::open(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let sets: Vec<volley_formats::RunSet> = sources
+        .iter()
+        .cloned()
+        .map(volley_formats::RunSet::single)
+        .collect();
     let labels: Vec<String> = phases.iter().map(|p| p.label.to_string()).collect();
     let cmp = volley_report::compare::build(&sets, &labels, ReportOptions::default());
     println!("\n{}", cmp.table());
@@ -116,39 +211,93 @@ fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
     let mut found = String::from("## What each phase found (from the target's own metrics)\n\n");
     for (p, src) in phases.iter().zip(&sources) {
         let report = volley_report::RunReport::from_source(src, ReportOptions::default());
-        let findings: Vec<&str> = report.findings.iter().map(String::as_str).filter(|f| !f.starts_with("The load did not change")).collect();
-        let said = if findings.is_empty() { "no bottleneck in the scraped metrics".to_string() } else { findings.join(" ") };
+        let findings: Vec<&str> = report
+            .findings
+            .iter()
+            .map(String::as_str)
+            .filter(|f| !f.starts_with("The load did not change"))
+            .collect();
+        let said = if findings.is_empty() {
+            "no bottleneck in the scraped metrics".to_string()
+        } else {
+            findings.join(" ")
+        };
         found.push_str(&format!("- **{}** ({}): {said}\n", p.label, p.change));
     }
     println!("{found}");
     let md_path = out.join("comparison.md");
     let mut md = String::from("# volley demo: tuning the chat server's `GET /rooms`\n\n");
     for (p, dir) in phases.iter().zip(runs) {
-        md.push_str(&format!("- **{}**: {} — `{}`\n", p.label, p.change, dir.display()));
+        md.push_str(&format!(
+            "- **{}**: {} — `{}`\n",
+            p.label,
+            p.change,
+            dir.display()
+        ));
     }
     md.push('\n');
     md.push_str(&found);
     md.push('\n');
     md.push_str(&cmp.markdown());
     md.push_str("\n![TPS by phase](comparison_charts/tps.png)\n![MTTFB by phase](comparison_charts/mttfb.png)\n![TTFB by percentile](comparison_charts/percentiles.png)\n");
-    crate::report_cmd::write_compare_html(&cmp, &sets, ReportOptions::default(), &out.join("comparison.html"))?;
+    crate::report_cmd::write_compare_html(
+        &cmp,
+        &sets,
+        ReportOptions::default(),
+        &out.join("comparison.html"),
+    )?;
     std::fs::write(&md_path, md)?;
     std::fs::write(out.join("comparison.json"), cmp.to_json())?;
-    eprintln!("volley: the runs are in {}; each has report.html, report.md, report.json and charts/", out.display());
-    eprintln!("volley: the comparison is in {} (open it in a browser), {} and comparison.json", out.join("comparison.html").display(), md_path.display());
-    eprintln!("volley: compare them again with: volley compare {} --labels {}", runs.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(" "), phases.iter().map(|p| p.label).collect::<Vec<_>>().join(",").replace(' ', "\\ "));
+    eprintln!(
+        "volley: the runs are in {}; each has report.html, report.md, report.json and charts/",
+        out.display()
+    );
+    eprintln!(
+        "volley: the comparison is in {} (open it in a browser), {} and comparison.json",
+        out.join("comparison.html").display(),
+        md_path.display()
+    );
+    eprintln!(
+        "volley: compare them again with: volley compare {} --labels {}",
+        runs.iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        phases
+            .iter()
+            .map(|p| p.label)
+            .collect::<Vec<_>>()
+            .join(",")
+            .replace(' ', "\\ ")
+    );
     Ok(())
 }
 
 pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let knobs = a.knobs.0;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async {
-        let target = volley_demo::start(a.listen, &knobs).await.map_err(|e| anyhow::anyhow!("cannot start the target on {}: {e}", a.listen))?;
-        eprintln!("volley: demo target on http://{} (database {})", target.addr, target.db.location);
-        eprintln!("volley: try  volley run --url http://{}/rooms --vus 20 --duration 30s", target.addr);
-        eprintln!("volley: or a user flow  volley check examples/pair-room.yaml --url http://{}", target.addr);
-        eprintln!("volley: metrics at http://{}/metrics; Ctrl-C stops", target.addr);
+        let target = volley_demo::start(a.listen, &knobs)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot start the target on {}: {e}", a.listen))?;
+        eprintln!(
+            "volley: demo target on http://{} (database {})",
+            target.addr, target.db.location
+        );
+        eprintln!(
+            "volley: try  volley run --url http://{}/rooms --vus 20 --duration 30s",
+            target.addr
+        );
+        eprintln!(
+            "volley: or a user flow  volley check examples/pair-room.yaml --url http://{}",
+            target.addr
+        );
+        eprintln!(
+            "volley: metrics at http://{}/metrics; Ctrl-C stops",
+            target.addr
+        );
         let _ = tokio::signal::ctrl_c().await;
         eprintln!("volley: stopping (in-flight requests finish first)");
         target.stop().await?;

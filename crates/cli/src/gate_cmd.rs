@@ -25,34 +25,63 @@ fn tolerance(t: &str) -> Result<f64> {
     let n = t.trim().trim_end_matches('%').trim();
     match n.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => anyhow::bail!("--tolerance {t}: give a percentage of the baseline's value, e.g. --tolerance 5%"),
+        _ => anyhow::bail!(
+            "--tolerance {t}: give a percentage of the baseline's value, e.g. --tolerance 5%"
+        ),
     }
 }
 
 impl Gate {
     /// Checks the flags (metric names, tolerance); a gate is on when any of them is given.
     pub(crate) fn from_flags(f: &GateFlags) -> Result<Gate> {
-        let on = f.baseline.is_some() || f.fail_on.is_some() || f.gate_metrics.is_some() || f.tolerance.is_some() || f.junit.is_some() || f.gate_steps;
-        let tolerance_pct = f.tolerance.as_deref().map(tolerance).transpose()?.unwrap_or(0.0);
+        let on = f.baseline.is_some()
+            || f.fail_on.is_some()
+            || f.gate_metrics.is_some()
+            || f.tolerance.is_some()
+            || f.junit.is_some()
+            || f.gate_steps;
+        let tolerance_pct = f
+            .tolerance
+            .as_deref()
+            .map(tolerance)
+            .transpose()?
+            .unwrap_or(0.0);
         let spec = on
             .then(|| GateSpec::parse(f.gate_metrics.as_deref(), tolerance_pct))
             .transpose()
             .map_err(|e| anyhow::anyhow!("--gate-metrics: {e}"))?
-            .map(|s| GateSpec { steps: f.gate_steps, ..s });
-        Ok(Gate { spec, baseline: f.baseline.clone(), fail_on: f.fail_on, junit: f.junit.clone() })
+            .map(|s| GateSpec {
+                steps: f.gate_steps,
+                ..s
+            });
+        Ok(Gate {
+            spec,
+            baseline: f.baseline.clone(),
+            fail_on: f.fail_on,
+            junit: f.junit.clone(),
+        })
     }
 
     /// The inputs in order: the baseline first.
     pub(crate) fn paths(&self, given: &[PathBuf]) -> Result<Vec<PathBuf>> {
         match &self.baseline {
-            Some(b) => Ok(std::iter::once(b.clone()).chain(given.iter().cloned()).collect()),
-            None if given.len() < 2 => anyhow::bail!("volley compare needs two or more runs, or --baseline RUN and one or more runs to compare with it"),
+            Some(b) => Ok(std::iter::once(b.clone())
+                .chain(given.iter().cloned())
+                .collect()),
+            None if given.len() < 2 => anyhow::bail!(
+                "volley compare needs two or more runs, or --baseline RUN and one or more runs to compare with it"
+            ),
             None => Ok(given.to_vec()),
         }
     }
 
     /// The comparison: each candidate against the baseline, or the chain of runs in order.
-    pub(crate) fn build(&self, sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Comparison {
+    pub(crate) fn build(
+        &self,
+        sets: &[RunSet],
+        labels: &[String],
+        opts: ReportOptions,
+    ) -> Comparison {
         match self.baseline {
             Some(_) => volley_report::gate::against_baseline(sets, labels, opts),
             None => volley_report::compare::build(sets, labels, opts),
@@ -61,7 +90,12 @@ impl Gate {
 
     /// Judges `cmp`, adds the verdict to `text` (the comparison in `format`), writes the JUnit
     /// file and the job summary, and returns the text with the exit code.
-    pub(crate) fn finish(&self, cmp: &Comparison, text: String, format: ReportFormat) -> Result<(String, ExitCode)> {
+    pub(crate) fn finish(
+        &self,
+        cmp: &Comparison,
+        text: String,
+        format: ReportFormat,
+    ) -> Result<(String, ExitCode)> {
         let Some(spec) = &self.spec else {
             crate::ci::append_step_summary(&cmp.markdown());
             return Ok((text, ExitCode::SUCCESS));
@@ -78,19 +112,42 @@ impl Gate {
             ReportFormat::Csv => text,
         };
         if let Some(path) = &self.junit {
-            crate::ci::write_junit(path, &volley_report::junit::gate_suites(&gate, &cmp.table(), &crate::ci::hostname()))?;
+            crate::ci::write_junit(
+                path,
+                &volley_report::junit::gate_suites(&gate, &cmp.table(), &crate::ci::hostname()),
+            )?;
         }
         crate::ci::append_step_summary(&format!("{}\n{}", cmp.markdown(), gate.markdown()));
         let checks = gate.tables.iter().flat_map(|t| &t.checks);
-        if checks.clone().next().is_some() && checks.clone().all(|c| c.outcome == volley_report::gate::Outcome::NotJudged) {
-            eprintln!("volley: warning: the gate could not judge any figure (see why in the output): it passes, but it checked nothing");
+        if checks.clone().next().is_some()
+            && checks
+                .clone()
+                .all(|c| c.outcome == volley_report::gate::Outcome::NotJudged)
+        {
+            eprintln!(
+                "volley: warning: the gate could not judge any figure (see why in the output): it passes, but it checked nothing"
+            );
         }
-        let failures: Vec<String> = gate.failures().map(|(t, c)| format!("{} ({} → {}): {}", c.label, t.before, t.after, c.why)).collect();
+        let failures: Vec<String> = gate
+            .failures()
+            .map(|(t, c)| format!("{} ({} → {}): {}", c.label, t.before, t.after, c.why))
+            .collect();
         if !failures.is_empty() {
             let n = failures.len();
-            eprintln!("volley: gate: {n} figure{} worse beyond the noise:\n  {}", if n == 1 { "" } else { "s" }, failures.join("\n  "));
+            eprintln!(
+                "volley: gate: {n} figure{} worse beyond the noise:\n  {}",
+                if n == 1 { "" } else { "s" },
+                failures.join("\n  ")
+            );
         }
         let failed = self.fail_on == Some(FailOn::Regression) && !gate.passed;
-        Ok((text, if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }))
+        Ok((
+            text,
+            if failed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            },
+        ))
     }
 }

@@ -18,9 +18,15 @@ use crate::args::{CollectArgs, K8sCommand, ManifestArgs, RunLine, SpreadArg};
 
 /// Flags the manifest sets for every pod, which the run flags may not set again.
 const SET_BY_MANIFEST: &[(&str, &str)] = &[
-    ("--segment", "each pod runs the segment of its completion index"),
+    (
+        "--segment",
+        "each pod runs the segment of its completion index",
+    ),
     ("--start-at", "the manifest sets it from --start-in"),
-    ("--upload", "the manifest sets it from --bucket and the run id"),
+    (
+        "--upload",
+        "the manifest sets it from --bucket and the run id",
+    ),
     ("--output", "pods write to their own /runs and upload it"),
     ("-o", "pods write to their own /runs and upload it"),
     ("--progress", "pods log a plain line per interval"),
@@ -37,20 +43,33 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
     for flag in &a.run {
         let name = flag.split_once('=').map_or(flag.as_str(), |(n, _)| n);
         let short_o = flag.starts_with("-o") && !flag.starts_with("--");
-        if let Some((set, why)) = SET_BY_MANIFEST.iter().find(|(f, _)| *f == name || (*f == "-o" && short_o)) {
+        if let Some((set, why)) = SET_BY_MANIFEST
+            .iter()
+            .find(|(f, _)| *f == name || (*f == "-o" && short_o))
+        {
             bail!("{set} after `--`: leave it out, {why}");
         }
         if !flag.starts_with('-') && a.run.first() == Some(flag) {
-            bail!("`{flag}` after `--`: give the scenario file before `--` (volley k8s manifest {flag} --segments ... -- FLAGS)");
+            bail!(
+                "`{flag}` after `--`: give the scenario file before `--` (volley k8s manifest {flag} --segments ... -- FLAGS)"
+            );
         }
     }
-    let line = std::iter::once("volley run".to_string()).chain(a.scenario.iter().map(|p| p.display().to_string())).chain(a.run.iter().cloned());
+    let line = std::iter::once("volley run".to_string())
+        .chain(a.scenario.iter().map(|p| p.display().to_string()))
+        .chain(a.run.iter().cloned());
     let run = RunLine::try_parse_from(line)?.args;
     if let Some(f) = &run.body_file {
-        bail!("--body-file {}: the pods cannot read files from this machine; give the body with --body, or write a scenario", f.display());
+        bail!(
+            "--body-file {}: the pods cannot read files from this machine; give the body with --body, or write a scenario",
+            f.display()
+        );
     }
     if let Some(f) = &run.cacert {
-        bail!("--cacert {}: the pods cannot read files from this machine; build an image that trusts the CA, or use --insecure", f.display());
+        bail!(
+            "--cacert {}: the pods cannot read files from this machine; build an image that trusts the CA, or use --insecure",
+            f.display()
+        );
     }
     let checked = crate::run_cmd::check_run(&run)?;
 
@@ -60,7 +79,11 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
                 let names: Vec<&str> = sc.env.iter().map(|(n, _)| n.as_str()).collect();
                 bail!(
                     "the scenario reads {} from the environment, and the pods need them too: put them in a Secret (kubectl create secret generic volley-env --from-literal={}=...) and pass --env-secret volley-env",
-                    names.iter().map(|n| format!("env.{n}")).collect::<Vec<_>>().join(", "),
+                    names
+                        .iter()
+                        .map(|n| format!("env.{n}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     names[0]
                 );
             }
@@ -72,10 +95,17 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
     let now = Timestamp::now();
     let start_in = duration("start-in", &a.start_in)?;
     if start_in < Duration::from_secs(10) {
-        bail!("--start-in {}: give the pods at least 10s to be scheduled and pull the image", a.start_in);
+        bail!(
+            "--start-in {}: give the pods at least 10s to be scheduled and pull the image",
+            a.start_in
+        );
     }
     let start_at = now.checked_add(jiff::SignedDuration::try_from(start_in)?)?;
-    let name = checked.settings.name.clone().unwrap_or_else(|| host_of(&checked.url));
+    let name = checked
+        .settings
+        .name
+        .clone()
+        .unwrap_or_else(|| host_of(&checked.url));
     let run_id = match &a.run_id {
         Some(id) => {
             volley_k8s::validate_run_id(id)?;
@@ -89,7 +119,9 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
     }
     if let Some(e) = &a.endpoint {
         if !(e.starts_with("http://") || e.starts_with("https://")) {
-            bail!("--endpoint {e}: give a URL, e.g. https://s3.example.com or http://minio.minio.svc:9000");
+            bail!(
+                "--endpoint {e}: give a URL, e.g. https://s3.example.com or http://minio.minio.svc:9000"
+            );
         }
         env.push(("AWS_ENDPOINT_URL".to_string(), e.clone()));
     }
@@ -114,12 +146,19 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
         },
         env,
         env_secret: a.env_secret.clone(),
-        resources: Resources { cpu: a.cpu.clone(), memory: a.memory.clone() },
+        resources: Resources {
+            cpu: a.cpu.clone(),
+            memory: a.memory.clone(),
+        },
         spread: match a.spread {
             SpreadArg::Hard => Spread::Hard,
             SpreadArg::Soft => Spread::Soft,
         },
-        ttl_after_finished: if a.keep_finished { None } else { Some(duration("ttl", &a.ttl)?) },
+        ttl_after_finished: if a.keep_finished {
+            None
+        } else {
+            Some(duration("ttl", &a.ttl)?)
+        },
     };
     let m = volley_k8s::manifests(&spec, now)?;
     let results = a.bucket.join(&run_id);
@@ -135,7 +174,11 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
         a.segments,
         start_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         start_in.as_secs(),
-        if a.output == "-" { "pipe this output to `kubectl apply -f -`".to_string() } else { format!("`kubectl apply -f {}`", a.output) },
+        if a.output == "-" {
+            "pipe this output to `kubectl apply -f -`".to_string()
+        } else {
+            format!("`kubectl apply -f {}`", a.output)
+        },
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -147,43 +190,82 @@ fn duration(flag: &str, value: &str) -> Result<Duration> {
 /// The host of a URL, for a run id when the plan has no name.
 fn host_of(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', ':', '?']).next().unwrap_or("run").to_string()
+    rest.split(['/', ':', '?'])
+        .next()
+        .unwrap_or("run")
+        .to_string()
 }
 
 fn collect(a: CollectArgs) -> Result<ExitCode> {
     let segments_dir = a.output.join("segments");
     if segments_dir.exists() {
-        bail!("{} exists already: collect into a new directory, so that segments of two runs are never mixed", segments_dir.display());
+        bail!(
+            "{} exists already: collect into a new directory, so that segments of two runs are never mixed",
+            segments_dir.display()
+        );
     }
     let store = Store::from_env(&a.run)?;
     let got = store.download(&segments_dir)?;
     if got.files.is_empty() {
-        bail!("nothing under {}/: check the run id (the manifest printed it) and that the pods have finished", a.run);
+        bail!(
+            "nothing under {}/: check the run id (the manifest printed it) and that the pods have finished",
+            a.run
+        );
     }
     let segments = segment_dirs(&segments_dir)?;
-    eprintln!("volley: downloaded {} files ({} bytes) from {}/ into {}", got.files.len(), got.bytes, a.run, segments_dir.display());
+    eprintln!(
+        "volley: downloaded {} files ({} bytes) from {}/ into {}",
+        got.files.len(),
+        got.bytes,
+        a.run,
+        segments_dir.display()
+    );
     for (index, dir) in &segments {
         let complete = dir.join("run.json").is_file();
-        eprintln!("  segment {index}: {}{}", dir.display(), if complete { "" } else { " (no run.json: the pod did not finish its run)" });
+        eprintln!(
+            "  segment {index}: {}{}",
+            dir.display(),
+            if complete {
+                ""
+            } else {
+                " (no run.json: the pod did not finish its run)"
+            }
+        );
     }
     // The whole folder: a segment whose pod left no run directory is then reported missing
     // (the merged run is `partial`) rather than stopping the merge.
     let merged = a.output.join("merged");
-    eprintln!("volley: merging them (volley merge {} -o {})", segments_dir.display(), merged.display());
-    crate::merge_cmd::merge_and_report(&[segments_dir], &merged, &volley_merge::MergeOptions::default())
+    eprintln!(
+        "volley: merging them (volley merge {} -o {})",
+        segments_dir.display(),
+        merged.display()
+    );
+    crate::merge_cmd::merge_and_report(
+        &[segments_dir],
+        &merged,
+        &volley_merge::MergeOptions::default(),
+    )
 }
 
 /// The `segment-<i>` folders under `dir`, by index; anything else there is an error (the
 /// prefix holds something that is not this run's segments).
 fn segment_dirs(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("{}: cannot read it", dir.display()))? {
+    for entry in
+        std::fs::read_dir(dir).with_context(|| format!("{}: cannot read it", dir.display()))?
+    {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let index = name.strip_prefix("segment-").and_then(|i| i.parse::<u32>().ok()).filter(|_| entry.path().is_dir());
+        let index = name
+            .strip_prefix("segment-")
+            .and_then(|i| i.parse::<u32>().ok())
+            .filter(|_| entry.path().is_dir());
         match index {
             Some(i) => out.push((i, entry.path())),
-            None => bail!("{}: not a segment-<i> folder; the prefix holds more than one run's segments", entry.path().display()),
+            None => bail!(
+                "{}: not a segment-<i> folder; the prefix holds more than one run's segments",
+                entry.path().display()
+            ),
         }
     }
     out.sort();

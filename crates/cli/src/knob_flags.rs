@@ -14,9 +14,15 @@ impl FromArgMatches for KnobFlags {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         let mut knobs = Knobs::default();
         for k in KNOBS {
-            let value = if k.is_switch() { m.get_flag(k.name).then(|| "on".to_string()) } else { m.get_one::<String>(k.name).cloned() };
+            let value = if k.is_switch() {
+                m.get_flag(k.name).then(|| "on".to_string())
+            } else {
+                m.get_one::<String>(k.name).cloned()
+            };
             if let Some(v) = value {
-                knobs.set(k.name, &v).map_err(|e| clap::Error::raw(ErrorKind::ValueValidation, format!("--{e}\n")))?;
+                knobs.set(k.name, &v).map_err(|e| {
+                    clap::Error::raw(ErrorKind::ValueValidation, format!("--{e}\n"))
+                })?;
             }
         }
         Ok(KnobFlags(knobs))

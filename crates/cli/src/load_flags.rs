@@ -16,7 +16,12 @@ impl FromArgMatches for LoadFlags {
         let mut spec = LoadSpec::default();
         for o in OPTIONS {
             if let Some(v) = m.get_one::<String>(o.key) {
-                spec.set(o.key, v).map_err(|e| clap::Error::raw(ErrorKind::ValueValidation, format!("{} {v}: {e}\n", o.flag())))?;
+                spec.set(o.key, v).map_err(|e| {
+                    clap::Error::raw(
+                        ErrorKind::ValueValidation,
+                        format!("{} {v}: {e}\n", o.flag()),
+                    )
+                })?;
             }
         }
         Ok(LoadFlags(spec))
@@ -31,7 +36,10 @@ impl FromArgMatches for LoadFlags {
 impl Args for LoadFlags {
     fn augment_args(cmd: Command) -> Command {
         OPTIONS.iter().fold(cmd, |cmd, o| {
-            let mut arg = Arg::new(o.key).long(o.key.replace('_', "-")).value_name(o.value_name).help(o.help);
+            let mut arg = Arg::new(o.key)
+                .long(o.key.replace('_', "-"))
+                .value_name(o.value_name)
+                .help(o.help);
             for (key, others, _) in CONFLICTS.iter().filter(|(key, _, _)| *key == o.key) {
                 debug_assert_eq!(*key, o.key);
                 arg = arg.conflicts_with_all(others.iter().copied());

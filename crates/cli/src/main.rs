@@ -3,8 +3,8 @@
 
 mod args;
 mod check_cmd;
-mod convert_cmd;
 mod ci;
+mod convert_cmd;
 mod demo_cmd;
 mod gate_cmd;
 mod k8s_cmd;
@@ -15,8 +15,8 @@ mod merge_cmd;
 mod progress;
 mod report_cmd;
 mod run_cmd;
-mod segment_flags;
 mod runs_cmd;
+mod segment_flags;
 mod signals;
 mod sweep_cmd;
 
@@ -49,7 +49,9 @@ fn main() -> ExitCode {
         Command::Runs(a) => runs_cmd::runs(a),
         Command::K8s { command } => k8s_cmd::k8s(command),
         Command::Convert { command } => convert_cmd::convert(command),
-        Command::Target { command: args::TargetCommand::Serve(a) } => demo_cmd::serve(a),
+        Command::Target {
+            command: args::TargetCommand::Serve(a),
+        } => demo_cmd::serve(a),
     };
     match result {
         Ok(code) => code,
@@ -65,7 +67,11 @@ fn main() -> ExitCode {
 fn quiet_on_closed_pipe() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let text = info.payload().downcast_ref::<String>().map(String::as_str).unwrap_or_default();
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or_default();
         if text.starts_with("failed printing to stdout") && text.contains("Broken pipe") {
             std::process::exit(0);
         }

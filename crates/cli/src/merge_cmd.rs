@@ -11,13 +11,18 @@ use volley_scenario::parse_duration;
 use crate::args::MergeArgs;
 
 pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
-    let start_tolerance = parse_duration(&a.start_tolerance).map_err(|e| anyhow::anyhow!("--start-tolerance: {e}"))?;
+    let start_tolerance = parse_duration(&a.start_tolerance)
+        .map_err(|e| anyhow::anyhow!("--start-tolerance: {e}"))?;
     merge_and_report(&a.inputs, &a.output, &MergeOptions { start_tolerance })
 }
 
 /// Merges the segments under `inputs` into `out`, then writes and prints its report; the
 /// exit code is 1 when segments are missing, one was aborted, or a threshold failed.
-pub(crate) fn merge_and_report(inputs: &[std::path::PathBuf], out: &std::path::Path, opts: &MergeOptions) -> Result<ExitCode> {
+pub(crate) fn merge_and_report(
+    inputs: &[std::path::PathBuf],
+    out: &std::path::Path,
+    opts: &MergeOptions,
+) -> Result<ExitCode> {
     let merged = volley_merge::merge(inputs, out, opts)?;
     let segments: Vec<String> = merged.segments.iter().map(|i| i.to_string()).collect();
     eprintln!(
@@ -29,13 +34,30 @@ pub(crate) fn merge_and_report(inputs: &[std::path::PathBuf], out: &std::path::P
     );
     if merged.status == RunStatus::Partial {
         let missing: Vec<String> = merged.missing.iter().map(|i| i.to_string()).collect();
-        eprintln!("volley: PARTIAL: segments {} are missing; the figures cover only the segments merged", missing.join(", "));
+        eprintln!(
+            "volley: PARTIAL: segments {} are missing; the figures cover only the segments merged",
+            missing.join(", ")
+        );
     }
     let report = crate::run_cmd::write_reports(&merged.dir)?;
     if !report.thresholds_passed() {
-        eprintln!("volley: thresholds failed: {}", report.thresholds.iter().filter(|t| !t.passed).map(|t| t.expr.as_str()).collect::<Vec<_>>().join("; "));
+        eprintln!(
+            "volley: thresholds failed: {}",
+            report
+                .thresholds
+                .iter()
+                .filter(|t| !t.passed)
+                .map(|t| t.expr.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
     }
     // Missing segments or a segment volley had to stop fail the run as surely as a threshold.
-    let failed = matches!(merged.status, RunStatus::Partial | RunStatus::Aborted) || !report.thresholds_passed();
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    let failed = matches!(merged.status, RunStatus::Partial | RunStatus::Aborted)
+        || !report.thresholds_passed();
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

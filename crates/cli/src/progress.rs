@@ -33,11 +33,25 @@ impl Progress {
         }
         let elapsed = row.start_s + row.period_s;
         let total = self.planned.map_or(0.0, |p| p.as_secs_f64());
-        let of_total = self.planned.map_or_else(String::new, |_| format!("/{total:.0}s"));
-        let pct = |p: f64| if sample.ttfb.is_empty() { 0.0 } else { sample.ttfb.value_at_percentile(p) as f64 / 1000.0 };
+        let of_total = self
+            .planned
+            .map_or_else(String::new, |_| format!("/{total:.0}s"));
+        let pct = |p: f64| {
+            if sample.ttfb.is_empty() {
+                0.0
+            } else {
+                sample.ttfb.value_at_percentile(p) as f64 / 1000.0
+            }
+        };
         let mut stats = format!(
             "VUs {:>4}/{:<4} TPS {:>9.1}  TTFB p50 {:>7.2} ms p99 {:>8.2} ms  errors {} ({} total)",
-            row.vusers, target_vus, row.tps, pct(50.0), pct(99.0), row.errors, self.errors
+            row.vusers,
+            target_vus,
+            row.tps,
+            pct(50.0),
+            pct(99.0),
+            row.errors,
+            self.errors
         );
         let c = &sample.counts;
         if c.late + c.dropped > 0 {
@@ -49,7 +63,11 @@ impl Progress {
         let mut err = std::io::stderr().lock();
         if self.live {
             let width = 24;
-            let done = if self.planned.is_some() { ((elapsed / total.max(1e-9)).min(1.0) * width as f64) as usize } else { 0 };
+            let done = if self.planned.is_some() {
+                ((elapsed / total.max(1e-9)).min(1.0) * width as f64) as usize
+            } else {
+                0
+            };
             let bar = format!("{}{}", "=".repeat(done), " ".repeat(width - done));
             let _ = write!(err, "\r\x1b[2K[{bar}] {elapsed:>6.0}s{of_total}  {stats}");
         } else {

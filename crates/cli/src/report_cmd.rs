@@ -13,17 +13,30 @@ use crate::args::{CompareArgs, OutputArgs, ReportArgs, ReportFormat};
 fn warmup_flag(w: &Option<String>) -> Result<Option<Warmup>> {
     let Some(w) = w else { return Ok(None) };
     if let Some(n) = w.strip_prefix("stage:") {
-        let n: usize = n.parse().map_err(|_| anyhow::anyhow!("--warmup {w}: write stage:N for the first N stages"))?;
+        let n: usize = n
+            .parse()
+            .map_err(|_| anyhow::anyhow!("--warmup {w}: write stage:N for the first N stages"))?;
         return Ok(Some(Warmup::Stages(n)));
     }
-    Ok(Some(Warmup::Seconds(parse_duration(w).map_err(|e| anyhow::anyhow!("--warmup: {e}"))?.as_secs_f64())))
+    Ok(Some(Warmup::Seconds(
+        parse_duration(w)
+            .map_err(|e| anyhow::anyhow!("--warmup: {e}"))?
+            .as_secs_f64(),
+    )))
 }
 
 /// Opens every input — a run directory, a result file (as `from`, or detected) or a run
 /// group — with [`volley_formats::open_run_or_group`], and checks the warm-up leaves
 /// something of every run.
-pub(crate) fn open_all(paths: &[std::path::PathBuf], from: Option<volley_formats::Format>, opts: ReportOptions) -> Result<Vec<RunSet>> {
-    let sets = paths.iter().map(|p| volley_formats::open_run_or_group(p, from)).collect::<Result<Vec<_>, _>>()?;
+pub(crate) fn open_all(
+    paths: &[std::path::PathBuf],
+    from: Option<volley_formats::Format>,
+    opts: ReportOptions,
+) -> Result<Vec<RunSet>> {
+    let sets = paths
+        .iter()
+        .map(|p| volley_formats::open_run_or_group(p, from))
+        .collect::<Result<Vec<_>, _>>()?;
     for s in sets.iter().flat_map(|s| &s.runs) {
         volley_report::check_warmup(s, opts.warmup)?;
     }
@@ -41,7 +54,10 @@ fn emit(output: &Option<std::path::PathBuf>, text: &str) -> Result<()> {
 }
 
 fn options(out: &OutputArgs) -> Result<ReportOptions> {
-    Ok(ReportOptions { warmup: warmup_flag(&out.warmup)?, tps_tail: out.tps_tail.into() })
+    Ok(ReportOptions {
+        warmup: warmup_flag(&out.warmup)?,
+        tps_tail: out.tps_tail.into(),
+    })
 }
 
 pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
@@ -49,18 +65,30 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     let mut out = String::new();
     let sets = open_all(&a.paths, a.from, opts)?;
     // A group's runs are reported one by one, then the group: each figure across its runs.
-    let summaries: Vec<_> =
-        sets.iter().filter(|s| s.is_group() && a.out.format != ReportFormat::Csv).map(|set| volley_report::group::summarize(set, opts)).collect();
+    let summaries: Vec<_> = sets
+        .iter()
+        .filter(|s| s.is_group() && a.out.format != ReportFormat::Csv)
+        .map(|set| volley_report::group::summarize(set, opts))
+        .collect();
     // The runs are moved out, not copied: an imported file's series can be most of the memory.
     let sources: Vec<Source> = sets.into_iter().flat_map(|s| s.runs).collect();
-    let reports: Vec<RunReport> = sources.iter().map(|s| RunReport::from_source(s, opts)).collect();
+    let reports: Vec<RunReport> = sources
+        .iter()
+        .map(|s| RunReport::from_source(s, opts))
+        .collect();
     if let Some(addr) = &a.out.serve {
-        crate::live_cmd::serve(addr, volley_report::html::report_page(&sources, &reports, opts))?;
+        crate::live_cmd::serve(
+            addr,
+            volley_report::html::report_page(&sources, &reports, opts),
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(html) = &a.out.html {
-        std::fs::write(html, volley_report::html::report_page(&sources, &reports, opts))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
+        std::fs::write(
+            html,
+            volley_report::html::report_page(&sources, &reports, opts),
+        )
+        .map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
         eprintln!("volley: wrote {}", html.display());
     }
     if a.out.format == ReportFormat::Csv {
@@ -88,9 +116,17 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     let opts = options(&a.out)?;
     let gate = crate::gate_cmd::Gate::from_flags(&a.gate)?;
     let paths = gate.paths(&a.paths)?;
-    let labels: Vec<String> = a.labels.as_deref().map(|l| l.split(',').map(|s| s.trim().to_string()).collect()).unwrap_or_default();
+    let labels: Vec<String> = a
+        .labels
+        .as_deref()
+        .map(|l| l.split(',').map(|s| s.trim().to_string()).collect())
+        .unwrap_or_default();
     if !labels.is_empty() && labels.len() != paths.len() {
-        anyhow::bail!("--labels has {} labels for {} runs", labels.len(), paths.len());
+        anyhow::bail!(
+            "--labels has {} labels for {} runs",
+            labels.len(),
+            paths.len()
+        );
     }
     let sets = open_all(&paths, None, opts)?;
     let cmp = gate.build(&sets, &labels, opts);
@@ -99,7 +135,8 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         let scratch = std::env::temp_dir().join(format!("volley-serve-{}", std::process::id()));
         std::fs::create_dir_all(&scratch)?;
         let page = scratch.join("compare.html");
-        let written = write_compare_html(&cmp, &sets, opts, &page).and_then(|()| Ok(std::fs::read_to_string(&page)?));
+        let written = write_compare_html(&cmp, &sets, opts, &page)
+            .and_then(|()| Ok(std::fs::read_to_string(&page)?));
         let _ = std::fs::remove_dir_all(&scratch);
         crate::live_cmd::serve(addr, written?)?;
         return Ok(ExitCode::SUCCESS);
@@ -128,7 +165,10 @@ pub(crate) fn write_compare_html(
 ) -> Result<()> {
     let sources: Vec<Source> = sets.iter().map(|s| s.first().clone()).collect();
     let sources = &sources[..];
-    let stem = html.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "compare".into());
+    let stem = html
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "compare".into());
     let dir = html.with_file_name(format!("{stem}_charts"));
     let labels: Vec<String> = cmp.runs.iter().map(|r| r.label.clone()).collect();
     let files = volley_report::charts::compare_charts(sources, &labels, opts, &dir)?;
@@ -137,7 +177,15 @@ pub(crate) fn write_compare_html(
         .filter(|p| p.extension().is_some_and(|e| e == "svg") && !p.ends_with("percentiles.svg"))
         .map(std::fs::read_to_string)
         .collect::<std::io::Result<Vec<_>>>()?;
-    std::fs::write(html, volley_report::html::compare_page(cmp, sources, opts, svgs)).map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
-    eprintln!("volley: wrote {} (charts in {})", html.display(), dir.display());
+    std::fs::write(
+        html,
+        volley_report::html::compare_page(cmp, sources, opts, svgs),
+    )
+    .map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
+    eprintln!(
+        "volley: wrote {} (charts in {})",
+        html.display(),
+        dir.display()
+    );
     Ok(())
 }

@@ -9,7 +9,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use volley_engine::{Target, TlsOptions};
 use volley_formats::{RunData, RunStatus};
-use volley_record::{GroupSpec, IntervalView, Observer, Observers, PopulationSpec, Quiet, Recorded, RunSpec, RunStart};
+use volley_record::{
+    GroupSpec, IntervalView, Observer, Observers, PopulationSpec, Quiet, Recorded, RunSpec,
+    RunStart,
+};
 use volley_report::{ReportOptions, RunReport};
 use volley_scenario::{RequestSpec, Scenario, Settings, StatusSet, parse_duration};
 
@@ -24,13 +27,20 @@ fn duration_flag(flag: &str, value: &str) -> Result<Duration> {
 pub(crate) fn load_scenario(path: &Path) -> Result<Scenario> {
     volley_scenario::load_scenario(path).map_err(|errors| {
         let n = errors.0.len();
-        anyhow::anyhow!("{n} problem{} in the scenario:\n{errors}", if n == 1 { "" } else { "s" })
+        anyhow::anyhow!(
+            "{n} problem{} in the scenario:\n{errors}",
+            if n == 1 { "" } else { "s" }
+        )
     })
 }
 
 /// The settings the flags give, typed (a scenario's go under them: [`Settings::merge`]).
 fn flag_settings(a: &RunArgs) -> Result<Settings> {
-    let timeout = a.timeout.as_deref().map(|t| duration_flag("timeout", t)).transpose()?;
+    let timeout = a
+        .timeout
+        .as_deref()
+        .map(|t| duration_flag("timeout", t))
+        .transpose()?;
     if timeout.is_some_and(|t| t.is_zero()) {
         bail!("--timeout must be above zero");
     }
@@ -39,7 +49,11 @@ fn flag_settings(a: &RunArgs) -> Result<Settings> {
         target: a.url.clone(),
         name: a.name.clone(),
         timeout,
-        warmup: a.warmup.as_deref().map(|w| duration_flag("warmup", w)).transpose()?,
+        warmup: a
+            .warmup
+            .as_deref()
+            .map(|w| duration_flag("warmup", w))
+            .transpose()?,
         expect_status: a
             .expect_status
             .as_deref()
@@ -48,7 +62,9 @@ fn flag_settings(a: &RunArgs) -> Result<Settings> {
         thresholds: a
             .thresholds
             .iter()
-            .map(|t| volley_scenario::parse_threshold(t).map_err(|e| anyhow::anyhow!("--threshold: {e}")))
+            .map(|t| {
+                volley_scenario::parse_threshold(t).map_err(|e| anyhow::anyhow!("--threshold: {e}"))
+            })
             .collect::<Result<_>>()?,
     })
 }
@@ -57,7 +73,8 @@ fn flag_settings(a: &RunArgs) -> Result<Settings> {
 fn flag_request(a: &RunArgs, url: &str) -> Result<RequestSpec> {
     let body = match (&a.body, &a.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
-        (None, Some(path)) => std::fs::read(path).with_context(|| format!("--body-file {}: cannot read it", path.display()))?,
+        (None, Some(path)) => std::fs::read(path)
+            .with_context(|| format!("--body-file {}: cannot read it", path.display()))?,
         (None, None) => Vec::new(),
     };
     let headers = a
@@ -65,7 +82,12 @@ fn flag_request(a: &RunArgs, url: &str) -> Result<RequestSpec> {
         .iter()
         .map(|h| RequestSpec::parse_header(h).map_err(|e| anyhow::anyhow!("--header: {e}")))
         .collect::<Result<Vec<_>>>()?;
-    Ok(RequestSpec { method: a.method.to_ascii_uppercase(), url: url.to_string(), headers, body })
+    Ok(RequestSpec {
+        method: a.method.to_ascii_uppercase(),
+        url: url.to_string(),
+        headers,
+        body,
+    })
 }
 
 /// The flags and the scenario, checked and merged, before the target's name is resolved
@@ -88,9 +110,24 @@ pub(crate) struct CheckedRun {
 /// file's top level): each keeps its own load and thresholds, takes the command line's
 /// timeout and expected statuses, runs segment `segment` of its load, starts at its offset.
 /// Load flags other than --repeat/--repeat-pause are refused: each population has its own.
-pub(crate) fn population_specs(scenario: &Scenario, flags: &Settings, settings: &Settings, segment: volley_scenario::Segment) -> Result<Vec<PopulationSpec>> {
-    let names: Vec<&str> = scenario.populations.iter().map(|p| p.name.as_str()).collect();
-    let shaping: Vec<String> = flags.load.given().into_iter().filter(|k| !k.starts_with("repeat")).map(|k| format!("--{}", k.replace('_', "-"))).collect();
+pub(crate) fn population_specs(
+    scenario: &Scenario,
+    flags: &Settings,
+    settings: &Settings,
+    segment: volley_scenario::Segment,
+) -> Result<Vec<PopulationSpec>> {
+    let names: Vec<&str> = scenario
+        .populations
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    let shaping: Vec<String> = flags
+        .load
+        .given()
+        .into_iter()
+        .filter(|k| !k.starts_with("repeat"))
+        .map(|k| format!("--{}", k.replace('_', "-")))
+        .collect();
     if !shaping.is_empty() {
         bail!(
             "{} would apply to every scenario of {} ({}), each of which has its own load; set the load in each scenario under `scenarios:` (or the shared defaults in the file's top-level `load`)",
@@ -103,7 +140,11 @@ pub(crate) fn population_specs(scenario: &Scenario, flags: &Settings, settings: 
         if let Some(p) = &t.population
             && !names.contains(&p.as_str())
         {
-            bail!("--threshold `{}`: the scenario has no population `{p}`; its scenarios are {}", t.expr, names.join(", "));
+            bail!(
+                "--threshold `{}`: the scenario has no population `{p}`; its scenarios are {}",
+                t.expr,
+                names.join(", ")
+            );
         }
     }
     let request = RequestSpec::get(settings.target.clone().unwrap_or_default());
@@ -116,16 +157,34 @@ pub(crate) fn population_specs(scenario: &Scenario, flags: &Settings, settings: 
             name: Some(p.name.clone()),
             timeout: flags.timeout.or(own.timeout),
             warmup: None,
-            expect_status: flags.expect_status.clone().or_else(|| own.expect_status.clone()),
+            expect_status: flags
+                .expect_status
+                .clone()
+                .or_else(|| own.expect_status.clone()),
             thresholds: Vec::new(),
         };
-        let mut plan = pop.plan(request.clone(), Some(p.scenario.clone())).map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", p.name))?;
-        segment.check(&plan.load).map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", p.name))?;
+        let mut plan = pop
+            .plan(request.clone(), Some(p.scenario.clone()))
+            .map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", p.name))?;
+        segment
+            .check(&plan.load)
+            .map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", p.name))?;
         let load = plan.load.clone();
         plan.load = load.delayed(p.start);
         plan.segment = segment;
-        let thresholds = settings.thresholds.iter().filter(|t| t.population.as_deref() == Some(p.name.as_str())).cloned().collect();
-        out.push(PopulationSpec { name: p.name.clone(), plan, load, start: p.start, thresholds });
+        let thresholds = settings
+            .thresholds
+            .iter()
+            .filter(|t| t.population.as_deref() == Some(p.name.as_str()))
+            .cloned()
+            .collect();
+        out.push(PopulationSpec {
+            name: p.name.clone(),
+            plan,
+            load,
+            start: p.start,
+            thresholds,
+        });
     }
     Ok(out)
 }
@@ -136,8 +195,14 @@ pub(crate) fn check_run(a: &RunArgs) -> Result<CheckedRun> {
     let segment = crate::segment_flags::segment(a)?;
     let (settings, scenario) = match &a.scenario {
         Some(path) => {
-            if !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() || a.method != "GET" {
-                bail!("-X, --header, --body and --body-file are for single-URL runs; with a scenario, put them on its steps");
+            if !a.headers.is_empty()
+                || a.body.is_some()
+                || a.body_file.is_some()
+                || a.method != "GET"
+            {
+                bail!(
+                    "-X, --header, --body and --body-file are for single-URL runs; with a scenario, put them on its steps"
+                );
             }
             if a.dashboard.as_deref() == Some("") && !path.exists() {
                 // `--dashboard 127.0.0.1:8089`: the address went to the scenario's place.
@@ -149,12 +214,19 @@ pub(crate) fn check_run(a: &RunArgs) -> Result<CheckedRun> {
             let mut sc = load_scenario(path)?;
             sc.for_segment(segment)?;
             let mut settings = flags.clone().merge(&sc.settings);
-            settings.name = settings.name.or_else(|| sc.file.file_stem().map(|s| s.to_string_lossy().into_owned()));
+            settings.name = settings.name.or_else(|| {
+                sc.file
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+            });
             (settings, Some(Arc::new(sc)))
         }
         None => (flags.clone(), None),
     };
-    let url = settings.target.clone().context("--url is required without a scenario")?;
+    let url = settings
+        .target
+        .clone()
+        .context("--url is required without a scenario")?;
     let request = match scenario {
         Some(_) => RequestSpec::get(&url),
         None => flag_request(a, &url)?,
@@ -163,7 +235,11 @@ pub(crate) fn check_run(a: &RunArgs) -> Result<CheckedRun> {
     let populations = match scenario.as_deref() {
         Some(sc) if !sc.populations.is_empty() => {
             // Each population's own thresholds are the run's too (judged on its rows).
-            settings.thresholds.extend(sc.populations.iter().flat_map(|p| p.scenario.settings.thresholds.iter().cloned()));
+            settings.thresholds.extend(
+                sc.populations
+                    .iter()
+                    .flat_map(|p| p.scenario.settings.thresholds.iter().cloned()),
+            );
             population_specs(sc, &flags, &settings, segment)?
         }
         _ => {
@@ -190,7 +266,9 @@ pub(crate) fn check_run(a: &RunArgs) -> Result<CheckedRun> {
     plan.segment = segment;
     let (repeat, pause) = settings.load.repeat()?;
     if repeat > 1 && !segment.is_whole() {
-        bail!("--repeat and --segment do not go together: every segment of a run starts at the same instant; run the segments again (a new --run-id) to repeat them");
+        bail!(
+            "--repeat and --segment do not go together: every segment of a run starts at the same instant; run the segments again (a new --run-id) to repeat them"
+        );
     }
     let interval = duration_flag("interval", &a.interval)?;
     if interval < Duration::from_millis(100) {
@@ -209,16 +287,32 @@ pub(crate) fn check_run(a: &RunArgs) -> Result<CheckedRun> {
         );
     }
     duration_flag("grace", &a.grace)?;
-    Ok(CheckedRun { settings, scenario, plan, url, interval, repeat, pause, populations })
+    Ok(CheckedRun {
+        settings,
+        scenario,
+        plan,
+        url,
+        interval,
+        repeat,
+        pause,
+        populations,
+    })
 }
 
 /// The plan of a run of populations: the run's request and timeouts, the scenario with
 /// every step, and no load of its own ([`RunSpec::envelope`]).
-pub(crate) fn envelope(settings: &Settings, request: RequestSpec, scenario: Option<Arc<Scenario>>, populations: &[PopulationSpec]) -> volley_scenario::Plan {
+pub(crate) fn envelope(
+    settings: &Settings,
+    request: RequestSpec,
+    scenario: Option<Arc<Scenario>>,
+    populations: &[PopulationSpec],
+) -> volley_scenario::Plan {
     let base = volley_scenario::Plan {
         request,
         load: populations[0].plan.load.clone(),
-        timeout: settings.timeout.unwrap_or(volley_scenario::plan::DEFAULT_TIMEOUT),
+        timeout: settings
+            .timeout
+            .unwrap_or(volley_scenario::plan::DEFAULT_TIMEOUT),
         expect_status: settings.expect_status.clone().unwrap_or_default(),
         scenario,
         segment: volley_scenario::Segment::WHOLE,
@@ -229,15 +323,30 @@ pub(crate) fn envelope(settings: &Settings, request: RequestSpec, scenario: Opti
 /// The flags, checked and resolved into what `volley-record` runs, with how often
 /// (`--repeat`, `--repeat-pause`, or the file's `repeat` / `repeat_pause`).
 pub(crate) fn run_group_spec(a: &RunArgs) -> Result<GroupSpec> {
-    let CheckedRun { settings, plan, url, interval, repeat, pause, populations, .. } = check_run(a)?;
+    let CheckedRun {
+        settings,
+        plan,
+        url,
+        interval,
+        repeat,
+        pause,
+        populations,
+        ..
+    } = check_run(a)?;
     let mut target = Target::resolve(&url)?;
     if let Some(list) = &a.source_addrs {
         target = target.with_sources(volley_engine::SourceAddrs::parse(list)?)?;
     }
     let mut spec = RunSpec::new(plan, target);
     spec.populations = populations;
-    spec.name = settings.name.clone().unwrap_or_else(|| spec.engine.target.host.clone());
-    spec.engine.tls = TlsOptions { insecure: a.insecure, cacert: a.cacert.clone() };
+    spec.name = settings
+        .name
+        .clone()
+        .unwrap_or_else(|| spec.engine.target.host.clone());
+    spec.engine.tls = TlsOptions {
+        insecure: a.insecure,
+        cacert: a.cacert.clone(),
+    };
     spec.engine.http2 = a.http2;
     spec.engine.interval = interval;
     if let Some(t) = a.threads {
@@ -251,7 +360,11 @@ pub(crate) fn run_group_spec(a: &RunArgs) -> Result<GroupSpec> {
     spec.thresholds = settings.thresholds;
     spec.engine.start_at = crate::segment_flags::start_at(a, spec.engine.plan.segment)?;
     spec.run_id = a.run_id.clone();
-    Ok(GroupSpec { run: spec, repeat, pause })
+    Ok(GroupSpec {
+        run: spec,
+        repeat,
+        pause,
+    })
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
@@ -264,14 +377,25 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         .map(|s| volley_export::OutputSpec::parse(s).and_then(|o| o.start()))
         .collect::<Result<Vec<_>, _>>()?;
     if group.repeat > 1 && args.upload.is_some() {
-        bail!("--upload takes one run directory; with --repeat, upload the group directory afterwards or drop --repeat");
+        bail!(
+            "--upload takes one run directory; with --repeat, upload the group directory afterwards or drop --repeat"
+        );
     }
     // Opened before the run, so that a bad endpoint or missing bucket setting fails first.
-    let upload = args.upload.as_ref().map(volley_store::Store::from_env).transpose()?;
+    let upload = args
+        .upload
+        .as_ref()
+        .map(volley_store::Store::from_env)
+        .transpose()?;
     // The dashboard's port also serves `/metrics` (OpenMetrics) for a Prometheus that pulls.
     let mut scrape = volley_export::MetricsEndpoint::new();
-    let mut dashboard = args.dashboard.as_deref().map(|addr| crate::live_cmd::start(addr, &scrape)).transpose()?;
-    let mut watchers: Vec<&mut dyn Observer> = outputs.iter_mut().map(|o| o as &mut dyn Observer).collect();
+    let mut dashboard = args
+        .dashboard
+        .as_deref()
+        .map(|addr| crate::live_cmd::start(addr, &scrape))
+        .transpose()?;
+    let mut watchers: Vec<&mut dyn Observer> =
+        outputs.iter_mut().map(|o| o as &mut dyn Observer).collect();
     if let Some(d) = &mut dashboard {
         watchers.push(&mut scrape);
         watchers.push(d);
@@ -290,7 +414,12 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         }
         if let Some(store) = upload {
             let sent = store.upload_dir(&dir)?;
-            eprintln!("volley: uploaded {} files ({} bytes) to {}/", sent.files.len(), sent.bytes, store.location());
+            eprintln!(
+                "volley: uploaded {} files ({} bytes) to {}/",
+                sent.files.len(),
+                sent.bytes,
+                store.location()
+            );
         }
         vec![report]
     };
@@ -305,14 +434,28 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     for (i, report) in reports.iter().enumerate() {
         failed |= report.status == RunStatus::Aborted.name() || !report.thresholds_passed();
         if !report.thresholds_passed() {
-            let which = if reports.len() > 1 { format!(" (run {} of {})", i + 1, reports.len()) } else { String::new() };
+            let which = if reports.len() > 1 {
+                format!(" (run {} of {})", i + 1, reports.len())
+            } else {
+                String::new()
+            };
             eprintln!(
                 "volley: thresholds failed{which}: {}",
-                report.thresholds.iter().filter(|t| !t.passed).map(|t| t.expr.as_str()).collect::<Vec<_>>().join("; ")
+                report
+                    .thresholds
+                    .iter()
+                    .filter(|t| !t.passed)
+                    .map(|t| t.expr.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
             );
         }
     }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// What the terminal shows while a run records: its directory, progress, and Ctrl-C; for
@@ -327,7 +470,12 @@ struct Terminal {
 
 impl Terminal {
     fn new(mode: ProgressMode, planned: Option<Duration>) -> Terminal {
-        Terminal { progress: Progress::new(mode, planned), mode, planned, reports: Vec::new() }
+        Terminal {
+            progress: Progress::new(mode, planned),
+            mode,
+            planned,
+            reports: Vec::new(),
+        }
     }
 }
 
@@ -367,19 +515,30 @@ impl Observer for Terminal {
 /// Records a run group to the end (or until Ctrl-C): every run's report as it ends, then
 /// the group summary (each figure's mean and spread across the runs), printed and written
 /// as summary.md and summary.json in the group directory.
-pub(crate) fn execute_group(spec: &GroupSpec, progress: ProgressMode) -> Result<(PathBuf, Vec<RunReport>)> {
+pub(crate) fn execute_group(
+    spec: &GroupSpec,
+    progress: ProgressMode,
+) -> Result<(PathBuf, Vec<RunReport>)> {
     execute_group_with(spec, progress, &mut Quiet)
 }
 
 /// [`execute_group`], with `extra` (the dashboard, `--out`) watching every run after the terminal.
-pub(crate) fn execute_group_with(spec: &GroupSpec, progress: ProgressMode, extra: &mut dyn Observer) -> Result<(PathBuf, Vec<RunReport>)> {
+pub(crate) fn execute_group_with(
+    spec: &GroupSpec,
+    progress: ProgressMode,
+    extra: &mut dyn Observer,
+) -> Result<(PathBuf, Vec<RunReport>)> {
     let mut terminal = Terminal::new(progress, spec.run.engine.plan.load.planned());
     let recorded = volley_record::record_group(spec, &mut Observers(vec![&mut terminal, extra]))?;
     eprintln!("volley: run group {}", recorded.dir.display());
     let reports = terminal.reports.into_iter().collect::<Result<Vec<_>>>()?;
     write_group_summary(&recorded.dir)?;
     if recorded.status != RunStatus::Complete {
-        eprintln!("volley: the group was stopped after {} of {} runs; group.json says which completed", recorded.runs.len(), spec.repeat);
+        eprintln!(
+            "volley: the group was stopped after {} of {} runs; group.json says which completed",
+            recorded.runs.len(),
+            spec.repeat
+        );
     }
     Ok((recorded.dir, reports))
 }
@@ -398,7 +557,10 @@ pub(crate) fn write_group_summary(dir: &Path) -> Result<()> {
     std::fs::write(dir.join("summary.md"), summary.markdown())?;
     std::fs::write(dir.join("summary.json"), summary.to_json())?;
     println!("{}", summary.table());
-    eprintln!("volley: wrote {0}/summary.md and summary.json", dir.display());
+    eprintln!(
+        "volley: wrote {0}/summary.md and summary.json",
+        dir.display()
+    );
     Ok(())
 }
 
@@ -408,11 +570,23 @@ pub(crate) fn execute(spec: &RunSpec, progress: ProgressMode) -> Result<(PathBuf
 }
 
 /// [`execute`], with `extra` (the dashboard, `--out`) watching the run after the terminal.
-pub(crate) fn execute_with(spec: &RunSpec, progress: ProgressMode, extra: &mut dyn Observer) -> Result<(PathBuf, RunReport)> {
+pub(crate) fn execute_with(
+    spec: &RunSpec,
+    progress: ProgressMode,
+    extra: &mut dyn Observer,
+) -> Result<(PathBuf, RunReport)> {
     if spec.is_segment() {
         let seg = spec.engine.plan.segment;
-        let wait = spec.engine.start_at.and_then(|t| t.duration_since(std::time::SystemTime::now()).ok()).unwrap_or_default();
-        eprintln!("volley: segment {seg} of run {}: starting in {:.1} s", spec.run_id(), wait.as_secs_f64());
+        let wait = spec
+            .engine
+            .start_at
+            .and_then(|t| t.duration_since(std::time::SystemTime::now()).ok())
+            .unwrap_or_default();
+        eprintln!(
+            "volley: segment {seg} of run {}: starting in {:.1} s",
+            spec.run_id(),
+            wait.as_secs_f64()
+        );
     }
     let mut terminal = Terminal::new(progress, spec.engine.plan.load.planned());
     let recorded = volley_record::record(spec, &mut Observers(vec![&mut terminal, extra]))?;
@@ -430,14 +604,35 @@ pub(crate) fn write_reports(dir: &Path) -> Result<RunReport> {
     let links: Vec<(String, String)> = charts
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "png"))
-        .filter_map(|p| Some((p.file_stem()?.to_string_lossy().into_owned(), format!("charts/{}", p.file_name()?.to_string_lossy()))))
+        .filter_map(|p| {
+            Some((
+                p.file_stem()?.to_string_lossy().into_owned(),
+                format!("charts/{}", p.file_name()?.to_string_lossy()),
+            ))
+        })
         .collect();
-    let links: Vec<(&str, &str)> = links.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-    std::fs::write(dir.join("report.md"), volley_report::markdown_with_charts(&report, &links))?;
+    let links: Vec<(&str, &str)> = links
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    std::fs::write(
+        dir.join("report.md"),
+        volley_report::markdown_with_charts(&report, &links),
+    )?;
     std::fs::write(dir.join("report.json"), report.to_json())?;
-    std::fs::write(dir.join("report.html"), volley_report::html::report_page(std::slice::from_ref(&source), std::slice::from_ref(&report), opts))?;
+    std::fs::write(
+        dir.join("report.html"),
+        volley_report::html::report_page(
+            std::slice::from_ref(&source),
+            std::slice::from_ref(&report),
+            opts,
+        ),
+    )?;
     println!("{}", volley_report::table(&report));
-    eprintln!("volley: wrote {0}/report.html, report.md, report.json and charts/", dir.display());
+    eprintln!(
+        "volley: wrote {0}/report.html, report.md, report.json and charts/",
+        dir.display()
+    );
     Ok(report)
 }
 

@@ -34,10 +34,19 @@ pub(crate) struct RunsArgs {
 
 pub(crate) fn runs(a: RunsArgs) -> Result<ExitCode> {
     // The metric is checked before anything is read, so a typo costs nothing.
-    let metric = a.trend.as_deref().map(volley_report::gate::metric_name).transpose().map_err(|e| anyhow::anyhow!("--trend: {e}"))?;
+    let metric = a
+        .trend
+        .as_deref()
+        .map(volley_report::gate::metric_name)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--trend: {e}"))?;
     let all = history::scan(&a.dir)?;
     let mut entries: Vec<Entry> = match &a.name {
-        Some(p) => all.iter().filter(|e| history::glob_match(p, &e.name)).cloned().collect(),
+        Some(p) => all
+            .iter()
+            .filter(|e| history::glob_match(p, &e.name))
+            .cloned()
+            .collect(),
         None => all.clone(),
     };
     if let Some(n) = a.last {
@@ -49,7 +58,11 @@ pub(crate) fn runs(a: RunsArgs) -> Result<ExitCode> {
                 let mut names: Vec<&str> = all.iter().map(|e| e.name.as_str()).collect();
                 names.sort_unstable();
                 names.dedup();
-                eprintln!("volley: no run named `{p}` under {} (names there: {}); --name takes a glob, e.g. 'rooms*'", a.dir.display(), names.join(", "));
+                eprintln!(
+                    "volley: no run named `{p}` under {} (names there: {}); --name takes a glob, e.g. 'rooms*'",
+                    a.dir.display(),
+                    names.join(", ")
+                );
             }
             _ => eprintln!("volley: no runs under {}", a.dir.display()),
         }
@@ -65,16 +78,30 @@ pub(crate) fn runs(a: RunsArgs) -> Result<ExitCode> {
             eprintln!("volley: not drawn: {l}");
         }
         if trend.is_empty() {
-            bail!("--trend {key}: no run under {} has this figure, so there is nothing to draw", a.dir.display());
+            bail!(
+                "--trend {key}: no run under {} has this figure, so there is nothing to draw",
+                a.dir.display()
+            );
         }
-        let stem = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("trend-{key}")));
+        let stem = a
+            .output
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("trend-{key}")));
         let mut files = trend.save_images(&stem)?;
         let mut html = stem.clone().into_os_string();
         html.push(".html");
         let html = PathBuf::from(html);
-        std::fs::write(&html, trend.html(&entries)).map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
+        std::fs::write(&html, trend.html(&entries))
+            .map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
         files.push(html);
-        eprintln!("volley: wrote {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "));
+        eprintln!(
+            "volley: wrote {}",
+            files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -13,23 +13,39 @@ const JOB_INDEX: &str = "JOB_COMPLETION_INDEX";
 
 /// The segment the flags (and environment) name; the whole plan when none.
 pub(crate) fn segment(a: &RunArgs) -> Result<Segment> {
-    segment_from(a.segment.as_deref(), a.segments, std::env::var(JOB_INDEX).ok().as_deref())
+    segment_from(
+        a.segment.as_deref(),
+        a.segments,
+        std::env::var(JOB_INDEX).ok().as_deref(),
+    )
 }
 
-fn segment_from(segment: Option<&str>, segments: Option<u64>, job_index: Option<&str>) -> Result<Segment> {
+fn segment_from(
+    segment: Option<&str>,
+    segments: Option<u64>,
+    job_index: Option<&str>,
+) -> Result<Segment> {
     match (segment, segments) {
         (Some(s), n) => {
             let seg: Segment = s.parse().map_err(|e| anyhow::anyhow!("--segment: {e}"))?;
             if let Some(n) = n.filter(|n| *n != seg.count) {
-                bail!("--segment {seg} says {} segments but --segments says {n}; give one of them", seg.count);
+                bail!(
+                    "--segment {seg} says {} segments but --segments says {n}; give one of them",
+                    seg.count
+                );
             }
             Ok(seg)
         }
         (None, Some(n)) => {
             let Some(i) = job_index else {
-                bail!("--segments {n} needs this process's index: give --segment i/{n}, or set ${JOB_INDEX} (Kubernetes Indexed Jobs set it)");
+                bail!(
+                    "--segments {n} needs this process's index: give --segment i/{n}, or set ${JOB_INDEX} (Kubernetes Indexed Jobs set it)"
+                );
             };
-            let i: u64 = i.trim().parse().map_err(|_| anyhow::anyhow!("${JOB_INDEX} is `{i}`, not a whole number"))?;
+            let i: u64 = i
+                .trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("${JOB_INDEX} is `{i}`, not a whole number"))?;
             Segment::new(i, n).map_err(|e| anyhow::anyhow!("${JOB_INDEX} with --segments {n}: {e}"))
         }
         (None, None) => Ok(Segment::WHOLE),
@@ -53,7 +69,9 @@ fn start_at_from(text: &str, now: SystemTime) -> Result<SystemTime> {
     let t = text.trim();
     let at = if let Ok(secs) = t.parse::<f64>() {
         if !secs.is_finite() || secs < 0.0 {
-            bail!("--start-at {text}: give Unix seconds (like 1767225600) or an RFC 3339 time (like 2026-01-01T00:00:00Z)");
+            bail!(
+                "--start-at {text}: give Unix seconds (like 1767225600) or an RFC 3339 time (like 2026-01-01T00:00:00Z)"
+            );
         }
         UNIX_EPOCH + Duration::from_secs_f64(secs)
     } else {
@@ -62,9 +80,18 @@ fn start_at_from(text: &str, now: SystemTime) -> Result<SystemTime> {
         })?;
         SystemTime::from(ts)
     };
-    let whole = if at.duration_since(UNIX_EPOCH).is_ok_and(|d| d.subsec_nanos() == 0) { at } else { whole_second_after(at) };
+    let whole = if at
+        .duration_since(UNIX_EPOCH)
+        .is_ok_and(|d| d.subsec_nanos() == 0)
+    {
+        at
+    } else {
+        whole_second_after(at)
+    };
     if whole != at {
-        eprintln!("volley: --start-at {text} rounded up to the next whole second, so intervals line up on epoch seconds");
+        eprintln!(
+            "volley: --start-at {text} rounded up to the next whole second, so intervals line up on epoch seconds"
+        );
     }
     if let Ok(past) = now.duration_since(whole) {
         bail!(
@@ -88,14 +115,48 @@ mod tests {
     #[test]
     fn segment_from_flags_and_environment() {
         assert_eq!(segment_from(None, None, Some("3")).unwrap(), Segment::WHOLE);
-        assert_eq!(segment_from(Some("1/4"), None, None).unwrap(), Segment::new(1, 4).unwrap());
-        assert_eq!(segment_from(Some("1/4"), Some(4), Some("2")).unwrap(), Segment::new(1, 4).unwrap());
-        assert_eq!(segment_from(None, Some(4), Some("2")).unwrap(), Segment::new(2, 4).unwrap());
-        assert!(segment_from(Some("1/4"), Some(3), None).unwrap_err().to_string().contains("--segments says 3"));
-        assert!(segment_from(None, Some(4), None).unwrap_err().to_string().contains("JOB_COMPLETION_INDEX"));
-        assert!(segment_from(None, Some(4), Some("4")).unwrap_err().to_string().contains("0/4 … 3/4"));
-        assert!(segment_from(None, Some(4), Some("x")).unwrap_err().to_string().contains("not a whole number"));
-        assert!(segment_from(Some("3/2"), None, None).unwrap_err().to_string().starts_with("--segment: segment 3/2 does not exist"));
+        assert_eq!(
+            segment_from(Some("1/4"), None, None).unwrap(),
+            Segment::new(1, 4).unwrap()
+        );
+        assert_eq!(
+            segment_from(Some("1/4"), Some(4), Some("2")).unwrap(),
+            Segment::new(1, 4).unwrap()
+        );
+        assert_eq!(
+            segment_from(None, Some(4), Some("2")).unwrap(),
+            Segment::new(2, 4).unwrap()
+        );
+        assert!(
+            segment_from(Some("1/4"), Some(3), None)
+                .unwrap_err()
+                .to_string()
+                .contains("--segments says 3")
+        );
+        assert!(
+            segment_from(None, Some(4), None)
+                .unwrap_err()
+                .to_string()
+                .contains("JOB_COMPLETION_INDEX")
+        );
+        assert!(
+            segment_from(None, Some(4), Some("4"))
+                .unwrap_err()
+                .to_string()
+                .contains("0/4 … 3/4")
+        );
+        assert!(
+            segment_from(None, Some(4), Some("x"))
+                .unwrap_err()
+                .to_string()
+                .contains("not a whole number")
+        );
+        assert!(
+            segment_from(Some("3/2"), None, None)
+                .unwrap_err()
+                .to_string()
+                .starts_with("--segment: segment 3/2 does not exist")
+        );
         assert!(segment_from(Some("0/0"), None, None).is_err());
     }
 
@@ -106,11 +167,29 @@ mod tests {
         assert_eq!(at, UNIX_EPOCH + Duration::from_secs(1_767_225_610));
         assert_eq!(start_at_from("2026-01-01T00:00:10Z", now).unwrap(), at);
         assert_eq!(start_at_from("2026-01-01T01:00:10+01:00", now).unwrap(), at);
-        assert_eq!(start_at_from("1767225609.5", now).unwrap(), at, "rounded up to a whole second");
+        assert_eq!(
+            start_at_from("1767225609.5", now).unwrap(),
+            at,
+            "rounded up to a whole second"
+        );
         let e = start_at_from("1767225590", now).unwrap_err().to_string();
-        assert!(e.contains("10.2 s ago") && e.contains("a little in the future"), "{e}");
-        assert!(start_at_from("tomorrow", now).unwrap_err().to_string().contains("RFC 3339"));
-        assert!(start_at_from("2026-01-01T00:00:10", now).is_err(), "a time without its offset is ambiguous");
-        assert_eq!(whole_second_after(now), UNIX_EPOCH + Duration::from_secs(1_767_225_601));
+        assert!(
+            e.contains("10.2 s ago") && e.contains("a little in the future"),
+            "{e}"
+        );
+        assert!(
+            start_at_from("tomorrow", now)
+                .unwrap_err()
+                .to_string()
+                .contains("RFC 3339")
+        );
+        assert!(
+            start_at_from("2026-01-01T00:00:10", now).is_err(),
+            "a time without its offset is ambiguous"
+        );
+        assert_eq!(
+            whole_second_after(now),
+            UNIX_EPOCH + Duration::from_secs(1_767_225_601)
+        );
     }
 }

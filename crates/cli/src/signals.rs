@@ -23,18 +23,31 @@ fn state() -> &'static Interrupt {
     static STATE: OnceLock<Interrupt> = OnceLock::new();
     STATE.get_or_init(|| {
         std::thread::spawn(listen);
-        Interrupt { current: Mutex::new(None), stopped: AtomicBool::new(false) }
+        Interrupt {
+            current: Mutex::new(None),
+            stopped: AtomicBool::new(false),
+        }
     })
 }
 
 fn current() -> Option<RunControl> {
-    state().current.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    state()
+        .current
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
 }
 
 fn listen() {
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
     rt.block_on(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         next_signal(&mut term).await;
         eprintln!("\nvolley: stopping (in-flight requests may finish; interrupt again to abort)");
         state().stopped.store(true, Ordering::SeqCst);

@@ -20,23 +20,45 @@ fn set_knob(knobs: &mut Knobs, name: &str, value: &str) -> Result<()> {
 }
 
 pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
-    let (name, values) = a.vary.split_once('=').context("--vary: write it as NAME=V1,V2,... (e.g. db-pool=5,10,20)")?;
-    let values: Vec<&str> = values.split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
+    let (name, values) = a
+        .vary
+        .split_once('=')
+        .context("--vary: write it as NAME=V1,V2,... (e.g. db-pool=5,10,20)")?;
+    let values: Vec<&str> = values
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .collect();
     if values.len() < 2 {
         bail!("--vary {name}: give at least two values");
     }
     let mut base = Knobs::default();
     for k in &a.demo_knobs {
-        let (kn, kv) = k.split_once('=').context("--demo-knob: write it as NAME=VALUE")?;
+        let (kn, kv) = k
+            .split_once('=')
+            .context("--demo-knob: write it as NAME=VALUE")?;
         set_knob(&mut base, kn, kv)?;
     }
-    if a.run.iter().any(|f| f == "-o" || f == "--output" || f == "--name" || f.starts_with("--output=") || f.starts_with("--name=")) {
-        bail!("volley sweep names each run and writes them to its own -o; leave --name and -o out of the run flags");
+    if a.run.iter().any(|f| {
+        f == "-o"
+            || f == "--output"
+            || f == "--name"
+            || f.starts_with("--output=")
+            || f.starts_with("--name=")
+    }) {
+        bail!(
+            "volley sweep names each run and writes them to its own -o; leave --name and -o out of the run flags"
+        );
     }
-    std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    std::fs::create_dir_all(&a.output)
+        .with_context(|| format!("cannot create {}", a.output.display()))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     let placeholder = format!("{{{name}}}");
-    let used = a.run.iter().any(|f| f.contains(&placeholder)) || a.setup.as_ref().is_some_and(|s| s.contains(&placeholder));
+    let used = a.run.iter().any(|f| f.contains(&placeholder))
+        || a.setup.as_ref().is_some_and(|s| s.contains(&placeholder));
     if !a.demo && !used {
         bail!(
             "--vary {name}: `{placeholder}` appears in neither the run flags nor --setup, so every run would be the same; put it where the value goes (e.g. --setup './restart.sh --pool {placeholder}') or use --demo to sweep a demo-target knob"
@@ -47,7 +69,10 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         eprintln!("\n== {name}={value} ==");
         if let Some(setup) = &a.setup {
             let cmd = setup.replace(&placeholder, value);
-            let status = std::process::Command::new("sh").args(["-c", &cmd]).status().with_context(|| format!("--setup `{cmd}`"))?;
+            let status = std::process::Command::new("sh")
+                .args(["-c", &cmd])
+                .status()
+                .with_context(|| format!("--setup `{cmd}`"))?;
             if !status.success() {
                 bail!("--setup `{cmd}` failed ({status}); the sweep stops here");
             }
@@ -59,13 +84,23 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         } else {
             None
         };
-        let base_url = target.as_ref().map(|t| format!("http://{}", t.addr)).unwrap_or_default();
+        let base_url = target
+            .as_ref()
+            .map(|t| format!("http://{}", t.addr))
+            .unwrap_or_default();
         // The user's run flags with this value in place, parsed as `volley run` parses them;
         // the sweep names the run and places it.
-        let flags = a.run.iter().map(|s| s.replace(&placeholder, value).replace("{target}", &base_url));
-        let args = RunLine::try_parse_from(std::iter::once("volley run".to_string()).chain(flags))?.args;
+        let flags = a.run.iter().map(|s| {
+            s.replace(&placeholder, value)
+                .replace("{target}", &base_url)
+        });
+        let args =
+            RunLine::try_parse_from(std::iter::once("volley run".to_string()).chain(flags))?.args;
         if args.upload.is_some() {
-            bail!("--upload is not for sweeps: run `volley run ... --upload` per value, or upload {} afterwards", a.output.display());
+            bail!(
+                "--upload is not for sweeps: run `volley run ... --upload` per value, or upload {} afterwards",
+                a.output.display()
+            );
         }
         let dir = crate::run_cmd::run_group_spec(&args).and_then(|mut group| {
             group.run.name = format!("{name}={value}");
@@ -73,7 +108,11 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
             if let Some(n) = a.repeat {
                 group.repeat = n as usize;
             }
-            let progress = if a.run.iter().any(|f| f.starts_with("--progress")) { args.progress } else { ProgressMode::Plain };
+            let progress = if a.run.iter().any(|f| f.starts_with("--progress")) {
+                args.progress
+            } else {
+                ProgressMode::Plain
+            };
             // Each value repeated is a run group, so the comparison judges it between runs.
             if group.repeat > 1 {
                 crate::run_cmd::execute_group(&group, progress).map(|(dir, _)| dir)
@@ -86,7 +125,10 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         }
         runs.push(dir?);
     }
-    let sets = runs.iter().map(|p| volley_formats::open_run_or_group(p, None)).collect::<Result<Vec<_>, _>>()?;
+    let sets = runs
+        .iter()
+        .map(|p| volley_formats::open_run_or_group(p, None))
+        .collect::<Result<Vec<_>, _>>()?;
     let labels: Vec<String> = values.iter().map(|v| format!("{name}={v}")).collect();
     let opts = ReportOptions::default();
     let cmp = volley_report::compare::build(&sets, &labels, opts);
@@ -94,9 +136,15 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let summary = volley_report::sweep::summarize(&sets, &labels, a.objective.into(), opts);
     println!("{}", summary.table());
     std::fs::write(a.output.join("sweep.json"), summary.to_json())?;
-    std::fs::write(a.output.join("sweep.md"), format!("{}\n{}", summary.markdown(), cmp.markdown()))?;
+    std::fs::write(
+        a.output.join("sweep.md"),
+        format!("{}\n{}", summary.markdown(), cmp.markdown()),
+    )?;
     crate::report_cmd::write_compare_html(&cmp, &sets, opts, &a.output.join("sweep.html"))?;
-    eprintln!("volley: the sweep is in {} (sweep.md, sweep.json, sweep.html)", a.output.display());
+    eprintln!(
+        "volley: the sweep is in {} (sweep.md, sweep.json, sweep.html)",
+        a.output.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -54,7 +54,10 @@ enum Kind {
     Location,
     /// A cookie; `first` when it is the response's first Set-Cookie header (the one
     /// `extract: { header: Set-Cookie }` reads).
-    Cookie { name: String, first: bool },
+    Cookie {
+        name: String,
+        first: bool,
+    },
 }
 
 /// A value a request sends.
@@ -81,7 +84,9 @@ fn distinctive(text: &str, number: bool) -> bool {
     if number {
         return text.trim_start_matches('-').len() >= 5;
     }
-    text.chars().count() >= 6 && !text.chars().any(char::is_whitespace) && !text.chars().all(|c| c.is_ascii_lowercase())
+    text.chars().count() >= 6
+        && !text.chars().any(char::is_whitespace)
+        && !text.chars().all(|c| c.is_ascii_lowercase())
 }
 
 fn names_agree(a: &str, b: &str) -> bool {
@@ -103,21 +108,42 @@ fn produced(x: &Exchange) -> Vec<Produced> {
     let mut out = Vec::new();
     if let Some(doc) = &x.resp_json {
         for l in leaves(doc) {
-            let key = l.key.clone().unwrap_or_else(|| l.parent_key.clone().map(|p| singular(&p)).unwrap_or_else(|| "value".into()));
+            let key = l.key.clone().unwrap_or_else(|| {
+                l.parent_key
+                    .clone()
+                    .map(|p| singular(&p))
+                    .unwrap_or_else(|| "value".into())
+            });
             let name = if snake(&key) == "id" {
-                let owner = l.parent_key.as_deref().map(singular).unwrap_or_else(|| resource(x));
+                let owner = l
+                    .parent_key
+                    .as_deref()
+                    .map(singular)
+                    .unwrap_or_else(|| resource(x));
                 format!("{owner}_id")
             } else {
                 snake(&key)
             };
             let _ = l.number;
-            out.push(Produced { text: l.text, source: Source::Json(l.path), name, key: snake(&key), kind: Kind::Json });
+            out.push(Produced {
+                text: l.text,
+                source: Source::Json(l.path),
+                name,
+                key: snake(&key),
+                kind: Kind::Json,
+            });
         }
     }
     let mut first_cookie = true;
     for (n, v) in &x.resp_headers {
         if n.eq_ignore_ascii_case("location") && !v.is_empty() {
-            out.push(Produced { text: v.clone(), source: Source::Header("Location".into()), name: "location".into(), key: "location".into(), kind: Kind::Location });
+            out.push(Produced {
+                text: v.clone(),
+                source: Source::Header("Location".into()),
+                name: "location".into(),
+                key: "location".into(),
+                kind: Kind::Location,
+            });
         }
         if n.eq_ignore_ascii_case("set-cookie") {
             let pair = v.split(';').next().unwrap_or("");
@@ -128,7 +154,10 @@ fn produced(x: &Exchange) -> Vec<Produced> {
                     source: Source::Header("Set-Cookie".into()),
                     name: format!("{}_cookie", snake(&cn)),
                     key: snake(&cn),
-                    kind: Kind::Cookie { name: cn, first: first_cookie },
+                    kind: Kind::Cookie {
+                        name: cn,
+                        first: first_cookie,
+                    },
                 });
             }
             first_cookie = false;
@@ -149,22 +178,42 @@ fn sent(x: &Exchange) -> Vec<Sent> {
             Some(prev) if !prev.is_empty() => format!("{}_id", singular(&decode_path(prev))),
             _ => "value".into(),
         };
-        out.push(Sent { text: decode_path(s), name, at: At::Path(i) });
+        out.push(Sent {
+            text: decode_path(s),
+            name,
+            at: At::Path(i),
+        });
     }
     for (i, (_, _, n, v)) in x.query().into_iter().enumerate() {
         let safe = url_safe(&v);
-        out.push(Sent { text: v, name: snake(&n), at: At::Query(i, safe) });
+        out.push(Sent {
+            text: v,
+            name: snake(&n),
+            at: At::Query(i, safe),
+        });
     }
     match &x.body {
         ReqBody::Json(v) => {
             for l in leaves(v) {
-                let name = l.key.clone().map(|k| snake(&k)).unwrap_or_else(|| "value".into());
-                out.push(Sent { text: l.text, name, at: At::Json(l.pointer) });
+                let name = l
+                    .key
+                    .clone()
+                    .map(|k| snake(&k))
+                    .unwrap_or_else(|| "value".into());
+                out.push(Sent {
+                    text: l.text,
+                    name,
+                    at: At::Json(l.pointer),
+                });
             }
         }
         ReqBody::Form(fields) => {
             for (i, (n, v)) in fields.iter().enumerate() {
-                out.push(Sent { text: v.clone(), name: snake(n), at: At::Form(i) });
+                out.push(Sent {
+                    text: v.clone(),
+                    name: snake(n),
+                    at: At::Form(i),
+                });
             }
         }
         _ => {}
@@ -173,12 +222,23 @@ fn sent(x: &Exchange) -> Vec<Sent> {
         if n.eq_ignore_ascii_case("cookie") {
             for pair in v.split(';') {
                 if let Some((cn, cv)) = pair.split_once('=') {
-                    out.push(Sent { text: cv.trim().to_string(), name: snake(cn.trim()), at: At::Cookie(cn.trim().to_string()) });
+                    out.push(Sent {
+                        text: cv.trim().to_string(),
+                        name: snake(cn.trim()),
+                        at: At::Cookie(cn.trim().to_string()),
+                    });
                 }
             }
         } else {
-            let value = v.split_once(' ').filter(|(s, _)| s.eq_ignore_ascii_case("bearer")).map_or(v.as_str(), |(_, t)| t);
-            out.push(Sent { text: value.to_string(), name: snake(n), at: At::Header(i) });
+            let value = v
+                .split_once(' ')
+                .filter(|(s, _)| s.eq_ignore_ascii_case("bearer"))
+                .map_or(v.as_str(), |(_, t)| t);
+            out.push(Sent {
+                text: value.to_string(),
+                name: snake(n),
+                at: At::Header(i),
+            });
         }
     }
     out
@@ -215,7 +275,11 @@ pub(crate) fn correlate(xs: &[Exchange]) -> Correlation {
                         (Kind::Cookie { .. }, _) => distinctive(&s.text, number),
                         (Kind::Location, _) => false,
                         (Kind::Json, At::Cookie(_)) => distinctive(&s.text, number),
-                        (Kind::Json, _) => distinctive(&s.text, number) || names_agree(&s.name, &p.name) || names_agree(&s.name, &p.key),
+                        (Kind::Json, _) => {
+                            distinctive(&s.text, number)
+                                || names_agree(&s.name, &p.name)
+                                || names_agree(&s.name, &p.key)
+                        }
                     }
             });
             let Some((i, p)) = hit.cloned() else { continue };
@@ -235,7 +299,11 @@ pub(crate) fn correlate(xs: &[Exchange]) -> Correlation {
                     sub.path.insert(*k, format!("{{{{ {var} }}}}"));
                 }
                 (At::Query(k, safe), _) => {
-                    let e = if *safe { format!("{{{{ {var} }}}}") } else { format!("{{{{ {var} | urlencode }}}}") };
+                    let e = if *safe {
+                        format!("{{{{ {var} }}}}")
+                    } else {
+                        format!("{{{{ {var} | urlencode }}}}")
+                    };
                     sub.query.insert(*k, e);
                 }
                 (At::Json(ptr), _) => {
@@ -245,10 +313,12 @@ pub(crate) fn correlate(xs: &[Exchange]) -> Correlation {
                     sub.form.insert(*k, format!("{{{{ {var} }}}}"));
                 }
                 (At::Header(k), _) => {
-                    sub.header.insert(*k, (s.text.clone(), format!("{{{{ {var} }}}}")));
+                    sub.header
+                        .insert(*k, (s.text.clone(), format!("{{{{ {var} }}}}")));
                 }
                 (At::Cookie(c), Kind::Cookie { .. }) => {
-                    sub.cookie.insert(c.clone(), format!("{{{{ {var} | split(';') | first }}}}"));
+                    sub.cookie
+                        .insert(c.clone(), format!("{{{{ {var} | split(';') | first }}}}"));
                 }
                 (At::Cookie(c), _) => {
                     sub.cookie.insert(c.clone(), format!("{c}={{{{ {var} }}}}"));
@@ -261,7 +331,9 @@ pub(crate) fn correlate(xs: &[Exchange]) -> Correlation {
             let hit = pool.iter().find(|(_, p)| {
                 p.kind == Kind::Location && {
                     let loc = location_path(&p.text);
-                    loc.len() > 1 && (path == loc || path.starts_with(&format!("{}/", loc.trim_end_matches('/'))))
+                    loc.len() > 1
+                        && (path == loc
+                            || path.starts_with(&format!("{}/", loc.trim_end_matches('/'))))
                 }
             });
             if let Some((i, p)) = hit.cloned()
@@ -271,12 +343,20 @@ pub(crate) fn correlate(xs: &[Exchange]) -> Correlation {
                     .entry((i, "location".into()))
                     .or_insert_with(|| {
                         let var = names.unique("location");
-                        extracts[i].push((var.clone(), p.source.clone(), Some(format!("followed by {} {}", x.method, path))));
+                        extracts[i].push((
+                            var.clone(),
+                            p.source.clone(),
+                            Some(format!("followed by {} {}", x.method, path)),
+                        ));
                         var
                     })
                     .clone();
                 let loc = location_path(&p.text);
-                let expr = if p.text.starts_with('/') { format!("{{{{ {var} }}}}") } else { format!("{{{{ {var} | replace('{}', '') }}}}", origin(&p.text)) };
+                let expr = if p.text.starts_with('/') {
+                    format!("{{{{ {var} }}}}")
+                } else {
+                    format!("{{{{ {var} | replace('{}', '') }}}}", origin(&p.text))
+                };
                 subs[j].prefix = Some((loc.trim_end_matches('/').len(), expr));
             }
         }
@@ -284,7 +364,12 @@ pub(crate) fn correlate(xs: &[Exchange]) -> Correlation {
             client_sent.insert(s.text.clone());
         }
         for p in produced(x) {
-            if !p.text.is_empty() && !client_sent.contains(&p.text) && !pool.iter().any(|(_, q)| q.text == p.text && q.kind == p.kind) {
+            if !p.text.is_empty()
+                && !client_sent.contains(&p.text)
+                && !pool
+                    .iter()
+                    .any(|(_, q)| q.text == p.text && q.kind == p.kind)
+            {
                 pool.push((j, p));
             }
         }
@@ -301,5 +386,7 @@ fn location_path(loc: &str) -> String {
 }
 
 fn origin(loc: &str) -> String {
-    url::Url::parse(loc).map(|u| u.origin().ascii_serialization()).unwrap_or_default()
+    url::Url::parse(loc)
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_default()
 }

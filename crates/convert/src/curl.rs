@@ -13,9 +13,32 @@ fn err(msg: String) -> ConvertError {
 
 /// Flags that change nothing volley sends (output, verbosity, TLS and redirect choices).
 const IGNORED: [&str; 17] = [
-    "-s", "--silent", "-S", "--show-error", "-L", "--location", "-k", "--insecure", "-v", "--verbose", "-i", "--include", "--compressed", "-f", "--fail", "--http1.1", "--http2",
+    "-s",
+    "--silent",
+    "-S",
+    "--show-error",
+    "-L",
+    "--location",
+    "-k",
+    "--insecure",
+    "-v",
+    "--verbose",
+    "-i",
+    "--include",
+    "--compressed",
+    "-f",
+    "--fail",
+    "--http1.1",
+    "--http2",
 ];
-const IGNORED_WITH_VALUE: [&str; 6] = ["-o", "--output", "-m", "--max-time", "--connect-timeout", "-w"];
+const IGNORED_WITH_VALUE: [&str; 6] = [
+    "-o",
+    "--output",
+    "-m",
+    "--max-time",
+    "--connect-timeout",
+    "-w",
+];
 
 /// Converts one curl command: `args` is the command line as one string (split as a shell
 /// would) or already split; a leading `curl` is skipped.
@@ -25,24 +48,43 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
     } else {
         args.to_vec()
     };
-    let mut words = words.into_iter().filter(|w| w != "\\" && w != "\n").peekable();
+    let mut words = words
+        .into_iter()
+        .filter(|w| w != "\\" && w != "\n")
+        .peekable();
     if words.peek().is_some_and(|w| w == "curl") {
         words.next();
     }
-    let (mut method, mut url, mut headers, mut data, mut json, mut user, mut cookies, mut get) =
-        (None::<String>, None::<String>, Vec::<(String, String)>::new(), Vec::<String>::new(), false, None::<String>, Vec::<String>::new(), false);
+    let (mut method, mut url, mut headers, mut data, mut json, mut user, mut cookies, mut get) = (
+        None::<String>,
+        None::<String>,
+        Vec::<(String, String)>::new(),
+        Vec::<String>::new(),
+        false,
+        None::<String>,
+        Vec::<String>::new(),
+        false,
+    );
     let mut head = false;
     while let Some(w) = words.next() {
         // `-XPOST`, `--request=POST`.
-        let (flag, inline) = if let Some((f, v)) = w.split_once('=').filter(|(f, _)| f.starts_with("--")) {
-            (f.to_string(), Some(v.to_string()))
-        } else if w.len() > 2 && w.starts_with('-') && !w.starts_with("--") && "XHduAbe".contains(&w[1..2]) {
-            (w[..2].to_string(), Some(w[2..].to_string()))
-        } else {
-            (w.clone(), None)
-        };
+        let (flag, inline) =
+            if let Some((f, v)) = w.split_once('=').filter(|(f, _)| f.starts_with("--")) {
+                (f.to_string(), Some(v.to_string()))
+            } else if w.len() > 2
+                && w.starts_with('-')
+                && !w.starts_with("--")
+                && "XHduAbe".contains(&w[1..2])
+            {
+                (w[..2].to_string(), Some(w[2..].to_string()))
+            } else {
+                (w.clone(), None)
+            };
         let mut value = |what: &str| -> Result<String, ConvertError> {
-            inline.clone().or_else(|| words.next()).ok_or_else(|| err(format!("`{flag}` needs {what} after it")))
+            inline
+                .clone()
+                .or_else(|| words.next())
+                .ok_or_else(|| err(format!("`{flag}` needs {what} after it")))
         };
         match flag.as_str() {
             "-X" | "--request" => method = Some(value("a method")?),
@@ -111,9 +153,15 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
     let url = url.ok_or_else(|| err("no URL: write it like `volley convert curl 'curl https://api.example.com/items -H \"Accept: application/json\"'`".into()))?;
     let parsed = url::Url::parse(&url)
         .or_else(|_| url::Url::parse(&format!("http://{url}")))
-        .map_err(|e| err(format!("`{url}` is not a URL ({e}): write it like http://127.0.0.1:8080/rooms")))?;
+        .map_err(|e| {
+            err(format!(
+                "`{url}` is not a URL ({e}): write it like http://127.0.0.1:8080/rooms"
+            ))
+        })?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(err(format!("`{url}`: volley requests http:// and https:// URLs")));
+        return Err(err(format!(
+            "`{url}`: volley requests http:// and https:// URLs"
+        )));
     }
     let mut body = data.join("&");
     let mut query = parsed.query().map(str::to_string);
@@ -124,7 +172,15 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
         });
         body.clear();
     }
-    let method = method.unwrap_or_else(|| if head { "HEAD".into() } else if !body.is_empty() { "POST".into() } else { "GET".into() });
+    let method = method.unwrap_or_else(|| {
+        if head {
+            "HEAD".into()
+        } else if !body.is_empty() {
+            "POST".into()
+        } else {
+            "GET".into()
+        }
+    });
     let mut secrets = Secrets::default();
     let mut comments = Vec::new();
     let mut path = literal(parsed.path());
@@ -136,7 +192,9 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
                 let name = crate::exchange::decode_query(n);
                 if secret_name(&name) && !v.is_empty() {
                     let var = secrets.var(&name, v, &format!("query parameter `{name}`"));
-                    comments.push(format!("query parameter `{name}` came from the command; set env.{var}"));
+                    comments.push(format!(
+                        "query parameter `{name}` came from the command; set env.{var}"
+                    ));
                     format!("{}={{{{ env.{var} | urlencode }}}}", literal(n))
                 } else {
                     literal(p)
@@ -147,14 +205,29 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
     }
     let mut step = Step::new(&method, path);
     step.name = format!("{method} {}", parsed.path());
-    let content_type = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-type")).map(|(_, v)| v.to_ascii_lowercase());
+    let content_type = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| v.to_ascii_lowercase());
     let is_json = json || content_type.as_deref().is_some_and(|c| c.contains("json"));
-    let is_form = !is_json && content_type.as_deref().is_none_or(|c| c.contains("x-www-form-urlencoded"));
+    let is_form = !is_json
+        && content_type
+            .as_deref()
+            .is_none_or(|c| c.contains("x-www-form-urlencoded"));
     if !body.is_empty() {
         step.body = if is_json {
             match serde_json::from_str::<serde_json::Value>(&body) {
-                Ok(v) => Body::Json(crate::exchange::template_json(&v, "", &Default::default(), &literal)),
-                Err(e) => return Err(err(format!("the body is sent as JSON but is not JSON ({e}): fix it, or send it with --data-raw and a Content-Type of your choice"))),
+                Ok(v) => Body::Json(crate::exchange::template_json(
+                    &v,
+                    "",
+                    &Default::default(),
+                    &literal,
+                )),
+                Err(e) => {
+                    return Err(err(format!(
+                        "the body is sent as JSON but is not JSON ({e}): fix it, or send it with --data-raw and a Content-Type of your choice"
+                    )));
+                }
             }
         } else if is_form && body.split('&').all(|p| p.contains('=')) {
             Body::Form(
@@ -164,7 +237,10 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
             )
         } else {
             if content_type.is_none() {
-                headers.push(("Content-Type".into(), "application/x-www-form-urlencoded".into()));
+                headers.push((
+                    "Content-Type".into(),
+                    "application/x-www-form-urlencoded".into(),
+                ));
             }
             Body::Text(literal(&body))
         };
@@ -183,13 +259,22 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
             step.headers.push((n.clone(), t, Some(c)));
         } else if secret_name(n) {
             let var = secrets.var(n, v, &format!("header `{n}`"));
-            step.headers.push((n.clone(), format!("{{{{ env.{var} }}}}"), Some(format!("came from the command; set env.{var}"))));
+            step.headers.push((
+                n.clone(),
+                format!("{{{{ env.{var} }}}}"),
+                Some(format!("came from the command; set env.{var}")),
+            ));
         } else {
             step.headers.push((n.clone(), literal(v), None));
         }
     }
-    if json && !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("accept")) {
-        step.headers.push(("Accept".into(), "application/json".into(), None));
+    if json
+        && !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("accept"))
+    {
+        step.headers
+            .push(("Accept".into(), "application/json".into(), None));
     }
     if let Some(u) = &user {
         let (name, _) = u.split_once(':').unwrap_or((u, ""));
@@ -204,7 +289,13 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
         let mut notes = Vec::new();
         let parts: Vec<String> = cookies
             .iter()
-            .flat_map(|c| c.split(';').map(str::trim).filter(|p| !p.is_empty()).map(str::to_string).collect::<Vec<_>>())
+            .flat_map(|c| {
+                c.split(';')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
             .map(|p| {
                 let (n, v) = p.split_once('=').unwrap_or((&p, ""));
                 let var = secrets.var(n, v, &format!("cookie `{n}`"));
@@ -212,19 +303,48 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
                 format!("{}={{{{ env.{var} }}}}", literal(n))
             })
             .collect();
-        step.headers.push(("Cookie".into(), parts.join("; "), Some(notes.join("; "))));
+        step.headers
+            .push(("Cookie".into(), parts.join("; "), Some(notes.join("; "))));
     }
     step.comments = comments;
     // The command line itself may hold the credentials just replaced: never repeat it then.
-    let shown = if secrets.values().any(|(v, _)| !v.is_empty() && command.contains(v)) { "volley convert curl" } else { command };
+    let shown = if secrets
+        .values()
+        .any(|(v, _)| !v.is_empty() && command.contains(v))
+    {
+        "volley convert curl"
+    } else {
+        command
+    };
     let mut header = vec![format!("Converted by `{shown}`.")];
     header.extend(secrets.header());
-    let target = format!("{}://{}", parsed.scheme(), match parsed.port() {
-        Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or("")),
-        None => parsed.host_str().unwrap_or("").to_string(),
-    });
-    let doc = Doc { header, name: "curl".into(), target, variables: Vec::new(), steps: vec![step] };
+    let target = format!(
+        "{}://{}",
+        parsed.scheme(),
+        match parsed.port() {
+            Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or("")),
+            None => parsed.host_str().unwrap_or("").to_string(),
+        }
+    );
+    let doc = Doc {
+        header,
+        name: "curl".into(),
+        target,
+        variables: Vec::new(),
+        steps: vec![step],
+    };
     let env: Vec<String> = secrets.needed.iter().map(|(n, _)| n.clone()).collect();
-    let notes = if env.is_empty() { Vec::new() } else { vec![format!("set these environment variables: {}", env.join(", "))] };
-    Ok(Converted { yaml: doc.render(), notes, env })
+    let notes = if env.is_empty() {
+        Vec::new()
+    } else {
+        vec![format!(
+            "set these environment variables: {}",
+            env.join(", ")
+        )]
+    };
+    Ok(Converted {
+        yaml: doc.render(),
+        notes,
+        env,
+    })
 }

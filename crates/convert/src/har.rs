@@ -122,9 +122,21 @@ struct NameValue {
 }
 
 const STATIC_TYPES: [&str; 6] = ["stylesheet", "script", "image", "font", "media", "manifest"];
-const STATIC_MIME: [&str; 9] = ["text/css", "javascript", "ecmascript", "image/", "font/", "audio/", "video/", "application/wasm", "font-"];
-const STATIC_EXT: [&str; 20] =
-    ["css", "js", "mjs", "map", "png", "jpg", "jpeg", "gif", "svg", "ico", "webp", "avif", "woff", "woff2", "ttf", "otf", "eot", "mp4", "webm", "wasm"];
+const STATIC_MIME: [&str; 9] = [
+    "text/css",
+    "javascript",
+    "ecmascript",
+    "image/",
+    "font/",
+    "audio/",
+    "video/",
+    "application/wasm",
+    "font-",
+];
+const STATIC_EXT: [&str; 20] = [
+    "css", "js", "mjs", "map", "png", "jpg", "jpeg", "gif", "svg", "ico", "webp", "avif", "woff",
+    "woff2", "ttf", "otf", "eot", "mp4", "webm", "wasm",
+];
 
 /// Browser headers that say nothing about the request's meaning.
 fn noise(name: &str) -> bool {
@@ -155,15 +167,25 @@ fn noise(name: &str) -> bool {
 }
 
 fn is_static(e: &Entry, url: &url::Url) -> bool {
-    if e.resource_type.as_deref().is_some_and(|t| STATIC_TYPES.contains(&t)) {
+    if e.resource_type
+        .as_deref()
+        .is_some_and(|t| STATIC_TYPES.contains(&t))
+    {
         return true;
     }
-    let mime = e.response.content.as_ref().and_then(|c| c.mime_type.clone()).unwrap_or_default().to_ascii_lowercase();
+    let mime = e
+        .response
+        .content
+        .as_ref()
+        .and_then(|c| c.mime_type.clone())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
     if STATIC_MIME.iter().any(|m| mime.contains(m)) {
         return true;
     }
     let last = url.path().rsplit('/').next().unwrap_or("");
-    last.rsplit_once('.').is_some_and(|(_, ext)| STATIC_EXT.contains(&ext.to_ascii_lowercase().as_str()))
+    last.rsplit_once('.')
+        .is_some_and(|(_, ext)| STATIC_EXT.contains(&ext.to_ascii_lowercase().as_str()))
 }
 
 fn authority(u: &url::Url) -> String {
@@ -189,13 +211,22 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
     }
     let mut entries: Vec<(usize, Entry, url::Url, jiff::Timestamp)> = Vec::new();
     for (i, e) in har.log.entries.into_iter().enumerate() {
-        let url = url::Url::parse(&e.request.url).map_err(|x| err(format!("entry {i}: `{}` is not a URL ({x})", e.request.url)))?;
-        let at = e.started.parse::<jiff::Timestamp>().map_err(|x| err(format!("entry {i}: startedDateTime `{}` is not an ISO 8601 time ({x})", e.started)))?;
+        let url = url::Url::parse(&e.request.url)
+            .map_err(|x| err(format!("entry {i}: `{}` is not a URL ({x})", e.request.url)))?;
+        let at = e.started.parse::<jiff::Timestamp>().map_err(|x| {
+            err(format!(
+                "entry {i}: startedDateTime `{}` is not an ISO 8601 time ({x})",
+                e.started
+            ))
+        })?;
         entries.push((i, e, url, at));
     }
     entries.sort_by_key(|(i, _, _, at)| (*at, *i));
     let total = entries.len();
-    let web: Vec<_> = entries.into_iter().filter(|(_, _, u, _)| matches!(u.scheme(), "http" | "https")).collect();
+    let web: Vec<_> = entries
+        .into_iter()
+        .filter(|(_, _, u, _)| matches!(u.scheme(), "http" | "https"))
+        .collect();
     let not_http = total - web.len();
 
     // The main host.
@@ -205,17 +236,31 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
             let mut docs: HashMap<String, usize> = HashMap::new();
             let mut all: HashMap<String, usize> = HashMap::new();
             for (_, e, u, _) in &web {
-                let mime = e.response.content.as_ref().and_then(|c| c.mime_type.clone()).unwrap_or_default();
+                let mime = e
+                    .response
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.mime_type.clone())
+                    .unwrap_or_default();
                 if mime.contains("text/html") || e.resource_type.as_deref() == Some("document") {
                     *docs.entry(authority(u)).or_default() += 1;
                 }
                 *all.entry(authority(u)).or_default() += 1;
             }
-            let pick = |m: &HashMap<String, usize>| m.iter().max_by_key(|(h, n)| (**n, std::cmp::Reverse((*h).clone()))).map(|(h, _)| h.clone());
-            pick(&docs).or_else(|| pick(&all)).ok_or_else(|| err("the recording has no http(s) requests".into()))?
+            let pick = |m: &HashMap<String, usize>| {
+                m.iter()
+                    .max_by_key(|(h, n)| (**n, std::cmp::Reverse((*h).clone())))
+                    .map(|(h, _)| h.clone())
+            };
+            pick(&docs)
+                .or_else(|| pick(&all))
+                .ok_or_else(|| err("the recording has no http(s) requests".into()))?
         }
     };
-    let on_host = |u: &url::Url| authority(u).eq_ignore_ascii_case(&host) || u.host_str().is_some_and(|h| h.eq_ignore_ascii_case(&host));
+    let on_host = |u: &url::Url| {
+        authority(u).eq_ignore_ascii_case(&host)
+            || u.host_str().is_some_and(|h| h.eq_ignore_ascii_case(&host))
+    };
     let mut other_hosts: Vec<(String, usize)> = Vec::new();
     let (mut statics, mut preflights) = (0, 0);
     let mut kept = Vec::new();
@@ -228,7 +273,12 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
             }
             continue;
         }
-        if e.request.method.eq_ignore_ascii_case("OPTIONS") && e.request.headers.iter().any(|h| h.name.eq_ignore_ascii_case("access-control-request-method")) {
+        if e.request.method.eq_ignore_ascii_case("OPTIONS")
+            && e.request
+                .headers
+                .iter()
+                .any(|h| h.name.eq_ignore_ascii_case("access-control-request-method"))
+        {
             preflights += 1;
             continue;
         }
@@ -240,7 +290,10 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
         kept.push((exchange(e, u, at)?, ()));
     }
     let Some(target) = scheme_port else {
-        let hosts: Vec<String> = other_hosts.iter().map(|(h, n)| format!("{h} ({n})")).collect();
+        let hosts: Vec<String> = other_hosts
+            .iter()
+            .map(|(h, n)| format!("{h} ({n})"))
+            .collect();
         return Err(err(format!(
             "no request to keep on host `{host}` ({statics} static assets left out); the recording's hosts are: {}. Pick one with --host, or keep static assets with --keep-static",
             hosts.join(", ")
@@ -259,7 +312,11 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
     for (x, subs) in xs.iter().zip(&corr.subs) {
         build(x, subs, &mut secrets, opts);
     }
-    let mut steps: Vec<Step> = xs.iter().zip(&corr.subs).map(|(x, s)| build(x, s, &mut secrets, opts)).collect();
+    let mut steps: Vec<Step> = xs
+        .iter()
+        .zip(&corr.subs)
+        .map(|(x, s)| build(x, s, &mut secrets, opts))
+        .collect();
     for (i, step) in steps.iter_mut().enumerate() {
         step.extract = corr.extracts[i].clone();
         if opts.think_times
@@ -282,36 +339,76 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
         header[0].push_str(&format!(" from a recording by {}", who.join(" / ")));
     }
     header[0].push('.');
-    let mut notes = vec![format!("{total} requests recorded; {} kept, on {host}", steps.len())];
+    let mut notes = vec![format!(
+        "{total} requests recorded; {} kept, on {host}",
+        steps.len()
+    )];
     if statics > 0 {
-        notes.push(format!("{statics} static assets left out (--keep-static keeps them)"));
+        notes.push(format!(
+            "{statics} static assets left out (--keep-static keeps them)"
+        ));
     }
     if preflights > 0 {
-        notes.push(format!("{preflights} CORS preflights left out (the browser's, not the app's)"));
+        notes.push(format!(
+            "{preflights} CORS preflights left out (the browser's, not the app's)"
+        ));
     }
     if not_http > 0 {
-        notes.push(format!("{not_http} non-HTTP entries (data:, blob:, extensions) left out"));
+        notes.push(format!(
+            "{not_http} non-HTTP entries (data:, blob:, extensions) left out"
+        ));
     }
     for (h, n) in &other_hosts {
         notes.push(format!("{n} requests to {h} left out: one scenario loads one host (convert them with --host {h})"));
     }
     header.push(format!("{}.", notes.join("; ")));
-    let vars: Vec<&str> = corr.extracts.iter().flatten().map(|(v, _, _)| v.as_str()).collect();
+    let vars: Vec<&str> = corr
+        .extracts
+        .iter()
+        .flatten()
+        .map(|(v, _, _)| v.as_str())
+        .collect();
     if !vars.is_empty() {
-        header.push(format!("Values the server sent and the flow sends back are extracted and templated: {}.", vars.join(", ")));
+        header.push(format!(
+            "Values the server sent and the flow sends back are extracted and templated: {}.",
+            vars.join(", ")
+        ));
     }
     header.extend(secrets.header());
-    let mut doc = Doc { header, name: opts.name.clone().unwrap_or_else(|| "recording".into()), target, variables: Vec::new(), steps };
+    let mut doc = Doc {
+        header,
+        name: opts.name.clone().unwrap_or_else(|| "recording".into()),
+        target,
+        variables: Vec::new(),
+        steps,
+    };
     doc.unique_names();
     let mut summary = notes;
     if !secrets.needed.is_empty() {
-        summary.push(format!("set these environment variables: {}", secrets.needed.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")));
+        summary.push(format!(
+            "set these environment variables: {}",
+            secrets
+                .needed
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
-    Ok(Converted { yaml: doc.render(), notes: summary, env: secrets.needed.iter().map(|(n, _)| n.clone()).collect() })
+    Ok(Converted {
+        yaml: doc.render(),
+        notes: summary,
+        env: secrets.needed.iter().map(|(n, _)| n.clone()).collect(),
+    })
 }
 
 fn exchange(e: Entry, url: url::Url, at: jiff::Timestamp) -> Result<Exchange, ConvertError> {
-    let headers: Vec<(String, String)> = e.request.headers.into_iter().map(|h| (h.name, h.value)).collect();
+    let headers: Vec<(String, String)> = e
+        .request
+        .headers
+        .into_iter()
+        .map(|h| (h.name, h.value))
+        .collect();
     let body = match e.request.post_data {
         None => ReqBody::None,
         Some(p) => {
@@ -327,11 +424,18 @@ fn exchange(e: Entry, url: url::Url, at: jiff::Timestamp) -> Result<Exchange, Co
                     Ok(v) => ReqBody::Json(v),
                     Err(_) => ReqBody::Text(t),
                 },
-                Some(t) if mime.starts_with("application/x-www-form-urlencoded") => {
-                    ReqBody::Form(form_urlencoded::parse(t.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
-                }
+                Some(t) if mime.starts_with("application/x-www-form-urlencoded") => ReqBody::Form(
+                    form_urlencoded::parse(t.as_bytes())
+                        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                        .collect(),
+                ),
                 Some(t) => ReqBody::Text(t),
-                None if !p.params.is_empty() => ReqBody::Form(p.params.into_iter().map(|f| (f.name, f.value.unwrap_or_default())).collect()),
+                None if !p.params.is_empty() => ReqBody::Form(
+                    p.params
+                        .into_iter()
+                        .map(|f| (f.name, f.value.unwrap_or_default()))
+                        .collect(),
+                ),
                 None => ReqBody::None,
             }
         }
@@ -340,7 +444,10 @@ fn exchange(e: Entry, url: url::Url, at: jiff::Timestamp) -> Result<Exchange, Co
     let text = match (content.text, content.encoding.as_deref()) {
         (Some(t), Some("base64")) => {
             use base64::Engine;
-            base64::engine::general_purpose::STANDARD.decode(t.as_bytes()).ok().and_then(|b| String::from_utf8(b).ok())
+            base64::engine::general_purpose::STANDARD
+                .decode(t.as_bytes())
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
         }
         (t, _) => t,
     };
@@ -348,8 +455,16 @@ fn exchange(e: Entry, url: url::Url, at: jiff::Timestamp) -> Result<Exchange, Co
         (Some(t), Some(m)) if m.contains("json") => serde_json::from_str(t).ok(),
         _ => None,
     };
-    let resp_headers: Vec<(String, String)> = e.response.headers.into_iter().map(|h| (h.name, h.value)).collect();
-    let sse = content.mime_type.as_deref().is_some_and(|m| m.contains("text/event-stream"));
+    let resp_headers: Vec<(String, String)> = e
+        .response
+        .headers
+        .into_iter()
+        .map(|h| (h.name, h.value))
+        .collect();
+    let sse = content
+        .mime_type
+        .as_deref()
+        .is_some_and(|m| m.contains("text/event-stream"));
     Ok(Exchange {
         method: e.request.method,
         url,
@@ -370,7 +485,10 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
     let (path, mut name_path) = match &subs.prefix {
         Some((len, expr)) => {
             let rest = &x.url.path()[*len..];
-            (format!("{expr}{}", literal(rest)), format!("{{{}}}{rest}", var_of(expr)))
+            (
+                format!("{expr}{}", literal(rest)),
+                format!("{{{}}}{rest}", var_of(expr)),
+            )
         }
         None => {
             let mut p = String::new();
@@ -403,7 +521,9 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
                 Some(e) => format!("{}={e}", literal(rn)),
                 None if secret_name(n) && !v.is_empty() => {
                     let var = secrets.var(n, v, &format!("query parameter `{n}`"));
-                    comments.push(format!("query parameter `{n}` came from the recording; set env.{var}"));
+                    comments.push(format!(
+                        "query parameter `{n}` came from the recording; set env.{var}"
+                    ));
                     format!("{}={{{{ env.{var} | urlencode }}}}", literal(rn))
                 }
                 None => format!("{}={}", literal(rn), scrub(secrets, rv)),
@@ -463,21 +583,36 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
         if (noise(n) && !keep(n)) || lower == "cookie" {
             continue;
         }
-        if lower == "content-type" && matches!(step.body, Body::Json(_) | Body::Form(_)) && (v.contains("json") || v.contains("x-www-form-urlencoded")) {
+        if lower == "content-type"
+            && matches!(step.body, Body::Json(_) | Body::Form(_))
+            && (v.contains("json") || v.contains("x-www-form-urlencoded"))
+        {
             continue;
         }
-        if lower == "accept" && !keep(n) && (v == "*/*" || v.starts_with("text/html") || v.starts_with("image/")) {
+        if lower == "accept"
+            && !keep(n)
+            && (v == "*/*" || v.starts_with("text/html") || v.starts_with("image/"))
+        {
             continue;
         }
         let (value, comment) = match subs.header.get(&i) {
-            Some((text, e)) => (v.split(text.as_str()).map(|p| scrub(secrets, p)).collect::<Vec<_>>().join(e), None),
+            Some((text, e)) => (
+                v.split(text.as_str())
+                    .map(|p| scrub(secrets, p))
+                    .collect::<Vec<_>>()
+                    .join(e),
+                None,
+            ),
             None if lower == "authorization" => {
                 let (t, c) = secrets.authorization(v);
                 (t, Some(c))
             }
             None if secret_name(n) => {
                 let var = secrets.var(n, v, &format!("header `{n}`"));
-                (format!("{{{{ env.{var} }}}}"), Some(format!("came from the recording; set env.{var}")))
+                (
+                    format!("{{{{ env.{var} }}}}"),
+                    Some(format!("came from the recording; set env.{var}")),
+                )
             }
             None => (scrub(secrets, v), None),
         };
@@ -488,7 +623,12 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
         .headers
         .iter()
         .filter(|(n, _)| n.eq_ignore_ascii_case("cookie"))
-        .flat_map(|(_, v)| v.split(';').filter_map(|p| p.split_once('=')).map(|(a, b)| (a.trim().to_string(), b.trim().to_string())).collect::<Vec<_>>())
+        .flat_map(|(_, v)| {
+            v.split(';')
+                .filter_map(|p| p.split_once('='))
+                .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
+                .collect::<Vec<_>>()
+        })
         .collect();
     if !cookies.is_empty() {
         let mut from_env = Vec::new();
@@ -498,26 +638,36 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
                 Some(e) => e.clone(),
                 None => {
                     let var = secrets.var(n, v, &format!("cookie `{n}`"));
-                    from_env.push(format!("cookie `{n}` came from the recording; set env.{var}"));
+                    from_env.push(format!(
+                        "cookie `{n}` came from the recording; set env.{var}"
+                    ));
                     format!("{}={{{{ env.{var} }}}}", literal(n))
                 }
             })
             .collect();
         let comment = (!from_env.is_empty()).then(|| from_env.join("; "));
-        step.headers.push(("Cookie".into(), parts.join("; "), comment));
+        step.headers
+            .push(("Cookie".into(), parts.join("; "), comment));
     }
     step.comments = comments;
     if (200..400).contains(&x.status) && !step.sse {
         step.status = Some(x.status.to_string());
     } else if !step.sse {
-        step.comments.push(format!("recorded status {}: not a success, so no status check", x.status));
+        step.comments.push(format!(
+            "recorded status {}: not a success, so no status check",
+            x.status
+        ));
     }
     step
 }
 
 /// The variable in `{{ var ... }}`.
 fn var_of(expr: &str) -> &str {
-    expr.trim_start_matches("{{").trim().split([' ', '|', '}']).next().unwrap_or("")
+    expr.trim_start_matches("{{")
+        .trim()
+        .split([' ', '|', '}'])
+        .next()
+        .unwrap_or("")
 }
 
 /// `text` as literal template text with every known credential replaced by its variable.
@@ -548,5 +698,3 @@ fn scrub(secrets: &Secrets, text: &str) -> String {
     }
     out
 }
-
-

@@ -63,25 +63,47 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
         _ => return Err(err("no `openapi:` version field: an OpenAPI document starts with `openapi: 3.0.3` or `openapi: 3.1.0`".into())),
     };
     if !(version.starts_with("3.0") || version.starts_with("3.1")) {
-        return Err(err(format!("`openapi: {version}`: volley reads OpenAPI 3.0 and 3.1")));
+        return Err(err(format!(
+            "`openapi: {version}`: volley reads OpenAPI 3.0 and 3.1"
+        )));
     }
-    let paths = doc.get("paths").and_then(Value::as_object).ok_or_else(|| err("`paths` is missing or not a mapping: the document has no operations to convert".into()))?;
+    let paths = doc.get("paths").and_then(Value::as_object).ok_or_else(|| {
+        err("`paths` is missing or not a mapping: the document has no operations to convert".into())
+    })?;
 
     // Servers: an absolute URL is the target; a relative one (`/v3`) prefixes every path.
-    let server = doc.pointer("/servers/0/url").and_then(Value::as_str).unwrap_or("");
+    let server = doc
+        .pointer("/servers/0/url")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let (server_target, base) = match url::Url::parse(server) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") => (Some(u.origin().ascii_serialization()), u.path().trim_end_matches('/').to_string()),
+        Ok(u) if matches!(u.scheme(), "http" | "https") => (
+            Some(u.origin().ascii_serialization()),
+            u.path().trim_end_matches('/').to_string(),
+        ),
         _ => (None, server.trim_end_matches('/').to_string()),
     };
-    let target = opts.target.clone().or(server_target).unwrap_or_else(|| "http://127.0.0.1:8080".into());
+    let target = opts
+        .target
+        .clone()
+        .or(server_target)
+        .unwrap_or_else(|| "http://127.0.0.1:8080".into());
 
     let mut ops = Vec::new();
     for (path, item) in paths {
         let item = resolve(&doc, item).ok_or_else(|| err(format!("`{path}`: its `$ref` points outside this document; bundle the document first (e.g. `npx @redocly/cli bundle`)")))?;
-        let shared: Vec<&Value> = item.get("parameters").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
+        let shared: Vec<&Value> = item
+            .get("parameters")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().collect())
+            .unwrap_or_default();
         for m in METHODS {
             let Some(op) = item.get(m) else { continue };
-            let mut params: Vec<&Value> = op.get("parameters").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
+            let mut params: Vec<&Value> = op
+                .get("parameters")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().collect())
+                .unwrap_or_default();
             for p in &shared {
                 let name = |v: &Value| resolve(&doc, v).and_then(|r| r.get("name")).cloned();
                 if !params.iter().any(|q| name(q) == name(p)) {
@@ -89,37 +111,71 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
                 }
             }
             let order = ops.len();
-            ops.push(Op { path: path.clone(), method: m, op, params, order });
+            ops.push(Op {
+                path: path.clone(),
+                method: m,
+                op,
+                params,
+                order,
+            });
         }
     }
-    let tags_of = |o: &Op<'_>| o.op.get("tags").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect::<Vec<_>>()).unwrap_or_default();
-    let id_of = |o: &Op<'_>| o.op.get("operationId").and_then(Value::as_str).unwrap_or("").to_string();
+    let tags_of = |o: &Op<'_>| {
+        o.op.get("tags")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    let id_of = |o: &Op<'_>| {
+        o.op.get("operationId")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     for t in &opts.tags {
         if !ops.iter().any(|o| tags_of(o).contains(t)) {
             let mut all: Vec<String> = ops.iter().flat_map(tags_of).collect();
             all.sort();
             all.dedup();
-            return Err(err(format!("no operation has tag `{t}`; the tags are: {}", all.join(", "))));
+            return Err(err(format!(
+                "no operation has tag `{t}`; the tags are: {}",
+                all.join(", ")
+            )));
         }
     }
     for id in &opts.operations {
         if !ops.iter().any(|o| id_of(o) == *id) {
             let all: Vec<String> = ops.iter().map(id_of).filter(|i| !i.is_empty()).collect();
-            return Err(err(format!("no operation has operationId `{id}`; the operationIds are: {}", all.join(", "))));
+            return Err(err(format!(
+                "no operation has operationId `{id}`; the operationIds are: {}",
+                all.join(", ")
+            )));
         }
     }
     ops.retain(|o| {
-        (opts.tags.is_empty() || tags_of(o).iter().any(|t| opts.tags.contains(t))) && (opts.operations.is_empty() || opts.operations.contains(&id_of(o)))
+        (opts.tags.is_empty() || tags_of(o).iter().any(|t| opts.tags.contains(t)))
+            && (opts.operations.is_empty() || opts.operations.contains(&id_of(o)))
     });
     if ops.is_empty() {
-        return Err(err("the document has no operations (get, post, put, patch, delete) under `paths`".into()));
+        return Err(err(
+            "the document has no operations (get, post, put, patch, delete) under `paths`".into(),
+        ));
     }
     // Order: creates before reads and updates, shallow paths before deep ones; deletes last,
     // deep before shallow (a room's todos go before the room).
     let depth = |p: &str| p.split('/').filter(|s| !s.is_empty()).count();
     let rank = |m: &str| METHODS.iter().position(|x| *x == m).unwrap_or(9);
     ops.sort_by_key(|o| {
-        if o.method == "delete" { (1, usize::MAX - depth(&o.path), 0, o.order) } else { (0, depth(&o.path), rank(o.method), o.order) }
+        if o.method == "delete" {
+            (1, usize::MAX - depth(&o.path), 0, o.order)
+        } else {
+            (0, depth(&o.path), rank(o.method), o.order)
+        }
     });
 
     let mut secrets = Secrets::default();
@@ -134,7 +190,11 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
     let mut steps = Vec::new();
     let mut left_out = Vec::new();
     for o in &ops {
-        let label = if id_of(o).is_empty() { format!("{} {}", o.method.to_uppercase(), o.path) } else { id_of(o) };
+        let label = if id_of(o).is_empty() {
+            format!("{} {}", o.method.to_uppercase(), o.path)
+        } else {
+            id_of(o)
+        };
         let mut comments = Vec::new();
         if let Some(s) = o.op.get("summary").and_then(Value::as_str) {
             comments.push(format!("{label}: {}", s.lines().next().unwrap_or("")));
@@ -158,20 +218,37 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
                     .iter()
                     .find(|k| k.to_ascii_lowercase() == pl)
                     .or_else(|| props.iter().find(|k| id_like && k.as_str() == "id"))
-                    .or_else(|| props.iter().find(|k| pl.len() >= 3 && k.to_ascii_lowercase().ends_with(&pl)))
+                    .or_else(|| {
+                        props
+                            .iter()
+                            .find(|k| pl.len() >= 3 && k.to_ascii_lowercase().ends_with(&pl))
+                    })
                     .map(|k| extract_var(&mut steps, &mut extracted, &mut names, *at, resource, k))
             });
             match from_create {
                 Some(var) => url.push_str(&format!("{{{{ {var} }}}}")),
                 None => {
-                    let owner = segs[..i].iter().rev().find(|s| !s.is_empty() && !s.starts_with('{')).map(|s| singular(s));
-                    let base_name = if snake(p) == "id" { format!("{}_id", owner.unwrap_or_else(|| "item".into())) } else { snake(p) };
+                    let owner = segs[..i]
+                        .iter()
+                        .rev()
+                        .find(|s| !s.is_empty() && !s.starts_with('{'))
+                        .map(|s| singular(s));
+                    let base_name = if snake(p) == "id" {
+                        format!("{}_id", owner.unwrap_or_else(|| "item".into()))
+                    } else {
+                        snake(p)
+                    };
                     let var = match variables.iter().find(|(n, _, _)| *n == base_name) {
                         Some((n, _, _)) => n.clone(),
                         None => {
                             let var = names.unique(&base_name);
-                            let param = o.params.iter().filter_map(|q| resolve(&doc, q)).find(|q| q.get("name").and_then(Value::as_str) == Some(p) && q.get("in").and_then(Value::as_str) == Some("path"));
-                            let value = param.map_or(Value::String("1".into()), |q| param_example(&doc, q));
+                            let param =
+                                o.params.iter().filter_map(|q| resolve(&doc, q)).find(|q| {
+                                    q.get("name").and_then(Value::as_str) == Some(p)
+                                        && q.get("in").and_then(Value::as_str) == Some("path")
+                                });
+                            let value =
+                                param.map_or(Value::String("1".into()), |q| param_example(&doc, q));
                             let value = template_json(&value, "", &HashMap::new(), &literal);
                             variables.push((var.clone(), value, Some(format!("path parameter `{p}` (documented example or one made from its schema): set an existing one"))));
                             var
@@ -185,7 +262,12 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
         let mut query = Vec::new();
         let mut headers = Vec::new();
         for q in o.params.iter().filter_map(|q| resolve(&doc, q)) {
-            let (Some(name), Some(place)) = (q.get("name").and_then(Value::as_str), q.get("in").and_then(Value::as_str)) else { continue };
+            let (Some(name), Some(place)) = (
+                q.get("name").and_then(Value::as_str),
+                q.get("in").and_then(Value::as_str),
+            ) else {
+                continue;
+            };
             let required = q.get("required").and_then(Value::as_bool).unwrap_or(false);
             if !required {
                 continue;
@@ -197,44 +279,107 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
             };
             match place {
                 "query" if crate::secrets::secret_name(name) => {
-                    let var = secrets.var(name, &format!("query:{name}"), &format!("query parameter `{name}`"));
+                    let var = secrets.var(
+                        name,
+                        &format!("query:{name}"),
+                        &format!("query parameter `{name}`"),
+                    );
                     query.push(format!("{}={{{{ env.{var} | urlencode }}}}", literal(name)));
                 }
                 "query" => {
-                    let enc = if url_safe(&text) { literal(&text) } else { literal(&form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>()) };
+                    let enc = if url_safe(&text) {
+                        literal(&text)
+                    } else {
+                        literal(
+                            &form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>(),
+                        )
+                    };
                     query.push(format!("{}={enc}", literal(name)));
                 }
                 "header" if crate::secrets::secret_name(name) => {
-                    let var = secrets.var(name, &format!("header:{name}"), &format!("header `{name}`"));
-                    headers.push((name.to_string(), format!("{{{{ env.{var} }}}}"), Some(format!("set env.{var}"))));
+                    let var =
+                        secrets.var(name, &format!("header:{name}"), &format!("header `{name}`"));
+                    headers.push((
+                        name.to_string(),
+                        format!("{{{{ env.{var} }}}}"),
+                        Some(format!("set env.{var}")),
+                    ));
                 }
                 "header" => headers.push((name.to_string(), literal(&text), None)),
                 _ => {}
             }
         }
         // Security: the first requirement of the operation (else the document's).
-        let security = o.op.get("security").or_else(|| doc.get("security")).and_then(Value::as_array).and_then(|a| a.first()).and_then(Value::as_object);
+        let security =
+            o.op.get("security")
+                .or_else(|| doc.get("security"))
+                .and_then(Value::as_array)
+                .and_then(|a| a.first())
+                .and_then(Value::as_object);
         if let Some(req) = security {
             for scheme_name in req.keys() {
-                let Some(scheme) = doc.pointer(&format!("/components/securitySchemes/{}", scheme_name.replace('~', "~0").replace('/', "~1"))).and_then(|s| resolve(&doc, s)) else { continue };
-                match (scheme.get("type").and_then(Value::as_str), scheme.get("in").and_then(Value::as_str)) {
+                let Some(scheme) = doc
+                    .pointer(&format!(
+                        "/components/securitySchemes/{}",
+                        scheme_name.replace('~', "~0").replace('/', "~1")
+                    ))
+                    .and_then(|s| resolve(&doc, s))
+                else {
+                    continue;
+                };
+                match (
+                    scheme.get("type").and_then(Value::as_str),
+                    scheme.get("in").and_then(Value::as_str),
+                ) {
                     (Some("apiKey"), Some("header")) => {
-                        let h = scheme.get("name").and_then(Value::as_str).unwrap_or("X-API-Key");
-                        let var = secrets.var(scheme_name, &format!("scheme:{scheme_name}"), &format!("API key `{scheme_name}` (header {h})"));
-                        headers.push((h.to_string(), format!("{{{{ env.{var} }}}}"), Some(format!("security scheme `{scheme_name}`: set env.{var}"))));
+                        let h = scheme
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("X-API-Key");
+                        let var = secrets.var(
+                            scheme_name,
+                            &format!("scheme:{scheme_name}"),
+                            &format!("API key `{scheme_name}` (header {h})"),
+                        );
+                        headers.push((
+                            h.to_string(),
+                            format!("{{{{ env.{var} }}}}"),
+                            Some(format!("security scheme `{scheme_name}`: set env.{var}")),
+                        ));
                     }
                     (Some("apiKey"), Some("query")) => {
-                        let n = scheme.get("name").and_then(Value::as_str).unwrap_or("api_key");
-                        let var = secrets.var(scheme_name, &format!("scheme:{scheme_name}"), &format!("API key `{scheme_name}` (query {n})"));
+                        let n = scheme
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("api_key");
+                        let var = secrets.var(
+                            scheme_name,
+                            &format!("scheme:{scheme_name}"),
+                            &format!("API key `{scheme_name}` (query {n})"),
+                        );
                         query.push(format!("{}={{{{ env.{var} | urlencode }}}}", literal(n)));
                     }
-                    (Some("http"), _) if scheme.get("scheme").and_then(Value::as_str).is_some_and(|s| s.eq_ignore_ascii_case("basic")) => {
-                        let var = secrets.var("basic_auth", "scheme:basic", "base64 of user:password");
-                        headers.push(("Authorization".into(), format!("Basic {{{{ env.{var} }}}}"), Some(format!("security scheme `{scheme_name}`: set env.{var}"))));
+                    (Some("http"), _)
+                        if scheme
+                            .get("scheme")
+                            .and_then(Value::as_str)
+                            .is_some_and(|s| s.eq_ignore_ascii_case("basic")) =>
+                    {
+                        let var =
+                            secrets.var("basic_auth", "scheme:basic", "base64 of user:password");
+                        headers.push((
+                            "Authorization".into(),
+                            format!("Basic {{{{ env.{var} }}}}"),
+                            Some(format!("security scheme `{scheme_name}`: set env.{var}")),
+                        ));
                     }
                     (Some("http" | "oauth2" | "openIdConnect"), _) => {
                         let var = secrets.var("token", "scheme:bearer", "a bearer token");
-                        headers.push(("Authorization".into(), format!("Bearer {{{{ env.{var} }}}}"), Some(format!("security scheme `{scheme_name}`: set env.{var}"))));
+                        headers.push((
+                            "Authorization".into(),
+                            format!("Bearer {{{{ env.{var} }}}}"),
+                            Some(format!("security scheme `{scheme_name}`: set env.{var}")),
+                        ));
                     }
                     _ => {}
                 }
@@ -250,20 +395,39 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
             let pick = content.and_then(|c| {
                 c.iter()
                     .find(|(m, _)| m.contains("json"))
-                    .or_else(|| c.iter().find(|(m, _)| m.starts_with("application/x-www-form-urlencoded")))
+                    .or_else(|| {
+                        c.iter()
+                            .find(|(m, _)| m.starts_with("application/x-www-form-urlencoded"))
+                    })
                     .or_else(|| c.iter().find(|(m, _)| m.starts_with("text/")))
             });
             match pick {
                 None => {
-                    let types: Vec<&String> = content.map(|c| c.keys().collect()).unwrap_or_default();
-                    left_out.push(format!("{label} (its body is {}, which a scenario does not send)", types.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")));
+                    let types: Vec<&String> =
+                        content.map(|c| c.keys().collect()).unwrap_or_default();
+                    left_out.push(format!(
+                        "{label} (its body is {}, which a scenario does not send)",
+                        types
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
                     continue;
                 }
                 Some((mime, media)) => {
                     let value = media
                         .get("example")
                         .cloned()
-                        .or_else(|| media.get("examples").and_then(Value::as_object).and_then(|e| e.values().next()).and_then(|e| resolve(&doc, e)).and_then(|e| e.get("value")).cloned())
+                        .or_else(|| {
+                            media
+                                .get("examples")
+                                .and_then(Value::as_object)
+                                .and_then(|e| e.values().next())
+                                .and_then(|e| resolve(&doc, e))
+                                .and_then(|e| e.get("value"))
+                                .cloned()
+                        })
                         .or_else(|| media.get("schema").map(|s| example(&doc, s, true)))
                         .unwrap_or(Value::Null);
                     let mut subs = HashMap::new();
@@ -271,22 +435,52 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
                         for k in m.keys() {
                             let sk = snake(k);
                             if let Some(res) = sk.strip_suffix("_id")
-                                && let Some((at, resource, props)) = resources.get(res).and_then(|c| created.get(c))
+                                && let Some((at, resource, props)) =
+                                    resources.get(res).and_then(|c| created.get(c))
                                 && props.iter().any(|p| p == "id")
                             {
-                                let var = extract_var(&mut steps, &mut extracted, &mut names, *at, resource, "id");
-                                subs.insert(format!("/{}", k.replace('~', "~0").replace('/', "~1")), format!("{{{{ {var} }}}}"));
+                                let var = extract_var(
+                                    &mut steps,
+                                    &mut extracted,
+                                    &mut names,
+                                    *at,
+                                    resource,
+                                    "id",
+                                );
+                                subs.insert(
+                                    format!("/{}", k.replace('~', "~0").replace('/', "~1")),
+                                    format!("{{{{ {var} }}}}"),
+                                );
                             }
                         }
                     }
                     body = if mime.contains("json") {
                         Body::Json(template_json(&value, "", &subs, &literal))
                     } else if mime.starts_with("application/x-www-form-urlencoded") {
-                        let fields = value.as_object().map(|m| m.iter().map(|(k, v)| (literal(k), literal(&v.as_str().map_or_else(|| v.to_string(), str::to_string)))).collect()).unwrap_or_default();
+                        let fields = value
+                            .as_object()
+                            .map(|m| {
+                                m.iter()
+                                    .map(|(k, v)| {
+                                        (
+                                            literal(k),
+                                            literal(
+                                                &v.as_str()
+                                                    .map_or_else(|| v.to_string(), str::to_string),
+                                            ),
+                                        )
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default();
                         Body::Form(fields)
                     } else {
                         headers.push(("Content-Type".into(), mime.clone(), None));
-                        Body::Text(literal(&value.as_str().map_or_else(|| value.to_string(), str::to_string)))
+                        Body::Text(literal(
+                            &value
+                                .as_str()
+                                .map_or_else(|| value.to_string(), str::to_string),
+                        ))
                     };
                 }
             }
@@ -303,24 +497,45 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
             full = format!("{full}?{}", query.join("&"));
         }
         let mut step = Step::new(o.method, full);
-        step.name = if id_of(o).is_empty() { format!("{} {}", o.method.to_uppercase(), o.path) } else { id_of(o) };
+        step.name = if id_of(o).is_empty() {
+            format!("{} {}", o.method.to_uppercase(), o.path)
+        } else {
+            id_of(o)
+        };
         step.headers = headers;
         step.body = body;
         match &success {
-            Some((code, _)) if code.len() == 3 && code.chars().all(|c| c.is_ascii_digit()) => step.status = Some(code.clone()),
+            Some((code, _)) if code.len() == 3 && code.chars().all(|c| c.is_ascii_digit()) => {
+                step.status = Some(code.clone())
+            }
             Some(_) => step.status = Some("200-299".into()),
-            None => comments.push("no 2xx response is documented: the default (below 400) counts as success".into()),
+            None => comments.push(
+                "no 2xx response is documented: the default (below 400) counts as success".into(),
+            ),
         }
-        let response = success.as_ref().and_then(|(_, r)| *r).and_then(|r| r.get("content")).and_then(Value::as_object);
+        let response = success
+            .as_ref()
+            .and_then(|(_, r)| *r)
+            .and_then(|r| r.get("content"))
+            .and_then(Value::as_object);
         if response.is_some_and(|c| c.keys().any(|m| m.starts_with("text/event-stream"))) {
             step.sse = true;
             step.status = None;
         }
         // A create on a collection: remember what its response names, for later paths and bodies.
         if o.method == "post" && !o.path.ends_with('}') {
-            let schema = response.and_then(|c| c.iter().find(|(m, _)| m.contains("json"))).and_then(|(_, m)| m.get("schema")).and_then(|s| resolve(&doc, s));
+            let schema = response
+                .and_then(|c| c.iter().find(|(m, _)| m.contains("json")))
+                .and_then(|(_, m)| m.get("schema"))
+                .and_then(|s| resolve(&doc, s));
             let props = schema.map(|s| properties(&doc, s, 0)).unwrap_or_default();
-            let resource = o.path.split('/').rev().find(|s| !s.is_empty() && !s.starts_with('{')).map(singular).unwrap_or_else(|| "item".into());
+            let resource = o
+                .path
+                .split('/')
+                .rev()
+                .find(|s| !s.is_empty() && !s.starts_with('{'))
+                .map(singular)
+                .unwrap_or_else(|| "item".into());
             if !props.is_empty() && !created.contains_key(&o.path) {
                 created.insert(o.path.clone(), (steps.len(), resource.clone(), props));
                 resources.entry(resource).or_insert_with(|| o.path.clone());
@@ -330,13 +545,31 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
         steps.push(step);
     }
     if steps.is_empty() {
-        return Err(err(format!("no operation could be converted: {}", left_out.join("; "))));
+        return Err(err(format!(
+            "no operation could be converted: {}",
+            left_out.join("; ")
+        )));
     }
-    let title = doc.pointer("/info/title").and_then(Value::as_str).unwrap_or("api");
-    let mut header = vec![format!("Converted by `{}` from {title} (OpenAPI {version}).", opts.command)];
+    let title = doc
+        .pointer("/info/title")
+        .and_then(Value::as_str)
+        .unwrap_or("api");
+    let mut header = vec![format!(
+        "Converted by `{}` from {title} (OpenAPI {version}).",
+        opts.command
+    )];
     header.push("Order: creates before reads and updates, shallow paths before deep ones; deletes last, deepest first.".into());
-    if opts.target.is_none() && doc.pointer("/servers/0/url").and_then(Value::as_str).and_then(|s| url::Url::parse(s).ok()).is_none() {
-        header.push("The document names no absolute server: `target` is a placeholder, or run with --url.".into());
+    if opts.target.is_none()
+        && doc
+            .pointer("/servers/0/url")
+            .and_then(Value::as_str)
+            .and_then(|s| url::Url::parse(s).ok())
+            .is_none()
+    {
+        header.push(
+            "The document names no absolute server: `target` is a placeholder, or run with --url."
+                .into(),
+        );
     }
     let mut notes = Vec::new();
     if !left_out.is_empty() {
@@ -347,22 +580,54 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
     header.extend(secrets.header());
     let env: Vec<String> = secrets.needed.iter().map(|(n, _)| n.clone()).collect();
     if !env.is_empty() {
-        notes.push(format!("set these environment variables: {}", env.join(", ")));
+        notes.push(format!(
+            "set these environment variables: {}",
+            env.join(", ")
+        ));
     }
-    let mut d = Doc { header, name: snake(title).replace('_', "-"), target, variables, steps };
+    let mut d = Doc {
+        header,
+        name: snake(title).replace('_', "-"),
+        target,
+        variables,
+        steps,
+    };
     d.unique_names();
-    Ok(Converted { yaml: d.render(), notes, env })
+    Ok(Converted {
+        yaml: d.render(),
+        notes,
+        env,
+    })
 }
 
 /// The variable holding property `prop` of step `at`'s response, added to its `extract`
 /// the first time it is asked for.
-fn extract_var(steps: &mut [Step], extracted: &mut HashMap<(usize, String), String>, names: &mut Names, at: usize, resource: &str, prop: &str) -> String {
+fn extract_var(
+    steps: &mut [Step],
+    extracted: &mut HashMap<(usize, String), String>,
+    names: &mut Names,
+    at: usize,
+    resource: &str,
+    prop: &str,
+) -> String {
     extracted
         .entry((at, prop.to_string()))
         .or_insert_with(|| {
-            let var = names.unique(&if prop == "id" { format!("{resource}_id") } else { snake(prop) });
-            let q = if prop.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') { format!("$.{prop}") } else { format!("$['{prop}']") };
-            steps[at].extract.push((var.clone(), Source::Json(q), Some(format!("the new {resource}, for the steps that use it"))));
+            let var = names.unique(&if prop == "id" {
+                format!("{resource}_id")
+            } else {
+                snake(prop)
+            });
+            let q = if prop.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                format!("$.{prop}")
+            } else {
+                format!("$['{prop}']")
+            };
+            steps[at].extract.push((
+                var.clone(),
+                Source::Json(q),
+                Some(format!("the new {resource}, for the steps that use it")),
+            ));
             var
         })
         .clone()
@@ -370,8 +635,14 @@ fn extract_var(steps: &mut [Step], extracted: &mut HashMap<(usize, String), Stri
 
 /// The property names of an object schema, through `allOf`/`oneOf`/`anyOf` and `$ref`s.
 fn properties(doc: &Value, schema: &Value, depth: usize) -> Vec<String> {
-    let Some(s) = resolve(doc, schema) else { return Vec::new() };
-    let mut out: Vec<String> = s.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
+    let Some(s) = resolve(doc, schema) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = s
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
     if depth < 8 {
         for k in ["allOf", "oneOf", "anyOf"] {
             for part in s.get(k).and_then(Value::as_array).into_iter().flatten() {
@@ -391,8 +662,15 @@ fn param_example(doc: &Value, p: &Value) -> Value {
     if let Some(e) = p.get("example") {
         return e.clone();
     }
-    if let Some(e) = p.get("examples").and_then(Value::as_object).and_then(|e| e.values().next()).and_then(|e| resolve(doc, e)).and_then(|e| e.get("value")) {
+    if let Some(e) = p
+        .get("examples")
+        .and_then(Value::as_object)
+        .and_then(|e| e.values().next())
+        .and_then(|e| resolve(doc, e))
+        .and_then(|e| e.get("value"))
+    {
         return e.clone();
     }
-    p.get("schema").map_or(Value::String("1".into()), |s| example(doc, s, false))
+    p.get("schema")
+        .map_or(Value::String("1".into()), |s| example(doc, s, false))
 }

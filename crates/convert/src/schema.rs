@@ -22,14 +22,20 @@ pub(crate) fn example(doc: &Value, schema: &Value, writing: bool) -> Value {
 }
 
 fn make(doc: &Value, schema: &Value, writing: bool, depth: usize, name: &str) -> Value {
-    let Some(s) = resolve(doc, schema) else { return Value::Null };
+    let Some(s) = resolve(doc, schema) else {
+        return Value::Null;
+    };
     if depth > 8 {
         return Value::Null;
     }
     if let Some(e) = s.get("example") {
         return e.clone();
     }
-    if let Some(e) = s.get("examples").and_then(Value::as_array).and_then(|a| a.first()) {
+    if let Some(e) = s
+        .get("examples")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+    {
         return e.clone();
     }
     for k in ["const", "default"] {
@@ -37,7 +43,11 @@ fn make(doc: &Value, schema: &Value, writing: bool, depth: usize, name: &str) ->
             return v.clone();
         }
     }
-    if let Some(v) = s.get("enum").and_then(Value::as_array).and_then(|a| a.iter().find(|v| !v.is_null())) {
+    if let Some(v) = s
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|a| a.iter().find(|v| !v.is_null()))
+    {
         return v.clone();
     }
     if let Some(all) = s.get("allOf").and_then(Value::as_array) {
@@ -50,13 +60,21 @@ fn make(doc: &Value, schema: &Value, writing: bool, depth: usize, name: &str) ->
         return Value::Object(merged);
     }
     for k in ["oneOf", "anyOf"] {
-        if let Some(first) = s.get(k).and_then(Value::as_array).and_then(|a| a.iter().find(|v| resolve(doc, v).and_then(|r| r.get("type")) != Some(&json!("null")))) {
+        if let Some(first) = s.get(k).and_then(Value::as_array).and_then(|a| {
+            a.iter()
+                .find(|v| resolve(doc, v).and_then(|r| r.get("type")) != Some(&json!("null")))
+        }) {
             return make(doc, first, writing, depth + 1, name);
         }
     }
     let ty = match s.get("type") {
         Some(Value::String(t)) => t.clone(),
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or("null").to_string(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or("null")
+            .to_string(),
         _ if s.get("properties").is_some() => "object".into(),
         _ if s.get("items").is_some() => "array".into(),
         _ => "string".into(),
@@ -67,7 +85,10 @@ fn make(doc: &Value, schema: &Value, writing: bool, depth: usize, name: &str) ->
             let mut out = Map::new();
             if let Some(props) = s.get("properties").and_then(Value::as_object) {
                 for (k, p) in props {
-                    let read_only = resolve(doc, p).and_then(|p| p.get("readOnly")).and_then(Value::as_bool).unwrap_or(false);
+                    let read_only = resolve(doc, p)
+                        .and_then(|p| p.get("readOnly"))
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
                     if writing && read_only {
                         continue;
                     }
@@ -77,10 +98,16 @@ fn make(doc: &Value, schema: &Value, writing: bool, depth: usize, name: &str) ->
             Value::Object(out)
         }
         "array" => {
-            let item = s.get("items").map_or(json!("string"), |i| make(doc, i, writing, depth + 1, name));
+            let item = s
+                .get("items")
+                .map_or(json!("string"), |i| make(doc, i, writing, depth + 1, name));
             Value::Array(vec![item])
         }
-        "integer" => json!(num("minimum").map_or(1, |m| m.ceil() as i64).max(num("exclusiveMinimum").map_or(i64::MIN, |m| m as i64 + 1))),
+        "integer" => json!(
+            num("minimum")
+                .map_or(1, |m| m.ceil() as i64)
+                .max(num("exclusiveMinimum").map_or(i64::MIN, |m| m as i64 + 1))
+        ),
         "number" => json!(num("minimum").unwrap_or(1.5)),
         "boolean" => json!(true),
         "null" => Value::Null,
@@ -96,10 +123,19 @@ fn make(doc: &Value, schema: &Value, writing: bool, depth: usize, name: &str) ->
                 Some("ipv4") => "127.0.0.1".into(),
                 Some("ipv6") => "::1".into(),
                 Some("byte") => "ZXhhbXBsZQ==".into(),
-                _ => if name.is_empty() { "example".into() } else { format!("example {name}") },
+                _ => {
+                    if name.is_empty() {
+                        "example".into()
+                    } else {
+                        format!("example {name}")
+                    }
+                }
             };
             let min = s.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize;
-            let max = s.get("maxLength").and_then(Value::as_u64).map_or(usize::MAX, |m| m as usize);
+            let max = s
+                .get("maxLength")
+                .and_then(Value::as_u64)
+                .map_or(usize::MAX, |m| m as usize);
             let mut t = text;
             while t.len() < min {
                 t.push('x');
@@ -130,8 +166,14 @@ mod tests {
         }}});
         let room = json!({"$ref": "#/components/schemas/Room"});
         let v = example(&doc, &room, true);
-        assert_eq!(v, json!({"name": "example name", "status": "OPEN", "at": "2026-01-01T12:00:00Z", "owner": "user@example.com", "tags": ["red"], "size": 10}));
+        assert_eq!(
+            v,
+            json!({"name": "example name", "status": "OPEN", "at": "2026-01-01T12:00:00Z", "owner": "user@example.com", "tags": ["red"], "size": 10})
+        );
         assert_eq!(example(&doc, &room, false)["id"], json!(1));
-        assert_eq!(example(&doc, &json!({"type": "string", "example": "given"}), true), json!("given"));
+        assert_eq!(
+            example(&doc, &json!({"type": "string", "example": "given"}), true),
+            json!("given")
+        );
     }
 }

@@ -13,11 +13,39 @@ pub(crate) fn secret_name(name: &str) -> bool {
     let hit = |w: &str| {
         matches!(
             w,
-            "password" | "passwd" | "pwd" | "secret" | "token" | "apikey" | "session" | "sessionid" | "sid" | "jwt" | "auth" | "authorization" | "signature" | "credential" | "credentials" | "csrf" | "xsrf" | "otp"
+            "password"
+                | "passwd"
+                | "pwd"
+                | "secret"
+                | "token"
+                | "apikey"
+                | "session"
+                | "sessionid"
+                | "sid"
+                | "jwt"
+                | "auth"
+                | "authorization"
+                | "signature"
+                | "credential"
+                | "credentials"
+                | "csrf"
+                | "xsrf"
+                | "otp"
         )
     };
-    words.iter().any(|w| hit(w) || w.contains("session") || w.ends_with("token") || w.ends_with("password") || w.ends_with("secret"))
-        || words.windows(2).any(|p| p[1] == "key" && matches!(p[0].as_str(), "api" | "access" | "private" | "secret" | "client"))
+    words.iter().any(|w| {
+        hit(w)
+            || w.contains("session")
+            || w.ends_with("token")
+            || w.ends_with("password")
+            || w.ends_with("secret")
+    }) || words.windows(2).any(|p| {
+        p[1] == "key"
+            && matches!(
+                p[0].as_str(),
+                "api" | "access" | "private" | "secret" | "client"
+            )
+    })
 }
 
 /// The environment variables a conversion asks for.
@@ -56,8 +84,15 @@ impl Secrets {
         };
         let cred = cred.trim();
         let var = self.var(hint, cred, what);
-        let template = if scheme.is_empty() { format!("{{{{ env.{var} }}}}") } else { format!("{scheme} {{{{ env.{var} }}}}") };
-        (template, format!("credential from the recording; set env.{var} ({what})"))
+        let template = if scheme.is_empty() {
+            format!("{{{{ env.{var} }}}}")
+        } else {
+            format!("{scheme} {{{{ env.{var} }}}}")
+        };
+        (
+            template,
+            format!("credential from the recording; set env.{var} ({what})"),
+        )
     }
 
     /// The comment lines for the top of the file.
@@ -79,7 +114,17 @@ mod tests {
 
     #[test]
     fn credential_names() {
-        for n in ["Authorization", "X-Api-Key", "api_key", "access_token", "password", "JSESSIONID", "session", "X-CSRF-Token", "sid"] {
+        for n in [
+            "Authorization",
+            "X-Api-Key",
+            "api_key",
+            "access_token",
+            "password",
+            "JSESSIONID",
+            "session",
+            "X-CSRF-Token",
+            "sid",
+        ] {
             assert!(secret_name(n), "{n}");
         }
         for n in ["size", "page", "roomId", "keyboard", "Accept", "side"] {

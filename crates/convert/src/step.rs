@@ -74,16 +74,26 @@ impl Step {
             e.push(Entry::text("sse", &self.url));
             e.push(Entry::new("events", Node::Scalar("1".into())));
         } else {
-            e.push(Entry::text("request", &format!("{} {}", self.method, self.url)));
+            e.push(Entry::text(
+                "request",
+                &format!("{} {}", self.method, self.url),
+            ));
         }
         if !self.headers.is_empty() {
-            let h = self.headers.iter().map(|(k, v, c)| Entry::text(k, v).trailing(c.clone())).collect();
+            let h = self
+                .headers
+                .iter()
+                .map(|(k, v, c)| Entry::text(k, v).trailing(c.clone()))
+                .collect();
             e.push(Entry::new("headers", Node::Map(h)));
         }
         match &self.body {
             Body::None => {}
             Body::Json(v) => e.push(Entry::new("json", json(v))),
-            Body::Form(f) => e.push(Entry::new("form", Node::Map(f.iter().map(|(k, v)| Entry::text(k, v)).collect()))),
+            Body::Form(f) => e.push(Entry::new(
+                "form",
+                Node::Map(f.iter().map(|(k, v)| Entry::text(k, v)).collect()),
+            )),
             Body::Text(t) => e.push(Entry::text("body", t)),
         }
         if !self.extract.is_empty() {
@@ -101,8 +111,15 @@ impl Step {
             e.push(Entry::new("extract", Node::Map(x)));
         }
         if let Some(s) = &self.status {
-            let v = if s.parse::<u16>().is_ok() { s.clone() } else { scalar(s) };
-            e.push(Entry::new("check", Node::Map(vec![Entry::new("status", Node::Scalar(v))])));
+            let v = if s.parse::<u16>().is_ok() {
+                s.clone()
+            } else {
+                scalar(s)
+            };
+            e.push(Entry::new(
+                "check",
+                Node::Map(vec![Entry::new("status", Node::Scalar(v))]),
+            ));
         }
         if let Some(t) = &self.think_time {
             e.push(Entry::text("think_time", t));
@@ -141,16 +158,27 @@ impl Doc {
 
     /// The scenario file's text.
     pub fn render(&self) -> String {
-        let mut root = vec![Entry::text("name", &self.name), Entry::text("target", &self.target)];
+        let mut root = vec![
+            Entry::text("name", &self.name),
+            Entry::text("target", &self.target),
+        ];
         root.push(
             Entry::new("load", Node::Map(vec![Entry::new("vus", Node::Scalar("1".into())), Entry::new("iterations", Node::Scalar("1".into()))]))
                 .above(vec!["One user, one pass through the flow: give the load here or on the command line (--vus 50 --duration 5m).".into()]),
         );
         if !self.variables.is_empty() {
-            let v = self.variables.iter().map(|(k, v, c)| Entry::new(k, json(v)).trailing(c.clone())).collect();
+            let v = self
+                .variables
+                .iter()
+                .map(|(k, v, c)| Entry::new(k, json(v)).trailing(c.clone()))
+                .collect();
             root.push(Entry::new("variables", Node::Map(v)));
         }
-        let steps = self.steps.iter().map(|s| (s.comments.clone(), s.node())).collect();
+        let steps = self
+            .steps
+            .iter()
+            .map(|s| (s.comments.clone(), s.node()))
+            .collect();
         root.push(Entry::new("steps", Node::Seq(steps)));
         render(&self.header, &root)
     }

@@ -79,7 +79,6 @@ impl Names {
         }
         name
     }
-
 }
 
 #[cfg(test)]
@@ -88,7 +87,10 @@ mod tests {
 
     #[test]
     fn literal_text_cannot_become_a_template() {
-        assert_eq!(literal("a {{ b }} {% c %} {# d #} {x}"), "a {{ \"{{\" }} b }} {{ \"{%\" }} c %} {{ \"{#\" }} d #} {x}");
+        assert_eq!(
+            literal("a {{ b }} {% c %} {# d #} {x}"),
+            "a {{ \"{{\" }} b }} {{ \"{%\" }} c %} {{ \"{#\" }} d #} {x}"
+        );
         assert_eq!(literal("plain"), "plain");
     }
 

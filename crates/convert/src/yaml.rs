@@ -27,7 +27,12 @@ pub(crate) struct Entry {
 
 impl Entry {
     pub(crate) fn new(key: &str, value: Node) -> Entry {
-        Entry { above: Vec::new(), key: key.to_string(), value, trailing: None }
+        Entry {
+            above: Vec::new(),
+            key: key.to_string(),
+            value,
+            trailing: None,
+        }
     }
 
     pub(crate) fn text(key: &str, value: &str) -> Entry {
@@ -47,16 +52,25 @@ impl Entry {
 
 /// A string as a YAML scalar that reads back as the same string.
 pub(crate) fn scalar(s: &str) -> String {
-    if plain_is_safe(s) { s.to_string() } else { serde_json::to_string(s).expect("a string serializes") }
+    if plain_is_safe(s) {
+        s.to_string()
+    } else {
+        serde_json::to_string(s).expect("a string serializes")
+    }
 }
 
 fn plain_is_safe(s: &str) -> bool {
-    let Some(first) = s.chars().next() else { return false };
-    let reserved = ["true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"];
+    let Some(first) = s.chars().next() else {
+        return false;
+    };
+    let reserved = [
+        "true", "false", "yes", "no", "on", "off", "null", "y", "n", "~",
+    ];
     (first.is_ascii_alphanumeric() || "/$_.".contains(first))
         && !s.ends_with(' ')
         && !s.contains("  ")
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || " _./$@-()[],'{}:#&*!?%=+~|\"<>^;".contains(c))
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || " _./$@-()[],'{}:#&*!?%=+~|\"<>^;".contains(c))
         && !s.contains(": ")
         && !s.contains(" #")
         && !s.ends_with(':')
@@ -186,7 +200,22 @@ mod tests {
     fn plain_only_when_it_reads_back_the_same() {
         assert_eq!(scalar("POST /rooms"), "POST /rooms");
         assert_eq!(scalar("$.items[0].id"), "$.items[0].id");
-        for quoted in ["", "true", "No", "12", "1.5", "a: b", "x #y", "{{ id }}", "-x", " lead", "tab\there", "0x1f", "*ref", "ünï"] {
+        for quoted in [
+            "",
+            "true",
+            "No",
+            "12",
+            "1.5",
+            "a: b",
+            "x #y",
+            "{{ id }}",
+            "-x",
+            " lead",
+            "tab\there",
+            "0x1f",
+            "*ref",
+            "ünï",
+        ] {
             assert!(scalar(quoted).starts_with('"'), "{quoted} must be quoted");
         }
     }
@@ -195,9 +224,16 @@ mod tests {
     fn nested_lists_and_maps_with_comments() {
         let step = Node::Map(vec![
             Entry::text("name", "create room"),
-            Entry::new("json", json(&serde_json::json!({"a": [1, {"b": "x"}], "e": {}}))).trailing(Some("why".into())),
+            Entry::new(
+                "json",
+                json(&serde_json::json!({"a": [1, {"b": "x"}], "e": {}})),
+            )
+            .trailing(Some("why".into())),
         ]);
-        let root = vec![Entry::new("steps", Node::Seq(vec![(vec!["first".into()], step)]))];
+        let root = vec![Entry::new(
+            "steps",
+            Node::Seq(vec![(vec!["first".into()], step)]),
+        )];
         let text = render(&["head".into()], &root);
         assert_eq!(
             text,

@@ -8,22 +8,38 @@ use std::path::{Path, PathBuf};
 use volley_convert::{HarOptions, OpenApiOptions, curl, har, openapi};
 
 fn fixture(rel: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(rel);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 /// Parses `yaml` as a scenario file; every environment variable it reads is set.
 fn load(yaml: &str) -> volley_scenario::Scenario {
-    volley_scenario::parse_scenario(&PathBuf::from("converted.yaml"), yaml, &|_| Some("set".into())).unwrap_or_else(|e| panic!("{e}\n{yaml}"))
+    volley_scenario::parse_scenario(&PathBuf::from("converted.yaml"), yaml, &|_| {
+        Some("set".into())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{yaml}"))
 }
 
 fn steps_of(yaml: &str) -> Vec<String> {
-    load(yaml).step_info.iter().map(|s| s.name.clone()).collect()
+    load(yaml)
+        .step_info
+        .iter()
+        .map(|s| s.name.clone())
+        .collect()
 }
 
 #[test]
 fn the_recording_keeps_the_app_requests_and_carries_ids() {
-    let c = har::convert(&fixture("har/chat.har"), &HarOptions { command: "test".into(), ..Default::default() }).unwrap();
+    let c = har::convert(
+        &fixture("har/chat.har"),
+        &HarOptions {
+            command: "test".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let y = &c.yaml;
     assert_eq!(
         steps_of(y),
@@ -46,36 +62,81 @@ fn the_recording_keeps_the_app_requests_and_carries_ids() {
     assert!(y.contains("room_id: $.id"), "{y}");
     assert!(y.contains("access_code: $.accessCode"), "{y}");
     assert!(y.contains("roomId: \"{{ room_id }}\""), "{y}");
-    assert!(y.contains("request: GET /rooms/{{ room_id }}/messages?size=10&page=0"), "{y}");
+    assert!(
+        y.contains("request: GET /rooms/{{ room_id }}/messages?size=10&page=0"),
+        "{y}"
+    );
     // ... but a user's own input (userId 7, the 7th room of the list) is not tied to them.
     assert!(y.contains("userId: 7"), "{y}");
     // Static assets (css, js, svg) and the other host are left out, browser noise too.
-    assert!(!y.contains("app.css") && !y.contains("logo.svg") && !y.contains("/health"), "{y}");
-    for noise in ["Sec-Fetch", "sec-ch-ua", "User-Agent", "Accept-Encoding", "Referer", "Accept-Language"] {
+    assert!(
+        !y.contains("app.css") && !y.contains("logo.svg") && !y.contains("/health"),
+        "{y}"
+    );
+    for noise in [
+        "Sec-Fetch",
+        "sec-ch-ua",
+        "User-Agent",
+        "Accept-Encoding",
+        "Referer",
+        "Accept-Language",
+    ] {
         assert!(!y.contains(noise), "{noise} kept:\n{y}");
     }
     // No credential of the recording is written; environment variables stand for them.
     assert!(!y.contains("rec-SECRET"), "{y}");
-    assert!(y.contains("Authorization: Bearer {{ env.TOKEN }}  # credential from the recording; set env.TOKEN"), "{y}");
+    assert!(
+        y.contains(
+            "Authorization: Bearer {{ env.TOKEN }}  # credential from the recording; set env.TOKEN"
+        ),
+        "{y}"
+    );
     assert!(y.contains("Cookie: session={{ env.SESSION }}  # cookie `session` came from the recording; set env.SESSION"), "{y}");
     assert!(y.contains("token={{ env.TOKEN | urlencode }}"), "{y}");
     assert_eq!(c.env, ["TOKEN", "SESSION"]);
-    assert!(c.notes.iter().any(|n| n.contains("3 static assets")), "{:?}", c.notes);
-    assert!(c.notes.iter().any(|n| n.contains("localhost:18080")), "{:?}", c.notes);
+    assert!(
+        c.notes.iter().any(|n| n.contains("3 static assets")),
+        "{:?}",
+        c.notes
+    );
+    assert!(
+        c.notes.iter().any(|n| n.contains("localhost:18080")),
+        "{:?}",
+        c.notes
+    );
 }
 
 #[test]
 fn recording_options_keep_static_assets_headers_and_pauses() {
-    let opts = HarOptions { keep_static: true, think_times: true, keep_headers: vec!["user-agent".into()], command: "test".into(), ..Default::default() };
+    let opts = HarOptions {
+        keep_static: true,
+        think_times: true,
+        keep_headers: vec!["user-agent".into()],
+        command: "test".into(),
+        ..Default::default()
+    };
     let c = har::convert(&fixture("har/chat.har"), &opts).unwrap();
     let names = steps_of(&c.yaml);
     assert_eq!(names.len(), 15, "{names:?}");
     assert!(names.contains(&"GET /app/app.css".to_string()));
     assert!(c.yaml.contains("User-Agent: "), "{}", c.yaml);
     // The page waits 300 ms after listing rooms (crates/demo/assets/app.js).
-    let pause: Vec<u64> = c.yaml.lines().filter_map(|l| l.trim().strip_prefix("think_time: ")).map(|t| t.trim_end_matches("ms").parse().unwrap()).collect();
+    let pause: Vec<u64> = c
+        .yaml
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("think_time: "))
+        .map(|t| t.trim_end_matches("ms").parse().unwrap())
+        .collect();
     assert!(pause.iter().any(|p| (300..700).contains(p)), "{pause:?}");
-    let other = har::convert(&fixture("har/chat.har"), &HarOptions { host: Some("localhost:18080".into()), command: "t".into(), ..Default::default() }).unwrap();
+    let other = har::convert(
+        &fixture("har/chat.har"),
+        &HarOptions {
+            host: Some("localhost:18080".into()),
+            command: "t".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(steps_of(&other.yaml), ["GET /health"]);
 }
 
@@ -97,15 +158,34 @@ const SYNTHETIC: &str = r#"{"log": {"version": "1.2", "entries": [
 
 #[test]
 fn tokens_locations_and_cookies_are_correlated() {
-    let c = har::convert(SYNTHETIC, &HarOptions { command: "t".into(), ..Default::default() }).unwrap();
+    let c = har::convert(
+        SYNTHETIC,
+        &HarOptions {
+            command: "t".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let y = &c.yaml;
     load(y);
     assert!(y.contains("token: $.token"), "{y}");
     assert!(y.contains("Authorization: Bearer {{ token }}"), "{y}");
-    assert!(y.contains("sid_cookie:  # sent back by POST /api/carts\n        header: Set-Cookie"), "{y}");
-    assert!(y.contains("{{ sid_cookie | split(';') | first }}; theme={{ env.THEME }}"), "{y}");
-    assert!(y.contains("location:  # followed by PUT /api/carts/c-77/items\n        header: Location"), "{y}");
-    assert!(y.contains("request: PUT {{ location }}/items?userId={{ user_id }}"), "{y}");
+    assert!(
+        y.contains("sid_cookie:  # sent back by POST /api/carts\n        header: Set-Cookie"),
+        "{y}"
+    );
+    assert!(
+        y.contains("{{ sid_cookie | split(';') | first }}; theme={{ env.THEME }}"),
+        "{y}"
+    );
+    assert!(
+        y.contains("location:  # followed by PUT /api/carts/c-77/items\n        header: Location"),
+        "{y}"
+    );
+    assert!(
+        y.contains("request: PUT {{ location }}/items?userId={{ user_id }}"),
+        "{y}"
+    );
     assert!(y.contains("password: \"{{ env.PASSWORD }}\""), "{y}");
     for secret in ["hunter2-pw", "S3ss10nXYZ", "eyJhbGciOi"] {
         assert!(!y.contains(secret), "{secret} written:\n{y}");
@@ -115,57 +195,154 @@ fn tokens_locations_and_cookies_are_correlated() {
 
 #[test]
 fn bad_recordings_say_what_is_wrong() {
-    let e = har::convert("not json", &HarOptions::default()).unwrap_err().to_string();
-    assert!(e.contains("not a HAR file") && e.contains("Save all as HAR"), "{e}");
-    let e = har::convert(r#"{"log": {"entries": []}}"#, &HarOptions::default()).unwrap_err().to_string();
+    let e = har::convert("not json", &HarOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("not a HAR file") && e.contains("Save all as HAR"),
+        "{e}"
+    );
+    let e = har::convert(r#"{"log": {"entries": []}}"#, &HarOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no requests"), "{e}");
-    let e = har::convert(&fixture("har/chat.har"), &HarOptions { host: Some("nowhere.test".into()), ..Default::default() }).unwrap_err().to_string();
+    let e = har::convert(
+        &fixture("har/chat.har"),
+        &HarOptions {
+            host: Some("nowhere.test".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("127.0.0.1:18080") && e.contains("--host"), "{e}");
 }
 
 #[test]
 fn petstore_3_0_converts_to_a_valid_scenario() {
-    let c = openapi::convert(&fixture("openapi/petstore-3.0.yaml"), &OpenApiOptions { command: "t".into(), ..Default::default() }).unwrap();
+    let c = openapi::convert(
+        &fixture("openapi/petstore-3.0.yaml"),
+        &OpenApiOptions {
+            command: "t".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let names = steps_of(&c.yaml);
     // uploadFile's body is application/octet-stream: left out, and said so.
-    assert!(!names.contains(&"uploadFile".to_string()) && c.notes.iter().any(|n| n.contains("uploadFile")), "{:?}", c.notes);
-    let pos = |n: &str| names.iter().position(|x| x == n).unwrap_or_else(|| panic!("{n} in {names:?}"));
+    assert!(
+        !names.contains(&"uploadFile".to_string())
+            && c.notes.iter().any(|n| n.contains("uploadFile")),
+        "{:?}",
+        c.notes
+    );
+    let pos = |n: &str| {
+        names
+            .iter()
+            .position(|x| x == n)
+            .unwrap_or_else(|| panic!("{n} in {names:?}"))
+    };
     assert!(pos("addPet") < pos("getPetById") && pos("getPetById") < pos("deletePet"));
     assert!(pos("placeOrder") < pos("getOrderById") && pos("deleteOrder") > pos("getOrderById"));
     let y = &c.yaml;
     assert!(y.contains("pet_id: $.id"), "{y}");
     assert!(y.contains("request: GET /api/v3/pet/{{ pet_id }}"), "{y}");
-    assert!(y.contains("status: available"), "enum/example values in bodies:\n{y}");
-    assert!(y.contains("api_key: \"{{ env.API_KEY }}\"") || y.contains("env.API_KEY"), "{y}");
-    let only = openapi::convert(&fixture("openapi/petstore-3.0.yaml"), &OpenApiOptions { tags: vec!["store".into()], command: "t".into(), ..Default::default() }).unwrap();
-    assert_eq!(steps_of(&only.yaml), ["placeOrder", "getInventory", "getOrderById", "deleteOrder"]);
-    let e = openapi::convert(&fixture("openapi/petstore-3.0.yaml"), &OpenApiOptions { tags: vec!["cats".into()], ..Default::default() }).unwrap_err().to_string();
+    assert!(
+        y.contains("status: available"),
+        "enum/example values in bodies:\n{y}"
+    );
+    assert!(
+        y.contains("api_key: \"{{ env.API_KEY }}\"") || y.contains("env.API_KEY"),
+        "{y}"
+    );
+    let only = openapi::convert(
+        &fixture("openapi/petstore-3.0.yaml"),
+        &OpenApiOptions {
+            tags: vec!["store".into()],
+            command: "t".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        steps_of(&only.yaml),
+        ["placeOrder", "getInventory", "getOrderById", "deleteOrder"]
+    );
+    let e = openapi::convert(
+        &fixture("openapi/petstore-3.0.yaml"),
+        &OpenApiOptions {
+            tags: vec!["cats".into()],
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("pet, store, user"), "{e}");
 }
 
 #[test]
 fn train_travel_3_1_converts_to_a_valid_scenario() {
-    let c = openapi::convert(&fixture("openapi/train-travel-3.1.yaml"), &OpenApiOptions { command: "t".into(), ..Default::default() }).unwrap();
+    let c = openapi::convert(
+        &fixture("openapi/train-travel-3.1.yaml"),
+        &OpenApiOptions {
+            command: "t".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let names = steps_of(&c.yaml);
-    let pos = |n: &str| names.iter().position(|x| x == n).unwrap_or_else(|| panic!("{n} in {names:?}"));
-    assert!(pos("create-booking") < pos("get-booking") && pos("get-booking") < pos("delete-booking"), "{names:?}");
+    let pos = |n: &str| {
+        names
+            .iter()
+            .position(|x| x == n)
+            .unwrap_or_else(|| panic!("{n} in {names:?}"))
+    };
+    assert!(
+        pos("create-booking") < pos("get-booking") && pos("get-booking") < pos("delete-booking"),
+        "{names:?}"
+    );
     let y = &c.yaml;
-    assert!(y.contains("target: https://try.microcks.io"), "the first server:\n{y}");
+    assert!(
+        y.contains("target: https://try.microcks.io"),
+        "the first server:\n{y}"
+    );
     assert!(y.contains("booking_id: $.id"), "{y}");
     assert!(y.contains("/bookings/{{ booking_id }}"), "{y}");
-    let one = openapi::convert(&fixture("openapi/train-travel-3.1.yaml"), &OpenApiOptions { operations: vec!["get-stations".into()], command: "t".into(), ..Default::default() }).unwrap();
+    let one = openapi::convert(
+        &fixture("openapi/train-travel-3.1.yaml"),
+        &OpenApiOptions {
+            operations: vec!["get-stations".into()],
+            command: "t".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(steps_of(&one.yaml), ["get-stations"]);
 }
 
 #[test]
 fn bad_specs_say_what_is_wrong() {
-    let e = openapi::convert("{\"swagger\": \"2.0\"}", &OpenApiOptions::default()).unwrap_err().to_string();
-    assert!(e.contains("Swagger 2.0") && e.contains("swagger2openapi"), "{e}");
-    let e = openapi::convert("openapi: 3.0.3\ninfo: {title: x}\n", &OpenApiOptions::default()).unwrap_err().to_string();
+    let e = openapi::convert("{\"swagger\": \"2.0\"}", &OpenApiOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("Swagger 2.0") && e.contains("swagger2openapi"),
+        "{e}"
+    );
+    let e = openapi::convert(
+        "openapi: 3.0.3\ninfo: {title: x}\n",
+        &OpenApiOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("`paths`"), "{e}");
-    let e = openapi::convert("openapi: 2.5\npaths: {}\n", &OpenApiOptions::default()).unwrap_err().to_string();
+    let e = openapi::convert("openapi: 2.5\npaths: {}\n", &OpenApiOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("3.0 and 3.1"), "{e}");
-    let e = openapi::convert("a: [", &OpenApiOptions::default()).unwrap_err().to_string();
+    let e = openapi::convert("a: [", &OpenApiOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not YAML"), "{e}");
 }
 
@@ -177,38 +354,83 @@ fn curl_yaml(cmd: &str) -> String {
 
 #[test]
 fn curl_flags_each_become_part_of_the_step() {
-    let y = curl_yaml("curl -X PUT 'http://127.0.0.1:8080/rooms/3?x=1' -H 'Accept: application/json' -H 'X-Trace: t1'");
-    assert!(y.contains("target: http://127.0.0.1:8080") && y.contains("request: PUT /rooms/3?x=1") && y.contains("X-Trace: t1"), "{y}");
+    let y = curl_yaml(
+        "curl -X PUT 'http://127.0.0.1:8080/rooms/3?x=1' -H 'Accept: application/json' -H 'X-Trace: t1'",
+    );
+    assert!(
+        y.contains("target: http://127.0.0.1:8080")
+            && y.contains("request: PUT /rooms/3?x=1")
+            && y.contains("X-Trace: t1"),
+        "{y}"
+    );
     // -d without a Content-Type: a urlencoded form, POST.
     let y = curl_yaml("curl http://h.test/login -d 'user=ana' -d 'remember=1'");
-    assert!(y.contains("request: POST /login") && y.contains("form:\n      user: ana\n      remember: \"1\""), "{y}");
+    assert!(
+        y.contains("request: POST /login")
+            && y.contains("form:\n      user: ana\n      remember: \"1\""),
+        "{y}"
+    );
     // --data-urlencode encodes its value.
     let y = curl_yaml("curl http://h.test/q --data-urlencode 'text=a b&c'");
-    assert!(y.contains("text: a b&c") || y.contains("text: \"a b&c\""), "{y}");
+    assert!(
+        y.contains("text: a b&c") || y.contains("text: \"a b&c\""),
+        "{y}"
+    );
     // --json: JSON body, POST, Accept added.
     let y = curl_yaml(r#"curl --json '{"name": "r", "n": 2}' http://h.test/rooms"#);
-    assert!(y.contains("json:\n      \"n\": 2\n      name: r") && y.contains("Accept: application/json"), "{y}");
+    assert!(
+        y.contains("json:\n      \"n\": 2\n      name: r")
+            && y.contains("Accept: application/json"),
+        "{y}"
+    );
     // -H Content-Type: application/json with -d: JSON too.
-    let y = curl_yaml(r#"curl http://h.test/rooms -H 'content-type: application/json' --data-raw '{"a": "{{x}}"}'"#);
-    assert!(y.contains("a: \"{{ \\\"{{\\\" }}x}}\""), "template syntax in the body stays literal:\n{y}");
+    let y = curl_yaml(
+        r#"curl http://h.test/rooms -H 'content-type: application/json' --data-raw '{"a": "{{x}}"}'"#,
+    );
+    assert!(
+        y.contains("a: \"{{ \\\"{{\\\" }}x}}\""),
+        "template syntax in the body stays literal:\n{y}"
+    );
     // -u and -b: credentials become environment variables.
     let line = "curl -u ana:pw123 -b 'sid=abc123; lang=en' http://h.test/me";
     let c = curl::convert(&[line.to_string()], line).unwrap();
-    assert!(!c.yaml.contains("pw123") && !c.yaml.contains("abc123"), "{}", c.yaml);
-    assert!(c.yaml.contains("Basic {{ env.BASIC_AUTH }}") && c.yaml.contains("sid={{ env.SID }}; lang={{ env.LANG }}"), "{}", c.yaml);
+    assert!(
+        !c.yaml.contains("pw123") && !c.yaml.contains("abc123"),
+        "{}",
+        c.yaml
+    );
+    assert!(
+        c.yaml.contains("Basic {{ env.BASIC_AUTH }}")
+            && c.yaml.contains("sid={{ env.SID }}; lang={{ env.LANG }}"),
+        "{}",
+        c.yaml
+    );
     assert_eq!(c.env, ["BASIC_AUTH", "SID", "LANG"]);
     // -G puts the data in the query; -I is HEAD; -XDELETE is -X DELETE.
     assert!(curl_yaml("curl -G http://h.test/s -d q=1").contains("request: GET /s?q=1"));
     assert!(curl_yaml("curl -I http://h.test/").contains("request: HEAD /"));
     assert!(curl_yaml("curl -XDELETE http://h.test/r/1").contains("request: DELETE /r/1"));
     // Already split words work too.
-    let c = curl::convert(&["curl".into(), "-H".into(), "X-A: 1".into(), "http://h.test/".into()], "t").unwrap();
+    let c = curl::convert(
+        &[
+            "curl".into(),
+            "-H".into(),
+            "X-A: 1".into(),
+            "http://h.test/".into(),
+        ],
+        "t",
+    )
+    .unwrap();
     assert!(c.yaml.contains("X-A: \"1\""), "{}", c.yaml);
 }
 
 #[test]
 fn curl_refuses_what_a_scenario_cannot_hold() {
-    let e = |cmd: &str| curl::convert(&[cmd.to_string()], "t").unwrap_err().to_string();
+    let e = |cmd: &str| {
+        curl::convert(&[cmd.to_string()], "t")
+            .unwrap_err()
+            .to_string()
+    };
     assert!(e("curl -d @body.json http://h.test/").contains("paste the body inline"));
     assert!(e("curl --data-urlencode @f http://h.test/").contains("give the value inline"));
     assert!(e("curl -b cookies.txt http://h.test/").contains("cookie file"));

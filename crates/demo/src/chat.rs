@@ -13,8 +13,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 use crate::App;
 use crate::db::{DbError, IdType, Val, now_ms};
@@ -68,7 +68,14 @@ pub(crate) type ApiResult<T> = Result<T, ApiError>;
 pub(crate) fn objects(rows: &[Vec<Val>], cols: &[&str]) -> Value {
     Value::Array(
         rows.iter()
-            .map(|r| Value::Object(cols.iter().zip(r).map(|(c, v)| (c.to_string(), v.json())).collect()))
+            .map(|r| {
+                Value::Object(
+                    cols.iter()
+                        .zip(r)
+                        .map(|(c, v)| (c.to_string(), v.json()))
+                        .collect(),
+                )
+            })
             .collect(),
     )
 }
@@ -113,9 +120,10 @@ pub(crate) struct MessagePage {
 pub(crate) async fn list_rooms(State(app): State<App>) -> ApiResult<Json<Value>> {
     if let Some(cache) = &app.cache
         && let Some((at, v)) = cache.rooms.lock().expect("cache").as_ref()
-            && at.elapsed() < CACHE_TTL {
-                return Ok(Json(v.clone()));
-            }
+        && at.elapsed() < CACHE_TTL
+    {
+        return Ok(Json(v.clone()));
+    }
     let rows = app
         .db
         .query(
@@ -139,15 +147,24 @@ pub(crate) struct NewRoom {
 }
 
 #[utoipa::path(post, path = "/rooms", tag = "chat", operation_id = "createRoom", request_body = NewRoom, responses((status = 201, description = "Created", body = Created)))]
-pub(crate) async fn create_room(State(app): State<App>, Json(body): Json<NewRoom>) -> ApiResult<(StatusCode, Json<Value>)> {
+pub(crate) async fn create_room(
+    State(app): State<App>,
+    Json(body): Json<NewRoom>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
     let rows = app
         .db
-        .execute("INSERT INTO rooms (name, created_at) VALUES ($1, $2) RETURNING id", vec![Val::Text(body.name), Val::Int(now_ms())])
+        .execute(
+            "INSERT INTO rooms (name, created_at) VALUES ($1, $2) RETURNING id",
+            vec![Val::Text(body.name), Val::Int(now_ms())],
+        )
         .await?;
     if let Some(cache) = &app.cache {
         *cache.rooms.lock().expect("cache") = None;
     }
-    Ok((StatusCode::CREATED, Json(json!({ "id": rows[0][0].json() }))))
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "id": rows[0][0].json() })),
+    ))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -163,15 +180,29 @@ pub(crate) struct NewMessage {
 
 #[utoipa::path(post, path = "/api-chat/chat", tag = "chat", operation_id = "postMessage", request_body = NewMessage,
     responses((status = 201, description = "Stored", body = Message), (status = 400, description = "Empty content"), (status = 404, description = "No such room")))]
-pub(crate) async fn post_message(State(app): State<App>, Json(m): Json<NewMessage>) -> ApiResult<(StatusCode, Json<Value>)> {
+pub(crate) async fn post_message(
+    State(app): State<App>,
+    Json(m): Json<NewMessage>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
     if m.content.is_empty() {
         return Err(ApiError::Bad("content must not be empty".into()));
     }
-    let exists = app.db.query("SELECT count(*) FROM rooms WHERE id = $1", vec![Val::Int(m.room_id)]).await?;
+    let exists = app
+        .db
+        .query(
+            "SELECT count(*) FROM rooms WHERE id = $1",
+            vec![Val::Int(m.room_id)],
+        )
+        .await?;
     if exists[0][0].int() == 0 {
         return Err(ApiError::NotFound("room"));
     }
-    let (room, user, content, now) = (Val::Int(m.room_id), Val::Int(m.user_id), Val::Text(m.content.clone()), Val::Int(now_ms()));
+    let (room, user, content, now) = (
+        Val::Int(m.room_id),
+        Val::Int(m.user_id),
+        Val::Text(m.content.clone()),
+        Val::Int(now_ms()),
+    );
     let id = match app.db.id_type {
         IdType::Sequential => {
             let rows = app
@@ -194,7 +225,8 @@ pub(crate) async fn post_message(State(app): State<App>, Json(m): Json<NewMessag
             json!(id)
         }
     };
-    let message = json!({ "id": id, "roomId": m.room_id, "userId": m.user_id, "content": m.content });
+    let message =
+        json!({ "id": id, "roomId": m.room_id, "userId": m.user_id, "content": m.content });
     app.events.chat(m.room_id, message.to_string());
     Ok((StatusCode::CREATED, Json(message)))
 }
@@ -211,7 +243,11 @@ pub(crate) struct Page {
 #[utoipa::path(get, path = "/rooms/{id}/messages", tag = "chat", operation_id = "listMessages",
     params(("id" = i64, Path, description = "The room", example = 1), Page),
     responses((status = 200, description = "A page of messages", body = MessagePage)))]
-pub(crate) async fn messages(State(app): State<App>, Path(room): Path<i64>, Query(p): Query<Page>) -> ApiResult<Json<Value>> {
+pub(crate) async fn messages(
+    State(app): State<App>,
+    Path(room): Path<i64>,
+    Query(p): Query<Page>,
+) -> ApiResult<Json<Value>> {
     let size = p.size.unwrap_or(20).clamp(1, 100);
     let offset = p.page.unwrap_or(0).max(0) * size;
     let rows = app
@@ -226,13 +262,18 @@ pub(crate) async fn messages(State(app): State<App>, Path(room): Path<i64>, Quer
         )
         .await?;
     let messages = objects(&rows, &["id", "userId", "content", "createdAt"]);
-    Ok(Json(json!({ "roomId": room, "page": p.page.unwrap_or(0), "size": size, "messages": messages })))
+    Ok(Json(
+        json!({ "roomId": room, "page": p.page.unwrap_or(0), "size": size, "messages": messages }),
+    ))
 }
 
 #[utoipa::path(get, path = "/rooms/{id}/stream", tag = "chat", operation_id = "streamRoom",
     params(("id" = i64, Path, description = "The room", example = 1)),
     responses((status = 200, description = "`connect`, then a `message` event per new message", content_type = "text/event-stream", body = String)))]
-pub(crate) async fn stream(State(app): State<App>, Path(room): Path<i64>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+pub(crate) async fn stream(
+    State(app): State<App>,
+    Path(room): Path<i64>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let events = app.events.chat_stream(room);
     Sse::new(events).keep_alive(KeepAlive::default())
 }

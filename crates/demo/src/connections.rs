@@ -27,12 +27,23 @@ impl axum::serve::Listener for LimitedListener {
     type Addr = std::net::SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        let permit = self.permits.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
         loop {
             match self.inner.accept().await {
                 Ok((io, addr)) => {
                     let _ = io.set_nodelay(true);
-                    return (LimitedStream { io, _permit: permit }, addr);
+                    return (
+                        LimitedStream {
+                            io,
+                            _permit: permit,
+                        },
+                        addr,
+                    );
                 }
                 // Out of file descriptors and the like: wait a moment and go on.
                 Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
@@ -46,13 +57,21 @@ impl axum::serve::Listener for LimitedListener {
 }
 
 impl AsyncRead for LimitedStream {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         Pin::new(&mut self.io).poll_read(cx, buf)
     }
 }
 
 impl AsyncWrite for LimitedStream {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.io).poll_write(cx, buf)
     }
 

@@ -194,12 +194,20 @@ impl Db {
                 let (path, tempdir) = match other {
                     Some(p) => (PathBuf::from(p), None),
                     None => {
-                        let dir = std::env::temp_dir().join(format!("volley-demo-{}-{}", std::process::id(), fastrand::u64(..)));
+                        let dir = std::env::temp_dir().join(format!(
+                            "volley-demo-{}-{}",
+                            std::process::id(),
+                            fastrand::u64(..)
+                        ));
                         std::fs::create_dir_all(&dir)?;
                         (dir.join("demo.sqlite"), Some(TempDir(dir)))
                     }
                 };
-                (open_sqlite(&path, size)?, path.display().to_string(), tempdir)
+                (
+                    open_sqlite(&path, size)?,
+                    path.display().to_string(),
+                    tempdir,
+                )
             }
         };
         let db = Db {
@@ -230,7 +238,9 @@ impl Db {
         let permit = tokio::time::timeout(self.timeout, self.permits.acquire()).await;
         self.stats.pending.fetch_sub(1, Ordering::Relaxed);
         self.stats.acquires.fetch_add(1, Ordering::Relaxed);
-        self.stats.acquire_us.fetch_add(waited.elapsed().as_micros() as u64, Ordering::Relaxed);
+        self.stats
+            .acquire_us
+            .fetch_add(waited.elapsed().as_micros() as u64, Ordering::Relaxed);
         let Ok(Ok(permit)) = permit else {
             self.stats.timeouts.fetch_add(1, Ordering::Relaxed);
             return Err(DbError::PoolTimeout(self.timeout.as_millis()));
@@ -241,7 +251,11 @@ impl Db {
         }
         let result = match &self.backend {
             Backend::Sqlite(pool) => {
-                let conn = pool.lock().expect("pool lock").pop().expect("a permit means a free connection");
+                let conn = pool
+                    .lock()
+                    .expect("pool lock")
+                    .pop()
+                    .expect("a permit means a free connection");
                 let sql = sql.to_string();
                 let (conn, result) = tokio::task::spawn_blocking(move || {
                     let r = sqlite_query(&conn, &sql, &params);
@@ -253,7 +267,11 @@ impl Db {
                 result.map_err(DbError::from)
             }
             Backend::Postgres(pool) => {
-                let client = pool.lock().expect("pool lock").pop().expect("a permit means a free connection");
+                let client = pool
+                    .lock()
+                    .expect("pool lock")
+                    .pop()
+                    .expect("a permit means a free connection");
                 let result = postgres_query(&client, sql, &params).await;
                 pool.lock().expect("pool lock").push(client);
                 result
@@ -271,7 +289,12 @@ impl Db {
 
     /// Messages stored in all message tables (for tests and the demo's final check).
     pub async fn count_messages(&self) -> Result<i64, DbError> {
-        let rows = self.query("SELECT (SELECT count(*) FROM messages_seq) + (SELECT count(*) FROM messages_rand)", vec![]).await?;
+        let rows = self
+            .query(
+                "SELECT (SELECT count(*) FROM messages_seq) + (SELECT count(*) FROM messages_rand)",
+                vec![],
+            )
+            .await?;
         Ok(rows.first().and_then(|r| r.first()).map_or(0, Val::int))
     }
 
@@ -282,10 +305,21 @@ impl Db {
             return Ok(());
         }
         let users: Vec<String> = (1..=100).map(|i| format!("('user{i}')")).collect();
-        self.query(&format!("INSERT INTO users (name) VALUES {}", users.join(",")), vec![]).await?;
+        self.query(
+            &format!("INSERT INTO users (name) VALUES {}", users.join(",")),
+            vec![],
+        )
+        .await?;
         let now = now_ms();
         let rooms: Vec<String> = (1..=20).map(|i| format!("('room {i}', {now})")).collect();
-        self.query(&format!("INSERT INTO rooms (name, created_at) VALUES {}", rooms.join(",")), vec![]).await?;
+        self.query(
+            &format!(
+                "INSERT INTO rooms (name, created_at) VALUES {}",
+                rooms.join(",")
+            ),
+            vec![],
+        )
+        .await?;
         Ok(())
     }
 }
@@ -350,7 +384,9 @@ fn sqlite_query(c: &Connection, sql: &str, params: &[Val]) -> rusqlite::Result<V
         for i in 0..cols {
             row.push(match r.get_ref(i)? {
                 rusqlite::types::ValueRef::Integer(n) => Val::Int(n),
-                rusqlite::types::ValueRef::Text(t) => Val::Text(String::from_utf8_lossy(t).into_owned()),
+                rusqlite::types::ValueRef::Text(t) => {
+                    Val::Text(String::from_utf8_lossy(t).into_owned())
+                }
                 rusqlite::types::ValueRef::Real(f) => Val::Int(f as i64),
                 _ => Val::Null,
             });
@@ -360,7 +396,11 @@ fn sqlite_query(c: &Connection, sql: &str, params: &[Val]) -> rusqlite::Result<V
     Ok(out)
 }
 
-async fn postgres_query(client: &tokio_postgres::Client, sql: &str, params: &[Val]) -> Result<Vec<Row>, DbError> {
+async fn postgres_query(
+    client: &tokio_postgres::Client,
+    sql: &str,
+    params: &[Val],
+) -> Result<Vec<Row>, DbError> {
     use tokio_postgres::types::{ToSql, Type};
     let boxed: Vec<Box<dyn ToSql + Sync + Send>> = params
         .iter()
@@ -372,7 +412,10 @@ async fn postgres_query(client: &tokio_postgres::Client, sql: &str, params: &[Va
             }
         })
         .collect();
-    let refs: Vec<&(dyn ToSql + Sync)> = boxed.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync)).collect();
+    let refs: Vec<&(dyn ToSql + Sync)> = boxed
+        .iter()
+        .map(|b| b.as_ref() as &(dyn ToSql + Sync))
+        .collect();
     let rows = client.query(sql, &refs).await?;
     Ok(rows
         .iter()
@@ -380,7 +423,9 @@ async fn postgres_query(client: &tokio_postgres::Client, sql: &str, params: &[Va
             (0..r.len())
                 .map(|i| match *r.columns()[i].type_() {
                     Type::INT8 => r.get::<_, Option<i64>>(i).map_or(Val::Null, Val::Int),
-                    Type::INT4 => r.get::<_, Option<i32>>(i).map_or(Val::Null, |n| Val::Int(n as i64)),
+                    Type::INT4 => r
+                        .get::<_, Option<i32>>(i)
+                        .map_or(Val::Null, |n| Val::Int(n as i64)),
                     Type::NUMERIC => Val::Null,
                     _ => r.get::<_, Option<String>>(i).map_or(Val::Null, Val::Text),
                 })
@@ -391,5 +436,7 @@ async fn postgres_query(client: &tokio_postgres::Client, sql: &str, params: &[Va
 
 /// Milliseconds since the epoch.
 pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -71,7 +71,12 @@ impl GrpcMetrics {
     }
 
     fn sent(&self, method: &'static str, kind: &'static str, n: u64) {
-        *self.sent.lock().expect("grpc metrics").entry((method, kind)).or_default() += n;
+        *self
+            .sent
+            .lock()
+            .expect("grpc metrics")
+            .entry((method, kind))
+            .or_default() += n;
     }
 
     /// Appends the Prometheus text of the gRPC series.
@@ -80,20 +85,44 @@ impl GrpcMetrics {
         if calls.is_empty() {
             return;
         }
-        let labels = |m: &str, k: &str| format!("method=\"{m}\",methodType=\"{k}\",service=\"{SERVICE}\",");
-        let _ = writeln!(out, "# HELP grpc_server_processing_duration_seconds The total time taken for the server to complete the call\n# TYPE grpc_server_processing_duration_seconds summary");
+        let labels =
+            |m: &str, k: &str| format!("method=\"{m}\",methodType=\"{k}\",service=\"{SERVICE}\",");
+        let _ = writeln!(
+            out,
+            "# HELP grpc_server_processing_duration_seconds The total time taken for the server to complete the call\n# TYPE grpc_server_processing_duration_seconds summary"
+        );
         for ((m, k, code), (count, sum, _)) in calls.iter() {
             let l = labels(m, k);
-            let _ = writeln!(out, "grpc_server_processing_duration_seconds_count{{{l}statusCode=\"{code}\",}} {count}");
-            let _ = writeln!(out, "grpc_server_processing_duration_seconds_sum{{{l}statusCode=\"{code}\",}} {sum}");
+            let _ = writeln!(
+                out,
+                "grpc_server_processing_duration_seconds_count{{{l}statusCode=\"{code}\",}} {count}"
+            );
+            let _ = writeln!(
+                out,
+                "grpc_server_processing_duration_seconds_sum{{{l}statusCode=\"{code}\",}} {sum}"
+            );
         }
-        let _ = writeln!(out, "# HELP grpc_server_processing_duration_seconds_max The total time taken for the server to complete the call\n# TYPE grpc_server_processing_duration_seconds_max gauge");
+        let _ = writeln!(
+            out,
+            "# HELP grpc_server_processing_duration_seconds_max The total time taken for the server to complete the call\n# TYPE grpc_server_processing_duration_seconds_max gauge"
+        );
         for ((m, k, code), (_, _, max)) in calls.iter() {
-            let _ = writeln!(out, "grpc_server_processing_duration_seconds_max{{{}statusCode=\"{code}\",}} {max}", labels(m, k));
+            let _ = writeln!(
+                out,
+                "grpc_server_processing_duration_seconds_max{{{}statusCode=\"{code}\",}} {max}",
+                labels(m, k)
+            );
         }
-        let _ = writeln!(out, "# HELP grpc_server_responses_sent_messages_total The total number of responses sent\n# TYPE grpc_server_responses_sent_messages_total counter");
+        let _ = writeln!(
+            out,
+            "# HELP grpc_server_responses_sent_messages_total The total number of responses sent\n# TYPE grpc_server_responses_sent_messages_total counter"
+        );
         for ((m, k), n) in self.sent.lock().expect("grpc metrics").iter() {
-            let _ = writeln!(out, "grpc_server_responses_sent_messages_total{{{}}} {n}", labels(m, k));
+            let _ = writeln!(
+                out,
+                "grpc_server_responses_sent_messages_total{{{}}} {n}",
+                labels(m, k)
+            );
         }
     }
 }
@@ -136,11 +165,19 @@ fn db_status(e: DbError) -> Status {
 
 impl ChatService {
     /// Runs one unary call, timing it into the metrics.
-    async fn timed<T>(&self, method: &'static str, work: impl Future<Output = Result<T, Status>>) -> Result<Response<T>, Status> {
+    async fn timed<T>(
+        &self,
+        method: &'static str,
+        work: impl Future<Output = Result<T, Status>>,
+    ) -> Result<Response<T>, Status> {
         let start = Instant::now();
         let result = work.await;
-        let code = result.as_ref().map_or_else(|s| s.code(), |_| tonic::Code::Ok);
-        self.app.grpc.observe(method, "UNARY", code, start.elapsed().as_secs_f64());
+        let code = result
+            .as_ref()
+            .map_or_else(|s| s.code(), |_| tonic::Code::Ok);
+        self.app
+            .grpc
+            .observe(method, "UNARY", code, start.elapsed().as_secs_f64());
         if result.is_ok() {
             self.app.grpc.sent(method, "UNARY", 1);
         }
@@ -148,7 +185,15 @@ impl ChatService {
     }
 
     async fn room_exists(&self, room: i64) -> Result<(), Status> {
-        let rows = self.app.db.query("SELECT count(*) FROM rooms WHERE id = $1", vec![Val::Int(room)]).await.map_err(db_status)?;
+        let rows = self
+            .app
+            .db
+            .query(
+                "SELECT count(*) FROM rooms WHERE id = $1",
+                vec![Val::Int(room)],
+            )
+            .await
+            .map_err(db_status)?;
         if rows[0][0].int() == 0 {
             return Err(Status::not_found(format!("room {room} not found")));
         }
@@ -192,21 +237,34 @@ type MessageStream = Pin<Box<dyn Stream<Item = Result<pb::Message, Status>> + Se
 
 #[tonic::async_trait]
 impl Chat for ChatService {
-    async fn create_room(&self, req: Request<pb::CreateRoomRequest>) -> Result<Response<pb::Room>, Status> {
+    async fn create_room(
+        &self,
+        req: Request<pb::CreateRoomRequest>,
+    ) -> Result<Response<pb::Room>, Status> {
         self.timed("CreateRoom", async {
             let name = req.into_inner().name;
             let rows = self
                 .app
                 .db
-                .execute("INSERT INTO rooms (name, created_at) VALUES ($1, $2) RETURNING id", vec![Val::Text(name.clone()), Val::Int(now_ms())])
+                .execute(
+                    "INSERT INTO rooms (name, created_at) VALUES ($1, $2) RETURNING id",
+                    vec![Val::Text(name.clone()), Val::Int(now_ms())],
+                )
                 .await
                 .map_err(db_status)?;
-            Ok(pb::Room { id: rows[0][0].int(), name, messages: 0 })
+            Ok(pb::Room {
+                id: rows[0][0].int(),
+                name,
+                messages: 0,
+            })
         })
         .await
     }
 
-    async fn list_rooms(&self, _req: Request<pb::ListRoomsRequest>) -> Result<Response<pb::ListRoomsResponse>, Status> {
+    async fn list_rooms(
+        &self,
+        _req: Request<pb::ListRoomsRequest>,
+    ) -> Result<Response<pb::ListRoomsResponse>, Status> {
         self.timed("ListRooms", async {
             let rows = self
                 .app
@@ -235,7 +293,10 @@ impl Chat for ChatService {
         .await
     }
 
-    async fn post_message(&self, req: Request<pb::PostMessageRequest>) -> Result<Response<pb::Message>, Status> {
+    async fn post_message(
+        &self,
+        req: Request<pb::PostMessageRequest>,
+    ) -> Result<Response<pb::Message>, Status> {
         self.timed("PostMessage", async {
             let m = req.into_inner();
             if m.content.is_empty() {
@@ -281,26 +342,43 @@ impl Chat for ChatService {
         .await
     }
 
-    async fn list_messages(&self, req: Request<pb::ListMessagesRequest>) -> Result<Response<pb::ListMessagesResponse>, Status> {
+    async fn list_messages(
+        &self,
+        req: Request<pb::ListMessagesRequest>,
+    ) -> Result<Response<pb::ListMessagesResponse>, Status> {
         self.timed("ListMessages", async {
             let r = req.into_inner();
-            let size = if r.size == 0 { 20 } else { i64::from(r.size).clamp(1, 100) };
+            let size = if r.size == 0 {
+                20
+            } else {
+                i64::from(r.size).clamp(1, 100)
+            };
             let offset = i64::from(r.page.max(0)) * size;
             let messages = self.recent(r.room_id, size, offset).await?;
-            Ok(pb::ListMessagesResponse { room_id: r.room_id, messages })
+            Ok(pb::ListMessagesResponse {
+                room_id: r.room_id,
+                messages,
+            })
         })
         .await
     }
 
     type StreamMessagesStream = MessageStream;
 
-    async fn stream_messages(&self, req: Request<pb::StreamMessagesRequest>) -> Result<Response<MessageStream>, Status> {
+    async fn stream_messages(
+        &self,
+        req: Request<pb::StreamMessagesRequest>,
+    ) -> Result<Response<MessageStream>, Status> {
         let start = Instant::now();
         let r = req.into_inner();
         let opened = async {
             self.room_exists(r.room_id).await?;
             let recent = i64::from(r.recent).clamp(0, 100);
-            let mut first = if recent > 0 { self.recent(r.room_id, recent, 0).await? } else { Vec::new() };
+            let mut first = if recent > 0 {
+                self.recent(r.room_id, recent, 0).await?
+            } else {
+                Vec::new()
+            };
             first.reverse();
             Ok::<_, Status>(first)
         }
@@ -308,29 +386,44 @@ impl Chat for ChatService {
         let first = match opened {
             Ok(f) => f,
             Err(s) => {
-                self.app.grpc.observe("StreamMessages", "SERVER_STREAMING", s.code(), start.elapsed().as_secs_f64());
+                self.app.grpc.observe(
+                    "StreamMessages",
+                    "SERVER_STREAMING",
+                    s.code(),
+                    start.elapsed().as_secs_f64(),
+                );
                 return Err(s);
             }
         };
         let room = r.room_id;
-        let live = self.app.events.chat_live(room).filter_map(move |json| async move {
-            let v: serde_json::Value = serde_json::from_str(&json).ok()?;
-            Some(pb::Message {
-                id: match &v["id"] {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                },
-                room_id: room,
-                user_id: v["userId"].as_i64().unwrap_or(0),
-                content: v["content"].as_str().unwrap_or_default().to_string(),
-                created_at: v["createdAt"].as_i64().unwrap_or(0),
-            })
-        });
-        let done = StreamDone { metrics: self.app.grpc.clone(), start, sent: 0 };
-        let stream = futures_util::stream::iter(first).chain(live).scan(done, |done, m| {
-            done.sent += 1;
-            std::future::ready(Some(Ok(m)))
-        });
+        let live = self
+            .app
+            .events
+            .chat_live(room)
+            .filter_map(move |json| async move {
+                let v: serde_json::Value = serde_json::from_str(&json).ok()?;
+                Some(pb::Message {
+                    id: match &v["id"] {
+                        serde_json::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                    room_id: room,
+                    user_id: v["userId"].as_i64().unwrap_or(0),
+                    content: v["content"].as_str().unwrap_or_default().to_string(),
+                    created_at: v["createdAt"].as_i64().unwrap_or(0),
+                })
+            });
+        let done = StreamDone {
+            metrics: self.app.grpc.clone(),
+            start,
+            sent: 0,
+        };
+        let stream = futures_util::stream::iter(first)
+            .chain(live)
+            .scan(done, |done, m| {
+                done.sent += 1;
+                std::future::ready(Some(Ok(m)))
+            });
         Ok(Response::new(Box::pin(stream)))
     }
 }
@@ -344,7 +437,13 @@ struct StreamDone {
 
 impl Drop for StreamDone {
     fn drop(&mut self) {
-        self.metrics.observe("StreamMessages", "SERVER_STREAMING", tonic::Code::Ok, self.start.elapsed().as_secs_f64());
-        self.metrics.sent("StreamMessages", "SERVER_STREAMING", self.sent);
+        self.metrics.observe(
+            "StreamMessages",
+            "SERVER_STREAMING",
+            tonic::Code::Ok,
+            self.start.elapsed().as_secs_f64(),
+        );
+        self.metrics
+            .sent("StreamMessages", "SERVER_STREAMING", self.sent);
     }
 }

@@ -67,14 +67,46 @@ impl KnobInfo {
 
 /// Every knob, in `--help` order.
 pub const KNOBS: &[KnobInfo] = &[
-    KnobInfo { name: "max-threads", value_name: "N", help: "Requests handled at once (Tomcat max-threads); 0 = no limit." },
-    KnobInfo { name: "max-connections", value_name: "N", help: "Connections open at once (Tomcat max-connections); more wait in the listen backlog." },
-    KnobInfo { name: "accept-count", value_name: "N", help: "Requests that may wait for a worker (Tomcat accept-count); beyond it: 503." },
-    KnobInfo { name: "db-pool", value_name: "N", help: "DB connection pool size (HikariCP maximum-pool-size)." },
-    KnobInfo { name: "db-timeout", value_name: "DURATION", help: "How long a request waits for a DB connection (HikariCP connection-timeout)." },
-    KnobInfo { name: "db-rtt", value_name: "DURATION", help: "Round trip added to every query while it holds a connection (a remote database's cost)." },
-    KnobInfo { name: "cache", value_name: "", help: "Look-aside cache for room lists and pair rooms." },
-    KnobInfo { name: "id-type", value_name: "sequential|random", help: "Message primary keys: sequential integers or random strings." },
+    KnobInfo {
+        name: "max-threads",
+        value_name: "N",
+        help: "Requests handled at once (Tomcat max-threads); 0 = no limit.",
+    },
+    KnobInfo {
+        name: "max-connections",
+        value_name: "N",
+        help: "Connections open at once (Tomcat max-connections); more wait in the listen backlog.",
+    },
+    KnobInfo {
+        name: "accept-count",
+        value_name: "N",
+        help: "Requests that may wait for a worker (Tomcat accept-count); beyond it: 503.",
+    },
+    KnobInfo {
+        name: "db-pool",
+        value_name: "N",
+        help: "DB connection pool size (HikariCP maximum-pool-size).",
+    },
+    KnobInfo {
+        name: "db-timeout",
+        value_name: "DURATION",
+        help: "How long a request waits for a DB connection (HikariCP connection-timeout).",
+    },
+    KnobInfo {
+        name: "db-rtt",
+        value_name: "DURATION",
+        help: "Round trip added to every query while it holds a connection (a remote database's cost).",
+    },
+    KnobInfo {
+        name: "cache",
+        value_name: "",
+        help: "Look-aside cache for room lists and pair rooms.",
+    },
+    KnobInfo {
+        name: "id-type",
+        value_name: "sequential|random",
+        help: "Message primary keys: sequential integers or random strings.",
+    },
     KnobInfo {
         name: "database",
         value_name: "FILE|URL",
@@ -85,9 +117,21 @@ pub const KNOBS: &[KnobInfo] = &[
 impl Knobs {
     /// Sets knob `name` from its text (`db-pool` `10`, `db-rtt` `5ms`, `cache` `on`).
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), DemoError> {
-        let bad = |why| DemoError::KnobValue { name: name.to_string(), value: value.to_string(), why };
-        let count = || value.trim().parse::<usize>().map_err(|_| bad("expected a whole number"));
-        let duration = || humantime::parse_duration(value.trim()).map_err(|_| bad("expected a duration such as 5ms, 2s"));
+        let bad = |why| DemoError::KnobValue {
+            name: name.to_string(),
+            value: value.to_string(),
+            why,
+        };
+        let count = || {
+            value
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| bad("expected a whole number"))
+        };
+        let duration = || {
+            humantime::parse_duration(value.trim())
+                .map_err(|_| bad("expected a duration such as 5ms, 2s"))
+        };
         match name {
             "max-threads" => self.max_threads = count()?,
             "max-connections" => self.max_connections = count()?,
@@ -125,7 +169,12 @@ impl Knobs {
             "db-timeout" => humantime::format_duration(self.db_timeout).to_string(),
             "db-rtt" => humantime::format_duration(self.db_rtt).to_string(),
             "cache" => (if self.cache { "on" } else { "off" }).to_string(),
-            "id-type" => (if self.id_type == IdType::Random { "random" } else { "sequential" }).to_string(),
+            "id-type" => (if self.id_type == IdType::Random {
+                "random"
+            } else {
+                "sequential"
+            })
+            .to_string(),
             "database" => self.database.clone()?,
             _ => return None,
         })
@@ -139,16 +188,35 @@ mod tests {
     #[test]
     fn every_knob_reads_back_what_it_was_set_to() {
         let mut k = Knobs::default();
-        for (name, value) in [("max-threads", "50"), ("db-pool", "3"), ("db-rtt", "5ms"), ("cache", "on"), ("id-type", "random"), ("database", "x.db")] {
+        for (name, value) in [
+            ("max-threads", "50"),
+            ("db-pool", "3"),
+            ("db-rtt", "5ms"),
+            ("cache", "on"),
+            ("id-type", "random"),
+            ("database", "x.db"),
+        ] {
             k.set(name, value).unwrap();
             assert_eq!(k.get(name).as_deref(), Some(value), "{name}");
         }
         for info in KNOBS {
             if info.name != "database" {
-                assert!(Knobs::default().get(info.name).is_some(), "{} has no default", info.name);
+                assert!(
+                    Knobs::default().get(info.name).is_some(),
+                    "{} has no default",
+                    info.name
+                );
             }
         }
-        assert!(k.set("pool", "3").unwrap_err().to_string().contains("the knobs are max-threads"));
-        assert_eq!(k.set("db-pool", "x").unwrap_err().to_string(), "db-pool=x: expected a whole number");
+        assert!(
+            k.set("pool", "3")
+                .unwrap_err()
+                .to_string()
+                .contains("the knobs are max-threads")
+        );
+        assert_eq!(
+            k.set("db-pool", "x").unwrap_err().to_string(),
+            "db-pool=x: expected a whole number"
+        );
     }
 }

@@ -99,14 +99,20 @@ pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>
         grpc: Arc::new(grpc::GrpcMetrics::default()),
     };
     let events = app.events.clone();
-    let api = Router::new().merge(chat::routes()).merge(pair::routes()).merge(web::routes());
+    let api = Router::new()
+        .merge(chat::routes())
+        .merge(pair::routes())
+        .merge(web::routes());
     let api = limit::apply(api, knobs.max_threads, knobs.accept_count, metrics.clone());
     let router = api
         .route("/metrics", get(metrics::expose))
         .route("/actuator/prometheus", get(metrics::expose))
         .route("/health", get(|| async { "ok" }))
         .route("/openapi.json", get(openapi::document))
-        .layer(axum::middleware::from_fn_with_state(app.clone(), metrics::record))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            metrics::record,
+        ))
         .with_state(app.clone())
         .merge(grpc::routes(app));
     Ok((router, db, events))
@@ -117,7 +123,10 @@ pub async fn start(addr: SocketAddr, knobs: &Knobs) -> Result<Target, DemoError>
     let (router, db, events) = router(knobs).await?;
     let inner = TcpListener::bind(addr).await?;
     let addr = inner.local_addr()?;
-    let listener = connections::LimitedListener { inner, permits: Arc::new(tokio::sync::Semaphore::new(knobs.max_connections.max(1))) };
+    let listener = connections::LimitedListener {
+        inner,
+        permits: Arc::new(tokio::sync::Semaphore::new(knobs.max_connections.max(1))),
+    };
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let handle = tokio::spawn(async move {
         axum::serve(listener, router)
@@ -126,5 +135,11 @@ pub async fn start(addr: SocketAddr, knobs: &Knobs) -> Result<Target, DemoError>
             })
             .await
     });
-    Ok(Target { addr, db, events, shutdown: tx, handle })
+    Ok(Target {
+        addr,
+        db,
+        events,
+        shutdown: tx,
+        handle,
+    })
 }

@@ -22,15 +22,26 @@ struct Limiter {
 }
 
 /// Wraps `api` in the worker limit (`max_threads == 0`: no limit).
-pub(crate) fn apply(api: Router<App>, max_threads: usize, accept_count: usize, metrics: Arc<Metrics>) -> Router<App> {
+pub(crate) fn apply(
+    api: Router<App>,
+    max_threads: usize,
+    accept_count: usize,
+    metrics: Arc<Metrics>,
+) -> Router<App> {
     if max_threads == 0 {
         return api;
     }
-    let limiter = Arc::new(Limiter { workers: Semaphore::new(max_threads), accept_count: accept_count as i64, metrics });
-    api.layer(axum::middleware::from_fn(move |req: Request, next: Next| {
-        let limiter = limiter.clone();
-        async move { limited(&limiter, req, next).await }
-    }))
+    let limiter = Arc::new(Limiter {
+        workers: Semaphore::new(max_threads),
+        accept_count: accept_count as i64,
+        metrics,
+    });
+    api.layer(axum::middleware::from_fn(
+        move |req: Request, next: Next| {
+            let limiter = limiter.clone();
+            async move { limited(&limiter, req, next).await }
+        },
+    ))
 }
 
 async fn limited(limiter: &Limiter, req: Request, next: Next) -> Response {

@@ -17,7 +17,9 @@ use axum::response::{IntoResponse, Response};
 use crate::App;
 
 /// Histogram buckets, seconds (Micrometer's SLO-style boundaries).
-const BUCKETS: [f64; 12] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+const BUCKETS: [f64; 12] = [
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
 
 #[derive(Default)]
 struct Series {
@@ -61,7 +63,9 @@ impl Metrics {
 
     fn observe(&self, method: &str, uri: &str, status: u16, seconds: f64) {
         let mut map = self.requests.lock().expect("metrics lock");
-        let s = map.entry((method.to_string(), uri.to_string(), status)).or_default();
+        let s = map
+            .entry((method.to_string(), uri.to_string(), status))
+            .or_default();
         s.count += 1;
         s.sum += seconds;
         s.max = s.max.max(seconds);
@@ -83,12 +87,21 @@ impl Metrics {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
             if wall > 0.05 {
                 let process = (ticks.saturating_sub(c.process_ticks)) as f64 / 100.0 / wall / cores;
-                let (busy, total) = (system.0.saturating_sub(c.system.0), system.1.saturating_sub(c.system.1));
-                let sys = if total == 0 { 0.0 } else { busy as f64 / total as f64 };
+                let (busy, total) = (
+                    system.0.saturating_sub(c.system.0),
+                    system.1.saturating_sub(c.system.1),
+                );
+                let sys = if total == 0 {
+                    0.0
+                } else {
+                    busy as f64 / total as f64
+                };
                 c.last = (process.min(1.0), sys);
             }
         }
-        if c.at.is_none_or(|at| now.duration_since(at).as_secs_f64() > 0.05) {
+        if c.at
+            .is_none_or(|at| now.duration_since(at).as_secs_f64() > 0.05)
+        {
             c.at = Some(now);
             c.process_ticks = ticks;
             c.system = system;
@@ -109,7 +122,11 @@ fn process_ticks() -> Option<u64> {
 fn system_ticks() -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let line = stat.lines().next()?;
-    let v: Vec<u64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
     let total: u64 = v.iter().sum();
     let idle = v.get(3)? + v.get(4).unwrap_or(&0);
     Some((total - idle, total))
@@ -118,7 +135,12 @@ fn system_ticks() -> Option<(u64, u64)> {
 fn live_threads() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Threads:").map(|v| v.trim().parse().unwrap_or(0))))
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("Threads:")
+                    .map(|v| v.trim().parse().unwrap_or(0))
+            })
+        })
         .unwrap_or(0)
 }
 
@@ -126,10 +148,18 @@ fn live_threads() -> u64 {
 pub(crate) async fn record(State(app): State<App>, req: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = req.method().to_string();
-    let uri = req.extensions().get::<MatchedPath>().map_or_else(|| "UNKNOWN".to_string(), |p| p.as_str().to_string());
+    let uri = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "UNKNOWN".to_string(), |p| p.as_str().to_string());
     let response = next.run(req).await;
     if uri != "/metrics" && uri != "/actuator/prometheus" {
-        app.metrics.observe(&method, &uri, response.status().as_u16(), start.elapsed().as_secs_f64());
+        app.metrics.observe(
+            &method,
+            &uri,
+            response.status().as_u16(),
+            start.elapsed().as_secs_f64(),
+        );
     }
     response
 }
@@ -145,7 +175,9 @@ fn outcome(status: u16) -> &'static str {
 }
 
 fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// `GET /metrics`.
@@ -154,15 +186,54 @@ pub(crate) async fn expose(State(app): State<App>) -> impl IntoResponse {
     let db = &app.db;
     let mut out = String::new();
     let gauge = |out: &mut String, name: &str, help: &str, labels: &str, v: f64| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{{labels}}} {v}");
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{{labels}}} {v}"
+        );
     };
     let pool = "pool=\"HikariPool-1\",";
-    gauge(&mut out, "hikaricp_connections_active", "Active connections", pool, db.stats.active.load(Ordering::Relaxed) as f64);
-    gauge(&mut out, "hikaricp_connections_idle", "Idle connections", pool, (db.max as i64 - db.stats.active.load(Ordering::Relaxed)) as f64);
-    gauge(&mut out, "hikaricp_connections_pending", "Pending threads", pool, db.stats.pending.load(Ordering::Relaxed) as f64);
-    gauge(&mut out, "hikaricp_connections_max", "Max connections", pool, db.max as f64);
-    gauge(&mut out, "hikaricp_connections_min", "Min connections", pool, db.max as f64);
-    gauge(&mut out, "hikaricp_connections", "Total connections", pool, db.max as f64);
+    gauge(
+        &mut out,
+        "hikaricp_connections_active",
+        "Active connections",
+        pool,
+        db.stats.active.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        &mut out,
+        "hikaricp_connections_idle",
+        "Idle connections",
+        pool,
+        (db.max as i64 - db.stats.active.load(Ordering::Relaxed)) as f64,
+    );
+    gauge(
+        &mut out,
+        "hikaricp_connections_pending",
+        "Pending threads",
+        pool,
+        db.stats.pending.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        &mut out,
+        "hikaricp_connections_max",
+        "Max connections",
+        pool,
+        db.max as f64,
+    );
+    gauge(
+        &mut out,
+        "hikaricp_connections_min",
+        "Min connections",
+        pool,
+        db.max as f64,
+    );
+    gauge(
+        &mut out,
+        "hikaricp_connections",
+        "Total connections",
+        pool,
+        db.max as f64,
+    );
     let _ = writeln!(
         out,
         "# HELP hikaricp_connections_timeout_total Connection timeout total count\n# TYPE hikaricp_connections_timeout_total counter\nhikaricp_connections_timeout_total{{{pool}}} {}",
@@ -175,22 +246,73 @@ pub(crate) async fn expose(State(app): State<App>) -> impl IntoResponse {
         db.stats.acquire_us.load(Ordering::Relaxed) as f64 / 1e6
     );
     let tomcat = "name=\"http-nio-8080\",";
-    gauge(&mut out, "tomcat_threads_busy_threads", "Busy worker threads", tomcat, m.busy.load(Ordering::Relaxed) as f64);
-    gauge(&mut out, "tomcat_threads_config_max_threads", "Worker thread limit", tomcat, m.max_threads as f64);
-    gauge(&mut out, "tomcat_threads_current_threads", "Worker threads", tomcat, m.max_threads as f64);
-    gauge(&mut out, "volley_demo_accept_queue_waiting", "Requests waiting for a worker", "", m.queued.load(Ordering::Relaxed) as f64);
+    gauge(
+        &mut out,
+        "tomcat_threads_busy_threads",
+        "Busy worker threads",
+        tomcat,
+        m.busy.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        &mut out,
+        "tomcat_threads_config_max_threads",
+        "Worker thread limit",
+        tomcat,
+        m.max_threads as f64,
+    );
+    gauge(
+        &mut out,
+        "tomcat_threads_current_threads",
+        "Worker threads",
+        tomcat,
+        m.max_threads as f64,
+    );
+    gauge(
+        &mut out,
+        "volley_demo_accept_queue_waiting",
+        "Requests waiting for a worker",
+        "",
+        m.queued.load(Ordering::Relaxed) as f64,
+    );
     let _ = writeln!(
         out,
         "# HELP volley_demo_rejected_total Requests refused with a full accept queue\n# TYPE volley_demo_rejected_total counter\nvolley_demo_rejected_total {}",
         m.rejected.load(Ordering::Relaxed)
     );
     let (process, system) = m.cpu_usage();
-    gauge(&mut out, "process_cpu_usage", "Recent CPU usage of the process", "", process);
-    gauge(&mut out, "system_cpu_usage", "Recent CPU usage of the system", "", system);
-    gauge(&mut out, "jvm_threads_live_threads", "Live threads", "", live_threads() as f64);
-    gauge(&mut out, "process_uptime_seconds", "Uptime", "", m.started.elapsed().as_secs_f64());
+    gauge(
+        &mut out,
+        "process_cpu_usage",
+        "Recent CPU usage of the process",
+        "",
+        process,
+    );
+    gauge(
+        &mut out,
+        "system_cpu_usage",
+        "Recent CPU usage of the system",
+        "",
+        system,
+    );
+    gauge(
+        &mut out,
+        "jvm_threads_live_threads",
+        "Live threads",
+        "",
+        live_threads() as f64,
+    );
+    gauge(
+        &mut out,
+        "process_uptime_seconds",
+        "Uptime",
+        "",
+        m.started.elapsed().as_secs_f64(),
+    );
     let map = m.requests.lock().expect("metrics lock");
-    let _ = writeln!(out, "# HELP http_server_requests_seconds Duration of HTTP server request handling\n# TYPE http_server_requests_seconds histogram");
+    let _ = writeln!(
+        out,
+        "# HELP http_server_requests_seconds Duration of HTTP server request handling\n# TYPE http_server_requests_seconds histogram"
+    );
     for ((method, uri, status), s) in map.iter() {
         let labels = format!(
             "exception=\"None\",method=\"{}\",outcome=\"{}\",status=\"{status}\",uri=\"{}\",",
@@ -199,13 +321,31 @@ pub(crate) async fn expose(State(app): State<App>) -> impl IntoResponse {
             escape(uri)
         );
         for (le, c) in BUCKETS.iter().zip(s.buckets) {
-            let _ = writeln!(out, "http_server_requests_seconds_bucket{{{labels}le=\"{le}\",}} {c}");
+            let _ = writeln!(
+                out,
+                "http_server_requests_seconds_bucket{{{labels}le=\"{le}\",}} {c}"
+            );
         }
-        let _ = writeln!(out, "http_server_requests_seconds_bucket{{{labels}le=\"+Inf\",}} {}", s.count);
-        let _ = writeln!(out, "http_server_requests_seconds_count{{{labels}}} {}", s.count);
-        let _ = writeln!(out, "http_server_requests_seconds_sum{{{labels}}} {}", s.sum);
+        let _ = writeln!(
+            out,
+            "http_server_requests_seconds_bucket{{{labels}le=\"+Inf\",}} {}",
+            s.count
+        );
+        let _ = writeln!(
+            out,
+            "http_server_requests_seconds_count{{{labels}}} {}",
+            s.count
+        );
+        let _ = writeln!(
+            out,
+            "http_server_requests_seconds_sum{{{labels}}} {}",
+            s.sum
+        );
     }
-    let _ = writeln!(out, "# HELP http_server_requests_seconds_max Maximum request duration\n# TYPE http_server_requests_seconds_max gauge");
+    let _ = writeln!(
+        out,
+        "# HELP http_server_requests_seconds_max Maximum request duration\n# TYPE http_server_requests_seconds_max gauge"
+    );
     for ((method, uri, status), s) in map.iter() {
         let _ = writeln!(
             out,
@@ -218,5 +358,11 @@ pub(crate) async fn expose(State(app): State<App>) -> impl IntoResponse {
     }
     drop(map);
     app.grpc.render(&mut out);
-    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], out)
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        out,
+    )
 }

@@ -17,11 +17,16 @@ const STYLE: &str = include_str!("../assets/app.css");
 const LOGO: &str = include_str!("../assets/logo.svg");
 
 pub(crate) fn routes() -> Router<App> {
-    let asset = |mime: &'static str, body: &'static str| get(move || async move { ([(header::CONTENT_TYPE, mime)], body).into_response() });
+    let asset = |mime: &'static str, body: &'static str| {
+        get(move || async move { ([(header::CONTENT_TYPE, mime)], body).into_response() })
+    };
     Router::new()
         .route("/app", get(|| async { Redirect::permanent("/app/") }))
         .route("/app/", asset("text/html; charset=utf-8", INDEX))
-        .route("/app/app.js", asset("text/javascript; charset=utf-8", SCRIPT))
+        .route(
+            "/app/app.js",
+            asset("text/javascript; charset=utf-8", SCRIPT),
+        )
         .route("/app/app.css", asset("text/css; charset=utf-8", STYLE))
         .route("/app/logo.svg", asset("image/svg+xml", LOGO))
 }

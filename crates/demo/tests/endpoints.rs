@@ -14,12 +14,18 @@ fn json_of(body: &str) -> Value {
 }
 
 async fn start(knobs: Knobs) -> volley_demo::Target {
-    volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs).await.unwrap()
+    volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs)
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
 async fn chat_endpoints() {
-    let t = start(Knobs { db_rtt: Duration::ZERO, ..Knobs::default() }).await;
+    let t = start(Knobs {
+        db_rtt: Duration::ZERO,
+        ..Knobs::default()
+    })
+    .await;
     let (s, b) = http(t.addr, "GET", "/rooms", None).await;
     assert_eq!(s, 200);
     assert_eq!(json_of(&b).as_array().unwrap().len(), 20);
@@ -27,16 +33,40 @@ async fn chat_endpoints() {
     assert_eq!(s, 201, "{b}");
     let room = json_of(&b)["id"].as_i64().unwrap();
     for i in 0..3 {
-        let (s, b) = http(t.addr, "POST", "/api-chat/chat", Some(json!({"roomId": room, "userId": 1, "content": format!("hi {i}")}))).await;
+        let (s, b) = http(
+            t.addr,
+            "POST",
+            "/api-chat/chat",
+            Some(json!({"roomId": room, "userId": 1, "content": format!("hi {i}")})),
+        )
+        .await;
         assert_eq!(s, 201, "{b}");
     }
-    let (s, b) = http(t.addr, "GET", &format!("/rooms/{room}/messages?size=2"), None).await;
+    let (s, b) = http(
+        t.addr,
+        "GET",
+        &format!("/rooms/{room}/messages?size=2"),
+        None,
+    )
+    .await;
     assert_eq!(s, 200);
     let page = json_of(&b);
     assert_eq!(page["messages"].as_array().unwrap().len(), 2);
-    let (s, _) = http(t.addr, "POST", "/api-chat/chat", Some(json!({"roomId": 9999, "userId": 1, "content": "x"}))).await;
+    let (s, _) = http(
+        t.addr,
+        "POST",
+        "/api-chat/chat",
+        Some(json!({"roomId": 9999, "userId": 1, "content": "x"})),
+    )
+    .await;
     assert_eq!(s, 404);
-    let (s, _) = http(t.addr, "POST", "/api-chat/chat", Some(json!({"roomId": room}))).await;
+    let (s, _) = http(
+        t.addr,
+        "POST",
+        "/api-chat/chat",
+        Some(json!({"roomId": room})),
+    )
+    .await;
     assert_eq!(s, 422, "missing fields are rejected");
     assert_eq!(t.db.count_messages().await.unwrap(), 3);
     t.stop().await.unwrap();
@@ -44,56 +74,154 @@ async fn chat_endpoints() {
 
 #[tokio::test]
 async fn pair_room_flow() {
-    let t = start(Knobs { db_rtt: Duration::ZERO, cache: true, ..Knobs::default() }).await;
-    let (s, b) = http(t.addr, "POST", "/api/pair-room", Some(json!({"driver": "kim", "navigator": "lee"}))).await;
+    let t = start(Knobs {
+        db_rtt: Duration::ZERO,
+        cache: true,
+        ..Knobs::default()
+    })
+    .await;
+    let (s, b) = http(
+        t.addr,
+        "POST",
+        "/api/pair-room",
+        Some(json!({"driver": "kim", "navigator": "lee"})),
+    )
+    .await;
     assert_eq!(s, 201, "{b}");
     let code = json_of(&b)["accessCode"].as_str().unwrap().to_string();
     let base = format!("/api/pair-room/{code}");
     let (s, b) = http(t.addr, "GET", &base, None).await;
     assert_eq!((s, json_of(&b)["driver"].as_str().unwrap()), (200, "kim"));
-    assert_eq!(http(t.addr, "PATCH", &format!("{base}/swap"), None).await.0, 204);
+    assert_eq!(
+        http(t.addr, "PATCH", &format!("{base}/swap"), None).await.0,
+        204
+    );
     let (_, b) = http(t.addr, "GET", &base, None).await;
-    assert_eq!(json_of(&b)["driver"], "lee", "the cache is invalidated on change");
+    assert_eq!(
+        json_of(&b)["driver"],
+        "lee",
+        "the cache is invalidated on change"
+    );
     for i in 0..10 {
-        assert_eq!(http(t.addr, "POST", &format!("{base}/todos"), Some(json!({"content": format!("todo {i}")}))).await.0, 201);
+        assert_eq!(
+            http(
+                t.addr,
+                "POST",
+                &format!("{base}/todos"),
+                Some(json!({"content": format!("todo {i}")}))
+            )
+            .await
+            .0,
+            201
+        );
     }
     let (_, b) = http(t.addr, "GET", &format!("{base}/todos"), None).await;
     assert_eq!(json_of(&b).as_array().unwrap().len(), 10);
-    assert_eq!(http(t.addr, "POST", &format!("{base}/category"), Some(json!({"name": "docs"}))).await.0, 201);
+    assert_eq!(
+        http(
+            t.addr,
+            "POST",
+            &format!("{base}/category"),
+            Some(json!({"name": "docs"}))
+        )
+        .await
+        .0,
+        201
+    );
     let (_, b) = http(t.addr, "GET", &format!("{base}/category"), None).await;
     assert_eq!(json_of(&b)[0]["name"], "docs");
     assert_eq!(
-        http(t.addr, "POST", &format!("{base}/reference-link"), Some(json!({"url": "https://example.org", "category": "docs"}))).await.0,
+        http(
+            t.addr,
+            "POST",
+            &format!("{base}/reference-link"),
+            Some(json!({"url": "https://example.org", "category": "docs"}))
+        )
+        .await
+        .0,
         201
     );
     let (_, b) = http(t.addr, "GET", &format!("{base}/reference-link"), None).await;
     assert_eq!(json_of(&b)[0]["url"], "https://example.org");
-    assert_eq!(http(t.addr, "PATCH", &format!("{base}/timer/start"), None).await.0, 204);
+    assert_eq!(
+        http(t.addr, "PATCH", &format!("{base}/timer/start"), None)
+            .await
+            .0,
+        204
+    );
     let (_, b) = http(t.addr, "GET", &format!("{base}/timer"), None).await;
     assert_eq!(json_of(&b)["running"], true);
-    assert_eq!(http(t.addr, "PATCH", &format!("{base}/timer/stop"), None).await.0, 204);
+    assert_eq!(
+        http(t.addr, "PATCH", &format!("{base}/timer/stop"), None)
+            .await
+            .0,
+        204
+    );
     let (_, b) = http(t.addr, "GET", &format!("{base}/timer"), None).await;
     assert_eq!(json_of(&b)["running"], false);
-    assert_eq!(http(t.addr, "PATCH", &format!("{base}/status"), Some(json!({"status": "COMPLETED"}))).await.0, 204);
-    assert_eq!(http(t.addr, "PATCH", &format!("{base}/status"), Some(json!({"status": "NOPE"}))).await.0, 400);
-    assert_eq!(http(t.addr, "GET", "/api/pair-room/NOSUCH", None).await.0, 404);
+    assert_eq!(
+        http(
+            t.addr,
+            "PATCH",
+            &format!("{base}/status"),
+            Some(json!({"status": "COMPLETED"}))
+        )
+        .await
+        .0,
+        204
+    );
+    assert_eq!(
+        http(
+            t.addr,
+            "PATCH",
+            &format!("{base}/status"),
+            Some(json!({"status": "NOPE"}))
+        )
+        .await
+        .0,
+        400
+    );
+    assert_eq!(
+        http(t.addr, "GET", "/api/pair-room/NOSUCH", None).await.0,
+        404
+    );
     t.stop().await.unwrap();
 }
 
 #[tokio::test]
 async fn sse_stream_announces_changes() {
-    let t = start(Knobs { db_rtt: Duration::ZERO, ..Knobs::default() }).await;
-    let (_, b) = http(t.addr, "POST", "/api/pair-room", Some(json!({"driver": "a", "navigator": "b"}))).await;
+    let t = start(Knobs {
+        db_rtt: Duration::ZERO,
+        ..Knobs::default()
+    })
+    .await;
+    let (_, b) = http(
+        t.addr,
+        "POST",
+        "/api/pair-room",
+        Some(json!({"driver": "a", "navigator": "b"})),
+    )
+    .await;
     let code = json_of(&b)["accessCode"].as_str().unwrap().to_string();
     let mut s = tokio::net::TcpStream::connect(t.addr).await.unwrap();
-    s.write_all(format!("GET /api/pair-room/{code}/connect HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes()).await.unwrap();
+    s.write_all(
+        format!("GET /api/pair-room/{code}/connect HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
     let mut seen = String::new();
     let mut buf = [0u8; 4096];
     while !seen.contains("event: connect") {
         let n = s.read(&mut buf).await.unwrap();
         seen.push_str(&String::from_utf8_lossy(&buf[..n]));
     }
-    http(t.addr, "POST", &format!("/api/pair-room/{code}/todos"), Some(json!({"content": "x"}))).await;
+    http(
+        t.addr,
+        "POST",
+        &format!("/api/pair-room/{code}/todos"),
+        Some(json!({"content": "x"})),
+    )
+    .await;
     tokio::time::timeout(Duration::from_secs(5), async {
         while !seen.contains("event: todo") {
             let n = s.read(&mut buf).await.unwrap();
@@ -107,11 +235,18 @@ async fn sse_stream_announces_changes() {
 
 #[tokio::test]
 async fn metrics_show_the_pool_and_requests() {
-    let t = start(Knobs { db_rtt: Duration::ZERO, ..Knobs::default() }).await;
+    let t = start(Knobs {
+        db_rtt: Duration::ZERO,
+        ..Knobs::default()
+    })
+    .await;
     http(t.addr, "GET", "/api/pair-room/NOSUCH", None).await;
     let (s, b) = http(t.addr, "GET", "/metrics", None).await;
     assert_eq!(s, 200);
-    assert!(b.contains("hikaricp_connections_max{pool=\"HikariPool-1\",} 10"), "{b}");
+    assert!(
+        b.contains("hikaricp_connections_max{pool=\"HikariPool-1\",} 10"),
+        "{b}"
+    );
     assert!(b.contains("uri=\"/api/pair-room/{code}\""), "{b}");
     assert!(b.contains("http_server_requests_seconds_count{exception=\"None\",method=\"GET\",outcome=\"CLIENT_ERROR\",status=\"404\""), "{b}");
     assert!(b.contains("process_cpu_usage"));
@@ -120,9 +255,16 @@ async fn metrics_show_the_pool_and_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pool_pending_rises_when_requests_outnumber_connections() {
-    let t = start(Knobs { db_pool: 2, db_rtt: Duration::from_millis(50), ..Knobs::default() }).await;
+    let t = start(Knobs {
+        db_pool: 2,
+        db_rtt: Duration::from_millis(50),
+        ..Knobs::default()
+    })
+    .await;
     let addr = t.addr;
-    let load: Vec<_> = (0..20).map(|_| tokio::spawn(async move { http(addr, "GET", "/rooms", None).await.0 })).collect();
+    let load: Vec<_> = (0..20)
+        .map(|_| tokio::spawn(async move { http(addr, "GET", "/rooms", None).await.0 }))
+        .collect();
     tokio::time::sleep(Duration::from_millis(60)).await;
     let (_, m) = http(addr, "GET", "/metrics", None).await;
     let pending: f64 = m
@@ -131,7 +273,10 @@ async fn pool_pending_rises_when_requests_outnumber_connections() {
         .unwrap()
         .parse()
         .unwrap();
-    assert!(pending >= 10.0, "pending {pending} with 20 requests on 2 connections");
+    assert!(
+        pending >= 10.0,
+        "pending {pending} with 20 requests on 2 connections"
+    );
     for l in load {
         assert_eq!(l.await.unwrap(), 200);
     }
@@ -140,13 +285,22 @@ async fn pool_pending_rises_when_requests_outnumber_connections() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pool_timeout_fails_the_request_like_hikari() {
-    let t = start(Knobs { db_pool: 1, db_rtt: Duration::from_millis(300), db_timeout: Duration::from_millis(50), ..Knobs::default() }).await;
+    let t = start(Knobs {
+        db_pool: 1,
+        db_rtt: Duration::from_millis(300),
+        db_timeout: Duration::from_millis(50),
+        ..Knobs::default()
+    })
+    .await;
     let addr = t.addr;
     let a = tokio::spawn(async move { http(addr, "GET", "/rooms", None).await });
     tokio::time::sleep(Duration::from_millis(20)).await;
     let (s, b) = http(addr, "GET", "/rooms", None).await;
     assert_eq!(s, 500);
-    assert!(b.contains("Connection is not available, request timed out after 50ms"), "{b}");
+    assert!(
+        b.contains("Connection is not available, request timed out after 50ms"),
+        "{b}"
+    );
     assert_eq!(a.await.unwrap().0, 200);
     t.stop().await.unwrap();
 }
@@ -154,7 +308,13 @@ async fn pool_timeout_fails_the_request_like_hikari() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acknowledged_message_is_stored_with_either_key_type() {
     for id_type in [IdType::Sequential, IdType::Random] {
-        let t = start(Knobs { db_pool: 4, db_rtt: Duration::ZERO, id_type, ..Knobs::default() }).await;
+        let t = start(Knobs {
+            db_pool: 4,
+            db_rtt: Duration::ZERO,
+            id_type,
+            ..Knobs::default()
+        })
+        .await;
         let addr = t.addr;
         let tasks: Vec<_> = (0..8)
             .map(|u| {
@@ -177,13 +337,23 @@ async fn every_acknowledged_message_is_stored_with_either_key_type() {
         let db = t.db.clone();
         t.stop().await.unwrap();
         assert_eq!(acknowledged, 200);
-        assert_eq!(db.count_messages().await.unwrap(), acknowledged, "{id_type:?}");
+        assert_eq!(
+            db.count_messages().await.unwrap(),
+            acknowledged,
+            "{id_type:?}"
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_limit_queues_then_refuses() {
-    let t = start(Knobs { max_threads: 1, accept_count: 1, db_rtt: Duration::from_millis(200), ..Knobs::default() }).await;
+    let t = start(Knobs {
+        max_threads: 1,
+        accept_count: 1,
+        db_rtt: Duration::from_millis(200),
+        ..Knobs::default()
+    })
+    .await;
     let addr = t.addr;
     let first = tokio::spawn(async move { http(addr, "GET", "/rooms", None).await.0 });
     tokio::time::sleep(Duration::from_millis(30)).await;
@@ -198,18 +368,35 @@ async fn worker_limit_queues_then_refuses() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_connections_holds_new_connections_until_one_closes() {
-    let t = start(Knobs { max_connections: 1, db_rtt: Duration::ZERO, ..Knobs::default() }).await;
+    let t = start(Knobs {
+        max_connections: 1,
+        db_rtt: Duration::ZERO,
+        ..Knobs::default()
+    })
+    .await;
     // One idle keep-alive connection takes the only slot.
     let mut first = tokio::net::TcpStream::connect(t.addr).await.unwrap();
-    first.write_all(b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+    first
+        .write_all(b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
     let mut buf = [0u8; 256];
     let n = first.read(&mut buf).await.unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
     let addr = t.addr;
     let second = tokio::spawn(async move { http(addr, "GET", "/health", None).await.0 });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!second.is_finished(), "a second connection is served while the first holds the only slot");
+    assert!(
+        !second.is_finished(),
+        "a second connection is served while the first holds the only slot"
+    );
     drop(first);
-    assert_eq!(tokio::time::timeout(Duration::from_secs(5), second).await.unwrap().unwrap(), 200);
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(5), second)
+            .await
+            .unwrap()
+            .unwrap(),
+        200
+    );
     t.stop().await.unwrap();
 }

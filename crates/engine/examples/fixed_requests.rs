@@ -13,7 +13,11 @@ use volley_scenario::{LoadSpec, RequestSpec, Settings};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let positional: Vec<&String> = args.iter().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let positional: Vec<&String> = args
+        .iter()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     let [url, vus, iterations, rest @ ..] = positional.as_slice() else {
         eprintln!("usage: fixed_requests URL VUS ITERATIONS [CONNECTIONS] [--http2]");
         std::process::exit(2);
@@ -24,11 +28,19 @@ fn main() {
     if let Some(c) = rest.first() {
         load.set("connections", c.as_str()).unwrap();
     }
-    let plan = Settings { load, ..Settings::default() }.plan(RequestSpec::get(url.as_str()), None).unwrap();
+    let plan = Settings {
+        load,
+        ..Settings::default()
+    }
+    .plan(RequestSpec::get(url.as_str()), None)
+    .unwrap();
     let config = EngineConfig {
         plan,
         target: Target::resolve(url).unwrap(),
-        tls: TlsOptions { insecure: true, cacert: None },
+        tls: TlsOptions {
+            insecure: true,
+            cacert: None,
+        },
         http2: args.iter().any(|a| a == "--http2"),
         interval: Duration::from_secs(1),
         threads: 1,

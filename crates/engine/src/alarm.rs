@@ -23,7 +23,9 @@ impl Alarm {
         let timer = match linux::Timerfd::new() {
             Ok(t) => Some(t),
             Err(e) => {
-                eprintln!("volley: no high-resolution timer ({e}); arrivals are timed to the millisecond");
+                eprintln!(
+                    "volley: no high-resolution timer ({e}); arrivals are timed to the millisecond"
+                );
                 None
             }
         };
@@ -44,7 +46,9 @@ impl Alarm {
                 match t.until(due).await {
                     Ok(()) => return,
                     Err(e) => {
-                        eprintln!("volley: the high-resolution timer failed ({e}); arrivals are timed to the millisecond from now on");
+                        eprintln!(
+                            "volley: the high-resolution timer failed ({e}); arrivals are timed to the millisecond from now on"
+                        );
                         self.timer = None;
                     }
                 }
@@ -61,7 +65,8 @@ mod linux {
     use std::time::Instant;
 
     use rustix::time::{
-        ClockId, Itimerspec, Timespec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, clock_gettime, timerfd_create, timerfd_settime,
+        ClockId, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec,
+        clock_gettime, timerfd_create, timerfd_settime,
     };
     use tokio::io::unix::AsyncFd;
 
@@ -77,34 +82,56 @@ mod linux {
 
     impl Timerfd {
         pub(super) fn new() -> io::Result<Self> {
-            let fd = timerfd_create(TimerfdClockId::Monotonic, TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC)?;
+            let fd = timerfd_create(
+                TimerfdClockId::Monotonic,
+                TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+            )?;
             let base = (Instant::now(), clock_gettime(ClockId::Monotonic));
             // `AsyncFd::new` is deprecated for file descriptors someone else may close; this
             // one is an `OwnedFd` made here and owned by the `AsyncFd` alone (the safe
             // alternative, `register`, is `unsafe`, which the workspace denies).
             #[allow(deprecated)]
             let fd = AsyncFd::new(fd)?;
-            Ok(Timerfd { fd, base, armed: None })
+            Ok(Timerfd {
+                fd,
+                base,
+                armed: None,
+            })
         }
 
         /// `due` as an absolute `CLOCK_MONOTONIC` time.
         fn timespec(&self, due: Instant) -> Timespec {
             let d = due.saturating_duration_since(self.base.0);
             let nanos = self.base.1.tv_nsec as u64 + u64::from(d.subsec_nanos());
-            Timespec { tv_sec: self.base.1.tv_sec + d.as_secs() as i64 + (nanos / 1_000_000_000) as i64, tv_nsec: (nanos % 1_000_000_000) as _ }
+            Timespec {
+                tv_sec: self.base.1.tv_sec + d.as_secs() as i64 + (nanos / 1_000_000_000) as i64,
+                tv_nsec: (nanos % 1_000_000_000) as _,
+            }
         }
 
         pub(super) async fn until(&mut self, due: Instant) -> io::Result<()> {
             if self.armed != Some(due) {
-                let zero = Timespec { tv_sec: 0, tv_nsec: 0 };
-                timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::ABSTIME, &Itimerspec { it_interval: zero, it_value: self.timespec(due) })?;
+                let zero = Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                timerfd_settime(
+                    self.fd.get_ref(),
+                    TimerfdTimerFlags::ABSTIME,
+                    &Itimerspec {
+                        it_interval: zero,
+                        it_value: self.timespec(due),
+                    },
+                )?;
                 self.armed = Some(due);
             }
             loop {
                 let mut ready = self.fd.readable().await?;
                 // Reads the expiration count; nothing to read yet means a readiness left
                 // from an earlier arming (re-arming resets the count), so wait on.
-                match ready.try_io(|fd| rustix::io::read(fd.get_ref(), &mut [0u8; 8]).map_err(io::Error::from)) {
+                match ready.try_io(|fd| {
+                    rustix::io::read(fd.get_ref(), &mut [0u8; 8]).map_err(io::Error::from)
+                }) {
                     Ok(read) => {
                         read?;
                         self.armed = None;
@@ -125,7 +152,10 @@ mod tests {
 
     #[test]
     fn the_alarm_never_returns_before_its_instant() {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async {
             let mut alarm = Alarm::new();
             #[cfg(target_os = "linux")]

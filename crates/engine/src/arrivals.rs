@@ -34,13 +34,26 @@ struct Pool<W> {
 }
 
 impl<W> Pool<W> {
-    fn take(&mut self, ctx: &WorkerContext, worker: u64, workers: u64, work: impl FnOnce() -> W) -> Option<Vu<W>> {
+    fn take(
+        &mut self,
+        ctx: &WorkerContext,
+        worker: u64,
+        workers: u64,
+        work: impl FnOnce() -> W,
+    ) -> Option<Vu<W>> {
         self.idle.pop().or_else(|| {
             (self.created < self.cap).then(|| {
                 // VU numbers unique across workers, as in the closed model.
-                let id = ctx.plan.segment.global(self.created as u64 * workers + worker);
+                let id = ctx
+                    .plan
+                    .segment
+                    .global(self.created as u64 * workers + worker);
                 self.created += 1;
-                Vu { client: ctx.client(), flow: FlowState::new(id), work: work() }
+                Vu {
+                    client: ctx.client(),
+                    flow: FlowState::new(id),
+                    work: work(),
+                }
             })
         })
     }
@@ -56,10 +69,22 @@ impl<W> Pool<W> {
 /// kernel's high-resolution timer beside the sockets): an arrival wakes one thread, once.
 /// Once the run stops, arrivals due before the stop ([`Shared::stopped_at`]) are still
 /// dispatched — sent, or counted as dropped, never lost — and the schedule ends.
-pub(crate) async fn run_arrivals(ctx: Rc<WorkerContext>, rate: RateShape, worker: u64, workers: u64, cap: usize, t0: Instant) {
+pub(crate) async fn run_arrivals(
+    ctx: Rc<WorkerContext>,
+    rate: RateShape,
+    worker: u64,
+    workers: u64,
+    cap: usize,
+    t0: Instant,
+) {
     // One task type per kind of plan, as for closed-model VUs (`vu::spawn_vu`).
     match ctx.plan.scenario.clone() {
-        Some(scenario) => arrivals(ctx, rate, worker, workers, cap, t0, move || ScenarioIterations::new(scenario.clone())).await,
+        Some(scenario) => {
+            arrivals(ctx, rate, worker, workers, cap, t0, move || {
+                ScenarioIterations::new(scenario.clone())
+            })
+            .await
+        }
         None => arrivals(ctx, rate, worker, workers, cap, t0, || SingleRequest).await,
     }
 }
@@ -73,7 +98,12 @@ async fn arrivals<W: Iterate + 'static>(
     t0: Instant,
     work: impl Fn() -> W,
 ) {
-    let pool = Rc::new(RefCell::new(Pool { idle: Vec::new(), created: 0, cap: cap.max(1), backlog: VecDeque::new() }));
+    let pool = Rc::new(RefCell::new(Pool {
+        idle: Vec::new(),
+        created: 0,
+        cap: cap.max(1),
+        backlog: VecDeque::new(),
+    }));
     let mut tasks = tokio::task::JoinSet::new();
     let seg = ctx.plan.segment;
     let mut schedule = Schedule::new(rate, seg.global(worker), seg.count * workers, t0);
@@ -101,7 +131,9 @@ async fn arrivals<W: Iterate + 'static>(
             break;
         }
         schedule.advance();
-        ctx.recorder.borrow_mut().record_sched_lag(due, Instant::now().saturating_duration_since(due));
+        ctx.recorder
+            .borrow_mut()
+            .record_sched_lag(due, Instant::now().saturating_duration_since(due));
         // Finished requests give their task back without a wake-up of their own.
         while tasks.try_join_next().is_some() {}
         let vu = pool.borrow_mut().take(&ctx, worker, workers, &work);
@@ -146,7 +178,17 @@ impl Schedule {
     fn new(rate: RateShape, first: u64, step: u64, t0: Instant) -> Self {
         let end = rate.duration();
         let due = rate.due(first).map(|d| t0 + d);
-        Schedule { rate, first, next: first, step, t0, base: Duration::ZERO, end, seen: 0, due }
+        Schedule {
+            rate,
+            first,
+            next: first,
+            step,
+            t0,
+            base: Duration::ZERO,
+            end,
+            seen: 0,
+            due,
+        }
     }
 
     fn peek(&self) -> Option<Instant> {
@@ -184,26 +226,41 @@ const RETARGET_SLICE: Duration = Duration::from_millis(20);
 
 /// Sends the arrival due at `due` on `client`, then keeps serving the backlog with the
 /// same VU; gives the VU back when the backlog is empty.
-async fn serve<W: Iterate>(ctx: Rc<WorkerContext>, pool: Rc<RefCell<Pool<W>>>, mut vu: Vu<W>, mut due: Instant) {
+async fn serve<W: Iterate>(
+    ctx: Rc<WorkerContext>,
+    pool: Rc<RefCell<Pool<W>>>,
+    mut vu: Vu<W>,
+    mut due: Instant,
+) {
     let mut late = false;
     loop {
         ctx.shared.active_vus.fetch_add(1, Ordering::Relaxed);
         let queued_us = Instant::now().saturating_duration_since(due).as_micros() as u64;
-        if let Err(why) = vu.work.once(&ctx, &mut vu.client, &mut vu.flow, queued_us).await {
+        if let Err(why) = vu
+            .work
+            .once(&ctx, &mut vu.client, &mut vu.flow, queued_us)
+            .await
+        {
             ctx.shared.halt(why);
         }
         ctx.shared.active_vus.fetch_sub(1, Ordering::Relaxed);
         if late {
-            ctx.recorder.borrow_mut().record_arrival_outcome(due, true, false);
+            ctx.recorder
+                .borrow_mut()
+                .record_arrival_outcome(due, true, false);
         }
         // Next: the oldest waiting arrival that has not outlived the timeout.
         let next = loop {
             if ctx.shared.stop.is_cancelled() {
                 break None;
             }
-            let Some(d) = pool.borrow_mut().backlog.pop_front() else { break None };
+            let Some(d) = pool.borrow_mut().backlog.pop_front() else {
+                break None;
+            };
             if d.elapsed() > ctx.plan.timeout {
-                ctx.recorder.borrow_mut().record_arrival_outcome(d, false, true);
+                ctx.recorder
+                    .borrow_mut()
+                    .record_arrival_outcome(d, false, true);
                 continue;
             }
             break Some(d);
@@ -250,15 +307,34 @@ mod tests {
     fn workers_share_the_schedule_without_gap_or_duplicate() {
         // A ramp from 0 to 3000/s over 100 ms, then 3000/s for 100 ms: 150 + 300 arrivals.
         let ms = Duration::from_millis;
-        let rate = RateShape { start_rate: 0.0, stages: vec![RateStage { duration: ms(100), rate: 3000.0 }, RateStage { duration: ms(100), rate: 3000.0 }] };
+        let rate = RateShape {
+            start_rate: 0.0,
+            stages: vec![
+                RateStage {
+                    duration: ms(100),
+                    rate: 3000.0,
+                },
+                RateStage {
+                    duration: ms(100),
+                    rate: 3000.0,
+                },
+            ],
+        };
         let schedule: Vec<Duration> = (0..).map_while(|n| rate.due(n)).collect();
         assert_eq!(schedule.len(), 450);
         let t0 = Instant::now();
         let shared = Shared::new(0, 0);
         for workers in [1, 3, 4] {
-            let got: Vec<Vec<Instant>> = (0..workers).map(|w| drain(Schedule::new(rate.clone(), w, workers, t0), &shared)).collect();
+            let got: Vec<Vec<Instant>> = (0..workers)
+                .map(|w| drain(Schedule::new(rate.clone(), w, workers, t0), &shared))
+                .collect();
             for (w, dues) in got.iter().enumerate() {
-                let share: Vec<Instant> = schedule.iter().skip(w).step_by(workers as usize).map(|d| t0 + *d).collect();
+                let share: Vec<Instant> = schedule
+                    .iter()
+                    .skip(w)
+                    .step_by(workers as usize)
+                    .map(|d| t0 + *d)
+                    .collect();
                 assert_eq!(dues, &share, "worker {w} of {workers}: its share, in order");
             }
             let mut all: Vec<Instant> = got.into_iter().flatten().collect();
@@ -274,14 +350,23 @@ mod tests {
         let t0 = Instant::now();
         let shared = Arc::new(Shared::new(0, 0));
         // Not stopped: the whole minute, 12,000 arrivals, half for each of two workers.
-        assert_eq!(drain(Schedule::new(rate.clone(), 1, 2, t0), &shared).len(), 6_000);
+        assert_eq!(
+            drain(Schedule::new(rate.clone(), 1, 2, t0), &shared).len(),
+            6_000
+        );
         let _ = shared.stopped_at.set(t0 + Duration::from_millis(50));
         shared.stop.cancel();
         for w in 0..2u64 {
             let dues = drain(Schedule::new(rate.clone(), w, 2, t0), &shared);
             // Due at 0, 5, … 45 ms: ten before the stop, five per worker.
-            let share: Vec<Instant> = (w..10).step_by(2).map(|n| t0 + rate.due(n).unwrap()).collect();
-            assert_eq!(dues, share, "worker {w}: its arrivals due before the stop, and no more");
+            let share: Vec<Instant> = (w..10)
+                .step_by(2)
+                .map(|n| t0 + rate.due(n).unwrap())
+                .collect();
+            assert_eq!(
+                dues, share,
+                "worker {w}: its arrivals due before the stop, and no more"
+            );
         }
     }
 }

@@ -15,13 +15,30 @@ use crate::run::EngineConfig;
 /// Runs one iteration of the plan's scenario with one VU, outside any run, and returns
 /// every request and response (`volley check`). Nothing is recorded anywhere.
 pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineError> {
-    let Some(scenario) = config.plan.scenario.clone() else { return Err(EngineError::NoScenario) };
-    let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
+    let Some(scenario) = config.plan.scenario.clone() else {
+        return Err(EngineError::NoScenario);
+    };
+    let tls = if config.target.tls {
+        config.tls.client_config(false)?
+    } else {
+        None
+    };
     let request = PreparedRequest::new(&config.target, &config.plan.request)?;
-    crate::grpc::resolve(&scenario.steps, &scenario.step_info, &config.target, &tls, config.timeout_for_preflight())?;
+    crate::grpc::resolve(
+        &scenario.steps,
+        &scenario.step_info,
+        &config.target,
+        &tls,
+        config.timeout_for_preflight(),
+    )?;
     // One VU, already counted as running, that the conductor never starts.
     let shared = Arc::new(Shared::new(0, 1));
-    let names: Arc<[String]> = scenario.step_info.iter().map(|i| i.name.clone()).collect::<Vec<_>>().into();
+    let names: Arc<[String]> = scenario
+        .step_info
+        .iter()
+        .map(|i| i.name.clone())
+        .collect::<Vec<_>>()
+        .into();
     let ctx = Rc::new(WorkerContext {
         shared,
         plan: Arc::new(config.plan.clone()),
@@ -30,23 +47,39 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineErro
         tls: tls.clone(),
         force_h2: config.http2,
         request,
-        recorder: Rc::new(RefCell::new(Recorder::new(Instant::now(), Duration::from_secs(3600), false, names))),
+        recorder: Rc::new(RefCell::new(Recorder::new(
+            Instant::now(),
+            Duration::from_secs(3600),
+            false,
+            names,
+        ))),
         buffers: Default::default(),
         steps: Default::default(),
         pool: None,
-        grpc: crate::grpc::Channels::new(&config.target, &tls, &scenario.steps, None, volley_scenario::Segment::WHOLE, 0, 1),
+        grpc: crate::grpc::Channels::new(
+            &config.target,
+            &tls,
+            &scenario.steps,
+            None,
+            volley_scenario::Segment::WHOLE,
+            0,
+            1,
+        ),
     });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|error| EngineError::Start { what: "a runtime", error })?;
+        .map_err(|error| EngineError::Start {
+            what: "a runtime",
+            error,
+        })?;
     let traces = RefCell::new(Vec::new());
-    tokio::task::LocalSet::new().block_on(&rt, async {
-        let mut client = crate::client::Client::new(ctx.target.clone(), tls, config.http2);
-        let mut state = crate::flow::FlowState::new(0);
-        crate::flow::iteration(&ctx, &scenario, &mut client, &mut state, 0, Some(&traces)).await
-    })
-    .map_err(EngineError::Halted)?;
+    tokio::task::LocalSet::new()
+        .block_on(&rt, async {
+            let mut client = crate::client::Client::new(ctx.target.clone(), tls, config.http2);
+            let mut state = crate::flow::FlowState::new(0);
+            crate::flow::iteration(&ctx, &scenario, &mut client, &mut state, 0, Some(&traces)).await
+        })
+        .map_err(EngineError::Halted)?;
     Ok(traces.into_inner())
 }
-

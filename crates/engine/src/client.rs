@@ -15,13 +15,13 @@ use http::{Method, Request, Uri};
 use rustls::ClientConfig;
 use volley_stats::ErrorKind;
 
+use crate::connection::{Connection, connect_with};
 use crate::dial::{ConnectTimes, micros};
 use crate::error::EngineError;
+use crate::failure::Failure;
 pub(crate) use crate::h1::Capture;
 use crate::h1::{self, Stream};
 use crate::http2::{self, H2Conn};
-use crate::connection::{Connection, connect_with};
-use crate::failure::Failure;
 use crate::pool::{Lease, Pool, Seat};
 use crate::target::Target;
 
@@ -60,9 +60,19 @@ pub(crate) struct PreparedRequest {
 
 impl PreparedRequest {
     /// The plan's request to the target's URL.
-    pub(crate) fn new(target: &Target, spec: &volley_scenario::RequestSpec) -> Result<Self, EngineError> {
+    pub(crate) fn new(
+        target: &Target,
+        spec: &volley_scenario::RequestSpec,
+    ) -> Result<Self, EngineError> {
         let body = Bytes::from(spec.body.clone());
-        Self::assemble(target, &spec.method, &target.path, target.uri.clone(), &spec.headers, body)
+        Self::assemble(
+            target,
+            &spec.method,
+            &target.path,
+            target.uri.clone(),
+            &spec.headers,
+            body,
+        )
     }
 
     /// A request to `path_and_query` on the target (a scenario step, built per request).
@@ -96,25 +106,41 @@ impl PreparedRequest {
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<Self, EngineError> {
-        let method = Method::from_bytes(method.as_bytes()).map_err(|_| EngineError::Method(method.to_string()))?;
-        let path: PathAndQuery = path_and_query.parse().map_err(|_| EngineError::Path(path_and_query.to_string()))?;
+        let method = Method::from_bytes(method.as_bytes())
+            .map_err(|_| EngineError::Method(method.to_string()))?;
+        let path: PathAndQuery = path_and_query
+            .parse()
+            .map_err(|_| EngineError::Path(path_and_query.to_string()))?;
         check_headers(headers)?;
         let mut out = Vec::with_capacity(128 + body.len());
         request_line(&mut out, &method, path.as_str());
         let mut has_length = false;
-        each_header(&[("host", target.authority.as_str()), ("user-agent", USER_AGENT_VALUE)], headers, |name, value| {
-            has_length |= name.eq_ignore_ascii_case("content-length");
-            out.extend(name.bytes().map(|b| b.to_ascii_lowercase()));
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        });
+        each_header(
+            &[
+                ("host", target.authority.as_str()),
+                ("user-agent", USER_AGENT_VALUE),
+            ],
+            headers,
+            |name, value| {
+                has_length |= name.eq_ignore_ascii_case("content-length");
+                out.extend(name.bytes().map(|b| b.to_ascii_lowercase()));
+                out.extend_from_slice(b": ");
+                out.extend_from_slice(value.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            },
+        );
         if sends_body(&method, &body) && !has_length {
             out.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
         }
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(&body);
-        Ok(PreparedRequest { method, full_uri: Uri::default(), headers: HeaderMap::new(), body: Bytes::from(body), h1: Bytes::from(out) })
+        Ok(PreparedRequest {
+            method,
+            full_uri: Uri::default(),
+            headers: HeaderMap::new(),
+            body: Bytes::from(body),
+            h1: Bytes::from(out),
+        })
     }
 
     /// The one place a request's head is made: `Host` and `User-Agent`, then `headers`
@@ -128,14 +154,18 @@ impl PreparedRequest {
         headers: &[(String, String)],
         body: Bytes,
     ) -> Result<Self, EngineError> {
-        let method = Method::from_bytes(method.as_bytes()).map_err(|_| EngineError::Method(method.to_string()))?;
+        let method = Method::from_bytes(method.as_bytes())
+            .map_err(|_| EngineError::Method(method.to_string()))?;
         let mut map = HeaderMap::new();
-        let host = HeaderValue::from_str(target.authority.as_str()).map_err(|_| EngineError::HeaderValue(HOST.to_string()))?;
+        let host = HeaderValue::from_str(target.authority.as_str())
+            .map_err(|_| EngineError::HeaderValue(HOST.to_string()))?;
         map.insert(HOST, host);
         map.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
         for (n, v) in headers {
-            let name = http::HeaderName::from_bytes(n.as_bytes()).map_err(|_| EngineError::HeaderName(n.clone()))?;
-            let value = HeaderValue::from_str(v).map_err(|_| EngineError::HeaderValue(n.clone()))?;
+            let name = http::HeaderName::from_bytes(n.as_bytes())
+                .map_err(|_| EngineError::HeaderName(n.clone()))?;
+            let value =
+                HeaderValue::from_str(v).map_err(|_| EngineError::HeaderValue(n.clone()))?;
             map.insert(name, value);
         }
         let h1 = serialize_h1(&method, path.as_str(), &map, &body);
@@ -143,7 +173,13 @@ impl PreparedRequest {
         if sends_body(&method, &body) && !map.contains_key(CONTENT_LENGTH) {
             map.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
         }
-        Ok(PreparedRequest { method, full_uri, headers: map, body, h1 })
+        Ok(PreparedRequest {
+            method,
+            full_uri,
+            headers: map,
+            body,
+            h1,
+        })
     }
 
     /// The HTTP/1.1 bytes (streams open their own connection).
@@ -180,20 +216,32 @@ pub(crate) fn check_headers(headers: &[(String, String)]) -> Result<(), EngineEr
 
 /// The value `headers` give `name` last (names compared without case), if any.
 pub(crate) fn last_value<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    headers
+        .iter()
+        .rev()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// Hands `line` each header of a request written without a header map, in the map's order:
 /// the `fixed` names first, each with the value `headers` give it last or else its own, then
 /// every other name of `headers` once, where it first appears, with the value it was given
 /// last.
-pub(crate) fn each_header<'a>(fixed: &[(&'a str, &'a str)], headers: &'a [(String, String)], mut line: impl FnMut(&'a str, &'a str)) {
+pub(crate) fn each_header<'a>(
+    fixed: &[(&'a str, &'a str)],
+    headers: &'a [(String, String)],
+    mut line: impl FnMut(&'a str, &'a str),
+) {
     for &(name, value) in fixed {
         line(name, last_value(headers, name).unwrap_or(value));
     }
     for (i, (name, _)) in headers.iter().enumerate() {
         let is_fixed = fixed.iter().any(|(f, _)| f.eq_ignore_ascii_case(name));
-        if is_fixed || headers[..i].iter().any(|(m, _)| m.eq_ignore_ascii_case(name)) {
+        if is_fixed
+            || headers[..i]
+                .iter()
+                .any(|(m, _)| m.eq_ignore_ascii_case(name))
+        {
             continue;
         }
         line(name, last_value(headers, name).unwrap_or_default());
@@ -274,7 +322,15 @@ struct Wire {
 
 impl Wire {
     fn new() -> Self {
-        Wire { status: 0, first: Instant::now(), bytes: 0, connect_us: 0, tls_us: 0, reconnected: false, wait_us: 0 }
+        Wire {
+            status: 0,
+            first: Instant::now(),
+            bytes: 0,
+            connect_us: 0,
+            tls_us: 0,
+            reconnected: false,
+            wait_us: 0,
+        }
     }
 
     fn opened(&mut self, times: ConnectTimes, reconnect: bool) {
@@ -287,7 +343,14 @@ impl Wire {
 impl Client {
     /// A client with a connection of its own, opened at the first request.
     pub(crate) fn new(target: Rc<Target>, tls: Option<Arc<ClientConfig>>, force_h2: bool) -> Self {
-        Client { target, tls, force_h2, conn: None, opened_before: false, seat: None }
+        Client {
+            target,
+            tls,
+            force_h2,
+            conn: None,
+            opened_before: false,
+            seat: None,
+        }
     }
 
     /// Whether a connection may speak HTTP/2 (`--http2`, or TLS whose ALPN may choose it):
@@ -305,7 +368,12 @@ impl Client {
 
     /// Sends `req`, opening a connection first if needed; the whole exchange is bounded by
     /// `timeout`. A failure drops the connection so the next request reconnects.
-    pub(crate) async fn send(&mut self, req: &PreparedRequest, timeout: Duration, buffers: &BufferPool) -> Result<Exchange, Failure> {
+    pub(crate) async fn send(
+        &mut self,
+        req: &PreparedRequest,
+        timeout: Duration,
+        buffers: &BufferPool,
+    ) -> Result<Exchange, Failure> {
         self.send_capture(req, timeout, buffers, None).await
     }
 
@@ -323,7 +391,10 @@ impl Client {
         buffers.give(buf);
         let out = match result {
             Ok(r) => r,
-            Err(_) => Err(Failure::new(ErrorKind::Timeout, format!("no complete response within {}s", timeout.as_secs_f64()))),
+            Err(_) => Err(Failure::new(
+                ErrorKind::Timeout,
+                format!("no complete response within {}s", timeout.as_secs_f64()),
+            )),
         };
         let wire = match out {
             Ok(w) => w,
@@ -337,7 +408,8 @@ impl Client {
         };
         let end = Instant::now();
         // The wait for a shared connection or stream is the pool's, not the server's.
-        let since = |t: Instant| micros(t.saturating_duration_since(start)).saturating_sub(wire.wait_us);
+        let since =
+            |t: Instant| micros(t.saturating_duration_since(start)).saturating_sub(wire.wait_us);
         Ok(Exchange {
             status: wire.status,
             ttfb_us: since(wire.first),
@@ -351,7 +423,12 @@ impl Client {
         })
     }
 
-    async fn exchange(&mut self, req: &PreparedRequest, buf: &mut Vec<u8>, capture: Option<&mut Capture>) -> Result<Wire, Failure> {
+    async fn exchange(
+        &mut self,
+        req: &PreparedRequest,
+        buf: &mut Vec<u8>,
+        capture: Option<&mut Capture>,
+    ) -> Result<Wire, Failure> {
         if self.seat.is_some() {
             return self.exchange_pooled(req, buf, capture).await;
         }
@@ -367,25 +444,28 @@ impl Client {
             if fresh {
                 // Boxed: connecting (TCP, TLS, the HTTP/2 handshake) happens once per connection,
                 // and inline its 1.2 KB of state would size every VU's task for its whole life.
-                let (conn, times) = Box::pin(connect_with(&self.target, self.tls.as_ref(), self.force_h2)).await?;
+                let (conn, times) =
+                    Box::pin(connect_with(&self.target, self.tls.as_ref(), self.force_h2)).await?;
                 wire.opened(times, self.opened_before);
                 self.opened_before = true;
                 self.conn = Some(conn);
             }
             match self.conn.as_mut().expect("connection just ensured") {
-                Connection::H1(stream) => match h1_exchange(stream, req, buf, capture.as_deref_mut(), &mut wire).await {
-                    Ok(keep_alive) => {
-                        if !keep_alive {
-                            self.conn = None;
+                Connection::H1(stream) => {
+                    match h1_exchange(stream, req, buf, capture.as_deref_mut(), &mut wire).await {
+                        Ok(keep_alive) => {
+                            if !keep_alive {
+                                self.conn = None;
+                            }
+                            return Ok(wire);
                         }
-                        return Ok(wire);
+                        Err(h1::H1Error::Stale(_)) if !fresh && may_retry => {
+                            self.conn = None;
+                            may_retry = false;
+                        }
+                        Err(e) => return Err(Failure::h1(e)),
                     }
-                    Err(h1::H1Error::Stale(_)) if !fresh && may_retry => {
-                        self.conn = None;
-                        may_retry = false;
-                    }
-                    Err(e) => return Err(Failure::h1(e)),
-                },
+                }
                 Connection::H2(conn) => {
                     let conn = conn.clone();
                     match h2_exchange(&conn, req, capture.as_deref_mut(), &mut wire).await {
@@ -403,7 +483,12 @@ impl Client {
     }
 
     /// One request on the worker's shared connections.
-    async fn exchange_pooled(&mut self, req: &PreparedRequest, buf: &mut Vec<u8>, mut capture: Option<&mut Capture>) -> Result<Wire, Failure> {
+    async fn exchange_pooled(
+        &mut self,
+        req: &PreparedRequest,
+        buf: &mut Vec<u8>,
+        mut capture: Option<&mut Capture>,
+    ) -> Result<Wire, Failure> {
         let seat = self.seat.as_mut().expect("a pooled client");
         let mut wire = Wire::new();
         let mut may_retry = true;
@@ -439,22 +524,26 @@ impl Client {
                         Err(f) => return Err(f.failure),
                     }
                 }
-                Lease::H1(mut lease) => match h1_exchange(lease.stream(), req, buf, capture.as_deref_mut(), &mut wire).await {
-                    Ok(keep_alive) => {
-                        if !keep_alive {
-                            lease.discard();
+                Lease::H1(mut lease) => {
+                    match h1_exchange(lease.stream(), req, buf, capture.as_deref_mut(), &mut wire)
+                        .await
+                    {
+                        Ok(keep_alive) => {
+                            if !keep_alive {
+                                lease.discard();
+                            }
+                            return Ok(wire);
                         }
-                        return Ok(wire);
+                        Err(h1::H1Error::Stale(_)) if !fresh && may_retry => {
+                            lease.discard();
+                            may_retry = false;
+                        }
+                        Err(e) => {
+                            lease.discard();
+                            return Err(Failure::h1(e));
+                        }
                     }
-                    Err(h1::H1Error::Stale(_)) if !fresh && may_retry => {
-                        lease.discard();
-                        may_retry = false;
-                    }
-                    Err(e) => {
-                        lease.discard();
-                        return Err(Failure::h1(e));
-                    }
-                },
+                }
             }
         }
     }
@@ -477,7 +566,12 @@ async fn h1_exchange(
 }
 
 /// One HTTP/2 stream on `conn`, noted in `wire`.
-async fn h2_exchange(conn: &H2Conn, req: &PreparedRequest, capture: Option<&mut Capture>, wire: &mut Wire) -> Result<(), http2::StreamFailed> {
+async fn h2_exchange(
+    conn: &H2Conn,
+    req: &PreparedRequest,
+    capture: Option<&mut Capture>,
+    wire: &mut Wire,
+) -> Result<(), http2::StreamFailed> {
     let done = http2::exchange(conn, req.h2_head(), &req.body, capture).await?;
     (wire.status, wire.first, wire.bytes) = (done.status, done.first, done.bytes);
     wire.wait_us += done.wait_us;
@@ -492,7 +586,10 @@ mod build_tests {
     use super::*;
 
     fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -500,18 +597,53 @@ mod build_tests {
         let target = Target::resolve("http://127.0.0.1:8080/base").unwrap();
         let cases: Vec<(&str, &str, Vec<(String, String)>, &[u8])> = vec![
             ("GET", "/a?b=1", h(&[]), b""),
-            ("POST", "/login", h(&[("Content-Type", "application/json")]), b"{\"u\":1}"),
+            (
+                "POST",
+                "/login",
+                h(&[("Content-Type", "application/json")]),
+                b"{\"u\":1}",
+            ),
             ("POST", "/empty", h(&[]), b""),
-            ("PUT", "/x", h(&[("content-length", "3"), ("X-Trace", "a\tb")]), b"abc"),
-            ("GET", "/h", h(&[("Host", "example.test"), ("User-Agent", "me/1"), ("Accept", "*/*")]), b""),
-            ("GET", "/dup", h(&[("X-A", "1"), ("x-b", "2"), ("X-a", "3")]), b""),
-            ("DELETE", "/frag#part", h(&[("Authorization", "Token t0k3n")]), b""),
+            (
+                "PUT",
+                "/x",
+                h(&[("content-length", "3"), ("X-Trace", "a\tb")]),
+                b"abc",
+            ),
+            (
+                "GET",
+                "/h",
+                h(&[
+                    ("Host", "example.test"),
+                    ("User-Agent", "me/1"),
+                    ("Accept", "*/*"),
+                ]),
+                b"",
+            ),
+            (
+                "GET",
+                "/dup",
+                h(&[("X-A", "1"), ("x-b", "2"), ("X-a", "3")]),
+                b"",
+            ),
+            (
+                "DELETE",
+                "/frag#part",
+                h(&[("Authorization", "Token t0k3n")]),
+                b"",
+            ),
             ("GET", "/utf8", h(&[("X-Name", "caf\u{e9}")]), b""),
         ];
         for (method, path, headers, body) in cases {
-            let full = PreparedRequest::build(&target, method, path, &headers, body.to_vec()).unwrap();
-            let lean = PreparedRequest::build_h1(&target, method, path, &headers, body.to_vec()).unwrap();
-            assert_eq!(String::from_utf8_lossy(lean.h1_bytes()), String::from_utf8_lossy(full.h1_bytes()), "{method} {path} {headers:?}");
+            let full =
+                PreparedRequest::build(&target, method, path, &headers, body.to_vec()).unwrap();
+            let lean =
+                PreparedRequest::build_h1(&target, method, path, &headers, body.to_vec()).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(lean.h1_bytes()),
+                String::from_utf8_lossy(full.h1_bytes()),
+                "{method} {path} {headers:?}"
+            );
         }
     }
 
@@ -528,8 +660,12 @@ mod build_tests {
             ("GET", "/", h(&[("X-Y", "del\u{7f}")])),
         ];
         for (method, path, headers) in bad {
-            let full = PreparedRequest::build(&target, method, path, &headers, Vec::new()).map(|_| ()).map_err(|e| e.to_string());
-            let lean = PreparedRequest::build_h1(&target, method, path, &headers, Vec::new()).map(|_| ()).map_err(|e| e.to_string());
+            let full = PreparedRequest::build(&target, method, path, &headers, Vec::new())
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            let lean = PreparedRequest::build_h1(&target, method, path, &headers, Vec::new())
+                .map(|_| ())
+                .map_err(|e| e.to_string());
             assert!(full.is_err(), "{method} {path} {headers:?}");
             assert_eq!(lean, full, "{method} {path} {headers:?}");
         }
@@ -579,7 +715,8 @@ mod tests {
     fn serve(script: Vec<Vec<Reply>>) -> Server {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
-        let target = Target::resolve(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
+        let target =
+            Target::resolve(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
         let listener = TcpListener::from_std(listener).unwrap();
         let accepted = Arc::new(AtomicUsize::new(0));
         let (tx, closed) = mpsc::unbounded_channel();
@@ -607,7 +744,11 @@ mod tests {
                 let _ = tx.send(i);
             }
         });
-        Server { target, accepted, closed }
+        Server {
+            target,
+            accepted,
+            closed,
+        }
     }
 
     /// Reads one request head; false at the end of the connection.
@@ -625,8 +766,15 @@ mod tests {
 
     /// Runs `test` on a current-thread runtime, bounded to 10 s.
     fn run<F: Future<Output = ()>>(test: impl FnOnce() -> F) {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), test()).await.expect("the test took over 10 s") });
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(10), test())
+                .await
+                .expect("the test took over 10 s")
+        });
     }
 
     fn client_for(server: &Server) -> (Client, PreparedRequest) {
@@ -637,7 +785,10 @@ mod tests {
             body: Vec::new(),
         };
         let request = PreparedRequest::new(&server.target, &spec).unwrap();
-        (Client::new(Rc::new(server.target.clone()), None, false), request)
+        (
+            Client::new(Rc::new(server.target.clone()), None, false),
+            request,
+        )
     }
 
     const TIMEOUT: Duration = Duration::from_secs(5);
@@ -650,10 +801,20 @@ mod tests {
             let pool = BufferPool::default();
             let first = client.send(&req, TIMEOUT, &pool).await.unwrap();
             assert_eq!((first.status, first.reconnected), (200, false));
-            assert_eq!(server.closed.recv().await, Some(0), "the server closed the idle connection");
-            let second = client.send(&req, TIMEOUT, &pool).await.expect("retried on a new connection");
+            assert_eq!(
+                server.closed.recv().await,
+                Some(0),
+                "the server closed the idle connection"
+            );
+            let second = client
+                .send(&req, TIMEOUT, &pool)
+                .await
+                .expect("retried on a new connection");
             assert_eq!((second.status, second.reconnected), (200, true));
-            assert!(second.connect_us > 0, "the new connection's set-up is counted in the request");
+            assert!(
+                second.connect_us > 0,
+                "the new connection's set-up is counted in the request"
+            );
             assert!(second.total_us >= second.connect_us);
             assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
         });
@@ -664,9 +825,16 @@ mod tests {
         run(|| async {
             let server = serve(vec![vec![Reply::Hangup], vec![Reply::Ok]]);
             let (mut client, req) = client_for(&server);
-            let failure = client.send(&req, TIMEOUT, &BufferPool::default()).await.unwrap_err();
+            let failure = client
+                .send(&req, TIMEOUT, &BufferPool::default())
+                .await
+                .unwrap_err();
             assert_eq!(failure.kind, ErrorKind::Reset, "{}", failure.message);
-            assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "no second connection");
+            assert_eq!(
+                server.accepted.load(Ordering::SeqCst),
+                1,
+                "no second connection"
+            );
         });
     }
 
@@ -680,7 +848,11 @@ mod tests {
             assert_eq!(server.closed.recv().await, Some(0));
             let failure = client.send(&req, TIMEOUT, &pool).await.unwrap_err();
             assert_eq!(failure.kind, ErrorKind::Reset, "{}", failure.message);
-            assert_eq!(server.accepted.load(Ordering::SeqCst), 2, "the stale connection and one retry");
+            assert_eq!(
+                server.accepted.load(Ordering::SeqCst),
+                2,
+                "the stale connection and one retry"
+            );
             // The failure dropped the connection: the next request opens the third.
             let third = client.send(&req, TIMEOUT, &pool).await.unwrap();
             assert!(third.reconnected);
@@ -690,7 +862,10 @@ mod tests {
 
     #[test]
     fn a_reused_connection_that_fails_after_its_first_byte_is_not_retried() {
-        for (reply, kind) in [(Reply::CutShort, ErrorKind::Reset), (Reply::Garbage, ErrorKind::Protocol)] {
+        for (reply, kind) in [
+            (Reply::CutShort, ErrorKind::Reset),
+            (Reply::Garbage, ErrorKind::Protocol),
+        ] {
             run(move || async move {
                 let server = serve(vec![vec![Reply::Ok, reply], vec![Reply::Ok]]);
                 let (mut client, req) = client_for(&server);
@@ -698,7 +873,11 @@ mod tests {
                 client.send(&req, TIMEOUT, &pool).await.unwrap();
                 let failure = client.send(&req, TIMEOUT, &pool).await.unwrap_err();
                 assert_eq!(failure.kind, kind, "{reply:?}: {}", failure.message);
-                assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "{reply:?}: not sent again");
+                assert_eq!(
+                    server.accepted.load(Ordering::SeqCst),
+                    1,
+                    "{reply:?}: not sent again"
+                );
             });
         }
     }

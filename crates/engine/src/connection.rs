@@ -42,6 +42,14 @@ pub(crate) async fn connect_with(
     force_h2: bool,
 ) -> Result<(Connection, ConnectTimes), Failure> {
     let (stream, times) = dial(target, tls).await.map_err(Failure::dial)?;
-    let h2 = force_h2 || matches!(&stream, Stream::Tls(s) if s.get_ref().1.alpn_protocol() == Some(b"h2"));
-    Ok((if h2 { Connection::H2(http2::handshake(stream).await?) } else { Connection::H1(stream) }, times))
+    let h2 = force_h2
+        || matches!(&stream, Stream::Tls(s) if s.get_ref().1.alpn_protocol() == Some(b"h2"));
+    Ok((
+        if h2 {
+            Connection::H2(http2::handshake(stream).await?)
+        } else {
+            Connection::H1(stream)
+        },
+        times,
+    ))
 }

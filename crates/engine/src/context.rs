@@ -69,7 +69,10 @@ impl Shared {
     }
 
     pub(crate) fn halted(&self) -> Option<String> {
-        self.halted.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.halted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 

@@ -28,25 +28,46 @@ pub(crate) struct ConnectTimes {
 
 /// Connects to `target`; with a TLS `config`, and when the target is https, completes the
 /// handshake (SNI and verification against the URL's host name) before returning.
-pub(crate) async fn dial(target: &Target, tls: Option<&Arc<ClientConfig>>) -> Result<(Stream, ConnectTimes), EngineError> {
+pub(crate) async fn dial(
+    target: &Target,
+    tls: Option<&Arc<ClientConfig>>,
+) -> Result<(Stream, ConnectTimes), EngineError> {
     let t0 = Instant::now();
     let tcp = connect(target).await.map_err(EngineError::Connect)?;
     let _ = tcp.set_nodelay(true);
     let t1 = Instant::now();
-    let mut times = ConnectTimes { tcp_us: micros(t1 - t0), tls_us: 0 };
-    let Some(config) = tls.filter(|_| target.tls) else { return Ok((Stream::Plain(tcp), times)) };
+    let mut times = ConnectTimes {
+        tcp_us: micros(t1 - t0),
+        tls_us: 0,
+    };
+    let Some(config) = tls.filter(|_| target.tls) else {
+        return Ok((Stream::Plain(tcp), times));
+    };
     let name = ServerName::try_from(target.host.clone()).map_err(EngineError::ServerName)?;
-    let stream = TlsConnector::from(config.clone()).connect(name, tcp).await.map_err(EngineError::Tls)?;
+    let stream = TlsConnector::from(config.clone())
+        .connect(name, tcp)
+        .await
+        .map_err(EngineError::Tls)?;
     times.tls_us = micros(t1.elapsed());
     Ok((Stream::Tls(Box::new(stream)), times))
 }
 
 /// A TCP connection to the target, from the next source address when some are given.
 async fn connect(target: &Target) -> std::io::Result<TcpStream> {
-    let Some(source) = target.sources.take() else { return TcpStream::connect(target.addr).await.map_err(ports_hint) };
-    let socket = if target.addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    let Some(source) = target.sources.take() else {
+        return TcpStream::connect(target.addr).await.map_err(ports_hint);
+    };
+    let socket = if target.addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
     bind_address_no_port(&socket);
-    socket.bind(std::net::SocketAddr::new(source, 0)).map_err(|e| std::io::Error::new(e.kind(), format!("binding to source address {source}: {e}")))?;
+    socket
+        .bind(std::net::SocketAddr::new(source, 0))
+        .map_err(|e| {
+            std::io::Error::new(e.kind(), format!("binding to source address {source}: {e}"))
+        })?;
     socket.connect(target.addr).await.map_err(ports_hint)
 }
 
@@ -84,7 +105,12 @@ fn ports_hint(e: std::io::Error) -> std::io::Error {
     if e.kind() != std::io::ErrorKind::AddrNotAvailable {
         return e;
     }
-    std::io::Error::new(e.kind(), format!("{e}: no local port left for another connection — spread connections over several source addresses with --source-addrs (e.g. 127.0.0.1-127.0.0.4 on loopback)"))
+    std::io::Error::new(
+        e.kind(),
+        format!(
+            "{e}: no local port left for another connection — spread connections over several source addresses with --source-addrs (e.g. 127.0.0.1-127.0.0.4 on loopback)"
+        ),
+    )
 }
 
 /// A duration in whole µs, as every timing is kept.

@@ -24,7 +24,9 @@ pub enum EngineError {
     #[error("`{0}` is not an absolute http:// or https:// URL")]
     BadUrl(String),
     /// The host name did not resolve.
-    #[error("cannot resolve `{host}`: {message}. Check the host name in the URL, or give an IP address")]
+    #[error(
+        "cannot resolve `{host}`: {message}. Check the host name in the URL, or give an IP address"
+    )]
     Resolve {
         /// The host.
         host: String,
@@ -32,7 +34,9 @@ pub enum EngineError {
         message: String,
     },
     /// Nothing answered on the address before the run started.
-    #[error("{url} does not answer ({addr}): {message}. Is the server running and listening there?")]
+    #[error(
+        "{url} does not answer ({addr}): {message}. Is the server running and listening there?"
+    )]
     Unreachable {
         /// The URL.
         url: String,

@@ -16,16 +16,23 @@ pub(crate) struct Failure {
 
 impl Failure {
     pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Failure { kind, message: message.into() }
+        Failure {
+            kind,
+            message: message.into(),
+        }
     }
 
     pub(crate) fn io(stage: &str, e: &std::io::Error) -> Self {
         use std::io::ErrorKind as K;
         let kind = match e.kind() {
-            K::ConnectionRefused | K::AddrNotAvailable | K::NotFound | K::HostUnreachable | K::NetworkUnreachable => {
-                ErrorKind::Connect
+            K::ConnectionRefused
+            | K::AddrNotAvailable
+            | K::NotFound
+            | K::HostUnreachable
+            | K::NetworkUnreachable => ErrorKind::Connect,
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => {
+                ErrorKind::Reset
             }
-            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => ErrorKind::Reset,
             K::TimedOut => ErrorKind::Timeout,
             _ if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => ErrorKind::Tls,
             _ => ErrorKind::Protocol,
@@ -46,7 +53,9 @@ impl Failure {
     pub(crate) fn dial(e: EngineError) -> Self {
         match e {
             EngineError::Connect(io) => Failure::io("connect", &io),
-            e @ (EngineError::Tls(_) | EngineError::ServerName(_)) => Failure::new(ErrorKind::Tls, e.to_string()),
+            e @ (EngineError::Tls(_) | EngineError::ServerName(_)) => {
+                Failure::new(ErrorKind::Tls, e.to_string())
+            }
             e => Failure::new(ErrorKind::Protocol, e.to_string()),
         }
     }

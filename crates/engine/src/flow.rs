@@ -16,18 +16,18 @@ use minijinja::Value;
 use minijinja::value::Serde;
 use tokio_util::sync::CancellationToken;
 use volley_scenario::PlanError;
+use volley_scenario::Scenario;
 use volley_scenario::extract::ResponseView;
 use volley_scenario::extract::{Check, Extract};
 use volley_scenario::scenario::{Body, Call, GrpcStep, HttpStep, Node, SseStep, WsStep};
 use volley_scenario::template::{Template, Vars};
-use volley_scenario::Scenario;
 use volley_stats::ErrorKind;
 
 use crate::client::{Capture, Client, PreparedRequest};
-use crate::failure::Failure;
-use crate::sse::SseStream;
 use crate::context::WorkerContext;
+use crate::failure::Failure;
 use crate::recorder::InFlight;
+use crate::sse::SseStream;
 use crate::steps::Scratch;
 use crate::vars::VuVars;
 
@@ -43,7 +43,10 @@ pub(crate) struct FlowState {
 
 impl FlowState {
     pub(crate) fn new(vu: u64) -> Self {
-        FlowState { vu, ..FlowState::default() }
+        FlowState {
+            vu,
+            ..FlowState::default()
+        }
     }
 }
 
@@ -104,11 +107,16 @@ pub(crate) async fn iteration(
         state.vars.set_static("iteration", Value::from(0));
         for (name, t) in &scenario.variables {
             let ctx_value = context(&state.vars);
-            let v = scenario.templates.render(t, &ctx_value).unwrap_or_else(String::from);
+            let v = scenario
+                .templates
+                .render(t, &ctx_value)
+                .unwrap_or_else(String::from);
             state.vars.set(name, Value::from(v));
         }
     }
-    state.vars.set_static("iteration", Value::from(state.iteration));
+    state
+        .vars
+        .set_static("iteration", Value::from(state.iteration));
     state.iteration += 1;
     for (i, feeder) in scenario.data.iter().enumerate() {
         let row = feeder.next(&mut state.feeder_pos[i]).map_err(|e| e.0)?;
@@ -117,11 +125,24 @@ pub(crate) async fn iteration(
     let started = Instant::now();
     // Made by the first event stream of the iteration: most iterations open none.
     let streams = OnceCell::new();
-    let mut exec = Exec { ctx, scenario, client, state, queued_us, streams: &streams, background: Vec::new(), trace, sent: 0, not_sent: None };
+    let mut exec = Exec {
+        ctx,
+        scenario,
+        client,
+        state,
+        queued_us,
+        streams: &streams,
+        background: Vec::new(),
+        trace,
+        sent: 0,
+        not_sent: None,
+    };
     let finished = exec.nodes(&scenario.steps).await == Next::Go && !ctx.shared.stop.is_cancelled();
     if finished {
         // Iterations cut short by a failure or by the end of the run would pull the figure down.
-        ctx.recorder.borrow_mut().record_iteration(started.elapsed());
+        ctx.recorder
+            .borrow_mut()
+            .record_iteration(started.elapsed());
     }
     if let Some(streams) = streams.get() {
         streams.cancel();
@@ -134,7 +155,10 @@ pub(crate) async fn iteration(
             t[i].passed = passed;
         }
     }
-    Ok(Iteration { sent: exec.sent, not_sent: exec.not_sent })
+    Ok(Iteration {
+        sent: exec.sent,
+        not_sent: exec.not_sent,
+    })
 }
 
 fn context(vars: &VuVars) -> Value {
@@ -150,7 +174,10 @@ struct StepVars<'a> {
 
 impl<'a> StepVars<'a> {
     fn new(vars: &'a VuVars) -> Self {
-        StepVars { vars, context: OnceCell::new() }
+        StepVars {
+            vars,
+            context: OnceCell::new(),
+        }
     }
 }
 
@@ -215,7 +242,10 @@ impl<'a> Exec<'a> {
                     Node::Grpc(step) => Box::pin(self.grpc(step)).await,
                     Node::OneOf(branches) => {
                         let total: u64 = branches.iter().map(|b| u64::from(b.weight)).sum();
-                        let i = volley_scenario::scenario::pick_branch(branches, fastrand::u64(..total.max(1)));
+                        let i = volley_scenario::scenario::pick_branch(
+                            branches,
+                            fastrand::u64(..total.max(1)),
+                        );
                         self.nodes(&branches[i].steps).await
                     }
                     Node::Group(g) => {
@@ -239,7 +269,10 @@ impl<'a> Exec<'a> {
 
     fn render(&self, t: &Template, vars: &dyn Vars) -> Result<String, String> {
         let mut out = String::new();
-        self.scenario.templates.render_into(t, vars, &mut out).map_err(String::from)?;
+        self.scenario
+            .templates
+            .render_into(t, vars, &mut out)
+            .map_err(String::from)?;
         Ok(out)
     }
 
@@ -249,11 +282,19 @@ impl<'a> Exec<'a> {
 
     fn fail(&self, id: usize, kind: ErrorKind, message: String) {
         let message = self.scenario.redact(&message);
-        self.ctx.recorder.borrow_mut().record_failure(Some(id), Failure::new(kind, message));
+        self.ctx
+            .recorder
+            .borrow_mut()
+            .record_failure(Some(id), Failure::new(kind, message));
     }
 
     /// The step's URL as a path on the target, and its headers, rendered.
-    fn prepare(&self, call: &Call, vars: &dyn Vars, ws: bool) -> Result<(String, Vec<(String, String)>), String> {
+    fn prepare(
+        &self,
+        call: &Call,
+        vars: &dyn Vars,
+        ws: bool,
+    ) -> Result<(String, Vec<(String, String)>), String> {
         let url = self.render(&call.url, vars)?;
         let path = self.path_on_target(&url, ws)?;
         let mut headers = Vec::with_capacity(self.scenario.headers.len() + call.headers.len());
@@ -272,7 +313,12 @@ impl<'a> Exec<'a> {
 
     /// [`Exec::path_on_target`] without copying a path that is the URL itself: the path
     /// is `url` or its tail, or is written into `scratch`.
-    fn path_into<'s>(&self, url: &'s str, ws: bool, scratch: &'s mut String) -> Result<&'s str, String> {
+    fn path_into<'s>(
+        &self,
+        url: &'s str,
+        ws: bool,
+        scratch: &'s mut String,
+    ) -> Result<&'s str, String> {
         let target = &self.ctx.target;
         if url.starts_with('/') {
             let base = target.path.path().trim_end_matches('/');
@@ -291,7 +337,10 @@ impl<'a> Exec<'a> {
             .ok_or_else(|| format!("`{url}` is not a URL on the target"))?;
         let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
         if authority != target.authority.as_str() {
-            return Err(format!("`{url}` is on another host than the target ({}); one scenario loads one target", target.authority));
+            return Err(format!(
+                "`{url}` is on another host than the target ({}); one scenario loads one target",
+                target.authority
+            ));
         }
         Ok(if path.is_empty() { "/" } else { path })
     }
@@ -301,20 +350,32 @@ impl<'a> Exec<'a> {
         let vars = StepVars::new(&self.state.vars);
         let built = if self.trace.is_some() {
             // `volley check` shows what was sent: keep the parts.
-            self.build_shown(step, &vars).map(|(req, path, headers, body)| (Rc::new(req), path, headers, body))
+            self.build_shown(step, &vars)
+                .map(|(req, path, headers, body)| (Rc::new(req), path, headers, body))
         } else {
-            self.build(step, &vars).map(|req| (req, String::new(), Vec::new(), Vec::new()))
+            self.build(step, &vars)
+                .map(|req| (req, String::new(), Vec::new(), Vec::new()))
         };
         let (req, path, headers, body) = match built {
             Ok(b) => b,
-            Err(e) => return self.abandon(id, format!("{} {}", step.method, step.call.url.source()), e),
+            Err(e) => {
+                return self.abandon(id, format!("{} {}", step.method, step.call.url.source()), e);
+            }
         };
         self.sent += 1;
         let keep = step.reads_body() || self.trace.is_some();
         let mut capture = Capture::new(step.reads_headers() || self.trace.is_some());
         let timeout = self.timeout(&step.call);
         let in_flight = InFlight::new(&self.ctx.recorder, Some(id));
-        let result = self.client.send_capture(&req, timeout, &self.ctx.buffers, keep.then_some(&mut capture)).await;
+        let result = self
+            .client
+            .send_capture(
+                &req,
+                timeout,
+                &self.ctx.buffers,
+                keep.then_some(&mut capture),
+            )
+            .await;
         drop(req);
         in_flight.done();
         let queued = std::mem::take(&mut self.queued_us);
@@ -327,16 +388,30 @@ impl<'a> Exec<'a> {
             }
             Ok(mut ex) => {
                 ex.queued_us = queued;
-                let statuses = step.check.status.as_ref().unwrap_or(&self.ctx.plan.expect_status);
+                let statuses = step
+                    .check
+                    .status
+                    .as_ref()
+                    .unwrap_or(&self.ctx.plan.expect_status);
                 if !statuses.contains(ex.status) {
-                    self.ctx.recorder.borrow_mut().record_exchange(Some(id), &ex, false);
+                    self.ctx
+                        .recorder
+                        .borrow_mut()
+                        .record_exchange(Some(id), &ex, false);
                     (Err(format!("HTTP {}", ex.status)), Vec::new(), Some(ex))
                 } else {
-                    let view = ResponseView { status: ex.status, headers: &capture.headers, body: &capture.body };
+                    let view = ResponseView {
+                        status: ex.status,
+                        headers: &capture.headers,
+                        body: &capture.body,
+                    };
                     let render = |t: &Template| self.render(t, &vars);
                     match judge(&step.check, &step.extract, &view, &render) {
                         Ok(values) => {
-                            self.ctx.recorder.borrow_mut().record_exchange(Some(id), &ex, true);
+                            self.ctx
+                                .recorder
+                                .borrow_mut()
+                                .record_exchange(Some(id), &ex, true);
                             (Ok(()), values, Some(ex))
                         }
                         Err(e) => {
@@ -349,7 +424,10 @@ impl<'a> Exec<'a> {
         };
         let failed = outcome.is_err();
         if self.trace.is_some() {
-            let shown: Vec<(String, String)> = extracted.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+            let shown: Vec<(String, String)> = extracted
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect();
             self.push_trace(Trace {
                 step: self.step_name(id),
                 request: format!("{} {}", step.method, self.ctx.target.url_of(&path, false)),
@@ -384,19 +462,29 @@ impl<'a> Exec<'a> {
         }
         let templates = &self.scenario.templates;
         let mut scratch = steps.scratch();
-        let Scratch { url, path, text, .. } = &mut *scratch;
+        let Scratch {
+            url, path, text, ..
+        } = &mut *scratch;
         url.clear();
-        templates.render_into(&step.call.url, vars, url).map_err(String::from)?;
+        templates
+            .render_into(&step.call.url, vars, url)
+            .map_err(String::from)?;
         let path = self.path_into(url, false, path)?;
-        let mut headers: Vec<(String, String)> = Vec::with_capacity(self.scenario.headers.len() + step.call.headers.len() + 1);
+        let mut headers: Vec<(String, String)> =
+            Vec::with_capacity(self.scenario.headers.len() + step.call.headers.len() + 1);
         for (n, t) in self.scenario.headers.iter().chain(&step.call.headers) {
             let mut v = String::new();
-            templates.render_into(t, vars, &mut v).map_err(String::from)?;
+            templates
+                .render_into(t, vars, &mut v)
+                .map_err(String::from)?;
             headers.retain(|(k, _)| !k.eq_ignore_ascii_case(n));
             headers.push((n.clone(), v));
         }
         let mut content_type = |ct: &str| {
-            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            {
                 headers.push(("Content-Type".into(), ct.into()));
             }
         };
@@ -404,13 +492,16 @@ impl<'a> Exec<'a> {
             Body::Empty => Vec::new(),
             Body::Raw(t) => {
                 let mut out = String::new();
-                templates.render_into(t, vars, &mut out).map_err(String::from)?;
+                templates
+                    .render_into(t, vars, &mut out)
+                    .map_err(String::from)?;
                 out.into_bytes()
             }
             Body::Json(j) => {
                 content_type("application/json");
                 let mut out = Vec::with_capacity(128);
-                j.write(templates, vars, text, &mut out).map_err(String::from)?;
+                j.write(templates, vars, text, &mut out)
+                    .map_err(String::from)?;
                 out
             }
             Body::Form(fields) => {
@@ -437,26 +528,48 @@ impl<'a> Exec<'a> {
     }
 
     /// Step `step`'s request with the path, headers and body it was built from.
-    fn build_shown(&self, step: &HttpStep, vars: &dyn Vars) -> Result<(PreparedRequest, String, Vec<(String, String)>, Vec<u8>), String> {
+    fn build_shown(
+        &self,
+        step: &HttpStep,
+        vars: &dyn Vars,
+    ) -> Result<(PreparedRequest, String, Vec<(String, String)>, Vec<u8>), String> {
         let (path, mut headers) = self.prepare(&step.call, vars, false)?;
         let body = self.body(&step.body, vars, &mut headers)?;
-        let req = PreparedRequest::build(&self.ctx.target, &step.method, &path, &headers, body.clone())?;
+        let req = PreparedRequest::build(
+            &self.ctx.target,
+            &step.method,
+            &path,
+            &headers,
+            body.clone(),
+        )?;
         Ok((req, path, headers, body))
     }
 
     fn step_name(&self, id: usize) -> String {
-        self.scenario.step_info.get(id).map(|s| s.name.clone()).unwrap_or_default()
+        self.scenario
+            .step_info
+            .get(id)
+            .map(|s| s.name.clone())
+            .unwrap_or_default()
     }
 
     /// A step that could not be built (a template failed, a bad URL or header): nothing is
     /// sent, so it is no test — counted as `not_sent` — and the iteration ends.
     fn abandon(&mut self, id: usize, request: String, why: String) -> Next {
         let why = self.scenario.redact(&why);
-        self.ctx.recorder.borrow_mut().record_not_sent(id, why.clone());
+        self.ctx
+            .recorder
+            .borrow_mut()
+            .record_not_sent(id, why.clone());
         if self.not_sent.is_none() {
             self.not_sent = Some(format!("[{}] {why}", self.step_name(id)));
         }
-        self.push_trace(Trace { step: self.step_name(id), request, outcome: why, ..Trace::default() });
+        self.push_trace(Trace {
+            step: self.step_name(id),
+            request,
+            outcome: why,
+            ..Trace::default()
+        });
         Next::EndIteration
     }
 
@@ -464,19 +577,36 @@ impl<'a> Exec<'a> {
     fn push_trace(&self, mut t: Trace) {
         let Some(trace) = self.trace else { return };
         let r = |s: &mut String| *s = self.scenario.redact(s);
-        for s in [&mut t.request, &mut t.request_body, &mut t.response_body, &mut t.outcome] {
+        for s in [
+            &mut t.request,
+            &mut t.request_body,
+            &mut t.response_body,
+            &mut t.outcome,
+        ] {
             r(s);
         }
-        for (_, v) in t.request_headers.iter_mut().chain(t.response_headers.iter_mut()).chain(t.extracted.iter_mut()) {
+        for (_, v) in t
+            .request_headers
+            .iter_mut()
+            .chain(t.response_headers.iter_mut())
+            .chain(t.extracted.iter_mut())
+        {
             r(v);
         }
         trace.borrow_mut().push(t);
     }
 
-
-    fn body(&self, body: &Body, vars: &dyn Vars, headers: &mut Vec<(String, String)>) -> Result<Vec<u8>, String> {
+    fn body(
+        &self,
+        body: &Body,
+        vars: &dyn Vars,
+        headers: &mut Vec<(String, String)>,
+    ) -> Result<Vec<u8>, String> {
         let mut content_type = |ct: &str| {
-            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            {
                 headers.push(("Content-Type".into(), ct.into()));
             }
         };
@@ -485,7 +615,8 @@ impl<'a> Exec<'a> {
             Body::Raw(t) => self.render(t, vars)?.into_bytes(),
             Body::Json(j) => {
                 content_type("application/json");
-                serde_json::to_vec(&j.value(&self.scenario.templates, &vars.context())?).map_err(|e| e.to_string())?
+                serde_json::to_vec(&j.value(&self.scenario.templates, &vars.context())?)
+                    .map_err(|e| e.to_string())?
             }
             Body::Form(fields) => {
                 content_type("application/x-www-form-urlencoded");
@@ -532,11 +663,19 @@ impl<'a> Exec<'a> {
                 Err(abandoned) => return abandoned,
             };
             let pending = tokio::task::spawn_local(stream.run(req));
-            self.background.push((pending, self.trace.map(|t| t.borrow().len())));
+            self.background
+                .push((pending, self.trace.map(|t| t.borrow().len())));
             (String::from("still open"), true)
         };
         if let Some((request, request_headers)) = shown {
-            self.push_trace(Trace { step: self.step_name(id), request, request_headers, outcome: text, passed, ..Trace::default() });
+            self.push_trace(Trace {
+                step: self.step_name(id),
+                request,
+                request_headers,
+                outcome: text,
+                passed,
+                ..Trace::default()
+            });
         }
         self.think(step.call.think_time.sample()).await;
         Next::Go
@@ -546,29 +685,59 @@ impl<'a> Exec<'a> {
     /// check` shows of it (made only when shown: a held stream keeps nothing it does not read
     /// with). When it cannot be rendered, the step is abandoned: the error is what comes next.
     #[allow(clippy::type_complexity)]
-    fn sse_stream(&mut self, step: &SseStep) -> Result<(SseStream, PreparedRequest, Option<(String, Vec<(String, String)>)>), Next> {
+    fn sse_stream(
+        &mut self,
+        step: &SseStep,
+    ) -> Result<
+        (
+            SseStream,
+            PreparedRequest,
+            Option<(String, Vec<(String, String)>)>,
+        ),
+        Next,
+    > {
         let vars = StepVars::new(&self.state.vars);
-        let rendered = self.prepare(&step.call, &vars, false).and_then(|(path, mut headers)| {
-            headers.retain(|(k, _)| !k.eq_ignore_ascii_case("accept") && !k.eq_ignore_ascii_case("cache-control"));
-            headers.push(("Accept".into(), "text/event-stream".into()));
-            headers.push(("Cache-Control".into(), "no-cache".into()));
-            // Only the HTTP/1.1 bytes: the stream has a connection of its own, which speaks 1.1.
-            let req = PreparedRequest::build_h1(&self.ctx.target, "GET", &path, &headers, Vec::new()).map_err(String::from)?;
-            Ok((path, headers, req))
-        });
+        let rendered = self
+            .prepare(&step.call, &vars, false)
+            .and_then(|(path, mut headers)| {
+                headers.retain(|(k, _)| {
+                    !k.eq_ignore_ascii_case("accept") && !k.eq_ignore_ascii_case("cache-control")
+                });
+                headers.push(("Accept".into(), "text/event-stream".into()));
+                headers.push(("Cache-Control".into(), "no-cache".into()));
+                // Only the HTTP/1.1 bytes: the stream has a connection of its own, which speaks 1.1.
+                let req =
+                    PreparedRequest::build_h1(&self.ctx.target, "GET", &path, &headers, Vec::new())
+                        .map_err(String::from)?;
+                Ok((path, headers, req))
+            });
         let (path, headers, req) = match rendered {
             Ok(r) => r,
-            Err(e) => return Err(self.abandon(step.call.id, format!("SSE {}", step.call.url.source()), e)),
+            Err(e) => {
+                return Err(self.abandon(
+                    step.call.id,
+                    format!("SSE {}", step.call.url.source()),
+                    e,
+                ));
+            }
         };
         self.sent += 1;
-        let shown = self.trace.map(|_| (format!("SSE {}", self.ctx.target.url_of(&path, false)), headers));
+        let shown = self.trace.map(|_| {
+            (
+                format!("SSE {}", self.ctx.target.url_of(&path, false)),
+                headers,
+            )
+        });
         let stream = SseStream {
             ctx: self.ctx.clone(),
             id: step.call.id,
             want: step.events,
             limit: step.call.timeout,
             open_timeout: self.timeout(&step.call),
-            stop: self.streams.get_or_init(|| self.ctx.shared.abort.child_token()).clone(),
+            stop: self
+                .streams
+                .get_or_init(|| self.ctx.shared.abort.child_token())
+                .clone(),
             redact: self.scenario.clone(),
         };
         Ok((stream, req, shown))
@@ -588,7 +757,13 @@ impl<'a> Exec<'a> {
             self.sent += 1;
             // What `volley check` shows of the request, made only when shown: the path,
             // headers and messages go into the exchange, which frees them once they are sent.
-            shown = self.trace.map(|_| (format!("WS {}", self.ctx.target.url_of(&call.path, true)), call.send.join(" | "), call.headers.clone()));
+            shown = self.trace.map(|_| {
+                (
+                    format!("WS {}", self.ctx.target.url_of(&call.path, true)),
+                    call.send.join(" | "),
+                    call.headers.clone(),
+                )
+            });
             call
         })
         .await
@@ -597,7 +772,13 @@ impl<'a> Exec<'a> {
                 let mut rec = self.ctx.recorder.borrow_mut();
                 rec.record_events(id, done.messages);
                 rec.record_exchange(Some(id), &done.exchange, true);
-                ("ok".to_string(), 101, done.matched, done.exchange.ttfb_us as f64 / 1000.0, done.exchange.total_us as f64 / 1000.0)
+                (
+                    "ok".to_string(),
+                    101,
+                    done.matched,
+                    done.exchange.ttfb_us as f64 / 1000.0,
+                    done.exchange.total_us as f64 / 1000.0,
+                )
             }
             Err((f, messages)) => {
                 self.ctx.recorder.borrow_mut().record_events(id, messages);
@@ -629,9 +810,23 @@ impl<'a> Exec<'a> {
     fn ws_call(&self, step: &WsStep) -> Result<crate::ws::WsCall, String> {
         let vars = StepVars::new(&self.state.vars);
         let (path, headers) = self.prepare(&step.call, &vars, true)?;
-        let send = step.send.iter().map(|t| self.render(t, &vars)).collect::<Result<Vec<_>, _>>()?;
-        let expect = step.expect.as_ref().map(|t| self.render(t, &vars)).transpose()?;
-        Ok(crate::ws::WsCall { path, headers, send, expect, timeout: self.timeout(&step.call) })
+        let send = step
+            .send
+            .iter()
+            .map(|t| self.render(t, &vars))
+            .collect::<Result<Vec<_>, _>>()?;
+        let expect = step
+            .expect
+            .as_ref()
+            .map(|t| self.render(t, &vars))
+            .transpose()?;
+        Ok(crate::ws::WsCall {
+            path,
+            headers,
+            send,
+            expect,
+            timeout: self.timeout(&step.call),
+        })
     }
 }
 
@@ -642,7 +837,12 @@ impl<'a> Exec<'a> {
         let vars = StepVars::new(&self.state.vars);
         let what = format!("GRPC {}", step.full_method());
         let Some(method) = step.schema.get() else {
-            return self.abandon(id, what, "the method's descriptor is unknown (no `proto`, and reflection was not asked)".into());
+            return self.abandon(
+                id,
+                what,
+                "the method's descriptor is unknown (no `proto`, and reflection was not asked)"
+                    .into(),
+            );
         };
         let built = (|| {
             let mut headers: Vec<(String, String)> = Vec::new();
@@ -651,7 +851,9 @@ impl<'a> Exec<'a> {
                 headers.retain(|(k, _)| !k.eq_ignore_ascii_case(n));
                 headers.push((n.clone(), v));
             }
-            let json = step.message.value(&self.scenario.templates, &vars.context())?;
+            let json = step
+                .message
+                .value(&self.scenario.templates, &vars.context())?;
             let message = crate::grpc::request(method, &json)?;
             Ok::<_, String>((headers, json, message))
         })();
@@ -661,11 +863,21 @@ impl<'a> Exec<'a> {
         };
         self.sent += 1;
         let keep = !step.extract.is_empty() || step.check.reads_body() || self.trace.is_some();
-        let spec = crate::grpc::CallSpec { method, message, metadata: &headers, want: step.messages, timeout: self.timeout(&step.call), keep };
+        let spec = crate::grpc::CallSpec {
+            method,
+            message,
+            metadata: &headers,
+            want: step.messages,
+            timeout: self.timeout(&step.call),
+            keep,
+        };
         let channel = self.ctx.grpc.channel(self.state.vu);
         let in_flight = InFlight::new(&self.ctx.recorder, Some(id));
         let recorder = self.ctx.recorder.clone();
-        let result = crate::grpc::call(channel, spec, &mut || recorder.borrow_mut().record_events(id, 1)).await;
+        let result = crate::grpc::call(channel, spec, &mut || {
+            recorder.borrow_mut().record_events(id, 1)
+        })
+        .await;
         in_flight.done();
         let queued = std::mem::take(&mut self.queued_us);
         let (outcome, extracted, called) = match result {
@@ -676,11 +888,19 @@ impl<'a> Exec<'a> {
             }
             Ok(mut done) => {
                 done.exchange.queued_us = queued;
-                let view = ResponseView { status: 200, headers: &done.headers, body: &done.body };
+                let view = ResponseView {
+                    status: 200,
+                    headers: &done.headers,
+                    body: &done.body,
+                };
                 let render = |t: &Template| self.render(t, &vars);
                 match judge(&step.check, &step.extract, &view, &render) {
                     Ok(values) => {
-                        self.ctx.recorder.borrow_mut().record_exchange(Some(id), &done.exchange, true);
+                        self.ctx.recorder.borrow_mut().record_exchange(
+                            Some(id),
+                            &done.exchange,
+                            true,
+                        );
                         (Ok(()), values, Some(done))
                     }
                     Err(e) => {
@@ -692,21 +912,40 @@ impl<'a> Exec<'a> {
         };
         let failed = outcome.is_err();
         if self.trace.is_some() {
-            let shown: Vec<(String, String)> = extracted.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+            let shown: Vec<(String, String)> = extracted
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect();
             let scheme = if self.ctx.target.tls { "https" } else { "http" };
             self.push_trace(Trace {
                 step: self.step_name(id),
-                request: format!("GRPC {scheme}://{}/{}", self.ctx.target.authority, step.full_method()),
+                request: format!(
+                    "GRPC {scheme}://{}/{}",
+                    self.ctx.target.authority,
+                    step.full_method()
+                ),
                 request_headers: headers,
                 request_body: excerpt(json.to_string().as_bytes()),
                 status: called.as_ref().map_or(0, |c| c.exchange.status),
-                response_headers: called.as_ref().map(|c| c.headers.clone()).unwrap_or_default(),
-                response_body: called.as_ref().map(|c| excerpt(&c.body)).unwrap_or_default(),
-                ttfb_ms: called.as_ref().map_or(0.0, |c| c.exchange.ttfb_us as f64 / 1000.0),
-                total_ms: called.as_ref().map_or(0.0, |c| c.exchange.total_us as f64 / 1000.0),
+                response_headers: called
+                    .as_ref()
+                    .map(|c| c.headers.clone())
+                    .unwrap_or_default(),
+                response_body: called
+                    .as_ref()
+                    .map(|c| excerpt(&c.body))
+                    .unwrap_or_default(),
+                ttfb_ms: called
+                    .as_ref()
+                    .map_or(0.0, |c| c.exchange.ttfb_us as f64 / 1000.0),
+                total_ms: called
+                    .as_ref()
+                    .map_or(0.0, |c| c.exchange.total_us as f64 / 1000.0),
                 passed: !failed,
                 outcome: match (&outcome, &called) {
-                    (Ok(()), Some(c)) if method.is_server_streaming() => format!("OK: {} messages", c.messages),
+                    (Ok(()), Some(c)) if method.is_server_streaming() => {
+                        format!("OK: {} messages", c.messages)
+                    }
                     (Ok(()), _) => "OK".to_string(),
                     (Err(e), _) => e.clone(),
                 },
@@ -725,11 +964,19 @@ impl<'a> Exec<'a> {
 }
 
 /// Checks, then extractions; the values to set, or what failed.
-fn judge(check: &Check, extract: &[Extract], view: &ResponseView<'_>, render: &dyn Fn(&Template) -> Result<String, String>) -> Result<Vec<(String, Value)>, String> {
+fn judge(
+    check: &Check,
+    extract: &[Extract],
+    view: &ResponseView<'_>,
+    render: &dyn Fn(&Template) -> Result<String, String>,
+) -> Result<Vec<(String, Value)>, String> {
     let mut json = None;
     let render = |t: &Template| render(t).map_err(PlanError);
     check.judge(view, &mut json, &render)?;
-    let values = extract.iter().map(|e| e.apply(view, &mut json).map(|v| (e.var.clone(), Value::from(Serde(v)))));
+    let values = extract.iter().map(|e| {
+        e.apply(view, &mut json)
+            .map(|v| (e.var.clone(), Value::from(Serde(v))))
+    });
     Ok(values.collect::<Result<_, PlanError>>()?)
 }
 
@@ -737,7 +984,11 @@ fn judge(check: &Check, extract: &[Extract], view: &ResponseView<'_>, render: &d
 fn excerpt(body: &[u8]) -> String {
     const MAX: usize = 400;
     let text = String::from_utf8_lossy(&body[..body.len().min(MAX)]).into_owned();
-    if body.len() > MAX { format!("{text}… ({} bytes)", body.len()) } else { text }
+    if body.len() > MAX {
+        format!("{text}… ({} bytes)", body.len())
+    } else {
+        text
+    }
 }
 
 #[cfg(test)]
@@ -790,15 +1041,29 @@ steps:
 
     /// A context as the run gives a VU, a scenario step table and one VU's variables.
     fn setup() -> (Rc<WorkerContext>, Arc<Scenario>, FlowState) {
-        let scenario = volley_scenario::parse_scenario(Path::new("t.yaml"), SCENARIO, &|_| None).unwrap();
+        let scenario =
+            volley_scenario::parse_scenario(Path::new("t.yaml"), SCENARIO, &|_| None).unwrap();
         let url = "http://127.0.0.1:9/base/";
         let target = Target::resolve(url).unwrap();
         let scenario = Arc::new(scenario);
         let mut load = volley_scenario::LoadSpec::default();
         load.set("vus", "1").unwrap();
         load.set("duration", "1s").unwrap();
-        let plan = Settings { load, ..Settings::default() }.plan(RequestSpec::get(url), Some(scenario.clone())).unwrap();
-        let grpc = crate::grpc::Channels::new(&target, &None, &scenario.steps, None, volley_scenario::Segment::WHOLE, 0, 1);
+        let plan = Settings {
+            load,
+            ..Settings::default()
+        }
+        .plan(RequestSpec::get(url), Some(scenario.clone()))
+        .unwrap();
+        let grpc = crate::grpc::Channels::new(
+            &target,
+            &None,
+            &scenario.steps,
+            None,
+            volley_scenario::Segment::WHOLE,
+            0,
+            1,
+        );
         let ctx = Rc::new(WorkerContext {
             shared: Arc::new(Shared::new(0, 1)),
             request: PreparedRequest::new(&target, &plan.request).unwrap(),
@@ -807,7 +1072,12 @@ steps:
             tls: None,
             stream_tls: None,
             force_h2: false,
-            recorder: Rc::new(RefCell::new(Recorder::new(Instant::now(), Duration::from_secs(3600), false, Arc::from(Vec::new())))),
+            recorder: Rc::new(RefCell::new(Recorder::new(
+                Instant::now(),
+                Duration::from_secs(3600),
+                false,
+                Arc::from(Vec::new()),
+            ))),
             buffers: Default::default(),
             steps: Default::default(),
             pool: None,
@@ -818,7 +1088,8 @@ steps:
         state.vars.set("iteration", Value::from(3));
         state.vars.set("token", Value::from("t0k3n-42"));
         state.vars.set("who", Value::from("user7"));
-        let obj = serde_json::json!({"id": 42, "name": "Kim <Lee>", "list": [1, "two", {"k": null}]});
+        let obj =
+            serde_json::json!({"id": 42, "name": "Kim <Lee>", "list": [1, "two", {"k": null}]});
         state.vars.set("obj", Value::from(Serde(obj)));
         (ctx, scenario, state)
     }
@@ -841,12 +1112,27 @@ steps:
         let (ctx, scenario, mut state) = setup();
         let mut client = Client::new(ctx.target.clone(), None, false);
         let streams = OnceCell::new();
-        let steps: Vec<&HttpStep> = scenario.steps.iter().map(|n| match n {
-            Node::Http(s) => s,
-            _ => unreachable!("the scenario has HTTP steps only"),
-        }).collect();
+        let steps: Vec<&HttpStep> = scenario
+            .steps
+            .iter()
+            .map(|n| match n {
+                Node::Http(s) => s,
+                _ => unreachable!("the scenario has HTTP steps only"),
+            })
+            .collect();
         assert_eq!(steps.len(), 6);
-        let exec = Exec { ctx: &ctx, scenario: &scenario, client: &mut client, state: &mut state, queued_us: 0, streams: &streams, background: Vec::new(), trace: None, sent: 0, not_sent: None };
+        let exec = Exec {
+            ctx: &ctx,
+            scenario: &scenario,
+            client: &mut client,
+            state: &mut state,
+            queued_us: 0,
+            streams: &streams,
+            background: Vec::new(),
+            trace: None,
+            sent: 0,
+            not_sent: None,
+        };
         let reference = MinijinjaOnly(context(&exec.state.vars));
         for round in 0..2 {
             for step in &steps {
@@ -862,14 +1148,30 @@ steps:
             }
         }
         // The two steps without a template were built once and shared; the others never.
-        let cached: Vec<bool> = steps.iter().map(|s| exec.ctx.steps.literal(s.call.id).is_some()).collect();
+        let cached: Vec<bool> = steps
+            .iter()
+            .map(|s| exec.ctx.steps.literal(s.call.id).is_some())
+            .collect();
         assert_eq!(cached, [true, true, false, false, false, false]);
         let vars = StepVars::new(&exec.state.vars);
-        assert!(Rc::ptr_eq(&exec.build(steps[0], &vars).unwrap(), &exec.build(steps[0], &vars).unwrap()));
+        assert!(Rc::ptr_eq(
+            &exec.build(steps[0], &vars).unwrap(),
+            &exec.build(steps[0], &vars).unwrap()
+        ));
         // The request line and a header show what was rendered.
-        let items = String::from_utf8(exec.build(steps[3], &vars).unwrap().h1_bytes().to_vec()).unwrap();
-        assert!(items.starts_with("GET /items/t0k3n-42?q=user7&i=4 HTTP/1.1\r\n"), "{items}");
-        assert!(items.contains("\r\nauthorization: Token t0k3n-42\r\n"), "{items}");
-        assert!(items.contains("\r\naccept: application/json\r\n") && !items.contains("*/*"), "a step's header replaces the scenario's: {items}");
+        let items =
+            String::from_utf8(exec.build(steps[3], &vars).unwrap().h1_bytes().to_vec()).unwrap();
+        assert!(
+            items.starts_with("GET /items/t0k3n-42?q=user7&i=4 HTTP/1.1\r\n"),
+            "{items}"
+        );
+        assert!(
+            items.contains("\r\nauthorization: Token t0k3n-42\r\n"),
+            "{items}"
+        );
+        assert!(
+            items.contains("\r\naccept: application/json\r\n") && !items.contains("*/*"),
+            "a step's header replaces the scenario's: {items}"
+        );
     }
 }

@@ -29,8 +29,8 @@ use volley_scenario::scenario::{GrpcStep, Node};
 use volley_stats::ErrorKind;
 
 use crate::client::Exchange;
-use crate::failure::Failure;
 use crate::dial::{dial, micros};
+use crate::failure::Failure;
 use crate::target::Target;
 
 /// A worker thread's gRPC connections.
@@ -66,13 +66,22 @@ impl Channels {
         let wanted = wanted.or(run_connections).map(|n| segment.share(n).max(1));
         let workers = workers.max(1);
         let shared = wanted.map(|n| (n / workers + u64::from(worker < n % workers)).max(1));
-        Channels { target: target.clone(), tls, shared, open: RefCell::new(HashMap::new()) }
+        Channels {
+            target: target.clone(),
+            tls,
+            shared,
+            open: RefCell::new(HashMap::new()),
+        }
     }
 
     /// The connection VU `vu` calls on (opened lazily, on first use, by tonic).
     pub(crate) fn channel(&self, vu: u64) -> Channel {
         let slot = self.shared.map_or(vu, |n| vu % n);
-        self.open.borrow_mut().entry(slot).or_insert_with(|| connect_lazy(&self.target, self.tls.clone())).clone()
+        self.open
+            .borrow_mut()
+            .entry(slot)
+            .or_insert_with(|| connect_lazy(&self.target, self.tls.clone()))
+            .clone()
     }
 }
 
@@ -92,7 +101,8 @@ pub(crate) fn visit<'a>(nodes: &'a [Node], f: &mut dyn FnMut(&'a GrpcStep)) {
 /// https target) and speaks HTTP/2 over it.
 pub(crate) fn connect_lazy(target: &Target, tls: Option<Arc<ClientConfig>>) -> Channel {
     // tonic is given an http:// URI (the engine does TLS); requests carry the real origin.
-    let endpoint = Endpoint::from_shared(format!("http://{}", target.authority)).expect("an authority is a valid URI");
+    let endpoint = Endpoint::from_shared(format!("http://{}", target.authority))
+        .expect("an authority is a valid URI");
     let scheme = if target.tls { "https" } else { "http" };
     let endpoint = match Uri::from_str(&format!("{scheme}://{}", target.authority)) {
         Ok(origin) => endpoint.origin(origin),
@@ -101,7 +111,11 @@ pub(crate) fn connect_lazy(target: &Target, tls: Option<Arc<ClientConfig>>) -> C
     let target = target.clone();
     let connector = tower::service_fn(move |_: Uri| {
         let (target, tls) = (target.clone(), tls.clone());
-        async move { dial(&target, tls.as_ref()).await.map(|(stream, _)| TokioIo::new(stream)) }
+        async move {
+            dial(&target, tls.as_ref())
+                .await
+                .map(|(stream, _)| TokioIo::new(stream))
+        }
     });
     endpoint.connect_with_connector_lazy(connector)
 }
@@ -109,13 +123,23 @@ pub(crate) fn connect_lazy(target: &Target, tls: Option<Arc<ClientConfig>>) -> C
 /// How the response is shown to checks, extraction and traces: proto3's JSON mapping with
 /// every field present (defaults too) and 64-bit integers as numbers, so `$.id` is `5`.
 fn json_options() -> SerializeOptions {
-    SerializeOptions::new().skip_default_fields(false).stringify_64_bit_integers(false)
+    SerializeOptions::new()
+        .skip_default_fields(false)
+        .stringify_64_bit_integers(false)
 }
 
 /// The request message from its rendered JSON; a field it does not have, or a value of the
 /// wrong type, is named.
-pub(crate) fn request(method: &MethodDescriptor, json: &serde_json::Value) -> Result<DynamicMessage, String> {
-    DynamicMessage::deserialize(method.input(), json).map_err(|e| format!("the request is no `{}` message: {e}", method.input().full_name()))
+pub(crate) fn request(
+    method: &MethodDescriptor,
+    json: &serde_json::Value,
+) -> Result<DynamicMessage, String> {
+    DynamicMessage::deserialize(method.input(), json).map_err(|e| {
+        format!(
+            "the request is no `{}` message: {e}",
+            method.input().full_name()
+        )
+    })
 }
 
 /// A finished call.
@@ -144,27 +168,52 @@ pub(crate) struct CallSpec<'a> {
 /// Headers the gRPC protocol itself sets; a scenario's headers never override them.
 fn reserved(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    matches!(n.as_str(), "content-type" | "te" | "host" | "connection" | "transfer-encoding" | "content-length" | "accept-encoding")
-        || n.starts_with("grpc-")
+    matches!(
+        n.as_str(),
+        "content-type"
+            | "te"
+            | "host"
+            | "connection"
+            | "transfer-encoding"
+            | "content-length"
+            | "accept-encoding"
+    ) || n.starts_with("grpc-")
         || n.starts_with(':')
 }
 
 /// The failure of a call that ended with a status other than OK: the code is the kind.
 fn status_failure(s: &tonic::Status) -> Failure {
     let kind = ErrorKind::grpc(s.code() as i32).unwrap_or(ErrorKind::Protocol);
-    let message = if s.message().is_empty() { format!("{:?}", s.code()) } else { format!("{:?}: {}", s.code(), s.message()) };
+    let message = if s.message().is_empty() {
+        format!("{:?}", s.code())
+    } else {
+        format!("{:?}: {}", s.code(), s.message())
+    };
     Failure::new(kind, message)
 }
 
 /// Calls the method; unary: one message, time to first byte at the response headers;
 /// server streaming: time to first byte at the first message, `want` messages (or at least
 /// one) before the stream ends or `timeout` passes. On failure, how many messages came.
-pub(crate) async fn call(channel: Channel, spec: CallSpec<'_>, on_message: &mut dyn FnMut()) -> Result<Called, (Failure, u64)> {
+pub(crate) async fn call(
+    channel: Channel,
+    spec: CallSpec<'_>,
+    on_message: &mut dyn FnMut(),
+) -> Result<Called, (Failure, u64)> {
     let start = Instant::now();
     let deadline = tokio::time::Instant::from_std(start + spec.timeout);
     let streaming = spec.method.is_server_streaming();
-    let path = format!("/{}/{}", spec.method.parent_service().full_name(), spec.method.name());
-    let path = PathAndQuery::from_str(&path).map_err(|e| (Failure::new(ErrorKind::Protocol, format!("bad method path {path}: {e}")), 0))?;
+    let path = format!(
+        "/{}/{}",
+        spec.method.parent_service().full_name(),
+        spec.method.name()
+    );
+    let path = PathAndQuery::from_str(&path).map_err(|e| {
+        (
+            Failure::new(ErrorKind::Protocol, format!("bad method path {path}: {e}")),
+            0,
+        )
+    })?;
     let mut request = tonic::Request::new(spec.message);
     for (k, v) in spec.metadata {
         if reserved(k) {
@@ -176,22 +225,47 @@ pub(crate) async fn call(channel: Channel, spec: CallSpec<'_>, on_message: &mut 
             (Ok(key), Ok(value)) => {
                 request.metadata_mut().insert(key, value);
             }
-            _ => return Err((Failure::new(ErrorKind::Protocol, format!("metadata `{k}` cannot be sent (names are lower-case ASCII, values printable ASCII)")), 0)),
+            _ => {
+                return Err((
+                    Failure::new(
+                        ErrorKind::Protocol,
+                        format!(
+                            "metadata `{k}` cannot be sent (names are lower-case ASCII, values printable ASCII)"
+                        ),
+                    ),
+                    0,
+                ));
+            }
         }
     }
     if !streaming {
         request.set_timeout(spec.timeout);
     }
     let mut grpc = tonic::client::Grpc::new(channel);
-    let timeout = || Failure::new(ErrorKind::Timeout, format!("no answer within {}s", spec.timeout.as_secs_f64()));
+    let timeout = || {
+        Failure::new(
+            ErrorKind::Timeout,
+            format!("no answer within {}s", spec.timeout.as_secs_f64()),
+        )
+    };
     let ready = tokio::time::timeout_at(deadline, grpc.ready()).await;
     match ready {
         Err(_) => return Err((timeout(), 0)),
-        Ok(Err(e)) => return Err((Failure::new(ErrorKind::Connect, format!("connection: {e}")), 0)),
+        Ok(Err(e)) => {
+            return Err((
+                Failure::new(ErrorKind::Connect, format!("connection: {e}")),
+                0,
+            ));
+        }
         Ok(Ok(())) => {}
     }
     let codec = codec::DynamicCodec::new(spec.method.output());
-    let response = match tokio::time::timeout_at(deadline, grpc.server_streaming(request, path, codec)).await {
+    let response = match tokio::time::timeout_at(
+        deadline,
+        grpc.server_streaming(request, path, codec),
+    )
+    .await
+    {
         Err(_) => return Err((timeout(), 0)),
         Ok(Err(status)) => return Err((status_failure(&status), 0)),
         Ok(Ok(r)) => r,
@@ -201,7 +275,11 @@ pub(crate) async fn call(channel: Channel, spec: CallSpec<'_>, on_message: &mut 
     let headers: Vec<(String, String)> = meta
         .into_headers()
         .iter()
-        .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_string(), v.to_string())))
+        .filter_map(|(k, v)| {
+            v.to_str()
+                .ok()
+                .map(|v| (k.as_str().to_string(), v.to_string()))
+        })
         .collect();
     let (mut count, mut bytes, mut first) = (0u64, 0u64, None::<Instant>);
     let mut kept = Vec::new();
@@ -220,7 +298,10 @@ pub(crate) async fn call(channel: Channel, spec: CallSpec<'_>, on_message: &mut 
                     on_message();
                 }
                 if spec.keep {
-                    kept.push(m.serialize_with_options(serde_json::value::Serializer, &json_options()).unwrap_or(serde_json::Value::Null));
+                    kept.push(
+                        m.serialize_with_options(serde_json::value::Serializer, &json_options())
+                            .unwrap_or(serde_json::Value::Null),
+                    );
                 }
                 if streaming && spec.want.is_some_and(|w| count >= w) {
                     break "enough messages";
@@ -234,8 +315,20 @@ pub(crate) async fn call(channel: Channel, spec: CallSpec<'_>, on_message: &mut 
     if count < need {
         return Err(match (streaming, count) {
             (_, 0) if closed_by == "the step's timeout" => (timeout(), 0),
-            (false, _) => (Failure::new(ErrorKind::Protocol, "the call ended OK without a response message"), 0),
-            (true, n) => (Failure::new(ErrorKind::Check, format!("{n} of {need} messages before {closed_by}")), n),
+            (false, _) => (
+                Failure::new(
+                    ErrorKind::Protocol,
+                    "the call ended OK without a response message",
+                ),
+                0,
+            ),
+            (true, n) => (
+                Failure::new(
+                    ErrorKind::Check,
+                    format!("{n} of {need} messages before {closed_by}"),
+                ),
+                n,
+            ),
         });
     }
     if !streaming && closed_by == "the step's timeout" {
@@ -249,7 +342,11 @@ pub(crate) async fn call(channel: Channel, spec: CallSpec<'_>, on_message: &mut 
     } else {
         serde_json::to_vec(&kept[0]).unwrap_or_default()
     };
-    let ttfb = if streaming { first.unwrap_or(end) } else { head };
+    let ttfb = if streaming {
+        first.unwrap_or(end)
+    } else {
+        head
+    };
     let exchange = Exchange {
         status: 200,
         ttfb_us: micros(ttfb - start),
@@ -262,13 +359,24 @@ pub(crate) async fn call(channel: Channel, spec: CallSpec<'_>, on_message: &mut 
         // A stream on a tonic channel: the wait for it is tonic's own, not measured apart.
         wait_us: 0,
     };
-    Ok(Called { exchange, body, headers, messages: count })
+    Ok(Called {
+        exchange,
+        body,
+        headers,
+        messages: count,
+    })
 }
 
 /// Gives every `grpc:` step without a .proto file its method descriptor, asked from the
 /// server by reflection (once per service), and checks its request message against it, as
 /// the scenario's loader does for steps with a .proto file. Runs before any VU starts.
-pub(crate) fn resolve(nodes: &[Node], names: &[volley_scenario::StepInfo], target: &Target, tls: &Option<Arc<ClientConfig>>, timeout: Duration) -> Result<(), crate::EngineError> {
+pub(crate) fn resolve(
+    nodes: &[Node],
+    names: &[volley_scenario::StepInfo],
+    target: &Target,
+    tls: &Option<Arc<ClientConfig>>,
+    timeout: Duration,
+) -> Result<(), crate::EngineError> {
     let mut pending: Vec<&GrpcStep> = Vec::new();
     visit(nodes, &mut |s| {
         if s.schema.get().is_none() {
@@ -284,7 +392,10 @@ pub(crate) fn resolve(nodes: &[Node], names: &[volley_scenario::StepInfo], targe
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|error| crate::EngineError::Start { what: "a runtime", error })?;
+        .map_err(|error| crate::EngineError::Start {
+            what: "a runtime",
+            error,
+        })?;
     let tls = tls.as_ref().map(|c| {
         let mut c = (**c).clone();
         c.alpn_protocols = vec![b"h2".to_vec()];
@@ -294,14 +405,28 @@ pub(crate) fn resolve(nodes: &[Node], names: &[volley_scenario::StepInfo], targe
         let channel = connect_lazy(target, tls);
         match tokio::time::timeout(timeout, reflect::services(&channel, &services)).await {
             Ok(r) => r,
-            Err(_) => Err(format!("the server did not answer the reflection request within {}s", timeout.as_secs_f64())),
+            Err(_) => Err(format!(
+                "the server did not answer the reflection request within {}s",
+                timeout.as_secs_f64()
+            )),
         }
     });
-    let step_name = |s: &GrpcStep| names.get(s.call.id).map_or_else(|| s.full_method(), |i| i.name.clone());
-    let pool = pool.map_err(|e| crate::EngineError::Grpc(format!("gRPC step `{}`: {e}", step_name(pending[0]))))?;
+    let step_name = |s: &GrpcStep| {
+        names
+            .get(s.call.id)
+            .map_or_else(|| s.full_method(), |i| i.name.clone())
+    };
+    let pool = pool.map_err(|e| {
+        crate::EngineError::Grpc(format!("gRPC step `{}`: {e}", step_name(pending[0])))
+    })?;
     let mut problems = Vec::new();
     for s in pending {
-        match volley_scenario::grpc::find_method(&pool, &s.service, &s.method, "the server (by reflection)") {
+        match volley_scenario::grpc::find_method(
+            &pool,
+            &s.service,
+            &s.method,
+            "the server (by reflection)",
+        ) {
             Ok(m) => {
                 for p in volley_scenario::grpc::check_message(&m.input(), &s.message) {
                     problems.push(format!("gRPC step `{}`: `message`: {p}", step_name(s)));
@@ -314,5 +439,9 @@ pub(crate) fn resolve(nodes: &[Node], names: &[volley_scenario::StepInfo], targe
             Err(e) => problems.push(format!("gRPC step `{}`: {e}", step_name(s))),
         }
     }
-    if problems.is_empty() { Ok(()) } else { Err(crate::EngineError::Grpc(problems.join("\n"))) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(crate::EngineError::Grpc(problems.join("\n")))
+    }
 }

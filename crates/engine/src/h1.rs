@@ -26,7 +26,11 @@ pub(crate) enum Stream {
 }
 
 impl AsyncRead for Stream {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
@@ -35,7 +39,11 @@ impl AsyncRead for Stream {
 }
 
 impl AsyncWrite for Stream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
@@ -99,7 +107,10 @@ pub(crate) struct Capture {
 impl Capture {
     /// A capture of the body, and of the headers when `headers` is true.
     pub(crate) fn new(headers: bool) -> Self {
-        Capture { headers_wanted: headers, ..Capture::default() }
+        Capture {
+            headers_wanted: headers,
+            ..Capture::default()
+        }
     }
 
     /// Whether the headers are kept.
@@ -135,9 +146,20 @@ pub(crate) async fn exchange(
     buf: &mut Vec<u8>,
     mut capture: Option<&mut Capture>,
 ) -> Result<Response, H1Error> {
-    stream.write_all(request).await.map_err(|e| H1Error::Stale(format!("write: {e}")))?;
+    stream
+        .write_all(request)
+        .await
+        .map_err(|e| H1Error::Stale(format!("write: {e}")))?;
     buf.clear();
-    let head = read_head(stream, buf, capture.as_deref_mut().filter(|c| c.headers_wanted()).map(|c| &mut c.headers)).await?;
+    let head = read_head(
+        stream,
+        buf,
+        capture
+            .as_deref_mut()
+            .filter(|c| c.headers_wanted())
+            .map(|c| &mut c.headers),
+    )
+    .await?;
     let status = head.status;
     let no_body = head_only || status == 204 || status == 304 || (100..200).contains(&status);
     let body_bytes = if no_body {
@@ -157,7 +179,12 @@ pub(crate) async fn exchange(
         }
     };
     let keep_alive = head.keep_alive && !matches!(head.framing, Framing::UntilClose);
-    Ok(Response { status, first_byte: head.first_byte, body_bytes, keep_alive })
+    Ok(Response {
+        status,
+        first_byte: head.first_byte,
+        body_bytes,
+        keep_alive,
+    })
 }
 
 /// Reads a response head (skipping informational ones) into `buf`, leaving any body bytes
@@ -174,10 +201,14 @@ pub(crate) async fn read_head(
                 break parsed;
             }
             if buf.len() > MAX_HEAD {
-                return Err(H1Error::Invalid(format!("response head larger than {MAX_HEAD} bytes")));
+                return Err(H1Error::Invalid(format!(
+                    "response head larger than {MAX_HEAD} bytes"
+                )));
             }
             let got = match fill(stream, buf, Idle::Keep).await {
-                Err(H1Error::Io(_, e)) if first_byte.is_none() => return Err(H1Error::Stale(format!("read: {e}"))),
+                Err(H1Error::Io(_, e)) if first_byte.is_none() => {
+                    return Err(H1Error::Stale(format!("read: {e}")));
+                }
                 other => other?,
             };
             if got == 0 {
@@ -198,7 +229,12 @@ pub(crate) async fn read_head(
             collect_headers(&buf[..head_len], out);
         }
         buf.drain(..head_len);
-        return Ok(Head { status, framing, keep_alive, first_byte: first_byte.unwrap_or_else(Instant::now) });
+        return Ok(Head {
+            status,
+            framing,
+            keep_alive,
+            first_byte: first_byte.unwrap_or_else(Instant::now),
+        });
     }
 }
 
@@ -206,7 +242,12 @@ fn collect_headers(head: &[u8], out: &mut Vec<(String, String)>) {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut resp = httparse::Response::new(&mut headers);
     if resp.parse(head).is_ok() {
-        out.extend(resp.headers.iter().map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned())));
+        out.extend(resp.headers.iter().map(|h| {
+            (
+                h.name.to_string(),
+                String::from_utf8_lossy(h.value).into_owned(),
+            )
+        }));
     }
 }
 
@@ -231,9 +272,15 @@ fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Framing, bool)>, H1Error
     let mut framing = Framing::UntilClose;
     for h in resp.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") && framing != Framing::Chunked {
-            let v = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok());
-            framing = Framing::Length(v.ok_or_else(|| H1Error::Invalid("invalid Content-Length".into()))?);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") && contains_token(h.value, b"chunked") {
+            let v = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok());
+            framing = Framing::Length(
+                v.ok_or_else(|| H1Error::Invalid("invalid Content-Length".into()))?,
+            );
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding")
+            && contains_token(h.value, b"chunked")
+        {
             framing = Framing::Chunked;
         } else if h.name.eq_ignore_ascii_case("connection") {
             if contains_token(h.value, b"close") {
@@ -247,7 +294,9 @@ fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Framing, bool)>, H1Error
 }
 
 fn contains_token(value: &[u8], token: &[u8]) -> bool {
-    value.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+    value
+        .split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
 }
 
 /// How a body's read buffer is held while the stream waits for bytes.
@@ -265,7 +314,9 @@ pub(crate) enum Idle {
 
 /// Reads more bytes into `buf`; returns how many (0 at end of stream).
 async fn fill(stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle) -> Result<usize, H1Error> {
-    std::future::poll_fn(|cx| poll_fill(cx, stream, buf, idle)).await.map_err(|e| H1Error::Io("read", e))
+    std::future::poll_fn(|cx| poll_fill(cx, stream, buf, idle))
+        .await
+        .map_err(|e| H1Error::Io("read", e))
 }
 
 /// [`fill`] as a poll, appending to `buf`. An empty buffer with [`Idle::Release`] — or, on
@@ -274,7 +325,12 @@ async fn fill(stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle) -> Result<usiz
 /// freed again if the read found nothing. A stream waiting for minutes then holds no read
 /// buffer, and neither does a connection waiting for its first response (thousands of streams
 /// opening at once against a slow server would otherwise each hold one for the wait).
-pub(crate) fn poll_fill(cx: &mut Context<'_>, stream: &mut Stream, buf: &mut Vec<u8>, idle: Idle) -> Poll<io::Result<usize>> {
+pub(crate) fn poll_fill(
+    cx: &mut Context<'_>,
+    stream: &mut Stream,
+    buf: &mut Vec<u8>,
+    idle: Idle,
+) -> Poll<io::Result<usize>> {
     if buf.is_empty()
         && (idle == Idle::Release || buf.capacity() == 0)
         && let Stream::Plain(tcp) = stream
@@ -401,7 +457,11 @@ impl Body {
                 BodyState::ChunkEnd(left) => {
                     let n = rest.len().min(usize::from(left));
                     at += n;
-                    self.state = if n == usize::from(left) { BodyState::ChunkSize } else { BodyState::ChunkEnd(left - n as u8) };
+                    self.state = if n == usize::from(left) {
+                        BodyState::ChunkSize
+                    } else {
+                        BodyState::ChunkEnd(left - n as u8)
+                    };
                 }
                 BodyState::ChunkSize | BodyState::Trailers => {
                     let Some(end) = rest.windows(2).position(|w| w == b"\r\n") else {
@@ -413,14 +473,22 @@ impl Body {
                     let line = &rest[..end];
                     at += end + 2;
                     self.state = if self.state == BodyState::Trailers {
-                        if line.is_empty() { BodyState::Done } else { BodyState::Trailers }
+                        if line.is_empty() {
+                            BodyState::Done
+                        } else {
+                            BodyState::Trailers
+                        }
                     } else {
                         let size_text = line.split(|&b| b == b';').next().unwrap_or(&[]);
                         let size = std::str::from_utf8(size_text)
                             .ok()
                             .and_then(|s| u64::from_str_radix(s.trim(), 16).ok())
                             .ok_or_else(|| H1Error::Invalid("invalid chunk size".into()))?;
-                        if size == 0 { BodyState::Trailers } else { BodyState::ChunkData(size) }
+                        if size == 0 {
+                            BodyState::Trailers
+                        } else {
+                            BodyState::ChunkData(size)
+                        }
                     };
                 }
             }
@@ -438,8 +506,12 @@ impl Body {
         match self.state {
             BodyState::UntilClose | BodyState::Done => Ok(self.total),
             BodyState::Length(_) => Err(H1Error::Closed("connection closed inside the body")),
-            BodyState::ChunkData(_) | BodyState::ChunkEnd(_) => Err(H1Error::Closed("connection closed inside a chunk")),
-            BodyState::ChunkSize | BodyState::Trailers => Err(H1Error::Closed("connection closed inside the chunked body")),
+            BodyState::ChunkData(_) | BodyState::ChunkEnd(_) => {
+                Err(H1Error::Closed("connection closed inside a chunk"))
+            }
+            BodyState::ChunkSize | BodyState::Trailers => {
+                Err(H1Error::Closed("connection closed inside the chunked body"))
+            }
         }
     }
 }
@@ -447,7 +519,11 @@ impl Body {
 /// Test support: answers one connection's first request with `response`, written in
 /// pieces of `step` bytes a millisecond apart, so readers meet every split.
 #[cfg(test)]
-pub(crate) async fn serve_in_pieces(listener: tokio::net::TcpListener, response: &'static [u8], step: usize) {
+pub(crate) async fn serve_in_pieces(
+    listener: tokio::net::TcpListener,
+    response: &'static [u8],
+    step: usize,
+) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let (mut s, _) = listener.accept().await.unwrap();
     let mut req = [0u8; 1024];
@@ -465,13 +541,23 @@ mod tests {
 
     #[test]
     fn heads() {
-        let (s, n, f, k) = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello").unwrap().unwrap();
+        let (s, n, f, k) = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+            .unwrap()
+            .unwrap();
         assert_eq!((s, n, f, k), (200, 38, Framing::Length(5), true));
-        let (_, _, f, k) = parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n").unwrap().unwrap();
+        let (_, _, f, k) = parse_head(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n",
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!((f, k), (Framing::Chunked, false));
         let (_, _, f, k) = parse_head(b"HTTP/1.0 200 OK\r\n\r\n").unwrap().unwrap();
         assert_eq!((f, k), (Framing::UntilClose, false));
-        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-").unwrap().is_none());
+        assert!(
+            parse_head(b"HTTP/1.1 200 OK\r\nContent-")
+                .unwrap()
+                .is_none()
+        );
         assert!(parse_head(b"garbage\r\n\r\n").is_err());
     }
 
@@ -480,15 +566,30 @@ mod tests {
         run_capture(response, step, head_only, None)
     }
 
-    fn run_capture(response: &'static [u8], step: usize, head_only: bool, capture: Option<&mut Capture>) -> Result<Response, H1Error> {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    fn run_capture(
+        response: &'static [u8],
+        step: usize,
+        head_only: bool,
+        capture: Option<&mut Capture>,
+    ) -> Result<Response, H1Error> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             let server = tokio::spawn(serve_in_pieces(listener, response, step));
             let mut stream = Stream::Plain(TcpStream::connect(addr).await.unwrap());
             let mut buf = Vec::new();
-            let r = exchange(&mut stream, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", head_only, &mut buf, capture).await;
+            let r = exchange(
+                &mut stream,
+                b"GET / HTTP/1.1\r\nhost: x\r\n\r\n",
+                head_only,
+                &mut buf,
+                capture,
+            )
+            .await;
             server.await.unwrap();
             r
         })
@@ -498,12 +599,34 @@ mod tests {
     fn bodies_by_length_chunks_and_close_in_any_split() {
         let chunked: &'static [u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n7\r\n, world\r\n0\r\nTrailer: t\r\n\r\n";
         for step in [1, 3, 7, 1000] {
-            let r = run(b"HTTP/1.1 201 Created\r\ncontent-length: 11\r\n\r\nhello world", step, false).unwrap();
-            assert_eq!((r.status, r.body_bytes, r.keep_alive), (201, 11, true), "step {step}");
+            let r = run(
+                b"HTTP/1.1 201 Created\r\ncontent-length: 11\r\n\r\nhello world",
+                step,
+                false,
+            )
+            .unwrap();
+            assert_eq!(
+                (r.status, r.body_bytes, r.keep_alive),
+                (201, 11, true),
+                "step {step}"
+            );
             let r = run(chunked, step, false).unwrap();
-            assert_eq!((r.status, r.body_bytes, r.keep_alive), (200, 12, true), "step {step}");
-            let r = run(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 200 OK\r\n\r\nuntil close", step, false).unwrap();
-            assert_eq!((r.status, r.body_bytes, r.keep_alive), (200, 11, false), "step {step}");
+            assert_eq!(
+                (r.status, r.body_bytes, r.keep_alive),
+                (200, 12, true),
+                "step {step}"
+            );
+            let r = run(
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 200 OK\r\n\r\nuntil close",
+                step,
+                false,
+            )
+            .unwrap();
+            assert_eq!(
+                (r.status, r.body_bytes, r.keep_alive),
+                (200, 11, false),
+                "step {step}"
+            );
         }
         let r = run(b"HTTP/1.1 200 OK\r\ncontent-length: 500\r\n\r\n", 100, true).unwrap();
         assert_eq!(r.body_bytes, 0, "HEAD has no body");
@@ -511,7 +634,10 @@ mod tests {
 
     #[test]
     fn a_buffer_released_while_waiting_reads_the_same_bytes_in_any_split() {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let responses: [&'static [u8]; 3] = [
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n",
             b"HTTP/1.1 200 OK\r\ncontent-length: 12\r\n\r\nhello, world",
@@ -525,21 +651,35 @@ mod tests {
                     let server = tokio::spawn(serve_in_pieces(listener, response, step));
                     let mut stream = Stream::Plain(TcpStream::connect(addr).await.unwrap());
                     use tokio::io::AsyncWriteExt;
-                    stream.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+                    stream
+                        .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+                        .await
+                        .unwrap();
                     let mut buf = Vec::new();
                     let head = read_head(&mut stream, &mut buf, None).await.unwrap();
                     let mut body = Vec::new();
-                    let n = read_body(&mut stream, &mut buf, head.framing, Idle::Release, &mut |chunk| {
-                        body.extend_from_slice(chunk);
-                        true
-                    })
+                    let n = read_body(
+                        &mut stream,
+                        &mut buf,
+                        head.framing,
+                        Idle::Release,
+                        &mut |chunk| {
+                            body.extend_from_slice(chunk);
+                            true
+                        },
+                    )
                     .await
                     .unwrap();
                     assert_eq!(n, 12);
                     server.await.unwrap();
                     body
                 });
-                assert_eq!(body, b"hello, world", "step {step}: {}", String::from_utf8_lossy(response));
+                assert_eq!(
+                    body,
+                    b"hello, world",
+                    "step {step}: {}",
+                    String::from_utf8_lossy(response)
+                );
             }
         }
     }
@@ -551,18 +691,37 @@ mod tests {
             let mut c = Capture::new(true);
             run_capture(chunked, step, false, Some(&mut c)).unwrap();
             assert_eq!(c.body, b"hello, world", "step {step}");
-            assert!(c.headers.contains(&("X-Token".to_string(), "abc".to_string())), "step {step}: {:?}", c.headers);
+            assert!(
+                c.headers
+                    .contains(&("X-Token".to_string(), "abc".to_string())),
+                "step {step}: {:?}",
+                c.headers
+            );
             let mut c = Capture::new(false);
-            run_capture(b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\nhello world", step, false, Some(&mut c)).unwrap();
+            run_capture(
+                b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\nhello world",
+                step,
+                false,
+                Some(&mut c),
+            )
+            .unwrap();
             assert_eq!(c.body, b"hello world", "step {step}");
-            assert!(c.headers.is_empty(), "step {step}: headers kept unasked: {:?}", c.headers);
+            assert!(
+                c.headers.is_empty(),
+                "step {step}: headers kept unasked: {:?}",
+                c.headers
+            );
         }
     }
 
     /// Feeds `wire` to a decoder in pieces cut at `cuts` (bytes left over stay for the next
     /// piece, as a read buffer keeps them); returns the body handed on, whether the decoder
     /// said it was complete, and its count.
-    fn decode(framing: Framing, wire: &[u8], cuts: &[usize]) -> Result<(Vec<u8>, bool, u64), H1Error> {
+    fn decode(
+        framing: Framing,
+        wire: &[u8],
+        cuts: &[usize],
+    ) -> Result<(Vec<u8>, bool, u64), H1Error> {
         let mut body = Body::new(framing);
         let (mut got, mut buf, mut from) = (Vec::new(), Vec::new(), 0);
         for &cut in cuts.iter().chain([&wire.len()]) {
@@ -583,24 +742,45 @@ mod tests {
         let chunked: &[u8] = b"5;x=y\r\nhello\r\n7\r\n, world\r\n0\r\nTrailer: t\r\n\r\n";
         let cases: [(Framing, &[u8], bool); 4] = [
             (Framing::Chunked, chunked, true),
-            (Framing::Length(12), b"hello, world and bytes past the length", true),
+            (
+                Framing::Length(12),
+                b"hello, world and bytes past the length",
+                true,
+            ),
             (Framing::UntilClose, b"hello, world", false),
             (Framing::Length(0), b"", true),
         ];
         for (framing, wire, complete) in cases {
             let all: Vec<usize> = (1..wire.len()).collect();
-            for cuts in [vec![], all.clone()].into_iter().chain((0..=wire.len()).map(|c| vec![c])) {
+            for cuts in [vec![], all.clone()]
+                .into_iter()
+                .chain((0..=wire.len()).map(|c| vec![c]))
+            {
                 let (got, done, total) = decode(framing, wire, &cuts).unwrap();
-                let want: &[u8] = if wire.is_empty() { b"" } else { b"hello, world" };
-                assert_eq!((got.as_slice(), done, total), (want, complete, want.len() as u64), "{framing:?} cut at {cuts:?}");
+                let want: &[u8] = if wire.is_empty() {
+                    b""
+                } else {
+                    b"hello, world"
+                };
+                assert_eq!(
+                    (got.as_slice(), done, total),
+                    (want, complete, want.len() as u64),
+                    "{framing:?} cut at {cuts:?}"
+                );
             }
         }
         // The end of the connection: complete only for a body framed by it.
         let mut body = Body::new(Framing::Chunked);
         let mut buf = chunked[..9].to_vec();
         assert!(!body.take(&mut buf, &mut |_| true).unwrap());
-        assert!(matches!(body.end(), Err(H1Error::Closed("connection closed inside a chunk"))));
-        assert!(matches!(Body::new(Framing::Length(3)).end(), Err(H1Error::Closed(_))));
+        assert!(matches!(
+            body.end(),
+            Err(H1Error::Closed("connection closed inside a chunk"))
+        ));
+        assert!(matches!(
+            Body::new(Framing::Length(3)).end(),
+            Err(H1Error::Closed(_))
+        ));
         assert_eq!(Body::new(Framing::UntilClose).end().unwrap(), 0);
     }
 
@@ -609,24 +789,45 @@ mod tests {
         let mut body = Body::new(Framing::Chunked);
         let mut buf = b"5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n".to_vec();
         let mut calls = 0;
-        assert!(body.take(&mut buf, &mut |_| {
-            calls += 1;
-            false
-        })
-        .unwrap());
-        assert_eq!((calls, body.total), (1, 5), "one chunk handed on, then stopped");
+        assert!(
+            body.take(&mut buf, &mut |_| {
+                calls += 1;
+                false
+            })
+            .unwrap()
+        );
+        assert_eq!(
+            (calls, body.total),
+            (1, 5),
+            "one chunk handed on, then stopped"
+        );
         for bad in [&b"zz\r\nhello"[..], b"-1\r\n"] {
             let r = decode(Framing::Chunked, bad, &[]);
-            assert!(matches!(&r, Err(H1Error::Invalid(m)) if m == "invalid chunk size"), "{r:?}");
+            assert!(
+                matches!(&r, Err(H1Error::Invalid(m)) if m == "invalid chunk size"),
+                "{r:?}"
+            );
         }
         let long = vec![b'1'; MAX_HEAD + 1];
-        assert!(matches!(decode(Framing::Chunked, &long, &[]), Err(H1Error::Invalid(m)) if m == "chunk line too long"));
+        assert!(
+            matches!(decode(Framing::Chunked, &long, &[]), Err(H1Error::Invalid(m)) if m == "chunk line too long")
+        );
     }
 
     #[test]
     fn truncated_responses_are_errors() {
-        assert!(matches!(run(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhel", 100, false), Err(H1Error::Closed(_))));
-        assert!(matches!(run(b"HTTP/1.1 200 OK\r\nconte", 100, false), Err(H1Error::Closed(_))));
+        assert!(matches!(
+            run(
+                b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhel",
+                100,
+                false
+            ),
+            Err(H1Error::Closed(_))
+        ));
+        assert!(matches!(
+            run(b"HTTP/1.1 200 OK\r\nconte", 100, false),
+            Err(H1Error::Closed(_))
+        ));
         assert!(matches!(run(b"", 100, false), Err(H1Error::Stale(_))));
     }
 }

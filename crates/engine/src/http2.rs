@@ -45,7 +45,10 @@ pub(crate) struct H2Conn {
 
 impl std::fmt::Debug for H2Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("H2Conn").field("open_streams", &self.gate.open.get()).field("closed", &self.gate.closed.get()).finish()
+        f.debug_struct("H2Conn")
+            .field("open_streams", &self.gate.open.get())
+            .field("closed", &self.gate.closed.get())
+            .finish()
     }
 }
 
@@ -146,14 +149,24 @@ pub(crate) async fn exchange(
     let waited = Instant::now();
     let permit = conn.gate.enter(&conn.send).await;
     let wait_us = crate::dial::micros(waited.elapsed());
-    let refused = |e: h2::Error| StreamFailed { retry: true, failure: failure("request", e) };
+    let refused = |e: h2::Error| StreamFailed {
+        retry: true,
+        failure: failure("request", e),
+    };
     let mut send = conn.send.clone().ready().await.map_err(refused)?;
     let end = body.is_empty();
     let (response, mut out) = send.send_request(request, end).map_err(refused)?;
     if !end {
-        out.send_data(body.clone(), true).map_err(|e| StreamFailed { retry: false, failure: failure("request body", e) })?;
+        out.send_data(body.clone(), true)
+            .map_err(|e| StreamFailed {
+                retry: false,
+                failure: failure("request body", e),
+            })?;
     }
-    let response = response.await.map_err(|e| StreamFailed { retry: unprocessed(&e), failure: failure("response", e) })?;
+    let response = response.await.map_err(|e| StreamFailed {
+        retry: unprocessed(&e),
+        failure: failure("response", e),
+    })?;
     let first = Instant::now();
     let status = response.status().as_u16();
     if let Some(c) = capture.as_deref_mut() {
@@ -162,14 +175,22 @@ pub(crate) async fn exchange(
             c.headers = response
                 .headers()
                 .iter()
-                .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .map(|(n, v)| {
+                    (
+                        n.as_str().to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
                 .collect();
         }
     }
     let mut body = response.into_body();
     let mut bytes = 0u64;
     while let Some(data) = body.data().await {
-        let data = data.map_err(|e| StreamFailed { retry: false, failure: failure("response body", e) })?;
+        let data = data.map_err(|e| StreamFailed {
+            retry: false,
+            failure: failure("response body", e),
+        })?;
         bytes += data.len() as u64;
         let _ = body.flow_control().release_capacity(data.len());
         if let Some(c) = capture.as_deref_mut() {
@@ -178,7 +199,12 @@ pub(crate) async fn exchange(
         }
     }
     drop(permit);
-    Ok(StreamDone { status, first, bytes, wait_us })
+    Ok(StreamDone {
+        status,
+        first,
+        bytes,
+        wait_us,
+    })
 }
 
 /// Whether the server refused the stream before processing it, so that it may be sent
@@ -191,12 +217,22 @@ fn unprocessed(e: &h2::Error) -> bool {
 /// of their own; socket errors are classed as for HTTP/1.1.
 pub(crate) fn failure(stage: &str, e: h2::Error) -> Failure {
     if e.is_go_away() && e.is_remote() {
-        let reason = e.reason().map_or_else(|| "?".to_string(), |r| format!("{r:?}"));
-        return Failure::new(ErrorKind::GoAway, format!("{stage}: the server sent GOAWAY ({reason})"));
+        let reason = e
+            .reason()
+            .map_or_else(|| "?".to_string(), |r| format!("{r:?}"));
+        return Failure::new(
+            ErrorKind::GoAway,
+            format!("{stage}: the server sent GOAWAY ({reason})"),
+        );
     }
     if e.is_reset() && e.is_remote() {
-        let reason = e.reason().map_or_else(|| "?".to_string(), |r| format!("{r:?}"));
-        return Failure::new(ErrorKind::StreamReset, format!("{stage}: the server reset the stream (RST_STREAM {reason})"));
+        let reason = e
+            .reason()
+            .map_or_else(|| "?".to_string(), |r| format!("{r:?}"));
+        return Failure::new(
+            ErrorKind::StreamReset,
+            format!("{stage}: the server reset the stream (RST_STREAM {reason})"),
+        );
     }
     if let Some(io) = e.get_io() {
         return Failure::io(stage, io);

@@ -21,9 +21,9 @@ mod http2;
 mod pool;
 mod preflight;
 pub mod prom;
-pub mod scrape;
 mod recorder;
 mod run;
+pub mod scrape;
 mod sse;
 mod steps;
 mod target;
@@ -33,10 +33,13 @@ mod vu;
 mod worker;
 mod ws;
 
-pub use flow::Trace;
 pub use check::check_once;
 pub use error::EngineError;
+pub use flow::Trace;
 pub use preflight::preflight;
-pub use run::{EngineConfig, Event, LiveModel, MAX_LIVE_VUS, PlanChange, Retarget, Run, RunControl, RunEnd, StopReason, start};
+pub use run::{
+    EngineConfig, Event, LiveModel, MAX_LIVE_VUS, PlanChange, Retarget, Run, RunControl, RunEnd,
+    StopReason, start,
+};
 pub use target::{SourceAddrs, Target};
 pub use tls::TlsOptions;

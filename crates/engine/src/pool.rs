@@ -20,8 +20,8 @@ use rustls::ClientConfig;
 use tokio::sync::{Mutex, OnceCell, OwnedSemaphorePermit, Semaphore};
 
 use crate::connection::{Connection, connect_with};
-use crate::failure::Failure;
 use crate::dial::ConnectTimes;
+use crate::failure::Failure;
 use crate::h1::Stream;
 use crate::http2::H2Conn;
 use crate::target::Target;
@@ -55,7 +55,10 @@ fn add(a: Option<Opened>, b: Opened) -> Opened {
     match a {
         None => b,
         Some(a) => Opened {
-            times: ConnectTimes { tcp_us: a.times.tcp_us + b.times.tcp_us, tls_us: a.times.tls_us + b.times.tls_us },
+            times: ConnectTimes {
+                tcp_us: a.times.tcp_us + b.times.tcp_us,
+                tls_us: a.times.tls_us + b.times.tls_us,
+            },
             reconnect: a.reconnect || b.reconnect,
         },
     }
@@ -93,7 +96,12 @@ impl H1Lease {
 
 impl Pool {
     /// A pool of `size` connections (at least one) to `target`.
-    pub(crate) fn new(target: Rc<Target>, tls: Option<Arc<ClientConfig>>, force_h2: bool, size: usize) -> Rc<Pool> {
+    pub(crate) fn new(
+        target: Rc<Target>,
+        tls: Option<Arc<ClientConfig>>,
+        force_h2: bool,
+        size: usize,
+    ) -> Rc<Pool> {
         let size = size.max(1);
         Rc::new(Pool {
             target,
@@ -118,7 +126,10 @@ impl Pool {
     async fn open(&self, i: usize, slot: &mut Option<Connection>) -> Result<Opened, Failure> {
         let (conn, times) = connect_with(&self.target, self.tls.as_ref(), self.force_h2).await?;
         *slot = Some(conn);
-        Ok(Opened { times, reconnect: self.used[i].replace(true) })
+        Ok(Opened {
+            times,
+            reconnect: self.used[i].replace(true),
+        })
     }
 
     /// Learns the protocol from the first connection, opened into slot 0.
@@ -159,15 +170,28 @@ impl Pool {
                 )),
             };
         }
-        let turn = self.turns.clone().acquire_owned().await.expect("the pool's semaphore is never closed");
+        let turn = self
+            .turns
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the pool's semaphore is never closed");
         // Each turn holds at most one connection, so one is free.
-        let free = self.slots.iter().enumerate().find_map(|(i, s)| s.clone().try_lock_owned().ok().map(|g| (i, g)));
+        let free = self
+            .slots
+            .iter()
+            .enumerate()
+            .find_map(|(i, s)| s.clone().try_lock_owned().ok().map(|g| (i, g)));
         let (i, mut slot) = free.expect("a turn always finds a free connection");
         let mut opened = first;
         if slot.is_none() {
             opened = Some(add(opened, Box::pin(self.open(i, &mut slot)).await?));
         }
-        Ok(Lease::H1(H1Lease { slot, _turn: turn, opened }))
+        Ok(Lease::H1(H1Lease {
+            slot,
+            _turn: turn,
+            opened,
+        }))
     }
 }
 
@@ -183,6 +207,10 @@ pub(crate) struct Seat {
 impl Seat {
     /// A seat for a new VU.
     pub(crate) fn new(pool: &Rc<Pool>) -> Seat {
-        Seat { assigned: pool.assign(), pool: pool.clone(), cached: None }
+        Seat {
+            assigned: pool.assign(),
+            pool: pool.clone(),
+            cached: None,
+        }
     }
 }

@@ -14,17 +14,33 @@ use crate::tls::TlsOptions;
 
 /// Connects once (and completes the TLS handshake for https) to show the target answers.
 pub fn preflight(target: &Target, tls: &TlsOptions, timeout: Duration) -> Result<(), EngineError> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    let config = if target.tls { tls.client_config(false)? } else { None };
-    let unreachable = |message: String| EngineError::Unreachable { url: target.uri.to_string(), addr: target.addr, message };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let config = if target.tls {
+        tls.client_config(false)?
+    } else {
+        None
+    };
+    let unreachable = |message: String| EngineError::Unreachable {
+        url: target.uri.to_string(),
+        addr: target.addr,
+        message,
+    };
     tokio::task::LocalSet::new().block_on(&rt, async {
         match tokio::time::timeout(timeout, connect(target, config.as_ref())).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(f)) if f.kind == ErrorKind::Tls => {
-                Err(EngineError::TlsRejected { url: target.uri.to_string(), addr: target.addr, message: f.message })
-            }
+            Ok(Err(f)) if f.kind == ErrorKind::Tls => Err(EngineError::TlsRejected {
+                url: target.uri.to_string(),
+                addr: target.addr,
+                message: f.message,
+            }),
             Ok(Err(f)) => Err(unreachable(f.message)),
-            Err(_) => Err(unreachable(format!("no connection within {}s", timeout.as_secs_f64()))),
+            Err(_) => Err(unreachable(format!(
+                "no connection within {}s",
+                timeout.as_secs_f64()
+            ))),
         }
     })
 }

@@ -53,11 +53,14 @@ impl Exposition {
         if let Some(t) = self.types.get(sample_name) {
             return *t;
         }
-        for suffix in ["_total", "_created", "_bucket", "_count", "_sum", "_gcount", "_gsum"] {
+        for suffix in [
+            "_total", "_created", "_bucket", "_count", "_sum", "_gcount", "_gsum",
+        ] {
             if let Some(family) = sample_name.strip_suffix(suffix)
-                && let Some(t) = self.types.get(family) {
-                    return *t;
-                }
+                && let Some(t) = self.types.get(family)
+            {
+                return *t;
+            }
         }
         MetricType::Untyped
     }
@@ -67,9 +70,9 @@ impl Exposition {
     pub fn is_cumulative(&self, sample_name: &str) -> bool {
         match self.type_of(sample_name) {
             MetricType::Counter => !sample_name.ends_with("_created"),
-            MetricType::Histogram | MetricType::Summary => {
-                ["_count", "_sum", "_bucket"].iter().any(|s| sample_name.ends_with(s))
-            }
+            MetricType::Histogram | MetricType::Summary => ["_count", "_sum", "_bucket"]
+                .iter()
+                .any(|s| sample_name.ends_with(s)),
             _ => false,
         }
     }
@@ -116,9 +119,15 @@ fn is_name_char(c: char, first: bool) -> bool {
 }
 
 fn parse_sample(line: &str) -> Result<Sample, String> {
-    let name_end = line.char_indices().find(|&(i, c)| !is_name_char(c, i == 0)).map_or(line.len(), |(i, _)| i);
+    let name_end = line
+        .char_indices()
+        .find(|&(i, c)| !is_name_char(c, i == 0))
+        .map_or(line.len(), |(i, _)| i);
     if name_end == 0 {
-        return Err(format!("expected a metric name at `{}`", line.chars().take(20).collect::<String>()));
+        return Err(format!(
+            "expected a metric name at `{}`",
+            line.chars().take(20).collect::<String>()
+        ));
     }
     let name = &line[..name_end];
     let mut rest = &line[name_end..];
@@ -132,10 +141,18 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
     let value_text = fields.next().ok_or("missing value")?;
     let value = parse_value(value_text).ok_or_else(|| format!("`{value_text}` is not a number"))?;
     let timestamp = match fields.next() {
-        Some(t) => Some(t.parse::<f64>().map_err(|_| format!("`{t}` is not a timestamp"))?),
+        Some(t) => Some(
+            t.parse::<f64>()
+                .map_err(|_| format!("`{t}` is not a timestamp"))?,
+        ),
         None => None,
     };
-    Ok(Sample { name: name.to_string(), labels, value, timestamp })
+    Ok(Sample {
+        name: name.to_string(),
+        labels,
+        value,
+        timestamp,
+    })
 }
 
 /// Parses `name="value",...}` and returns the labels and what follows the `}`.
@@ -148,11 +165,18 @@ fn parse_labels(mut s: &str) -> Result<(Vec<(String, String)>, &str), String> {
         }
         let eq = s.find('=').ok_or("expected `label=\"value\"`")?;
         let name = s[..eq].trim();
-        if name.is_empty() || !name.chars().enumerate().all(|(i, c)| is_name_char(c, i == 0) && c != ':') {
+        if name.is_empty()
+            || !name
+                .chars()
+                .enumerate()
+                .all(|(i, c)| is_name_char(c, i == 0) && c != ':')
+        {
             return Err(format!("bad label name `{name}`"));
         }
         s = s[eq + 1..].trim_start();
-        let body = s.strip_prefix('"').ok_or("expected `\"` to open a label value")?;
+        let body = s
+            .strip_prefix('"')
+            .ok_or("expected `\"` to open a label value")?;
         let mut value = String::new();
         let mut chars = body.char_indices();
         let end = loop {
@@ -188,7 +212,9 @@ fn parse_value(s: &str) -> Option<f64> {
 
 /// Escapes a label value the way an exposition writes it (for tests and round trips).
 pub fn escape_label_value(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 #[cfg(test)]
@@ -204,10 +230,19 @@ http_server_requests_seconds_bucket{uri=\"/owners/{ownerId}\",le=\"+Inf\",} 3.0\
 http_server_requests_seconds_count{uri=\"/owners/{ownerId}\",} 3\n";
         let e = parse(text);
         assert!(e.errors.is_empty(), "{:?}", e.errors);
-        assert_eq!(e.samples[0].labels, vec![("area".into(), "heap".into()), ("id".into(), "G1 Eden Space".into())]);
+        assert_eq!(
+            e.samples[0].labels,
+            vec![
+                ("area".into(), "heap".into()),
+                ("id".into(), "G1 Eden Space".into())
+            ]
+        );
         assert_eq!(e.samples[0].value, 1.2e7);
         assert_eq!(e.samples[1].labels[0].1, "/owners/{ownerId}");
-        assert_eq!(e.type_of("http_server_requests_seconds_count"), MetricType::Histogram);
+        assert_eq!(
+            e.type_of("http_server_requests_seconds_count"),
+            MetricType::Histogram
+        );
         assert!(e.is_cumulative("http_server_requests_seconds_count"));
         assert!(!e.is_cumulative("jvm_memory_used_bytes"));
     }
@@ -231,8 +266,17 @@ http_server_requests_seconds_count{uri=\"/owners/{ownerId}\",} 3\n";
     #[test]
     fn malformed_lines_are_reported_and_skipped() {
         let e = parse("ok 1\n{bad} 2\nx{a=\"unterminated} 3\ny{a=\"1\"} notanumber\nz 4\n");
-        assert_eq!(e.samples.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), vec!["ok", "z"]);
-        assert_eq!(e.errors.iter().map(|(l, _)| *l).collect::<Vec<_>>(), vec![2, 3, 4]);
+        assert_eq!(
+            e.samples
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["ok", "z"]
+        );
+        assert_eq!(
+            e.errors.iter().map(|(l, _)| *l).collect::<Vec<_>>(),
+            vec![2, 3, 4]
+        );
     }
 
     /// A small deterministic generator, so the property tests need no extra crate.
@@ -240,7 +284,10 @@ http_server_requests_seconds_count{uri=\"/owners/{ownerId}\",} 3\n";
 
     impl Lcg {
         fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             self.0 >> 33
         }
     }
@@ -251,7 +298,9 @@ http_server_requests_seconds_count{uri=\"/owners/{ownerId}\",} 3\n";
         let mut rng = Lcg(7);
         for _ in 0..2000 {
             let len = (rng.next() % 12) as usize;
-            let value: String = (0..len).map(|_| alphabet[(rng.next() as usize) % alphabet.len()]).collect();
+            let value: String = (0..len)
+                .map(|_| alphabet[(rng.next() as usize) % alphabet.len()])
+                .collect();
             let line = format!("m{{k=\"{}\",other=\"x\",}} 1", escape_label_value(&value));
             let e = parse(&line);
             assert!(e.errors.is_empty(), "{line:?}: {:?}", e.errors);
@@ -265,7 +314,9 @@ http_server_requests_seconds_count{uri=\"/owners/{ownerId}\",} 3\n";
         let mut rng = Lcg(11);
         for _ in 0..5000 {
             let len = (rng.next() % 40) as usize;
-            let text: String = (0..len).map(|_| alphabet[(rng.next() as usize) % alphabet.len()]).collect();
+            let text: String = (0..len)
+                .map(|_| alphabet[(rng.next() as usize) % alphabet.len()])
+                .collect();
             let e = parse(&text);
             assert!(e.samples.len() + e.errors.len() <= text.lines().count());
         }

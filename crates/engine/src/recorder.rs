@@ -36,7 +36,12 @@ pub(crate) struct InFlight<'a> {
 
 impl<'a> InFlight<'a> {
     pub(crate) fn new(recorder: &'a std::cell::RefCell<Recorder>, step: Option<usize>) -> Self {
-        InFlight { recorder, step, sent: Instant::now(), armed: true }
+        InFlight {
+            recorder,
+            step,
+            sent: Instant::now(),
+            armed: true,
+        }
     }
 
     /// The request ended (answered or failed) and was recorded as such.
@@ -82,7 +87,12 @@ struct Slot {
 }
 
 impl Recorder {
-    pub(crate) fn new(t0: Instant, interval: Duration, open_model: bool, step_names: std::sync::Arc<[String]>) -> Self {
+    pub(crate) fn new(
+        t0: Instant,
+        interval: Duration,
+        open_model: bool,
+        step_names: std::sync::Arc<[String]>,
+    ) -> Self {
         Recorder {
             step_names,
             open_model,
@@ -97,16 +107,28 @@ impl Recorder {
     }
 
     fn index_of(&self, at: Instant) -> u64 {
-        let i = (at.saturating_duration_since(self.t0).as_nanos() / self.interval.as_nanos()) as u64;
-        self.last_index.map_or(i, |l| i.min(l)).max(self.first_index)
+        let i =
+            (at.saturating_duration_since(self.t0).as_nanos() / self.interval.as_nanos()) as u64;
+        self.last_index
+            .map_or(i, |l| i.min(l))
+            .max(self.first_index)
     }
 
     fn new_sample(&self, index: u64) -> IntervalSample {
-        if self.open_model { IntervalSample::new_open(index) } else { IntervalSample::new(index) }
+        if self.open_model {
+            IntervalSample::new_open(index)
+        } else {
+            IntervalSample::new(index)
+        }
     }
 
     fn new_slot(&self, index: u64) -> Slot {
-        Slot { all: self.new_sample(index), steps: (0..self.step_names.len()).map(|_| self.new_sample(index)).collect() }
+        Slot {
+            all: self.new_sample(index),
+            steps: (0..self.step_names.len())
+                .map(|_| self.new_sample(index))
+                .collect(),
+        }
     }
 
     fn slot(&mut self, at: Instant) -> &mut Slot {
@@ -139,7 +161,12 @@ impl Recorder {
             }
             if ok {
                 // Open model: from the due time; the actual-send figures are kept beside.
-                s.record_success(ex.ttfb_us + ex.queued_us, ex.total_us + ex.queued_us, ex.connect_us, ex.bytes);
+                s.record_success(
+                    ex.ttfb_us + ex.queued_us,
+                    ex.total_us + ex.queued_us,
+                    ex.connect_us,
+                    ex.bytes,
+                );
                 s.record_actual(ex.ttfb_us, ex.total_us);
                 s.counts.tls_sum_us += ex.tls_us;
                 s.counts.pool_wait_sum_us += ex.wait_us;
@@ -167,7 +194,11 @@ impl Recorder {
         if let Some(s) = step.and_then(|i| slot.steps.get_mut(i)) {
             s.record_error(ErrorKind::Unfinished);
         }
-        self.note(step, ErrorKind::Unfinished, "no response before the run's grace period ended".to_string());
+        self.note(
+            step,
+            ErrorKind::Unfinished,
+            "no response before the run's grace period ended".to_string(),
+        );
     }
 
     /// Records a step that could not be built: nothing was sent, so it is neither a test
@@ -179,7 +210,9 @@ impl Recorder {
 
     /// Records a scenario iteration that ran through every step.
     pub(crate) fn record_iteration(&mut self, took: Duration) {
-        self.slot(Instant::now()).all.record_iteration(took.as_micros() as u64);
+        self.slot(Instant::now())
+            .all
+            .record_iteration(took.as_micros() as u64);
     }
 
     /// Counts stream events (SSE events, WebSocket messages) received by a step.
@@ -188,8 +221,15 @@ impl Recorder {
     }
 
     fn note(&mut self, step: Option<usize>, kind: ErrorKind, text: String) {
-        let message = ErrorMessage { kind, step: step.and_then(|i| self.step_names.get(i)).cloned(), text };
-        let seen = self.seen.entry((step.unwrap_or(usize::MAX), kind.index())).or_default();
+        let message = ErrorMessage {
+            kind,
+            step: step.and_then(|i| self.step_names.get(i)).cloned(),
+            text,
+        };
+        let seen = self
+            .seen
+            .entry((step.unwrap_or(usize::MAX), kind.index()))
+            .or_default();
         if *seen < MESSAGES_PER_STEP && !self.messages.contains(&message) {
             *seen += 1;
             self.messages.push(message);
@@ -223,7 +263,11 @@ impl Recorder {
             _ => self.new_slot(index),
         };
         self.first_index = index + 1;
-        WorkerPart { sample: slot.all, steps: slot.steps, messages: std::mem::take(&mut self.messages) }
+        WorkerPart {
+            sample: slot.all,
+            steps: slot.steps,
+            messages: std::mem::take(&mut self.messages),
+        }
     }
 }
 
@@ -247,7 +291,17 @@ mod tests {
     use super::*;
 
     fn ex() -> Exchange {
-        Exchange { status: 200, ttfb_us: 100, total_us: 200, connect_us: 0, tls_us: 0, queued_us: 0, bytes: 5, reconnected: false, wait_us: 0 }
+        Exchange {
+            status: 200,
+            ttfb_us: 100,
+            total_us: 200,
+            connect_us: 0,
+            tls_us: 0,
+            queued_us: 0,
+            bytes: 5,
+            reconnected: false,
+            wait_us: 0,
+        }
     }
 
     #[test]
@@ -258,17 +312,41 @@ mod tests {
         assert_eq!(r.take(0).sample.counts.tests, 0);
         assert_eq!(r.take(1).sample.counts.tests, 0);
         r.clamp_to(2);
-        r.record_failure(None, Failure { kind: ErrorKind::Reset, message: "reset".into() });
+        r.record_failure(
+            None,
+            Failure {
+                kind: ErrorKind::Reset,
+                message: "reset".into(),
+            },
+        );
         let p = r.take(2);
         assert_eq!((p.sample.counts.tests, p.sample.counts.errors), (1, 1));
-        assert_eq!(p.messages, vec![ErrorMessage { kind: ErrorKind::Reset, step: None, text: "reset".into() }]);
+        assert_eq!(
+            p.messages,
+            vec![ErrorMessage {
+                kind: ErrorKind::Reset,
+                step: None,
+                text: "reset".into()
+            }]
+        );
     }
 
     #[test]
     fn keeps_a_few_distinct_messages() {
-        let mut r = Recorder::new(Instant::now(), Duration::from_secs(1), false, Vec::new().into());
+        let mut r = Recorder::new(
+            Instant::now(),
+            Duration::from_secs(1),
+            false,
+            Vec::new().into(),
+        );
         for i in 0..20 {
-            r.record_failure(None, Failure { kind: ErrorKind::Connect, message: format!("m{}", i % 7) });
+            r.record_failure(
+                None,
+                Failure {
+                    kind: ErrorKind::Connect,
+                    message: format!("m{}", i % 7),
+                },
+            );
         }
         let p = r.take(0);
         assert_eq!(p.sample.counts.errors, 20);
@@ -277,27 +355,80 @@ mod tests {
 
     #[test]
     fn each_step_keeps_its_own_first_messages() {
-        let mut r = Recorder::new(Instant::now(), Duration::from_secs(1), false, vec!["a".to_string(), "b".to_string()].into());
+        let mut r = Recorder::new(
+            Instant::now(),
+            Duration::from_secs(1),
+            false,
+            vec!["a".to_string(), "b".to_string()].into(),
+        );
         for i in 0..10 {
-            r.record_failure(Some(0), Failure { kind: ErrorKind::Check, message: format!("a{i}") });
+            r.record_failure(
+                Some(0),
+                Failure {
+                    kind: ErrorKind::Check,
+                    message: format!("a{i}"),
+                },
+            );
         }
-        r.record_failure(Some(1), Failure { kind: ErrorKind::Check, message: "b0".into() });
+        r.record_failure(
+            Some(1),
+            Failure {
+                kind: ErrorKind::Check,
+                message: "b0".into(),
+            },
+        );
         let p = r.take(0);
-        assert_eq!(p.messages.len(), MESSAGES_PER_STEP + 1, "step b's first message is kept after step a's five");
+        assert_eq!(
+            p.messages.len(),
+            MESSAGES_PER_STEP + 1,
+            "step b's first message is kept after step a's five"
+        );
         assert_eq!(p.messages.last().unwrap().to_string(), "[b] b0");
     }
 
     #[test]
     fn steps_count_in_their_row_and_in_the_total() {
-        let mut r = Recorder::new(Instant::now(), Duration::from_secs(1), false, vec!["a".to_string(), "b".to_string()].into());
+        let mut r = Recorder::new(
+            Instant::now(),
+            Duration::from_secs(1),
+            false,
+            vec!["a".to_string(), "b".to_string()].into(),
+        );
         r.record_exchange(Some(0), &ex(), true);
         r.record_exchange(Some(1), &ex(), true);
-        r.record_failure(Some(1), Failure { kind: ErrorKind::Check, message: "`$.x` matched nothing".into() });
+        r.record_failure(
+            Some(1),
+            Failure {
+                kind: ErrorKind::Check,
+                message: "`$.x` matched nothing".into(),
+            },
+        );
         r.record_events(1, 3);
         let p = r.take(0);
-        assert_eq!((p.sample.counts.tests, p.sample.counts.errors, p.sample.counts.events), (2, 1, 3));
+        assert_eq!(
+            (
+                p.sample.counts.tests,
+                p.sample.counts.errors,
+                p.sample.counts.events
+            ),
+            (2, 1, 3)
+        );
         assert_eq!((p.steps[0].counts.tests, p.steps[0].counts.errors), (1, 0));
-        assert_eq!((p.steps[1].counts.tests, p.steps[1].counts.errors, p.steps[1].counts.events), (1, 1, 3));
-        assert_eq!(p.messages, vec![ErrorMessage { kind: ErrorKind::Check, step: Some("b".into()), text: "`$.x` matched nothing".into() }]);
+        assert_eq!(
+            (
+                p.steps[1].counts.tests,
+                p.steps[1].counts.errors,
+                p.steps[1].counts.events
+            ),
+            (1, 1, 3)
+        );
+        assert_eq!(
+            p.messages,
+            vec![ErrorMessage {
+                kind: ErrorKind::Check,
+                step: Some("b".into()),
+                text: "`$.x` matched nothing".into()
+            }]
+        );
     }
 }

@@ -195,22 +195,30 @@ impl RunControl {
     /// conductor hands it to the pacers and reports it as [`Event::PlanChanged`].
     pub fn set_rate(&self, rate: f64, by: &str) -> Result<(), EngineError> {
         if !(rate.is_finite() && rate > 0.0) {
-            return Err(EngineError::Control(format!("a rate of {rate}/s sends nothing; give a rate above zero, like 500")));
+            return Err(EngineError::Control(format!(
+                "a rate of {rate}/s sends nothing; give a rate above zero, like 500"
+            )));
         }
         match self.model {
             LiveModel::Rate => self.send(Control::Retarget(Retarget::Rate(rate), by.to_string())),
             LiveModel::Populations => Err(populations_fixed()),
-            _ => Err(EngineError::Control("this run has virtual users (closed model): change the VUs, not the rate".into())),
+            _ => Err(EngineError::Control(
+                "this run has virtual users (closed model): change the VUs, not the rate".into(),
+            )),
         }
     }
 
     fn send(&self, control: Control) -> Result<(), EngineError> {
-        self.control.send(control).map_err(|_| EngineError::Control("the run is over".into()))
+        self.control
+            .send(control)
+            .map_err(|_| EngineError::Control("the run is over".into()))
     }
 
     /// Drops in-flight requests at once.
     pub fn abort(&self) {
-        let _ = self.control.send(Control::Stop(StopReason::Aborted("aborted by a second interrupt".into())));
+        let _ = self.control.send(Control::Stop(StopReason::Aborted(
+            "aborted by a second interrupt".into(),
+        )));
         self.abort.cancel();
         self.also.iter().for_each(RunControl::abort);
     }
@@ -243,13 +251,27 @@ impl EngineConfig {
 
 /// Starts the run on background threads.
 pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
-    let tls = if config.target.tls { config.tls.client_config(false)? } else { None };
+    let tls = if config.target.tls {
+        config.tls.client_config(false)?
+    } else {
+        None
+    };
     let request = PreparedRequest::new(&config.target, &config.plan.request)?;
     if let Some(scenario) = &config.plan.scenario {
-        crate::grpc::resolve(&scenario.steps, &scenario.step_info, &config.target, &tls, config.timeout_for_preflight())?;
+        crate::grpc::resolve(
+            &scenario.steps,
+            &scenario.step_info,
+            &config.target,
+            &tls,
+            config.timeout_for_preflight(),
+        )?;
     }
     // Closed model: one flag per VU of this segment the shape may start.
-    let max_vus = if config.plan.load.is_open() { 0 } else { config.plan.segment.share(config.plan.load.max_vus()) as usize };
+    let max_vus = if config.plan.load.is_open() {
+        0
+    } else {
+        config.plan.segment.share(config.plan.load.max_vus()) as usize
+    };
     let shared = Arc::new(Shared::new(max_vus, 0));
     let (t0, started, start_lag) = match config.start_at {
         Some(at) => {
@@ -264,7 +286,11 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
     let (parts_tx, parts_rx) = mpsc::channel();
     let mut workers = Vec::new();
     // Shared connections: no more event loops than connections, so each has one at least.
-    let conns = config.plan.load.connections.map_or(u64::MAX, |n| config.plan.segment.share(n).max(1));
+    let conns = config
+        .plan
+        .load
+        .connections
+        .map_or(u64::MAX, |n| config.plan.segment.share(n).max(1));
     let threads = config.threads.max(1).min(conns as usize);
     for w in 0..threads {
         let (tx, rx) = tmpsc::unbounded_channel();
@@ -285,7 +311,10 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
         std::thread::Builder::new()
             .name(format!("volley-worker-{w}"))
             .spawn(move || worker_main(ctx, rx))
-            .map_err(|error| EngineError::Start { what: "a worker thread", error })?;
+            .map_err(|error| EngineError::Start {
+                what: "a worker thread",
+                error,
+            })?;
         workers.push(tx);
     }
     let (events_tx, events_rx) = mpsc::channel();
@@ -297,7 +326,9 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
     } else if load.iterations().is_some() {
         LiveModel::Fixed
     } else {
-        LiveModel::Vus { max: load.max_vus().max(MAX_LIVE_VUS) }
+        LiveModel::Vus {
+            max: load.max_vus().max(MAX_LIVE_VUS),
+        }
     };
     let conductor = Conductor {
         config,
@@ -310,8 +341,25 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
         cpu: std::cell::RefCell::new(CpuClock::new()),
         vus_set: std::cell::Cell::new(None),
     };
-    std::thread::Builder::new().name("volley-conductor".into()).spawn(move || conductor.run()).map_err(|error| EngineError::Start { what: "the conductor thread", error })?;
-    Ok(Run { events: events_rx, control: RunControl { control: control_tx, abort, model, also: Vec::new() }, started, t0, start_lag })
+    std::thread::Builder::new()
+        .name("volley-conductor".into())
+        .spawn(move || conductor.run())
+        .map_err(|error| EngineError::Start {
+            what: "the conductor thread",
+            error,
+        })?;
+    Ok(Run {
+        events: events_rx,
+        control: RunControl {
+            control: control_tx,
+            abort,
+            model,
+            also: Vec::new(),
+        },
+        started,
+        t0,
+        start_lag,
+    })
 }
 
 /// Sleeps until the wall clock reads `at` (at once if it already has). Ctrl-C meanwhile
@@ -347,14 +395,21 @@ struct CpuClock {
 
 impl CpuClock {
     fn new() -> Self {
-        CpuClock { at: Instant::now(), cpu_s: process_cpu_seconds() }
+        CpuClock {
+            at: Instant::now(),
+            cpu_s: process_cpu_seconds(),
+        }
     }
 
     /// % of `cores` used since the last call.
     fn percent(&mut self, cores: usize) -> f64 {
         let (now, cpu) = (Instant::now(), process_cpu_seconds());
         let wall = now.duration_since(self.at).as_secs_f64();
-        let pct = if wall > 0.0 { (cpu - self.cpu_s) / wall / cores.max(1) as f64 * 100.0 } else { 0.0 };
+        let pct = if wall > 0.0 {
+            (cpu - self.cpu_s) / wall / cores.max(1) as f64 * 100.0
+        } else {
+            0.0
+        };
         (self.at, self.cpu_s) = (now, cpu);
         pct.max(0.0)
     }
@@ -362,8 +417,12 @@ impl CpuClock {
 
 /// User + system CPU seconds of this process (Linux `/proc/self/stat`; 0 elsewhere).
 fn process_cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
-    let Some((_, after)) = stat.rsplit_once(')') else { return 0.0 };
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    let Some((_, after)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
     let f: Vec<&str> = after.split_whitespace().collect();
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     // utime and stime are fields 14 and 15 of the line; USER_HZ is 100 on Linux.
@@ -383,9 +442,18 @@ impl Conductor {
             let elapsed = self.t0.elapsed();
             // Finished intervals, except the run's last one, which `finish` emits with
             // the completions of its grace period.
-            while interval * (next_index as u32 + 1) <= elapsed && interval * (next_index as u32 + 1) < duration {
+            while interval * (next_index as u32 + 1) <= elapsed
+                && interval * (next_index as u32 + 1) < duration
+            {
                 let (sample, steps, messages) = self.collect(Command::Flush(next_index));
-                let tripped = self.emit(next_index, sample, steps, messages, interval, &mut error_watch);
+                let tripped = self.emit(
+                    next_index,
+                    sample,
+                    steps,
+                    messages,
+                    interval,
+                    &mut error_watch,
+                );
                 next_index += 1;
                 if let Some(reason) = tripped.filter(|_| self.config.error_stop) {
                     break 'conduct Some(StopReason::Aborted(reason));
@@ -399,7 +467,8 @@ impl Conductor {
             }
             // After emitting, so an interval reports the VUs that ran in it.
             self.steer(elapsed);
-            let wait = CONTROL_TICK.min((interval * (next_index as u32 + 1)).saturating_sub(elapsed));
+            let wait =
+                CONTROL_TICK.min((interval * (next_index as u32 + 1)).saturating_sub(elapsed));
             match self.control.recv_timeout(wait) {
                 Ok(Control::Stop(reason)) => break Some(reason),
                 Ok(Control::Retarget(to, by)) => self.retarget(to, by),
@@ -412,25 +481,49 @@ impl Conductor {
 
     /// With a run count, whether every VU has run all its iterations.
     fn all_iterations_done(&self) -> bool {
-        let max = self.config.plan.segment.share(self.config.plan.load.max_vus());
-        self.config.plan.load.iterations().is_some() && max > 0 && self.shared.finished_vus.load(Ordering::Acquire) >= max
+        let max = self
+            .config
+            .plan
+            .segment
+            .share(self.config.plan.load.max_vus());
+        self.config.plan.load.iterations().is_some()
+            && max > 0
+            && self.shared.finished_vus.load(Ordering::Acquire) >= max
     }
 
     /// Moves the VU target to where the shape (or the target set live) says and starts
     /// VUs that should run.
     fn steer(&self, elapsed: Duration) {
-        let Some(shape) = self.config.plan.load.shape() else { return };
+        let Some(shape) = self.config.plan.load.shape() else {
+            return;
+        };
         // This segment's VUs among the plan's first `vus_at` (all of them when whole).
-        let target = self.config.plan.segment.share(self.vus_set.get().unwrap_or_else(|| shape.vus_at(elapsed)));
+        let target = self
+            .config
+            .plan
+            .segment
+            .share(self.vus_set.get().unwrap_or_else(|| shape.vus_at(elapsed)));
         self.shared.target_vus.store(target, Ordering::Relaxed);
-        let mut running = self.shared.running.read().unwrap_or_else(|p| p.into_inner());
+        let mut running = self
+            .shared
+            .running
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
         if running.len() < target as usize {
             drop(running);
-            let mut grown = self.shared.running.write().unwrap_or_else(|p| p.into_inner());
+            let mut grown = self
+                .shared
+                .running
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
             let more = target as usize - grown.len();
             grown.extend((0..more).map(|_| AtomicBool::new(false)));
             drop(grown);
-            running = self.shared.running.read().unwrap_or_else(|p| p.into_inner());
+            running = self
+                .shared
+                .running
+                .read()
+                .unwrap_or_else(|p| p.into_inner());
         }
         for id in 0..target {
             if !running[id as usize].swap(true, Ordering::AcqRel) {
@@ -446,15 +539,24 @@ impl Conductor {
         match to {
             Retarget::Vus(vus) => self.vus_set.set(Some(vus)),
             Retarget::Rate(rate) => {
-                *self.shared.rate_change.lock().unwrap_or_else(|p| p.into_inner()) = Some(RateChange { at, rate });
+                *self
+                    .shared
+                    .rate_change
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = Some(RateChange { at, rate });
                 self.shared.rate_generation.fetch_add(1, Ordering::AcqRel);
             }
         }
-        let _ = self.events.send(Event::PlanChanged(PlanChange { at, to, by }));
+        let _ = self
+            .events
+            .send(Event::PlanChanged(PlanChange { at, to, by }));
     }
 
     /// Sends `command` to every worker and merges the parts they answer with.
-    fn collect(&self, command: Command) -> (IntervalSample, Vec<IntervalSample>, Vec<ErrorMessage>) {
+    fn collect(
+        &self,
+        command: Command,
+    ) -> (IntervalSample, Vec<IntervalSample>, Vec<ErrorMessage>) {
         let index = match command {
             Command::Flush(i) | Command::Finish(i) | Command::Spawn(i) => i,
         };
@@ -524,9 +626,18 @@ impl Conductor {
         let period = stop_at.saturating_sub(start);
         if period > Duration::ZERO || sample.counts.tests + sample.counts.errors > 0 {
             let row = sample.to_interval(start.as_secs_f64(), period.as_secs_f64(), vus_at_stop);
-            let _ = self.events.send(Event::Interval { sample: Box::new(sample), steps, row, messages, target_vus: 0 });
+            let _ = self.events.send(Event::Interval {
+                sample: Box::new(sample),
+                steps,
+                row,
+                messages,
+                target_vus: 0,
+            });
         }
-        let _ = self.events.send(Event::End(RunEnd { stopped, elapsed: stop_at }));
+        let _ = self.events.send(Event::End(RunEnd {
+            stopped,
+            elapsed: stop_at,
+        }));
     }
 }
 

@@ -14,10 +14,10 @@ use volley_scenario::Scenario;
 use volley_stats::ErrorKind;
 
 use crate::client::{Exchange, PreparedRequest};
-use crate::failure::Failure;
-use crate::dial::{ConnectTimes, dial, micros};
-use crate::h1::{self, Head, Stream};
 use crate::context::WorkerContext;
+use crate::dial::{ConnectTimes, dial, micros};
+use crate::failure::Failure;
+use crate::h1::{self, Head, Stream};
 
 /// Splits a byte stream into lines and counts dispatched events.
 #[derive(Debug, Default)]
@@ -91,19 +91,43 @@ struct Opened {
 }
 
 /// Connects, sends `req` and reads the response head, within `timeout`.
-async fn open(ctx: Rc<WorkerContext>, req: PreparedRequest, timeout: Duration) -> Result<Opened, Failure> {
+async fn open(
+    ctx: Rc<WorkerContext>,
+    req: PreparedRequest,
+    timeout: Duration,
+) -> Result<Opened, Failure> {
     let opening = async {
-        let (mut stream, times) = dial(&ctx.target, ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
-        stream.write_all(req.h1_bytes()).await.map_err(|e| Failure::io("write", &e))?;
+        let (mut stream, times) = dial(&ctx.target, ctx.stream_tls.as_ref())
+            .await
+            .map_err(Failure::dial)?;
+        stream
+            .write_all(req.h1_bytes())
+            .await
+            .map_err(|e| Failure::io("write", &e))?;
         let mut buf = Vec::new();
         let mut headers = Vec::new();
-        let head = h1::read_head(&mut stream, &mut buf, Some(&mut headers)).await.map_err(Failure::h1)?;
-        let is_stream = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.contains("text/event-stream"));
-        Ok(Opened { stream, times, head, buf, is_stream })
+        let head = h1::read_head(&mut stream, &mut buf, Some(&mut headers))
+            .await
+            .map_err(Failure::h1)?;
+        let is_stream = headers.iter().any(|(k, v)| {
+            k.eq_ignore_ascii_case("content-type") && v.contains("text/event-stream")
+        });
+        Ok(Opened {
+            stream,
+            times,
+            head,
+            buf,
+            is_stream,
+        })
     };
     tokio::time::timeout(timeout, opening)
         .await
-        .unwrap_or_else(|_| Err(Failure::new(ErrorKind::Timeout, format!("no response within {}s", timeout.as_secs_f64()))))
+        .unwrap_or_else(|_| {
+            Err(Failure::new(
+                ErrorKind::Timeout,
+                format!("no response within {}s", timeout.as_secs_f64()),
+            ))
+        })
 }
 
 impl SseStream {
@@ -116,15 +140,27 @@ impl SseStream {
     /// reading needs. Opening (connect, TLS, the request, the response head) runs in a box
     /// freed once the stream is open, and the request goes into it: an `async fn` would keep
     /// the request and `self` twice each (as arguments and as locals) for the stream's life.
-    pub(crate) fn run(self, req: PreparedRequest) -> impl Future<Output = (String, bool)> + 'static {
+    pub(crate) fn run(
+        self,
+        req: PreparedRequest,
+    ) -> impl Future<Output = (String, bool)> + 'static {
         let opening = Box::pin(open(self.ctx.clone(), req, self.open_timeout));
         async move {
             let start = Instant::now();
-            let Opened { mut stream, times, head, mut buf, is_stream } = match opening.await {
+            let Opened {
+                mut stream,
+                times,
+                head,
+                mut buf,
+                is_stream,
+            } = match opening.await {
                 Ok(o) => o,
                 Err(f) => {
                     let text = f.message.clone();
-                    self.ctx.recorder.borrow_mut().record_failure(Some(self.id), f);
+                    self.ctx
+                        .recorder
+                        .borrow_mut()
+                        .record_failure(Some(self.id), f);
                     return (text, false);
                 }
             };
@@ -141,11 +177,25 @@ impl SseStream {
                 wait_us: 0,
             };
             if !(200..300).contains(&head.status) || !is_stream {
-                let what = if is_stream { format!("HTTP {}", head.status) } else { format!("HTTP {} without Content-Type: text/event-stream", head.status) };
-                if (200..300).contains(&head.status) {
-                    self.ctx.recorder.borrow_mut().record_failure(Some(self.id), Failure::new(ErrorKind::Check, what.clone()));
+                let what = if is_stream {
+                    format!("HTTP {}", head.status)
                 } else {
-                    self.ctx.recorder.borrow_mut().record_exchange(Some(self.id), &exchange(head_us, 0), false);
+                    format!(
+                        "HTTP {} without Content-Type: text/event-stream",
+                        head.status
+                    )
+                };
+                if (200..300).contains(&head.status) {
+                    self.ctx.recorder.borrow_mut().record_failure(
+                        Some(self.id),
+                        Failure::new(ErrorKind::Check, what.clone()),
+                    );
+                } else {
+                    self.ctx.recorder.borrow_mut().record_exchange(
+                        Some(self.id),
+                        &exchange(head_us, 0),
+                        false,
+                    );
                 }
                 return (what, false);
             }
@@ -161,8 +211,16 @@ impl SseStream {
                 }
                 self.want.is_none_or(|w| events < w)
             };
-            let reading = h1::read_body(&mut stream, &mut buf, head.framing, h1::Idle::Release, &mut sink);
-            let limit = self.limit.map_or(Duration::MAX, |l| l.saturating_sub(start.elapsed()));
+            let reading = h1::read_body(
+                &mut stream,
+                &mut buf,
+                head.framing,
+                h1::Idle::Release,
+                &mut sink,
+            );
+            let limit = self
+                .limit
+                .map_or(Duration::MAX, |l| l.saturating_sub(start.elapsed()));
             let why = tokio::select! {
                 r = reading => match r {
                     Ok(_) if self.want.is_some_and(|w| events >= w) => "enough events",
@@ -175,20 +233,40 @@ impl SseStream {
             };
             drop((stream, buf));
             let need = self.want.unwrap_or(1);
-            if why == "the iteration ended" && self.ctx.shared.stop.is_cancelled() && events < need {
+            if why == "the iteration ended" && self.ctx.shared.stop.is_cancelled() && events < need
+            {
                 // The run stopped mid-iteration: the stream was cut short, not failed.
-                return (format!("{events} events; cut short by the end of the run"), true);
+                return (
+                    format!("{events} events; cut short by the end of the run"),
+                    true,
+                );
             }
             let mut rec = self.ctx.recorder.borrow_mut();
-            let first = first_event.map_or_else(|| "none".to_string(), |f| format!("first after {:.1} ms", (f - start).as_secs_f64() * 1000.0));
-            let text = format!("HTTP {}: {events} events ({first}); closed by {why}", head.status);
+            let first = first_event.map_or_else(
+                || "none".to_string(),
+                |f| format!("first after {:.1} ms", (f - start).as_secs_f64() * 1000.0),
+            );
+            let text = format!(
+                "HTTP {}: {events} events ({first}); closed by {why}",
+                head.status
+            );
             match first_event {
                 Some(f) if events >= need => {
                     rec.record_exchange(Some(self.id), &exchange(micros(f - start), bytes), true);
                     return (text, true);
                 }
-                Some(_) => rec.record_failure(Some(self.id), Failure::new(ErrorKind::Check, self.redact.redact(&format!("{events} of {need} events before {why}")))),
-                None => rec.record_failure(Some(self.id), Failure::new(ErrorKind::Timeout, format!("no event before {why}"))),
+                Some(_) => rec.record_failure(
+                    Some(self.id),
+                    Failure::new(
+                        ErrorKind::Check,
+                        self.redact
+                            .redact(&format!("{events} of {need} events before {why}")),
+                    ),
+                ),
+                None => rec.record_failure(
+                    Some(self.id),
+                    Failure::new(ErrorKind::Timeout, format!("no event before {why}")),
+                ),
             }
             (text, false)
         }

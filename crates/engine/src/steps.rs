@@ -52,7 +52,16 @@ impl StepCache {
     /// The scenario's `env` as templates see it: made once, shared by every VU of the worker
     /// (a minijinja map is reference-counted).
     pub(crate) fn env(&self, scenario: &Scenario) -> Value {
-        self.env.get_or_init(|| Value::from_pairs(scenario.env.iter().map(|(k, v)| (k.as_str(), Value::from(v.as_str()))))).clone()
+        self.env
+            .get_or_init(|| {
+                Value::from_pairs(
+                    scenario
+                        .env
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), Value::from(v.as_str()))),
+                )
+            })
+            .clone()
     }
 
     /// The scratch buffers, for the time of one (synchronous) render.
@@ -74,7 +83,10 @@ pub(crate) fn is_literal(step: &HttpStep, scenario_headers: &[(String, Template)
         }
     }
     lit(&step.call.url)
-        && scenario_headers.iter().chain(&step.call.headers).all(|(_, t)| lit(t))
+        && scenario_headers
+            .iter()
+            .chain(&step.call.headers)
+            .all(|(_, t)| lit(t))
         && match &step.body {
             Body::Empty => true,
             Body::Raw(t) => lit(t),

@@ -43,16 +43,31 @@ pub struct SourceAddrs {
 impl SourceAddrs {
     /// Parses `127.0.0.1,127.0.0.2` or a range `127.0.0.1-127.0.0.4` (or both, comma-separated).
     pub fn parse(text: &str) -> Result<SourceAddrs, EngineError> {
-        let bad = |why: String| EngineError::SourceAddrs(format!("`{text}`: {why}; write addresses such as 127.0.0.1,127.0.0.2 or a range 127.0.0.1-127.0.0.4"));
-        let ip = |s: &str| s.trim().parse::<IpAddr>().map_err(|_| bad(format!("`{}` is not an IP address", s.trim())));
+        let bad = |why: String| {
+            EngineError::SourceAddrs(format!(
+                "`{text}`: {why}; write addresses such as 127.0.0.1,127.0.0.2 or a range 127.0.0.1-127.0.0.4"
+            ))
+        };
+        let ip = |s: &str| {
+            s.trim()
+                .parse::<IpAddr>()
+                .map_err(|_| bad(format!("`{}` is not an IP address", s.trim())))
+        };
         let mut addrs = Vec::new();
         for item in text.split(',').filter(|i| !i.trim().is_empty()) {
             match item.split_once('-') {
                 Some((a, b)) => match (ip(a)?, ip(b)?) {
-                    (IpAddr::V4(a), IpAddr::V4(b)) if u32::from(a) <= u32::from(b) && u32::from(b) - u32::from(a) < 65_536 => {
+                    (IpAddr::V4(a), IpAddr::V4(b))
+                        if u32::from(a) <= u32::from(b) && u32::from(b) - u32::from(a) < 65_536 =>
+                    {
                         addrs.extend((u32::from(a)..=u32::from(b)).map(|n| IpAddr::V4(n.into())));
                     }
-                    _ => return Err(bad(format!("`{}` is no ascending IPv4 range of at most 65,536 addresses", item.trim()))),
+                    _ => {
+                        return Err(bad(format!(
+                            "`{}` is no ascending IPv4 range of at most 65,536 addresses",
+                            item.trim()
+                        )));
+                    }
                 },
                 None => addrs.push(ip(item)?),
             }
@@ -60,7 +75,10 @@ impl SourceAddrs {
         if addrs.is_empty() {
             return Err(bad("no address".into()));
         }
-        Ok(SourceAddrs { addrs: addrs.into(), next: Arc::default() })
+        Ok(SourceAddrs {
+            addrs: addrs.into(),
+            next: Arc::default(),
+        })
     }
 
     /// The addresses.
@@ -70,47 +88,94 @@ impl SourceAddrs {
 
     /// The address the next connection leaves from; `None` when none was given.
     pub(crate) fn take(&self) -> Option<IpAddr> {
-        (!self.addrs.is_empty()).then(|| self.addrs[self.next.fetch_add(1, Ordering::Relaxed) % self.addrs.len()])
+        (!self.addrs.is_empty())
+            .then(|| self.addrs[self.next.fetch_add(1, Ordering::Relaxed) % self.addrs.len()])
     }
 }
 
 impl Target {
     /// Parses and resolves `url`.
     pub fn resolve(url: &str) -> Result<Target, EngineError> {
-        let uri: Uri = url.parse().map_err(|_| EngineError::BadUrl(url.to_string()))?;
+        let uri: Uri = url
+            .parse()
+            .map_err(|_| EngineError::BadUrl(url.to_string()))?;
         let tls = match uri.scheme() {
             Some(s) if *s == Scheme::HTTP => false,
             Some(s) if *s == Scheme::HTTPS => true,
             _ => return Err(EngineError::BadUrl(url.to_string())),
         };
-        let authority = uri.authority().cloned().ok_or_else(|| EngineError::BadUrl(url.to_string()))?;
+        let authority = uri
+            .authority()
+            .cloned()
+            .ok_or_else(|| EngineError::BadUrl(url.to_string()))?;
         if let Some((_, host)) = authority.as_str().rsplit_once('@') {
             // The message shows the URL without the credentials.
             let shown = url.replacen(authority.as_str(), &format!("…@{host}"), 1);
             return Err(EngineError::UserInfo(shown));
         }
-        let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_string();
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
         // The `http` crate reads a port that does not fit as no port at all: read it from
         // the text, so that `:99999` is an error, never port 80 and a different server.
-        let written = authority.as_str().rsplit_once(']').map_or(authority.as_str(), |(_, rest)| rest).rsplit_once(':').map(|(_, p)| p);
+        let written = authority
+            .as_str()
+            .rsplit_once(']')
+            .map_or(authority.as_str(), |(_, rest)| rest)
+            .rsplit_once(':')
+            .map(|(_, p)| p);
         let port = match written {
-            None | Some("") => if tls { 443 } else { 80 },
+            None | Some("") => {
+                if tls {
+                    443
+                } else {
+                    80
+                }
+            }
             Some(p) => match p.parse::<u16>() {
                 Ok(n) if n > 0 => n,
-                _ => return Err(EngineError::BadPort { url: url.to_string(), port: p.to_string() }),
+                _ => {
+                    return Err(EngineError::BadPort {
+                        url: url.to_string(),
+                        port: p.to_string(),
+                    });
+                }
             },
         };
         let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
-            .map_err(|e| EngineError::Resolve { host: host.clone(), message: e.to_string() })?
+            .map_err(|e| EngineError::Resolve {
+                host: host.clone(),
+                message: e.to_string(),
+            })?
             .next()
-            .ok_or_else(|| EngineError::Resolve { host: host.clone(), message: "no addresses".into() })?;
-        let path = uri.path_and_query().cloned().unwrap_or_else(|| PathAndQuery::from_static("/"));
-        Ok(Target { tls, host, authority, path, addr, uri, sources: SourceAddrs::default() })
+            .ok_or_else(|| EngineError::Resolve {
+                host: host.clone(),
+                message: "no addresses".into(),
+            })?;
+        let path = uri
+            .path_and_query()
+            .cloned()
+            .unwrap_or_else(|| PathAndQuery::from_static("/"));
+        Ok(Target {
+            tls,
+            host,
+            authority,
+            path,
+            addr,
+            uri,
+            sources: SourceAddrs::default(),
+        })
     }
 
     /// Connections leave from `sources`, in turn; each must be of the target's family.
     pub fn with_sources(mut self, sources: SourceAddrs) -> Result<Target, EngineError> {
-        if let Some(a) = sources.addrs().iter().find(|a| a.is_ipv4() != self.addr.is_ipv4()) {
+        if let Some(a) = sources
+            .addrs()
+            .iter()
+            .find(|a| a.is_ipv4() != self.addr.is_ipv4())
+        {
             return Err(EngineError::SourceAddrs(format!(
                 "source address {a} is {} but the target {} is {}: give addresses of the same family",
                 if a.is_ipv4() { "IPv4" } else { "IPv6" },

@@ -22,7 +22,10 @@ pub struct TlsOptions {
 
 impl TlsOptions {
     /// A rustls config; ALPN offers h2 then http/1.1 unless `http1_only`.
-    pub fn client_config(&self, http1_only: bool) -> Result<Option<Arc<ClientConfig>>, EngineError> {
+    pub fn client_config(
+        &self,
+        http1_only: bool,
+    ) -> Result<Option<Arc<ClientConfig>>, EngineError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -33,10 +36,15 @@ impl TlsOptions {
                 .with_custom_certificate_verifier(Arc::new(AcceptAnything(provider)))
                 .with_no_client_auth()
         } else {
-            builder.with_root_certificates(self.roots()?).with_no_client_auth()
+            builder
+                .with_root_certificates(self.roots()?)
+                .with_no_client_auth()
         };
-        config.alpn_protocols =
-            if http1_only { vec![b"http/1.1".to_vec()] } else { vec![b"h2".to_vec(), b"http/1.1".to_vec()] };
+        config.alpn_protocols = if http1_only {
+            vec![b"http/1.1".to_vec()]
+        } else {
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        };
         Ok(Some(Arc::new(config)))
     }
 
@@ -46,11 +54,17 @@ impl TlsOptions {
             let _ = roots.add(cert);
         }
         if let Some(path) = &self.cacert {
-            let bad = |message: String| EngineError::CaCert { path: path.clone(), message };
-            let certs: Vec<CertificateDer<'static>> =
-                CertificateDer::pem_file_iter(path).and_then(|it| it.collect()).map_err(|e| bad(e.to_string()))?;
+            let bad = |message: String| EngineError::CaCert {
+                path: path.clone(),
+                message,
+            };
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+                .and_then(|it| it.collect())
+                .map_err(|e| bad(e.to_string()))?;
             if certs.is_empty() {
-                return Err(bad("no PEM certificates in the file (-----BEGIN CERTIFICATE----- blocks)".into()));
+                return Err(bad(
+                    "no PEM certificates in the file (-----BEGIN CERTIFICATE----- blocks)".into(),
+                ));
             }
             for c in certs {
                 roots.add(c).map_err(|e| bad(e.to_string()))?;
@@ -82,7 +96,12 @@ impl ServerCertVerifier for AcceptAnything {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -91,7 +110,12 @@ impl ServerCertVerifier for AcceptAnything {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

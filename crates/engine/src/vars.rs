@@ -55,13 +55,29 @@ mod tests {
     fn sorted_by_name_and_set_in_place_as_a_map_would_be() {
         let mut vars = VuVars::default();
         let mut map = std::collections::BTreeMap::new();
-        for (i, name) in ["vu", "token", "env", "iteration", "token", "a", "vu", "zz", "iteration"].into_iter().enumerate() {
+        for (i, name) in [
+            "vu",
+            "token",
+            "env",
+            "iteration",
+            "token",
+            "a",
+            "vu",
+            "zz",
+            "iteration",
+        ]
+        .into_iter()
+        .enumerate()
+        {
             vars.set(name, Value::from(i));
             map.insert(name.to_string(), Value::from(i));
         }
         vars.set_static("vu", Value::from(99));
         map.insert("vu".into(), Value::from(99));
-        let got: Vec<(String, Value)> = vars.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let got: Vec<(String, Value)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
         let want: Vec<(String, Value)> = map.into_iter().collect();
         assert_eq!(got, want);
         assert_eq!(vars.get("token"), Some(&Value::from(4)));

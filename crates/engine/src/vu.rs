@@ -26,14 +26,26 @@ pub(crate) fn spawn_vu(vus: &mut tokio::task::JoinSet<()>, ctx: Rc<WorkerContext
 pub(crate) trait Iterate {
     /// Runs one iteration, `queued_us` late (an open-model arrival that waited for a free
     /// VU); `Err` says why the whole run must stop.
-    async fn once(&mut self, ctx: &Rc<WorkerContext>, client: &mut Client, flow: &mut FlowState, queued_us: u64) -> Result<(), String>;
+    async fn once(
+        &mut self,
+        ctx: &Rc<WorkerContext>,
+        client: &mut Client,
+        flow: &mut FlowState,
+        queued_us: u64,
+    ) -> Result<(), String>;
 }
 
 /// The plan's single request.
 pub(crate) struct SingleRequest;
 
 impl Iterate for SingleRequest {
-    async fn once(&mut self, ctx: &Rc<WorkerContext>, client: &mut Client, _: &mut FlowState, queued_us: u64) -> Result<(), String> {
+    async fn once(
+        &mut self,
+        ctx: &Rc<WorkerContext>,
+        client: &mut Client,
+        _: &mut FlowState,
+        queued_us: u64,
+    ) -> Result<(), String> {
         send_request(ctx, client, queued_us).await;
         Ok(())
     }
@@ -47,12 +59,21 @@ pub(crate) struct ScenarioIterations {
 
 impl ScenarioIterations {
     pub(crate) fn new(scenario: std::sync::Arc<volley_scenario::Scenario>) -> Self {
-        ScenarioIterations { scenario, nothing_sent: NothingSent::default() }
+        ScenarioIterations {
+            scenario,
+            nothing_sent: NothingSent::default(),
+        }
     }
 }
 
 impl Iterate for ScenarioIterations {
-    async fn once(&mut self, ctx: &Rc<WorkerContext>, client: &mut Client, flow: &mut FlowState, queued_us: u64) -> Result<(), String> {
+    async fn once(
+        &mut self,
+        ctx: &Rc<WorkerContext>,
+        client: &mut Client,
+        flow: &mut FlowState,
+        queued_us: u64,
+    ) -> Result<(), String> {
         let it = crate::flow::iteration(ctx, &self.scenario, client, flow, queued_us, None).await?;
         let halt = self.nothing_sent.observe(&it);
         if it.sent == 0 {
@@ -90,7 +111,12 @@ async fn run_vu(ctx: Rc<WorkerContext>, id: u64, mut work: impl Iterate) {
             sleep_unless_stopped(&ctx, started + ctx.plan.load.pacing).await;
         }
     }
-    if let Some(flag) = shared.running.read().unwrap_or_else(|p| p.into_inner()).get(id as usize) {
+    if let Some(flag) = shared
+        .running
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(id as usize)
+    {
         flag.store(false, Ordering::Release);
     }
     shared.active_vus.fetch_sub(1, Ordering::Relaxed);
@@ -99,7 +125,9 @@ async fn run_vu(ctx: Rc<WorkerContext>, id: u64, mut work: impl Iterate) {
 /// The single request of a plan without a scenario; `queued_us`: how late it was sent.
 async fn send_request(ctx: &WorkerContext, client: &mut Client, queued_us: u64) {
     let in_flight = InFlight::new(&ctx.recorder, None);
-    let result = client.send(&ctx.request, ctx.plan.timeout, &ctx.buffers).await;
+    let result = client
+        .send(&ctx.request, ctx.plan.timeout, &ctx.buffers)
+        .await;
     in_flight.done();
     let mut rec = ctx.recorder.borrow_mut();
     match result {
@@ -144,4 +172,3 @@ async fn sleep_unless_stopped(ctx: &WorkerContext, until: Instant) {
         _ = ctx.shared.stop.cancelled() => {}
     }
 }
-

@@ -47,21 +47,44 @@ pub(crate) struct WorkerSeed {
 
 /// One worker thread: a single-threaded event loop running its share of the VUs.
 pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiver<Command>) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("worker runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("worker runtime");
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let step_names: Arc<[String]> =
-            seed.plan.scenario.as_ref().map_or_else(Vec::new, |s| s.step_info.iter().map(|i| i.name.clone()).collect()).into();
-        let recorder = Rc::new(RefCell::new(Recorder::new(seed.t0, seed.interval, seed.plan.load.is_open(), step_names)));
+        let step_names: Arc<[String]> = seed
+            .plan
+            .scenario
+            .as_ref()
+            .map_or_else(Vec::new, |s| {
+                s.step_info.iter().map(|i| i.name.clone()).collect()
+            })
+            .into();
+        let recorder = Rc::new(RefCell::new(Recorder::new(
+            seed.t0,
+            seed.interval,
+            seed.plan.load.is_open(),
+            step_names,
+        )));
         // One target per worker, shared by its clients (each VU's would otherwise copy 248 bytes).
         let target = Rc::new(seed.target);
         // This segment's share of the shared connections, and this worker's of that.
         let pool = seed.plan.load.connections.map(|n| {
             let n = seed.plan.segment.share(n);
             let mine = n / seed.workers + u64::from(seed.worker < n % seed.workers);
-            Pool::new(target.clone(), seed.tls.clone(), seed.force_h2, mine as usize)
+            Pool::new(
+                target.clone(),
+                seed.tls.clone(),
+                seed.force_h2,
+                mine as usize,
+            )
         });
-        let nodes = seed.plan.scenario.as_ref().map_or(&[][..], |s| &s.steps[..]);
+        let nodes = seed
+            .plan
+            .scenario
+            .as_ref()
+            .map_or(&[][..], |s| &s.steps[..]);
         let grpc = crate::grpc::Channels::new(
             &target,
             &seed.tls,
@@ -90,8 +113,16 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
             // This segment's share of the VUs, and this worker's of that, the first workers
             // taking the remainder.
             let max_vus = ctx.plan.segment.share(*max_vus);
-            let cap = (max_vus / seed.workers + u64::from(seed.worker < max_vus % seed.workers)) as usize;
-            vus.spawn_local(run_arrivals(ctx.clone(), rate.clone(), seed.worker, seed.workers, cap, seed.t0));
+            let cap =
+                (max_vus / seed.workers + u64::from(seed.worker < max_vus % seed.workers)) as usize;
+            vus.spawn_local(run_arrivals(
+                ctx.clone(),
+                rate.clone(),
+                seed.worker,
+                seed.workers,
+                cap,
+                seed.t0,
+            ));
         }
         let mut next = 0u64;
         let last = loop {

@@ -55,8 +55,17 @@ pub(crate) struct WsCall {
 /// waiting needs: connecting, the upgrade and sending run in a box freed once the messages are
 /// sent (the path, headers and messages go into it), and the call is taken apart into the
 /// future's own fields (an `async fn` would keep each argument twice: as argument and local).
-pub(crate) fn exchange<'a>(ctx: &'a Rc<WorkerContext>, call: WsCall) -> impl Future<Output = Result<WsDone, (Failure, u64)>> + 'a {
-    let WsCall { path, headers, send, expect, timeout } = call;
+pub(crate) fn exchange<'a>(
+    ctx: &'a Rc<WorkerContext>,
+    call: WsCall,
+) -> impl Future<Output = Result<WsDone, (Failure, u64)>> + 'a {
+    let WsCall {
+        path,
+        headers,
+        send,
+        expect,
+        timeout,
+    } = call;
     let opening = Box::pin(open(ctx, path, headers, send));
     async move {
         let start = Instant::now();
@@ -66,13 +75,22 @@ pub(crate) fn exchange<'a>(ctx: &'a Rc<WorkerContext>, call: WsCall) -> impl Fut
             let (mut ws, times, upgraded) = opening.await?;
             loop {
                 let Some(next) = ws.next().await else {
-                    return Err(Failure::new(ErrorKind::Reset, "websocket closed before the expected message"));
+                    return Err(Failure::new(
+                        ErrorKind::Reset,
+                        "websocket closed before the expected message",
+                    ));
                 };
-                let msg = next.map_err(|e| Failure::new(ErrorKind::Reset, format!("websocket: {e}")))?;
+                let msg =
+                    next.map_err(|e| Failure::new(ErrorKind::Reset, format!("websocket: {e}")))?;
                 let text = match msg {
                     Message::Text(t) => t.as_str().to_string(),
                     Message::Binary(b) => String::from_utf8_lossy(&b).into_owned(),
-                    Message::Close(_) => return Err(Failure::new(ErrorKind::Reset, "websocket closed by the server before the expected message")),
+                    Message::Close(_) => {
+                        return Err(Failure::new(
+                            ErrorKind::Reset,
+                            "websocket closed by the server before the expected message",
+                        ));
+                    }
                     _ => continue,
                 };
                 messages += 1;
@@ -81,17 +99,30 @@ pub(crate) fn exchange<'a>(ctx: &'a Rc<WorkerContext>, call: WsCall) -> impl Fut
                 }
             }
         };
-        let (mut ws, times, upgraded, matched, end) = match tokio::time::timeout(timeout, waiting).await {
-            Ok(Ok(got)) => got,
-            Ok(Err(f)) => return Err((f, messages)),
-            Err(_) => {
-                let what = expect.as_ref().map_or("a message".to_string(), |e| format!("a message containing `{e}`"));
-                return Err((Failure::new(ErrorKind::Timeout, format!("no {what} within {}s", timeout.as_secs_f64())), messages));
-            }
-        };
+        let (mut ws, times, upgraded, matched, end) =
+            match tokio::time::timeout(timeout, waiting).await {
+                Ok(Ok(got)) => got,
+                Ok(Err(f)) => return Err((f, messages)),
+                Err(_) => {
+                    let what = expect.as_ref().map_or("a message".to_string(), |e| {
+                        format!("a message containing `{e}`")
+                    });
+                    return Err((
+                        Failure::new(
+                            ErrorKind::Timeout,
+                            format!("no {what} within {}s", timeout.as_secs_f64()),
+                        ),
+                        messages,
+                    ));
+                }
+            };
         // A polite close, not waited on for long: the measurement is done. Boxed: inline, its
         // timer would size this future, and so the state of every socket held open.
-        let _ = Box::pin(tokio::time::timeout(Duration::from_millis(200), ws.close(None))).await;
+        let _ = Box::pin(tokio::time::timeout(
+            Duration::from_millis(200),
+            ws.close(None),
+        ))
+        .await;
         let exchange = Exchange {
             status: 101,
             ttfb_us: micros(upgraded - start),
@@ -103,17 +134,28 @@ pub(crate) fn exchange<'a>(ctx: &'a Rc<WorkerContext>, call: WsCall) -> impl Fut
             reconnected: false,
             wait_us: 0,
         };
-        Ok(WsDone { exchange, messages, matched })
+        Ok(WsDone {
+            exchange,
+            messages,
+            matched,
+        })
     }
 }
 
 /// Connects, upgrades and sends `send`: the socket, its set-up times and when the upgrade
 /// completed (the step's time to first byte).
-async fn open(ctx: &Rc<WorkerContext>, path: String, headers: Vec<(String, String)>, send: Vec<String>) -> Result<(WebSocketStream<IdleFree>, ConnectTimes, Instant), Failure> {
+async fn open(
+    ctx: &Rc<WorkerContext>,
+    path: String,
+    headers: Vec<(String, String)>,
+    send: Vec<String>,
+) -> Result<(WebSocketStream<IdleFree>, ConnectTimes, Instant), Failure> {
     let (mut ws, times) = upgrade(ctx, &path, &headers).await?;
     let upgraded = Instant::now();
     for m in send {
-        ws.send(Message::text(m)).await.map_err(|e| Failure::new(ErrorKind::Reset, format!("websocket send: {e}")))?;
+        ws.send(Message::text(m))
+            .await
+            .map_err(|e| Failure::new(ErrorKind::Reset, format!("websocket send: {e}")))?;
     }
     Ok((ws, times, upgraded))
 }
@@ -127,7 +169,9 @@ async fn open(ctx: &Rc<WorkerContext>, path: String, headers: Vec<(String, Strin
 /// socket: one that received a large message keeps its size.) Frames are written as they are
 /// sent (the flow sends few, and waits).
 fn config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
-    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(TUNGSTENITE_READ).write_buffer_size(0)
+    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .read_buffer_size(TUNGSTENITE_READ)
+        .write_buffer_size(0)
 }
 
 /// What tungstenite asks for at a time.
@@ -150,12 +194,20 @@ pub(crate) struct IdleFree {
 
 impl IdleFree {
     pub(crate) fn new(stream: Stream) -> Self {
-        IdleFree { stream, buf: Vec::new(), pos: 0 }
+        IdleFree {
+            stream,
+            buf: Vec::new(),
+            pos: 0,
+        }
     }
 }
 
 impl AsyncRead for IdleFree {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, out: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if out.remaining() == 0 {
             return Poll::Ready(Ok(()));
@@ -166,7 +218,12 @@ impl AsyncRead for IdleFree {
             }
             // Drained, so empty and freed: read as a held event stream does, holding no
             // buffer through the wait.
-            ready!(h1::poll_fill(cx, &mut this.stream, &mut this.buf, h1::Idle::Release))?;
+            ready!(h1::poll_fill(
+                cx,
+                &mut this.stream,
+                &mut this.buf,
+                h1::Idle::Release
+            ))?;
         }
         let n = out.remaining().min(this.buf.len() - this.pos);
         out.put_slice(&this.buf[this.pos..this.pos + n]);
@@ -180,7 +237,11 @@ impl AsyncRead for IdleFree {
 }
 
 impl AsyncWrite for IdleFree {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
     }
 
@@ -200,40 +261,88 @@ impl AsyncWrite for IdleFree {
 /// whatever the configuration says. It checks what tungstenite's client checked — status
 /// 101, `Upgrade`, `Connection`, the accept key, the subprotocol — and tungstenite frames the
 /// messages from then on, starting with any bytes that came after the head.
-async fn upgrade(ctx: &Rc<WorkerContext>, path: &str, headers: &[(String, String)]) -> Result<(WebSocketStream<IdleFree>, ConnectTimes), Failure> {
+async fn upgrade(
+    ctx: &Rc<WorkerContext>,
+    path: &str,
+    headers: &[(String, String)],
+) -> Result<(WebSocketStream<IdleFree>, ConnectTimes), Failure> {
     // A scenario may set the key itself (a replayed capture); the answer must then match it,
     // as tungstenite's handshake derived it from the header as sent.
     let key = last_value(headers, "sec-websocket-key").map_or_else(generate_key, str::to_string);
-    let request = upgrade_request(&ctx.target, path, &key, headers).map_err(|e| Failure::new(ErrorKind::Protocol, format!("websocket request: {e}")))?;
-    let (mut stream, times) = dial(&ctx.target, ctx.stream_tls.as_ref()).await.map_err(Failure::dial)?;
+    let request = upgrade_request(&ctx.target, path, &key, headers)
+        .map_err(|e| Failure::new(ErrorKind::Protocol, format!("websocket request: {e}")))?;
+    let (mut stream, times) = dial(&ctx.target, ctx.stream_tls.as_ref())
+        .await
+        .map_err(Failure::dial)?;
     let upgrading = |f: Failure| Failure::new(f.kind, format!("websocket upgrade: {}", f.message));
-    stream.write_all(&request).await.map_err(|e| upgrading(Failure::io("write", &e)))?;
+    stream
+        .write_all(&request)
+        .await
+        .map_err(|e| upgrading(Failure::io("write", &e)))?;
     let mut buf = Vec::new();
     let mut got = Vec::new();
-    let head = h1::read_head(&mut stream, &mut buf, Some(&mut got)).await.map_err(|e| upgrading(Failure::h1(e)))?;
+    let head = h1::read_head(&mut stream, &mut buf, Some(&mut got))
+        .await
+        .map_err(|e| upgrading(Failure::h1(e)))?;
     if head.status != 101 {
-        return Err(Failure::new(ErrorKind::Status, format!("websocket upgrade refused: HTTP {}", head.status)));
+        return Err(Failure::new(
+            ErrorKind::Status,
+            format!("websocket upgrade refused: HTTP {}", head.status),
+        ));
     }
-    let answered = |name: &str| got.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim());
-    let refuse = |why: String| Err(Failure::new(ErrorKind::Protocol, format!("websocket upgrade: {why}")));
+    let answered = |name: &str| {
+        got.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
+    };
+    let refuse = |why: String| {
+        Err(Failure::new(
+            ErrorKind::Protocol,
+            format!("websocket upgrade: {why}"),
+        ))
+    };
     if !answered("upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket")) {
         return refuse("HTTP 101 without `Upgrade: websocket`".into());
     }
-    if !answered("connection").is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade"))) {
+    if !answered("connection").is_some_and(|v| {
+        v.split(',')
+            .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+    }) {
         return refuse("HTTP 101 without `Connection: Upgrade`".into());
     }
     if answered("sec-websocket-accept") != Some(derive_accept_key(key.as_bytes()).as_str()) {
         return refuse("the server's Sec-WebSocket-Accept does not answer the key sent".into());
     }
-    let offered: Vec<&str> = last_value(headers, "sec-websocket-protocol").map_or_else(Vec::new, |v| v.split(',').map(str::trim).filter(|p| !p.is_empty()).collect());
+    let offered: Vec<&str> =
+        last_value(headers, "sec-websocket-protocol").map_or_else(Vec::new, |v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .collect()
+        });
     match answered("sec-websocket-protocol") {
-        Some(p) if !offered.contains(&p) => return refuse(format!("the server chose subprotocol `{p}`, which was not offered")),
-        None if !offered.is_empty() => return refuse(format!("the server chose none of the subprotocols offered ({})", offered.join(", "))),
+        Some(p) if !offered.contains(&p) => {
+            return refuse(format!(
+                "the server chose subprotocol `{p}`, which was not offered"
+            ));
+        }
+        None if !offered.is_empty() => {
+            return refuse(format!(
+                "the server chose none of the subprotocols offered ({})",
+                offered.join(", ")
+            ));
+        }
         _ => {}
     }
     // Only the bytes after the head go on: tungstenite keeps what it is given as its buffer,
     // and `buf` has room for a 4 KiB read.
-    let ws = WebSocketStream::from_partially_read(IdleFree::new(stream), buf.as_slice().to_vec(), Role::Client, Some(config())).await;
+    let ws = WebSocketStream::from_partially_read(
+        IdleFree::new(stream),
+        buf.as_slice().to_vec(),
+        Role::Client,
+        Some(config()),
+    )
+    .await;
     Ok((ws, times))
 }
 
@@ -241,12 +350,27 @@ async fn upgrade(ctx: &Rc<WorkerContext>, path: &str, headers: &[(String, String
 /// (some servers match these case-sensitively), a scenario's header of the same name
 /// replacing the value; the scenario's other headers follow as written, each name once with
 /// the value it was given last.
-fn upgrade_request(target: &Target, path: &str, key: &str, headers: &[(String, String)]) -> Result<Vec<u8>, EngineError> {
+fn upgrade_request(
+    target: &Target,
+    path: &str,
+    key: &str,
+    headers: &[(String, String)],
+) -> Result<Vec<u8>, EngineError> {
     check_headers(headers)?;
-    let path: http::uri::PathAndQuery = path.parse().map_err(|_| EngineError::Path(path.to_string()))?;
-    let ours = [("Host", target.authority.as_str()), ("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Key", key)];
+    let path: http::uri::PathAndQuery = path
+        .parse()
+        .map_err(|_| EngineError::Path(path.to_string()))?;
+    let ours = [
+        ("Host", target.authority.as_str()),
+        ("Connection", "Upgrade"),
+        ("Upgrade", "websocket"),
+        ("Sec-WebSocket-Version", "13"),
+        ("Sec-WebSocket-Key", key),
+    ];
     let mut out = format!("GET {path} HTTP/1.1\r\n");
-    each_header(&ours, headers, |name, value| out.push_str(&format!("{name}: {value}\r\n")));
+    each_header(&ours, headers, |name, value| {
+        out.push_str(&format!("{name}: {value}\r\n"))
+    });
     out.push_str("\r\n");
     Ok(out.into_bytes())
 }
@@ -271,7 +395,10 @@ mod tests {
                 return got;
             }
             assert!(r.buf.len() <= SOCKET_READ);
-            assert!(r.pos > 0 || r.buf.capacity() == 0, "a drained buffer is freed");
+            assert!(
+                r.pos > 0 || r.buf.capacity() == 0,
+                "a drained buffer is freed"
+            );
             got.extend_from_slice(&piece[..n]);
         }
     }
@@ -291,7 +418,10 @@ mod tests {
     }
 
     fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
     }
 
     #[test]
@@ -299,7 +429,8 @@ mod tests {
         runtime().block_on(async {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
-            let server = tokio::spawn(async move { write_slowly(listener.accept().await.unwrap().0).await });
+            let server =
+                tokio::spawn(async move { write_slowly(listener.accept().await.unwrap().0).await });
             let tcp = TcpStream::connect(addr).await.unwrap();
             assert_eq!(read_all(IdleFree::new(Stream::Plain(tcp))).await, data());
             server.await.unwrap();
@@ -307,7 +438,8 @@ mod tests {
     }
 
     #[test]
-    fn the_upgrade_request_names_headers_as_tungstenite_does_and_lets_the_scenario_replace_values() {
+    fn the_upgrade_request_names_headers_as_tungstenite_does_and_lets_the_scenario_replace_values()
+    {
         let target = Target::resolve("http://127.0.0.1:9/base").unwrap();
         let headers = [
             ("x-trace".to_string(), "a".to_string()),
@@ -322,8 +454,14 @@ mod tests {
              Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: a2V5\r\nx-trace: b\r\nSec-WebSocket-Protocol: chat\r\n\r\n"
         );
         let bad = [("X-Bad".to_string(), "a\nb".to_string())];
-        assert!(upgrade_request(&target, "/ws", "a2V5", &bad).is_err(), "a line break in a value is refused");
-        assert!(upgrade_request(&target, "/w s", "a2V5", &[]).is_err(), "a space in the path is refused");
+        assert!(
+            upgrade_request(&target, "/ws", "a2V5", &bad).is_err(),
+            "a line break in a value is refused"
+        );
+        assert!(
+            upgrade_request(&target, "/w s", "a2V5", &[]).is_err(),
+            "a space in the path is refused"
+        );
     }
 
     /// Over TLS there is no readiness to wait on without a buffer: one is lent to each read
@@ -351,13 +489,22 @@ mod tests {
             let addr = listener.local_addr().unwrap();
             let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config));
             let server = tokio::spawn(async move {
-                let tls = acceptor.accept(listener.accept().await.unwrap().0).await.unwrap();
+                let tls = acceptor
+                    .accept(listener.accept().await.unwrap().0)
+                    .await
+                    .unwrap();
                 write_slowly(tls).await;
             });
             let tcp = TcpStream::connect(addr).await.unwrap();
             let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-            let tls = tokio_rustls::TlsConnector::from(Arc::new(client_config)).connect(name, tcp).await.unwrap();
-            assert_eq!(read_all(IdleFree::new(Stream::Tls(Box::new(tls)))).await, data());
+            let tls = tokio_rustls::TlsConnector::from(Arc::new(client_config))
+                .connect(name, tcp)
+                .await
+                .unwrap();
+            assert_eq!(
+                read_all(IdleFree::new(Stream::Tls(Box::new(tls)))).await,
+                data()
+            );
             server.await.unwrap();
         });
     }

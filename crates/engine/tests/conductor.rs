@@ -37,7 +37,11 @@ impl CountingServer {
                 std::thread::spawn(move || serve(&mut conn, delay, &count));
             }
         });
-        CountingServer { addr, answered, stop }
+        CountingServer {
+            addr,
+            answered,
+            stop,
+        }
     }
 }
 
@@ -58,7 +62,10 @@ fn serve(conn: &mut TcpStream, delay: Duration, answered: &AtomicU64) {
             std::thread::sleep(delay);
             // Counted before the bytes leave, so the count is never behind what the client saw.
             answered.fetch_add(1, Ordering::AcqRel);
-            if conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+            if conn
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .is_err()
+            {
                 return;
             }
         }
@@ -74,7 +81,12 @@ fn config(addr: SocketAddr, vus: u64, duration: &str, interval: Duration) -> Eng
     let mut load = LoadSpec::default();
     load.set("vus", &vus.to_string()).unwrap();
     load.set("duration", duration).unwrap();
-    let plan = Settings { load, ..Settings::default() }.plan(RequestSpec::get(&url), None).unwrap();
+    let plan = Settings {
+        load,
+        ..Settings::default()
+    }
+    .plan(RequestSpec::get(&url), None)
+    .unwrap();
     EngineConfig {
         plan,
         target: Target::resolve(&url).unwrap(),
@@ -84,7 +96,7 @@ fn config(addr: SocketAddr, vus: u64, duration: &str, interval: Duration) -> Eng
         threads: 2,
         grace: Duration::from_secs(3),
         error_stop: false,
-                start_at: None,
+        start_at: None,
     }
 }
 
@@ -110,11 +122,19 @@ fn every_completion_lands_in_exactly_one_interval() {
     let server = CountingServer::start(Duration::from_millis(2));
     let (rows, errors) = run(config(server.addr, 4, "2.5s", Duration::from_millis(500)));
     let indexes: Vec<u64> = rows.iter().map(|r| r.0).collect();
-    assert_eq!(indexes, (0..5).collect::<Vec<_>>(), "five half-second intervals, in order, none twice");
+    assert_eq!(
+        indexes,
+        (0..5).collect::<Vec<_>>(),
+        "five half-second intervals, in order, none twice"
+    );
     let recorded: u64 = rows.iter().map(|r| r.1).sum();
     assert_eq!(errors, 0);
     assert!(recorded > 100, "the run did work: {recorded}");
-    assert_eq!(recorded, server.answered.load(Ordering::Acquire), "every answer recorded once: {rows:?}");
+    assert_eq!(
+        recorded,
+        server.answered.load(Ordering::Acquire),
+        "every answer recorded once: {rows:?}"
+    );
 }
 
 #[test]
@@ -126,15 +146,26 @@ fn requests_in_flight_at_the_stop_count_in_the_last_interval() {
     assert_eq!(indexes, vec![0, 1, 2]);
     assert_eq!(errors, 0);
     let recorded: u64 = rows.iter().map(|r| r.1).sum();
-    assert_eq!(recorded, server.answered.load(Ordering::Acquire), "{rows:?}");
+    assert_eq!(
+        recorded,
+        server.answered.load(Ordering::Acquire),
+        "{rows:?}"
+    );
     // 3 VUs × 3 answers each (at 0.4, 0.8 and 1.2 s): the third lands after the stop.
     assert_eq!(recorded, 9, "{rows:?}");
-    assert_eq!(rows[2].1, 3, "the requests in flight at the stop finished in the grace period: {rows:?}");
+    assert_eq!(
+        rows[2].1, 3,
+        "the requests in flight at the stop finished in the grace period: {rows:?}"
+    );
 }
 
 /// Runs `config`, calling `change` with the run's control once `after` has passed; returns
 /// the intervals' (target VUs, requests) and the change the conductor reported.
-fn run_with_change(config: EngineConfig, after: Duration, change: impl FnOnce(&volley_engine::RunControl) + Send + 'static) -> (Vec<(u64, u64)>, volley_engine::PlanChange) {
+fn run_with_change(
+    config: EngineConfig,
+    after: Duration,
+    change: impl FnOnce(&volley_engine::RunControl) + Send + 'static,
+) -> (Vec<(u64, u64)>, volley_engine::PlanChange) {
     let run = volley_engine::start(config).unwrap();
     let control = run.control();
     let changer = std::thread::spawn(move || {
@@ -144,7 +175,12 @@ fn run_with_change(config: EngineConfig, after: Duration, change: impl FnOnce(&v
     let (mut rows, mut changed) = (Vec::new(), None);
     while let Some(event) = run.next_event() {
         match event {
-            Event::Interval { sample, target_vus, .. } => rows.push((target_vus, sample.counts.tests + sample.counts.errors + sample.counts.dropped)),
+            Event::Interval {
+                sample, target_vus, ..
+            } => rows.push((
+                target_vus,
+                sample.counts.tests + sample.counts.errors + sample.counts.dropped,
+            )),
             Event::PlanChanged(c) => changed = Some(c),
             Event::End(_) => break,
         }
@@ -156,13 +192,24 @@ fn run_with_change(config: EngineConfig, after: Duration, change: impl FnOnce(&v
 #[test]
 fn a_vu_target_set_live_replaces_the_shape() {
     let server = CountingServer::start(Duration::from_millis(2));
-    let (rows, change) = run_with_change(config(server.addr, 2, "3s", Duration::from_millis(500)), Duration::from_millis(1200), |c| {
-        assert!(c.set_rate(10.0, "test").is_err(), "a closed-model run has no rate");
-        c.set_vus(5, "test").unwrap();
-    });
+    let (rows, change) = run_with_change(
+        config(server.addr, 2, "3s", Duration::from_millis(500)),
+        Duration::from_millis(1200),
+        |c| {
+            assert!(
+                c.set_rate(10.0, "test").is_err(),
+                "a closed-model run has no rate"
+            );
+            c.set_vus(5, "test").unwrap();
+        },
+    );
     assert_eq!(change.to, volley_engine::Retarget::Vus(5));
     assert_eq!(change.by, "test");
-    assert!(change.at >= Duration::from_millis(1200) && change.at < Duration::from_millis(1500), "{:?}", change.at);
+    assert!(
+        change.at >= Duration::from_millis(1200) && change.at < Duration::from_millis(1500),
+        "{:?}",
+        change.at
+    );
     let targets: Vec<u64> = rows.iter().map(|r| r.0).collect();
     // Intervals ending before the change ran 2 VUs; those after, 5 (the last reports 0: stopped).
     assert_eq!(&targets[..2], &[2, 2], "{targets:?}");
@@ -176,11 +223,25 @@ fn a_rate_set_live_replaces_the_schedule_from_its_instant() {
     let mut load = LoadSpec::default();
     load.set("rate", "100").unwrap();
     load.set("duration", "3s").unwrap();
-    let plan = Settings { load, ..Settings::default() }.plan(RequestSpec::get(&url), None).unwrap();
-    let config = EngineConfig { plan, ..config(server.addr, 1, "3s", Duration::from_millis(500)) };
+    let plan = Settings {
+        load,
+        ..Settings::default()
+    }
+    .plan(RequestSpec::get(&url), None)
+    .unwrap();
+    let config = EngineConfig {
+        plan,
+        ..config(server.addr, 1, "3s", Duration::from_millis(500))
+    };
     let (rows, change) = run_with_change(config, Duration::from_millis(1000), |c| {
-        assert!(c.set_vus(3, "test").is_err(), "an open-model run has no VU target");
-        assert!(c.set_rate(0.0, "test").is_err(), "a rate of zero sends nothing");
+        assert!(
+            c.set_vus(3, "test").is_err(),
+            "an open-model run has no VU target"
+        );
+        assert!(
+            c.set_rate(0.0, "test").is_err(),
+            "a rate of zero sends nothing"
+        );
         c.set_rate(400.0, "test").unwrap();
     });
     assert_eq!(change.to, volley_engine::Retarget::Rate(400.0));
@@ -188,18 +249,36 @@ fn a_rate_set_live_replaces_the_schedule_from_its_instant() {
     let sent: u64 = rows.iter().map(|r| r.1).sum();
     // 100/s up to the change, 400/s from it to the planned end at 3 s.
     let expected = 100.0 * at + 400.0 * (3.0 - at);
-    assert!((sent as f64 - expected).abs() <= expected * 0.03 + 4.0, "sent {sent}, expected about {expected:.0} (change at {at:.3} s)");
-    assert_eq!(sent, server.answered.load(Ordering::Acquire), "every arrival answered, none dropped");
+    assert!(
+        (sent as f64 - expected).abs() <= expected * 0.03 + 4.0,
+        "sent {sent}, expected about {expected:.0} (change at {at:.3} s)"
+    );
+    assert_eq!(
+        sent,
+        server.answered.load(Ordering::Acquire),
+        "every arrival answered, none dropped"
+    );
 }
 
 /// An open-model plan: `rate` arrivals per second for `duration`, at most `max_vus` VUs.
-fn open_config(addr: SocketAddr, rate: &str, duration: &str, max_vus: u64, threads: usize) -> EngineConfig {
+fn open_config(
+    addr: SocketAddr,
+    rate: &str,
+    duration: &str,
+    max_vus: u64,
+    threads: usize,
+) -> EngineConfig {
     let url = format!("http://{addr}/");
     let mut load = LoadSpec::default();
     load.set("rate", rate).unwrap();
     load.set("duration", duration).unwrap();
     load.set("max_vus", &max_vus.to_string()).unwrap();
-    let plan = Settings { load, ..Settings::default() }.plan(RequestSpec::get(&url), None).unwrap();
+    let plan = Settings {
+        load,
+        ..Settings::default()
+    }
+    .plan(RequestSpec::get(&url), None)
+    .unwrap();
     let mut c = config(addr, 1, "1s", Duration::from_millis(250));
     c.plan = plan;
     c.threads = threads;
@@ -213,7 +292,8 @@ fn the_open_model_makes_exactly_the_scheduled_arrivals_on_every_worker_count() {
     let server = CountingServer::start(Duration::ZERO);
     let mut before = 0;
     for threads in [1, 2] {
-        let run = volley_engine::start(open_config(server.addr, "800", "1.5s", 200, threads)).unwrap();
+        let run =
+            volley_engine::start(open_config(server.addr, "800", "1.5s", 200, threads)).unwrap();
         let (mut recorded, mut dropped, mut lag_recorded) = (0, 0, false);
         while let Some(event) = run.next_event() {
             match event {
@@ -228,9 +308,19 @@ fn the_open_model_makes_exactly_the_scheduled_arrivals_on_every_worker_count() {
         }
         let answered = server.answered.load(Ordering::Acquire) - before;
         before += answered;
-        assert_eq!((recorded, dropped), (1_200, 0), "{threads} worker(s): every scheduled arrival sent and recorded once");
-        assert_eq!(answered, 1_200, "{threads} worker(s): the server saw each arrival once");
+        assert_eq!(
+            (recorded, dropped),
+            (1_200, 0),
+            "{threads} worker(s): every scheduled arrival sent and recorded once"
+        );
+        assert_eq!(
+            answered, 1_200,
+            "{threads} worker(s): the server saw each arrival once"
+        );
         // Waking for an arrival takes the kernel more than a microsecond, so some lag shows.
-        assert!(lag_recorded, "{threads} worker(s): the dispatch delay is recorded");
+        assert!(
+            lag_recorded,
+            "{threads} worker(s): the dispatch delay is recorded"
+        );
     }
 }

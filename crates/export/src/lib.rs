@@ -33,7 +33,11 @@ pub enum ExportError {
     Spec { given: String, why: String },
     /// The URL does not parse or is not http(s).
     #[error("--out {kind}={url}: {why}")]
-    Url { kind: &'static str, url: String, why: String },
+    Url {
+        kind: &'static str,
+        url: String,
+        why: String,
+    },
     /// The HTTP client or its runtime could not start.
     #[error("cannot start the metrics sender: {0}")]
     Client(String),
@@ -51,13 +55,24 @@ pub enum OutputKind {
 impl OutputKind {
     /// Every kind, with what it is, as the error for an unknown one lists them.
     pub const ALL: [(OutputKind, &'static str, &'static str); 2] = [
-        (OutputKind::Prometheus, "prometheus", "Prometheus remote write, e.g. prometheus=http://127.0.0.1:9090/api/v1/write"),
-        (OutputKind::Otlp, "otlp", "OTLP/HTTP metrics, e.g. otlp=http://127.0.0.1:4318 (/v1/metrics is added)"),
+        (
+            OutputKind::Prometheus,
+            "prometheus",
+            "Prometheus remote write, e.g. prometheus=http://127.0.0.1:9090/api/v1/write",
+        ),
+        (
+            OutputKind::Otlp,
+            "otlp",
+            "OTLP/HTTP metrics, e.g. otlp=http://127.0.0.1:4318 (/v1/metrics is added)",
+        ),
     ];
 
     /// Its name in `--out`.
     pub fn name(self) -> &'static str {
-        OutputKind::ALL.iter().find(|(k, ..)| *k == self).map_or("", |(_, n, _)| n)
+        OutputKind::ALL
+            .iter()
+            .find(|(k, ..)| *k == self)
+            .map_or("", |(_, n, _)| n)
     }
 }
 
@@ -71,18 +86,39 @@ pub struct OutputSpec {
 impl OutputSpec {
     /// Parses `KIND=URL`.
     pub fn parse(s: &str) -> Result<OutputSpec, ExportError> {
-        let kinds = || OutputKind::ALL.iter().map(|(_, n, what)| format!("  {n}: {what}")).collect::<Vec<_>>().join("\n");
-        let Some((kind, url)) = s.split_once('=') else {
-            return Err(ExportError::Spec { given: s.into(), why: format!("write KIND=URL; the kinds are:\n{}", kinds()) });
+        let kinds = || {
+            OutputKind::ALL
+                .iter()
+                .map(|(_, n, what)| format!("  {n}: {what}"))
+                .collect::<Vec<_>>()
+                .join("\n")
         };
-        let Some((kind, ..)) = OutputKind::ALL.iter().find(|(_, n, _)| n.eq_ignore_ascii_case(kind.trim())) else {
-            return Err(ExportError::Spec { given: s.into(), why: format!("unknown kind `{kind}`; the kinds are:\n{}", kinds()) });
+        let Some((kind, url)) = s.split_once('=') else {
+            return Err(ExportError::Spec {
+                given: s.into(),
+                why: format!("write KIND=URL; the kinds are:\n{}", kinds()),
+            });
+        };
+        let Some((kind, ..)) = OutputKind::ALL
+            .iter()
+            .find(|(_, n, _)| n.eq_ignore_ascii_case(kind.trim()))
+        else {
+            return Err(ExportError::Spec {
+                given: s.into(),
+                why: format!("unknown kind `{kind}`; the kinds are:\n{}", kinds()),
+            });
         };
         let url = url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ExportError::Spec { given: s.into(), why: "the URL must start with http:// or https://".into() });
+            return Err(ExportError::Spec {
+                given: s.into(),
+                why: "the URL must start with http:// or https://".into(),
+            });
         }
-        Ok(OutputSpec { kind: *kind, url: url.to_string() })
+        Ok(OutputSpec {
+            kind: *kind,
+            url: url.to_string(),
+        })
     }
 
     /// Starts the output (its sender thread; nothing is sent before the run starts).
@@ -129,11 +165,29 @@ mod tests {
     fn out_specs_parse_and_unknown_kinds_list_the_known_ones() {
         let s = OutputSpec::parse("prometheus=http://127.0.0.1:9090/api/v1/write").unwrap();
         assert_eq!(s.kind, OutputKind::Prometheus);
-        assert_eq!(OutputSpec::parse("OTLP=https://c:4318").unwrap().kind, OutputKind::Otlp);
-        let e = OutputSpec::parse("influx=http://x").unwrap_err().to_string();
-        assert!(e.contains("unknown kind `influx`") && e.contains("prometheus:") && e.contains("otlp:"), "{e}");
-        assert!(OutputSpec::parse("prometheus").unwrap_err().to_string().contains("KIND=URL"));
-        assert!(OutputSpec::parse("prometheus=localhost:9090").unwrap_err().to_string().contains("http://"));
+        assert_eq!(
+            OutputSpec::parse("OTLP=https://c:4318").unwrap().kind,
+            OutputKind::Otlp
+        );
+        let e = OutputSpec::parse("influx=http://x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown kind `influx`") && e.contains("prometheus:") && e.contains("otlp:"),
+            "{e}"
+        );
+        assert!(
+            OutputSpec::parse("prometheus")
+                .unwrap_err()
+                .to_string()
+                .contains("KIND=URL")
+        );
+        assert!(
+            OutputSpec::parse("prometheus=localhost:9090")
+                .unwrap_err()
+                .to_string()
+                .contains("http://")
+        );
     }
 }
 

@@ -54,10 +54,18 @@ impl Part {
     fn add(&mut self, s: &IntervalSample) {
         self.counts.merge(&s.counts);
         if !s.ttfb.is_empty() {
-            buckets::fold(&s.ttfb.histogram(), self.ttfb.get_or_insert_with(|| Box::new([0; buckets::FINITE + 1])));
+            buckets::fold(
+                &s.ttfb.histogram(),
+                self.ttfb
+                    .get_or_insert_with(|| Box::new([0; buckets::FINITE + 1])),
+            );
         }
         if !s.total.is_empty() {
-            buckets::fold(&s.total.histogram(), self.total.get_or_insert_with(|| Box::new([0; buckets::FINITE + 1])));
+            buckets::fold(
+                &s.total.histogram(),
+                self.total
+                    .get_or_insert_with(|| Box::new([0; buckets::FINITE + 1])),
+            );
         }
     }
 
@@ -70,7 +78,9 @@ impl Part {
 /// Error kinds exported as `volley_errors_total{kind}` (`not_sent` is no request: it has
 /// its own counter).
 fn error_kinds() -> impl Iterator<Item = ErrorKind> {
-    ErrorKind::ALL.into_iter().filter(|k| *k != ErrorKind::NotSent)
+    ErrorKind::ALL
+        .into_iter()
+        .filter(|k| *k != ErrorKind::NotSent)
 }
 
 /// One run's metrics so far.
@@ -96,11 +106,21 @@ impl RunMetrics {
         let (run_id, segment) = match &meta.segment {
             Some(note) => (note.run_id.clone(), note.segment.to_string()),
             // A whole run: its directory's name is unique and is what the user sees.
-            None => (run.dir.file_name().map_or_else(|| meta.started_at.clone(), |n| n.to_string_lossy().into_owned()), "0/1".to_string()),
+            None => (
+                run.dir.file_name().map_or_else(
+                    || meta.started_at.clone(),
+                    |n| n.to_string_lossy().into_owned(),
+                ),
+                "0/1".to_string(),
+            ),
         };
         let steps: Vec<String> = meta.steps.iter().map(|s| s.name.clone()).collect();
         RunMetrics {
-            labels: vec![("run_id", run_id), ("name", meta.name.clone()), ("segment", segment)],
+            labels: vec![
+                ("run_id", run_id),
+                ("name", meta.name.clone()),
+                ("segment", segment),
+            ],
             by_step: vec![Part::default(); steps.len()],
             steps,
             whole: Part::default(),
@@ -131,12 +151,15 @@ impl RunMetrics {
     /// When interval `index` ends (where its samples are stamped), ms since the Unix epoch.
     pub fn end_ms(&self, index: u64) -> i64 {
         let at = self.started + self.interval * (index as u32 + 1);
-        at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+        at.duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
     }
 
     /// When the run started, ms since the Unix epoch.
     pub fn start_ms(&self) -> i64 {
-        self.started.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+        self.started
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
     }
 
     fn with(&self, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
@@ -163,24 +186,61 @@ impl RunMetrics {
             }
         }
         let c = &self.whole.counts;
-        out.push(counter("volley_dropped_arrivals", "Open model: arrivals that found no free VU and were not sent", None, vec![self.sample("_total", &[], c.dropped as f64)]));
-        out.push(counter("volley_late_arrivals", "Open model: arrivals sent late because they waited for a free VU", None, vec![self.sample("_total", &[], c.late as f64)]));
-        out.push(Family { name: "volley_vus".into(), help: "Virtual users running at the end of the interval", kind: Kind::Gauge, unit: None, samples: vec![self.sample("", &[], self.vus)] });
-        out.push(Family { name: "volley_target_vus".into(), help: "The plan's VU target at the end of the interval", kind: Kind::Gauge, unit: None, samples: vec![self.sample("", &[], self.target_vus as f64)] });
+        out.push(counter(
+            "volley_dropped_arrivals",
+            "Open model: arrivals that found no free VU and were not sent",
+            None,
+            vec![self.sample("_total", &[], c.dropped as f64)],
+        ));
+        out.push(counter(
+            "volley_late_arrivals",
+            "Open model: arrivals sent late because they waited for a free VU",
+            None,
+            vec![self.sample("_total", &[], c.late as f64)],
+        ));
+        out.push(Family {
+            name: "volley_vus".into(),
+            help: "Virtual users running at the end of the interval",
+            kind: Kind::Gauge,
+            unit: None,
+            samples: vec![self.sample("", &[], self.vus)],
+        });
+        out.push(Family {
+            name: "volley_target_vus".into(),
+            help: "The plan's VU target at the end of the interval",
+            kind: Kind::Gauge,
+            unit: None,
+            samples: vec![self.sample("", &[], self.target_vus as f64)],
+        });
         out
     }
 
     fn sample(&self, suffix: &'static str, extra: &[(&'static str, String)], value: f64) -> Sample {
-        Sample { suffix, labels: self.with(extra), value }
+        Sample {
+            suffix,
+            labels: self.with(extra),
+            value,
+        }
     }
 
     /// Requests, errors, bytes and the two latency histograms of one part; `prefix` is
     /// `step_` for a scenario step's families (so a sum over the run's series never adds a
     /// step to the whole it is part of).
-    fn part_families(&self, out: &mut Vec<Family>, prefix: &str, part: &Part, extra: &[(&'static str, String)]) {
+    fn part_families(
+        &self,
+        out: &mut Vec<Family>,
+        prefix: &str,
+        part: &Part,
+        extra: &[(&'static str, String)],
+    ) {
         let c = &part.counts;
         let name = |base: &str| format!("volley_{prefix}{base}");
-        out.push(counter(name("requests"), "Requests that completed or failed (tests + errors)", None, vec![self.sample("_total", extra, part.requests() as f64)]));
+        out.push(counter(
+            name("requests"),
+            "Requests that completed or failed (tests + errors)",
+            None,
+            vec![self.sample("_total", extra, part.requests() as f64)],
+        ));
         let errors = error_kinds()
             .map(|k| {
                 let mut l = extra.to_vec();
@@ -188,14 +248,55 @@ impl RunMetrics {
                 self.sample("_total", &l, c.errors_by_kind[k.index()] as f64)
             })
             .collect();
-        out.push(counter(name("errors"), "Failed requests by kind", None, errors));
-        out.push(counter(name("not_sent"), "Scenario steps that could not be built and were never sent", None, vec![self.sample("_total", extra, c.errors_by_kind[ErrorKind::NotSent.index()] as f64)]));
-        out.push(counter(name("response_bytes"), "Response body bytes received by successful requests", Some("bytes"), vec![self.sample("_total", extra, c.bytes as f64)]));
-        out.push(self.histogram(name("ttfb_seconds"), "Time to first byte of successful requests", part.ttfb.as_deref(), c.tests, c.ttfb_sum_us, extra));
-        out.push(self.histogram(name("request_duration_seconds"), "Total time of successful requests", part.total.as_deref(), c.tests, c.total_sum_us, extra));
+        out.push(counter(
+            name("errors"),
+            "Failed requests by kind",
+            None,
+            errors,
+        ));
+        out.push(counter(
+            name("not_sent"),
+            "Scenario steps that could not be built and were never sent",
+            None,
+            vec![self.sample(
+                "_total",
+                extra,
+                c.errors_by_kind[ErrorKind::NotSent.index()] as f64,
+            )],
+        ));
+        out.push(counter(
+            name("response_bytes"),
+            "Response body bytes received by successful requests",
+            Some("bytes"),
+            vec![self.sample("_total", extra, c.bytes as f64)],
+        ));
+        out.push(self.histogram(
+            name("ttfb_seconds"),
+            "Time to first byte of successful requests",
+            part.ttfb.as_deref(),
+            c.tests,
+            c.ttfb_sum_us,
+            extra,
+        ));
+        out.push(self.histogram(
+            name("request_duration_seconds"),
+            "Total time of successful requests",
+            part.total.as_deref(),
+            c.tests,
+            c.total_sum_us,
+            extra,
+        ));
     }
 
-    fn histogram(&self, name: String, help: &'static str, counts: Option<&buckets::Counts>, count: u64, sum_us: u64, extra: &[(&'static str, String)]) -> Family {
+    fn histogram(
+        &self,
+        name: String,
+        help: &'static str,
+        counts: Option<&buckets::Counts>,
+        count: u64,
+        sum_us: u64,
+        extra: &[(&'static str, String)],
+    ) -> Family {
         let cum = counts.map_or([0; buckets::FINITE + 1], buckets::cumulative);
         let mut samples: Vec<Sample> = cum
             .iter()
@@ -208,10 +309,27 @@ impl RunMetrics {
             .collect();
         samples.push(self.sample("_sum", extra, sum_us as f64 / 1e6));
         samples.push(self.sample("_count", extra, count as f64));
-        Family { name, help, kind: Kind::Histogram, unit: Some("seconds"), samples }
+        Family {
+            name,
+            help,
+            kind: Kind::Histogram,
+            unit: Some("seconds"),
+            samples,
+        }
     }
 }
 
-fn counter(name: impl Into<String>, help: &'static str, unit: Option<&'static str>, samples: Vec<Sample>) -> Family {
-    Family { name: name.into(), help, kind: Kind::Counter, unit, samples }
+fn counter(
+    name: impl Into<String>,
+    help: &'static str,
+    unit: Option<&'static str>,
+    samples: Vec<Sample>,
+) -> Family {
+    Family {
+        name: name.into(),
+        help,
+        kind: Kind::Counter,
+        unit,
+        samples,
+    }
 }

@@ -32,7 +32,10 @@ impl MetricsEndpoint {
     /// `GET /metrics`, serving these figures.
     pub fn router<S: Clone + Send + Sync + 'static>(&self) -> axum::Router<S> {
         let me = self.clone();
-        axum::Router::new().route("/metrics", axum::routing::get(move || std::future::ready(me.response())))
+        axum::Router::new().route(
+            "/metrics",
+            axum::routing::get(move || std::future::ready(me.response())),
+        )
     }
 
     /// The current text.
@@ -90,7 +93,9 @@ pub fn render(families: &[Family]) -> String {
 }
 
 fn escape(v: &str) -> String {
-    v.replace('\\', r"\\").replace('"', "\\\"").replace('\n', r"\n")
+    v.replace('\\', r"\\")
+        .replace('"', "\\\"")
+        .replace('\n', r"\n")
 }
 
 #[cfg(test)]
@@ -105,7 +110,11 @@ mod tests {
             help: "TTFB",
             kind: Kind::Histogram,
             unit: Some("seconds"),
-            samples: vec![Sample { suffix: "_count", labels: vec![("name", "a\"b".into())], value: 3.0 }],
+            samples: vec![Sample {
+                suffix: "_count",
+                labels: vec![("name", "a\"b".into())],
+                value: 3.0,
+            }],
         };
         assert_eq!(
             render(&[f]),

@@ -11,8 +11,9 @@ use hdrhistogram::Histogram;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
 use opentelemetry_proto::tonic::metrics::v1::{
-    AggregationTemporality, ExponentialHistogram, ExponentialHistogramDataPoint, Gauge, Metric, NumberDataPoint, ResourceMetrics,
-    ScopeMetrics, Sum, exponential_histogram_data_point::Buckets, metric::Data, number_data_point::Value,
+    AggregationTemporality, ExponentialHistogram, ExponentialHistogramDataPoint, Gauge, Metric,
+    NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum, exponential_histogram_data_point::Buckets,
+    metric::Data, number_data_point::Value,
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use volley_record::{IntervalView, Observer, OutputNote, RunStart};
@@ -45,14 +46,19 @@ impl Otlp {
     /// `/v1/metrics` is added) or the full metrics path.
     pub fn new(url: &str) -> Result<Otlp, ExportError> {
         let full = metrics_url(url);
-        Ok(Otlp { sender: Sender::start("otlp", &full)?, run: None })
+        Ok(Otlp {
+            sender: Sender::start("otlp", &full)?,
+            run: None,
+        })
     }
 }
 
 /// `url` with `/v1/metrics` when it has no path of its own.
 pub fn metrics_url(url: &str) -> String {
     match url.split_once("://") {
-        Some((_, rest)) if !rest.trim_end_matches('/').contains('/') => format!("{}/v1/metrics", url.trim_end_matches('/')),
+        Some((_, rest)) if !rest.trim_end_matches('/').contains('/') => {
+            format!("{}/v1/metrics", url.trim_end_matches('/'))
+        }
         _ => url.to_string(),
     }
 }
@@ -61,9 +67,16 @@ impl Observer for Otlp {
     fn started(&mut self, run: &RunStart<'_>) {
         let labels = crate::model::RunMetrics::new(run);
         let meta = run.meta;
-        let segment = meta.segment.as_ref().map_or_else(|| "0/1".to_string(), |n| n.segment.to_string());
+        let segment = meta
+            .segment
+            .as_ref()
+            .map_or_else(|| "0/1".to_string(), |n| n.segment.to_string());
         self.run = Some(RunLabels {
-            attributes: vec![kv("run_id", labels.run_id()), kv("name", &meta.name), kv("segment", &segment)],
+            attributes: vec![
+                kv("run_id", labels.run_id()),
+                kv("name", &meta.name),
+                kv("segment", &segment),
+            ],
             steps: meta.steps.iter().map(|s| s.name.clone()).collect(),
             started_ns: nanos(run.started),
             interval_ns: (meta.interval_s * 1e9) as u64,
@@ -73,7 +86,10 @@ impl Observer for Otlp {
     fn interval(&mut self, iv: &IntervalView<'_>) {
         let Some(run) = &self.run else { return };
         let body = prost::Message::encode_to_vec(&request(run, iv));
-        self.sender.send(Payload { body, headers: vec![("content-type", "application/x-protobuf")] });
+        self.sender.send(Payload {
+            body,
+            headers: vec![("content-type", "application/x-protobuf")],
+        });
     }
 
     fn outputs(&mut self) -> Vec<OutputNote> {
@@ -83,11 +99,18 @@ impl Observer for Otlp {
 }
 
 fn nanos(t: std::time::SystemTime) -> u64 {
-    t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 fn kv(key: &str, value: &str) -> KeyValue {
-    KeyValue { key: key.to_string(), value: Some(AnyValue { value: Some(any_value::Value::StringValue(value.to_string())) }), ..Default::default() }
+    KeyValue {
+        key: key.to_string(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(value.to_string())),
+        }),
+        ..Default::default()
+    }
 }
 
 /// The export request of one interval.
@@ -95,7 +118,14 @@ fn request(run: &RunLabels, iv: &IntervalView<'_>) -> ExportMetricsServiceReques
     let start = run.started_ns + run.interval_ns * iv.index;
     let end = start + run.interval_ns;
     let mut metrics = Vec::new();
-    part(&mut metrics, "volley.", iv.sample, &run.attributes, start, end);
+    part(
+        &mut metrics,
+        "volley.",
+        iv.sample,
+        &run.attributes,
+        start,
+        end,
+    );
     for (name, s) in run.steps.iter().zip(iv.steps) {
         let mut attrs = run.attributes.clone();
         attrs.push(kv("step", name));
@@ -107,31 +137,63 @@ fn request(run: &RunLabels, iv: &IntervalView<'_>) -> ExportMetricsServiceReques
         match merged.iter_mut().find(|g| g.name == m.name) {
             Some(g) => match (&mut g.data, m.data) {
                 (Some(Data::Sum(a)), Some(Data::Sum(b))) => a.data_points.extend(b.data_points),
-                (Some(Data::ExponentialHistogram(a)), Some(Data::ExponentialHistogram(b))) => a.data_points.extend(b.data_points),
+                (Some(Data::ExponentialHistogram(a)), Some(Data::ExponentialHistogram(b))) => {
+                    a.data_points.extend(b.data_points)
+                }
                 _ => {}
             },
             None => merged.push(m),
         }
     }
     let c = &iv.sample.counts;
-    merged.push(sum("volley.dropped_arrivals", "{arrival}", "Open model: arrivals that found no free VU", vec![point(&run.attributes, start, end, c.dropped)]));
-    merged.push(sum("volley.late_arrivals", "{arrival}", "Open model: arrivals sent late", vec![point(&run.attributes, start, end, c.late)]));
+    merged.push(sum(
+        "volley.dropped_arrivals",
+        "{arrival}",
+        "Open model: arrivals that found no free VU",
+        vec![point(&run.attributes, start, end, c.dropped)],
+    ));
+    merged.push(sum(
+        "volley.late_arrivals",
+        "{arrival}",
+        "Open model: arrivals sent late",
+        vec![point(&run.attributes, start, end, c.late)],
+    ));
     let gauge = |name: &str, desc: &str, v: f64| Metric {
         name: name.into(),
         description: desc.into(),
         unit: "{vu}".into(),
         data: Some(Data::Gauge(Gauge {
-            data_points: vec![NumberDataPoint { attributes: run.attributes.clone(), time_unix_nano: end, value: Some(Value::AsDouble(v)), ..Default::default() }],
+            data_points: vec![NumberDataPoint {
+                attributes: run.attributes.clone(),
+                time_unix_nano: end,
+                value: Some(Value::AsDouble(v)),
+                ..Default::default()
+            }],
         })),
         ..Default::default()
     };
-    merged.push(gauge("volley.vus", "Virtual users running at the end of the interval", iv.row.vusers));
-    merged.push(gauge("volley.target_vus", "The plan's VU target at the end of the interval", iv.target_vus as f64));
+    merged.push(gauge(
+        "volley.vus",
+        "Virtual users running at the end of the interval",
+        iv.row.vusers,
+    ));
+    merged.push(gauge(
+        "volley.target_vus",
+        "The plan's VU target at the end of the interval",
+        iv.target_vus as f64,
+    ));
     ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
-            resource: Some(Resource { attributes: vec![kv("service.name", "volley")], ..Default::default() }),
+            resource: Some(Resource {
+                attributes: vec![kv("service.name", "volley")],
+                ..Default::default()
+            }),
             scope_metrics: vec![ScopeMetrics {
-                scope: Some(InstrumentationScope { name: "volley".into(), version: env!("CARGO_PKG_VERSION").into(), ..Default::default() }),
+                scope: Some(InstrumentationScope {
+                    name: "volley".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    ..Default::default()
+                }),
                 metrics: merged,
                 ..Default::default()
             }],
@@ -141,7 +203,13 @@ fn request(run: &RunLabels, iv: &IntervalView<'_>) -> ExportMetricsServiceReques
 }
 
 fn point(attrs: &[KeyValue], start: u64, end: u64, v: u64) -> NumberDataPoint {
-    NumberDataPoint { attributes: attrs.to_vec(), start_time_unix_nano: start, time_unix_nano: end, value: Some(Value::AsInt(v as i64)), ..Default::default() }
+    NumberDataPoint {
+        attributes: attrs.to_vec(),
+        start_time_unix_nano: start,
+        time_unix_nano: end,
+        value: Some(Value::AsInt(v as i64)),
+        ..Default::default()
+    }
 }
 
 fn sum(name: &str, unit: &str, desc: &str, points: Vec<NumberDataPoint>) -> Metric {
@@ -149,15 +217,31 @@ fn sum(name: &str, unit: &str, desc: &str, points: Vec<NumberDataPoint>) -> Metr
         name: name.into(),
         description: desc.into(),
         unit: unit.into(),
-        data: Some(Data::Sum(Sum { data_points: points, aggregation_temporality: AggregationTemporality::Delta as i32, is_monotonic: true })),
+        data: Some(Data::Sum(Sum {
+            data_points: points,
+            aggregation_temporality: AggregationTemporality::Delta as i32,
+            is_monotonic: true,
+        })),
         ..Default::default()
     }
 }
 
 /// Requests, errors by kind, bytes, TTFB and total time of one part (the run or a step).
-fn part(out: &mut Vec<Metric>, prefix: &str, s: &IntervalSample, attrs: &[KeyValue], start: u64, end: u64) {
+fn part(
+    out: &mut Vec<Metric>,
+    prefix: &str,
+    s: &IntervalSample,
+    attrs: &[KeyValue],
+    start: u64,
+    end: u64,
+) {
     let c = &s.counts;
-    out.push(sum(&format!("{prefix}requests"), "{request}", "Requests that completed or failed", vec![point(attrs, start, end, c.tests + c.errors)]));
+    out.push(sum(
+        &format!("{prefix}requests"),
+        "{request}",
+        "Requests that completed or failed",
+        vec![point(attrs, start, end, c.tests + c.errors)],
+    ));
     let errors = ErrorKind::ALL
         .into_iter()
         .filter(|k| *k != ErrorKind::NotSent)
@@ -167,11 +251,31 @@ fn part(out: &mut Vec<Metric>, prefix: &str, s: &IntervalSample, attrs: &[KeyVal
             point(&a, start, end, c.errors_by_kind[k.index()])
         })
         .collect();
-    out.push(sum(&format!("{prefix}errors"), "{request}", "Failed requests by kind", errors));
-    out.push(sum(&format!("{prefix}response_bytes"), "By", "Response body bytes of successful requests", vec![point(attrs, start, end, c.bytes)]));
+    out.push(sum(
+        &format!("{prefix}errors"),
+        "{request}",
+        "Failed requests by kind",
+        errors,
+    ));
+    out.push(sum(
+        &format!("{prefix}response_bytes"),
+        "By",
+        "Response body bytes of successful requests",
+        vec![point(attrs, start, end, c.bytes)],
+    ));
     for (name, desc, h, sum_us) in [
-        ("ttfb", "Time to first byte of successful requests", &s.ttfb, c.ttfb_sum_us),
-        ("request_duration", "Total time of successful requests", &s.total, c.total_sum_us),
+        (
+            "ttfb",
+            "Time to first byte of successful requests",
+            &s.ttfb,
+            c.ttfb_sum_us,
+        ),
+        (
+            "request_duration",
+            "Total time of successful requests",
+            &s.total,
+            c.total_sum_us,
+        ),
     ] {
         let mut p = exponential(&h.histogram());
         p.attributes = attrs.to_vec();
@@ -201,23 +305,31 @@ pub fn bucket_index(x: f64, scale: i32) -> i32 {
 /// [`MAX_SCALE`]) at which its range fits in [`MAX_BUCKETS`]; each HdrHistogram bucket
 /// counted at the highest value it stands for.
 pub fn exponential(h: &Histogram<u64>) -> ExponentialHistogramDataPoint {
-    let mut p = ExponentialHistogramDataPoint { count: h.len(), ..Default::default() };
+    let mut p = ExponentialHistogramDataPoint {
+        count: h.len(),
+        ..Default::default()
+    };
     if h.is_empty() {
         return p;
     }
     let secs = |us: u64| h.highest_equivalent(us) as f64 / 1e6;
     let (lo, hi) = (secs(h.min()), secs(h.max()));
     let mut scale = MAX_SCALE;
-    while scale > -10 && (bucket_index(hi, scale) - bucket_index(lo, scale)) as usize >= MAX_BUCKETS {
+    while scale > -10 && (bucket_index(hi, scale) - bucket_index(lo, scale)) as usize >= MAX_BUCKETS
+    {
         scale -= 1;
     }
     let offset = bucket_index(lo, scale);
     let mut counts = vec![0u64; (bucket_index(hi, scale) - offset + 1) as usize];
     for v in h.iter_recorded() {
-        counts[(bucket_index(secs(v.value_iterated_to()), scale) - offset) as usize] += v.count_at_value();
+        counts[(bucket_index(secs(v.value_iterated_to()), scale) - offset) as usize] +=
+            v.count_at_value();
     }
     p.scale = scale;
-    p.positive = Some(Buckets { offset, bucket_counts: counts });
+    p.positive = Some(Buckets {
+        offset,
+        bucket_counts: counts,
+    });
     p.min = Some(h.min() as f64 / 1e6);
     p.max = Some(hi);
     p
@@ -229,9 +341,18 @@ mod tests {
 
     #[test]
     fn the_metrics_path_is_added_to_a_bare_base_url() {
-        assert_eq!(metrics_url("http://127.0.0.1:4318"), "http://127.0.0.1:4318/v1/metrics");
-        assert_eq!(metrics_url("http://127.0.0.1:4318/"), "http://127.0.0.1:4318/v1/metrics");
-        assert_eq!(metrics_url("http://c:4318/otlp/v1/metrics"), "http://c:4318/otlp/v1/metrics");
+        assert_eq!(
+            metrics_url("http://127.0.0.1:4318"),
+            "http://127.0.0.1:4318/v1/metrics"
+        );
+        assert_eq!(
+            metrics_url("http://127.0.0.1:4318/"),
+            "http://127.0.0.1:4318/v1/metrics"
+        );
+        assert_eq!(
+            metrics_url("http://c:4318/otlp/v1/metrics"),
+            "http://c:4318/otlp/v1/metrics"
+        );
     }
 
     #[test]
@@ -246,7 +367,12 @@ mod tests {
         assert!(b.bucket_counts.len() <= MAX_BUCKETS);
         // The bucket of 1 ms holds 1 ms: base^offset < 0.001 <= base^(offset+1).
         let base = 2f64.powf(2f64.powi(-p.scale));
-        assert!(base.powi(b.offset) < 0.001 && 0.001 <= base.powi(b.offset + 1) * (1.0 + 1e-9), "scale {} offset {}", p.scale, b.offset);
+        assert!(
+            base.powi(b.offset) < 0.001 && 0.001 <= base.powi(b.offset + 1) * (1.0 + 1e-9),
+            "scale {} offset {}",
+            p.scale,
+            b.offset
+        );
         assert_eq!(b.bucket_counts[0], 5);
         assert_eq!(*b.bucket_counts.last().unwrap(), 1);
         // 1 ms .. 2 s is 11 octaves: scale 3 (8 a octave, 88 buckets) fits, scale 4 does not.

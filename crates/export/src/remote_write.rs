@@ -8,9 +8,9 @@
 
 use volley_record::{IntervalView, Observer, OutputNote, RunStart};
 
+use crate::ExportError;
 use crate::model::{Family, Kind, RunMetrics};
 use crate::send::{Payload, Sender};
-use crate::ExportError;
 
 /// The remote-write messages (prometheus/prompb/types.proto, the fields volley sends).
 mod prompb {
@@ -54,7 +54,10 @@ pub struct RemoteWrite {
 impl RemoteWrite {
     /// Starts the sender for `url` (e.g. `http://prometheus:9090/api/v1/write`).
     pub fn new(url: &str) -> Result<RemoteWrite, ExportError> {
-        Ok(RemoteWrite { sender: Sender::start("prometheus", url)?, run: None })
+        Ok(RemoteWrite {
+            sender: Sender::start("prometheus", url)?,
+            run: None,
+        })
     }
 }
 
@@ -69,7 +72,10 @@ impl Observer for RemoteWrite {
         run.add(iv);
         let at = run.end_ms(iv.index);
         let body = encode(&run.families(), first.then(|| run.start_ms()), at);
-        self.sender.send(Payload { body, headers: HEADERS.to_vec() });
+        self.sender.send(Payload {
+            body,
+            headers: HEADERS.to_vec(),
+        });
     }
 
     fn outputs(&mut self) -> Vec<OutputNote> {
@@ -91,23 +97,41 @@ pub(crate) fn encode(families: &[Family], zero_at: Option<i64>, at: i64) -> Vec<
     let mut req = prompb::WriteRequest::default();
     for f in families {
         for s in &f.samples {
-            let mut labels: Vec<prompb::Label> = s.labels.iter().map(|(k, v)| prompb::Label { name: k.to_string(), value: v.clone() }).collect();
-            labels.push(prompb::Label { name: "__name__".into(), value: format!("{}{}", f.name, s.suffix) });
+            let mut labels: Vec<prompb::Label> = s
+                .labels
+                .iter()
+                .map(|(k, v)| prompb::Label {
+                    name: k.to_string(),
+                    value: v.clone(),
+                })
+                .collect();
+            labels.push(prompb::Label {
+                name: "__name__".into(),
+                value: format!("{}{}", f.name, s.suffix),
+            });
             // The spec wants labels sorted by name.
             labels.sort_by(|a, b| a.name.cmp(&b.name));
             let mut samples = Vec::with_capacity(2);
             if let Some(t0) = zero_at
                 && f.kind != Kind::Gauge
             {
-                samples.push(prompb::Sample { value: 0.0, timestamp: t0 });
+                samples.push(prompb::Sample {
+                    value: 0.0,
+                    timestamp: t0,
+                });
             }
-            samples.push(prompb::Sample { value: s.value, timestamp: at });
+            samples.push(prompb::Sample {
+                value: s.value,
+                timestamp: at,
+            });
             req.timeseries.push(prompb::TimeSeries { labels, samples });
         }
     }
     let bytes = prost::Message::encode_to_vec(&req);
     // Compressing a Vec cannot fail below snappy's 4 GB limit.
-    snap::raw::Encoder::new().compress_vec(&bytes).unwrap_or_default()
+    snap::raw::Encoder::new()
+        .compress_vec(&bytes)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -122,7 +146,11 @@ mod tests {
             help: "",
             kind: Kind::Counter,
             unit: None,
-            samples: vec![Sample { suffix: "_total", labels: vec![("run_id", "r1".into()), ("name", "n".into())], value: 42.0 }],
+            samples: vec![Sample {
+                suffix: "_total",
+                labels: vec![("run_id", "r1".into()), ("name", "n".into())],
+                value: 42.0,
+            }],
         };
         let body = encode(&[f], Some(1000), 2000);
         let raw = snap::raw::Decoder::new().decompress_vec(&body).unwrap();
@@ -131,6 +159,18 @@ mod tests {
         let names: Vec<&str> = ts.labels.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, ["__name__", "name", "run_id"]);
         assert_eq!(ts.labels[0].value, "volley_requests_total");
-        assert_eq!(ts.samples, [prompb::Sample { value: 0.0, timestamp: 1000 }, prompb::Sample { value: 42.0, timestamp: 2000 }]);
+        assert_eq!(
+            ts.samples,
+            [
+                prompb::Sample {
+                    value: 0.0,
+                    timestamp: 1000
+                },
+                prompb::Sample {
+                    value: 42.0,
+                    timestamp: 2000
+                }
+            ]
+        );
     }
 }

@@ -56,15 +56,29 @@ pub struct Sender {
 impl Sender {
     /// Starts the sender thread for `url`.
     pub fn start(kind: &'static str, url: &str) -> Result<Sender, ExportError> {
-        let parsed = reqwest::Url::parse(url).map_err(|e| ExportError::Url { kind, url: url.to_string(), why: e.to_string() })?;
+        let parsed = reqwest::Url::parse(url).map_err(|e| ExportError::Url {
+            kind,
+            url: url.to_string(),
+            why: e.to_string(),
+        })?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(ExportError::Url { kind, url: url.to_string(), why: "only http:// and https:// URLs are supported".into() });
+            return Err(ExportError::Url {
+                kind,
+                url: url.to_string(),
+                why: "only http:// and https:// URLs are supported".into(),
+            });
         }
         let shown = shown_url(&parsed);
         // reqwest is built without a default provider (that would be aws-lc): ring is ours.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder().timeout(TIMEOUT).build().map_err(|e| ExportError::Client(e.to_string()))?;
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| ExportError::Client(e.to_string()))?;
+        let client = reqwest::Client::builder()
+            .timeout(TIMEOUT)
+            .build()
+            .map_err(|e| ExportError::Client(e.to_string()))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| ExportError::Client(e.to_string()))?;
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let stats = Arc::new(Mutex::new(Stats::default()));
         let (s, label) = (stats.clone(), format!("{kind}={shown}"));
@@ -72,7 +86,12 @@ impl Sender {
             .name(format!("volley-out-{kind}"))
             .spawn(move || runtime.block_on(run(client, parsed, rx, s, label)))
             .map_err(|e| ExportError::Client(e.to_string()))?;
-        Ok(Sender { kind, shown, tx, stats })
+        Ok(Sender {
+            kind,
+            shown,
+            tx,
+            stats,
+        })
     }
 
     /// Queues a payload; never waits. A full queue drops it (counted, warned once).
@@ -101,7 +120,11 @@ impl Sender {
         let mut msg = Msg::Flush(done_tx);
         let flushed = loop {
             match self.tx.try_send(msg) {
-                Ok(()) => break done_rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).is_ok(),
+                Ok(()) => {
+                    break done_rx
+                        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                        .is_ok();
+                }
                 Err(TrySendError::Full(m)) if Instant::now() < deadline => {
                     msg = m;
                     std::thread::sleep(Duration::from_millis(10));
@@ -112,11 +135,27 @@ impl Sender {
         let mut st = self.stats.lock().unwrap();
         if !flushed && st.queued > 0 {
             st.dropped += st.queued;
-            st.last_error = Some(format!("{} payloads were still waiting {} s after the run ended", st.queued, FLUSH_WAIT.as_secs()));
-            eprintln!("volley: warning: --out {}={}: {}", self.kind, self.shown, st.last_error.as_deref().unwrap_or_default());
+            st.last_error = Some(format!(
+                "{} payloads were still waiting {} s after the run ended",
+                st.queued,
+                FLUSH_WAIT.as_secs()
+            ));
+            eprintln!(
+                "volley: warning: --out {}={}: {}",
+                self.kind,
+                self.shown,
+                st.last_error.as_deref().unwrap_or_default()
+            );
             st.queued = 0;
         }
-        let note = OutputNote { kind: self.kind.to_string(), url: self.shown.clone(), sent: st.sent, failed: st.failed, dropped: st.dropped, last_error: st.last_error.take() };
+        let note = OutputNote {
+            kind: self.kind.to_string(),
+            url: self.shown.clone(),
+            sent: st.sent,
+            failed: st.failed,
+            dropped: st.dropped,
+            last_error: st.last_error.take(),
+        };
         if note.failed + note.dropped > 0 {
             eprintln!(
                 "volley: --out {}={}: {} of {} payloads sent, {} failed, {} dropped (run.json `outputs`)",
@@ -128,13 +167,23 @@ impl Sender {
                 note.dropped
             );
         }
-        *st = Stats { warned_failure: st.warned_failure, warned_drop: st.warned_drop, ..Stats::default() };
+        *st = Stats {
+            warned_failure: st.warned_failure,
+            warned_drop: st.warned_drop,
+            ..Stats::default()
+        };
         note
     }
 }
 
 /// The sender thread: POSTs each payload (one retry on a transport error, 429 or 5xx).
-async fn run(client: reqwest::Client, url: reqwest::Url, rx: Receiver<Msg>, stats: Arc<Mutex<Stats>>, label: String) {
+async fn run(
+    client: reqwest::Client,
+    url: reqwest::Url,
+    rx: Receiver<Msg>,
+    stats: Arc<Mutex<Stats>>,
+    label: String,
+) {
     loop {
         // Blocking receive on this thread is fine: the runtime has nothing else to do.
         let msg = match rx.recv_timeout(Duration::from_secs(3600)) {
@@ -161,7 +210,9 @@ async fn run(client: reqwest::Client, url: reqwest::Url, rx: Receiver<Msg>, stat
             Err((_, why)) => {
                 st.failed += 1;
                 if !std::mem::replace(&mut st.warned_failure, true) {
-                    eprintln!("volley: warning: --out {label}: {why} (failures are counted in run.json; the run goes on)");
+                    eprintln!(
+                        "volley: warning: --out {label}: {why} (failures are counted in run.json; the run goes on)"
+                    );
                 }
                 st.last_error = Some(why);
             }
@@ -170,7 +221,11 @@ async fn run(client: reqwest::Client, url: reqwest::Url, rx: Receiver<Msg>, stat
 }
 
 /// One POST; `Err((retry, why))`.
-async fn post(client: &reqwest::Client, url: &reqwest::Url, payload: &Payload) -> Result<(), (bool, String)> {
+async fn post(
+    client: &reqwest::Client,
+    url: &reqwest::Url,
+    payload: &Payload,
+) -> Result<(), (bool, String)> {
     let mut req = client.post(url.clone()).body(payload.body.clone());
     for (k, v) in &payload.headers {
         req = req.header(*k, *v);
@@ -181,7 +236,13 @@ async fn post(client: &reqwest::Client, url: &reqwest::Url, payload: &Payload) -
             let status = resp.status();
             let text = resp.text().await.unwrap_or_default();
             let retry = status.is_server_error() || status.as_u16() == 429;
-            Err((retry, format!("the receiver answered HTTP {status}: {}", text.trim().chars().take(300).collect::<String>())))
+            Err((
+                retry,
+                format!(
+                    "the receiver answered HTTP {status}: {}",
+                    text.trim().chars().take(300).collect::<String>()
+                ),
+            ))
         }
         Err(e) => Err((true, format!("cannot send: {}", error_chain(&e)))),
     }
@@ -220,13 +281,31 @@ mod tests {
     #[test]
     fn an_unreachable_receiver_is_counted_as_failed_not_lost() {
         // A port nothing listens on (bound, then closed).
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let s = Sender::start("prometheus", &format!("http://127.0.0.1:{port}/api/v1/write")).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let s = Sender::start(
+            "prometheus",
+            &format!("http://127.0.0.1:{port}/api/v1/write"),
+        )
+        .unwrap();
         for _ in 0..3 {
-            s.send(Payload { body: vec![1, 2, 3], headers: vec![] });
+            s.send(Payload {
+                body: vec![1, 2, 3],
+                headers: vec![],
+            });
         }
         let note = s.flush_note();
-        assert_eq!((note.sent, note.failed, note.dropped), (0, 3, 0), "{note:?}");
-        assert!(note.last_error.as_deref().unwrap().contains("cannot send"), "{note:?}");
+        assert_eq!(
+            (note.sent, note.failed, note.dropped),
+            (0, 3, 0),
+            "{note:?}"
+        );
+        assert!(
+            note.last_error.as_deref().unwrap().contains("cannot send"),
+            "{note:?}"
+        );
     }
 }

@@ -23,9 +23,14 @@ impl Prometheus {
     pub fn start(scrape: Option<SocketAddr>) -> Prometheus {
         let bin = std::env::var("VOLLEY_PROMETHEUS").unwrap_or_else(|_| "prometheus".into());
         let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let mut config = String::from("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n");
+        let mut config =
+            String::from("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n");
         if let Some(target) = scrape {
             config.push_str(&format!("scrape_configs:\n  - job_name: volley\n    scrape_interval: 1s\n    static_configs:\n      - targets: ['{target}']\n"));
         }
@@ -42,12 +47,25 @@ impl Prometheus {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start `{bin}` ({e}): install Debian's prometheus package (scripts/test.sh does)"));
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let client = reqwest::Client::new();
-        let p = Prometheus { child, addr, dir, runtime, client };
+        let p = Prometheus {
+            child,
+            addr,
+            dir,
+            runtime,
+            client,
+        };
         let deadline = Instant::now() + Duration::from_secs(30);
         while !p.get("/-/ready").is_some_and(|(s, _)| s == 200) {
-            assert!(Instant::now() < deadline, "prometheus did not get ready in 30 s:\n{}", p.log());
+            assert!(
+                Instant::now() < deadline,
+                "prometheus did not get ready in 30 s:\n{}",
+                p.log()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         p
@@ -76,10 +94,17 @@ impl Prometheus {
     }
 
     fn api(&self, path: &str, params: &[(&str, String)]) -> serde_json::Value {
-        let url = reqwest::Url::parse_with_params(&format!("http://{}{path}", self.addr), params).unwrap();
-        let (status, body) = self.get(&url[url::Position::BeforePath..]).expect("prometheus answers");
-        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
-        assert!(status == 200 && v["status"] == "success", "{path} {params:?}: HTTP {status} {body}");
+        let url = reqwest::Url::parse_with_params(&format!("http://{}{path}", self.addr), params)
+            .unwrap();
+        let (status, body) = self
+            .get(&url[url::Position::BeforePath..])
+            .expect("prometheus answers");
+        let v: serde_json::Value =
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        assert!(
+            status == 200 && v["status"] == "success",
+            "{path} {params:?}: HTTP {status} {body}"
+        );
         v["data"]["result"].clone()
     }
 
@@ -93,16 +118,42 @@ impl Prometheus {
         let r = self.query(promql);
         let series = r.as_array().unwrap();
         assert!(series.len() <= 1, "{promql}: more than one series: {r}");
-        series.first().map(|s| s["value"][1].as_str().unwrap().parse().unwrap())
+        series
+            .first()
+            .map(|s| s["value"][1].as_str().unwrap().parse().unwrap())
     }
 
     /// A range query from `start` to `end` (Unix s) at `step` s: each series' labels and values.
-    pub fn query_range(&self, promql: &str, start: f64, end: f64, step: f64) -> Vec<(serde_json::Value, Vec<f64>)> {
-        let r = self.api("/api/v1/query_range", &[("query", promql.into()), ("start", start.to_string()), ("end", end.to_string()), ("step", step.to_string())]);
+    pub fn query_range(
+        &self,
+        promql: &str,
+        start: f64,
+        end: f64,
+        step: f64,
+    ) -> Vec<(serde_json::Value, Vec<f64>)> {
+        let r = self.api(
+            "/api/v1/query_range",
+            &[
+                ("query", promql.into()),
+                ("start", start.to_string()),
+                ("end", end.to_string()),
+                ("step", step.to_string()),
+            ],
+        );
         r.as_array()
             .unwrap()
             .iter()
-            .map(|s| (s["metric"].clone(), s["values"].as_array().unwrap().iter().map(|v| v[1].as_str().unwrap().parse().unwrap()).collect()))
+            .map(|s| {
+                (
+                    s["metric"].clone(),
+                    s["values"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v[1].as_str().unwrap().parse().unwrap())
+                        .collect(),
+                )
+            })
             .collect()
     }
 }

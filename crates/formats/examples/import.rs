@@ -11,7 +11,12 @@ fn main() {
             Ok(src) => {
                 let tests: u64 = src.series.intervals.iter().map(|i| i.tests).sum();
                 let errors: u64 = src.series.intervals.iter().map(|i| i.errors).sum();
-                println!("{path}: {:?}, {} intervals, {tests} tests, {errors} errors, {} histograms", src.format, src.series.intervals.len(), src.histograms.len());
+                println!(
+                    "{path}: {:?}, {} intervals, {tests} tests, {errors} errors, {} histograms",
+                    src.format,
+                    src.series.intervals.len(),
+                    src.histograms.len()
+                );
             }
             Err(e) => {
                 eprintln!("{path}: {e}");

@@ -50,7 +50,11 @@ const LABEL_ROWS_PER_RECORD: usize = 50;
 /// `us` is exact as an `f64` and the quotient is that whole number, exactly).
 #[inline]
 fn us_as_ms(us: u64) -> f64 {
-    if us < 1 << 53 && us.is_multiple_of(1000) { (us / 1000) as f64 } else { ms_of(us) }
+    if us < 1 << 53 && us.is_multiple_of(1000) {
+        (us / 1000) as f64
+    } else {
+        ms_of(us)
+    }
 }
 
 /// `us as f64 / 1000.0`. Not inlined: inlined, the division is done ahead of the test that
@@ -71,7 +75,11 @@ fn divided(ms: f64, interval_ms: f64) -> i64 {
 #[inline]
 fn floor(x: f64) -> i64 {
     let t = x as i64;
-    if (t as f64) > x { t.saturating_sub(1) } else { t }
+    if (t as f64) > x {
+        t.saturating_sub(1)
+    } else {
+        t
+    }
 }
 
 /// One request as another tool recorded it.
@@ -123,7 +131,10 @@ impl Slot {
         self.total_sumsq += other.total_sumsq;
         self.ttfb_n += other.ttfb_n;
         self.vusers = self.vusers.max(other.vusers);
-        for (x, y) in [(&other.ttfb, &mut self.ttfb), (&other.total, &mut self.total)] {
+        for (x, y) in [
+            (&other.ttfb, &mut self.ttfb),
+            (&other.total, &mut self.total),
+        ] {
             if !x.is_empty() {
                 *y = if y.is_empty() { x.clone() } else { y.merged(x) };
             }
@@ -233,7 +244,10 @@ impl Slots {
         let keep = self.dirty.split_off(&limit);
         for k in std::mem::replace(&mut self.dirty, keep) {
             if let Some(slot) = self.map.get_mut(&k) {
-                for (raw, compact) in [(&mut slot.ttfb_raw, &mut slot.ttfb), (&mut slot.total_raw, &mut slot.total)] {
+                for (raw, compact) in [
+                    (&mut slot.ttfb_raw, &mut slot.ttfb),
+                    (&mut slot.total_raw, &mut slot.total),
+                ] {
                     compact.add_values(raw);
                     spare::give(std::mem::take(raw));
                 }
@@ -339,7 +353,12 @@ impl Bucketer {
     /// and `newest` is the latest interval of any record before the part (when known: a
     /// part read ahead of the ones before it assumes none, and [`Bucketer::exact_after`]
     /// says whether that was right).
-    pub fn part(interval_s: f64, locator: Locator, origin_ms: Option<f64>, newest: Option<i64>) -> Self {
+    pub fn part(
+        interval_s: f64,
+        locator: Locator,
+        origin_ms: Option<f64>,
+        newest: Option<i64>,
+    ) -> Self {
         let mut b = Bucketer::located(interval_s, locator);
         b.origin_ms = origin_ms;
         if let Some(n) = newest {
@@ -409,8 +428,15 @@ impl Bucketer {
         self.lowest = self.lowest.min(later.lowest);
         self.vus_gauge.extend(later.vus_gauge);
         // Labels in the order of their first record over both parts.
-        let new = later.labels.iter().filter(|(name, _)| !self.label_index.contains_key(name)).count();
-        if self.too_many_labels == 0 && later.too_many_labels == 0 && self.labels.len() + new > MAX_LABELS {
+        let new = later
+            .labels
+            .iter()
+            .filter(|(name, _)| !self.label_index.contains_key(name))
+            .count();
+        if self.too_many_labels == 0
+            && later.too_many_labels == 0
+            && self.labels.len() + new > MAX_LABELS
+        {
             self.too_many_labels = self.labels.len() + new;
         }
         if self.too_many_labels > 0 || later.too_many_labels > 0 {
@@ -469,7 +495,8 @@ impl Bucketer {
             }
             None => {
                 self.labels.push((label.to_string(), Slots::default()));
-                self.label_index.insert(label.to_string(), self.labels.len() - 1);
+                self.label_index
+                    .insert(label.to_string(), self.labels.len() - 1);
                 self.labels.len() - 1
             }
         };
@@ -508,12 +535,16 @@ impl Bucketer {
     #[inline]
     fn add_to(&mut self, r: &RequestRecord, label: Option<usize>) {
         self.records += 1;
-        let end = r.end_ms.unwrap_or_else(|| r.start_ms + us_as_ms(r.total_us));
+        let end = r
+            .end_ms
+            .unwrap_or_else(|| r.start_ms + us_as_ms(r.total_us));
         self.span_ms = Some(match self.span_ms {
             Some((a, b)) => (a.min(r.start_ms), b.max(end)),
             None => (r.start_ms, end),
         });
-        let origin = *self.origin_ms.get_or_insert_with(|| (r.start_ms / 1000.0).floor() * 1000.0);
+        let origin = *self
+            .origin_ms
+            .get_or_insert_with(|| (r.start_ms / 1000.0).floor() * 1000.0);
         let idx = self.interval_of(r.start_ms - origin);
         let slots = match label {
             Some(i) => &mut self.labels[i].1,
@@ -587,7 +618,9 @@ impl Bucketer {
             self.slots.merge(label);
         }
         let edges = self.cut_edges();
-        let Some(mut grid) = self.grid() else { return Bucketed::default() };
+        let Some(mut grid) = self.grid() else {
+            return Bucketed::default();
+        };
         let mut span_note = None;
         if let Some((e, note)) = edges {
             grid.edges = Some(e);
@@ -597,7 +630,10 @@ impl Bucketer {
         if let Some(origin) = self.origin_ms {
             for &(at, v) in &self.vus_gauge {
                 let k = ((at - origin) / self.interval_ms).floor() as i64;
-                let k = self.folds.iter().fold(k, |k, &(from, into)| if k == from { into } else { k });
+                let k = self
+                    .folds
+                    .iter()
+                    .fold(k, |k, &(from, into)| if k == from { into } else { k });
                 gauge.insert(k, v);
             }
         }
@@ -618,7 +654,8 @@ impl Bucketer {
             });
         }
         let label_rows = grid.wanted.len().saturating_mul(self.labels.len());
-        let allowed = LABEL_ROWS_FLOOR.max((self.records as usize).saturating_mul(LABEL_ROWS_PER_RECORD));
+        let allowed =
+            LABEL_ROWS_FLOOR.max((self.records as usize).saturating_mul(LABEL_ROWS_PER_RECORD));
         if label_rows > allowed {
             out.notes.push(format!(
                 "{} labels over {} intervals: only the totals are kept (a label series per interval would take memory out of proportion to this file).",
@@ -654,7 +691,15 @@ impl Bucketer {
                 last: true,
                 why: "The time stamps are whole seconds".to_string(),
             });
-            return Some((Edges { start_ms: f64::NAN, end_ms: f64::NAN, first: first0, last: last0 }, note));
+            return Some((
+                Edges {
+                    start_ms: f64::NAN,
+                    end_ms: f64::NAN,
+                    first: first0,
+                    last: last0,
+                },
+                note,
+            ));
         }
         let i = self.interval_ms;
         let at = |k: i64| origin + k as f64 * i;
@@ -682,7 +727,15 @@ impl Bucketer {
             last_folded,
             interval_s: i / 1000.0,
         });
-        Some((Edges { start_ms: start, end_ms: end, first, last }, note))
+        Some((
+            Edges {
+                start_ms: start,
+                end_ms: end,
+                first,
+                last,
+            },
+            note,
+        ))
     }
 
     /// Moves interval `from` into interval `into`, for the total and every label.
@@ -701,10 +754,17 @@ impl Bucketer {
         let period = self.interval_ms / 1000.0;
         let keys: Vec<i64> = self.slots.map.keys().copied().collect();
         // Empty intervals between consecutive occupied ones.
-        let gaps: Vec<i64> = keys.windows(2).map(|w| w[1].saturating_sub(w[0]).saturating_sub(1)).collect();
-        let budget = ROWS_FLOOR.max(keys.len().saturating_mul(ROWS_PER_OCCUPIED)).saturating_sub(keys.len()) as i64;
+        let gaps: Vec<i64> = keys
+            .windows(2)
+            .map(|w| w[1].saturating_sub(w[0]).saturating_sub(1))
+            .collect();
+        let budget = ROWS_FLOOR
+            .max(keys.len().saturating_mul(ROWS_PER_OCCUPIED))
+            .saturating_sub(keys.len()) as i64;
         // Fill the short gaps, shortest first, while the budget lasts.
-        let mut order: Vec<usize> = (0..gaps.len()).filter(|&i| gaps[i] > 0 && gaps[i] < MAX_FILLED_GAP).collect();
+        let mut order: Vec<usize> = (0..gaps.len())
+            .filter(|&i| gaps[i] > 0 && gaps[i] < MAX_FILLED_GAP)
+            .collect();
         order.sort_by_key(|&i| gaps[i]);
         let mut fill = vec![false; gaps.len()];
         let mut used = 0i64;
@@ -731,33 +791,70 @@ impl Bucketer {
         const LISTED: usize = 5;
         for &(prev, k) in unfilled.iter().take(LISTED) {
             let (len, gap) = ((k - prev) as f64 * period, k - prev - 1);
-            let what = if gap >= MAX_FILLED_GAP { "the file holds separate runs" } else { "the file is too sparse to fill every gap" };
+            let what = if gap >= MAX_FILLED_GAP {
+                "the file holds separate runs"
+            } else {
+                "the file is too sparse to fill every gap"
+            };
             notes.push(format!(
                 "No request for {len:.0} s after {:.0} s: {what}; the gap is left out of the series.",
                 (prev - first + 1) as f64 * period
             ));
         }
         if unfilled.len() > LISTED {
-            notes.push(format!("{} more gaps without any request are left out of the series.", unfilled.len() - LISTED));
+            notes.push(format!(
+                "{} more gaps without any request are left out of the series.",
+                unfilled.len() - LISTED
+            ));
         }
-        Some(Grid { first, wanted, notes, edges: None })
+        Some(Grid {
+            first,
+            wanted,
+            notes,
+            edges: None,
+        })
     }
 
     /// Rows and histograms of `slots` on `grid` (empty slots give zero rows), with the VUs of
     /// `gauge` where it has them; the histograms are keyed to `step` (a label), or to the run.
-    fn rows(&self, slots: &mut Slots, grid: &Grid, step: Option<usize>, gauge: &BTreeMap<i64, f64>) -> Bucketed {
-        let (ttfb_key, total_key) = (HistKey { metric: HistMetric::Ttfb, step }, HistKey { metric: HistMetric::Total, step });
+    fn rows(
+        &self,
+        slots: &mut Slots,
+        grid: &Grid,
+        step: Option<usize>,
+        gauge: &BTreeMap<i64, f64>,
+    ) -> Bucketed {
+        let (ttfb_key, total_key) = (
+            HistKey {
+                metric: HistMetric::Ttfb,
+                step,
+            },
+            HistKey {
+                metric: HistMetric::Total,
+                step,
+            },
+        );
         let period = self.interval_ms / 1000.0;
         let mut out = Bucketed::default();
         let mut empty = Slot::default();
         for &idx in &grid.wanted {
             // The histograms are moved out: each interval is reported once, and last.
             let slot = slots.map.get_mut(&idx).unwrap_or(&mut empty);
-            let blind = grid.edges.is_some_and(|e| e.start_ms.is_nan() && e.last - e.first >= 2 && (idx == e.first || idx == e.last));
+            let blind = grid.edges.is_some_and(|e| {
+                e.start_ms.is_nan() && e.last - e.first >= 2 && (idx == e.first || idx == e.last)
+            });
             let (start_s, period) = match (grid.edges, self.origin_ms) {
                 (Some(e), Some(origin)) if !e.start_ms.is_nan() => {
-                    let from = if idx == e.first { e.start_ms } else { origin + idx as f64 * self.interval_ms };
-                    let to = if idx == e.last { e.end_ms } else { origin + (idx + 1) as f64 * self.interval_ms };
+                    let from = if idx == e.first {
+                        e.start_ms
+                    } else {
+                        origin + idx as f64 * self.interval_ms
+                    };
+                    let to = if idx == e.last {
+                        e.end_ms
+                    } else {
+                        origin + (idx + 1) as f64 * self.interval_ms
+                    };
                     ((from - e.start_ms) / 1000.0, (to - from) / 1000.0)
                 }
                 _ => ((idx - grid.first) as f64 * period, period),
@@ -771,14 +868,26 @@ impl Bucketer {
             }
             if slot.ttfb_n < slot.counts.tests {
                 // Successes without a first-byte time are not averaged in as 0 ms.
-                row.mttfb_ms = if slot.ttfb_n == 0 { f64::NAN } else { slot.counts.ttfb_sum_us as f64 / slot.ttfb_n as f64 / 1000.0 };
+                row.mttfb_ms = if slot.ttfb_n == 0 {
+                    f64::NAN
+                } else {
+                    slot.counts.ttfb_sum_us as f64 / slot.ttfb_n as f64 / 1000.0
+                };
             }
             out.series.intervals.push(row);
             out.errors_by_kind.push(slot.counts.errors_by_kind);
             if slots.has_ttfb {
-                out.histograms.push(LoggedHistogram { key: ttfb_key, start_s, histogram: std::mem::take(&mut slot.ttfb) });
+                out.histograms.push(LoggedHistogram {
+                    key: ttfb_key,
+                    start_s,
+                    histogram: std::mem::take(&mut slot.ttfb),
+                });
             }
-            out.histograms.push(LoggedHistogram { key: total_key, start_s, histogram: std::mem::take(&mut slot.total) });
+            out.histograms.push(LoggedHistogram {
+                key: total_key,
+                start_s,
+                histogram: std::mem::take(&mut slot.total),
+            });
         }
         out
     }
@@ -863,10 +972,17 @@ mod tests {
             for at in 0..n {
                 let mut b = a.clone().into_bytes();
                 b[at] = b'A' + (b[at] - b'a');
-                assert!(!same_name(&a, std::str::from_utf8(&b).unwrap()), "{n} bytes, differing at {at}");
+                assert!(
+                    !same_name(&a, std::str::from_utf8(&b).unwrap()),
+                    "{n} bytes, differing at {at}"
+                );
             }
             let longer = format!("{a}a");
-            assert!(!same_name(&a, &longer) && !same_name(&longer, &a), "{n} and {} bytes", n + 1);
+            assert!(
+                !same_name(&a, &longer) && !same_name(&longer, &a),
+                "{n} and {} bytes",
+                n + 1
+            );
         }
     }
 
@@ -887,27 +1003,77 @@ mod tests {
                 1 => rng.u64(0..1 << 50),
                 _ => rng.u64(..),
             };
-            assert_eq!(us_as_ms(us).to_bits(), (us as f64 / 1000.0).to_bits(), "{us}");
+            assert_eq!(
+                us_as_ms(us).to_bits(),
+                (us as f64 / 1000.0).to_bits(),
+                "{us}"
+            );
         }
         let edge = (1u64 << 40) as f64;
-        for ms in [999.0, 1000.0, -1.0, -1000.0, -1001.0, 0.0, -0.0, edge - 1.0, edge, edge + 1.0, 1.0 - edge, -edge, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        for ms in [
+            999.0,
+            1000.0,
+            -1.0,
+            -1000.0,
+            -1001.0,
+            0.0,
+            -0.0,
+            edge - 1.0,
+            edge,
+            edge + 1.0,
+            1.0 - edge,
+            -edge,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
             assert_eq!(b.interval_of(ms), floor(ms / 1000.0), "{ms}");
         }
         let half = Bucketer::new(0.5);
         for ms in [0.0, 499.0, 500.0, 1999.0, -1.0, 12_345_678.0] {
-            assert_eq!(half.interval_of(ms), floor(ms / 500.0), "{ms} on a half-second grid");
+            assert_eq!(
+                half.interval_of(ms),
+                floor(ms / 500.0),
+                "{ms} on a half-second grid"
+            );
         }
     }
 
     #[test]
     fn floor_is_the_library_floor() {
-        for x in [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.999, -1.999, 1e15 + 0.5, -1e15 - 0.5, 9.3e18, -9.3e18, 1e300, -1e300, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 4503599627370495.5, -4503599627370495.5] {
+        for x in [
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.0,
+            -1.0,
+            1.999,
+            -1.999,
+            1e15 + 0.5,
+            -1e15 - 0.5,
+            9.3e18,
+            -9.3e18,
+            1e300,
+            -1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            4503599627370495.5,
+            -4503599627370495.5,
+        ] {
             assert_eq!(floor(x), x.floor() as i64, "{x}");
         }
     }
 
     fn rec(start_ms: f64, ms: u64, error: Option<ErrorKind>) -> RequestRecord {
-        RequestRecord { start_ms, ttfb_us: Some(ms * 1000), total_us: ms * 1000, error, ..Default::default() }
+        RequestRecord {
+            start_ms,
+            ttfb_us: Some(ms * 1000),
+            total_us: ms * 1000,
+            error,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -917,7 +1083,13 @@ mod tests {
         b.add(&rec(10_900.0, 7, None));
         b.add(&rec(13_100.0, 9, Some(ErrorKind::Status)));
         b.add(&rec(10_100.0, 3, None)); // out of order, same interval
-        let Bucketed { series, histograms: hists, errors_by_kind: kinds, input_notes, .. } = b.finish();
+        let Bucketed {
+            series,
+            histograms: hists,
+            errors_by_kind: kinds,
+            input_notes,
+            ..
+        } = b.finish();
         // The traffic spans 10.100 s → 13.109 s: the first interval is cut to its 0.9 s, the
         // last (0.109 s) is folded into the empty one before it.
         assert_eq!(series.intervals.len(), 3);
@@ -932,7 +1104,17 @@ mod tests {
         assert_eq!(kinds[2][ErrorKind::Status.index()], 1);
         assert_eq!(hists.iter().filter(|h| h.key == HistKey::TTFB).count(), 3);
         assert_eq!(hists[0].histogram.len(), 3);
-        assert!(matches!(input_notes[..], [InputNote::Span { first_folded: false, last_folded: true, .. }]), "{input_notes:?}");
+        assert!(
+            matches!(
+                input_notes[..],
+                [InputNote::Span {
+                    first_folded: false,
+                    last_folded: true,
+                    ..
+                }]
+            ),
+            "{input_notes:?}"
+        );
     }
 
     #[test]
@@ -944,7 +1126,15 @@ mod tests {
         let out = b.finish();
         let (series, hists) = (out.series, out.histograms);
         assert_eq!(series.intervals[0].tests, 2);
-        assert_eq!(hists.iter().find(|h| h.key == HistKey::TOTAL && h.start_s == 0.0).unwrap().histogram.len(), 2);
+        assert_eq!(
+            hists
+                .iter()
+                .find(|h| h.key == HistKey::TOTAL && h.start_s == 0.0)
+                .unwrap()
+                .histogram
+                .len(),
+            2
+        );
         assert_eq!(series.tests(), 3);
     }
 
@@ -952,17 +1142,37 @@ mod tests {
     fn records_far_out_of_order_are_counted_in_their_own_interval_and_said_so() {
         let mut b = Bucketer::new(1.0);
         for s in 0..60 {
-            b.add(&RequestRecord { place: s + 2, ..rec(s as f64 * 1000.0, 1, None) });
+            b.add(&RequestRecord {
+                place: s + 2,
+                ..rec(s as f64 * 1000.0, 1, None)
+            });
         }
-        b.add(&RequestRecord { place: 99, ..rec(5_500.0, 7, None) }); // 54 s late: interval 5 is sealed
+        b.add(&RequestRecord {
+            place: 99,
+            ..rec(5_500.0, 7, None)
+        }); // 54 s late: interval 5 is sealed
         let out = b.finish();
         assert_eq!(out.series.intervals[5].tests, 2);
         assert_eq!(out.series.tests(), 61);
-        let five = out.histograms.iter().find(|h| h.key == HistKey::TOTAL && h.start_s == 5.0).unwrap();
-        assert_eq!(five.histogram.len(), 2, "the late record is in the histogram too");
+        let five = out
+            .histograms
+            .iter()
+            .find(|h| h.key == HistKey::TOTAL && h.start_s == 5.0)
+            .unwrap();
         assert_eq!(
-            out.input_notes.iter().filter(|n| matches!(n, InputNote::Used { .. })).map(ToString::to_string).collect::<Vec<_>>(),
-            ["1 row (line 99): stamped more than 30 s (up to 54 s) before a record above (the clock stepped back?): counted in the interval of its own time stamp."]
+            five.histogram.len(),
+            2,
+            "the late record is in the histogram too"
+        );
+        assert_eq!(
+            out.input_notes
+                .iter()
+                .filter(|n| matches!(n, InputNote::Used { .. }))
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            [
+                "1 row (line 99): stamped more than 30 s (up to 54 s) before a record above (the clock stepped back?): counted in the interval of its own time stamp."
+            ]
         );
     }
 
@@ -976,11 +1186,28 @@ mod tests {
         for i in 0..n {
             b.add(&rec((i % 3_000) as f64 * 1000.0, 1 + i % 50, None));
         }
-        assert!(b.slots.dirty.len() <= OPEN_INTERVALS as usize + 3_000, "{} dirty slots", b.slots.dirty.len());
-        assert!(b.slots.map.values().map(|s| s.total_raw.len()).sum::<usize>() < LATE_RAW_LIMIT, "raw values are sealed in batches");
+        assert!(
+            b.slots.dirty.len() <= OPEN_INTERVALS as usize + 3_000,
+            "{} dirty slots",
+            b.slots.dirty.len()
+        );
+        assert!(
+            b.slots
+                .map
+                .values()
+                .map(|s| s.total_raw.len())
+                .sum::<usize>()
+                < LATE_RAW_LIMIT,
+            "raw values are sealed in batches"
+        );
         let out = b.finish();
         assert_eq!(out.series.tests(), n + 1);
-        let logged: u64 = out.histograms.iter().filter(|h| h.key == HistKey::TOTAL).map(|h| h.histogram.len()).sum();
+        let logged: u64 = out
+            .histograms
+            .iter()
+            .filter(|h| h.key == HistKey::TOTAL)
+            .map(|h| h.histogram.len())
+            .sum();
         assert_eq!(logged, n + 1);
     }
 
@@ -995,7 +1222,12 @@ mod tests {
         b.seal();
         let (ttfb, total) = (spare::take(), spare::take());
         assert!(ttfb.is_empty() && total.is_empty());
-        assert!(ttfb.capacity() >= 1_000 && total.capacity() >= 1_000, "{} {}", ttfb.capacity(), total.capacity());
+        assert!(
+            ttfb.capacity() >= 1_000 && total.capacity() >= 1_000,
+            "{} {}",
+            ttfb.capacity(),
+            total.capacity()
+        );
         // A new interval takes them (no buffer grows from nothing while spares are kept).
         spare::give(ttfb);
         spare::give(total);
@@ -1008,7 +1240,11 @@ mod tests {
         spare::give(Vec::with_capacity(big));
         spare::give(Vec::with_capacity(1));
         assert!(spare::take().capacity() >= big);
-        assert_eq!(spare::take().capacity(), 0, "the second buffer went past the bound");
+        assert_eq!(
+            spare::take().capacity(),
+            0,
+            "the second buffer went past the bound"
+        );
         // Sealing changed nothing but where the memory came from.
         let out = b.finish();
         assert_eq!(out.series.tests(), 1_001);
@@ -1023,11 +1259,30 @@ mod tests {
             b.add_labelled(&rec(i as f64 * 299_000.0, 1, None), ["a", "b", "c"][i % 3]);
         }
         let out = b.finish();
-        assert!(out.series.intervals.len() <= ROWS_PER_OCCUPIED * n, "{} rows", out.series.intervals.len());
+        assert!(
+            out.series.intervals.len() <= ROWS_PER_OCCUPIED * n,
+            "{} rows",
+            out.series.intervals.len()
+        );
         assert_eq!(out.series.tests(), n as u64);
-        assert!(out.notes.iter().any(|m| m.contains("too sparse to fill every gap")), "{:?}", out.notes);
-        assert!(out.per_label.is_empty(), "3 labels × every row would take memory out of proportion");
-        assert!(out.notes.iter().any(|m| m.contains("only the totals are kept")), "{:?}", out.notes);
+        assert!(
+            out.notes
+                .iter()
+                .any(|m| m.contains("too sparse to fill every gap")),
+            "{:?}",
+            out.notes
+        );
+        assert!(
+            out.per_label.is_empty(),
+            "3 labels × every row would take memory out of proportion"
+        );
+        assert!(
+            out.notes
+                .iter()
+                .any(|m| m.contains("only the totals are kept")),
+            "{:?}",
+            out.notes
+        );
     }
 
     #[test]
@@ -1054,7 +1309,11 @@ mod tests {
         }
         let out = b.finish();
         let tps: Vec<f64> = out.series.intervals.iter().map(|r| r.tps).collect();
-        assert_eq!(out.series.intervals.len(), 4, "both slivers are folded into their neighbours");
+        assert_eq!(
+            out.series.intervals.len(),
+            4,
+            "both slivers are folded into their neighbours"
+        );
         assert_eq!(out.series.tests(), 46);
         for t in &tps {
             assert!((t - 10.0).abs() < 0.1, "{tps:?}");
@@ -1075,17 +1334,30 @@ mod tests {
         }
         let out = b.finish();
         let tps: Vec<f64> = out.series.intervals.iter().map(|r| r.tps).collect();
-        assert!(tps[0].is_nan() && tps[4].is_nan() && tps[1..4] == [10.0, 10.0, 10.0], "{tps:?}");
+        assert!(
+            tps[0].is_nan() && tps[4].is_nan() && tps[1..4] == [10.0, 10.0, 10.0],
+            "{tps:?}"
+        );
         assert_eq!(out.series.tests(), 36, "the edges still count");
-        assert!(matches!(out.input_notes[..], [InputNote::EdgesUnknown { .. }]), "{:?}", out.input_notes);
+        assert!(
+            matches!(out.input_notes[..], [InputNote::EdgesUnknown { .. }]),
+            "{:?}",
+            out.input_notes
+        );
     }
 
     #[test]
     fn successes_without_a_first_byte_time_are_not_averaged_in_as_zero() {
         let mut b = Bucketer::new(1.0);
         b.add(&rec(0.0, 10, None));
-        b.add(&RequestRecord { ttfb_us: None, ..rec(100.0, 30, None) });
-        b.add(&RequestRecord { ttfb_us: None, ..rec(1_600.0, 30, None) });
+        b.add(&RequestRecord {
+            ttfb_us: None,
+            ..rec(100.0, 30, None)
+        });
+        b.add(&RequestRecord {
+            ttfb_us: None,
+            ..rec(1_600.0, 30, None)
+        });
         assert_eq!(b.ttfb_missing(), 2);
         let out = b.finish();
         assert_eq!(out.series.intervals[0].mttfb_ms, 10.0);
@@ -1096,8 +1368,18 @@ mod tests {
     /// The rows and the run's histograms of `b`, printed (bit for bit).
     fn total_of(b: Bucketer) -> (String, usize) {
         let out = b.finish();
-        let hists: Vec<_> = out.histograms.iter().filter(|h| h.key.step.is_none()).collect();
-        (format!("{:?}\n{:?}\n{:?}\n{:?}", out.series.intervals, hists, out.errors_by_kind, out.input_notes), out.per_label.len())
+        let hists: Vec<_> = out
+            .histograms
+            .iter()
+            .filter(|h| h.key.step.is_none())
+            .collect();
+        (
+            format!(
+                "{:?}\n{:?}\n{:?}\n{:?}",
+                out.series.intervals, hists, out.errors_by_kind, out.input_notes
+            ),
+            out.per_label.len(),
+        )
     }
 
     #[test]
@@ -1106,8 +1388,17 @@ mod tests {
         let records: Vec<(RequestRecord, usize)> = (0..40_000)
             .map(|i| {
                 // 5 labels at first; from record 30,000 on, more than MAX_LABELS in all.
-                let label = if i < 30_000 { rng.usize(0..5) } else { rng.usize(0..80) };
-                let start = i as f64 * 3.0 - if i % 5_000 == 7 { 200_000.0 } else { rng.f64() * 2_000.0 };
+                let label = if i < 30_000 {
+                    rng.usize(0..5)
+                } else {
+                    rng.usize(0..80)
+                };
+                let start = i as f64 * 3.0
+                    - if i % 5_000 == 7 {
+                        200_000.0
+                    } else {
+                        rng.f64() * 2_000.0
+                    };
                 let error = (i % 53 == 0).then_some(ErrorKind::Status);
                 let mut r = rec(start, rng.u64(1..400), error);
                 r.ttfb_us = (label != 3).then(|| rng.u64(1..100_000));
@@ -1126,23 +1417,41 @@ mod tests {
             let (a, _) = total_of(plain);
             let (b, labels) = total_of(labelled);
             assert_eq!(a, b, "the total of {n} labelled records");
-            assert_eq!(labels, if n == 20_000 { 5 } else { 0 }, "labels broken down");
+            assert_eq!(
+                labels,
+                if n == 20_000 { 5 } else { 0 },
+                "labels broken down"
+            );
         }
         // In parts: each part's labels (and one part's overflow) add up the same, and so do
         // two parts of 30 labels each (60 together: too many, in neither part alone).
-        let rising: Vec<(RequestRecord, usize)> = records.iter().enumerate().map(|(i, (r, _))| (*r, i * 60 / records.len())).collect();
-        for (records, cuts) in [(&records, [1, 15_000, 35_000]), (&rising, [1, 20_000, 39_999])] {
+        let rising: Vec<(RequestRecord, usize)> = records
+            .iter()
+            .enumerate()
+            .map(|(i, (r, _))| (*r, i * 60 / records.len()))
+            .collect();
+        for (records, cuts) in [
+            (&records, [1, 15_000, 35_000]),
+            (&rising, [1, 20_000, 39_999]),
+        ] {
             let one = {
                 let mut b = Bucketer::new(1.0);
-                records.iter().for_each(|(r, l)| b.add_labelled(r, &format!("label {l}")));
+                records
+                    .iter()
+                    .for_each(|(r, l)| b.add_labelled(r, &format!("label {l}")));
                 total_of(b)
             };
             assert_eq!(one.1, 0, "more than {MAX_LABELS} labels in all");
             for cut in cuts {
                 let mut first = Bucketer::new(1.0);
-                records[..cut].iter().for_each(|(r, l)| first.add_labelled(r, &format!("label {l}")));
-                let mut second = Bucketer::part(1.0, Locator::Line, first.origin_ms(), first.newest());
-                records[cut..].iter().for_each(|(r, l)| second.add_labelled(r, &format!("label {l}")));
+                records[..cut]
+                    .iter()
+                    .for_each(|(r, l)| first.add_labelled(r, &format!("label {l}")));
+                let mut second =
+                    Bucketer::part(1.0, Locator::Line, first.origin_ms(), first.newest());
+                records[cut..]
+                    .iter()
+                    .for_each(|(r, l)| second.add_labelled(r, &format!("label {l}")));
                 first.absorb(second, 0);
                 assert_eq!(total_of(first), one, "cut at {cut}");
             }

@@ -49,14 +49,39 @@ fn days(s: &[u8]) -> Option<i64> {
     if s[4] != b'-' || s[7] != b'-' {
         return None;
     }
-    let (year, month, day) = (two(&s[0..2])? * 100 + two(&s[2..4])?, two(&s[5..7])?, two(&s[8..10])?);
+    let (year, month, day) = (
+        two(&s[0..2])? * 100 + two(&s[2..4])?,
+        two(&s[5..7])?,
+        two(&s[8..10])?,
+    );
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if !(1970..=9998).contains(&year) || !(1..=12).contains(&month) || day < 1 || day > month_days[(month - 1) as usize] {
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1970..=9998).contains(&year)
+        || !(1..=12).contains(&month)
+        || day < 1
+        || day > month_days[(month - 1) as usize]
+    {
         return None;
     }
     // Days from the civil date (Howard Hinnant's algorithm).
-    let (y, m) = if month <= 2 { (year - 1, month + 9) } else { (year, month - 3) };
+    let (y, m) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
     let era = y / 400;
     let yoe = y - era * 400;
     let doy = (153 * m + 2) / 5 + day - 1;
@@ -83,7 +108,12 @@ mod tests {
 
     fn by_jiff(s: &str) -> Option<i64> {
         let dt: jiff::civil::DateTime = s.parse().ok()?;
-        Some(dt.to_zoned(jiff::tz::TimeZone::UTC).ok()?.timestamp().as_second())
+        Some(
+            dt.to_zoned(jiff::tz::TimeZone::UTC)
+                .ok()?
+                .timestamp()
+                .as_second(),
+        )
     }
 
     #[test]
@@ -105,18 +135,45 @@ mod tests {
             match read {
                 Some(got) => assert_eq!(Some(got), by_jiff(&s), "{s}"),
                 // Left to jiff: outside the years read by hand, a leap second, or no date.
-                None => assert!(!(1970..=9998).contains(&y) || se == 60 || by_jiff(&s).is_none(), "{s}"),
+                None => assert!(
+                    !(1970..=9998).contains(&y) || se == 60 || by_jiff(&s).is_none(),
+                    "{s}"
+                ),
             }
         }
-        for s in ["2026-04-13 21:14:09", "1970-01-01 00:00:00", "2024-02-29 23:59:59", "9998-12-31 23:59:59"] {
+        for s in [
+            "2026-04-13 21:14:09",
+            "1970-01-01 00:00:00",
+            "2024-02-29 23:59:59",
+            "9998-12-31 23:59:59",
+        ] {
             assert_eq!(seconds(s.as_bytes(), b' '), by_jiff(s), "{s}");
         }
         // Read one after another (a date again, a new date, a bad one between), the same.
         let mut dates = Dates::default();
-        for s in ["2026-04-13 21:14:09", "2026-04-13 23:59:59", "2026-04-13 24:00:00", "2026-04-14 00:00:00", "2026-04-1x 00:00:01", "2026-04-14 00:00:01", "2025-02-29 00:00:00", "2026-04-14 00:00:02"] {
-            assert_eq!(dates.seconds(s.as_bytes(), b' '), seconds(s.as_bytes(), b' '), "{s}");
+        for s in [
+            "2026-04-13 21:14:09",
+            "2026-04-13 23:59:59",
+            "2026-04-13 24:00:00",
+            "2026-04-14 00:00:00",
+            "2026-04-1x 00:00:01",
+            "2026-04-14 00:00:01",
+            "2025-02-29 00:00:00",
+            "2026-04-14 00:00:02",
+        ] {
+            assert_eq!(
+                dates.seconds(s.as_bytes(), b' '),
+                seconds(s.as_bytes(), b' '),
+                "{s}"
+            );
         }
-        for s in ["2026-04-13 21:14:0", "2026-04-13 21:14:09.5", "2025-02-29 00:00:00", "2026-4-13 21:14:09x", "+026-04-13 21:14:09"] {
+        for s in [
+            "2026-04-13 21:14:0",
+            "2026-04-13 21:14:09.5",
+            "2025-02-29 00:00:00",
+            "2026-4-13 21:14:09x",
+            "+026-04-13 21:14:09",
+        ] {
             assert_eq!(seconds(s.as_bytes(), b' '), None, "{s}");
         }
     }

@@ -38,12 +38,25 @@ pub enum FormatError {
 impl FormatError {
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        FormatError::Io { path: path.into(), source }
+        FormatError::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     /// A malformed-content error at `line` (and `column`, 1-based).
-    pub fn malformed(path: impl Into<PathBuf>, line: u64, column: Option<u64>, message: impl Into<String>) -> Self {
-        FormatError::Malformed { path: path.into(), line, column, message: message.into() }
+    pub fn malformed(
+        path: impl Into<PathBuf>,
+        line: u64,
+        column: Option<u64>,
+        message: impl Into<String>,
+    ) -> Self {
+        FormatError::Malformed {
+            path: path.into(),
+            line,
+            column,
+            message: message.into(),
+        }
     }
 }
 

@@ -82,9 +82,19 @@ pub struct GroupWriter {
 
 impl GroupWriter {
     /// Creates `<root>/<UTC time>_<name>-x<repeat>/` and writes a `running` group.json.
-    pub fn create(root: &Path, name: &str, repeat: usize, pause_s: f64, plan: RecordedPlan) -> Result<GroupWriter> {
+    pub fn create(
+        root: &Path,
+        name: &str,
+        repeat: usize,
+        pause_s: f64,
+        plan: RecordedPlan,
+    ) -> Result<GroupWriter> {
         let now = jiff::Timestamp::now();
-        let base = format!("{}_{}-x{repeat}", now.strftime("%Y%m%dT%H%M%SZ"), crate::rundir::sanitize(name));
+        let base = format!(
+            "{}_{}-x{repeat}",
+            now.strftime("%Y%m%dT%H%M%SZ"),
+            crate::rundir::sanitize(name)
+        );
         let mut dir = root.join(&base);
         for n in 2.. {
             if !dir.exists() {
@@ -96,7 +106,10 @@ impl GroupWriter {
         let meta = GroupMeta {
             schema: 1,
             kind: "group".to_string(),
-            id: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            id: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             name: name.to_string(),
             repeat,
             pause_s,
@@ -125,13 +138,21 @@ impl GroupWriter {
     /// Records run `dir` (a directory under the group's) and how it stands, and rewrites
     /// group.json: a run seen for the first time is appended, a known one updated.
     pub fn run(&mut self, dir: &Path, status: RunStatus, reason: Option<String>) -> Result<()> {
-        let rel = dir.strip_prefix(&self.dir).unwrap_or(dir).to_string_lossy().into_owned();
+        let rel = dir
+            .strip_prefix(&self.dir)
+            .unwrap_or(dir)
+            .to_string_lossy()
+            .into_owned();
         match self.meta.runs.iter_mut().find(|r| r.dir == rel) {
             Some(r) => {
                 r.status = status;
                 r.reason = reason;
             }
-            None => self.meta.runs.push(GroupRun { dir: rel, status, reason }),
+            None => self.meta.runs.push(GroupRun {
+                dir: rel,
+                status,
+                reason,
+            }),
         }
         self.write()
     }
@@ -148,7 +169,8 @@ impl GroupWriter {
         let tmp = self.dir.join(".group.json.tmp");
         let json = serde_json::to_vec_pretty(&self.meta).expect("group metadata serializes");
         std::fs::write(&tmp, json).map_err(|e| FormatError::io(&tmp, e))?;
-        std::fs::rename(&tmp, self.dir.join(GROUP_JSON)).map_err(|e| FormatError::io(self.dir.join(GROUP_JSON), e))
+        std::fs::rename(&tmp, self.dir.join(GROUP_JSON))
+            .map_err(|e| FormatError::io(self.dir.join(GROUP_JSON), e))
     }
 }
 
@@ -161,9 +183,16 @@ pub fn is_group_dir(path: &Path) -> bool {
 pub fn read_group(dir: &Path) -> Result<GroupMeta> {
     let p = dir.join(GROUP_JSON);
     let text = std::fs::read_to_string(&p).map_err(|e| FormatError::io(&p, e))?;
-    let meta: GroupMeta = serde_json::from_str(&text).map_err(|e| FormatError::malformed(&p, e.line() as u64, Some(e.column() as u64), e.to_string()))?;
+    let meta: GroupMeta = serde_json::from_str(&text).map_err(|e| {
+        FormatError::malformed(&p, e.line() as u64, Some(e.column() as u64), e.to_string())
+    })?;
     if meta.kind != "group" {
-        return Err(FormatError::malformed(&p, 1, None, format!("`kind` is `{}`; a group file says `group`", meta.kind)));
+        return Err(FormatError::malformed(
+            &p,
+            1,
+            None,
+            format!("`kind` is `{}`; a group file says `group`", meta.kind),
+        ));
     }
     Ok(meta)
 }

@@ -7,10 +7,12 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
-use volley_stats::CompactHistogram;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::interval_log::{IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, Tag};
+use hdrhistogram::serialization::interval_log::{
+    IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, Tag,
+};
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
+use volley_stats::CompactHistogram;
 
 use crate::error::{FormatError, Result};
 
@@ -95,7 +97,10 @@ impl HistKey {
 
     /// `metric` of step `index` (0-based).
     pub const fn step(metric: HistMetric, index: usize) -> HistKey {
-        HistKey { metric, step: Some(index) }
+        HistKey {
+            metric,
+            step: Some(index),
+        }
     }
 
     /// The tag as written in the log: `ttfb`, `ttfb.1`, …
@@ -110,7 +115,9 @@ impl HistKey {
     pub fn parse(tag: &str) -> Option<HistKey> {
         let (name, step) = match tag.split_once('.') {
             None => (tag, None),
-            Some((name, n)) if n.bytes().all(|b| b.is_ascii_digit()) => (name, Some(n.parse::<usize>().ok()?.checked_sub(1)?)),
+            Some((name, n)) if n.bytes().all(|b| b.is_ascii_digit()) => {
+                (name, Some(n.parse::<usize>().ok()?.checked_sub(1)?))
+            }
             Some(_) => return None,
         };
         let metric = HistMetric::ALL.into_iter().find(|m| m.tag() == name)?;
@@ -181,7 +188,15 @@ pub struct Reader<R> {
 impl<R: std::io::BufRead> Reader<R> {
     /// A reader of the log `input` (named `path` in errors).
     pub fn new(path: &Path, input: R) -> Self {
-        Reader { path: path.to_path_buf(), input, line_no: 0, de: Deserializer::new(), line: Vec::new(), ready: Default::default(), stop_at_cut: false }
+        Reader {
+            path: path.to_path_buf(),
+            input,
+            line_no: 0,
+            de: Deserializer::new(),
+            line: Vec::new(),
+            ready: Default::default(),
+            stop_at_cut: false,
+        }
     }
 
     /// Ends quietly at a last line without its newline — one a crash cut short, as volley
@@ -213,7 +228,13 @@ impl<R: std::io::BufRead> Iterator for Reader<R> {
                 }
                 self.line.push(b'\n');
             }
-            if let Err(e) = read_line(&self.path, self.line_no, &self.line, &mut self.de, &mut self.ready) {
+            if let Err(e) = read_line(
+                &self.path,
+                self.line_no,
+                &self.line,
+                &mut self.de,
+                &mut self.ready,
+            ) {
                 return Some(Err(e));
             }
         }
@@ -234,15 +255,19 @@ fn read_line(
         }
         let bad = |what: String| FormatError::malformed(path, line_no, None, what);
         for entry in IntervalLogIterator::new(line_buf) {
-            let entry = entry.map_err(|_| bad("not an HdrHistogram interval-log line".to_string()))?;
+            let entry =
+                entry.map_err(|_| bad("not an HdrHistogram interval-log line".to_string()))?;
             if let LogEntry::Interval(ih) = entry {
-                let Some(key) = ih.tag().and_then(|t| HistKey::parse(t.as_str())) else { continue };
+                let Some(key) = ih.tag().and_then(|t| HistKey::parse(t.as_str())) else {
+                    continue;
+                };
                 let raw = base64::engine::general_purpose::STANDARD
                     .decode(ih.encoded_histogram())
                     .map_err(|e| bad(format!("bad base64 histogram: {e}")))?;
                 check_encoded(&raw).map_err(|e| bad(format!("bad histogram: {e}")))?;
-                let histogram: Histogram<u64> =
-                    de.deserialize(&mut raw.as_slice()).map_err(|e| bad(format!("bad histogram: {e:?}")))?;
+                let histogram: Histogram<u64> = de
+                    .deserialize(&mut raw.as_slice())
+                    .map_err(|e| bad(format!("bad histogram: {e:?}")))?;
                 out.push_back(LoggedHistogram {
                     key,
                     start_s: ih.start_timestamp().as_secs_f64(),
@@ -268,14 +293,25 @@ const MAX_PAYLOAD: u32 = 10 << 20;
 /// counts array from the header's precision and its payload buffer from the header's
 /// length, both read from the file, so a damaged line could ask for gigabytes.
 fn check_encoded(raw: &[u8]) -> std::result::Result<(), String> {
-    let u32_at = |b: &[u8], at: usize| b.get(at..at + 4).map(|s| u32::from_be_bytes(s.try_into().expect("4 bytes")));
+    let u32_at = |b: &[u8], at: usize| {
+        b.get(at..at + 4)
+            .map(|s| u32::from_be_bytes(s.try_into().expect("4 bytes")))
+    };
     let header = |h: &[u8], available: usize| -> std::result::Result<(), String> {
-        let (len, digits) = (u32_at(h, 4).ok_or("header cut short")?, u32_at(h, 12).ok_or("header cut short")?);
+        let (len, digits) = (
+            u32_at(h, 4).ok_or("header cut short")?,
+            u32_at(h, 12).ok_or("header cut short")?,
+        );
         if digits > MAX_DIGITS {
-            return Err(format!("{digits} significant digits (at most {MAX_DIGITS})"));
+            return Err(format!(
+                "{digits} significant digits (at most {MAX_DIGITS})"
+            ));
         }
         if len > MAX_PAYLOAD || len as usize > available {
-            return Err(format!("payload of {len} bytes where {} are left", available.min(MAX_PAYLOAD as usize)));
+            return Err(format!(
+                "payload of {len} bytes where {} are left",
+                available.min(MAX_PAYLOAD as usize)
+            ));
         }
         Ok(())
     };
@@ -284,11 +320,17 @@ fn check_encoded(raw: &[u8]) -> std::result::Result<(), String> {
         Some(V2_COMPRESSED_COOKIE) => {
             let len = u32_at(raw, 4).ok_or("header cut short")? as usize;
             if len > raw.len() - 8 {
-                return Err(format!("compressed payload of {len} bytes where {} are left", raw.len() - 8));
+                return Err(format!(
+                    "compressed payload of {len} bytes where {} are left",
+                    raw.len() - 8
+                ));
             }
             let mut inner = [0u8; 40];
-            std::io::Read::read_exact(&mut flate2::read::ZlibDecoder::new(&raw[8..8 + len]), &mut inner)
-                .map_err(|e| format!("compressed header: {e}"))?;
+            std::io::Read::read_exact(
+                &mut flate2::read::ZlibDecoder::new(&raw[8..8 + len]),
+                &mut inner,
+            )
+            .map_err(|e| format!("compressed header: {e}"))?;
             if u32_at(&inner, 0) != Some(V2_COOKIE) {
                 return Err("not a V2 histogram inside the compressed one".to_string());
             }
@@ -306,11 +348,22 @@ mod tests {
     #[test]
     fn round_trip() {
         let mut buf = Vec::new();
-        write_header(&mut buf, SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)).unwrap();
+        write_header(
+            &mut buf,
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+        )
+        .unwrap();
         let mut h = new_histogram();
         h.record(1500).unwrap();
         h.record(250_000).unwrap();
-        write_interval(&mut buf, &h, Duration::from_secs(2), Duration::from_secs(1), HistKey::TTFB).unwrap();
+        write_interval(
+            &mut buf,
+            &h,
+            Duration::from_secs(2),
+            Duration::from_secs(1),
+            HistKey::TTFB,
+        )
+        .unwrap();
         let text = String::from_utf8(buf.clone()).unwrap();
         assert!(text.contains("#[StartTime: 1700000000.000"), "{text}");
         assert!(text.contains("Tag=ttfb,2.000,1.000,"), "{text}");
@@ -336,7 +389,15 @@ mod tests {
             assert_eq!(key.to_tag(), tag);
             assert_eq!(HistKey::parse(tag), Some(key), "{tag}");
         }
-        for bad in ["", "ttfb.0", "ttfb.", "ttfb.x", "ttfb.-1", "latency", "total.1.2"] {
+        for bad in [
+            "",
+            "ttfb.0",
+            "ttfb.",
+            "ttfb.x",
+            "ttfb.-1",
+            "latency",
+            "total.1.2",
+        ] {
             assert_eq!(HistKey::parse(bad), None, "{bad}");
         }
     }

@@ -22,11 +22,11 @@ pub mod segment;
 pub mod source;
 
 pub use error::{FormatError, Result};
+pub use group::{GroupMeta, GroupRun, GroupWriter};
 pub use hlog::{HistKey, HistMetric};
 pub use note::{Figure, InputNote};
+pub use open::{open, open_as};
 pub use recorded::RecordedPlan;
 pub use rundir::{RunData, RunMeta, RunStatus, RunWriter};
-pub use open::{open, open_as};
-pub use group::{GroupMeta, GroupRun, GroupWriter};
 pub use runset::{RunSet, open_run_or_group};
 pub use source::{Format, Source, ToolLatency};

@@ -67,14 +67,21 @@ pub struct NgrinderFile {
 impl NgrinderFile {
     /// The extra column `name`, one number per row of the series.
     pub fn extra(&self, name: &str) -> Option<&[f64]> {
-        self.extras.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
+        self.extras
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_slice())
     }
 }
 
 /// Whether `text` looks like an nGrinder `output.csv` (its header starts with `DateTime`
 /// and `vuser`, in any of the separators nGrinder writes).
 pub fn sniff(text: &str) -> bool {
-    let first = text.trim_start_matches('\u{feff}').lines().next().unwrap_or("");
+    let first = text
+        .trim_start_matches('\u{feff}')
+        .lines()
+        .next()
+        .unwrap_or("");
     separator_of(first).is_some_and(|sep| {
         let mut it = first.split(sep as char);
         it.next() == Some("DateTime") && it.next() == Some("vuser")
@@ -82,7 +89,9 @@ pub fn sniff(text: &str) -> bool {
 }
 
 fn separator_of(header: &str) -> Option<u8> {
-    [b',', b'\t', b';'].into_iter().find(|&s| header.starts_with(&format!("DateTime{}", s as char)))
+    [b',', b'\t', b';']
+        .into_iter()
+        .find(|&s| header.starts_with(&format!("DateTime{}", s as char)))
 }
 
 /// Reads an nGrinder-format CSV from `text`; `path` is used in error messages.
@@ -92,7 +101,10 @@ pub fn parse(path: &Path, text: &str) -> Result<NgrinderFile> {
 
 /// Reads the file at `path`.
 pub fn read(path: &Path) -> Result<NgrinderFile> {
-    read_from(path, std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?)
+    read_from(
+        path,
+        std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?,
+    )
 }
 
 /// Reads an nGrinder-format CSV from `reader` in one pass, row by row: what it keeps is the
@@ -100,24 +112,37 @@ pub fn read(path: &Path) -> Result<NgrinderFile> {
 pub fn read_from(path: &Path, reader: impl Read) -> Result<NgrinderFile> {
     let mut reader = BufReader::with_capacity(1 << 16, reader);
     let mut first = Vec::new();
-    reader.read_until(b'\n', &mut first).map_err(|e| FormatError::io(path, e))?;
+    reader
+        .read_until(b'\n', &mut first)
+        .map_err(|e| FormatError::io(path, e))?;
     if first.starts_with("\u{feff}".as_bytes()) {
         first.drain(..3);
     }
     let sep = separator_of(&String::from_utf8_lossy(&first)).ok_or_else(|| {
-        FormatError::malformed(path, 1, Some(1), "expected an nGrinder header starting with `DateTime,vuser,`")
+        FormatError::malformed(
+            path,
+            1,
+            Some(1),
+            "expected an nGrinder header starting with `DateTime,vuser,`",
+        )
     })?;
     // The header is the first record; every other is a row.
     let mut read: Option<(Rows<'_>, Table)> = None;
-    rows::stream(path, std::io::Cursor::new(first).chain(reader), Dialect::unquoted(sep), 1, |f, line| match &mut read {
-        Some((rows, table)) => rows.row(table, f, line),
-        None => {
-            let rows = Rows::new(path, header_of(f))?;
-            let table = Table::new(&rows);
-            read = Some((rows, table));
-            Ok(())
-        }
-    })?;
+    rows::stream(
+        path,
+        std::io::Cursor::new(first).chain(reader),
+        Dialect::unquoted(sep),
+        1,
+        |f, line| match &mut read {
+            Some((rows, table)) => rows.row(table, f, line),
+            None => {
+                let rows = Rows::new(path, header_of(f))?;
+                let table = Table::new(&rows);
+                read = Some((rows, table));
+                Ok(())
+            }
+        },
+    )?;
     let (rows, table) = read.ok_or_else(|| FormatError::malformed(path, 1, None, "empty file"))?;
     Ok(rows.finish(table))
 }
@@ -129,23 +154,50 @@ pub fn read_from(path: &Path, reader: impl Read) -> Result<NgrinderFile> {
 /// 64 KB, or one the csv reader must read).
 pub fn read_parts(path: &Path, limit: u64, part: u64) -> Result<Option<(NgrinderFile, u64)>> {
     let (file, head) = parts::head(path, limit)?;
-    let bom = if head.starts_with("\u{feff}".as_bytes()) { 3 } else { 0 };
-    let Some(end) = memchr::memchr(b'\n', &head) else { return Ok(None) };
-    let Some(sep) = separator_of(&String::from_utf8_lossy(&head[bom..end])) else { return Ok(None) };
+    let bom = if head.starts_with("\u{feff}".as_bytes()) {
+        3
+    } else {
+        0
+    };
+    let Some(end) = memchr::memchr(b'\n', &head) else {
+        return Ok(None);
+    };
+    let Some(sep) = separator_of(&String::from_utf8_lossy(&head[bom..end])) else {
+        return Ok(None);
+    };
     // A header the csv reader must read (a stray CR makes it two records) is the one pass's.
     let first = &head[bom..=end];
-    if rows::split(first, sep, &mut Vec::new()).is_none_or(|line| line.needs_csv(Dialect::unquoted(sep))) {
+    if rows::split(first, sep, &mut Vec::new())
+        .is_none_or(|line| line.needs_csv(Dialect::unquoted(sep)))
+    {
         return Ok(None);
     }
     let mut header = Vec::new();
-    rows::records(path, first, first.len(), true, Dialect::unquoted(sep), |f, _| {
-        header = header_of(f);
-        Ok(())
-    })?;
+    rows::records(
+        path,
+        first,
+        first.len(),
+        true,
+        Dialect::unquoted(sep),
+        |f, _| {
+            header = header_of(f);
+            Ok(())
+        },
+    )?;
     let rows = Rows::new(path, header)?;
     let mut acc = Table::new(&rows);
-    let reader = NgrinderParts { rows: &rows, sep, spare: Default::default() };
-    let lines = parts::read(&file, Plan::new(end as u64 + 1, limit, part), &reader, &mut acc, 1)?;
+    let reader = NgrinderParts {
+        rows: &rows,
+        sep,
+        spare: Default::default(),
+    };
+    let lines = parts::read(
+        &file,
+        Plan::new(end as u64 + 1, limit, part),
+        &reader,
+        &mut acc,
+        1,
+    )?;
     Ok(lines.map(|lines| (rows.finish(acc), lines)))
 }
 
@@ -168,8 +220,20 @@ impl Parts for NgrinderParts<'_> {
     type Seed = ();
     type Part = Table;
 
-    fn read(&self, buf: &[u8], own: usize, at_end: bool, how: How<'_, (), Table>) -> Outcome<Table> {
-        let mut table = self.spare.lock().map(|mut s| s.pop()).ok().flatten().unwrap_or_else(|| Table::new(self.rows));
+    fn read(
+        &self,
+        buf: &[u8],
+        own: usize,
+        at_end: bool,
+        how: How<'_, (), Table>,
+    ) -> Outcome<Table> {
+        let mut table = self
+            .spare
+            .lock()
+            .map(|mut s| s.pop())
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| Table::new(self.rows));
         // Rows are numbered in messages from the part's start, or, read in order, on from
         // those before; the part's count is its own.
         let before = match how {
@@ -178,11 +242,25 @@ impl Parts for NgrinderParts<'_> {
         };
         table.row = before;
         // Room for every line the part holds, made once rather than by doubling.
-        table.reserve(self.rows, memchr::memchr_iter(b'\n', &buf[..own]).count() + 1);
-        match rows::records(self.rows.path, buf, own, at_end, Dialect::unquoted(self.sep), |f, line| self.rows.row(&mut table, f, line)) {
+        table.reserve(
+            self.rows,
+            memchr::memchr_iter(b'\n', &buf[..own]).count() + 1,
+        );
+        match rows::records(
+            self.rows.path,
+            buf,
+            own,
+            at_end,
+            Dialect::unquoted(self.sep),
+            |f, line| self.rows.row(&mut table, f, line),
+        ) {
             Ok(Some((consumed, newlines))) => {
                 table.row -= before;
-                Outcome::Read { part: table, consumed, newlines }
+                Outcome::Read {
+                    part: table,
+                    consumed,
+                    newlines,
+                }
             }
             Ok(None) => Outcome::NeedMore,
             Err(e) => Outcome::Failed(e),
@@ -199,9 +277,14 @@ impl Parts for NgrinderParts<'_> {
 
     fn absorb(&self, acc: &mut Table, mut part: Table, line_base: u64) {
         acc.row += part.row;
-        acc.stamps.extend(part.stamps.drain(..).map(|(line, stamp)| (line + line_base, stamp)));
+        acc.stamps.extend(
+            part.stamps
+                .drain(..)
+                .map(|(line, stamp)| (line + line_base, stamp)),
+        );
         acc.total.append(&mut part.total);
-        for ((name, series), (part_name, part_series)) in acc.tests.iter_mut().zip(&mut part.tests) {
+        for ((name, series), (part_name, part_series)) in acc.tests.iter_mut().zip(&mut part.tests)
+        {
             if name.is_empty() {
                 *name = std::mem::take(part_name);
             }
@@ -211,7 +294,10 @@ impl Parts for NgrinderParts<'_> {
         for (column, part_column) in acc.extras.iter_mut().zip(&mut part.extras) {
             column.append(part_column);
         }
-        acc.book.absorb(std::mem::replace(&mut part.book, NoteBook::new(Locator::Line)), line_base);
+        acc.book.absorb(
+            std::mem::replace(&mut part.book, NoteBook::new(Locator::Line)),
+            line_base,
+        );
         part.row = 0;
         if let Ok(mut spare) = self.spare.lock() {
             spare.push(part);
@@ -255,7 +341,9 @@ impl Table {
             self.stamps.reserve(n);
         }
         self.total.reserve(n);
-        self.tests.iter_mut().for_each(|(_, series)| series.reserve(n));
+        self.tests
+            .iter_mut()
+            .for_each(|(_, series)| series.reserve(n));
         self.extras.iter_mut().for_each(|column| column.reserve(n));
     }
 
@@ -264,7 +352,12 @@ impl Table {
             row: 0,
             stamps: Vec::new(),
             total: Vec::new(),
-            tests: rows.layout.tests.iter().map(|_| (String::new(), Vec::new())).collect(),
+            tests: rows
+                .layout
+                .tests
+                .iter()
+                .map(|_| (String::new(), Vec::new()))
+                .collect(),
             extras: vec![Vec::new(); rows.extra_cols.len()],
             book: NoteBook::new(Locator::Line),
             vals: vec![0.0; rows.header.len()],
@@ -277,10 +370,21 @@ impl<'a> Rows<'a> {
     fn new(path: &'a Path, header: Vec<String>) -> Result<Rows<'a>> {
         let layout = Layout::new(path, &header)?;
         let counts = layout.count_columns();
-        let numeric = layout.numeric_columns().into_iter().map(|c| (c, counts.contains(&c))).collect();
+        let numeric = layout
+            .numeric_columns()
+            .into_iter()
+            .map(|c| (c, counts.contains(&c)))
+            .collect();
         let extra_cols = layout.extra_columns(header.len());
         let timed = layout.elapsed.zip(layout.period);
-        Ok(Rows { path, header, layout, numeric, extra_cols, timed })
+        Ok(Rows {
+            path,
+            header,
+            layout,
+            numeric,
+            extra_cols,
+            timed,
+        })
     }
 
     /// Reads the row on `line` into `t`.
@@ -296,7 +400,12 @@ impl<'a> Rows<'a> {
                 path,
                 line,
                 Some(f.len() as u64 + 1),
-                format!("row {row} is truncated: {} fields, the header has {} ({} missing)", f.len(), header.len(), header[f.len()]),
+                format!(
+                    "row {row} is truncated: {} fields, the header has {} ({} missing)",
+                    f.len(),
+                    header.len(),
+                    header[f.len()]
+                ),
             ));
         }
         if f.len() > header.len() {
@@ -304,7 +413,11 @@ impl<'a> Rows<'a> {
                 path,
                 line,
                 Some(header.len() as u64 + 1),
-                format!("row {row} has {} fields, the header has {} (a separator inside a test description?)", f.len(), header.len()),
+                format!(
+                    "row {row} has {} fields, the header has {} (a separator inside a test description?)",
+                    f.len(),
+                    header.len()
+                ),
             ));
         }
         // A row with a value no interval can have is left out of every series. A count that
@@ -313,18 +426,25 @@ impl<'a> Rows<'a> {
         for &(c, count) in &self.numeric {
             let b = f.bytes(c);
             let fast = if count {
-                crate::num::whole(b).filter(|&n| n <= MAX_COUNT as u64).map(|n| n as f64)
+                crate::num::whole(b)
+                    .filter(|&n| n <= MAX_COUNT as u64)
+                    .map(|n| n as f64)
             } else {
                 // Told by its first byte, not by its value, so that nothing waits for the
                 // value's division (`-0` is left to `checked`, which keeps it).
-                if b.first() == Some(&b'-') { None } else { crate::num::plain(b) }
+                if b.first() == Some(&b'-') {
+                    None
+                } else {
+                    crate::num::plain(b)
+                }
             };
             t.vals[c] = match fast {
                 Some(v) => v,
                 None => match checked(path, line, f.at(c), c, count)? {
                     Ok(v) => v,
                     Err(what) => {
-                        t.book.skip(Unit::Row, line, &format!("`{}` is {what}", header[c]));
+                        t.book
+                            .skip(Unit::Row, line, &format!("`{}` is {what}", header[c]));
                         return Ok(());
                     }
                 },
@@ -335,11 +455,17 @@ impl<'a> Rows<'a> {
         let (start, period) = match self.timed {
             Some((e, p)) => (vals[e], vals[p]),
             None => {
-                t.stamps.push((line, parse_datetime(&mut t.dates, f.at(0)).unwrap_or(NO_STAMP)));
+                t.stamps.push((
+                    line,
+                    parse_datetime(&mut t.dates, f.at(0)).unwrap_or(NO_STAMP),
+                ));
                 (0.0, 0.0)
             }
         };
-        t.total.push(self.layout.interval(&self.layout.total, vals, start, period));
+        t.total.push(
+            self.layout
+                .interval(&self.layout.total, vals, start, period),
+        );
         for ((d, block), (name, series)) in self.layout.tests.iter().zip(&mut t.tests) {
             if name.is_empty() {
                 name.push_str(f.at(*d).trim());
@@ -354,7 +480,14 @@ impl<'a> Rows<'a> {
 
     /// The file the rows in `t` make.
     fn finish(self, t: Table) -> NgrinderFile {
-        let Table { stamps, mut total, mut tests, extras, mut book, .. } = t;
+        let Table {
+            stamps,
+            mut total,
+            mut tests,
+            extras,
+            mut book,
+            ..
+        } = t;
         if self.timed.is_none() {
             place(&stamps, &mut book, |i, start, period| {
                 (total[i].start_s, total[i].period_s) = (start, period);
@@ -368,9 +501,17 @@ impl<'a> Rows<'a> {
         let has_ttfb = self.layout.total.ttfb.is_some();
         NgrinderFile {
             total: series(total),
-            tests: tests.into_iter().map(|(name, iv)| (name, series(iv))).collect(),
+            tests: tests
+                .into_iter()
+                .map(|(name, iv)| (name, series(iv)))
+                .collect(),
             has_ttfb,
-            extras: self.extra_cols.iter().map(|&c| self.header[c].clone()).zip(extras).collect(),
+            extras: self
+                .extra_cols
+                .iter()
+                .map(|&c| self.header[c].clone())
+                .zip(extras)
+                .collect(),
             header: self.header,
             notes: book.into_notes(),
         }
@@ -413,14 +554,24 @@ struct Block {
 }
 
 impl Block {
-    fn find(path: &Path, header: &[String], range: std::ops::Range<usize>, suffix: &str) -> Result<Block> {
+    fn find(
+        path: &Path,
+        header: &[String],
+        range: std::ops::Range<usize>,
+        suffix: &str,
+    ) -> Result<Block> {
         let find = |name: &str| {
             let want = format!("{name}{suffix}");
             range.clone().find(|&i| header[i] == want)
         };
         let need = |name: &str| {
             find(name).ok_or_else(|| {
-                FormatError::malformed(path, 1, None, format!("missing column `{name}{suffix}` in the nGrinder header"))
+                FormatError::malformed(
+                    path,
+                    1,
+                    None,
+                    format!("missing column `{name}{suffix}` in the nGrinder header"),
+                )
             })
         };
         Ok(Block {
@@ -439,23 +590,49 @@ impl Block {
     }
 
     fn columns(&self) -> impl Iterator<Item = usize> {
-        [self.tests, self.errors, self.mean_time, self.sd, self.tps].into_iter().chain(
-            [self.mean_len, self.bytes_per_s, self.response_errors, self.resolve, self.connect, self.ttfb].into_iter().flatten(),
-        )
+        [self.tests, self.errors, self.mean_time, self.sd, self.tps]
+            .into_iter()
+            .chain(
+                [
+                    self.mean_len,
+                    self.bytes_per_s,
+                    self.response_errors,
+                    self.resolve,
+                    self.connect,
+                    self.ttfb,
+                ]
+                .into_iter()
+                .flatten(),
+            )
     }
 }
 
 impl Layout {
     fn new(path: &Path, header: &[String]) -> Result<Layout> {
-        let descriptions: Vec<usize> =
-            header.iter().enumerate().filter(|(_, h)| *h == "Description").map(|(i, _)| i).collect();
+        let descriptions: Vec<usize> = header
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| *h == "Description")
+            .map(|(i, _)| i)
+            .collect();
         let extras_start = header.iter().position(|h| h == ELAPSED);
-        let total_end = descriptions.first().copied().or(extras_start).unwrap_or(header.len());
+        let total_end = descriptions
+            .first()
+            .copied()
+            .or(extras_start)
+            .unwrap_or(header.len());
         let total = Block::find(path, header, 0..total_end, "")?;
         let mut tests = Vec::new();
         for (k, &d) in descriptions.iter().enumerate() {
-            let end = descriptions.get(k + 1).copied().or(extras_start).unwrap_or(header.len());
-            tests.push((d, Block::find(path, header, d + 1..end, &format!("-{}", k + 1))?));
+            let end = descriptions
+                .get(k + 1)
+                .copied()
+                .or(extras_start)
+                .unwrap_or(header.len());
+            tests.push((
+                d,
+                Block::find(path, header, d + 1..end, &format!("-{}", k + 1))?,
+            ));
         }
         let pos = |name: &str| header.iter().position(|h| h == name);
         Ok(Layout {
@@ -475,7 +652,11 @@ impl Layout {
     fn count_columns(&self) -> Vec<usize> {
         let mut cols = Vec::new();
         for b in self.blocks() {
-            cols.extend([Some(b.tests), Some(b.errors), b.response_errors].into_iter().flatten());
+            cols.extend(
+                [Some(b.tests), Some(b.errors), b.response_errors]
+                    .into_iter()
+                    .flatten(),
+            );
         }
         cols.extend(self.dropped);
         cols
@@ -487,13 +668,21 @@ impl Layout {
         for b in self.blocks() {
             cols.extend(b.columns());
         }
-        cols.extend([self.elapsed, self.period, self.dropped].into_iter().flatten());
+        cols.extend(
+            [self.elapsed, self.period, self.dropped]
+                .into_iter()
+                .flatten(),
+        );
         cols
     }
 
     /// Every column outside the blocks, `DateTime`, `vuser` and the descriptions.
     fn extra_columns(&self, width: usize) -> Vec<usize> {
-        let taken: Vec<usize> = self.blocks().flat_map(Block::columns).chain(self.tests.iter().map(|(d, _)| *d)).collect();
+        let taken: Vec<usize> = self
+            .blocks()
+            .flat_map(Block::columns)
+            .chain(self.tests.iter().map(|(d, _)| *d))
+            .collect();
         (2..width).filter(|c| !taken.contains(c)).collect()
     }
 
@@ -536,7 +725,10 @@ const NO_STAMP: i64 = i64::MIN;
 fn place(stamps: &[Stamp], book: &mut NoteBook, mut set: impl FnMut(usize, f64, f64)) {
     let second = |s: i64| (s != NO_STAMP).then_some(s);
     let first = stamps.iter().find_map(|&(_, s)| second(s)).unwrap_or(0);
-    let gaps = stamps.windows(2).filter_map(|w| Some(second(w[1].1)? - second(w[0].1)?)).filter(|g| *g > 0);
+    let gaps = stamps
+        .windows(2)
+        .filter_map(|w| Some(second(w[1].1)? - second(w[0].1)?))
+        .filter(|g| *g > 0);
     let nominal = median_gap(gaps).map_or(1.0, |g| g as f64);
     let (mut offset, mut prev, mut prev_placed) = (0.0, None::<f64>, false);
     for (row, &(line, stamp)) in stamps.iter().enumerate() {
@@ -556,7 +748,11 @@ fn place(stamps: &[Stamp], book: &mut NoteBook, mut set: impl FnMut(usize, f64, 
                 }
             }
             (None, p) => {
-                book.used(Unit::Row, *line, &format!("no valid DateTime: placed {nominal} s after the row above."));
+                book.used(
+                    Unit::Row,
+                    *line,
+                    &format!("no valid DateTime: placed {nominal} s after the row above."),
+                );
                 p.map_or(0.0, |p| p + nominal)
             }
         };
@@ -570,7 +766,13 @@ fn place(stamps: &[Stamp], book: &mut NoteBook, mut set: impl FnMut(usize, f64, 
 /// checked: `Err(what it is)` when no interval can have it, a count (`count`) or not.
 #[cold]
 #[inline(never)]
-fn checked(path: &Path, line: u64, raw: &str, col: usize, count: bool) -> Result<std::result::Result<f64, &'static str>> {
+fn checked(
+    path: &Path,
+    line: u64,
+    raw: &str,
+    col: usize,
+    count: bool,
+) -> Result<std::result::Result<f64, &'static str>> {
     let v = num(path, line, trim(raw), col)?;
     Ok(Err(if v.is_nan() {
         "NaN"
@@ -616,8 +818,19 @@ fn num(path: &Path, line: u64, raw: &str, col: usize) -> Result<f64> {
     if raw.is_empty() || raw == "null" {
         return Ok(0.0);
     }
-    let parsed = if raw.contains(',') { crate::num::f64(&raw.replace(',', ".")) } else { crate::num::f64(raw) };
-    parsed.map_err(|_| FormatError::malformed(path, line, Some(col as u64 + 1), format!("expected a number, found `{raw}`")))
+    let parsed = if raw.contains(',') {
+        crate::num::f64(&raw.replace(',', "."))
+    } else {
+        crate::num::f64(raw)
+    };
+    parsed.map_err(|_| {
+        FormatError::malformed(
+            path,
+            line,
+            Some(col as u64 + 1),
+            format!("expected a number, found `{raw}`"),
+        )
+    })
 }
 
 /// `yyyy-MM-dd HH:mm:ss` as seconds (the zone is unknown, so only differences mean anything).
@@ -627,7 +840,12 @@ fn parse_datetime(dates: &mut Dates, s: &str) -> Option<i64> {
         return Some(t);
     }
     let dt: jiff::civil::DateTime = s.parse().ok()?;
-    Some(dt.to_zoned(jiff::tz::TimeZone::UTC).ok()?.timestamp().as_second())
+    Some(
+        dt.to_zoned(jiff::tz::TimeZone::UTC)
+            .ok()?
+            .timestamp()
+            .as_second(),
+    )
 }
 
 /// The 13 nGrinder fields of one row, formatted as nGrinder formats them.
@@ -665,7 +883,10 @@ mod tests {
         assert!(f.has_ttfb);
         assert_eq!(f.total.intervals.len(), 2);
         let r = &f.total.intervals[1];
-        assert_eq!((r.tests, r.errors, r.tps, r.mttfb_ms), (337, 1, 168.5, 22.045));
+        assert_eq!(
+            (r.tests, r.errors, r.tps, r.mttfb_ms),
+            (337, 1, 168.5, 22.045)
+        );
         assert_eq!((r.start_s, r.period_s), (2.0, 2.0));
     }
 
@@ -685,7 +906,15 @@ mod tests {
         for round in 0..3_000 {
             let n = rng.usize(0..if round % 10 == 0 { 2_000 } else { 12 });
             let common = rng.i64(1..4);
-            let mut gaps: Vec<i64> = (0..n).map(|_| if rng.u8(..4) == 0 { rng.i64(1..8) } else { common }).collect();
+            let mut gaps: Vec<i64> = (0..n)
+                .map(|_| {
+                    if rng.u8(..4) == 0 {
+                        rng.i64(1..8)
+                    } else {
+                        common
+                    }
+                })
+                .collect();
             let got = median_gap(gaps.iter().copied());
             let half = gaps.len() / 2;
             let want = (!gaps.is_empty()).then(|| *gaps.select_nth_unstable(half).1);
@@ -728,13 +957,28 @@ mod tests {
 2020-01-01 00:00:04;1;12;1;6;1;6;4;2;1;x
 ";
         let f = parse(Path::new("e"), text).unwrap();
-        assert_eq!(f.total.intervals.len(), 2, "the row with -4 tests is skipped");
+        assert_eq!(
+            f.total.intervals.len(),
+            2,
+            "the row with -4 tests is skipped"
+        );
         assert_eq!(f.total.intervals[0].mean_test_time_ms, 5.5);
-        assert_eq!((f.total.intervals[1].start_s, f.total.intervals[1].period_s), (4.0, 2.0));
+        assert_eq!(
+            (f.total.intervals[1].start_s, f.total.intervals[1].period_s),
+            (4.0, 2.0)
+        );
         assert_eq!(f.extra("Errors_timeout"), Some(&[3.0, 1.0][..]));
-        assert_eq!(f.extra("Late"), Some(&[0.0, 0.0][..]), "empty and non-numbers read as 0");
+        assert_eq!(
+            f.extra("Late"),
+            Some(&[0.0, 0.0][..]),
+            "empty and non-numbers read as 0"
+        );
         assert_eq!(f.extra("Elapsed_(s)"), Some(&[0.0, 4.0][..]));
-        assert_eq!(f.extra("Tests"), None, "nGrinder's own columns are in the series");
+        assert_eq!(
+            f.extra("Tests"),
+            None,
+            "nGrinder's own columns are in the series"
+        );
     }
 
     #[test]
@@ -742,13 +986,21 @@ mod tests {
         let mut bytes = SAMPLE.as_bytes().to_vec();
         let at = bytes.iter().rposition(|&b| b == b'2').unwrap();
         bytes[at] = 0xff;
-        let err = read_from(Path::new("u.csv"), &bytes[..]).unwrap_err().to_string();
+        let err = read_from(Path::new("u.csv"), &bytes[..])
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("u.csv:3"), "{err}");
     }
 
     #[test]
     fn written_rows_read_back() {
-        let row = Interval { vusers: 3.0, tests: 10, tps: 5.0, mttfb_ms: 1.23456, ..Default::default() };
+        let row = Interval {
+            vusers: 3.0,
+            tests: 10,
+            tps: 5.0,
+            mttfb_ms: 1.23456,
+            ..Default::default()
+        };
         let fields = format_row("2020-01-01 00:00:00", &row);
         assert_eq!(fields[12], "1.235");
         let text = format!("{}\n{}\n", HEADER.join(","), fields.join(","));

@@ -84,7 +84,11 @@ pub struct Rows {
 impl Rows {
     /// No rows yet, located by `locator`.
     pub fn new(locator: Locator) -> Rows {
-        Rows { count: 0, at: Vec::new(), locator }
+        Rows {
+            count: 0,
+            at: Vec::new(),
+            locator,
+        }
     }
 
     /// Adds the row at `place` (a line, or a byte offset).
@@ -223,24 +227,49 @@ impl std::fmt::Display for InputNote {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             InputNote::Skipped { unit, rows, why } => {
-                write!(f, "{} {} skipped ({rows}): {why}", group_thousands(rows.count), unit.name(rows.count))
+                write!(
+                    f,
+                    "{} {} skipped ({rows}): {why}",
+                    group_thousands(rows.count),
+                    unit.name(rows.count)
+                )
             }
-            InputNote::Used { unit, rows, how } => write!(f, "{} {} ({rows}): {how}", group_thousands(rows.count), unit.name(rows.count)),
-            InputNote::CutOff { file, at: Place::Line(n) } => write!(
+            InputNote::Used { unit, rows, how } => write!(
+                f,
+                "{} {} ({rows}): {how}",
+                group_thousands(rows.count),
+                unit.name(rows.count)
+            ),
+            InputNote::CutOff {
+                file,
+                at: Place::Line(n),
+            } => write!(
                 f,
                 "{file}: the last line (line {n}) has no line end: the file was cut off while it was being written, so that line is left out and everything before it is reported."
             ),
-            InputNote::CutOff { file, at: Place::Byte(n) } => write!(
+            InputNote::CutOff {
+                file,
+                at: Place::Byte(n),
+            } => write!(
                 f,
                 "{file}: the file ends inside a record (from byte {n}): it was cut off while it was being written, so that record is left out and everything before it is reported."
             ),
             InputNote::Unavailable { figure, why } => write!(f, "{} n/a: {why}", figure.label()),
-            InputNote::Span { span_s, first_s, last_s, first_folded, last_folded, interval_s } => {
+            InputNote::Span {
+                span_s,
+                first_s,
+                last_s,
+                first_folded,
+                last_folded,
+                interval_s,
+            } => {
                 let edge = |name: &str, s: f64, folded: bool, into: &str| {
                     if s >= interval_s - 5e-4 {
                         format!("the {name} interval is full")
                     } else if folded {
-                        format!("the {name} holds {s:.3} s of traffic and is folded into the interval {into}")
+                        format!(
+                            "the {name} holds {s:.3} s of traffic and is folded into the interval {into}"
+                        )
                     } else {
                         format!("the {name} holds {s:.3} s of traffic and is cut to it")
                     }
@@ -252,20 +281,39 @@ impl std::fmt::Display for InputNote {
                     edge("last", *last_s, *last_folded, "before it"),
                 )
             }
-            InputNote::EdgesUnknown { interval_s, first, last, why } => {
+            InputNote::EdgesUnknown {
+                interval_s,
+                first,
+                last,
+                why,
+            } => {
                 let which = match (first, last) {
                     (true, true) => "the first and the last",
                     (true, false) => "the first",
                     _ => "the last",
                 };
-                let (them, rows) = if *first && *last { ("both count", "those rows") } else { ("it counts", "that row") };
+                let (them, rows) = if *first && *last {
+                    ("both count", "those rows")
+                } else {
+                    ("it counts", "that row")
+                };
                 write!(
                     f,
                     "{why}, so how much of {which} {interval_s} s interval the requests fill is unknown: {them} in every total but not in the TPS average and percentiles (TPS n/a in {rows})."
                 )
             }
-            InputNote::NotInFile { requests: Some(n), why } => write!(f, "{} requests are not in this file: {why}", group_thousands(*n)),
-            InputNote::NotInFile { requests: None, why } => write!(f, "Some requests are not in this file: {why}"),
+            InputNote::NotInFile {
+                requests: Some(n),
+                why,
+            } => write!(
+                f,
+                "{} requests are not in this file: {why}",
+                group_thousands(*n)
+            ),
+            InputNote::NotInFile {
+                requests: None,
+                why,
+            } => write!(f, "Some requests are not in this file: {why}"),
         }
     }
 }
@@ -280,29 +328,45 @@ pub struct NoteBook {
 impl NoteBook {
     /// A note book for a file whose places are `locator`s.
     pub fn new(locator: Locator) -> NoteBook {
-        NoteBook { notes: Vec::new(), locator }
+        NoteBook {
+            notes: Vec::new(),
+            locator,
+        }
     }
 
     /// Skips the `unit` at `place` because of `why`.
     pub fn skip(&mut self, unit: Unit, place: u64, why: &str) {
-        self.add(place, |n| matches!(n, InputNote::Skipped { unit: u, why: w, .. } if *u == unit && w == why), |rows| InputNote::Skipped {
-            unit,
-            rows,
-            why: why.to_string(),
-        });
+        self.add(
+            place,
+            |n| matches!(n, InputNote::Skipped { unit: u, why: w, .. } if *u == unit && w == why),
+            |rows| InputNote::Skipped {
+                unit,
+                rows,
+                why: why.to_string(),
+            },
+        );
     }
 
     /// Uses the `unit` at `place`, saying `how`.
     pub fn used(&mut self, unit: Unit, place: u64, how: &str) {
-        self.add(place, |n| matches!(n, InputNote::Used { unit: u, how: h, .. } if *u == unit && h == how), |rows| InputNote::Used {
-            unit,
-            rows,
-            how: how.to_string(),
-        });
+        self.add(
+            place,
+            |n| matches!(n, InputNote::Used { unit: u, how: h, .. } if *u == unit && h == how),
+            |rows| InputNote::Used {
+                unit,
+                rows,
+                how: how.to_string(),
+            },
+        );
     }
 
     /// Adds `place` to the note `same` picks out, or starts one with `new`.
-    fn add(&mut self, place: u64, same: impl Fn(&InputNote) -> bool, new: impl FnOnce(Rows) -> InputNote) {
+    fn add(
+        &mut self,
+        place: u64,
+        same: impl Fn(&InputNote) -> bool,
+        new: impl FnOnce(Rows) -> InputNote,
+    ) {
         fn rows_of(n: &mut InputNote) -> Option<&mut Rows> {
             match n {
                 InputNote::Skipped { rows, .. } | InputNote::Used { rows, .. } => Some(rows),
@@ -336,8 +400,22 @@ impl NoteBook {
                 rows.at.iter_mut().for_each(|at| *at += line_base);
             }
             let same = |n: &InputNote, note: &InputNote| match (n, note) {
-                (InputNote::Skipped { unit: a, why: x, .. }, InputNote::Skipped { unit: b, why: y, .. }) => a == b && x == y,
-                (InputNote::Used { unit: a, how: x, .. }, InputNote::Used { unit: b, how: y, .. }) => a == b && x == y,
+                (
+                    InputNote::Skipped {
+                        unit: a, why: x, ..
+                    },
+                    InputNote::Skipped {
+                        unit: b, why: y, ..
+                    },
+                ) => a == b && x == y,
+                (
+                    InputNote::Used {
+                        unit: a, how: x, ..
+                    },
+                    InputNote::Used {
+                        unit: b, how: y, ..
+                    },
+                ) => a == b && x == y,
                 _ => false,
             };
             let joined = match self.notes.iter_mut().find(|n| same(n, &note)) {
@@ -365,7 +443,16 @@ impl NoteBook {
 
     /// Rows skipped so far, of any reason.
     pub fn skipped(&self) -> u64 {
-        self.notes.iter().map(|n| if let InputNote::Skipped { rows, .. } = n { rows.count } else { 0 }).sum()
+        self.notes
+            .iter()
+            .map(|n| {
+                if let InputNote::Skipped { rows, .. } = n {
+                    rows.count
+                } else {
+                    0
+                }
+            })
+            .sum()
     }
 
     /// The notes.
@@ -373,7 +460,6 @@ impl NoteBook {
         self.notes
     }
 }
-
 
 /// Where a text file was cut off: the byte offset and 1-based line of its last line, when
 /// that line has no line end and is not the file's only line. Tools end every line they
@@ -402,20 +488,33 @@ mod tests {
         }
         book.skip(Unit::Row, 5, "the time stamp is negative");
         let notes = book.into_notes();
-        assert_eq!(notes[0].to_string(), "3 rows skipped (lines 17, 90, 1022): the elapsed time is NaN");
-        assert_eq!(notes[1].to_string(), "1 row skipped (line 5): the time stamp is negative");
+        assert_eq!(
+            notes[0].to_string(),
+            "3 rows skipped (lines 17, 90, 1022): the elapsed time is NaN"
+        );
+        assert_eq!(
+            notes[1].to_string(),
+            "1 row skipped (line 5): the time stamp is negative"
+        );
         let mut rows = Rows::new(Locator::Line);
         for l in 1..=1234 {
             rows.push(l);
         }
-        assert_eq!(rows.to_string(), "lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 1,224 more");
+        assert_eq!(
+            rows.to_string(),
+            "lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 1,224 more"
+        );
     }
 
     #[test]
     fn cut_last_lines() {
         assert_eq!(cut_last_line(b"a\nb\n"), None);
         assert_eq!(cut_last_line(b"a\nb"), Some((2, 2)));
-        assert_eq!(cut_last_line(b"only"), None, "a file's only line is not cut off");
+        assert_eq!(
+            cut_last_line(b"only"),
+            None,
+            "a file's only line is not cut off"
+        );
         assert_eq!(cut_last_line(b"a\r\nb\r\nc,"), Some((6, 3)));
         assert_eq!(cut_last_line(b"a\n  "), None);
     }

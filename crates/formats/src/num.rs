@@ -8,7 +8,10 @@ pub(crate) fn f64(s: &str) -> Result<f64, std::num::ParseFloatError> {
 }
 
 /// Exact powers of ten as `f64` (every one up to 10^22 is).
-const POW10: [f64; 23] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
 
 /// A plain decimal (`123`, `-12.5`, `.25`, `7.`) of at most 19 digits, as the standard parser
 /// reads it; `None` for anything else. A whole number converts with one correctly rounded
@@ -160,7 +163,9 @@ fn eight_digits(w: u64) -> Option<u64> {
 #[inline]
 fn digits(s: &[u8], at: &mut usize, m: &mut u64) {
     while let Some(eight) = s.get(*at..*at + 8) {
-        let Some(v) = eight_digits(u64::from_le_bytes(eight.try_into().expect("8 bytes"))) else { break };
+        let Some(v) = eight_digits(u64::from_le_bytes(eight.try_into().expect("8 bytes"))) else {
+            break;
+        };
         *m = m.wrapping_mul(100_000_000).wrapping_add(v);
         *at += 8;
     }
@@ -177,21 +182,65 @@ mod tests {
     #[test]
     fn plain_decimals_read_as_the_standard_parser_reads_them() {
         let fixed = [
-            "0", "-0", "-0.0", "7.", ".25", "-.5", "00012.500", "1776337822393885", "1776337822393885123", "9007199254740993",
-            "9007199254740993.5", "0.1", "0.3", "123456789012345.6", "1.7976931348623157", "20.569", "4983", "0.012", "99999999999999999999",
+            "0",
+            "-0",
+            "-0.0",
+            "7.",
+            ".25",
+            "-.5",
+            "00012.500",
+            "1776337822393885",
+            "1776337822393885123",
+            "9007199254740993",
+            "9007199254740993.5",
+            "0.1",
+            "0.3",
+            "123456789012345.6",
+            "1.7976931348623157",
+            "20.569",
+            "4983",
+            "0.012",
+            "99999999999999999999",
         ];
-        let odd = ["", ".", "-", "+1", "1e5", "1.2.3", "inf", "NaN", "1,5", " 1", "--1", "0x10", "1_000", "12345678:", "1234567/8", "12345678 ", "1234567\u{663}"];
+        let odd = [
+            "",
+            ".",
+            "-",
+            "+1",
+            "1e5",
+            "1.2.3",
+            "inf",
+            "NaN",
+            "1,5",
+            " 1",
+            "--1",
+            "0x10",
+            "1_000",
+            "12345678:",
+            "1234567/8",
+            "12345678 ",
+            "1234567\u{663}",
+        ];
         let mut rng = fastrand::Rng::with_seed(7);
         let random = (0..200_000).map(|_| {
-            let int: String = (0..rng.usize(0..12)).map(|_| char::from(b'0' + rng.u8(0..10))).collect();
-            let frac: String = (0..rng.usize(0..12)).map(|_| char::from(b'0' + rng.u8(0..10))).collect();
+            let int: String = (0..rng.usize(0..12))
+                .map(|_| char::from(b'0' + rng.u8(0..10)))
+                .collect();
+            let frac: String = (0..rng.usize(0..12))
+                .map(|_| char::from(b'0' + rng.u8(0..10)))
+                .collect();
             let sign = if rng.bool() { "-" } else { "" };
             match rng.u8(0..3) {
                 0 => format!("{sign}{int}"),
                 _ => format!("{sign}{int}.{frac}"),
             }
         });
-        for s in fixed.iter().chain(&odd).map(|s| s.to_string()).chain(random) {
+        for s in fixed
+            .iter()
+            .chain(&odd)
+            .map(|s| s.to_string())
+            .chain(random)
+        {
             match (f64(&s), s.parse::<f64>()) {
                 (Ok(a), Ok(b)) => assert_eq!(a.to_bits(), b.to_bits(), "`{s}`"),
                 (Err(_), Err(_)) => {}
@@ -199,20 +248,54 @@ mod tests {
             }
         }
         for s in odd {
-            assert_eq!(plain(s.as_bytes()), None, "`{s}` is left to the standard parser");
+            assert_eq!(
+                plain(s.as_bytes()),
+                None,
+                "`{s}` is left to the standard parser"
+            );
         }
-        for s in ["0", "7", "12345678", "123456789", "1776337822386", "123456789012345678", "1234567812345678"] {
+        for s in [
+            "0",
+            "7",
+            "12345678",
+            "123456789",
+            "1776337822386",
+            "123456789012345678",
+            "1234567812345678",
+        ] {
             assert_eq!(whole(s.as_bytes()), Some(s.parse().unwrap()), "`{s}`");
         }
-        for s in ["", "1234567890123456789", "12345678:", "-1", "1.0", "1234567/", "12345678 ", "+1", "12345678123456789/"] {
+        for s in [
+            "",
+            "1234567890123456789",
+            "12345678:",
+            "-1",
+            "1.0",
+            "1234567/",
+            "12345678 ",
+            "+1",
+            "12345678123456789/",
+        ] {
             assert_eq!(whole(s.as_bytes()), None, "`{s}`");
         }
         // Digits with, now and then, one byte that is not (or a sign), at every length.
         let alphabet = b"0123456789/:+- .\xff";
         for _ in 0..200_000 {
             let len = rng.usize(0..21);
-            let s: Vec<u8> = (0..len).map(|_| if rng.u8(0..20) == 0 { alphabet[rng.usize(10..alphabet.len())] } else { b'0' + rng.u8(0..10) }).collect();
-            let expected = (1..=18).contains(&len).then(|| std::str::from_utf8(&s).ok()?.parse::<u64>().ok()).flatten().filter(|_| s.iter().all(u8::is_ascii_digit));
+            let s: Vec<u8> = (0..len)
+                .map(|_| {
+                    if rng.u8(0..20) == 0 {
+                        alphabet[rng.usize(10..alphabet.len())]
+                    } else {
+                        b'0' + rng.u8(0..10)
+                    }
+                })
+                .collect();
+            let expected = (1..=18)
+                .contains(&len)
+                .then(|| std::str::from_utf8(&s).ok()?.parse::<u64>().ok())
+                .flatten()
+                .filter(|_| s.iter().all(u8::is_ascii_digit));
             assert_eq!(whole(&s), expected, "{:?}", String::from_utf8_lossy(&s));
         }
     }

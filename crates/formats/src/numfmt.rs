@@ -11,7 +11,11 @@ pub fn ngrinder_number(v: f64) -> String {
     // Rust formats the exact binary value and breaks exact ties to even, as Java does.
     let s = format!("{v:.3}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" { "0".to_string() } else { s.to_string() }
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s.to_string()
+    }
 }
 
 /// `1234567` as `1,234,567`.

@@ -22,23 +22,36 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
         if !RunData::is_run_dir(path) {
             return Err(FormatError::Unrecognised {
                 path: path.to_path_buf(),
-                message: format!("not a volley run directory (no run.json and series.csv); volley reads {READABLE}"),
+                message: format!(
+                    "not a volley run directory (no run.json and series.csv); volley reads {READABLE}"
+                ),
             });
         }
         return Ok(Source::from_run(RunData::read(path)?));
     }
     let file = std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
-    let head = reader.fill_buf().map_err(|e| FormatError::io(path, e))?.to_vec();
+    let head = reader
+        .fill_buf()
+        .map_err(|e| FormatError::io(path, e))?
+        .to_vec();
     let head_text = String::from_utf8_lossy(&head);
-    let first_line = head_text.trim_start_matches('\u{feff}').lines().next().unwrap_or("").trim_end_matches('\r').to_string();
+    let first_line = head_text
+        .trim_start_matches('\u{feff}')
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('\r')
+        .to_string();
     let format = match format.or_else(|| detect(&head_text, &first_line)) {
         Some(f) => f,
         None if import::gatling::sniff_binary(&head) => Format::GatlingBinary,
         None => {
             return Err(FormatError::Unrecognised {
                 path: path.to_path_buf(),
-                message: format!("not a format volley reads; it reads {READABLE} (force one with --from)"),
+                message: format!(
+                    "not a format volley reads; it reads {READABLE} (force one with --from)"
+                ),
             });
         }
     };
@@ -48,11 +61,18 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
     let cut = if line_based { cut_offset(path)? } else { None };
     // What the reader missed may be in the line left out.
     let explained = |e| match e {
-        FormatError::Malformed { path, line, column, message } if cut.is_some() => FormatError::Malformed {
+        FormatError::Malformed {
             path,
             line,
             column,
-            message: format!("{message} (the file's last line has no line end: it was cut off while it was being written and is left out)"),
+            message,
+        } if cut.is_some() => FormatError::Malformed {
+            path,
+            line,
+            column,
+            message: format!(
+                "{message} (the file's last line has no line end: it was cut off while it was being written and is left out)"
+            ),
         },
         e => e,
     };
@@ -62,34 +82,57 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
             Format::Jtl => import::jmeter::read_parts(path, limit, &first_line, PART_BYTES),
             Format::K6Csv => import::k6::read_csv_parts(path, limit, PART_BYTES),
             Format::K6Json => import::k6::read_json_parts(path, limit, PART_BYTES),
-            Format::Ngrinder => crate::ngrinder::read_parts(path, limit, PART_BYTES).map(|read| read.map(|(file, lines)| (ngrinder_source(path, file), lines))),
+            Format::Ngrinder => crate::ngrinder::read_parts(path, limit, PART_BYTES)
+                .map(|read| read.map(|(file, lines)| (ngrinder_source(path, file), lines))),
             _ => Ok(None),
         }
         .map_err(explained)?;
         if let Some((mut src, lines)) = read {
             if cut.is_some() {
-                let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                src.input_notes.push(InputNote::CutOff { file, at: Place::Line(lines + 1) });
+                let file = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                src.input_notes.push(InputNote::CutOff {
+                    file,
+                    at: Place::Line(lines + 1),
+                });
             }
             return Ok(src);
         }
     }
     let newlines = std::cell::Cell::new(0u64);
-    let counted = CountNewlines { inner: std::io::Read::take(reader, cut.unwrap_or(u64::MAX)), newlines: &newlines };
+    let counted = CountNewlines {
+        inner: std::io::Read::take(reader, cut.unwrap_or(u64::MAX)),
+        newlines: &newlines,
+    };
     let reader = std::io::BufReader::with_capacity(1 << 16, counted);
     let mut src = read_as(path, format, reader, &first_line).map_err(explained)?;
     if cut.is_some() {
-        let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        src.input_notes.push(InputNote::CutOff { file, at: Place::Line(newlines.get() + 1) });
+        let file = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        src.input_notes.push(InputNote::CutOff {
+            file,
+            at: Place::Line(newlines.get() + 1),
+        });
     }
     Ok(src)
 }
 
 /// Reads a file of `format` (not a run directory) from `reader`.
-fn read_as(path: &Path, format: Format, mut reader: impl std::io::BufRead, first_line: &str) -> Result<Source> {
+fn read_as(
+    path: &Path,
+    format: Format,
+    mut reader: impl std::io::BufRead,
+    first_line: &str,
+) -> Result<Source> {
     let mut read_all = || -> Result<String> {
         let mut s = String::new();
-        reader.read_to_string(&mut s).map_err(|e| FormatError::io(path, e))?;
+        reader
+            .read_to_string(&mut s)
+            .map_err(|e| FormatError::io(path, e))?;
         Ok(s)
     };
     Ok(match format {
@@ -100,7 +143,9 @@ fn read_as(path: &Path, format: Format, mut reader: impl std::io::BufRead, first
         Format::LocustStats => import::locust::read_stats(path, &read_all()?)?,
         Format::GatlingBinary => {
             let mut bytes = Vec::new();
-            reader.read_to_end(&mut bytes).map_err(|e| FormatError::io(path, e))?;
+            reader
+                .read_to_end(&mut bytes)
+                .map_err(|e| FormatError::io(path, e))?;
             import::gatling::read_binary(path, &bytes)?
         }
         Format::K6Csv => import::k6::read_csv(path, reader)?,
@@ -134,10 +179,16 @@ const PARALLEL_FROM: u64 = 16 << 20;
 /// read that way); `None` to read it in one pass.
 fn parallel(path: &Path, format: Format, cut: Option<u64>) -> Result<Option<u64>> {
     // VOLLEY_IMPORT_ONE_PASS=1 reads every file in one pass (for benchmarks and bisecting).
-    if !matches!(format, Format::Jtl | Format::K6Csv | Format::K6Json | Format::Ngrinder) || std::env::var_os("VOLLEY_IMPORT_ONE_PASS").is_some() {
+    if !matches!(
+        format,
+        Format::Jtl | Format::K6Csv | Format::K6Json | Format::Ngrinder
+    ) || std::env::var_os("VOLLEY_IMPORT_ONE_PASS").is_some()
+    {
         return Ok(None);
     }
-    let len = std::fs::metadata(path).map_err(|e| FormatError::io(path, e))?.len();
+    let len = std::fs::metadata(path)
+        .map_err(|e| FormatError::io(path, e))?
+        .len();
     let limit = cut.unwrap_or(len);
     Ok((limit >= PARALLEL_FROM).then_some(limit))
 }
@@ -151,7 +202,8 @@ struct CountNewlines<'a, R> {
 impl<R: std::io::Read> std::io::Read for CountNewlines<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.newlines.set(self.newlines.get() + memchr::memchr_iter(b'\n', &buf[..n]).count() as u64);
+        self.newlines
+            .set(self.newlines.get() + memchr::memchr_iter(b'\n', &buf[..n]).count() as u64);
         Ok(n)
     }
 }
@@ -194,7 +246,10 @@ fn detect(head_text: &str, first_line: &str) -> Option<Format> {
         (import::k6::sniff_csv(first_line), Format::K6Csv),
         (import::k6::sniff_json(first_line), Format::K6Json),
         (import::jmeter::sniff(first_line), Format::Jtl),
-        (import::locust::sniff_history(first_line), Format::LocustHistory),
+        (
+            import::locust::sniff_history(first_line),
+            Format::LocustHistory,
+        ),
         (import::locust::sniff_stats(first_line), Format::LocustStats),
         (import::gatling::sniff_text(first_line), Format::Gatling),
         (import::k6::sniff_summary(head_text), Format::K6Summary),

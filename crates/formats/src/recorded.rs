@@ -135,7 +135,8 @@ mod tests {
     #[test]
     fn written_and_read_by_one_struct() {
         let plan: RecordedPlan = serde_json::from_str(OLD).unwrap();
-        let again: RecordedPlan = serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
+        let again: RecordedPlan =
+            serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
         assert_eq!(again, plan);
     }
 }

@@ -22,10 +22,10 @@ use volley_scenario::StepInfo;
 
 use crate::error::{FormatError, Result};
 use crate::hlog::{self, HistKey, HistMetric, LoggedHistogram};
-use crate::note::{InputNote, Place, cut_last_line};
-use crate::recorded::RecordedPlan;
 use crate::ngrinder::{self, DROPPED, ELAPSED, HEADER, PERIOD};
+use crate::note::{InputNote, Place, cut_last_line};
 use crate::numfmt::ngrinder_number;
+use crate::recorded::RecordedPlan;
 
 /// File names inside a run directory.
 pub const RUN_JSON: &str = "run.json";
@@ -124,18 +124,33 @@ impl std::fmt::Display for NotedMessage {
 impl ErrorNote {
     /// Folds new messages into `notes` (five per step and kind, no repeats), then adds
     /// `counts`, an interval's errors by kind, to the notes' totals.
-    pub fn add(notes: &mut Vec<ErrorNote>, counts: &[u64; volley_stats::KINDS], messages: Vec<volley_stats::ErrorMessage>) {
+    pub fn add(
+        notes: &mut Vec<ErrorNote>,
+        counts: &[u64; volley_stats::KINDS],
+        messages: Vec<volley_stats::ErrorMessage>,
+    ) {
         for m in messages {
             let i = match notes.iter().position(|n| n.kind == m.kind) {
                 Some(i) => i,
                 None => {
-                    notes.push(ErrorNote { kind: m.kind, count: 0, messages: Vec::new() });
+                    notes.push(ErrorNote {
+                        kind: m.kind,
+                        count: 0,
+                        messages: Vec::new(),
+                    });
                     notes.len() - 1
                 }
             };
             let note = &mut notes[i];
-            let message = NotedMessage { step: m.step, text: m.text };
-            let same_step = note.messages.iter().filter(|n| n.step == message.step).count();
+            let message = NotedMessage {
+                step: m.step,
+                text: m.text,
+            };
+            let same_step = note
+                .messages
+                .iter()
+                .filter(|n| n.step == message.step)
+                .count();
             if same_step < volley_stats::MESSAGES_PER_STEP && !note.messages.contains(&message) {
                 note.messages.push(message);
             }
@@ -322,7 +337,11 @@ pub struct OutputNote {
 /// Names of the columns volley appends after nGrinder's 13.
 fn extra_header() -> Vec<String> {
     let mut h = vec![ELAPSED.to_string(), PERIOD.to_string()];
-    h.extend(ErrorKind::ALL.iter().map(|k| format!("Errors_{}", k.name())));
+    h.extend(
+        ErrorKind::ALL
+            .iter()
+            .map(|k| format!("Errors_{}", k.name())),
+    );
     h.extend(
         [
             "Reconnects",
@@ -338,8 +357,8 @@ fn extra_header() -> Vec<String> {
             GENERATOR_CPU,
             POOL_WAIT,
         ]
-            .iter()
-            .map(|s| s.to_string()),
+        .iter()
+        .map(|s| s.to_string()),
     );
     h
 }
@@ -368,7 +387,11 @@ impl RunWriter {
     /// Creates `<root>/<UTC time>_<name>/` and writes the headers and a `running` run.json.
     pub fn create(root: &Path, meta: RunMeta, started: SystemTime) -> Result<RunWriter> {
         let stamp = jiff::Timestamp::try_from(started).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
-        let base = format!("{}_{}", stamp.strftime("%Y%m%dT%H%M%SZ"), sanitize(&meta.name));
+        let base = format!(
+            "{}_{}",
+            stamp.strftime("%Y%m%dT%H%M%SZ"),
+            sanitize(&meta.name)
+        );
         let mut dir = root.join(&base);
         for n in 2.. {
             if !dir.exists() {
@@ -383,12 +406,17 @@ impl RunWriter {
     pub fn create_at(dir: &Path, meta: RunMeta, started: SystemTime) -> Result<RunWriter> {
         let dir = dir.to_path_buf();
         if dir.join(RUN_JSON).exists() {
-            return Err(FormatError::Unrecognised { path: dir, message: "already holds a run directory; give a new directory".into() });
+            return Err(FormatError::Unrecognised {
+                path: dir,
+                message: "already holds a run directory; give a new directory".into(),
+            });
         }
         fs::create_dir_all(&dir).map_err(|e| FormatError::io(&dir, e))?;
         let open = |name: &str| {
             let p = dir.join(name);
-            File::create(&p).map(BufWriter::new).map_err(|e| FormatError::io(p, e))
+            File::create(&p)
+                .map(BufWriter::new)
+                .map_err(|e| FormatError::io(p, e))
         };
         let mut series = open(SERIES_CSV)?;
         let mut header: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
@@ -396,10 +424,19 @@ impl RunWriter {
             header.extend(step_header(i));
         }
         header.extend(extra_header());
-        writeln!(series, "{}", header.join(",")).map_err(|e| FormatError::io(dir.join(SERIES_CSV), e))?;
+        writeln!(series, "{}", header.join(","))
+            .map_err(|e| FormatError::io(dir.join(SERIES_CSV), e))?;
         let mut hlog_out = open(LATENCY_HLOG)?;
-        hlog::write_header(&mut hlog_out, started).map_err(|e| FormatError::io(dir.join(LATENCY_HLOG), e))?;
-        let mut w = RunWriter { dir, meta, started, series, hlog: hlog_out, server: None };
+        hlog::write_header(&mut hlog_out, started)
+            .map_err(|e| FormatError::io(dir.join(LATENCY_HLOG), e))?;
+        let mut w = RunWriter {
+            dir,
+            meta,
+            started,
+            series,
+            hlog: hlog_out,
+            server: None,
+        };
         w.flush()?;
         w.write_meta()?;
         Ok(w)
@@ -422,10 +459,19 @@ impl RunWriter {
 
     /// Appends one interval to `series.csv` and `latency.hlog` and flushes both; `steps`
     /// holds the scenario steps' samples (empty without a scenario).
-    pub fn write_interval(&mut self, sample: &IntervalSample, row: &Interval, steps: &[IntervalSample]) -> Result<()> {
+    pub fn write_interval(
+        &mut self,
+        sample: &IntervalSample,
+        row: &Interval,
+        steps: &[IntervalSample],
+    ) -> Result<()> {
         let wall = self.started + Duration::from_secs_f64(row.start_s + row.period_s);
         let local = jiff::Timestamp::try_from(wall)
-            .map(|t| t.to_zoned(jiff::tz::TimeZone::system()).strftime("%Y-%m-%d %H:%M:%S").to_string())
+            .map(|t| {
+                t.to_zoned(jiff::tz::TimeZone::system())
+                    .strftime("%Y-%m-%d %H:%M:%S")
+                    .to_string()
+            })
             .unwrap_or_default();
         let mut fields: Vec<String> = ngrinder::format_row(&local, row).into();
         for (step, s) in self.meta.steps.iter().zip(steps) {
@@ -456,7 +502,10 @@ impl RunWriter {
         let start = Duration::from_secs_f64(row.start_s);
         let len = Duration::from_secs_f64(row.period_s);
         let hpath = self.dir.join(LATENCY_HLOG);
-        let mut write = |h: &Histogram<u64>, key: HistKey| hlog::write_interval(&mut self.hlog, h, start, len, key).map_err(|e| FormatError::io(&hpath, e));
+        let mut write = |h: &Histogram<u64>, key: HistKey| {
+            hlog::write_interval(&mut self.hlog, h, start, len, key)
+                .map_err(|e| FormatError::io(&hpath, e))
+        };
         write(&sample.ttfb.histogram(), HistKey::TTFB)?;
         write(&sample.total.histogram(), HistKey::TOTAL)?;
         // One at a time, each made only while it is written: a scenario may have thousands of steps.
@@ -482,25 +531,45 @@ impl RunWriter {
 
     /// Appends one scrape to `server.csv` (created with its header on first use):
     /// `Elapsed_(s),Target,Series,Value,Kind` where Kind is `gauge` or `rate` (per second).
-    pub fn write_server(&mut self, elapsed_s: f64, url: &str, values: &[(String, f64, bool)]) -> Result<()> {
+    pub fn write_server(
+        &mut self,
+        elapsed_s: f64,
+        url: &str,
+        values: &[(String, f64, bool)],
+    ) -> Result<()> {
         let path = self.dir.join(SERVER_CSV);
         if self.server.is_none() {
-            let mut f = File::create(&path).map(BufWriter::new).map_err(|e| FormatError::io(&path, e))?;
-            writeln!(f, "Elapsed_(s),Target,Series,Value,Kind").map_err(|e| FormatError::io(&path, e))?;
+            let mut f = File::create(&path)
+                .map(BufWriter::new)
+                .map_err(|e| FormatError::io(&path, e))?;
+            writeln!(f, "Elapsed_(s),Target,Series,Value,Kind")
+                .map_err(|e| FormatError::io(&path, e))?;
             self.server = Some(f);
         }
         let out = self.server.as_mut().expect("just created");
         let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
         for (series, value, rate) in values {
-            writeln!(out, "{},{},{},{},{}", ngrinder_number(elapsed_s), q(url), q(series), value, if *rate { "rate" } else { "gauge" })
-                .map_err(|e| FormatError::io(&path, e))?;
+            writeln!(
+                out,
+                "{},{},{},{},{}",
+                ngrinder_number(elapsed_s),
+                q(url),
+                q(series),
+                value,
+                if *rate { "rate" } else { "gauge" }
+            )
+            .map_err(|e| FormatError::io(&path, e))?;
         }
         out.flush().map_err(|e| FormatError::io(&path, e))
     }
 
     fn flush(&mut self) -> Result<()> {
-        self.series.flush().map_err(|e| FormatError::io(self.dir.join(SERIES_CSV), e))?;
-        self.hlog.flush().map_err(|e| FormatError::io(self.dir.join(LATENCY_HLOG), e))
+        self.series
+            .flush()
+            .map_err(|e| FormatError::io(self.dir.join(SERIES_CSV), e))?;
+        self.hlog
+            .flush()
+            .map_err(|e| FormatError::io(self.dir.join(LATENCY_HLOG), e))
     }
 
     /// Rewrites run.json atomically (temporary file, then rename).
@@ -529,12 +598,28 @@ pub fn write_meta(dir: &Path, meta: &RunMeta) -> Result<()> {
 /// A step name as a `Description` cell: nGrinder files are never quoted, so the
 /// characters that would break the row become spaces (run.json keeps the real name).
 fn csv_field(s: &str) -> String {
-    s.chars().map(|c| if matches!(c, ',' | '"' | '\n' | '\r' | '\t' | ';') { ' ' } else { c }).collect()
+    s.chars()
+        .map(|c| {
+            if matches!(c, ',' | '"' | '\n' | '\r' | '\t' | ';') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 pub(crate) fn sanitize(name: &str) -> String {
-    let s: String =
-        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect();
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
     if s.is_empty() { "run".to_string() } else { s }
 }
 
@@ -592,7 +677,11 @@ fn read_server(path: &Path) -> Result<Vec<ServerPoint>> {
         let line = i as u64 + 2;
         let rec = rec.map_err(|e| FormatError::malformed(path, line, None, e.to_string()))?;
         let num = |c: usize| {
-            rec.get(c).and_then(|v| v.parse::<f64>().ok()).ok_or_else(|| FormatError::malformed(path, line, Some(c as u64 + 1), "expected a number"))
+            rec.get(c)
+                .and_then(|v| v.parse::<f64>().ok())
+                .ok_or_else(|| {
+                    FormatError::malformed(path, line, Some(c as u64 + 1), "expected a number")
+                })
         };
         out.push(ServerPoint {
             elapsed_s: num(0)?,
@@ -637,9 +726,15 @@ impl RunData {
 
     fn read_with(dir: &Path, with_histograms: bool) -> Result<RunData> {
         let meta_path = dir.join(RUN_JSON);
-        let meta_text = fs::read_to_string(&meta_path).map_err(|e| FormatError::io(&meta_path, e))?;
+        let meta_text =
+            fs::read_to_string(&meta_path).map_err(|e| FormatError::io(&meta_path, e))?;
         let mut meta: RunMeta = serde_json::from_str(&meta_text).map_err(|e| {
-            FormatError::malformed(&meta_path, e.line() as u64, Some(e.column() as u64), e.to_string())
+            FormatError::malformed(
+                &meta_path,
+                e.line() as u64,
+                Some(e.column() as u64),
+                e.to_string(),
+            )
         })?;
         let mut input_notes = Vec::new();
         if meta.status == RunStatus::Running && recorder_gone(&meta) == Some(true) {
@@ -655,22 +750,36 @@ impl RunData {
         let series_text = fs::read(&spath).map_err(|e| FormatError::io(&spath, e))?;
         let series_text = match cut_last_line(&series_text) {
             Some((start, line)) => {
-                input_notes.push(InputNote::CutOff { file: SERIES_CSV.to_string(), at: Place::Line(line) });
+                input_notes.push(InputNote::CutOff {
+                    file: SERIES_CSV.to_string(),
+                    at: Place::Line(line),
+                });
                 &series_text[..start]
             }
             None => &series_text[..],
         };
-        let series_text = String::from_utf8(series_text.to_vec())
-            .map_err(|e| FormatError::io(&spath, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+        let series_text = String::from_utf8(series_text.to_vec()).map_err(|e| {
+            FormatError::io(
+                &spath,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            )
+        })?;
         let file = ngrinder::parse(&spath, &series_text)?;
         input_notes.extend(file.notes.iter().cloned());
         let hpath = dir.join(LATENCY_HLOG);
-        let histograms = match if with_histograms { fs::read(&hpath) } else { Ok(Vec::new()) } {
+        let histograms = match if with_histograms {
+            fs::read(&hpath)
+        } else {
+            Ok(Vec::new())
+        } {
             Ok(bytes) if bytes.is_empty() => Vec::new(),
             Ok(bytes) => {
                 let bytes = match cut_last_line(&bytes) {
                     Some((start, line)) => {
-                        input_notes.push(InputNote::CutOff { file: LATENCY_HLOG.to_string(), at: Place::Line(line) });
+                        input_notes.push(InputNote::CutOff {
+                            file: LATENCY_HLOG.to_string(),
+                            at: Place::Line(line),
+                        });
                         &bytes[..start]
                     }
                     None => &bytes[..],
@@ -682,7 +791,10 @@ impl RunData {
         };
         // The series is written before the histograms of each interval: a crash in between
         // leaves the last intervals without histograms.
-        let logged = histograms.iter().filter(|h| h.key == HistKey::TOTAL).count();
+        let logged = histograms
+            .iter()
+            .filter(|h| h.key == HistKey::TOTAL)
+            .count();
         let rows = file.total.intervals.len();
         if logged > 0 && logged < rows {
             input_notes.push(InputNote::Used {
@@ -700,8 +812,10 @@ impl RunData {
         }
         // volley's own columns after nGrinder's; one missing reads as 0 in every row.
         let at = |c: Option<&[f64]>, i: usize| c.map_or(0.0, |c| c[i]);
-        let kind_cols: Vec<Option<&[f64]>> =
-            ErrorKind::ALL.iter().map(|k| file.extra(&format!("Errors_{}", k.name()))).collect();
+        let kind_cols: Vec<Option<&[f64]>> = ErrorKind::ALL
+            .iter()
+            .map(|k| file.extra(&format!("Errors_{}", k.name())))
+            .collect();
         let errors_by_kind = (0..rows)
             .map(|i| {
                 let mut out = [0u64; volley_stats::KINDS];
@@ -711,7 +825,12 @@ impl RunData {
                 out
             })
             .collect();
-        let (late_c, lag_c, cpu_c, drop_c) = (file.extra(LATE), file.extra(SCHED_LAG), file.extra(GENERATOR_CPU), file.extra(DROPPED));
+        let (late_c, lag_c, cpu_c, drop_c) = (
+            file.extra(LATE),
+            file.extra(SCHED_LAG),
+            file.extra(GENERATOR_CPU),
+            file.extra(DROPPED),
+        );
         let generator = (0..rows)
             .map(|i| GeneratorHealth {
                 late: at(late_c, i) as u64,
@@ -725,7 +844,15 @@ impl RunData {
         for p in &meta.plan.populations {
             let sub = dir.join(&p.dir);
             if p.dir.split('/').any(|c| c == ".." || c.is_empty()) || !sub.starts_with(dir) {
-                return Err(FormatError::malformed(&meta_path, 1, None, format!("population `{}`: its directory `{}` is not inside the run directory", p.name, p.dir)));
+                return Err(FormatError::malformed(
+                    &meta_path,
+                    1,
+                    None,
+                    format!(
+                        "population `{}`: its directory `{}` is not inside the run directory",
+                        p.name, p.dir
+                    ),
+                ));
             }
             populations.push(Self::read_with(&sub, with_histograms)?);
         }
@@ -747,7 +874,9 @@ impl RunData {
                 .tests
                 .into_iter()
                 .enumerate()
-                .map(|(i, (name, series))| (meta.steps.get(i).map_or(name, |s| s.name.clone()), series))
+                .map(|(i, (name, series))| {
+                    (meta.steps.get(i).map_or(name, |s| s.name.clone()), series)
+                })
                 .collect(),
             step_events,
             meta,
@@ -780,11 +909,19 @@ pub fn recorder_gone(meta: &RunMeta) -> Option<bool> {
     };
     // Field 22 is the start time in clock ticks after boot (the name in field 2 may hold
     // spaces, so count from its closing parenthesis); boot time is `btime` in /proc/stat.
-    let started_ticks: Option<f64> = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(19)).and_then(|v| v.parse().ok());
-    let boot: Option<f64> = fs::read_to_string("/proc/stat")
+    let started_ticks: Option<f64> = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(19))
+        .and_then(|v| v.parse().ok());
+    let boot: Option<f64> = fs::read_to_string("/proc/stat").ok().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse().ok()))
+    });
+    let run_started = meta
+        .started_at
+        .parse::<jiff::Timestamp>()
         .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse().ok())));
-    let run_started = meta.started_at.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond() as f64 / 1000.0);
+        .map(|t| t.as_millisecond() as f64 / 1000.0);
     match (started_ticks, boot, run_started) {
         // Linux reports in USER_HZ, 100 on every architecture it runs on; a few seconds of slack.
         (Some(ticks), Some(boot), Some(run)) => Some(boot + ticks / 100.0 > run + 5.0),
@@ -801,15 +938,24 @@ mod tests {
             r#"{"load":{"model":"closed","shape":{"stages":[{"duration":2.0,"target":1}]}},"request":{"method":"GET","url":"http://127.0.0.1/","headers":[]},"timeout_s":60.0}"#,
         )
         .unwrap();
-        RunMeta { started_at: "2026-01-01T00:00:00Z".into(), ..RunMeta::new("unit test", plan) }
+        RunMeta {
+            started_at: "2026-01-01T00:00:00Z".into(),
+            ..RunMeta::new("unit test", plan)
+        }
     }
-
 
     #[test]
     fn write_then_read() {
         let root = tempfile::tempdir().unwrap();
         let mut w = RunWriter::create(root.path(), meta(), SystemTime::now()).unwrap();
-        assert!(w.dir().file_name().unwrap().to_str().unwrap().ends_with("_unit-test"));
+        assert!(
+            w.dir()
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .ends_with("_unit-test")
+        );
         for i in 0..3u64 {
             let mut s = IntervalSample::new(i);
             s.record_success(1000 * (i + 1), 2000 * (i + 1), 0, 10);
@@ -821,7 +967,8 @@ mod tests {
         let mid = RunData::read(w.dir()).unwrap();
         assert_eq!(mid.meta.status, RunStatus::Running);
         assert_eq!(mid.series.intervals.len(), 3);
-        w.finish(RunStatus::Interrupted, Some("Ctrl-C".into())).unwrap();
+        w.finish(RunStatus::Interrupted, Some("Ctrl-C".into()))
+            .unwrap();
         let data = RunData::read(w.dir()).unwrap();
         assert_eq!(data.meta.status, RunStatus::Interrupted);
         assert_eq!(data.series.tests(), 3);
@@ -841,8 +988,14 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let mut m = meta();
         m.steps = vec![
-            StepInfo { name: "create, room".into(), kind: volley_scenario::StepKind::Http },
-            StepInfo { name: "events".into(), kind: volley_scenario::StepKind::Sse },
+            StepInfo {
+                name: "create, room".into(),
+                kind: volley_scenario::StepKind::Http,
+            },
+            StepInfo {
+                name: "events".into(),
+                kind: volley_scenario::StepKind::Sse,
+            },
         ];
         let mut w = RunWriter::create(root.path(), m, SystemTime::now()).unwrap();
         for i in 0..2u64 {
@@ -870,7 +1023,10 @@ mod tests {
         assert_eq!(data.errors_by_kind[0][ErrorKind::Check.index()], 1);
         let source = crate::Source::from_run(data);
         assert_eq!(source.per_test.len(), 2);
-        assert_eq!(source.merged(HistKey::step(HistMetric::Ttfb, 1), 0.0).len(), 2);
+        assert_eq!(
+            source.merged(HistKey::step(HistMetric::Ttfb, 1), 0.0).len(),
+            2
+        );
         assert_eq!(source.merged(HistKey::TTFB, 0.0).len(), 4);
     }
 }

@@ -26,7 +26,13 @@ pub struct RunSet {
 impl RunSet {
     /// A single run or result file already opened.
     pub fn single(src: Source) -> RunSet {
-        RunSet { path: src.path.clone(), name: src.name.clone(), runs: vec![src], group: None, notes: Vec::new() }
+        RunSet {
+            path: src.path.clone(),
+            name: src.name.clone(),
+            runs: vec![src],
+            group: None,
+            notes: Vec::new(),
+        }
     }
 
     /// Whether this is a group (even of one completed run).
@@ -56,7 +62,10 @@ pub fn open_run_or_group(path: &Path, format: Option<Format>) -> Result<RunSet> 
         if !dir.is_dir() {
             return Err(FormatError::Unrecognised {
                 path: path.to_path_buf(),
-                message: format!("group.json lists run `{}`, which is not in the group directory; put it back or remove its entry", r.dir),
+                message: format!(
+                    "group.json lists run `{}`, which is not in the group directory; put it back or remove its entry",
+                    r.dir
+                ),
             });
         }
         let src = crate::open::open_as(&dir, Some(Format::Volley))?;
@@ -66,16 +75,29 @@ pub fn open_run_or_group(path: &Path, format: Option<Format>) -> Result<RunSet> 
         if status == RunStatus::Complete {
             runs.push(src);
         } else {
-            notes.push(format!("run `{}` is left out: it is {}", r.dir, status.name()));
+            notes.push(format!(
+                "run `{}` is left out: it is {}",
+                r.dir,
+                status.name()
+            ));
         }
     }
     if runs.is_empty() {
         return Err(FormatError::Unrecognised {
             path: path.to_path_buf(),
-            message: format!("this group has no completed run ({} listed); run the group again", meta.runs.len()),
+            message: format!(
+                "this group has no completed run ({} listed); run the group again",
+                meta.runs.len()
+            ),
         });
     }
-    Ok(RunSet { path: path.to_path_buf(), name: meta.name.clone(), runs, group: Some(meta), notes })
+    Ok(RunSet {
+        path: path.to_path_buf(),
+        name: meta.name.clone(),
+        runs,
+        group: Some(meta),
+        notes,
+    })
 }
 
 #[cfg(test)]
@@ -87,7 +109,10 @@ mod tests {
     fn plan() -> RecordedPlan {
         let mut load = volley_scenario::LoadSpec::default();
         load.set("duration", "1s").unwrap();
-        RecordedPlan::new(load.resolve().unwrap(), volley_scenario::RequestSpec::get("http://127.0.0.1:1/"))
+        RecordedPlan::new(
+            load.resolve().unwrap(),
+            volley_scenario::RequestSpec::get("http://127.0.0.1:1/"),
+        )
     }
 
     #[test]
@@ -96,11 +121,23 @@ mod tests {
         let mut g = GroupWriter::create(root.path(), "g", 3, 0.0, plan()).unwrap();
         let e = open_run_or_group(g.dir(), None).unwrap_err().to_string();
         assert!(e.contains("no completed run (0 listed)"), "{e}");
-        g.run(&g.dir().join("gone"), RunStatus::Complete, None).unwrap();
+        g.run(&g.dir().join("gone"), RunStatus::Complete, None)
+            .unwrap();
         let e = open_run_or_group(g.dir(), None).unwrap_err().to_string();
-        assert!(e.contains("lists run `gone`, which is not in the group directory"), "{e}");
+        assert!(
+            e.contains("lists run `gone`, which is not in the group directory"),
+            "{e}"
+        );
         let meta = read_group(g.dir()).unwrap();
-        assert_eq!((meta.kind.as_str(), meta.repeat, meta.runs.len(), meta.status), ("group", 3, 1, RunStatus::Running));
+        assert_eq!(
+            (
+                meta.kind.as_str(),
+                meta.repeat,
+                meta.runs.len(),
+                meta.status
+            ),
+            ("group", 3, 1, RunStatus::Running)
+        );
         // Not a group file at all.
         std::fs::write(g.dir().join(crate::group::GROUP_JSON), r#"{"kind":"run"}"#).unwrap();
         assert!(read_group(g.dir()).is_err());

@@ -80,7 +80,9 @@ impl Source {
     /// Why `figure` is not available from this source, when it is not.
     pub fn unavailable(&self, figure: crate::note::Figure) -> Option<&str> {
         self.input_notes.iter().find_map(|n| match n {
-            crate::note::InputNote::Unavailable { figure: f, why } if *f == figure => Some(why.as_str()),
+            crate::note::InputNote::Unavailable { figure: f, why } if *f == figure => {
+                Some(why.as_str())
+            }
             _ => None,
         })
     }
@@ -99,12 +101,20 @@ impl Source {
             }
             index
         });
-        index.get(&key).into_iter().flatten().map(|&i| &self.histograms[i])
+        index
+            .get(&key)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.histograms[i])
     }
 
     /// All histograms of `key` from `warmup_s` on, merged.
     pub fn merged(&self, key: HistKey, warmup_s: f64) -> Histogram<u64> {
-        CompactHistogram::merge_all(self.of_key(key).filter(|l| l.start_s + 1e-9 >= warmup_s).map(|l| &l.histogram))
+        CompactHistogram::merge_all(
+            self.of_key(key)
+                .filter(|l| l.start_s + 1e-9 >= warmup_s)
+                .map(|l| &l.histogram),
+        )
     }
 
     /// Per-request summary of `key` from `warmup_s` on; without histograms, the tool's own
@@ -129,10 +139,22 @@ impl Source {
         // Keyed by start in ms: one pass over the log, not one per interval (a scenario run
         // logs two histograms per step and interval).
         let ms = |s: f64| (s * 1000.0).round() as i64;
-        let of_key: std::collections::HashMap<i64, &CompactHistogram> =
-            self.of_key(key).map(|l| (ms(l.start_s), &l.histogram)).collect();
+        let of_key: std::collections::HashMap<i64, &CompactHistogram> = self
+            .of_key(key)
+            .map(|l| (ms(l.start_s), &l.histogram))
+            .collect();
         let rows = self.series.after_warmup(warmup_s);
-        Some(rows.intervals.iter().map(|row| of_key.get(&ms(row.start_s)).map(|h| (*h).clone()).unwrap_or_default()).collect())
+        Some(
+            rows.intervals
+                .iter()
+                .map(|row| {
+                    of_key
+                        .get(&ms(row.start_s))
+                        .map(|h| (*h).clone())
+                        .unwrap_or_default()
+                })
+                .collect(),
+        )
     }
 }
 
@@ -188,7 +210,10 @@ impl Format {
 
     /// The format named `name`.
     pub fn from_name(name: &str) -> Option<Format> {
-        Format::ALL.iter().find(|(_, n)| *n == name).map(|(f, _)| *f)
+        Format::ALL
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(f, _)| *f)
     }
 
     /// How reports name it (`format` in report.json); both Gatling logs are `gatling-log`.

@@ -89,16 +89,44 @@ fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
 
 /// Values that break readers: not numbers, NaN, infinities, negatives, integer limits.
 const TOKENS: &[&str] = &[
-    "", "NaN", "nan", "inf", "-inf", "Infinity", "-1", "-0", "0", "1.5", "1e308", "-1e308", "99999999999999999999",
-    "18446744073709551615", "-9223372036854775808", "2147483647", "-2147483648", "N/A", "null", "\"", "\t", ",", "true",
-    "1969-12-31T23:59:59Z", "9999-12-31T23:59:59Z", "{", "}",
+    "",
+    "NaN",
+    "nan",
+    "inf",
+    "-inf",
+    "Infinity",
+    "-1",
+    "-0",
+    "0",
+    "1.5",
+    "1e308",
+    "-1e308",
+    "99999999999999999999",
+    "18446744073709551615",
+    "-9223372036854775808",
+    "2147483647",
+    "-2147483648",
+    "N/A",
+    "null",
+    "\"",
+    "\t",
+    ",",
+    "true",
+    "1969-12-31T23:59:59Z",
+    "9999-12-31T23:59:59Z",
+    "{",
+    "}",
 ];
 
 /// A mutation of `seed`.
 fn mutate(rng: &mut fastrand::Rng, seed: &[u8], binary: bool) -> Vec<u8> {
     let mut data = seed.to_vec();
     for _ in 0..rng.usize(1..=4) {
-        let lines = |d: &[u8]| -> Vec<Vec<u8>> { d.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec).collect() };
+        let lines = |d: &[u8]| -> Vec<Vec<u8>> {
+            d.split_inclusive(|&b| b == b'\n')
+                .map(<[u8]>::to_vec)
+                .collect()
+        };
         // Bad values in fields (text) and in length, count and time fields (binary) find the
         // most: they are drawn more often.
         let kind = match rng.u8(0..10) {
@@ -121,7 +149,19 @@ fn mutate(rng: &mut fastrand::Rng, seed: &[u8], binary: bool) -> Vec<u8> {
                 for _ in 0..rng.usize(1..=4) {
                     if data.len() >= 4 {
                         let i = rng.usize(0..=data.len() - 4);
-                        let v: i32 = *rng.choice(&[i32::MAX, i32::MIN, i32::MIN + 1, -1, 0, 1 << 20, 1 << 30, -(1 << 30), 7]).unwrap();
+                        let v: i32 = *rng
+                            .choice(&[
+                                i32::MAX,
+                                i32::MIN,
+                                i32::MIN + 1,
+                                -1,
+                                0,
+                                1 << 20,
+                                1 << 30,
+                                -(1 << 30),
+                                7,
+                            ])
+                            .unwrap();
                         data[i..i + 4].copy_from_slice(&v.to_be_bytes());
                     }
                 }
@@ -165,7 +205,9 @@ fn mutate(rng: &mut fastrand::Rng, seed: &[u8], binary: bool) -> Vec<u8> {
                     let sep = if line.contains('\t') { '\t' } else { ',' };
                     let mut fields: Vec<&str> = line.trim_end_matches('\n').split(sep).collect();
                     // Mostly a field that holds a number.
-                    let numeric: Vec<usize> = (0..fields.len()).filter(|&i| fields[i].trim().parse::<f64>().is_ok()).collect();
+                    let numeric: Vec<usize> = (0..fields.len())
+                        .filter(|&i| fields[i].trim().parse::<f64>().is_ok())
+                        .collect();
                     let f = match rng.choice(&numeric) {
                         Some(&i) if rng.u8(0..4) > 0 => i,
                         _ => rng.usize(0..fields.len()),
@@ -215,7 +257,10 @@ fn input(rng: &mut fastrand::Rng, seeds: &[Vec<u8>], binary: bool) -> Vec<u8> {
     if rng.u8(0..5) == 0 {
         let mut out = Vec::new();
         if rng.bool() {
-            let first = seed.iter().position(|&b| b == b'\n').map_or(seed.len().min(64), |p| p + 1);
+            let first = seed
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(seed.len().min(64), |p| p + 1);
             out.extend_from_slice(&seed[..first]);
         }
         out.extend((0..rng.usize(0..4096)).map(|_| rng.u8(..)));
@@ -235,20 +280,35 @@ fn check(path: &Path, format: Option<Format>) -> Result<(), String> {
                 if let Ok(src) = open_as(path, forced) {
                     // Use what was read: the totals, the notes, the merged histograms.
                     // The metric suite over it, as a report computes it (sums must not overflow).
-                    for series in std::iter::once(&src.series).chain(src.per_test.iter().map(|(_, s)| s)) {
-                        let _ = volley_stats::SeedSuite::compute(series, volley_stats::SuiteOptions::default());
+                    for series in
+                        std::iter::once(&src.series).chain(src.per_test.iter().map(|(_, s)| s))
+                    {
+                        let _ = volley_stats::SeedSuite::compute(
+                            series,
+                            volley_stats::SuiteOptions::default(),
+                        );
                     }
                     let _: Vec<String> = src.input_notes.iter().map(ToString::to_string).collect();
                     let _ = src.latency(HistKey::TOTAL, 0.0);
                     let _ = src.latency(HistKey::TTFB, 0.0);
-                    assert!(src.series.intervals.iter().all(|i| i.period_s.is_finite() && i.start_s.is_finite()), "a non-finite interval");
+                    assert!(
+                        src.series
+                            .intervals
+                            .iter()
+                            .all(|i| i.period_s.is_finite() && i.start_s.is_finite()),
+                        "a non-finite interval"
+                    );
                 }
             }
         })
     });
     let took = started.elapsed();
     if let Err(panic) = result {
-        let what = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+        let what = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
         return Err(format!("panicked: {what}"));
     }
     if took > MAX_TIME {
@@ -263,7 +323,10 @@ fn check(path: &Path, format: Option<Format>) -> Result<(), String> {
 /// Fuzzes the reader of `format` with seeds from `files` (relative to `fixtures/`).
 fn fuzz(name: &str, format: Format, files: &[&str], seed: u64) {
     let binary = format == Format::GatlingBinary;
-    let seeds: Vec<Vec<u8>> = files.iter().map(|f| self::seed(&common::fixtures().join(f), binary)).collect();
+    let seeds: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| self::seed(&common::fixtures().join(f), binary))
+        .collect();
     let dir = tempfile::tempdir().unwrap();
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut failures = Vec::new();
@@ -274,62 +337,149 @@ fn fuzz(name: &str, format: Format, files: &[&str], seed: u64) {
         if let Err(why) = check(&path, Some(format)) {
             let keep = std::env::temp_dir().join(format!("volley-fuzz-{name}-{case}"));
             let _ = std::fs::write(&keep, &data);
-            failures.push(format!("case {case} ({} bytes, kept at {}): {why}", data.len(), keep.display()));
+            failures.push(format!(
+                "case {case} ({} bytes, kept at {}): {why}",
+                data.len(),
+                keep.display()
+            ));
         }
         let _ = std::fs::remove_file(&path);
     }
-    assert!(failures.is_empty(), "{name}: {} of {CASES} inputs failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{name}: {} of {CASES} inputs failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn ngrinder() {
-    fuzz("ngrinder", Format::Ngrinder, &["ngrinder/ngrinder_neven7_output.csv", "ngrinder/ngrinder_hkoikoi_zookeeper-lock-1000-3-result.csv", "bad/ngrinder_cut.csv"], 1);
+    fuzz(
+        "ngrinder",
+        Format::Ngrinder,
+        &[
+            "ngrinder/ngrinder_neven7_output.csv",
+            "ngrinder/ngrinder_hkoikoi_zookeeper-lock-1000-3-result.csv",
+            "bad/ngrinder_cut.csv",
+        ],
+        1,
+    );
 }
 
 #[test]
 fn k6_csv() {
-    fuzz("k6-csv", Format::K6Csv, &["imports/generated_k6-v1.2.3_out.csv", "bad/k6_clock_back.csv", "bad/k6_vus_nan.csv"], 2);
+    fuzz(
+        "k6-csv",
+        Format::K6Csv,
+        &[
+            "imports/generated_k6-v1.2.3_out.csv",
+            "bad/k6_clock_back.csv",
+            "bad/k6_vus_nan.csv",
+        ],
+        2,
+    );
 }
 
 #[test]
 fn k6_json() {
-    fuzz("k6-json", Format::K6Json, &["imports/generated_k6-v1.2.3_out.json", "imports/k6_json_kirilly_k6-results.json", "bad/k6json_clock_back.json"], 3);
+    fuzz(
+        "k6-json",
+        Format::K6Json,
+        &[
+            "imports/generated_k6-v1.2.3_out.json",
+            "imports/k6_json_kirilly_k6-results.json",
+            "bad/k6json_clock_back.json",
+        ],
+        3,
+    );
 }
 
 #[test]
 fn k6_summary() {
-    fuzz("k6-summary", Format::K6Summary, &["imports/generated_k6-v1.2.3_summary-export.json", "imports/k6_summary-export_legacy_sirhcc_k6-results.json"], 4);
+    fuzz(
+        "k6-summary",
+        Format::K6Summary,
+        &[
+            "imports/generated_k6-v1.2.3_summary-export.json",
+            "imports/k6_summary-export_legacy_sirhcc_k6-results.json",
+        ],
+        4,
+    );
 }
 
 #[test]
 fn jmeter() {
-    fuzz("jtl", Format::Jtl, &["imports/jmeter_sunjida_results_small.jtl", "imports/jmeter_felipesuarezB_resultados_with_errors.jtl", "imports/jmeter_abdulkuddus_results_subsamples.jtl"], 5);
+    fuzz(
+        "jtl",
+        Format::Jtl,
+        &[
+            "imports/jmeter_sunjida_results_small.jtl",
+            "imports/jmeter_felipesuarezB_resultados_with_errors.jtl",
+            "imports/jmeter_abdulkuddus_results_subsamples.jtl",
+        ],
+        5,
+    );
 }
 
 #[test]
 fn locust_history() {
-    fuzz("locust-history", Format::LocustHistory, &["imports/generated_locust2.47.0_fullhistory_stats_history.csv", "imports/locust_motiur12_results_stats_history.csv"], 6);
+    fuzz(
+        "locust-history",
+        Format::LocustHistory,
+        &[
+            "imports/generated_locust2.47.0_fullhistory_stats_history.csv",
+            "imports/locust_motiur12_results_stats_history.csv",
+        ],
+        6,
+    );
 }
 
 #[test]
 fn locust_stats() {
-    fuzz("locust-stats", Format::LocustStats, &["imports/generated_locust2.47.0_fullhistory_stats.csv", "imports/locust_motiur12_results_stats.csv"], 7);
+    fuzz(
+        "locust-stats",
+        Format::LocustStats,
+        &[
+            "imports/generated_locust2.47.0_fullhistory_stats.csv",
+            "imports/locust_motiur12_results_stats.csv",
+        ],
+        7,
+    );
 }
 
 #[test]
 fn gatling_text() {
-    fuzz("gatling", Format::Gatling, &["imports/gatling_3.8.3_nelson_closemodel_simulation.log", "imports/gatling_3.8.3_nelson_flujoreusocheckoutcorregido_simulation.log"], 8);
+    fuzz(
+        "gatling",
+        Format::Gatling,
+        &[
+            "imports/gatling_3.8.3_nelson_closemodel_simulation.log",
+            "imports/gatling_3.8.3_nelson_flujoreusocheckoutcorregido_simulation.log",
+        ],
+        8,
+    );
 }
 
 #[test]
 fn gatling_binary() {
-    fuzz("gatling-binary", Format::GatlingBinary, &["imports/gatling_binary_3.13plus_gatling-repo_known_stats_simulation.log", "bad/gatbin_clock_back.log"], 9);
+    fuzz(
+        "gatling-binary",
+        Format::GatlingBinary,
+        &[
+            "imports/gatling_binary_3.13plus_gatling-repo_known_stats_simulation.log",
+            "bad/gatbin_clock_back.log",
+        ],
+        9,
+    );
 }
 
 /// A run directory with its files mutated one at a time (series.csv, latency.hlog, run.json).
 #[test]
 fn run_directory() {
-    let good = common::fixtures().join("bad").join("rundir_running_elsewhere");
+    let good = common::fixtures()
+        .join("bad")
+        .join("rundir_running_elsewhere");
     let files = ["series.csv", "latency.hlog", "run.json"];
     let seeds: Vec<Vec<u8>> = files.iter().map(|f| seed(&good.join(f), false)).collect();
     let dir = tempfile::tempdir().unwrap();
@@ -340,18 +490,31 @@ fn run_directory() {
         std::fs::create_dir(&run).unwrap();
         let which = rng.usize(0..files.len());
         for (i, f) in files.iter().enumerate() {
-            let data = if i == which { input(&mut rng, &seeds[i..=i], false) } else { seeds[i].clone() };
+            let data = if i == which {
+                input(&mut rng, &seeds[i..=i], false)
+            } else {
+                seeds[i].clone()
+            };
             std::fs::write(run.join(f), data).unwrap();
         }
         if let Err(why) = check(&run, Some(Format::Volley)) {
-            failures.push(format!("case {case} ({} mutated, kept at {}): {why}", files[which], run.display()));
+            failures.push(format!(
+                "case {case} ({} mutated, kept at {}): {why}",
+                files[which],
+                run.display()
+            ));
             continue;
         }
         let _ = std::fs::remove_dir_all(&run);
     }
     if !failures.is_empty() {
         let kept = dir.keep();
-        panic!("run directory: {} of {CASES} inputs failed (kept in {}):\n{}", failures.len(), kept.display(), failures.join("\n"));
+        panic!(
+            "run directory: {} of {CASES} inputs failed (kept in {}):\n{}",
+            failures.len(),
+            kept.display(),
+            failures.join("\n")
+        );
     }
     // The untouched directory reads.
     assert_eq!(open(&good).unwrap().series.tests(), 40);

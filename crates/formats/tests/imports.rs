@@ -14,29 +14,127 @@ fn fixture(name: &str) -> PathBuf {
 /// (file, format, successes, errors, intervals or None, has per-request histograms)
 const CASES: &[(&str, &str, u64, u64, Option<usize>, bool)] = &[
     // 312 `http_reqs` rows, 109 of them expected_response=false (HTTP 500 and refused).
-    ("generated_k6-v1.2.3_out.csv", "k6-csv", 203, 109, Some(7), true),
+    (
+        "generated_k6-v1.2.3_out.csv",
+        "k6-csv",
+        203,
+        109,
+        Some(7),
+        true,
+    ),
     // (7 calendar seconds; the last holds under half a second of traffic and is folded.)
-    ("generated_k6-v1.2.3_out.json", "k6-json", 203, 109, Some(6), true),
+    (
+        "generated_k6-v1.2.3_out.json",
+        "k6-json",
+        203,
+        109,
+        Some(6),
+        true,
+    ),
     // metrics.http_reqs.count 312, http_req_failed.passes 109.
-    ("generated_k6-v1.2.3_summary-export.json", "k6-summary", 203, 109, Some(1), false),
+    (
+        "generated_k6-v1.2.3_summary-export.json",
+        "k6-summary",
+        203,
+        109,
+        Some(1),
+        false,
+    ),
     // http_reqs count 1, http_req_failed passes 1.
-    ("k6_summary-export_legacy_sirhcc_k6-results.json", "k6-summary", 0, 1, Some(1), false),
+    (
+        "k6_summary-export_legacy_sirhcc_k6-results.json",
+        "k6-summary",
+        0,
+        1,
+        Some(1),
+        false,
+    ),
     // 61 http_reqs points, none failed.
-    ("k6_json_kirilly_k6-results.json", "k6-json", 61, 0, None, true),
+    (
+        "k6_json_kirilly_k6-results.json",
+        "k6-json",
+        61,
+        0,
+        None,
+        true,
+    ),
     // 10,400 rows: 200 are loginpage-0/-1 sub-results of 100 loginpage samples.
-    ("jmeter_abdulkuddus_results_subsamples.jtl", "jmeter-jtl", 10_200, 0, None, true),
+    (
+        "jmeter_abdulkuddus_results_subsamples.jtl",
+        "jmeter-jtl",
+        10_200,
+        0,
+        None,
+        true,
+    ),
     // 2,746 samples, `success` false in 1,119.
-    ("jmeter_felipesuarezB_resultados_with_errors.jtl", "jmeter-jtl", 1_627, 1_119, None, true),
-    ("jmeter_sunjida_results_small.jtl", "jmeter-jtl", 20, 0, None, true),
+    (
+        "jmeter_felipesuarezB_resultados_with_errors.jtl",
+        "jmeter-jtl",
+        1_627,
+        1_119,
+        None,
+        true,
+    ),
+    (
+        "jmeter_sunjida_results_small.jtl",
+        "jmeter-jtl",
+        20,
+        0,
+        None,
+        true,
+    ),
     // Last Aggregated row: Total Request Count 718, Total Failure Count 51.
-    ("generated_locust2.47.0_fullhistory_stats_history.csv", "locust-history", 667, 51, Some(14), false),
-    ("generated_locust2.47.0_fullhistory_stats.csv", "locust-stats", 667, 51, Some(1), false),
+    (
+        "generated_locust2.47.0_fullhistory_stats_history.csv",
+        "locust-history",
+        667,
+        51,
+        Some(14),
+        false,
+    ),
+    (
+        "generated_locust2.47.0_fullhistory_stats.csv",
+        "locust-stats",
+        667,
+        51,
+        Some(1),
+        false,
+    ),
     // `\r\r\n` line ends; last Aggregated row: 235 requests, 0 failures (stats.csv says 255: written later).
-    ("locust_motiur12_results_stats_history.csv", "locust-history", 235, 0, Some(50), false),
-    ("locust_motiur12_results_stats.csv", "locust-stats", 255, 0, Some(1), false),
+    (
+        "locust_motiur12_results_stats_history.csv",
+        "locust-history",
+        235,
+        0,
+        Some(50),
+        false,
+    ),
+    (
+        "locust_motiur12_results_stats.csv",
+        "locust-stats",
+        255,
+        0,
+        Some(1),
+        false,
+    ),
     // 6,329 REQUEST records, 2,147 of them KO.
-    ("gatling_3.8.3_nelson_flujoreusocheckoutcorregido_simulation.log", "gatling-log", 4_182, 2_147, None, true),
-    ("gatling_3.8.3_nelson_closemodel_simulation.log", "gatling-log", 24, 0, None, true),
+    (
+        "gatling_3.8.3_nelson_flujoreusocheckoutcorregido_simulation.log",
+        "gatling-log",
+        4_182,
+        2_147,
+        None,
+        true,
+    ),
+    (
+        "gatling_3.8.3_nelson_closemodel_simulation.log",
+        "gatling-log",
+        24,
+        0,
+        None,
+        true,
+    ),
 ];
 
 #[test]
@@ -44,12 +142,19 @@ fn every_import_fixture_reads_with_the_counts_checked_by_hand() {
     for &(file, format, tests, errors, intervals, hist) in CASES {
         let src = open(&fixture(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(src.format, format, "{file}");
-        assert_eq!((src.series.tests(), src.series.errors()), (tests, errors), "{file}");
+        assert_eq!(
+            (src.series.tests(), src.series.errors()),
+            (tests, errors),
+            "{file}"
+        );
         if let Some(n) = intervals {
             assert_eq!(src.series.intervals.len(), n, "{file}");
         }
         assert_eq!(src.has_histograms(), hist, "{file}");
-        assert!(!src.notes.is_empty(), "{file}: an import always says how it was read");
+        assert!(
+            !src.notes.is_empty(),
+            "{file}: an import always says how it was read"
+        );
     }
 }
 
@@ -57,28 +162,62 @@ fn every_import_fixture_reads_with_the_counts_checked_by_hand() {
 fn jmeter_sub_results_are_not_double_counted_and_runs_days_apart_are_not_padded() {
     let src = open(&fixture("jmeter_abdulkuddus_results_subsamples.jtl")).unwrap();
     assert_eq!(src.series.tests(), 10_200);
-    assert!(src.series.intervals.len() < 2_000, "{} intervals", src.series.intervals.len());
-    assert!(src.notes.iter().any(|n| n.contains("separate runs")), "{:?}", src.notes);
-    assert!(src.notes.iter().any(|n| n.contains("200 sub-result rows")), "{:?}", src.notes);
+    assert!(
+        src.series.intervals.len() < 2_000,
+        "{} intervals",
+        src.series.intervals.len()
+    );
+    assert!(
+        src.notes.iter().any(|n| n.contains("separate runs")),
+        "{:?}",
+        src.notes
+    );
+    assert!(
+        src.notes.iter().any(|n| n.contains("200 sub-result rows")),
+        "{:?}",
+        src.notes
+    );
 }
 
 #[test]
 fn per_interval_formats_say_percentiles_are_unavailable() {
-    let src = open(&fixture("generated_locust2.47.0_fullhistory_stats_history.csv")).unwrap();
-    assert!(src.notes.iter().any(|n| n.contains("not available")), "{:?}", src.notes);
-    for file in ["generated_k6-v1.2.3_summary-export.json", "generated_locust2.47.0_fullhistory_stats.csv"] {
+    let src = open(&fixture(
+        "generated_locust2.47.0_fullhistory_stats_history.csv",
+    ))
+    .unwrap();
+    assert!(
+        src.notes.iter().any(|n| n.contains("not available")),
+        "{:?}",
+        src.notes
+    );
+    for file in [
+        "generated_k6-v1.2.3_summary-export.json",
+        "generated_locust2.47.0_fullhistory_stats.csv",
+    ] {
         let src = open(&fixture(file)).unwrap();
-        assert!(src.unavailable(volley_formats::Figure::PerInterval).is_some(), "{file}: {:?}", src.input_notes);
+        assert!(
+            src.unavailable(volley_formats::Figure::PerInterval)
+                .is_some(),
+            "{file}: {:?}",
+            src.input_notes
+        );
     }
 }
 
 #[test]
 fn the_binary_gatling_log_decodes() {
     // Gatling's own fixture: 105 REQUEST records, 24 USER records (12 users, start and end).
-    let src = open(&fixture("gatling_binary_3.13plus_gatling-repo_known_stats_simulation.log")).unwrap();
+    let src = open(&fixture(
+        "gatling_binary_3.13plus_gatling-repo_known_stats_simulation.log",
+    ))
+    .unwrap();
     assert_eq!(src.format, "gatling-log");
     assert_eq!(src.series.tests() + src.series.errors(), 105);
-    assert!(src.notes[0].contains("105 Gatling requests and 12 users"), "{:?}", src.notes);
+    assert!(
+        src.notes[0].contains("105 Gatling requests and 12 users"),
+        "{:?}",
+        src.notes
+    );
     assert!(src.has_histograms());
 }
 
@@ -92,15 +231,28 @@ fn malformed_files_name_line_and_column() {
     )
     .unwrap();
     let e = open(&jtl).unwrap_err().to_string();
-    assert!(e.ends_with("bad.jtl:2:2: `elapsed`: expected a whole number, found `12x`"), "{e}");
+    assert!(
+        e.ends_with("bad.jtl:2:2: `elapsed`: expected a whole number, found `12x`"),
+        "{e}"
+    );
     let k6 = dir.path().join("cut.csv");
-    std::fs::write(&k6, "metric_name,timestamp,metric_value,check\nhttp_reqs,1795315819,1.0,\nhttp_req_duration\n").unwrap();
+    std::fs::write(
+        &k6,
+        "metric_name,timestamp,metric_value,check\nhttp_reqs,1795315819,1.0,\nhttp_req_duration\n",
+    )
+    .unwrap();
     let e = open(&k6).unwrap_err().to_string();
-    assert!(e.contains("cut.csv:3:") && e.contains("truncated row"), "{e}");
+    assert!(
+        e.contains("cut.csv:3:") && e.contains("truncated row"),
+        "{e}"
+    );
     let unknown = dir.path().join("notes.txt");
     std::fs::write(&unknown, "hello").unwrap();
     let e = open(&unknown).unwrap_err().to_string();
-    assert!(e.contains("k6 --out csv") && e.contains("JMeter JTL"), "{e}");
+    assert!(
+        e.contains("k6 --out csv") && e.contains("JMeter JTL"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -109,14 +261,37 @@ fn labels_become_per_test_series_on_the_total_grid() {
     let names: Vec<&str> = src.per_test.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["Login", "Upload Video"]);
     for (_, s) in &src.per_test {
-        assert_eq!(s.intervals.len(), src.series.intervals.len(), "same interval grid as the total");
+        assert_eq!(
+            s.intervals.len(),
+            src.series.intervals.len(),
+            "same interval grid as the total"
+        );
     }
     for (i, row) in src.series.intervals.iter().enumerate() {
         let tests: u64 = src.per_test.iter().map(|(_, s)| s.intervals[i].tests).sum();
-        let errors: u64 = src.per_test.iter().map(|(_, s)| s.intervals[i].errors).sum();
-        assert_eq!((tests, errors), (row.tests, row.errors), "interval {i}: the labels add up to the total");
-        assert!(src.per_test.iter().all(|(_, s)| s.intervals[i].start_s == row.start_s));
+        let errors: u64 = src
+            .per_test
+            .iter()
+            .map(|(_, s)| s.intervals[i].errors)
+            .sum();
+        assert_eq!(
+            (tests, errors),
+            (row.tests, row.errors),
+            "interval {i}: the labels add up to the total"
+        );
+        assert!(
+            src.per_test
+                .iter()
+                .all(|(_, s)| s.intervals[i].start_s == row.start_s)
+        );
     }
-    let login = src.merged(volley_formats::HistKey::step(volley_formats::HistMetric::Total, 0), 0.0);
-    assert_eq!(login.len(), src.per_test[0].1.tests(), "a histogram per label, one value per successful sample");
+    let login = src.merged(
+        volley_formats::HistKey::step(volley_formats::HistMetric::Total, 0),
+        0.0,
+    );
+    assert_eq!(
+        login.len(),
+        src.per_test[0].1.tests(),
+        "a histogram per label, one value per successful sample"
+    );
 }

@@ -1,7 +1,6 @@
 //! Every nGrinder fixture, read and summarised, matches the published script's answers
 //! (`*.expected.json`, computed by the seed's pandas script) to 0.01.
 
-
 use volley_stats::{SeedSuite, SuiteOptions};
 
 mod common;
@@ -20,15 +19,24 @@ fn seed_suite_matches_every_expected_json() {
         let expected: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&expected_path).unwrap()).unwrap();
         let file = volley_formats::ngrinder::read(&path).unwrap();
-        let suite = serde_json::to_value(SeedSuite::compute(&file.total, SuiteOptions::default())).unwrap();
+        let suite =
+            serde_json::to_value(SeedSuite::compute(&file.total, SuiteOptions::default())).unwrap();
         for (key, want) in expected.as_object().unwrap() {
             let got = &suite[key];
             match (want.as_f64(), got.as_f64()) {
-                (Some(w), Some(g)) => assert!((w - g).abs() <= 0.01, "{}: {key}: expected {w}, got {g}", path.display()),
+                (Some(w), Some(g)) => assert!(
+                    (w - g).abs() <= 0.01,
+                    "{}: {key}: expected {w}, got {g}",
+                    path.display()
+                ),
                 _ => assert_eq!(want, got, "{}: {key}", path.display()),
             }
         }
         checked += 1;
     }
-    assert!(checked >= 15, "only {checked} fixtures found in {}", dir.display());
+    assert!(
+        checked >= 15,
+        "only {checked} fixtures found in {}",
+        dir.display()
+    );
 }

@@ -53,7 +53,10 @@ fn agrees(h: &Histogram<u64>, pct: f64, k6: f64, what: &str) {
     let slack = |v: f64| v * 2e-3 + 0.001; // HDR: 3 significant digits; k6: µs
     let within = off(volley, k6).abs() <= 0.01;
     let bracketed = k6 >= lo - slack(lo) && k6 <= hi + slack(hi);
-    assert!(within || bracketed, "{what} p{pct}: volley {volley:.3} ms, k6 {k6:.3} ms, requests at that rank {lo:.3}–{hi:.3} ms");
+    assert!(
+        within || bracketed,
+        "{what} p{pct}: volley {volley:.3} ms, k6 {k6:.3} ms, requests at that rank {lo:.3}–{hi:.3} ms"
+    );
 }
 
 /// The k6 summary's trend `name`, as flat statistics.
@@ -66,10 +69,20 @@ fn k6_csv_and_json_agree_with_k6s_own_summary() {
     let summary = json("k6_summary-export.json");
     let count = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap();
     let rate = summary["metrics"]["http_reqs"]["rate"].as_f64().unwrap();
-    let failed = summary["metrics"]["http_req_failed"]["passes"].as_f64().unwrap();
+    let failed = summary["metrics"]["http_req_failed"]["passes"]
+        .as_f64()
+        .unwrap();
     let server = json("k6_server.json");
-    let served: f64 = server.as_object().unwrap().values().map(|v| v.as_f64().unwrap()).sum();
-    assert_eq!(served, count, "k6 counted every request the server answered");
+    let served: f64 = server
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert_eq!(
+        served, count,
+        "k6 counted every request the server answered"
+    );
     for file in ["k6_out.csv", "k6_out.json"] {
         let src = open(&peer(file)).unwrap();
         let (tests, errors) = (src.series.tests() as f64, src.series.errors() as f64);
@@ -78,21 +91,57 @@ fn k6_csv_and_json_agree_with_k6s_own_summary() {
         // volley's TPS counts successful requests: k6's rate × the share that succeeded.
         let want_tps = rate * (count - failed) / count;
         let got = tps_avg(&src);
-        assert!(off(got, want_tps).abs() <= 0.01, "{file}: TPS {got:.4}, k6 {want_tps:.4} ({:+.2} %)", off(got, want_tps) * 100.0);
-        let edges = src.input_notes.iter().filter(|n| matches!(n, InputNote::Span { .. } | InputNote::EdgesUnknown { .. })).count();
-        assert_eq!(edges, 1, "{file}: the report says how the edge intervals were treated: {:?}", src.input_notes);
-        for (key, metric) in [(HistKey::TTFB, "http_req_waiting{expected_response:true}"), (HistKey::TOTAL, "http_req_duration{expected_response:true}")] {
+        assert!(
+            off(got, want_tps).abs() <= 0.01,
+            "{file}: TPS {got:.4}, k6 {want_tps:.4} ({:+.2} %)",
+            off(got, want_tps) * 100.0
+        );
+        let edges = src
+            .input_notes
+            .iter()
+            .filter(|n| matches!(n, InputNote::Span { .. } | InputNote::EdgesUnknown { .. }))
+            .count();
+        assert_eq!(
+            edges, 1,
+            "{file}: the report says how the edge intervals were treated: {:?}",
+            src.input_notes
+        );
+        for (key, metric) in [
+            (HistKey::TTFB, "http_req_waiting{expected_response:true}"),
+            (HistKey::TOTAL, "http_req_duration{expected_response:true}"),
+        ] {
             let h = src.merged(key, 0.0);
             let t = trend(&summary, metric);
-            assert_eq!(h.len() as f64, tests, "{file} {metric}: one value per successful request");
-            for (stat, pct) in [("med", 50.0), ("p(90)", 90.0), ("p(95)", 95.0), ("p(99)", 99.0), ("p(99.9)", 99.9)] {
-                agrees(&h, pct, t[stat].as_f64().unwrap(), &format!("{file} {metric}"));
+            assert_eq!(
+                h.len() as f64,
+                tests,
+                "{file} {metric}: one value per successful request"
+            );
+            for (stat, pct) in [
+                ("med", 50.0),
+                ("p(90)", 90.0),
+                ("p(95)", 95.0),
+                ("p(99)", 99.0),
+                ("p(99.9)", 99.9),
+            ] {
+                agrees(
+                    &h,
+                    pct,
+                    t[stat].as_f64().unwrap(),
+                    &format!("{file} {metric}"),
+                );
             }
             let mean = h.mean() / 1000.0;
-            assert!(off(mean, t["avg"].as_f64().unwrap()).abs() <= 0.01, "{file} {metric}: mean {mean}");
+            assert!(
+                off(mean, t["avg"].as_f64().unwrap()).abs() <= 0.01,
+                "{file} {metric}: mean {mean}"
+            );
             for (got, stat) in [(h.min(), "min"), (h.max(), "max")] {
                 let (got, want) = (got as f64 / 1000.0, t[stat].as_f64().unwrap());
-                assert!((got - want).abs() <= want * 2e-3 + 0.001, "{file} {metric}: {stat} {got} vs {want}");
+                assert!(
+                    (got - want).abs() <= want * 2e-3 + 0.001,
+                    "{file} {metric}: {stat} {got} vs {want}"
+                );
             }
         }
         // Per name: the server's own count per path.
@@ -102,7 +151,11 @@ fn k6_csv_and_json_agree_with_k6s_own_summary() {
             let ok = server[format!("{name} 200")].as_u64().unwrap();
             let bad = server[format!("{name} 500")].as_u64().unwrap();
             assert_eq!((s.tests(), s.errors()), (ok, bad), "{file} {name}");
-            assert_eq!(src.merged(HistKey::step(HistMetric::Total, i), 0.0).len(), ok, "{file} {name}: per-name histogram");
+            assert_eq!(
+                src.merged(HistKey::step(HistMetric::Total, i), 0.0).len(),
+                ok,
+                "{file} {name}: per-name histogram"
+            );
         }
     }
 }
@@ -111,10 +164,19 @@ fn k6_csv_and_json_agree_with_k6s_own_summary() {
 fn k6_summary_export_gives_every_statistic_it_has_and_no_other() {
     let summary = json("k6_summary-export.json");
     let src = open(&peer("k6_summary-export.json")).unwrap();
-    assert!(src.unavailable(Figure::PerInterval).is_some(), "one interval: no percentiles over intervals");
+    assert!(
+        src.unavailable(Figure::PerInterval).is_some(),
+        "one interval: no percentiles over intervals"
+    );
     for (got, metric) in [
-        (src.tool_latency.ttfb.as_ref().unwrap(), "http_req_waiting{expected_response:true}"),
-        (src.tool_latency.total.as_ref().unwrap(), "http_req_duration{expected_response:true}"),
+        (
+            src.tool_latency.ttfb.as_ref().unwrap(),
+            "http_req_waiting{expected_response:true}",
+        ),
+        (
+            src.tool_latency.total.as_ref().unwrap(),
+            "http_req_duration{expected_response:true}",
+        ),
     ] {
         let t = trend(&summary, metric);
         for (v, stat) in [
@@ -129,16 +191,34 @@ fn k6_summary_export_gives_every_statistic_it_has_and_no_other() {
         ] {
             assert_eq!(v, t[stat].as_f64().unwrap(), "{metric} {stat}");
         }
-        assert!(got.p99_99_ms.is_nan(), "{metric}: p(99.99) is not in the file: n/a");
+        assert!(
+            got.p99_99_ms.is_nan(),
+            "{metric}: p(99.99) is not in the file: n/a"
+        );
     }
     let rate = summary["metrics"]["http_reqs"]["rate"].as_f64().unwrap();
-    let (count, failed) = (201.0, summary["metrics"]["http_req_failed"]["passes"].as_f64().unwrap());
+    let (count, failed) = (
+        201.0,
+        summary["metrics"]["http_req_failed"]["passes"]
+            .as_f64()
+            .unwrap(),
+    );
     assert!(off(src.series.intervals[0].tps, rate * (count - failed) / count).abs() < 1e-9);
     // A summary with k6's default statistics (no p(99)): p99 is n/a, never the mean.
-    let old = open(&common::fixtures().join("imports/generated_k6-v1.2.3_summary-export.json")).unwrap();
+    let old =
+        open(&common::fixtures().join("imports/generated_k6-v1.2.3_summary-export.json")).unwrap();
     let ttfb = old.tool_latency.ttfb.as_ref().unwrap();
-    assert!(ttfb.p99_ms.is_nan() && ttfb.p99_9_ms.is_nan() && ttfb.p95_ms.is_finite(), "{ttfb:?}");
-    assert!(old.notes.iter().any(|n| n.contains("every request, failed ones included")), "{:?}", old.notes);
+    assert!(
+        ttfb.p99_ms.is_nan() && ttfb.p99_9_ms.is_nan() && ttfb.p95_ms.is_finite(),
+        "{ttfb:?}"
+    );
+    assert!(
+        old.notes
+            .iter()
+            .any(|n| n.contains("every request, failed ones included")),
+        "{:?}",
+        old.notes
+    );
 }
 
 /// The Aggregated row of Locust's `_stats.csv` (Locust's own summary, written with the
@@ -146,9 +226,23 @@ fn k6_summary_export_gives_every_statistic_it_has_and_no_other() {
 fn locust_stats() -> (f64, f64, f64) {
     let text = std::fs::read_to_string(peer("locust_stats.csv")).unwrap();
     let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
-    let agg: Vec<&str> = text.lines().find(|l| l.contains(",Aggregated,")).unwrap().split(',').collect();
-    let col = |name: &str| agg[header.iter().position(|h| *h == name).unwrap()].trim().parse::<f64>().unwrap();
-    (col("Request Count"), col("Failure Count"), col("Requests/s"))
+    let agg: Vec<&str> = text
+        .lines()
+        .find(|l| l.contains(",Aggregated,"))
+        .unwrap()
+        .split(',')
+        .collect();
+    let col = |name: &str| {
+        agg[header.iter().position(|h| *h == name).unwrap()]
+            .trim()
+            .parse::<f64>()
+            .unwrap()
+    };
+    (
+        col("Request Count"),
+        col("Failure Count"),
+        col("Requests/s"),
+    )
 }
 
 #[test]
@@ -156,12 +250,29 @@ fn locust_history_agrees_with_locusts_summary_and_says_what_it_leaves_out() {
     let (count, failures, rps) = locust_stats();
     let src = open(&peer("locust_stats_history.csv")).unwrap();
     let (tests, errors) = (src.series.tests() as f64, src.series.errors() as f64);
-    assert_eq!((tests + errors, errors), (count, failures), "the history's last row is _stats.csv's total");
+    assert_eq!(
+        (tests + errors, errors),
+        (count, failures),
+        "the history's last row is _stats.csv's total"
+    );
     // The requests after Locust's last write: the end-of-run JSON counts them, and so
     // did the server.
-    let end: u64 = json("locust.json").as_array().unwrap().iter().map(|e| e["num_requests"].as_u64().unwrap()).sum();
-    let served: u64 = json("locust_server.json").as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
-    assert_eq!(end, served, "Locust's end-of-run JSON counts what the server answered");
+    let end: u64 = json("locust.json")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["num_requests"].as_u64().unwrap())
+        .sum();
+    let served: u64 = json("locust_server.json")
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        end, served,
+        "Locust's end-of-run JSON counts what the server answered"
+    );
     let missing = src.input_notes.iter().find_map(|n| match n {
         InputNote::NotInFile { requests, .. } => Some(*requests),
         _ => None,
@@ -176,7 +287,11 @@ fn locust_history_agrees_with_locusts_summary_and_says_what_it_leaves_out() {
     let want_tps = rps * (count - failures) / count;
     let got = tps_avg(&src);
     let span: f64 = src.series.intervals.iter().map(|i| i.period_s).sum();
-    assert!(off(got, want_tps).abs() <= 1.0 / span, "TPS {got:.4}, Locust {want_tps:.4} ({:+.2} %)", off(got, want_tps) * 100.0);
+    assert!(
+        off(got, want_tps).abs() <= 1.0 / span,
+        "TPS {got:.4}, Locust {want_tps:.4} ({:+.2} %)",
+        off(got, want_tps) * 100.0
+    );
     // Per name, as Locust's summary has them.
     let names: Vec<&str> = src.per_test.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["/fast", "/slow"]);
@@ -184,9 +299,17 @@ fn locust_history_agrees_with_locusts_summary_and_says_what_it_leaves_out() {
     for ((name, s), (sname, st)) in src.per_test.iter().zip(&stats.per_test) {
         assert_eq!(name, sname);
         assert_eq!((s.tests(), s.errors()), (st.tests(), st.errors()), "{name}");
-        assert_eq!(s.intervals.len(), src.series.intervals.len(), "{name}: the total's grid");
+        assert_eq!(
+            s.intervals.len(),
+            src.series.intervals.len(),
+            "{name}: the total's grid"
+        );
     }
-    let summed: u64 = src.per_test.iter().map(|(_, s)| s.tests() + s.errors()).sum();
+    let summed: u64 = src
+        .per_test
+        .iter()
+        .map(|(_, s)| s.tests() + s.errors())
+        .sum();
     assert_eq!(summed as f64, count);
 }
 
@@ -195,15 +318,45 @@ fn locust_stats_gives_locusts_own_percentiles_and_no_per_interval_ones() {
     let src = open(&peer("locust_stats.csv")).unwrap();
     let (count, failures, rps) = locust_stats();
     assert!(src.unavailable(Figure::PerInterval).is_some());
-    assert!(off(src.series.intervals[0].tps, rps * (count - failures) / count).abs() < 1e-9);
+    assert!(
+        off(
+            src.series.intervals[0].tps,
+            rps * (count - failures) / count
+        )
+        .abs()
+            < 1e-9
+    );
     let text = std::fs::read_to_string(peer("locust_stats.csv")).unwrap();
     let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
-    let agg: Vec<&str> = text.lines().find(|l| l.contains(",Aggregated,")).unwrap().split(',').collect();
-    let col = |name: &str| agg[header.iter().position(|h| *h == name).unwrap()].trim().parse::<f64>().unwrap();
+    let agg: Vec<&str> = text
+        .lines()
+        .find(|l| l.contains(",Aggregated,"))
+        .unwrap()
+        .split(',')
+        .collect();
+    let col = |name: &str| {
+        agg[header.iter().position(|h| *h == name).unwrap()]
+            .trim()
+            .parse::<f64>()
+            .unwrap()
+    };
     let t = src.tool_latency.total.as_ref().unwrap();
-    assert!(src.tool_latency.ttfb.is_none(), "Locust measures no time to first byte");
+    assert!(
+        src.tool_latency.ttfb.is_none(),
+        "Locust measures no time to first byte"
+    );
     assert_eq!(
-        [t.min_ms, t.mean_ms, t.p50_ms, t.p90_ms, t.p95_ms, t.p99_ms, t.p99_9_ms, t.p99_99_ms, t.max_ms],
+        [
+            t.min_ms,
+            t.mean_ms,
+            t.p50_ms,
+            t.p90_ms,
+            t.p95_ms,
+            t.p99_ms,
+            t.p99_9_ms,
+            t.p99_99_ms,
+            t.max_ms
+        ],
         [
             col("Min Response Time"),
             col("Average Response Time"),

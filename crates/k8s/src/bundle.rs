@@ -44,13 +44,23 @@ pub fn bundle(scenario: &Path, data: &[PathBuf]) -> Result<Vec<PlanFile>, K8sErr
         if !seen.insert(rel.clone()) {
             continue;
         }
-        let contents = std::fs::read(path).map_err(|source| K8sError::Read { path: path.to_path_buf(), source })?;
+        let contents = std::fs::read(path).map_err(|source| K8sError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         total += contents.len();
         let key = unique_key(&rel, &mut keys);
-        files.push(PlanFile { key, path: rel, contents });
+        files.push(PlanFile {
+            key,
+            path: rel,
+            contents,
+        });
     }
     if total > MAX_PLAN_BYTES {
-        let sizes: Vec<String> = files.iter().map(|f| format!("{} ({} bytes)", f.path, f.contents.len())).collect();
+        let sizes: Vec<String> = files
+            .iter()
+            .map(|f| format!("{} ({} bytes)", f.path, f.contents.len()))
+            .collect();
         return Err(K8sError::Invalid(format!(
             "the plan's files hold {total} bytes, more than the {MAX_PLAN_BYTES} a ConfigMap can carry: {}; use a smaller data file, or build an image with the data in it",
             sizes.join(", ")
@@ -84,7 +94,11 @@ fn unique_key(rel: &str, taken: &mut BTreeSet<String>) -> String {
             _ => '-',
         })
         .collect();
-    let base = if base.chars().all(|c| c == '.') { format!("file{base}") } else { base };
+    let base = if base.chars().all(|c| c == '.') {
+        format!("file{base}")
+    } else {
+        base
+    };
     let mut key = base.clone();
     let mut n = 2;
     while !taken.insert(key.clone()) {
@@ -105,10 +119,24 @@ mod tests {
         std::fs::write(dir.path().join("flow.yaml"), "name: x\n").unwrap();
         std::fs::write(dir.path().join("data/users.csv"), "email\na@b\n").unwrap();
         std::fs::write(dir.path().join("data.users.csv"), "id\n1\n").unwrap();
-        let data = [dir.path().join("data/users.csv"), dir.path().join("data.users.csv"), dir.path().join("data/users.csv")];
+        let data = [
+            dir.path().join("data/users.csv"),
+            dir.path().join("data.users.csv"),
+            dir.path().join("data/users.csv"),
+        ];
         let files = bundle(&dir.path().join("flow.yaml"), &data).unwrap();
-        let got: Vec<(&str, &str)> = files.iter().map(|f| (f.key.as_str(), f.path.as_str())).collect();
-        assert_eq!(got, [("flow.yaml", "flow.yaml"), ("data.users.csv", "data/users.csv"), ("data.users.csv-2", "data.users.csv")]);
+        let got: Vec<(&str, &str)> = files
+            .iter()
+            .map(|f| (f.key.as_str(), f.path.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("flow.yaml", "flow.yaml"),
+                ("data.users.csv", "data/users.csv"),
+                ("data.users.csv-2", "data.users.csv")
+            ]
+        );
         assert_eq!(files[1].contents, b"email\na@b\n");
     }
 
@@ -118,10 +146,28 @@ mod tests {
         std::fs::create_dir(dir.path().join("s")).unwrap();
         std::fs::write(dir.path().join("s/flow.yaml"), "x").unwrap();
         std::fs::write(dir.path().join("outside.csv"), "a\n1\n").unwrap();
-        let e = bundle(&dir.path().join("s/flow.yaml"), &[dir.path().join("s/../outside.csv")]).unwrap_err().to_string();
-        assert!(e.contains("not in the scenario's directory") && e.contains("move it beside the scenario"), "{e}");
+        let e = bundle(
+            &dir.path().join("s/flow.yaml"),
+            &[dir.path().join("s/../outside.csv")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("not in the scenario's directory")
+                && e.contains("move it beside the scenario"),
+            "{e}"
+        );
         std::fs::write(dir.path().join("s/big.csv"), vec![b'x'; MAX_PLAN_BYTES]).unwrap();
-        let e = bundle(&dir.path().join("s/flow.yaml"), &[dir.path().join("s/big.csv")]).unwrap_err().to_string();
-        assert!(e.contains("more than the 1000000 a ConfigMap can carry") && e.contains("big.csv (1000000 bytes)"), "{e}");
+        let e = bundle(
+            &dir.path().join("s/flow.yaml"),
+            &[dir.path().join("s/big.csv")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("more than the 1000000 a ConfigMap can carry")
+                && e.contains("big.csv (1000000 bytes)"),
+            "{e}"
+        );
     }
 }

@@ -31,8 +31,14 @@ pub enum K8sError {
     Invalid(String),
     /// A file of the plan could not be read.
     #[error("{path}: cannot read it: {source}")]
-    Read { path: std::path::PathBuf, source: std::io::Error },
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     /// Writing the manifests failed.
     #[error("{path}: cannot write it: {source}")]
-    Write { path: std::path::PathBuf, source: std::io::Error },
+    Write {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }

@@ -10,8 +10,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use jiff::Timestamp;
 use base64::Engine as _;
+use jiff::Timestamp;
 use serde_json::{Value, json};
 use volley_store::Location;
 
@@ -106,17 +106,32 @@ impl Manifests {
 
     /// One YAML stream (`---` between documents), for `kubectl apply -f -`.
     pub fn to_yaml(&self) -> String {
-        self.objects().iter().map(|o| to_yaml(o)).collect::<Vec<_>>().join("---\n")
+        self.objects()
+            .iter()
+            .map(|o| to_yaml(o))
+            .collect::<Vec<_>>()
+            .join("---\n")
     }
 
     /// Writes `configmap.yaml` and `job.yaml` into `dir` (created when missing); returns
     /// the paths.
     pub fn write_dir(&self, dir: &Path) -> Result<Vec<std::path::PathBuf>, K8sError> {
         let write = |path: std::path::PathBuf, text: String| {
-            std::fs::write(&path, text).map_err(|source| K8sError::Write { path: path.clone(), source }).map(|_| path)
+            std::fs::write(&path, text)
+                .map_err(|source| K8sError::Write {
+                    path: path.clone(),
+                    source,
+                })
+                .map(|_| path)
         };
-        std::fs::create_dir_all(dir).map_err(|source| K8sError::Write { path: dir.to_path_buf(), source })?;
-        Ok(vec![write(dir.join("configmap.yaml"), to_yaml(&self.config_map))?, write(dir.join("job.yaml"), to_yaml(&self.job))?])
+        std::fs::create_dir_all(dir).map_err(|source| K8sError::Write {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        Ok(vec![
+            write(dir.join("configmap.yaml"), to_yaml(&self.config_map))?,
+            write(dir.join("job.yaml"), to_yaml(&self.job))?,
+        ])
     }
 }
 
@@ -147,10 +162,14 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
     for f in &spec.files {
         match std::str::from_utf8(&f.contents) {
             Ok(text) => data.insert(f.key.clone(), json!(text)),
-            Err(_) => binary.insert(f.key.clone(), json!(base64::engine::general_purpose::STANDARD.encode(&f.contents))),
+            Err(_) => binary.insert(
+                f.key.clone(),
+                json!(base64::engine::general_purpose::STANDARD.encode(&f.contents)),
+            ),
         };
     }
-    let mut config_map = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": meta.clone(), "data": data });
+    let mut config_map =
+        json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": meta.clone(), "data": data });
     if !binary.is_empty() {
         config_map["binaryData"] = Value::Object(binary);
     }
@@ -162,7 +181,10 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
         args.push(format!("{PLAN_DIR}/{s}"));
     }
     args.extend(spec.run_args.iter().map(|a| a.replace("$(", "$$(")));
-    let upload = spec.results.join(&spec.run_id).join(&format!("segment-{index}"));
+    let upload = spec
+        .results
+        .join(&spec.run_id)
+        .join(&format!("segment-{index}"));
     args.extend([
         "--segment".into(),
         format!("{index}/{n}"),
@@ -180,9 +202,17 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
         "name": "JOB_COMPLETION_INDEX",
         "valueFrom": { "fieldRef": { "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']" } }
     })];
-    env.extend(spec.env.iter().map(|(k, v)| json!({ "name": k, "value": v })));
+    env.extend(
+        spec.env
+            .iter()
+            .map(|(k, v)| json!({ "name": k, "value": v })),
+    );
     if let Credentials::Secret(secret) = &spec.credentials {
-        for (key, optional) in [("AWS_ACCESS_KEY_ID", false), ("AWS_SECRET_ACCESS_KEY", false), ("AWS_SESSION_TOKEN", true)] {
+        for (key, optional) in [
+            ("AWS_ACCESS_KEY_ID", false),
+            ("AWS_SECRET_ACCESS_KEY", false),
+            ("AWS_SESSION_TOKEN", true),
+        ] {
             env.push(json!({ "name": key, "valueFrom": { "secretKeyRef": { "name": secret, "key": key, "optional": optional } } }));
         }
     }
@@ -209,7 +239,11 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
     if let Some(secret) = &spec.env_secret {
         container["envFrom"] = json!([{ "secretRef": { "name": secret } }]);
     }
-    let items: Vec<Value> = spec.files.iter().map(|f| json!({ "key": f.key, "path": f.path })).collect();
+    let items: Vec<Value> = spec
+        .files
+        .iter()
+        .map(|f| json!({ "key": f.key, "path": f.path }))
+        .collect();
     let mut pod = json!({
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 30,
@@ -245,12 +279,14 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
     });
     if let Some(planned) = spec.planned {
         let wait = spec.start_at.duration_since(now).as_secs().max(0) as u64;
-        job_spec["activeDeadlineSeconds"] = json!(wait + planned.as_secs() + DEADLINE_MARGIN.as_secs());
+        job_spec["activeDeadlineSeconds"] =
+            json!(wait + planned.as_secs() + DEADLINE_MARGIN.as_secs());
     }
     if let Some(ttl) = spec.ttl_after_finished {
         job_spec["ttlSecondsAfterFinished"] = json!(ttl.as_secs());
     }
-    let job = json!({ "apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": job_spec });
+    let job =
+        json!({ "apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": job_spec });
     Ok(Manifests { config_map, job })
 }
 
@@ -262,29 +298,46 @@ fn check(spec: &JobSpec) -> Result<(), K8sError> {
         return bad(format!("--segments {}: give 1 to 1000 pods", spec.segments));
     }
     if spec.image.trim().is_empty() || spec.image.contains(char::is_whitespace) {
-        return bad(format!("--image `{}`: give an image reference such as ghcr.io/you/volley:0.1.0", spec.image));
+        return bad(format!(
+            "--image `{}`: give an image reference such as ghcr.io/you/volley:0.1.0",
+            spec.image
+        ));
     }
     if let Some(p) = &spec.image_pull_policy
         && !["Always", "IfNotPresent", "Never"].contains(&p.as_str())
     {
-        return bad(format!("--image-pull-policy `{p}`: write Always, IfNotPresent or Never"));
+        return bad(format!(
+            "--image-pull-policy `{p}`: write Always, IfNotPresent or Never"
+        ));
     }
     if let Some(ns) = &spec.namespace {
         check_dns_label("--namespace", ns)?;
     }
-    for name in [spec.env_secret.as_deref(), match &spec.credentials {
-        Credentials::Secret(s) | Credentials::ServiceAccount(s) => Some(s.as_str()),
-    }]
+    for name in [
+        spec.env_secret.as_deref(),
+        match &spec.credentials {
+            Credentials::Secret(s) | Credentials::ServiceAccount(s) => Some(s.as_str()),
+        },
+    ]
     .into_iter()
     .flatten()
     {
         check_dns_subdomain(name)?;
     }
     check_quantity("--cpu", &spec.resources.cpu, &["m"])?;
-    check_quantity("--memory", &spec.resources.memory, &["Ki", "Mi", "Gi", "Ti", "k", "M", "G", "T"])?;
+    check_quantity(
+        "--memory",
+        &spec.resources.memory,
+        &["Ki", "Mi", "Gi", "Ti", "k", "M", "G", "T"],
+    )?;
     for (k, _) in &spec.env {
-        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || k.starts_with(|c: char| c.is_ascii_digit()) {
-            return bad(format!("environment variable name `{k}`: use letters, digits and `_`, not starting with a digit"));
+        if k.is_empty()
+            || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            || k.starts_with(|c: char| c.is_ascii_digit())
+        {
+            return bad(format!(
+                "environment variable name `{k}`: use letters, digits and `_`, not starting with a digit"
+            ));
         }
     }
     Ok(())
@@ -293,17 +346,30 @@ fn check(spec: &JobSpec) -> Result<(), K8sError> {
 fn check_dns_label(what: &str, s: &str) -> Result<(), K8sError> {
     let ok = !s.is_empty()
         && s.len() <= 63
-        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !s.starts_with('-')
         && !s.ends_with('-');
-    if ok { Ok(()) } else { Err(K8sError::Invalid(format!("{what} `{s}`: a Kubernetes name is 1-63 characters of a-z, 0-9 and `-`"))) }
+    if ok {
+        Ok(())
+    } else {
+        Err(K8sError::Invalid(format!(
+            "{what} `{s}`: a Kubernetes name is 1-63 characters of a-z, 0-9 and `-`"
+        )))
+    }
 }
 
 fn check_dns_subdomain(s: &str) -> Result<(), K8sError> {
     let ok = !s.is_empty()
         && s.len() <= 253
         && s.split('.').all(|part| check_dns_label("", part).is_ok());
-    if ok { Ok(()) } else { Err(K8sError::Invalid(format!("`{s}` is not a Kubernetes object name (a-z, 0-9, `-` and `.`)"))) }
+    if ok {
+        Ok(())
+    } else {
+        Err(K8sError::Invalid(format!(
+            "`{s}` is not a Kubernetes object name (a-z, 0-9, `-` and `.`)"
+        )))
+    }
 }
 
 /// A decimal number with one of `suffixes` or none (what `--cpu 2`, `--memory 1Gi` need).
@@ -316,7 +382,14 @@ fn check_quantity(flag: &str, s: &str, suffixes: &[&str]) -> Result<(), K8sError
     if ok {
         Ok(())
     } else {
-        Err(K8sError::Invalid(format!("{flag} `{s}`: give a positive Kubernetes quantity, e.g. {}", if flag == "--cpu" { "2 or 1500m" } else { "1Gi or 512Mi" })))
+        Err(K8sError::Invalid(format!(
+            "{flag} `{s}`: give a positive Kubernetes quantity, e.g. {}",
+            if flag == "--cpu" {
+                "2 or 1500m"
+            } else {
+                "1Gi or 512Mi"
+            }
+        )))
     }
 }
 

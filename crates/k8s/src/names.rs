@@ -14,7 +14,9 @@ pub const MAX_RUN_ID: usize = 44;
 pub fn validate_run_id(id: &str) -> Result<(), K8sError> {
     let ok = !id.is_empty()
         && id.len() <= MAX_RUN_ID
-        && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && id.starts_with(|c: char| c.is_ascii_alphanumeric())
         && id.ends_with(|c: char| c.is_ascii_alphanumeric());
     if ok {
@@ -40,7 +42,11 @@ pub fn run_id_from(name: &str, at: Timestamp) -> String {
     }
     slug.truncate(MAX_RUN_ID - stamp.len() - 1);
     let slug = slug.trim_end_matches('-');
-    if slug.is_empty() { format!("run-{stamp}") } else { format!("{slug}-{stamp}") }
+    if slug.is_empty() {
+        format!("run-{stamp}")
+    } else {
+        format!("{slug}-{stamp}")
+    }
 }
 
 #[cfg(test)]
@@ -50,19 +56,33 @@ mod tests {
     #[test]
     fn ids_from_names_are_valid() {
         let at: Timestamp = "2026-11-23T05:00:07Z".parse().unwrap();
-        assert_eq!(run_id_from("Pair Room_flow", at), "pair-room-flow-20261123-050007");
+        assert_eq!(
+            run_id_from("Pair Room_flow", at),
+            "pair-room-flow-20261123-050007"
+        );
         assert_eq!(run_id_from("127.0.0.1", at), "127-0-0-1-20261123-050007");
         assert_eq!(run_id_from("___", at), "run-20261123-050007");
         let long = run_id_from(&"x".repeat(200), at);
         assert_eq!(long.len(), MAX_RUN_ID);
-        for id in [run_id_from("Pair Room_flow", at), long, run_id_from("-a-", at)] {
+        for id in [
+            run_id_from("Pair Room_flow", at),
+            long,
+            run_id_from("-a-", at),
+        ] {
             validate_run_id(&id).unwrap();
         }
     }
 
     #[test]
     fn bad_ids_are_refused() {
-        for bad in ["", "Upper", "under_score", "-lead", "trail-", &"a".repeat(MAX_RUN_ID + 1)] {
+        for bad in [
+            "",
+            "Upper",
+            "under_score",
+            "-lead",
+            "trail-",
+            &"a".repeat(MAX_RUN_ID + 1),
+        ] {
             let e = validate_run_id(bad).unwrap_err().to_string();
             assert!(e.contains("a-z, 0-9"), "{bad}: {e}");
         }

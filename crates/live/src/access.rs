@@ -23,7 +23,11 @@ impl Access {
     /// The rule for `addr`: open on loopback, a fresh random token (122 bits from the
     /// operating system's generator) anywhere else.
     pub fn for_addr(addr: SocketAddr) -> Access {
-        if addr.ip().is_loopback() { Access::Open } else { Access::random() }
+        if addr.ip().is_loopback() {
+            Access::Open
+        } else {
+            Access::random()
+        }
     }
 
     /// A fresh random token.
@@ -41,12 +45,16 @@ impl Access {
 
     /// `?token=…` to append to the dashboard's URLs (empty when open).
     pub fn query(&self) -> String {
-        self.token().map(|t| format!("?token={t}")).unwrap_or_default()
+        self.token()
+            .map(|t| format!("?token={t}"))
+            .unwrap_or_default()
     }
 
     /// Whether `request` may pass.
     fn admits(&self, request: &Request) -> bool {
-        let Some(token) = self.token() else { return true };
+        let Some(token) = self.token() else {
+            return true;
+        };
         let from_query = request
             .uri()
             .query()
@@ -67,11 +75,20 @@ impl Access {
 /// Compares without stopping at the first difference, so that response times do not tell
 /// how much of a guess was right.
 fn same(given: &str, token: &str) -> bool {
-    given.len() == token.len() && given.bytes().zip(token.bytes()).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+    given.len() == token.len()
+        && given
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |d, (a, b)| d | (a ^ b))
+            == 0
 }
 
 /// Middleware: 403 with a short explanation for a request without the token.
-pub(crate) async fn guard(access: axum::extract::State<Access>, request: Request, next: Next) -> Response {
+pub(crate) async fn guard(
+    access: axum::extract::State<Access>,
+    request: Request,
+    next: Next,
+) -> Response {
     if access.admits(&request) {
         return next.run(request).await;
     }
@@ -93,9 +110,15 @@ mod tests {
 
     #[test]
     fn loopback_is_open_and_other_addresses_get_a_random_token() {
-        assert_eq!(Access::for_addr("127.0.0.1:0".parse().unwrap()), Access::Open);
+        assert_eq!(
+            Access::for_addr("127.0.0.1:0".parse().unwrap()),
+            Access::Open
+        );
         assert_eq!(Access::for_addr("[::1]:0".parse().unwrap()), Access::Open);
-        let (a, b) = (Access::for_addr("0.0.0.0:0".parse().unwrap()), Access::for_addr("0.0.0.0:0".parse().unwrap()));
+        let (a, b) = (
+            Access::for_addr("0.0.0.0:0".parse().unwrap()),
+            Access::for_addr("0.0.0.0:0".parse().unwrap()),
+        );
         assert_eq!(a.token().map(str::len), Some(32));
         assert_ne!(a, b, "every dashboard gets its own token");
     }

@@ -36,7 +36,9 @@ use volley_record::{IntervalView, Observer, Recorded, RunStart};
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
     /// The address could not be bound.
-    #[error("--dashboard {addr}: cannot listen there: {error}. Give a free address, like 127.0.0.1:8089 (or leave the address out for a free port on 127.0.0.1)")]
+    #[error(
+        "--dashboard {addr}: cannot listen there: {error}. Give a free address, like 127.0.0.1:8089 (or leave the address out for a free port on 127.0.0.1)"
+    )]
     Bind {
         /// The address asked for.
         addr: SocketAddr,
@@ -50,7 +52,9 @@ pub enum LiveError {
     #[error("cannot start the dashboard's thread: {0}")]
     Runtime(std::io::Error),
     /// The address is not an address.
-    #[error("--dashboard `{0}`: not an address; write it like 127.0.0.1:8089, 0.0.0.0:8089 or :8089")]
+    #[error(
+        "--dashboard `{0}`: not an address; write it like 127.0.0.1:8089, 0.0.0.0:8089 or :8089"
+    )]
     BadAddr(String),
 }
 
@@ -62,7 +66,8 @@ pub fn parse_addr(text: Option<&str>) -> Result<SocketAddr, LiveError> {
         Some(t) if t.starts_with(':') => format!("127.0.0.1{t}"),
         Some(t) => t.to_string(),
     };
-    full.parse().map_err(|_| LiveError::BadAddr(text.unwrap_or_default().to_string()))
+    full.parse()
+        .map_err(|_| LiveError::BadAddr(text.unwrap_or_default().to_string()))
 }
 
 /// What the routes and the observer share.
@@ -127,11 +132,21 @@ impl Dashboard {
 
     /// Serves `html` (a finished run's, group's or comparison's page) at `/`, with `extra`
     /// routes, behind `access`; no events, no controls.
-    pub fn serve_page(addr: SocketAddr, access: Access, html: String, extra: Router) -> Result<Dashboard, LiveError> {
+    pub fn serve_page(
+        addr: SocketAddr,
+        access: Access,
+        html: String,
+        extra: Router,
+    ) -> Result<Dashboard, LiveError> {
         Self::serve(addr, access, extra, Some(html))
     }
 
-    fn serve(addr: SocketAddr, access: Access, extra: Router, page: Option<String>) -> Result<Dashboard, LiveError> {
+    fn serve(
+        addr: SocketAddr,
+        access: Access,
+        extra: Router,
+        page: Option<String>,
+    ) -> Result<Dashboard, LiveError> {
         if access == Access::Open && !addr.ip().is_loopback() {
             return Err(LiveError::OpenOutside(addr));
         }
@@ -160,7 +175,10 @@ impl Dashboard {
             Some(html) => server::static_routes(html),
             None => server::live_routes(shared.clone()),
         };
-        let app = app.merge(extra).layer(axum::middleware::from_fn_with_state(access.clone(), access::guard));
+        let app = app.merge(extra).layer(axum::middleware::from_fn_with_state(
+            access.clone(),
+            access::guard,
+        ));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let served = runtime.spawn(async move {
             let _ = axum::serve(listener, app)
@@ -170,10 +188,25 @@ impl Dashboard {
                 .await;
         });
         runtime.spawn(server::publish(shared.clone()));
-        let host = if bound.ip().is_unspecified() { volley_formats::rundir::host_name() } else { bound.ip().to_string() };
-        let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host };
+        let host = if bound.ip().is_unspecified() {
+            volley_formats::rundir::host_name()
+        } else {
+            bound.ip().to_string()
+        };
+        let host = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]")
+        } else {
+            host
+        };
         let url = format!("http://{host}:{}/{}", bound.port(), access.query());
-        Ok(Dashboard { shared, addr: bound, url, runtime: Some(runtime), shutdown: Some(tx), served: Some(served) })
+        Ok(Dashboard {
+            shared,
+            addr: bound,
+            url,
+            runtime: Some(runtime),
+            shutdown: Some(tx),
+            served: Some(served),
+        })
     }
 
     /// The page's URL, with the token when there is one.
@@ -189,7 +222,9 @@ impl Dashboard {
     /// The run's report is written in `dir` (report.html): open pages load it.
     pub fn report_ready(&self, dir: &Path) {
         // Counted before any page hears of the report (and closes its event stream).
-        self.shared.report_expected.store(self.shared.viewers.load(Ordering::SeqCst), Ordering::SeqCst);
+        self.shared
+            .report_expected
+            .store(self.shared.viewers.load(Ordering::SeqCst), Ordering::SeqCst);
         let mut state = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
         state.report = Some(dir.to_path_buf());
         if let Some(run) = &mut state.run {
@@ -227,7 +262,8 @@ impl Dashboard {
             let _ = tx.send(());
         }
         if let (Some(rt), Some(served)) = (&self.runtime, self.served.take()) {
-            let _ = rt.block_on(async { tokio::time::timeout(Duration::from_secs(1), served).await });
+            let _ =
+                rt.block_on(async { tokio::time::timeout(Duration::from_secs(1), served).await });
         }
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_timeout(Duration::from_secs(1));
@@ -244,7 +280,12 @@ impl Drop for Dashboard {
 impl Observer for Dashboard {
     fn started(&mut self, run: &RunStart<'_>) {
         let mut state = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.run = Some(live::LiveRun::new(run.meta, run.dir, run.control.model(), state.run_of));
+        state.run = Some(live::LiveRun::new(
+            run.meta,
+            run.dir,
+            run.control.model(),
+            state.run_of,
+        ));
         state.control = Some(run.control.clone());
         state.report = None;
         drop(state);
@@ -256,20 +297,38 @@ impl Observer for Dashboard {
     }
 
     fn interval(&mut self, iv: &IntervalView<'_>) {
-        if let Some(run) = &mut self.shared.state.lock().unwrap_or_else(|p| p.into_inner()).run {
+        if let Some(run) = &mut self
+            .shared
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .run
+        {
             run.interval(iv);
         }
         self.shared.changed.notify_one();
     }
 
     fn server(&mut self, scrape: &ScrapeSample) {
-        if let Some(run) = &mut self.shared.state.lock().unwrap_or_else(|p| p.into_inner()).run {
+        if let Some(run) = &mut self
+            .shared
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .run
+        {
             run.server(scrape);
         }
     }
 
     fn plan_changed(&mut self, change: &PlanChangeNote) {
-        if let Some(run) = &mut self.shared.state.lock().unwrap_or_else(|p| p.into_inner()).run {
+        if let Some(run) = &mut self
+            .shared
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .run
+        {
             run.plan_changed(change);
         }
         self.shared.changed.notify_one();
@@ -286,7 +345,11 @@ impl Observer for Dashboard {
     }
 
     fn run_starting(&mut self, index: usize, of: usize) {
-        self.shared.state.lock().unwrap_or_else(|p| p.into_inner()).run_of = Some((index + 1, of));
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .run_of = Some((index + 1, of));
     }
 
     fn run_recorded(&mut self, _run: &Recorded) {}

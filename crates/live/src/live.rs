@@ -53,7 +53,13 @@ struct Totals {
 impl Totals {
     fn new() -> Totals {
         let h = || Histogram::new(3).expect("3 significant digits is a valid precision");
-        Totals { tests: 0, errors: 0, ttfb: h(), total: h(), iteration: h() }
+        Totals {
+            tests: 0,
+            errors: 0,
+            ttfb: h(),
+            total: h(),
+            iteration: h(),
+        }
     }
 
     fn add(&mut self, s: &volley_stats::IntervalSample) {
@@ -142,12 +148,21 @@ struct ThresholdView {
 
 impl LiveRun {
     /// A run that has just started.
-    pub(crate) fn new(meta: &RunMeta, dir: &std::path::Path, model: LiveModel, run_of: Option<(usize, usize)>) -> LiveRun {
+    pub(crate) fn new(
+        meta: &RunMeta,
+        dir: &std::path::Path,
+        model: LiveModel,
+        run_of: Option<(usize, usize)>,
+    ) -> LiveRun {
         let steps = meta.steps.len();
         LiveRun {
             figures: RunFigures {
                 name: meta.name.clone(),
-                steps: meta.steps.iter().map(|s| (s.name.clone(), Vec::new())).collect(),
+                steps: meta
+                    .steps
+                    .iter()
+                    .map(|s| (s.name.clone(), Vec::new()))
+                    .collect(),
                 ..Default::default()
             },
             meta: meta.clone(),
@@ -222,19 +237,24 @@ impl LiveRun {
             errors: row.errors,
             ttfb_ms: LatencySummary::from_histogram(&ttfb.histogram()),
         });
-        self.figures.curves = vec![("TTFB", curve_of(&self.totals.ttfb)), ("Total time", curve_of(&self.totals.total))];
+        self.figures.curves = vec![
+            ("TTFB", curve_of(&self.totals.ttfb)),
+            ("Total time", curve_of(&self.totals.total)),
+        ];
     }
 
     /// Takes in one scrape of the server's metrics.
     pub(crate) fn server(&mut self, s: &ScrapeSample) {
         let elapsed_s = self.meta.interval_s * (s.index + 1) as f64;
-        self.figures.server.extend(s.values.iter().map(|(series, value, rate)| ServerPoint {
-            elapsed_s,
-            target: s.url.clone(),
-            series: series.clone(),
-            value: *value,
-            rate: *rate,
-        }));
+        self.figures
+            .server
+            .extend(s.values.iter().map(|(series, value, rate)| ServerPoint {
+                elapsed_s,
+                target: s.url.clone(),
+                series: series.clone(),
+                value: *value,
+                rate: *rate,
+            }));
     }
 
     pub(crate) fn plan_changed(&mut self, change: &PlanChangeNote) {
@@ -248,8 +268,24 @@ impl LiveRun {
     /// The page's view of the run now.
     pub(crate) fn snapshot(&self) -> Snapshot {
         let suite_opts = SuiteOptions::default();
-        let suite = SeedSuite::compute(&Series { intervals: self.rows.clone() }, suite_opts);
-        let step_suites: Vec<SeedSuite> = self.step_rows.iter().map(|r| SeedSuite::compute(&Series { intervals: r.clone() }, suite_opts)).collect();
+        let suite = SeedSuite::compute(
+            &Series {
+                intervals: self.rows.clone(),
+            },
+            suite_opts,
+        );
+        let step_suites: Vec<SeedSuite> = self
+            .step_rows
+            .iter()
+            .map(|r| {
+                SeedSuite::compute(
+                    &Series {
+                        intervals: r.clone(),
+                    },
+                    suite_opts,
+                )
+            })
+            .collect();
         let summary = |h: &Histogram<u64>| LatencySummary::from_histogram(h);
         let thresholds = self
             .meta
@@ -258,12 +294,27 @@ impl LiveRun {
             .iter()
             .map(|t| {
                 let (expr, actual) = match &t.step {
-                    None => (t.expr.clone(), Some(volley_report::threshold_actual(t, &suite, &summary(&self.totals.ttfb), &summary(&self.totals.total), &summary(&self.totals.iteration)))),
+                    None => (
+                        t.expr.clone(),
+                        Some(volley_report::threshold_actual(
+                            t,
+                            &suite,
+                            &summary(&self.totals.ttfb),
+                            &summary(&self.totals.total),
+                            &summary(&self.totals.iteration),
+                        )),
+                    ),
                     Some(name) => {
                         let i = self.meta.steps.iter().position(|s| s.name == *name);
                         let actual = i.map(|i| {
                             let st = &self.steps[i];
-                            volley_report::threshold_actual(t, &step_suites[i], &summary(&st.ttfb), &summary(&st.total), &summary(&self.totals.iteration))
+                            volley_report::threshold_actual(
+                                t,
+                                &step_suites[i],
+                                &summary(&st.ttfb),
+                                &summary(&st.total),
+                                &summary(&self.totals.iteration),
+                            )
                         });
                         (format!("{name}: {}", t.expr), actual)
                     }
@@ -274,10 +325,20 @@ impl LiveRun {
                     Some(a) if t.op.holds(a, t.limit) => "pass",
                     Some(_) => "fail",
                 };
-                ThresholdView { expr, actual, state }
+                ThresholdView {
+                    expr,
+                    actual,
+                    state,
+                }
             })
             .collect();
-        let ms = |h: &Histogram<u64>, q: f64| if h.is_empty() { "-".to_string() } else { format!("{:.2}", h.value_at_quantile(q) as f64 / 1000.0) };
+        let ms = |h: &Histogram<u64>, q: f64| {
+            if h.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{:.2}", h.value_at_quantile(q) as f64 / 1000.0)
+            }
+        };
         let steps = self
             .meta
             .steps
@@ -304,7 +365,12 @@ impl LiveRun {
             .map(|(k, count)| ErrorView {
                 kind: k.name(),
                 count,
-                messages: self.messages.iter().filter(|(m, _)| m == k).map(|(_, t)| t.clone()).collect(),
+                messages: self
+                    .messages
+                    .iter()
+                    .filter(|(m, _)| m == k)
+                    .map(|(_, t)| t.clone())
+                    .collect(),
             })
             .collect();
         let all = self.totals.tests + self.totals.errors;
@@ -329,16 +395,26 @@ impl LiveRun {
             totals: TotalsView {
                 tests: self.totals.tests,
                 errors: self.totals.errors,
-                error_rate_pct: if all > 0 { self.totals.errors as f64 * 100.0 / all as f64 } else { 0.0 },
+                error_rate_pct: if all > 0 {
+                    self.totals.errors as f64 * 100.0 / all as f64
+                } else {
+                    0.0
+                },
                 ttfb_ms: summary(&self.totals.ttfb),
                 total_ms: summary(&self.totals.total),
             },
             errors,
-            step_head: ["step", "kind", "tests", "errors", "TPS avg", "TTFB p50", "TTFB p95", "TTFB p99"],
+            step_head: [
+                "step", "kind", "tests", "errors", "TPS avg", "TTFB p50", "TTFB p95", "TTFB p99",
+            ],
             steps,
             generator: self.generator.clone(),
             thresholds,
-            plan_changes: self.plan_changes.iter().map(PlanChangeNote::describe).collect(),
+            plan_changes: self
+                .plan_changes
+                .iter()
+                .map(PlanChangeNote::describe)
+                .collect(),
             report: false,
         }
     }

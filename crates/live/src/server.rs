@@ -48,7 +48,9 @@ impl Drop for Viewer {
     }
 }
 
-async fn events(State(shared): State<Arc<Shared>>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+async fn events(
+    State(shared): State<Arc<Shared>>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     shared.viewers.fetch_add(1, Ordering::SeqCst);
     let viewer = Viewer(shared.clone());
     // A fresh snapshot for the newcomer; until it is built, the last one.
@@ -77,15 +79,33 @@ struct Target {
     rate: Option<f64>,
 }
 
-async fn target(State(shared): State<Arc<Shared>>, body: Result<Json<Target>, axum::extract::rejection::JsonRejection>) -> Response {
+async fn target(
+    State(shared): State<Arc<Shared>>,
+    body: Result<Json<Target>, axum::extract::rejection::JsonRejection>,
+) -> Response {
     let Ok(Json(t)) = body else {
-        return (StatusCode::BAD_REQUEST, "send {\"vus\": N} (closed model) or {\"rate\": R} (open model) as JSON").into_response();
+        return (
+            StatusCode::BAD_REQUEST,
+            "send {\"vus\": N} (closed model) or {\"rate\": R} (open model) as JSON",
+        )
+            .into_response();
     };
-    let control = shared.state.lock().unwrap_or_else(|p| p.into_inner()).control.clone();
-    let Some(control) = control else { return (StatusCode::CONFLICT, "no run is going").into_response() };
+    let control = shared
+        .state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .control
+        .clone();
+    let Some(control) = control else {
+        return (StatusCode::CONFLICT, "no run is going").into_response();
+    };
     let done = match (t.vus, t.rate) {
-        (Some(v), None) => control.set_vus(v, "dashboard").map(|()| format!("VU target set to {v}")),
-        (None, Some(r)) => control.set_rate(r, "dashboard").map(|()| format!("arrival rate set to {r}/s")),
+        (Some(v), None) => control
+            .set_vus(v, "dashboard")
+            .map(|()| format!("VU target set to {v}")),
+        (None, Some(r)) => control
+            .set_rate(r, "dashboard")
+            .map(|()| format!("arrival rate set to {r}/s")),
         _ => return (StatusCode::BAD_REQUEST, "give one of vus or rate").into_response(),
     };
     match done {
@@ -96,14 +116,29 @@ async fn target(State(shared): State<Arc<Shared>>, body: Result<Json<Target>, ax
 
 /// The run's report.html, once written.
 async fn report(State(shared): State<Arc<Shared>>) -> Response {
-    let dir = shared.state.lock().unwrap_or_else(|p| p.into_inner()).report.clone();
-    let Some(dir) = dir else { return (StatusCode::NOT_FOUND, "the report is written when the run ends").into_response() };
+    let dir = shared
+        .state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .report
+        .clone();
+    let Some(dir) = dir else {
+        return (
+            StatusCode::NOT_FOUND,
+            "the report is written when the run ends",
+        )
+            .into_response();
+    };
     match tokio::fs::read_to_string(dir.join("report.html")).await {
         Ok(html) => {
             shared.report_loads.fetch_add(1, Ordering::SeqCst);
             ([(header::CACHE_CONTROL, "no-store")], Html(html)).into_response()
         }
-        Err(e) => (StatusCode::NOT_FOUND, format!("{}: {e}", dir.join("report.html").display())).into_response(),
+        Err(e) => (
+            StatusCode::NOT_FOUND,
+            format!("{}: {e}", dir.join("report.html").display()),
+        )
+            .into_response(),
     }
 }
 

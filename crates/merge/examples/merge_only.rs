@@ -8,7 +8,12 @@ fn main() {
         std::process::exit(2);
     };
     match volley_merge::merge(inputs, out, &volley_merge::MergeOptions::default()) {
-        Ok(m) => eprintln!("merged {} segments, {} intervals, status {}", m.segments.len(), m.intervals, m.status.name()),
+        Ok(m) => eprintln!(
+            "merged {} segments, {} intervals, status {}",
+            m.segments.len(),
+            m.intervals,
+            m.status.name()
+        ),
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(2);

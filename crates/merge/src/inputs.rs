@@ -43,7 +43,11 @@ fn walk(dir: &Path, out: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Resul
         return Ok(());
     }
     let read = std::fs::read_dir(dir).map_err(|e| volley_formats::FormatError::io(dir, e))?;
-    let mut children: Vec<PathBuf> = read.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    let mut children: Vec<PathBuf> = read
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
     children.sort();
     for c in children {
         walk(&c, out, depth + 1, found)?;
@@ -78,43 +82,92 @@ impl SegmentSet {
         for dir in dirs {
             // The histograms are read as they are merged, interval by interval (rebuild.rs).
             let data = RunData::read_without_histograms(dir)?;
-            let note = data.meta.segment.clone().ok_or_else(|| MergeError::NotASegment(dir.clone()))?;
+            let note = data
+                .meta
+                .segment
+                .clone()
+                .ok_or_else(|| MergeError::NotASegment(dir.clone()))?;
             let started_at: jiff::Timestamp = data.meta.started_at.parse().map_err(|e| {
-                volley_formats::FormatError::malformed(dir.join("run.json"), 1, None, format!("started_at `{}`: {e}", data.meta.started_at))
+                volley_formats::FormatError::malformed(
+                    dir.join("run.json"),
+                    1,
+                    None,
+                    format!("started_at `{}`: {e}", data.meta.started_at),
+                )
             })?;
-            segments.push(Input { segment: note.segment, note, data, offset: 0, started_at });
+            segments.push(Input {
+                segment: note.segment,
+                note,
+                data,
+                offset: 0,
+                started_at,
+            });
         }
         segments.sort_by_key(|s| s.segment.index);
         let first = &segments[0];
-        let mismatch = |s: &Input, what: &'static str, theirs: String, ours: String| MergeError::Mismatch {
-            dir: s.data.dir.clone(),
-            what,
-            theirs,
-            first: first.data.dir.clone(),
-            ours,
-        };
+        let mismatch =
+            |s: &Input, what: &'static str, theirs: String, ours: String| MergeError::Mismatch {
+                dir: s.data.dir.clone(),
+                what,
+                theirs,
+                first: first.data.dir.clone(),
+                ours,
+            };
         for s in &segments[1..] {
             if s.note.run_id != first.note.run_id {
-                return Err(mismatch(s, "its run id", s.note.run_id.clone(), first.note.run_id.clone()));
+                return Err(mismatch(
+                    s,
+                    "its run id",
+                    s.note.run_id.clone(),
+                    first.note.run_id.clone(),
+                ));
             }
             if s.note.plan_hash != first.note.plan_hash {
-                return Err(mismatch(s, "the hash of its plan", s.note.plan_hash.clone(), first.note.plan_hash.clone()));
+                return Err(mismatch(
+                    s,
+                    "the hash of its plan",
+                    s.note.plan_hash.clone(),
+                    first.note.plan_hash.clone(),
+                ));
             }
             if s.segment.count != first.segment.count {
-                return Err(mismatch(s, "its segment count", s.segment.count.to_string(), first.segment.count.to_string()));
+                return Err(mismatch(
+                    s,
+                    "its segment count",
+                    s.segment.count.to_string(),
+                    first.segment.count.to_string(),
+                ));
             }
             if s.data.meta.interval_s != first.data.meta.interval_s {
-                return Err(mismatch(s, "its interval (s)", s.data.meta.interval_s.to_string(), first.data.meta.interval_s.to_string()));
+                return Err(mismatch(
+                    s,
+                    "its interval (s)",
+                    s.data.meta.interval_s.to_string(),
+                    first.data.meta.interval_s.to_string(),
+                ));
             }
         }
         for pair in segments.windows(2) {
             if pair[0].segment == pair[1].segment {
-                return Err(MergeError::Duplicate { segment: pair[0].segment.to_string(), first: pair[0].data.dir.clone(), second: pair[1].data.dir.clone() });
+                return Err(MergeError::Duplicate {
+                    segment: pair[0].segment.to_string(),
+                    first: pair[0].data.dir.clone(),
+                    second: pair[1].data.dir.clone(),
+                });
             }
         }
-        let earliest = segments.iter().min_by_key(|s| s.started_at).expect("one at least");
-        let latest = segments.iter().max_by_key(|s| s.started_at).expect("one at least");
-        let apart = latest.started_at.duration_since(earliest.started_at).unsigned_abs();
+        let earliest = segments
+            .iter()
+            .min_by_key(|s| s.started_at)
+            .expect("one at least");
+        let latest = segments
+            .iter()
+            .max_by_key(|s| s.started_at)
+            .expect("one at least");
+        let apart = latest
+            .started_at
+            .duration_since(earliest.started_at)
+            .unsigned_abs();
         if apart > opts.start_tolerance {
             return Err(MergeError::StartsApart {
                 first: earliest.data.dir.clone(),
@@ -133,8 +186,16 @@ impl SegmentSet {
         }
         let count = segments[0].segment.count;
         let run_id = segments[0].note.run_id.clone();
-        let missing = (0..count).filter(|i| !segments.iter().any(|s| s.segment.index == *i)).collect();
-        Ok(SegmentSet { segments, run_id, count, missing, started_at })
+        let missing = (0..count)
+            .filter(|i| !segments.iter().any(|s| s.segment.index == *i))
+            .collect();
+        Ok(SegmentSet {
+            segments,
+            run_id,
+            count,
+            missing,
+            started_at,
+        })
     }
 
     /// `partial` when segments are missing; otherwise the worst status of a segment.
@@ -150,19 +211,47 @@ impl SegmentSet {
             RunStatus::Partial => 4,
             RunStatus::Aborted => 5,
         };
-        self.segments.iter().map(|s| s.data.meta.status).max_by_key(|s| rank(*s)).unwrap_or(RunStatus::Complete)
+        self.segments
+            .iter()
+            .map(|s| s.data.meta.status)
+            .max_by_key(|s| rank(*s))
+            .unwrap_or(RunStatus::Complete)
     }
 
     /// Why the merged run is not complete, when it is not.
     pub(crate) fn reason(&self) -> Option<String> {
         let mut why = Vec::new();
         if !self.missing.is_empty() {
-            let names: Vec<String> = self.missing.iter().map(|i| format!("{i}/{}", self.count)).collect();
-            why.push(format!("segment{} {} missing: the figures cover {} of {} segments", if names.len() == 1 { "" } else { "s" }, names.join(", "), self.segments.len(), self.count));
+            let names: Vec<String> = self
+                .missing
+                .iter()
+                .map(|i| format!("{i}/{}", self.count))
+                .collect();
+            why.push(format!(
+                "segment{} {} missing: the figures cover {} of {} segments",
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", "),
+                self.segments.len(),
+                self.count
+            ));
         }
-        for s in self.segments.iter().filter(|s| s.data.meta.status != RunStatus::Complete) {
-            let reason = s.data.meta.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
-            why.push(format!("segment {} {}{reason}", s.segment, s.data.meta.status.name()));
+        for s in self
+            .segments
+            .iter()
+            .filter(|s| s.data.meta.status != RunStatus::Complete)
+        {
+            let reason = s
+                .data
+                .meta
+                .reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
+            why.push(format!(
+                "segment {} {}{reason}",
+                s.segment,
+                s.data.meta.status.name()
+            ));
         }
         (!why.is_empty()).then(|| why.join("; "))
     }
@@ -180,8 +269,12 @@ impl SegmentSet {
 
     /// When the last segment ended.
     pub(crate) fn ended_at(&self) -> Option<String> {
-        let ends: Option<Vec<jiff::Timestamp>> =
-            self.segments.iter().map(|s| s.data.meta.ended_at.as_deref().and_then(|e| e.parse().ok())).collect();
-        ends.and_then(|e| e.into_iter().max()).map(|t| t.to_string())
+        let ends: Option<Vec<jiff::Timestamp>> = self
+            .segments
+            .iter()
+            .map(|s| s.data.meta.ended_at.as_deref().and_then(|e| e.parse().ok()))
+            .collect();
+        ends.and_then(|e| e.into_iter().max())
+            .map(|t| t.to_string())
     }
 }

@@ -35,7 +35,9 @@ pub struct MergeOptions {
 impl Default for MergeOptions {
     /// One second: segments started with `--start-at` start within milliseconds.
     fn default() -> Self {
-        MergeOptions { start_tolerance: Duration::from_secs(1) }
+        MergeOptions {
+            start_tolerance: Duration::from_secs(1),
+        }
     }
 }
 
@@ -63,13 +65,19 @@ pub enum MergeError {
     #[error(transparent)]
     Read(#[from] FormatError),
     /// No run directory was found under the inputs.
-    #[error("no run directory under {0}: give the segments' run directories (each holds run.json and series.csv), or a directory that holds them")]
+    #[error(
+        "no run directory under {0}: give the segments' run directories (each holds run.json and series.csv), or a directory that holds them"
+    )]
     NoRuns(String),
     /// A run directory is not a segment.
-    #[error("{0}: not a segment of a split run (its run.json has no `segment`); merge the run directories written by `volley run --segment i/N`")]
+    #[error(
+        "{0}: not a segment of a split run (its run.json has no `segment`); merge the run directories written by `volley run --segment i/N`"
+    )]
     NotASegment(PathBuf),
     /// Two directories hold the same segment.
-    #[error("segment {segment} appears twice: {first} and {second} (a retried pod?); keep the one to merge and leave the other out")]
+    #[error(
+        "segment {segment} appears twice: {first} and {second} (a retried pod?); keep the one to merge and leave the other out"
+    )]
     Duplicate {
         /// `i/N`.
         segment: String,
@@ -79,7 +87,9 @@ pub enum MergeError {
         second: PathBuf,
     },
     /// The segments do not belong to one run.
-    #[error("{dir}: {what} is {theirs}, but {first} has {ours}; merge only the segments of one run")]
+    #[error(
+        "{dir}: {what} is {theirs}, but {first} has {ours}; merge only the segments of one run"
+    )]
     Mismatch {
         /// The segment that differs.
         dir: PathBuf,
@@ -93,7 +103,9 @@ pub enum MergeError {
         ours: String,
     },
     /// The segments started too far apart for their intervals to line up.
-    #[error("segments started {apart_ms:.0} ms apart ({first} at {first_at}, {last} at {last_at}), more than the tolerance of {tolerance_ms:.0} ms: their intervals would not line up. Start them with one --start-at, or widen --start-tolerance")]
+    #[error(
+        "segments started {apart_ms:.0} ms apart ({first} at {first_at}, {last} at {last_at}), more than the tolerance of {tolerance_ms:.0} ms: their intervals would not line up. Start them with one --start-at, or widen --start-tolerance"
+    )]
     StartsApart {
         /// Earliest start's directory.
         first: PathBuf,
@@ -117,7 +129,10 @@ pub enum MergeError {
 /// directories holding them) into one run directory at `out`.
 pub fn merge(inputs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merged, MergeError> {
     if out.join(volley_formats::rundir::RUN_JSON).exists() {
-        return Err(MergeError::Output(out.to_path_buf(), "already holds a run directory; give a new directory for the merged run".into()));
+        return Err(MergeError::Output(
+            out.to_path_buf(),
+            "already holds a run directory; give a new directory for the merged run".into(),
+        ));
     }
     let dirs = find_run_dirs(inputs, out)?;
     merge_dirs(&dirs, out, opts)
@@ -142,7 +157,12 @@ fn merge_dirs(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merge
         errors: notes::errors(&set),
         server_metrics: first.data.meta.server_metrics.clone(),
         segment: None,
-        merged: Some(MergedFrom { run_id: set.run_id.clone(), count: set.count, missing: set.missing.clone(), segments: notes::origins(&set) }),
+        merged: Some(MergedFrom {
+            run_id: set.run_id.clone(),
+            count: set.count,
+            missing: set.missing.clone(),
+            segments: notes::origins(&set),
+        }),
         ..first.data.meta.clone()
     };
     let started = std::time::SystemTime::from(set.started_at);
@@ -167,9 +187,19 @@ fn merge_dirs(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merge
         writer.write_meta()?;
     }
     for p in &first.data.meta.plan.populations {
-        let sub: Vec<PathBuf> = set.segments.iter().map(|s| s.data.dir.join(&p.dir)).collect();
+        let sub: Vec<PathBuf> = set
+            .segments
+            .iter()
+            .map(|s| s.data.dir.join(&p.dir))
+            .collect();
         if let Some(missing) = sub.iter().find(|d| !volley_formats::RunData::is_run_dir(d)) {
-            return Err(MergeError::Output(missing.clone(), format!("population `{}` of this segment has no run directory here; every segment of a run of populations holds one per population", p.name)));
+            return Err(MergeError::Output(
+                missing.clone(),
+                format!(
+                    "population `{}` of this segment has no run directory here; every segment of a run of populations holds one per population",
+                    p.name
+                ),
+            ));
         }
         merge_dirs(&sub, &out.join(&p.dir), opts)?;
     }

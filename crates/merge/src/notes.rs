@@ -4,10 +4,10 @@
 use std::io::Write;
 use std::path::Path;
 
+use volley_formats::FormatError;
 use volley_formats::numfmt::ngrinder_number;
 use volley_formats::rundir::{ErrorNote, NotedMessage};
 use volley_formats::segment::SegmentOrigin;
-use volley_formats::FormatError;
 
 use crate::MergeError;
 use crate::inputs::SegmentSet;
@@ -24,14 +24,22 @@ pub(crate) fn errors(set: &SegmentSet) -> Vec<ErrorNote> {
             let i = match out.iter().position(|n| n.kind == note.kind) {
                 Some(i) => i,
                 None => {
-                    out.push(ErrorNote { kind: note.kind, count: 0, messages: Vec::new() });
+                    out.push(ErrorNote {
+                        kind: note.kind,
+                        count: 0,
+                        messages: Vec::new(),
+                    });
                     out.len() - 1
                 }
             };
             let merged = &mut out[i];
             merged.count += note.count;
             for m in &note.messages {
-                let same_step = merged.messages.iter().filter(|n: &&NotedMessage| n.step == m.step).count();
+                let same_step = merged
+                    .messages
+                    .iter()
+                    .filter(|n: &&NotedMessage| n.step == m.step)
+                    .count();
                 if same_step < volley_stats::MESSAGES_PER_STEP && !merged.messages.contains(m) {
                     merged.messages.push(m.clone());
                 }
@@ -59,7 +67,11 @@ pub(crate) fn origins(set: &SegmentSet) -> Vec<SegmentOrigin> {
                 errors: d.series.errors(),
                 late: d.generator.iter().map(|g| g.late).sum(),
                 dropped: d.generator.iter().map(|g| g.dropped).sum(),
-                sched_lag_max_ms: d.generator.iter().map(|g| g.sched_lag_max_ms).fold(0.0, f64::max),
+                sched_lag_max_ms: d
+                    .generator
+                    .iter()
+                    .map(|g| g.sched_lag_max_ms)
+                    .fold(0.0, f64::max),
                 cpu_max_pct: d.generator.iter().map(|g| g.cpu_pct).fold(0.0, f64::max),
                 clock: s.note.clock.clone(),
             }
@@ -69,11 +81,19 @@ pub(crate) fn origins(set: &SegmentSet) -> Vec<SegmentOrigin> {
 
 /// Writes `generators.csv`: `Segment,Elapsed_(s),Late,Dropped,Schedule_lag_max_(ms),Generator_CPU_(%)`,
 /// elapsed at the end of each interval of the merged run.
-pub(crate) fn write_generators(set: &SegmentSet, out: &Path, interval_s: f64) -> Result<(), MergeError> {
+pub(crate) fn write_generators(
+    set: &SegmentSet,
+    out: &Path,
+    interval_s: f64,
+) -> Result<(), MergeError> {
     let path = out.join(GENERATORS_CSV);
     let io = |e| MergeError::Read(FormatError::io(&path, e));
     let mut w = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io)?);
-    writeln!(w, "Segment,Elapsed_(s),Late,Dropped,Schedule_lag_max_(ms),Generator_CPU_(%)").map_err(io)?;
+    writeln!(
+        w,
+        "Segment,Elapsed_(s),Late,Dropped,Schedule_lag_max_(ms),Generator_CPU_(%)"
+    )
+    .map_err(io)?;
     for s in &set.segments {
         for (j, g) in s.data.generator.iter().enumerate() {
             let row = &s.data.series.intervals[j];

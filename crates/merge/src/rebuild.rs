@@ -40,21 +40,42 @@ impl<'a> Prepared<'a> {
         let rows = input.data.series.intervals.len();
         let path = input.data.dir.join(volley_formats::rundir::LATENCY_HLOG);
         let hlog = match File::open(&path) {
-            Ok(f) => Some(hlog::Reader::new(&path, BufReader::new(f)).stopping_at_a_cut_line().peekable()),
+            Ok(f) => Some(
+                hlog::Reader::new(&path, BufReader::new(f))
+                    .stopping_at_a_cut_line()
+                    .peekable(),
+            ),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(FormatError::io(path, e).into()),
         };
-        Ok(Prepared { input, extra: extra_columns(input, rows)?, hlog })
+        Ok(Prepared {
+            input,
+            extra: extra_columns(input, rows)?,
+            hlog,
+        })
     }
 
     /// Adds the histograms of its row `j` to `into`, reading them from its log.
-    fn add_histograms(&mut self, j: usize, interval_s: f64, into: &mut Hists) -> Result<(), MergeError> {
-        let Some(log) = &mut self.hlog else { return Ok(()) };
+    fn add_histograms(
+        &mut self,
+        j: usize,
+        interval_s: f64,
+        into: &mut Hists,
+    ) -> Result<(), MergeError> {
+        let Some(log) = &mut self.hlog else {
+            return Ok(());
+        };
         let index = |h: &LoggedHistogram| (h.start_s / interval_s).round() as usize;
         loop {
             match log.peek() {
                 None => return Ok(()),
-                Some(Err(_)) => return Err(log.next().and_then(Result::err).expect("an error was peeked").into()),
+                Some(Err(_)) => {
+                    return Err(log
+                        .next()
+                        .and_then(Result::err)
+                        .expect("an error was peeked")
+                        .into());
+                }
                 Some(Ok(h)) if index(h) > j => return Ok(()),
                 Some(Ok(_)) => {}
             }
@@ -76,14 +97,24 @@ impl<'a> Prepared<'a> {
 /// Reads the Reconnects and TLS columns of the segment's series.csv.
 fn extra_columns(input: &Input, rows: usize) -> Result<Vec<(u64, f64)>, MergeError> {
     let path = input.data.dir.join(volley_formats::rundir::SERIES_CSV);
-    let mut reader = csv::ReaderBuilder::new().flexible(true).from_path(&path).map_err(|e| FormatError::malformed(&path, 1, None, e.to_string()))?;
-    let header = reader.headers().map_err(|e| FormatError::malformed(&path, 1, None, e.to_string()))?.clone();
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_path(&path)
+        .map_err(|e| FormatError::malformed(&path, 1, None, e.to_string()))?;
+    let header = reader
+        .headers()
+        .map_err(|e| FormatError::malformed(&path, 1, None, e.to_string()))?
+        .clone();
     let col = |name: &str| header.iter().position(|h| h == name);
     let (rc, tc) = (col(RECONNECTS), col(TLS_MS));
     let mut out = Vec::with_capacity(rows);
     for rec in reader.records().take(rows) {
         let Ok(rec) = rec else { break };
-        let num = |c: Option<usize>| c.and_then(|c| rec.get(c)).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        let num = |c: Option<usize>| {
+            c.and_then(|c| rec.get(c))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
         out.push((num(rc) as u64, num(tc)));
     }
     out.resize(rows, (0, 0.0));
@@ -91,7 +122,12 @@ fn extra_columns(input: &Input, rows: usize) -> Result<Vec<(u64, f64)>, MergeErr
 }
 
 /// The sums behind a row: its count times each mean, µs.
-fn counts_of(row: &Interval, kinds: Option<&[u64; volley_stats::KINDS]>, tls_ms: f64, reconnects: u64) -> Counts {
+fn counts_of(
+    row: &Interval,
+    kinds: Option<&[u64; volley_stats::KINDS]>,
+    tls_ms: f64,
+    reconnects: u64,
+) -> Counts {
     let n = row.tests as f64;
     let sum_us = |mean_ms: f64| (mean_ms * 1000.0 * n).round() as u64;
     let mean_us = row.mean_test_time_ms * 1000.0;
@@ -122,11 +158,14 @@ struct Hists(HashMap<HistKey, Histogram<u64>>);
 
 impl Hists {
     fn add(&mut self, h: &LoggedHistogram) {
-        h.histogram.add_to(self.0.entry(h.key).or_insert_with(new_histogram));
+        h.histogram
+            .add_to(self.0.entry(h.key).or_insert_with(new_histogram));
     }
 
     fn latencies(&mut self, key: HistKey) -> Latencies {
-        self.0.remove(&key).map_or_else(Latencies::new, Latencies::from_histogram)
+        self.0
+            .remove(&key)
+            .map_or_else(Latencies::new, Latencies::from_histogram)
     }
 
     fn boxed(&mut self, key: HistKey) -> Option<Box<Histogram<u64>>> {
@@ -135,11 +174,23 @@ impl Hists {
 }
 
 /// Writes every merged interval; returns how many.
-pub(crate) fn write_intervals(set: &SegmentSet, writer: &mut RunWriter, interval_s: f64) -> Result<usize, MergeError> {
-    let mut prepared = set.segments.iter().map(Prepared::new).collect::<Result<Vec<_>, _>>()?;
+pub(crate) fn write_intervals(
+    set: &SegmentSet,
+    writer: &mut RunWriter,
+    interval_s: f64,
+) -> Result<usize, MergeError> {
+    let mut prepared = set
+        .segments
+        .iter()
+        .map(Prepared::new)
+        .collect::<Result<Vec<_>, _>>()?;
     let steps = set.segments[0].data.meta.steps.len();
     let open = set.segments[0].data.meta.plan.load.is_open();
-    let end = prepared.iter().map(|p| p.input.offset + p.input.data.series.intervals.len() as u64).max().unwrap_or(0);
+    let end = prepared
+        .iter()
+        .map(|p| p.input.offset + p.input.data.series.intervals.len() as u64)
+        .max()
+        .unwrap_or(0);
     let mut written = 0;
     for m in 0..end {
         let mut counts = Counts::default();
@@ -161,9 +212,16 @@ pub(crate) fn write_intervals(set: &SegmentSet, writer: &mut RunWriter, interval
             vusers += row.vusers;
             period = period.max(row.period_s);
             for (k, sc) in step_counts.iter_mut().enumerate() {
-                let Some(step_row) = data.steps.get(k).and_then(|(_, s)| s.intervals.get(j)) else { continue };
+                let Some(step_row) = data.steps.get(k).and_then(|(_, s)| s.intervals.get(j)) else {
+                    continue;
+                };
                 let mut c = counts_of(step_row, None, 0.0, 0);
-                c.events = data.step_events.get(k).and_then(|e| e.get(j)).copied().unwrap_or(0);
+                c.events = data
+                    .step_events
+                    .get(k)
+                    .and_then(|e| e.get(j))
+                    .copied()
+                    .unwrap_or(0);
                 sc.merge(&c);
             }
             p.add_histograms(j, interval_s, &mut hists)?;
@@ -175,9 +233,15 @@ pub(crate) fn write_intervals(set: &SegmentSet, writer: &mut RunWriter, interval
         sample.counts = counts;
         sample.ttfb = hists.latencies(HistKey::TTFB);
         sample.total = hists.latencies(HistKey::TOTAL);
-        let (ta, tt) = (hists.0.contains_key(&HistKey::TTFB_ACTUAL), hists.0.contains_key(&HistKey::TOTAL_ACTUAL));
+        let (ta, tt) = (
+            hists.0.contains_key(&HistKey::TTFB_ACTUAL),
+            hists.0.contains_key(&HistKey::TOTAL_ACTUAL),
+        );
         if open || ta || tt {
-            sample.actual = Some(Box::new((hists.latencies(HistKey::TTFB_ACTUAL), hists.latencies(HistKey::TOTAL_ACTUAL))));
+            sample.actual = Some(Box::new((
+                hists.latencies(HistKey::TTFB_ACTUAL),
+                hists.latencies(HistKey::TOTAL_ACTUAL),
+            )));
         }
         sample.iteration = hists.boxed(HistKey::ITERATION);
         sample.unfinished = hists.boxed(HistKey::UNFINISHED);

@@ -22,12 +22,29 @@ fn start() -> SystemTime {
 /// `n` segments of one run, 5 intervals each; segment `i` sends `10 + i` requests per interval.
 fn segments(root: &std::path::Path, n: u64) -> Vec<PathBuf> {
     let plan = synth::plan(100.0, 5);
-    (0..n).map(|i| synth::write_segment(root, Segment::new(i, n).unwrap(), "run-a", &plan, start(), 5, 10 + i)).collect()
+    (0..n)
+        .map(|i| {
+            synth::write_segment(
+                root,
+                Segment::new(i, n).unwrap(),
+                "run-a",
+                &plan,
+                start(),
+                5,
+                10 + i,
+            )
+        })
+        .collect()
 }
 
 /// Every histogram of `key` in a run, added.
 fn whole(data: &RunData, key: HistKey) -> hdrhistogram::Histogram<u64> {
-    CompactHistogram::merge_all(data.histograms.iter().filter(|h| h.key == key).map(|h| &h.histogram))
+    CompactHistogram::merge_all(
+        data.histograms
+            .iter()
+            .filter(|h| h.key == key)
+            .map(|h| &h.histogram),
+    )
 }
 
 #[test]
@@ -36,31 +53,60 @@ fn counts_and_histograms_add_up_exactly() {
     let dirs = segments(root.path(), 4);
     let out = root.path().join("merged");
     let merged = merge(&[root.path().to_path_buf()], &out, &MergeOptions::default()).unwrap();
-    assert_eq!((merged.status, merged.segments.clone(), merged.intervals), (RunStatus::Complete, vec![0, 1, 2, 3], 5));
+    assert_eq!(
+        (merged.status, merged.segments.clone(), merged.intervals),
+        (RunStatus::Complete, vec![0, 1, 2, 3], 5)
+    );
     assert_eq!(merged.run_id, "run-a");
     let inputs: Vec<RunData> = dirs.iter().map(|d| RunData::read(d).unwrap()).collect();
     let m = RunData::read(&out).unwrap();
     for k in 0..5 {
         let row = &m.series.intervals[k];
         let parts: Vec<_> = inputs.iter().map(|d| &d.series.intervals[k]).collect();
-        assert_eq!(row.tests, parts.iter().map(|r| r.tests).sum::<u64>(), "interval {k}");
+        assert_eq!(
+            row.tests,
+            parts.iter().map(|r| r.tests).sum::<u64>(),
+            "interval {k}"
+        );
         assert_eq!(row.tests, 10 + 11 + 12 + 13);
         assert_eq!(row.errors, parts.iter().map(|r| r.errors).sum::<u64>());
         assert_eq!(row.vusers, 1000.0, "VUs summed");
         assert_eq!(row.start_s, k as f64);
         // Means weighted by counts, to the microsecond series.csv keeps.
-        let weighted = parts.iter().map(|r| r.mttfb_ms * r.tests as f64).sum::<f64>() / row.tests as f64;
-        assert!((row.mttfb_ms - weighted).abs() < 0.002, "{} vs {weighted}", row.mttfb_ms);
-        assert_eq!(m.errors_by_kind[k], (0..volley_stats::KINDS).map(|i| inputs.iter().map(|d| d.errors_by_kind[k][i]).sum()).collect::<Vec<u64>>()[..]);
+        let weighted = parts
+            .iter()
+            .map(|r| r.mttfb_ms * r.tests as f64)
+            .sum::<f64>()
+            / row.tests as f64;
+        assert!(
+            (row.mttfb_ms - weighted).abs() < 0.002,
+            "{} vs {weighted}",
+            row.mttfb_ms
+        );
+        assert_eq!(
+            m.errors_by_kind[k],
+            (0..volley_stats::KINDS)
+                .map(|i| inputs.iter().map(|d| d.errors_by_kind[k][i]).sum())
+                .collect::<Vec<u64>>()[..]
+        );
     }
-    for key in [HistKey::TTFB, HistKey::TOTAL, HistKey::TTFB_ACTUAL, HistKey::TOTAL_ACTUAL] {
+    for key in [
+        HistKey::TTFB,
+        HistKey::TOTAL,
+        HistKey::TTFB_ACTUAL,
+        HistKey::TOTAL_ACTUAL,
+    ] {
         let mut sum = volley_stats::new_histogram();
         for d in &inputs {
             sum.add(whole(d, key)).unwrap();
         }
         let got = whole(&m, key);
         assert_eq!(got.len(), sum.len(), "{key}");
-        let buckets = |h: &hdrhistogram::Histogram<u64>| h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect::<Vec<_>>();
+        let buckets = |h: &hdrhistogram::Histogram<u64>| {
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(buckets(&got), buckets(&sum), "{key}: bucket for bucket");
     }
     let meta = &m.meta;
@@ -73,9 +119,17 @@ fn counts_and_histograms_add_up_exactly() {
     assert!(timeouts > 0, "the synthetic segments have errors to pool");
     assert_eq!(meta.errors.iter().map(|e| e.count).sum::<u64>(), timeouts);
     let hosts_with_errors = inputs.iter().filter(|d| d.series.errors() > 0).count();
-    assert_eq!(meta.errors[0].messages.len(), hosts_with_errors, "one distinct message per segment that had errors, pooled");
+    assert_eq!(
+        meta.errors[0].messages.len(),
+        hosts_with_errors,
+        "one distinct message per segment that had errors, pooled"
+    );
     let generators = std::fs::read_to_string(out.join(volley_merge::GENERATORS_CSV)).unwrap();
-    assert_eq!(generators.lines().count(), 1 + 4 * 5, "a row per segment and interval");
+    assert_eq!(
+        generators.lines().count(),
+        1 + 4 * 5,
+        "a row per segment and interval"
+    );
     // Reports read it as any run.
     let source = Source::from_run(m);
     assert_eq!(source.merged(HistKey::TTFB, 0.0).len(), 46 * 5);
@@ -86,12 +140,25 @@ fn missing_segments_make_a_partial_run_that_names_them() {
     let root = tempfile::tempdir().unwrap();
     let dirs = segments(root.path(), 4);
     let out = root.path().join("merged");
-    let merged = merge(&[dirs[0].clone(), dirs[2].clone()], &out, &MergeOptions::default()).unwrap();
+    let merged = merge(
+        &[dirs[0].clone(), dirs[2].clone()],
+        &out,
+        &MergeOptions::default(),
+    )
+    .unwrap();
     assert_eq!(merged.status, RunStatus::Partial);
     assert_eq!(merged.missing, vec![1, 3]);
     let m = RunData::read(&out).unwrap();
     assert_eq!(m.meta.status, RunStatus::Partial);
-    assert!(m.meta.reason.as_deref().unwrap().contains("segments 1/4, 3/4 missing: the figures cover 2 of 4 segments"), "{:?}", m.meta.reason);
+    assert!(
+        m.meta
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("segments 1/4, 3/4 missing: the figures cover 2 of 4 segments"),
+        "{:?}",
+        m.meta.reason
+    );
     assert_eq!(m.series.tests(), (10 + 12) * 5);
 }
 
@@ -104,39 +171,100 @@ fn refuses_what_cannot_be_one_run() {
     let text = |e: MergeError| e.to_string();
 
     // A retried pod: the same segment twice.
-    let e = text(merge(&[dirs[0].clone(), dirs[1].clone(), dirs[0].clone()], &out("a"), &opts).unwrap_err());
-    assert!(e.contains("segment 0/2 appears twice") && e.contains("retried pod"), "{e}");
+    let e = text(
+        merge(
+            &[dirs[0].clone(), dirs[1].clone(), dirs[0].clone()],
+            &out("a"),
+            &opts,
+        )
+        .unwrap_err(),
+    );
+    assert!(
+        e.contains("segment 0/2 appears twice") && e.contains("retried pod"),
+        "{e}"
+    );
 
     // Another run's segment.
     let plan = synth::plan(100.0, 5);
-    let other = synth::write_segment(&root.path().join("other"), Segment::new(1, 2).unwrap(), "run-b", &plan, start(), 5, 3);
+    let other = synth::write_segment(
+        &root.path().join("other"),
+        Segment::new(1, 2).unwrap(),
+        "run-b",
+        &plan,
+        start(),
+        5,
+        3,
+    );
     let e = text(merge(&[dirs[0].clone(), other], &out("b"), &opts).unwrap_err());
-    assert!(e.contains("its run id is run-b") && e.contains("has run-a"), "{e}");
+    assert!(
+        e.contains("its run id is run-b") && e.contains("has run-a"),
+        "{e}"
+    );
 
     // Another plan under the same id.
-    let other = synth::write_segment(&root.path().join("plan"), Segment::new(1, 2).unwrap(), "run-a", &synth::plan(200.0, 5), start(), 5, 3);
+    let other = synth::write_segment(
+        &root.path().join("plan"),
+        Segment::new(1, 2).unwrap(),
+        "run-a",
+        &synth::plan(200.0, 5),
+        start(),
+        5,
+        3,
+    );
     let e = text(merge(&[dirs[0].clone(), other], &out("c"), &opts).unwrap_err());
     assert!(e.contains("the hash of its plan"), "{e}");
 
     // Started 3 s apart.
-    let late = synth::write_segment(&root.path().join("late"), Segment::new(1, 2).unwrap(), "run-a", &plan, start() + Duration::from_secs(3), 5, 3);
+    let late = synth::write_segment(
+        &root.path().join("late"),
+        Segment::new(1, 2).unwrap(),
+        "run-a",
+        &plan,
+        start() + Duration::from_secs(3),
+        5,
+        3,
+    );
     let e = text(merge(&[dirs[0].clone(), late.clone()], &out("d"), &opts).unwrap_err());
-    assert!(e.contains("started 3000 ms apart") && e.contains("--start-tolerance"), "{e}");
+    assert!(
+        e.contains("started 3000 ms apart") && e.contains("--start-tolerance"),
+        "{e}"
+    );
     // Within a widened tolerance the late one lines up three intervals in.
-    let ok = merge(&[dirs[0].clone(), late], &out("e"), &MergeOptions { start_tolerance: Duration::from_secs(5) }).unwrap();
+    let ok = merge(
+        &[dirs[0].clone(), late],
+        &out("e"),
+        &MergeOptions {
+            start_tolerance: Duration::from_secs(5),
+        },
+    )
+    .unwrap();
     assert_eq!(ok.intervals, 8);
     let m = RunData::read(&out("e")).unwrap();
-    assert_eq!(m.series.intervals.iter().map(|r| r.tests).collect::<Vec<_>>(), [10, 10, 10, 13, 13, 3, 3, 3]);
+    assert_eq!(
+        m.series
+            .intervals
+            .iter()
+            .map(|r| r.tests)
+            .collect::<Vec<_>>(),
+        [10, 10, 10, 13, 13, 3, 3, 3]
+    );
 
     // A plain run is not a segment; nothing found is said so.
     let plain = root.path().join("plain");
-    let mut w = volley_formats::RunWriter::create(&plain, volley_formats::RunMeta::new("plain", plan.clone()), start()).unwrap();
+    let mut w = volley_formats::RunWriter::create(
+        &plain,
+        volley_formats::RunMeta::new("plain", plan.clone()),
+        start(),
+    )
+    .unwrap();
     w.finish(RunStatus::Complete, None).unwrap();
     let e = text(merge(std::slice::from_ref(&plain), &out("f"), &opts).unwrap_err());
     assert!(e.contains("not a segment of a split run"), "{e}");
     let empty = root.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    assert!(text(merge(&[empty], &out("g"), &opts).unwrap_err()).contains("no run directory under"));
+    assert!(
+        text(merge(&[empty], &out("g"), &opts).unwrap_err()).contains("no run directory under")
+    );
 
     // The output must be new.
     let e = text(merge(&[dirs[0].clone(), dirs[1].clone()], &dirs[0], &opts).unwrap_err());

@@ -35,9 +35,18 @@ pub struct RecordedGroup {
 /// Stops before the next run once a run was interrupted or the observer says stop; a run
 /// that cannot start (the target stopped answering) ends the group with that error, the
 /// runs before it kept.
-pub fn record_group(spec: &GroupSpec, observer: &mut dyn Observer) -> Result<RecordedGroup, RecordError> {
+pub fn record_group(
+    spec: &GroupSpec,
+    observer: &mut dyn Observer,
+) -> Result<RecordedGroup, RecordError> {
     let repeat = spec.repeat.max(1);
-    let mut group = GroupWriter::create(&spec.run.output, &spec.run.name, repeat, spec.pause.as_secs_f64(), spec.run.recorded_plan())?;
+    let mut group = GroupWriter::create(
+        &spec.run.output,
+        &spec.run.name,
+        repeat,
+        spec.pause.as_secs_f64(),
+        spec.run.recorded_plan(),
+    )?;
     let mut runs = Vec::new();
     let mut stopped = false;
     for i in 0..repeat {
@@ -56,7 +65,13 @@ pub fn record_group(spec: &GroupSpec, observer: &mut dyn Observer) -> Result<Rec
         let recorded = match record(&run, observer) {
             Ok(r) => r,
             Err(e) => {
-                group.finish(RunStatus::Aborted, Some(format!("run {} of {repeat} could not be recorded: {e}", i + 1)))?;
+                group.finish(
+                    RunStatus::Aborted,
+                    Some(format!(
+                        "run {} of {repeat} could not be recorded: {e}",
+                        i + 1
+                    )),
+                )?;
                 return Err(e);
             }
         };
@@ -69,10 +84,19 @@ pub fn record_group(spec: &GroupSpec, observer: &mut dyn Observer) -> Result<Rec
             break;
         }
     }
-    let status = if stopped { RunStatus::Interrupted } else { RunStatus::Complete };
-    let reason = stopped.then(|| format!("stopped by the user after {} of {repeat} runs", runs.len()));
+    let status = if stopped {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    let reason =
+        stopped.then(|| format!("stopped by the user after {} of {repeat} runs", runs.len()));
     group.finish(status, reason)?;
-    Ok(RecordedGroup { dir: group.dir().to_path_buf(), runs, status })
+    Ok(RecordedGroup {
+        dir: group.dir().to_path_buf(),
+        runs,
+        status,
+    })
 }
 
 /// Waits `d`, asking the observer every 100 ms whether to go on; `false` when it said stop.

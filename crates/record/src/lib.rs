@@ -10,14 +10,16 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use volley_engine::{EngineConfig, EngineError, Event, Retarget, RunControl, StopReason, Target, TlsOptions};
+use volley_engine::scrape::ScrapeSample;
+use volley_engine::{
+    EngineConfig, EngineError, Event, Retarget, RunControl, StopReason, Target, TlsOptions,
+};
 use volley_formats::recorded::{RecordedData, RecordedScenario};
-use volley_formats::rundir::{ErrorNote, PlanChangeNote, ScrapeNote};
 pub use volley_formats::rundir::OutputNote;
+use volley_formats::rundir::{ErrorNote, PlanChangeNote, ScrapeNote};
 use volley_formats::segment::SegmentNote;
 use volley_formats::{FormatError, RecordedPlan, RunMeta, RunStatus, RunWriter};
 use volley_scenario::{Load, Plan, Threshold};
-use volley_engine::scrape::ScrapeSample;
 use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
 /// Everything needed to record one run.
@@ -78,9 +80,26 @@ impl RunSpec {
     /// every step) with a load of no VUs as long as the longest population runs, which is
     /// what the run's clock, planned length and progress go by.
     pub fn envelope(base: Plan, populations: &[PopulationSpec]) -> Plan {
-        let end = populations.iter().map(|p| p.plan.load.duration()).max().unwrap_or_default();
-        let shape = volley_scenario::LoadShape { stages: vec![volley_scenario::Stage { duration: end, target: 0 }] };
-        Plan { load: Load { model: volley_scenario::Model::Closed { shape }, pacing: Duration::ZERO, think_time: Duration::ZERO, connections: None }, ..base }
+        let end = populations
+            .iter()
+            .map(|p| p.plan.load.duration())
+            .max()
+            .unwrap_or_default();
+        let shape = volley_scenario::LoadShape {
+            stages: vec![volley_scenario::Stage {
+                duration: end,
+                target: 0,
+            }],
+        };
+        Plan {
+            load: Load {
+                model: volley_scenario::Model::Closed { shape },
+                pacing: Duration::ZERO,
+                think_time: Duration::ZERO,
+                connections: None,
+            },
+            ..base
+        }
     }
 
     /// The run id segments record: the one given, or `<start at, Unix s>-<plan hash>` when
@@ -91,7 +110,11 @@ impl RunSpec {
             return id.clone();
         }
         let hash = volley_formats::segment::plan_hash(&self.recorded_plan());
-        match self.engine.start_at.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()) {
+        match self
+            .engine
+            .start_at
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        {
             Some(at) => format!("{}-{}", at.as_secs(), &hash[..8]),
             None => format!("plan-{}", &hash[..8]),
         }
@@ -117,14 +140,28 @@ impl RunSpec {
                 .populations
                 .iter()
                 .enumerate()
-                .map(|(i, p)| p.recorded(populations::threads_of(i, self.populations.len(), self.engine.threads)))
+                .map(|(i, p)| {
+                    p.recorded(populations::threads_of(
+                        i,
+                        self.populations.len(),
+                        self.engine.threads,
+                    ))
+                })
                 .collect(),
             scenario: plan.scenario.as_ref().map(|s| RecordedScenario {
                 file: s.file.clone(),
                 name: s.settings.name.clone(),
                 target: s.target().to_string(),
                 steps: s.step_info.clone(),
-                data: s.data.iter().map(|d| RecordedData { name: d.name.clone(), file: d.file.clone(), rows: d.rows.len() }).collect(),
+                data: s
+                    .data
+                    .iter()
+                    .map(|d| RecordedData {
+                        name: d.name.clone(),
+                        file: d.file.clone(),
+                        rows: d.rows.len(),
+                    })
+                    .collect(),
             }),
         }
     }
@@ -137,13 +174,29 @@ impl RunSpec {
             command: self.command.clone(),
             host: volley_formats::rundir::host_name(),
             pid: Some(std::process::id()),
-            server_metrics: self.server_metrics.iter().map(|u| ScrapeNote { url: u.clone(), ..Default::default() }).collect(),
-            steps: self.engine.plan.scenario.as_ref().map_or_else(Vec::new, |s| s.step_info.clone()),
+            server_metrics: self
+                .server_metrics
+                .iter()
+                .map(|u| ScrapeNote {
+                    url: u.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            steps: self
+                .engine
+                .plan
+                .scenario
+                .as_ref()
+                .map_or_else(Vec::new, |s| s.step_info.clone()),
             segment: self.is_segment().then(|| SegmentNote {
                 segment: self.engine.plan.segment,
                 run_id: self.run_id(),
                 plan_hash: volley_formats::segment::plan_hash(&self.recorded_plan()),
-                start_at: self.engine.start_at.and_then(|t| jiff::Timestamp::try_from(t).ok()).map(|t| t.to_string()),
+                start_at: self
+                    .engine
+                    .start_at
+                    .and_then(|t| jiff::Timestamp::try_from(t).ok())
+                    .map(|t| t.to_string()),
                 start_lag_ms: 0.0,
                 clock: clock_note(),
             }),
@@ -295,22 +348,50 @@ pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, R
         note.start_lag_ms = run.start_lag.as_secs_f64() * 1000.0;
     }
     let mut writer = RunWriter::create(&spec.output, meta, run.started)?;
-    observer.started(&RunStart { dir: writer.dir(), control: run.control(), meta: writer.meta(), started: run.started });
-    let scraper = (!spec.server_metrics.is_empty())
-        .then(|| volley_engine::scrape::start(spec.server_metrics.clone(), engine.tls.clone(), run.t0, engine.interval));
+    observer.started(&RunStart {
+        dir: writer.dir(),
+        control: run.control(),
+        meta: writer.meta(),
+        started: run.started,
+    });
+    let scraper = (!spec.server_metrics.is_empty()).then(|| {
+        volley_engine::scrape::start(
+            spec.server_metrics.clone(),
+            engine.tls.clone(),
+            run.t0,
+            engine.interval,
+        )
+    });
     let mut stopped = None;
     let mut index = 0u64;
     while let Some(event) = run.next_event() {
         match event {
-            Event::Interval { sample, steps, row, messages, target_vus } => {
+            Event::Interval {
+                sample,
+                steps,
+                row,
+                messages,
+                target_vus,
+            } => {
                 writer.write_interval(&sample, &row, &steps)?;
                 // Counts every interval (run.json's totals stay whole); written when there is news.
                 let news = !messages.is_empty();
-                ErrorNote::add(&mut writer.meta_mut().errors, &sample.counts.errors_by_kind, messages.clone());
+                ErrorNote::add(
+                    &mut writer.meta_mut().errors,
+                    &sample.counts.errors_by_kind,
+                    messages.clone(),
+                );
                 if news {
                     writer.write_meta()?;
                 }
-                observer.interval(&IntervalView { index, row: &row, sample: &sample, steps: &steps, target_vus, messages: &messages });
+                observer.interval(&IntervalView {
+                    index,
+                    row: &row,
+                    sample: &sample,
+                    steps: &steps,
+                    target_vus,
+                    messages: &messages,
+                });
                 index += 1;
                 if let Some(scraper) = &scraper {
                     record_scrapes(&mut writer, scraper, engine.interval, observer)?;
@@ -321,7 +402,12 @@ pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, R
                     Retarget::Vus(v) => (Some(v), None),
                     Retarget::Rate(r) => (None, Some(r)),
                 };
-                let note = PlanChangeNote { at_s: change.at.as_secs_f64(), vus, rate, by: change.by };
+                let note = PlanChangeNote {
+                    at_s: change.at.as_secs_f64(),
+                    vus,
+                    rate,
+                    by: change.by,
+                };
                 writer.meta_mut().plan_changes.push(note.clone());
                 writer.write_meta()?;
                 observer.plan_changed(&note);
@@ -340,29 +426,50 @@ pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, R
     }
     let (status, reason) = match stopped.flatten() {
         None => (RunStatus::Complete, None),
-        Some(StopReason::Interrupted) => (RunStatus::Interrupted, Some("interrupted by the user".to_string())),
+        Some(StopReason::Interrupted) => (
+            RunStatus::Interrupted,
+            Some("interrupted by the user".to_string()),
+        ),
         Some(StopReason::Aborted(why)) => (RunStatus::Aborted, Some(why)),
     };
     writer.finish(status, reason.clone())?;
-    Ok(Recorded { dir: writer.dir().to_path_buf(), status, reason })
+    Ok(Recorded {
+        dir: writer.dir().to_path_buf(),
+        status,
+        reason,
+    })
 }
 
 /// Whether this host's clock is NTP-synchronised, as `timedatectl` says (`None` where it
 /// cannot say: no systemd, as in most containers).
 fn clock_note() -> Option<String> {
-    let out = std::process::Command::new("timedatectl").args(["show", "-p", "NTPSynchronized", "--value"]).output().ok()?;
+    let out = std::process::Command::new("timedatectl")
+        .args(["show", "-p", "NTPSynchronized", "--value"])
+        .output()
+        .ok()?;
     let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (out.status.success() && (v == "yes" || v == "no")).then(|| format!("NTP synchronized: {v} (timedatectl)"))
+    (out.status.success() && (v == "yes" || v == "no"))
+        .then(|| format!("NTP synchronized: {v} (timedatectl)"))
 }
 
 /// Writes the scrapes taken so far to server.csv and tallies them in run.json.
-fn record_scrapes(writer: &mut RunWriter, scraper: &volley_engine::scrape::Scraper, interval: Duration, observer: &mut dyn Observer) -> Result<(), FormatError> {
+fn record_scrapes(
+    writer: &mut RunWriter,
+    scraper: &volley_engine::scrape::Scraper,
+    interval: Duration,
+    observer: &mut dyn Observer,
+) -> Result<(), FormatError> {
     let mut any = false;
     while let Ok(s) = scraper.samples.try_recv() {
         any = true;
         let elapsed = interval.as_secs_f64() * (s.index + 1) as f64;
         writer.write_server(elapsed, &s.url, &s.values)?;
-        if let Some(note) = writer.meta_mut().server_metrics.iter_mut().find(|n| n.url == s.url) {
+        if let Some(note) = writer
+            .meta_mut()
+            .server_metrics
+            .iter_mut()
+            .find(|n| n.url == s.url)
+        {
             match &s.error {
                 Some(e) => {
                     note.failed += 1;

@@ -66,14 +66,22 @@ fn population_run(spec: &RunSpec, i: usize) -> RunSpec {
     let p = &spec.populations[i];
     let mut run = spec.clone();
     run.populations = Vec::new();
-    run.engine = EngineConfig { plan: p.plan.clone(), threads: threads_of(i, spec.populations.len(), spec.engine.threads), ..spec.engine.clone() };
+    run.engine = EngineConfig {
+        plan: p.plan.clone(),
+        threads: threads_of(i, spec.populations.len(), spec.engine.threads),
+        ..spec.engine.clone()
+    };
     run.name = p.name.clone();
     run.warmup = spec.warmup.max(p.start);
     run.server_metrics = Vec::new();
     run.thresholds = p
         .thresholds
         .iter()
-        .map(|t| Threshold { expr: t.local_expr().to_string(), population: None, ..t.clone() })
+        .map(|t| Threshold {
+            expr: t.local_expr().to_string(),
+            population: None,
+            ..t.clone()
+        })
         .collect();
     if spec.is_segment() {
         run.run_id = Some(spec.run_id());
@@ -93,21 +101,30 @@ struct Pending {
 }
 
 /// Records a run of populations (`spec.populations`, not empty).
-pub(crate) fn record_populations(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, RecordError> {
+pub(crate) fn record_populations(
+    spec: &RunSpec,
+    observer: &mut dyn Observer,
+) -> Result<Recorded, RecordError> {
     let engine = &spec.engine;
     volley_engine::preflight(&engine.target, &engine.tls, engine.timeout_for_preflight())?;
     let n = spec.populations.len();
     // One instant for all: the first start waits for it, the others find it passed and
     // count their intervals from it all the same.
-    let at = engine.start_at.unwrap_or_else(|| SystemTime::now() + Duration::from_millis(100));
+    let at = engine
+        .start_at
+        .unwrap_or_else(|| SystemTime::now() + Duration::from_millis(100));
     let runs_specs: Vec<RunSpec> = (0..n).map(|i| population_run(spec, i)).collect();
     let mut runs = Vec::new();
     for r in &runs_specs {
-        let config = EngineConfig { start_at: Some(at), ..r.engine.clone() };
+        let config = EngineConfig {
+            start_at: Some(at),
+            ..r.engine.clone()
+        };
         match volley_engine::start(config) {
             Ok(run) => runs.push(run),
             Err(e) => {
-                runs.iter().for_each(|r: &volley_engine::Run| r.control().abort());
+                runs.iter()
+                    .for_each(|r: &volley_engine::Run| r.control().abort());
                 return Err(e.into());
             }
         }
@@ -116,7 +133,9 @@ pub(crate) fn record_populations(spec: &RunSpec, observer: &mut dyn Observer) ->
     let lag = runs.iter().map(|r| r.start_lag).max().unwrap_or_default();
     let t0 = runs[0].t0;
     let mut meta = spec.meta();
-    meta.started_at = jiff::Timestamp::try_from(at).map(|t| t.to_string()).unwrap_or(meta.started_at);
+    meta.started_at = jiff::Timestamp::try_from(at)
+        .map(|t| t.to_string())
+        .unwrap_or(meta.started_at);
     if let Some(note) = &mut meta.segment {
         note.start_lag_ms = lag.as_secs_f64() * 1000.0;
     }
@@ -129,11 +148,31 @@ pub(crate) fn record_populations(spec: &RunSpec, observer: &mut dyn Observer) ->
         if let Some(note) = &mut m.segment {
             note.start_lag_ms = runs[i].start_lag.as_secs_f64() * 1000.0;
         }
-        subs.push(RunWriter::create_at(&writer.dir().join(POPULATIONS_DIR).join(&spec.populations[i].name), m, at)?);
+        subs.push(RunWriter::create_at(
+            &writer
+                .dir()
+                .join(POPULATIONS_DIR)
+                .join(&spec.populations[i].name),
+            m,
+            at,
+        )?);
     }
-    let all = RunControl::together(controls.clone()).expect("a run of populations has at least one");
-    observer.started(&RunStart { dir: writer.dir(), control: all, meta: writer.meta(), started: at });
-    let scraper = (!spec.server_metrics.is_empty()).then(|| volley_engine::scrape::start(spec.server_metrics.clone(), engine.tls.clone(), t0, engine.interval));
+    let all =
+        RunControl::together(controls.clone()).expect("a run of populations has at least one");
+    observer.started(&RunStart {
+        dir: writer.dir(),
+        control: all,
+        meta: writer.meta(),
+        started: at,
+    });
+    let scraper = (!spec.server_metrics.is_empty()).then(|| {
+        volley_engine::scrape::start(
+            spec.server_metrics.clone(),
+            engine.tls.clone(),
+            t0,
+            engine.interval,
+        )
+    });
     // Every population's events, on one channel, in the order they come.
     let (tx, rx) = mpsc::channel();
     for (i, run) in runs.into_iter().enumerate() {
@@ -148,10 +187,19 @@ pub(crate) fn record_populations(spec: &RunSpec, observer: &mut dyn Observer) ->
                     }
                 }
             })
-            .map_err(|error| RecordError::Engine(volley_engine::EngineError::Start { what: "a population's event thread", error }))?;
+            .map_err(|error| {
+                RecordError::Engine(volley_engine::EngineError::Start {
+                    what: "a population's event thread",
+                    error,
+                })
+            })?;
     }
     drop(tx);
-    let step_counts: Vec<usize> = spec.populations.iter().map(|p| p.plan.scenario.as_ref().map_or(0, |s| s.step_info.len())).collect();
+    let step_counts: Vec<usize> = spec
+        .populations
+        .iter()
+        .map(|p| p.plan.scenario.as_ref().map_or(0, |s| s.step_info.len()))
+        .collect();
     let threads: Vec<usize> = runs_specs.iter().map(|r| r.engine.threads).collect();
     let total_threads: usize = threads.iter().sum();
     let mut next = vec![0u64; n];
@@ -162,12 +210,22 @@ pub(crate) fn record_populations(spec: &RunSpec, observer: &mut dyn Observer) ->
     while ended.iter().any(Option::is_none) {
         let Ok((i, event)) = rx.recv() else { break };
         match event {
-            Event::Interval { mut sample, steps, row, messages, target_vus } => {
+            Event::Interval {
+                mut sample,
+                steps,
+                row,
+                messages,
+                target_vus,
+            } => {
                 let k = next[i];
                 next[i] += 1;
                 sample.counts.generator_cpu_pct *= threads[i] as f64 / total_threads.max(1) as f64;
                 subs[i].write_interval(&sample, &row, &steps)?;
-                ErrorNote::add(&mut subs[i].meta_mut().errors, &sample.counts.errors_by_kind, messages.clone());
+                ErrorNote::add(
+                    &mut subs[i].meta_mut().errors,
+                    &sample.counts.errors_by_kind,
+                    messages.clone(),
+                );
                 if !messages.is_empty() {
                     subs[i].write_meta()?;
                 }
@@ -185,7 +243,11 @@ pub(crate) fn record_populations(spec: &RunSpec, observer: &mut dyn Observer) ->
                 p.target_vus += target_vus;
                 let name = &spec.populations[i].name;
                 p.messages.extend(messages.into_iter().map(|m| {
-                    let step = Some(m.step.as_deref().map_or_else(|| name.clone(), |s| qualified_step(name, s)));
+                    let step = Some(
+                        m.step
+                            .as_deref()
+                            .map_or_else(|| name.clone(), |s| qualified_step(name, s)),
+                    );
                     ErrorMessage { step, ..m }
                 }));
                 p.steps[i] = Some(steps);
@@ -200,7 +262,10 @@ pub(crate) fn record_populations(spec: &RunSpec, observer: &mut dyn Observer) ->
                     // stop only the one): the run stops as a whole.
                     let reason = match reason {
                         StopReason::Interrupted => StopReason::Interrupted,
-                        StopReason::Aborted(why) => StopReason::Aborted(format!("population `{}`: {why}", spec.populations[i].name)),
+                        StopReason::Aborted(why) => StopReason::Aborted(format!(
+                            "population `{}`: {why}",
+                            spec.populations[i].name
+                        )),
                     };
                     for (j, c) in controls.iter().enumerate() {
                         if j != i && ended[j].is_none() {
@@ -237,23 +302,43 @@ pub(crate) fn record_populations(spec: &RunSpec, observer: &mut dyn Observer) ->
     }
     let (status, reason) = status_of(stop_reason);
     writer.finish(status, reason.clone())?;
-    Ok(Recorded { dir: writer.dir().to_path_buf(), status, reason })
+    Ok(Recorded {
+        dir: writer.dir().to_path_buf(),
+        status,
+        reason,
+    })
 }
 
 fn status_of(stopped: Option<StopReason>) -> (RunStatus, Option<String>) {
     match stopped {
         None => (RunStatus::Complete, None),
-        Some(StopReason::Interrupted) => (RunStatus::Interrupted, Some("interrupted by the user".to_string())),
+        Some(StopReason::Interrupted) => (
+            RunStatus::Interrupted,
+            Some("interrupted by the user".to_string()),
+        ),
         Some(StopReason::Aborted(why)) => (RunStatus::Aborted, Some(why)),
     }
 }
 
 /// Writes interval `index` of the total: the populations' samples merged, their steps side
 /// by side (an empty sample for a population that had ended).
-fn emit(spec: &RunSpec, writer: &mut RunWriter, observer: &mut dyn Observer, index: u64, p: Pending, step_counts: &[usize]) -> Result<(), RecordError> {
+fn emit(
+    spec: &RunSpec,
+    writer: &mut RunWriter,
+    observer: &mut dyn Observer,
+    index: u64,
+    p: Pending,
+    step_counts: &[usize],
+) -> Result<(), RecordError> {
     let interval = spec.engine.interval.as_secs_f64();
-    let period = if p.period_s > 0.0 { p.period_s } else { interval };
-    let row: Interval = p.sample.to_interval(interval * index as f64, period, p.vusers);
+    let period = if p.period_s > 0.0 {
+        p.period_s
+    } else {
+        interval
+    };
+    let row: Interval = p
+        .sample
+        .to_interval(interval * index as f64, period, p.vusers);
     let mut steps = Vec::new();
     for (s, count) in p.steps.into_iter().zip(step_counts) {
         match s {
@@ -262,10 +347,21 @@ fn emit(spec: &RunSpec, writer: &mut RunWriter, observer: &mut dyn Observer, ind
         }
     }
     writer.write_interval(&p.sample, &row, &steps)?;
-    ErrorNote::add(&mut writer.meta_mut().errors, &p.sample.counts.errors_by_kind, p.messages.clone());
+    ErrorNote::add(
+        &mut writer.meta_mut().errors,
+        &p.sample.counts.errors_by_kind,
+        p.messages.clone(),
+    );
     if !p.messages.is_empty() {
         writer.write_meta()?;
     }
-    observer.interval(&IntervalView { index, row: &row, sample: &p.sample, steps: &steps, target_vus: p.target_vus, messages: &p.messages });
+    observer.interval(&IntervalView {
+        index,
+        row: &row,
+        sample: &p.sample,
+        steps: &steps,
+        target_vus: p.target_vus,
+        messages: &p.messages,
+    });
     Ok(())
 }

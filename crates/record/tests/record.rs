@@ -10,14 +10,29 @@ use volley_scenario::{LoadSpec, RequestSpec, Settings};
 
 #[test]
 fn a_typed_plan_records_a_run_directory_that_reads_back() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let knobs = volley_demo::Knobs { db_pool: 2, db_rtt: Duration::from_millis(5), ..Default::default() };
-    let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs)).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let knobs = volley_demo::Knobs {
+        db_pool: 2,
+        db_rtt: Duration::from_millis(5),
+        ..Default::default()
+    };
+    let target = rt
+        .block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs))
+        .unwrap();
     let base = format!("http://{}", target.addr);
     let mut load = LoadSpec::default();
     load.set("stages", "1s:8,1s:8").unwrap();
-    let settings = Settings { load, ..Settings::default() };
-    let plan = settings.plan(RequestSpec::get(format!("{base}/rooms")), None).unwrap();
+    let settings = Settings {
+        load,
+        ..Settings::default()
+    };
+    let plan = settings
+        .plan(RequestSpec::get(format!("{base}/rooms")), None)
+        .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut spec = RunSpec::new(plan, Target::resolve(&format!("{base}/rooms")).unwrap());
     spec.name = "library".into();
@@ -30,7 +45,11 @@ fn a_typed_plan_records_a_run_directory_that_reads_back() {
 
     assert_eq!(recorded.status, RunStatus::Complete);
     let data = RunData::read(&recorded.dir).unwrap();
-    assert_eq!(data.meta.plan, spec.recorded_plan(), "run.json's plan reads back as it was written");
+    assert_eq!(
+        data.meta.plan,
+        spec.recorded_plan(),
+        "run.json's plan reads back as it was written"
+    );
     assert_eq!(data.meta.name, "library");
     assert_eq!(data.series.intervals.len(), 2);
     let tests: u64 = data.series.intervals.iter().map(|i| i.tests).sum();

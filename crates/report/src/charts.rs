@@ -16,8 +16,14 @@ use crate::model::ReportOptions;
 pub const SIZE: (u32, u32) = (960, 480);
 
 const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
-pub(crate) const PALETTE: [RGBColor; 6] =
-    [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40), RGBColor(148, 103, 189), RGBColor(140, 86, 75)];
+pub(crate) const PALETTE: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
 
 pub(crate) fn register_font() {
     static ONCE: Once = Once::new();
@@ -39,13 +45,21 @@ pub fn run_charts(src: &Source, opts: ReportOptions, dir: &Path) -> Result<Vec<P
 
 /// A comparison's charts into `dir`: tps and mttfb grouped bars per phase, and the
 /// overlaid TTFB percentile plots.
-pub fn compare_charts(sources: &[Source], labels: &[String], opts: ReportOptions, dir: &Path) -> Result<Vec<PathBuf>> {
+pub fn compare_charts(
+    sources: &[Source],
+    labels: &[String],
+    opts: ReportOptions,
+    dir: &Path,
+) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
     let mut files = Vec::new();
     for bars in chartset::compare_bars(sources, labels, opts) {
         files.extend(save(dir, &bars)?);
     }
-    for chart in chartset::compare_set(sources, labels, opts).iter().filter(|c| c.image) {
+    for chart in chartset::compare_set(sources, labels, opts)
+        .iter()
+        .filter(|c| c.image)
+    {
         files.extend(save(dir, chart)?);
     }
     Ok(files)
@@ -66,14 +80,21 @@ fn save(dir: &Path, fig: &impl Figure) -> Result<Vec<PathBuf>> {
     register_font();
     let svg = dir.join(format!("{}.svg", fig.name()));
     let png = dir.join(format!("{}.png", fig.name()));
-    let failed = |path: &Path, message: String| ReportError::Draw { path: path.to_path_buf(), message };
+    let failed = |path: &Path, message: String| ReportError::Draw {
+        path: path.to_path_buf(),
+        message,
+    };
     {
         let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-        fig.draw(&root).and_then(|()| root.present()).map_err(|e| failed(&svg, e.to_string()))?;
+        fig.draw(&root)
+            .and_then(|()| root.present())
+            .map_err(|e| failed(&svg, e.to_string()))?;
     }
     {
         let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
-        fig.draw(&root).and_then(|()| root.present()).map_err(|e| failed(&png, e.to_string()))?;
+        fig.draw(&root)
+            .and_then(|()| root.present())
+            .map_err(|e| failed(&png, e.to_string()))?;
     }
     Ok(vec![svg, png])
 }
@@ -84,7 +105,11 @@ fn max_of(v: impl Iterator<Item = f64>) -> f64 {
 
 fn percent_label(x: &f64) -> String {
     let q = 100.0 * (1.0 - 10f64.powf(-x));
-    if q < 99.0 { format!("{q:.0}%") } else { format!("{}%", (q * 100.0).round() / 100.0) }
+    if q < 99.0 {
+        format!("{q:.0}%")
+    } else {
+        format!("{}%", (q * 100.0).round() / 100.0)
+    }
 }
 
 fn legend_line(color: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
@@ -127,17 +152,38 @@ fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
         mesh.x_labels(5).x_label_formatter(&percent_label);
     }
     mesh.draw()?;
-    for (i, line) in c.lines.iter().enumerate().filter(|(_, l)| c.points(l).next().is_some()) {
+    for (i, line) in c
+        .lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| c.points(l).next().is_some())
+    {
         let color = PALETTE[i % PALETTE.len()];
-        chart.draw_series(LineSeries::new(c.points(line), color.stroke_width(2)))?.label(line.label.as_str()).legend(legend_line(color));
+        chart
+            .draw_series(LineSeries::new(c.points(line), color.stroke_width(2)))?
+            .label(line.label.as_str())
+            .legend(legend_line(color));
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
 }
 
 /// Lines against a left and a right axis; each axis spans at least 1.
 fn two_axes<DB: DrawingBackend>(c: &Chart, y2: Unit, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
     root.fill(&WHITE)?;
-    let top = |right: bool| max_of(c.lines.iter().filter(|l| l.right == right).flat_map(|l| c.points(l).map(|p| p.1))).max(1.0) * 1.1;
+    let top = |right: bool| {
+        max_of(
+            c.lines
+                .iter()
+                .filter(|l| l.right == right)
+                .flat_map(|l| c.points(l).map(|p| p.1)),
+        )
+        .max(1.0)
+            * 1.1
+    };
     let mut chart = ChartBuilder::on(root)
         .caption(&c.title, ("sans-serif", 20))
         .margin(12)
@@ -146,15 +192,32 @@ fn two_axes<DB: DrawingBackend>(c: &Chart, y2: Unit, root: &DrawingArea<DB, Shif
         .right_y_label_area_size(60)
         .build_cartesian_2d(0f64..x_max(c), 0f64..top(false))?
         .set_secondary_coord(0f64..x_max(c), 0f64..top(true));
-    chart.configure_mesh().x_desc(c.x_axis.label()).y_desc(c.y.label()).draw()?;
+    chart
+        .configure_mesh()
+        .x_desc(c.x_axis.label())
+        .y_desc(c.y.label())
+        .draw()?;
     chart.configure_secondary_axes().y_desc(y2.label()).draw()?;
-    for (i, line) in c.lines.iter().enumerate().filter(|(_, l)| c.points(l).next().is_some()) {
+    for (i, line) in c
+        .lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| c.points(l).next().is_some())
+    {
         let color = PALETTE[i % PALETTE.len()];
         let series = LineSeries::new(c.points(line), color.stroke_width(2));
-        let drawn = if line.right { chart.draw_secondary_series(series)? } else { chart.draw_series(series)? };
+        let drawn = if line.right {
+            chart.draw_secondary_series(series)?
+        } else {
+            chart.draw_series(series)?
+        };
         drawn.label(line.label.as_str()).legend(legend_line(color));
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
 }
 
 impl Figure for Bars {
@@ -181,7 +244,11 @@ impl Figure for Bars {
             .x_labels(groups * 2 + 1)
             .x_label_formatter(&move |x| {
                 let i = x.floor() as usize;
-                if (x - x.floor() - 0.5).abs() < 0.26 { labels.get(i).map(|s| s.to_string()).unwrap_or_default() } else { String::new() }
+                if (x - x.floor() - 0.5).abs() < 0.26 {
+                    labels.get(i).map(|s| s.to_string()).unwrap_or_default()
+                } else {
+                    String::new()
+                }
             })
             .y_desc(self.unit.label())
             .draw()?;
@@ -194,8 +261,14 @@ impl Figure for Bars {
             chart
                 .draw_series(bars)?
                 .label(label.as_str())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled())
+                });
         }
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
     }
 }

@@ -72,7 +72,11 @@ pub struct Line {
 
 impl Line {
     fn new(label: &str, values: impl IntoIterator<Item = Option<f64>>) -> Line {
-        Line { label: label.to_string(), values: values.into_iter().collect(), right: false }
+        Line {
+            label: label.to_string(),
+            values: values.into_iter().collect(),
+            right: false,
+        }
     }
 
     /// A line of `values`; a value that is not a number (a figure the interval cannot give,
@@ -106,7 +110,10 @@ pub struct Chart {
 impl Chart {
     /// The points of `line`, gaps left out.
     pub fn points<'a>(&'a self, line: &'a Line) -> impl Iterator<Item = (f64, f64)> + 'a {
-        self.x.iter().zip(&line.values).filter_map(|(x, v)| v.map(|v| (*x, v)))
+        self.x
+            .iter()
+            .zip(&line.values)
+            .filter_map(|(x, v)| v.map(|v| (*x, v)))
     }
 }
 
@@ -161,14 +168,25 @@ impl Timeline {
         let hists = src.per_interval(HistKey::TTFB, warmup);
         let mut out = Timeline::default();
         for (i, row) in series.intervals.iter().enumerate() {
-            out.push(row, hists.as_ref().and_then(|h| h.get(i)).filter(|h| !h.is_empty()).map(|h| h.value_at_percentile(99.0) as f64 / 1000.0));
+            out.push(
+                row,
+                hists
+                    .as_ref()
+                    .and_then(|h| h.get(i))
+                    .filter(|h| !h.is_empty())
+                    .map(|h| h.value_at_percentile(99.0) as f64 / 1000.0),
+            );
         }
         out
     }
 }
 
 /// Scraped series drawn over time: the pool's queue and use, busy worker threads.
-const SERVER_DRAWN: [&str; 3] = ["hikaricp_connections_pending", "hikaricp_connections_active", "tomcat_threads_busy_threads"];
+const SERVER_DRAWN: [&str; 3] = [
+    "hikaricp_connections_pending",
+    "hikaricp_connections_active",
+    "tomcat_threads_busy_threads",
+];
 
 /// A percentile curve: (x = −log10(1 − q), latency ms), up to 99.99 %.
 pub fn percentile_curve(src: &Source, key: HistKey, warmup_s: f64) -> Vec<(f64, f64)> {
@@ -220,19 +238,49 @@ impl RunFigures {
             .iter()
             .map(|(label, series)| {
                 let rows = series.after_warmup(warmup);
-                let by_t: HashMap<i64, f64> = rows.intervals.iter().filter(|i| i.tests > 0).map(|i| (ms(i.start_s + i.period_s), i.mttfb_ms)).collect();
-                (label.clone(), timeline.t.iter().map(|t| by_t.get(&ms(*t)).copied()).collect())
+                let by_t: HashMap<i64, f64> = rows
+                    .intervals
+                    .iter()
+                    .filter(|i| i.tests > 0)
+                    .map(|i| (ms(i.start_s + i.period_s), i.mttfb_ms))
+                    .collect();
+                (
+                    label.clone(),
+                    timeline
+                        .t
+                        .iter()
+                        .map(|t| by_t.get(&ms(*t)).copied())
+                        .collect(),
+                )
             })
             .collect();
-        let curves = [("TTFB", HistKey::TTFB), ("Total time", HistKey::TOTAL)].into_iter().map(|(l, k)| (l, percentile_curve(src, k, warmup))).collect();
-        RunFigures { name: src.name.clone(), timeline, steps, server: src.server.clone(), warmup_s: warmup, curves }
+        let curves = [("TTFB", HistKey::TTFB), ("Total time", HistKey::TOTAL)]
+            .into_iter()
+            .map(|(l, k)| (l, percentile_curve(src, k, warmup)))
+            .collect();
+        RunFigures {
+            name: src.name.clone(),
+            timeline,
+            steps,
+            server: src.server.clone(),
+            warmup_s: warmup,
+            curves,
+        }
     }
 
     /// The run's charts, in page order.
     pub fn charts(&self) -> Vec<Chart> {
         let tl = &self.timeline;
         let name = &self.name;
-        let elapsed = XAxis::Elapsed { max_s: tl.t.iter().copied().filter(|t| t.is_finite()).fold(0.0, f64::max).max(1.0) };
+        let elapsed = XAxis::Elapsed {
+            max_s: tl
+                .t
+                .iter()
+                .copied()
+                .filter(|t| t.is_finite())
+                .fold(0.0, f64::max)
+                .max(1.0),
+        };
         let over_time = |file, title: &str, y, lines| Chart {
             name: file,
             title: format!("{name}: {title}"),
@@ -246,25 +294,55 @@ impl RunFigures {
         let mut charts = vec![
             Chart {
                 y2: Some(Unit::Vus),
-                ..over_time("tps", "TPS and VUs", Unit::Tps, vec![Line::of("TPS", &tl.tps), Line { right: true, ..Line::of("VUs", &tl.vusers) }])
+                ..over_time(
+                    "tps",
+                    "TPS and VUs",
+                    Unit::Tps,
+                    vec![
+                        Line::of("TPS", &tl.tps),
+                        Line {
+                            right: true,
+                            ..Line::of("VUs", &tl.vusers)
+                        },
+                    ],
+                )
             },
             over_time(
                 "ttfb",
                 "time to first byte",
                 Unit::Ms,
-                vec![Line::of("MTTFB (interval mean)", &tl.mttfb), Line::new("TTFB p99 (per request)", tl.ttfb_p99.iter().copied())],
+                vec![
+                    Line::of("MTTFB (interval mean)", &tl.mttfb),
+                    Line::new("TTFB p99 (per request)", tl.ttfb_p99.iter().copied()),
+                ],
             ),
-            over_time("errors", "errors per interval", Unit::Errors, vec![Line::of("errors", &tl.errors)]),
+            over_time(
+                "errors",
+                "errors per interval",
+                Unit::Errors,
+                vec![Line::of("errors", &tl.errors)],
+            ),
         ];
         if !self.steps.is_empty() {
-            let lines = self.steps.iter().map(|(label, v)| Line::new(label, v.iter().copied())).collect();
+            let lines = self
+                .steps
+                .iter()
+                .map(|(label, v)| Line::new(label, v.iter().copied()))
+                .collect();
             charts.push(over_time("steps", "MTTFB per step", Unit::Ms, lines));
         }
         let (x, lines) = server_lines(&self.server, self.warmup_s);
         if !lines.is_empty() {
-            charts.push(Chart { x, ..over_time("server", "server (scraped)", Unit::Count, lines) });
+            charts.push(Chart {
+                x,
+                ..over_time("server", "server (scraped)", Unit::Count, lines)
+            });
         }
-        charts.extend(percentiles("percentiles", format!("{name}: latency by percentile"), &self.curves));
+        charts.extend(percentiles(
+            "percentiles",
+            format!("{name}: latency by percentile"),
+            &self.curves,
+        ));
         charts
     }
 }
@@ -281,16 +359,56 @@ pub fn compare_set(sources: &[Source], labels: &[String], opts: ReportOptions) -
     let timelines: Vec<Timeline> = sources.iter().map(|s| Timeline::of(s, opts)).collect();
     if let Some(longest) = timelines.iter().max_by_key(|t| t.t.len()) {
         let x = longest.t.clone();
-        let x_axis = XAxis::Elapsed { max_s: x.iter().copied().fold(0.0, f64::max).max(1.0) };
-        let pad = |v: &[f64]| -> Vec<Option<f64>> { (0..x.len()).map(|i| v.get(i).copied()).collect() };
-        let per_run = |pick: fn(&Timeline) -> &Vec<f64>| timelines.iter().zip(labels).map(|(t, l)| Line::new(l, pad(pick(t)))).collect();
-        let over_time = |name, title: &str, y, lines| Chart { name, title: title.to_string(), x_axis, y, y2: None, image: false, x: x.clone(), lines };
-        charts.push(over_time("tps-over-time", "TPS over time, per phase", Unit::Tps, per_run(|t| &t.tps)));
-        charts.push(over_time("mttfb-over-time", "MTTFB over time, per phase", Unit::Ms, per_run(|t| &t.mttfb)));
+        let x_axis = XAxis::Elapsed {
+            max_s: x.iter().copied().fold(0.0, f64::max).max(1.0),
+        };
+        let pad =
+            |v: &[f64]| -> Vec<Option<f64>> { (0..x.len()).map(|i| v.get(i).copied()).collect() };
+        let per_run = |pick: fn(&Timeline) -> &Vec<f64>| {
+            timelines
+                .iter()
+                .zip(labels)
+                .map(|(t, l)| Line::new(l, pad(pick(t))))
+                .collect()
+        };
+        let over_time = |name, title: &str, y, lines| Chart {
+            name,
+            title: title.to_string(),
+            x_axis,
+            y,
+            y2: None,
+            image: false,
+            x: x.clone(),
+            lines,
+        };
+        charts.push(over_time(
+            "tps-over-time",
+            "TPS over time, per phase",
+            Unit::Tps,
+            per_run(|t| &t.tps),
+        ));
+        charts.push(over_time(
+            "mttfb-over-time",
+            "MTTFB over time, per phase",
+            Unit::Ms,
+            per_run(|t| &t.mttfb),
+        ));
     }
-    let curves: Vec<(&str, Vec<(f64, f64)>)> =
-        sources.iter().zip(labels).map(|(s, l)| (l.as_str(), percentile_curve(s, HistKey::TTFB, warmup_seconds(s, opts.warmup)))).collect();
-    charts.extend(percentiles("percentiles", "TTFB by percentile, per phase".to_string(), &curves));
+    let curves: Vec<(&str, Vec<(f64, f64)>)> = sources
+        .iter()
+        .zip(labels)
+        .map(|(s, l)| {
+            (
+                l.as_str(),
+                percentile_curve(s, HistKey::TTFB, warmup_seconds(s, opts.warmup)),
+            )
+        })
+        .collect();
+    charts.extend(percentiles(
+        "percentiles",
+        "TTFB by percentile, per phase".to_string(),
+        &curves,
+    ));
     charts
 }
 
@@ -299,7 +417,17 @@ pub fn compare_bars(sources: &[Source], labels: &[String], opts: ReportOptions) 
     let suites: Vec<(String, SeedSuite)> = sources
         .iter()
         .zip(labels)
-        .map(|(s, l)| (l.clone(), SeedSuite::compute(&s.series.after_warmup(warmup_seconds(s, opts.warmup)), SuiteOptions { tps_tail: opts.tps_tail })))
+        .map(|(s, l)| {
+            (
+                l.clone(),
+                SeedSuite::compute(
+                    &s.series.after_warmup(warmup_seconds(s, opts.warmup)),
+                    SuiteOptions {
+                        tps_tail: opts.tps_tail,
+                    },
+                ),
+            )
+        })
         .collect();
     let groups = vec!["avg", "p50", "p95", "p99", "p99.9"];
     let bars = |name, title: &str, unit, pick: fn(&SeedSuite) -> Vec<f64>| Bars {
@@ -310,16 +438,29 @@ pub fn compare_bars(sources: &[Source], labels: &[String], opts: ReportOptions) 
         runs: suites.iter().map(|(l, s)| (l.clone(), pick(s))).collect(),
     };
     vec![
-        bars("tps", "TPS by phase (higher is better)", Unit::Tps, |s| vec![s.tps_avg, s.tps_p50, s.tps_p95, s.tps_p99, s.tps_p99_9]),
+        bars("tps", "TPS by phase (higher is better)", Unit::Tps, |s| {
+            vec![s.tps_avg, s.tps_p50, s.tps_p95, s.tps_p99, s.tps_p99_9]
+        }),
         bars("mttfb", "MTTFB by phase (lower is better)", Unit::Ms, |s| {
-            vec![s.mttfb_avg_ms, s.mttfb_p50_ms, s.mttfb_p95_ms, s.mttfb_p99_ms, s.mttfb_p99_9_ms]
+            vec![
+                s.mttfb_avg_ms,
+                s.mttfb_p50_ms,
+                s.mttfb_p95_ms,
+                s.mttfb_p99_ms,
+                s.mttfb_p99_9_ms,
+            ]
         }),
     ]
 }
 
 /// Percentile curves sharing one x; the empty ones are left out, and with them all, the chart.
-fn percentiles(name: &'static str, title: String, curves: &[(&str, Vec<(f64, f64)>)]) -> Option<Chart> {
-    let drawn: Vec<&(&str, Vec<(f64, f64)>)> = curves.iter().filter(|(_, c)| !c.is_empty()).collect();
+fn percentiles(
+    name: &'static str,
+    title: String,
+    curves: &[(&str, Vec<(f64, f64)>)],
+) -> Option<Chart> {
+    let drawn: Vec<&(&str, Vec<(f64, f64)>)> =
+        curves.iter().filter(|(_, c)| !c.is_empty()).collect();
     let (_, first) = drawn.first()?;
     Some(Chart {
         name,
@@ -329,18 +470,26 @@ fn percentiles(name: &'static str, title: String, curves: &[(&str, Vec<(f64, f64
         y2: None,
         image: true,
         x: first.iter().map(|p| p.0).collect(),
-        lines: drawn.iter().map(|(l, c)| Line::new(l, c.iter().map(|p| Some(p.1)))).collect(),
+        lines: drawn
+            .iter()
+            .map(|(l, c)| Line::new(l, c.iter().map(|p| Some(p.1))))
+            .collect(),
     })
 }
 
 /// The drawn server series after warm-up on one x: every scrape time, as often as a series
 /// has values at it (several targets may expose the same series), so that each line keeps
 /// its points in order and a series missing from a scrape is a gap.
-fn server_lines(points: &[volley_formats::rundir::ServerPoint], warmup_s: f64) -> (Vec<f64>, Vec<Line>) {
+fn server_lines(
+    points: &[volley_formats::rundir::ServerPoint],
+    warmup_s: f64,
+) -> (Vec<f64>, Vec<Line>) {
     let ms = |t: f64| (t * 1000.0).round() as i64;
     let mut series: Vec<(&str, BTreeMap<i64, Vec<f64>>)> = Vec::new();
     let mut times: BTreeMap<i64, f64> = BTreeMap::new();
-    for p in points.iter().filter(|p| p.elapsed_s > warmup_s + 1e-9 && SERVER_DRAWN.iter().any(|d| p.series.starts_with(d))) {
+    for p in points.iter().filter(|p| {
+        p.elapsed_s > warmup_s + 1e-9 && SERVER_DRAWN.iter().any(|d| p.series.starts_with(d))
+    }) {
         let t = p.elapsed_s - warmup_s;
         times.entry(ms(t)).or_insert(t);
         let at = match series.iter().position(|(s, _)| *s == p.series) {
@@ -352,10 +501,29 @@ fn server_lines(points: &[volley_formats::rundir::ServerPoint], warmup_s: f64) -
         };
         at.entry(ms(t)).or_default().push(p.value);
     }
-    let slots: Vec<(i64, usize)> =
-        times.keys().flat_map(|k| (0..series.iter().map(|(_, v)| v.get(k).map_or(0, Vec::len)).max().unwrap_or(0)).map(move |j| (*k, j))).collect();
+    let slots: Vec<(i64, usize)> = times
+        .keys()
+        .flat_map(|k| {
+            (0..series
+                .iter()
+                .map(|(_, v)| v.get(k).map_or(0, Vec::len))
+                .max()
+                .unwrap_or(0))
+                .map(move |j| (*k, j))
+        })
+        .collect();
     let x = slots.iter().map(|(k, _)| times[k]).collect();
-    let lines = series.iter().map(|(label, v)| Line::new(label, slots.iter().map(|(k, j)| v.get(k).and_then(|vals| vals.get(*j)).copied()))).collect();
+    let lines = series
+        .iter()
+        .map(|(label, v)| {
+            Line::new(
+                label,
+                slots
+                    .iter()
+                    .map(|(k, j)| v.get(k).and_then(|vals| vals.get(*j)).copied()),
+            )
+        })
+        .collect();
     (x, lines)
 }
 
@@ -374,19 +542,42 @@ mod tests {
         assert_eq!((set[0].y, set[0].y2), (Unit::Tps, Some(Unit::Vus)));
         assert!(set[0].lines[1].right);
         for c in &set {
-            assert!(c.lines.iter().all(|l| l.values.len() == c.x.len()), "{}", c.name);
+            assert!(
+                c.lines.iter().all(|l| l.values.len() == c.x.len()),
+                "{}",
+                c.name
+            );
         }
         assert_eq!(set[3].x_axis, XAxis::Percentile);
-        assert_eq!(set[3].lines.iter().map(|l| l.label.as_str()).collect::<Vec<_>>(), ["TTFB", "Total time"]);
+        assert_eq!(
+            set[3]
+                .lines
+                .iter()
+                .map(|l| l.label.as_str())
+                .collect::<Vec<_>>(),
+            ["TTFB", "Total time"]
+        );
     }
 
     #[test]
     fn server_lines_keep_their_points_when_targets_and_scrapes_differ() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, b, pending) = ("http://a/metrics", "http://b/metrics", "hikaricp_connections_pending");
-        let scrapes = [(1.0, a, pending, 1.0), (1.0, b, pending, 2.0), (2.0, a, pending, 3.0), (2.0, a, "tomcat_threads_busy_threads", 7.0)];
+        let (a, b, pending) = (
+            "http://a/metrics",
+            "http://b/metrics",
+            "hikaricp_connections_pending",
+        );
+        let scrapes = [
+            (1.0, a, pending, 1.0),
+            (1.0, b, pending, 2.0),
+            (2.0, a, pending, 3.0),
+            (2.0, a, "tomcat_threads_busy_threads", 7.0),
+        ];
         let src = crate::testrun::run(dir.path(), "r", 2, 1, 5, &scrapes);
-        let server = run_set(&src, ReportOptions::default()).into_iter().find(|c| c.name == "server").unwrap();
+        let server = run_set(&src, ReportOptions::default())
+            .into_iter()
+            .find(|c| c.name == "server")
+            .unwrap();
         assert_eq!(server.x, [1.0, 1.0, 2.0]);
         let points = |i: usize| server.points(&server.lines[i]).collect::<Vec<_>>();
         assert_eq!(points(0), [(1.0, 1.0), (1.0, 2.0), (2.0, 3.0)]);

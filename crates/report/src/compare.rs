@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use serde::Serialize;
 use volley_formats::{HistKey, HistMetric, RunSet, Source};
-use volley_stats::compare::{CompareRow, NOISE_Z, RESAMPLES, RunSample, Test, compare_groups};
 use volley_stats::SuiteOptions;
+use volley_stats::compare::{CompareRow, NOISE_Z, RESAMPLES, RunSample, Test, compare_groups};
 
 use crate::model::ReportOptions;
 use crate::render::group_thousands;
@@ -65,27 +65,53 @@ pub struct StepChange {
 }
 
 /// The figures compared per step: the ones that say which step got faster or slower.
-const STEP_KEYS: [&str; 5] = ["error_rate_pct", "tps_avg", "mttfb_avg_ms", "ttfb_p50_ms", "ttfb_p99_ms"];
+const STEP_KEYS: [&str; 5] = [
+    "error_rate_pct",
+    "tps_avg",
+    "mttfb_avg_ms",
+    "ttfb_p50_ms",
+    "ttfb_p99_ms",
+];
 
 /// What the noise estimate needs of a series of `src` after warm-up: the series and the
 /// per-interval TTFB histograms of `ttfb`.
-fn run_sample(src: &Source, series: &volley_stats::Series, ttfb: HistKey, opts: ReportOptions) -> RunSample {
+fn run_sample(
+    src: &Source,
+    series: &volley_stats::Series,
+    ttfb: HistKey,
+    opts: ReportOptions,
+) -> RunSample {
     let warmup = crate::model::warmup_seconds(src, opts.warmup);
     RunSample {
         series: series.after_warmup(warmup).into_owned(),
         ttfb: src.per_interval(ttfb, warmup),
-        options: SuiteOptions { tps_tail: opts.tps_tail },
+        options: SuiteOptions {
+            tps_tail: opts.tps_tail,
+        },
     }
 }
 
 /// The noise inputs of step `i` of `src` (its block of the series, its histograms).
 fn step_sample(src: &Source, i: usize, opts: ReportOptions) -> RunSample {
-    run_sample(src, &src.per_test[i].1, HistKey::step(HistMetric::Ttfb, i), opts)
+    run_sample(
+        src,
+        &src.per_test[i].1,
+        HistKey::step(HistMetric::Ttfb, i),
+        opts,
+    )
 }
 
 /// The noise inputs of step `name` in every run of `set`, `None` when a run lacks it.
 fn step_samples(set: &RunSet, name: &str, opts: ReportOptions) -> Option<Vec<RunSample>> {
-    set.runs.iter().map(|src| src.per_test.iter().position(|(n, _)| n == name).map(|i| step_sample(src, i, opts))).collect()
+    set.runs
+        .iter()
+        .map(|src| {
+            src.per_test
+                .iter()
+                .position(|(n, _)| n == name)
+                .map(|i| step_sample(src, i, opts))
+        })
+        .collect()
 }
 
 /// Steps of `a` also in `b` (matched by name, present in every run), compared.
@@ -97,9 +123,14 @@ fn per_step(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange> {
             let (sa, sb) = (step_samples(a, name, opts)?, step_samples(b, name, opts)?);
             let rows = compare_groups(&sa, &sb)
                 .into_iter()
-                .filter(|r| STEP_KEYS.contains(&r.key) && r.before.is_finite() && r.after.is_finite())
+                .filter(|r| {
+                    STEP_KEYS.contains(&r.key) && r.before.is_finite() && r.after.is_finite()
+                })
                 .collect();
-            Some(StepChange { name: name.clone(), rows })
+            Some(StepChange {
+                name: name.clone(),
+                rows,
+            })
         })
         .collect()
 }
@@ -107,7 +138,14 @@ fn per_step(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange> {
 /// The figures a gate judges unless told otherwise: errors, throughput, and the mean and tail
 /// of the time to first byte. TPS and MTTFB percentiles, counts and variability are left out:
 /// they move with the load shape or are too noisy to fail a build on.
-pub const DEFAULT_METRICS: [&str; 6] = ["error_rate_pct", "tps_avg", "mttfb_avg_ms", "ttfb_p50_ms", "ttfb_p95_ms", "ttfb_p99_ms"];
+pub const DEFAULT_METRICS: [&str; 6] = [
+    "error_rate_pct",
+    "tps_avg",
+    "mttfb_avg_ms",
+    "ttfb_p50_ms",
+    "ttfb_p95_ms",
+    "ttfb_p99_ms",
+];
 
 /// The figures compared per population: a gate's default figures.
 const POPULATION_KEYS: [&str; 6] = DEFAULT_METRICS;
@@ -119,9 +157,21 @@ fn population_samples(set: &RunSet, name: &str, opts: ReportOptions) -> Option<V
         .iter()
         .map(|src| {
             let p = src.populations.iter().find(|p| p.name == name)?;
-            let start = p.meta.as_ref().and_then(|m| m.population.as_ref()).map_or(0.0, |n| n.start_s);
+            let start = p
+                .meta
+                .as_ref()
+                .and_then(|m| m.population.as_ref())
+                .map_or(0.0, |n| n.start_s);
             let warmup = crate::model::warmup_seconds(src, opts.warmup).max(start);
-            Some(run_sample(p, &p.series, HistKey::TTFB, ReportOptions { warmup: Some(crate::model::Warmup::Seconds(warmup)), ..opts }))
+            Some(run_sample(
+                p,
+                &p.series,
+                HistKey::TTFB,
+                ReportOptions {
+                    warmup: Some(crate::model::Warmup::Seconds(warmup)),
+                    ..opts
+                },
+            ))
         })
         .collect()
 }
@@ -132,12 +182,20 @@ fn per_population(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange
         .populations
         .iter()
         .filter_map(|p| {
-            let (sa, sb) = (population_samples(a, &p.name, opts)?, population_samples(b, &p.name, opts)?);
+            let (sa, sb) = (
+                population_samples(a, &p.name, opts)?,
+                population_samples(b, &p.name, opts)?,
+            );
             let rows = compare_groups(&sa, &sb)
                 .into_iter()
-                .filter(|r| POPULATION_KEYS.contains(&r.key) && r.before.is_finite() && r.after.is_finite())
+                .filter(|r| {
+                    POPULATION_KEYS.contains(&r.key) && r.before.is_finite() && r.after.is_finite()
+                })
                 .collect();
-            Some(StepChange { name: p.name.clone(), rows })
+            Some(StepChange {
+                name: p.name.clone(),
+                rows,
+            })
         })
         .collect()
 }
@@ -168,7 +226,10 @@ pub struct Comparison {
 /// What the noise estimate needs of each source: its series and per-interval TTFB
 /// histograms after warm-up.
 pub(crate) fn samples(sources: &[Source], opts: ReportOptions) -> Vec<RunSample> {
-    sources.iter().map(|s| run_sample(s, &s.series, HistKey::TTFB, opts)).collect()
+    sources
+        .iter()
+        .map(|s| run_sample(s, &s.series, HistKey::TTFB, opts))
+        .collect()
 }
 
 /// Compares `sets` (runs or run groups) in order; `labels` name them (defaults: their names).
@@ -180,25 +241,45 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
         .map(|(i, s)| RunRef {
             label: labels.get(i).cloned().unwrap_or_else(|| s.name.clone()),
             source: s.path.display().to_string(),
-            input_notes: s.notes.iter().cloned().chain(s.runs.iter().flat_map(|r| r.input_notes.iter().map(ToString::to_string))).collect(),
+            input_notes: s
+                .notes
+                .iter()
+                .cloned()
+                .chain(
+                    s.runs
+                        .iter()
+                        .flat_map(|r| r.input_notes.iter().map(ToString::to_string)),
+                )
+                .collect(),
             group: s.is_group(),
             runs: s.runs.len(),
         })
         .collect();
     // A figure any file cannot give (its reader said so) is left out, not compared as 0.
     let available = |a: usize, b: usize, r: &CompareRow| {
-        figures_of(r.key).into_iter().all(|f| [a, b].iter().all(|&i| sets[i].runs.iter().all(|s| s.unavailable(f).is_none())))
+        figures_of(r.key).into_iter().all(|f| {
+            [a, b]
+                .iter()
+                .all(|&i| sets[i].runs.iter().all(|s| s.unavailable(f).is_none()))
+        })
     };
     let step = |a: usize, b: usize| Step {
         before: runs[a].label.clone(),
         after: runs[b].label.clone(),
-        rows: compare_groups(&samples[a], &samples[b]).into_iter().filter(|r| available(a, b, r)).collect(),
+        rows: compare_groups(&samples[a], &samples[b])
+            .into_iter()
+            .filter(|r| available(a, b, r))
+            .collect(),
         per_step: per_step(&sets[a], &sets[b], opts),
         per_population: per_population(&sets[a], &sets[b], opts),
     };
     let steps: Vec<Step> = (1..sets.len()).map(|i| step(i - 1, i)).collect();
     let overall = (sets.len() > 2).then(|| step(0, sets.len() - 1));
-    let tests: Vec<Test> = steps.iter().chain(&overall).flat_map(|s| s.rows.iter().map(|r| r.test)).collect();
+    let tests: Vec<Test> = steps
+        .iter()
+        .chain(&overall)
+        .flat_map(|s| s.rows.iter().map(|r| r.test))
+        .collect();
     let single = tests.contains(&Test::WithinRun);
     let mut method = Vec::new();
     if single {
@@ -210,10 +291,18 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
     if method.is_empty() {
         method.push(METHOD);
     }
-    let few = runs.iter().filter(|r| r.group).map(|r| r.runs).min().filter(|&n| n < 3 && tests.contains(&Test::WelchT));
+    let few = runs
+        .iter()
+        .filter(|r| r.group)
+        .map(|r| r.runs)
+        .min()
+        .filter(|&n| n < 3 && tests.contains(&Test::WelchT));
     let caveat = match (single, few) {
         (true, _) => Some(SINGLE_RUN_CAVEAT.to_string()),
-        (false, Some(n)) => Some(format!("A side has only {n} run{}: the between-run test then has so few degrees of freedom that only very large changes can be marked; repeat with `--repeat 3` or more (5 to see a 10 % change).", if n == 1 { "" } else { "s" })),
+        (false, Some(n)) => Some(format!(
+            "A side has only {n} run{}: the between-run test then has so few degrees of freedom that only very large changes can be marked; repeat with `--repeat 3` or more (5 to see a 10 % change).",
+            if n == 1 { "" } else { "s" }
+        )),
         _ => None,
     };
     Comparison {
@@ -278,7 +367,11 @@ pub(crate) fn change_parts(r: &CompareRow) -> (String, &'static str) {
 
 /// The noise column: `4.2%`, or `n/a` where it could not be estimated.
 fn noise(pct: f64) -> String {
-    if pct.is_finite() { format!("{pct:.1}%") } else { "n/a".to_string() }
+    if pct.is_finite() {
+        format!("{pct:.1}%")
+    } else {
+        "n/a".to_string()
+    }
 }
 
 /// Which test judged a row, and with how many runs: `within-run`, `Welch t, 3 vs 3 runs`.
@@ -295,12 +388,23 @@ pub(crate) fn change(r: &CompareRow) -> String {
 impl Comparison {
     /// Every run's input notes, with the run's label.
     fn input_notes(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.runs.iter().flat_map(|r| r.input_notes.iter().map(move |n| (r.label.as_str(), n.as_str())))
+        self.runs.iter().flat_map(|r| {
+            r.input_notes
+                .iter()
+                .map(move |n| (r.label.as_str(), n.as_str()))
+        })
     }
 
     fn tables(&self) -> impl Iterator<Item = (String, &Step)> {
-        let steps = self.steps.iter().map(|s| (format!("{} → {}", s.before, s.after), s));
-        steps.chain(self.overall.iter().map(|s| (format!("Overall: {} → {}", s.before, s.after), s)))
+        let steps = self
+            .steps
+            .iter()
+            .map(|s| (format!("{} → {}", s.before, s.after), s));
+        steps.chain(
+            self.overall
+                .iter()
+                .map(|s| (format!("Overall: {} → {}", s.before, s.after), s)),
+        )
     }
 
     /// Markdown in the seeds' layout: `| Metric | Before | After | Change |`.
@@ -308,7 +412,11 @@ impl Comparison {
         let mut out = String::new();
         for (title, step) in self.tables() {
             let _ = writeln!(out, "## {title}\n");
-            let _ = writeln!(out, "| Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|", step.before, step.after);
+            let _ = writeln!(
+                out,
+                "| Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|",
+                step.before, step.after
+            );
             for r in &step.rows {
                 let _ = writeln!(
                     out,
@@ -321,7 +429,11 @@ impl Comparison {
                 );
             }
             if !step.per_population.is_empty() {
-                let _ = writeln!(out, "\n### Per population: {title}\n\n| Population | Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|---|", step.before, step.after);
+                let _ = writeln!(
+                    out,
+                    "\n### Per population: {title}\n\n| Population | Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|---|",
+                    step.before, step.after
+                );
                 for s in &step.per_population {
                     for r in &s.rows {
                         let _ = writeln!(
@@ -338,7 +450,11 @@ impl Comparison {
                 }
             }
             if !step.per_step.is_empty() {
-                let _ = writeln!(out, "\n### Per step: {title}\n\n| Step | Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|---|", step.before, step.after);
+                let _ = writeln!(
+                    out,
+                    "\n### Per step: {title}\n\n| Step | Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|---|",
+                    step.before, step.after
+                );
                 for s in &step.per_step {
                     for r in &s.rows {
                         let _ = writeln!(
@@ -357,7 +473,12 @@ impl Comparison {
             out.push('\n');
         }
         for (run, note) in self.input_notes() {
-            let _ = writeln!(out, "- {}: {}", crate::render::md_text(run), crate::render::md_text(note));
+            let _ = writeln!(
+                out,
+                "- {}: {}",
+                crate::render::md_text(run),
+                crate::render::md_text(note)
+            );
         }
         if self.input_notes().next().is_some() {
             out.push('\n');
@@ -377,7 +498,11 @@ impl Comparison {
         for (title, step) in self.tables() {
             let _ = writeln!(out, "{title}");
             let w = step.rows.iter().map(|r| r.label.len()).max().unwrap_or(10);
-            let _ = writeln!(out, "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>8}  judged by", "Metric", step.before, step.after, "Change", "noise ±");
+            let _ = writeln!(
+                out,
+                "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>8}  judged by",
+                "Metric", step.before, step.after, "Change", "noise ±"
+            );
             for r in &step.rows {
                 let _ = writeln!(
                     out,
@@ -390,7 +515,12 @@ impl Comparison {
                     judged_by(r)
                 );
             }
-            for (what, s) in step.per_population.iter().map(|s| ("population", s)).chain(step.per_step.iter().map(|s| ("step", s))) {
+            for (what, s) in step
+                .per_population
+                .iter()
+                .map(|s| ("population", s))
+                .chain(step.per_step.iter().map(|s| ("step", s)))
+            {
                 let _ = writeln!(out, "  {what} `{}`", s.name);
                 for r in &s.rows {
                     let _ = writeln!(
@@ -409,7 +539,12 @@ impl Comparison {
             out.push('\n');
         }
         for (run, note) in self.input_notes() {
-            let _ = writeln!(out, "note: {}: {}", crate::render::terminal_safe(run), crate::render::terminal_safe(note));
+            let _ = writeln!(
+                out,
+                "note: {}: {}",
+                crate::render::terminal_safe(run),
+                crate::render::terminal_safe(note)
+            );
         }
         if let Some(c) = &self.caveat {
             let _ = writeln!(out, "{c}");
@@ -420,10 +555,17 @@ impl Comparison {
 
     /// CSV: one row per figure per step.
     pub fn csv(&self) -> String {
-        let mut out = String::from("step,before_label,after_label,key,label,before,after,change_pct,noise_pct,verdict,test,runs_before,runs_after\n");
+        let mut out = String::from(
+            "step,before_label,after_label,key,label,before,after,change_pct,noise_pct,verdict,test,runs_before,runs_after\n",
+        );
         for (title, step) in self.tables() {
-            let mut rows: Vec<(String, &CompareRow)> = step.rows.iter().map(|r| (title.clone(), r)).collect();
-            rows.extend(step.per_step.iter().flat_map(|s| s.rows.iter().map(|r| (format!("{title} / {}", s.name), r))));
+            let mut rows: Vec<(String, &CompareRow)> =
+                step.rows.iter().map(|r| (title.clone(), r)).collect();
+            rows.extend(
+                step.per_step
+                    .iter()
+                    .flat_map(|s| s.rows.iter().map(|r| (format!("{title} / {}", s.name), r))),
+            );
             for (title, r) in rows {
                 let _ = writeln!(
                     out,
@@ -437,8 +579,14 @@ impl Comparison {
                     r.after,
                     r.change_pct,
                     r.noise_pct,
-                    serde_json::to_value(r.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
-                    serde_json::to_value(r.test).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+                    serde_json::to_value(r.verdict)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default(),
+                    serde_json::to_value(r.test)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default(),
                     r.runs_before,
                     r.runs_after
                 );
@@ -459,7 +607,10 @@ mod tests {
 
     #[test]
     fn the_method_states_the_floor_the_statistics_use() {
-        let floor = format!("{} % for p99 and p99.9", volley_stats::compare::TAIL_FLOOR_PCT);
+        let floor = format!(
+            "{} % for p99 and p99.9",
+            volley_stats::compare::TAIL_FLOOR_PCT
+        );
         assert!(METHOD.contains(&floor), "{METHOD}");
         assert!(SINGLE_RUN_CAVEAT.contains("--repeat"));
     }

@@ -54,7 +54,10 @@ pub struct WarmupError {
 impl ReportError {
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        ReportError::Io { path: path.into(), source }
+        ReportError::Io {
+            path: path.into(),
+            source,
+        }
     }
 }
 

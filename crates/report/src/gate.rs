@@ -46,8 +46,18 @@ pub fn metric_name(name: &str) -> Result<&'static str> {
             // Names are often written without their unit (`ttfb_p99`, `error_rate`).
             suggestion: ["_ms", "_pct"]
                 .iter()
-                .find_map(|unit| valid.iter().find(|k| k.eq_ignore_ascii_case(&format!("{name}{unit}"))).copied())
-                .or_else(|| valid.iter().find(|k| k.starts_with(&format!("{}_", name.to_ascii_lowercase()))).copied())
+                .find_map(|unit| {
+                    valid
+                        .iter()
+                        .find(|k| k.eq_ignore_ascii_case(&format!("{name}{unit}")))
+                        .copied()
+                })
+                .or_else(|| {
+                    valid
+                        .iter()
+                        .find(|k| k.starts_with(&format!("{}_", name.to_ascii_lowercase())))
+                        .copied()
+                })
                 .or_else(|| volley_scenario::suggest::suggest(name, &valid)),
             valid,
         }),
@@ -69,12 +79,21 @@ impl GateSpec {
                     }
                 }
                 if out.is_empty() {
-                    return Err(ReportError::UnknownMetric { name: list.to_string(), suggestion: None, valid: metric_names() });
+                    return Err(ReportError::UnknownMetric {
+                        name: list.to_string(),
+                        suggestion: None,
+                        valid: metric_names(),
+                    });
                 }
                 out
             }
         };
-        Ok(GateSpec { metrics, explicit: list.is_some(), tolerance_pct, steps: false })
+        Ok(GateSpec {
+            metrics,
+            explicit: list.is_some(),
+            tolerance_pct,
+            steps: false,
+        })
     }
 }
 
@@ -131,8 +150,17 @@ pub struct GateResult {
 /// A comparison of each of `sets[1..]` (runs or run groups) against `sets[0]`, the baseline
 /// (not a chain): one before/after table per candidate, and no overall table.
 pub fn against_baseline(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Comparison {
-    let label = |i: usize| labels.get(i).cloned().unwrap_or_else(|| sets[i].name.clone());
-    let mut all = crate::compare::build(&sets[..sets.len().min(2)], &labels[..labels.len().min(2)], opts);
+    let label = |i: usize| {
+        labels
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| sets[i].name.clone())
+    };
+    let mut all = crate::compare::build(
+        &sets[..sets.len().min(2)],
+        &labels[..labels.len().min(2)],
+        opts,
+    );
     for i in 2..sets.len() {
         let pair = [sets[0].clone(), sets[i].clone()];
         let cmp = crate::compare::build(&pair, &[label(0), label(i)], opts);
@@ -151,56 +179,111 @@ impl GateResult {
             (Some(overall), false) => vec![overall],
             (None, false) => cmp.steps.last().into_iter().collect(),
         };
-        let labels: std::collections::HashMap<&str, &str> = volley_stats::compare::metrics().collect();
+        let labels: std::collections::HashMap<&str, &str> =
+            volley_stats::compare::metrics().collect();
         let mut tables = Vec::new();
         for step in steps {
             let mut checks = Vec::new();
             for &key in &spec.metrics {
                 let label = labels.get(key).copied().unwrap_or(key).to_string();
                 let Some(row) = step.rows.iter().find(|r| r.key == key) else {
-                    let why = format!("{label} is not in the comparison of {} and {}: one of them cannot give it (see its notes)", step.before, step.after);
+                    let why = format!(
+                        "{label} is not in the comparison of {} and {}: one of them cannot give it (see its notes)",
+                        step.before, step.after
+                    );
                     if spec.explicit {
-                        return Err(ReportError::GateUnavailable { metric: key.to_string(), why });
+                        return Err(ReportError::GateUnavailable {
+                            metric: key.to_string(),
+                            why,
+                        });
                     }
-                    checks.push(GateCheck { key, label, row: None, outcome: Outcome::NotJudged, why });
+                    checks.push(GateCheck {
+                        key,
+                        label,
+                        row: None,
+                        outcome: Outcome::NotJudged,
+                        why,
+                    });
                     continue;
                 };
                 let (outcome, why) = judge(row, spec.tolerance_pct);
-                checks.push(GateCheck { key, label, row: Some(row.clone()), outcome, why });
+                checks.push(GateCheck {
+                    key,
+                    label,
+                    row: Some(row.clone()),
+                    outcome,
+                    why,
+                });
             }
             // Every population is judged as the total is, on the gated figures it has.
             for s in &step.per_population {
                 for row in s.rows.iter().filter(|r| spec.metrics.contains(&r.key)) {
                     let (outcome, why) = judge(row, spec.tolerance_pct);
-                    checks.push(GateCheck { key: row.key, label: format!("population `{}`: {}", s.name, row.label), row: Some(row.clone()), outcome, why });
+                    checks.push(GateCheck {
+                        key: row.key,
+                        label: format!("population `{}`: {}", s.name, row.label),
+                        row: Some(row.clone()),
+                        outcome,
+                        why,
+                    });
                 }
             }
             for s in step.per_step.iter().filter(|_| spec.steps) {
                 for row in s.rows.iter().filter(|r| spec.metrics.contains(&r.key)) {
                     let (outcome, why) = judge(row, spec.tolerance_pct);
-                    checks.push(GateCheck { key: row.key, label: format!("step `{}`: {}", s.name, row.label), row: Some(row.clone()), outcome, why });
+                    checks.push(GateCheck {
+                        key: row.key,
+                        label: format!("step `{}`: {}", s.name, row.label),
+                        row: Some(row.clone()),
+                        outcome,
+                        why,
+                    });
                 }
             }
-            tables.push(GateTable { before: step.before.clone(), after: step.after.clone(), checks });
+            tables.push(GateTable {
+                before: step.before.clone(),
+                after: step.after.clone(),
+                checks,
+            });
         }
-        let passed = tables.iter().flat_map(|t| &t.checks).all(|c| c.outcome != Outcome::Fail);
-        Ok(GateResult { spec: spec.clone(), tables, passed })
+        let passed = tables
+            .iter()
+            .flat_map(|t| &t.checks)
+            .all(|c| c.outcome != Outcome::Fail);
+        Ok(GateResult {
+            spec: spec.clone(),
+            tables,
+            passed,
+        })
     }
 
     /// The failed checks, with their table.
     pub fn failures(&self) -> impl Iterator<Item = (&GateTable, &GateCheck)> {
-        self.tables.iter().flat_map(|t| t.checks.iter().filter(|c| c.outcome == Outcome::Fail).map(move |c| (t, c)))
+        self.tables.iter().flat_map(|t| {
+            t.checks
+                .iter()
+                .filter(|c| c.outcome == Outcome::Fail)
+                .map(move |c| (t, c))
+        })
     }
 
     fn count(&self, outcome: Outcome) -> usize {
-        self.tables.iter().flat_map(|t| &t.checks).filter(|c| c.outcome == outcome).count()
+        self.tables
+            .iter()
+            .flat_map(|t| &t.checks)
+            .filter(|c| c.outcome == outcome)
+            .count()
     }
 
     /// One line: `PASSED: 6 metrics judged …` or `FAILED: 2 of 6 metrics …`.
     pub fn headline(&self) -> String {
         let total: usize = self.tables.iter().map(|t| t.checks.len()).sum();
         let (failed, unjudged) = (self.count(Outcome::Fail), self.count(Outcome::NotJudged));
-        let tolerance = if self.spec.tolerance_pct > 0.0 { format!(" and the {}% tolerance", self.spec.tolerance_pct) } else { String::new() };
+        let tolerance = if self.spec.tolerance_pct > 0.0 {
+            format!(" and the {}% tolerance", self.spec.tolerance_pct)
+        } else {
+            String::new()
+        };
         let mut h = if failed > 0 {
             format!("FAILED: {failed} of {total} gated figures worse beyond the noise{tolerance}")
         } else {
@@ -215,17 +298,37 @@ impl GateResult {
     /// The gate as a terminal table, after the comparison: every gated figure with its
     /// values, change, noise and result.
     pub fn table(&self) -> String {
-        let mut out = format!("Gate ({}): {}\n", self.spec.metrics.join(", "), self.headline());
+        let mut out = format!(
+            "Gate ({}): {}\n",
+            self.spec.metrics.join(", "),
+            self.headline()
+        );
         for t in &self.tables {
-            let _ = writeln!(out, "  {} → {}", crate::render::terminal_safe(&t.before), crate::render::terminal_safe(&t.after));
-            let w = t.checks.iter().map(|c| c.label.chars().count()).max().unwrap_or(10);
+            let _ = writeln!(
+                out,
+                "  {} → {}",
+                crate::render::terminal_safe(&t.before),
+                crate::render::terminal_safe(&t.after)
+            );
+            let w = t
+                .checks
+                .iter()
+                .map(|c| c.label.chars().count())
+                .max()
+                .unwrap_or(10);
             for c in &t.checks {
                 let result = match c.outcome {
                     Outcome::Pass => "pass",
                     Outcome::Fail => "FAIL",
                     Outcome::NotJudged => "not judged",
                 };
-                let _ = writeln!(out, "    {:<10}  {:<w$}  {}", result, c.label, crate::render::terminal_safe(&c.why));
+                let _ = writeln!(
+                    out,
+                    "    {:<10}  {:<w$}  {}",
+                    result,
+                    c.label,
+                    crate::render::terminal_safe(&c.why)
+                );
             }
         }
         out
@@ -234,10 +337,25 @@ impl GateResult {
     /// The gate in Markdown, for a pull request or `$GITHUB_STEP_SUMMARY`.
     pub fn markdown(&self) -> String {
         let mut out = format!("## Gate: {}\n\n", self.headline());
-        let _ = writeln!(out, "Gated figures: {}.\n", self.spec.metrics.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "));
+        let _ = writeln!(
+            out,
+            "Gated figures: {}.\n",
+            self.spec
+                .metrics
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         for t in &self.tables {
-            let (before, after) = (crate::render::md_text(&t.before), crate::render::md_text(&t.after));
-            let _ = writeln!(out, "| Gate | Metric | {before} | {after} | Change | Noise ± |\n|---|---|---|---|---|---|");
+            let (before, after) = (
+                crate::render::md_text(&t.before),
+                crate::render::md_text(&t.after),
+            );
+            let _ = writeln!(
+                out,
+                "| Gate | Metric | {before} | {after} | Change | Noise ± |\n|---|---|---|---|---|---|"
+            );
             for c in &t.checks {
                 let result = match c.outcome {
                     Outcome::Pass => "✅ pass",
@@ -253,7 +371,11 @@ impl GateResult {
                             value(r.before, r.unit, r.key),
                             value(r.after, r.unit, r.key),
                             crate::compare::change(r),
-                            if r.noise_pct.is_finite() { format!("{:.1}%", r.noise_pct) } else { "n/a".into() }
+                            if r.noise_pct.is_finite() {
+                                format!("{:.1}%", r.noise_pct)
+                            } else {
+                                "n/a".into()
+                            }
                         );
                     }
                     None => {
@@ -275,18 +397,36 @@ fn judge(r: &CompareRow, tolerance_pct: f64) -> (Outcome, String) {
         value(r.before, r.unit, r.key),
         value(r.after, r.unit, r.key),
         crate::compare::change_parts(r).0,
-        if r.noise_pct.is_finite() { format!("{:.1}%", r.noise_pct) } else { "n/a".into() }
+        if r.noise_pct.is_finite() {
+            format!("{:.1}%", r.noise_pct)
+        } else {
+            "n/a".into()
+        }
     );
     if r.too_few_intervals {
-        return (Outcome::NotJudged, format!("{values}: a run has fewer than {} intervals, so its noise cannot be estimated", volley_stats::compare::MIN_INTERVALS));
+        return (
+            Outcome::NotJudged,
+            format!(
+                "{values}: a run has fewer than {} intervals, so its noise cannot be estimated",
+                volley_stats::compare::MIN_INTERVALS
+            ),
+        );
     }
     if r.too_few {
-        return (Outcome::NotJudged, format!("{values}: too few requests beyond this percentile to judge it"));
+        return (
+            Outcome::NotJudged,
+            format!("{values}: too few requests beyond this percentile to judge it"),
+        );
     }
     let worse_by = r.change_pct.abs();
     match r.verdict {
-        Verdict::Worse if worse_by > tolerance_pct => (Outcome::Fail, format!("{values}: worse beyond the noise")),
-        Verdict::Worse => (Outcome::Pass, format!("{values}: worse beyond the noise, within the {tolerance_pct}% tolerance")),
+        Verdict::Worse if worse_by > tolerance_pct => {
+            (Outcome::Fail, format!("{values}: worse beyond the noise"))
+        }
+        Verdict::Worse => (
+            Outcome::Pass,
+            format!("{values}: worse beyond the noise, within the {tolerance_pct}% tolerance"),
+        ),
         Verdict::Better => (Outcome::Pass, format!("{values}: better")),
         Verdict::Noise => (Outcome::Pass, format!("{values}: within the noise")),
     }
@@ -297,7 +437,19 @@ mod tests {
     use super::*;
 
     fn runs(dir: &std::path::Path, ms: &[u64]) -> Vec<RunSet> {
-        ms.iter().enumerate().map(|(i, ms)| RunSet::single(crate::testrun::run(&dir.join(i.to_string()), &format!("r{i}"), 8, 50, *ms, &[]))).collect()
+        ms.iter()
+            .enumerate()
+            .map(|(i, ms)| {
+                RunSet::single(crate::testrun::run(
+                    &dir.join(i.to_string()),
+                    &format!("r{i}"),
+                    8,
+                    50,
+                    *ms,
+                    &[],
+                ))
+            })
+            .collect()
     }
 
     #[test]
@@ -305,9 +457,19 @@ mod tests {
         let spec = GateSpec::parse(Some("tps_avg, TTFB_P99_MS"), 0.0).unwrap();
         assert_eq!(spec.metrics, ["tps_avg", "ttfb_p99_ms"]);
         assert!(spec.explicit);
-        let e = GateSpec::parse(Some("tps_avg,ttfb_p99"), 0.0).unwrap_err().to_string();
-        assert!(e.contains("unknown metric `ttfb_p99`") && e.contains("did you mean `ttfb_p99_ms`") && e.contains("error_rate_pct"), "{e}");
-        assert_eq!(GateSpec::parse(Some("all"), 0.0).unwrap().metrics.len(), metric_names().len());
+        let e = GateSpec::parse(Some("tps_avg,ttfb_p99"), 0.0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown metric `ttfb_p99`")
+                && e.contains("did you mean `ttfb_p99_ms`")
+                && e.contains("error_rate_pct"),
+            "{e}"
+        );
+        assert_eq!(
+            GateSpec::parse(Some("all"), 0.0).unwrap().metrics.len(),
+            metric_names().len()
+        );
         assert_eq!(GateSpec::parse(None, 0.0).unwrap().metrics, DEFAULT_METRICS);
         for m in DEFAULT_METRICS {
             assert!(metric_names().contains(&m), "{m}");
@@ -320,17 +482,43 @@ mod tests {
         let opts = ReportOptions::default();
         let sources = runs(dir.path(), &[5, 5, 9]);
         let spec = GateSpec::parse(Some("mttfb_avg_ms,ttfb_p50_ms"), 0.0).unwrap();
-        let same = GateResult::evaluate(&crate::compare::build(&sources[..2], &[], opts), &spec, false).unwrap();
+        let same = GateResult::evaluate(
+            &crate::compare::build(&sources[..2], &[], opts),
+            &spec,
+            false,
+        )
+        .unwrap();
         assert!(same.passed, "{}", same.table());
-        let slower = GateResult::evaluate(&crate::compare::build(&sources[1..], &[], opts), &spec, false).unwrap();
+        let slower = GateResult::evaluate(
+            &crate::compare::build(&sources[1..], &[], opts),
+            &spec,
+            false,
+        )
+        .unwrap();
         assert!(!slower.passed);
         let failed: Vec<&str> = slower.failures().map(|(_, c)| c.key).collect();
         assert_eq!(failed, ["mttfb_avg_ms", "ttfb_p50_ms"]);
-        assert!(slower.table().contains("FAIL") && slower.markdown().contains("❌ **FAIL**"), "{}", slower.table());
+        assert!(
+            slower.table().contains("FAIL") && slower.markdown().contains("❌ **FAIL**"),
+            "{}",
+            slower.table()
+        );
         // An 80 % tolerance lets the +80 % through; the row says why it passed.
-        let tolerant = GateSpec { tolerance_pct: 81.0, ..spec.clone() };
-        let r = GateResult::evaluate(&crate::compare::build(&sources[1..], &[], opts), &tolerant, false).unwrap();
-        assert!(r.passed && r.table().contains("within the 81% tolerance"), "{}", r.table());
+        let tolerant = GateSpec {
+            tolerance_pct: 81.0,
+            ..spec.clone()
+        };
+        let r = GateResult::evaluate(
+            &crate::compare::build(&sources[1..], &[], opts),
+            &tolerant,
+            false,
+        )
+        .unwrap();
+        assert!(
+            r.passed && r.table().contains("within the 81% tolerance"),
+            "{}",
+            r.table()
+        );
     }
 
     #[test]
@@ -341,7 +529,10 @@ mod tests {
         let cmp = against_baseline(&sources, &[], opts);
         assert_eq!(cmp.steps.len(), 2);
         assert!(cmp.overall.is_none());
-        assert_eq!((cmp.steps[1].before.as_str(), cmp.steps[1].after.as_str()), ("r0", "r2"));
+        assert_eq!(
+            (cmp.steps[1].before.as_str(), cmp.steps[1].after.as_str()),
+            ("r0", "r2")
+        );
         let spec = GateSpec::parse(Some("ttfb_p50_ms"), 0.0).unwrap();
         let gate = GateResult::evaluate(&cmp, &spec, true).unwrap();
         let outcomes: Vec<Outcome> = gate.tables.iter().map(|t| t.checks[0].outcome).collect();
@@ -351,11 +542,41 @@ mod tests {
     #[test]
     fn runs_too_short_to_judge_are_not_judged_and_do_not_fail() {
         let dir = tempfile::tempdir().unwrap();
-        let a = RunSet::single(crate::testrun::run(&dir.path().join("a"), "a", 3, 50, 5, &[]));
-        let b = RunSet::single(crate::testrun::run(&dir.path().join("b"), "b", 3, 50, 50, &[]));
-        let gate = GateResult::evaluate(&crate::compare::build(&[a, b], &[], ReportOptions::default()), &GateSpec::parse(None, 0.0).unwrap(), false).unwrap();
+        let a = RunSet::single(crate::testrun::run(
+            &dir.path().join("a"),
+            "a",
+            3,
+            50,
+            5,
+            &[],
+        ));
+        let b = RunSet::single(crate::testrun::run(
+            &dir.path().join("b"),
+            "b",
+            3,
+            50,
+            50,
+            &[],
+        ));
+        let gate = GateResult::evaluate(
+            &crate::compare::build(&[a, b], &[], ReportOptions::default()),
+            &GateSpec::parse(None, 0.0).unwrap(),
+            false,
+        )
+        .unwrap();
         assert!(gate.passed);
-        assert!(gate.tables[0].checks.iter().all(|c| c.outcome == Outcome::NotJudged), "{}", gate.table());
-        assert!(gate.headline().contains("could not be judged"), "{}", gate.headline());
+        assert!(
+            gate.tables[0]
+                .checks
+                .iter()
+                .all(|c| c.outcome == Outcome::NotJudged),
+            "{}",
+            gate.table()
+        );
+        assert!(
+            gate.headline().contains("could not be judged"),
+            "{}",
+            gate.headline()
+        );
     }
 }

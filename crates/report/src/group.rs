@@ -51,7 +51,11 @@ pub struct GroupSummary {
 
 /// Summarizes `set`'s runs (after each run's warm-up).
 pub fn summarize(set: &RunSet, opts: ReportOptions) -> GroupSummary {
-    let per_run: Vec<Vec<volley_stats::compare::MetricValue>> = crate::compare::samples(&set.runs, opts).iter().map(metric_values).collect();
+    let per_run: Vec<Vec<volley_stats::compare::MetricValue>> =
+        crate::compare::samples(&set.runs, opts)
+            .iter()
+            .map(metric_values)
+            .collect();
     let rows = per_run
         .first()
         .map(|first| {
@@ -65,14 +69,22 @@ pub fn summarize(set: &RunSet, opts: ReportOptions) -> GroupSummary {
                     }
                     let n = values.len() as f64;
                     let mean = values.iter().sum::<f64>() / n;
-                    let sd = if values.len() < 2 { f64::NAN } else { (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt() };
+                    let sd = if values.len() < 2 {
+                        f64::NAN
+                    } else {
+                        (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+                    };
                     Some(GroupRow {
                         key: m.key,
                         label: m.label,
                         unit: m.unit,
                         mean,
                         sd,
-                        cv_pct: if mean == 0.0 { f64::NAN } else { sd / mean.abs() * 100.0 },
+                        cv_pct: if mean == 0.0 {
+                            f64::NAN
+                        } else {
+                            sd / mean.abs() * 100.0
+                        },
                         min: values.iter().copied().fold(f64::INFINITY, f64::min),
                         max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
                         values,
@@ -84,26 +96,60 @@ pub fn summarize(set: &RunSet, opts: ReportOptions) -> GroupSummary {
     GroupSummary {
         name: set.name.clone(),
         path: set.path.display().to_string(),
-        runs: set.runs.iter().map(|s| s.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()).collect(),
+        runs: set
+            .runs
+            .iter()
+            .map(|s| {
+                s.path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+            .collect(),
         notes: set.notes.clone(),
         rows,
     }
 }
 
 fn cv(v: f64) -> String {
-    if v.is_finite() { format!("{v:.1}%") } else { "n/a".to_string() }
+    if v.is_finite() {
+        format!("{v:.1}%")
+    } else {
+        "n/a".to_string()
+    }
 }
 
 impl GroupSummary {
     /// A terminal table.
     pub fn table(&self) -> String {
-        let mut out = format!("Group {} — {} runs: mean across runs, spread between runs\n", crate::render::terminal_safe(&self.name), self.runs.len());
+        let mut out = format!(
+            "Group {} — {} runs: mean across runs, spread between runs\n",
+            crate::render::terminal_safe(&self.name),
+            self.runs.len()
+        );
         let w = self.rows.iter().map(|r| r.label.len()).max().unwrap_or(10);
-        let _ = writeln!(out, "  {:<w$}  {:>14}  {:>12}  {:>7}  {:>14}  {:>14}", "Metric", "mean", "sd", "CV", "min", "max");
+        let _ = writeln!(
+            out,
+            "  {:<w$}  {:>14}  {:>12}  {:>7}  {:>14}  {:>14}",
+            "Metric", "mean", "sd", "CV", "min", "max"
+        );
         for r in &self.rows {
             let v = |x: f64| crate::compare::value(x, r.unit, r.key);
-            let sd = if r.sd.is_finite() { v(r.sd) } else { "n/a".into() };
-            let _ = writeln!(out, "  {:<w$}  {:>14}  {:>12}  {:>7}  {:>14}  {:>14}", r.label, v(r.mean), sd, cv(r.cv_pct), v(r.min), v(r.max));
+            let sd = if r.sd.is_finite() {
+                v(r.sd)
+            } else {
+                "n/a".into()
+            };
+            let _ = writeln!(
+                out,
+                "  {:<w$}  {:>14}  {:>12}  {:>7}  {:>14}  {:>14}",
+                r.label,
+                v(r.mean),
+                sd,
+                cv(r.cv_pct),
+                v(r.min),
+                v(r.max)
+            );
         }
         for n in &self.notes {
             let _ = writeln!(out, "note: {}", crate::render::terminal_safe(n));
@@ -113,7 +159,11 @@ impl GroupSummary {
 
     /// Markdown: one column per run, then mean, sd and CV.
     pub fn markdown(&self) -> String {
-        let mut out = format!("# Group {} ({} runs)\n\n| Metric |", crate::render::md_text(&self.name), self.runs.len());
+        let mut out = format!(
+            "# Group {} ({} runs)\n\n| Metric |",
+            crate::render::md_text(&self.name),
+            self.runs.len()
+        );
         for i in 1..=self.runs.len() {
             let _ = write!(out, " Run {i} |");
         }
@@ -126,7 +176,11 @@ impl GroupSummary {
             for x in &r.values {
                 let _ = write!(out, " {} |", v(*x));
             }
-            let sd = if r.sd.is_finite() { v(r.sd) } else { "n/a".into() };
+            let sd = if r.sd.is_finite() {
+                v(r.sd)
+            } else {
+                "n/a".into()
+            };
             let _ = writeln!(out, " {} | {} | {} |", v(r.mean), sd, cv(r.cv_pct));
         }
         out.push('\n');

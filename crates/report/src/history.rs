@@ -16,7 +16,6 @@ use volley_scenario::Model;
 use crate::error::{ReportError, Result};
 use crate::model::{ReportOptions, RunReport};
 
-
 /// How deep `scan` looks for runs below the directory it is given (`runs/demo/<run>` is 2).
 const MAX_DEPTH: usize = 3;
 
@@ -49,7 +48,10 @@ pub struct Entry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     /// Thresholds that held, of how many (none: the run had none).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "threshold_counts")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "threshold_counts"
+    )]
     pub thresholds: Option<(usize, usize)>,
     /// The figures, by the comparison's keys (`tps_avg`, `ttfb_p99_ms`, …); for a group, the
     /// mean over its runs that completed. A figure the run does not have is absent.
@@ -60,13 +62,17 @@ pub struct Entry {
 }
 
 /// `{"passed": 2, "total": 3}`.
-fn threshold_counts<S: serde::Serializer>(t: &Option<(usize, usize)>, s: S) -> std::result::Result<S::Ok, S::Error> {
+fn threshold_counts<S: serde::Serializer>(
+    t: &Option<(usize, usize)>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
     #[derive(Serialize)]
     struct Counts {
         passed: usize,
         total: usize,
     }
-    t.map(|(passed, total)| Counts { passed, total }).serialize(s)
+    t.map(|(passed, total)| Counts { passed, total })
+        .serialize(s)
 }
 
 impl Entry {
@@ -77,7 +83,10 @@ impl Entry {
 
     /// Start as seconds since the Unix epoch, when known.
     pub fn started_s(&self) -> Option<f64> {
-        self.started_at.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond() as f64 / 1000.0)
+        self.started_at
+            .parse::<jiff::Timestamp>()
+            .ok()
+            .map(|t| t.as_millisecond() as f64 / 1000.0)
     }
 
     fn unreadable(kind: Kind, path: &Path, name: String, problem: String) -> Entry {
@@ -98,7 +107,10 @@ impl Entry {
 
 /// `20261123T050908Z_name` → `2026-11-23T05:09:08Z`, the time a run directory is named by.
 fn started_from_dir_name(path: &Path) -> String {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let stamp = name.split('_').next().unwrap_or("");
     jiff::civil::DateTime::strptime("%Y%m%dT%H%M%SZ", stamp)
         .ok()
@@ -168,18 +180,33 @@ fn duration_text(d: std::time::Duration) -> String {
 /// What a plan ran, in a few words: `GET /rooms · 50 VUs · 1m`, `scenario pair-room.yaml · 100/s · 5m`.
 pub fn plan_summary(p: &RecordedPlan) -> String {
     let what = match &p.scenario {
-        Some(s) => format!("scenario {}", s.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+        Some(s) => format!(
+            "scenario {}",
+            s.file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        ),
         None => {
             let url = &p.request.url;
-            let path = url.split_once("://").and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..])).unwrap_or("/");
+            let path = url
+                .split_once("://")
+                .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+                .unwrap_or("/");
             format!("{} {path}", p.request.method)
         }
     };
     let load = match &p.load.model {
         Model::Closed { shape } => format!("{} VUs", shape.max_vus()),
-        Model::Iterations { shape, per_vu, .. } => format!("{} VUs × {per_vu} iterations", shape.max_vus()),
+        Model::Iterations { shape, per_vu, .. } => {
+            format!("{} VUs × {per_vu} iterations", shape.max_vus())
+        }
         Model::Open { rate, .. } => {
-            let peak = rate.stages.iter().map(|s| s.rate).fold(rate.start_rate, f64::max);
+            let peak = rate
+                .stages
+                .iter()
+                .map(|s| s.rate)
+                .fold(rate.start_rate, f64::max);
             format!("{peak}/s")
         }
     };
@@ -191,9 +218,15 @@ pub fn plan_summary(p: &RecordedPlan) -> String {
 
 /// One run directory as an entry.
 pub fn read_run(dir: &Path) -> Entry {
-    let dir_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let meta_path = dir.join(RUN_JSON);
-    let meta: RunMeta = match std::fs::read_to_string(&meta_path).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+    let meta: RunMeta = match std::fs::read_to_string(&meta_path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+    {
         Ok(m) => m,
         Err(e) => return Entry::unreadable(Kind::Run, dir, dir_name, format!("{RUN_JSON}: {e}")),
     };
@@ -214,18 +247,25 @@ pub fn read_run(dir: &Path) -> Entry {
         runs: Vec::new(),
     };
     // report.json is written when the run ends; a run without one is read from its data.
-    let report: std::result::Result<ReportFile, String> = match std::fs::read_to_string(dir.join("report.json")) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| format!("report.json: {e}")),
-        Err(_) => RunData::read(dir)
-            .map_err(|e| e.to_string())
-            .map(|run| RunReport::from_source(&Source::from_run(run), ReportOptions::default()))
-            .and_then(|r| serde_json::from_value(serde_json::to_value(&r).map_err(|e| e.to_string())?).map_err(|e| e.to_string())),
-    };
+    let report: std::result::Result<ReportFile, String> =
+        match std::fs::read_to_string(dir.join("report.json")) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| format!("report.json: {e}")),
+            Err(_) => RunData::read(dir)
+                .map_err(|e| e.to_string())
+                .map(|run| RunReport::from_source(&Source::from_run(run), ReportOptions::default()))
+                .and_then(|r| {
+                    serde_json::from_value(serde_json::to_value(&r).map_err(|e| e.to_string())?)
+                        .map_err(|e| e.to_string())
+                }),
+        };
     match report {
         Ok(r) => {
             entry.figures = figures_of(&r);
             if !r.thresholds.is_empty() {
-                entry.thresholds = Some((r.thresholds.iter().filter(|t| t.passed).count(), r.thresholds.len()));
+                entry.thresholds = Some((
+                    r.thresholds.iter().filter(|t| t.passed).count(),
+                    r.thresholds.len(),
+                ));
             }
         }
         Err(e) => entry.problem = Some(format!("its figures cannot be read: {e}")),
@@ -236,30 +276,63 @@ pub fn read_run(dir: &Path) -> Entry {
 /// A group directory as an entry: its runs, and the mean of their figures over the runs that
 /// completed.
 fn read_group(dir: &Path) -> Entry {
-    let dir_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let file = match volley_formats::group::read_group(dir) {
         Ok(g) => g,
         Err(e) => return Entry::unreadable(Kind::Group, dir, dir_name, e.to_string()),
     };
-    let mut runs: Vec<Entry> = subdirs(dir).iter().filter(|d| d.join(RUN_JSON).is_file()).map(|d| read_run(d)).collect();
+    let mut runs: Vec<Entry> = subdirs(dir)
+        .iter()
+        .filter(|d| d.join(RUN_JSON).is_file())
+        .map(|d| read_run(d))
+        .collect();
     sort(&mut runs);
-    let complete: Vec<&Entry> = runs.iter().filter(|r| r.status == RunStatus::Complete.name() && r.problem.is_none()).collect();
+    let complete: Vec<&Entry> = runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Complete.name() && r.problem.is_none())
+        .collect();
     let mut figures = BTreeMap::new();
     for key in crate::gate::metric_names() {
         let values: Vec<f64> = complete.iter().filter_map(|r| r.figure(key)).collect();
         if !values.is_empty() && values.len() == complete.len() {
-            figures.insert(key.to_string(), values.iter().sum::<f64>() / values.len() as f64);
+            figures.insert(
+                key.to_string(),
+                values.iter().sum::<f64>() / values.len() as f64,
+            );
         }
     }
-    let thresholds = runs.iter().filter_map(|r| r.thresholds).fold(None, |acc: Option<(usize, usize)>, (p, t)| Some(acc.map_or((p, t), |(ap, at)| (ap + p, at + t))));
+    let thresholds = runs
+        .iter()
+        .filter_map(|r| r.thresholds)
+        .fold(None, |acc: Option<(usize, usize)>, (p, t)| {
+            Some(acc.map_or((p, t), |(ap, at)| (ap + p, at + t)))
+        });
     Entry {
         kind: Kind::Group,
         path: dir.to_path_buf(),
         name: file.name,
-        started_at: Some(file.started_at).filter(|t| !t.is_empty()).or_else(|| runs.first().map(|r| r.started_at.clone())).unwrap_or_default(),
-        plan: format!("{} runs{}", runs.len(), runs.first().map(|r| format!(" of {}", r.plan)).unwrap_or_default()),
+        started_at: Some(file.started_at)
+            .filter(|t| !t.is_empty())
+            .or_else(|| runs.first().map(|r| r.started_at.clone()))
+            .unwrap_or_default(),
+        plan: format!(
+            "{} runs{}",
+            runs.len(),
+            runs.first()
+                .map(|r| format!(" of {}", r.plan))
+                .unwrap_or_default()
+        ),
         status: file.status.name().to_string(),
-        problem: (complete.len() < runs.len()).then(|| format!("{} of {} runs completed; the figures are the mean of those", complete.len(), runs.len())),
+        problem: (complete.len() < runs.len()).then(|| {
+            format!(
+                "{} of {} runs completed; the figures are the mean of those",
+                complete.len(),
+                runs.len()
+            )
+        }),
         thresholds,
         figures,
         runs,
@@ -267,7 +340,13 @@ fn read_group(dir: &Path) -> Entry {
 }
 
 fn subdirs(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
     out.sort();
     out
 }
@@ -298,7 +377,13 @@ fn collect(dir: &Path, depth: usize, out: &mut Vec<Entry>) {
 /// down (`runs/demo/<run>`), oldest first.
 pub fn scan(dir: &Path) -> Result<Vec<Entry>> {
     if !dir.is_dir() {
-        return Err(ReportError::io(dir, std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory (volley run writes its runs under runs/, or where -o says)")));
+        return Err(ReportError::io(
+            dir,
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such directory (volley run writes its runs under runs/, or where -o says)",
+            ),
+        ));
     }
     let mut out = Vec::new();
     collect(dir, 0, &mut out);
@@ -335,13 +420,24 @@ fn cell(v: Option<f64>, unit: &str) -> String {
 
 /// `2026-11-23 05:09:08Z`.
 fn time_cell(e: &Entry) -> String {
-    e.started_at.parse::<jiff::Timestamp>().map(|t| t.strftime("%Y-%m-%d %H:%M:%SZ").to_string()).unwrap_or_else(|_| "-".to_string())
+    e.started_at
+        .parse::<jiff::Timestamp>()
+        .map(|t| t.strftime("%Y-%m-%d %H:%M:%SZ").to_string())
+        .unwrap_or_else(|_| "-".to_string())
 }
 
 fn status_cell(e: &Entry) -> String {
     let mut s = e.status.clone();
     if let Some((passed, total)) = e.thresholds {
-        let _ = write!(s, "{}", if passed == total { format!(", thresholds {passed}/{total} ok") } else { format!(", THRESHOLDS {}/{total} FAILED", total - passed) });
+        let _ = write!(
+            s,
+            "{}",
+            if passed == total {
+                format!(", thresholds {passed}/{total} ok")
+            } else {
+                format!(", THRESHOLDS {}/{total} FAILED", total - passed)
+            }
+        );
     }
     s
 }
@@ -349,12 +445,22 @@ fn status_cell(e: &Entry) -> String {
 /// The history as a terminal table: one line per run or group (a group's runs indented under
 /// it), then what could not be read.
 pub fn table(entries: &[Entry]) -> String {
-    let header = ["time", "name", "plan", "TPS", "TTFB p99", "errors", "status"];
+    let header = [
+        "time", "name", "plan", "TPS", "TTFB p99", "errors", "status",
+    ];
     let mut rows: Vec<[String; 7]> = Vec::new();
     let row = |e: &Entry, indent: &str| {
         [
             time_cell(e),
-            format!("{indent}{}{}", crate::render::terminal_safe(&e.name), if e.kind == Kind::Group { " (group)" } else { "" }),
+            format!(
+                "{indent}{}{}",
+                crate::render::terminal_safe(&e.name),
+                if e.kind == Kind::Group {
+                    " (group)"
+                } else {
+                    ""
+                }
+            ),
             crate::render::terminal_safe(&e.plan).into_owned(),
             cell(e.figure("tps_avg"), ""),
             cell(e.figure("ttfb_p99_ms"), " ms"),
@@ -368,7 +474,15 @@ pub fn table(entries: &[Entry]) -> String {
             rows.push(row(r, "  "));
         }
     }
-    let widths: Vec<usize> = (0..header.len()).map(|c| rows.iter().map(|r| r[c].chars().count()).chain([header[c].len()]).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].chars().count())
+                .chain([header[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
     let mut out = String::new();
     let right = |c: usize| (3..6).contains(&c);
     let line = |cells: &[String], out: &mut String| {
@@ -389,11 +503,20 @@ pub fn table(entries: &[Entry]) -> String {
     for r in &rows {
         line(r, &mut out);
     }
-    let problems: Vec<&Entry> = entries.iter().flat_map(|e| std::iter::once(e).chain(&e.runs)).filter(|e| e.problem.is_some()).collect();
+    let problems: Vec<&Entry> = entries
+        .iter()
+        .flat_map(|e| std::iter::once(e).chain(&e.runs))
+        .filter(|e| e.problem.is_some())
+        .collect();
     if !problems.is_empty() {
         out.push('\n');
         for e in problems {
-            let _ = writeln!(out, "note: {}: {}", e.path.display(), crate::render::terminal_safe(e.problem.as_deref().unwrap_or_default()));
+            let _ = writeln!(
+                out,
+                "note: {}: {}",
+                e.path.display(),
+                crate::render::terminal_safe(e.problem.as_deref().unwrap_or_default())
+            );
         }
     }
     out
@@ -405,7 +528,15 @@ mod tests {
 
     #[test]
     fn globs_match_whole_names() {
-        for (p, n, want) in [("rooms", "rooms", true), ("rooms", "rooms-2", false), ("rooms*", "rooms-2", true), ("*-pr-?", "api-pr-7", true), ("*", "", true), ("a*b*c", "aXbYc", true), ("a*b", "ab-", false)] {
+        for (p, n, want) in [
+            ("rooms", "rooms", true),
+            ("rooms", "rooms-2", false),
+            ("rooms*", "rooms-2", true),
+            ("*-pr-?", "api-pr-7", true),
+            ("*", "", true),
+            ("a*b*c", "aXbYc", true),
+            ("a*b", "ab-", false),
+        ] {
             assert_eq!(glob_match(p, n), want, "{p} vs {n}");
         }
     }
@@ -420,14 +551,23 @@ mod tests {
         let entries = scan(dir.path()).unwrap();
         assert_eq!(entries.len(), 2, "{entries:?}");
         let broken = entries.iter().find(|e| e.status == "unreadable").unwrap();
-        assert!(broken.problem.as_deref().unwrap().contains("run.json"), "{broken:?}");
-        assert_eq!(broken.started_at, "2026-01-01T00:00:00Z", "the time from the directory's name");
+        assert!(
+            broken.problem.as_deref().unwrap().contains("run.json"),
+            "{broken:?}"
+        );
+        assert_eq!(
+            broken.started_at, "2026-01-01T00:00:00Z",
+            "the time from the directory's name"
+        );
         let a = entries.iter().find(|e| e.name == "a").unwrap();
         assert_eq!(a.status, "complete");
         assert_eq!(a.plan, "GET / · 4 VUs · 5s");
         assert!((a.figure("tps_avg").unwrap() - 20.0).abs() < 1e-9, "{a:?}");
         assert!(a.figure("ttfb_p99_ms").unwrap() > 4.9);
         let text = table(&entries);
-        assert!(text.contains("unreadable") && text.contains("note: "), "{text}");
+        assert!(
+            text.contains("unreadable") && text.contains("note: "),
+            "{text}"
+        );
     }
 }

@@ -100,13 +100,25 @@ struct LineView {
 pub fn chart_view(c: Chart) -> ChartView {
     ChartView {
         name: c.name,
-        title: if c.y == Unit::Ms { format!("{} (ms)", c.title) } else { c.title },
+        title: if c.y == Unit::Ms {
+            format!("{} (ms)", c.title)
+        } else {
+            c.title
+        },
         xlabel: c.x_axis.label(),
         ylabel: c.y.label(),
         y2label: c.y2.map(Unit::label),
         percentile: c.x_axis == XAxis::Percentile,
         x: c.x,
-        series: c.lines.into_iter().map(|l| LineView { label: l.label, values: l.values, scale: l.right.then_some("y2") }).collect(),
+        series: c
+            .lines
+            .into_iter()
+            .map(|l| LineView {
+                label: l.label,
+                values: l.values,
+                scale: l.right.then_some("y2"),
+            })
+            .collect(),
     }
 }
 
@@ -140,10 +152,26 @@ struct LatencyView {
 fn view(r: &RunReport) -> ReportView {
     let mut latency: Vec<LatencyView> = crate::render::latency_rows(r)
         .into_iter()
-        .map(|(name, s)| LatencyView { name: name.to_string(), values: s.rows().iter().map(|(_, v)| if v.is_finite() { format!("{v:.2}") } else { "n/a".to_string() }).collect() })
+        .map(|(name, s)| LatencyView {
+            name: name.to_string(),
+            values: s
+                .rows()
+                .iter()
+                .map(|(_, v)| {
+                    if v.is_finite() {
+                        format!("{v:.2}")
+                    } else {
+                        "n/a".to_string()
+                    }
+                })
+                .collect(),
+        })
         .collect();
     if !latency.is_empty() && r.unavailable(volley_formats::Figure::Ttfb).is_some() {
-        latency.push(LatencyView { name: "TTFB".to_string(), values: vec!["n/a".to_string(); 9] });
+        latency.push(LatencyView {
+            name: "TTFB".to_string(),
+            values: vec!["n/a".to_string(); 9],
+        });
     }
     ReportView {
         name: r.name.clone(),
@@ -166,15 +194,30 @@ fn view(r: &RunReport) -> ReportView {
 
 /// JSON that is safe inside a `<script>` element.
 pub(crate) fn script_json<T: Serialize>(value: &T) -> String {
-    serde_json::to_string(value).expect("chart data serializes").replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
+    serde_json::to_string(value)
+        .expect("chart data serializes")
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
 }
 
-fn render(title: &str, reports: &[ReportView], steps: Vec<StepView>, method: Option<String>, charts: Vec<Chart>, svgs: Vec<String>) -> String {
+fn render(
+    title: &str,
+    reports: &[ReportView],
+    steps: Vec<StepView>,
+    method: Option<String>,
+    charts: Vec<Chart>,
+    svgs: Vec<String>,
+) -> String {
     let charts: Vec<ChartView> = charts.into_iter().map(chart_view).collect();
     let mut env = Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
-    env.add_template("page.html", PAGE).expect("the page template parses");
-    let heads: Vec<&str> = ["min", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"].to_vec();
+    env.add_template("page.html", PAGE)
+        .expect("the page template parses");
+    let heads: Vec<&str> = [
+        "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max",
+    ]
+    .to_vec();
     env.get_template("page.html")
         .expect("template exists")
         .render(context! {
@@ -202,7 +245,10 @@ pub fn report_page(sources: &[Source], reports: &[RunReport], opts: ReportOption
         _ => "volley report".to_string(),
     };
     let views: Vec<ReportView> = reports.iter().map(view).collect();
-    let charts = sources.iter().flat_map(|s| chartset::run_set(s, opts)).collect();
+    let charts = sources
+        .iter()
+        .flat_map(|s| chartset::run_set(s, opts))
+        .collect();
     render(&title, &views, Vec::new(), None, charts, Vec::new())
 }
 
@@ -227,16 +273,30 @@ struct StepRow {
 /// A change with its mark drawn (`+3.20% ●`), as HTML.
 fn change_html(r: &volley_stats::compare::CompareRow) -> String {
     let (change, after) = crate::compare::change_parts(r);
-    format!("{} {}{}", minijinja::HtmlEscape(&change), marks::svg(r.verdict), minijinja::HtmlEscape(after))
+    format!(
+        "{} {}{}",
+        minijinja::HtmlEscape(&change),
+        marks::svg(r.verdict),
+        minijinja::HtmlEscape(after)
+    )
 }
 
 /// The HTML page of a comparison; `bar_svgs` are the grouped-bar charts to inline.
-pub fn compare_page(cmp: &Comparison, sources: &[Source], opts: ReportOptions, bar_svgs: Vec<String>) -> String {
+pub fn compare_page(
+    cmp: &Comparison,
+    sources: &[Source],
+    opts: ReportOptions,
+    bar_svgs: Vec<String>,
+) -> String {
     let steps = cmp
         .steps
         .iter()
         .map(|s| (format!("{} → {}", s.before, s.after), s))
-        .chain(cmp.overall.iter().map(|s| (format!("Overall: {} → {}", s.before, s.after), s)))
+        .chain(
+            cmp.overall
+                .iter()
+                .map(|s| (format!("Overall: {} → {}", s.before, s.after), s)),
+        )
         .map(|(title, s)| StepView {
             title,
             before: s.before.clone(),
@@ -245,22 +305,46 @@ pub fn compare_page(cmp: &Comparison, sources: &[Source], opts: ReportOptions, b
                 .rows
                 .iter()
                 .map(|r| (String::new(), r))
-                .chain(s.per_population.iter().flat_map(|p| p.rows.iter().map(move |r| (format!("population {} · ", p.name), r))))
-                .chain(s.per_step.iter().flat_map(|p| p.rows.iter().map(move |r| (format!("{} · ", p.name), r))))
+                .chain(s.per_population.iter().flat_map(|p| {
+                    p.rows
+                        .iter()
+                        .map(move |r| (format!("population {} · ", p.name), r))
+                }))
+                .chain(
+                    s.per_step
+                        .iter()
+                        .flat_map(|p| p.rows.iter().map(move |r| (format!("{} · ", p.name), r))),
+                )
                 .map(|(prefix, r)| StepRow {
                     label: format!("{prefix}{}", r.label),
                     before: crate::compare::value(r.before, r.unit, r.key),
                     after: crate::compare::value(r.after, r.unit, r.key),
                     change: change_html(r),
-                    verdict: serde_json::to_value(r.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+                    verdict: serde_json::to_value(r.verdict)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default(),
                 })
                 .collect(),
         })
         .collect();
     let labels: Vec<String> = cmp.runs.iter().map(|r| r.label.clone()).collect();
     let charts = chartset::compare_set(sources, &labels, opts);
-    let method = cmp.caveat.iter().map(String::as_str).chain(std::iter::once(cmp.method.as_str())).collect::<Vec<_>>().join("\n");
-    render("volley compare", &[], steps, Some(marks::in_text(&method)), charts, bar_svgs)
+    let method = cmp
+        .caveat
+        .iter()
+        .map(String::as_str)
+        .chain(std::iter::once(cmp.method.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    render(
+        "volley compare",
+        &[],
+        steps,
+        Some(marks::in_text(&method)),
+        charts,
+        bar_svgs,
+    )
 }
 
 #[cfg(test)]
@@ -270,14 +354,33 @@ mod tests {
     #[test]
     fn comparison_marks_are_drawn_not_emoji() {
         let dir = tempfile::tempdir().unwrap();
-        let sources = [crate::testrun::run(dir.path(), "before", 6, 50, 5, &[]), crate::testrun::run(dir.path(), "after", 6, 50, 9, &[])];
+        let sources = [
+            crate::testrun::run(dir.path(), "before", 6, 50, 5, &[]),
+            crate::testrun::run(dir.path(), "after", 6, 50, 9, &[]),
+        ];
         let opts = ReportOptions::default();
-        let sets: Vec<volley_formats::RunSet> = sources.iter().cloned().map(volley_formats::RunSet::single).collect();
+        let sets: Vec<volley_formats::RunSet> = sources
+            .iter()
+            .cloned()
+            .map(volley_formats::RunSet::single)
+            .collect();
         let cmp = crate::compare::build(&sets, &[], opts);
         let page = compare_page(&cmp, &sources, opts, Vec::new());
-        assert!(!page.contains(['🟢', '🔴', '⚪']), "an emoji needs an emoji font, which headless Chromium on Debian lacks");
-        assert!(page.contains(marks::svg(volley_stats::compare::Verdict::Worse)), "slower TTFB is marked worse");
-        assert!(page.contains(marks::svg(volley_stats::compare::Verdict::Noise)), "the method names the within-the-noise mark");
-        assert!(cmp.markdown().contains("🔴") && cmp.table().contains("🔴"), "text reports keep their emoji");
+        assert!(
+            !page.contains(['🟢', '🔴', '⚪']),
+            "an emoji needs an emoji font, which headless Chromium on Debian lacks"
+        );
+        assert!(
+            page.contains(marks::svg(volley_stats::compare::Verdict::Worse)),
+            "slower TTFB is marked worse"
+        );
+        assert!(
+            page.contains(marks::svg(volley_stats::compare::Verdict::Noise)),
+            "the method names the within-the-noise mark"
+        );
+        assert!(
+            cmp.markdown().contains("🔴") && cmp.table().contains("🔴"),
+            "text reports keep their emoji"
+        );
     }
 }

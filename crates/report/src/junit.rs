@@ -122,7 +122,9 @@ fn seconds(s: f64) -> String {
 /// `2026-11-23T04:58:52`: RFC 3339 cut to the second, in UTC, without zone (the Ant schema's
 /// pattern); now when `rfc3339` is not a time stamp.
 fn timestamp(rfc3339: &str) -> String {
-    let t = rfc3339.parse::<jiff::Timestamp>().unwrap_or_else(|_| jiff::Timestamp::now());
+    let t = rfc3339
+        .parse::<jiff::Timestamp>()
+        .unwrap_or_else(|_| jiff::Timestamp::now());
     t.strftime("%Y-%m-%dT%H:%M:%S").to_string()
 }
 
@@ -153,12 +155,28 @@ pub fn document(suites: &[Suite]) -> String {
         .map(|s| SuiteView {
             name: token(&s.name),
             timestamp: timestamp(&s.timestamp),
-            hostname: token(if s.hostname.is_empty() { "localhost" } else { &s.hostname }),
+            hostname: token(if s.hostname.is_empty() {
+                "localhost"
+            } else {
+                &s.hostname
+            }),
             tests: s.cases.len(),
-            failures: s.cases.iter().filter(|c| matches!(c.outcome, CaseOutcome::Failure { .. })).count(),
-            skipped: s.cases.iter().filter(|c| matches!(c.outcome, CaseOutcome::Skipped { .. })).count(),
+            failures: s
+                .cases
+                .iter()
+                .filter(|c| matches!(c.outcome, CaseOutcome::Failure { .. }))
+                .count(),
+            skipped: s
+                .cases
+                .iter()
+                .filter(|c| matches!(c.outcome, CaseOutcome::Skipped { .. }))
+                .count(),
             time: seconds(s.time_s),
-            properties: s.properties.iter().map(|(k, v)| (token(k), xml_text(v))).collect(),
+            properties: s
+                .properties
+                .iter()
+                .map(|(k, v)| (token(k), xml_text(v)))
+                .collect(),
             cases: s
                 .cases
                 .iter()
@@ -168,10 +186,18 @@ pub fn document(suites: &[Suite]) -> String {
                     time: seconds(c.time_s),
                     outcome: match &c.outcome {
                         CaseOutcome::Passed => CaseOutcome::Passed,
-                        CaseOutcome::Failure { r#type, message, text } => {
-                            CaseOutcome::Failure { r#type: xml_text(r#type), message: xml_text(message), text: xml_text(text) }
-                        }
-                        CaseOutcome::Skipped { message } => CaseOutcome::Skipped { message: xml_text(message) },
+                        CaseOutcome::Failure {
+                            r#type,
+                            message,
+                            text,
+                        } => CaseOutcome::Failure {
+                            r#type: xml_text(r#type),
+                            message: xml_text(message),
+                            text: xml_text(text),
+                        },
+                        CaseOutcome::Skipped { message } => CaseOutcome::Skipped {
+                            message: xml_text(message),
+                        },
                     },
                 })
                 .collect(),
@@ -181,18 +207,32 @@ pub fn document(suites: &[Suite]) -> String {
     let mut env = Environment::new();
     // HTML escaping writes only entities XML knows (&amp; &lt; &gt; &quot; &#x27; &#x2f;).
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
-    env.add_template("junit.xml", DOCUMENT).expect("the JUnit template parses");
-    env.get_template("junit.xml").expect("template exists").render(context! { suites => Value::from(Serde(&views)) }).expect("the JUnit document renders")
+    env.add_template("junit.xml", DOCUMENT)
+        .expect("the JUnit template parses");
+    env.get_template("junit.xml")
+        .expect("template exists")
+        .render(context! { suites => Value::from(Serde(&views)) })
+        .expect("the JUnit document renders")
 }
 
 /// A value for a message: two decimals, or `n/a`.
 fn figure(v: f64) -> String {
-    if v.is_finite() { format!("{v:.2}") } else { "n/a".to_string() }
+    if v.is_finite() {
+        format!("{v:.2}")
+    } else {
+        "n/a".to_string()
+    }
 }
 
 /// The unit of a threshold's figure, from its expression (`step: ttfb p99 < 500ms` → ` ms`).
 fn threshold_unit(expr: &str) -> &'static str {
-    let metric = expr.rsplit(": ").next().unwrap_or(expr).split_whitespace().next().unwrap_or("");
+    let metric = expr
+        .rsplit(": ")
+        .next()
+        .unwrap_or(expr)
+        .split_whitespace()
+        .next()
+        .unwrap_or("");
     match metric {
         "error_rate" | "errors" => "%",
         "tps" => " TPS",
@@ -214,8 +254,23 @@ pub fn run_suite(r: &RunReport, hostname: &str) -> Suite {
             outcome: if t.passed {
                 CaseOutcome::Passed
             } else {
-                let actual = if t.actual.is_finite() { format!("the run measured {}{}", figure(t.actual), threshold_unit(&t.expr)) } else { "the run has no such figure".to_string() };
-                CaseOutcome::Failure { r#type: "threshold".into(), message: format!("{}: {actual}", t.expr), text: format!("threshold `{}` failed: {actual} (source {})", t.expr, r.source) }
+                let actual = if t.actual.is_finite() {
+                    format!(
+                        "the run measured {}{}",
+                        figure(t.actual),
+                        threshold_unit(&t.expr)
+                    )
+                } else {
+                    "the run has no such figure".to_string()
+                };
+                CaseOutcome::Failure {
+                    r#type: "threshold".into(),
+                    message: format!("{}: {actual}", t.expr),
+                    text: format!(
+                        "threshold `{}` failed: {actual} (source {})",
+                        t.expr, r.source
+                    ),
+                }
             },
         })
         .collect();
@@ -225,13 +280,24 @@ pub fn run_suite(r: &RunReport, hostname: &str) -> Suite {
         classname,
         time_s: r.measured_s + r.warmup_s,
         outcome: if aborted {
-            let why = r.reason.clone().unwrap_or_else(|| "volley stopped it".to_string());
-            CaseOutcome::Failure { r#type: "aborted".into(), message: format!("the run was aborted: {why}"), text: why }
+            let why = r
+                .reason
+                .clone()
+                .unwrap_or_else(|| "volley stopped it".to_string());
+            CaseOutcome::Failure {
+                r#type: "aborted".into(),
+                message: format!("the run was aborted: {why}"),
+                text: why,
+            }
         } else {
             CaseOutcome::Passed
         },
     });
-    let ttfb_p99 = r.per_request.ttfb_ms.as_ref().map_or(f64::NAN, |l| l.p99_ms);
+    let ttfb_p99 = r
+        .per_request
+        .ttfb_ms
+        .as_ref()
+        .map_or(f64::NAN, |l| l.p99_ms);
     Suite {
         name: r.name.clone(),
         timestamp: r.started_at.clone(),
@@ -279,9 +345,14 @@ pub fn gate_suites(gate: &GateResult, comparison_text: &str, hostname: &str) -> 
                             Outcome::Fail => CaseOutcome::Failure {
                                 r#type: "regression".into(),
                                 message: format!("{}: {}", c.label, c.why),
-                                text: format!("{} got worse from {} to {}: {}", c.label, t.before, t.after, c.why),
+                                text: format!(
+                                    "{} got worse from {} to {}: {}",
+                                    c.label, t.before, t.after, c.why
+                                ),
                             },
-                            Outcome::NotJudged => CaseOutcome::Skipped { message: format!("{}: {}", c.label, c.why) },
+                            Outcome::NotJudged => CaseOutcome::Skipped {
+                                message: format!("{}: {}", c.label, c.why),
+                            },
                         },
                     })
                     .collect(),
@@ -307,16 +378,41 @@ mod tests {
                 name: "  ".into(),
                 classname: "x".into(),
                 time_s: f64::NAN,
-                outcome: CaseOutcome::Failure { r#type: "t".into(), message: "1 < 2 & 3 > 2".into(), text: "]]> \u{0}".into() },
+                outcome: CaseOutcome::Failure {
+                    r#type: "t".into(),
+                    message: "1 < 2 & 3 > 2".into(),
+                    text: "]]> \u{0}".into(),
+                },
             }],
             system_out: "out\u{7}".into(),
         };
         let xml = document(&[suite]);
-        assert!(xml.contains(r#"name="a &lt;b&gt; &amp; &quot;c&quot;""#), "{xml}");
-        assert!(xml.contains(r#"timestamp="2026-11-23T04:58:52""#) && xml.contains(r#"hostname="localhost""#) && xml.contains(r#"time="12.346""#), "{xml}");
-        assert!(xml.contains(r#"<testcase name="-" classname="x" time="0.000">"#), "{xml}");
-        assert!(xml.contains("message=\"1 &lt; 2 &amp; 3 &gt; 2\"") && xml.contains("]]&gt; \u{FFFD}"), "{xml}");
-        assert!(!xml.chars().any(|c| (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r')), "{xml}");
-        assert!(xml.contains(r#"tests="1" failures="1" errors="0" skipped="0""#), "{xml}");
+        assert!(
+            xml.contains(r#"name="a &lt;b&gt; &amp; &quot;c&quot;""#),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(r#"timestamp="2026-11-23T04:58:52""#)
+                && xml.contains(r#"hostname="localhost""#)
+                && xml.contains(r#"time="12.346""#),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(r#"<testcase name="-" classname="x" time="0.000">"#),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("message=\"1 &lt; 2 &amp; 3 &gt; 2\"") && xml.contains("]]&gt; \u{FFFD}"),
+            "{xml}"
+        );
+        assert!(
+            !xml.chars()
+                .any(|c| (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r')),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(r#"tests="1" failures="1" errors="0" skipped="0""#),
+            "{xml}"
+        );
     }
 }

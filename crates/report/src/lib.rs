@@ -11,16 +11,21 @@ mod render;
 mod testrun;
 
 pub use error::{ReportError, Result, WarmupError};
-pub use model::{ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, ThresholdResult, Warmup, check_warmup, threshold_actual, warmup_seconds};
-pub use render::{csv, group_thousands, markdown, markdown_with_charts, md_text, table, terminal_safe};
+pub use model::{
+    ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, ThresholdResult, Warmup,
+    check_warmup, threshold_actual, warmup_seconds,
+};
+pub use render::{
+    csv, group_thousands, markdown, markdown_with_charts, md_text, table, terminal_safe,
+};
 
+pub mod charts;
 pub mod chartset;
 pub mod compare;
 pub mod gate;
 pub mod group;
 pub mod history;
-pub mod junit;
-pub mod charts;
 pub mod html;
+pub mod junit;
 pub mod sweep;
 pub mod trend;

@@ -126,8 +126,16 @@ impl PopulationReport {
                 let note = p.meta.as_ref().and_then(|m| m.population.as_ref());
                 let start_s = note.map_or(0.0, |n| n.start_s);
                 let model = note.map_or("", |n| n.load.kind()).to_string();
-                let opts = ReportOptions { warmup: Some(Warmup::Seconds(warmup_s.max(start_s))), ..opts };
-                PopulationReport { name: p.name.clone(), model, start_s, report: RunReport::from_source(p, opts) }
+                let opts = ReportOptions {
+                    warmup: Some(Warmup::Seconds(warmup_s.max(start_s))),
+                    ..opts
+                };
+                PopulationReport {
+                    name: p.name.clone(),
+                    model,
+                    start_s,
+                    report: RunReport::from_source(p, opts),
+                }
             })
             .collect()
     }
@@ -187,7 +195,9 @@ impl RunReport {
     /// The report of any opened result.
     pub fn from_source(src: &Source, opts: ReportOptions) -> RunReport {
         let warmup_s = warmup_seconds(src, opts.warmup);
-        let suite_opts = SuiteOptions { tps_tail: opts.tps_tail };
+        let suite_opts = SuiteOptions {
+            tps_tail: opts.tps_tail,
+        };
         let series = src.series.after_warmup(warmup_s);
         let seed_suite = unavailable(src, SeedSuite::compute(&series, suite_opts));
         let first_kept = src.series.intervals.len() - series.intervals.len();
@@ -210,7 +220,11 @@ impl RunReport {
             ));
         }
         let nominal = series.nominal_interval_s();
-        if let Some(last) = series.intervals.last().filter(|l| l.period_s < nominal * 0.999) {
+        if let Some(last) = series
+            .intervals
+            .last()
+            .filter(|l| l.period_s < nominal * 0.999)
+        {
             notes.push(format!(
                 "The last interval is partial ({:.2} s of {nominal} s); its TPS is per second of that part.",
                 last.period_s
@@ -226,7 +240,11 @@ impl RunReport {
         if src.format == Format::Ngrinder {
             notes.push("This file has only per-interval means: per-request percentiles are not available from it.".to_string());
         }
-        let steps = src.meta.as_ref().map(|m| m.steps.as_slice()).unwrap_or_default();
+        let steps = src
+            .meta
+            .as_ref()
+            .map(|m| m.steps.as_slice())
+            .unwrap_or_default();
         let per_test = src
             .per_test
             .iter()
@@ -236,18 +254,30 @@ impl RunReport {
                 TestSuite {
                     name: name.clone(),
                     kind: step.map(|s| s.kind.name().to_string()),
-                    seed_suite: unavailable(src, SeedSuite::compute(&s.after_warmup(warmup_s), suite_opts)),
+                    seed_suite: unavailable(
+                        src,
+                        SeedSuite::compute(&s.after_warmup(warmup_s), suite_opts),
+                    ),
                     ttfb_ms: src.latency(HistKey::step(HistMetric::Ttfb, i), warmup_s),
                     total_ms: src.latency(HistKey::step(HistMetric::Total, i), warmup_s),
-                    events: src.step_events.get(i).map_or(0, |e| e.iter().skip(first_kept).sum()),
+                    events: src
+                        .step_events
+                        .get(i)
+                        .map_or(0, |e| e.iter().skip(first_kept).sum()),
                 }
             })
             .collect();
-        let varies = || series.intervals.windows(2).any(|w| (w[0].vusers - w[1].vusers).abs() >= 1.0);
+        let varies = || {
+            series
+                .intervals
+                .windows(2)
+                .any(|w| (w[0].vusers - w[1].vusers).abs() >= 1.0)
+        };
         // A total of populations sums VUs of different flows and models: no knee to read
         // from it (each population's report has its own). Only a volley run's VUs are looked
         // through (an imported series may be millions of rows).
-        let saturation = (src.format == Format::Volley && src.populations.is_empty() && varies()).then(|| volley_stats::knee::saturation(&series));
+        let saturation = (src.format == Format::Volley && src.populations.is_empty() && varies())
+            .then(|| volley_stats::knee::saturation(&series));
         let server = server_peaks(src, warmup_s);
         let meta = src.meta.as_ref();
         let model = meta.map(|m| m.plan.model()).unwrap_or_default().to_string();
@@ -270,7 +300,11 @@ impl RunReport {
         if !plan_changes.is_empty() {
             notes.push(format!(
                 "The plan was changed while the run went, from then on until its end: {}.",
-                plan_changes.iter().map(|c| c.describe()).collect::<Vec<_>>().join("; ")
+                plan_changes
+                    .iter()
+                    .map(|c| c.describe())
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ));
         }
         if model == "open" {
@@ -310,21 +344,29 @@ impl RunReport {
             populations: PopulationReport::of(src, warmup_s, opts),
         };
         if !report.populations.is_empty() {
-            let each: Vec<String> = report.populations.iter().map(|p| format!("{} ({}, from {} s)", p.name, p.model, p.start_s)).collect();
+            let each: Vec<String> = report
+                .populations
+                .iter()
+                .map(|p| format!("{} ({}, from {} s)", p.name, p.model, p.start_s))
+                .collect();
             report.notes.push(format!(
                 "Populations run side by side: {}. The figures above are their total (every request of every population); each has its own row and report below{}.",
                 each.join(", "),
                 if report.model == "mixed" { " — the total's latencies mix open-model requests (from their due time) and closed-model ones (from their actual start)" } else { "" }
             ));
         }
-        let criteria = meta.map(|m| m.plan.thresholds.as_slice()).unwrap_or_default();
+        let criteria = meta
+            .map(|m| m.plan.thresholds.as_slice())
+            .unwrap_or_default();
         report.thresholds = criteria.iter().map(|t| judge(t, &report)).collect();
         report
     }
 
     /// Requests that completed successfully.
     pub fn completed(&self) -> u64 {
-        self.seed_suite.total_tests.saturating_sub(self.seed_suite.errors)
+        self.seed_suite
+            .total_tests
+            .saturating_sub(self.seed_suite.errors)
     }
 
     /// Why `figure` is not available from this report's source, when it is not.
@@ -405,7 +447,13 @@ fn unavailable(src: &Source, mut suite: SeedSuite) -> SeedSuite {
         suite.error_rate_pct = f64::NAN;
     }
     if src.unavailable(Figure::Tps).is_some() {
-        for v in [&mut suite.tps_avg, &mut suite.tps_p50, &mut suite.tps_p95, &mut suite.tps_p99, &mut suite.tps_p99_9] {
+        for v in [
+            &mut suite.tps_avg,
+            &mut suite.tps_p50,
+            &mut suite.tps_p95,
+            &mut suite.tps_p99,
+            &mut suite.tps_p99_9,
+        ] {
             *v = f64::NAN;
         }
     }
@@ -419,7 +467,12 @@ fn is_zero(v: &u64) -> bool {
 fn error_lines(src: &Source, first_kept: usize) -> Vec<ErrorLine> {
     let mut errors = Vec::new();
     for kind in ErrorKind::ALL {
-        let count: u64 = src.errors_by_kind.iter().skip(first_kept).map(|e| e[kind.index()]).sum();
+        let count: u64 = src
+            .errors_by_kind
+            .iter()
+            .skip(first_kept)
+            .map(|e| e[kind.index()])
+            .sum();
         if count > 0 {
             let messages = src
                 .meta
@@ -428,7 +481,11 @@ fn error_lines(src: &Source, first_kept: usize) -> Vec<ErrorLine> {
                 .find(|n| n.kind == kind)
                 .map(|n| n.messages.iter().map(ToString::to_string).collect())
                 .unwrap_or_default();
-            errors.push(ErrorLine { kind: kind.name().to_string(), count, messages });
+            errors.push(ErrorLine {
+                kind: kind.name().to_string(),
+                count,
+                messages,
+            });
         }
     }
     errors
@@ -445,7 +502,10 @@ fn generator(src: &Source, first_kept: usize, warmup_s: f64) -> Option<Generator
         sched_lag_max_ms: kept.iter().map(|g| g.sched_lag_max_ms).fold(0.0, f64::max),
         sched_lag_ms: src.latency(HistKey::SCHED_LAG, warmup_s),
         cpu_max_pct: kept.iter().map(|g| g.cpu_pct).fold(0.0, f64::max),
-        behind_intervals: kept.iter().filter(|g| g.sched_lag_max_ms > BEHIND_MS).count(),
+        behind_intervals: kept
+            .iter()
+            .filter(|g| g.sched_lag_max_ms > BEHIND_MS)
+            .count(),
         saturated_intervals: kept.iter().filter(|g| g.cpu_pct > SATURATED_PCT).count(),
     })
 }
@@ -456,7 +516,11 @@ pub fn warmup_seconds(src: &Source, warmup: Option<Warmup>) -> f64 {
     match warmup {
         Some(Warmup::Seconds(s)) => s,
         Some(Warmup::Stages(n)) => {
-            let stages = src.meta.as_ref().map(|m| m.plan.load.stage_durations()).unwrap_or_default();
+            let stages = src
+                .meta
+                .as_ref()
+                .map(|m| m.plan.load.stage_durations())
+                .unwrap_or_default();
             stages.iter().take(n).map(|d| d.as_secs_f64()).sum()
         }
         None => src.meta.as_ref().map_or(0.0, |m| m.warmup_s),
@@ -465,13 +529,27 @@ pub fn warmup_seconds(src: &Source, warmup: Option<Warmup>) -> f64 {
 
 /// Checks that `warmup` leaves something of `src` to report: `stage:N` needs a run with
 /// more than N stages, and a warm-up in seconds must be shorter than what was measured.
-pub fn check_warmup(src: &Source, warmup: Option<Warmup>) -> std::result::Result<(), crate::error::WarmupError> {
-    let fail = |why: String| Err(crate::error::WarmupError { path: src.path.clone(), why });
+pub fn check_warmup(
+    src: &Source,
+    warmup: Option<Warmup>,
+) -> std::result::Result<(), crate::error::WarmupError> {
+    let fail = |why: String| {
+        Err(crate::error::WarmupError {
+            path: src.path.clone(),
+            why,
+        })
+    };
     match warmup {
         Some(Warmup::Stages(n)) => {
-            let stages = src.meta.as_ref().map(|m| m.plan.load.stage_durations()).unwrap_or_default();
+            let stages = src
+                .meta
+                .as_ref()
+                .map(|m| m.plan.load.stage_durations())
+                .unwrap_or_default();
             if stages.is_empty() {
-                return fail(format!("--warmup stage:{n} needs a volley run's stages and this has none; give the warm-up in seconds, e.g. --warmup 60s"));
+                return fail(format!(
+                    "--warmup stage:{n} needs a volley run's stages and this has none; give the warm-up in seconds, e.g. --warmup 60s"
+                ));
             }
             if n >= stages.len() {
                 return fail(format!(
@@ -486,7 +564,9 @@ pub fn check_warmup(src: &Source, warmup: Option<Warmup>) -> std::result::Result
             // Summed only for a warm-up in seconds (a long imported series is millions of rows).
             let measured = src.series.measured_s();
             if measured > 0.0 && s >= measured {
-                return fail(format!("--warmup {s}s leaves nothing of the {measured:.0} s measured; give a shorter warm-up"));
+                return fail(format!(
+                    "--warmup {s}s leaves nothing of the {measured:.0} s measured; give a shorter warm-up"
+                ));
             }
         }
         _ => {}
@@ -533,7 +613,11 @@ fn server_peaks(src: &Source, warmup_s: f64) -> Vec<ServerPeak> {
         if !KEY_SERVER_SERIES.iter().any(|k| p.series.starts_with(k)) {
             continue;
         }
-        let row = src.series.intervals.iter().find(|r| p.elapsed_s <= r.start_s + r.period_s + 1e-6);
+        let row = src
+            .series
+            .intervals
+            .iter()
+            .find(|r| p.elapsed_s <= r.start_s + r.period_s + 1e-6);
         let (vusers, tps) = row.map_or((0.0, 0.0), |r| (r.vusers, r.tps));
         match peaks.iter_mut().find(|k| k.series == p.series) {
             Some(k) => {
@@ -546,7 +630,11 @@ fn server_peaks(src: &Source, warmup_s: f64) -> Vec<ServerPeak> {
             }
             None => peaks.push(ServerPeak {
                 series: p.series.clone(),
-                kind: if p.rate { "rate".into() } else { "gauge".into() },
+                kind: if p.rate {
+                    "rate".into()
+                } else {
+                    "gauge".into()
+                },
                 peak: p.value,
                 at_s: p.elapsed_s,
                 vusers,
@@ -560,11 +648,19 @@ fn server_peaks(src: &Source, warmup_s: f64) -> Vec<ServerPeak> {
 
 /// VUs in the interval that holds `t` seconds.
 fn vusers_at(src: &Source, t: f64) -> f64 {
-    src.series.intervals.iter().find(|r| t <= r.start_s + r.period_s + 1e-6).map_or(0.0, |r| r.vusers)
+    src.series
+        .intervals
+        .iter()
+        .find(|r| t <= r.start_s + r.period_s + 1e-6)
+        .map_or(0.0, |r| r.vusers)
 }
 
 /// One sentence per bottleneck signal the run shows.
-fn findings(src: &Source, peaks: &[ServerPeak], saturation: Option<&volley_stats::knee::Saturation>) -> Vec<String> {
+fn findings(
+    src: &Source,
+    peaks: &[ServerPeak],
+    saturation: Option<&volley_stats::knee::Saturation>,
+) -> Vec<String> {
     let mut out = Vec::new();
     let find = |prefix: &str| peaks.iter().find(|p| p.series.starts_with(prefix));
     if let Some(p) = find("hikaricp_connections_pending").filter(|p| p.peak > 0.0) {
@@ -576,18 +672,38 @@ fn findings(src: &Source, peaks: &[ServerPeak], saturation: Option<&volley_stats
             p.vusers
         ));
     }
-    let max_threads = src.server.iter().find(|p| p.series.starts_with("tomcat_threads_config_max_threads")).map(|p| p.value);
+    let max_threads = src
+        .server
+        .iter()
+        .find(|p| p.series.starts_with("tomcat_threads_config_max_threads"))
+        .map(|p| p.value);
     if let (Some(busy), Some(max)) = (find("tomcat_threads_busy_threads"), max_threads)
-        && max > 0.0 && busy.peak >= max {
-            out.push(format!("All {max:.0} worker threads were busy at {:.0} VUs: requests queued for a thread.", busy.vusers));
-        }
+        && max > 0.0
+        && busy.peak >= max
+    {
+        out.push(format!(
+            "All {max:.0} worker threads were busy at {:.0} VUs: requests queued for a thread.",
+            busy.vusers
+        ));
+    }
     if let Some(cpu) = find("process_cpu_usage") {
-        let verdict = if cpu.peak >= 0.8 { "near saturation: CPU may be the limit" } else { "so CPU was not the limit" };
-        out.push(format!("Server process CPU peaked at {:.0} % at {:.0} VUs, {verdict}.", cpu.peak * 100.0, cpu.vusers));
+        let verdict = if cpu.peak >= 0.8 {
+            "near saturation: CPU may be the limit"
+        } else {
+            "so CPU was not the limit"
+        };
+        out.push(format!(
+            "Server process CPU peaked at {:.0} % at {:.0} VUs, {verdict}.",
+            cpu.peak * 100.0,
+            cpu.vusers
+        ));
     }
     if let Some(gc) = find("jvm_gc_pause_seconds_count").filter(|p| p.peak > 0.0) {
         let paused = find("jvm_gc_pause_seconds_sum").map_or(0.0, |p| p.peak * 1000.0);
-        out.push(format!("Up to {:.1} GC pauses per second ({paused:.1} ms paused per second) at {:.0} VUs.", gc.peak, gc.vusers));
+        out.push(format!(
+            "Up to {:.1} GC pauses per second ({paused:.1} ms paused per second) at {:.0} VUs.",
+            gc.peak, gc.vusers
+        ));
     }
     if let Some(s) = saturation {
         out.push(s.finding.clone());
@@ -608,29 +724,53 @@ pub struct ThresholdResult {
 
 /// A threshold of the run: of its total, or of one of its populations.
 fn judge(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
-    let Some(name) = &t.population else { return evaluate(t, r) };
+    let Some(name) = &t.population else {
+        return evaluate(t, r);
+    };
     let expr = match &t.step {
-        Some(step) => format!("{}: {}", volley_scenario::qualified_step(name, step), t.local_expr()),
+        Some(step) => format!(
+            "{}: {}",
+            volley_scenario::qualified_step(name, step),
+            t.local_expr()
+        ),
         None => t.expr.clone(),
     };
     match r.populations.iter().find(|p| p.name == *name) {
         Some(p) => {
-            let local = volley_scenario::Threshold { expr: t.local_expr().to_string(), population: None, ..t.clone() };
-            ThresholdResult { expr, ..evaluate(&local, &p.report) }
+            let local = volley_scenario::Threshold {
+                expr: t.local_expr().to_string(),
+                population: None,
+                ..t.clone()
+            };
+            ThresholdResult {
+                expr,
+                ..evaluate(&local, &p.report)
+            }
         }
         // A population the run did not record (its directory is gone) fails.
-        None => ThresholdResult { expr, actual: f64::NAN, passed: false },
+        None => ThresholdResult {
+            expr,
+            actual: f64::NAN,
+            passed: false,
+        },
     }
 }
 
 fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
-    let step = t.step.as_ref().and_then(|name| r.per_test.iter().find(|p| p.name == *name));
+    let step = t
+        .step
+        .as_ref()
+        .and_then(|name| r.per_test.iter().find(|p| p.name == *name));
     let expr = match &t.step {
         Some(name) => format!("{name}: {}", t.expr),
         None => t.expr.clone(),
     };
     if t.step.is_some() && step.is_none() {
-        return ThresholdResult { expr, actual: f64::NAN, passed: false };
+        return ThresholdResult {
+            expr,
+            actual: f64::NAN,
+            passed: false,
+        };
     }
     let s = step.map_or(&r.seed_suite, |p| &p.seed_suite);
     let (ttfb, total) = match step {
@@ -638,7 +778,11 @@ fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
         None => (&r.per_request.ttfb_ms, &r.per_request.total_ms),
     };
     let actual = threshold_actual(t, s, ttfb, total, &r.per_request.iteration_ms);
-    ThresholdResult { expr, actual, passed: actual.is_finite() && t.op.holds(actual, t.limit) }
+    ThresholdResult {
+        expr,
+        actual,
+        passed: actual.is_finite() && t.op.holds(actual, t.limit),
+    }
 }
 
 /// The figure threshold `t` reads, from the suite and latencies of the run (or of its step):

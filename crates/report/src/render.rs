@@ -11,12 +11,20 @@ use crate::model::RunReport;
 pub use volley_formats::numfmt::group_thousands;
 
 fn num(v: f64) -> String {
-    if v.is_finite() { format!("{v:.2}") } else { "n/a".to_string() }
+    if v.is_finite() {
+        format!("{v:.2}")
+    } else {
+        "n/a".to_string()
+    }
 }
 
 /// `v` with its unit, or `n/a` alone.
 fn with_unit(v: f64, unit: &str) -> String {
-    if v.is_finite() { format!("{v:.2}{unit}") } else { "n/a".to_string() }
+    if v.is_finite() {
+        format!("{v:.2}{unit}")
+    } else {
+        "n/a".to_string()
+    }
 }
 
 /// The seed suite as (label, value) rows, in the seeds' order and wording.
@@ -31,7 +39,14 @@ fn suite_rows_of(s: &volley_stats::SeedSuite) -> Vec<(String, String)> {
     };
     vec![
         ("Total Tests".into(), group_thousands(s.total_tests)),
-        ("Error Rate".into(), if s.error_rate_pct.is_finite() { format!("{}% ({})", num(s.error_rate_pct), group_thousands(s.errors)) } else { "n/a".to_string() }),
+        (
+            "Error Rate".into(),
+            if s.error_rate_pct.is_finite() {
+                format!("{}% ({})", num(s.error_rate_pct), group_thousands(s.errors))
+            } else {
+                "n/a".to_string()
+            },
+        ),
         ("TPS Average".into(), num(s.tps_avg)),
         (format!("TPS p50{tail}"), num(s.tps_p50)),
         (format!("TPS p95{tail}"), num(s.tps_p95)),
@@ -42,8 +57,14 @@ fn suite_rows_of(s: &volley_stats::SeedSuite) -> Vec<(String, String)> {
         ("MTTFB p95".into(), with_unit(s.mttfb_p95_ms, " ms")),
         ("MTTFB p99".into(), with_unit(s.mttfb_p99_ms, " ms")),
         ("MTTFB p99.9".into(), with_unit(s.mttfb_p99_9_ms, " ms")),
-        ("MTTFB Average Difference".into(), with_unit(s.mttfb_avg_diff_ms, " ms")),
-        ("MTTFB Average Variability".into(), with_unit(s.mttfb_variability_pct, "%")),
+        (
+            "MTTFB Average Difference".into(),
+            with_unit(s.mttfb_avg_diff_ms, " ms"),
+        ),
+        (
+            "MTTFB Average Variability".into(),
+            with_unit(s.mttfb_variability_pct, "%"),
+        ),
     ]
 }
 
@@ -55,17 +76,34 @@ pub(crate) fn latency_rows(r: &RunReport) -> Vec<(&'static str, &LatencySummary)
         ("Total time", "Total (from due time)", &p.total_ms),
         ("", "TTFB (actual send)", &p.ttfb_actual_ms),
         ("", "Total (actual send)", &p.total_actual_ms),
-        ("Iteration (whole flow)", "Iteration (whole flow)", &p.iteration_ms),
-        ("Unfinished (waited)", "Unfinished (waited)", &p.unfinished_ms),
+        (
+            "Iteration (whole flow)",
+            "Iteration (whole flow)",
+            &p.iteration_ms,
+        ),
+        (
+            "Unfinished (waited)",
+            "Unfinished (waited)",
+            &p.unfinished_ms,
+        ),
     ];
     named
         .iter()
-        .filter_map(|(closed, open_name, v)| v.as_ref().map(|v| (if open { *open_name } else { *closed }, v)))
+        .filter_map(|(closed, open_name, v)| {
+            v.as_ref()
+                .map(|v| (if open { *open_name } else { *closed }, v))
+        })
         .collect()
 }
 
 fn headline(r: &RunReport) -> String {
-    let mut h = format!("{} — {} ({} s measured, interval {} s)", terminal_safe(&r.name), r.status, num(r.measured_s), r.interval_s);
+    let mut h = format!(
+        "{} — {} ({} s measured, interval {} s)",
+        terminal_safe(&r.name),
+        r.status,
+        num(r.measured_s),
+        r.interval_s
+    );
     if let Some(reason) = &r.reason {
         let _ = write!(h, "\nstopped: {}", terminal_safe(reason));
     }
@@ -76,14 +114,29 @@ fn headline(r: &RunReport) -> String {
 }
 
 /// Said at the top of a report in which no request completed.
-const NOTHING_COMPLETED: &str = "NO REQUEST COMPLETED: no figure below describes a response; see the errors.";
+const NOTHING_COMPLETED: &str =
+    "NO REQUEST COMPLETED: no figure below describes a response; see the errors.";
 
-pub(crate) const STEP_HEADER: [&str; 11] =
-    ["step", "kind", "tests", "errors", "error %", "TPS avg", "TTFB p50", "TTFB p95", "TTFB p99", "total p99", "events"];
+pub(crate) const STEP_HEADER: [&str; 11] = [
+    "step",
+    "kind",
+    "tests",
+    "errors",
+    "error %",
+    "TPS avg",
+    "TTFB p50",
+    "TTFB p95",
+    "TTFB p99",
+    "total p99",
+    "events",
+];
 
 /// One row per scenario step.
 pub(crate) fn step_rows(r: &RunReport) -> Vec<Vec<String>> {
-    let ms = |l: &Option<LatencySummary>, pick: fn(&LatencySummary) -> f64| l.as_ref().map_or("-".to_string(), |l| format!("{:.2}", pick(l)));
+    let ms = |l: &Option<LatencySummary>, pick: fn(&LatencySummary) -> f64| {
+        l.as_ref()
+            .map_or("-".to_string(), |l| format!("{:.2}", pick(l)))
+    };
     r.per_test
         .iter()
         .filter(|t| t.kind.is_some() || t.total_ms.is_some())
@@ -106,15 +159,30 @@ pub(crate) fn step_rows(r: &RunReport) -> Vec<Vec<String>> {
         .collect()
 }
 
-pub(crate) const POPULATION_HEADER: [&str; 12] =
-    ["population", "model", "start s", "tests", "errors", "error %", "TPS avg", "MTTFB avg", "TTFB p50", "TTFB p95", "TTFB p99", "total p99"];
+pub(crate) const POPULATION_HEADER: [&str; 12] = [
+    "population",
+    "model",
+    "start s",
+    "tests",
+    "errors",
+    "error %",
+    "TPS avg",
+    "MTTFB avg",
+    "TTFB p50",
+    "TTFB p95",
+    "TTFB p99",
+    "total p99",
+];
 
 /// One row per population and a last row for the run's total (none without populations).
 pub(crate) fn population_rows(r: &RunReport) -> Vec<Vec<String>> {
     if r.populations.is_empty() {
         return Vec::new();
     }
-    let ms = |l: &Option<LatencySummary>, pick: fn(&LatencySummary) -> f64| l.as_ref().map_or("-".to_string(), |l| format!("{:.2}", pick(l)));
+    let ms = |l: &Option<LatencySummary>, pick: fn(&LatencySummary) -> f64| {
+        l.as_ref()
+            .map_or("-".to_string(), |l| format!("{:.2}", pick(l)))
+    };
     let row = |name: &str, model: &str, start: String, x: &RunReport| {
         let s = &x.seed_suite;
         vec![
@@ -132,16 +200,28 @@ pub(crate) fn population_rows(r: &RunReport) -> Vec<Vec<String>> {
             ms(&x.per_request.total_ms, |l| l.p99_ms),
         ]
     };
-    let mut rows: Vec<Vec<String>> = r.populations.iter().map(|p| row(&p.name, &p.model, format!("{}", p.start_s), &p.report)).collect();
+    let mut rows: Vec<Vec<String>> = r
+        .populations
+        .iter()
+        .map(|p| row(&p.name, &p.model, format!("{}", p.start_s), &p.report))
+        .collect();
     rows.push(row("total", &r.model, "-".into(), r));
     rows
 }
 
 /// Cells laid out in columns under `header`, the first left-aligned.
 fn columns(out: &mut String, header: &[&str], rows: Vec<Vec<String>>) {
-    let widths: Vec<usize> =
-        (0..header.len()).map(|c| rows.iter().map(|r| r[c].chars().count()).chain([header[c].len()]).max().unwrap_or(0)).collect();
-    for row in std::iter::once(header.iter().map(|s| s.to_string()).collect::<Vec<_>>()).chain(rows) {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].chars().count())
+                .chain([header[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in std::iter::once(header.iter().map(|s| s.to_string()).collect::<Vec<_>>()).chain(rows)
+    {
         let _ = write!(out, "  {:<w$}", row[0], w = widths[0]);
         for (c, cell) in row.iter().enumerate().skip(1) {
             let _ = write!(out, "  {cell:>w$}", w = widths[c]);
@@ -156,22 +236,46 @@ pub fn table(r: &RunReport) -> String {
     let _ = writeln!(out, "{}\n", headline(r));
     let rows = suite_rows(r);
     let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
-    let _ = writeln!(out, "Per-interval metric suite (over {} intervals)", r.seed_suite.intervals);
+    let _ = writeln!(
+        out,
+        "Per-interval metric suite (over {} intervals)",
+        r.seed_suite.intervals
+    );
     for (label, value) in &rows {
         let _ = writeln!(out, "  {label:<width$}  {value:>14}");
     }
     let pops = population_rows(r);
     if !pops.is_empty() {
-        let _ = writeln!(out, "\nPopulations (each over the time it ran; per-request ms; the last row is the run's total)");
+        let _ = writeln!(
+            out,
+            "\nPopulations (each over the time it ran; per-request ms; the last row is the run's total)"
+        );
         columns(&mut out, &POPULATION_HEADER, pops);
     }
     let steps = step_rows(r);
     if !steps.is_empty() {
-        let _ = writeln!(out, "\nSteps (per-request ms; total = time to first event for SSE, to the expected message for WebSocket)");
+        let _ = writeln!(
+            out,
+            "\nSteps (per-request ms; total = time to first event for SSE, to the expected message for WebSocket)"
+        );
         let widths: Vec<usize> = (0..STEP_HEADER.len())
-            .map(|c| steps.iter().map(|r| r[c].chars().count()).chain([STEP_HEADER[c].len()]).max().unwrap_or(0))
+            .map(|c| {
+                steps
+                    .iter()
+                    .map(|r| r[c].chars().count())
+                    .chain([STEP_HEADER[c].len()])
+                    .max()
+                    .unwrap_or(0)
+            })
             .collect();
-        for row in std::iter::once(STEP_HEADER.iter().map(|s| s.to_string()).collect::<Vec<_>>()).chain(steps) {
+        for row in std::iter::once(
+            STEP_HEADER
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>(),
+        )
+        .chain(steps)
+        {
             let _ = write!(out, "  {:<w$}", row[0], w = widths[0]);
             for (c, cell) in row.iter().enumerate().skip(1) {
                 let _ = write!(out, "  {cell:>w$}", w = widths[c]);
@@ -208,7 +312,10 @@ pub fn table(r: &RunReport) -> String {
     if !r.server.is_empty() {
         let _ = writeln!(out, "\nServer (peaks of scraped metrics)");
         for p in &r.server {
-            let first = p.first_nonzero_s.map(|t| format!(", above 0 from {t:.0} s")).unwrap_or_default();
+            let first = p
+                .first_nonzero_s
+                .map(|t| format!(", above 0 from {t:.0} s"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
                 "  {:<60} {:>12.3}{} at {:.0} s (VUs {:.0}, TPS {:.1}){first}",
@@ -224,7 +331,13 @@ pub fn table(r: &RunReport) -> String {
     if !r.thresholds.is_empty() {
         let _ = writeln!(out, "\nThresholds");
         for t in &r.thresholds {
-            let _ = writeln!(out, "  {} {:<30} actual {}", if t.passed { "✓" } else { "✗ FAILED" }, t.expr, num(t.actual));
+            let _ = writeln!(
+                out,
+                "  {} {:<30} actual {}",
+                if t.passed { "✓" } else { "✗ FAILED" },
+                t.expr,
+                num(t.actual)
+            );
         }
     }
     if !r.findings.is_empty() {
@@ -236,15 +349,28 @@ pub fn table(r: &RunReport) -> String {
     if !r.errors.is_empty() {
         let _ = writeln!(out, "\nErrors by kind");
         for e in &r.errors {
-            let _ = writeln!(out, "  {:<9} {:>9}  {}", e.kind, group_thousands(e.count), terminal_safe(&e.messages.join(" | ")));
+            let _ = writeln!(
+                out,
+                "  {:<9} {:>9}  {}",
+                e.kind,
+                group_thousands(e.count),
+                terminal_safe(&e.messages.join(" | "))
+            );
         }
     }
     if let Some(g) = &r.generator {
         let lag = match &g.sched_lag_ms {
-            Some(l) => format!("schedule lag p50 {:.2} / p99 {:.2} / max {:.1} ms", l.p50_ms, l.p99_ms, g.sched_lag_max_ms),
+            Some(l) => format!(
+                "schedule lag p50 {:.2} / p99 {:.2} / max {:.1} ms",
+                l.p50_ms, l.p99_ms, g.sched_lag_max_ms
+            ),
             None => format!("schedule lag max {:.1} ms", g.sched_lag_max_ms),
         };
-        let _ = writeln!(out, "\nGenerator: CPU max {:.0} %, {lag}, late arrivals {}, dropped {}", g.cpu_max_pct, g.late, g.dropped);
+        let _ = writeln!(
+            out,
+            "\nGenerator: CPU max {:.0} %, {lag}, late arrivals {}, dropped {}",
+            g.cpu_max_pct, g.late, g.dropped
+        );
     }
     if r.seed_suite.tps_tail == TpsTail::High {
         let _ = writeln!(out, "\nTPS percentiles: {}", r.seed_suite.tps_tail.label());
@@ -258,7 +384,9 @@ pub fn table(r: &RunReport) -> String {
 /// Where the per-request figures come from.
 pub(crate) fn latency_origin(r: &RunReport) -> &'static str {
     match r.format {
-        volley_formats::Format::K6Summary | volley_formats::Format::LocustStats => "the tool's own end-of-test statistics; n/a = not in the file",
+        volley_formats::Format::K6Summary | volley_formats::Format::LocustStats => {
+            "the tool's own end-of-test statistics; n/a = not in the file"
+        }
         _ => "every request, HdrHistogram",
     }
 }
@@ -266,7 +394,13 @@ pub(crate) fn latency_origin(r: &RunReport) -> &'static str {
 fn format_ms(v: f64) -> String {
     if !v.is_finite() {
         "n/a".to_string()
-    } else if v >= 100.0 { format!("{v:.0}") } else if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.2}") }
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 /// Reports as CSV: one row per report (and per test id), one column per figure.
@@ -274,16 +408,41 @@ pub fn csv(reports: &[RunReport]) -> String {
     let mut out = String::from(
         "source,test,total_tests,errors,error_rate_pct,tps_avg,tps_p50,tps_p95,tps_p99,tps_p99_9,tps_tail,mttfb_avg_ms,mttfb_p50_ms,mttfb_p95_ms,mttfb_p99_ms,mttfb_p99_9_ms,mttfb_avg_diff_ms,mttfb_variability_pct,ttfb_p50_ms,ttfb_p95_ms,ttfb_p99_ms,ttfb_p99_9_ms\n",
     );
-    let q = |s: &str| if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() };
-    let f = |v: f64| if v.is_finite() { format!("{v}") } else { String::new() };
+    let q = |s: &str| {
+        if s.contains([',', '"', '\n']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    let f = |v: f64| {
+        if v.is_finite() {
+            format!("{v}")
+        } else {
+            String::new()
+        }
+    };
     for r in reports {
         let mut rows = vec![("", &r.seed_suite)];
         let mut ttfbs = vec![r.per_request.ttfb_ms.as_ref()];
         rows.extend(r.per_test.iter().map(|t| (t.name.as_str(), &t.seed_suite)));
         ttfbs.extend(r.per_test.iter().map(|t| t.ttfb_ms.as_ref()));
-        let pop_names: Vec<String> = r.populations.iter().map(|p| format!("population:{}", p.name)).collect();
-        rows.extend(r.populations.iter().zip(&pop_names).map(|(p, n)| (n.as_str(), &p.report.seed_suite)));
-        ttfbs.extend(r.populations.iter().map(|p| p.report.per_request.ttfb_ms.as_ref()));
+        let pop_names: Vec<String> = r
+            .populations
+            .iter()
+            .map(|p| format!("population:{}", p.name))
+            .collect();
+        rows.extend(
+            r.populations
+                .iter()
+                .zip(&pop_names)
+                .map(|(p, n)| (n.as_str(), &p.report.seed_suite)),
+        );
+        ttfbs.extend(
+            r.populations
+                .iter()
+                .map(|p| p.report.per_request.ttfb_ms.as_ref()),
+        );
         for ((test, s), t) in rows.into_iter().zip(ttfbs) {
             let p = |pick: fn(&LatencySummary) -> f64| t.map(|t| f(pick(t))).unwrap_or_default();
             let _ = writeln!(
@@ -299,7 +458,11 @@ pub fn csv(reports: &[RunReport]) -> String {
                 f(s.tps_p95),
                 f(s.tps_p99),
                 f(s.tps_p99_9),
-                if s.tps_tail == TpsTail::Low { "low" } else { "high" },
+                if s.tps_tail == TpsTail::Low {
+                    "low"
+                } else {
+                    "high"
+                },
                 f(s.mttfb_avg_ms),
                 f(s.mttfb_p50_ms),
                 f(s.mttfb_p95_ms),
@@ -333,15 +496,29 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
     if r.completed() == 0 {
         let _ = writeln!(out, "\n**{NOTHING_COMPLETED}**");
     }
-    let _ = writeln!(out, "\nStarted {} · {} s measured · interval {} s\n", r.started_at, num(r.measured_s), r.interval_s);
+    let _ = writeln!(
+        out,
+        "\nStarted {} · {} s measured · interval {} s\n",
+        r.started_at,
+        num(r.measured_s),
+        r.interval_s
+    );
     let _ = writeln!(out, "| Metric | Value |\n|---|---|");
     for (label, value) in suite_rows(r) {
         let _ = writeln!(out, "| {label} | {value} |");
     }
     let pops = population_rows(r);
     if !pops.is_empty() {
-        let _ = writeln!(out, "\n## Populations\n\nEach over the time it ran; per-request times in ms. The last row is the run's total.\n");
-        let _ = writeln!(out, "| {} |\n|{}|", POPULATION_HEADER.join(" | "), "---|".repeat(POPULATION_HEADER.len()));
+        let _ = writeln!(
+            out,
+            "\n## Populations\n\nEach over the time it ran; per-request times in ms. The last row is the run's total.\n"
+        );
+        let _ = writeln!(
+            out,
+            "| {} |\n|{}|",
+            POPULATION_HEADER.join(" | "),
+            "---|".repeat(POPULATION_HEADER.len())
+        );
         for mut cells in pops {
             cells[0] = md_text(&cells[0]);
             let _ = writeln!(out, "| {} |", cells.join(" | "));
@@ -349,8 +526,16 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
     }
     let steps = step_rows(r);
     if !steps.is_empty() {
-        let _ = writeln!(out, "\n## Steps\n\nPer-request times in ms. Total is the time to the first event for SSE steps and to the expected message for WebSocket steps.\n");
-        let _ = writeln!(out, "| {} |\n|{}|", STEP_HEADER.join(" | "), "---|".repeat(STEP_HEADER.len()));
+        let _ = writeln!(
+            out,
+            "\n## Steps\n\nPer-request times in ms. Total is the time to the first event for SSE steps and to the expected message for WebSocket steps.\n"
+        );
+        let _ = writeln!(
+            out,
+            "| {} |\n|{}|",
+            STEP_HEADER.join(" | "),
+            "---|".repeat(STEP_HEADER.len())
+        );
         for row in steps {
             let mut cells = row;
             cells[0] = md_text(&cells[0]);
@@ -358,40 +543,77 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
         }
     }
     for t in r.per_test.iter().filter(|t| t.kind.is_none()) {
-        let _ = writeln!(out, "\n### Test {}\n\n| Metric | Value |\n|---|---|", md_text(&t.name));
+        let _ = writeln!(
+            out,
+            "\n### Test {}\n\n| Metric | Value |\n|---|---|",
+            md_text(&t.name)
+        );
         for (label, value) in suite_rows_of(&t.seed_suite) {
             let _ = writeln!(out, "| {label} | {value} |");
         }
     }
     let lat = latency_rows(r);
     if !lat.is_empty() {
-        let origin = if latency_origin(r).starts_with("every") { "every request" } else { latency_origin(r) };
+        let origin = if latency_origin(r).starts_with("every") {
+            "every request"
+        } else {
+            latency_origin(r)
+        };
         let _ = writeln!(out, "\n## Per-request latency (ms, {origin})\n");
         let heads: Vec<&str> = lat[0].1.rows().iter().map(|(h, _)| *h).collect();
         let _ = writeln!(out, "| | {} | requests |", heads.join(" | "));
         let _ = writeln!(out, "|---|{}---|", "---|".repeat(heads.len()));
         for (name, s) in &lat {
             let vals: Vec<String> = s.rows().iter().map(|(_, v)| format_ms(*v)).collect();
-            let _ = writeln!(out, "| {name} | {} | {} |", vals.join(" | "), group_thousands(s.count));
+            let _ = writeln!(
+                out,
+                "| {name} | {} | {} |",
+                vals.join(" | "),
+                group_thousands(s.count)
+            );
         }
         if r.unavailable(Figure::Ttfb).is_some() {
-            let _ = writeln!(out, "| TTFB | {}n/a (see the notes) |", "n/a | ".repeat(heads.len()));
+            let _ = writeln!(
+                out,
+                "| TTFB | {}n/a (see the notes) |",
+                "n/a | ".repeat(heads.len())
+            );
         }
     }
     if !r.server.is_empty() {
-        let _ = writeln!(out, "\n## Server\n\n| Series | Peak | At | VUs | TPS | Above 0 from |\n|---|---|---|---|---|---|");
+        let _ = writeln!(
+            out,
+            "\n## Server\n\n| Series | Peak | At | VUs | TPS | Above 0 from |\n|---|---|---|---|---|---|"
+        );
         for p in &r.server {
-            let first = p.first_nonzero_s.map(|t| format!("{t:.0} s")).unwrap_or_default();
+            let first = p
+                .first_nonzero_s
+                .map(|t| format!("{t:.0} s"))
+                .unwrap_or_default();
             let unit = if p.kind == "rate" { "/s" } else { "" };
-            let code = terminal_safe(&p.series).replace('`', "'").replace('|', "\\|");
-            let _ = writeln!(out, "| `{code}` | {:.3}{unit} | {:.0} s | {:.0} | {:.1} | {first} |", p.peak, p.at_s, p.vusers, p.tps);
+            let code = terminal_safe(&p.series)
+                .replace('`', "'")
+                .replace('|', "\\|");
+            let _ = writeln!(
+                out,
+                "| `{code}` | {:.3}{unit} | {:.0} s | {:.0} | {:.1} | {first} |",
+                p.peak, p.at_s, p.vusers, p.tps
+            );
         }
     }
     if !r.thresholds.is_empty() {
-        let _ = writeln!(out, "\n## Thresholds\n\n| Threshold | Actual | Result |\n|---|---|---|");
+        let _ = writeln!(
+            out,
+            "\n## Thresholds\n\n| Threshold | Actual | Result |\n|---|---|---|"
+        );
         for t in &r.thresholds {
             let code = t.expr.replace('`', "'").replace('|', "\\|");
-            let _ = writeln!(out, "| `{code}` | {} | {} |", num(t.actual), if t.passed { "pass 🟢" } else { "FAIL 🔴" });
+            let _ = writeln!(
+                out,
+                "| `{code}` | {} | {} |",
+                num(t.actual),
+                if t.passed { "pass 🟢" } else { "FAIL 🔴" }
+            );
         }
     }
     if !r.findings.is_empty() {
@@ -401,9 +623,18 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
         }
     }
     if !r.errors.is_empty() {
-        let _ = writeln!(out, "\n## Errors\n\n| Kind | Count | First messages |\n|---|---|---|");
+        let _ = writeln!(
+            out,
+            "\n## Errors\n\n| Kind | Count | First messages |\n|---|---|---|"
+        );
         for e in &r.errors {
-            let _ = writeln!(out, "| {} | {} | {} |", e.kind, group_thousands(e.count), md_text(&e.messages.join("; ")));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                e.kind,
+                group_thousands(e.count),
+                md_text(&e.messages.join("; "))
+            );
         }
     }
     if !charts.is_empty() {
@@ -422,7 +653,9 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
 }
 
 fn escape_md(s: &str) -> String {
-    s.replace('|', "\\|").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Text from a target or an imported file (names, labels, messages) made safe for a line or
@@ -472,7 +705,10 @@ mod tests {
     fn outside_text_cannot_break_a_terminal_or_a_markdown_table() {
         assert_eq!(terminal_safe("ok"), "ok");
         assert_eq!(terminal_safe("a\x1b[2Jb\r\n"), "a\\u{1b}[2Jb\\r\\n");
-        assert_eq!(md_text("a|b\n<img src=x>`c`"), "a\\|b\\n&lt;img src=x&gt;\\`c\\`");
+        assert_eq!(
+            md_text("a|b\n<img src=x>`c`"),
+            "a\\|b\\n&lt;img src=x&gt;\\`c\\`"
+        );
         assert_eq!(md_text("[x](y)"), "\\[x\\](y)");
     }
 

@@ -59,10 +59,26 @@ pub struct SweepSummary {
 }
 
 /// Summarises a sweep: one run or run group per value; a group's figures are its runs' means.
-pub fn summarize(sets: &[RunSet], labels: &[String], objective: Objective, opts: ReportOptions) -> SweepSummary {
-    let samples: Vec<Vec<volley_stats::compare::RunSample>> = sets.iter().map(|s| crate::compare::samples(&s.runs, opts)).collect();
+pub fn summarize(
+    sets: &[RunSet],
+    labels: &[String],
+    objective: Objective,
+    opts: ReportOptions,
+) -> SweepSummary {
+    let samples: Vec<Vec<volley_stats::compare::RunSample>> = sets
+        .iter()
+        .map(|s| crate::compare::samples(&s.runs, opts))
+        .collect();
     let mean_of = |runs: &[volley_stats::compare::RunSample], key: &str| {
-        let v: Vec<f64> = runs.iter().filter_map(|r| metric_values(r).into_iter().find(|m| m.key == key).map(|m| m.value)).collect();
+        let v: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| {
+                metric_values(r)
+                    .into_iter()
+                    .find(|m| m.key == key)
+                    .map(|m| m.value)
+            })
+            .collect();
         v.iter().sum::<f64>() / v.len() as f64
     };
     let rows: Vec<SweepRow> = samples
@@ -73,7 +89,11 @@ pub fn summarize(sets: &[RunSet], labels: &[String], objective: Objective, opts:
             SweepRow {
                 label: label.clone(),
                 tps_avg: mean_of(runs, "tps_avg"),
-                ttfb_p99_ms: if ttfb.is_finite() { ttfb } else { mean_of(runs, "mttfb_p99_ms") },
+                ttfb_p99_ms: if ttfb.is_finite() {
+                    ttfb
+                } else {
+                    mean_of(runs, "mttfb_p99_ms")
+                },
                 error_rate_pct: mean_of(runs, "error_rate_pct"),
                 runs: runs.len(),
             }
@@ -89,13 +109,23 @@ pub fn summarize(sets: &[RunSet], labels: &[String], objective: Objective, opts:
     let (best, second) = (order[0], order.get(1).copied().unwrap_or(order[0]));
     let key = match objective {
         Objective::Tps => "tps_avg",
-        Objective::TtfbP99 => if samples[best][0].ttfb.is_some() { "ttfb_p99_ms" } else { "mttfb_p99_ms" },
+        Objective::TtfbP99 => {
+            if samples[best][0].ttfb.is_some() {
+                "ttfb_p99_ms"
+            } else {
+                "mttfb_p99_ms"
+            }
+        }
         Objective::ErrorRate => "error_rate_pct",
     };
     let step = compare_groups(&samples[second], &samples[best]);
     let row = step.iter().find(|r| r.key == key);
     let (change, noise) = row.map_or((0.0, f64::NAN), |r| (r.change_pct, r.noise_pct));
-    let margin = if objective == Objective::Tps { change } else { -change };
+    let margin = if objective == Objective::Tps {
+        change
+    } else {
+        -change
+    };
     SweepSummary {
         objective,
         best: rows[best].label.clone(),
@@ -110,10 +140,17 @@ pub fn summarize(sets: &[RunSet], labels: &[String], objective: Objective, opts:
 
 impl SweepSummary {
     fn verdict(&self) -> String {
-        let how = if self.beyond_noise { "beyond the noise" } else { "within the noise: the two are not distinguishable" };
+        let how = if self.beyond_noise {
+            "beyond the noise"
+        } else {
+            "within the noise: the two are not distinguishable"
+        };
         format!(
             "Best by {}: {} — {:+.1} % over {} (noise ±{:.1} %, {how}; judged by {}).",
-            serde_json::to_value(self.objective).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            serde_json::to_value(self.objective)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
             self.best,
             self.margin_pct,
             self.runner_up,
@@ -125,11 +162,29 @@ impl SweepSummary {
     /// A terminal table.
     pub fn table(&self) -> String {
         let mut out = String::new();
-        let w = self.rows.iter().map(|r| r.label.len()).max().unwrap_or(5).max(5);
-        let _ = writeln!(out, "  {:<w$}  {:>12}  {:>14}  {:>12}  {:>4}", "value", "TPS avg", "TTFB p99 ms", "error rate", "runs");
+        let w = self
+            .rows
+            .iter()
+            .map(|r| r.label.len())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        let _ = writeln!(
+            out,
+            "  {:<w$}  {:>12}  {:>14}  {:>12}  {:>4}",
+            "value", "TPS avg", "TTFB p99 ms", "error rate", "runs"
+        );
         for r in &self.rows {
-            let mark = if r.label == self.best { "  ← best" } else { "" };
-            let _ = writeln!(out, "  {:<w$}  {:>12.2}  {:>14.2}  {:>11.2}%  {:>4}{mark}", r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct, r.runs);
+            let mark = if r.label == self.best {
+                "  ← best"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "  {:<w$}  {:>12.2}  {:>14.2}  {:>11.2}%  {:>4}{mark}",
+                r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct, r.runs
+            );
         }
         let _ = writeln!(out, "{}", self.verdict());
         out
@@ -137,10 +192,20 @@ impl SweepSummary {
 
     /// Markdown.
     pub fn markdown(&self) -> String {
-        let mut out = String::from("## Sweep\n\n| Value | TPS avg | TTFB p99 (ms) | Error rate | Runs |\n|---|---|---|---|---|\n");
+        let mut out = String::from(
+            "## Sweep\n\n| Value | TPS avg | TTFB p99 (ms) | Error rate | Runs |\n|---|---|---|---|---|\n",
+        );
         for r in &self.rows {
-            let best = if r.label == self.best { " **best**" } else { "" };
-            let _ = writeln!(out, "| {}{best} | {:.2} | {:.2} | {:.2}% | {} |", r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct, r.runs);
+            let best = if r.label == self.best {
+                " **best**"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "| {}{best} | {:.2} | {:.2} | {:.2}% | {} |",
+                r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct, r.runs
+            );
         }
         let _ = writeln!(out, "\n{}", self.verdict());
         out

@@ -43,12 +43,27 @@ fn unit_of(key: &str) -> &'static str {
 impl Trend {
     /// The trend of `key` over `entries` (groups count as one point each, their runs' mean).
     pub fn of(entries: &[Entry], key: &'static str) -> Trend {
-        let label = volley_stats::compare::metrics().find(|(k, _)| *k == key).map_or(key, |(_, l)| l).to_string();
-        let mut t = Trend { key, label, unit: unit_of(key), series: Vec::new(), incomplete: Vec::new(), left_out: Vec::new() };
+        let label = volley_stats::compare::metrics()
+            .find(|(k, _)| *k == key)
+            .map_or(key, |(_, l)| l)
+            .to_string();
+        let mut t = Trend {
+            key,
+            label,
+            unit: unit_of(key),
+            series: Vec::new(),
+            incomplete: Vec::new(),
+            left_out: Vec::new(),
+        };
         for e in entries {
             let (Some(at), Some(v)) = (e.started_s(), e.figure(key)) else {
-                let why = if e.started_s().is_none() { "no start time" } else { "no such figure" };
-                t.left_out.push(format!("{} ({}): {why}", e.path.display(), e.status));
+                let why = if e.started_s().is_none() {
+                    "no start time"
+                } else {
+                    "no such figure"
+                };
+                t.left_out
+                    .push(format!("{} ({}): {why}", e.path.display(), e.status));
                 continue;
             };
             if e.status != volley_formats::RunStatus::Complete.name() {
@@ -69,19 +84,32 @@ impl Trend {
     }
 
     fn x_range(&self) -> (f64, f64) {
-        let xs = self.series.iter().flat_map(|(_, p)| p.iter().map(|p| p.0)).chain(self.incomplete.iter().map(|p| p.1));
-        let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)));
+        let xs = self
+            .series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|p| p.0))
+            .chain(self.incomplete.iter().map(|p| p.1));
+        let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+            (lo.min(x), hi.max(x))
+        });
         // A little room either side, and at least a minute in all.
         let pad = ((hi - lo) * 0.05).max(30.0);
         (lo - pad, hi + pad)
     }
 
     fn y_max(&self) -> f64 {
-        let ys = self.series.iter().flat_map(|(_, p)| p.iter().map(|p| p.1)).chain(self.incomplete.iter().map(|p| p.2));
+        let ys = self
+            .series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|p| p.1))
+            .chain(self.incomplete.iter().map(|p| p.2));
         ys.fold(0.0, f64::max).max(0.001) * 1.1
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, plotters::coord::Shift>) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
         root.fill(&WHITE)?;
         let (x0, x1) = self.x_range();
         let span = x1 - x0;
@@ -96,24 +124,47 @@ impl Trend {
             s if s > 3_600.0 => "%m-%d %H:%M",
             _ => "%H:%M:%S",
         };
-        let when = move |x: &f64| jiff::Timestamp::from_millisecond((*x * 1000.0) as i64).map(|t| t.strftime(format).to_string()).unwrap_or_default();
-        chart.configure_mesh().x_labels(6).x_label_formatter(&when).x_desc("run start (UTC)").y_desc(self.unit).draw()?;
+        let when = move |x: &f64| {
+            jiff::Timestamp::from_millisecond((*x * 1000.0) as i64)
+                .map(|t| t.strftime(format).to_string())
+                .unwrap_or_default()
+        };
+        chart
+            .configure_mesh()
+            .x_labels(6)
+            .x_label_formatter(&when)
+            .x_desc("run start (UTC)")
+            .y_desc(self.unit)
+            .draw()?;
         for (i, (name, points)) in self.series.iter().enumerate() {
             let color = crate::charts::PALETTE[i % crate::charts::PALETTE.len()];
             chart
-                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
+                .draw_series(LineSeries::new(
+                    points.iter().copied(),
+                    color.stroke_width(2),
+                ))?
                 .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
             chart.draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))?;
         }
         if !self.incomplete.is_empty() {
             let red = RGBColor(214, 39, 40);
             chart
-                .draw_series(self.incomplete.iter().map(|(_, x, y)| Cross::new((*x, *y), 6, red.stroke_width(2))))?
+                .draw_series(
+                    self.incomplete
+                        .iter()
+                        .map(|(_, x, y)| Cross::new((*x, *y), 6, red.stroke_width(2))),
+                )?
                 .label("did not complete")
                 .legend(move |(x, y)| Cross::new((x + 10, y), 5, red.stroke_width(2)));
         }
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
     }
 
     /// Draws the trend into `<stem>.svg` and `<stem>.png`.
@@ -128,14 +179,21 @@ impl Trend {
         if let Some(parent) = stem.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| ReportError::io(parent, e))?;
         }
-        let failed = |path: &Path, message: String| ReportError::Draw { path: path.to_path_buf(), message };
+        let failed = |path: &Path, message: String| ReportError::Draw {
+            path: path.to_path_buf(),
+            message,
+        };
         {
             let root = SVGBackend::new(&svg, crate::charts::SIZE).into_drawing_area();
-            self.draw(&root).and_then(|()| root.present()).map_err(|e| failed(&svg, e.to_string()))?;
+            self.draw(&root)
+                .and_then(|()| root.present())
+                .map_err(|e| failed(&svg, e.to_string()))?;
         }
         {
             let root = BitMapBackend::new(&png, crate::charts::SIZE).into_drawing_area();
-            self.draw(&root).and_then(|()| root.present()).map_err(|e| failed(&png, e.to_string()))?;
+            self.draw(&root)
+                .and_then(|()| root.present())
+                .map_err(|e| failed(&png, e.to_string()))?;
         }
         Ok(vec![svg, png])
     }
@@ -143,11 +201,18 @@ impl Trend {
     /// The self-contained HTML page: the interactive chart and the table of the runs drawn.
     pub fn html(&self, entries: &[Entry]) -> String {
         // uPlot wants one x for all series: every point's time, each series null elsewhere.
-        let mut xs: Vec<f64> = self.series.iter().flat_map(|(_, p)| p.iter().map(|p| p.0)).chain(self.incomplete.iter().map(|p| p.1)).collect();
+        let mut xs: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|p| p.0))
+            .chain(self.incomplete.iter().map(|p| p.1))
+            .collect();
         xs.sort_by(f64::total_cmp);
         xs.dedup();
         let at = |points: &[(f64, f64)]| -> Vec<Option<f64>> {
-            xs.iter().map(|x| points.iter().find(|p| p.0 == *x).map(|p| p.1)).collect()
+            xs.iter()
+                .map(|x| points.iter().find(|p| p.0 == *x).map(|p| p.1))
+                .collect()
         };
         #[derive(Serialize)]
         struct SeriesView {
@@ -155,10 +220,23 @@ impl Trend {
             values: Vec<Option<f64>>,
             points_only: bool,
         }
-        let mut series: Vec<SeriesView> = self.series.iter().map(|(n, p)| SeriesView { label: n.clone(), values: at(p), points_only: false }).collect();
+        let mut series: Vec<SeriesView> = self
+            .series
+            .iter()
+            .map(|(n, p)| SeriesView {
+                label: n.clone(),
+                values: at(p),
+                points_only: false,
+            })
+            .collect();
         if !self.incomplete.is_empty() {
-            let points: Vec<(f64, f64)> = self.incomplete.iter().map(|(_, x, y)| (*x, *y)).collect();
-            series.push(SeriesView { label: "did not complete".into(), values: at(&points), points_only: true });
+            let points: Vec<(f64, f64)> =
+                self.incomplete.iter().map(|(_, x, y)| (*x, *y)).collect();
+            series.push(SeriesView {
+                label: "did not complete".into(),
+                values: at(&points),
+                points_only: true,
+            });
         }
         #[derive(Serialize)]
         struct RowView {
@@ -171,17 +249,24 @@ impl Trend {
         let rows: Vec<RowView> = entries
             .iter()
             .map(|e| RowView {
-                time: e.started_at.parse::<jiff::Timestamp>().map(|t| t.strftime("%Y-%m-%d %H:%M:%S").to_string()).unwrap_or_else(|_| "-".into()),
+                time: e
+                    .started_at
+                    .parse::<jiff::Timestamp>()
+                    .map(|t| t.strftime("%Y-%m-%d %H:%M:%S").to_string())
+                    .unwrap_or_else(|_| "-".into()),
                 name: e.name.clone(),
                 status: e.status.clone(),
-                value: e.figure(self.key).map_or("n/a".to_string(), |v| format!("{v:.2}")),
+                value: e
+                    .figure(self.key)
+                    .map_or("n/a".to_string(), |v| format!("{v:.2}")),
                 path: e.path.display().to_string(),
             })
             .collect();
         let data = serde_json::json!({ "x": xs, "series": series, "unit": self.unit, "title": format!("{} across runs", self.label) });
         let mut env = Environment::new();
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
-        env.add_template("trend.html", PAGE).expect("the trend page parses");
+        env.add_template("trend.html", PAGE)
+            .expect("the trend page parses");
         env.get_template("trend.html")
             .expect("template exists")
             .render(context! {
@@ -257,7 +342,9 @@ mod tests {
             status: status.into(),
             problem: None,
             thresholds: None,
-            figures: v.map(|v| [("ttfb_p99_ms".to_string(), v)].into_iter().collect()).unwrap_or_default(),
+            figures: v
+                .map(|v| [("ttfb_p99_ms".to_string(), v)].into_iter().collect())
+                .unwrap_or_default(),
             runs: Vec::new(),
         }
     }
@@ -273,16 +360,31 @@ mod tests {
         ];
         let t = Trend::of(&entries, "ttfb_p99_ms");
         assert_eq!(t.series.len(), 2);
-        assert_eq!(t.series[0].1.iter().map(|p| p.1).collect::<Vec<_>>(), [10.0, 12.0]);
+        assert_eq!(
+            t.series[0].1.iter().map(|p| p.1).collect::<Vec<_>>(),
+            [10.0, 12.0]
+        );
         assert_eq!(t.incomplete.len(), 1);
         assert_eq!(t.left_out.len(), 1);
-        assert!(t.left_out[0].contains("unreadable") && t.left_out[0].contains("no such figure"), "{:?}", t.left_out);
+        assert!(
+            t.left_out[0].contains("unreadable") && t.left_out[0].contains("no such figure"),
+            "{:?}",
+            t.left_out
+        );
         assert_eq!((t.unit, t.label.as_str()), ("ms", "TTFB p99 (per request)"));
         let page = t.html(&entries);
-        assert!(page.contains("uPlot") && page.contains("did not complete") && page.contains("Not drawn: runs&#x2f;api-2026-11-05"), "{page}");
+        assert!(
+            page.contains("uPlot")
+                && page.contains("did not complete")
+                && page.contains("Not drawn: runs&#x2f;api-2026-11-05"),
+            "{page}"
+        );
         let dir = tempfile::tempdir().unwrap();
         let files = t.save_images(&dir.path().join("trend")).unwrap();
         let svg = std::fs::read_to_string(&files[0]).unwrap();
-        assert!(svg.contains("TTFB p99 (per request) across runs") && svg.contains("11-0"), "dates on the x axis");
+        assert!(
+            svg.contains("TTFB p99 (per request) across runs") && svg.contains("11-0"),
+            "dates on the x axis"
+        );
     }
 }

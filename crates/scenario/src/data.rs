@@ -82,21 +82,37 @@ impl Feeder {
         let mut rows = Vec::new();
         for (i, rec) in reader.records().enumerate() {
             let rec = rec.map_err(|e| match e.kind() {
-                csv::ErrorKind::UnequalLengths { expected_len, len, .. } => format!(
+                csv::ErrorKind::UnequalLengths {
+                    expected_len, len, ..
+                } => format!(
                     "{} line {}: {len} fields, the header has {expected_len}",
                     file.display(),
                     i + 2
                 ),
                 _ => format!("{} line {}: {e}", file.display(), i + 2),
             })?;
-            let row: std::collections::BTreeMap<String, String> =
-                columns.iter().cloned().zip(rec.iter().map(str::to_string)).collect();
+            let row: std::collections::BTreeMap<String, String> = columns
+                .iter()
+                .cloned()
+                .zip(rec.iter().map(str::to_string))
+                .collect();
             rows.push(Value::from(row));
         }
         if rows.is_empty() {
-            return Err(PlanError(format!("{} has no rows below its header", file.display())));
+            return Err(PlanError(format!(
+                "{} has no rows below its header",
+                file.display()
+            )));
         }
-        Ok(Feeder { name: name.to_string(), file: file.to_path_buf(), columns, rows, order, unique, cursor: AtomicUsize::new(0) })
+        Ok(Feeder {
+            name: name.to_string(),
+            file: file.to_path_buf(),
+            columns,
+            rows,
+            order,
+            unique,
+            cursor: AtomicUsize::new(0),
+        })
     }
 
     /// The row for a VU's next iteration; `per_vu_next` is that VU's own position.
@@ -129,7 +145,13 @@ impl Feeder {
     /// `per_vu` and `random` feeders give each VU the whole file, so they stay whole.
     pub fn for_segment(&self, seg: crate::Segment) -> Result<Feeder, PlanError> {
         let rows: Vec<Value> = match self.order {
-            Order::Shared => self.rows.iter().enumerate().filter(|(r, _)| seg.owns(*r as u64)).map(|(_, v)| v.clone()).collect(),
+            Order::Shared => self
+                .rows
+                .iter()
+                .enumerate()
+                .filter(|(r, _)| seg.owns(*r as u64))
+                .map(|(_, v)| v.clone())
+                .collect(),
             Order::PerVu | Order::Random => self.rows.clone(),
         };
         if rows.is_empty() {
@@ -141,7 +163,15 @@ impl Feeder {
                 seg.count
             )));
         }
-        Ok(Feeder { name: self.name.clone(), file: self.file.clone(), columns: self.columns.clone(), rows, order: self.order, unique: self.unique, cursor: AtomicUsize::new(0) })
+        Ok(Feeder {
+            name: self.name.clone(),
+            file: self.file.clone(),
+            columns: self.columns.clone(),
+            rows,
+            order: self.order,
+            unique: self.unique,
+            cursor: AtomicUsize::new(0),
+        })
     }
 
     fn exhausted(&self) -> Exhausted {
@@ -174,20 +204,34 @@ mod tests {
     fn orders_hand_out_rows_as_documented() {
         let per_vu = feeder(Order::PerVu, false);
         let (mut a, mut b) = (0, 0);
-        let seq: Vec<String> = (0..4).map(|_| email(per_vu.next(&mut a).unwrap())).collect();
+        let seq: Vec<String> = (0..4)
+            .map(|_| email(per_vu.next(&mut a).unwrap()))
+            .collect();
         assert_eq!(seq, ["a@x", "b@x", "c@x", "a@x"]);
-        assert_eq!(email(per_vu.next(&mut b).unwrap()), "a@x", "every VU starts at the top");
+        assert_eq!(
+            email(per_vu.next(&mut b).unwrap()),
+            "a@x",
+            "every VU starts at the top"
+        );
         let shared = feeder(Order::Shared, false);
-        let seq: Vec<String> = (0..4).map(|k| email(shared.next(&mut [a, b][k % 2].clone()).unwrap())).collect();
+        let seq: Vec<String> = (0..4)
+            .map(|k| email(shared.next(&mut [a, b][k % 2].clone()).unwrap()))
+            .collect();
         assert_eq!(seq, ["a@x", "b@x", "c@x", "a@x"]);
         let unique = feeder(Order::Shared, true);
         for _ in 0..3 {
             unique.next(&mut a).unwrap();
         }
         let e = unique.next(&mut a).unwrap_err();
-        assert!(e.0.contains("ran out: all 3 unique rows were used"), "{}", e.0);
+        assert!(
+            e.0.contains("ran out: all 3 unique rows were used"),
+            "{}",
+            e.0
+        );
         let random = feeder(Order::Random, false);
-        assert!((0..20).all(|_| ["a@x", "b@x", "c@x"].contains(&email(random.next(&mut a).unwrap()).as_str())));
+        assert!((0..20).all(|_| {
+            ["a@x", "b@x", "c@x"].contains(&email(random.next(&mut a).unwrap()).as_str())
+        }));
     }
 
     #[test]
@@ -195,26 +239,50 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("volley-feeder-{}", fastrand::u64(..)));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("ids.csv");
-        let text: String = std::iter::once("id\n".to_string()).chain((0..23).map(|i| format!("{i}\n"))).collect();
+        let text: String = std::iter::once("id\n".to_string())
+            .chain((0..23).map(|i| format!("{i}\n")))
+            .collect();
         std::fs::write(&f, text).unwrap();
         for n in [1u64, 2, 3, 5, 23] {
             let whole = Feeder::load("ids", &f, Order::Shared, true).unwrap();
             let mut used = Vec::new();
             for i in 0..n {
-                let part = whole.for_segment(crate::Segment::new(i, n).unwrap()).unwrap();
+                let part = whole
+                    .for_segment(crate::Segment::new(i, n).unwrap())
+                    .unwrap();
                 let mut pos = 0;
                 while let Ok(v) = part.next(&mut pos) {
-                    used.push(v.get_attr("id").unwrap().to_string().parse::<u32>().unwrap());
+                    used.push(
+                        v.get_attr("id")
+                            .unwrap()
+                            .to_string()
+                            .parse::<u32>()
+                            .unwrap(),
+                    );
                 }
             }
             used.sort();
-            assert_eq!(used, (0..23).collect::<Vec<_>>(), "{n} segments: every unique row used exactly once");
+            assert_eq!(
+                used,
+                (0..23).collect::<Vec<_>>(),
+                "{n} segments: every unique row used exactly once"
+            );
         }
         let whole = Feeder::load("ids", &f, Order::Shared, true).unwrap();
-        let e = whole.for_segment(crate::Segment::new(23, 24).unwrap()).unwrap_err();
+        let e = whole
+            .for_segment(crate::Segment::new(23, 24).unwrap())
+            .unwrap_err();
         assert!(e.contains("too few to give each of 24 segments one"), "{e}");
         let per_vu = Feeder::load("ids", &f, Order::PerVu, false).unwrap();
-        assert_eq!(per_vu.for_segment(crate::Segment::new(1, 4).unwrap()).unwrap().rows.len(), 23, "per-VU files stay whole");
+        assert_eq!(
+            per_vu
+                .for_segment(crate::Segment::new(1, 4).unwrap())
+                .unwrap()
+                .rows
+                .len(),
+            23,
+            "per-VU files stay whole"
+        );
     }
 
     #[test]

@@ -8,11 +8,16 @@ use crate::PlanError;
 pub fn parse_duration(s: &str) -> Result<Duration, PlanError> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<f64>()
-        && secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
-        }
-    humantime::parse_duration(t)
-        .map_err(|_| PlanError(format!("`{s}` is not a duration; write it like 30s, 2m, 1h30m or 250ms")))
+        && secs.is_finite()
+        && secs >= 0.0
+    {
+        return Ok(Duration::from_secs_f64(secs));
+    }
+    humantime::parse_duration(t).map_err(|_| {
+        PlanError(format!(
+            "`{s}` is not a duration; write it like 30s, 2m, 1h30m or 250ms"
+        ))
+    })
 }
 
 /// Durations in run.json and other JSON: seconds as a number.
@@ -25,9 +30,13 @@ pub(crate) mod secs {
         s.serialize_f64(d.as_secs_f64())
     }
 
-    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Duration, D::Error> {
         let secs = f64::deserialize(d)?;
-        Duration::try_from_secs_f64(secs).map_err(|_| serde::de::Error::custom(format!("{secs} is not a length of time in seconds")))
+        Duration::try_from_secs_f64(secs).map_err(|_| {
+            serde::de::Error::custom(format!("{secs} is not a length of time in seconds"))
+        })
     }
 }
 

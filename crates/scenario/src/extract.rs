@@ -20,7 +20,10 @@ pub struct ResponseView<'a> {
 
 impl ResponseView<'_> {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     fn json(&self) -> Result<serde_json::Value, String> {
@@ -52,24 +55,41 @@ pub struct Extract {
 
 /// Parses a JSONPath query, saying what is wrong.
 pub fn parse_json_path(q: &str) -> Result<JsonPath, PlanError> {
-    JsonPath::parse(q).map_err(|e| PlanError(format!("`{q}` is not a JSONPath query ({e}); write it like $.accessCode or $.items[0].id")))
+    JsonPath::parse(q).map_err(|e| {
+        PlanError(format!(
+            "`{q}` is not a JSONPath query ({e}); write it like $.accessCode or $.items[0].id"
+        ))
+    })
 }
 
 impl Extract {
     /// The extracted value, as JSON (strings for headers and regex captures).
-    pub fn apply(&self, r: &ResponseView<'_>, json: &mut Option<serde_json::Value>) -> Result<serde_json::Value, PlanError> {
+    pub fn apply(
+        &self,
+        r: &ResponseView<'_>,
+        json: &mut Option<serde_json::Value>,
+    ) -> Result<serde_json::Value, PlanError> {
         let found = match &self.source {
             Source::Json(path, q) => {
                 let doc = cached_json(r, json)?;
-                path.query(doc).first().cloned().ok_or_else(|| format!("`{q}` matched nothing"))
+                path.query(doc)
+                    .first()
+                    .cloned()
+                    .ok_or_else(|| format!("`{q}` matched nothing"))
             }
-            Source::Header(name) => {
-                r.header(name).map(|v| serde_json::Value::String(v.to_string())).ok_or_else(|| format!("no `{name}` header"))
-            }
+            Source::Header(name) => r
+                .header(name)
+                .map(|v| serde_json::Value::String(v.to_string()))
+                .ok_or_else(|| format!("no `{name}` header")),
             Source::Regex(re) => {
                 let text = String::from_utf8_lossy(r.body);
                 re.captures(&text)
-                    .map(|c| c.get(1).or_else(|| c.get(0)).map_or("", |m| m.as_str()).to_string())
+                    .map(|c| {
+                        c.get(1)
+                            .or_else(|| c.get(0))
+                            .map_or("", |m| m.as_str())
+                            .to_string()
+                    })
                     .map(serde_json::Value::String)
                     .ok_or_else(|| format!("regex `{}` matched nothing", re.as_str()))
             }
@@ -82,7 +102,10 @@ impl Extract {
     }
 }
 
-fn cached_json<'j>(r: &ResponseView<'_>, json: &'j mut Option<serde_json::Value>) -> Result<&'j serde_json::Value, String> {
+fn cached_json<'j>(
+    r: &ResponseView<'_>,
+    json: &'j mut Option<serde_json::Value>,
+) -> Result<&'j serde_json::Value, String> {
     if json.is_none() {
         *json = Some(r.json()?);
     }
@@ -114,7 +137,9 @@ pub struct Check {
 impl Check {
     /// Whether there is anything to check beyond the status.
     pub fn reads_body(&self) -> bool {
-        !self.json_equals.is_empty() || !self.json_exists.is_empty() || !self.body_contains.is_empty()
+        !self.json_equals.is_empty()
+            || !self.json_exists.is_empty()
+            || !self.body_contains.is_empty()
     }
 
     /// `Err` with the first failed condition; `render` renders expected templates.
@@ -155,7 +180,9 @@ impl Check {
 fn loosely_equal(got: &serde_json::Value, want: &serde_json::Value) -> bool {
     use serde_json::Value as V;
     match (got, want) {
-        (V::String(text), other) | (other, V::String(text)) if !other.is_string() => other.to_string() == *text,
+        (V::String(text), other) | (other, V::String(text)) if !other.is_string() => {
+            other.to_string() == *text
+        }
         (V::Number(a), V::Number(b)) => a.as_f64() == b.as_f64(),
         (a, b) => a == b,
     }
@@ -170,7 +197,11 @@ mod tests {
     use super::*;
 
     fn view<'a>(headers: &'a [(String, String)], body: &'a [u8]) -> ResponseView<'a> {
-        ResponseView { status: 200, headers, body }
+        ResponseView {
+            status: 200,
+            headers,
+            body,
+        }
     }
 
     #[test]
@@ -179,18 +210,53 @@ mod tests {
         let body = br#"{"accessCode":"AB12","items":[{"id":7}],"html":"id=99"}"#;
         let r = view(&headers, body);
         let mut cache = None;
-        let j = Extract { var: "code".into(), source: Source::Json(parse_json_path("$.accessCode").unwrap(), "$.accessCode".into()), default: None };
+        let j = Extract {
+            var: "code".into(),
+            source: Source::Json(
+                parse_json_path("$.accessCode").unwrap(),
+                "$.accessCode".into(),
+            ),
+            default: None,
+        };
         assert_eq!(j.apply(&r, &mut cache).unwrap(), serde_json::json!("AB12"));
-        let n = Extract { var: "id".into(), source: Source::Json(parse_json_path("$.items[0].id").unwrap(), "$.items[0].id".into()), default: None };
+        let n = Extract {
+            var: "id".into(),
+            source: Source::Json(
+                parse_json_path("$.items[0].id").unwrap(),
+                "$.items[0].id".into(),
+            ),
+            default: None,
+        };
         assert_eq!(n.apply(&r, &mut cache).unwrap(), serde_json::json!(7));
-        let h = Extract { var: "tok".into(), source: Source::Header("x-token".into()), default: None };
+        let h = Extract {
+            var: "tok".into(),
+            source: Source::Header("x-token".into()),
+            default: None,
+        };
         assert_eq!(h.apply(&r, &mut cache).unwrap(), serde_json::json!("t0k"));
-        let re = Extract { var: "n".into(), source: Source::Regex(Regex::new(r"id=(\d+)").unwrap()), default: None };
+        let re = Extract {
+            var: "n".into(),
+            source: Source::Regex(Regex::new(r"id=(\d+)").unwrap()),
+            default: None,
+        };
         assert_eq!(re.apply(&r, &mut cache).unwrap(), serde_json::json!("99"));
-        let miss = Extract { var: "x".into(), source: Source::Json(parse_json_path("$.nope").unwrap(), "$.nope".into()), default: None };
-        assert_eq!(miss.apply(&r, &mut cache).unwrap_err(), "extract `x`: `$.nope` matched nothing");
-        let dflt = Extract { default: Some(serde_json::json!("none")), ..miss };
-        assert_eq!(dflt.apply(&r, &mut cache).unwrap(), serde_json::json!("none"));
+        let miss = Extract {
+            var: "x".into(),
+            source: Source::Json(parse_json_path("$.nope").unwrap(), "$.nope".into()),
+            default: None,
+        };
+        assert_eq!(
+            miss.apply(&r, &mut cache).unwrap_err(),
+            "extract `x`: `$.nope` matched nothing"
+        );
+        let dflt = Extract {
+            default: Some(serde_json::json!("none")),
+            ..miss
+        };
+        assert_eq!(
+            dflt.apply(&r, &mut cache).unwrap(),
+            serde_json::json!("none")
+        );
     }
 
     #[test]
@@ -200,23 +266,43 @@ mod tests {
         let q = |s: &str| (parse_json_path(s).unwrap(), s.to_string());
         let mut c = Check::default();
         let (p, s) = q("$.status");
-        c.json_equals.push((p, s, Expected::Value(serde_json::json!("OPEN"))));
+        c.json_equals
+            .push((p, s, Expected::Value(serde_json::json!("OPEN"))));
         let (p, s) = q("$.count");
-        c.json_equals.push((p, s, Expected::Value(serde_json::json!(3))));
+        c.json_equals
+            .push((p, s, Expected::Value(serde_json::json!(3))));
         let (p, s) = q("$.status");
-        c.json_equals.push((p, s, Expected::Template(crate::template::Template::Literal("{{ status }}".into()))));
+        c.json_equals.push((
+            p,
+            s,
+            Expected::Template(crate::template::Template::Literal("{{ status }}".into())),
+        ));
         c.body_contains.push("OPEN".into());
         let render = |_: &crate::template::Template| Ok::<_, PlanError>("OPEN".to_string());
         assert!(c.judge(&r, &mut None, &render).is_ok());
         c.json_exists.push(q("$.owner"));
-        assert_eq!(c.judge(&r, &mut None, &render).unwrap_err(), "`$.owner` matched nothing");
+        assert_eq!(
+            c.judge(&r, &mut None, &render).unwrap_err(),
+            "`$.owner` matched nothing"
+        );
         let mut c2 = Check::default();
         c2.body_contains.push("CLOSED".into());
-        assert_eq!(c2.judge(&r, &mut None, &render).unwrap_err(), "the body does not contain `CLOSED`");
+        assert_eq!(
+            c2.judge(&r, &mut None, &render).unwrap_err(),
+            "the body does not contain `CLOSED`"
+        );
         let bad = view(&[], b"<html>");
         c2.json_exists.push(q("$.x"));
         c2.body_contains.clear();
-        assert!(c2.judge(&bad, &mut None, &render).unwrap_err().starts_with("the body is not JSON"));
-        assert!(parse_json_path("accessCode").unwrap_err().contains("is not a JSONPath query"));
+        assert!(
+            c2.judge(&bad, &mut None, &render)
+                .unwrap_err()
+                .starts_with("the body is not JSON")
+        );
+        assert!(
+            parse_json_path("accessCode")
+                .unwrap_err()
+                .contains("is not a JSONPath query")
+        );
     }
 }

@@ -15,10 +15,10 @@ mod compile;
 mod shape;
 mod yaml;
 
-pub use yaml::{MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_TEXT_BYTES};
-pub use compile::MAX_STEPS;
-pub use crate::template::MAX_TEMPLATES;
 pub(crate) use crate::suggest::suggest;
+pub use crate::template::MAX_TEMPLATES;
+pub use compile::MAX_STEPS;
+pub use yaml::{MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_TEXT_BYTES};
 
 /// One problem in a scenario file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +35,14 @@ pub struct ScenarioError {
 
 impl std::fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.file.display(), self.line, self.column, self.message)
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file.display(),
+            self.line,
+            self.column,
+            self.message
+        )
     }
 }
 
@@ -70,12 +77,26 @@ pub(crate) struct S<T> {
 
 /// Reads and validates the scenario at `path`.
 pub fn load_scenario(path: &Path) -> Result<Scenario, ScenarioErrors> {
-    let one = |line, message: String| ScenarioErrors(vec![ScenarioError { file: path.to_path_buf(), line, column: u64::from(line > 0), message }]);
+    let one = |line, message: String| {
+        ScenarioErrors(vec![ScenarioError {
+            file: path.to_path_buf(),
+            line,
+            column: u64::from(line > 0),
+            message,
+        }])
+    };
     // Refused before reading, so that a huge file is never held in memory.
     if let Ok(meta) = std::fs::metadata(path)
         && meta.len() > MAX_FILE_BYTES as u64
     {
-        return Err(one(1, format!("the file is {} bytes; scenario files are limited to {} MiB — split it, or use `repeat` and groups instead of copies", meta.len(), MAX_FILE_BYTES >> 20)));
+        return Err(one(
+            1,
+            format!(
+                "the file is {} bytes; scenario files are limited to {} MiB — split it, or use `repeat` and groups instead of copies",
+                meta.len(),
+                MAX_FILE_BYTES >> 20
+            ),
+        ));
     }
     let bytes = std::fs::read(path).map_err(|e| one(0, format!("cannot read it: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|e| {
@@ -88,11 +109,20 @@ pub fn load_scenario(path: &Path) -> Result<Scenario, ScenarioErrors> {
 
 /// Parses and validates scenario text; `path` names it in errors and anchors relative
 /// data files; `env` looks up environment variables.
-pub fn parse_scenario(path: &Path, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Scenario, ScenarioErrors> {
+pub fn parse_scenario(
+    path: &Path,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Scenario, ScenarioErrors> {
     let errors = |problems: Vec<(At, String)>| {
         let mut list: Vec<ScenarioError> = problems
             .into_iter()
-            .map(|(At(line, column), message)| ScenarioError { file: path.to_path_buf(), line, column, message })
+            .map(|(At(line, column), message)| ScenarioError {
+                file: path.to_path_buf(),
+                line,
+                column,
+                message,
+            })
             .collect();
         // File order; problems without a place (unset environment variables) last.
         list.sort_by_key(|e| (e.line == 0, e.line, e.column));
@@ -102,21 +132,34 @@ pub fn parse_scenario(path: &Path, text: &str, env: &dyn Fn(&str) -> Option<Stri
         ScenarioErrors(list)
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#') || l.trim() == "---") {
-        let message = "the file is empty: a scenario needs at least `target` and `steps` (see examples/)".to_string();
+    if text
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#') || l.trim() == "---")
+    {
+        let message =
+            "the file is empty: a scenario needs at least `target` and `steps` (see examples/)"
+                .to_string();
         return Err(errors(vec![(At(1, 1), message)]));
     }
     let (tree, mut problems) = yaml::parse(text);
-    let Some(tree) = tree else { return Err(errors(problems)) };
+    let Some(tree) = tree else {
+        return Err(errors(problems));
+    };
     let mut shape = shape::Shape::default();
     let raw = shape.scenario(&tree);
     drop(tree);
     problems.append(&mut shape.problems);
-    let Some(raw) = raw else { return Err(errors(problems)) };
+    let Some(raw) = raw else {
+        return Err(errors(problems));
+    };
     let mut c = compile::Compiler::new(path.to_path_buf());
     let scenario = c.scenario(raw, env);
     problems.append(&mut c.errors);
-    if problems.is_empty() { Ok(scenario) } else { Err(errors(problems)) }
+    if problems.is_empty() {
+        Ok(scenario)
+    } else {
+        Err(errors(problems))
+    }
 }
 
 #[cfg(test)]

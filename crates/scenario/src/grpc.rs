@@ -19,7 +19,11 @@ fn nearest<'a>(word: &str, names: &[&'a str]) -> Option<&'a str> {
     let lower: Vec<String> = names.iter().map(|n| n.to_ascii_lowercase()).collect();
     let refs: Vec<&str> = lower.iter().map(String::as_str).collect();
     let hit = suggest(word, &refs)?;
-    names.iter().zip(&refs).find(|(_, l)| **l == hit).map(|(n, _)| *n)
+    names
+        .iter()
+        .zip(&refs)
+        .find(|(_, l)| **l == hit)
+        .map(|(n, _)| *n)
 }
 
 /// Compiles `files` (imports resolved next to each file and in `dir`, the scenario's folder;
@@ -40,14 +44,20 @@ pub fn compile_protos(files: &[PathBuf], dir: &Path) -> Result<DescriptorPool, S
         }
         canonical.push(f);
     }
-    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     if !includes.contains(&dir) {
         includes.push(dir);
     }
     let mut compiler = protox::Compiler::new(&includes).map_err(|e| e.to_string())?;
     compiler.include_imports(true);
-    compiler.open_files(&canonical).map_err(|e| format!("cannot compile the .proto files: {e}"))?;
+    compiler
+        .open_files(&canonical)
+        .map_err(|e| format!("cannot compile the .proto files: {e}"))?;
     Ok(compiler.descriptor_pool())
 }
 
@@ -55,27 +65,53 @@ pub fn compile_protos(files: &[PathBuf], dir: &Path) -> Result<DescriptorPool, S
 pub fn split_method(text: &str) -> Option<(String, String)> {
     let t = text.trim().trim_start_matches('/');
     let (service, method) = t.rsplit_once('/')?;
-    let ok = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
-    (ok(service) && ok(method) && !method.contains('.')).then(|| (service.to_string(), method.to_string()))
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    };
+    (ok(service) && ok(method) && !method.contains('.'))
+        .then(|| (service.to_string(), method.to_string()))
 }
 
 /// The method `service/method` in `pool`, or what is there instead.
-pub fn find_method(pool: &DescriptorPool, service: &str, method: &str, source: &str) -> Result<MethodDescriptor, String> {
+pub fn find_method(
+    pool: &DescriptorPool,
+    service: &str,
+    method: &str,
+    source: &str,
+) -> Result<MethodDescriptor, String> {
     let services: Vec<ServiceDescriptor> = pool.services().collect();
     let Some(s) = services.iter().find(|s| s.full_name() == service) else {
         let names: Vec<&str> = services.iter().map(|s| s.full_name()).collect();
         let hint = nearest(service, &names)
-            .or_else(|| names.iter().find(|n| n.rsplit('.').next() == Some(service)).copied())
+            .or_else(|| {
+                names
+                    .iter()
+                    .find(|n| n.rsplit('.').next() == Some(service))
+                    .copied()
+            })
             .map(|s| format!("did you mean `{s}`? "))
             .unwrap_or_default();
-        let list = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-        return Err(format!("{source} has no service `{service}`; {hint}its services are {list} (write the full name, with the package)"));
+        let list = if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        };
+        return Err(format!(
+            "{source} has no service `{service}`; {hint}its services are {list} (write the full name, with the package)"
+        ));
     };
     let Some(m) = s.methods().find(|m| m.name() == method) else {
         let names: Vec<String> = s.methods().map(|m| m.name().to_string()).collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let hint = nearest(method, &refs).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
-        return Err(format!("service `{service}` has no method `{method}`; {hint}its methods are {}", names.join(", ")));
+        let hint = nearest(method, &refs)
+            .map(|s| format!("did you mean `{s}`? "))
+            .unwrap_or_default();
+        return Err(format!(
+            "service `{service}` has no method `{method}`; {hint}its methods are {}",
+            names.join(", ")
+        ));
     };
     if m.is_client_streaming() {
         return Err(format!(
@@ -104,22 +140,47 @@ fn walk(desc: &MessageDescriptor, t: &JsonTemplate, at: &str, out: &mut Vec<Stri
         JsonTemplate::Fixed(serde_json::Value::Null) => return,
         JsonTemplate::Fixed(serde_json::Value::Object(_)) | JsonTemplate::Text(_) => return,
         _ => {
-            let what = if at.is_empty() { "the message".to_string() } else { format!("`{at}`") };
-            out.push(format!("{what} is a `{}` message: write it as a mapping of its fields", desc.name()));
+            let what = if at.is_empty() {
+                "the message".to_string()
+            } else {
+                format!("`{at}`")
+            };
+            out.push(format!(
+                "{what} is a `{}` message: write it as a mapping of its fields",
+                desc.name()
+            ));
             return;
         }
     };
     for (key, value) in fields {
-        let path = if at.is_empty() { key.clone() } else { format!("{at}.{key}") };
-        let Some(field) = desc.get_field_by_name(key).or_else(|| desc.get_field_by_json_name(key)) else {
+        let path = if at.is_empty() {
+            key.clone()
+        } else {
+            format!("{at}.{key}")
+        };
+        let Some(field) = desc
+            .get_field_by_name(key)
+            .or_else(|| desc.get_field_by_json_name(key))
+        else {
             let names: Vec<String> = desc.fields().map(|f| f.name().to_string()).collect();
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            let hint = nearest(key, &refs).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
-            let list = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-            out.push(format!("`{path}`: message `{}` has no field `{key}`; {hint}its fields are {list}", desc.full_name()));
+            let hint = nearest(key, &refs)
+                .map(|s| format!("did you mean `{s}`? "))
+                .unwrap_or_default();
+            let list = if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            };
+            out.push(format!(
+                "`{path}`: message `{}` has no field `{key}`; {hint}its fields are {list}",
+                desc.full_name()
+            ));
             continue;
         };
-        let Kind::Message(inner) = field.kind() else { continue };
+        let Kind::Message(inner) = field.kind() else {
+            continue;
+        };
         if field.is_map() {
             continue;
         }
@@ -158,13 +219,27 @@ mod tests {
         let p = pool(d.path());
         let m = find_method(&p, "t.v1.Svc", "Call", "t.proto").unwrap();
         assert!(!m.is_server_streaming());
-        assert!(find_method(&p, "t.v1.Svc", "Watch", "t.proto").unwrap().is_server_streaming());
+        assert!(
+            find_method(&p, "t.v1.Svc", "Watch", "t.proto")
+                .unwrap()
+                .is_server_streaming()
+        );
         let e = find_method(&p, "Svc", "Call", "t.proto").unwrap_err();
         assert!(e.contains("did you mean `t.v1.Svc`"), "{e}");
         let e = find_method(&p, "t.v1.Svc", "Cal", "t.proto").unwrap_err();
-        assert!(e.contains("did you mean `Call`") && e.contains("Call, Watch, Up"), "{e}");
-        assert!(find_method(&p, "t.v1.Svc", "Up", "t.proto").unwrap_err().contains("client"));
-        assert_eq!(split_method("/t.v1.Svc/Call"), Some(("t.v1.Svc".into(), "Call".into())));
+        assert!(
+            e.contains("did you mean `Call`") && e.contains("Call, Watch, Up"),
+            "{e}"
+        );
+        assert!(
+            find_method(&p, "t.v1.Svc", "Up", "t.proto")
+                .unwrap_err()
+                .contains("client")
+        );
+        assert_eq!(
+            split_method("/t.v1.Svc/Call"),
+            Some(("t.v1.Svc".into(), "Call".into()))
+        );
         assert_eq!(split_method("t.v1.Svc.Call"), None);
     }
 
@@ -173,7 +248,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = pool(d.path());
         let m = find_method(&p, "t.v1.Svc", "Call", "t.proto").unwrap();
-        let obj = |f: Vec<(&str, JsonTemplate)>| JsonTemplate::Object(f.into_iter().map(|(k, v)| (k.to_string(), v)).collect());
+        let obj = |f: Vec<(&str, JsonTemplate)>| {
+            JsonTemplate::Object(f.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+        };
         let fixed = |v: serde_json::Value| JsonTemplate::Fixed(v);
         let good = obj(vec![
             ("roomId", fixed(1.into())),
@@ -182,11 +259,26 @@ mod tests {
             ("at", fixed("2024-01-01T00:00:00Z".into())),
         ]);
         assert!(check_message(&m.input(), &good).is_empty());
-        let bad = obj(vec![("room", fixed(1.into())), ("items", JsonTemplate::Array(vec![obj(vec![("cod", fixed("x".into()))])]))]);
+        let bad = obj(vec![
+            ("room", fixed(1.into())),
+            (
+                "items",
+                JsonTemplate::Array(vec![obj(vec![("cod", fixed("x".into()))])]),
+            ),
+        ]);
         let problems = check_message(&m.input(), &bad);
         assert_eq!(problems.len(), 2, "{problems:?}");
-        assert!(problems[0].contains("has no field `room`") && problems[0].contains("room_id"), "{}", problems[0]);
-        assert!(problems[1].starts_with("`items[0].cod`") && problems[1].contains("did you mean `code`"), "{}", problems[1]);
+        assert!(
+            problems[0].contains("has no field `room`") && problems[0].contains("room_id"),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems[1].starts_with("`items[0].cod`")
+                && problems[1].contains("did you mean `code`"),
+            "{}",
+            problems[1]
+        );
     }
 
     #[test]
@@ -194,7 +286,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let e = compile_protos(&[d.path().join("nope.proto")], d.path()).unwrap_err();
         assert!(e.contains("is not a file"), "{e}");
-        std::fs::write(d.path().join("b.proto"), "syntax = \"proto3\"; message A { strin x = 1; }").unwrap();
+        std::fs::write(
+            d.path().join("b.proto"),
+            "syntax = \"proto3\"; message A { strin x = 1; }",
+        )
+        .unwrap();
         let e = compile_protos(&[d.path().join("b.proto")], d.path()).unwrap_err();
         assert!(e.contains("strin"), "{e}");
     }

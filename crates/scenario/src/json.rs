@@ -20,13 +20,25 @@ pub enum JsonTemplate {
 
 impl JsonTemplate {
     /// The body as a JSON value, every template rendered (object fields in file order).
-    pub fn value(&self, templates: &Templates, vars: &minijinja::Value) -> Result<serde_json::Value, PlanError> {
+    pub fn value(
+        &self,
+        templates: &Templates,
+        vars: &minijinja::Value,
+    ) -> Result<serde_json::Value, PlanError> {
         Ok(match self {
             JsonTemplate::Fixed(v) => v.clone(),
             JsonTemplate::Text(t) => templates.render_json(t, vars)?,
-            JsonTemplate::Array(items) => serde_json::Value::Array(items.iter().map(|i| i.value(templates, vars)).collect::<Result<_, _>>()?),
+            JsonTemplate::Array(items) => serde_json::Value::Array(
+                items
+                    .iter()
+                    .map(|i| i.value(templates, vars))
+                    .collect::<Result<_, _>>()?,
+            ),
             JsonTemplate::Object(fields) => serde_json::Value::Object(
-                fields.iter().map(|(k, v)| Ok((k.clone(), v.value(templates, vars)?))).collect::<Result<_, PlanError>>()?,
+                fields
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), v.value(templates, vars)?)))
+                    .collect::<Result<_, PlanError>>()?,
             ),
         })
     }
@@ -34,7 +46,13 @@ impl JsonTemplate {
     /// Writes the body as JSON text, appending to `out`: the bytes `serde_json::to_vec` of
     /// [`JsonTemplate::value`] gives — keys in order, the last of a repeated key kept —
     /// without building the value. `text` is scratch.
-    pub fn write(&self, templates: &Templates, vars: &dyn Vars, text: &mut String, out: &mut Vec<u8>) -> Result<(), PlanError> {
+    pub fn write(
+        &self,
+        templates: &Templates,
+        vars: &dyn Vars,
+        text: &mut String,
+        out: &mut Vec<u8>,
+    ) -> Result<(), PlanError> {
         if let Err(e) = self.write_in_key_order(templates, vars, text, out) {
             // Fields are rendered in key order here; the first failure in file order is the
             // one to tell.
@@ -44,8 +62,15 @@ impl JsonTemplate {
         Ok(())
     }
 
-    fn write_in_key_order(&self, templates: &Templates, vars: &dyn Vars, text: &mut String, out: &mut Vec<u8>) -> Result<(), PlanError> {
-        let json = |e: serde_json::Error| PlanError(format!("a JSON body could not be written: {e}"));
+    fn write_in_key_order(
+        &self,
+        templates: &Templates,
+        vars: &dyn Vars,
+        text: &mut String,
+        out: &mut Vec<u8>,
+    ) -> Result<(), PlanError> {
+        let json =
+            |e: serde_json::Error| PlanError(format!("a JSON body could not be written: {e}"));
         match self {
             JsonTemplate::Fixed(v) => serde_json::to_writer(&mut *out, v).map_err(json)?,
             JsonTemplate::Text(t) => templates.write_json(t, vars, text, out)?,
@@ -78,7 +103,10 @@ impl JsonTemplate {
                     order.sort_by(|&a, &b| fields[a].0.cmp(&fields[b].0).then(a.cmp(&b)));
                     let mut first = true;
                     for (j, &i) in order.iter().enumerate() {
-                        if order.get(j + 1).is_some_and(|&next| fields[next].0 == fields[i].0) {
+                        if order
+                            .get(j + 1)
+                            .is_some_and(|&next| fields[next].0 == fields[i].0)
+                        {
                             continue;
                         }
                         field(i, first, out)?;

@@ -110,15 +110,37 @@ load_options! {
 pub const CONFLICTS: &[(&str, &[&str], &str)] = &[
     (
         "rate",
-        &["vus", "stages", "ramp_up", "ramp_down", "iterations", "pacing", "think_time", "rate_stages"],
+        &[
+            "vus",
+            "stages",
+            "ramp_up",
+            "ramp_down",
+            "iterations",
+            "pacing",
+            "think_time",
+            "rate_stages",
+        ],
         "an arrival rate (open model) takes `duration` and `max_vus`",
     ),
     (
         "rate_stages",
-        &["vus", "stages", "ramp_up", "ramp_down", "iterations", "pacing", "think_time", "duration"],
+        &[
+            "vus",
+            "stages",
+            "ramp_up",
+            "ramp_down",
+            "iterations",
+            "pacing",
+            "think_time",
+            "duration",
+        ],
         "rate stages carry their own rates and lengths",
     ),
-    ("stages", &["vus", "duration", "ramp_up", "ramp_down"], "stages carry their own VUs and lengths"),
+    (
+        "stages",
+        &["vus", "duration", "ramp_up", "ramp_down"],
+        "stages carry their own VUs and lengths",
+    ),
 ];
 
 /// Open model: VUs when nobody said.
@@ -136,7 +158,9 @@ fn count(s: &str) -> Result<u64, PlanError> {
     match s.trim().parse::<u64>() {
         Ok(0) => Err(PlanError("must be at least 1".into())),
         Ok(n) => Ok(n),
-        Err(_) => Err(PlanError(format!("`{s}` is not a whole number; write it like 50"))),
+        Err(_) => Err(PlanError(format!(
+            "`{s}` is not a whole number; write it like 50"
+        ))),
     }
 }
 
@@ -144,7 +168,9 @@ fn count(s: &str) -> Result<u64, PlanError> {
 fn positive_rate(s: &str) -> Result<f64, PlanError> {
     let r = parse_rate(s)?;
     if r <= 0.0 {
-        return Err(PlanError(format!("`{s}` sends nothing; give a rate above zero, like 500 or 500/s")));
+        return Err(PlanError(format!(
+            "`{s}` sends nothing; give a rate above zero, like 500 or 500/s"
+        )));
     }
     Ok(r)
 }
@@ -153,7 +179,9 @@ fn positive_rate(s: &str) -> Result<f64, PlanError> {
 fn positive_duration(s: &str) -> Result<Duration, PlanError> {
     let d = parse_duration(s)?;
     if d.is_zero() {
-        return Err(PlanError(format!("`{s}` lasts no time at all; write it like 30s or 10m")));
+        return Err(PlanError(format!(
+            "`{s}` lasts no time at all; write it like 30s or 10m"
+        )));
     }
     Ok(d)
 }
@@ -210,7 +238,10 @@ impl LoadSpec {
     pub fn merge(self, file: &LoadSpec) -> LoadSpec {
         let shape_given = self.has_shape();
         let mut out = self.clone();
-        for o in OPTIONS.iter().filter(|o| o.role != Role::Shape || !shape_given) {
+        for o in OPTIONS
+            .iter()
+            .filter(|o| o.role != Role::Shape || !shape_given)
+        {
             out.copy(file, o.key, true);
         }
         if out.is_open() {
@@ -224,7 +255,10 @@ impl LoadSpec {
     /// The load the engine runs. Errors say what to write instead.
     pub fn resolve(&self) -> Result<Load, PlanError> {
         if let Some(c) = self.conflicts().first() {
-            return Err(PlanError(format!("`{}` cannot be combined with `{}`: {}", c.other, c.key, c.why)));
+            return Err(PlanError(format!(
+                "`{}` cannot be combined with `{}`: {}",
+                c.other, c.key, c.why
+            )));
         }
         let max_vus = self.max_vus.unwrap_or(DEFAULT_MAX_VUS);
         let connections = self.connections;
@@ -234,22 +268,38 @@ impl LoadSpec {
             think_time: self.think_time.unwrap_or_default(),
             connections,
         };
-        let open = |rate| Load { model: Model::Open { rate, max_vus }, pacing: Duration::ZERO, think_time: Duration::ZERO, connections };
+        let open = |rate| Load {
+            model: Model::Open { rate, max_vus },
+            pacing: Duration::ZERO,
+            think_time: Duration::ZERO,
+            connections,
+        };
         if let Some(rate) = &self.rate_stages {
             return Ok(open(rate.clone()));
         }
         if let Some(rate) = self.rate {
             let Some(duration) = self.duration else {
-                return Err(PlanError(format!("say how long to run: --rate {rate} --duration 30s")));
+                return Err(PlanError(format!(
+                    "say how long to run: --rate {rate} --duration 30s"
+                )));
             };
             return Ok(open(RateShape::constant(rate, duration)));
         }
         let with_count = |shape: LoadShape, open_ended: bool| match self.iterations {
-            Some(per_vu) => Model::Iterations { shape, per_vu, open_ended },
+            Some(per_vu) => Model::Iterations {
+                shape,
+                per_vu,
+                open_ended,
+            },
             None => Model::Closed { shape },
         };
         if let Some(stages) = &self.stages {
-            return Ok(closed(with_count(LoadShape { stages: stages.clone() }, false)));
+            return Ok(closed(with_count(
+                LoadShape {
+                    stages: stages.clone(),
+                },
+                false,
+            )));
         }
         // A run count needs no duration: the run ends when every VU is done.
         let Some(duration) = self.duration.or(self.iterations.map(|_| ITERATIONS_CAP)) else {
@@ -258,26 +308,43 @@ impl LoadSpec {
                     .into(),
             ));
         };
-        let mut shape = LoadShape::constant(self.vus.unwrap_or(1), duration, self.ramp_up.unwrap_or_default())?;
+        let mut shape = LoadShape::constant(
+            self.vus.unwrap_or(1),
+            duration,
+            self.ramp_up.unwrap_or_default(),
+        )?;
         if let Some(down) = self.ramp_down {
             let hold = &mut shape.stages[1];
             hold.duration = hold.duration.checked_sub(down).ok_or_else(|| {
-                PlanError(format!("ramp-up and ramp-down ({}s) are longer than the duration ({}s)", (duration - hold.duration + down).as_secs_f64(), duration.as_secs_f64()))
+                PlanError(format!(
+                    "ramp-up and ramp-down ({}s) are longer than the duration ({}s)",
+                    (duration - hold.duration + down).as_secs_f64(),
+                    duration.as_secs_f64()
+                ))
             })?;
-            shape.stages.push(Stage { duration: down, target: 0 });
+            shape.stages.push(Stage {
+                duration: down,
+                target: 0,
+            });
         }
         Ok(closed(with_count(shape, self.duration.is_none())))
     }
 }
 
 fn delay_shape(shape: &LoadShape, by: Duration) -> LoadShape {
-    let mut stages = vec![Stage { duration: by, target: 0 }];
+    let mut stages = vec![Stage {
+        duration: by,
+        target: 0,
+    }];
     stages.extend(shape.stages.iter().cloned());
     LoadShape { stages }
 }
 
 fn role_of(key: &str) -> Role {
-    OPTIONS.iter().find(|o| o.key == key).map_or(Role::Other, |o| o.role)
+    OPTIONS
+        .iter()
+        .find(|o| o.key == key)
+        .map_or(Role::Other, |o| o.role)
 }
 
 /// How load is applied, resolved: what the engine runs.
@@ -339,7 +406,9 @@ impl Load {
     /// The length to show as planned: `None` for a run count that ends when its VUs are done.
     pub fn planned(&self) -> Option<Duration> {
         match &self.model {
-            Model::Iterations { open_ended: true, .. } => None,
+            Model::Iterations {
+                open_ended: true, ..
+            } => None,
             _ => Some(self.duration()),
         }
     }
@@ -386,21 +455,51 @@ impl Load {
             return self.clone();
         }
         let model = match &self.model {
-            Model::Closed { shape } => Model::Closed { shape: delay_shape(shape, by) },
-            Model::Iterations { shape, per_vu, open_ended } => Model::Iterations { shape: delay_shape(shape, by), per_vu: *per_vu, open_ended: *open_ended },
+            Model::Closed { shape } => Model::Closed {
+                shape: delay_shape(shape, by),
+            },
+            Model::Iterations {
+                shape,
+                per_vu,
+                open_ended,
+            } => Model::Iterations {
+                shape: delay_shape(shape, by),
+                per_vu: *per_vu,
+                open_ended: *open_ended,
+            },
             Model::Open { rate, max_vus } => {
-                let mut stages = vec![RateStage { duration: by, rate: 0.0 }, RateStage { duration: Duration::ZERO, rate: rate.start_rate }];
+                let mut stages = vec![
+                    RateStage {
+                        duration: by,
+                        rate: 0.0,
+                    },
+                    RateStage {
+                        duration: Duration::ZERO,
+                        rate: rate.start_rate,
+                    },
+                ];
                 stages.extend(rate.stages.iter().copied());
-                Model::Open { rate: RateShape { start_rate: 0.0, stages }, max_vus: *max_vus }
+                Model::Open {
+                    rate: RateShape {
+                        start_rate: 0.0,
+                        stages,
+                    },
+                    max_vus: *max_vus,
+                }
             }
         };
-        Load { model, ..self.clone() }
+        Load {
+            model,
+            ..self.clone()
+        }
     }
 
     /// Stage lengths in order (VU stages, or rate stages), for `--warmup stage:N`.
     pub fn stage_durations(&self) -> Vec<Duration> {
         match &self.model {
-            Model::Closed { shape } | Model::Iterations { shape, .. } => shape.stages.iter().map(|s| s.duration).collect(),
+            Model::Closed { shape } | Model::Iterations { shape, .. } => {
+                shape.stages.iter().map(|s| s.duration).collect()
+            }
             Model::Open { rate, .. } => rate.stages.iter().map(|s| s.duration).collect(),
         }
     }
@@ -429,10 +528,17 @@ mod tests {
                 _ if o.key == "stages" => "10s:5",
                 _ => "10s:100",
             };
-            s.set(o.key, sample).unwrap_or_else(|e| panic!("{}: {e}", o.key));
+            s.set(o.key, sample)
+                .unwrap_or_else(|e| panic!("{}: {e}", o.key));
             assert_eq!(s.given(), vec![o.key]);
         }
-        assert!(LoadSpec::default().set("users", "5").unwrap_err().0.contains("the options are vus, duration"));
+        assert!(
+            LoadSpec::default()
+                .set("users", "5")
+                .unwrap_err()
+                .0
+                .contains("the options are vus, duration")
+        );
         assert_eq!(OPTIONS[2].flag(), "--ramp-up");
     }
 
@@ -440,72 +546,196 @@ mod tests {
     fn values_are_checked_where_they_are_parsed() {
         let mut s = LoadSpec::default();
         assert_eq!(s.set("vus", "0").unwrap_err().0, "must be at least 1");
-        assert!(s.set("vus", "ten").unwrap_err().0.contains("not a whole number"));
-        assert!(s.set("duration", "0s").unwrap_err().0.contains("no time at all"));
+        assert!(
+            s.set("vus", "ten")
+                .unwrap_err()
+                .0
+                .contains("not a whole number")
+        );
+        assert!(
+            s.set("duration", "0s")
+                .unwrap_err()
+                .0
+                .contains("no time at all")
+        );
         assert!(s.set("stages", "2m").is_err());
         assert!(s.set("rate", "0/s").unwrap_err().contains("above zero"));
     }
 
     #[test]
     fn resolves_each_model() {
-        let closed = spec(&[("vus", "10"), ("duration", "30s"), ("ramp_up", "10s"), ("pacing", "1s")]).resolve().unwrap();
-        assert_eq!(closed.model, Model::Closed { shape: LoadShape::constant(10, Duration::from_secs(30), Duration::from_secs(10)).unwrap() });
+        let closed = spec(&[
+            ("vus", "10"),
+            ("duration", "30s"),
+            ("ramp_up", "10s"),
+            ("pacing", "1s"),
+        ])
+        .resolve()
+        .unwrap();
+        assert_eq!(
+            closed.model,
+            Model::Closed {
+                shape: LoadShape::constant(10, Duration::from_secs(30), Duration::from_secs(10))
+                    .unwrap()
+            }
+        );
         assert_eq!(closed.pacing, Duration::from_secs(1));
-        let open = spec(&[("rate", "500"), ("duration", "1m"), ("max_vus", "50")]).resolve().unwrap();
-        assert_eq!(open.model, Model::Open { rate: RateShape::constant(500.0, Duration::from_secs(60)), max_vus: 50 });
-        let count = spec(&[("vus", "2"), ("iterations", "3")]).resolve().unwrap();
+        let open = spec(&[("rate", "500"), ("duration", "1m"), ("max_vus", "50")])
+            .resolve()
+            .unwrap();
+        assert_eq!(
+            open.model,
+            Model::Open {
+                rate: RateShape::constant(500.0, Duration::from_secs(60)),
+                max_vus: 50
+            }
+        );
+        let count = spec(&[("vus", "2"), ("iterations", "3")])
+            .resolve()
+            .unwrap();
         assert_eq!(count.iterations(), Some(3));
         assert_eq!(count.planned(), None);
         assert_eq!(count.duration(), ITERATIONS_CAP);
-        let capped = spec(&[("vus", "2"), ("iterations", "3"), ("duration", "10s")]).resolve().unwrap();
+        let capped = spec(&[("vus", "2"), ("iterations", "3"), ("duration", "10s")])
+            .resolve()
+            .unwrap();
         assert_eq!(capped.planned(), Some(Duration::from_secs(10)));
-        assert!(spec(&[("vus", "2")]).resolve().unwrap_err().0.starts_with("say how long to run"));
-        assert!(spec(&[("rate", "5")]).resolve().unwrap_err().0.contains("--duration"));
-        assert!(spec(&[("vus", "2"), ("duration", "5s"), ("ramp_up", "10s")]).resolve().unwrap_err().0.contains("ramp-up"));
+        assert!(
+            spec(&[("vus", "2")])
+                .resolve()
+                .unwrap_err()
+                .0
+                .starts_with("say how long to run")
+        );
+        assert!(
+            spec(&[("rate", "5")])
+                .resolve()
+                .unwrap_err()
+                .0
+                .contains("--duration")
+        );
+        assert!(
+            spec(&[("vus", "2"), ("duration", "5s"), ("ramp_up", "10s")])
+                .resolve()
+                .unwrap_err()
+                .0
+                .contains("ramp-up")
+        );
     }
 
     #[test]
     fn ramp_down_ends_the_hold_early() {
-        let load = spec(&[("vus", "10"), ("duration", "30s"), ("ramp_up", "10s"), ("ramp_down", "5s")]).resolve().unwrap();
+        let load = spec(&[
+            ("vus", "10"),
+            ("duration", "30s"),
+            ("ramp_up", "10s"),
+            ("ramp_down", "5s"),
+        ])
+        .resolve()
+        .unwrap();
         let shape = load.shape().unwrap();
         assert_eq!(shape.duration(), Duration::from_secs(30));
         assert_eq!(shape.vus_at(Duration::from_secs(20)), 10);
         assert_eq!(shape.vus_at(Duration::from_millis(27_500)), 5);
-        let e = spec(&[("vus", "10"), ("duration", "10s"), ("ramp_up", "6s"), ("ramp_down", "5s")]).resolve().unwrap_err();
-        assert!(e.contains("ramp-up and ramp-down (11s) are longer than the duration (10s)"), "{e}");
-        assert!(!spec(&[("stages", "1m:10"), ("ramp_down", "5s")]).conflicts().is_empty());
+        let e = spec(&[
+            ("vus", "10"),
+            ("duration", "10s"),
+            ("ramp_up", "6s"),
+            ("ramp_down", "5s"),
+        ])
+        .resolve()
+        .unwrap_err();
+        assert!(
+            e.contains("ramp-up and ramp-down (11s) are longer than the duration (10s)"),
+            "{e}"
+        );
+        assert!(
+            !spec(&[("stages", "1m:10"), ("ramp_down", "5s")])
+                .conflicts()
+                .is_empty()
+        );
     }
 
     #[test]
     fn repeats_are_for_the_caller_and_a_pause_needs_them() {
-        let s = spec(&[("vus", "2"), ("duration", "5s"), ("repeat", "3"), ("repeat_pause", "2s")]);
+        let s = spec(&[
+            ("vus", "2"),
+            ("duration", "5s"),
+            ("repeat", "3"),
+            ("repeat_pause", "2s"),
+        ]);
         assert_eq!(s.repeat().unwrap(), (3, Duration::from_secs(2)));
-        assert_eq!(s.resolve().unwrap(), spec(&[("vus", "2"), ("duration", "5s")]).resolve().unwrap());
+        assert_eq!(
+            s.resolve().unwrap(),
+            spec(&[("vus", "2"), ("duration", "5s")]).resolve().unwrap()
+        );
         assert_eq!(spec(&[("vus", "2")]).repeat().unwrap(), (1, Duration::ZERO));
-        assert!(spec(&[("repeat_pause", "2s")]).repeat().unwrap_err().0.contains("give `repeat` too"));
+        assert!(
+            spec(&[("repeat_pause", "2s")])
+                .repeat()
+                .unwrap_err()
+                .0
+                .contains("give `repeat` too")
+        );
         assert!(LoadSpec::default().set("repeat", "0").is_err());
     }
 
     #[test]
     fn conflicts_come_from_one_table() {
         let s = spec(&[("vus", "10"), ("rate", "100"), ("duration", "1m")]);
-        assert_eq!(s.conflicts(), vec![Conflict { key: "rate", other: "vus", why: CONFLICTS[0].2 }]);
-        assert!(s.resolve().unwrap_err().0.contains("`vus` cannot be combined with `rate`"));
-        assert!(spec(&[("stages", "1m:10"), ("iterations", "2")]).conflicts().is_empty());
+        assert_eq!(
+            s.conflicts(),
+            vec![Conflict {
+                key: "rate",
+                other: "vus",
+                why: CONFLICTS[0].2
+            }]
+        );
+        assert!(
+            s.resolve()
+                .unwrap_err()
+                .0
+                .contains("`vus` cannot be combined with `rate`")
+        );
+        assert!(
+            spec(&[("stages", "1m:10"), ("iterations", "2")])
+                .conflicts()
+                .is_empty()
+        );
     }
 
     #[test]
     fn command_line_over_file() {
-        let file = spec(&[("vus", "10"), ("duration", "1m"), ("pacing", "1s"), ("max_vus", "7")]);
+        let file = spec(&[
+            ("vus", "10"),
+            ("duration", "1m"),
+            ("pacing", "1s"),
+            ("max_vus", "7"),
+        ]);
         // No shape on the command line: the file's shape, the command line's other options.
         let m = spec(&[("think_time", "2s")]).merge(&file);
-        assert_eq!(m, spec(&[("vus", "10"), ("duration", "1m"), ("pacing", "1s"), ("max_vus", "7"), ("think_time", "2s")]));
+        assert_eq!(
+            m,
+            spec(&[
+                ("vus", "10"),
+                ("duration", "1m"),
+                ("pacing", "1s"),
+                ("max_vus", "7"),
+                ("think_time", "2s")
+            ])
+        );
         // A shape on the command line replaces the file's whole shape.
         let m = spec(&[("stages", "10s:5")]).merge(&file);
-        assert_eq!(m, spec(&[("stages", "10s:5"), ("pacing", "1s"), ("max_vus", "7")]));
+        assert_eq!(
+            m,
+            spec(&[("stages", "10s:5"), ("pacing", "1s"), ("max_vus", "7")])
+        );
         // An open model drops the file's closed-model timings.
         let m = spec(&[("rate", "100"), ("duration", "10s")]).merge(&file);
-        assert_eq!(m, spec(&[("rate", "100"), ("duration", "10s"), ("max_vus", "7")]));
+        assert_eq!(
+            m,
+            spec(&[("rate", "100"), ("duration", "10s"), ("max_vus", "7")])
+        );
         assert!(m.resolve().is_ok());
     }
 
@@ -518,12 +748,22 @@ mod tests {
         let (a, b) = (closed.shape().unwrap(), d.shape().unwrap());
         assert_eq!(b.vus_at(Duration::from_secs(4)), 0);
         for s in [0u64, 3, 7, 12, 19] {
-            assert_eq!(b.vus_at(by + Duration::from_secs(s)), a.vus_at(Duration::from_secs(s)), "{s}");
+            assert_eq!(
+                b.vus_at(by + Duration::from_secs(s)),
+                a.vus_at(Duration::from_secs(s)),
+                "{s}"
+            );
         }
-        let open = spec(&[("rate", "300"), ("duration", "10s")]).resolve().unwrap();
-        let Model::Open { rate: r, .. } = &open.model else { panic!() };
+        let open = spec(&[("rate", "300"), ("duration", "10s")])
+            .resolve()
+            .unwrap();
+        let Model::Open { rate: r, .. } = &open.model else {
+            panic!()
+        };
         let d = open.delayed(by);
-        let Model::Open { rate: dr, .. } = &d.model else { panic!() };
+        let Model::Open { rate: dr, .. } = &d.model else {
+            panic!()
+        };
         assert_eq!(dr.rate_at(Duration::from_secs(4)), 0.0);
         assert_eq!(dr.rate_at(Duration::from_secs(7)), 300.0);
         assert!((dr.total_arrivals() - r.total_arrivals()).abs() < 1e-9);
@@ -538,9 +778,15 @@ mod tests {
     #[test]
     fn loads_round_trip_through_json() {
         for load in [
-            spec(&[("stages", "0s:50,4m:50"), ("pacing", "1s")]).resolve().unwrap(),
-            spec(&[("vus", "3"), ("iterations", "4")]).resolve().unwrap(),
-            spec(&[("rate_stages", "1m:100,5m:300"), ("max_vus", "9")]).resolve().unwrap(),
+            spec(&[("stages", "0s:50,4m:50"), ("pacing", "1s")])
+                .resolve()
+                .unwrap(),
+            spec(&[("vus", "3"), ("iterations", "4")])
+                .resolve()
+                .unwrap(),
+            spec(&[("rate_stages", "1m:100,5m:300"), ("max_vus", "9")])
+                .resolve()
+                .unwrap(),
         ] {
             let json = serde_json::to_string(&load).unwrap();
             assert_eq!(serde_json::from_str::<Load>(&json).unwrap(), load, "{json}");

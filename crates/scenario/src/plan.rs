@@ -27,7 +27,12 @@ pub struct RequestSpec {
 impl RequestSpec {
     /// A plain GET of `url`.
     pub fn get(url: impl Into<String>) -> RequestSpec {
-        RequestSpec { method: "GET".into(), url: url.into(), headers: Vec::new(), body: Vec::new() }
+        RequestSpec {
+            method: "GET".into(),
+            url: url.into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
     }
 
     /// Parses a `Name: value` header as given on the command line.
@@ -37,7 +42,9 @@ impl RequestSpec {
             .ok_or_else(|| PlanError(format!("header `{s}`: expected `Name: value`")))?;
         let n = n.trim();
         if !is_header_name(n) {
-            return Err(PlanError(format!("header `{s}`: `{n}` is not a valid header name")));
+            return Err(PlanError(format!(
+                "header `{s}`: `{n}` is not a valid header name"
+            )));
         }
         Ok((n.to_string(), v.trim().to_string()))
     }
@@ -45,7 +52,10 @@ impl RequestSpec {
 
 /// Whether `name` can be a header's name: one or more `tchar`s of RFC 9110 §5.6.2.
 pub fn is_header_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// Which HTTP statuses count as success.
@@ -64,7 +74,11 @@ impl StatusSet {
     pub fn parse(s: &str) -> Result<StatusSet, PlanError> {
         let mut out = Vec::new();
         for part in s.split(',').map(str::trim) {
-            let bad = || PlanError(format!("status `{part}`: expected a code or a range such as 200-299"));
+            let bad = || {
+                PlanError(format!(
+                    "status `{part}`: expected a code or a range such as 200-299"
+                ))
+            };
             let (a, b) = part.split_once('-').unwrap_or((part, part));
             let a: u16 = a.trim().parse().map_err(|_| bad())?;
             let b: u16 = b.trim().parse().map_err(|_| bad())?;
@@ -116,13 +130,22 @@ impl Settings {
             timeout: self.timeout.or(file.timeout),
             warmup: self.warmup.or(file.warmup),
             expect_status: self.expect_status.or_else(|| file.expect_status.clone()),
-            thresholds: file.thresholds.iter().cloned().chain(self.thresholds).collect(),
+            thresholds: file
+                .thresholds
+                .iter()
+                .cloned()
+                .chain(self.thresholds)
+                .collect(),
         }
     }
 
     /// The plan the engine runs: `request` (single-request runs; for a scenario, a GET of
     /// its target for the pre-run check) or `scenario`, under the resolved load.
-    pub fn plan(&self, request: RequestSpec, scenario: Option<Arc<Scenario>>) -> Result<Plan, PlanError> {
+    pub fn plan(
+        &self,
+        request: RequestSpec,
+        scenario: Option<Arc<Scenario>>,
+    ) -> Result<Plan, PlanError> {
         Ok(Plan {
             request,
             load: self.load.resolve()?,

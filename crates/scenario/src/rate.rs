@@ -31,12 +31,19 @@ pub fn parse_rate(s: &str) -> Result<f64, PlanError> {
                 "s" | "1s" | "sec" | "second" => 1.0,
                 "m" | "1m" | "min" | "minute" => 60.0,
                 "h" | "1h" | "hour" => 3600.0,
-                u => return Err(PlanError(format!("rate `{s}`: unknown unit `/{u}`; write 500, 500/s or 30000/m"))),
+                u => {
+                    return Err(PlanError(format!(
+                        "rate `{s}`: unknown unit `/{u}`; write 500, 500/s or 30000/m"
+                    )));
+                }
             },
         ),
         None => (t, 1.0),
     };
-    let n: f64 = num.trim().parse().map_err(|_| PlanError(format!("rate `{s}`: write it like 500, 500/s or 30000/m")))?;
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| PlanError(format!("rate `{s}`: write it like 500, 500/s or 30000/m")))?;
     if !n.is_finite() || n < 0.0 {
         return Err(PlanError(format!("rate `{s}` must be zero or more")));
     }
@@ -55,20 +62,33 @@ pub struct RateShape {
 impl RateShape {
     /// A constant `rate` for `duration`.
     pub fn constant(rate: f64, duration: Duration) -> RateShape {
-        RateShape { start_rate: rate, stages: vec![RateStage { duration, rate }] }
+        RateShape {
+            start_rate: rate,
+            stages: vec![RateStage { duration, rate }],
+        }
     }
 
     /// Parses `"1m:100,5m:300"` (DURATION:RATE, linear from 0 or from a leading `0s:R`).
     pub fn parse(s: &str) -> Result<RateShape, PlanError> {
         let mut stages = Vec::new();
         for (i, part) in s.split(',').map(str::trim).enumerate() {
-            let bad = |why: &str| PlanError(format!("rate stage {} `{part}`: {why}; write stages like 1m:100,5m:300", i + 1));
-            let (d, r) = part.split_once(':').ok_or_else(|| bad("expected DURATION:RATE"))?;
+            let bad = |why: &str| {
+                PlanError(format!(
+                    "rate stage {} `{part}`: {why}; write stages like 1m:100,5m:300",
+                    i + 1
+                ))
+            };
+            let (d, r) = part
+                .split_once(':')
+                .ok_or_else(|| bad("expected DURATION:RATE"))?;
             let duration = parse_duration(d).map_err(|e| bad(&e.0))?;
             let rate = parse_rate(r).map_err(|e| bad(&e.0))?;
             stages.push(RateStage { duration, rate });
         }
-        let shape = RateShape { start_rate: 0.0, stages };
+        let shape = RateShape {
+            start_rate: 0.0,
+            stages,
+        };
         if shape.duration().is_zero() {
             return Err(PlanError(format!("rate stages `{s}` last no time at all")));
         }
@@ -180,7 +200,12 @@ mod tests {
 
     #[test]
     fn bad_stages() {
-        assert!(RateShape::parse("1m").unwrap_err().0.contains("expected DURATION:RATE"));
+        assert!(
+            RateShape::parse("1m")
+                .unwrap_err()
+                .0
+                .contains("expected DURATION:RATE")
+        );
         assert!(RateShape::parse("0s:5").is_err());
     }
 }

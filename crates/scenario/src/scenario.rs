@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use crate::data::Feeder;
 use crate::extract::{Check, Extract};
-use crate::plan::Settings;
 use crate::json::JsonTemplate;
+use crate::plan::Settings;
 use crate::template::{Template, Templates};
 
 /// A loaded, validated scenario file.
@@ -74,7 +74,8 @@ impl Scenario {
     /// and every form a template filter turns them into (case changes, URL, JSON and HTML
     /// encoding, reversal), longest first.
     pub fn secrets(&self) -> &[String] {
-        self.masks.get_or_init(|| secret_forms(self.env.iter().map(|(_, v)| v.as_str())))
+        self.masks
+            .get_or_init(|| secret_forms(self.env.iter().map(|(_, v)| v.as_str())))
     }
 
     /// Narrows the CSV feeders to segment `seg`'s rows ([`Feeder::for_segment`]).
@@ -85,7 +86,11 @@ impl Scenario {
         for p in &mut self.populations {
             let name = p.name.clone();
             Arc::get_mut(&mut p.scenario)
-                .ok_or_else(|| crate::PlanError(format!("scenario `{name}` is already running; narrow it to a segment before")))?
+                .ok_or_else(|| {
+                    crate::PlanError(format!(
+                        "scenario `{name}` is already running; narrow it to a segment before"
+                    ))
+                })?
                 .for_segment(seg)?;
         }
         Ok(())
@@ -104,7 +109,17 @@ impl Scenario {
 }
 
 /// Filters whose output still carries a value recognisably (so it is masked too).
-const MASKED_FILTERS: [&str; 9] = ["upper", "lower", "title", "capitalize", "reverse", "urlencode", "tojson", "escape", "trim"];
+const MASKED_FILTERS: [&str; 9] = [
+    "upper",
+    "lower",
+    "title",
+    "capitalize",
+    "reverse",
+    "urlencode",
+    "tojson",
+    "escape",
+    "trim",
+];
 
 /// `values` and what each [`MASKED_FILTERS`] filter makes of them, as a template would
 /// render them; values shorter than 3 characters are not masked (they would mask noise).
@@ -114,8 +129,17 @@ fn secret_forms<'a>(values: impl Iterator<Item = &'a str>) -> Vec<String> {
     for v in values.filter(|v| v.len() >= 3) {
         forms.insert(v.to_string());
         for f in MASKED_FILTERS {
-            let Ok(out) = env.render_str(&format!("{{{{ s | {f} }}}}"), minijinja::context! { s => v }) else { continue };
-            let out = if f == "tojson" { out.trim_matches('"').to_string() } else { out };
+            let Ok(out) = env.render_str(
+                &format!("{{{{ s | {f} }}}}"),
+                minijinja::context! { s => v },
+            ) else {
+                continue;
+            };
+            let out = if f == "tojson" {
+                out.trim_matches('"').to_string()
+            } else {
+                out
+            };
             if out.len() >= 3 {
                 forms.insert(out);
             }
@@ -245,7 +269,9 @@ impl Pause {
         let min = crate::parse_duration(a)?;
         let max = crate::parse_duration(b)?;
         if max < min {
-            return Err(crate::PlanError(format!("`{s}`: the longer pause comes second, e.g. 1s..3s")));
+            return Err(crate::PlanError(format!(
+                "`{s}`: the longer pause comes second, e.g. 1s..3s"
+            )));
         }
         Ok(Pause { min, max })
     }
@@ -283,7 +309,9 @@ impl HttpStep {
 
     /// Whether a response header is read (an `extract` from a header).
     pub fn reads_headers(&self) -> bool {
-        self.extract.iter().any(|e| matches!(e.source, crate::extract::Source::Header(_)))
+        self.extract
+            .iter()
+            .any(|e| matches!(e.source, crate::extract::Source::Header(_)))
     }
 }
 
@@ -366,11 +394,22 @@ mod tests {
     #[test]
     fn secrets_are_masked_in_every_form_a_filter_yields() {
         let forms = secret_forms(["p@ss word/ä\"x", "ab"].into_iter());
-        for f in ["p@ss word/ä\"x", "P@SS WORD/Ä\"X", "p@ss word/ä\\\"x", "p%40ss%20word/%C3%A4%22x", "p%40ss+word%2F%C3%A4%22x", "x\"ä/drow ss@p", "p@ss word&#x2f;ä&quot;x"] {
+        for f in [
+            "p@ss word/ä\"x",
+            "P@SS WORD/Ä\"X",
+            "p@ss word/ä\\\"x",
+            "p%40ss%20word/%C3%A4%22x",
+            "p%40ss+word%2F%C3%A4%22x",
+            "x\"ä/drow ss@p",
+            "p@ss word&#x2f;ä&quot;x",
+        ] {
             assert!(forms.iter().any(|g| g == f), "{f} not in {forms:?}");
         }
         assert!(!forms.iter().any(|g| g == "ab"), "too short to mask");
-        assert!(forms.windows(2).all(|w| w[0].len() >= w[1].len()), "longest first");
+        assert!(
+            forms.windows(2).all(|w| w[0].len() >= w[1].len()),
+            "longest first"
+        );
     }
 
     #[test]
@@ -379,8 +418,15 @@ mod tests {
         assert_eq!(fixed.sample(), Duration::from_millis(250));
         let r = Pause::parse("1s..3s").unwrap();
         let samples: Vec<Duration> = (0..200).map(|_| r.sample()).collect();
-        assert!(samples.iter().all(|d| (Duration::from_secs(1)..=Duration::from_secs(3)).contains(d)));
-        assert!(samples.iter().any(|d| *d < Duration::from_millis(1500)) && samples.iter().any(|d| *d > Duration::from_millis(2500)));
+        assert!(
+            samples
+                .iter()
+                .all(|d| (Duration::from_secs(1)..=Duration::from_secs(3)).contains(d))
+        );
+        assert!(
+            samples.iter().any(|d| *d < Duration::from_millis(1500))
+                && samples.iter().any(|d| *d > Duration::from_millis(2500))
+        );
         assert!(Pause::parse("3s..1s").unwrap_err().contains("comes second"));
         assert!(Pause::parse("soon..1s").is_err());
     }
@@ -393,25 +439,54 @@ mod tests {
         let leaf_n = text("{{ iteration }}");
         let leaf_m = text("{{ extracted }}");
         let leaf_x = text("{{ vu * 2 }}");
-        let (miss_1, miss_2) = (text("a {{ first_missing }}"), text("b {{ second_missing }}"));
+        let (miss_1, miss_2) = (
+            text("a {{ first_missing }}"),
+            text("b {{ second_missing }}"),
+        );
         let body = JsonTemplate::Object(vec![
             ("user".into(), leaf_s),
-            ("password".into(), JsonTemplate::Fixed(serde_json::json!("se\"cret"))),
+            (
+                "password".into(),
+                JsonTemplate::Fixed(serde_json::json!("se\"cret")),
+            ),
             ("n".into(), leaf_n),
-            ("nested".into(), JsonTemplate::Array(vec![leaf_m, JsonTemplate::Fixed(serde_json::json!({"b": 1, "a": [1.5, null]})), leaf_x])),
-            ("n".into(), JsonTemplate::Fixed(serde_json::json!("the last of a repeated key wins"))),
-            ("a sorted object".into(), JsonTemplate::Object(vec![("a".into(), JsonTemplate::Fixed(1.into())), ("b".into(), JsonTemplate::Array(vec![]))])),
+            (
+                "nested".into(),
+                JsonTemplate::Array(vec![
+                    leaf_m,
+                    JsonTemplate::Fixed(serde_json::json!({"b": 1, "a": [1.5, null]})),
+                    leaf_x,
+                ]),
+            ),
+            (
+                "n".into(),
+                JsonTemplate::Fixed(serde_json::json!("the last of a repeated key wins")),
+            ),
+            (
+                "a sorted object".into(),
+                JsonTemplate::Object(vec![
+                    ("a".into(), JsonTemplate::Fixed(1.into())),
+                    ("b".into(), JsonTemplate::Array(vec![])),
+                ]),
+            ),
             ("empty".into(), JsonTemplate::Object(vec![])),
         ]);
-        let extracted = minijinja::Value::from(minijinja::value::Serde(serde_json::json!({"z": [1], "id": "x"})));
+        let extracted = minijinja::Value::from(minijinja::value::Serde(
+            serde_json::json!({"z": [1], "id": "x"}),
+        ));
         let ctx = minijinja::context! { vu => 3, iteration => 9, extracted => extracted };
         let expected = serde_json::to_vec(&body.value(&t, &ctx).unwrap()).unwrap();
         let (mut scratch, mut out) = (String::new(), Vec::new());
         body.write(&t, &ctx, &mut scratch, &mut out).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(expected).unwrap());
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(expected).unwrap()
+        );
         // A failure names the first failing field in file order, as building the value does.
         let failing = JsonTemplate::Object(vec![("z".into(), miss_1), ("a".into(), miss_2)]);
-        let e = failing.write(&t, &ctx, &mut scratch, &mut Vec::new()).unwrap_err();
+        let e = failing
+            .write(&t, &ctx, &mut scratch, &mut Vec::new())
+            .unwrap_err();
         assert_eq!(e, failing.value(&t, &ctx).unwrap_err());
         assert!(e.0.contains("first_missing"), "{e}");
     }

@@ -58,7 +58,11 @@ impl Segment {
     /// How many of the things numbered `0..total` belong to this segment: those `k < total`
     /// with `k mod N = i`. Over all segments these add up to `total` for every `total`.
     pub fn share(self, total: u64) -> u64 {
-        if total <= self.index { 0 } else { (total - self.index - 1) / self.count + 1 }
+        if total <= self.index {
+            0
+        } else {
+            (total - self.index - 1) / self.count + 1
+        }
     }
 
     /// The global number of this segment's `local`-th thing (VU, arrival, row).
@@ -101,7 +105,11 @@ impl FromStr for Segment {
 
     /// `i/N`, 0-based: `0/4`.
     fn from_str(s: &str) -> Result<Segment, PlanError> {
-        let bad = || PlanError(format!("segment `{s}`: write it as i/N, the 0-based index of this process and the number of processes, like 0/4"));
+        let bad = || {
+            PlanError(format!(
+                "segment `{s}`: write it as i/N, the 0-based index of this process and the number of processes, like 0/4"
+            ))
+        };
         let (i, n) = s.trim().split_once('/').ok_or_else(bad)?;
         let i: u64 = i.trim().parse().map_err(|_| bad())?;
         let n: u64 = n.trim().parse().map_err(|_| bad())?;
@@ -119,13 +127,26 @@ mod tests {
 
     #[test]
     fn parses_and_refuses() {
-        assert_eq!("2/4".parse::<Segment>().unwrap(), Segment { index: 2, count: 4 });
+        assert_eq!(
+            "2/4".parse::<Segment>().unwrap(),
+            Segment { index: 2, count: 4 }
+        );
         assert_eq!(" 0 / 1 ".parse::<Segment>().unwrap(), Segment::WHOLE);
         assert!("3/2".parse::<Segment>().unwrap_err().contains("0/2 … 1/2"));
-        assert!("4/4".parse::<Segment>().unwrap_err().contains("numbered from 0"));
+        assert!(
+            "4/4"
+                .parse::<Segment>()
+                .unwrap_err()
+                .contains("numbered from 0")
+        );
         assert!("0/0".parse::<Segment>().unwrap_err().contains("at least 1"));
         for bad in ["2", "a/4", "1/b", "-1/4", "1/4/5", ""] {
-            assert!(bad.parse::<Segment>().unwrap_err().contains("write it as i/N"), "{bad}");
+            assert!(
+                bad.parse::<Segment>()
+                    .unwrap_err()
+                    .contains("write it as i/N"),
+                "{bad}"
+            );
         }
         assert_eq!(Segment { index: 1, count: 3 }.to_string(), "1/3");
     }
@@ -139,7 +160,10 @@ mod tests {
                 let sum: u64 = segs.iter().map(|s| s.share(total)).sum();
                 assert_eq!(sum, total, "{total} over {n}");
                 // Whole VUs, as even as can be: no two shares differ by more than one.
-                let (lo, hi) = (segs.iter().map(|s| s.share(total)).min().unwrap(), segs.iter().map(|s| s.share(total)).max().unwrap());
+                let (lo, hi) = (
+                    segs.iter().map(|s| s.share(total)).min().unwrap(),
+                    segs.iter().map(|s| s.share(total)).max().unwrap(),
+                );
                 assert!(hi - lo <= 1, "{total} over {n}: {lo}..{hi}");
             }
             for k in 0..300u64 {
@@ -162,13 +186,19 @@ mod tests {
             seed % m
         };
         for _ in 0..60 {
-            let stages: Vec<String> = (0..1 + rnd(4)).map(|_| format!("{}ms:{}", 1 + rnd(900), rnd(70))).collect();
-            let shape = LoadShape { stages: parse_stages(&stages.join(",")).unwrap() };
+            let stages: Vec<String> = (0..1 + rnd(4))
+                .map(|_| format!("{}ms:{}", 1 + rnd(900), rnd(70)))
+                .collect();
+            let shape = LoadShape {
+                stages: parse_stages(&stages.join(",")).unwrap(),
+            };
             let n = 1 + rnd(12);
             for ms in (0..shape.duration().as_millis() as u64 + 5).step_by(7) {
                 let t = Duration::from_millis(ms);
                 let whole = shape.vus_at(t);
-                let sum: u64 = (0..n).map(|i| Segment::new(i, n).unwrap().share(whole)).sum();
+                let sum: u64 = (0..n)
+                    .map(|i| Segment::new(i, n).unwrap().share(whole))
+                    .sum();
                 assert_eq!(sum, whole, "{stages:?} over {n} at {ms} ms");
             }
         }
@@ -183,27 +213,59 @@ mod tests {
             let mut union: Vec<(u64, Duration)> = Vec::new();
             for i in 0..n {
                 let seg = Segment::new(i, n).unwrap();
-                let mine: Vec<(u64, Duration)> =
-                    (0..).map(|l| seg.global(l)).map_while(|k| rate.due(k).map(|d| (k, d))).collect();
+                let mine: Vec<(u64, Duration)> = (0..)
+                    .map(|l| seg.global(l))
+                    .map_while(|k| rate.due(k).map(|d| (k, d)))
+                    .collect();
                 assert_eq!(mine.len() as u64, seg.share(whole.len() as u64));
                 union.extend(mine);
             }
             union.sort();
-            assert_eq!(union.iter().map(|u| u.1).collect::<Vec<_>>(), whole, "{n} segments");
+            assert_eq!(
+                union.iter().map(|u| u.1).collect::<Vec<_>>(),
+                whole,
+                "{n} segments"
+            );
         }
     }
 
     #[test]
     fn too_many_segments_for_the_vus_is_an_error() {
-        let closed = Load { model: Model::Closed { shape: LoadShape::constant(3, Duration::from_secs(1), Duration::ZERO).unwrap() }, pacing: Duration::ZERO, think_time: Duration::ZERO, connections: None };
+        let closed = Load {
+            model: Model::Closed {
+                shape: LoadShape::constant(3, Duration::from_secs(1), Duration::ZERO).unwrap(),
+            },
+            pacing: Duration::ZERO,
+            think_time: Duration::ZERO,
+            connections: None,
+        };
         assert!(Segment::new(3, 3).is_err());
         assert!(Segment::new(2, 3).unwrap().check(&closed).is_ok());
         let e = Segment::new(0, 4).unwrap().check(&closed).unwrap_err();
-        assert!(e.contains("4 segments cannot share 3 VUs") && e.contains("at most 3 segments"), "{e}");
-        let open = Load { model: Model::Open { rate: RateShape::constant(10.0, Duration::from_secs(1)), max_vus: 2 }, pacing: Duration::ZERO, think_time: Duration::ZERO, connections: None };
-        assert!(Segment::new(1, 3).unwrap().check(&open).unwrap_err().contains("max_vus"));
+        assert!(
+            e.contains("4 segments cannot share 3 VUs") && e.contains("at most 3 segments"),
+            "{e}"
+        );
+        let open = Load {
+            model: Model::Open {
+                rate: RateShape::constant(10.0, Duration::from_secs(1)),
+                max_vus: 2,
+            },
+            pacing: Duration::ZERO,
+            think_time: Duration::ZERO,
+            connections: None,
+        };
+        assert!(
+            Segment::new(1, 3)
+                .unwrap()
+                .check(&open)
+                .unwrap_err()
+                .contains("max_vus")
+        );
         // Run counts follow the VUs: 5 VUs × 7 iterations over 3 segments is 2+2+1 VUs.
-        let total: u64 = (0..3).map(|i| Segment::new(i, 3).unwrap().share(5) * 7).sum();
+        let total: u64 = (0..3)
+            .map(|i| Segment::new(i, 3).unwrap().share(5) * 7)
+            .sum();
         assert_eq!(total, 35);
     }
 }

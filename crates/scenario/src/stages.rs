@@ -25,10 +25,20 @@ pub struct Stage {
 pub fn parse_stages(s: &str) -> Result<Vec<Stage>, PlanError> {
     let mut out = Vec::new();
     for (i, part) in s.split(',').map(str::trim).enumerate() {
-        let bad = |why: &str| PlanError(format!("stage {} `{part}`: {why}; write stages like 2m:50,2m:100", i + 1));
-        let (d, t) = part.split_once(':').ok_or_else(|| bad("expected DURATION:VUS"))?;
+        let bad = |why: &str| {
+            PlanError(format!(
+                "stage {} `{part}`: {why}; write stages like 2m:50,2m:100",
+                i + 1
+            ))
+        };
+        let (d, t) = part
+            .split_once(':')
+            .ok_or_else(|| bad("expected DURATION:VUS"))?;
         let duration = parse_duration(d).map_err(|e| bad(&e.0))?;
-        let target = t.trim().parse::<u64>().map_err(|_| bad(&format!("`{t}` is not a whole number of VUs")))?;
+        let target = t
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| bad(&format!("`{t}` is not a whole number of VUs")))?;
         out.push(Stage { duration, target });
     }
     if out.iter().all(|s| s.duration.is_zero()) {
@@ -46,7 +56,11 @@ pub struct LoadShape {
 
 impl LoadShape {
     /// `vus` users for `duration`, reached linearly over `ramp_up` (part of the duration).
-    pub fn constant(vus: u64, duration: Duration, ramp_up: Duration) -> Result<LoadShape, PlanError> {
+    pub fn constant(
+        vus: u64,
+        duration: Duration,
+        ramp_up: Duration,
+    ) -> Result<LoadShape, PlanError> {
         if ramp_up > duration {
             return Err(PlanError(format!(
                 "ramp-up ({}s) is longer than the duration ({}s)",
@@ -55,7 +69,16 @@ impl LoadShape {
             )));
         }
         Ok(LoadShape {
-            stages: vec![Stage { duration: ramp_up, target: vus }, Stage { duration: duration - ramp_up, target: vus }],
+            stages: vec![
+                Stage {
+                    duration: ramp_up,
+                    target: vus,
+                },
+                Stage {
+                    duration: duration - ramp_up,
+                    target: vus,
+                },
+            ],
         })
     }
 
@@ -81,7 +104,11 @@ impl LoadShape {
             if elapsed < end {
                 let frac = (elapsed - start).as_secs_f64() / s.duration.as_secs_f64();
                 let v = from as f64 + (s.target as f64 - from as f64) * frac;
-                return if s.target >= from { v.floor() as u64 } else { v.ceil() as u64 };
+                return if s.target >= from {
+                    v.floor() as u64
+                } else {
+                    v.ceil() as u64
+                };
             }
             from = s.target;
             start = end;
@@ -96,7 +123,9 @@ mod tests {
 
     #[test]
     fn parses_and_interpolates() {
-        let shape = LoadShape { stages: parse_stages("2m:50,2m:100,1m:100,1m:0").unwrap() };
+        let shape = LoadShape {
+            stages: parse_stages("2m:50,2m:100,1m:100,1m:0").unwrap(),
+        };
         assert_eq!(shape.duration(), Duration::from_secs(360));
         assert_eq!(shape.max_vus(), 100);
         assert_eq!(shape.vus_at(Duration::ZERO), 0);
@@ -112,7 +141,9 @@ mod tests {
     #[test]
     fn steps_with_zero_length_stages() {
         // The seeds' "0-4 min 50 users, 4-8 min 100 users".
-        let shape = LoadShape { stages: parse_stages("0s:50,4m:50,0s:100,4m:100").unwrap() };
+        let shape = LoadShape {
+            stages: parse_stages("0s:50,4m:50,0s:100,4m:100").unwrap(),
+        };
         assert_eq!(shape.vus_at(Duration::ZERO), 50);
         assert_eq!(shape.vus_at(Duration::from_secs(239)), 50);
         assert_eq!(shape.vus_at(Duration::from_secs(240)), 100);
@@ -120,7 +151,8 @@ mod tests {
 
     #[test]
     fn constant_with_ramp_up() {
-        let shape = LoadShape::constant(10, Duration::from_secs(10), Duration::from_secs(5)).unwrap();
+        let shape =
+            LoadShape::constant(10, Duration::from_secs(10), Duration::from_secs(5)).unwrap();
         assert_eq!(shape.vus_at(Duration::from_millis(2500)), 5);
         assert_eq!(shape.vus_at(Duration::from_secs(7)), 10);
         let flat = LoadShape::constant(10, Duration::from_secs(10), Duration::ZERO).unwrap();
@@ -131,7 +163,10 @@ mod tests {
     #[test]
     fn bad_stages_say_what_to_write() {
         let e = parse_stages("2m:50,abc").unwrap_err().0;
-        assert_eq!(e, "stage 2 `abc`: expected DURATION:VUS; write stages like 2m:50,2m:100");
+        assert_eq!(
+            e,
+            "stage 2 `abc`: expected DURATION:VUS; write stages like 2m:50,2m:100"
+        );
         let e = parse_stages("2m:x").unwrap_err().0;
         assert!(e.contains("`x` is not a whole number of VUs"), "{e}");
         assert!(parse_stages("0s:5").is_err());

@@ -100,7 +100,9 @@ impl Template {
     pub fn source(&self) -> &str {
         match self {
             Template::Literal(s) => s,
-            Template::Pieces { source, .. } | Template::Compiled { source, .. } | Template::Value { source, .. } => source,
+            Template::Pieces { source, .. }
+            | Template::Compiled { source, .. }
+            | Template::Value { source, .. } => source,
         }
     }
 }
@@ -122,14 +124,25 @@ impl Templates {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.add_function("uuid", || uuid::Uuid::new_v4().to_string());
-        env.add_function("random", |lo: i64, hi: i64| if hi <= lo { lo } else { fastrand::i64(lo..=hi) });
+        env.add_function(
+            "random",
+            |lo: i64, hi: i64| if hi <= lo { lo } else { fastrand::i64(lo..=hi) },
+        );
         env.add_function("random_string", |n: usize| {
-            (0..n.min(4096)).map(|_| fastrand::alphanumeric()).collect::<String>()
+            (0..n.min(4096))
+                .map(|_| fastrand::alphanumeric())
+                .collect::<String>()
         });
         env.add_function("timestamp_ms", || {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64)
         });
-        Templates { env, compiled: HashMap::new(), lookups: HashMap::new() }
+        Templates {
+            env,
+            compiled: HashMap::new(),
+            lookups: HashMap::new(),
+        }
     }
 
     /// How many minijinja templates are compiled (distinct expressions and strings).
@@ -148,10 +161,17 @@ impl Templates {
         if !has_syntax(source) {
             return Ok((Template::Literal(source.to_string()), BTreeSet::new()));
         }
-        let ast = minijinja::machinery::parse(source, "<scenario>", Default::default()).map_err(|e| PlanError(describe(&e, source)))?;
-        let minijinja::machinery::ast::Stmt::Template(root) = &ast else { unreachable!("a parse yields a template") };
+        let ast = minijinja::machinery::parse(source, "<scenario>", Default::default())
+            .map_err(|e| PlanError(describe(&e, source)))?;
+        let minijinja::machinery::ast::Stmt::Template(root) = &ast else {
+            unreachable!("a parse yields a template")
+        };
         use minijinja::machinery::ast::Stmt;
-        if root.children.iter().all(|c| matches!(c, Stmt::EmitRaw(_) | Stmt::EmitExpr(_))) {
+        if root
+            .children
+            .iter()
+            .all(|c| matches!(c, Stmt::EmitRaw(_) | Stmt::EmitExpr(_)))
+        {
             let mut pieces = Vec::with_capacity(root.children.len());
             let mut vars = BTreeSet::new();
             for c in &root.children {
@@ -160,7 +180,9 @@ impl Templates {
                     Stmt::EmitExpr(e) => {
                         // From `{{` to the expression's last token: the closing `}}` is added.
                         let span = e.span();
-                        let open = source.get(span.start_offset as usize..span.end_offset as usize).unwrap_or_default();
+                        let open = source
+                            .get(span.start_offset as usize..span.end_offset as usize)
+                            .unwrap_or_default();
                         let (name, v) = self.add(format!("{open} }}}}"), source)?;
                         vars.extend(v);
                         pieces.push(Piece::Expr(name));
@@ -168,25 +190,58 @@ impl Templates {
                     _ => {}
                 }
             }
-            return Ok((Template::Pieces { pieces, source: source.to_string() }, vars));
+            return Ok((
+                Template::Pieces {
+                    pieces,
+                    source: source.to_string(),
+                },
+                vars,
+            ));
         }
-        self.add(source.to_string(), source).map(|(name, vars)| (Template::Compiled { name: name.to_string(), source: source.to_string() }, vars))
+        self.add(source.to_string(), source).map(|(name, vars)| {
+            (
+                Template::Compiled {
+                    name: name.to_string(),
+                    source: source.to_string(),
+                },
+                vars,
+            )
+        })
     }
 
     /// Compiles a JSON body string: a lone `{{ expr }}` keeps its type.
-    pub fn compile_value(&mut self, source: &str) -> Result<(Template, BTreeSet<String>), PlanError> {
+    pub fn compile_value(
+        &mut self,
+        source: &str,
+    ) -> Result<(Template, BTreeSet<String>), PlanError> {
         let t = source.trim();
-        let lone = t.starts_with("{{") && t.ends_with("}}") && t[2..].find("{{").is_none() && t[..t.len() - 2].rfind("}}").is_none();
+        let lone = t.starts_with("{{")
+            && t.ends_with("}}")
+            && t[2..].find("{{").is_none()
+            && t[..t.len() - 2].rfind("}}").is_none();
         if !lone {
             return self.compile(source);
         }
-        let expr = t[2..t.len() - 2].trim().trim_start_matches('-').trim_end_matches('-');
+        let expr = t[2..t.len() - 2]
+            .trim()
+            .trim_start_matches('-')
+            .trim_end_matches('-');
         let (name, vars) = self.add(format!("{{{{ ({expr}) | tojson }}}}"), source)?;
-        Ok((Template::Value { name: name.to_string(), source: source.to_string() }, vars))
+        Ok((
+            Template::Value {
+                name: name.to_string(),
+                source: source.to_string(),
+            },
+            vars,
+        ))
     }
 
     /// Compiles `code` once: the same code again gets the same template.
-    fn add(&mut self, code: String, source: &str) -> Result<(Arc<str>, BTreeSet<String>), PlanError> {
+    fn add(
+        &mut self,
+        code: String,
+        source: &str,
+    ) -> Result<(Arc<str>, BTreeSet<String>), PlanError> {
         if let Some((name, vars)) = self.compiled.get(&code) {
             return Ok((name.clone(), vars.clone()));
         }
@@ -196,10 +251,18 @@ impl Templates {
             )));
         }
         let name: Arc<str> = format!("t{}", self.compiled.len() + 1).into();
-        self.env.add_template_owned(name.to_string(), code.clone()).map_err(|e| PlanError(describe(&e, source)))?;
-        let tmpl = self.env.get_template(&name).map_err(|e| PlanError(describe(&e, source)))?;
-        let vars: BTreeSet<String> =
-            tmpl.undeclared_variables(true).into_iter().filter(|v| !FUNCTIONS.contains(&v.as_str())).collect();
+        self.env
+            .add_template_owned(name.to_string(), code.clone())
+            .map_err(|e| PlanError(describe(&e, source)))?;
+        let tmpl = self
+            .env
+            .get_template(&name)
+            .map_err(|e| PlanError(describe(&e, source)))?;
+        let vars: BTreeSet<String> = tmpl
+            .undeclared_variables(true)
+            .into_iter()
+            .filter(|v| !FUNCTIONS.contains(&v.as_str()))
+            .collect();
         if let Some(path) = lookup_path(&code) {
             self.lookups.insert(name.clone(), path);
         }
@@ -215,7 +278,12 @@ impl Templates {
     }
 
     /// Renders, appending to `out` (a buffer the caller reuses).
-    pub fn render_into(&self, t: &Template, vars: &dyn Vars, out: &mut String) -> Result<(), PlanError> {
+    pub fn render_into(
+        &self,
+        t: &Template,
+        vars: &dyn Vars,
+        out: &mut String,
+    ) -> Result<(), PlanError> {
         match t {
             Template::Literal(s) => out.push_str(s),
             Template::Pieces { pieces, source } => {
@@ -226,14 +294,24 @@ impl Templates {
                     }
                 }
             }
-            Template::Compiled { name, source } => out.push_str(&self.minijinja(name, source, &vars.context())?),
-            Template::Value { name, source } => out.push_str(&self.minijinja(name, source, &vars.context())?),
+            Template::Compiled { name, source } => {
+                out.push_str(&self.minijinja(name, source, &vars.context())?)
+            }
+            Template::Value { name, source } => {
+                out.push_str(&self.minijinja(name, source, &vars.context())?)
+            }
         }
         Ok(())
     }
 
     /// One `{{ expression }}`: a variable written directly, anything else by minijinja.
-    fn expr_into(&self, name: &Arc<str>, source: &str, vars: &dyn Vars, out: &mut String) -> Result<(), PlanError> {
+    fn expr_into(
+        &self,
+        name: &Arc<str>,
+        source: &str,
+        vars: &dyn Vars,
+        out: &mut String,
+    ) -> Result<(), PlanError> {
         if let Some(v) = self.lookup(name, vars) {
             // As minijinja prints a value when nothing is escaped.
             use std::fmt::Write;
@@ -258,23 +336,38 @@ impl Templates {
     }
 
     fn minijinja(&self, name: &str, source: &str, ctx: &Value) -> Result<String, PlanError> {
-        self.env.get_template(name).and_then(|tmpl| tmpl.render(ctx)).map_err(|e| PlanError(describe(&e, source)))
+        self.env
+            .get_template(name)
+            .and_then(|tmpl| tmpl.render(ctx))
+            .map_err(|e| PlanError(describe(&e, source)))
     }
 
     /// Renders a JSON body leaf.
     pub fn render_json(&self, t: &Template, ctx: &Value) -> Result<serde_json::Value, PlanError> {
         if let Template::Value { name, source } = t {
             let text = self.minijinja(name, source, ctx)?;
-            return serde_json::from_str(&text).map_err(|e| PlanError(format!("`{source}` did not render to JSON: {e}")));
+            return serde_json::from_str(&text)
+                .map_err(|e| PlanError(format!("`{source}` did not render to JSON: {e}")));
         }
         Ok(serde_json::Value::String(self.render(t, ctx)?))
     }
 
     /// Writes a JSON body leaf as JSON text, appending to `out`: the bytes
     /// `serde_json::to_vec(&render_json(t, ctx))` gives, with what is scratch in `text`.
-    pub fn write_json(&self, t: &Template, vars: &dyn Vars, text: &mut String, out: &mut Vec<u8>) -> Result<(), PlanError> {
+    pub fn write_json(
+        &self,
+        t: &Template,
+        vars: &dyn Vars,
+        text: &mut String,
+        out: &mut Vec<u8>,
+    ) -> Result<(), PlanError> {
         text.clear();
-        let json = |e: serde_json::Error| PlanError(format!("`{}` could not be written as JSON: {e}", t.source()));
+        let json = |e: serde_json::Error| {
+            PlanError(format!(
+                "`{}` could not be written as JSON: {e}",
+                t.source()
+            ))
+        };
         match t {
             Template::Value { name, source } => {
                 // A string, a whole number or a truth value is written as such; any other
@@ -282,7 +375,10 @@ impl Templates {
                 if let Some(v) = self.lookup(name, vars) {
                     use minijinja::value::ValueKind;
                     match v.kind() {
-                        ValueKind::String => return serde_json::to_writer(out, v.as_str().unwrap_or_default()).map_err(json),
+                        ValueKind::String => {
+                            return serde_json::to_writer(out, v.as_str().unwrap_or_default())
+                                .map_err(json);
+                        }
                         ValueKind::Bool => {
                             out.extend_from_slice(if v.is_true() { b"true" } else { b"false" });
                             return Ok(());
@@ -296,7 +392,8 @@ impl Templates {
                     }
                 }
                 let text = self.minijinja(name, source, &vars.context())?;
-                let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| PlanError(format!("`{source}` did not render to JSON: {e}")))?;
+                let value: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| PlanError(format!("`{source}` did not render to JSON: {e}")))?;
                 serde_json::to_writer(out, &value).map_err(json)
             }
             _ => {
@@ -312,8 +409,12 @@ impl Templates {
 fn lookup_path(code: &str) -> Option<Box<[String]>> {
     use minijinja::machinery::ast::{Expr, Stmt};
     let ast = minijinja::machinery::parse(code, "<lookup>", Default::default()).ok()?;
-    let Stmt::Template(root) = &ast else { return None };
-    let [Stmt::EmitExpr(e)] = root.children.as_slice() else { return None };
+    let Stmt::Template(root) = &ast else {
+        return None;
+    };
+    let [Stmt::EmitExpr(e)] = root.children.as_slice() else {
+        return None;
+    };
     let mut expr = &e.expr;
     // A lone JSON expression is compiled as `(expr) | tojson`.
     if let Expr::Filter(f) = expr
@@ -356,16 +457,62 @@ pub struct Inspection {
 }
 
 /// volley's functions and their arguments (as the docs write them).
-pub const FUNCTION_ARGS: [(&str, &[&str]); 4] = [("uuid", &[]), ("random", &["lo", "hi"]), ("random_string", &["n"]), ("timestamp_ms", &[])];
+pub const FUNCTION_ARGS: [(&str, &[&str]); 4] = [
+    ("uuid", &[]),
+    ("random", &["lo", "hi"]),
+    ("random_string", &["n"]),
+    ("timestamp_ms", &[]),
+];
 
 /// minijinja's own functions and how many arguments they take.
-const BUILTIN_FUNCTIONS: [(&str, usize, usize); 4] = [("range", 1, 3), ("dict", 0, usize::MAX), ("namespace", 0, usize::MAX), ("debug", 0, usize::MAX)];
+const BUILTIN_FUNCTIONS: [(&str, usize, usize); 4] = [
+    ("range", 1, 3),
+    ("dict", 0, usize::MAX),
+    ("namespace", 0, usize::MAX),
+    ("debug", 0, usize::MAX),
+];
 
 /// Filters offered when one is misspelled (each is checked to exist before it is offered).
 const COMMON_FILTERS: &[&str] = &[
-    "upper", "lower", "title", "capitalize", "trim", "replace", "length", "int", "float", "string", "default", "first", "last", "join",
-    "urlencode", "tojson", "abs", "round", "list", "sort", "unique", "reverse", "escape", "items", "split", "lines", "min", "max", "sum",
-    "map", "select", "reject", "batch", "slice", "indent", "bool", "format", "attr", "dictsort",
+    "upper",
+    "lower",
+    "title",
+    "capitalize",
+    "trim",
+    "replace",
+    "length",
+    "int",
+    "float",
+    "string",
+    "default",
+    "first",
+    "last",
+    "join",
+    "urlencode",
+    "tojson",
+    "abs",
+    "round",
+    "list",
+    "sort",
+    "unique",
+    "reverse",
+    "escape",
+    "items",
+    "split",
+    "lines",
+    "min",
+    "max",
+    "sum",
+    "map",
+    "select",
+    "reject",
+    "batch",
+    "slice",
+    "indent",
+    "bool",
+    "format",
+    "attr",
+    "dictsort",
 ];
 
 /// Other template languages' names for filters, and minijinja's.
@@ -397,8 +544,14 @@ impl Templates {
             out.literals.push(source.to_string());
             return out;
         }
-        let Ok(ast) = minijinja::machinery::parse(source, "<scenario>", Default::default()) else { return out };
-        let mut v = Inspector { templates: self, unbound, out: &mut out };
+        let Ok(ast) = minijinja::machinery::parse(source, "<scenario>", Default::default()) else {
+            return out;
+        };
+        let mut v = Inspector {
+            templates: self,
+            unbound,
+            out: &mut out,
+        };
         v.stmt(&ast);
         out
     }
@@ -475,7 +628,11 @@ impl Inspector<'_> {
             Stmt::Macro(m) => self.stmts(&m.body),
             Stmt::CallBlock(c) => self.stmts(&c.macro_decl.body),
             Stmt::Do(d) => self.call(&d.call),
-            Stmt::Include(_) | Stmt::Import(_) | Stmt::FromImport(_) | Stmt::Extends(_) | Stmt::Block(_) => {
+            Stmt::Include(_)
+            | Stmt::Import(_)
+            | Stmt::FromImport(_)
+            | Stmt::Extends(_)
+            | Stmt::Block(_) => {
                 self.problem("a scenario's templates cannot load other templates (`include`, `import`, `extends`, `block`): write the text in place".into());
             }
             #[allow(unreachable_patterns)]
@@ -486,7 +643,10 @@ impl Inspector<'_> {
     fn args(&mut self, args: &[CallArg<'_>]) {
         for a in args {
             match a {
-                CallArg::Pos(e) | CallArg::Kwarg(_, e) | CallArg::PosSplat(e) | CallArg::KwargSplat(e) => self.expr(e),
+                CallArg::Pos(e)
+                | CallArg::Kwarg(_, e)
+                | CallArg::PosSplat(e)
+                | CallArg::KwargSplat(e) => self.expr(e),
             }
         }
     }
@@ -524,9 +684,20 @@ impl Inspector<'_> {
                 }
                 self.args(&f.args);
                 if !self.templates.has_filter(f.name) {
-                    let known: Vec<&str> = COMMON_FILTERS.iter().copied().filter(|c| self.templates.has_filter(c)).collect();
-                    let alias = FILTER_ALIASES.iter().find(|(other, _)| *other == f.name).map(|(_, ours)| *ours).filter(|ours| self.templates.has_filter(ours));
-                    let hint = alias.or_else(|| crate::suggest::suggest(f.name, &known)).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
+                    let known: Vec<&str> = COMMON_FILTERS
+                        .iter()
+                        .copied()
+                        .filter(|c| self.templates.has_filter(c))
+                        .collect();
+                    let alias = FILTER_ALIASES
+                        .iter()
+                        .find(|(other, _)| *other == f.name)
+                        .map(|(_, ours)| *ours)
+                        .filter(|ours| self.templates.has_filter(ours));
+                    let hint = alias
+                        .or_else(|| crate::suggest::suggest(f.name, &known))
+                        .map(|s| format!("did you mean `{s}`? "))
+                        .unwrap_or_default();
                     self.problem(format!("unknown filter `{}`; {hint}filters such as {} are listed at https://docs.rs/minijinja/latest/minijinja/filters/", f.name, known[..6.min(known.len())].join(", ")));
                 }
             }
@@ -568,7 +739,11 @@ impl Inspector<'_> {
             CallType::Function(name) => self.function(name, &c.args),
             CallType::Method(on, name) => {
                 self.expr(on);
-                let filter = if self.templates.has_filter(name) { name } else { "upper" };
+                let filter = if self.templates.has_filter(name) {
+                    name
+                } else {
+                    "upper"
+                };
                 self.problem(format!("`.{name}()`: values have no methods in a scenario's templates; use a filter instead, e.g. `value | {filter}`"));
             }
             #[allow(unreachable_patterns)]
@@ -579,12 +754,20 @@ impl Inspector<'_> {
     }
 
     fn function(&mut self, name: &str, args: &[CallArg<'_>]) {
-        let list = || FUNCTION_ARGS.iter().map(|(n, a)| format!("{n}({})", a.join(", "))).collect::<Vec<_>>().join(", ");
+        let list = || {
+            FUNCTION_ARGS
+                .iter()
+                .map(|(n, a)| format!("{n}({})", a.join(", ")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let positional = args.iter().filter(|a| matches!(a, CallArg::Pos(_))).count();
         if let Some((_, params)) = FUNCTION_ARGS.iter().find(|(n, _)| *n == name) {
             let usage = format!("{name}({})", params.join(", "));
             if positional != args.len() {
-                self.problem(format!("`{name}` takes its arguments in order, without names: {usage}"));
+                self.problem(format!(
+                    "`{name}` takes its arguments in order, without names: {usage}"
+                ));
             } else if positional != params.len() {
                 let takes = match params.len() {
                     0 => "no arguments".to_string(),
@@ -599,15 +782,23 @@ impl Inspector<'_> {
         }
         if let Some((_, lo, hi)) = BUILTIN_FUNCTIONS.iter().find(|(n, ..)| *n == name) {
             if !(*lo..=*hi).contains(&args.len()) {
-                self.problem(format!("`{name}` takes {lo} to {hi} arguments, not {}", args.len()));
+                self.problem(format!(
+                    "`{name}` takes {lo} to {hi} arguments, not {}",
+                    args.len()
+                ));
             }
             return;
         }
         if self.unbound.contains(name) {
             self.out.not_functions.insert(name.to_string());
             let names: Vec<&str> = FUNCTION_ARGS.iter().map(|(n, _)| *n).collect();
-            let hint = crate::suggest::suggest(name, &names).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
-            self.problem(format!("`{name}()` is not a function; {hint}the functions are {}", list()));
+            let hint = crate::suggest::suggest(name, &names)
+                .map(|s| format!("did you mean `{s}`? "))
+                .unwrap_or_default();
+            self.problem(format!(
+                "`{name}()` is not a function; {hint}the functions are {}",
+                list()
+            ));
         }
     }
 
@@ -624,22 +815,43 @@ impl Inspector<'_> {
                 _ => None,
             })
             .collect();
-        let int = |v: &Value| i64::try_from(v.clone()).ok().filter(|_| v.kind() == minijinja::value::ValueKind::Number && !v.to_string().contains('.'));
-        for (v, param) in consts.iter().zip(FUNCTION_ARGS.iter().find(|(n, _)| *n == name).map_or(&[][..], |(_, p)| p)) {
+        let int = |v: &Value| {
+            i64::try_from(v.clone()).ok().filter(|_| {
+                v.kind() == minijinja::value::ValueKind::Number && !v.to_string().contains('.')
+            })
+        };
+        for (v, param) in consts.iter().zip(
+            FUNCTION_ARGS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(&[][..], |(_, p)| p),
+        ) {
             if let Some(v) = v
                 && int(v).is_none()
             {
-                let shown = if v.kind() == minijinja::value::ValueKind::String { format!("\"{v}\"") } else { v.to_string() };
-                self.problem(format!("`{name}`: `{param}` must be a whole number, not `{shown}`: {usage}"));
+                let shown = if v.kind() == minijinja::value::ValueKind::String {
+                    format!("\"{v}\"")
+                } else {
+                    v.to_string()
+                };
+                self.problem(format!(
+                    "`{name}`: `{param}` must be a whole number, not `{shown}`: {usage}"
+                ));
                 return;
             }
         }
         match (name, consts.as_slice()) {
             ("random_string", [Some(n)]) if int(n).is_some_and(|n| n < 0) => {
-                self.problem(format!("`random_string`: the length must be 0 or more, not {n}"));
+                self.problem(format!(
+                    "`random_string`: the length must be 0 or more, not {n}"
+                ));
             }
-            ("random", [Some(lo), Some(hi)]) if int(lo).zip(int(hi)).is_some_and(|(lo, hi)| lo > hi) => {
-                self.problem(format!("`random({lo}, {hi})`: the lower bound comes first, e.g. random({hi}, {lo})"));
+            ("random", [Some(lo), Some(hi)])
+                if int(lo).zip(int(hi)).is_some_and(|(lo, hi)| lo > hi) =>
+            {
+                self.problem(format!(
+                    "`random({lo}, {hi})`: the lower bound comes first, e.g. random({hi}, {lo})"
+                ));
             }
             _ => {}
         }
@@ -666,9 +878,19 @@ mod tests {
         let (lit, vars) = t.compile("/api/rooms").unwrap();
         assert_eq!(lit, Template::Literal("/api/rooms".into()));
         assert!(vars.is_empty());
-        let (tm, vars) = t.compile("/api/rooms/{{ code }}/todos?u={{ user.name }}&t={{ uuid() }}").unwrap();
-        assert_eq!(vars.into_iter().collect::<Vec<_>>(), vec!["code".to_string(), "user.name".to_string()]);
-        let out = t.render(&tm, &context! { code => "AB12", user => context! { name => "kim" } }).unwrap();
+        let (tm, vars) = t
+            .compile("/api/rooms/{{ code }}/todos?u={{ user.name }}&t={{ uuid() }}")
+            .unwrap();
+        assert_eq!(
+            vars.into_iter().collect::<Vec<_>>(),
+            vec!["code".to_string(), "user.name".to_string()]
+        );
+        let out = t
+            .render(
+                &tm,
+                &context! { code => "AB12", user => context! { name => "kim" } },
+            )
+            .unwrap();
         assert!(out.starts_with("/api/rooms/AB12/todos?u=kim&t="), "{out}");
         assert_eq!(out.len(), "/api/rooms/AB12/todos?u=kim&t=".len() + 36);
     }
@@ -706,7 +928,8 @@ mod tests {
         // The same expression anywhere is compiled once.
         let before = t.len();
         for i in 0..100 {
-            t.compile(&format!("/rooms/{{{{ code }}}}/items/{i}")).unwrap();
+            t.compile(&format!("/rooms/{{{{ code }}}}/items/{i}"))
+                .unwrap();
         }
         assert_eq!(t.len(), before);
         let (whole, _) = t.compile("{% if n %}x{% endif %}").unwrap();
@@ -716,20 +939,44 @@ mod tests {
     #[test]
     fn inspection_finds_what_only_rendering_would() {
         let t = Templates::new();
-        let unbound = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<BTreeSet<String>>();
+        let unbound = |names: &[&str]| {
+            names
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<BTreeSet<String>>()
+        };
         let ok = t.inspect("/a/{{ code | urlencode }}/{{ random(1, 9) }}-{{ uuid() }}{% if vu is odd %}x{% endif %}", &unbound(&["code"]));
         assert!(ok.problems.is_empty(), "{:?}", ok.problems);
         assert_eq!(ok.literals, ["/a/", "/", "-", "x"]);
-        let bad = t.inspect("{{ x | upcase }}{{ timestamp_ms(1) }}{{ nope(2) }}{{ y is nothing_like_it }}", &unbound(&["x", "nope", "y"]));
+        let bad = t.inspect(
+            "{{ x | upcase }}{{ timestamp_ms(1) }}{{ nope(2) }}{{ y is nothing_like_it }}",
+            &unbound(&["x", "nope", "y"]),
+        );
         let text: Vec<String> = bad.problems.iter().map(|p| p.0.clone()).collect();
         assert_eq!(text.len(), 4, "{text:?}");
-        assert!(text[0].starts_with("unknown filter `upcase`; did you mean `upper`?"), "{text:?}");
-        assert!(text[1].starts_with("`timestamp_ms` takes no arguments, not 1"), "{text:?}");
-        assert!(text[2].starts_with("`nope()` is not a function"), "{text:?}");
-        assert!(text[3].starts_with("unknown test `is nothing_like_it`"), "{text:?}");
+        assert!(
+            text[0].starts_with("unknown filter `upcase`; did you mean `upper`?"),
+            "{text:?}"
+        );
+        assert!(
+            text[1].starts_with("`timestamp_ms` takes no arguments, not 1"),
+            "{text:?}"
+        );
+        assert!(
+            text[2].starts_with("`nope()` is not a function"),
+            "{text:?}"
+        );
+        assert!(
+            text[3].starts_with("unknown test `is nothing_like_it`"),
+            "{text:?}"
+        );
         assert_eq!(bad.not_functions.into_iter().collect::<Vec<_>>(), ["nope"]);
         // A macro defined in the template is callable; a literal is all literal.
-        assert!(t.inspect("{% macro m() %}a{% endmacro %}{{ m() }}", &unbound(&[])).problems.is_empty());
+        assert!(
+            t.inspect("{% macro m() %}a{% endmacro %}{{ m() }}", &unbound(&[]))
+                .problems
+                .is_empty()
+        );
         assert_eq!(t.inspect("/plain", &unbound(&[])).literals, ["/plain"]);
     }
 
@@ -751,19 +998,47 @@ mod tests {
         let ctx = every_kind();
         let mut direct = 0;
         for source in [
-            "{{ s }}", "{{ n }}", "{{ neg }}", "{{ f }}", "{{ big }}", "{{ yes }}", "{{ no }}", "{{ nothing }}", "{{ list }}",
-            "{{ map }}", "{{ map.inner }}", "{{ map.inner.x }}", "{{ map.a }}", "{{ user.name }}", "{{ empty }}", "{{user.id}}",
-            "x{{ n }}y{{ s }}z", "  {{- s -}}  ", "/items/{{ user.id }}?q={{ s | urlencode }}", "{{ s|upper }}", "{{ n + 1 }}",
-            "{{ map['k'] }}", "{{ (n) }}", "{{ random(1, 1) }}{{ n }}", "{% if yes %}{{ s }}{% endif %}",
+            "{{ s }}",
+            "{{ n }}",
+            "{{ neg }}",
+            "{{ f }}",
+            "{{ big }}",
+            "{{ yes }}",
+            "{{ no }}",
+            "{{ nothing }}",
+            "{{ list }}",
+            "{{ map }}",
+            "{{ map.inner }}",
+            "{{ map.inner.x }}",
+            "{{ map.a }}",
+            "{{ user.name }}",
+            "{{ empty }}",
+            "{{user.id}}",
+            "x{{ n }}y{{ s }}z",
+            "  {{- s -}}  ",
+            "/items/{{ user.id }}?q={{ s | urlencode }}",
+            "{{ s|upper }}",
+            "{{ n + 1 }}",
+            "{{ map['k'] }}",
+            "{{ (n) }}",
+            "{{ random(1, 1) }}{{ n }}",
+            "{% if yes %}{{ s }}{% endif %}",
         ] {
             let (tm, _) = t.compile(source).unwrap();
             let whole = t.env.render_str(source, ctx.clone()).unwrap();
             assert_eq!(t.render(&tm, &ctx).unwrap(), whole, "{source:?}");
             let mut out = String::from("kept ");
             t.render_into(&tm, &ctx, &mut out).unwrap();
-            assert_eq!(out, format!("kept {whole}"), "{source:?}: appended to the buffer");
+            assert_eq!(
+                out,
+                format!("kept {whole}"),
+                "{source:?}: appended to the buffer"
+            );
             if let Template::Pieces { pieces, .. } = &tm {
-                direct += pieces.iter().filter(|p| matches!(p, Piece::Expr(name) if t.lookups.contains_key(name))).count();
+                direct += pieces
+                    .iter()
+                    .filter(|p| matches!(p, Piece::Expr(name) if t.lookups.contains_key(name)))
+                    .count();
             }
         }
         // Every plain name and attribute path above (in parentheses too) is written without
@@ -782,14 +1057,32 @@ mod tests {
         let mut t = Templates::new();
         let ctx = every_kind();
         for source in [
-            "{{ s }}", "{{ n }}", "{{ neg }}", "{{ f }}", "{{ big }}", "{{ yes }}", "{{ no }}", "{{ nothing }}", "{{ list }}",
-            "{{ map }}", "{{ map.inner }}", "{{ user.name }}", "{{ n + 1 }}", "item {{ n }}", "{{ s }} and {{ user.id }}", "{{ empty }}",
+            "{{ s }}",
+            "{{ n }}",
+            "{{ neg }}",
+            "{{ f }}",
+            "{{ big }}",
+            "{{ yes }}",
+            "{{ no }}",
+            "{{ nothing }}",
+            "{{ list }}",
+            "{{ map }}",
+            "{{ map.inner }}",
+            "{{ user.name }}",
+            "{{ n + 1 }}",
+            "item {{ n }}",
+            "{{ s }} and {{ user.id }}",
+            "{{ empty }}",
         ] {
             let (tm, _) = t.compile_value(source).unwrap();
             let expected = serde_json::to_vec(&t.render_json(&tm, &ctx).unwrap()).unwrap();
             let (mut text, mut out) = (String::from("stale"), b"[".to_vec());
             t.write_json(&tm, &ctx, &mut text, &mut out).unwrap();
-            assert_eq!(String::from_utf8_lossy(&out[1..]), String::from_utf8_lossy(&expected), "{source:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&out[1..]),
+                String::from_utf8_lossy(&expected),
+                "{source:?}"
+            );
         }
     }
 
@@ -797,10 +1090,18 @@ mod tests {
     fn a_lone_expression_in_json_keeps_its_type() {
         let mut t = Templates::new();
         let (v, _) = t.compile_value("{{ iteration + 1 }}").unwrap();
-        assert_eq!(t.render_json(&v, &context! { iteration => 4 }).unwrap(), serde_json::json!(5));
+        assert_eq!(
+            t.render_json(&v, &context! { iteration => 4 }).unwrap(),
+            serde_json::json!(5)
+        );
         let (s, _) = t.compile_value("todo {{ iteration }}").unwrap();
-        assert_eq!(t.render_json(&s, &context! { iteration => 4 }).unwrap(), serde_json::json!("todo 4"));
-        let (r, _) = t.compile("{{ random(3, 3) }}-{{ random_string(5) | length }}").unwrap();
+        assert_eq!(
+            t.render_json(&s, &context! { iteration => 4 }).unwrap(),
+            serde_json::json!("todo 4")
+        );
+        let (r, _) = t
+            .compile("{{ random(3, 3) }}-{{ random_string(5) | length }}")
+            .unwrap();
         assert_eq!(t.render(&r, &context! {}).unwrap(), "3-5");
     }
 }

@@ -75,7 +75,9 @@ const USAGE: &str = "write thresholds like `error_rate < 1%`, `ttfb p99 < 500ms`
 /// Parses one threshold expression.
 pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
     let bad = |why: &str| PlanError(format!("threshold `{expr}`: {why}; {USAGE}"));
-    let op_at = expr.find(['<', '>']).ok_or_else(|| bad("no comparison (<, <=, >, >=)"))?;
+    let op_at = expr
+        .find(['<', '>'])
+        .ok_or_else(|| bad("no comparison (<, <=, >, >=)"))?;
     let (left, right) = expr.split_at(op_at);
     let (op, right) = match right {
         r if r.starts_with("<=") => (Op::Le, &r[2..]),
@@ -88,7 +90,11 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
     // `writers.ttfb`: the figure of one population.
     let (population, figure) = match first.split_once('.') {
         Some((p, f)) if is_population_name(p) => (Some(p.to_string()), f),
-        Some(_) => return Err(bad(&format!("`{first}`: a population's figure is written `name.figure`, the name in letters, digits, `_` and `-` (e.g. `writers.ttfb p99 < 200ms`)"))),
+        Some(_) => {
+            return Err(bad(&format!(
+                "`{first}`: a population's figure is written `name.figure`, the name in letters, digits, `_` and `-` (e.g. `writers.ttfb p99 < 200ms`)"
+            )));
+        }
         None => (None, first),
     };
     let metric = match figure {
@@ -98,41 +104,79 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
         "ttfb" => Metric::Ttfb,
         "total" | "duration" => Metric::Total,
         "iteration" => Metric::Iteration,
-        other => return Err(bad(&format!("unknown figure `{other}` (error_rate, tps, mttfb, ttfb, total, iteration)"))),
+        other => {
+            return Err(bad(&format!(
+                "unknown figure `{other}` (error_rate, tps, mttfb, ttfb, total, iteration)"
+            )));
+        }
     };
-    let stat = words.next().unwrap_or(if metric == Metric::ErrorRate { "value" } else { "" }).to_string();
+    let stat = words
+        .next()
+        .unwrap_or(if metric == Metric::ErrorRate {
+            "value"
+        } else {
+            ""
+        })
+        .to_string();
     if words.next().is_some() {
         return Err(bad("too many words before the comparison"));
     }
     let allowed: &[&str] = match metric {
         Metric::ErrorRate => &["value"],
         Metric::Tps | Metric::Mttfb => &["avg", "p50", "p95", "p99", "p99.9"],
-        Metric::Ttfb | Metric::Total | Metric::Iteration => &["mean", "avg", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"],
+        Metric::Ttfb | Metric::Total | Metric::Iteration => &[
+            "mean", "avg", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max",
+        ],
     };
     if !allowed.contains(&stat.as_str()) {
-        return Err(bad(&format!("`{stat}` is not a statistic of this figure ({})", allowed.join(", "))));
+        return Err(bad(&format!(
+            "`{stat}` is not a statistic of this figure ({})",
+            allowed.join(", ")
+        )));
     }
-    let limit = parse_limit(right.trim(), metric).ok_or_else(|| bad(&format!("`{}` is not a limit", right.trim())))?;
+    let limit = parse_limit(right.trim(), metric)
+        .ok_or_else(|| bad(&format!("`{}` is not a limit", right.trim())))?;
     if limit < 0.0 {
-        return Err(bad(&format!("`{}` is below zero, which no figure can be", right.trim())));
+        return Err(bad(&format!(
+            "`{}` is below zero, which no figure can be",
+            right.trim()
+        )));
     }
     if metric == Metric::ErrorRate && limit > 100.0 {
-        return Err(bad(&format!("`{}`: an error rate is a percentage from 0% to 100%", right.trim())));
+        return Err(bad(&format!(
+            "`{}`: an error rate is a percentage from 0% to 100%",
+            right.trim()
+        )));
     }
-    Ok(Threshold { expr: expr.trim().to_string(), metric, stat, op, limit, step: None, population })
+    Ok(Threshold {
+        expr: expr.trim().to_string(),
+        metric,
+        stat,
+        op,
+        limit,
+        step: None,
+        population,
+    })
 }
 
 /// Whether `name` may name a population: letters, digits, `_` and `-` (it names a directory
 /// of the run and prefixes thresholds, `writers.ttfb p99 < 200ms`).
 pub fn is_population_name(name: &str) -> bool {
-    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 impl Threshold {
     /// The expression without its population prefix (`ttfb p99 < 200ms` of `writers.ttfb p99 < 200ms`).
     pub fn local_expr(&self) -> &str {
         match &self.population {
-            Some(p) => self.expr.strip_prefix(p.as_str()).and_then(|e| e.strip_prefix('.')).unwrap_or(&self.expr),
+            Some(p) => self
+                .expr
+                .strip_prefix(p.as_str())
+                .and_then(|e| e.strip_prefix('.'))
+                .unwrap_or(&self.expr),
             None => &self.expr,
         }
     }
@@ -155,7 +199,11 @@ fn parse_limit(s: &str, metric: Metric) -> Option<f64> {
             }
         }
     };
-    num.trim().parse::<f64>().ok().filter(|v| v.is_finite()).map(|v| v * factor)
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .map(|v| v * factor)
 }
 
 #[cfg(test)]
@@ -165,9 +213,15 @@ mod tests {
     #[test]
     fn the_forms_users_write() {
         let t = parse_threshold("error_rate < 1%").unwrap();
-        assert_eq!((t.metric, t.stat.as_str(), t.op, t.limit), (Metric::ErrorRate, "value", Op::Lt, 1.0));
+        assert_eq!(
+            (t.metric, t.stat.as_str(), t.op, t.limit),
+            (Metric::ErrorRate, "value", Op::Lt, 1.0)
+        );
         let t = parse_threshold("ttfb p99 < 500ms").unwrap();
-        assert_eq!((t.metric, t.stat.as_str(), t.limit), (Metric::Ttfb, "p99", 500.0));
+        assert_eq!(
+            (t.metric, t.stat.as_str(), t.limit),
+            (Metric::Ttfb, "p99", 500.0)
+        );
         let t = parse_threshold("tps avg >= 220").unwrap();
         assert_eq!((t.op, t.limit), (Op::Ge, 220.0));
         assert_eq!(parse_threshold("total p95 <= 1.5s").unwrap().limit, 1500.0);
@@ -175,11 +229,25 @@ mod tests {
         assert_eq!((t.metric, t.limit), (Metric::Iteration, 2000.0));
         assert!(Op::Lt.holds(1.0, 2.0) && !Op::Ge.holds(1.0, 2.0));
         let t = parse_threshold("writers.ttfb p99 < 200ms").unwrap();
-        assert_eq!((t.metric, t.limit, t.population.as_deref(), t.local_expr()), (Metric::Ttfb, 200.0, Some("writers"), "ttfb p99 < 200ms"));
-        assert_eq!(parse_threshold("readers.error_rate < 1%").unwrap().population.as_deref(), Some("readers"));
+        assert_eq!(
+            (t.metric, t.limit, t.population.as_deref(), t.local_expr()),
+            (Metric::Ttfb, 200.0, Some("writers"), "ttfb p99 < 200ms")
+        );
+        assert_eq!(
+            parse_threshold("readers.error_rate < 1%")
+                .unwrap()
+                .population
+                .as_deref(),
+            Some("readers")
+        );
         assert_eq!(parse_threshold("ttfb p99.9 < 1s").unwrap().population, None);
         assert!(parse_threshold("a b.ttfb p99 < 1s").is_err());
-        assert!(parse_threshold("wri/ters.ttfb p99 < 1s").unwrap_err().0.contains("`name.figure`"));
+        assert!(
+            parse_threshold("wri/ters.ttfb p99 < 1s")
+                .unwrap_err()
+                .0
+                .contains("`name.figure`")
+        );
     }
 
     #[test]
@@ -193,7 +261,10 @@ mod tests {
             ("ttfb p99 < -5ms", "below zero"),
         ] {
             let e = parse_threshold(bad).unwrap_err().0;
-            assert!(e.contains(needle) && e.contains("write thresholds like"), "{bad}: {e}");
+            assert!(
+                e.contains(needle) && e.contains("write thresholds like"),
+                "{bad}: {e}"
+            );
         }
     }
 }

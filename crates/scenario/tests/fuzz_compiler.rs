@@ -34,11 +34,17 @@ fn examples() -> Vec<(PathBuf, String)> {
 }
 
 fn rounds() -> usize {
-    std::env::var("VOLLEY_FUZZ_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(60)
+    std::env::var("VOLLEY_FUZZ_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60)
 }
 
 fn rng(salt: u64) -> fastrand::Rng {
-    let seed = std::env::var("VOLLEY_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5ce4_a710);
+    let seed = std::env::var("VOLLEY_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5ce4_a710);
     fastrand::Rng::with_seed(seed ^ salt)
 }
 
@@ -66,7 +72,8 @@ fn check(what: &str, path: &Path, text: &str) {
     let measured = reset_peak();
     let before = current_kb();
     let started = Instant::now();
-    let result = std::panic::catch_unwind(|| parse_scenario(path, text, &|_| Some("x".into())).map(|_| ()));
+    let result =
+        std::panic::catch_unwind(|| parse_scenario(path, text, &|_| Some("x".into())).map(|_| ()));
     let took = started.elapsed();
     let shown: String = text.chars().take(400).collect();
     assert!(result.is_ok(), "{what}: panicked on\n{shown}");
@@ -79,7 +86,10 @@ fn check(what: &str, path: &Path, text: &str) {
     }
     if measured && let (Some(b), Some(peak)) = (before, peak_kb()) {
         let grew = peak.saturating_sub(b);
-        assert!(grew < MEMORY_BOUND_KB, "{what}: peak memory grew by {grew} KB on\n{shown}");
+        assert!(
+            grew < MEMORY_BOUND_KB,
+            "{what}: peak memory grew by {grew} KB on\n{shown}"
+        );
     }
 }
 
@@ -96,15 +106,28 @@ fn arbitrary_bytes() {
         let len = r.usize(0..2048);
         // Half the time from YAML's own alphabet, so that the parser gets past the first byte.
         let alphabet = b"-:{}[],&*!|>'\"#%@` \n\t\r abcxyz019.$~?<";
-        let bytes: Vec<u8> = (0..len).map(|_| if i % 2 == 0 { r.u8(..) } else { alphabet[r.usize(..alphabet.len())] }).collect();
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                if i % 2 == 0 {
+                    r.u8(..)
+                } else {
+                    alphabet[r.usize(..alphabet.len())]
+                }
+            })
+            .collect();
         check(&format!("bytes #{i}"), path, &lossy(&bytes));
         // As a file, bytes as they are: not UTF-8 is a problem with a line, not a panic.
         if i % 8 == 0 {
-            let file = std::env::temp_dir().join(format!("volley-fuzz-{}-{i}.yaml", std::process::id()));
+            let file =
+                std::env::temp_dir().join(format!("volley-fuzz-{}-{i}.yaml", std::process::id()));
             std::fs::write(&file, &bytes).unwrap();
-            let loaded = std::panic::catch_unwind(|| volley_scenario::load_scenario(&file).map(|_| ()));
+            let loaded =
+                std::panic::catch_unwind(|| volley_scenario::load_scenario(&file).map(|_| ()));
             let _ = std::fs::remove_file(&file);
-            assert!(matches!(loaded, Ok(Err(_)) | Ok(Ok(()))), "bytes #{i} as a file: panicked");
+            assert!(
+                matches!(loaded, Ok(Err(_)) | Ok(Ok(()))),
+                "bytes #{i} as a file: panicked"
+            );
         }
     }
 }
@@ -168,26 +191,66 @@ fn hostile_shapes() {
     for i in 0..rounds() / 4 + 1 {
         let depth = r.usize(10..20_000);
         // Deep flow and block nesting, at the top and inside a step.
-        check("deep flow", &path, &format!("{}steps: {}{}\n", &text[..steps_at], "[".repeat(depth), "]".repeat(depth)));
-        check("deep open", &path, &format!("{}x: {}\n", &text, "{a: ".repeat(depth)));
-        let block: String = (0..depth.min(3000)).map(|d| format!("{}- \n", " ".repeat(d * 2))).collect();
+        check(
+            "deep flow",
+            &path,
+            &format!(
+                "{}steps: {}{}\n",
+                &text[..steps_at],
+                "[".repeat(depth),
+                "]".repeat(depth)
+            ),
+        );
+        check(
+            "deep open",
+            &path,
+            &format!("{}x: {}\n", &text, "{a: ".repeat(depth)),
+        );
+        let block: String = (0..depth.min(3000))
+            .map(|d| format!("{}- \n", " ".repeat(d * 2)))
+            .collect();
         check("deep block", &path, &format!("{text}\nx:\n{block}"));
         // Long strings in values, keys and templates.
         let long = "x".repeat(r.usize(1_000..2_000_000));
-        check("long value", &path, &text.replacen("request: POST /api/pair-room", &format!("request: POST /{long}"), 1));
+        check(
+            "long value",
+            &path,
+            &text.replacen(
+                "request: POST /api/pair-room",
+                &format!("request: POST /{long}"),
+                1,
+            ),
+        );
         check("long key", &path, &format!("{text}\n{long}: 1\n"));
-        check("long template", &path, &text.replacen("{{ vu }}", &format!("{{{{ vu ~ '{long}' }}}}"), 1));
-        check("many braces", &path, &text.replacen("driver-", &"{{".repeat(r.usize(1..50_000)), 1));
+        check(
+            "long template",
+            &path,
+            &text.replacen("{{ vu }}", &format!("{{{{ vu ~ '{long}' }}}}"), 1),
+        );
+        check(
+            "many braces",
+            &path,
+            &text.replacen("driver-", &"{{".repeat(r.usize(1..50_000)), 1),
+        );
         // Alias bombs: each level repeats the one before.
         let fan = r.usize(2..12);
         let mut bomb = format!("{text}\nb0: &b0 [{}]\n", vec!["lol"; fan].join(", "));
         for k in 1..r.usize(5..30) {
-            bomb.push_str(&format!("b{k}: &b{k} [{}]\n", vec![format!("*b{}", k - 1); fan].join(", ")));
+            bomb.push_str(&format!(
+                "b{k}: &b{k} [{}]\n",
+                vec![format!("*b{}", k - 1); fan].join(", ")
+            ));
         }
         check(&format!("alias bomb #{i}"), &path, &bomb);
         // Many distinct expressions in one string.
-        let distinct: String = (0..r.usize(1_000..30_000)).map(|k| format!("{{{{ {k} }}}}")).collect();
-        check("distinct expressions", &path, &format!("target: http://x\nsteps:\n  - request: GET /{distinct}\n"));
+        let distinct: String = (0..r.usize(1_000..30_000))
+            .map(|k| format!("{{{{ {k} }}}}"))
+            .collect();
+        check(
+            "distinct expressions",
+            &path,
+            &format!("target: http://x\nsteps:\n  - request: GET /{distinct}\n"),
+        );
         // Many steps, and many templates.
         let n = r.usize(100..25_000);
         let mut many = String::from("target: http://x\nsteps:\n");

@@ -153,7 +153,16 @@ impl Metric {
     /// The row for this figure: its two values, the change noise could explain (NaN: not
     /// estimated), the fewest requests either side has, and how it was judged.
     #[allow(clippy::too_many_arguments)]
-    fn row(&self, a: f64, b: f64, noise: f64, fewest: f64, too_few_intervals: bool, test: Test, (runs_before, runs_after): (usize, usize)) -> CompareRow {
+    fn row(
+        &self,
+        a: f64,
+        b: f64,
+        noise: f64,
+        fewest: f64,
+        too_few_intervals: bool,
+        test: Test,
+        (runs_before, runs_after): (usize, usize),
+    ) -> CompareRow {
         let diff = b - a;
         let too_few = request_quantile(self.key).is_some_and(|q| fewest * (1.0 - q) < MIN_TAIL);
         CompareRow {
@@ -177,7 +186,10 @@ impl Metric {
 
 /// The quantile a per-request percentile metric reads (`ttfb_p99_9_ms` → 0.999).
 fn request_quantile(key: &str) -> Option<f64> {
-    let p = key.strip_prefix("ttfb_p")?.strip_suffix("_ms")?.replace('_', ".");
+    let p = key
+        .strip_prefix("ttfb_p")?
+        .strip_suffix("_ms")?
+        .replace('_', ".");
     p.parse::<f64>().ok().map(|p| p / 100.0)
 }
 
@@ -194,7 +206,13 @@ const fn m(
     direction: Direction,
     value: fn(&Figures) -> f64,
 ) -> Metric {
-    Metric { key, label, unit, direction, value }
+    Metric {
+        key,
+        label,
+        unit,
+        direction,
+        value,
+    }
 }
 
 fn ttfb(f: &Figures, pick: fn(&LatencySummary) -> f64) -> f64 {
@@ -202,24 +220,92 @@ fn ttfb(f: &Figures, pick: fn(&LatencySummary) -> f64) -> f64 {
 }
 
 const METRICS: &[Metric] = &[
-    m("total_tests", "Total Tests", "", Direction::Higher, |f| f.suite.total_tests as f64),
-    m("error_rate_pct", "Error Rate", "%", Direction::Lower, |f| f.suite.error_rate_pct),
-    m("tps_avg", "TPS Average", "", Direction::Higher, |f| f.suite.tps_avg),
-    m("tps_p50", "TPS p50", "", Direction::Higher, |f| f.suite.tps_p50),
-    m("tps_p95", "TPS p95", "", Direction::Higher, |f| f.suite.tps_p95),
-    m("tps_p99", "TPS p99", "", Direction::Higher, |f| f.suite.tps_p99),
-    m("tps_p99_9", "TPS p99.9", "", Direction::Higher, |f| f.suite.tps_p99_9),
-    m("mttfb_avg_ms", "MTTFB Average", "ms", Direction::Lower, |f| f.suite.mttfb_avg_ms),
-    m("mttfb_p50_ms", "MTTFB p50", "ms", Direction::Lower, |f| f.suite.mttfb_p50_ms),
-    m("mttfb_p95_ms", "MTTFB p95", "ms", Direction::Lower, |f| f.suite.mttfb_p95_ms),
-    m("mttfb_p99_ms", "MTTFB p99", "ms", Direction::Lower, |f| f.suite.mttfb_p99_ms),
-    m("mttfb_p99_9_ms", "MTTFB p99.9", "ms", Direction::Lower, |f| f.suite.mttfb_p99_9_ms),
-    m("mttfb_avg_diff_ms", "MTTFB Average Difference", "ms", Direction::Lower, |f| f.suite.mttfb_avg_diff_ms),
-    m("mttfb_variability_pct", "MTTFB Average Variability", "%", Direction::Lower, |f| f.suite.mttfb_variability_pct),
-    m("ttfb_p50_ms", "TTFB p50 (per request)", "ms", Direction::Lower, |f| ttfb(f, |l| l.p50_ms)),
-    m("ttfb_p95_ms", "TTFB p95 (per request)", "ms", Direction::Lower, |f| ttfb(f, |l| l.p95_ms)),
-    m("ttfb_p99_ms", "TTFB p99 (per request)", "ms", Direction::Lower, |f| ttfb(f, |l| l.p99_ms)),
-    m("ttfb_p99_9_ms", "TTFB p99.9 (per request)", "ms", Direction::Lower, |f| ttfb(f, |l| l.p99_9_ms)),
+    m("total_tests", "Total Tests", "", Direction::Higher, |f| {
+        f.suite.total_tests as f64
+    }),
+    m("error_rate_pct", "Error Rate", "%", Direction::Lower, |f| {
+        f.suite.error_rate_pct
+    }),
+    m("tps_avg", "TPS Average", "", Direction::Higher, |f| {
+        f.suite.tps_avg
+    }),
+    m("tps_p50", "TPS p50", "", Direction::Higher, |f| {
+        f.suite.tps_p50
+    }),
+    m("tps_p95", "TPS p95", "", Direction::Higher, |f| {
+        f.suite.tps_p95
+    }),
+    m("tps_p99", "TPS p99", "", Direction::Higher, |f| {
+        f.suite.tps_p99
+    }),
+    m("tps_p99_9", "TPS p99.9", "", Direction::Higher, |f| {
+        f.suite.tps_p99_9
+    }),
+    m(
+        "mttfb_avg_ms",
+        "MTTFB Average",
+        "ms",
+        Direction::Lower,
+        |f| f.suite.mttfb_avg_ms,
+    ),
+    m("mttfb_p50_ms", "MTTFB p50", "ms", Direction::Lower, |f| {
+        f.suite.mttfb_p50_ms
+    }),
+    m("mttfb_p95_ms", "MTTFB p95", "ms", Direction::Lower, |f| {
+        f.suite.mttfb_p95_ms
+    }),
+    m("mttfb_p99_ms", "MTTFB p99", "ms", Direction::Lower, |f| {
+        f.suite.mttfb_p99_ms
+    }),
+    m(
+        "mttfb_p99_9_ms",
+        "MTTFB p99.9",
+        "ms",
+        Direction::Lower,
+        |f| f.suite.mttfb_p99_9_ms,
+    ),
+    m(
+        "mttfb_avg_diff_ms",
+        "MTTFB Average Difference",
+        "ms",
+        Direction::Lower,
+        |f| f.suite.mttfb_avg_diff_ms,
+    ),
+    m(
+        "mttfb_variability_pct",
+        "MTTFB Average Variability",
+        "%",
+        Direction::Lower,
+        |f| f.suite.mttfb_variability_pct,
+    ),
+    m(
+        "ttfb_p50_ms",
+        "TTFB p50 (per request)",
+        "ms",
+        Direction::Lower,
+        |f| ttfb(f, |l| l.p50_ms),
+    ),
+    m(
+        "ttfb_p95_ms",
+        "TTFB p95 (per request)",
+        "ms",
+        Direction::Lower,
+        |f| ttfb(f, |l| l.p95_ms),
+    ),
+    m(
+        "ttfb_p99_ms",
+        "TTFB p99 (per request)",
+        "ms",
+        Direction::Lower,
+        |f| ttfb(f, |l| l.p99_ms),
+    ),
+    m(
+        "ttfb_p99_9_ms",
+        "TTFB p99.9 (per request)",
+        "ms",
+        Direction::Lower,
+        |f| ttfb(f, |l| l.p99_9_ms),
+    ),
 ];
 
 /// Every figure a comparison judges, in table order: (key, label). The keys are the ones
@@ -230,8 +316,14 @@ pub fn metrics() -> impl Iterator<Item = (&'static str, &'static str)> {
 
 impl RunSample {
     fn figures(&self) -> Figures {
-        let ttfb = self.ttfb.as_ref().and_then(|hs| LatencySummary::from_histogram(&CompactHistogram::merge_all(hs)));
-        Figures { suite: SeedSuite::compute(&self.series, self.options), ttfb }
+        let ttfb = self
+            .ttfb
+            .as_ref()
+            .and_then(|hs| LatencySummary::from_histogram(&CompactHistogram::merge_all(hs)));
+        Figures {
+            suite: SeedSuite::compute(&self.series, self.options),
+            ttfb,
+        }
     }
 
     /// Standard error of every metric, by moving-block bootstrap over intervals.
@@ -251,7 +343,12 @@ impl RunSample {
                 let start = rng.usize(0..=n - block);
                 picks.extend((start..start + block).take(n - picks.len()));
             }
-            let series = Series { intervals: picks.iter().map(|&i| self.series.intervals[i].clone()).collect() };
+            let series = Series {
+                intervals: picks
+                    .iter()
+                    .map(|&i| self.series.intervals[i].clone())
+                    .collect(),
+            };
             let figures = Figures {
                 suite: SeedSuite::compute(&series, self.options),
                 ttfb: sparse.as_ref().and_then(|s| s.summary(&picks)),
@@ -282,13 +379,19 @@ struct SparseHistograms {
 
 impl SparseHistograms {
     fn new(hs: &[CompactHistogram]) -> Self {
-        let mut values: Vec<u64> = hs.iter().flat_map(|h| h.entries.iter().map(|e| e.0)).collect();
+        let mut values: Vec<u64> = hs
+            .iter()
+            .flat_map(|h| h.entries.iter().map(|e| e.0))
+            .collect();
         values.sort_unstable();
         values.dedup();
         let intervals = hs
             .iter()
             .map(|h| {
-                h.entries.iter().map(|&(v, c)| (values.binary_search(&v).expect("value in union") as u32, c)).collect()
+                h.entries
+                    .iter()
+                    .map(|&(v, c)| (values.binary_search(&v).expect("value in union") as u32, c))
+                    .collect()
             })
             .collect();
         SparseHistograms { values, intervals }
@@ -378,7 +481,13 @@ fn verdict(diff: f64, noise: f64, too_few: bool, direction: Direction) -> Verdic
 fn pct_of(x: f64, a: f64) -> f64 {
     match x {
         _ if x.is_nan() => f64::NAN,
-        _ if a == 0.0 => if x == 0.0 { 0.0 } else { f64::INFINITY },
+        _ if a == 0.0 => {
+            if x == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY
+            }
+        }
         _ => x / a * 100.0,
     }
 }
@@ -388,8 +497,16 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
     let (fa, fb) = (before.figures(), after.figures());
     let requests = |f: &Figures| f.ttfb.as_ref().map_or(0, |t| t.count) as f64;
     let fewest = requests(&fa).min(requests(&fb));
-    let (sa, sb) = (before.standard_errors(0x5eed_0001), after.standard_errors(0x5eed_0002));
-    let too_few_intervals = before.series.intervals.len().min(after.series.intervals.len()) < MIN_INTERVALS;
+    let (sa, sb) = (
+        before.standard_errors(0x5eed_0001),
+        after.standard_errors(0x5eed_0002),
+    );
+    let too_few_intervals = before
+        .series
+        .intervals
+        .len()
+        .min(after.series.intervals.len())
+        < MIN_INTERVALS;
     METRICS
         .iter()
         .enumerate()
@@ -406,7 +523,15 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
                     .max(a.abs() * single_run_floor_pct(metric.key) / 100.0)
                     .max(resolution(metric.key, &[before, after]))
             };
-            Some(metric.row(a, b, noise, fewest, too_few_intervals, Test::WithinRun, (1, 1)))
+            Some(metric.row(
+                a,
+                b,
+                noise,
+                fewest,
+                too_few_intervals,
+                Test::WithinRun,
+                (1, 1),
+            ))
         })
         .collect()
 }
@@ -427,7 +552,15 @@ pub struct MetricValue {
 /// Every compared figure of one run.
 pub fn metric_values(run: &RunSample) -> Vec<MetricValue> {
     let f = run.figures();
-    METRICS.iter().map(|m| MetricValue { key: m.key, label: m.label, unit: m.unit, value: (m.value)(&f) }).collect()
+    METRICS
+        .iter()
+        .map(|m| MetricValue {
+            key: m.key,
+            label: m.label,
+            unit: m.unit,
+            value: (m.value)(&f),
+        })
+        .collect()
 }
 
 /// One side of a group comparison: every run's figures and within-run standard errors.
@@ -442,10 +575,24 @@ impl Side {
     fn new(runs: &[RunSample], seed: u64) -> Side {
         let figures: Vec<Figures> = runs.iter().map(RunSample::figures).collect();
         Side {
-            values: figures.iter().map(|f| METRICS.iter().map(|m| (m.value)(f)).collect()).collect(),
-            errors: runs.iter().enumerate().map(|(i, r)| r.standard_errors(seed + i as u64)).collect(),
-            fewest_requests: figures.iter().map(|f| f.ttfb.as_ref().map_or(0, |t| t.count) as f64).fold(f64::INFINITY, f64::min),
-            fewest_intervals: runs.iter().map(|r| r.series.intervals.len()).min().unwrap_or(0),
+            values: figures
+                .iter()
+                .map(|f| METRICS.iter().map(|m| (m.value)(f)).collect())
+                .collect(),
+            errors: runs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| r.standard_errors(seed + i as u64))
+                .collect(),
+            fewest_requests: figures
+                .iter()
+                .map(|f| f.ttfb.as_ref().map_or(0, |t| t.count) as f64)
+                .fold(f64::INFINITY, f64::min),
+            fewest_intervals: runs
+                .iter()
+                .map(|r| r.series.intervals.len())
+                .min()
+                .unwrap_or(0),
         }
     }
 
@@ -508,11 +655,17 @@ pub fn t_critical(df: f64) -> f64 {
 ///   (three runs can agree by chance; the noise inside them is still there);
 /// - [`MIN_EFFECT_PCT`] of the earlier value.
 pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareRow> {
-    assert!(!before.is_empty() && !after.is_empty(), "each side of a comparison has at least one run");
+    assert!(
+        !before.is_empty() && !after.is_empty(),
+        "each side of a comparison has at least one run"
+    );
     if before.len() == 1 && after.len() == 1 {
         return compare(&before[0], &after[0]);
     }
-    let (sa, sb) = (Side::new(before, 0x5eed_1000), Side::new(after, 0x5eed_2000));
+    let (sa, sb) = (
+        Side::new(before, 0x5eed_1000),
+        Side::new(after, 0x5eed_2000),
+    );
     let (na, nb) = (sa.n() as f64, sb.n() as f64);
     let fewest = sa.fewest_requests.min(sb.fewest_requests);
     let too_few_intervals = sa.fewest_intervals.min(sb.fewest_intervals) < MIN_INTERVALS;
@@ -528,15 +681,25 @@ pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareR
             // slow varies twice as much in ms) and Welch's degrees of freedom collapse when
             // the two spreads differ; a single run borrows the group's variance.
             let log = va.iter().chain(&vb).all(|&x| x > 0.0);
-            let scale = |v: &[f64]| if log { v.iter().map(|x| x.ln()).collect::<Vec<_>>() } else { v.to_vec() };
+            let scale = |v: &[f64]| {
+                if log {
+                    v.iter().map(|x| x.ln()).collect::<Vec<_>>()
+                } else {
+                    v.to_vec()
+                }
+            };
             let (ra, rb) = (variance(&scale(&va)), variance(&scale(&vb)));
             let (se_between, df) = match (sa.n(), sb.n()) {
                 (1, _) => ((rb / nb + rb).sqrt(), nb - 1.0),
                 (_, 1) => ((ra / na + ra).sqrt(), na - 1.0),
                 _ => {
                     let (qa, qb) = (ra / na, rb / nb);
-                    let df = (qa + qb).powi(2) / (qa.powi(2) / (na - 1.0) + qb.powi(2) / (nb - 1.0));
-                    ((qa + qb).sqrt(), if df.is_finite() { df } else { na + nb - 2.0 })
+                    let df =
+                        (qa + qb).powi(2) / (qa.powi(2) / (na - 1.0) + qb.powi(2) / (nb - 1.0));
+                    (
+                        (qa + qb).sqrt(),
+                        if df.is_finite() { df } else { na + nb - 2.0 },
+                    )
                 }
             };
             // Within runs: the bootstrap's standard errors of the runs, averaged per side.
@@ -554,9 +717,20 @@ pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareR
                     (true, false) => t,
                 };
                 let runs: Vec<&RunSample> = before.iter().chain(after).collect();
-                between.max(NOISE_Z * se_within).max(a.abs() * MIN_EFFECT_PCT / 100.0).max(resolution(metric.key, &runs))
+                between
+                    .max(NOISE_Z * se_within)
+                    .max(a.abs() * MIN_EFFECT_PCT / 100.0)
+                    .max(resolution(metric.key, &runs))
             };
-            Some(metric.row(a, b, noise, fewest, too_few_intervals, Test::WelchT, (sa.n(), sb.n())))
+            Some(metric.row(
+                a,
+                b,
+                noise,
+                fewest,
+                too_few_intervals,
+                Test::WelchT,
+                (sa.n(), sb.n()),
+            ))
         })
         .collect()
 }
@@ -572,19 +746,31 @@ mod tests {
             .map(|i| {
                 let tests = 900 + rng.u64(0..200);
                 let mttfb = (20.0 + rng.f64() * 4.0) * mttfb_scale;
-                Interval { start_s: i as f64, period_s: 1.0, tests, tps: tests as f64, mttfb_ms: mttfb, ..Default::default() }
+                Interval {
+                    start_s: i as f64,
+                    period_s: 1.0,
+                    tests,
+                    tps: tests as f64,
+                    mttfb_ms: mttfb,
+                    ..Default::default()
+                }
             })
             .collect();
         let ttfb = (0..n)
             .map(|_| {
                 let mut h = crate::latency::new_histogram();
                 for _ in 0..300 {
-                    h.record(((15_000.0 + rng.f64() * 15_000.0) * mttfb_scale) as u64).unwrap();
+                    h.record(((15_000.0 + rng.f64() * 15_000.0) * mttfb_scale) as u64)
+                        .unwrap();
                 }
                 CompactHistogram::from_histogram(&h)
             })
             .collect();
-        RunSample { series: Series { intervals }, ttfb: Some(ttfb), options: SuiteOptions::default() }
+        RunSample {
+            series: Series { intervals },
+            ttfb: Some(ttfb),
+            options: SuiteOptions::default(),
+        }
     }
 
     #[test]
@@ -592,7 +778,14 @@ mod tests {
         let rows = compare(&run(1, 1.0, 60), &run(2, 1.0, 60));
         assert_eq!(rows.len(), METRICS.len());
         for r in &rows {
-            assert_eq!(r.verdict, Verdict::Noise, "{} changed {:.2}% (noise {:.2}%)", r.label, r.change_pct, r.noise_pct);
+            assert_eq!(
+                r.verdict,
+                Verdict::Noise,
+                "{} changed {:.2}% (noise {:.2}%)",
+                r.label,
+                r.change_pct,
+                r.noise_pct
+            );
         }
     }
 
@@ -604,10 +797,21 @@ mod tests {
             let intervals = (0..60)
                 .map(|i| {
                     let tests = ((500.0 + rng.f64() * 1000.0) * scale) as u64;
-                    Interval { start_s: i as f64, period_s: 1.0, tests, tps: tests as f64, mttfb_ms: 20.0, ..Default::default() }
+                    Interval {
+                        start_s: i as f64,
+                        period_s: 1.0,
+                        tests,
+                        tps: tests as f64,
+                        mttfb_ms: 20.0,
+                        ..Default::default()
+                    }
                 })
                 .collect();
-            RunSample { series: Series { intervals }, ttfb: None, options: SuiteOptions::default() }
+            RunSample {
+                series: Series { intervals },
+                ttfb: None,
+                options: SuiteOptions::default(),
+            }
         };
         let rows = compare(&noisy(7, 1.0), &noisy(8, 1.07));
         let tps = rows.iter().find(|r| r.key == "tps_avg").unwrap();
@@ -621,9 +825,16 @@ mod tests {
         let rows = compare(&a, &b);
         assert!(!rows.is_empty());
         for r in &rows {
-            assert!(r.too_few_intervals && r.verdict == Verdict::Noise && r.noise_pct.is_nan(), "{r:?}");
+            assert!(
+                r.too_few_intervals && r.verdict == Verdict::Noise && r.noise_pct.is_nan(),
+                "{r:?}"
+            );
         }
-        assert!(compare(&run(1, 1.0, 8), &run(2, 1.0, 8)).iter().all(|r| !r.too_few_intervals));
+        assert!(
+            compare(&run(1, 1.0, 8), &run(2, 1.0, 8))
+                .iter()
+                .all(|r| !r.too_few_intervals)
+        );
     }
 
     #[test]
@@ -636,7 +847,10 @@ mod tests {
         let few = compare(&run(1, 1.0, 6), &run(2, 2.0, 6)); // 1,800 requests: p99.9 has 1.8 beyond it
         let p999 = few.iter().find(|r| r.key == "ttfb_p99_9_ms").unwrap();
         assert!(p999.too_few && p999.verdict == Verdict::Noise, "{p999:?}");
-        assert_eq!(few.iter().find(|r| r.key == "ttfb_p50_ms").unwrap().verdict, Verdict::Worse);
+        assert_eq!(
+            few.iter().find(|r| r.key == "ttfb_p50_ms").unwrap().verdict,
+            Verdict::Worse
+        );
     }
 
     #[test]
@@ -645,10 +859,20 @@ mod tests {
         for key in ["mttfb_avg_ms", "mttfb_p50_ms", "ttfb_p50_ms", "ttfb_p99_ms"] {
             let r = rows.iter().find(|r| r.key == key).unwrap();
             assert_eq!(r.verdict, Verdict::Worse, "{key}: {r:?}");
-            assert!((r.change_pct - 100.0).abs() < 10.0, "{key}: {}", r.change_pct);
+            assert!(
+                (r.change_pct - 100.0).abs() < 10.0,
+                "{key}: {}",
+                r.change_pct
+            );
         }
         let rows = compare(&run(1, 2.0, 60), &run(2, 1.0, 60));
-        assert_eq!(rows.iter().find(|r| r.key == "ttfb_p99_ms").unwrap().verdict, Verdict::Better);
+        assert_eq!(
+            rows.iter()
+                .find(|r| r.key == "ttfb_p99_ms")
+                .unwrap()
+                .verdict,
+            Verdict::Better
+        );
     }
 
     /// A run whose latencies are all scaled by `shift`: what a run-to-run change of host
@@ -661,24 +885,51 @@ mod tests {
     fn groups_see_run_to_run_shifts_that_single_runs_do_not() {
         // Runs that differ by up to ±8 % from run to run, on the same "target".
         let shifts = [1.0, 1.08, 0.93, 1.05, 0.95, 1.02];
-        let runs: Vec<RunSample> = shifts.iter().enumerate().map(|(i, &s)| shifted(10 + i as u64, s)).collect();
+        let runs: Vec<RunSample> = shifts
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| shifted(10 + i as u64, s))
+            .collect();
         // Two single runs 16 % apart are (wrongly) judged different by the within-run test...
         let single = compare(&runs[2], &runs[1]);
         let p50 = single.iter().find(|r| r.key == "ttfb_p50_ms").unwrap();
-        assert_eq!((p50.verdict, p50.test), (Verdict::Worse, Test::WithinRun), "{p50:?}");
+        assert_eq!(
+            (p50.verdict, p50.test),
+            (Verdict::Worse, Test::WithinRun),
+            "{p50:?}"
+        );
         // ...while the groups, whose runs show the spread, are not.
         let rows = compare_groups(&runs[..3], &runs[3..]);
         for r in &rows {
-            assert_eq!(r.verdict, Verdict::Noise, "{} changed {:.2}% (noise {:.2}%)", r.label, r.change_pct, r.noise_pct);
+            assert_eq!(
+                r.verdict,
+                Verdict::Noise,
+                "{} changed {:.2}% (noise {:.2}%)",
+                r.label,
+                r.change_pct,
+                r.noise_pct
+            );
             assert_eq!((r.test, r.runs_before, r.runs_after), (Test::WelchT, 3, 3));
         }
         // A doubling across the same spread is seen, group against group and against a run.
-        let slow: Vec<RunSample> = shifts.iter().enumerate().map(|(i, &s)| shifted(20 + i as u64, 2.0 * s)).collect();
+        let slow: Vec<RunSample> = shifts
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| shifted(20 + i as u64, 2.0 * s))
+            .collect();
         // (A single run against a group has the group's runs − 1 degrees of freedom: six runs.)
-        for rows in [compare_groups(&runs[..3], &slow[..3]), compare_groups(&runs, &slow[..1]), compare_groups(&runs[..1], &slow)] {
+        for rows in [
+            compare_groups(&runs[..3], &slow[..3]),
+            compare_groups(&runs, &slow[..1]),
+            compare_groups(&runs[..1], &slow),
+        ] {
             for key in ["mttfb_avg_ms", "ttfb_p50_ms", "ttfb_p99_ms"] {
                 let r = rows.iter().find(|r| r.key == key).unwrap();
-                assert_eq!((r.verdict, r.test), (Verdict::Worse, Test::WelchT), "{key}: {r:?}");
+                assert_eq!(
+                    (r.verdict, r.test),
+                    (Verdict::Worse, Test::WelchT),
+                    "{key}: {r:?}"
+                );
             }
         }
     }
@@ -687,7 +938,10 @@ mod tests {
     fn two_single_runs_are_judged_within_run_and_floor_their_tails() {
         let rows = compare_groups(&[run(1, 1.0, 60)], &[run(2, 1.2, 60)]);
         let p50 = rows.iter().find(|r| r.key == "ttfb_p50_ms").unwrap();
-        assert_eq!((p50.verdict, p50.test, p50.runs_before), (Verdict::Worse, Test::WithinRun, 1));
+        assert_eq!(
+            (p50.verdict, p50.test, p50.runs_before),
+            (Verdict::Worse, Test::WithinRun, 1)
+        );
         // A 20 % change in p99 is within the run-to-run floor of a single run's tail.
         let p99 = rows.iter().find(|r| r.key == "ttfb_p99_ms").unwrap();
         assert_eq!(p99.verdict, Verdict::Noise, "{p99:?}");
@@ -702,21 +956,47 @@ mod tests {
                 intervals: tests
                     .iter()
                     .enumerate()
-                    .map(|(i, &t)| Interval { start_s: i as f64 * 0.25, period_s: 0.25, tests: t, tps: t as f64 * 4.0, mttfb_ms: 20.0, ..Default::default() })
+                    .map(|(i, &t)| Interval {
+                        start_s: i as f64 * 0.25,
+                        period_s: 0.25,
+                        tests: t,
+                        tps: t as f64 * 4.0,
+                        mttfb_ms: 20.0,
+                        ..Default::default()
+                    })
                     .collect(),
             },
             ttfb: None,
             options: SuiteOptions::default(),
         };
         let (a, b) = (quarter(&[45; 20]), quarter(&[46; 20]));
-        let rows = compare_groups(&[a.clone(), a.clone(), a.clone()], &[b.clone(), b.clone(), b.clone()]);
+        let rows = compare_groups(
+            &[a.clone(), a.clone(), a.clone()],
+            &[b.clone(), b.clone(), b.clone()],
+        );
         let p50 = rows.iter().find(|r| r.key == "tps_p50").unwrap();
-        assert!((p50.change_pct - 100.0 / 45.0).abs() < 1e-9 && p50.verdict == Verdict::Noise, "{p50:?}");
-        assert_eq!(compare(&a, &b).iter().find(|r| r.key == "tps_p50").unwrap().verdict, Verdict::Noise);
+        assert!(
+            (p50.change_pct - 100.0 / 45.0).abs() < 1e-9 && p50.verdict == Verdict::Noise,
+            "{p50:?}"
+        );
+        assert_eq!(
+            compare(&a, &b)
+                .iter()
+                .find(|r| r.key == "tps_p50")
+                .unwrap()
+                .verdict,
+            Verdict::Noise
+        );
         // Two steps are a change (the runs agree exactly, so nothing else bounds it).
         let c = quarter(&[47; 20]);
-        let rows = compare_groups(&[a.clone(), a.clone(), a.clone()], &[c.clone(), c.clone(), c]);
-        assert_eq!(rows.iter().find(|r| r.key == "tps_p50").unwrap().verdict, Verdict::Better);
+        let rows = compare_groups(
+            &[a.clone(), a.clone(), a.clone()],
+            &[c.clone(), c.clone(), c],
+        );
+        assert_eq!(
+            rows.iter().find(|r| r.key == "tps_p50").unwrap().verdict,
+            Verdict::Better
+        );
     }
 
     #[test]

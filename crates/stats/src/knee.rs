@@ -39,9 +39,15 @@ const MAX_LEVELS: usize = 10;
 /// Finds the saturation point of `series` (a run whose VUs change).
 pub fn saturation(series: &Series) -> Saturation {
     let levels = levels(series);
-    let finding_none = |why: &str| Saturation { levels: levels.clone(), saturated_at: None, finding: why.to_string() };
+    let finding_none = |why: &str| Saturation {
+        levels: levels.clone(),
+        saturated_at: None,
+        finding: why.to_string(),
+    };
     if levels.len() < 3 {
-        return finding_none("The load did not change enough to look for a saturation point (fewer than 3 load levels).");
+        return finding_none(
+            "The load did not change enough to look for a saturation point (fewer than 3 load levels).",
+        );
     }
     let base = &levels[0];
     for i in 1..levels.len() {
@@ -61,7 +67,11 @@ pub fn saturation(series: &Series) -> Saturation {
                 base.load,
                 cur.mttfb_ms
             );
-            return Saturation { levels: levels.clone(), saturated_at: Some(i - 1), finding };
+            return Saturation {
+                levels: levels.clone(),
+                saturated_at: Some(i - 1),
+                finding,
+            };
         }
     }
     let last = levels.last().expect("at least 3 levels");
@@ -73,9 +83,18 @@ pub fn saturation(series: &Series) -> Saturation {
 
 /// Intervals grouped into load levels of similar VUs, ascending.
 fn levels(series: &Series) -> Vec<LoadLevel> {
-    let mut rows: Vec<_> = series.intervals.iter().filter(|r| r.vusers > 0.0 && r.period_s > 0.0).collect();
+    let mut rows: Vec<_> = series
+        .intervals
+        .iter()
+        .filter(|r| r.vusers > 0.0 && r.period_s > 0.0)
+        .collect();
     rows.sort_by(|a, b| a.vusers.total_cmp(&b.vusers));
-    let (Some(lo), Some(hi)) = (rows.first().map(|r| r.vusers), rows.last().map(|r| r.vusers)) else { return Vec::new() };
+    let (Some(lo), Some(hi)) = (
+        rows.first().map(|r| r.vusers),
+        rows.last().map(|r| r.vusers),
+    ) else {
+        return Vec::new();
+    };
     let distinct = {
         let mut v: Vec<i64> = rows.iter().map(|r| r.vusers.round() as i64).collect();
         v.dedup();
@@ -86,7 +105,10 @@ fn levels(series: &Series) -> Vec<LoadLevel> {
     let mut out: Vec<LoadLevel> = Vec::new();
     for b in 0..n {
         let (from, to) = (lo + width * b as f64, lo + width * (b + 1) as f64);
-        let group: Vec<_> = rows.iter().filter(|r| r.vusers >= from - 1e-9 && (r.vusers < to || b == n - 1)).collect();
+        let group: Vec<_> = rows
+            .iter()
+            .filter(|r| r.vusers >= from - 1e-9 && (r.vusers < to || b == n - 1))
+            .collect();
         if group.is_empty() {
             continue;
         }
@@ -94,7 +116,15 @@ fn levels(series: &Series) -> Vec<LoadLevel> {
         out.push(LoadLevel {
             load: group.iter().map(|r| r.vusers).sum::<f64>() / group.len() as f64,
             tps: group.iter().map(|r| r.tps).sum::<f64>() / group.len() as f64,
-            mttfb_ms: if tests == 0 { 0.0 } else { group.iter().map(|r| r.mttfb_ms * r.tests as f64).sum::<f64>() / tests as f64 },
+            mttfb_ms: if tests == 0 {
+                0.0
+            } else {
+                group
+                    .iter()
+                    .map(|r| r.mttfb_ms * r.tests as f64)
+                    .sum::<f64>()
+                    / tests as f64
+            },
             intervals: group.len(),
         });
     }
@@ -114,7 +144,15 @@ mod tests {
                 .map(|v| {
                     let v = v as f64;
                     let tps = (v / 0.01).min(cap);
-                    Interval { start_s: v, period_s: 1.0, vusers: v, tests: tps as u64, tps, mttfb_ms: v / tps * 1000.0, ..Default::default() }
+                    Interval {
+                        start_s: v,
+                        period_s: 1.0,
+                        vusers: v,
+                        tests: tps as u64,
+                        tps,
+                        mttfb_ms: v / tps * 1000.0,
+                        ..Default::default()
+                    }
                 })
                 .collect(),
         }
@@ -125,8 +163,16 @@ mod tests {
         let s = saturation(&ramp(1000.0, 40));
         let at = s.saturated_at.expect("saturates");
         let load = s.levels[at].load;
-        assert!((8.0..=16.0).contains(&load), "knee at {load} VUs (capacity reached at 10): {}", s.finding);
-        assert!(s.finding.starts_with("TPS stopped growing at"), "{}", s.finding);
+        assert!(
+            (8.0..=16.0).contains(&load),
+            "knee at {load} VUs (capacity reached at 10): {}",
+            s.finding
+        );
+        assert!(
+            s.finding.starts_with("TPS stopped growing at"),
+            "{}",
+            s.finding
+        );
     }
 
     #[test]
@@ -134,7 +180,17 @@ mod tests {
         let s = saturation(&ramp(1e9, 40));
         assert_eq!(s.saturated_at, None);
         assert!(s.finding.contains("never saturated"), "{}", s.finding);
-        let flat = Series { intervals: vec![Interval { vusers: 5.0, period_s: 1.0, tps: 10.0, ..Default::default() }; 10] };
+        let flat = Series {
+            intervals: vec![
+                Interval {
+                    vusers: 5.0,
+                    period_s: 1.0,
+                    tps: 10.0,
+                    ..Default::default()
+                };
+                10
+            ],
+        };
         assert!(saturation(&flat).finding.contains("did not change enough"));
     }
 }

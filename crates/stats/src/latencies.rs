@@ -45,7 +45,11 @@ impl Latencies {
     /// The latencies of `h` (a histogram of [`new_histogram`]'s precision, as run
     /// directories log them), bucket for bucket.
     pub fn from_histogram(h: Histogram<u64>) -> Self {
-        if h.is_empty() { Latencies::new() } else { Latencies(Repr::Many(Box::new(h))) }
+        if h.is_empty() {
+            Latencies::new()
+        } else {
+            Latencies(Repr::Many(Box::new(h)))
+        }
     }
 
     /// Records one latency, µs.
@@ -110,7 +114,11 @@ impl Latencies {
 
     /// The value at percentile `p` (0–100) as the histogram gives it, µs; 0 when empty.
     pub fn value_at_percentile(&self, p: f64) -> u64 {
-        if self.is_empty() { 0 } else { self.histogram().value_at_percentile(p) }
+        if self.is_empty() {
+            0
+        } else {
+            self.histogram().value_at_percentile(p)
+        }
     }
 
     /// The largest, as the histogram gives it, µs; 0 when empty.
@@ -152,14 +160,28 @@ mod tests {
             }
             assert_eq!(*l.histogram(), direct(&values), "{n} values");
             assert_eq!(l.len(), n as u64);
-            assert_eq!(l.value_at_percentile(99.0), if n == 0 { 0 } else { direct(&values).value_at_percentile(99.0) });
+            assert_eq!(
+                l.value_at_percentile(99.0),
+                if n == 0 {
+                    0
+                } else {
+                    direct(&values).value_at_percentile(99.0)
+                }
+            );
         }
     }
 
     #[test]
     fn adding_any_two_is_adding_their_values() {
         let mut r = fastrand::Rng::with_seed(9);
-        for (a, b) in [(0, 0), (3, 4), (FEW, 1), (2, 3 * FEW), (3 * FEW, 2), (2 * FEW, 2 * FEW)] {
+        for (a, b) in [
+            (0, 0),
+            (3, 4),
+            (FEW, 1),
+            (2, 3 * FEW),
+            (3 * FEW, 2),
+            (2 * FEW, 2 * FEW),
+        ] {
             let va: Vec<u64> = (0..a).map(|_| r.u64(1..100_000)).collect();
             let vb: Vec<u64> = (0..b).map(|_| r.u64(1..100_000)).collect();
             let (mut la, mut lb) = (Latencies::new(), Latencies::new());

@@ -13,7 +13,8 @@ pub const MAX_TRACKED_US: u64 = 3_600_000_000;
 /// a histogram covering the whole hour up front is ~190 KB, and a run keeps two per interval,
 /// worker and scenario step. Record through [`record_us`], which keeps values in 1 µs – 1 h.
 pub fn new_histogram() -> Histogram<u64> {
-    let mut h = Histogram::new_with_bounds(1, INITIAL_TRACKED_US, 3).expect("static bounds are valid");
+    let mut h =
+        Histogram::new_with_bounds(1, INITIAL_TRACKED_US, 3).expect("static bounds are valid");
     h.auto(true);
     h
 }
@@ -107,7 +108,12 @@ pub struct CompactHistogram {
 impl CompactHistogram {
     /// The non-empty buckets of `h`.
     pub fn from_histogram(h: &Histogram<u64>) -> Self {
-        CompactHistogram { entries: h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect() }
+        CompactHistogram {
+            entries: h
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+        }
     }
 
     /// Adds every count into `h` (which must use [`new_histogram`]'s precision).
@@ -180,7 +186,9 @@ impl CompactHistogram {
 
     /// This histogram's and `other`'s counts together.
     pub fn merged(&self, other: &CompactHistogram) -> CompactHistogram {
-        CompactHistogram { entries: merge_entries(&self.entries, &other.entries) }
+        CompactHistogram {
+            entries: merge_entries(&self.entries, &other.entries),
+        }
     }
 
     /// Merges `items` into one dense histogram.
@@ -279,7 +287,11 @@ mod tests {
             assert_eq!(grown.entries, both.entries, "round {round}");
             let mut other = CompactHistogram::default();
             other.add_values(&second);
-            assert_eq!(compact.merged(&other).entries, both.entries, "round {round}");
+            assert_eq!(
+                compact.merged(&other).entries,
+                both.entries,
+                "round {round}"
+            );
         }
     }
 
@@ -294,7 +306,9 @@ mod tests {
         assert!(big.distinct_values() > empty_len, "it grew");
         assert_eq!(big.max(), big.highest_equivalent(MAX_TRACKED_US));
         assert_eq!(big.min(), 1);
-        small.add(&big).expect("a small histogram takes a bigger one's counts");
+        small
+            .add(&big)
+            .expect("a small histogram takes a bigger one's counts");
         assert_eq!(small.len(), 3);
         assert_eq!(small.value_at_quantile(0.5), small.highest_equivalent(500));
     }

@@ -81,7 +81,16 @@ mod tests {
     #[test]
     fn selected_percentiles_are_the_sorted_ones_bit_for_bit() {
         let mut rng = fastrand::Rng::with_seed(31);
-        let specials = [0.0, -0.0, f64::NAN, -f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1.0, 1.0];
+        let specials = [
+            0.0,
+            -0.0,
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1.0,
+            1.0,
+        ];
         for round in 0..2_000 {
             let n = rng.usize(0..if round % 10 == 0 { 5_000 } else { 40 });
             let values: Vec<f64> = (0..n)
@@ -91,12 +100,27 @@ mod tests {
                     _ => rng.f64() * 1e3 - 100.0,
                 })
                 .collect();
-            let ps = [50.0, 95.0, 99.0, 99.9, 5.0, 1.0, 0.1, 0.0, 100.0, rng.f64() * 100.0];
+            let ps = [
+                50.0,
+                95.0,
+                99.0,
+                99.9,
+                5.0,
+                1.0,
+                0.1,
+                0.0,
+                100.0,
+                rng.f64() * 100.0,
+            ];
             let mut work = values.clone();
             let got = numpy_percentiles(&mut work, ps);
             for (p, got) in ps.iter().zip(got) {
                 let want = numpy_percentile(&values, *p);
-                assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "p{p} of {values:?}");
+                assert_eq!(
+                    got.map(f64::to_bits),
+                    want.map(f64::to_bits),
+                    "p{p} of {values:?}"
+                );
             }
         }
     }

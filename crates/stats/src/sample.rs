@@ -8,7 +8,9 @@ use crate::latency::{new_histogram, record_us};
 use crate::series::Interval;
 
 /// Why a request failed. Transport kinds first, then the ones decided on a response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// The connection could not be made (refused, unreachable, DNS).
@@ -143,7 +145,10 @@ impl ErrorKind {
 
     /// The kind of a gRPC status code (1..=16); `None` for OK (0) and unknown numbers.
     pub fn grpc(code: i32) -> Option<ErrorKind> {
-        usize::try_from(code).ok().filter(|c| (1..=16).contains(c)).map(|c| ErrorKind::ALL[ErrorKind::NotSent.index() + c])
+        usize::try_from(code)
+            .ok()
+            .filter(|c| (1..=16).contains(c))
+            .map(|c| ErrorKind::ALL[ErrorKind::NotSent.index() + c])
     }
 
     /// Position in [`ErrorKind::ALL`].
@@ -277,15 +282,33 @@ impl Counts {
 
     /// Mean wait of successful requests for a shared connection or stream, ms.
     pub fn pool_wait_mean_ms(&self) -> f64 {
-        if self.tests == 0 { 0.0 } else { self.pool_wait_sum_us as f64 / self.tests as f64 / 1000.0 }
+        if self.tests == 0 {
+            0.0
+        } else {
+            self.pool_wait_sum_us as f64 / self.tests as f64 / 1000.0
+        }
     }
 
     /// The nGrinder-shaped row for these sums.
     pub fn to_interval(&self, start_s: f64, period_s: f64, vusers: f64) -> Interval {
         let n = self.tests as f64;
-        let per_test = |sum_us: u64| if self.tests == 0 { 0.0 } else { sum_us as f64 / n / 1000.0 };
-        let mean_us = if self.tests == 0 { 0.0 } else { self.total_sum_us as f64 / n };
-        let var_us = if self.tests == 0 { 0.0 } else { (self.total_sumsq_us / n - mean_us * mean_us).max(0.0) };
+        let per_test = |sum_us: u64| {
+            if self.tests == 0 {
+                0.0
+            } else {
+                sum_us as f64 / n / 1000.0
+            }
+        };
+        let mean_us = if self.tests == 0 {
+            0.0
+        } else {
+            self.total_sum_us as f64 / n
+        };
+        let var_us = if self.tests == 0 {
+            0.0
+        } else {
+            (self.total_sumsq_us / n - mean_us * mean_us).max(0.0)
+        };
         let period = if period_s > 0.0 { period_s } else { 1.0 };
         Interval {
             start_s,
@@ -297,7 +320,11 @@ impl Counts {
             mean_test_time_ms: mean_us / 1000.0,
             test_time_sd_ms: var_us.sqrt() / 1000.0,
             mttfb_ms: per_test(self.ttfb_sum_us),
-            mean_response_length: if self.tests == 0 { 0.0 } else { self.bytes as f64 / n },
+            mean_response_length: if self.tests == 0 {
+                0.0
+            } else {
+                self.bytes as f64 / n
+            },
             response_bytes_per_second: self.bytes as f64 / period,
             response_errors: self.response_errors,
             mean_resolve_ms: 0.0,
@@ -340,12 +367,24 @@ pub struct IntervalSample {
 impl IntervalSample {
     /// An empty sample for interval `index`.
     pub fn new(index: u64) -> Self {
-        IntervalSample { index, counts: Counts::default(), ttfb: Latencies::new(), total: Latencies::new(), actual: None, iteration: None, unfinished: None, sched_lag: None }
+        IntervalSample {
+            index,
+            counts: Counts::default(),
+            ttfb: Latencies::new(),
+            total: Latencies::new(),
+            actual: None,
+            iteration: None,
+            unfinished: None,
+            sched_lag: None,
+        }
     }
 
     /// An empty open-model sample (with the actual-send latencies).
     pub fn new_open(index: u64) -> Self {
-        IntervalSample { actual: Some(Box::default()), ..IntervalSample::new(index) }
+        IntervalSample {
+            actual: Some(Box::default()),
+            ..IntervalSample::new(index)
+        }
     }
 
     /// Records one scenario iteration that ran to its end.
@@ -402,7 +441,11 @@ impl IntervalSample {
             a.0.add(&o.0);
             a.1.add(&o.1);
         }
-        for (mine, theirs) in [(&mut self.iteration, &other.iteration), (&mut self.unfinished, &other.unfinished), (&mut self.sched_lag, &other.sched_lag)] {
+        for (mine, theirs) in [
+            (&mut self.iteration, &other.iteration),
+            (&mut self.unfinished, &other.unfinished),
+            (&mut self.sched_lag, &other.sched_lag),
+        ] {
             if let Some(o) = theirs {
                 // Both histograms grow as needed, so adding cannot fail.
                 let _ = made(mine).add(o.as_ref());
@@ -434,9 +477,15 @@ mod tests {
         assert_eq!(ErrorKind::grpc(17), None);
         for (i, k) in ErrorKind::ALL.iter().enumerate() {
             assert_eq!(k.index(), i);
-            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::json!(k.name()));
+            assert_eq!(
+                serde_json::to_value(k).unwrap(),
+                serde_json::json!(k.name())
+            );
         }
-        assert_eq!(ErrorKind::GrpcDeadlineExceeded.name(), "grpc_deadline_exceeded");
+        assert_eq!(
+            ErrorKind::GrpcDeadlineExceeded.name(),
+            "grpc_deadline_exceeded"
+        );
     }
 
     #[test]
@@ -465,7 +514,10 @@ mod tests {
         b.record_success(30, 40, 0, 1);
         b.record_error(ErrorKind::Connect);
         a.merge(&b);
-        assert_eq!((a.counts.tests, a.counts.errors, a.counts.errors_by_kind[0]), (2, 1, 1));
+        assert_eq!(
+            (a.counts.tests, a.counts.errors, a.counts.errors_by_kind[0]),
+            (2, 1, 1)
+        );
         assert_eq!(a.ttfb.len(), 2);
         assert_eq!(a.total.max(), 40);
     }

@@ -51,14 +51,22 @@ impl Series {
         if self.intervals.iter().all(|i| kept(&i)) {
             return std::borrow::Cow::Borrowed(self);
         }
-        std::borrow::Cow::Owned(Series { intervals: self.intervals.iter().filter(kept).cloned().collect() })
+        std::borrow::Cow::Owned(Series {
+            intervals: self.intervals.iter().filter(kept).cloned().collect(),
+        })
     }
 
     /// The nominal sampling interval: the most common period, in seconds.
     pub fn nominal_interval_s(&self) -> f64 {
-        let Some(first) = self.intervals.first().map(|i| i.period_s) else { return 1.0 };
+        let Some(first) = self.intervals.first().map(|i| i.period_s) else {
+            return 1.0;
+        };
         // Nearly always every row has the same period: no copy, no selection.
-        if self.intervals.iter().all(|i| i.period_s.to_bits() == first.to_bits()) {
+        if self
+            .intervals
+            .iter()
+            .all(|i| i.period_s.to_bits() == first.to_bits())
+        {
             return first;
         }
         let mut periods: Vec<f64> = self.intervals.iter().map(|i| i.period_s).collect();
@@ -87,19 +95,37 @@ mod tests {
     use super::*;
 
     fn series(periods: &[f64]) -> Series {
-        Series { intervals: periods.iter().map(|&period_s| Interval { period_s, ..Default::default() }).collect() }
+        Series {
+            intervals: periods
+                .iter()
+                .map(|&period_s| Interval {
+                    period_s,
+                    ..Default::default()
+                })
+                .collect(),
+        }
     }
 
     #[test]
     fn the_nominal_interval_is_the_middle_period_in_order() {
         let mut rng = fastrand::Rng::with_seed(5);
         for len in 1..60 {
-            let periods: Vec<f64> = (0..len).map(|_| [0.5, 1.0, 1.0, 2.0, 10.0][rng.usize(..5)]).collect();
+            let periods: Vec<f64> = (0..len)
+                .map(|_| [0.5, 1.0, 1.0, 2.0, 10.0][rng.usize(..5)])
+                .collect();
             let mut sorted = periods.clone();
             sorted.sort_by(f64::total_cmp);
-            assert_eq!(series(&periods).nominal_interval_s(), sorted[len / 2], "{periods:?}");
+            assert_eq!(
+                series(&periods).nominal_interval_s(),
+                sorted[len / 2],
+                "{periods:?}"
+            );
         }
         assert_eq!(series(&[2.0; 7]).nominal_interval_s(), 2.0);
-        assert_eq!(series(&[]).nominal_interval_s(), 1.0, "an empty series reads as 1 s");
+        assert_eq!(
+            series(&[]).nominal_interval_s(),
+            1.0,
+            "an empty series reads as 1 s"
+        );
     }
 }

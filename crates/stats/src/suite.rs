@@ -110,7 +110,8 @@ impl SeedSuite {
             TpsTail::Low => high.map(|p| 100.0 - p),
             TpsTail::High => high,
         };
-        let [tps_p50, tps_p95, tps_p99, tps_p99_9] = numpy_percentiles(&mut tps, tps_ps).map(|v| v.unwrap_or(f64::NAN));
+        let [tps_p50, tps_p95, tps_p99, tps_p99_9] =
+            numpy_percentiles(&mut tps, tps_ps).map(|v| v.unwrap_or(f64::NAN));
         let [mttfb_p50_ms, mttfb_p95_ms, mttfb_p99_ms, mttfb_p99_9_ms] =
             numpy_percentiles(&mut mttfb, high).map(|v| v.unwrap_or(f64::NAN));
         let (variability, zero) = variability.value();
@@ -188,7 +189,13 @@ mod tests {
             intervals: mttfb
                 .iter()
                 .zip(tests)
-                .map(|(&m, &t)| Interval { mttfb_ms: m, tests: t, tps: t as f64, period_s: 1.0, ..Default::default() })
+                .map(|(&m, &t)| Interval {
+                    mttfb_ms: m,
+                    tests: t,
+                    tps: t as f64,
+                    period_s: 1.0,
+                    ..Default::default()
+                })
                 .collect(),
         }
     }
@@ -197,7 +204,11 @@ mod tests {
     fn variability_matches_the_documented_check() {
         let s = series(&[100.0, 110.0, 90.0, 120.0, 100.0], &[10, 20, 30, 40, 50]);
         let suite = SeedSuite::compute(&s, SuiteOptions::default());
-        assert!((suite.mttfb_variability_pct - 20.5387).abs() < 1e-3, "{}", suite.mttfb_variability_pct);
+        assert!(
+            (suite.mttfb_variability_pct - 20.5387).abs() < 1e-3,
+            "{}",
+            suite.mttfb_variability_pct
+        );
         assert_eq!(suite.mttfb_avg_diff_ms, 20.0);
         // weighted mean: (1000+2200+2700+4800+5000)/150
         assert!((suite.mttfb_avg_ms - 15700.0 / 150.0).abs() < 1e-9);
@@ -206,8 +217,18 @@ mod tests {
     #[test]
     fn tps_tails() {
         let s = series(&[1.0; 5], &[10, 20, 30, 40, 50]);
-        let low = SeedSuite::compute(&s, SuiteOptions { tps_tail: TpsTail::Low });
-        let high = SeedSuite::compute(&s, SuiteOptions { tps_tail: TpsTail::High });
+        let low = SeedSuite::compute(
+            &s,
+            SuiteOptions {
+                tps_tail: TpsTail::Low,
+            },
+        );
+        let high = SeedSuite::compute(
+            &s,
+            SuiteOptions {
+                tps_tail: TpsTail::High,
+            },
+        );
         assert!((low.tps_p99 - 10.4).abs() < 1e-9);
         assert!((high.tps_p99 - 49.6).abs() < 1e-9);
         assert_eq!(low.tps_p50, 30.0);
@@ -219,26 +240,72 @@ mod tests {
         use crate::percentile::numpy_percentile;
         let mut rng = fastrand::Rng::with_seed(11);
         for len in [0, 1, 2, 3, 10, 101, 1000] {
-            let mttfb: Vec<f64> = (0..len).map(|_| if rng.u8(..10) == 0 { f64::NAN } else { rng.f64() * 50.0 }).collect();
+            let mttfb: Vec<f64> = (0..len)
+                .map(|_| {
+                    if rng.u8(..10) == 0 {
+                        f64::NAN
+                    } else {
+                        rng.f64() * 50.0
+                    }
+                })
+                .collect();
             let tests: Vec<u64> = (0..len).map(|_| rng.u64(0..1000)).collect();
             let mut s = series(&mttfb, &tests);
-            s.intervals.iter_mut().filter(|_| rng.u8(..8) == 0).for_each(|i| i.tps = f64::NAN);
+            s.intervals
+                .iter_mut()
+                .filter(|_| rng.u8(..8) == 0)
+                .for_each(|i| i.tps = f64::NAN);
             let got = SeedSuite::compute(&s, SuiteOptions::default());
             let rows = &s.intervals;
             let tps: Vec<f64> = rows.iter().map(|r| r.tps).filter(|t| !t.is_nan()).collect();
             let m: Vec<f64> = rows.iter().map(|r| r.mttfb_ms).collect();
-            let same = |a: f64, b: f64, what: &str| assert!(a.to_bits() == b.to_bits(), "{what} of {len}: {a} != {b}");
+            let same = |a: f64, b: f64, what: &str| {
+                assert!(a.to_bits() == b.to_bits(), "{what} of {len}: {a} != {b}")
+            };
             same(got.tps_avg, mean(&tps), "tps_avg");
-            for (p, v) in [(50.0, got.tps_p50), (95.0, got.tps_p95), (99.0, got.tps_p99), (99.9, got.tps_p99_9)] {
-                same(v, numpy_percentile(&tps, 100.0 - p).unwrap_or(f64::NAN), "tps percentile");
+            for (p, v) in [
+                (50.0, got.tps_p50),
+                (95.0, got.tps_p95),
+                (99.0, got.tps_p99),
+                (99.9, got.tps_p99_9),
+            ] {
+                same(
+                    v,
+                    numpy_percentile(&tps, 100.0 - p).unwrap_or(f64::NAN),
+                    "tps percentile",
+                );
             }
-            for (p, v) in [(50.0, got.mttfb_p50_ms), (95.0, got.mttfb_p95_ms), (99.0, got.mttfb_p99_ms), (99.9, got.mttfb_p99_9_ms)] {
-                same(v, numpy_percentile(&m, p).unwrap_or(f64::NAN), "mttfb percentile");
+            for (p, v) in [
+                (50.0, got.mttfb_p50_ms),
+                (95.0, got.mttfb_p95_ms),
+                (99.0, got.mttfb_p99_ms),
+                (99.9, got.mttfb_p99_9_ms),
+            ] {
+                same(
+                    v,
+                    numpy_percentile(&m, p).unwrap_or(f64::NAN),
+                    "mttfb percentile",
+                );
             }
-            same(got.mttfb_avg_diff_ms, mean(&m.windows(2).map(|w| (w[1] - w[0]).abs()).collect::<Vec<_>>()), "avg diff");
+            same(
+                got.mttfb_avg_diff_ms,
+                mean(
+                    &m.windows(2)
+                        .map(|w| (w[1] - w[0]).abs())
+                        .collect::<Vec<_>>(),
+                ),
+                "avg diff",
+            );
             let weighted: f64 = rows.iter().map(|r| r.mttfb_ms * r.tests as f64).sum();
-            same(got.mttfb_avg_ms, ratio(weighted, s.tests() as f64), "mttfb_avg");
-            assert_eq!((got.total_tests, got.errors), (s.tests() + s.errors(), s.errors()));
+            same(
+                got.mttfb_avg_ms,
+                ratio(weighted, s.tests() as f64),
+                "mttfb_avg",
+            );
+            assert_eq!(
+                (got.total_tests, got.errors),
+                (s.tests() + s.errors(), s.errors())
+            );
         }
     }
 

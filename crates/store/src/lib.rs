@@ -27,17 +27,28 @@ pub enum StoreError {
     Config(String),
     /// A local file or directory could not be read or written.
     #[error("{path}: {source}")]
-    Io { path: std::path::PathBuf, source: std::io::Error },
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     /// The object store refused or failed a request.
     #[error("{what}: {source}")]
-    Remote { what: String, source: object_store::Error },
+    Remote {
+        what: String,
+        source: object_store::Error,
+    },
     /// A key under the prefix would be written outside the destination directory.
-    #[error("object `{0}` has a name that is not a plain relative path (`..`, `.` or an empty part); refusing to write it")]
+    #[error(
+        "object `{0}` has a name that is not a plain relative path (`..`, `.` or an empty part); refusing to write it"
+    )]
     UnsafeKey(String),
 }
 
 impl StoreError {
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
-        StoreError::Io { path: path.to_path_buf(), source }
+        StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }

@@ -24,13 +24,20 @@ impl Location {
             (true, false) => part.to_string(),
             (false, false) => format!("{}/{part}", self.prefix),
         };
-        Location { bucket: self.bucket.clone(), prefix }
+        Location {
+            bucket: self.bucket.clone(),
+            prefix,
+        }
     }
 }
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.prefix.is_empty() { write!(f, "s3://{}", self.bucket) } else { write!(f, "s3://{}/{}", self.bucket, self.prefix) }
+        if self.prefix.is_empty() {
+            write!(f, "s3://{}", self.bucket)
+        } else {
+            write!(f, "s3://{}/{}", self.bucket, self.prefix)
+        }
     }
 }
 
@@ -38,11 +45,17 @@ impl FromStr for Location {
     type Err = StoreError;
 
     fn from_str(url: &str) -> Result<Self, StoreError> {
-        let bad = |why: &str| StoreError::Location { url: url.to_string(), why: why.to_string() };
-        let rest = url.strip_prefix("s3://").ok_or_else(|| bad("only s3:// URLs are understood (any S3-compatible server: set AWS_ENDPOINT_URL)"))?;
+        let bad = |why: &str| StoreError::Location {
+            url: url.to_string(),
+            why: why.to_string(),
+        };
+        let rest = url.strip_prefix("s3://").ok_or_else(|| {
+            bad("only s3:// URLs are understood (any S3-compatible server: set AWS_ENDPOINT_URL)")
+        })?;
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         // S3's bucket naming rules, shortened: 3-63 of a-z 0-9 . - starting and ending alphanumeric.
-        let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
+        let ok_char =
+            |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
         if bucket.is_empty() {
             return Err(bad("the bucket name is missing"));
         }
@@ -51,13 +64,18 @@ impl FromStr for Location {
             || !bucket.starts_with(|c: char| c.is_ascii_alphanumeric())
             || !bucket.ends_with(|c: char| c.is_ascii_alphanumeric())
         {
-            return Err(bad(&format!("`{bucket}` is not a bucket name (3-63 characters of a-z, 0-9, `.` and `-`)")));
+            return Err(bad(&format!(
+                "`{bucket}` is not a bucket name (3-63 characters of a-z, 0-9, `.` and `-`)"
+            )));
         }
         let parts: Vec<&str> = prefix.split('/').filter(|p| !p.is_empty()).collect();
         if parts.iter().any(|p| *p == "." || *p == "..") {
             return Err(bad("the prefix may not contain `.` or `..` parts"));
         }
-        Ok(Location { bucket: bucket.to_string(), prefix: parts.join("/") })
+        Ok(Location {
+            bucket: bucket.to_string(),
+            prefix: parts.join("/"),
+        })
     }
 }
 
@@ -68,9 +86,18 @@ mod tests {
     #[test]
     fn parses_bucket_and_prefix() {
         let l: Location = "s3://load-results/team/volley/".parse().unwrap();
-        assert_eq!(l, Location { bucket: "load-results".into(), prefix: "team/volley".into() });
+        assert_eq!(
+            l,
+            Location {
+                bucket: "load-results".into(),
+                prefix: "team/volley".into()
+            }
+        );
         assert_eq!(l.to_string(), "s3://load-results/team/volley");
-        assert_eq!(l.join("run-1/segment-0").to_string(), "s3://load-results/team/volley/run-1/segment-0");
+        assert_eq!(
+            l.join("run-1/segment-0").to_string(),
+            "s3://load-results/team/volley/run-1/segment-0"
+        );
         let root: Location = "s3://abc".parse().unwrap();
         assert_eq!(root.prefix, "");
         assert_eq!(root.join("x").to_string(), "s3://abc/x");

@@ -33,11 +33,21 @@ impl Store {
         let prefix = key_of(&self.location, "")?;
         self.runtime.block_on(async {
             let sizes: Vec<u64> = futures_util::stream::iter(files.iter())
-                .map(|rel| upload_one(self.inner.clone(), dir.join(rel), prefix.clone(), rel.clone()))
+                .map(|rel| {
+                    upload_one(
+                        self.inner.clone(),
+                        dir.join(rel),
+                        prefix.clone(),
+                        rel.clone(),
+                    )
+                })
                 .buffer_unordered(CONCURRENCY)
                 .try_collect()
                 .await?;
-            Ok(Transfer { files: files.clone(), bytes: sizes.iter().sum() })
+            Ok(Transfer {
+                files: files.clone(),
+                bytes: sizes.iter().sum(),
+            })
         })
     }
 
@@ -46,19 +56,26 @@ impl Store {
     pub fn download(&self, dest: &FsPath) -> Result<Transfer, StoreError> {
         let prefix = key_of(&self.location, "")?;
         self.runtime.block_on(async {
-            let listed: Vec<_> = self
-                .inner
-                .list(Some(&prefix))
-                .try_collect()
-                .await
-                .map_err(|source| StoreError::Remote { what: format!("listing {}", self.location), source })?;
+            let listed: Vec<_> =
+                self.inner
+                    .list(Some(&prefix))
+                    .try_collect()
+                    .await
+                    .map_err(|source| StoreError::Remote {
+                        what: format!("listing {}", self.location),
+                        source,
+                    })?;
             let mut wanted = Vec::with_capacity(listed.len());
             for meta in listed {
                 let rel: Vec<String> = match meta.location.prefix_match(&prefix) {
                     Some(parts) => parts.map(|p| p.as_ref().to_string()).collect(),
                     None => continue,
                 };
-                if rel.is_empty() || rel.iter().any(|p| p.is_empty() || p == "." || p == ".." || p.contains(['/', '\\'])) {
+                if rel.is_empty()
+                    || rel
+                        .iter()
+                        .any(|p| p.is_empty() || p == "." || p == ".." || p.contains(['/', '\\']))
+                {
                     return Err(StoreError::UnsafeKey(meta.location.to_string()));
                 }
                 wanted.push((meta.location, rel.join("/")));
@@ -70,7 +87,10 @@ impl Store {
                 .await?;
             let mut files: Vec<String> = wanted.into_iter().map(|(_, rel)| rel).collect();
             files.sort();
-            Ok(Transfer { files, bytes: sizes.iter().sum() })
+            Ok(Transfer {
+                files,
+                bytes: sizes.iter().sum(),
+            })
         })
     }
 }
@@ -78,14 +98,18 @@ impl Store {
 /// The key of `rel` (a `/`-separated relative path) under `loc`'s prefix.
 fn key_of(loc: &Location, rel: &str) -> Result<Key, StoreError> {
     let joined = loc.join(rel).prefix;
-    Key::parse(&joined).map_err(|e| StoreError::Config(format!("`{joined}` cannot be an object name: {e}")))
+    Key::parse(&joined)
+        .map_err(|e| StoreError::Config(format!("`{joined}` cannot be an object name: {e}")))
 }
 
 /// Every regular file under `dir`, as sorted `/`-separated relative paths.
 fn local_files(dir: &FsPath) -> Result<Vec<String>, StoreError> {
     let meta = std::fs::metadata(dir).map_err(|e| StoreError::io(dir, e))?;
     if !meta.is_dir() {
-        return Err(StoreError::Config(format!("{} is not a directory", dir.display())));
+        return Err(StoreError::Config(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
     }
     let mut out = Vec::new();
     let mut todo = vec![PathBuf::new()];
@@ -93,16 +117,26 @@ fn local_files(dir: &FsPath) -> Result<Vec<String>, StoreError> {
         let here = dir.join(&rel);
         for entry in std::fs::read_dir(&here).map_err(|e| StoreError::io(&here, e))? {
             let entry = entry.map_err(|e| StoreError::io(&here, e))?;
-            let kind = entry.file_type().map_err(|e| StoreError::io(&entry.path(), e))?;
+            let kind = entry
+                .file_type()
+                .map_err(|e| StoreError::io(&entry.path(), e))?;
             let child = rel.join(entry.file_name());
             if kind.is_dir() {
                 todo.push(child);
             } else if kind.is_file() {
-                let parts: Option<Vec<&str>> = child.components().map(|c| match c {
-                    Component::Normal(s) => s.to_str(),
-                    _ => None,
-                }).collect();
-                let parts = parts.ok_or_else(|| StoreError::Config(format!("{}: only UTF-8 file names can be uploaded", entry.path().display())))?;
+                let parts: Option<Vec<&str>> = child
+                    .components()
+                    .map(|c| match c {
+                        Component::Normal(s) => s.to_str(),
+                        _ => None,
+                    })
+                    .collect();
+                let parts = parts.ok_or_else(|| {
+                    StoreError::Config(format!(
+                        "{}: only UTF-8 file names can be uploaded",
+                        entry.path().display()
+                    ))
+                })?;
                 out.push(parts.join("/"));
             }
         }
@@ -111,15 +145,31 @@ fn local_files(dir: &FsPath) -> Result<Vec<String>, StoreError> {
     Ok(out)
 }
 
-async fn upload_one(store: std::sync::Arc<dyn ObjectStore>, file: PathBuf, prefix: Key, rel: String) -> Result<u64, StoreError> {
-    let key = Key::parse(format!("{prefix}/{rel}")).map_err(|e| StoreError::Config(format!("{}: cannot be an object name: {e}", file.display())))?;
-    let remote = |source| StoreError::Remote { what: format!("uploading {} to {key}", file.display()), source };
-    let mut reader = tokio::fs::File::open(&file).await.map_err(|e| StoreError::io(&file, e))?;
+async fn upload_one(
+    store: std::sync::Arc<dyn ObjectStore>,
+    file: PathBuf,
+    prefix: Key,
+    rel: String,
+) -> Result<u64, StoreError> {
+    let key = Key::parse(format!("{prefix}/{rel}")).map_err(|e| {
+        StoreError::Config(format!("{}: cannot be an object name: {e}", file.display()))
+    })?;
+    let remote = |source| StoreError::Remote {
+        what: format!("uploading {} to {key}", file.display()),
+        source,
+    };
+    let mut reader = tokio::fs::File::open(&file)
+        .await
+        .map_err(|e| StoreError::io(&file, e))?;
     let mut writer = BufWriter::with_capacity(store, key.clone(), PART_BYTES);
     let mut total = 0u64;
     loop {
         let mut chunk = Vec::with_capacity(PART_BYTES);
-        let n = (&mut reader).take(PART_BYTES as u64).read_to_end(&mut chunk).await.map_err(|e| StoreError::io(&file, e))?;
+        let n = (&mut reader)
+            .take(PART_BYTES as u64)
+            .read_to_end(&mut chunk)
+            .await
+            .map_err(|e| StoreError::io(&file, e))?;
         if n == 0 {
             break;
         }
@@ -129,17 +179,31 @@ async fn upload_one(store: std::sync::Arc<dyn ObjectStore>, file: PathBuf, prefi
             return Err(remote(e));
         }
     }
-    writer.shutdown().await.map_err(|e| StoreError::Config(format!("uploading {} to {key}: {e}", file.display())))?;
+    writer
+        .shutdown()
+        .await
+        .map_err(|e| StoreError::Config(format!("uploading {} to {key}: {e}", file.display())))?;
     Ok(total)
 }
 
-async fn download_one(store: std::sync::Arc<dyn ObjectStore>, key: Key, file: PathBuf) -> Result<u64, StoreError> {
-    let remote = |source| StoreError::Remote { what: format!("downloading {key}"), source };
+async fn download_one(
+    store: std::sync::Arc<dyn ObjectStore>,
+    key: Key,
+    file: PathBuf,
+) -> Result<u64, StoreError> {
+    let remote = |source| StoreError::Remote {
+        what: format!("downloading {key}"),
+        source,
+    };
     let got = store.get(&key).await.map_err(remote)?;
     let bytes = got.bytes().await.map_err(remote)?;
     if let Some(parent) = file.parent() {
-        tokio::fs::create_dir_all(parent).await.map_err(|e| StoreError::io(parent, e))?;
+        tokio::fs::create_dir_all(parent)
+            .await
+            .map_err(|e| StoreError::io(parent, e))?;
     }
-    tokio::fs::write(&file, &bytes).await.map_err(|e| StoreError::io(&file, e))?;
+    tokio::fs::write(&file, &bytes)
+        .await
+        .map_err(|e| StoreError::io(&file, e))?;
     Ok(bytes.len() as u64)
 }

@@ -8,25 +8,71 @@ fn quick_demo_runs_reports_and_compares() {
     let out = out_dir();
     let o = volley(&["demo", "--quick", "-o", out.path().to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
-    let mut runs: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.join("run.json").is_file()).collect();
+    let mut runs: Vec<_> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("run.json").is_file())
+        .collect();
     runs.sort();
     assert_eq!(runs.len(), 4);
     // Last, the pair-room flow as a scenario: a row per step, every step answered.
     let flow = report_json(&runs.pop().unwrap());
     assert_eq!(flow["name"], "demo-3-pair-room-flow");
     assert_eq!(flow["per_test"].as_array().unwrap().len(), 13, "{flow}");
-    assert!(flow["thresholds"].as_array().unwrap().iter().all(|t| t["passed"] == true), "{flow}");
-    assert!(flow["per_test"].as_array().unwrap().iter().all(|t| t["seed_suite"]["total_tests"].as_u64().unwrap() > 0), "{flow}");
+    assert!(
+        flow["thresholds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["passed"] == true),
+        "{flow}"
+    );
+    assert!(
+        flow["per_test"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["seed_suite"]["total_tests"].as_u64().unwrap() > 0),
+        "{flow}"
+    );
     // The target's own metrics were scraped in every phase: the Original names its
     // bottleneck, the DB pool, and with the cache of Phase 2 far fewer requests wait for it.
-    let findings = |run: &std::path::Path| report_json(run)["findings"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect::<Vec<_>>();
-    assert!(findings(&runs[0]).iter().any(|f| f.starts_with("DB pool pending > 0 from")), "{:?}", findings(&runs[0]));
+    let findings = |run: &std::path::Path| {
+        report_json(run)["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        findings(&runs[0])
+            .iter()
+            .any(|f| f.starts_with("DB pool pending > 0 from")),
+        "{:?}",
+        findings(&runs[0])
+    );
     let pending = |run: &std::path::Path| {
         let r = report_json(run);
-        let peak = r["server"].as_array().unwrap().iter().find(|p| p["series"].as_str().unwrap().starts_with("hikaricp_connections_pending")).map(|p| p["peak"].as_f64().unwrap());
+        let peak = r["server"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| {
+                p["series"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("hikaricp_connections_pending")
+            })
+            .map(|p| p["peak"].as_f64().unwrap());
         peak.unwrap_or_else(|| panic!("no pool series scraped: {r}"))
     };
-    assert!(pending(&runs[2]) < pending(&runs[0]) / 2.0, "the cache relieves the pool: {} vs {}", pending(&runs[2]), pending(&runs[0]));
+    assert!(
+        pending(&runs[2]) < pending(&runs[0]) / 2.0,
+        "the cache relieves the pool: {} vs {}",
+        pending(&runs[2]),
+        pending(&runs[0])
+    );
     for run in &runs {
         let r = report_json(run);
         assert_eq!(r["status"], "complete", "{}", run.display());
@@ -34,13 +80,36 @@ fn quick_demo_runs_reports_and_compares() {
         assert_eq!(r["seed_suite"]["errors"], 0, "{}", r);
     }
     let md = std::fs::read_to_string(out.path().join("comparison.md")).unwrap();
-    assert!(md.contains("| Metric | Original | Phase 1 | Change |"), "{md}");
+    assert!(
+        md.contains("| Metric | Original | Phase 1 | Change |"),
+        "{md}"
+    );
     assert!(md.contains("## Overall: Original → Phase 2"), "{md}");
-    assert!(md.contains("## What each phase found") && md.contains("- **Original** (DB pool of 2 connections, no cache): DB pool pending > 0 from"), "{md}");
-    assert!(out.path().join("comparison.html").is_file() && out.path().join("comparison_charts/tps.png").is_file());
-    assert!(md.contains("![TPS by phase](comparison_charts/tps.png)"), "{md}");
+    assert!(
+        md.contains("## What each phase found")
+            && md.contains(
+                "- **Original** (DB pool of 2 connections, no cache): DB pool pending > 0 from"
+            ),
+        "{md}"
+    );
+    assert!(
+        out.path().join("comparison.html").is_file()
+            && out.path().join("comparison_charts/tps.png").is_file()
+    );
+    assert!(
+        md.contains("![TPS by phase](comparison_charts/tps.png)"),
+        "{md}"
+    );
     // A 5x larger pool on a pool-bound service must show as a throughput gain.
-    let cmp: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("comparison.json")).unwrap()).unwrap();
-    let tps = cmp["steps"][0]["rows"].as_array().unwrap().iter().find(|r| r["key"] == "tps_avg").unwrap().clone();
+    let cmp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("comparison.json")).unwrap())
+            .unwrap();
+    let tps = cmp["steps"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == "tps_avg")
+        .unwrap()
+        .clone();
     assert_eq!(tps["verdict"], "better", "{tps}");
 }

@@ -24,20 +24,56 @@ fn a_step_that_can_never_be_built_stops_the_run_and_counts_no_test() {
     .unwrap();
     let runs = out.path().join("runs");
     let started = Instant::now();
-    let o = volley(&["run", file.to_str().unwrap(), "--vus", "4", "--duration", "60s", "-o", runs.to_str().unwrap(), "--progress", "none"]);
+    let o = volley(&[
+        "run",
+        file.to_str().unwrap(),
+        "--vus",
+        "4",
+        "--duration",
+        "60s",
+        "-o",
+        runs.to_str().unwrap(),
+        "--progress",
+        "none",
+    ]);
     let took = started.elapsed();
-    assert_eq!(o.status.code(), Some(1), "an aborted run fails: {}", text(&o));
-    assert!(took < Duration::from_secs(20), "the run stopped at once, not after its 60 s: {took:?}");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "an aborted run fails: {}",
+        text(&o)
+    );
+    assert!(
+        took < Duration::from_secs(20),
+        "the run stopped at once, not after its 60 s: {took:?}"
+    );
     let r = report_json(&only_run(&runs));
     assert_eq!(r["status"], "aborted", "{r}");
     let reason = r["reason"].as_str().unwrap();
-    assert!(reason.contains("iterations in a row sent no request") && reason.contains("[profile]") && reason.contains("not a valid URL path"), "{reason}");
-    assert_eq!(r["seed_suite"]["total_tests"], 0, "nothing was sent, so nothing is a test: {r}");
+    assert!(
+        reason.contains("iterations in a row sent no request")
+            && reason.contains("[profile]")
+            && reason.contains("not a valid URL path"),
+        "{reason}"
+    );
+    assert_eq!(
+        r["seed_suite"]["total_tests"], 0,
+        "nothing was sent, so nothing is a test: {r}"
+    );
     assert_eq!(r["seed_suite"]["errors"], 0, "{r}");
-    let not_sent = r["errors"].as_array().unwrap().iter().find(|e| e["kind"] == "not_sent").unwrap_or_else(|| panic!("{r}"));
+    let not_sent = r["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "not_sent")
+        .unwrap_or_else(|| panic!("{r}"));
     assert!(not_sent["count"].as_u64().unwrap() >= 100, "{not_sent}");
     // Each distinct message once (one per feeder row here), never one per iteration.
-    assert_eq!(not_sent["messages"].as_array().unwrap().len(), 2, "{not_sent}");
+    assert_eq!(
+        not_sent["messages"].as_array().unwrap().len(),
+        2,
+        "{not_sent}"
+    );
     assert_eq!(server.seen(), 0, "the server saw no request");
 }
 
@@ -50,22 +86,51 @@ fn requests_a_stalled_server_never_answers_are_counted_as_unfinished() {
     let out = out_dir();
     let url = server.url("/delay?ms=20000");
     let o = volley(&[
-        "run", "--url", &url, "--vus", "3", "--duration", "1s", "--grace", "500ms", "--threshold", "error_rate < 1%",
-        "-o", out.path().to_str().unwrap(), "--progress", "none",
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "3",
+        "--duration",
+        "1s",
+        "--grace",
+        "500ms",
+        "--threshold",
+        "error_rate < 1%",
+        "-o",
+        out.path().to_str().unwrap(),
+        "--progress",
+        "none",
     ]);
-    assert_eq!(o.status.code(), Some(1), "the threshold fails: {}", text(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the threshold fails: {}",
+        text(&o)
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("NO REQUEST COMPLETED"), "said at the top: {stdout}");
+    assert!(
+        stdout.contains("NO REQUEST COMPLETED"),
+        "said at the top: {stdout}"
+    );
     let r = report_json(&only_run(out.path()));
     assert_eq!(r["status"], "complete", "{r}");
     assert_eq!(r["seed_suite"]["total_tests"], 3, "{r}");
     assert_eq!(r["seed_suite"]["errors"], 3, "{r}");
-    let unfinished = r["errors"].as_array().unwrap().iter().find(|e| e["kind"] == "unfinished").unwrap_or_else(|| panic!("{r}"));
+    let unfinished = r["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "unfinished")
+        .unwrap_or_else(|| panic!("{r}"));
     assert_eq!(unfinished["count"], 3, "{unfinished}");
     // How long they had waited is in the latency figures, labelled: ~1 s of run + 0.5 s of grace.
     let waited = &r["per_request"]["unfinished_ms"];
     assert_eq!(waited["count"], 3, "{r}");
-    assert!(waited["min_ms"].as_f64().unwrap() >= 1000.0 && waited["max_ms"].as_f64().unwrap() < 5000.0, "{waited}");
+    assert!(
+        waited["min_ms"].as_f64().unwrap() >= 1000.0 && waited["max_ms"].as_f64().unwrap() < 5000.0,
+        "{waited}"
+    );
     assert!(stdout.contains("Unfinished (waited)"), "{stdout}");
     assert!(r["thresholds"][0]["passed"] == false, "{r}");
     assert_eq!(server.seen(), 3);

@@ -10,22 +10,47 @@ use crate::support::*;
 fn group(server: &TestServer, out: &Path, ms: u64, n: u32, name: &str) -> PathBuf {
     let url = server.url(&format!("/delay?ms={ms}"));
     let o = volley(&[
-        "run", "--url", &url, "--vus", "4", "--duration", "3s", "--warmup", "500ms", "--interval", "250ms", "--repeat", &n.to_string(), "--name", name,
-        "-o", out.join(name).to_str().unwrap(), "--progress", "none",
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "4",
+        "--duration",
+        "3s",
+        "--warmup",
+        "500ms",
+        "--interval",
+        "250ms",
+        "--repeat",
+        &n.to_string(),
+        "--name",
+        name,
+        "-o",
+        out.join(name).to_str().unwrap(),
+        "--progress",
+        "none",
     ]);
     assert!(o.status.success(), "{}", text(&o));
     only_run(&out.join(name))
 }
 
 fn compare(paths: &[&Path]) -> serde_json::Value {
-    let args: Vec<&str> = ["compare", "--format", "json"].into_iter().chain(paths.iter().map(|p| p.to_str().unwrap())).collect();
+    let args: Vec<&str> = ["compare", "--format", "json"]
+        .into_iter()
+        .chain(paths.iter().map(|p| p.to_str().unwrap()))
+        .collect();
     let o = volley(&args);
     assert!(o.status.success(), "{}", text(&o));
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
 fn row<'a>(cmp: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
-    cmp["steps"][0]["rows"].as_array().unwrap().iter().find(|r| r["key"] == key).unwrap_or_else(|| panic!("no {key} row: {cmp}"))
+    cmp["steps"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == key)
+        .unwrap_or_else(|| panic!("no {key} row: {cmp}"))
 }
 
 #[test]
@@ -35,19 +60,42 @@ fn a_group_directory_and_a_tripled_latency_judged_between_runs() {
     let out = out_dir();
     let a = group(&server, out.path(), 20, 3, "a");
     // The group directory: group.json lists three completed runs, with the summary beside them.
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(a.join("group.json")).unwrap()).unwrap();
-    assert_eq!((meta["kind"].as_str(), meta["status"].as_str(), meta["repeat"].as_u64()), (Some("group"), Some("complete"), Some(3)), "{meta}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(a.join("group.json")).unwrap()).unwrap();
+    assert_eq!(
+        (
+            meta["kind"].as_str(),
+            meta["status"].as_str(),
+            meta["repeat"].as_u64()
+        ),
+        (Some("group"), Some("complete"), Some(3)),
+        "{meta}"
+    );
     let runs = meta["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3);
     for r in runs {
         assert_eq!(r["status"], "complete");
-        assert!(a.join(r["dir"].as_str().unwrap()).join("report.json").is_file(), "{r}");
+        assert!(
+            a.join(r["dir"].as_str().unwrap())
+                .join("report.json")
+                .is_file(),
+            "{r}"
+        );
     }
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(a.join("summary.json")).unwrap()).unwrap();
-    let tps = summary["rows"].as_array().unwrap().iter().find(|r| r["key"] == "tps_avg").unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(a.join("summary.json")).unwrap()).unwrap();
+    let tps = summary["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == "tps_avg")
+        .unwrap();
     assert_eq!(tps["values"].as_array().unwrap().len(), 3);
     // 4 VUs at 20 ms: about 200 requests/s in each run.
-    assert!((tps["mean"].as_f64().unwrap() - 190.0).abs() < 40.0, "{tps}");
+    assert!(
+        (tps["mean"].as_f64().unwrap() - 190.0).abs() < 40.0,
+        "{tps}"
+    );
 
     // (Identical groups marking nothing is `report::compare_identical_load_is_within_noise`.)
     // Three times the latency: on a CI machine shared with compilers, runs of 3 s against a
@@ -55,26 +103,78 @@ fn a_group_directory_and_a_tripled_latency_judged_between_runs() {
     // between-run test needs a large change (the 2× acceptance is bench/noise.sh's).
     let slow = group(&server, out.path(), 60, 3, "slow");
     let worse = compare(&[&a, &slow]);
-    for key in ["tps_avg", "tps_p50", "mttfb_avg_ms", "mttfb_p50_ms", "ttfb_p50_ms"] {
+    for key in [
+        "tps_avg",
+        "tps_p50",
+        "mttfb_avg_ms",
+        "mttfb_p50_ms",
+        "ttfb_p50_ms",
+    ] {
         let spread = |g: &Path| std::fs::read_to_string(g.join("summary.md")).unwrap();
-        assert_eq!(row(&worse, key)["verdict"], "worse", "{key}: {}\n{}\n{}", row(&worse, key), spread(&a), spread(&slow));
+        assert_eq!(
+            row(&worse, key)["verdict"],
+            "worse",
+            "{key}: {}\n{}\n{}",
+            row(&worse, key),
+            spread(&a),
+            spread(&slow)
+        );
     }
     // A group against one run: judged between runs, the run borrowing the group's spread.
-    let first_run = std::fs::read_dir(&slow).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).min().unwrap();
+    let first_run = std::fs::read_dir(&slow)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .min()
+        .unwrap();
     let mixed = compare(&[&a, &first_run]);
-    assert_eq!((row(&mixed, "tps_avg")["test"].as_str(), row(&mixed, "tps_avg")["runs_after"].as_u64()), (Some("welch_t"), Some(1)));
+    assert_eq!(
+        (
+            row(&mixed, "tps_avg")["test"].as_str(),
+            row(&mixed, "tps_avg")["runs_after"].as_u64()
+        ),
+        (Some("welch_t"), Some(1))
+    );
     assert_eq!(row(&mixed, "mttfb_avg_ms")["verdict"], "worse", "{mixed}");
     // Two single runs: within-run only, and the output says what that cannot see.
-    let second_run = std::fs::read_dir(&a).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).min().unwrap();
+    let second_run = std::fs::read_dir(&a)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .min()
+        .unwrap();
     let single = compare(&[&second_run, &first_run]);
     assert_eq!(row(&single, "tps_avg")["test"], "within_run");
-    assert!(single["caveat"].as_str().unwrap().contains("--repeat"), "{single}");
-    let o = volley(&["compare", second_run.to_str().unwrap(), first_run.to_str().unwrap()]);
+    assert!(
+        single["caveat"].as_str().unwrap().contains("--repeat"),
+        "{single}"
+    );
+    let o = volley(&[
+        "compare",
+        second_run.to_str().unwrap(),
+        first_run.to_str().unwrap(),
+    ]);
     let table = String::from_utf8_lossy(&o.stdout);
-    assert!(table.contains("within-run only") && table.contains("judged by"), "{table}");
-    assert!(worse["caveat"].is_null(), "groups of 3 need no caveat: {worse}");
-    let o = volley(&["compare", "--format", "md", a.to_str().unwrap(), slow.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("| Welch t, 3 vs 3 runs |"), "{}", text(&o));
+    assert!(
+        table.contains("within-run only") && table.contains("judged by"),
+        "{table}"
+    );
+    assert!(
+        worse["caveat"].is_null(),
+        "groups of 3 need no caveat: {worse}"
+    );
+    let o = volley(&[
+        "compare",
+        "--format",
+        "md",
+        a.to_str().unwrap(),
+        slow.to_str().unwrap(),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("| Welch t, 3 vs 3 runs |"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -84,14 +184,45 @@ fn a_failed_threshold_in_any_run_fails_the_group_and_a_pause_needs_a_repeat() {
     let out = out_dir();
     let url = server.url("/delay?ms=5");
     let o = volley(&[
-        "run", "--url", &url, "--vus", "2", "--duration", "1s", "--repeat", "2", "--repeat-pause", "200ms", "--threshold", "ttfb p50 < 1ms", "-o",
-        out.path().to_str().unwrap(), "--progress", "none",
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--duration",
+        "1s",
+        "--repeat",
+        "2",
+        "--repeat-pause",
+        "200ms",
+        "--threshold",
+        "ttfb p50 < 1ms",
+        "-o",
+        out.path().to_str().unwrap(),
+        "--progress",
+        "none",
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("thresholds failed (run 2 of 2)"), "{}", text(&o));
-    let o = volley(&["run", "--url", &url, "--duration", "1s", "--repeat-pause", "1s"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("thresholds failed (run 2 of 2)"),
+        "{}",
+        text(&o)
+    );
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--duration",
+        "1s",
+        "--repeat-pause",
+        "1s",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("give `repeat` too"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("give `repeat` too"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -101,19 +232,44 @@ fn ctrl_c_stops_a_group_and_group_json_says_which_runs_completed() {
     let out = out_dir();
     let url = server.url("/delay?ms=5");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_volley"))
-        .args(["run", "--url", &url, "--vus", "2", "--duration", "2s", "--repeat", "4", "--name", "g", "-o", out.path().to_str().unwrap(), "--progress", "none"])
+        .args([
+            "run",
+            "--url",
+            &url,
+            "--vus",
+            "2",
+            "--duration",
+            "2s",
+            "--repeat",
+            "4",
+            "--name",
+            "g",
+            "-o",
+            out.path().to_str().unwrap(),
+            "--progress",
+            "none",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     // Well into the second run.
     std::thread::sleep(std::time::Duration::from_millis(3000));
-    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     let o = child.wait_with_output().unwrap();
     let dir = only_run(out.path());
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("group.json")).unwrap()).unwrap();
-    assert_eq!(meta["status"], "interrupted", "{meta}\n{}", String::from_utf8_lossy(&o.stderr));
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("group.json")).unwrap()).unwrap();
+    assert_eq!(
+        meta["status"],
+        "interrupted",
+        "{meta}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let runs = meta["runs"].as_array().unwrap();
     assert!(runs.len() < 4 && runs[0]["status"] == "complete", "{meta}");
     assert_eq!(runs.last().unwrap()["status"], "interrupted", "{meta}");
@@ -121,5 +277,8 @@ fn ctrl_c_stops_a_group_and_group_json_says_which_runs_completed() {
     let o = volley(&["report", "--format", "md", dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let md = String::from_utf8_lossy(&o.stdout);
-    assert!(md.contains("# Group g") && md.contains("is left out: it is interrupted"), "{md}");
+    assert!(
+        md.contains("# Group g") && md.contains("is left out: it is interrupted"),
+        "{md}"
+    );
 }

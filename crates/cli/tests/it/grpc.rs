@@ -25,23 +25,37 @@ struct Demo {
 
 impl Demo {
     fn start(tls: bool) -> Demo {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let knobs = volley_demo::Knobs { db_rtt: std::time::Duration::ZERO, ..volley_demo::Knobs::default() };
-        let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs)).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let knobs = volley_demo::Knobs {
+            db_rtt: std::time::Duration::ZERO,
+            ..volley_demo::Knobs::default()
+        };
+        let target = rt
+            .block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs))
+            .unwrap();
         let (direct, db) = (target.addr, target.db.clone());
         std::mem::forget(target);
-        let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
         let port = listener.local_addr().unwrap().port();
         let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
         let cert_pem = tls.then(|| cert.cert.pem());
         let acceptor = tls.then(|| {
-            let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
-            let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .unwrap()
-                .with_no_client_auth()
-                .with_single_cert(vec![cert.cert.der().clone()], key)
-                .unwrap();
+            let key =
+                rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+            let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap();
             config.alpn_protocols = vec![b"h2".to_vec()];
             tokio_rustls::TlsAcceptor::from(Arc::new(config))
         });
@@ -49,11 +63,15 @@ impl Demo {
         let count = accepted.clone();
         rt.spawn(async move {
             loop {
-                let Ok((mut tcp, _)) = listener.accept().await else { return };
+                let Ok((mut tcp, _)) = listener.accept().await else {
+                    return;
+                };
                 count.fetch_add(1, Ordering::SeqCst);
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
-                    let Ok(mut upstream) = tokio::net::TcpStream::connect(direct).await else { return };
+                    let Ok(mut upstream) = tokio::net::TcpStream::connect(direct).await else {
+                        return;
+                    };
                     match acceptor {
                         Some(a) => {
                             if let Ok(mut s) = a.accept(tcp).await {
@@ -67,7 +85,14 @@ impl Demo {
                 });
             }
         });
-        Demo { port, direct: direct.port(), accepted, db, cert_pem, _rt: rt }
+        Demo {
+            port,
+            direct: direct.port(),
+            accepted,
+            db,
+            cert_pem,
+            _rt: rt,
+        }
     }
 
     fn url(&self) -> String {
@@ -85,7 +110,11 @@ impl Demo {
     fn metrics(&self) -> String {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(("127.0.0.1", self.direct)).unwrap();
-        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        write!(
+            s,
+            "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
         let mut out = String::new();
         s.read_to_string(&mut out).unwrap();
         out
@@ -93,7 +122,10 @@ impl Demo {
 }
 
 fn proto() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/proto/chat.proto").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../demo/proto/chat.proto")
+        .canonicalize()
+        .unwrap()
 }
 
 /// Writes `body` as a scenario file (with the demo's .proto copied beside it) and returns its path.
@@ -105,11 +137,20 @@ fn scenario(dir: &Path, target: &str, body: &str) -> PathBuf {
 }
 
 fn step<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    report["per_test"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no step {name}: {report}"))
+    report["per_test"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no step {name}: {report}"))
 }
 
 fn metric(text: &str, starts: &str) -> f64 {
-    text.lines().find(|l| l.starts_with(starts)).and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no `{starts}` in\n{text}"))
+    text.lines()
+        .find(|l| l.starts_with(starts))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no `{starts}` in\n{text}"))
 }
 
 const FLOW: &str = r#"
@@ -152,7 +193,16 @@ fn unary_and_streaming_calls_extract_check_and_count_status_codes_as_kinds() {
     let file = scenario(dir.path(), &demo.url(), FLOW);
     let rooms_before = demo.count("SELECT count(*) FROM rooms");
     let out = out_dir();
-    let o = volley(&["run", file.to_str().unwrap(), "--vus", "2", "--iterations", "3", "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        file.to_str().unwrap(),
+        "--vus",
+        "2",
+        "--iterations",
+        "3",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     let run = only_run(out.path());
     let report = report_json(&run);
     // The only errors are the unknown room's, so thresholds-free exit 0.
@@ -162,23 +212,51 @@ fn unary_and_streaming_calls_extract_check_and_count_status_codes_as_kinds() {
     assert_eq!(demo.count("SELECT count(*) FROM messages_seq"), 18);
     for (name, tests) in [("create room", 6), ("post", 18), ("list", 6), ("stream", 6)] {
         let s = &step(&report, name)["seed_suite"];
-        assert_eq!((s["total_tests"].as_u64(), s["errors"].as_u64()), (Some(tests), Some(0)), "{name}: {s}");
+        assert_eq!(
+            (s["total_tests"].as_u64(), s["errors"].as_u64()),
+            (Some(tests), Some(0)),
+            "{name}: {s}"
+        );
     }
     assert_eq!(step(&report, "create room")["kind"], "grpc");
     let lost = &step(&report, "no such room")["seed_suite"];
-    assert_eq!((lost["total_tests"].as_u64(), lost["errors"].as_u64()), (Some(6), Some(6)), "{lost}");
-    let kinds: Vec<(String, u64)> =
-        report["errors"].as_array().unwrap().iter().map(|e| (e["kind"].as_str().unwrap().to_string(), e["count"].as_u64().unwrap())).collect();
+    assert_eq!(
+        (lost["total_tests"].as_u64(), lost["errors"].as_u64()),
+        (Some(6), Some(6)),
+        "{lost}"
+    );
+    let kinds: Vec<(String, u64)> = report["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap().to_string(),
+                e["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
     assert_eq!(kinds, vec![("grpc_not_found".to_string(), 6)], "{report}");
     let data = RunData::read(&run).unwrap();
-    let stream_id = data.steps.iter().position(|(name, _)| name == "stream").unwrap();
-    assert_eq!(data.step_events[stream_id].iter().sum::<u64>(), 18, "3 messages per stream");
+    let stream_id = data
+        .steps
+        .iter()
+        .position(|(name, _)| name == "stream")
+        .unwrap();
+    assert_eq!(
+        data.step_events[stream_id].iter().sum::<u64>(),
+        18,
+        "3 messages per stream"
+    );
     // The server counted the same calls, by status code, in its Micrometer-named series.
     let m = demo.metrics();
     let ok = r#"grpc_server_processing_duration_seconds_count{method="PostMessage",methodType="UNARY",service="volley.chat.v1.Chat",statusCode="OK",}"#;
     let nf = r#"grpc_server_processing_duration_seconds_count{method="PostMessage",methodType="UNARY",service="volley.chat.v1.Chat",statusCode="NOT_FOUND",}"#;
     assert_eq!((metric(&m, ok), metric(&m, nf)), (18.0, 6.0));
-    assert!(!m.contains("uri=\"/volley.chat.v1.Chat"), "gRPC calls are not HTTP server requests");
+    assert!(
+        !m.contains("uri=\"/volley.chat.v1.Chat"),
+        "gRPC calls are not HTTP server requests"
+    );
 }
 
 #[test]
@@ -192,13 +270,28 @@ fn reflection_describes_the_service_and_check_traces_the_calls() {
     let t = text(&o);
     // `volley check` runs one iteration; the unknown room fails it (exit 1) and says why.
     assert_eq!(o.status.code(), Some(1), "{t}");
-    assert!(t.contains("gRPC volley.chat.v1.Chat/CreateRoom (by reflection)"), "{t}");
-    assert!(t.contains("gRPC volley.chat.v1.Chat/StreamMessages (by reflection)"), "{t}");
+    assert!(
+        t.contains("gRPC volley.chat.v1.Chat/CreateRoom (by reflection)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("gRPC volley.chat.v1.Chat/StreamMessages (by reflection)"),
+        "{t}"
+    );
     assert!(t.contains("OK: 3 messages"), "{t}");
     assert!(t.contains("NotFound: room 987654321 not found"), "{t}");
     assert!(t.contains("x-trace: vu-0"), "metadata sent as headers: {t}");
     let out = out_dir();
-    let o = volley(&["run", file.to_str().unwrap(), "--vus", "1", "--iterations", "2", "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        file.to_str().unwrap(),
+        "--vus",
+        "1",
+        "--iterations",
+        "2",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let report = report_json(&only_run(out.path()));
     assert_eq!(step(&report, "post")["seed_suite"]["total_tests"], 6);
@@ -220,16 +313,38 @@ fn tls_with_alpn_h2_and_shared_connections() {
 "#;
     let file = scenario(dir.path(), &demo.url(), body);
     let out = out_dir();
-    let args = ["run", file.to_str().unwrap(), "--vus", "4", "--iterations", "5", "--threads", "1", "--cacert", ca.to_str().unwrap(), "-o", out.path().to_str().unwrap()];
+    let args = [
+        "run",
+        file.to_str().unwrap(),
+        "--vus",
+        "4",
+        "--iterations",
+        "5",
+        "--threads",
+        "1",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-o",
+        out.path().to_str().unwrap(),
+    ];
     let o = volley(&args);
     assert!(o.status.success(), "{}", text(&o));
     let report = report_json(&only_run(out.path()));
-    assert_eq!(step(&report, "create room")["seed_suite"]["total_tests"], 20);
+    assert_eq!(
+        step(&report, "create room")["seed_suite"]["total_tests"],
+        20
+    );
     assert_eq!(step(&report, "create room")["seed_suite"]["errors"], 0);
     // The pre-flight check, reflection, and one HTTP/2 connection the four VUs share.
     assert_eq!(demo.accepted.load(Ordering::SeqCst), 3);
     // Without `connections`, each VU has its own.
-    std::fs::write(&file, std::fs::read_to_string(&file).unwrap().replace("    connections: 1\n", "")).unwrap();
+    std::fs::write(
+        &file,
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .replace("    connections: 1\n", ""),
+    )
+    .unwrap();
     let out = out_dir();
     let mut args = args.to_vec();
     let o_path = out.path().to_str().unwrap().to_string();
@@ -245,10 +360,22 @@ fn tls_with_alpn_h2_and_shared_connections() {
     with_run_connections.extend(["--connections", "1"]);
     let o = volley(&with_run_connections);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(step(&report_json(&only_run(out.path())), "create room")["seed_suite"]["total_tests"], 20);
+    assert_eq!(
+        step(&report_json(&only_run(out.path())), "create room")["seed_suite"]["total_tests"],
+        20
+    );
     assert_eq!(demo.accepted.load(Ordering::SeqCst), 3 + 2 + 4 + 2 + 1);
     // An untrusted certificate fails before any load, as for HTTP.
-    let o = volley(&["run", file.to_str().unwrap(), "--vus", "1", "--iterations", "1", "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        file.to_str().unwrap(),
+        "--vus",
+        "1",
+        "--iterations",
+        "1",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
@@ -258,20 +385,53 @@ fn bad_input_exits_2_saying_what_to_write() {
     let demo = Demo::start(false);
     let dir = out_dir();
     let cases = [
-        ("grpc: volley.chat.v1.Chats/CreateRoom\n    proto: chat.proto", "chat.proto has no service `volley.chat.v1.Chats`; did you mean `volley.chat.v1.Chat`?"),
-        ("grpc: volley.chat.v1.Chat/CreateRom\n    proto: chat.proto", "has no method `CreateRom`; did you mean `CreateRoom`?"),
-        ("grpc: volley.chat.v1.Chat/CreateRoom\n    proto: chat.proto\n    message: { title: x }", "message `volley.chat.v1.CreateRoomRequest` has no field `title`"),
-        ("grpc: volley.chat.v1.Chat/CreateRoom\n    proto: missing.proto", "`missing.proto` is not a file"),
-        ("grpc: volley.chat.v1.Chat/CreateRoom\n    proto: chat.proto\n    check: { status: 200 }", "`check.status` is an HTTP status"),
-        ("grpc: CreateRoom", "should be a service and a method, like `grpc: volley.chat.v1.Chat/CreateRoom`"),
+        (
+            "grpc: volley.chat.v1.Chats/CreateRoom\n    proto: chat.proto",
+            "chat.proto has no service `volley.chat.v1.Chats`; did you mean `volley.chat.v1.Chat`?",
+        ),
+        (
+            "grpc: volley.chat.v1.Chat/CreateRom\n    proto: chat.proto",
+            "has no method `CreateRom`; did you mean `CreateRoom`?",
+        ),
+        (
+            "grpc: volley.chat.v1.Chat/CreateRoom\n    proto: chat.proto\n    message: { title: x }",
+            "message `volley.chat.v1.CreateRoomRequest` has no field `title`",
+        ),
+        (
+            "grpc: volley.chat.v1.Chat/CreateRoom\n    proto: missing.proto",
+            "`missing.proto` is not a file",
+        ),
+        (
+            "grpc: volley.chat.v1.Chat/CreateRoom\n    proto: chat.proto\n    check: { status: 200 }",
+            "`check.status` is an HTTP status",
+        ),
+        (
+            "grpc: CreateRoom",
+            "should be a service and a method, like `grpc: volley.chat.v1.Chat/CreateRoom`",
+        ),
         // By reflection: found only when the run starts, refused before any load.
-        ("grpc: volley.chat.v1.Chats/CreateRoom", "the server has no service `volley.chat.v1.Chats` (asked by reflection); it offers volley.chat.v1.Chat"),
-        ("grpc: volley.chat.v1.Chat/CreateRoom\n    message: { title: x }", "has no field `title`"),
+        (
+            "grpc: volley.chat.v1.Chats/CreateRoom",
+            "the server has no service `volley.chat.v1.Chats` (asked by reflection); it offers volley.chat.v1.Chat",
+        ),
+        (
+            "grpc: volley.chat.v1.Chat/CreateRoom\n    message: { title: x }",
+            "has no field `title`",
+        ),
     ];
     for (step, want) in cases {
         let file = scenario(dir.path(), &demo.url(), &format!("  - {step}\n"));
         let out = out_dir();
-        let o = volley(&["run", file.to_str().unwrap(), "--vus", "1", "--iterations", "1", "-o", out.path().to_str().unwrap()]);
+        let o = volley(&[
+            "run",
+            file.to_str().unwrap(),
+            "--vus",
+            "1",
+            "--iterations",
+            "1",
+            "-o",
+            out.path().to_str().unwrap(),
+        ]);
         let t = text(&o);
         assert_eq!(o.status.code(), Some(2), "{step}: {t}");
         assert!(t.contains(want), "{step}: expected `{want}` in {t}");
@@ -279,7 +439,11 @@ fn bad_input_exits_2_saying_what_to_write() {
     // A server without reflection, and no .proto: say to give one (the scenario test
     // server speaks plain HTTP only: it answers the reflection call with no gRPC at all).
     let plain = crate::scenario_server::ScenarioServer::start();
-    let file = scenario(dir.path(), &plain.url(), "  - grpc: volley.chat.v1.Chat/CreateRoom\n");
+    let file = scenario(
+        dir.path(),
+        &plain.url(),
+        "  - grpc: volley.chat.v1.Chat/CreateRoom\n",
+    );
     let o = volley(&["check", file.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("reflection"), "{}", text(&o));

@@ -9,17 +9,26 @@ use crate::support::*;
 /// Chromium's executable path.
 pub(crate) fn chromium_path() -> String {
     let name = chromium();
-    let out = Command::new("sh").args(["-c", &format!("command -v {name}")]).output().unwrap();
+    let out = Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 fn chromium() -> String {
     for c in ["chromium", "chromium-browser", "google-chrome"] {
-        if Command::new("sh").args(["-c", &format!("command -v {c}")]).output().is_ok_and(|o| o.status.success()) {
+        if Command::new("sh")
+            .args(["-c", &format!("command -v {c}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
             return c.to_string();
         }
     }
-    panic!("headless Chromium is needed for this test: apt-get install chromium (.ci/run installs it)");
+    panic!(
+        "headless Chromium is needed for this test: apt-get install chromium (.ci/run installs it)"
+    );
 }
 
 /// Opens `page` in headless Chromium: (DOM after the scripts ran, Chromium's log).
@@ -53,13 +62,23 @@ pub(crate) fn open_page(page: &Path, screenshot: &Path) -> (String, String) {
         .arg(&url)
         .output()
         .unwrap();
-    assert!(shot.status.success(), "{}", String::from_utf8_lossy(&shot.stderr));
-    (String::from_utf8_lossy(&dom.stdout).into_owned(), String::from_utf8_lossy(&dom.stderr).into_owned())
+    assert!(
+        shot.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
+    (
+        String::from_utf8_lossy(&dom.stdout).into_owned(),
+        String::from_utf8_lossy(&dom.stderr).into_owned(),
+    )
 }
 
 pub(crate) fn assert_no_console_errors(log: &str) {
     for line in log.lines().filter(|l| l.contains("CONSOLE")) {
-        assert!(!line.contains("Uncaught") && !line.contains("Error"), "console error: {line}");
+        assert!(
+            !line.contains("Uncaught") && !line.contains("Error"),
+            "console error: {line}"
+        );
     }
 }
 
@@ -67,8 +86,17 @@ pub(crate) fn assert_no_console_errors(log: &str) {
 pub(crate) fn drawn_canvases(dom: &str) -> usize {
     let mut n = 0;
     for part in dom.split("<canvas").skip(1) {
-        let width: u32 = part.split("width=\"").nth(1).and_then(|w| w.split('"').next()).and_then(|w| w.parse().ok()).unwrap_or(0);
-        assert!(width > 0, "a canvas with no width: <canvas{}", &part[..part.len().min(120)]);
+        let width: u32 = part
+            .split("width=\"")
+            .nth(1)
+            .and_then(|w| w.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(0);
+        assert!(
+            width > 0,
+            "a canvas with no width: <canvas{}",
+            &part[..part.len().min(120)]
+        );
         n += 1;
     }
     n
@@ -76,7 +104,18 @@ pub(crate) fn drawn_canvases(dom: &str) -> usize {
 
 /// The text of every `<text>` element of an SVG.
 fn svg_texts(svg: &str) -> Vec<String> {
-    svg.split("<text").skip(1).filter_map(|t| t.split_once('>').map(|(_, rest)| rest.split("</text>").next().unwrap_or("").trim().to_string())).collect()
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            t.split_once('>').map(|(_, rest)| {
+                rest.split("</text>")
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string()
+            })
+        })
+        .collect()
 }
 
 fn png_size(path: &Path) -> (u32, u32) {
@@ -91,36 +130,77 @@ fn run_report_page_and_charts() {
     let out = out_dir();
     let url = server.url("/delay?ms=2");
     let name = "<script>alert(1)</script>";
-    let o = volley(&["run", "--url", &url, "--stages", "1s:4,2s:4", "--name", name, "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--stages",
+        "1s:4,2s:4",
+        "--name",
+        name,
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let dir = only_run(out.path());
     // The images: decodable, of the expected size, with their series and axes named.
     for chart in ["tps", "ttfb", "errors", "percentiles"] {
-        assert_eq!(png_size(&dir.join(format!("charts/{chart}.png"))), (960, 480), "{chart}");
+        assert_eq!(
+            png_size(&dir.join(format!("charts/{chart}.png"))),
+            (960, 480),
+            "{chart}"
+        );
         let svg = std::fs::read_to_string(dir.join(format!("charts/{chart}.svg"))).unwrap();
         assert!(svg.starts_with("<svg") || svg.contains("<svg"), "{chart}");
-        assert!(!svg.contains("<script>"), "{chart}.svg must escape the run name");
-        assert!(svg.contains("&lt;script&gt;"), "{chart}.svg shows the name as text");
+        assert!(
+            !svg.contains("<script>"),
+            "{chart}.svg must escape the run name"
+        );
+        assert!(
+            svg.contains("&lt;script&gt;"),
+            "{chart}.svg shows the name as text"
+        );
     }
     let tps = svg_texts(&std::fs::read_to_string(dir.join("charts/tps.svg")).unwrap());
     for text in ["TPS", "VUs", "elapsed (s)"] {
-        assert!(tps.iter().any(|t| t == text), "tps.svg lacks {text}: {tps:?}");
+        assert!(
+            tps.iter().any(|t| t == text),
+            "tps.svg lacks {text}: {tps:?}"
+        );
     }
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("![tps](charts/tps.png)"), "{md}");
     // The page.
     let page = dir.join("report.html");
     let html = std::fs::read_to_string(&page).unwrap();
-    assert!(!html.contains("<script>alert(1)"), "the run name must be escaped in HTML");
-    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "the page must not load anything");
+    assert!(
+        !html.contains("<script>alert(1)"),
+        "the run name must be escaped in HTML"
+    );
+    assert!(
+        !html.contains("src=\"http") && !html.contains("href=\"http"),
+        "the page must not load anything"
+    );
     let shot = dir.join("report-screenshot.png");
     let (dom, log) = open_page(&page, &shot);
     assert_no_console_errors(&log);
     assert_eq!(drawn_canvases(&dom), 4, "four interactive charts");
-    for legend in ["TPS", "VUs", "MTTFB (interval mean)", "TTFB p99 (per request)", "Total time"] {
-        assert!(dom.contains(&format!(">{legend}<")), "legend {legend} missing");
+    for legend in [
+        "TPS",
+        "VUs",
+        "MTTFB (interval mean)",
+        "TTFB p99 (per request)",
+        "Total time",
+    ] {
+        assert!(
+            dom.contains(&format!(">{legend}<")),
+            "legend {legend} missing"
+        );
     }
-    assert!(dom.contains("Total Tests") && dom.contains("TTFB"), "tables are on the page");
+    assert!(
+        dom.contains("Total Tests") && dom.contains("TTFB"),
+        "tables are on the page"
+    );
     let (w, h) = png_size(&shot);
     assert!(w >= 1200 && h >= 2000, "screenshot {w}x{h}");
 }
@@ -132,33 +212,77 @@ fn comparison_page_and_bar_charts() {
     let out = out_dir();
     for ms in ["2", "6"] {
         let url = server.url(&format!("/delay?ms={ms}"));
-        let o = volley(&["run", "--url", &url, "--vus", "3", "--duration", "2s", "--interval", "250ms", "-o", out.path().to_str().unwrap(), "--progress", "none"]);
+        let o = volley(&[
+            "run",
+            "--url",
+            &url,
+            "--vus",
+            "3",
+            "--duration",
+            "2s",
+            "--interval",
+            "250ms",
+            "-o",
+            out.path().to_str().unwrap(),
+            "--progress",
+            "none",
+        ]);
         assert!(o.status.success(), "{}", text(&o));
     }
-    let mut runs: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut runs: Vec<_> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     runs.sort();
     let cmp_dir = out_dir();
     let page = cmp_dir.path().join("cmp.html");
     let o = volley(&[
-        "compare", runs[0].to_str().unwrap(), runs[1].to_str().unwrap(), "--labels", "Original,Phase 1", "--html", page.to_str().unwrap(),
+        "compare",
+        runs[0].to_str().unwrap(),
+        runs[1].to_str().unwrap(),
+        "--labels",
+        "Original,Phase 1",
+        "--html",
+        page.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let charts = cmp_dir.path().join("cmp_charts");
     for chart in ["tps", "mttfb", "percentiles"] {
-        assert_eq!(png_size(&charts.join(format!("{chart}.png"))), (960, 480), "{chart}");
+        assert_eq!(
+            png_size(&charts.join(format!("{chart}.png"))),
+            (960, 480),
+            "{chart}"
+        );
     }
     let bars = svg_texts(&std::fs::read_to_string(charts.join("mttfb.svg")).unwrap());
     for text in ["Original", "Phase 1", "p99.9", "ms"] {
-        assert!(bars.iter().any(|t| t == text), "mttfb.svg lacks {text}: {bars:?}");
+        assert!(
+            bars.iter().any(|t| t == text),
+            "mttfb.svg lacks {text}: {bars:?}"
+        );
     }
     let (dom, log) = open_page(&page, &cmp_dir.path().join("shot.png"));
     assert_no_console_errors(&log);
     assert_eq!(drawn_canvases(&dom), 3, "TPS, MTTFB and percentile charts");
-    assert!(dom.contains("| Original →") || dom.contains("Original → Phase 1"), "the step table is on the page");
+    assert!(
+        dom.contains("| Original →") || dom.contains("Original → Phase 1"),
+        "the step table is on the page"
+    );
     // Changes are marked with drawn circles, not emoji: without an emoji font (Debian's
     // headless Chromium) 🟢 / 🔴 / ⚪ show as empty boxes.
     let html = std::fs::read_to_string(&page).unwrap();
-    assert!(!html.contains(['🟢', '🔴', '⚪']), "the page must not depend on an emoji font");
-    assert!(dom.contains("<svg class=\"mark\""), "the change marks are drawn");
-    assert!(["better", "worse", "within the noise"].iter().any(|m| dom.contains(&format!("aria-label=\"{m}\""))), "each mark is labelled");
+    assert!(
+        !html.contains(['🟢', '🔴', '⚪']),
+        "the page must not depend on an emoji font"
+    );
+    assert!(
+        dom.contains("<svg class=\"mark\""),
+        "the change marks are drawn"
+    );
+    assert!(
+        ["better", "worse", "within the noise"]
+            .iter()
+            .any(|m| dom.contains(&format!("aria-label=\"{m}\""))),
+        "each mark is labelled"
+    );
 }

@@ -14,10 +14,17 @@ use std::process::Command;
 use crate::support::{TestServer, only_run, out_dir, serial, text};
 
 /// The Kubernetes versions users run that the schemas cover.
-const VERSIONS: &[&str] = &["1.29.0", "1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0", "1.35.0", "1.36.0", "1.37.0"];
+const VERSIONS: &[&str] = &[
+    "1.29.0", "1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0", "1.35.0", "1.36.0", "1.37.0",
+];
 
 fn volley_env(args: &[&str], env: &[(String, String)]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_volley")).args(args).envs(env.iter().cloned()).env("NO_COLOR", "1").output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(args)
+        .envs(env.iter().cloned())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
 }
 
 /// `kubernetes-validate --strict` (unknown fields refused) for every version; its output
@@ -30,10 +37,18 @@ fn schema_check(file: &Path) -> Result<(), String> {
             .output()
             .unwrap_or_else(|e| panic!("kubernetes-validate is needed for this test ({e}): run scripts/test.sh, which installs it into target/tools/venv"));
         if !out.status.success() {
-            return Err(format!("{v}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+            return Err(format!(
+                "{v}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
         let said = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(said.matches("passed for resource").count(), 1, "{v}: {said}");
+        assert_eq!(
+            said.matches("passed for resource").count(),
+            1,
+            "{v}: {said}"
+        );
     }
     Ok(())
 }
@@ -54,12 +69,54 @@ fn every_manifest_passes_the_official_schemas() {
     let chat = examples.join("chat.yaml");
     let plans: Vec<Vec<String>> = vec![
         // A scenario with a CSV feeder, keys in a Secret.
-        vec![chat.display().to_string(), "--segments".into(), "4".into(), "--image".into(), "volley:test".into(), "--bucket".into(), "s3://load-results/volley".into(), "--region".into(), "eu-west-1".into(), "-n".into(), "load".into()],
+        vec![
+            chat.display().to_string(),
+            "--segments".into(),
+            "4".into(),
+            "--image".into(),
+            "volley:test".into(),
+            "--bucket".into(),
+            "s3://load-results/volley".into(),
+            "--region".into(),
+            "eu-west-1".into(),
+            "-n".into(),
+            "load".into(),
+        ],
         // One URL, flags only; a service account; soft spread; an S3-compatible endpoint.
-        ["--segments", "2", "--image", "volley:test", "--bucket", "s3://load-results", "--service-account", "volley-results", "--spread", "soft", "--endpoint", "http://minio.minio.svc:9000", "--allow-http", "--keep-finished", "--cpu", "1500m", "--memory", "512Mi", "--image-pull-policy", "Always", "--", "--url", "http://api.internal:8080/rooms", "--rate", "500", "--duration", "5m", "--max-vus", "100"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        [
+            "--segments",
+            "2",
+            "--image",
+            "volley:test",
+            "--bucket",
+            "s3://load-results",
+            "--service-account",
+            "volley-results",
+            "--spread",
+            "soft",
+            "--endpoint",
+            "http://minio.minio.svc:9000",
+            "--allow-http",
+            "--keep-finished",
+            "--cpu",
+            "1500m",
+            "--memory",
+            "512Mi",
+            "--image-pull-policy",
+            "Always",
+            "--",
+            "--url",
+            "http://api.internal:8080/rooms",
+            "--rate",
+            "500",
+            "--duration",
+            "5m",
+            "--max-vus",
+            "100",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
     ];
     for plan in plans {
         let args: Vec<&str> = plan.iter().map(String::as_str).collect();
@@ -73,23 +130,73 @@ fn every_manifest_passes_the_official_schemas() {
 #[test]
 fn the_scenario_and_its_data_file_are_in_the_config_map() {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    let (dir, _keep) = manifest(&[examples.join("chat.yaml").to_str().unwrap(), "--segments", "3", "--image", "volley:test", "--bucket", "s3://load-results/volley", "--run-id", "chat-1", "--", "--vus", "30", "--duration", "1m"]);
-    let cm: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(dir.join("configmap.yaml")).unwrap()).unwrap();
-    assert_eq!(cm["data"]["users.csv"].as_str().unwrap(), std::fs::read_to_string(examples.join("users.csv")).unwrap());
-    assert_eq!(cm["data"]["chat.yaml"].as_str().unwrap(), std::fs::read_to_string(examples.join("chat.yaml")).unwrap());
-    let job: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(dir.join("job.yaml")).unwrap()).unwrap();
+    let (dir, _keep) = manifest(&[
+        examples.join("chat.yaml").to_str().unwrap(),
+        "--segments",
+        "3",
+        "--image",
+        "volley:test",
+        "--bucket",
+        "s3://load-results/volley",
+        "--run-id",
+        "chat-1",
+        "--",
+        "--vus",
+        "30",
+        "--duration",
+        "1m",
+    ]);
+    let cm: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.join("configmap.yaml")).unwrap())
+            .unwrap();
+    assert_eq!(
+        cm["data"]["users.csv"].as_str().unwrap(),
+        std::fs::read_to_string(examples.join("users.csv")).unwrap()
+    );
+    assert_eq!(
+        cm["data"]["chat.yaml"].as_str().unwrap(),
+        std::fs::read_to_string(examples.join("chat.yaml")).unwrap()
+    );
+    let job: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.join("job.yaml")).unwrap()).unwrap();
     assert_eq!(job["metadata"]["name"], "volley-chat-1");
     let args = &job["spec"]["template"]["spec"]["containers"][0]["args"];
     assert_eq!(args[1], "/plan/chat.yaml");
     assert_eq!(args[2], "--vus");
-    assert!(args.as_array().unwrap().iter().any(|a| a == "s3://load-results/volley/chat-1/segment-$(JOB_COMPLETION_INDEX)"), "{args}");
+    assert!(
+        args.as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "s3://load-results/volley/chat-1/segment-$(JOB_COMPLETION_INDEX)"),
+        "{args}"
+    );
 }
 
 #[test]
 fn the_schema_check_can_fail() {
-    let (dir, _keep) = manifest(&["--segments", "2", "--image", "volley:test", "--bucket", "s3://load-results", "--", "--url", "http://api.internal/", "--vus", "2", "--duration", "10s"]);
+    let (dir, _keep) = manifest(&[
+        "--segments",
+        "2",
+        "--image",
+        "volley:test",
+        "--bucket",
+        "s3://load-results",
+        "--",
+        "--url",
+        "http://api.internal/",
+        "--vus",
+        "2",
+        "--duration",
+        "10s",
+    ]);
     let job = std::fs::read_to_string(dir.join("job.yaml")).unwrap();
-    for (from, to) in [("completionMode: Indexed", "completionMode: Indexed\n  completionz: 2"), ("backoffLimitPerIndex: 0", "backoffLimitPerIndex: none")] {
+    for (from, to) in [
+        (
+            "completionMode: Indexed",
+            "completionMode: Indexed\n  completionz: 2",
+        ),
+        ("backoffLimitPerIndex: 0", "backoffLimitPerIndex: none"),
+    ] {
         assert!(job.contains(from));
         let broken = dir.join("broken.yaml");
         std::fs::write(&broken, job.replacen(from, to, 1)).unwrap();
@@ -100,12 +207,34 @@ fn the_schema_check_can_fail() {
 
 #[test]
 fn flags_the_manifest_sets_or_the_pods_cannot_use_are_refused() {
-    let base = ["k8s", "manifest", "--segments", "2", "--image", "volley:test", "--bucket", "s3://load-results", "--"];
+    let base = [
+        "k8s",
+        "manifest",
+        "--segments",
+        "2",
+        "--image",
+        "volley:test",
+        "--bucket",
+        "s3://load-results",
+        "--",
+    ];
     for (extra, says) in [
-        (&["--url", "http://x/", "--output", "runs"][..], "--output after `--`"),
-        (&["--url", "http://x/", "--segment", "0/2"][..], "--segment after `--`"),
-        (&["--url", "http://x/", "--body-file", "b.json"][..], "the pods cannot read files from this machine"),
-        (&["examples/chat.yaml", "--vus", "2"][..], "give the scenario file before `--`"),
+        (
+            &["--url", "http://x/", "--output", "runs"][..],
+            "--output after `--`",
+        ),
+        (
+            &["--url", "http://x/", "--segment", "0/2"][..],
+            "--segment after `--`",
+        ),
+        (
+            &["--url", "http://x/", "--body-file", "b.json"][..],
+            "the pods cannot read files from this machine",
+        ),
+        (
+            &["examples/chat.yaml", "--vus", "2"][..],
+            "give the scenario file before `--`",
+        ),
         (&["--url", "http://x/", "--vus", "0"][..], "--vus"),
     ] {
         let mut args = base.to_vec();
@@ -114,7 +243,19 @@ fn flags_the_manifest_sets_or_the_pods_cannot_use_are_refused() {
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", text(&o));
         assert!(text(&o).contains(says), "{extra:?}: {}", text(&o));
     }
-    let o = crate::support::volley(&["k8s", "manifest", "--segments", "2", "--image", "volley:test", "--bucket", "https://bucket/x", "--", "--url", "http://x/"]);
+    let o = crate::support::volley(&[
+        "k8s",
+        "manifest",
+        "--segments",
+        "2",
+        "--image",
+        "volley:test",
+        "--bucket",
+        "https://bucket/x",
+        "--",
+        "--url",
+        "http://x/",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("s3://BUCKET/PREFIX"), "{}", text(&o));
 }
@@ -128,7 +269,10 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
             if p.is_dir() {
                 todo.push(p);
             } else {
-                out.push((p.strip_prefix(dir).unwrap().display().to_string(), std::fs::read(&p).unwrap()));
+                out.push((
+                    p.strip_prefix(dir).unwrap().display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                ));
             }
         }
     }
@@ -145,15 +289,43 @@ fn runs_upload_and_collect_brings_them_back_byte_for_byte() {
     let env = s3.env();
     let url = target.url("/ok");
     // Two segments of one run, as two pods run them: started together, each uploading.
-    let at = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 2).to_string();
+    let at = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 2)
+    .to_string();
     let outs: Vec<_> = (0..2).map(|_| out_dir()).collect();
     let children: Vec<_> = (0..2)
         .map(|i| {
             let dest = format!("s3://volley-results/team/run-7/segment-{i}");
             let out = outs[i].path().to_str().unwrap();
-            let args = ["run", "--url", &url, "--vus", "2", "--duration", "2s", "--progress", "none", "-o", out, "--upload", &dest, "--segment", &format!("{i}/2"), "--start-at", &at];
+            let args = [
+                "run",
+                "--url",
+                &url,
+                "--vus",
+                "2",
+                "--duration",
+                "2s",
+                "--progress",
+                "none",
+                "-o",
+                out,
+                "--upload",
+                &dest,
+                "--segment",
+                &format!("{i}/2"),
+                "--start-at",
+                &at,
+            ];
             let mut child = Command::new(env!("CARGO_BIN_EXE_volley"));
-            child.args(args).envs(env.iter().cloned()).env("NO_COLOR", "1").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+            child
+                .args(args)
+                .envs(env.iter().cloned())
+                .env("NO_COLOR", "1")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
             (dest, child.spawn().unwrap())
         })
         .collect();
@@ -165,28 +337,68 @@ fn runs_upload_and_collect_brings_them_back_byte_for_byte() {
         runs.push((only_run(out.path()), ()));
     }
     let got = out_dir();
-    let o = volley_env(&["k8s", "collect", "s3://volley-results/team/run-7", "-o", got.path().to_str().unwrap()], &env);
+    let o = volley_env(
+        &[
+            "k8s",
+            "collect",
+            "s3://volley-results/team/run-7",
+            "-o",
+            got.path().to_str().unwrap(),
+        ],
+        &env,
+    );
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("volley merge"), "{}", text(&o));
     // Collect merges them: every request of both segments, in one run directory.
     let merged = volley_formats::RunData::read(&got.path().join("merged")).unwrap();
-    let sent: u64 = runs.iter().map(|(r, _)| volley_formats::RunData::read(r).unwrap().series.tests()).sum();
+    let sent: u64 = runs
+        .iter()
+        .map(|(r, _)| volley_formats::RunData::read(r).unwrap().series.tests())
+        .sum();
     assert_eq!(merged.series.tests(), sent);
     assert_eq!(merged.series.tests(), target.seen());
     assert_eq!(merged.meta.merged.as_ref().unwrap().segments.len(), 2);
     for (i, (run, _keep)) in runs.iter().enumerate() {
         let back = got.path().join(format!("segments/segment-{i}"));
         let (a, b) = (files(run), files(&back));
-        assert!(a.iter().any(|(n, _)| n == "run.json") && a.iter().any(|(n, _)| n == "latency.hlog"), "{a:?}");
-        assert_eq!(a.iter().map(|(n, _)| n).collect::<Vec<_>>(), b.iter().map(|(n, _)| n).collect::<Vec<_>>());
+        assert!(
+            a.iter().any(|(n, _)| n == "run.json") && a.iter().any(|(n, _)| n == "latency.hlog"),
+            "{a:?}"
+        );
+        assert_eq!(
+            a.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            b.iter().map(|(n, _)| n).collect::<Vec<_>>()
+        );
         assert!(a == b, "segment {i}: the bytes differ");
     }
     // A second collect into the same place would mix runs: refused.
-    let o = volley_env(&["k8s", "collect", "s3://volley-results/team/run-7", "-o", got.path().to_str().unwrap()], &env);
+    let o = volley_env(
+        &[
+            "k8s",
+            "collect",
+            "s3://volley-results/team/run-7",
+            "-o",
+            got.path().to_str().unwrap(),
+        ],
+        &env,
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("exists already"), "{}", text(&o));
     // Nothing under a wrong run id: said plainly.
-    let o = volley_env(&["k8s", "collect", "s3://volley-results/team/run-8", "-o", out_dir().path().join("x").to_str().unwrap()], &env);
+    let o = volley_env(
+        &[
+            "k8s",
+            "collect",
+            "s3://volley-results/team/run-8",
+            "-o",
+            out_dir().path().join("x").to_str().unwrap(),
+        ],
+        &env,
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("nothing under s3://volley-results/team/run-8/"), "{}", text(&o));
+    assert!(
+        text(&o).contains("nothing under s3://volley-results/team/run-8/"),
+        "{}",
+        text(&o)
+    );
 }

@@ -23,7 +23,10 @@ fn start_run(args: &[&str]) -> (Child, String, std::thread::JoinHandle<String>) 
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut seen = String::new();
     let url = loop {
-        let line = lines.next().unwrap_or_else(|| panic!("volley ended before printing the dashboard's URL:\n{seen}")).unwrap();
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("volley ended before printing the dashboard's URL:\n{seen}"))
+            .unwrap();
         seen.push_str(&line);
         seen.push('\n');
         if let Some(url) = line.strip_prefix("volley: dashboard ") {
@@ -56,8 +59,15 @@ fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     write!(s, "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len()).unwrap();
     let mut resp = String::new();
     let _ = s.read_to_string(&mut resp);
-    let status = resp.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = resp.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let status = resp
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = resp
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     (status, body)
 }
 
@@ -82,7 +92,9 @@ fn run_json(out: &Path) -> serde_json::Value {
 fn playwright_modules() -> PathBuf {
     let dir = std::env::var_os("VOLLEY_PLAYWRIGHT")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tools/playwright"))
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tools/playwright")
+        })
         .join("node_modules");
     assert!(
         dir.join("playwright-core").is_dir(),
@@ -98,9 +110,23 @@ fn the_dashboard_shows_the_run_live_in_chromium_and_stops_it() {
     let out = out_dir();
     let url = server.url("/delay?ms=2");
     let (mut child, dash, rest) = start_run(&[
-        "run", "--url", &url, "--vus", "4", "--duration", "60s", "--progress", "none", "--dashboard", "-o", out.path().to_str().unwrap(),
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "4",
+        "--duration",
+        "60s",
+        "--progress",
+        "none",
+        "--dashboard",
+        "-o",
+        out.path().to_str().unwrap(),
     ]);
-    assert!(dash.starts_with("http://127.0.0.1:") && !dash.contains("token"), "loopback, no token: {dash}");
+    assert!(
+        dash.starts_with("http://127.0.0.1:") && !dash.contains("token"),
+        "loopback, no token: {dash}"
+    );
     let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/live-dashboard.png");
     let shot = std::path::absolute(&shot).unwrap();
     let _ = std::fs::remove_file(&shot);
@@ -115,29 +141,69 @@ fn the_dashboard_shows_the_run_live_in_chromium_and_stops_it() {
         .expect("node is needed for this test (scripts/test.sh installs nodejs)");
     let status = wait_ended(&mut child, Duration::from_secs(30));
     let log = rest.join().unwrap();
-    assert!(node.status.success(), "the browser script failed: {}\n{}\nvolley:\n{log}", String::from_utf8_lossy(&node.stderr), String::from_utf8_lossy(&node.stdout));
-    let seen: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&node.stdout).lines().last().unwrap()).unwrap();
+    assert!(
+        node.status.success(),
+        "the browser script failed: {}\n{}\nvolley:\n{log}",
+        String::from_utf8_lossy(&node.stderr),
+        String::from_utf8_lossy(&node.stdout)
+    );
+    let seen: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&node.stdout)
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
     eprintln!("live dashboard: {seen}\nscreenshot: {}", shot.display());
     assert!(seen["chart_updates"].as_u64().unwrap() >= 3, "{seen}");
-    assert!(seen["points"].as_u64().unwrap() >= 3, "three intervals drawn: {seen}");
-    assert!(seen["canvases"].as_u64().unwrap() >= 4, "tps, ttfb, errors, percentiles: {seen}");
-    assert_eq!(seen["console_errors"].as_array().unwrap().len(), 0, "{seen}");
+    assert!(
+        seen["points"].as_u64().unwrap() >= 3,
+        "three intervals drawn: {seen}"
+    );
+    assert!(
+        seen["canvases"].as_u64().unwrap() >= 4,
+        "tps, ttfb, errors, percentiles: {seen}"
+    );
+    assert_eq!(
+        seen["console_errors"].as_array().unwrap().len(),
+        0,
+        "{seen}"
+    );
     // No request left loopback: every URL the page asked for is volley's.
     let origin = dash.split('/').take(3).collect::<Vec<_>>().join("/");
     for r in seen["requests"].as_array().unwrap() {
         let r = r.as_str().unwrap();
-        assert!(r.starts_with(&format!("{origin}/")), "a request to somewhere else than the dashboard: {r}");
+        assert!(
+            r.starts_with(&format!("{origin}/")),
+            "a request to somewhere else than the dashboard: {r}"
+        );
     }
     // Stop is Ctrl-C: the run is `interrupted`, its report written, and the page became it.
     assert!(status.success(), "{status:?}\n{log}");
     let meta = run_json(out.path());
     assert_eq!(meta["status"], "interrupted", "{log}");
-    assert!(started.elapsed() < Duration::from_secs(50), "the run was stopped, not run to its end");
-    assert!(seen["final_url"].as_str().unwrap().ends_with("/report"), "{seen}");
-    assert!(seen["final_title"].as_str().unwrap().starts_with("volley report"), "{seen}");
+    assert!(
+        started.elapsed() < Duration::from_secs(50),
+        "the run was stopped, not run to its end"
+    );
+    assert!(
+        seen["final_url"].as_str().unwrap().ends_with("/report"),
+        "{seen}"
+    );
+    assert!(
+        seen["final_title"]
+            .as_str()
+            .unwrap()
+            .starts_with("volley report"),
+        "{seen}"
+    );
     assert!(seen["final_canvases"].as_u64().unwrap() >= 4, "{seen}");
     let png = std::fs::read(&shot).unwrap();
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "a screenshot with charts in it: {} bytes", png.len());
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "a screenshot with charts in it: {} bytes",
+        png.len()
+    );
     println!("screenshot of the live dashboard: {}", shot.display());
 }
 
@@ -147,11 +213,27 @@ fn a_vu_change_from_the_dashboard_is_carried_out_and_recorded() {
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/delay?ms=5");
-    let (mut child, dash, rest) = start_run(&["run", "--url", &url, "--vus", "2", "--duration", "5s", "--progress", "none", "--dashboard", "-o", out.path().to_str().unwrap()]);
+    let (mut child, dash, rest) = start_run(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--duration",
+        "5s",
+        "--progress",
+        "none",
+        "--dashboard",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     let (addr, _) = split_url(&dash);
     std::thread::sleep(Duration::from_millis(1500));
     let wrong = http(&addr, "POST", "/target", r#"{"rate": 100}"#);
-    assert_eq!(wrong.0, 409, "a closed-model run takes VUs, not a rate: {wrong:?}");
+    assert_eq!(
+        wrong.0, 409,
+        "a closed-model run takes VUs, not a rate: {wrong:?}"
+    );
     assert!(wrong.1.contains("change the VUs"), "{wrong:?}");
     let set = http(&addr, "POST", "/target", r#"{"vus": 6}"#);
     assert_eq!(set.0, 200, "{set:?}");
@@ -159,7 +241,9 @@ fn a_vu_change_from_the_dashboard_is_carried_out_and_recorded() {
     let log = rest.join().unwrap();
     assert!(status.success(), "{log}");
     let meta = run_json(out.path());
-    let changes = meta["plan_changes"].as_array().unwrap_or_else(|| panic!("no plan_changes in run.json: {meta}"));
+    let changes = meta["plan_changes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no plan_changes in run.json: {meta}"));
     assert_eq!(changes.len(), 1, "{changes:?}");
     assert_eq!(changes[0]["vus"], 6);
     assert_eq!(changes[0]["by"], "dashboard");
@@ -170,11 +254,24 @@ fn a_vu_change_from_the_dashboard_is_carried_out_and_recorded() {
     let data = volley_formats::RunData::read(&only_run(out.path())).unwrap();
     let vus: Vec<f64> = data.series.intervals.iter().map(|i| i.vusers).collect();
     assert_eq!(vus[0], 2.0, "{vus:?}");
-    assert!(data.series.intervals.iter().any(|i| i.start_s > at && i.vusers == 6.0), "{vus:?}");
+    assert!(
+        data.series
+            .intervals
+            .iter()
+            .any(|i| i.start_s > at && i.vusers == 6.0),
+        "{vus:?}"
+    );
     // And the report says so.
     let report = report_json(&only_run(out.path()));
     assert_eq!(report["plan_changes"][0]["vus"], 6, "{report}");
-    assert!(report["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("6 VUs (by dashboard)")), "{report}");
+    assert!(
+        report["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("6 VUs (by dashboard)")),
+        "{report}"
+    );
 }
 
 #[test]
@@ -183,9 +280,24 @@ fn a_dashboard_outside_loopback_needs_its_token() {
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/ok");
-    let (mut child, dash, rest) =
-        start_run(&["run", "--url", &url, "--vus", "1", "--duration", "3s", "--progress", "none", "--dashboard=0.0.0.0:0", "-o", out.path().to_str().unwrap()]);
-    let token = dash.split("?token=").nth(1).unwrap_or_else(|| panic!("no token in {dash}"));
+    let (mut child, dash, rest) = start_run(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "1",
+        "--duration",
+        "3s",
+        "--progress",
+        "none",
+        "--dashboard=0.0.0.0:0",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    let token = dash
+        .split("?token=")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no token in {dash}"));
     assert_eq!(token.len(), 32, "{dash}");
     let (host, _) = split_url(&dash);
     let port = host.rsplit(':').next().unwrap();
@@ -195,21 +307,44 @@ fn a_dashboard_outside_loopback_needs_its_token() {
         assert_eq!(status, 403, "{path}: {body}");
         assert!(body.contains("access token"), "{body}");
     }
-    assert_eq!(http(&addr, "POST", "/stop", "").0, 403, "no stopping without the token");
+    assert_eq!(
+        http(&addr, "POST", "/stop", "").0,
+        403,
+        "no stopping without the token"
+    );
     let (status, page) = http(&addr, "GET", &format!("/?token={token}"), "");
     assert_eq!(status, 200);
     assert!(page.contains("volley live"), "the page");
-    assert!(!page.contains("src=\"http") && !page.contains("href=\"http"), "nothing loaded from another host");
+    assert!(
+        !page.contains("src=\"http") && !page.contains("href=\"http"),
+        "nothing loaded from another host"
+    );
     let status = wait_ended(&mut child, Duration::from_secs(30));
     let log = rest.join().unwrap();
     assert!(status.success(), "{log}");
-    assert_eq!(run_json(out.path())["status"], "complete", "the 403s did not stop it");
+    assert_eq!(
+        run_json(out.path())["status"],
+        "complete",
+        "the 403s did not stop it"
+    );
 }
 
 #[test]
 fn a_dashboard_address_after_a_space_is_a_usage_error_that_shows_the_equals_form() {
     // `--dashboard 127.0.0.1:8089` leaves the address where the scenario file goes.
-    let out = volley(&["run", "--dashboard", "127.0.0.1:8089", "--url", "http://127.0.0.1:9/", "--duration", "1s"]);
+    let out = volley(&[
+        "run",
+        "--dashboard",
+        "127.0.0.1:8089",
+        "--url",
+        "http://127.0.0.1:9/",
+        "--duration",
+        "1s",
+    ]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--dashboard=127.0.0.1:8089"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--dashboard=127.0.0.1:8089"),
+        "{}",
+        text(&out)
+    );
 }

@@ -38,8 +38,19 @@ impl Drop for Net {
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {
-    let o = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
-    if o.status.success() { Ok(()) } else { Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&o.stderr).trim())) }
+    let o = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ))
+    }
 }
 
 const GENERATORS: usize = 4;
@@ -49,7 +60,11 @@ impl Net {
     /// A bridge namespace, the target's namespace (10.77.0.1) and one per generator (10.77.0.11…).
     fn build() -> Result<Net, String> {
         let tag = format!("{}", std::process::id() % 100_000);
-        let mut net = Net { tag: tag.clone(), namespaces: Vec::new(), target: None };
+        let mut net = Net {
+            tag: tag.clone(),
+            namespaces: Vec::new(),
+            target: None,
+        };
         let sw = format!("vsw{tag}");
         ip(&["netns", "add", &sw])?;
         net.namespaces.push(sw.clone());
@@ -60,11 +75,21 @@ impl Net {
             ip(&["netns", "add", &ns])?;
             net.namespaces.push(ns.clone());
             let (inner, outer) = (format!("ve{k}x{tag}"), format!("vb{k}x{tag}"));
-            ip(&["link", "add", &inner, "type", "veth", "peer", "name", &outer])?;
+            ip(&[
+                "link", "add", &inner, "type", "veth", "peer", "name", &outer,
+            ])?;
             ip(&["link", "set", &inner, "netns", &ns])?;
             ip(&["link", "set", &outer, "netns", &sw])?;
             ip(&["-n", &sw, "link", "set", &outer, "master", "br0", "up"])?;
-            ip(&["-n", &ns, "addr", "add", &format!("{}/24", net.addr(k)), "dev", &inner])?;
+            ip(&[
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{}/24", net.addr(k)),
+                "dev",
+                &inner,
+            ])?;
             ip(&["-n", &ns, "link", "set", &inner, "up"])?;
             ip(&["-n", &ns, "link", "set", "lo", "up"])?;
         }
@@ -73,17 +98,34 @@ impl Net {
 
     /// Namespace `k`: 0 is the target's, 1… the generators'.
     fn ns(&self, k: usize) -> String {
-        if k == 0 { format!("vt{}", self.tag) } else { format!("vg{k}x{}", self.tag) }
+        if k == 0 {
+            format!("vt{}", self.tag)
+        } else {
+            format!("vg{k}x{}", self.tag)
+        }
     }
 
     fn addr(&self, k: usize) -> String {
-        if k == 0 { "10.77.0.1".into() } else { format!("10.77.0.{}", 10 + k) }
+        if k == 0 {
+            "10.77.0.1".into()
+        } else {
+            format!("10.77.0.{}", 10 + k)
+        }
     }
 
     /// `volley target serve` in the target's namespace; waits until it answers.
     fn start_target(&mut self) -> Result<(), String> {
         let child = Command::new("ip")
-            .args(["netns", "exec", &self.ns(0), env!("CARGO_BIN_EXE_volley"), "target", "serve", "--listen", &format!("10.77.0.1:{PORT}")])
+            .args([
+                "netns",
+                "exec",
+                &self.ns(0),
+                env!("CARGO_BIN_EXE_volley"),
+                "target",
+                "serve",
+                "--listen",
+                &format!("10.77.0.1:{PORT}"),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -102,15 +144,26 @@ impl Net {
     /// Requests to /health the target has counted (its own /metrics, read from generator 1's
     /// namespace with bash's /dev/tcp: no other client needed).
     fn target_count(&self) -> Result<u64, String> {
-        let script = format!("exec 3<>/dev/tcp/10.77.0.1/{PORT} && printf 'GET /metrics HTTP/1.0\\r\\nHost: t\\r\\n\\r\\n' >&3 && cat <&3");
-        let o = Command::new("ip").args(["netns", "exec", &self.ns(1), "bash", "-c", &script]).output().map_err(|e| e.to_string())?;
+        let script = format!(
+            "exec 3<>/dev/tcp/10.77.0.1/{PORT} && printf 'GET /metrics HTTP/1.0\\r\\nHost: t\\r\\n\\r\\n' >&3 && cat <&3"
+        );
+        let o = Command::new("ip")
+            .args(["netns", "exec", &self.ns(1), "bash", "-c", &script])
+            .output()
+            .map_err(|e| e.to_string())?;
         let text = String::from_utf8_lossy(&o.stdout);
         if !text.contains("http_server_requests") && !text.contains("hikaricp") {
-            return Err(format!("no metrics: {}", String::from_utf8_lossy(&o.stderr)));
+            return Err(format!(
+                "no metrics: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ));
         }
         Ok(text
             .lines()
-            .filter(|l| l.starts_with("http_server_requests_seconds_count{") && l.contains("uri=\"/health\""))
+            .filter(|l| {
+                l.starts_with("http_server_requests_seconds_count{")
+                    && l.contains("uri=\"/health\"")
+            })
             .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
             .sum())
     }
@@ -118,14 +171,39 @@ impl Net {
     /// Runs `n` segments of `plan`, one per generator namespace, started together; merges
     /// them; returns the merged run directory and how long the merge took.
     fn split_run(&self, n: usize, plan: &[&str], out: &Path, label: &str) -> (PathBuf, Duration) {
-        let at = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 3).to_string();
+        let at = (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 3)
+        .to_string();
         let url = format!("http://10.77.0.1:{PORT}/health");
         let children: Vec<Child> = (0..n)
             .map(|i| {
                 Command::new("ip")
-                    .args(["netns", "exec", &self.ns(i + 1), env!("CARGO_BIN_EXE_volley"), "run", "--url", &url])
+                    .args([
+                        "netns",
+                        "exec",
+                        &self.ns(i + 1),
+                        env!("CARGO_BIN_EXE_volley"),
+                        "run",
+                        "--url",
+                        &url,
+                    ])
                     .args(plan)
-                    .args(["--segment", &format!("{i}/{n}"), "--start-at", &at, "--run-id", label, "--threads", "1", "--progress", "none", "-o"])
+                    .args([
+                        "--segment",
+                        &format!("{i}/{n}"),
+                        "--start-at",
+                        &at,
+                        "--run-id",
+                        label,
+                        "--threads",
+                        "1",
+                        "--progress",
+                        "none",
+                        "-o",
+                    ])
                     .arg(out.join(format!("{label}-seg{i}")))
                     .env("NO_COLOR", "1")
                     .stdout(Stdio::piped())
@@ -139,7 +217,9 @@ impl Net {
             assert!(o.status.success(), "{label}: {}", text(&o));
         }
         let merged = out.join(format!("{label}-merged"));
-        let inputs: Vec<PathBuf> = (0..n).map(|i| out.join(format!("{label}-seg{i}"))).collect();
+        let inputs: Vec<PathBuf> = (0..n)
+            .map(|i| out.join(format!("{label}-seg{i}")))
+            .collect();
         let mut args: Vec<&str> = vec!["merge"];
         args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
         args.extend(["-o", merged.to_str().unwrap()]);
@@ -153,11 +233,19 @@ impl Net {
 
 /// Why namespaces cannot be made here, if they cannot.
 fn refused() -> Option<String> {
-    match Command::new("ip").args(["netns", "add", "volley-probe"]).output() {
+    match Command::new("ip")
+        .args(["netns", "add", "volley-probe"])
+        .output()
+    {
         Err(e) => Some(format!("cannot run `ip` ({e}); install iproute2")),
-        Ok(o) if !o.status.success() => Some(format!("`ip netns add` was refused: {}", String::from_utf8_lossy(&o.stderr).trim())),
+        Ok(o) if !o.status.success() => Some(format!(
+            "`ip netns add` was refused: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
         Ok(_) => {
-            let _ = Command::new("ip").args(["netns", "del", "volley-probe"]).status();
+            let _ = Command::new("ip")
+                .args(["netns", "del", "volley-probe"])
+                .status();
             None
         }
     }
@@ -175,7 +263,12 @@ fn segments_in_their_own_namespaces_add_up_to_the_targets_count() {
     let out = out_dir();
     let open = ["--rate", "1500", "--duration", "5s", "--max-vus", "64"];
     let mut rows = Vec::new();
-    for (n, plan, label) in [(1, &open[..], "open-n1"), (2, &open[..], "open-n2"), (4, &open[..], "open-n4"), (4, &["--vus", "8", "--duration", "4s"][..], "closed-n4")] {
+    for (n, plan, label) in [
+        (1, &open[..], "open-n1"),
+        (2, &open[..], "open-n2"),
+        (4, &open[..], "open-n4"),
+        (4, &["--vus", "8", "--duration", "4s"][..], "closed-n4"),
+    ] {
         let before = net.target_count().unwrap();
         let (merged, took) = net.split_run(n, plan, out.path(), label);
         let seen = net.target_count().unwrap() - before;
@@ -183,23 +276,60 @@ fn segments_in_their_own_namespaces_add_up_to_the_targets_count() {
         let sent = run.series.tests() + run.series.errors();
         assert_eq!(sent, seen, "{label}: the merged count is the target's");
         assert_eq!(run.series.errors(), 0, "{label}");
-        let hosts: Vec<String> = run.meta.merged.as_ref().unwrap().segments.iter().map(|s| s.host.clone()).collect();
+        let hosts: Vec<String> = run
+            .meta
+            .merged
+            .as_ref()
+            .unwrap()
+            .segments
+            .iter()
+            .map(|s| s.host.clone())
+            .collect();
         assert_eq!(hosts.len(), n);
         let r = report_json(&merged);
         let ttfb = &r["per_request"]["ttfb_ms"];
         let f = |v: &serde_json::Value| v.as_f64().unwrap();
-        rows.push((label, n, seen, sent, f(&r["seed_suite"]["tps_avg"]), f(&ttfb["p50_ms"]), f(&ttfb["p90_ms"]), f(&ttfb["p99_ms"]), took));
+        rows.push((
+            label,
+            n,
+            seen,
+            sent,
+            f(&r["seed_suite"]["tps_avg"]),
+            f(&ttfb["p50_ms"]),
+            f(&ttfb["p90_ms"]),
+            f(&ttfb["p99_ms"]),
+            took,
+        ));
     }
     eprintln!("run        N  target  merged  TPS avg  TTFB p50  p90     p99     merge");
     for (label, n, seen, sent, tps, p50, p90, p99, took) in &rows {
-        eprintln!("{label:<10} {n}  {seen:>6}  {sent:>6}  {tps:>7.1}  {p50:>6.3}  {p90:>6.3}  {p99:>6.3}  {:.2} s", took.as_secs_f64());
+        eprintln!(
+            "{label:<10} {n}  {seen:>6}  {sent:>6}  {tps:>7.1}  {p50:>6.3}  {p90:>6.3}  {p99:>6.3}  {:.2} s",
+            took.as_secs_f64()
+        );
     }
     // The open model: the schedule fixes the count and the rate exactly; latencies within
     // noise of the single process (a few hundred µs on a loaded 2-core machine).
     let (single, split) = (&rows[0], &rows[1..3]);
     for r in split {
-        assert_eq!(r.2, single.2, "{}: the same schedule sends the same number of requests as one process", r.0);
-        assert!((r.4 - single.4).abs() / single.4 < 0.01, "{}: TPS {} vs {}", r.0, r.4, single.4);
-        assert!((r.5 - single.5).abs() < (0.5 * single.5).max(0.5), "{}: TTFB p50 {} vs {} ms", r.0, r.5, single.5);
+        assert_eq!(
+            r.2, single.2,
+            "{}: the same schedule sends the same number of requests as one process",
+            r.0
+        );
+        assert!(
+            (r.4 - single.4).abs() / single.4 < 0.01,
+            "{}: TPS {} vs {}",
+            r.0,
+            r.4,
+            single.4
+        );
+        assert!(
+            (r.5 - single.5).abs() < (0.5 * single.5).max(0.5),
+            "{}: TTFB p50 {} vs {} ms",
+            r.0,
+            r.5,
+            single.5
+        );
     }
 }

@@ -14,12 +14,27 @@ fn every_request_the_server_saw_is_recorded_once() {
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/ok");
-    let o = volley(&["run", "--url", &url, "--vus", "8", "--duration", "3s", "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "8",
+        "--duration",
+        "3s",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let run = RunData::read(&only_run(out.path())).unwrap();
     let recorded = run.series.tests() + run.series.errors();
     assert!(recorded > 100, "too few requests: {recorded}");
-    assert_eq!(server.seen(), recorded, "server saw {} requests, volley recorded {recorded}", server.seen());
+    assert_eq!(
+        server.seen(),
+        recorded,
+        "server saw {} requests, volley recorded {recorded}",
+        server.seen()
+    );
     assert_eq!(run.series.errors(), 0);
     assert_eq!(run.series.intervals.len(), 3);
     assert_eq!(run.meta.status, volley_formats::RunStatus::Complete);
@@ -32,7 +47,17 @@ fn stages_and_pacing_are_honoured() {
     let out = out_dir();
     let url = server.url("/ok");
     // 0-2 s: 4 VUs; 2-4 s: 8 VUs; each VU starts an iteration every 100 ms.
-    let args = ["run", "--url", &url, "--stages", "0s:4,2s:4,0s:8,2s:8", "--pacing", "100ms", "-o", out.path().to_str().unwrap()];
+    let args = [
+        "run",
+        "--url",
+        &url,
+        "--stages",
+        "0s:4,2s:4,0s:8,2s:8",
+        "--pacing",
+        "100ms",
+        "-o",
+        out.path().to_str().unwrap(),
+    ];
     let o = volley(&args);
     assert!(o.status.success(), "{}", text(&o));
     let run = RunData::read(&only_run(out.path())).unwrap();
@@ -42,7 +67,12 @@ fn stages_and_pacing_are_honoured() {
     for (row, want) in rows.iter().zip(expected) {
         // Within one interval's tolerance: one iteration per VU either side.
         let vus = want / 10.0;
-        assert!((row.tps - want).abs() <= vus, "interval at {} s: TPS {} (want {want})", row.start_s, row.tps);
+        assert!(
+            (row.tps - want).abs() <= vus,
+            "interval at {} s: TPS {} (want {want})",
+            row.start_s,
+            row.tps
+        );
         assert_eq!(row.vusers, vus, "interval at {} s", row.start_s);
     }
     assert_eq!(server.seen(), run.series.tests() + run.series.errors());
@@ -54,14 +84,33 @@ fn ttfb_of_a_delayed_response_matches_the_delay() {
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/delay?ms=40");
-    let o = volley(&["run", "--url", &url, "--vus", "2", "--duration", "2s", "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--duration",
+        "2s",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let report = report_json(&only_run(out.path()));
     let p50 = report["per_request"]["ttfb_ms"]["p50_ms"].as_f64().unwrap();
     let held = server.median_delay_ms();
-    assert!((held - 40.0).abs() < 1.0, "the server held requests {held} ms");
-    assert!((p50 - held).abs() < 1.0, "TTFB p50 {p50} ms, the server held responses {held} ms");
-    assert!((p50 - 40.0).abs() < 1.0, "TTFB p50 {p50} ms, server delayed 40 ms");
+    assert!(
+        (held - 40.0).abs() < 1.0,
+        "the server held requests {held} ms"
+    );
+    assert!(
+        (p50 - held).abs() < 1.0,
+        "TTFB p50 {p50} ms, the server held responses {held} ms"
+    );
+    assert!(
+        (p50 - 40.0).abs() < 1.0,
+        "TTFB p50 {p50} ms, server delayed 40 ms"
+    );
     assert!(report["seed_suite"]["mttfb_avg_ms"].as_f64().unwrap() >= 40.0);
 }
 
@@ -72,25 +121,73 @@ fn errors_are_classified() {
     let out = out_dir();
     let o_dir = out.path().to_str().unwrap();
     let url = server.url("/status?code=500");
-    let o = volley(&["run", "--url", &url, "--vus", "2", "--duration", "1s", "--no-error-stop", "-o", o_dir, "--name", "five"]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--duration",
+        "1s",
+        "--no-error-stop",
+        "-o",
+        o_dir,
+        "--name",
+        "five",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let url = server.url("/delay?ms=1000");
-    let o = volley(&["run", "--url", &url, "--vus", "2", "--duration", "1s", "--timeout", "200ms", "-o", o_dir, "--name", "slow"]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--duration",
+        "1s",
+        "--timeout",
+        "200ms",
+        "-o",
+        o_dir,
+        "--name",
+        "slow",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
-    let mut runs: Vec<_> = std::fs::read_dir(o_dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut runs: Vec<_> = std::fs::read_dir(o_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     runs.sort();
     for run in runs {
         let data = RunData::read(&run).unwrap();
         let report = report_json(&run);
         let errors = report["errors"].as_array().unwrap();
         assert_eq!(errors.len(), 1, "{}", report);
-        let (want_kind, want_message) = if data.meta.name == "five" { ("status", "HTTP 500") } else { ("timeout", "no complete response") };
+        let (want_kind, want_message) = if data.meta.name == "five" {
+            ("status", "HTTP 500")
+        } else {
+            ("timeout", "no complete response")
+        };
         assert_eq!(errors[0]["kind"], want_kind);
-        assert!(errors[0]["messages"][0].as_str().unwrap().contains(want_message), "{}", errors[0]);
+        assert!(
+            errors[0]["messages"][0]
+                .as_str()
+                .unwrap()
+                .contains(want_message),
+            "{}",
+            errors[0]
+        );
         assert_eq!(data.series.tests(), 0);
         assert!(data.series.errors() > 0);
         if want_kind == "status" {
-            assert_eq!(data.series.intervals.iter().map(|i| i.response_errors).sum::<u64>(), data.series.errors());
+            assert_eq!(
+                data.series
+                    .intervals
+                    .iter()
+                    .map(|i| i.response_errors)
+                    .sum::<u64>(),
+                data.series.errors()
+            );
         }
     }
 }
@@ -101,13 +198,32 @@ fn status_expected_by_flag_is_a_success() {
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/status?code=404");
-    let o = volley(&["run", "--url", &url, "--vus", "1", "--duration", "1s", "--expect-status", "404", "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "1",
+        "--duration",
+        "1s",
+        "--expect-status",
+        "404",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let run = RunData::read(&only_run(out.path())).unwrap();
     assert!(run.series.tests() > 0);
     assert_eq!(run.series.errors(), 0);
     // Counted in nGrinder's Response_errors all the same.
-    assert_eq!(run.series.intervals.iter().map(|i| i.response_errors).sum::<u64>(), run.series.tests());
+    assert_eq!(
+        run.series
+            .intervals
+            .iter()
+            .map(|i| i.response_errors)
+            .sum::<u64>(),
+        run.series.tests()
+    );
 }
 
 #[test]
@@ -116,7 +232,17 @@ fn connection_close_reconnects_and_counts() {
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/close");
-    let o = volley(&["run", "--url", &url, "--vus", "2", "--duration", "1s", "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--duration",
+        "1s",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let run = RunData::read(&only_run(out.path())).unwrap();
     assert_eq!(run.series.errors(), 0);
@@ -124,8 +250,16 @@ fn connection_close_reconnects_and_counts() {
     let series = std::fs::read_to_string(only_run(out.path()).join("series.csv")).unwrap();
     let header: Vec<&str> = series.lines().next().unwrap().split(',').collect();
     let col = header.iter().position(|h| *h == "Reconnects").unwrap();
-    let reconnects: u64 = series.lines().skip(1).map(|l| l.split(',').nth(col).unwrap().parse::<u64>().unwrap()).sum();
-    assert_eq!(reconnects, run.series.tests() - 2, "every request after each VU's first needs a new connection");
+    let reconnects: u64 = series
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(col).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(
+        reconnects,
+        run.series.tests() - 2,
+        "every request after each VU's first needs a new connection"
+    );
 }
 
 #[test]
@@ -136,47 +270,305 @@ fn unreachable_target_is_reported_before_the_run() {
     };
     let out = out_dir();
     let url = format!("http://127.0.0.1:{port}/");
-    let o = volley(&["run", "--url", &url, "--vus", "1", "--duration", "5s", "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "1",
+        "--duration",
+        "5s",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("does not answer") && err.contains("refused"), "{err}");
-    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "no run directory for a run that never started");
+    assert!(
+        err.contains("does not answer") && err.contains("refused"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(out.path()).unwrap().count(),
+        0,
+        "no run directory for a run that never started"
+    );
 }
 
 #[test]
 fn bad_flags_exit_2_with_a_clear_message() {
     for (args, needle) in [
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--stages", "2m:50,abc"], "stage 2 `abc`"),
-        (vec!["run", "--url", "ftp://x/", "--vus", "1", "--duration", "1s"], "not an absolute http"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1"], "--duration"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--duration", "soon"], "`soon` is not a duration"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "0", "--duration", "1s"], "--vus 0: must be at least 1"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "0s"], "lasts no time at all"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--rate", "0", "--duration", "1s"], "give a rate above zero"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s", "--max-vus", "0"], "--max-vus 0: must be at least 1"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--iterations", "0"], "--iterations 0: must be at least 1"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s", "--timeout", "0s"], "--timeout must be above zero"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s", "--threads", "0"], "--threads must be at least 1"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "10s", "--warmup", "10s"], "leaves nothing of the 10s run"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s", "--interval", "10ms"], "--interval must be at least 100ms"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s", "--threshold", "error_rate < 200%"], "from 0% to 100%"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s", "--ramp-up", "2s"], "longer than the duration"),
-        (vec!["run", "--url", "http://127.0.0.1:1/", "--rate", "10", "--vus", "2", "--duration", "1s"], "cannot be used with"),
-        (vec!["target", "serve", "--db-pool", "many"], "db-pool=many: expected a whole number"),
-        (vec!["run", "--url", "http://127.0.0.1:99999/", "--vus", "1", "--duration", "1s"], "port 99999 is not a port; ports run from 1 to 65535"),
-        (vec!["run", "--url", "http://127.0.0.1:0/", "--vus", "1", "--duration", "1s"], "port 0 is not a port"),
         (
-            vec!["run", "--url", "http://kim:s3cret@127.0.0.1:1/", "--vus", "1", "--duration", "1s"],
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--stages",
+                "2m:50,abc",
+            ],
+            "stage 2 `abc`",
+        ),
+        (
+            vec!["run", "--url", "ftp://x/", "--vus", "1", "--duration", "1s"],
+            "not an absolute http",
+        ),
+        (
+            vec!["run", "--url", "http://127.0.0.1:1/", "--vus", "1"],
+            "--duration",
+        ),
+        (
+            vec!["run", "--url", "http://127.0.0.1:1/", "--duration", "soon"],
+            "`soon` is not a duration",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "0",
+                "--duration",
+                "1s",
+            ],
+            "--vus 0: must be at least 1",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "0s",
+            ],
+            "lasts no time at all",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--rate",
+                "0",
+                "--duration",
+                "1s",
+            ],
+            "give a rate above zero",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--max-vus",
+                "0",
+            ],
+            "--max-vus 0: must be at least 1",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--iterations",
+                "0",
+            ],
+            "--iterations 0: must be at least 1",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--timeout",
+                "0s",
+            ],
+            "--timeout must be above zero",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--threads",
+                "0",
+            ],
+            "--threads must be at least 1",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "10s",
+                "--warmup",
+                "10s",
+            ],
+            "leaves nothing of the 10s run",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--interval",
+                "10ms",
+            ],
+            "--interval must be at least 100ms",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--threshold",
+                "error_rate < 200%",
+            ],
+            "from 0% to 100%",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--ramp-up",
+                "2s",
+            ],
+            "longer than the duration",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--rate",
+                "10",
+                "--vus",
+                "2",
+                "--duration",
+                "1s",
+            ],
+            "cannot be used with",
+        ),
+        (
+            vec!["target", "serve", "--db-pool", "many"],
+            "db-pool=many: expected a whole number",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:99999/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+            ],
+            "port 99999 is not a port; ports run from 1 to 65535",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:0/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+            ],
+            "port 0 is not a port",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://kim:s3cret@127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+            ],
             "`http://…@127.0.0.1:1/` carries user information (`user:password@`), which volley does not send from a URL; drop it from the URL and send an `Authorization: Basic <base64 of user:password>` header",
         ),
-        (vec!["report", "--warmup", "stage:2", "../../fixtures/ngrinder/ngrinder_neven7_output.csv"], "needs a volley run's stages and this has none"),
-        (vec!["report", "--warmup", "1h", "../../fixtures/ngrinder/ngrinder_neven7_output.csv"], "leaves nothing of the 594 s measured"),
-        (vec!["report", "--warmup", "stage:x", "../../fixtures/ngrinder/ngrinder_neven7_output.csv"], "write stage:N"),
-        (vec!["sweep", "--vary", "pool=5,10", "--", "--url", "http://127.0.0.1:1/", "--vus", "1", "--duration", "1s"], "`{pool}` appears in neither the run flags nor --setup"),
+        (
+            vec![
+                "report",
+                "--warmup",
+                "stage:2",
+                "../../fixtures/ngrinder/ngrinder_neven7_output.csv",
+            ],
+            "needs a volley run's stages and this has none",
+        ),
+        (
+            vec![
+                "report",
+                "--warmup",
+                "1h",
+                "../../fixtures/ngrinder/ngrinder_neven7_output.csv",
+            ],
+            "leaves nothing of the 594 s measured",
+        ),
+        (
+            vec![
+                "report",
+                "--warmup",
+                "stage:x",
+                "../../fixtures/ngrinder/ngrinder_neven7_output.csv",
+            ],
+            "write stage:N",
+        ),
+        (
+            vec![
+                "sweep",
+                "--vary",
+                "pool=5,10",
+                "--",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+            ],
+            "`{pool}` appears in neither the run flags nor --setup",
+        ),
     ] {
         let o = volley(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains(needle), "{args:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(needle),
+            "{args:?}: {}",
+            text(&o)
+        );
     }
 }
 
@@ -187,25 +579,46 @@ fn sigint_leaves_an_interrupted_run_that_reports() {
     let out = out_dir();
     let url = server.url("/delay?ms=5");
     let child = Command::new(env!("CARGO_BIN_EXE_volley"))
-        .args(["run", "--url", &url, "--vus", "4", "--duration", "60s", "-o", out.path().to_str().unwrap()])
+        .args([
+            "run",
+            "--url",
+            &url,
+            "--vus",
+            "4",
+            "--duration",
+            "60s",
+            "-o",
+            out.path().to_str().unwrap(),
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(2500));
-    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(kill.success());
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let dir = only_run(out.path());
     let run = RunData::read(&dir).unwrap();
     assert_eq!(run.meta.status, volley_formats::RunStatus::Interrupted);
-    assert!(run.series.intervals.len() >= 2 && run.series.intervals.len() <= 4, "{} intervals", run.series.intervals.len());
+    assert!(
+        run.series.intervals.len() >= 2 && run.series.intervals.len() <= 4,
+        "{} intervals",
+        run.series.intervals.len()
+    );
     assert_eq!(server.seen(), run.series.tests() + run.series.errors());
     assert_eq!(report_json(&dir)["status"], "interrupted");
     // And `volley report` reads it again.
     let o = volley(&["report", dir.to_str().unwrap()]);
-    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("interrupted"), "{}", text(&o));
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("interrupted"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -214,23 +627,58 @@ fn the_seed_formulas_on_series_csv_give_the_reported_figures() {
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/delay?ms=2");
-    let o = volley(&["run", "--url", &url, "--stages", "2s:6,2s:6", "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--stages",
+        "2s:6,2s:6",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let dir = only_run(out.path());
     // Read series.csv as any nGrinder consumer would: the first 13 columns only.
     let csv = std::fs::read_to_string(dir.join("series.csv")).unwrap();
-    let ngrinder_only: String = csv.lines().map(|l| l.split(',').take(13).collect::<Vec<_>>().join(",") + "\n").collect();
-    let file = volley_formats::ngrinder::parse(std::path::Path::new("series.csv"), &ngrinder_only).unwrap();
-    let suite = serde_json::to_value(SeedSuite::compute(&file.total, SuiteOptions::default())).unwrap();
+    let ngrinder_only: String = csv
+        .lines()
+        .map(|l| l.split(',').take(13).collect::<Vec<_>>().join(",") + "\n")
+        .collect();
+    let file = volley_formats::ngrinder::parse(std::path::Path::new("series.csv"), &ngrinder_only)
+        .unwrap();
+    let suite =
+        serde_json::to_value(SeedSuite::compute(&file.total, SuiteOptions::default())).unwrap();
     let reported = &report_json(&dir)["seed_suite"];
-    for key in ["total_tests", "errors", "tps_avg", "tps_p50", "tps_p99", "mttfb_avg_ms", "mttfb_p95_ms", "mttfb_avg_diff_ms", "mttfb_variability_pct"] {
-        let (a, b) = (suite[key].as_f64().unwrap(), reported[key].as_f64().unwrap());
-        assert!((a - b).abs() <= 0.01, "{key}: formulas on series.csv {a}, report {b}");
+    for key in [
+        "total_tests",
+        "errors",
+        "tps_avg",
+        "tps_p50",
+        "tps_p99",
+        "mttfb_avg_ms",
+        "mttfb_p95_ms",
+        "mttfb_avg_diff_ms",
+        "mttfb_variability_pct",
+    ] {
+        let (a, b) = (
+            suite[key].as_f64().unwrap(),
+            reported[key].as_f64().unwrap(),
+        );
+        assert!(
+            (a - b).abs() <= 0.01,
+            "{key}: formulas on series.csv {a}, report {b}"
+        );
     }
     // And the terminal table prints the same TPS average.
     let stdout = String::from_utf8_lossy(&o.stdout);
-    let line = stdout.lines().find(|l| l.trim_start().starts_with("TPS Average")).unwrap();
-    assert!(line.contains(&format!("{:.2}", reported["tps_avg"].as_f64().unwrap())), "{line}");
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("TPS Average"))
+        .unwrap();
+    assert!(
+        line.contains(&format!("{:.2}", reported["tps_avg"].as_f64().unwrap())),
+        "{line}"
+    );
 }
 
 #[test]
@@ -239,12 +687,32 @@ fn too_many_errors_stop_the_run_after_ten_seconds() {
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/status?code=503");
-    let o = volley(&["run", "--url", &url, "--vus", "2", "--duration", "40s", "--pacing", "50ms", "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--duration",
+        "40s",
+        "--pacing",
+        "50ms",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let dir = only_run(out.path());
     let run = RunData::read(&dir).unwrap();
     assert_eq!(run.meta.status, volley_formats::RunStatus::Aborted);
-    assert!(run.meta.reason.as_deref().unwrap().contains("too many errors"), "{:?}", run.meta.reason);
+    assert!(
+        run.meta
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("too many errors"),
+        "{:?}",
+        run.meta.reason
+    );
     let n = run.series.intervals.len();
     assert!((10..=13).contains(&n), "stopped after {n} intervals");
     assert_eq!(server.seen(), run.series.errors());
@@ -257,14 +725,38 @@ fn phase_columns_add_up() {
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/delay?ms=5");
-    let o = volley(&["run", "--url", &url, "--vus", "2", "--duration", "1s", "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--duration",
+        "1s",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let csv = std::fs::read_to_string(only_run(out.path()).join("series.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let row: Vec<f64> = csv.lines().nth(1).unwrap().split(',').skip(1).map(|v| v.parse().unwrap()).collect();
+    let row: Vec<f64> = csv
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .skip(1)
+        .map(|v| v.parse().unwrap())
+        .collect();
     let get = |name: &str| row[header.iter().position(|h| *h == name).unwrap() - 1];
-    let (ttfb, connect, waiting) = (get("Mean_time_to_first_byte"), get("Mean_time_to_establish_connection"), get("Mean_waiting_(ms)"));
-    assert!((ttfb - connect - waiting).abs() < 0.01, "{ttfb} = {connect} + {waiting}");
+    let (ttfb, connect, waiting) = (
+        get("Mean_time_to_first_byte"),
+        get("Mean_time_to_establish_connection"),
+        get("Mean_waiting_(ms)"),
+    );
+    assert!(
+        (ttfb - connect - waiting).abs() < 0.01,
+        "{ttfb} = {connect} + {waiting}"
+    );
     assert!(waiting >= 5.0, "the server waits 5 ms: {waiting}");
     let total = get("Mean_Test_Time_(ms)");
     assert!((total - ttfb - get("Mean_receiving_(ms)")).abs() < 0.01);
@@ -277,11 +769,28 @@ fn a_keep_alive_connection_the_server_closed_while_idle_is_not_an_error() {
     let server = TestServer::start_with_idle_timeout(Some(Duration::from_millis(100)));
     let out = out_dir();
     let url = server.url("/ok");
-    let o = volley(&["run", "--url", &url, "--vus", "2", "--pacing", "300ms", "--duration", "2s", "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--pacing",
+        "300ms",
+        "--duration",
+        "2s",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let dir = only_run(out.path());
     let run = RunData::read(&dir).unwrap();
-    assert_eq!(run.series.errors(), 0, "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(
+        run.series.errors(),
+        0,
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     assert!(run.series.tests() >= 12, "{} requests", run.series.tests());
     assert_eq!(server.seen(), run.series.tests());
 }
@@ -293,27 +802,73 @@ fn thresholds_set_the_exit_code_and_show_in_every_report() {
     let url = server.url("/delay?ms=20");
     let run = |thresholds: &[&str]| {
         let out = out_dir();
-        let mut args = vec!["run", "--url", &url, "--vus", "2", "--duration", "1s", "-o", out.path().to_str().unwrap()];
+        let mut args = vec![
+            "run",
+            "--url",
+            &url,
+            "--vus",
+            "2",
+            "--duration",
+            "1s",
+            "-o",
+            out.path().to_str().unwrap(),
+        ];
         for t in thresholds {
             args.extend(["--threshold", t]);
         }
         let o = volley(&args);
         let dir = only_run(out.path());
-        (o, report_json(&dir), std::fs::read_to_string(dir.join("report.md")).unwrap(), out)
+        (
+            o,
+            report_json(&dir),
+            std::fs::read_to_string(dir.join("report.md")).unwrap(),
+            out,
+        )
     };
     let (o, r, md, _keep) = run(&["error_rate < 1%", "ttfb p99 < 2s"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(r["thresholds"].as_array().unwrap().len(), 2);
-    assert!(md.contains("| `ttfb p99 < 2s` |") && md.contains("pass"), "{md}");
+    assert!(
+        md.contains("| `ttfb p99 < 2s` |") && md.contains("pass"),
+        "{md}"
+    );
     let (o, r, _, _keep) = run(&["error_rate < 1%", "ttfb p50 < 5ms"]);
-    assert_eq!(o.status.code(), Some(1), "a 20 ms server fails `ttfb p50 < 5ms`: {}", text(&o));
-    let failed: Vec<&str> =
-        r["thresholds"].as_array().unwrap().iter().filter(|t| t["passed"] == false).map(|t| t["expr"].as_str().unwrap()).collect();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a 20 ms server fails `ttfb p50 < 5ms`: {}",
+        text(&o)
+    );
+    let failed: Vec<&str> = r["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["passed"] == false)
+        .map(|t| t["expr"].as_str().unwrap())
+        .collect();
     assert_eq!(failed, vec!["ttfb p50 < 5ms"]);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("✗ FAILED ttfb p50 < 5ms"), "{}", text(&o));
-    let o = volley(&["run", "--url", &url, "--vus", "1", "--duration", "1s", "--threshold", "latency p99 < 5ms"]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("✗ FAILED ttfb p50 < 5ms"),
+        "{}",
+        text(&o)
+    );
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "1",
+        "--duration",
+        "1s",
+        "--threshold",
+        "latency p99 < 5ms",
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown figure `latency`"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("unknown figure `latency`"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -321,7 +876,23 @@ fn a_run_count_sends_exactly_vus_times_iterations() {
     let _g = serial();
     let server = TestServer::start();
     let out = out_dir();
-    let o = volley(&["run", "--url", &server.url("/ok"), "--vus", "3", "--iterations", "5", "-o", out.path().to_str().unwrap(), "--progress", "none"]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--vus",
+        "3",
+        "--iterations",
+        "5",
+        "-o",
+        out.path().to_str().unwrap(),
+        "--progress",
+        "none",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(server.seen(), 15, "3 VUs × 5 iterations (the pre-run check connects without a request)");
+    assert_eq!(
+        server.seen(),
+        15,
+        "3 VUs × 5 iterations (the pre-run check connects without a request)"
+    );
 }

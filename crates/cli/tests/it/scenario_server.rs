@@ -49,14 +49,21 @@ impl ScenarioServer {
         let state = seen.clone();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async move {
                 let app = Router::new()
                     .route("/login", post(login))
                     .route("/items/{token}", get(items))
                     .route("/user", post(user))
                     .route("/count", get(count))
-                    .route("/room", get(|| async { Json(serde_json::json!({ "status": "CLOSED" })) }))
+                    .route(
+                        "/room",
+                        get(|| async { Json(serde_json::json!({ "status": "CLOSED" })) }),
+                    )
                     .route("/events", get(events))
                     .route("/ws", get(ws))
                     .route("/slow", get(slow))
@@ -66,7 +73,10 @@ impl ScenarioServer {
                 axum::serve(listener, app).await.unwrap();
             });
         });
-        ScenarioServer { port: rx.recv().unwrap(), seen }
+        ScenarioServer {
+            port: rx.recv().unwrap(),
+            seen,
+        }
     }
 
     pub fn url(&self) -> String {
@@ -91,15 +101,23 @@ async fn login(State(seen): S) -> Response {
 }
 
 fn fastrand_u32() -> u32 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos()
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
 }
 
 async fn items(State(seen): S, Path(token): Path<String>, headers: HeaderMap) -> Response {
     let mut s = seen.lock().unwrap();
     if let Some(a) = headers.get("authorization") {
-        s.authorizations.push(a.to_str().unwrap_or_default().to_string());
+        s.authorizations
+            .push(a.to_str().unwrap_or_default().to_string());
     }
-    let session = headers.get("x-session").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let session = headers
+        .get("x-session")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
     if s.issued.get(&token) == Some(&session) {
         s.accepted.push(token.clone());
         Json(serde_json::json!({ "token": token })).into_response()
@@ -110,7 +128,10 @@ async fn items(State(seen): S, Path(token): Path<String>, headers: HeaderMap) ->
 }
 
 async fn user(State(seen): S, Json(body): Json<serde_json::Value>) -> StatusCode {
-    seen.lock().unwrap().emails.push(body["email"].as_str().unwrap_or_default().to_string());
+    seen.lock()
+        .unwrap()
+        .emails
+        .push(body["email"].as_str().unwrap_or_default().to_string());
     StatusCode::CREATED
 }
 
@@ -127,8 +148,16 @@ async fn slow(Query(q): Query<HashMap<String, u64>>) -> &'static str {
 async fn events(Query(q): Query<HashMap<String, u64>>) -> impl IntoResponse {
     let delay = Duration::from_millis(q.get("delay_ms").copied().unwrap_or(0));
     let stream = futures_util::stream::unfold(0u32, move |n| async move {
-        tokio::time::sleep(if n == 0 { delay } else { Duration::from_millis(10) }).await;
-        Some((Ok::<_, std::convert::Infallible>(Event::default().data(format!("event {n}"))), n + 1))
+        tokio::time::sleep(if n == 0 {
+            delay
+        } else {
+            Duration::from_millis(10)
+        })
+        .await;
+        Some((
+            Ok::<_, std::convert::Infallible>(Event::default().data(format!("event {n}"))),
+            n + 1,
+        ))
     });
     Sse::new(stream)
 }
@@ -139,7 +168,11 @@ async fn ws(ws: WebSocketUpgrade, Query(q): Query<HashMap<String, u64>>) -> Resp
         while let Some(Ok(msg)) = socket.recv().await {
             if let Message::Text(t) = msg {
                 tokio::time::sleep(delay).await;
-                if socket.send(Message::Text(format!("echo: {}", t.as_str()).into())).await.is_err() {
+                if socket
+                    .send(Message::Text(format!("echo: {}", t.as_str()).into()))
+                    .await
+                    .is_err()
+                {
                     break;
                 }
             }

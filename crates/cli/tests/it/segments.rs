@@ -13,13 +13,28 @@ use crate::support::*;
 /// Runs segments `0/n` … `n-1/n` of `args` as separate processes starting together in a
 /// couple of seconds; returns their outputs and the root their run directories are under.
 fn split_run(n: u64, args: &[&str], out: &Path) -> Vec<Output> {
-    let at = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 2).to_string();
+    let at = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 2)
+    .to_string();
     let children: Vec<_> = (0..n)
         .map(|i| {
             Command::new(env!("CARGO_BIN_EXE_volley"))
                 .arg("run")
                 .args(args)
-                .args(["--segment", &format!("{i}/{n}"), "--start-at", &at, "--progress", "none", "--threads", "1", "-o"])
+                .args([
+                    "--segment",
+                    &format!("{i}/{n}"),
+                    "--start-at",
+                    &at,
+                    "--progress",
+                    "none",
+                    "--threads",
+                    "1",
+                    "-o",
+                ])
                 .arg(out.join(format!("seg{i}")))
                 .env("NO_COLOR", "1")
                 .stdout(std::process::Stdio::piped())
@@ -28,7 +43,10 @@ fn split_run(n: u64, args: &[&str], out: &Path) -> Vec<Output> {
                 .unwrap()
         })
         .collect();
-    children.into_iter().map(|c| c.wait_with_output().unwrap()).collect()
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect()
 }
 
 fn merge(inputs: &[PathBuf], out: &Path) -> Output {
@@ -44,41 +62,102 @@ fn closed_segments_merge_to_every_request_the_server_saw() {
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/delay?ms=5");
-    let outs = split_run(3, &["--url", &url, "--vus", "7", "--duration", "3s", "--threshold", "error_rate < 1%"], out.path());
+    let outs = split_run(
+        3,
+        &[
+            "--url",
+            &url,
+            "--vus",
+            "7",
+            "--duration",
+            "3s",
+            "--threshold",
+            "error_rate < 1%",
+        ],
+        out.path(),
+    );
     for o in &outs {
         assert!(o.status.success(), "{}", text(o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains("of run "), "{}", text(o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("of run "),
+            "{}",
+            text(o)
+        );
     }
     let merged = out.path().join("merged");
     let o = merge(&[out.path().to_path_buf()], &merged);
     assert!(o.status.success(), "{}", text(&o));
     let run = RunData::read(&merged).unwrap();
-    assert_eq!(run.series.tests() + run.series.errors(), server.seen(), "every request the server read, once");
-    assert!(run.series.tests() > 3 * 7 * 100, "{} requests", run.series.tests());
+    assert_eq!(
+        run.series.tests() + run.series.errors(),
+        server.seen(),
+        "every request the server read, once"
+    );
+    assert!(
+        run.series.tests() > 3 * 7 * 100,
+        "{} requests",
+        run.series.tests()
+    );
     // 7 VUs split 3 + 2 + 2, summed back in every full interval.
-    assert!(run.series.intervals.iter().filter(|r| r.period_s >= 1.0).all(|r| r.vusers == 7.0), "{:?}", run.series.intervals);
+    assert!(
+        run.series
+            .intervals
+            .iter()
+            .filter(|r| r.period_s >= 1.0)
+            .all(|r| r.vusers == 7.0),
+        "{:?}",
+        run.series.intervals
+    );
     let segs = &run.meta.merged.as_ref().unwrap().segments;
-    assert_eq!(segs.iter().map(|s| (s.segment.index, s.tests + s.errors)).map(|(_, n)| n).sum::<u64>(), server.seen());
+    assert_eq!(
+        segs.iter()
+            .map(|s| (s.segment.index, s.tests + s.errors))
+            .map(|(_, n)| n)
+            .sum::<u64>(),
+        server.seen()
+    );
     assert!(segs.iter().all(|s| s.start_lag_ms < 1000.0), "{segs:?}");
     // Every report works on it unchanged, with the plan's threshold evaluated.
     let r = report_json(&merged);
     assert_eq!(r["thresholds"][0]["passed"], true, "{}", r["thresholds"]);
     let table = volley(&["report", merged.to_str().unwrap()]);
     assert!(table.status.success(), "{}", text(&table));
-    assert!(String::from_utf8_lossy(&table.stdout).contains("Total Tests"), "{}", text(&table));
-    let cmp = volley(&["compare", outs_dir(out.path(), 0).to_str().unwrap(), merged.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&table.stdout).contains("Total Tests"),
+        "{}",
+        text(&table)
+    );
+    let cmp = volley(&[
+        "compare",
+        outs_dir(out.path(), 0).to_str().unwrap(),
+        merged.to_str().unwrap(),
+    ]);
     assert!(cmp.status.success(), "{}", text(&cmp));
 
     // A segment left out: merged, but partial, and the exit code says so.
     let partial = out.path().join("partial");
-    let o = merge(&[outs_dir(out.path(), 0), outs_dir(out.path(), 2)], &partial);
+    let o = merge(
+        &[outs_dir(out.path(), 0), outs_dir(out.path(), 2)],
+        &partial,
+    );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("PARTIAL: segments 1 are missing"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("PARTIAL: segments 1 are missing"),
+        "{}",
+        text(&o)
+    );
     // The same segment twice (a retried pod) is refused.
-    let all: Vec<PathBuf> = (0..3).map(|i| out.path().join(format!("seg{i}"))).chain([outs_dir(out.path(), 1)]).collect();
+    let all: Vec<PathBuf> = (0..3)
+        .map(|i| out.path().join(format!("seg{i}")))
+        .chain([outs_dir(out.path(), 1)])
+        .collect();
     let o = merge(&all, &out.path().join("dup"));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("segment 1/3 appears twice"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("segment 1/3 appears twice"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// The run directory of segment `i` under `out`.
@@ -92,7 +171,18 @@ fn open_segments_send_exactly_the_single_process_schedule() {
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/ok");
-    let outs = split_run(4, &["--url", &url, "--rate-stages", "1s:400,2s:400", "--max-vus", "40"], out.path());
+    let outs = split_run(
+        4,
+        &[
+            "--url",
+            &url,
+            "--rate-stages",
+            "1s:400,2s:400",
+            "--max-vus",
+            "40",
+        ],
+        out.path(),
+    );
     for o in &outs {
         assert!(o.status.success(), "{}", text(o));
     }
@@ -109,15 +199,32 @@ fn open_segments_send_exactly_the_single_process_schedule() {
     }
     // Requests count in the interval they complete in: one due just before a boundary may
     // land after it, so per interval within a few; over the run, exactly.
-    let got: Vec<u64> = run.series.intervals.iter().map(|r| r.tests + r.errors + r.dropped).collect();
+    let got: Vec<u64> = run
+        .series
+        .intervals
+        .iter()
+        .map(|r| r.tests + r.errors + r.dropped)
+        .collect();
     assert_eq!(got.len(), 3, "{got:?}");
-    assert!(got.iter().zip(&expected).all(|(g, e)| g.abs_diff(*e) <= 3), "arrivals per interval {got:?}, schedule {expected:?}");
-    assert_eq!(got.iter().sum::<u64>(), expected.iter().sum::<u64>(), "every arrival of the schedule, once");
+    assert!(
+        got.iter().zip(&expected).all(|(g, e)| g.abs_diff(*e) <= 3),
+        "arrivals per interval {got:?}, schedule {expected:?}"
+    );
+    assert_eq!(
+        got.iter().sum::<u64>(),
+        expected.iter().sum::<u64>(),
+        "every arrival of the schedule, once"
+    );
     assert_eq!(server.seen(), expected.iter().sum::<u64>());
     assert!(run.generator.iter().all(|g| g.dropped == 0));
     // The segments' schedule-lag histograms add up: every arrival's dispatch delay, once.
     let r = report_json(&merged);
-    assert_eq!(r["generator"]["sched_lag_ms"]["count"].as_u64(), Some(expected.iter().sum::<u64>()), "{}", r["generator"]);
+    assert_eq!(
+        r["generator"]["sched_lag_ms"]["count"].as_u64(),
+        Some(expected.iter().sum::<u64>()),
+        "{}",
+        r["generator"]
+    );
 }
 
 #[test]
@@ -135,20 +242,51 @@ fn bad_segments_are_refused_before_anything_is_sent() {
         (vec!["--segment", "0/2", "--start-at", "1000000000"], "was "),
         (vec!["--segment", "0/2", "--start-at", "noon"], "RFC 3339"),
     ] {
-        let mut all = vec!["run", "--url", &url, "--vus", "4", "--duration", "1s", "-o", o_dir];
+        let mut all = vec![
+            "run",
+            "--url",
+            &url,
+            "--vus",
+            "4",
+            "--duration",
+            "1s",
+            "-o",
+            o_dir,
+        ];
         all.extend(args.iter().copied());
         let o = volley(&all);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{args:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(says),
+            "{args:?}: {}",
+            text(&o)
+        );
     }
     // An Indexed Job's pod: the index from the environment.
     let o = Command::new(env!("CARGO_BIN_EXE_volley"))
-        .args(["run", "--url", &url, "--vus", "4", "--duration", "1s", "--segments", "2", "--progress", "none", "-o", o_dir])
+        .args([
+            "run",
+            "--url",
+            &url,
+            "--vus",
+            "4",
+            "--duration",
+            "1s",
+            "--segments",
+            "2",
+            "--progress",
+            "none",
+            "-o",
+            o_dir,
+        ])
         .env("JOB_COMPLETION_INDEX", "1")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let run = RunData::read(&only_run(out.path())).unwrap();
-    assert_eq!(run.meta.segment.as_ref().unwrap().segment.to_string(), "1/2");
+    assert_eq!(
+        run.meta.segment.as_ref().unwrap().segment.to_string(),
+        "1/2"
+    );
     assert_eq!(server.seen(), run.series.tests());
 }

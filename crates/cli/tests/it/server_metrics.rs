@@ -8,40 +8,94 @@ use crate::support::*;
 #[test]
 fn scrapes_land_in_server_csv_and_failures_are_counted() {
     let _g = serial();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let knobs = volley_demo::Knobs { db_pool: 1, db_rtt: Duration::from_millis(20), ..Default::default() };
-    let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs)).unwrap();
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let knobs = volley_demo::Knobs {
+        db_pool: 1,
+        db_rtt: Duration::from_millis(20),
+        ..Default::default()
+    };
+    let target = rt
+        .block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs))
+        .unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let out = out_dir();
     let url = format!("http://{}/rooms", target.addr);
     let metrics = format!("http://{}/metrics", target.addr);
     let dead = format!("http://127.0.0.1:{closed}/metrics");
     let o = volley(&[
-        "run", "--url", &url, "--vus", "5", "--duration", "3s", "--server-metrics", &metrics, "--server-metrics", &dead, "-o",
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "5",
+        "--duration",
+        "3s",
+        "--server-metrics",
+        &metrics,
+        "--server-metrics",
+        &dead,
+        "-o",
         out.path().to_str().unwrap(),
     ]);
     rt.block_on(target.stop()).unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let dir = only_run(out.path());
     let csv = std::fs::read_to_string(dir.join("server.csv")).unwrap();
-    assert!(csv.starts_with("Elapsed_(s),Target,Series,Value,Kind\n"), "{}", &csv[..200.min(csv.len())]);
+    assert!(
+        csv.starts_with("Elapsed_(s),Target,Series,Value,Kind\n"),
+        "{}",
+        &csv[..200.min(csv.len())]
+    );
     let pending: Vec<f64> = csv
         .lines()
         .filter(|l| l.contains("\"hikaricp_connections_pending{pool=\"\"HikariPool-1\"\"}\""))
         .map(|l| l.rsplit(',').nth(1).unwrap().parse().unwrap())
         .collect();
     assert!(pending.len() >= 2, "{csv}");
-    assert!(pending.iter().any(|p| *p > 0.0), "5 VUs on a 1-connection pool must queue: {pending:?}");
-    assert!(csv.lines().any(|l| l.contains("http_server_requests_seconds_count") && l.ends_with(",rate")), "counters become rates");
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert!(
+        pending.iter().any(|p| *p > 0.0),
+        "5 VUs on a 1-connection pool must queue: {pending:?}"
+    );
+    assert!(
+        csv.lines()
+            .any(|l| l.contains("http_server_requests_seconds_count") && l.ends_with(",rate")),
+        "counters become rates"
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     let notes = meta["server_metrics"].as_array().unwrap();
     assert!(notes[0]["ok"].as_u64().unwrap() >= 2, "{meta}");
     assert!(notes[1]["failed"].as_u64().unwrap() >= 2, "{meta}");
-    assert!(notes[1]["last_error"].as_str().unwrap().contains("connect"), "{meta}");
+    assert!(
+        notes[1]["last_error"].as_str().unwrap().contains("connect"),
+        "{meta}"
+    );
     // The report names the pool's queue at its peak, with the load at that moment, and draws it.
     let report = report_json(&dir);
-    let peak = report["server"].as_array().unwrap().iter().find(|p| p["series"].as_str().unwrap().starts_with("hikaricp_connections_pending")).unwrap().clone();
-    assert!(peak["peak"].as_f64().unwrap() > 0.0 && peak["vusers"].as_f64().unwrap() > 0.0, "{peak}");
+    let peak = report["server"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| {
+            p["series"]
+                .as_str()
+                .unwrap()
+                .starts_with("hikaricp_connections_pending")
+        })
+        .unwrap()
+        .clone();
+    assert!(
+        peak["peak"].as_f64().unwrap() > 0.0 && peak["vusers"].as_f64().unwrap() > 0.0,
+        "{peak}"
+    );
     assert!(dir.join("charts/server.png").is_file() && dir.join("charts/server.svg").is_file());
     assert!(String::from_utf8_lossy(&o.stdout).contains("Server (peaks of scraped metrics)"));
 }
@@ -49,22 +103,64 @@ fn scrapes_land_in_server_csv_and_failures_are_counted() {
 #[test]
 fn a_ramp_on_a_small_pool_reports_pending_and_a_saturation_point() {
     let _g = serial();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
     // Two connections held 10 ms per query: the service tops out near 200 TPS.
-    let knobs = volley_demo::Knobs { db_pool: 2, db_rtt: Duration::from_millis(10), ..Default::default() };
-    let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs)).unwrap();
+    let knobs = volley_demo::Knobs {
+        db_pool: 2,
+        db_rtt: Duration::from_millis(10),
+        ..Default::default()
+    };
+    let target = rt
+        .block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs))
+        .unwrap();
     let out = out_dir();
     let url = format!("http://{}/rooms", target.addr);
     let metrics = format!("http://{}/metrics", target.addr);
-    let o = volley(&["run", "--url", &url, "--stages", "8s:24", "--interval", "500ms", "--server-metrics", &metrics, "-o", out.path().to_str().unwrap()]);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--stages",
+        "8s:24",
+        "--interval",
+        "500ms",
+        "--server-metrics",
+        &metrics,
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
     rt.block_on(target.stop()).unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let report = report_json(&only_run(out.path()));
-    let findings: Vec<&str> = report["findings"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
-    assert!(findings.iter().any(|f| f.starts_with("DB pool pending > 0 from")), "{findings:?}");
+    let findings: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.starts_with("DB pool pending > 0 from")),
+        "{findings:?}"
+    );
     let sat = &report["saturation"];
-    let at = sat["saturated_at"].as_u64().unwrap_or_else(|| panic!("no saturation point: {sat}")) as usize;
+    let at = sat["saturated_at"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no saturation point: {sat}")) as usize;
     let knee_tps = sat["levels"][at]["tps"].as_f64().unwrap();
-    assert!((100.0..=260.0).contains(&knee_tps), "the knee sits near the pool's capacity of ~200 TPS: {sat}");
-    assert!(findings.iter().any(|f| f.starts_with("TPS stopped growing at")), "{findings:?}");
+    assert!(
+        (100.0..=260.0).contains(&knee_tps),
+        "the knee sits near the pool's capacity of ~200 TPS: {sat}"
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.starts_with("TPS stopped growing at")),
+        "{findings:?}"
+    );
 }

@@ -54,7 +54,11 @@ impl TestServer {
                 });
             }
         });
-        TestServer { port, requests, delays_us }
+        TestServer {
+            port,
+            requests,
+            delays_us,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -73,7 +77,12 @@ impl TestServer {
     }
 }
 
-fn serve(mut stream: TcpStream, counter: &AtomicU64, delays: &Mutex<Vec<u64>>, epoch: Instant) -> std::io::Result<()> {
+fn serve(
+    mut stream: TcpStream,
+    counter: &AtomicU64,
+    delays: &Mutex<Vec<u64>>,
+    epoch: Instant,
+) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -92,7 +101,11 @@ fn serve(mut stream: TcpStream, counter: &AtomicU64, delays: &Mutex<Vec<u64>>, e
         let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
         let content_length: usize = head
             .lines()
-            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap_or(0))
+            })
             .unwrap_or(0);
         while buf.len() < head_end + content_length {
             let n = stream.read(&mut chunk)?;
@@ -106,7 +119,10 @@ fn serve(mut stream: TcpStream, counter: &AtomicU64, delays: &Mutex<Vec<u64>>, e
         let target = head.split_whitespace().nth(1).unwrap_or("/").to_string();
         let (path, query) = target.split_once('?').unwrap_or((&target, ""));
         let param = |name: &str| {
-            query.split('&').find_map(|kv| kv.strip_prefix(&format!("{name}="))).and_then(|v| v.parse::<u64>().ok())
+            query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                .and_then(|v| v.parse::<u64>().ok())
         };
         let mut status = 200;
         let mut close = false;
@@ -132,7 +148,10 @@ fn serve(mut stream: TcpStream, counter: &AtomicU64, delays: &Mutex<Vec<u64>>, e
         let mut out = resp.into_bytes();
         out.extend_from_slice(body);
         if path == "/delay" {
-            delays.lock().unwrap().push(received.elapsed().as_micros() as u64);
+            delays
+                .lock()
+                .unwrap()
+                .push(received.elapsed().as_micros() as u64);
         }
         stream.write_all(&out)?;
         if close {
@@ -148,13 +167,26 @@ pub fn out_dir() -> tempfile::TempDir {
 
 /// Runs `volley` with `args`, waiting for it to end.
 pub fn volley(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_volley")).args(args).env("NO_COLOR", "1").output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
 }
 
 /// The single run directory under `out`.
 pub fn only_run(out: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
-    assert_eq!(dirs.len(), 1, "expected one run directory in {}: {dirs:?}", out.display());
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(
+        dirs.len(),
+        1,
+        "expected one run directory in {}: {dirs:?}",
+        out.display()
+    );
     dirs.into_iter().next().unwrap()
 }
 
@@ -163,5 +195,10 @@ pub fn report_json(run: &Path) -> serde_json::Value {
 }
 
 pub fn text(o: &Output) -> String {
-    format!("status {:?}\nstdout:\n{}\nstderr:\n{}", o.status, String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }

@@ -6,7 +6,12 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// One HTTP/1.1 request on a fresh connection; returns (status, body).
-pub async fn http(addr: SocketAddr, method: &str, path: &str, body: Option<Value>) -> (u16, String) {
+pub async fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, String) {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     let body = body.map(|b| b.to_string()).unwrap_or_default();
     let req = format!(
@@ -19,7 +24,14 @@ pub async fn http(addr: SocketAddr, method: &str, path: &str, body: Option<Value
     let text = String::from_utf8_lossy(&out).to_string();
     let status = text[9..12].parse().unwrap();
     let (head, rest) = text.split_once("\r\n\r\n").unwrap();
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(rest) } else { rest.to_string() };
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(rest)
+    } else {
+        rest.to_string()
+    };
     (status, body)
 }
 
@@ -36,4 +48,3 @@ fn dechunk(s: &str) -> String {
     }
     out
 }
-

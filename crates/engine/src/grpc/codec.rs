@@ -39,7 +39,8 @@ impl Encoder for DynamicEncoder {
     type Error = Status;
 
     fn encode(&mut self, item: DynamicMessage, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        item.encode(dst).map_err(|e| Status::internal(format!("encoding the request: {e}")))
+        item.encode(dst)
+            .map_err(|e| Status::internal(format!("encoding the request: {e}")))
     }
 }
 
@@ -52,7 +53,12 @@ impl Decoder for DynamicDecoder {
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<DynamicMessage>, Status> {
         DynamicMessage::decode(self.0.clone(), src)
             .map(Some)
-            .map_err(|e| Status::internal(format!("the response is no `{}` message: {e}", self.0.full_name())))
+            .map_err(|e| {
+                Status::internal(format!(
+                    "the response is no `{}` message: {e}",
+                    self.0.full_name()
+                ))
+            })
     }
 }
 
@@ -84,7 +90,8 @@ mod tests {
         };
         let pool = prost_reflect::DescriptorPool::from_file_descriptor_set(fds).unwrap();
         let desc = pool.get_message_by_name("t.M").unwrap();
-        let msg = DynamicMessage::deserialize(desc.clone(), serde_json::json!({ "id": "42" })).unwrap();
+        let msg =
+            DynamicMessage::deserialize(desc.clone(), serde_json::json!({ "id": "42" })).unwrap();
         let bytes = msg.encode_to_vec();
         assert_eq!(bytes, vec![0x08, 42]);
         let back = DynamicMessage::decode(desc, bytes.as_slice()).unwrap();

@@ -28,7 +28,12 @@ impl Block {
         // alignment; SSE2 is part of every x86_64 target.
         unsafe {
             let p = bytes.as_ptr();
-            Block { halves: [_mm_loadu_si128(p.cast::<__m128i>()), _mm_loadu_si128(p.add(16).cast::<__m128i>())] }
+            Block {
+                halves: [
+                    _mm_loadu_si128(p.cast::<__m128i>()),
+                    _mm_loadu_si128(p.add(16).cast::<__m128i>()),
+                ],
+            }
         }
     }
 
@@ -40,7 +45,8 @@ impl Block {
         unsafe {
             let b = _mm_set1_epi8(b as i8);
             let [lo, hi] = self.halves;
-            (_mm_movemask_epi8(_mm_cmpeq_epi8(lo, b)) as u32) | ((_mm_movemask_epi8(_mm_cmpeq_epi8(hi, b)) as u32) << 16)
+            (_mm_movemask_epi8(_mm_cmpeq_epi8(lo, b)) as u32)
+                | ((_mm_movemask_epi8(_mm_cmpeq_epi8(hi, b)) as u32) << 16)
         }
     }
 
@@ -65,7 +71,9 @@ impl Block {
         unsafe {
             let (a, b) = (_mm_set1_epi8(a as i8), _mm_set1_epi8(b as i8));
             let [lo, hi] = self.halves;
-            let either = |v| _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, a), _mm_cmpeq_epi8(v, b))) as u32;
+            let either = |v| {
+                _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, a), _mm_cmpeq_epi8(v, b))) as u32
+            };
             either(lo) | (either(hi) << 16)
         }
     }
@@ -184,10 +192,15 @@ impl Lanes for Wide {
     }
     #[inline(always)]
     fn eq2(&self, a: u8, b: u8) -> u32 {
-        use std::arch::x86_64::{_mm256_cmpeq_epi8, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8};
+        use std::arch::x86_64::{
+            _mm256_cmpeq_epi8, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
+        };
         // SAFETY: as in `eq`.
         unsafe {
-            let (a, b) = (_mm256_cmpeq_epi8(self.0, _mm256_set1_epi8(a as i8)), _mm256_cmpeq_epi8(self.0, _mm256_set1_epi8(b as i8)));
+            let (a, b) = (
+                _mm256_cmpeq_epi8(self.0, _mm256_set1_epi8(a as i8)),
+                _mm256_cmpeq_epi8(self.0, _mm256_set1_epi8(b as i8)),
+            );
             _mm256_movemask_epi8(_mm256_or_si256(a, b)) as u32
         }
     }
@@ -201,7 +214,10 @@ impl Lanes for Wide {
 /// The mask of the bytes for which `f` holds, a byte at a time.
 #[cfg(any(test, not(target_arch = "x86_64")))]
 fn bytewise(bytes: &[u8; LEN], f: impl Fn(u8) -> bool) -> u32 {
-    bytes.iter().enumerate().fold(0, |m, (i, &x)| m | (u32::from(f(x)) << i))
+    bytes
+        .iter()
+        .enumerate()
+        .fold(0, |m, (i, &x)| m | (u32::from(f(x)) << i))
 }
 
 #[cfg(test)]
@@ -215,12 +231,30 @@ mod tests {
         for _ in 0..20_000 {
             let bytes: [u8; LEN] = std::array::from_fn(|_| alphabet[rng.usize(..alphabet.len())]);
             let block = Block::load(&bytes);
-            for b in [b',', b'\t', b';', b'\n', b'"', b'\\', 0x00, 0x1f, 0x7f, 0x80, 0xff] {
-                assert_eq!(block.eq(b), bytewise(&bytes, |x| x == b), "{bytes:?} = {b:#x}");
-                assert_eq!(block.at_most(b), bytewise(&bytes, |x| x <= b), "{bytes:?} <= {b:#x}");
+            for b in [
+                b',', b'\t', b';', b'\n', b'"', b'\\', 0x00, 0x1f, 0x7f, 0x80, 0xff,
+            ] {
+                assert_eq!(
+                    block.eq(b),
+                    bytewise(&bytes, |x| x == b),
+                    "{bytes:?} = {b:#x}"
+                );
+                assert_eq!(
+                    block.at_most(b),
+                    bytewise(&bytes, |x| x <= b),
+                    "{bytes:?} <= {b:#x}"
+                );
             }
-            assert_eq!(block.high(), bytewise(&bytes, |x| !x.is_ascii()), "{bytes:?} not ASCII");
-            assert_eq!(block.eq2(b'"', b'\r'), bytewise(&bytes, |x| x == b'"' || x == b'\r'), "{bytes:?} quote or CR");
+            assert_eq!(
+                block.high(),
+                bytewise(&bytes, |x| !x.is_ascii()),
+                "{bytes:?} not ASCII"
+            );
+            assert_eq!(
+                block.eq2(b'"', b'\r'),
+                bytewise(&bytes, |x| x == b'"' || x == b'\r'),
+                "{bytes:?} quote or CR"
+            );
             #[cfg(target_arch = "x86_64")]
             #[allow(unsafe_code)]
             if wide() {
@@ -229,7 +263,11 @@ mod tests {
                 for b in [b',', b'\t', b'\n', b'"', 0x00, 0x80, 0xff] {
                     assert_eq!(w.eq(b), block.eq(b), "{bytes:?} = {b:#x}, AVX2");
                 }
-                assert_eq!(w.eq2(b'"', b'\r'), block.eq2(b'"', b'\r'), "{bytes:?} quote or CR, AVX2");
+                assert_eq!(
+                    w.eq2(b'"', b'\r'),
+                    block.eq2(b'"', b'\r'),
+                    "{bytes:?} quote or CR, AVX2"
+                );
                 assert_eq!(w.high(), block.high(), "{bytes:?} not ASCII, AVX2");
             }
         }

@@ -21,7 +21,12 @@ pub fn sniff_text(first_line: &str) -> bool {
 /// Whether the bytes look like a binary (3.13+) simulation log: a RUN record (0) with a
 /// length-prefixed version string.
 pub fn sniff_binary(head: &[u8]) -> bool {
-    head.len() > 6 && head[0] == 0 && head[1..5] == [0, 0, 0, head[4]] && head[4] > 0 && head[4] < 32 && head[5].is_ascii_digit()
+    head.len() > 6
+        && head[0] == 0
+        && head[1..5] == [0, 0, 0, head[4]]
+        && head[4] > 0
+        && head[4] < 32
+        && head[5].is_ascii_digit()
 }
 
 /// Reads a text simulation log.
@@ -49,7 +54,10 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
                         path,
                         line_no,
                         Some(f.len().min(7) as u64 + 1),
-                        format!("a REQUEST record with {} fields: expected 7 (REQUEST, groups, name, start, end, status, message), or 8 before Gatling 3.4", f.len()),
+                        format!(
+                            "a REQUEST record with {} fields: expected 7 (REQUEST, groups, name, start, end, status, message), or 8 before Gatling 3.4",
+                            f.len()
+                        ),
                     ));
                 }
                 let shift = usize::from(f.len() >= 8);
@@ -61,7 +69,12 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
                     match raw.parse::<f64>() {
                         Ok(v) if v.is_nan() => Ok(Err("NaN")),
                         Ok(v) if v.is_infinite() => Ok(Err("infinite")),
-                        _ => Err(FormatError::malformed(path, line_no, Some(c as u64 + 1), format!("expected epoch milliseconds, found `{raw}`"))),
+                        _ => Err(FormatError::malformed(
+                            path,
+                            line_no,
+                            Some(c as u64 + 1),
+                            format!("expected epoch milliseconds, found `{raw}`"),
+                        )),
                     }
                 };
                 let (start, end) = match (ms(3 + shift)?, ms(4 + shift)?) {
@@ -92,11 +105,19 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
                     "OK" => true,
                     "KO" => false,
                     other => {
-                        return Err(FormatError::malformed(path, line_no, Some(6 + shift as u64), format!("expected the status OK or KO, found `{other}`")));
+                        return Err(FormatError::malformed(
+                            path,
+                            line_no,
+                            Some(6 + shift as u64),
+                            format!("expected the status OK or KO, found `{other}`"),
+                        ));
                     }
                 };
                 let message = f.get(6 + shift).copied().unwrap_or("");
-                let status = message.rsplit("found ").next().and_then(|s| s.trim().parse::<u16>().ok());
+                let status = message
+                    .rsplit("found ")
+                    .next()
+                    .and_then(|s| s.trim().parse::<u16>().ok());
                 let error = (!ok).then(|| {
                     if message.contains("imeout") {
                         ErrorKind::Timeout
@@ -124,12 +145,25 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
             }
             "GROUP" | "ERROR" | "ASSERTION" | "" => {}
             other => {
-                return Err(FormatError::malformed(path, line_no, Some(1), format!("unknown record type `{other}` (expected RUN, USER, REQUEST, GROUP, ERROR)")));
+                return Err(FormatError::malformed(
+                    path,
+                    line_no,
+                    Some(1),
+                    format!(
+                        "unknown record type `{other}` (expected RUN, USER, REQUEST, GROUP, ERROR)"
+                    ),
+                ));
             }
         }
     }
     let requests = bucketer.records();
-    Ok(finish(path, Format::Gatling, bucketer, book, format!("{requests} Gatling requests (simulation.log of Gatling {version})")))
+    Ok(finish(
+        path,
+        Format::Gatling,
+        bucketer,
+        book,
+        format!("{requests} Gatling requests (simulation.log of Gatling {version})"),
+    ))
 }
 
 /// The source of a bucketed Gatling log. Gatling has no first-byte time, so the MTTFB
@@ -137,7 +171,11 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
 fn finish(path: &Path, format: Format, bucketer: Bucketer, book: NoteBook, what: String) -> Source {
     let mut src = source(path, format);
     let mut out = bucketer.finish();
-    for row in out.series.intervals.iter_mut().chain(out.per_label.iter_mut().flat_map(|(_, s)| s.intervals.iter_mut())) {
+    for row in out.series.intervals.iter_mut().chain(
+        out.per_label
+            .iter_mut()
+            .flat_map(|(_, s)| s.intervals.iter_mut()),
+    ) {
         row.mttfb_ms = row.mean_test_time_ms;
     }
     out.into_source(&mut src);
@@ -164,7 +202,13 @@ const MAX_COUNT: usize = 1 << 16;
 /// after the RUN record are i32 milliseconds from the run's start. A file that ends inside
 /// a record (cut off while it was written) gives every record before it, and a note.
 pub fn read_binary(path: &Path, bytes: &[u8]) -> Result<Source> {
-    let mut r = BinReader { path, bytes, pos: 0, cache: std::collections::HashMap::new(), eof: false };
+    let mut r = BinReader {
+        path,
+        bytes,
+        pos: 0,
+        cache: std::collections::HashMap::new(),
+        eof: false,
+    };
     let mut bucketer = Bucketer::located(BUCKET_S, Locator::Byte).counting(Unit::Record);
     let mut book = NoteBook::new(Locator::Byte);
     let (mut active, mut users) = (0f64, 0u64);
@@ -187,18 +231,31 @@ pub fn read_binary(path: &Path, bytes: &[u8]) -> Result<Source> {
         let at = r.pos;
         match read_record(&mut r, start, active) {
             Ok(Record::Request(record, name)) => {
-                let record = RequestRecord { place: at as u64, ..record };
+                let record = RequestRecord {
+                    place: at as u64,
+                    ..record
+                };
                 bucketer.add_labelled(&record, &name);
             }
             Ok(Record::User(starting)) => {
                 users += u64::from(starting);
-                active = if starting { active + 1.0 } else { (active - 1.0).max(0.0) };
+                active = if starting {
+                    active + 1.0
+                } else {
+                    (active - 1.0).max(0.0)
+                };
             }
             Ok(Record::Skip(why)) => book.skip(Unit::Record, at as u64, why),
             Ok(Record::Other) => {}
             Err(_) if r.eof => {
-                let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                book.push(InputNote::CutOff { file, at: Place::Byte(at as u64) });
+                let file = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                book.push(InputNote::CutOff {
+                    file,
+                    at: Place::Byte(at as u64),
+                });
                 break;
             }
             Err(e) => return Err(e),
@@ -210,7 +267,9 @@ pub fn read_binary(path: &Path, bytes: &[u8]) -> Result<Source> {
         Format::GatlingBinary,
         bucketer,
         book,
-        format!("{requests} Gatling requests and {users} users (binary simulation.log, RUN record says Gatling {version})"),
+        format!(
+            "{requests} Gatling requests and {users} users (binary simulation.log, RUN record says Gatling {version})"
+        ),
     ))
 }
 
@@ -246,12 +305,21 @@ fn read_record(r: &mut BinReader<'_>, start: f64, active: f64) -> Result<Record>
             if bad_stamp(start + f64::from(t0)).is_some() {
                 return Ok(Record::Skip("the start time is outside 1970 to 9999"));
             }
-            let status = message.rsplit("found ").next().and_then(|s| s.trim().parse::<u16>().ok());
+            let status = message
+                .rsplit("found ")
+                .next()
+                .and_then(|s| s.trim().parse::<u16>().ok());
             Record::Request(
                 RequestRecord {
                     start_ms: start + f64::from(t0),
                     total_us: took as u64 * 1000,
-                    error: (!ok).then(|| if status.is_some() { ErrorKind::Status } else { ErrorKind::Protocol }),
+                    error: (!ok).then(|| {
+                        if status.is_some() {
+                            ErrorKind::Status
+                        } else {
+                            ErrorKind::Protocol
+                        }
+                    }),
                     status,
                     vusers: Some(active),
                     ..Default::default()
@@ -293,7 +361,12 @@ struct BinReader<'a> {
 
 impl BinReader<'_> {
     fn error(&self, what: &str) -> FormatError {
-        FormatError::malformed(self.path, 1, Some(self.pos as u64), format!("byte offset {}: {what}", self.pos))
+        FormatError::malformed(
+            self.path,
+            1,
+            Some(self.pos as u64),
+            format!("byte offset {}: {what}", self.pos),
+        )
     }
 
     fn take(&mut self, n: usize) -> Result<&[u8]> {
@@ -315,11 +388,15 @@ impl BinReader<'_> {
     }
 
     fn i32(&mut self) -> Result<i32> {
-        Ok(i32::from_be_bytes(self.take(4)?.try_into().expect("4 bytes")))
+        Ok(i32::from_be_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
     }
 
     fn i64(&mut self) -> Result<i64> {
-        Ok(i64::from_be_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(i64::from_be_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
 
     /// A count of items that follow (scenario names, groups): at most [`MAX_COUNT`], as
@@ -336,7 +413,11 @@ impl BinReader<'_> {
         let len = self.i32()?;
         let len = match usize::try_from(len) {
             Ok(n) if n <= MAX_STRING => n,
-            _ => return Err(self.error(&format!("a string of {len} bytes (0 to {MAX_STRING} expected)"))),
+            _ => {
+                return Err(self.error(&format!(
+                    "a string of {len} bytes (0 to {MAX_STRING} expected)"
+                )));
+            }
         };
         if len == 0 {
             return Ok(String::new());
@@ -345,7 +426,10 @@ impl BinReader<'_> {
         Ok(match self.u8()? {
             0 => raw.iter().map(|&b| b as char).collect(),
             1 => {
-                let units: Vec<u16> = raw.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+                let units: Vec<u16> = raw
+                    .chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .collect();
                 String::from_utf16_lossy(&units)
             }
             c => return Err(self.error(&format!("unknown string coder {c}"))),
@@ -360,7 +444,10 @@ impl BinReader<'_> {
             Ok(s)
         } else {
             let key = id.checked_neg().unwrap_or(i32::MAX);
-            self.cache.get(&key).cloned().ok_or_else(|| self.error(&format!("reference to unknown cached string {key}")))
+            self.cache
+                .get(&key)
+                .cloned()
+                .ok_or_else(|| self.error(&format!("reference to unknown cached string {key}")))
         }
     }
 }

@@ -18,33 +18,65 @@ use crate::source::{Format, Source};
 
 /// JMeter's default CSV columns, in order.
 const DEFAULT_COLUMNS: [&str; 17] = [
-    "timeStamp", "elapsed", "label", "responseCode", "responseMessage", "threadName", "dataType", "success",
-    "failureMessage", "bytes", "sentBytes", "grpThreads", "allThreads", "URL", "Latency", "IdleTime", "Connect",
+    "timeStamp",
+    "elapsed",
+    "label",
+    "responseCode",
+    "responseMessage",
+    "threadName",
+    "dataType",
+    "success",
+    "failureMessage",
+    "bytes",
+    "sentBytes",
+    "grpThreads",
+    "allThreads",
+    "URL",
+    "Latency",
+    "IdleTime",
+    "Connect",
 ];
 
 /// Whether the first line is a JTL CSV header, or a headerless row of the default columns.
 pub fn sniff(first_line: &str) -> bool {
-    if first_line.starts_with("timeStamp,elapsed,") || first_line.starts_with("timeStamp\telapsed\t") {
+    if first_line.starts_with("timeStamp,elapsed,")
+        || first_line.starts_with("timeStamp\telapsed\t")
+    {
         return true;
     }
     let f: Vec<&str> = first_line.split(',').collect();
-    f.len() >= 16 && f[0].len() == 13 && f[0].parse::<u64>().is_ok() && f[1].parse::<u64>().is_ok() && (f[7] == "true" || f[7] == "false")
+    f.len() >= 16
+        && f[0].len() == 13
+        && f[0].parse::<u64>().is_ok()
+        && f[1].parse::<u64>().is_ok()
+        && (f[7] == "true" || f[7] == "false")
 }
 
 /// Volley's kind for a failed sample.
 fn classify(code: &str, message: &str) -> ErrorKind {
     if let Ok(status) = code.parse::<u16>() {
         // A failed sample with a success code failed an assertion.
-        return if status >= 400 { ErrorKind::Status } else { ErrorKind::Check };
+        return if status >= 400 {
+            ErrorKind::Status
+        } else {
+            ErrorKind::Check
+        };
     }
     let text = format!("{code} {message}");
     if text.contains("Timeout") || text.contains("timed out") {
         ErrorKind::Timeout
-    } else if text.contains("ConnectException") || text.contains("refused") || text.contains("UnknownHost") || text.contains("NoRouteToHost") {
+    } else if text.contains("ConnectException")
+        || text.contains("refused")
+        || text.contains("UnknownHost")
+        || text.contains("NoRouteToHost")
+    {
         ErrorKind::Connect
     } else if text.contains("SSL") || text.contains("TLS") {
         ErrorKind::Tls
-    } else if text.contains("reset") || text.contains("NoHttpResponse") || text.contains("SocketException") {
+    } else if text.contains("reset")
+        || text.contains("NoHttpResponse")
+        || text.contains("SocketException")
+    {
         ErrorKind::Reset
     } else {
         ErrorKind::Protocol
@@ -74,7 +106,9 @@ fn whole(s: &[u8]) -> Whole {
 #[cold]
 #[inline(never)]
 fn odd_whole(s: &[u8]) -> Whole {
-    let Ok(s) = std::str::from_utf8(s) else { return Whole::Garbage };
+    let Ok(s) = std::str::from_utf8(s) else {
+        return Whole::Garbage;
+    };
     if let Ok(n) = s.parse::<i64>() {
         return Whole::Ok(n);
     }
@@ -89,9 +123,15 @@ fn odd_whole(s: &[u8]) -> Whole {
 /// A whole-number field that `check` accepts: the value, or why the row is skipped; `None`
 /// for garbage, an error. (Generic over `check` so that the range test is inlined.)
 #[inline]
-fn whole_field(raw: &[u8], name: &str, check: impl Fn(f64) -> Option<&'static str>) -> Option<std::result::Result<i64, String>> {
+fn whole_field(
+    raw: &[u8],
+    name: &str,
+    check: impl Fn(f64) -> Option<&'static str>,
+) -> Option<std::result::Result<i64, String>> {
     match whole(raw) {
-        Whole::Ok(v) => Some(check(v as f64).map_or(Ok(v), |why| Err(format!("`{name}` is {why}")))),
+        Whole::Ok(v) => {
+            Some(check(v as f64).map_or(Ok(v), |why| Err(format!("`{name}` is {why}"))))
+        }
         Whole::Odd(why) => Some(Err(format!("`{name}` is {why}"))),
         Whole::Garbage => None,
     }
@@ -100,7 +140,14 @@ fn whole_field(raw: &[u8], name: &str, check: impl Fn(f64) -> Option<&'static st
 /// An optional count, column `c`: empty is unknown; anything but a whole number ≥ 0 is
 /// unknown too, and said so in `book`.
 #[inline(always)]
-fn count(f: &Fields<'_>, c: Option<usize>, columns: &[String], book: &mut NoteBook, line: u64, effect: &str) -> Option<u64> {
+fn count(
+    f: &Fields<'_>,
+    c: Option<usize>,
+    columns: &[String],
+    book: &mut NoteBook,
+    line: u64,
+    effect: &str,
+) -> Option<u64> {
     let c = c?;
     let raw = f.bytes(c);
     match crate::num::whole(raw) {
@@ -114,7 +161,13 @@ fn count(f: &Fields<'_>, c: Option<usize>, columns: &[String], book: &mut NoteBo
 /// ≥ 0, or unknown, said so in `book`.
 #[cold]
 #[inline(never)]
-fn odd_count(book: &mut NoteBook, line: u64, column: &str, raw: &[u8], effect: &str) -> Option<u64> {
+fn odd_count(
+    book: &mut NoteBook,
+    line: u64,
+    column: &str,
+    raw: &[u8],
+    effect: &str,
+) -> Option<u64> {
     match whole(raw) {
         Whole::Ok(v) if v >= 0 => Some(v as u64),
         Whole::Ok(_) => {
@@ -126,7 +179,11 @@ fn odd_count(book: &mut NoteBook, line: u64, column: &str, raw: &[u8], effect: &
             None
         }
         Whole::Garbage => {
-            book.used(Unit::Row, line, &format!("`{column}` is not a number: {effect}"));
+            book.used(
+                Unit::Row,
+                line,
+                &format!("`{column}` is not a number: {effect}"),
+            );
             None
         }
     }
@@ -172,10 +229,21 @@ impl Layout {
     fn new(path: &Path, first_line: &str, header: Option<Vec<String>>) -> Result<Layout> {
         let delimiter = delimiter_of(first_line);
         let has_header = header.is_some();
-        let columns: Vec<String> = header.unwrap_or_else(|| DEFAULT_COLUMNS.iter().map(|s| s.to_string()).collect());
+        let columns: Vec<String> =
+            header.unwrap_or_else(|| DEFAULT_COLUMNS.iter().map(|s| s.to_string()).collect());
         let col = |name: &str| columns.iter().position(|c| c == name);
-        let need = |name: &str| col(name).ok_or_else(|| FormatError::malformed(path, 1, None, format!("JTL header has no `{name}` column")));
-        let (ts_c, elapsed_c, label_c, code_c, success_c) = (need("timeStamp")?, need("elapsed")?, need("label")?, need("responseCode")?, need("success")?);
+        let need = |name: &str| {
+            col(name).ok_or_else(|| {
+                FormatError::malformed(path, 1, None, format!("JTL header has no `{name}` column"))
+            })
+        };
+        let (ts_c, elapsed_c, label_c, code_c, success_c) = (
+            need("timeStamp")?,
+            need("elapsed")?,
+            need("label")?,
+            need("responseCode")?,
+            need("success")?,
+        );
         Ok(Layout {
             delimiter,
             has_header,
@@ -190,7 +258,11 @@ impl Layout {
             latency_c: col("Latency"),
             connect_c: col("Connect"),
             threads_c: col("allThreads"),
-            needed: [ts_c, elapsed_c, label_c, code_c, success_c].into_iter().max().unwrap_or(0) + 1,
+            needed: [ts_c, elapsed_c, label_c, code_c, success_c]
+                .into_iter()
+                .max()
+                .unwrap_or(0)
+                + 1,
             columns,
         })
     }
@@ -218,7 +290,9 @@ fn is_sub(label: &str, start: i64, parent: &Parent) -> bool {
 
 /// Whether some parent could make `label` a sub-result (it ends in `-N`).
 fn may_be_sub(label: &str) -> bool {
-    label.rsplit_once('-').is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    label
+        .rsplit_once('-')
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// What the rows read so far hold: the whole file's, or a part's.
@@ -236,7 +310,15 @@ struct State {
 
 impl State {
     fn new(bucketer: Bucketer, parents: Parents, guessing: bool) -> State {
-        State { bucketer, book: NoteBook::new(Locator::Line), parents, sub_results: 0, rows: 0, guessing, assumed: Vec::new() }
+        State {
+            bucketer,
+            book: NoteBook::new(Locator::Line),
+            parents,
+            sub_results: 0,
+            rows: 0,
+            guessing,
+            assumed: Vec::new(),
+        }
     }
 
     /// Reads one row at `line`.
@@ -250,7 +332,11 @@ impl State {
                 path,
                 line,
                 Some(f.len() as u64 + 1),
-                format!("truncated row: {} fields, the header has {}", f.len(), columns.len()),
+                format!(
+                    "truncated row: {} fields, the header has {}",
+                    f.len(),
+                    columns.len()
+                ),
             ));
         }
         if l.has_header && f.len() > columns.len() {
@@ -258,18 +344,37 @@ impl State {
                 path,
                 line,
                 Some(columns.len() as u64 + 1),
-                format!("{} fields, the header has {} (an unquoted separator in a label or message?)", f.len(), columns.len()),
+                format!(
+                    "{} fields, the header has {} (an unquoted separator in a label or message?)",
+                    f.len(),
+                    columns.len()
+                ),
             ));
         }
-        let garbage = |c: usize| FormatError::malformed(path, line, Some(c as u64 + 1), format!("`{}`: expected a whole number, found `{}`", columns[c], f.at(c)));
-        let start = match whole_field(f.bytes(l.ts_c), "timeStamp", bad_stamp).ok_or_else(|| garbage(l.ts_c))? {
+        let garbage = |c: usize| {
+            FormatError::malformed(
+                path,
+                line,
+                Some(c as u64 + 1),
+                format!(
+                    "`{}`: expected a whole number, found `{}`",
+                    columns[c],
+                    f.at(c)
+                ),
+            )
+        };
+        let start = match whole_field(f.bytes(l.ts_c), "timeStamp", bad_stamp)
+            .ok_or_else(|| garbage(l.ts_c))?
+        {
             Ok(t) => t,
             Err(why) => {
                 self.book.skip(Unit::Row, line, &why);
                 return Ok(());
             }
         };
-        let elapsed = match whole_field(f.bytes(l.elapsed_c), "elapsed", bad_duration).ok_or_else(|| garbage(l.elapsed_c))? {
+        let elapsed = match whole_field(f.bytes(l.elapsed_c), "elapsed", bad_duration)
+            .ok_or_else(|| garbage(l.elapsed_c))?
+        {
             Ok(e) => e,
             Err(why) => {
                 self.book.skip(Unit::Row, line, &why);
@@ -281,7 +386,12 @@ impl State {
             b"false" => false,
             _ => {
                 let other = f.at(l.success_c);
-                return Err(FormatError::malformed(path, line, Some(l.success_c as u64 + 1), format!("`success`: expected true or false, found `{other}`")));
+                return Err(FormatError::malformed(
+                    path,
+                    line,
+                    Some(l.success_c as u64 + 1),
+                    format!("`success`: expected true or false, found `{other}`"),
+                ));
             }
         };
         let label = f.at(l.label_c);
@@ -303,19 +413,47 @@ impl State {
             }
             None => {
                 if self.guessing && may_be_sub(label) {
-                    self.assumed.push((thread.to_vec(), label.to_string(), start));
+                    self.assumed
+                        .push((thread.to_vec(), label.to_string(), start));
                 }
-                self.parents.insert(thread.to_vec(), (label.to_string(), start, start + elapsed));
+                self.parents
+                    .insert(thread.to_vec(), (label.to_string(), start, start + elapsed));
             }
         }
         const NO_TTFB: &str = "TTFB unknown; counted as requests and in total time, not in TTFB.";
         let book = &mut self.book;
         let latency = count(f, l.latency_c, columns, book, line, NO_TTFB);
-        let connect = count(f, l.connect_c, columns, book, line, "connection time counted as 0.");
-        let bytes = count(f, l.bytes_c, columns, book, line, "response size counted as 0.");
-        let threads = count(f, l.threads_c, columns, book, line, "the VUs of the interval come from the other rows.");
-        if ok && latency.is_none() && l.latency_c.is_some_and(|c| c < f.len() && f.bytes(c).is_empty()) {
-            self.book.used(Unit::Row, line, &format!("no `Latency`: {NO_TTFB}"));
+        let connect = count(
+            f,
+            l.connect_c,
+            columns,
+            book,
+            line,
+            "connection time counted as 0.",
+        );
+        let bytes = count(
+            f,
+            l.bytes_c,
+            columns,
+            book,
+            line,
+            "response size counted as 0.",
+        );
+        let threads = count(
+            f,
+            l.threads_c,
+            columns,
+            book,
+            line,
+            "the VUs of the interval come from the other rows.",
+        );
+        if ok
+            && latency.is_none()
+            && l.latency_c
+                .is_some_and(|c| c < f.len() && f.bytes(c).is_empty())
+        {
+            self.book
+                .used(Unit::Row, line, &format!("no `Latency`: {NO_TTFB}"));
         }
         self.rows += 1;
         let code = f.bytes(l.code_c);
@@ -325,7 +463,8 @@ impl State {
             total_us: elapsed as u64 * 1000,
             connect_us: connect.unwrap_or(0).min(MAX_DURATION_MS as u64) * 1000,
             bytes: bytes.unwrap_or(0).min(1 << 40),
-            error: (!ok).then(|| classify(f.at(l.code_c), l.msg_c.and_then(|c| f.get(c)).unwrap_or(""))),
+            error: (!ok)
+                .then(|| classify(f.at(l.code_c), l.msg_c.and_then(|c| f.get(c)).unwrap_or(""))),
             status: status(code),
             vusers: threads.map(|v| v as f64),
             place: line,
@@ -337,7 +476,13 @@ impl State {
 
     /// The source these rows make.
     fn finish(self, path: &Path, l: &Layout) -> Source {
-        let State { bucketer, book, sub_results, rows, .. } = self;
+        let State {
+            bucketer,
+            book,
+            sub_results,
+            rows,
+            ..
+        } = self;
         let mut src = source(path, Format::Jtl);
         let missing = bucketer.ttfb_missing();
         let out = bucketer.finish();
@@ -367,15 +512,24 @@ impl State {
 fn header_of(path: &Path, line: &[u8], delimiter: u8) -> Result<Vec<String>> {
     let line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let mut csv = csv::ReaderBuilder::new().delimiter(delimiter).has_headers(false).flexible(true).from_reader(line);
+    let mut csv = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(line);
     let mut record = csv::StringRecord::new();
-    csv.read_record(&mut record).map_err(|e| FormatError::malformed(path, 1, None, e.to_string()))?;
+    csv.read_record(&mut record)
+        .map_err(|e| FormatError::malformed(path, 1, None, e.to_string()))?;
     Ok(record.iter().map(str::to_string).collect())
 }
 
 /// The delimiter a JTL whose first line is `first_line` uses.
 fn delimiter_of(first_line: &str) -> u8 {
-    if first_line.starts_with("timeStamp\t") { b'\t' } else { b',' }
+    if first_line.starts_with("timeStamp\t") {
+        b'\t'
+    } else {
+        b','
+    }
 }
 
 /// Reads a JTL CSV in one pass (the same rows, read the same way, as [`read_parts`]).
@@ -385,31 +539,61 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
     let mut header = None;
     if has_header {
         let mut line = Vec::new();
-        std::io::BufRead::read_until(&mut reader, b'\n', &mut line).map_err(|e| FormatError::io(path, e))?;
-        header = Some(header_of(path, line.strip_suffix(b"\n").unwrap_or(&line), delimiter_of(first_line))?);
+        std::io::BufRead::read_until(&mut reader, b'\n', &mut line)
+            .map_err(|e| FormatError::io(path, e))?;
+        header = Some(header_of(
+            path,
+            line.strip_suffix(b"\n").unwrap_or(&line),
+            delimiter_of(first_line),
+        )?);
     }
     let layout = Layout::new(path, first_line, header)?;
     let mut acc = State::new(Bucketer::new(BUCKET_S), Parents::default(), false);
-    rows::stream(path, reader, Dialect::csv(layout.delimiter), 1 + u64::from(has_header), |f, line| acc.row(path, &layout, f, line))?;
+    rows::stream(
+        path,
+        reader,
+        Dialect::csv(layout.delimiter),
+        1 + u64::from(has_header),
+        |f, line| acc.row(path, &layout, f, line),
+    )?;
     Ok(acc.finish(path, &layout))
 }
 
 /// Reads the JTL at `path` (its records end at `limit`) in parts of `part` bytes on every
 /// core, exactly as [`read`] does in one pass. Returns the source and the line ends read;
 /// `None` when it must be read in one pass instead (the file could not be read apart).
-pub fn read_parts(path: &Path, limit: u64, first_line: &str, part: u64) -> Result<Option<(Source, u64)>> {
+pub fn read_parts(
+    path: &Path,
+    limit: u64,
+    first_line: &str,
+    part: u64,
+) -> Result<Option<(Source, u64)>> {
     let (file, head) = parts::head(path, limit)?;
     let has_header = first_line.starts_with("timeStamp");
     let (header, start) = if has_header {
-        let Some(end) = memchr::memchr(b'\n', &head) else { return Ok(None) };
-        (Some(header_of(path, &head[..end], delimiter_of(first_line))?), end as u64 + 1)
+        let Some(end) = memchr::memchr(b'\n', &head) else {
+            return Ok(None);
+        };
+        (
+            Some(header_of(path, &head[..end], delimiter_of(first_line))?),
+            end as u64 + 1,
+        )
     } else {
         (None, 0)
     };
     let layout = Layout::new(path, first_line, header)?;
-    let jtl = Jtl { path, layout: &layout };
+    let jtl = Jtl {
+        path,
+        layout: &layout,
+    };
     let mut acc = State::new(Bucketer::new(BUCKET_S), Parents::default(), false);
-    let lines = parts::read(&file, Plan::new(start, limit, part), &jtl, &mut acc, u64::from(has_header))?;
+    let lines = parts::read(
+        &file,
+        Plan::new(start, limit, part),
+        &jtl,
+        &mut acc,
+        u64::from(has_header),
+    )?;
     Ok(lines.map(|lines| (acc.finish(path, &layout), lines)))
 }
 
@@ -424,20 +608,46 @@ impl Parts for Jtl<'_> {
     type Seed = f64;
     type Part = State;
 
-    fn read(&self, buf: &[u8], own: usize, at_end: bool, how: How<'_, f64, State>) -> Outcome<State> {
+    fn read(
+        &self,
+        buf: &[u8],
+        own: usize,
+        at_end: bool,
+        how: How<'_, f64, State>,
+    ) -> Outcome<State> {
         let l = self.layout;
         let mut state = match how {
-            How::Guess(&origin) => State::new(Bucketer::part(BUCKET_S, Locator::Line, Some(origin), None), Parents::default(), true),
+            How::Guess(&origin) => State::new(
+                Bucketer::part(BUCKET_S, Locator::Line, Some(origin), None),
+                Parents::default(),
+                true,
+            ),
             How::After(acc) => State::new(
-                Bucketer::part(BUCKET_S, Locator::Line, acc.bucketer.origin_ms(), acc.bucketer.newest()),
+                Bucketer::part(
+                    BUCKET_S,
+                    Locator::Line,
+                    acc.bucketer.origin_ms(),
+                    acc.bucketer.newest(),
+                ),
                 acc.parents.clone(),
                 false,
             ),
         };
-        match rows::records(self.path, buf, own, at_end, Dialect::csv(l.delimiter), |f, line| state.row(self.path, l, f, line)) {
+        match rows::records(
+            self.path,
+            buf,
+            own,
+            at_end,
+            Dialect::csv(l.delimiter),
+            |f, line| state.row(self.path, l, f, line),
+        ) {
             Ok(Some((consumed, newlines))) => {
                 state.bucketer.seal();
-                Outcome::Read { part: state, consumed, newlines }
+                Outcome::Read {
+                    part: state,
+                    consumed,
+                    newlines,
+                }
             }
             Ok(None) => Outcome::NeedMore,
             Err(e) => Outcome::Failed(e),
@@ -450,7 +660,11 @@ impl Parts for Jtl<'_> {
 
     fn exact(&self, part: &State, acc: &State) -> bool {
         part.bucketer.exact_after(acc.bucketer.newest())
-            && part.assumed.iter().all(|(thread, label, start)| !acc.parents.get(thread).is_some_and(|p| is_sub(label, *start, p)))
+            && part.assumed.iter().all(|(thread, label, start)| {
+                !acc.parents
+                    .get(thread)
+                    .is_some_and(|p| is_sub(label, *start, p))
+            })
     }
 
     fn absorb(&self, acc: &mut State, part: State, line_base: u64) {
@@ -469,7 +683,17 @@ mod tests {
     #[test]
     fn failed_samples_are_classified() {
         assert_eq!(classify("500", "Internal Server Error"), ErrorKind::Status);
-        assert_eq!(classify("200", "OK"), ErrorKind::Check, "a success code on a failed sample is a failed assertion");
-        assert_eq!(classify("Non HTTP response code: java.net.SocketTimeoutException", "Read timed out"), ErrorKind::Timeout);
+        assert_eq!(
+            classify("200", "OK"),
+            ErrorKind::Check,
+            "a success code on a failed sample is a failed assertion"
+        );
+        assert_eq!(
+            classify(
+                "Non HTTP response code: java.net.SocketTimeoutException",
+                "Read timed out"
+            ),
+            ErrorKind::Timeout
+        );
     }
 }

@@ -18,8 +18,8 @@ use volley_stats::{ErrorKind, Interval, LatencySummary, Series};
 use crate::bucket::{Bucketer, RequestRecord};
 use crate::error::{FormatError, Result};
 use crate::import::parts::{self, How, Outcome, Parts, Plan};
-use crate::import::rows::{self, Dialect, Fields};
 use crate::import::point;
+use crate::import::rows::{self, Dialect, Fields};
 use crate::import::{BUCKET_S, bad_duration, bad_stamp, ms_to_us, source};
 use crate::note::{Figure, InputNote, Locator, NoteBook, Unit};
 use crate::source::{Format, Source};
@@ -58,13 +58,18 @@ impl Pending {
             return Err(why.clone());
         }
         let z = |v: Option<f64>| v.unwrap_or(0.0);
-        let total = self.duration.or(match (self.sending, self.waiting, self.receiving) {
-            (s, Some(w), Some(r)) => Some(z(s) + w + r),
-            _ => None,
-        });
+        let total = self
+            .duration
+            .or(match (self.sending, self.waiting, self.receiving) {
+                (s, Some(w), Some(r)) => Some(z(s) + w + r),
+                _ => None,
+            });
         let unknown = self.failed.is_none() && self.expected.is_none();
         // Without either, a request with no response at all (status 0) failed for sure.
-        let failed = self.failed.or(self.expected.map(|e| !e)).unwrap_or(self.status == Some(0));
+        let failed = self
+            .failed
+            .or(self.expected.map(|e| !e))
+            .unwrap_or(self.status == Some(0));
         let error = failed.then(|| classify(self.status, self.error_code));
         let total = match total {
             Some(t) => t,
@@ -74,7 +79,11 @@ impl Pending {
         Ok((
             RequestRecord {
                 // The samples are stamped when the request ended.
-                start_ms: if whole_seconds { self.at_ms } else { self.at_ms - z(self.blocked) - total },
+                start_ms: if whole_seconds {
+                    self.at_ms
+                } else {
+                    self.at_ms - z(self.blocked) - total
+                },
                 ttfb_us: self.waiting.map(ms_to_us),
                 total_us: ms_to_us(total),
                 connect_us: ms_to_us(z(self.connecting) + z(self.tls)),
@@ -134,7 +143,13 @@ impl Assembler {
 
     /// An assembler bucketing into `bucketer` (the whole file's, or a part's).
     fn with(bucketer: Bucketer) -> Self {
-        Assembler { bucketer: bucketer.counting(Unit::Request), pending: None, book: NoteBook::new(Locator::Line), unknown_failure: 0, whole_seconds: false }
+        Assembler {
+            bucketer: bucketer.counting(Unit::Request),
+            pending: None,
+            book: NoteBook::new(Locator::Line),
+            unknown_failure: 0,
+            whole_seconds: false,
+        }
     }
 
     /// The file's time stamps are whole seconds (k6's default CSV).
@@ -146,17 +161,32 @@ impl Assembler {
     fn sample(&mut self, s: Sample<'_>) {
         if s.metric == "vus" {
             match (s.value, bad_stamp(s.at_ms)) {
-                (_, Some(why)) => self.book.skip(Unit::Sample, s.line, &format!("the `vus` time stamp is {why}")),
+                (_, Some(why)) => self.book.skip(
+                    Unit::Sample,
+                    s.line,
+                    &format!("the `vus` time stamp is {why}"),
+                ),
                 (Some(v), None) if v.is_finite() && v >= 0.0 => self.bucketer.vusers_at(s.at_ms, v),
-                (Some(v), None) => self.book.skip(Unit::Sample, s.line, &format!("the `vus` value is {}", what(v))),
-                (None, None) => self.book.skip(Unit::Sample, s.line, "the `vus` sample has no value"),
+                (Some(v), None) => self.book.skip(
+                    Unit::Sample,
+                    s.line,
+                    &format!("the `vus` value is {}", what(v)),
+                ),
+                (None, None) => {
+                    self.book
+                        .skip(Unit::Sample, s.line, "the `vus` sample has no value")
+                }
             }
             return;
         }
         if s.metric == "http_reqs" {
             self.flush();
             if let Some(why) = bad_stamp(s.at_ms) {
-                self.book.skip(Unit::Request, s.line, &format!("the http_reqs time stamp is {why}"));
+                self.book.skip(
+                    Unit::Request,
+                    s.line,
+                    &format!("the http_reqs time stamp is {why}"),
+                );
                 return;
             }
             self.pending = Some(Pending {
@@ -170,7 +200,9 @@ impl Assembler {
             });
             return;
         }
-        let Some(p) = self.pending.as_mut() else { return };
+        let Some(p) = self.pending.as_mut() else {
+            return;
+        };
         let slot = match s.metric {
             "http_req_blocked" => &mut p.blocked,
             "http_req_connecting" => &mut p.connecting,
@@ -182,8 +214,18 @@ impl Assembler {
             "http_req_failed" => {
                 match s.value {
                     Some(v) if v == 0.0 || v == 1.0 => p.failed = Some(v != 0.0),
-                    Some(v) => p.bad = p.bad.take().or(Some(format!("http_req_failed is {v}, neither 0 nor 1"))),
-                    None => p.bad = p.bad.take().or(Some("http_req_failed has no value".to_string())),
+                    Some(v) => {
+                        p.bad = p
+                            .bad
+                            .take()
+                            .or(Some(format!("http_req_failed is {v}, neither 0 nor 1")))
+                    }
+                    None => {
+                        p.bad = p
+                            .bad
+                            .take()
+                            .or(Some("http_req_failed has no value".to_string()))
+                    }
                 }
                 self.flush();
                 return;
@@ -276,7 +318,14 @@ struct CsvColumns {
 impl CsvColumns {
     fn of<'a>(header: impl Iterator<Item = &'a str> + Clone) -> CsvColumns {
         let col = |name: &str| header.clone().position(|h| h == name);
-        CsvColumns { status: col("status"), expected: col("expected_response"), code: col("error_code"), name: col("name"), url: col("url"), width: header.count() }
+        CsvColumns {
+            status: col("status"),
+            expected: col("expected_response"),
+            code: col("error_code"),
+            name: col("name"),
+            url: col("url"),
+            width: header.count(),
+        }
     }
 }
 
@@ -289,10 +338,21 @@ struct CsvState {
 
 impl CsvState {
     /// Reads one row at `line`.
-    fn row(&mut self, path: &Path, cols: &CsvColumns, record: &Fields<'_>, line: u64) -> Result<()> {
+    fn row(
+        &mut self,
+        path: &Path,
+        cols: &CsvColumns,
+        record: &Fields<'_>,
+        line: u64,
+    ) -> Result<()> {
         let (metric_c, ts_c, value_c) = (0, 1, 2);
         if record.len() < 3 {
-            return Err(FormatError::malformed(path, line, Some(record.len() as u64 + 1), "truncated row: expected metric_name,timestamp,metric_value"));
+            return Err(FormatError::malformed(
+                path,
+                line,
+                Some(record.len() as u64 + 1),
+                "truncated row: expected metric_name,timestamp,metric_value",
+            ));
         }
         let width = cols.width;
         if width > 3 && record.len() != width {
@@ -303,7 +363,14 @@ impl CsvState {
                 format!("{} fields, the header has {width}", record.len()),
             ));
         }
-        let bad = |c: usize, what: &str| FormatError::malformed(path, line, Some(c as u64 + 1), format!("expected {what}, found `{}`", record.at(c)));
+        let bad = |c: usize, what: &str| {
+            FormatError::malformed(
+                path,
+                line,
+                Some(c as u64 + 1),
+                format!("expected {what}, found `{}`", record.at(c)),
+            )
+        };
         let ts = parse_timestamp(record.at(ts_c)).ok_or_else(|| bad(ts_c, "a timestamp"))?;
         if self.first {
             // k6's default `unix` format: whole seconds.
@@ -319,7 +386,11 @@ impl CsvState {
         let metric = record.at(metric_c);
         // Only a request's `http_reqs` sample is read for its tags.
         let tags = metric == "http_reqs";
-        let get = |c: Option<usize>| c.filter(|_| tags).and_then(|c| record.get(c)).filter(|s| !s.is_empty());
+        let get = |c: Option<usize>| {
+            c.filter(|_| tags)
+                .and_then(|c| record.get(c))
+                .filter(|s| !s.is_empty())
+        };
         self.asm.sample(Sample {
             metric,
             at_ms: ts,
@@ -337,7 +408,10 @@ impl CsvState {
 /// Reads `--out csv` in one pass (the same rows, read the same way, as [`read_csv_parts`]).
 pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
     let mut cols = None;
-    let mut state = CsvState { asm: Assembler::new(), first: true };
+    let mut state = CsvState {
+        asm: Assembler::new(),
+        first: true,
+    };
     rows::stream(path, reader, Dialect::csv(b','), 1, |f, line| match &cols {
         Some(cols) => state.row(path, cols, f, line),
         None => {
@@ -358,8 +432,13 @@ pub fn read_csv(path: &Path, reader: impl std::io::Read) -> Result<Source> {
 /// end across the cut) sends the whole file to one pass.
 pub fn read_csv_parts(path: &Path, limit: u64, part: u64) -> Result<Option<(Source, u64)>> {
     let (file, head) = parts::head(path, limit)?;
-    let Some(end) = memchr::memchr(b'\n', &head) else { return Ok(None) };
-    let mut csv = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(&head[..=end]);
+    let Some(end) = memchr::memchr(b'\n', &head) else {
+        return Ok(None);
+    };
+    let mut csv = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(&head[..=end]);
     let mut header = csv::StringRecord::new();
     match csv.read_record(&mut header) {
         // A header that is not one line (a quoted line end) is read by the one pass.
@@ -369,8 +448,17 @@ pub fn read_csv_parts(path: &Path, limit: u64, part: u64) -> Result<Option<(Sour
     }
     let cols = CsvColumns::of(header.iter());
     let reader = K6Csv { path, cols: &cols };
-    let mut acc = CsvState { asm: Assembler::new(), first: true };
-    let lines = parts::read(&file, Plan::new(end as u64 + 1, limit, part), &reader, &mut acc, 1)?;
+    let mut acc = CsvState {
+        asm: Assembler::new(),
+        first: true,
+    };
+    let lines = parts::read(
+        &file,
+        Plan::new(end as u64 + 1, limit, part),
+        &reader,
+        &mut acc,
+        1,
+    )?;
     Ok(lines.map(|lines| (acc.asm.finish(path, Format::K6Csv), lines)))
 }
 
@@ -390,24 +478,46 @@ impl Parts for K6Csv<'_> {
         memchr::memmem::find(window, b"\nhttp_reqs,").map(|i| i + 1)
     }
 
-    fn read(&self, buf: &[u8], own: usize, at_end: bool, how: How<'_, (f64, bool), CsvState>) -> Outcome<CsvState> {
+    fn read(
+        &self,
+        buf: &[u8],
+        own: usize,
+        at_end: bool,
+        how: How<'_, (f64, bool), CsvState>,
+    ) -> Outcome<CsvState> {
         let (origin, newest, whole_seconds, first) = match how {
             How::Guess(&(origin, whole)) => (Some(origin), None, whole, false),
-            How::After(acc) => (acc.asm.bucketer.origin_ms(), acc.asm.bucketer.newest(), acc.asm.whole_seconds, acc.first),
+            How::After(acc) => (
+                acc.asm.bucketer.origin_ms(),
+                acc.asm.bucketer.newest(),
+                acc.asm.whole_seconds,
+                acc.first,
+            ),
         };
         let mut asm = Assembler::with(Bucketer::part(BUCKET_S, Locator::Line, origin, newest));
         if whole_seconds {
             asm.whole_second_stamps();
         }
         let mut state = CsvState { asm, first };
-        match rows::records(self.path, buf, own, at_end, Dialect::csv(b','), |f, line| state.row(self.path, self.cols, f, line)) {
+        match rows::records(
+            self.path,
+            buf,
+            own,
+            at_end,
+            Dialect::csv(b','),
+            |f, line| state.row(self.path, self.cols, f, line),
+        ) {
             // The row runs past the cut: the file is read in one pass.
             Ok(Some((consumed, _))) if consumed != own => Outcome::NeedMore,
             Ok(Some((_, newlines))) => {
                 // The next row starts a request (or the file ends): this part's last one is whole.
                 state.asm.flush();
                 state.asm.bucketer.seal();
-                Outcome::Read { part: state, consumed: own, newlines }
+                Outcome::Read {
+                    part: state,
+                    consumed: own,
+                    newlines,
+                }
             }
             Ok(None) => Outcome::NeedMore,
             Err(e) => Outcome::Failed(e),
@@ -415,7 +525,10 @@ impl Parts for K6Csv<'_> {
     }
 
     fn seed(&self, acc: &CsvState) -> Option<(f64, bool)> {
-        acc.asm.bucketer.origin_ms().map(|o| (o, acc.asm.whole_seconds))
+        acc.asm
+            .bucketer
+            .origin_ms()
+            .map(|o| (o, acc.asm.whole_seconds))
     }
 
     fn exact(&self, part: &CsvState, acc: &CsvState) -> bool {
@@ -442,7 +555,9 @@ fn parse_timestamp(s: &str) -> Option<f64> {
             n => n * 1000.0,
         });
     }
-    s.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond() as f64)
+    s.parse::<jiff::Timestamp>()
+        .ok()
+        .map(|t| t.as_millisecond() as f64)
 }
 
 /// Whether the first line is k6 NDJSON.
@@ -458,7 +573,11 @@ pub fn read_json(path: &Path, mut reader: impl BufRead) -> Result<Source> {
     let mut line_no = 0u64;
     loop {
         line.clear();
-        if reader.read_until(b'\n', &mut line).map_err(|e| FormatError::io(path, e))? == 0 {
+        if reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| FormatError::io(path, e))?
+            == 0
+        {
             break;
         }
         line_no += 1;
@@ -474,20 +593,39 @@ impl Assembler {
             return Ok(());
         }
         if let Some(p) = point::point(text) {
-            return self.json_point(path, line_no, p.metric, Some(p.time), Some(p.value), &p.tags.unwrap_or_default());
+            return self.json_point(
+                path,
+                line_no,
+                p.metric,
+                Some(p.time),
+                Some(p.value),
+                &p.tags.unwrap_or_default(),
+            );
         }
         // A line that is not UTF-8 is refused whole, as when lines were read as text (serde
         // checks only the strings it reads).
         if let Err(e) = std::str::from_utf8(text) {
-            return Err(FormatError::malformed(path, line_no, Some(e.valid_up_to() as u64 + 1), "not UTF-8 text: save the file as UTF-8"));
+            return Err(FormatError::malformed(
+                path,
+                line_no,
+                Some(e.valid_up_to() as u64 + 1),
+                "not UTF-8 text: save the file as UTF-8",
+            ));
         }
-        let v: json::Line<'_> = serde_json::from_slice(text)
-            .map_err(|e| FormatError::malformed(path, line_no, Some(e.column() as u64), format!("not a JSON object: {e}")))?;
+        let v: json::Line<'_> = serde_json::from_slice(text).map_err(|e| {
+            FormatError::malformed(
+                path,
+                line_no,
+                Some(e.column() as u64),
+                format!("not a JSON object: {e}"),
+            )
+        })?;
         if v.kind.as_deref() != Some("Point") {
             return Ok(());
         }
         let Some(metric) = v.metric.as_deref() else {
-            self.book.skip(Unit::Row, line_no, "a Point without a metric name");
+            self.book
+                .skip(Unit::Row, line_no, "a Point without a metric name");
             return Ok(());
         };
         let t = &v.data.tags;
@@ -498,12 +636,29 @@ impl Assembler {
             name: t.name.as_deref(),
             url: t.url.as_deref(),
         };
-        self.json_point(path, line_no, metric, v.data.time.as_deref(), v.data.value, &tags)
+        self.json_point(
+            path,
+            line_no,
+            metric,
+            v.data.time.as_deref(),
+            v.data.value,
+            &tags,
+        )
     }
 
     /// Takes in one Point of metric `metric`.
-    fn json_point(&mut self, path: &Path, line_no: u64, metric: &str, time: Option<&str>, value: Option<f64>, tags: &point::Tags<'_>) -> Result<()> {
-        let at_us = time.and_then(rfc3339_us).ok_or_else(|| FormatError::malformed(path, line_no, None, "Point without a valid data.time"))?;
+    fn json_point(
+        &mut self,
+        path: &Path,
+        line_no: u64,
+        metric: &str,
+        time: Option<&str>,
+        value: Option<f64>,
+        tags: &point::Tags<'_>,
+    ) -> Result<()> {
+        let at_us = time.and_then(rfc3339_us).ok_or_else(|| {
+            FormatError::malformed(path, line_no, None, "Point without a valid data.time")
+        })?;
         self.sample(Sample {
             metric,
             at_ms: at_us as f64 / 1000.0,
@@ -511,7 +666,10 @@ impl Assembler {
             status: tags.status.and_then(|s| s.parse().ok()),
             expected: tags.expected_response.map(|s| s == "true"),
             code: tags.error_code.and_then(|s| s.parse().ok()),
-            label: tags.name.filter(|s| !s.is_empty()).or(tags.url.filter(|s| !s.is_empty())),
+            label: tags
+                .name
+                .filter(|s| !s.is_empty())
+                .or(tags.url.filter(|s| !s.is_empty())),
             line: line_no,
         });
         Ok(())
@@ -528,7 +686,13 @@ impl Assembler {
 pub fn read_json_parts(path: &Path, limit: u64, part: u64) -> Result<Option<(Source, u64)>> {
     let (file, _) = parts::head(path, limit)?;
     let mut acc = Assembler::new();
-    let lines = parts::read(&file, Plan::new(0, limit, part), &K6Json { path }, &mut acc, 0)?;
+    let lines = parts::read(
+        &file,
+        Plan::new(0, limit, part),
+        &K6Json { path },
+        &mut acc,
+        0,
+    )?;
     Ok(lines.map(|lines| (acc.finish(path, Format::K6Json), lines)))
 }
 
@@ -544,10 +708,17 @@ impl Parts for K6Json<'_> {
     type Part = Assembler;
 
     fn cut(&self, window: &[u8]) -> Option<usize> {
-        memchr::memmem::find(window, b"\n{\"metric\":\"http_reqs\",\"type\":\"Point\"").map(|i| i + 1)
+        memchr::memmem::find(window, b"\n{\"metric\":\"http_reqs\",\"type\":\"Point\"")
+            .map(|i| i + 1)
     }
 
-    fn read(&self, buf: &[u8], own: usize, at_end: bool, how: How<'_, f64, Assembler>) -> Outcome<Assembler> {
+    fn read(
+        &self,
+        buf: &[u8],
+        own: usize,
+        at_end: bool,
+        how: How<'_, f64, Assembler>,
+    ) -> Outcome<Assembler> {
         let (origin, newest) = match how {
             How::Guess(&origin) => (Some(origin), None),
             How::After(acc) => (acc.bucketer.origin_ms(), acc.bucketer.newest()),
@@ -571,7 +742,11 @@ impl Parts for K6Json<'_> {
         // The next line starts a request (or the file ends): this part's last one is whole.
         asm.flush();
         asm.bucketer.seal();
-        Outcome::Read { part: asm, consumed: pos, newlines: line }
+        Outcome::Read {
+            part: asm,
+            consumed: pos,
+            newlines: line,
+        }
     }
 
     fn seed(&self, acc: &Assembler) -> Option<f64> {
@@ -593,7 +768,11 @@ impl Parts for K6Json<'_> {
 /// form k6 writes (`2026-04-16T11:10:22.393886034Z`, or with an offset such as `+09:00`) by
 /// hand, anything else by jiff.
 fn rfc3339_us(s: &str) -> Option<i64> {
-    stamp_us(s.as_bytes()).or_else(|| s.parse::<jiff::Timestamp>().ok().map(|t| t.as_microsecond()))
+    stamp_us(s.as_bytes()).or_else(|| {
+        s.parse::<jiff::Timestamp>()
+            .ok()
+            .map(|t| t.as_microsecond())
+    })
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|±HH:MM)` from 1970 on, as µs since the epoch; `None`
@@ -604,7 +783,10 @@ fn stamp_us(s: &[u8]) -> Option<i64> {
     let mut at = 19;
     let mut micros = 0;
     if s.get(at) == Some(&b'.') {
-        let n = s[at + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let n = s[at + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
         if !(1..=9).contains(&n) {
             return None;
         }
@@ -619,7 +801,11 @@ fn stamp_us(s: &[u8]) -> Option<i64> {
             if h > 23 || m > 59 {
                 return None;
             }
-            if *sign == b'+' { h * 3600 + m * 60 } else { -(h * 3600 + m * 60) }
+            if *sign == b'+' {
+                h * 3600 + m * 60
+            } else {
+                -(h * 3600 + m * 60)
+            }
         }
         _ => return None,
     };
@@ -639,7 +825,9 @@ mod json {
     use std::borrow::Cow;
     use std::fmt;
 
-    use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use serde::de::{
+        Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+    };
 
     /// One line: `{"type": …, "metric": …, "data": {…}}`.
     #[derive(Default)]
@@ -683,7 +871,10 @@ mod json {
                 "metric" => self.metric = map.next_value::<Any<'de>>()?.text(),
                 "data" => {
                     let no_tags = self.metric.as_deref().is_some_and(|m| m != "http_reqs");
-                    self.data = map.next_value_seed(Object(Data { no_tags, ..Data::default() }))?;
+                    self.data = map.next_value_seed(Object(Data {
+                        no_tags,
+                        ..Data::default()
+                    }))?;
                 }
                 _ => skip(map)?,
             }
@@ -856,16 +1047,24 @@ mod json {
 /// Whether `text` is a `--summary-export` file (legacy flat shape) or `handleSummary` data.
 pub fn sniff_summary(head: &str) -> bool {
     let h = head.trim_start();
-    h.starts_with('{') && (h.contains("\"root_group\"") || h.contains("\"metrics\"")) && !sniff_json(h.lines().next().unwrap_or(""))
+    h.starts_with('{')
+        && (h.contains("\"root_group\"") || h.contains("\"metrics\""))
+        && !sniff_json(h.lines().next().unwrap_or(""))
 }
 
 /// k6's trend statistics as a latency summary (a statistic the file lacks is NaN, shown
 /// n/a; never another statistic in its place), and every statistic as text, custom
 /// percentiles (`summaryTrendStats`) included.
 fn trend_summary(node: &serde_json::Value, count: u64) -> (Option<LatencySummary>, String) {
-    let Some(map) = node.as_object() else { return (None, String::new()) };
+    let Some(map) = node.as_object() else {
+        return (None, String::new());
+    };
     // A time that no request can have (negative, NaN) is n/a too.
-    let time = |k: &str| map.get(k).and_then(serde_json::Value::as_f64).filter(|v| v.is_finite() && *v >= 0.0);
+    let time = |k: &str| {
+        map.get(k)
+            .and_then(serde_json::Value::as_f64)
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
     let stat = |k: &str| time(k).unwrap_or(f64::NAN);
     let pct = |p: &str| time(&format!("p({p})"));
     let mut stats: Vec<(f64, String)> = map
@@ -877,14 +1076,25 @@ fn trend_summary(node: &serde_json::Value, count: u64) -> (Option<LatencySummary
                 "avg" => -1.0,
                 "med" => 50.0,
                 "max" => 101.0,
-                k => k.strip_prefix("p(")?.strip_suffix(')')?.parse::<f64>().ok()?,
+                k => k
+                    .strip_prefix("p(")?
+                    .strip_suffix(')')?
+                    .parse::<f64>()
+                    .ok()?,
             };
             Some((order, format!("{k} {v:.3}")))
         })
         .collect();
     stats.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let text = stats.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(", ");
-    if map.keys().all(|k| !["min", "avg", "med", "max"].contains(&k.as_str()) && !k.starts_with("p(")) {
+    let text = stats
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if map
+        .keys()
+        .all(|k| !["min", "avg", "med", "max"].contains(&k.as_str()) && !k.starts_with("p("))
+    {
         return (None, text);
     }
     let summary = LatencySummary {
@@ -905,37 +1115,65 @@ fn trend_summary(node: &serde_json::Value, count: u64) -> (Option<LatencySummary
 /// Line of the first occurrence of `needle` in `text` (1 when absent), for messages about a
 /// JSON document.
 fn line_of(text: &str, needle: &str) -> u64 {
-    text.find(needle).map_or(1, |at| text[..at].matches('\n').count() as u64 + 1)
+    text.find(needle)
+        .map_or(1, |at| text[..at].matches('\n').count() as u64 + 1)
 }
 
 /// Reads `--summary-export`: totals only, one interval spanning the run.
 pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        let cut = if e.is_eof() { " (the file ends before the JSON does: cut off?)" } else { "" };
-        FormatError::malformed(path, e.line() as u64, Some(e.column() as u64), format!("{e}{cut}"))
+        let cut = if e.is_eof() {
+            " (the file ends before the JSON does: cut off?)"
+        } else {
+            ""
+        };
+        FormatError::malformed(
+            path,
+            e.line() as u64,
+            Some(e.column() as u64),
+            format!("{e}{cut}"),
+        )
     })?;
     let m = &v["metrics"];
     // Legacy flat values, or handleSummary's { values: {...} }.
     let get = |metric: &str, field: &str| {
         let node = &m[metric];
-        node[field].as_f64().or_else(|| node["values"][field].as_f64())
+        node[field]
+            .as_f64()
+            .or_else(|| node["values"][field].as_f64())
     };
     // A count must be a whole number, not negative.
     let whole = |metric: &str, field: &str, v: f64| -> Result<f64> {
         if v >= 0.0 && v.fract() == 0.0 && v <= 1e15 {
             Ok(v)
         } else {
-            Err(FormatError::malformed(path, line_of(text, &format!("\"{metric}\"")), None, format!("metrics.{metric}.{field} is {v}: expected a count of requests")))
+            Err(FormatError::malformed(
+                path,
+                line_of(text, &format!("\"{metric}\"")),
+                None,
+                format!("metrics.{metric}.{field} is {v}: expected a count of requests"),
+            ))
         }
     };
-    let count = get("http_reqs", "count")
-        .ok_or_else(|| FormatError::malformed(path, 1, None, "no metrics.http_reqs.count: not a k6 summary with HTTP requests"))?;
+    let count = get("http_reqs", "count").ok_or_else(|| {
+        FormatError::malformed(
+            path,
+            1,
+            None,
+            "no metrics.http_reqs.count: not a k6 summary with HTTP requests",
+        )
+    })?;
     let count = whole("http_reqs", "count", count)?;
     let mut unavailable = Vec::new();
     let rate = match get("http_reqs", "rate") {
         Some(r) if r > 0.0 => Some(r),
         Some(r) if r < 0.0 => {
-            return Err(FormatError::malformed(path, line_of(text, "\"http_reqs\""), None, format!("metrics.http_reqs.rate is {r}: expected requests per second")));
+            return Err(FormatError::malformed(
+                path,
+                line_of(text, "\"http_reqs\""),
+                None,
+                format!("metrics.http_reqs.rate is {r}: expected requests per second"),
+            ));
         }
         _ if count == 0.0 => None,
         _ => {
@@ -955,7 +1193,9 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
                     path,
                     line_of(text, "\"http_req_failed\""),
                     None,
-                    format!("metrics.http_req_failed.passes is {f}, more failed requests than the {count} of http_reqs.count"),
+                    format!(
+                        "metrics.http_req_failed.passes is {f}, more failed requests than the {count} of http_reqs.count"
+                    ),
                 ));
             }
             f
@@ -974,7 +1214,15 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
     // submetric (it does by default since v0.31); else every request.
     let trend_of = |metric: &str| {
         let ok = format!("{metric}{{expected_response:true}}");
-        let node = |name: &str| m.get(name).filter(|n| n.is_object()).map(|n| if n["values"].is_object() { &n["values"] } else { n });
+        let node = |name: &str| {
+            m.get(name).filter(|n| n.is_object()).map(|n| {
+                if n["values"].is_object() {
+                    &n["values"]
+                } else {
+                    n
+                }
+            })
+        };
         match node(&ok) {
             Some(n) => Some((ok, n, true)),
             None => node(metric).map(|n| (metric.to_string(), n, false)),
@@ -982,7 +1230,11 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
     };
     let waiting = trend_of("http_req_waiting");
     let duration = trend_of("http_req_duration");
-    let mean_of = |t: &Option<(String, &serde_json::Value, bool)>| t.as_ref().and_then(|(_, n, _)| n["avg"].as_f64()).filter(|w| w.is_finite() && *w >= 0.0);
+    let mean_of = |t: &Option<(String, &serde_json::Value, bool)>| {
+        t.as_ref()
+            .and_then(|(_, n, _)| n["avg"].as_f64())
+            .filter(|w| w.is_finite() && *w >= 0.0)
+    };
     let mttfb = mean_of(&waiting);
     if mttfb.is_none() {
         unavailable.push(InputNote::Unavailable {
@@ -1008,16 +1260,26 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
             },
             mttfb_ms: mttfb.unwrap_or(f64::NAN),
             mean_test_time_ms: mean_of(&duration).unwrap_or(f64::NAN),
-            vusers: get("vus_max", "max").or_else(|| get("vus_max", "value")).unwrap_or(0.0),
+            vusers: get("vus_max", "max")
+                .or_else(|| get("vus_max", "value"))
+                .unwrap_or(0.0),
             ..Default::default()
         }],
     };
     src.notes.push("k6 summary: totals only, one interval spanning the run; TPS = successful requests ÷ the run's length (http_reqs.count ÷ rate).".to_string());
     for (t, what) in [(&waiting, "TTFB"), (&duration, "total")] {
-        let Some((name, node, ok_only)) = t else { continue };
+        let Some((name, node, ok_only)) = t else {
+            continue;
+        };
         let (summary, stats) = trend_summary(node, if *ok_only { tests } else { count as u64 });
-        let whom = if *ok_only { "successful requests" } else { "every request, failed ones included: the file has no expected_response:true submetric" };
-        src.notes.push(format!("{what} per request = k6's own {name} ({whom}), ms: {stats}."));
+        let whom = if *ok_only {
+            "successful requests"
+        } else {
+            "every request, failed ones included: the file has no expected_response:true submetric"
+        };
+        src.notes.push(format!(
+            "{what} per request = k6's own {name} ({whom}), ms: {stats}."
+        ));
         match what {
             "TTFB" => src.tool_latency.ttfb = summary,
             _ => src.tool_latency.total = summary,
@@ -1032,7 +1294,12 @@ mod tests {
     use super::*;
 
     /// What the serde reader takes from a line: (metric, time, value, an http_reqs Point's tags).
-    type Read = (String, Option<String>, Option<f64>, Option<[Option<String>; 5]>);
+    type Read = (
+        String,
+        Option<String>,
+        Option<f64>,
+        Option<[Option<String>; 5]>,
+    );
 
     fn by_serde(line: &[u8]) -> Option<Read> {
         let v: json::Line<'_> = serde_json::from_slice(line).ok()?;
@@ -1042,15 +1309,41 @@ mod tests {
         let metric = v.metric?.into_owned();
         let t = &v.data.tags;
         let own = |x: &Option<std::borrow::Cow<'_, str>>| x.as_deref().map(str::to_string);
-        let tags = (metric == "http_reqs").then(|| [own(&t.status), own(&t.expected_response), own(&t.error_code), own(&t.name), own(&t.url)]);
-        Some((metric, v.data.time.map(|t| t.into_owned()), v.data.value, tags))
+        let tags = (metric == "http_reqs").then(|| {
+            [
+                own(&t.status),
+                own(&t.expected_response),
+                own(&t.error_code),
+                own(&t.name),
+                own(&t.url),
+            ]
+        });
+        Some((
+            metric,
+            v.data.time.map(|t| t.into_owned()),
+            v.data.value,
+            tags,
+        ))
     }
 
     fn by_hand(line: &[u8]) -> Option<Read> {
         let p = point::point(line)?;
         let s = |x: Option<&str>| x.map(str::to_string);
-        let tags = p.tags.map(|t| [s(t.status), s(t.expected_response), s(t.error_code), s(t.name), s(t.url)]);
-        Some((p.metric.to_string(), Some(p.time.to_string()), Some(p.value), tags))
+        let tags = p.tags.map(|t| {
+            [
+                s(t.status),
+                s(t.expected_response),
+                s(t.error_code),
+                s(t.name),
+                s(t.url),
+            ]
+        });
+        Some((
+            p.metric.to_string(),
+            Some(p.time.to_string()),
+            Some(p.value),
+            tags,
+        ))
     }
 
     #[test]
@@ -1084,43 +1377,83 @@ mod tests {
             let (hand, serde) = (by_hand(&line), by_serde(&line));
             if let Some(h) = &hand {
                 by_hand_n += 1;
-                assert_eq!(Some(h), serde.as_ref(), "{}", String::from_utf8_lossy(&line));
-                assert!(h.2.unwrap().to_bits() == serde.as_ref().unwrap().2.unwrap().to_bits(), "the same bits: {}", String::from_utf8_lossy(&line));
+                assert_eq!(
+                    Some(h),
+                    serde.as_ref(),
+                    "{}",
+                    String::from_utf8_lossy(&line)
+                );
+                assert!(
+                    h.2.unwrap().to_bits() == serde.as_ref().unwrap().2.unwrap().to_bits(),
+                    "the same bits: {}",
+                    String::from_utf8_lossy(&line)
+                );
                 both += 1;
             }
         }
-        assert!(by_hand_n > 20_000 && both == by_hand_n, "{by_hand_n} lines read by hand");
+        assert!(
+            by_hand_n > 20_000 && both == by_hand_n,
+            "{by_hand_n} lines read by hand"
+        );
     }
 
     #[test]
     fn time_stamps_read_as_jiff_reads_them() {
-        let jiff_us = |s: &str| s.parse::<jiff::Timestamp>().ok().map(|t| t.as_microsecond());
+        let jiff_us = |s: &str| {
+            s.parse::<jiff::Timestamp>()
+                .ok()
+                .map(|t| t.as_microsecond())
+        };
         let mut rng = fastrand::Rng::with_seed(5);
         let mut fast = 0;
         for i in 0..200_000 {
-            let y = if i % 50 == 0 { rng.i64(9990..10000) } else { rng.i64(1965..2200) };
+            let y = if i % 50 == 0 {
+                rng.i64(9990..10000)
+            } else {
+                rng.i64(1965..2200)
+            };
             let (mo, d) = (rng.i64(0..14), rng.i64(0..33));
             let (h, mi, sec) = (rng.i64(0..25), rng.i64(0..61), rng.i64(0..61));
             let frac = match rng.u8(0..4) {
                 0 => String::new(),
                 n => {
                     let digits = rng.usize(if n == 3 { 0..12 } else { 1..10 });
-                    format!(".{}", (0..digits).map(|_| char::from(b'0' + rng.u8(0..10))).collect::<String>())
+                    format!(
+                        ".{}",
+                        (0..digits)
+                            .map(|_| char::from(b'0' + rng.u8(0..10)))
+                            .collect::<String>()
+                    )
                 }
             };
             let zone = match rng.u8(0..4) {
                 0 | 1 => "Z".to_string(),
-                2 => format!("{}{:02}:{:02}", if rng.bool() { '+' } else { '-' }, rng.i64(0..25), rng.i64(0..61)),
+                2 => format!(
+                    "{}{:02}:{:02}",
+                    if rng.bool() { '+' } else { '-' },
+                    rng.i64(0..25),
+                    rng.i64(0..61)
+                ),
                 _ => ["z", "+0900", "+09", "", " Z", "Z "][rng.usize(0..6)].to_string(),
             };
             let text = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}{frac}{zone}");
-            let text = if i % 1000 == 0 { text.replace('T', " ") } else { text };
+            let text = if i % 1000 == 0 {
+                text.replace('T', " ")
+            } else {
+                text
+            };
             assert_eq!(rfc3339_us(&text), jiff_us(&text), "`{text}`");
             fast += usize::from(stamp_us(text.as_bytes()).is_some());
         }
         assert!(fast > 50_000, "{fast} read by hand");
-        assert_eq!(stamp_us(b"2026-04-16T11:10:22.393886034Z"), Some(1_776_337_822_393_886));
-        assert_eq!(stamp_us(b"2026-04-16T20:10:22.393886+09:00"), Some(1_776_337_822_393_886));
+        assert_eq!(
+            stamp_us(b"2026-04-16T11:10:22.393886034Z"),
+            Some(1_776_337_822_393_886)
+        );
+        assert_eq!(
+            stamp_us(b"2026-04-16T20:10:22.393886+09:00"),
+            Some(1_776_337_822_393_886)
+        );
     }
 
     #[test]
@@ -1139,12 +1472,21 @@ mod tests {
         let src = read_csv(Path::new("k6.csv"), csv.as_bytes()).unwrap();
         let ttfb = src.latency(crate::HistKey::TTFB, 0.0).unwrap();
         let total = src.latency(crate::HistKey::TOTAL, 0.0).unwrap();
-        assert!((ttfb.max_ms - 25.0).abs() < 0.05, "TTFB = http_req_waiting: {ttfb:?}");
-        assert!((total.max_ms - 30.0).abs() < 0.05, "total = http_req_duration, no connecting: {total:?}");
+        assert!(
+            (ttfb.max_ms - 25.0).abs() < 0.05,
+            "TTFB = http_req_waiting: {ttfb:?}"
+        );
+        assert!(
+            (total.max_ms - 30.0).abs() < 0.05,
+            "total = http_req_duration, no connecting: {total:?}"
+        );
         assert_eq!(src.per_test[0].0, "/a");
         // Started at 10.100 − 0.0505 − 0.030 = 10.0195 s: in the second that ends at 11 s.
         let row = &src.series.intervals[0];
-        assert!((row.period_s - (10.100 - 10.0195)).abs() < 1e-6, "the interval is the request's own span: {row:?}");
+        assert!(
+            (row.period_s - (10.100 - 10.0195)).abs() < 1e-6,
+            "the interval is the request's own span: {row:?}"
+        );
     }
 
     /// What a line gives volley, read through a `serde_json::Value` (as the reader once did).

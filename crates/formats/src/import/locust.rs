@@ -34,11 +34,21 @@ type Lines = Vec<(u64, Vec<String>)>;
 
 /// The header and the rows of a Locust CSV.
 fn records(path: &Path, text: &str) -> Result<(Vec<String>, Lines)> {
-    let mut csv = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(text.as_bytes());
+    let mut csv = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes());
     let mut rows = Vec::new();
     let mut header = Vec::new();
     for rec in csv.records() {
-        let rec = rec.map_err(|e| FormatError::malformed(path, e.position().map_or(0, |p| p.line()), None, e.to_string()))?;
+        let rec = rec.map_err(|e| {
+            FormatError::malformed(
+                path,
+                e.position().map_or(0, |p| p.line()),
+                None,
+                e.to_string(),
+            )
+        })?;
         let line = rec.position().map_or(0, |p| p.line());
         let fields: Vec<String> = rec.iter().map(|s| s.trim().to_string()).collect();
         if fields.iter().all(|f| f.is_empty()) {
@@ -49,12 +59,20 @@ fn records(path: &Path, text: &str) -> Result<(Vec<String>, Lines)> {
             continue;
         }
         if fields.len() != header.len() {
-            let what = if fields.len() < header.len() { "truncated row" } else { "too many fields (a separator in a name?)" };
+            let what = if fields.len() < header.len() {
+                "truncated row"
+            } else {
+                "too many fields (a separator in a name?)"
+            };
             return Err(FormatError::malformed(
                 path,
                 line,
                 Some(fields.len().min(header.len()) as u64 + 1),
-                format!("{what}: {} fields, the header has {}", fields.len(), header.len()),
+                format!(
+                    "{what}: {} fields, the header has {}",
+                    fields.len(),
+                    header.len()
+                ),
             ));
         }
         rows.push((line, fields));
@@ -63,21 +81,36 @@ fn records(path: &Path, text: &str) -> Result<(Vec<String>, Lines)> {
 }
 
 fn column(path: &Path, header: &[String], name: &str) -> Result<usize> {
-    header
-        .iter()
-        .position(|h| h == name)
-        .ok_or_else(|| FormatError::malformed(path, 1, None, format!("Locust header has no `{name}` column")))
+    header.iter().position(|h| h == name).ok_or_else(|| {
+        FormatError::malformed(
+            path,
+            1,
+            None,
+            format!("Locust header has no `{name}` column"),
+        )
+    })
 }
 
 /// A field as a number; `None` for Locust's `N/A` and for an empty field.
-fn value(path: &Path, line: u64, fields: &[String], c: usize, header: &[String]) -> Result<Option<f64>> {
+fn value(
+    path: &Path,
+    line: u64,
+    fields: &[String],
+    c: usize,
+    header: &[String],
+) -> Result<Option<f64>> {
     let raw = fields.get(c).map(String::as_str).unwrap_or("");
     if raw == "N/A" || raw.is_empty() {
         return Ok(None);
     }
-    raw.parse()
-        .map(Some)
-        .map_err(|_| FormatError::malformed(path, line, Some(c as u64 + 1), format!("`{}`: expected a number, found `{raw}`", header[c])))
+    raw.parse().map(Some).map_err(|_| {
+        FormatError::malformed(
+            path,
+            line,
+            Some(c as u64 + 1),
+            format!("`{}`: expected a number, found `{raw}`", header[c]),
+        )
+    })
 }
 
 /// Why `v` cannot be a count or a time, if it cannot.
@@ -90,7 +123,11 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
     let (header, rows) = records(path, text)?;
     let c = |n: &str| column(path, &header, n);
     let (ts_c, users_c, name_c) = (c("Timestamp")?, c("User Count")?, c("Name")?);
-    let (count_c, fail_c, avg_c) = (c("Total Request Count")?, c("Total Failure Count")?, c("Total Average Response Time")?);
+    let (count_c, fail_c, avg_c) = (
+        c("Total Request Count")?,
+        c("Total Failure Count")?,
+        c("Total Average Response Time")?,
+    );
     let mut series = Series::default();
     let mut book = NoteBook::new(Locator::Line);
     // The previous row: its time stamp (moved on where the clock stepped back), totals and
@@ -110,14 +147,25 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
         let names = std::mem::take(&mut pending_names);
         let line = *line;
         let n = |col| value(path, line, f, col, &header);
-        let (ts, count, fail, avg, users) = (n(ts_c)?, n(count_c)?, n(fail_c)?, n(avg_c)?, n(users_c)?);
-        for (col, v) in [(count_c, count), (fail_c, fail), (avg_c, avg), (users_c, users), (ts_c, ts)] {
+        let (ts, count, fail, avg, users) =
+            (n(ts_c)?, n(count_c)?, n(fail_c)?, n(avg_c)?, n(users_c)?);
+        for (col, v) in [
+            (count_c, count),
+            (fail_c, fail),
+            (avg_c, avg),
+            (users_c, users),
+            (ts_c, ts),
+        ] {
             if let Some(why) = v.and_then(odd) {
                 book.skip(Unit::Row, line, &format!("`{}` is {why}", header[col]));
                 continue 'rows;
             }
         }
-        let (mut count, mut fail, avg) = (count.unwrap_or(0.0), fail.unwrap_or(0.0), avg.unwrap_or(0.0));
+        let (mut count, mut fail, avg) = (
+            count.unwrap_or(0.0),
+            fail.unwrap_or(0.0),
+            avg.unwrap_or(0.0),
+        );
         if count > MAX_COUNT {
             book.skip(Unit::Row, line, "`Total Request Count` is more than 10^12");
             continue;
@@ -137,11 +185,19 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
             }
             (Some(t), _) => t + offset,
             (None, Some(p)) => {
-                book.used(Unit::Row, line, "no Timestamp: placed 1 s after the row above.");
+                book.used(
+                    Unit::Row,
+                    line,
+                    "no Timestamp: placed 1 s after the row above.",
+                );
                 p + 1.0
             }
             (None, None) => {
-                book.skip(Unit::Row, line, "the first row has no Timestamp to start the series from");
+                book.skip(
+                    Unit::Row,
+                    line,
+                    "the first row has no Timestamp to start the series from",
+                );
                 continue;
             }
         };
@@ -162,7 +218,11 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
             let errors = fail - prev_fail;
             let tests = (requests - errors).max(0.0);
             // Mean response time of this interval's requests, from the cumulative averages.
-            let mean = if requests > 0.0 { ((sum - prev_sum) / requests).max(0.0) } else { 0.0 };
+            let mean = if requests > 0.0 {
+                ((sum - prev_sum) / requests).max(0.0)
+            } else {
+                0.0
+            };
             series.intervals.push(Interval {
                 start_s: p - first,
                 period_s: period,
@@ -187,16 +247,30 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
         groups.push(names);
     }
     if series.intervals.is_empty() {
-        return Err(FormatError::malformed(path, 2, None, "no `Aggregated` rows: not a Locust stats history with data"));
+        return Err(FormatError::malformed(
+            path,
+            2,
+            None,
+            "no `Aggregated` rows: not a Locust stats history with data",
+        ));
     }
     let mut src = source(path, Format::LocustHistory);
-    src.per_test = per_name(path, &header, &groups, &series, [name_c, count_c, fail_c, avg_c])?;
+    src.per_test = per_name(
+        path,
+        &header,
+        &groups,
+        &series,
+        [name_c, count_c, fail_c, avg_c],
+    )?;
     src.notes.push("Locust stamps its history rows with whole seconds: TPS here is per stamped second between rows, so it can differ from Locust's own Requests/s (count ÷ first to last request) by up to a second's worth of the run.".to_string());
     src.series = series;
     src.input_notes = book.into_notes();
     src.input_notes.extend(missing_tail(path, prev_count));
     src.notes.push("Locust measures no time to first byte: MTTFB here is Locust's response time, per interval from its cumulative averages (Requests include failures in Locust; Tests here are successes only).".to_string());
-    src.notes.push("Per-interval data only: per-request percentiles are not available from this file.".to_string());
+    src.notes.push(
+        "Per-interval data only: per-request percentiles are not available from this file."
+            .to_string(),
+    );
     Ok(src)
 }
 
@@ -222,8 +296,15 @@ fn per_name(
         let mut at: Vec<(f64, f64, f64)> = Vec::with_capacity(groups.len());
         let mut last = (0.0, 0.0, 0.0);
         for g in groups {
-            if let Some((line, f)) = g.iter().find(|(_, f)| f[name_c] == name).map(|r| (r.0, &r.1)) {
-                let n = |c| value(path, line, f, c, header).map(|v| v.filter(|v| odd(*v).is_none()).unwrap_or(0.0));
+            if let Some((line, f)) = g
+                .iter()
+                .find(|(_, f)| f[name_c] == name)
+                .map(|r| (r.0, &r.1))
+            {
+                let n = |c| {
+                    value(path, line, f, c, header)
+                        .map(|v| v.filter(|v| odd(*v).is_none()).unwrap_or(0.0))
+                };
                 let (count, fail, avg) = (n(count_c)?, n(fail_c)?, n(avg_c)?);
                 last = (count, fail.min(count), avg * count);
             }
@@ -231,11 +312,21 @@ fn per_name(
         }
         let mut series = Series::default();
         for (k, row) in total.intervals.iter().enumerate() {
-            let (Some(&(pc, pf, ps)), Some(&(c, f, s))) = (at.get(k), at.get(k + 1)) else { break };
-            let (pc, pf, ps) = if c < pc || f < pf { (0.0, 0.0, 0.0) } else { (pc, pf, ps) };
+            let (Some(&(pc, pf, ps)), Some(&(c, f, s))) = (at.get(k), at.get(k + 1)) else {
+                break;
+            };
+            let (pc, pf, ps) = if c < pc || f < pf {
+                (0.0, 0.0, 0.0)
+            } else {
+                (pc, pf, ps)
+            };
             let (requests, errors) = (c - pc, f - pf);
             let tests = (requests - errors).max(0.0);
-            let mean = if requests > 0.0 { ((s - ps) / requests).max(0.0) } else { 0.0 };
+            let mean = if requests > 0.0 {
+                ((s - ps) / requests).max(0.0)
+            } else {
+                0.0
+            };
             series.intervals.push(Interval {
                 start_s: row.start_s,
                 period_s: row.period_s,
@@ -257,12 +348,23 @@ fn per_name(
 /// the same run (`--json-file PREFIX`, so `PREFIX.json`) lies beside `PREFIX_stats_history.csv`;
 /// `None` when that JSON shows nothing is missing.
 fn missing_tail(path: &Path, history_count: f64) -> Option<InputNote> {
-    let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let json = file.strip_suffix("_stats_history.csv").map(|prefix| path.with_file_name(format!("{prefix}.json")));
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let json = file
+        .strip_suffix("_stats_history.csv")
+        .map(|prefix| path.with_file_name(format!("{prefix}.json")));
     let habit = "Locust writes this file (and _stats.csv) once a second, not when the run ends, so the requests made after its last write are in neither";
-    let total = json.as_ref().and_then(|p| end_of_run_count(&std::fs::read_to_string(p).ok()?));
+    let total = json
+        .as_ref()
+        .and_then(|p| end_of_run_count(&std::fs::read_to_string(p).ok()?));
     let shown = history_count as u64;
-    let name = json.as_ref().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = json
+        .as_ref()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     Some(match total {
         Some(t) if t == shown => return None,
         Some(t) if t > shown => InputNote::NotInFile {
@@ -286,14 +388,23 @@ fn missing_tail(path: &Path, history_count: f64) -> Option<InputNote> {
 /// name, each with `num_requests`); `None` when `text` is not that.
 fn end_of_run_count(text: &str) -> Option<u64> {
     let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    v.as_array()?.iter().map(|e| e.get("num_requests")?.as_u64()).sum()
+    v.as_array()?
+        .iter()
+        .map(|e| e.get("num_requests")?.as_u64())
+        .sum()
 }
 
 /// Reads `_stats.csv`: totals only, one interval, per `Name` too.
 pub fn read_stats(path: &Path, text: &str) -> Result<Source> {
     let (header, rows) = records(path, text)?;
     let c = |n: &str| column(path, &header, n);
-    let cols = Cols { name: c("Name")?, count: c("Request Count")?, fail: c("Failure Count")?, avg: c("Average Response Time")?, rps: c("Requests/s")? };
+    let cols = Cols {
+        name: c("Name")?,
+        count: c("Request Count")?,
+        fail: c("Failure Count")?,
+        avg: c("Average Response Time")?,
+        rps: c("Requests/s")?,
+    };
     let (line, agg) = rows
         .iter()
         .find(|(_, f)| f.get(cols.name).map(String::as_str) == Some("Aggregated"))
@@ -310,11 +421,21 @@ pub fn read_stats(path: &Path, text: &str) -> Result<Source> {
         figure: Figure::PerInterval,
         why: "Locust's _stats.csv holds one total for the run: TPS and MTTFB percentiles over intervals, and MTTFB difference and variability, cannot be computed from it (the per-request percentiles shown are Locust's own).".to_string(),
     });
-    for (line, f) in rows.iter().filter(|(_, f)| f.get(cols.name).map(String::as_str) != Some("Aggregated")) {
+    for (line, f) in rows
+        .iter()
+        .filter(|(_, f)| f.get(cols.name).map(String::as_str) != Some("Aggregated"))
+    {
         let t = totals(path, &header, *line, f, &cols)?;
-        src.per_test.push((f[cols.name].clone(), Series { intervals: vec![t.interval] }));
+        src.per_test.push((
+            f[cols.name].clone(),
+            Series {
+                intervals: vec![t.interval],
+            },
+        ));
     }
-    src.series = Series { intervals: vec![total.interval] };
+    src.series = Series {
+        intervals: vec![total.interval],
+    };
     src.tool_latency.total = total.latency;
     src.notes.push("Locust totals only: one interval spanning the run; TPS = successful requests ÷ the run's length (Request Count ÷ Requests/s).".to_string());
     src.notes.push(format!(
@@ -346,17 +467,32 @@ fn totals(path: &Path, header: &[String], line: u64, f: &[String], cols: &Cols) 
     let opt = |col: usize| -> Result<Option<f64>> {
         let v = value(path, line, f, col, header)?;
         match v.and_then(odd) {
-            Some(why) => Err(FormatError::malformed(path, line, Some(col as u64 + 1), format!("`{}` is {why}", header[col]))),
+            Some(why) => Err(FormatError::malformed(
+                path,
+                line,
+                Some(col as u64 + 1),
+                format!("`{}` is {why}", header[col]),
+            )),
             None => Ok(v),
         }
     };
     let n = |col: usize| opt(col).map(|v| v.unwrap_or(0.0));
     let (count, fail, avg, rps) = (n(cols.count)?, n(cols.fail)?, n(cols.avg)?, n(cols.rps)?);
     if count > MAX_COUNT {
-        return Err(FormatError::malformed(path, line, Some(cols.count as u64 + 1), format!("{count} requests: more than 10^12")));
+        return Err(FormatError::malformed(
+            path,
+            line,
+            Some(cols.count as u64 + 1),
+            format!("{count} requests: more than 10^12"),
+        ));
     }
     if fail > count {
-        return Err(FormatError::malformed(path, line, Some(cols.fail as u64 + 1), format!("{fail} failures of {count} requests")));
+        return Err(FormatError::malformed(
+            path,
+            line,
+            Some(cols.fail as u64 + 1),
+            format!("{fail} failures of {count} requests"),
+        ));
     }
     let duration = if rps > 0.0 { count / rps } else { 0.0 };
     let tests = count - fail;
@@ -382,13 +518,24 @@ fn totals(path: &Path, header: &[String], line: u64, f: &[String], cols: &Cols) 
             None => Ok(f64::NAN),
         }
     };
-    let named = ["Min Response Time", "Average Response Time", "Median Response Time", "Max Response Time"];
-    let pcts: Vec<&String> = header.iter().filter(|h| h.ends_with('%') && h[..h.len() - 1].parse::<f64>().is_ok()).collect();
+    let named = [
+        "Min Response Time",
+        "Average Response Time",
+        "Median Response Time",
+        "Max Response Time",
+    ];
+    let pcts: Vec<&String> = header
+        .iter()
+        .filter(|h| h.ends_with('%') && h[..h.len() - 1].parse::<f64>().is_ok())
+        .collect();
     let mut text = Vec::new();
     for h in named.iter().copied().chain(pcts.iter().map(|s| s.as_str())) {
         let v = stat(h)?;
         if v.is_finite() {
-            text.push(format!("{} {v:.3}", h.trim_end_matches(" Response Time").to_lowercase()));
+            text.push(format!(
+                "{} {v:.3}",
+                h.trim_end_matches(" Response Time").to_lowercase()
+            ));
         }
     }
     let latency = (count > 0.0).then(|| -> Result<LatencySummary> {
@@ -397,7 +544,11 @@ fn totals(path: &Path, header: &[String], line: u64, f: &[String], cols: &Cols) 
             count: count as u64,
             min_ms: stat("Min Response Time")?,
             mean_ms: avg,
-            p50_ms: if p50.is_finite() { p50 } else { stat("Median Response Time")? },
+            p50_ms: if p50.is_finite() {
+                p50
+            } else {
+                stat("Median Response Time")?
+            },
             p90_ms: stat("90%")?,
             p95_ms: stat("95%")?,
             p99_ms: stat("99%")?,
@@ -406,5 +557,10 @@ fn totals(path: &Path, header: &[String], line: u64, f: &[String], cols: &Cols) 
             max_ms: stat("Max Response Time")?,
         })
     });
-    Ok(Totals { count, interval, latency: latency.transpose()?, text: text.join(", ") })
+    Ok(Totals {
+        count,
+        interval,
+        latency: latency.transpose()?,
+        text: text.join(", "),
+    })
 }

@@ -22,7 +22,10 @@ pub const BUCKET_S: f64 = 1.0;
 pub(crate) fn source(path: &Path, format: Format) -> Source {
     Source {
         path: path.to_path_buf(),
-        name: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        name: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         format,
         series: Default::default(),
         per_test: Vec::new(),
@@ -48,7 +51,12 @@ pub(crate) const MAX_DURATION_MS: f64 = 7.0 * 86_400_000.0;
 /// Why `v` falls outside `0..=max`, in words (`below` and `above` say how it is out);
 /// `None` when it is inside.
 #[inline]
-pub(crate) fn out_of_range(v: f64, max: f64, below: &'static str, above: &'static str) -> Option<&'static str> {
+pub(crate) fn out_of_range(
+    v: f64,
+    max: f64,
+    below: &'static str,
+    above: &'static str,
+) -> Option<&'static str> {
     if v.is_nan() {
         Some("NaN")
     } else if v.is_infinite() {

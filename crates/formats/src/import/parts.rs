@@ -44,7 +44,11 @@ pub(crate) enum How<'a, S, A> {
 pub(crate) enum Outcome<P> {
     /// The part; `consumed` bytes of the buffer hold its records (its last one may run past
     /// the part's own end), `newlines` line ends in them.
-    Read { part: P, consumed: usize, newlines: u64 },
+    Read {
+        part: P,
+        consumed: usize,
+        newlines: u64,
+    },
     /// A record starting in the part runs past the end of the buffer: read more.
     NeedMore,
     /// The file is wrong here (the error's line counted from the buffer's start): read
@@ -69,7 +73,13 @@ pub(crate) trait Parts: Sync {
 
     /// Reads the records that start in `buf[..own]` (`buf` runs on past them, to the end of
     /// what is read when `at_end`); lines are counted from 1 at `buf`'s start.
-    fn read(&self, buf: &[u8], own: usize, at_end: bool, how: How<'_, Self::Seed, Self::Acc>) -> Outcome<Self::Part>;
+    fn read(
+        &self,
+        buf: &[u8],
+        own: usize,
+        at_end: bool,
+        how: How<'_, Self::Seed, Self::Acc>,
+    ) -> Outcome<Self::Part>;
 
     /// The seed for parts read ahead, once `acc` has placed the grid.
     fn seed(&self, acc: &Self::Acc) -> Option<Self::Seed>;
@@ -98,8 +108,17 @@ impl Plan {
     /// Parts of `part` bytes, read by `VOLLEY_IMPORT_THREADS` threads (default: one per core).
     pub fn new(start: u64, limit: u64, part: u64) -> Plan {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let threads = std::env::var("VOLLEY_IMPORT_THREADS").ok().and_then(|t| t.parse().ok()).filter(|&t| t > 0).unwrap_or(cores);
-        Plan { start, limit, part, threads }
+        let threads = std::env::var("VOLLEY_IMPORT_THREADS")
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .filter(|&t| t > 0)
+            .unwrap_or(cores);
+        Plan {
+            start,
+            limit,
+            part,
+            threads,
+        }
     }
 }
 
@@ -117,7 +136,17 @@ use Stop::Fallback;
 /// `e` with its line counted from the file's start rather than a part's.
 pub(crate) fn rebase(e: crate::FormatError, base: u64) -> crate::FormatError {
     match e {
-        crate::FormatError::Malformed { path, line, column, message } => crate::FormatError::Malformed { path, line: line + base, column, message },
+        crate::FormatError::Malformed {
+            path,
+            line,
+            column,
+            message,
+        } => crate::FormatError::Malformed {
+            path,
+            line: line + base,
+            column,
+            message,
+        },
         e => e,
     }
 }
@@ -135,7 +164,13 @@ pub(crate) fn head(path: &std::path::Path, limit: u64) -> crate::Result<(File, V
 /// Reads `file`'s records in parts, adding them up into `acc` (which holds the header's
 /// lines: `line_base`). Returns the line ends read up to `plan.limit`, or `None` when the file
 /// must be read in one pass instead.
-pub(crate) fn read<P: Parts>(file: &File, plan: Plan, p: &P, acc: &mut P::Acc, line_base: u64) -> crate::Result<Option<u64>> {
+pub(crate) fn read<P: Parts>(
+    file: &File,
+    plan: Plan,
+    p: &P,
+    acc: &mut P::Acc,
+    line_base: u64,
+) -> crate::Result<Option<u64>> {
     match read_stopping(file, plan, p, acc, line_base) {
         Ok(lines) => Ok(Some(lines)),
         Err(Stop::Failed(e)) => Err(e),
@@ -143,7 +178,13 @@ pub(crate) fn read<P: Parts>(file: &File, plan: Plan, p: &P, acc: &mut P::Acc, l
     }
 }
 
-fn read_stopping<P: Parts>(file: &File, plan: Plan, p: &P, acc: &mut P::Acc, line_base: u64) -> Result<u64, Stop> {
+fn read_stopping<P: Parts>(
+    file: &File,
+    plan: Plan,
+    p: &P,
+    acc: &mut P::Acc,
+    line_base: u64,
+) -> Result<u64, Stop> {
     let starts = cuts(file, plan, p)?;
     let end_of = |i: usize| starts.get(i + 1).copied().unwrap_or(plan.limit);
     let (mut pos, mut lines) = (plan.start, line_base);
@@ -171,7 +212,8 @@ fn read_stopping<P: Parts>(file: &File, plan: Plan, p: &P, acc: &mut P::Acc, lin
     std::thread::scope(|scope| -> Result<u64, Stop> {
         for _ in 0..plan.threads.max(1) {
             let tx = tx.clone();
-            let (state, wake, abort, taken, starts, seed) = (&state, &wake, &abort, &taken, &starts, &seed);
+            let (state, wake, abort, taken, starts, seed) =
+                (&state, &wake, &abort, &taken, &starts, &seed);
             scope.spawn(move || {
                 let mut buf = Vec::new();
                 loop {
@@ -221,7 +263,11 @@ fn read_stopping<P: Parts>(file: &File, plan: Plan, p: &P, acc: &mut P::Acc, lin
                 }
             };
             let guessed = match got {
-                Ok(Outcome::Read { part, consumed, newlines }) if starts[i] == pos && p.exact(&part, acc) => Some((part, consumed, newlines)),
+                Ok(Outcome::Read {
+                    part,
+                    consumed,
+                    newlines,
+                }) if starts[i] == pos && p.exact(&part, acc) => Some((part, consumed, newlines)),
                 _ => None, // read again, in order
             };
             match guessed {
@@ -259,7 +305,11 @@ fn read_after<P: Parts>(
         return Ok((pos, lines)); // the part's records all belong to a record before it
     }
     match read_part(file, plan, p, buf, pos, end, How::After(acc))? {
-        Outcome::Read { part, consumed, newlines } => {
+        Outcome::Read {
+            part,
+            consumed,
+            newlines,
+        } => {
             p.absorb(acc, part, lines);
             Ok((pos + consumed as u64, lines + newlines))
         }
@@ -317,7 +367,8 @@ fn cuts<P: Parts>(file: &File, plan: Plan, p: &P) -> Result<Vec<u64>, Stop> {
             let back = if at > plan.start { 1 } else { 0 };
             let mut with_prev = vec![0u8; back];
             if back == 1 {
-                file.read_exact_at(&mut with_prev, at - 1).map_err(|_| Fallback)?;
+                file.read_exact_at(&mut with_prev, at - 1)
+                    .map_err(|_| Fallback)?;
             }
             with_prev.extend_from_slice(&window);
             match p.cut(&with_prev) {

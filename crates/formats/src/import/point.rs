@@ -47,13 +47,25 @@ pub(crate) fn point(line: &[u8]) -> Option<Point<'_>> {
     let value = c.number()?;
     c.lit(",\"tags\":")?;
     let want = metric == "http_reqs";
-    let tags = if c.lit("null").is_some() { Tags::default() } else { c.tags(want)? };
+    let tags = if c.lit("null").is_some() {
+        Tags::default()
+    } else {
+        c.tags(want)?
+    };
     c.lit("}}")?;
     // Only JSON whitespace after the object, as serde allows.
-    if !text[c.at..].bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')) {
+    if !text[c.at..]
+        .bytes()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    {
         return None;
     }
-    Some(Point { metric, time, value, tags: want.then_some(tags) })
+    Some(Point {
+        metric,
+        time,
+        value,
+        tags: want.then_some(tags),
+    })
 }
 
 /// A place in the line.
@@ -65,7 +77,9 @@ struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     /// Steps over `lit`, when it comes next.
     fn lit(&mut self, lit: &str) -> Option<()> {
-        self.s[self.at..].starts_with(lit).then(|| self.at += lit.len())
+        self.s[self.at..]
+            .starts_with(lit)
+            .then(|| self.at += lit.len())
     }
 
     /// A string without escapes or control characters (which the JSON grammar forbids raw):
@@ -133,7 +147,10 @@ impl<'a> Cursor<'a> {
             // `"key":"value"` then `,` or `}`.
             let open = quotes.next()?;
             let close = quotes.next()?;
-            if open != self.at || bytes.get(close + 1..close + 3)? != b":\"" || quotes.next()? != close + 2 {
+            if open != self.at
+                || bytes.get(close + 1..close + 3)? != b":\""
+                || quotes.next()? != close + 2
+            {
                 return None;
             }
             let end = quotes.next()?;
@@ -175,7 +192,13 @@ struct Quotes<'a> {
 
 impl<'a> Quotes<'a> {
     fn new(bytes: &'a [u8], from: usize) -> Quotes<'a> {
-        Quotes { bytes, base: from, mask: 0, next: from, odd_at: usize::MAX }
+        Quotes {
+            bytes,
+            base: from,
+            mask: 0,
+            next: from,
+            odd_at: usize::MAX,
+        }
     }
 
     /// The next quote's place.
@@ -222,11 +245,37 @@ mod tests {
     fn a_point_of_k6s_shape_is_read() {
         let line = br#"{"metric":"http_reqs","type":"Point","data":{"time":"2026-04-16T11:10:22.393886034Z","value":1,"tags":{"expected_response":"false","group":"","method":"GET","name":"/rooms","status":"500","url":"http://127.0.0.1:8080/rooms"}}}"#;
         let p = point(line).expect("k6's shape");
-        assert_eq!((p.metric, p.time, p.value), ("http_reqs", "2026-04-16T11:10:22.393886034Z", 1.0));
+        assert_eq!(
+            (p.metric, p.time, p.value),
+            ("http_reqs", "2026-04-16T11:10:22.393886034Z", 1.0)
+        );
         let tags = p.tags.expect("an http_reqs Point's tags are read");
-        assert_eq!((tags.status, tags.expected_response, tags.name, tags.url, tags.error_code), (Some("500"), Some("false"), Some("/rooms"), Some("http://127.0.0.1:8080/rooms"), None));
+        assert_eq!(
+            (
+                tags.status,
+                tags.expected_response,
+                tags.name,
+                tags.url,
+                tags.error_code
+            ),
+            (
+                Some("500"),
+                Some("false"),
+                Some("/rooms"),
+                Some("http://127.0.0.1:8080/rooms"),
+                None
+            )
+        );
         let other = br#"{"metric":"http_req_duration","type":"Point","data":{"time":"T","value":-0.25,"tags":null}}"#;
-        assert_eq!(point(other), Some(Point { metric: "http_req_duration", time: "T", value: -0.25, tags: None }));
+        assert_eq!(
+            point(other),
+            Some(Point {
+                metric: "http_req_duration",
+                time: "T",
+                value: -0.25,
+                tags: None
+            })
+        );
         for odd in [
             &br#"{"metric":"m","type":"Point","data":{"time":"T","value":1e3,"tags":null}}"#[..],
             br#"{"metric":"m","type":"Point","data":{"time":"T","value":01,"tags":null}}"#,

@@ -31,12 +31,18 @@ pub(crate) struct Dialect {
 impl Dialect {
     /// RFC 4180's CSV with `delimiter` between fields.
     pub const fn csv(delimiter: u8) -> Dialect {
-        Dialect { delimiter, quoting: true }
+        Dialect {
+            delimiter,
+            quoting: true,
+        }
     }
 
     /// Fields between `delimiter`s, with no quoting.
     pub const fn unquoted(delimiter: u8) -> Dialect {
-        Dialect { delimiter, quoting: false }
+        Dialect {
+            delimiter,
+            quoting: false,
+        }
     }
 }
 
@@ -60,13 +66,21 @@ impl<'a> Fields<'a> {
     #[inline]
     fn span(&self, i: usize) -> Option<(usize, usize)> {
         let end = *self.ends.get(i)?;
-        Some((if i == 0 { 0 } else { self.ends[i - 1] + self.gap }, end))
+        Some((
+            if i == 0 {
+                0
+            } else {
+                self.ends[i - 1] + self.gap
+            },
+            end,
+        ))
     }
 
     /// Field `i`'s bytes; empty when there is no such field.
     #[inline]
     pub fn bytes(&self, i: usize) -> &'a [u8] {
-        self.span(i).map_or(&[], |(a, b)| &self.text.as_bytes()[a..b])
+        self.span(i)
+            .map_or(&[], |(a, b)| &self.text.as_bytes()[a..b])
     }
 
     /// Field `i`, when there is one.
@@ -84,8 +98,16 @@ impl<'a> Fields<'a> {
     /// The fields of a csv record (`ends` is reused).
     pub fn of_record(record: &'a csv::StringRecord, ends: &'a mut Vec<usize>) -> Fields<'a> {
         ends.clear();
-        ends.extend((0..record.len()).filter_map(|i| record.range(i)).map(|r| r.end));
-        Fields { text: record.as_slice(), ends, gap: 0 }
+        ends.extend(
+            (0..record.len())
+                .filter_map(|i| record.range(i))
+                .map(|r| r.end),
+        );
+        Fields {
+            text: record.as_slice(),
+            ends,
+            gap: 0,
+        }
     }
 }
 
@@ -130,7 +152,8 @@ pub(crate) fn stream(
     const BLOCK: usize = 1 << 20;
     // `buf[..filled]` is read and not yet handed over. The buffer is zeroed once, as it grows,
     // and read into again and again (a reader fills only bytes already initialised).
-    let (mut buf, mut filled, mut eof, mut lines, mut want) = (vec![0u8; 2 * BLOCK], 0usize, false, 0u64, BLOCK);
+    let (mut buf, mut filled, mut eof, mut lines, mut want) =
+        (vec![0u8; 2 * BLOCK], 0usize, false, 0u64, BLOCK);
     loop {
         while !eof && filled < want {
             if buf.len() < filled + BLOCK {
@@ -146,7 +169,11 @@ pub(crate) fn stream(
             eof = n == 0;
         }
         let text = &buf[..filled];
-        let own = if eof { filled } else { memchr::memrchr(b'\n', text).map_or(0, |i| i + 1) };
+        let own = if eof {
+            filled
+        } else {
+            memchr::memrchr(b'\n', text).map_or(0, |i| i + 1)
+        };
         if own == 0 {
             if eof {
                 return Ok(());
@@ -161,7 +188,11 @@ pub(crate) fn stream(
         lines += got.newlines;
         buf.copy_within(got.consumed..filled, 0);
         filled -= got.consumed;
-        want = if got.short { (filled * 2).max(BLOCK) } else { BLOCK };
+        want = if got.short {
+            (filled * 2).max(BLOCK)
+        } else {
+            BLOCK
+        };
         if eof && filled == 0 {
             return Ok(());
         }
@@ -231,14 +262,31 @@ unsafe fn records_in<L: Lanes>(
         let cut = match unsafe { split_in::<L>(rest, dialect.delimiter, &mut ends) } {
             Some(cut) => cut,
             None if at_end => split_last(rest, dialect.delimiter, &mut ends),
-            None => return Ok(Got { consumed: pos, newlines: line - first, short: true }),
+            None => {
+                return Ok(Got {
+                    consumed: pos,
+                    newlines: line - first,
+                    short: true,
+                });
+            }
         };
-        let plain = if cut.needs_csv(dialect) { None } else { text_of(&rest[..cut.end], cut.ascii) };
+        let plain = if cut.needs_csv(dialect) {
+            None
+        } else {
+            text_of(&rest[..cut.end], cut.ascii)
+        };
         if let Some(text) = plain {
             // The common row: no quotes, split in one pass.
             if !text.is_empty() {
                 ends.push(text.len());
-                row(&Fields { text, ends: &ends, gap: 1 }, line)?;
+                row(
+                    &Fields {
+                        text,
+                        ends: &ends,
+                        gap: 1,
+                    },
+                    line,
+                )?;
             }
             pos += cut.next;
             line += 1;
@@ -276,24 +324,40 @@ unsafe fn records_in<L: Lanes>(
             }
             let used = (csv.position().byte() as usize).saturating_sub(lead.len());
             if used <= done || (!at_end && used >= rest.len()) {
-                return Ok(Got { consumed: pos + done, newlines: line - first, short: true });
+                return Ok(Got {
+                    consumed: pos + done,
+                    newlines: line - first,
+                    short: true,
+                });
             }
             // Lines counted here, not by the csv reader: its fast scan of a quoted field does
             // not count the line ends in it.
             // (Where the record starts: the reader's own position, which is where it began
             // reading it, blank lines before it included.)
-            let skipped = record.position().map_or(0, |p| p.byte() as usize).saturating_sub(lead.len()).max(done);
+            let skipped = record
+                .position()
+                .map_or(0, |p| p.byte() as usize)
+                .saturating_sub(lead.len())
+                .max(done);
             let at = line + memchr::memchr_iter(b'\n', &rest[done..skipped]).count() as u64;
             row(&Fields::of_record(&record, &mut ends), at)?;
             line += memchr::memchr_iter(b'\n', &rest[done..used]).count() as u64;
             done = used;
-            if done >= cut.next || rest[done..cut.next].iter().all(|&b| b == b'\r' || b == b'\n') {
+            if done >= cut.next
+                || rest[done..cut.next]
+                    .iter()
+                    .all(|&b| b == b'\r' || b == b'\n')
+            {
                 pos += done;
                 break;
             }
         }
     }
-    Ok(Got { consumed: pos, newlines: line - first, short: false })
+    Ok(Got {
+        consumed: pos,
+        newlines: line - first,
+        short: false,
+    })
 }
 
 /// `bytes` as text when they are UTF-8; `ascii` says the split saw only ASCII in them, and
@@ -322,7 +386,11 @@ fn csv_error(path: &Path, line: u64, e: csv::Error) -> FormatError {
             path,
             line,
             Some(err.field() as u64 + 1),
-            format!("field {} is not UTF-8 text past byte {}: save the file as UTF-8", err.field() + 1, err.valid_up_to()),
+            format!(
+                "field {} is not UTF-8 text past byte {}: save the file as UTF-8",
+                err.field() + 1,
+                err.valid_up_to()
+            ),
         ),
         _ => FormatError::malformed(path, line, None, e.to_string()),
     }
@@ -388,11 +456,23 @@ unsafe fn split_in<L: Lanes>(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -
             let (newline, ascii) = (at + stop as usize, (high | (m.high & before)) == 0);
             let odd_here = m.odd & before;
             if odd | odd_here == 0 {
-                return Some(Line { end: newline, next: newline + 1, quotes: false, stray_cr: false, ascii });
+                return Some(Line {
+                    end: newline,
+                    next: newline + 1,
+                    quotes: false,
+                    stray_cr: false,
+                    ascii,
+                });
             }
             if odd == 0 && stop > 0 && odd_here == 1 << (stop - 1) && buf[newline - 1] == b'\r' {
                 // A CRLF line end, and nothing else.
-                return Some(Line { end: newline - 1, next: newline + 1, quotes: false, stray_cr: false, ascii });
+                return Some(Line {
+                    end: newline - 1,
+                    next: newline + 1,
+                    quotes: false,
+                    stray_cr: false,
+                    ascii,
+                });
             }
             return Some(odd_line(buf, newline, ascii));
         }
@@ -405,7 +485,10 @@ unsafe fn split_in<L: Lanes>(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -
     // they held any).
     let (mut quoted, mut crs) = match odd {
         0 => (false, 0),
-        _ => (memchr::memchr(b'"', &buf[..at]).is_some(), memchr::memchr_iter(b'\r', &buf[..at]).count() as u32),
+        _ => (
+            memchr::memchr(b'"', &buf[..at]).is_some(),
+            memchr::memchr_iter(b'\r', &buf[..at]).count() as u32,
+        ),
     };
     let mut ascii = high == 0;
     for (i, &b) in buf[at..].iter().enumerate() {
@@ -428,7 +511,13 @@ unsafe fn split_in<L: Lanes>(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -
 #[inline(never)]
 fn odd_line(buf: &[u8], newline: usize, ascii: bool) -> Line {
     let text = &buf[..newline];
-    finish(buf, newline, memchr::memchr(b'"', text).is_some(), memchr::memchr_iter(b'\r', text).count() as u32, ascii)
+    finish(
+        buf,
+        newline,
+        memchr::memchr(b'"', text).is_some(),
+        memchr::memchr_iter(b'\r', text).count() as u32,
+        ascii,
+    )
 }
 
 /// Splits the last line of a file, which has no line end: the whole of `buf`.
@@ -443,7 +532,13 @@ pub(crate) fn split_last(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Li
             _ => {}
         }
     }
-    let mut line = Line { end: buf.len(), next: buf.len(), quotes, stray_cr, ascii: buf.is_ascii() };
+    let mut line = Line {
+        end: buf.len(),
+        next: buf.len(),
+        quotes,
+        stray_cr,
+        ascii: buf.is_ascii(),
+    };
     let trailing = trailing_crs(buf);
     if trailing > 0 {
         line.end -= trailing;
@@ -455,8 +550,18 @@ pub(crate) fn split_last(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Li
 /// The line whose `\n` is at `newline`, holding `crs` carriage returns: those right before
 /// the `\n` end the text, any other is stray.
 fn finish(buf: &[u8], newline: usize, quotes: bool, crs: u32, ascii: bool) -> Line {
-    let trailing = if crs == 0 { 0 } else { trailing_crs(&buf[..newline]) };
-    Line { end: newline - trailing, next: newline + 1, quotes, stray_cr: crs as usize > trailing, ascii }
+    let trailing = if crs == 0 {
+        0
+    } else {
+        trailing_crs(&buf[..newline])
+    };
+    Line {
+        end: newline - trailing,
+        next: newline + 1,
+        quotes,
+        stray_cr: crs as usize > trailing,
+        ascii,
+    }
 }
 
 /// How many carriage returns end `text`.
@@ -487,7 +592,12 @@ const BLOCK: usize = block::LEN;
 
 #[inline(always)]
 fn classify<L: Lanes>(b: L, delimiter: u8) -> Masks {
-    Masks { delimiters: b.eq(delimiter), newline: b.eq(b'\n'), odd: b.eq2(b'"', b'\r'), high: b.high() }
+    Masks {
+        delimiters: b.eq(delimiter),
+        newline: b.eq(b'\n'),
+        odd: b.eq2(b'"', b'\r'),
+        high: b.high(),
+    }
 }
 
 #[cfg(test)]
@@ -497,7 +607,11 @@ mod tests {
     /// What the csv crate makes of the first record of `text`, as field texts, when the
     /// line is plain.
     fn by_csv(line: &[u8], delimiter: u8) -> Vec<Vec<u8>> {
-        let mut r = csv::ReaderBuilder::new().delimiter(delimiter).has_headers(false).flexible(true).from_reader(line);
+        let mut r = csv::ReaderBuilder::new()
+            .delimiter(delimiter)
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(line);
         let mut rec = csv::ByteRecord::new();
         assert!(r.read_byte_record(&mut rec).expect("plain lines read"));
         rec.iter().map(<[u8]>::to_vec).collect()
@@ -520,7 +634,9 @@ mod tests {
         let alphabet = b"0123456789abc,,,\t-. ";
         for len in 0..80 {
             for _ in 0..40 {
-                let mut text: Vec<u8> = (0..len).map(|_| alphabet[rng.usize(..alphabet.len())]).collect();
+                let mut text: Vec<u8> = (0..len)
+                    .map(|_| alphabet[rng.usize(..alphabet.len())])
+                    .collect();
                 let crlf = rng.bool();
                 text.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
                 text.extend_from_slice(b"next,line\n");
@@ -531,7 +647,12 @@ mod tests {
                     assert_eq!(line.end, len);
                     let got = fields(&text, &line, &ends);
                     if len > 0 {
-                        assert_eq!(got, by_csv(&text[..line.next], delimiter), "{:?}", String::from_utf8_lossy(&text));
+                        assert_eq!(
+                            got,
+                            by_csv(&text[..line.next], delimiter),
+                            "{:?}",
+                            String::from_utf8_lossy(&text)
+                        );
                     }
                     let last = split_last(&text[..len], delimiter, &mut ends);
                     assert_eq!(fields(&text, &last, &ends), got);
@@ -545,7 +666,12 @@ mod tests {
         let mut ends = Vec::new();
         for len in 1..70 {
             for at in 0..len {
-                for (odd, quoted, unquoted) in [(b'"', true, false), (b'\r', true, true), (0xc3, false, false), (b'\t', false, false)] {
+                for (odd, quoted, unquoted) in [
+                    (b'"', true, false),
+                    (b'\r', true, true),
+                    (0xc3, false, false),
+                    (b'\t', false, false),
+                ] {
                     let mut text = vec![b'a'; len];
                     text[at] = odd;
                     text.push(b'\n');
@@ -553,30 +679,73 @@ mod tests {
                     // A carriage return right before the line end ends the line's text.
                     let line_end = odd == b'\r' && at == len - 1;
                     let line = split(&text, b',', &mut ends).expect("a line end");
-                    assert_eq!(line.ascii, odd != 0xc3, "ASCII? byte {odd:#x} at {at} of {len}");
-                    assert_eq!(line.needs_csv(Dialect::csv(b',')), quoted && !line_end, "byte {odd:#x} at {at} of {len}");
-                    assert_eq!(line.needs_csv(Dialect::unquoted(b',')), unquoted && !line_end, "unquoted: byte {odd:#x} at {at} of {len}");
-                    assert_eq!((line.end, line.next), (len - usize::from(line_end), len + 1));
+                    assert_eq!(
+                        line.ascii,
+                        odd != 0xc3,
+                        "ASCII? byte {odd:#x} at {at} of {len}"
+                    );
+                    assert_eq!(
+                        line.needs_csv(Dialect::csv(b',')),
+                        quoted && !line_end,
+                        "byte {odd:#x} at {at} of {len}"
+                    );
+                    assert_eq!(
+                        line.needs_csv(Dialect::unquoted(b',')),
+                        unquoted && !line_end,
+                        "unquoted: byte {odd:#x} at {at} of {len}"
+                    );
+                    assert_eq!(
+                        (line.end, line.next),
+                        (len - usize::from(line_end), len + 1)
+                    );
                     let last = split_last(&text[..len], b',', &mut ends);
-                    assert_eq!(last.ascii, odd != 0xc3, "last, ASCII? byte {odd:#x} at {at} of {len}");
-                    assert_eq!((last.needs_csv(Dialect::csv(b',')), last.end), (quoted && !line_end, line.end), "last: byte {odd:#x} at {at} of {len}");
-                    assert_eq!(last.needs_csv(Dialect::unquoted(b',')), unquoted && !line_end, "last, unquoted: byte {odd:#x} at {at} of {len}");
+                    assert_eq!(
+                        last.ascii,
+                        odd != 0xc3,
+                        "last, ASCII? byte {odd:#x} at {at} of {len}"
+                    );
+                    assert_eq!(
+                        (last.needs_csv(Dialect::csv(b',')), last.end),
+                        (quoted && !line_end, line.end),
+                        "last: byte {odd:#x} at {at} of {len}"
+                    );
+                    assert_eq!(
+                        last.needs_csv(Dialect::unquoted(b',')),
+                        unquoted && !line_end,
+                        "last, unquoted: byte {odd:#x} at {at} of {len}"
+                    );
                 }
             }
             let mut crlf = vec![b'a'; len];
             crlf.extend_from_slice(b"\r\n");
             let line = split(&crlf, b',', &mut ends).expect("a line end");
-            assert_eq!(line, Line { end: len, next: len + 2, quotes: false, stray_cr: false, ascii: true });
+            assert_eq!(
+                line,
+                Line {
+                    end: len,
+                    next: len + 2,
+                    quotes: false,
+                    stray_cr: false,
+                    ascii: true
+                }
+            );
         }
     }
 
     /// Every record of `text` read by [`records`] as (line, fields).
     fn read_all(text: &[u8], dialect: Dialect) -> Result<Vec<(u64, Vec<String>)>> {
         let mut out = Vec::new();
-        records(Path::new("t.csv"), text, text.len(), true, dialect, |f, line| {
-            out.push((line, (0..f.len()).map(|i| f.at(i).to_string()).collect()));
-            Ok(())
-        })?;
+        records(
+            Path::new("t.csv"),
+            text,
+            text.len(),
+            true,
+            dialect,
+            |f, line| {
+                out.push((line, (0..f.len()).map(|i| f.at(i).to_string()).collect()));
+                Ok(())
+            },
+        )?;
         Ok(out)
     }
 
@@ -587,8 +756,17 @@ mod tests {
             // would drop it as a file's); `grep -n` numbers every row.
             let text = b"a,b\r\r\n\r\r\n\xef\xbb\xbfc,d\r\r\ne,f\r\n\r\ng,\rh\n";
             let got = read_all(text, dialect).expect("the lines read");
-            let want = [(1, vec!["a", "b"]), (3, vec!["\u{feff}c", "d"]), (4, vec!["e", "f"]), (6, vec!["g", ""]), (6, vec!["h"])];
-            let want: Vec<(u64, Vec<String>)> = want.into_iter().map(|(l, f)| (l, f.into_iter().map(str::to_string).collect())).collect();
+            let want = [
+                (1, vec!["a", "b"]),
+                (3, vec!["\u{feff}c", "d"]),
+                (4, vec!["e", "f"]),
+                (6, vec!["g", ""]),
+                (6, vec!["h"]),
+            ];
+            let want: Vec<(u64, Vec<String>)> = want
+                .into_iter()
+                .map(|(l, f)| (l, f.into_iter().map(str::to_string).collect()))
+                .collect();
             assert_eq!(got, want, "{dialect:?}");
         }
     }
@@ -597,18 +775,29 @@ mod tests {
     fn a_file_whose_lines_end_in_cr_alone_is_read_in_one_go() {
         // One long line to the splitter: 200,000 records read by one csv reader (a reader a
         // record, each splitting the rest of the file again, took minutes).
-        let text: Vec<u8> = (0..200_000).flat_map(|i| format!("{i},x\r").into_bytes()).collect();
+        let text: Vec<u8> = (0..200_000)
+            .flat_map(|i| format!("{i},x\r").into_bytes())
+            .collect();
         for dialect in [Dialect::csv(b','), Dialect::unquoted(b',')] {
             let got = read_all(&text, dialect).expect("the records read");
             assert_eq!(got.len(), 200_000);
-            assert!(got.iter().enumerate().all(|(i, (line, f))| *line == 1 && f[0] == i.to_string() && f[1] == "x"));
+            assert!(
+                got.iter()
+                    .enumerate()
+                    .all(|(i, (line, f))| *line == 1 && f[0] == i.to_string() && f[1] == "x")
+            );
         }
     }
 
     #[test]
     fn bytes_that_are_not_utf8_are_named_by_line_and_field() {
-        let e = read_all(b"a,b\nc,\"x\xffy\"\n", Dialect::csv(b',')).unwrap_err().to_string();
-        assert_eq!(e, "t.csv:2:2: field 2 is not UTF-8 text past byte 1: save the file as UTF-8");
+        let e = read_all(b"a,b\nc,\"x\xffy\"\n", Dialect::csv(b','))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "t.csv:2:2: field 2 is not UTF-8 text past byte 1: save the file as UTF-8"
+        );
     }
 
     #[test]
@@ -620,10 +809,17 @@ mod tests {
             let alphabet = b"ab,,,\t\"\r\r\n\xc3\xa9";
             let (mut narrow, mut wide) = (Vec::new(), Vec::new());
             for _ in 0..50_000 {
-                let text: Vec<u8> = (0..rng.usize(0..200)).map(|_| alphabet[rng.usize(..alphabet.len())]).collect();
+                let text: Vec<u8> = (0..rng.usize(0..200))
+                    .map(|_| alphabet[rng.usize(..alphabet.len())])
+                    .collect();
                 for delimiter in [b',', b'\t'] {
                     // SAFETY: every x86_64 has SSE2, and this one has AVX2.
-                    let (a, b) = unsafe { (split_in::<Block>(&text, delimiter, &mut narrow), split_in::<block::Wide>(&text, delimiter, &mut wide)) };
+                    let (a, b) = unsafe {
+                        (
+                            split_in::<Block>(&text, delimiter, &mut narrow),
+                            split_in::<block::Wide>(&text, delimiter, &mut wide),
+                        )
+                    };
                     assert_eq!((a, &narrow), (b, &wide), "{text:?}");
                 }
             }

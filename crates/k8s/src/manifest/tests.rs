@@ -9,18 +9,38 @@ fn spec() -> JobSpec {
         namespace: Some("load".into()),
         scenario: Some("flow.yaml".into()),
         files: vec![
-            PlanFile { key: "flow.yaml".into(), path: "flow.yaml".into(), contents: b"name: flow\n".to_vec() },
-            PlanFile { key: "data.users.csv".into(), path: "data/users.csv".into(), contents: b"email\na@b\n".to_vec() },
-            PlanFile { key: "blob.bin".into(), path: "blob.bin".into(), contents: vec![0xff, 0x00, 0x10] },
+            PlanFile {
+                key: "flow.yaml".into(),
+                path: "flow.yaml".into(),
+                contents: b"name: flow\n".to_vec(),
+            },
+            PlanFile {
+                key: "data.users.csv".into(),
+                path: "data/users.csv".into(),
+                contents: b"email\na@b\n".to_vec(),
+            },
+            PlanFile {
+                key: "blob.bin".into(),
+                path: "blob.bin".into(),
+                contents: vec![0xff, 0x00, 0x10],
+            },
         ],
-        run_args: vec!["--vus".into(), "40".into(), "--header".into(), "X-Tag: $(HOME)".into()],
+        run_args: vec![
+            "--vus".into(),
+            "40".into(),
+            "--header".into(),
+            "X-Tag: $(HOME)".into(),
+        ],
         start_at: "2026-11-23T05:02:00Z".parse().unwrap(),
         planned: Some(Duration::from_secs(300)),
         results: "s3://load-results/volley".parse().unwrap(),
         credentials: Credentials::Secret("volley-s3".into()),
         env: vec![("AWS_REGION".into(), "eu-west-1".into())],
         env_secret: None,
-        resources: Resources { cpu: "2".into(), memory: "1Gi".into() },
+        resources: Resources {
+            cpu: "2".into(),
+            memory: "1Gi".into(),
+        },
         spread: Spread::Hard,
         ttl_after_finished: Some(Duration::from_secs(86400)),
     }
@@ -44,15 +64,31 @@ fn indexed_job_runs_one_segment_per_pod() {
     let pod = &job["template"]["spec"];
     assert_eq!(pod["restartPolicy"], "Never");
     let c = &pod["containers"][0];
-    let args: Vec<&str> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
     assert_eq!(
         args,
         [
-            "run", "/plan/flow.yaml", "--vus", "40", "--header", "X-Tag: $$(HOME)",
-            "--segment", "$(JOB_COMPLETION_INDEX)/4",
-            "--start-at", "2026-11-23T05:02:00Z",
-            "--output", "/runs", "--progress", "plain",
-            "--upload", "s3://load-results/volley/flow-20261123-050000/segment-$(JOB_COMPLETION_INDEX)",
+            "run",
+            "/plan/flow.yaml",
+            "--vus",
+            "40",
+            "--header",
+            "X-Tag: $$(HOME)",
+            "--segment",
+            "$(JOB_COMPLETION_INDEX)/4",
+            "--start-at",
+            "2026-11-23T05:02:00Z",
+            "--output",
+            "/runs",
+            "--progress",
+            "plain",
+            "--upload",
+            "s3://load-results/volley/flow-20261123-050000/segment-$(JOB_COMPLETION_INDEX)",
         ]
     );
     assert_eq!(c["env"][0]["name"], "JOB_COMPLETION_INDEX");
@@ -61,21 +97,45 @@ fn indexed_job_runs_one_segment_per_pod() {
     let spread = &pod["topologySpreadConstraints"][0];
     assert_eq!(spread["topologyKey"], "kubernetes.io/hostname");
     assert_eq!(spread["whenUnsatisfiable"], "DoNotSchedule");
-    assert_eq!(spread["labelSelector"]["matchLabels"]["volley.dev/run-id"], "flow-20261123-050000");
-    assert_eq!(job["template"]["metadata"]["labels"]["volley.dev/run-id"], "flow-20261123-050000");
-    let secret_keys: Vec<&str> = c["env"].as_array().unwrap().iter().filter_map(|e| e["valueFrom"]["secretKeyRef"]["key"].as_str()).collect();
-    assert_eq!(secret_keys, ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"]);
+    assert_eq!(
+        spread["labelSelector"]["matchLabels"]["volley.dev/run-id"],
+        "flow-20261123-050000"
+    );
+    assert_eq!(
+        job["template"]["metadata"]["labels"]["volley.dev/run-id"],
+        "flow-20261123-050000"
+    );
+    let secret_keys: Vec<&str> = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["valueFrom"]["secretKeyRef"]["key"].as_str())
+        .collect();
+    assert_eq!(
+        secret_keys,
+        [
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN"
+        ]
+    );
 }
 
 #[test]
 fn config_map_carries_the_files_at_their_paths() {
     let m = manifests(&spec(), now()).unwrap();
-    assert_eq!(m.config_map["metadata"]["name"], "volley-flow-20261123-050000-plan");
+    assert_eq!(
+        m.config_map["metadata"]["name"],
+        "volley-flow-20261123-050000-plan"
+    );
     assert_eq!(m.config_map["data"]["data.users.csv"], "email\na@b\n");
     assert_eq!(m.config_map["binaryData"]["blob.bin"], "/wAQ");
     let vol = &m.job["spec"]["template"]["spec"]["volumes"][0]["configMap"];
     assert_eq!(vol["name"], "volley-flow-20261123-050000-plan");
-    assert_eq!(vol["items"][1], json!({ "key": "data.users.csv", "path": "data/users.csv" }));
+    assert_eq!(
+        vol["items"][1],
+        json!({ "key": "data.users.csv", "path": "data/users.csv" })
+    );
 }
 
 #[test]
@@ -98,8 +158,17 @@ fn service_account_instead_of_keys() {
     let m = manifests(&s, now()).unwrap();
     let pod = &m.job["spec"]["template"]["spec"];
     assert_eq!(pod["serviceAccountName"], "volley-results");
-    assert!(pod["containers"][0]["env"].as_array().unwrap().iter().all(|e| e["valueFrom"]["secretKeyRef"].is_null()));
-    assert_eq!(pod["topologySpreadConstraints"][0]["whenUnsatisfiable"], "ScheduleAnyway");
+    assert!(
+        pod["containers"][0]["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["valueFrom"]["secretKeyRef"].is_null())
+    );
+    assert_eq!(
+        pod["topologySpreadConstraints"][0]["whenUnsatisfiable"],
+        "ScheduleAnyway"
+    );
     assert!(m.job["spec"]["activeDeadlineSeconds"].is_null());
 }
 
@@ -109,11 +178,23 @@ fn refuses_values_kubernetes_would_reject() {
     let cases: Vec<(Change, &str)> = vec![
         (Box::new(|s| s.segments = 0), "--segments 0"),
         (Box::new(|s| s.resources.cpu = "two".into()), "--cpu `two`"),
-        (Box::new(|s| s.resources.memory = "1GB".into()), "--memory `1GB`"),
-        (Box::new(|s| s.namespace = Some("Load".into())), "--namespace `Load`"),
-        (Box::new(|s| s.image_pull_policy = Some("always".into())), "Always, IfNotPresent or Never"),
+        (
+            Box::new(|s| s.resources.memory = "1GB".into()),
+            "--memory `1GB`",
+        ),
+        (
+            Box::new(|s| s.namespace = Some("Load".into())),
+            "--namespace `Load`",
+        ),
+        (
+            Box::new(|s| s.image_pull_policy = Some("always".into())),
+            "Always, IfNotPresent or Never",
+        ),
         (Box::new(|s| s.image = "".into()), "--image"),
-        (Box::new(|s| s.run_id = "Bad_Id".into()), "--run-id `Bad_Id`"),
+        (
+            Box::new(|s| s.run_id = "Bad_Id".into()),
+            "--run-id `Bad_Id`",
+        ),
         (Box::new(|s| s.env.push(("1X".into(), "v".into()))), "`1X`"),
     ];
     for (change, says) in cases {

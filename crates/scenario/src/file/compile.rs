@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::shape::{RawBranch, RawCheck, RawExtract, RawLoad, RawPopulation, RawScenario, RawStep, RawThreshold};
+use super::shape::{
+    RawBranch, RawCheck, RawExtract, RawLoad, RawPopulation, RawScenario, RawStep, RawThreshold,
+};
 use super::yaml::{Typed, Value as YamlValue};
 use super::{At, S, suggest};
 use crate::data::{Feeder, Order};
@@ -101,7 +103,14 @@ impl Compiler {
     }
 
     /// The template, and its literal text outside `{{ }}` (for checks of URLs and headers).
-    fn template_at(&mut self, field: &str, text: &str, where_: At, defined: &BTreeSet<String>, json: bool) -> (Template, Vec<String>) {
+    fn template_at(
+        &mut self,
+        field: &str,
+        text: &str,
+        where_: At,
+        defined: &BTreeSet<String>,
+        json: bool,
+    ) -> (Template, Vec<String>) {
         if has_syntax(text) && self.templates.len() >= MAX_TEMPLATES {
             if !self.limit_reported {
                 self.limit_reported = true;
@@ -109,12 +118,23 @@ impl Compiler {
             }
             return (Template::Literal(text.to_string()), Vec::new());
         }
-        let compiled = if json { self.templates.compile_value(text) } else { self.templates.compile(text) };
+        let compiled = if json {
+            self.templates.compile_value(text)
+        } else {
+            self.templates.compile(text)
+        };
         match compiled {
             Ok((t, vars)) => {
-                let tops: BTreeSet<String> = vars.iter().map(|v| v.split('.').next().unwrap_or(v).to_string()).collect();
+                let tops: BTreeSet<String> = vars
+                    .iter()
+                    .map(|v| v.split('.').next().unwrap_or(v).to_string())
+                    .collect();
                 let inspection = self.templates.inspect(text, &tops);
-                let shown = if text.chars().count() > 60 { format!("{}…", text.chars().take(60).collect::<String>()) } else { text.to_string() };
+                let shown = if text.chars().count() > 60 {
+                    format!("{}…", text.chars().take(60).collect::<String>())
+                } else {
+                    text.to_string()
+                };
                 for p in &inspection.problems {
                     self.error(where_, format!("`{field}`: {p} (in `{shown}`)"));
                 }
@@ -122,7 +142,9 @@ impl Compiler {
                 (t, inspection.literals)
             }
             Err(e) => {
-                if self.templates.len() < MAX_TEMPLATES || !std::mem::replace(&mut self.limit_reported, true) {
+                if self.templates.len() < MAX_TEMPLATES
+                    || !std::mem::replace(&mut self.limit_reported, true)
+                {
                     self.error(where_, format!("`{field}`: {e}"));
                 }
                 (Template::Literal(text.to_string()), Vec::new())
@@ -131,7 +153,14 @@ impl Compiler {
     }
 
     /// `vars` are dotted paths (`env.TOKEN`, `user.email`, `code`).
-    fn check_vars(&mut self, field: &str, where_: At, vars: &BTreeSet<String>, defined: &BTreeSet<String>, skip: &BTreeSet<String>) {
+    fn check_vars(
+        &mut self,
+        field: &str,
+        where_: At,
+        vars: &BTreeSet<String>,
+        defined: &BTreeSet<String>,
+        skip: &BTreeSet<String>,
+    ) {
         let mut reported = BTreeSet::new();
         for path in vars {
             let (top, rest) = path.split_once('.').unwrap_or((path, ""));
@@ -139,7 +168,10 @@ impl Compiler {
             if top == "env" && !rest.is_empty() {
                 self.env_names.insert(first.to_string());
             }
-            if (top == "vu" || top == "iteration") && !rest.is_empty() && reported.insert(path.clone()) {
+            if (top == "vu" || top == "iteration")
+                && !rest.is_empty()
+                && reported.insert(path.clone())
+            {
                 self.error(where_, format!("`{field}`: `{top}` is a number and has no `.{first}`; write `{{{{ {top} }}}}`"));
                 continue;
             }
@@ -150,15 +182,30 @@ impl Compiler {
                 && reported.insert(path.clone())
             {
                 let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
-                let hint = suggest(first, &cols).map(|s| format!("did you mean `{top}.{s}`? ")).unwrap_or_default();
-                self.error(where_, format!("`{field}`: data `{top}` has no column `{first}`; {hint}its columns are {}", cols.join(", ")));
+                let hint = suggest(first, &cols)
+                    .map(|s| format!("did you mean `{top}.{s}`? "))
+                    .unwrap_or_default();
+                self.error(
+                    where_,
+                    format!(
+                        "`{field}`: data `{top}` has no column `{first}`; {hint}its columns are {}",
+                        cols.join(", ")
+                    ),
+                );
                 continue;
             }
-            if FUNCTIONS.contains(&top) || skip.contains(top) || defined.contains(top) || self.lost_names || !reported.insert(top.to_string()) {
+            if FUNCTIONS.contains(&top)
+                || skip.contains(top)
+                || defined.contains(top)
+                || self.lost_names
+                || !reported.insert(top.to_string())
+            {
                 continue;
             }
             let known: Vec<&str> = defined.iter().map(String::as_str).collect();
-            let hint = suggest(top, &known).map(|s| format!(" — did you mean `{s}`?")).unwrap_or_default();
+            let hint = suggest(top, &known)
+                .map(|s| format!(" — did you mean `{s}`?"))
+                .unwrap_or_default();
             self.error(
                 where_,
                 format!(
@@ -169,7 +216,11 @@ impl Compiler {
         }
     }
 
-    pub fn scenario(&mut self, mut raw: RawScenario, env: &dyn Fn(&str) -> Option<String>) -> Scenario {
+    pub fn scenario(
+        &mut self,
+        mut raw: RawScenario,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Scenario {
         if !raw.populations.is_empty() {
             let populations = std::mem::take(&mut raw.populations);
             return self.with_populations(raw, populations, env);
@@ -184,14 +235,21 @@ impl Compiler {
         let load = raw.load.as_ref().map(|l| self.load(l)).unwrap_or_default();
         let timeout = self.duration("timeout", &raw.timeout);
         let warmup = self.duration("warmup", &raw.warmup);
-        let expect_status = raw.expect_status.as_ref().and_then(|s| self.status("expect_status", s));
+        let expect_status = raw
+            .expect_status
+            .as_ref()
+            .and_then(|s| self.status("expect_status", s));
         let headers = self.headers(&raw.headers, &defined);
         let mut variables = Vec::new();
         for (name, v) in &raw.variables {
             variables.push((name.clone(), self.template("variables", v, &defined)));
         }
         defined.extend(raw.variables.keys().cloned());
-        let dir = self.file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let dir = self
+            .file
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
         let mut data = Vec::new();
         for (name, d) in &raw.data {
             let order = match &d.value.order {
@@ -199,14 +257,29 @@ impl Compiler {
                 Some(o) => Order::parse(&o.value),
             };
             let Some(order) = order else {
-                let o = d.value.order.as_ref().map(|o| o.value.as_str()).unwrap_or_default();
-                let hint = suggest(o, &["per_vu", "shared", "random"]).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
-                self.error(d.value.order.as_ref().map_or(at(d), at), format!("data `{name}`: order `{o}` is not one of per_vu, shared, random{hint}"));
+                let o = d
+                    .value
+                    .order
+                    .as_ref()
+                    .map(|o| o.value.as_str())
+                    .unwrap_or_default();
+                let hint = suggest(o, &["per_vu", "shared", "random"])
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                self.error(
+                    d.value.order.as_ref().map_or(at(d), at),
+                    format!(
+                        "data `{name}`: order `{o}` is not one of per_vu, shared, random{hint}"
+                    ),
+                );
                 defined.insert(name.clone());
                 continue;
             };
             if d.value.unique && order == Order::Random {
-                self.error(at(d), format!("data `{name}`: `unique: true` needs order per_vu or shared"));
+                self.error(
+                    at(d),
+                    format!("data `{name}`: `unique: true` needs order per_vu or shared"),
+                );
                 defined.insert(name.clone());
                 continue;
             }
@@ -244,7 +317,12 @@ impl Compiler {
         for name in std::mem::take(&mut self.env_names) {
             match env(&name) {
                 Some(v) => env_values.push((name, v)),
-                None => self.error(At(0, 0), format!("environment variable `{name}` is not set (the scenario reads `env.{name}`)")),
+                None => self.error(
+                    At(0, 0),
+                    format!(
+                        "environment variable `{name}` is not set (the scenario reads `env.{name}`)"
+                    ),
+                ),
             }
         }
         Scenario {
@@ -274,7 +352,12 @@ impl Compiler {
     /// file's shared parts with its own laid over them), the run's settings from the top.
     /// Problems in the shared parts are found once per population and reported once
     /// ([`super::parse_scenario`] drops repeats).
-    fn with_populations(&mut self, mut raw: RawScenario, raws: Vec<RawPopulation>, env: &dyn Fn(&str) -> Option<String>) -> Scenario {
+    fn with_populations(
+        &mut self,
+        mut raw: RawScenario,
+        raws: Vec<RawPopulation>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Scenario {
         let defaults = raw.load.as_ref().map(|l| self.load(l)).unwrap_or_default();
         let top_thresholds = std::mem::take(&mut raw.thresholds);
         let mut populations = Vec::new();
@@ -313,7 +396,10 @@ impl Compiler {
                     format!("scenario `{name}` has no load: give it `load:` with `vus` and `duration`, `stages`, or `rate` and `duration` — e.g. `load: {{ rate: 300, duration: 1m }}` or `load: {{ stages: \"30s:50,1m:50\" }}`"),
                 );
             } else if let Err(e) = load.resolve() {
-                self.error(p.load.as_ref().map_or(at(&p.name), at), format!("scenario `{name}`: `load`: {e}"));
+                self.error(
+                    p.load.as_ref().map_or(at(&p.name), at),
+                    format!("scenario `{name}`: `load`: {e}"),
+                );
             }
             sc.settings.load = load;
             for t in &mut sc.settings.thresholds {
@@ -325,19 +411,31 @@ impl Compiler {
                 Some(s) => match parse_duration(&s.value) {
                     Ok(d) => d,
                     Err(e) => {
-                        self.error(at(s), format!("scenario `{name}`: `start`: {e}; write it like `start: 30s`"));
+                        self.error(
+                            at(s),
+                            format!("scenario `{name}`: `start`: {e}; write it like `start: 30s`"),
+                        );
                         Duration::ZERO
                     }
                 },
             };
-            populations.push(Population { name, start, scenario: Arc::new(sc) });
+            populations.push(Population {
+                name,
+                start,
+                scenario: Arc::new(sc),
+            });
         }
         // The run's own settings: target, name, warm-up, defaults; no steps of its own.
         let mut top = self.scenario(raw, env);
         top.settings.load = defaults;
         self.steps = populations
             .iter()
-            .flat_map(|p| p.scenario.step_info.iter().map(|s| StepInfo { name: qualified_step(&p.name, &s.name), kind: s.kind }))
+            .flat_map(|p| {
+                p.scenario.step_info.iter().map(|s| StepInfo {
+                    name: qualified_step(&p.name, &s.name),
+                    kind: s.kind,
+                })
+            })
             .collect();
         top.settings.thresholds = self.total_thresholds(&top_thresholds, &populations);
         top.step_info = std::mem::take(&mut self.steps);
@@ -348,7 +446,11 @@ impl Compiler {
     /// The top-level thresholds of a file with populations: of the total (a step named as
     /// `readers/read messages`), or of one population (`writers.ttfb p99 < 200ms`, a step
     /// under it by its own name).
-    fn total_thresholds(&mut self, raw: &[S<RawThreshold>], populations: &[Population]) -> Vec<crate::Threshold> {
+    fn total_thresholds(
+        &mut self,
+        raw: &[S<RawThreshold>],
+        populations: &[Population],
+    ) -> Vec<crate::Threshold> {
         let mut out = Vec::new();
         let pop_names: Vec<&str> = populations.iter().map(|p| p.name.as_str()).collect();
         for t in raw {
@@ -369,9 +471,16 @@ impl Compiler {
             };
             let steps: Vec<String> = match &th.population {
                 Some(p) => match populations.iter().find(|x| x.name == *p) {
-                    Some(x) => x.scenario.step_info.iter().map(|s| s.name.clone()).collect(),
+                    Some(x) => x
+                        .scenario
+                        .step_info
+                        .iter()
+                        .map(|s| s.name.clone())
+                        .collect(),
                     None => {
-                        let hint = suggest(p, &pop_names).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
+                        let hint = suggest(p, &pop_names)
+                            .map(|s| format!("did you mean `{s}`? "))
+                            .unwrap_or_default();
                         self.error(at(t), format!("threshold `{expr}`: no scenario is named `{p}`; {hint}(scenarios: {})", pop_names.join(", ")));
                         continue;
                     }
@@ -382,10 +491,20 @@ impl Compiler {
                 && !steps.iter().any(|n| n == s)
             {
                 let names: Vec<&str> = steps.iter().map(String::as_str).collect();
-                let hint = suggest(s, &names).map(|n| format!("did you mean `{n}`? ")).unwrap_or_default();
+                let hint = suggest(s, &names)
+                    .map(|n| format!("did you mean `{n}`? "))
+                    .unwrap_or_default();
                 let shown: Vec<&str> = names.iter().take(20).copied().collect();
-                let more = if names.len() > shown.len() { ", …" } else { "" };
-                let qualify = if th.population.is_none() { " — a population's step is named `scenario/step`" } else { "" };
+                let more = if names.len() > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                };
+                let qualify = if th.population.is_none() {
+                    " — a population's step is named `scenario/step`"
+                } else {
+                    ""
+                };
                 self.error(at(t), format!("threshold for step `{s}`: no step has that name{qualify}; {hint}(steps: {}{more})", shown.join(", ")));
                 continue;
             }
@@ -414,10 +533,22 @@ impl Compiler {
                 && !self.steps.iter().any(|i| i.name == *s)
             {
                 let names: Vec<&str> = self.steps.iter().map(|i| i.name.as_str()).collect();
-                let hint = suggest(s, &names).map(|n| format!("did you mean `{n}`? ")).unwrap_or_default();
+                let hint = suggest(s, &names)
+                    .map(|n| format!("did you mean `{n}`? "))
+                    .unwrap_or_default();
                 let shown: Vec<&str> = names.iter().take(20).copied().collect();
-                let more = if names.len() > shown.len() { ", …" } else { "" };
-                self.error(at(t), format!("threshold for step `{s}`: no step has that name; {hint}(steps: {}{more})", shown.join(", ")));
+                let more = if names.len() > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                };
+                self.error(
+                    at(t),
+                    format!(
+                        "threshold for step `{s}`: no step has that name; {hint}(steps: {}{more})",
+                        shown.join(", ")
+                    ),
+                );
                 continue;
             }
             match parse_threshold(&expr) {
@@ -448,8 +579,16 @@ impl Compiler {
         for (key, value) in &section.value {
             if !OPTIONS.iter().any(|o| o.key == key) {
                 let keys: Vec<&str> = OPTIONS.iter().map(|o| o.key).collect();
-                let hint = suggest(key, &keys).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
-                self.error(at(value), format!("unknown load key `{key}`; {hint}the keys are {}", keys.join(", ")));
+                let hint = suggest(key, &keys)
+                    .map(|s| format!("did you mean `{s}`? "))
+                    .unwrap_or_default();
+                self.error(
+                    at(value),
+                    format!(
+                        "unknown load key `{key}`; {hint}the keys are {}",
+                        keys.join(", ")
+                    ),
+                );
                 continue;
             }
             if let Err(e) = spec.set(key, &value.value) {
@@ -458,8 +597,18 @@ impl Compiler {
         }
         let conflicts = spec.conflicts();
         for c in &conflicts {
-            let where_ = section.value.iter().find(|(k, _)| k == c.other).map_or(at(section), |(_, v)| at(v));
-            self.error(where_, format!("load `{}` cannot be combined with `{}`: {}", c.other, c.key, c.why));
+            let where_ = section
+                .value
+                .iter()
+                .find(|(k, _)| k == c.other)
+                .map_or(at(section), |(_, v)| at(v));
+            self.error(
+                where_,
+                format!(
+                    "load `{}` cannot be combined with `{}`: {}",
+                    c.other, c.key, c.why
+                ),
+            );
         }
         if conflicts.is_empty()
             && spec.has_shape()
@@ -480,7 +629,11 @@ impl Compiler {
         }
     }
 
-    fn headers(&mut self, raw: &BTreeMap<String, S<String>>, defined: &BTreeSet<String>) -> Vec<(String, Template)> {
+    fn headers(
+        &mut self,
+        raw: &BTreeMap<String, S<String>>,
+        defined: &BTreeSet<String>,
+    ) -> Vec<(String, Template)> {
         let mut out = Vec::new();
         for (name, v) in raw {
             if let Err(e) = RequestSpec::parse_header(&format!("{name}: x")) {
@@ -489,7 +642,11 @@ impl Compiler {
             }
             let field = format!("headers.{name}");
             let (t, literals) = self.template_at(&field, &v.value, at(v), defined, false);
-            if let Some(bad) = literals.iter().flat_map(|l| l.chars()).find(|c| (c.is_control() && *c != '\t') || *c == '\u{7f}') {
+            if let Some(bad) = literals
+                .iter()
+                .flat_map(|l| l.chars())
+                .find(|c| (c.is_control() && *c != '\t') || *c == '\u{7f}')
+            {
                 let shown = match bad {
                     '\r' => "a carriage return (\\r)".to_string(),
                     '\n' => "a line break (\\n)".to_string(),
@@ -507,7 +664,13 @@ impl Compiler {
     }
 
     /// Registers a step's metric row; default names are made unique with `#2`, `#3`.
-    fn register(&mut self, name: Option<&S<String>>, default: String, kind: StepKind, where_: At) -> usize {
+    fn register(
+        &mut self,
+        name: Option<&S<String>>,
+        default: String,
+        kind: StepKind,
+        where_: At,
+    ) -> usize {
         let name = match name {
             Some(n) => {
                 if let Some(line) = self.names.get(&n.value) {
@@ -539,7 +702,10 @@ impl Compiler {
             defined.extend(r.extract_names.iter().cloned());
             if let Some(n) = &r.name {
                 self.names.insert(n.value.clone(), n.at.0);
-                self.steps.push(StepInfo { name: n.value.clone(), kind: StepKind::Http });
+                self.steps.push(StepInfo {
+                    name: n.value.clone(),
+                    kind: StepKind::Http,
+                });
             }
             return None;
         }
@@ -573,31 +739,95 @@ impl Compiler {
             self.error(at(g), "`group` names a group: give it `steps`");
         }
         let node = if let Some(url) = &r.sse {
-            self.not_for(r, "an `sse` step", &["json", "form", "body", "extract", "check", "send", "expect", "method", "proto", "message", "messages", "connections"]);
+            self.not_for(
+                r,
+                "an `sse` step",
+                &[
+                    "json",
+                    "form",
+                    "body",
+                    "extract",
+                    "check",
+                    "send",
+                    "expect",
+                    "method",
+                    "proto",
+                    "message",
+                    "messages",
+                    "connections",
+                ],
+            );
             if let Some(e) = &r.events
                 && e.value == 0
             {
                 self.error(at(e), "`events: 0` would close the stream before it is read; give 1 or more, or leave `events` out to read until `timeout`");
             }
             let call = self.call(r, url, "sse", StepKind::Sse, None, defined);
-            Node::Sse(SseStep { call, events: r.events.as_ref().map(|e| e.value), wait: r.wait })
+            Node::Sse(SseStep {
+                call,
+                events: r.events.as_ref().map(|e| e.value),
+                wait: r.wait,
+            })
         } else if let Some(url) = &r.websocket {
-            self.not_for(r, "a `websocket` step", &["json", "form", "body", "extract", "check", "events", "method", "proto", "message", "messages", "connections"]);
+            self.not_for(
+                r,
+                "a `websocket` step",
+                &[
+                    "json",
+                    "form",
+                    "body",
+                    "extract",
+                    "check",
+                    "events",
+                    "method",
+                    "proto",
+                    "message",
+                    "messages",
+                    "connections",
+                ],
+            );
             let call = self.call(r, url, "websocket", StepKind::WebSocket, None, defined);
-            let send = r.send.iter().flatten().map(|m| self.template("send", m, defined)).collect();
-            let expect = r.expect.as_ref().map(|e| self.template("expect", e, defined));
+            let send = r
+                .send
+                .iter()
+                .flatten()
+                .map(|m| self.template("send", m, defined))
+                .collect();
+            let expect = r
+                .expect
+                .as_ref()
+                .map(|e| self.template("expect", e, defined));
             Node::WebSocket(WsStep { call, send, expect })
         } else if let Some(method) = &r.grpc {
             self.grpc(r, method, defined)?
         } else {
-            self.not_for(r, "a request", &["events", "send", "expect", "proto", "message", "messages", "connections"]);
+            self.not_for(
+                r,
+                "a request",
+                &[
+                    "events",
+                    "send",
+                    "expect",
+                    "proto",
+                    "message",
+                    "messages",
+                    "connections",
+                ],
+            );
             if r.wait {
-                self.error(r.key_at("wait").unwrap_or(here), "`wait` is for `sse` steps");
+                self.error(
+                    r.key_at("wait").unwrap_or(here),
+                    "`wait` is for `sse` steps",
+                );
             }
             self.http(r, defined)?
         };
         if let Some(rep) = &r.repeat {
-            return Some(Node::Group(Group { name: None, repeat: self.repeat(rep), steps: vec![node] }));
+            return Some(Node::Group(Group {
+                name: None,
+                repeat: self.repeat(rep),
+                steps: vec![node],
+            }));
         }
         Some(node)
     }
@@ -617,22 +847,51 @@ impl Compiler {
         }
     }
 
-    fn group(&mut self, r: &RawStep, steps: &[RawStep], defined: &mut BTreeSet<String>) -> Option<Node> {
-        if r.name.is_some() || !r.headers.is_empty() || r.think_time.is_some() || r.timeout.is_some() {
-            self.error(r.at, "a group takes `group`, `repeat` and `steps`; put request settings on its steps");
+    fn group(
+        &mut self,
+        r: &RawStep,
+        steps: &[RawStep],
+        defined: &mut BTreeSet<String>,
+    ) -> Option<Node> {
+        if r.name.is_some()
+            || !r.headers.is_empty()
+            || r.think_time.is_some()
+            || r.timeout.is_some()
+        {
+            self.error(
+                r.at,
+                "a group takes `group`, `repeat` and `steps`; put request settings on its steps",
+            );
         }
         if steps.is_empty() && r.key_at("steps").is_some() {
             self.error(r.at, "the group's `steps` is empty");
         }
         let repeat = r.repeat.as_ref().map_or(1, |rep| self.repeat(rep));
         let nodes = self.steps(steps, defined);
-        Some(Node::Group(Group { name: r.group.as_ref().map(|g| g.value.clone()), repeat, steps: nodes }))
+        Some(Node::Group(Group {
+            name: r.group.as_ref().map(|g| g.value.clone()),
+            repeat,
+            steps: nodes,
+        }))
     }
 
     /// Weighted branches. A variable is defined after them only when every branch defines it.
-    fn one_of(&mut self, r: &RawStep, branches: &[S<RawBranch>], defined: &mut BTreeSet<String>) -> Option<Node> {
-        if r.name.is_some() || r.group.is_some() || !r.headers.is_empty() || r.think_time.is_some() || r.timeout.is_some() {
-            self.error(r.at, "`one_of` takes a list of branches (`weight`, `name`, `steps`) and `repeat`");
+    fn one_of(
+        &mut self,
+        r: &RawStep,
+        branches: &[S<RawBranch>],
+        defined: &mut BTreeSet<String>,
+    ) -> Option<Node> {
+        if r.name.is_some()
+            || r.group.is_some()
+            || !r.headers.is_empty()
+            || r.think_time.is_some()
+            || r.timeout.is_some()
+        {
+            self.error(
+                r.at,
+                "`one_of` takes a list of branches (`weight`, `name`, `steps`) and `repeat`",
+            );
         }
         if branches.is_empty() {
             self.error(r.at, "`one_of` is empty: give it branches with `steps`");
@@ -642,7 +901,10 @@ impl Compiler {
         let mut out = Vec::new();
         for b in branches {
             if b.value.weight.value == 0 {
-                self.error(at(&b.value.weight), "a branch's `weight` must be at least 1");
+                self.error(
+                    at(&b.value.weight),
+                    "a branch's `weight` must be at least 1",
+                );
             }
             if b.value.steps.is_empty() {
                 self.error(at(b), "the branch's `steps` is empty");
@@ -653,18 +915,39 @@ impl Compiler {
                 None => mine,
                 Some(a) => a.intersection(&mine).cloned().collect(),
             });
-            out.push(Branch { name: b.value.name.clone(), weight: b.value.weight.value.max(1), steps: nodes });
+            out.push(Branch {
+                name: b.value.name.clone(),
+                weight: b.value.weight.value.max(1),
+                steps: nodes,
+            });
         }
         *defined = after.unwrap_or_default();
         let node = Node::OneOf(out);
         Some(match &r.repeat {
-            Some(rep) => Node::Group(Group { name: None, repeat: self.repeat(rep), steps: vec![node] }),
+            Some(rep) => Node::Group(Group {
+                name: None,
+                repeat: self.repeat(rep),
+                steps: vec![node],
+            }),
             None => node,
         })
     }
 
-    fn call(&mut self, r: &RawStep, url: &S<String>, field: &str, kind: StepKind, default_name: Option<String>, defined: &BTreeSet<String>) -> Call {
-        let id = self.register(r.name.as_ref(), default_name.unwrap_or_else(|| format!("{} {}", field.to_uppercase(), url.value)), kind, at(url));
+    fn call(
+        &mut self,
+        r: &RawStep,
+        url: &S<String>,
+        field: &str,
+        kind: StepKind,
+        default_name: Option<String>,
+        defined: &BTreeSet<String>,
+    ) -> Call {
+        let id = self.register(
+            r.name.as_ref(),
+            default_name.unwrap_or_else(|| format!("{} {}", field.to_uppercase(), url.value)),
+            kind,
+            at(url),
+        );
         let (url_t, literals) = self.template_at(field, &url.value, at(url), defined, false);
         if let Err(e) = check_url(&url.value, kind, self.authority.as_deref(), &literals) {
             self.error(at(url), format!("`{field}`: {e}"));
@@ -682,17 +965,48 @@ impl Compiler {
         let (method, url) = match (&r.request, &r.method, &r.url) {
             (Some(req), None, None) => {
                 let mut parts = req.value.trim().splitn(2, char::is_whitespace);
-                let (m, u) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default().trim());
+                let (m, u) = (
+                    parts.next().unwrap_or_default(),
+                    parts.next().unwrap_or_default().trim(),
+                );
                 if u.is_empty() {
-                    let hint = if m.starts_with('/') || m.contains("://") { format!("; write it like `request: GET {m}`") } else { ", e.g. `POST /api/rooms`".into() };
-                    self.error(at(req), format!("`request`: `{}` should be a method and a URL{hint}", req.value));
+                    let hint = if m.starts_with('/') || m.contains("://") {
+                        format!("; write it like `request: GET {m}`")
+                    } else {
+                        ", e.g. `POST /api/rooms`".into()
+                    };
+                    self.error(
+                        at(req),
+                        format!(
+                            "`request`: `{}` should be a method and a URL{hint}",
+                            req.value
+                        ),
+                    );
                     return None;
                 }
-                (S { value: m.to_string(), at: req.at }, S { value: u.to_string(), at: req.at })
+                (
+                    S {
+                        value: m.to_string(),
+                        at: req.at,
+                    },
+                    S {
+                        value: u.to_string(),
+                        at: req.at,
+                    },
+                )
             }
-            (None, m, Some(u)) => (m.clone().unwrap_or(S { value: "GET".into(), at: u.at }), u.clone()),
+            (None, m, Some(u)) => (
+                m.clone().unwrap_or(S {
+                    value: "GET".into(),
+                    at: u.at,
+                }),
+                u.clone(),
+            ),
             (Some(req), _, _) => {
-                self.error(at(req), "use either `request: METHOD URL` or `method` + `url`, not both");
+                self.error(
+                    at(req),
+                    "use either `request: METHOD URL` or `method` + `url`, not both",
+                );
                 return None;
             }
             (None, Some(m), None) => {
@@ -703,26 +1017,49 @@ impl Compiler {
         };
         let m = method.value.to_ascii_uppercase();
         if m.is_empty() || !m.bytes().all(|b| b.is_ascii_alphabetic()) {
-            self.error(at(&method), format!("`{}` is not an HTTP method (GET, POST, PUT, PATCH, DELETE, …)", method.value));
+            self.error(
+                at(&method),
+                format!(
+                    "`{}` is not an HTTP method (GET, POST, PUT, PATCH, DELETE, …)",
+                    method.value
+                ),
+            );
         }
         let default_name = format!("{m} {}", url.value);
         let call = self.call(r, &url, "url", StepKind::Http, Some(default_name), defined);
-        let bodies = [r.json.is_some(), r.form.is_some(), r.body.is_some()].iter().filter(|b| **b).count();
+        let bodies = [r.json.is_some(), r.form.is_some(), r.body.is_some()]
+            .iter()
+            .filter(|b| **b)
+            .count();
         if bodies > 1 {
             self.error(r.at, "a request has one body: `json`, `form` or `body`");
         }
         let body = if let Some(j) = &r.json {
             Body::Json(self.json(j, defined))
         } else if let Some(f) = &r.form {
-            Body::Form(f.iter().map(|(k, v)| (k.clone(), self.template(&format!("form.{k}"), v, defined))).collect())
+            Body::Form(
+                f.iter()
+                    .map(|(k, v)| (k.clone(), self.template(&format!("form.{k}"), v, defined)))
+                    .collect(),
+            )
         } else if let Some(b) = &r.body {
             Body::Raw(self.template("body", b, defined))
         } else {
             Body::Empty
         };
-        let check = r.check.as_ref().map(|c| self.check(c, defined)).unwrap_or_default();
+        let check = r
+            .check
+            .as_ref()
+            .map(|c| self.check(c, defined))
+            .unwrap_or_default();
         let extract = self.extracts(r, defined);
-        Some(Node::Http(HttpStep { call, method: m, body, extract, check }))
+        Some(Node::Http(HttpStep {
+            call,
+            method: m,
+            body,
+            extract,
+            check,
+        }))
     }
 
     /// The step's `extract`s; the variables they name are defined for the steps after it.
@@ -730,13 +1067,25 @@ impl Compiler {
         let mut extract = Vec::new();
         for (var, e) in &r.extract {
             if BUILTINS.contains(&var.as_str()) {
-                self.error(at(e), format!("`extract`: `{var}` is built in (vu, iteration, env); choose another name"));
+                self.error(
+                    at(e),
+                    format!(
+                        "`extract`: `{var}` is built in (vu, iteration, env); choose another name"
+                    ),
+                );
                 continue;
             }
             let source = match &e.value {
                 RawExtract::Path(q) => self.json_path(at(e), q).map(|p| Source::Json(p, q.clone())),
-                RawExtract::Full { json, header, regex, .. } => match (json, header, regex) {
-                    (Some(q), None, None) => self.json_path(at(e), q).map(|p| Source::Json(p, q.clone())),
+                RawExtract::Full {
+                    json,
+                    header,
+                    regex,
+                    ..
+                } => match (json, header, regex) {
+                    (Some(q), None, None) => {
+                        self.json_path(at(e), q).map(|p| Source::Json(p, q.clone()))
+                    }
                     (None, Some(h), None) => {
                         if !crate::plan::is_header_name(h.trim()) {
                             self.error(at(e), format!("extract `{var}`: `{h}` is not a header name; write it like `{{ header: Location }}`"));
@@ -746,12 +1095,23 @@ impl Compiler {
                     (None, None, Some(re)) => match regex::Regex::new(re) {
                         Ok(re) => Some(Source::Regex(re)),
                         Err(err) => {
-                            self.error(at(e), format!("extract `{var}`: bad regex: {}", err.to_string().lines().last().unwrap_or_default()));
+                            self.error(
+                                at(e),
+                                format!(
+                                    "extract `{var}`: bad regex: {}",
+                                    err.to_string().lines().last().unwrap_or_default()
+                                ),
+                            );
                             None
                         }
                     },
                     _ => {
-                        self.error(at(e), format!("extract `{var}`: give exactly one of `json`, `header`, `regex`"));
+                        self.error(
+                            at(e),
+                            format!(
+                                "extract `{var}`: give exactly one of `json`, `header`, `regex`"
+                            ),
+                        );
                         None
                     }
                 },
@@ -761,7 +1121,11 @@ impl Compiler {
                 RawExtract::Path(_) => None,
             };
             if let Some(source) = source {
-                extract.push(Extract { var: var.clone(), source, default });
+                extract.push(Extract {
+                    var: var.clone(),
+                    source,
+                    default,
+                });
             }
         }
         // Defined for the steps after this one.
@@ -774,14 +1138,30 @@ impl Compiler {
 
     /// A `grpc:` step: the method looked up in its `proto` files (or left to reflection),
     /// the request message checked against its type.
-    fn grpc(&mut self, r: &RawStep, text: &S<String>, defined: &mut BTreeSet<String>) -> Option<Node> {
-        self.not_for(r, "a `grpc` step (metadata goes under `headers`, the request under `message`)", &["json", "form", "body", "events", "send", "expect", "method", "wait"]);
+    fn grpc(
+        &mut self,
+        r: &RawStep,
+        text: &S<String>,
+        defined: &mut BTreeSet<String>,
+    ) -> Option<Node> {
+        self.not_for(
+            r,
+            "a `grpc` step (metadata goes under `headers`, the request under `message`)",
+            &[
+                "json", "form", "body", "events", "send", "expect", "method", "wait",
+            ],
+        );
         let Some((service, method)) = crate::grpc::split_method(&text.value) else {
             self.error(at(text), format!("`grpc`: `{}` should be a service and a method, like `grpc: volley.chat.v1.Chat/CreateRoom` (package.Service/Method)", text.value));
             return None;
         };
         let path = format!("/{service}/{method}");
-        let id = self.register(r.name.as_ref(), format!("GRPC {service}/{method}"), StepKind::Grpc, at(text));
+        let id = self.register(
+            r.name.as_ref(),
+            format!("GRPC {service}/{method}"),
+            StepKind::Grpc,
+            at(text),
+        );
         let call = Call {
             id,
             url: Template::Literal(path),
@@ -792,11 +1172,22 @@ impl Compiler {
         if let Some(st) = r.check.as_ref().and_then(|c| c.value.status.as_ref()) {
             self.error(at(st), "`check.status` is an HTTP status; a gRPC call passes when it ends with status OK, and any other code is counted as its error kind (grpc_not_found, …)");
         }
-        let message = r.message.as_ref().map_or(JsonTemplate::Object(Vec::new()), |m| self.json(m, defined));
-        let check = r.check.as_ref().map(|c| self.check(c, defined)).unwrap_or_default();
+        let message = r
+            .message
+            .as_ref()
+            .map_or(JsonTemplate::Object(Vec::new()), |m| self.json(m, defined));
+        let check = r
+            .check
+            .as_ref()
+            .map(|c| self.check(c, defined))
+            .unwrap_or_default();
         let extract = self.extracts(r, defined);
         let mut protos = Vec::new();
-        let dir = self.file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let dir = self
+            .file
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
         for p in &r.proto {
             protos.push(dir.join(&p.value));
         }
@@ -809,9 +1200,15 @@ impl Compiler {
         if let Some(first) = r.proto.first()
             && protos.iter().all(|p| p.is_file())
         {
-            let pool = self.protos.entry(protos.clone()).or_insert_with(|| crate::grpc::compile_protos(&protos, &dir)).clone();
+            let pool = self
+                .protos
+                .entry(protos.clone())
+                .or_insert_with(|| crate::grpc::compile_protos(&protos, &dir))
+                .clone();
             let names: Vec<&str> = r.proto.iter().map(|p| p.value.as_str()).collect();
-            match pool.and_then(|pool| crate::grpc::find_method(&pool, &service, &method, &names.join(", "))) {
+            match pool.and_then(|pool| {
+                crate::grpc::find_method(&pool, &service, &method, &names.join(", "))
+            }) {
                 Ok(m) => {
                     let where_ = r.message.as_ref().map_or(at(text), |m| m.at);
                     for problem in crate::grpc::check_message(&m.input(), &message) {
@@ -857,12 +1254,25 @@ impl Compiler {
 
     fn check(&mut self, c: &S<RawCheck>, defined: &BTreeSet<String>) -> Check {
         let r = &c.value;
-        let mut out = Check { status: r.status.as_ref().and_then(|s| self.status("check.status", s)), ..Check::default() };
+        let mut out = Check {
+            status: r
+                .status
+                .as_ref()
+                .and_then(|s| self.status("check.status", s)),
+            ..Check::default()
+        };
         for (q, want) in &r.json {
             let expected = match want.typed() {
-                Some(Typed::Str(t)) if has_syntax(t) => {
-                    Expected::Template(self.template_at(&format!("check.json.{}", q.value), t, want.at, defined, false).0)
-                }
+                Some(Typed::Str(t)) if has_syntax(t) => Expected::Template(
+                    self.template_at(
+                        &format!("check.json.{}", q.value),
+                        t,
+                        want.at,
+                        defined,
+                        false,
+                    )
+                    .0,
+                ),
                 _ => Expected::Value(want.to_json()),
             };
             if let Some(p) = self.json_path(at(q), &q.value) {
@@ -881,9 +1291,18 @@ impl Compiler {
     /// A JSON body; every string is a template, at its own line and column.
     fn json(&mut self, v: &super::yaml::Node, defined: &BTreeSet<String>) -> JsonTemplate {
         match &v.value {
-            YamlValue::Scalar { text, .. } if has_syntax(text) => JsonTemplate::Text(self.template_at("json", text, v.at, defined, true).0),
-            YamlValue::Seq(items) => JsonTemplate::Array(items.iter().map(|i| self.json(i, defined)).collect()),
-            YamlValue::Map(entries) => JsonTemplate::Object(entries.iter().map(|(k, i)| (k.text.clone(), self.json(i, defined))).collect()),
+            YamlValue::Scalar { text, .. } if has_syntax(text) => {
+                JsonTemplate::Text(self.template_at("json", text, v.at, defined, true).0)
+            }
+            YamlValue::Seq(items) => {
+                JsonTemplate::Array(items.iter().map(|i| self.json(i, defined)).collect())
+            }
+            YamlValue::Map(entries) => JsonTemplate::Object(
+                entries
+                    .iter()
+                    .map(|(k, i)| (k.text.clone(), self.json(i, defined)))
+                    .collect(),
+            ),
             YamlValue::Scalar { .. } => JsonTemplate::Fixed(v.to_json()),
         }
     }
@@ -891,12 +1310,18 @@ impl Compiler {
 
 /// The target must be an absolute http(s) URL; its `host:port` as written.
 fn check_target(url: &str) -> Result<String, String> {
-    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
     let bad = || {
         let scheme = url.split_once("://").map(|(s, _)| s);
         match scheme {
-            _ if has_syntax(url) => format!("`{url}`: the target cannot be a template; write the base URL, like http://127.0.0.1:8080 (`--url` overrides it)"),
-            Some(s) => format!("`{url}` is a `{s}` URL; the target is where HTTP requests go: write it like http://127.0.0.1:8080 (WebSocket steps use ws:// URLs of their own)"),
+            _ if has_syntax(url) => format!(
+                "`{url}`: the target cannot be a template; write the base URL, like http://127.0.0.1:8080 (`--url` overrides it)"
+            ),
+            Some(s) => format!(
+                "`{url}` is a `{s}` URL; the target is where HTTP requests go: write it like http://127.0.0.1:8080 (WebSocket steps use ws:// URLs of their own)"
+            ),
             None => format!("`{url}` is not a base URL; write it like http://127.0.0.1:8080"),
         }
     };
@@ -915,9 +1340,22 @@ fn check_target(url: &str) -> Result<String, String> {
 /// A step URL must be relative (`/path`) or absolute on the target, with a scheme its step
 /// can use; the text outside templates must be sendable (no spaces or control characters).
 /// Templated URLs are checked as far as their literal start shows.
-fn check_url(url: &str, kind: StepKind, target: Option<&str>, literals: &[String]) -> Result<(), String> {
-    if let Some(bad) = literals.iter().flat_map(|l| l.chars()).find(|c| c.is_whitespace() || c.is_control()) {
-        let what = if bad == ' ' { "a space".to_string() } else { format!("the character {:?}", bad) };
+fn check_url(
+    url: &str,
+    kind: StepKind,
+    target: Option<&str>,
+    literals: &[String],
+) -> Result<(), String> {
+    if let Some(bad) = literals
+        .iter()
+        .flat_map(|l| l.chars())
+        .find(|c| c.is_whitespace() || c.is_control())
+    {
+        let what = if bad == ' ' {
+            "a space".to_string()
+        } else {
+            format!("the character {:?}", bad)
+        };
         let fix = if bad == ' ' { "; write it as %20" } else { "" };
         return Err(format!("`{url}` holds {what}, which a URL cannot{fix}"));
     }
@@ -941,20 +1379,39 @@ fn check_url(url: &str, kind: StepKind, target: Option<&str>, literals: &[String
         {
             let given = lead.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
             let why = match (kind, given) {
-                (StepKind::Sse, Some(g)) if g.starts_with("ws") => format!(" — `{g}://` is a WebSocket: make it a `websocket:` step, or use http(s) for an event stream"),
-                (_, Some(g)) => format!(" — `{g}://` URLs cannot be sent by {} step", if kind == StepKind::WebSocket { "a `websocket`" } else if kind == StepKind::Sse { "an `sse`" } else { "a request" }),
+                (StepKind::Sse, Some(g)) if g.starts_with("ws") => format!(
+                    " — `{g}://` is a WebSocket: make it a `websocket:` step, or use http(s) for an event stream"
+                ),
+                (_, Some(g)) => format!(
+                    " — `{g}://` URLs cannot be sent by {} step",
+                    if kind == StepKind::WebSocket {
+                        "a `websocket`"
+                    } else if kind == StepKind::Sse {
+                        "an `sse`"
+                    } else {
+                        "a request"
+                    }
+                ),
                 (_, None) => String::new(),
             };
-            return Err(format!("`{url}` should start with / (relative to the target) or {}{why}", schemes.join(" or ")));
+            return Err(format!(
+                "`{url}` should start with / (relative to the target) or {}{why}",
+                schemes.join(" or ")
+            ));
         }
     };
     let rest = &lead[scheme.len()..];
     let authority_end = rest.find(['/', '?', '#']);
-    if let (Some(target), Some(end)) = (target, authority_end.or((url == lead).then_some(rest.len()))) {
+    if let (Some(target), Some(end)) = (
+        target,
+        authority_end.or((url == lead).then_some(rest.len())),
+    ) {
         let authority = &rest[..end];
         if !authority.eq_ignore_ascii_case(target) {
             let path = if end < rest.len() { &rest[end..] } else { "/" };
-            return Err(format!("`{url}` is on another host than the target ({target}); one scenario loads one target: write the path, `{path}`"));
+            return Err(format!(
+                "`{url}` is on another host than the target ({target}); one scenario loads one target: write the path, `{path}`"
+            ));
         }
     }
     Ok(())

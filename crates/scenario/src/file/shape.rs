@@ -10,20 +10,75 @@ use super::{At, S};
 use crate::suggest::suggest;
 
 /// The keys at the top of a scenario file.
-pub(super) const TOP_KEYS: &[&str] =
-    &["name", "target", "headers", "load", "timeout", "warmup", "expect_status", "variables", "data", "thresholds", "steps", "scenarios"];
+pub(super) const TOP_KEYS: &[&str] = &[
+    "name",
+    "target",
+    "headers",
+    "load",
+    "timeout",
+    "warmup",
+    "expect_status",
+    "variables",
+    "data",
+    "thresholds",
+    "steps",
+    "scenarios",
+];
 
 /// The keys of one named scenario (a population) under `scenarios:`.
-pub(super) const POPULATION_KEYS: &[&str] = &["load", "start", "steps", "thresholds", "headers", "variables", "timeout", "expect_status"];
+pub(super) const POPULATION_KEYS: &[&str] = &[
+    "load",
+    "start",
+    "steps",
+    "thresholds",
+    "headers",
+    "variables",
+    "timeout",
+    "expect_status",
+];
 
 /// The keys of a step (request, `sse`, `websocket`, group, `one_of`).
 pub(super) const STEP_KEYS: &[&str] = &[
-    "name", "request", "method", "url", "headers", "json", "form", "body", "extract", "check", "think_time", "timeout", "sse", "events",
-    "wait", "websocket", "send", "expect", "group", "repeat", "steps", "one_of", "grpc", "proto", "message", "messages", "connections",
+    "name",
+    "request",
+    "method",
+    "url",
+    "headers",
+    "json",
+    "form",
+    "body",
+    "extract",
+    "check",
+    "think_time",
+    "timeout",
+    "sse",
+    "events",
+    "wait",
+    "websocket",
+    "send",
+    "expect",
+    "group",
+    "repeat",
+    "steps",
+    "one_of",
+    "grpc",
+    "proto",
+    "message",
+    "messages",
+    "connections",
 ];
 
 /// Keys that decide what kind of step it is.
-const KIND_KEYS: &[&str] = &["request", "method", "url", "sse", "websocket", "grpc", "steps", "one_of"];
+const KIND_KEYS: &[&str] = &[
+    "request",
+    "method",
+    "url",
+    "sse",
+    "websocket",
+    "grpc",
+    "steps",
+    "one_of",
+];
 
 /// `load:` entries in file order: key and value, as a flag would take it.
 pub(super) type RawLoad = S<Vec<(String, S<String>)>>;
@@ -80,7 +135,12 @@ pub(super) enum RawThreshold {
 #[derive(Clone)]
 pub(super) enum RawExtract {
     Path(String),
-    Full { json: Option<String>, header: Option<String>, regex: Option<String>, default: Option<serde_json::Value> },
+    Full {
+        json: Option<String>,
+        header: Option<String>,
+        regex: Option<String>,
+        default: Option<serde_json::Value>,
+    },
 }
 
 #[derive(Default, Clone)]
@@ -159,7 +219,10 @@ struct Fields<'n> {
 
 impl<'n> Fields<'n> {
     fn get(&self, key: &str) -> Option<&'n Node> {
-        self.entries.iter().find(|(k, _)| k.text == key).map(|(_, v)| v)
+        self.entries
+            .iter()
+            .find(|(k, _)| k.text == key)
+            .map(|(_, v)| v)
     }
 
     /// A section that may be left empty (`headers:` with nothing under it is no headers).
@@ -170,7 +233,11 @@ impl<'n> Fields<'n> {
 
 /// `, e.g. `x``.
 fn eg(example: &str) -> String {
-    if example.is_empty() { String::new() } else { format!("; write it like `{example}`") }
+    if example.is_empty() {
+        String::new()
+    } else {
+        format!("; write it like `{example}`")
+    }
 }
 
 /// What the value was, for messages: `a mapping`, `text (`lots`)`.
@@ -190,9 +257,22 @@ impl Shape {
     }
 
     /// The entries of a mapping; unknown keys are reported, with the nearest known one.
-    fn map<'n>(&mut self, node: &'n Node, what: &str, example: &str, allowed: &[&str]) -> Option<Fields<'n>> {
+    fn map<'n>(
+        &mut self,
+        node: &'n Node,
+        what: &str,
+        example: &str,
+        allowed: &[&str],
+    ) -> Option<Fields<'n>> {
         let Value::Map(entries) = &node.value else {
-            self.error(node.at, format!("{what}: expected a mapping (`key: value` lines), not {}{}", found(node), eg(example)));
+            self.error(
+                node.at,
+                format!(
+                    "{what}: expected a mapping (`key: value` lines), not {}{}",
+                    found(node),
+                    eg(example)
+                ),
+            );
             return None;
         };
         for (k, _) in entries {
@@ -207,21 +287,35 @@ impl Shape {
     fn unknown_key(&self, key: &str, what: &str, allowed: &[&str]) -> String {
         let in_step = allowed == STEP_KEYS;
         if in_step && TOP_KEYS.contains(&key) && key != "name" {
-            return format!("unknown key `{key}` in a step: `{key}` belongs at the top level of the file, not under `steps`");
+            return format!(
+                "unknown key `{key}` in a step: `{key}` belongs at the top level of the file, not under `steps`"
+            );
         }
         if allowed == TOP_KEYS && STEP_KEYS.contains(&key) {
-            return format!("unknown key `{key}` at the top level: `{key}` belongs in a step, under `steps:` as `- {key}: …`");
+            return format!(
+                "unknown key `{key}` at the top level: `{key}` belongs in a step, under `steps:` as `- {key}: …`"
+            );
         }
         if allowed == POPULATION_KEYS && suggest(key, allowed).is_none() {
             if TOP_KEYS.contains(&key) {
-                return format!("unknown key `{key}` in {what}: `{key}` is set once for the whole run, at the top level of the file; a scenario takes {}", allowed.join(", "));
+                return format!(
+                    "unknown key `{key}` in {what}: `{key}` is set once for the whole run, at the top level of the file; a scenario takes {}",
+                    allowed.join(", ")
+                );
             }
             if STEP_KEYS.contains(&key) {
-                return format!("unknown key `{key}` in {what}: `{key}` belongs in a step, under the scenario's `steps:` as `- {key}: …`");
+                return format!(
+                    "unknown key `{key}` in {what}: `{key}` belongs in a step, under the scenario's `steps:` as `- {key}: …`"
+                );
             }
         }
-        let hint = suggest(key, allowed).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
-        format!("unknown key `{key}` in {what}; {hint}the keys are {}", allowed.join(", "))
+        let hint = suggest(key, allowed)
+            .map(|s| format!("did you mean `{s}`? "))
+            .unwrap_or_default();
+        format!(
+            "unknown key `{key}` in {what}; {hint}the keys are {}",
+            allowed.join(", ")
+        )
     }
 
     /// Text: any scalar but nothing (`10` is the text `10`).
@@ -231,9 +325,19 @@ impl Shape {
                 self.error(node.at, format!("`{field}` has no value{}", eg(example)));
                 None
             }
-            (Value::Scalar { text, .. }, _) => Some(S { value: text.clone(), at: node.at }),
+            (Value::Scalar { text, .. }, _) => Some(S {
+                value: text.clone(),
+                at: node.at,
+            }),
             _ => {
-                self.error(node.at, format!("`{field}`: expected text, not {}{}", found(node), eg(example)));
+                self.error(
+                    node.at,
+                    format!(
+                        "`{field}`: expected text, not {}{}",
+                        found(node),
+                        eg(example)
+                    ),
+                );
                 None
             }
         }
@@ -252,7 +356,14 @@ impl Shape {
             _ => None,
         };
         if n.is_none() {
-            self.error(node.at, format!("`{field}`: expected a whole number (0 or more), not {}{}", found(node), eg(example)));
+            self.error(
+                node.at,
+                format!(
+                    "`{field}`: expected a whole number (0 or more), not {}{}",
+                    found(node),
+                    eg(example)
+                ),
+            );
         }
         n.map(|value| S { value, at: node.at })
     }
@@ -265,17 +376,36 @@ impl Shape {
             _ if word(&["yes", "y", "on"]) => Some(true),
             _ if word(&["no", "n", "off"]) => Some(false),
             _ => {
-                self.error(node.at, format!("`{field}`: expected true or false, not {}; write it like `{field}: true`", found(node)));
+                self.error(
+                    node.at,
+                    format!(
+                        "`{field}`: expected true or false, not {}; write it like `{field}: true`",
+                        found(node)
+                    ),
+                );
                 None
             }
         }
     }
 
-    fn list<'n>(&mut self, field: &str, node: &'n Node, what: &str, example: &str) -> Option<&'n [Node]> {
+    fn list<'n>(
+        &mut self,
+        field: &str,
+        node: &'n Node,
+        what: &str,
+        example: &str,
+    ) -> Option<&'n [Node]> {
         match &node.value {
             Value::Seq(items) => Some(items),
             _ => {
-                self.error(node.at, format!("`{field}`: expected a list of {what} (lines starting with `- `), not {}{}", found(node), eg(example)));
+                self.error(
+                    node.at,
+                    format!(
+                        "`{field}`: expected a list of {what} (lines starting with `- `), not {}{}",
+                        found(node),
+                        eg(example)
+                    ),
+                );
                 None
             }
         }
@@ -284,9 +414,19 @@ impl Shape {
     /// One text or a list of them.
     fn texts(&mut self, field: &str, node: &Node, example: &str) -> Vec<S<String>> {
         match &node.value {
-            Value::Seq(items) => items.iter().filter_map(|i| self.text(field, i, example)).collect(),
+            Value::Seq(items) => items
+                .iter()
+                .filter_map(|i| self.text(field, i, example))
+                .collect(),
             Value::Map(_) => {
-                self.error(node.at, format!("`{field}`: expected text or a list of texts, not {}{}", found(node), eg(example)));
+                self.error(
+                    node.at,
+                    format!(
+                        "`{field}`: expected text or a list of texts, not {}{}",
+                        found(node),
+                        eg(example)
+                    ),
+                );
                 Vec::new()
             }
             Value::Scalar { .. } => self.text(field, node, example).into_iter().collect(),
@@ -294,9 +434,21 @@ impl Shape {
     }
 
     /// A mapping of names to text (`headers`, `variables`, `form`).
-    fn text_map(&mut self, field: &str, node: &Node, example: &str) -> Option<BTreeMap<String, S<String>>> {
+    fn text_map(
+        &mut self,
+        field: &str,
+        node: &Node,
+        example: &str,
+    ) -> Option<BTreeMap<String, S<String>>> {
         let Value::Map(entries) = &node.value else {
-            self.error(node.at, format!("`{field}`: expected a mapping of names to values, not {}{}", found(node), eg(example)));
+            self.error(
+                node.at,
+                format!(
+                    "`{field}`: expected a mapping of names to values, not {}{}",
+                    found(node),
+                    eg(example)
+                ),
+            );
             return None;
         };
         let mut out = BTreeMap::new();
@@ -311,7 +463,9 @@ impl Shape {
     /// The whole file.
     pub fn scenario(&mut self, root: &Node) -> Option<RawScenario> {
         let f = self.map(root, "a scenario file", "", TOP_KEYS)?;
-        let text = |s: &mut Self, key: &str, example: &str| f.get(key).and_then(|n| s.text(key, n, example));
+        let text = |s: &mut Self, key: &str, example: &str| {
+            f.get(key).and_then(|n| s.text(key, n, example))
+        };
         let target = text(self, "target", "target: http://127.0.0.1:8080");
         if f.get("target").is_none() {
             self.error(root.at, "`target` is missing: add the base URL the steps' paths are joined to, e.g. `target: http://127.0.0.1:8080`");
@@ -327,20 +481,36 @@ impl Shape {
                 None
             }
             (None, Some(_)) => None,
-            (Some(n), None) => self.list("steps", n, "steps", "steps: [ { request: GET / } ]").map(|items| S { value: self.steps(items), at: n.at }),
+            (Some(n), None) => self
+                .list("steps", n, "steps", "steps: [ { request: GET / } ]")
+                .map(|items| S {
+                    value: self.steps(items),
+                    at: n.at,
+                }),
         };
         Some(RawScenario {
             at: root.at,
             name: text(self, "name", "name: checkout flow").map(|s| s.value),
             target,
-            headers: f.section("headers").and_then(|n| self.text_map("headers", n, "headers: { Accept: application/json }")).unwrap_or_default(),
+            headers: f
+                .section("headers")
+                .and_then(|n| self.text_map("headers", n, "headers: { Accept: application/json }"))
+                .unwrap_or_default(),
             load: f.section("load").and_then(|n| self.load(n)),
             timeout: text(self, "timeout", "timeout: 10s"),
             warmup: text(self, "warmup", "warmup: 30s"),
-            expect_status: f.get("expect_status").and_then(|n| self.status("expect_status", n)),
-            variables: f.section("variables").and_then(|n| self.text_map("variables", n, "variables: { room: demo }")).unwrap_or_default(),
+            expect_status: f
+                .get("expect_status")
+                .and_then(|n| self.status("expect_status", n)),
+            variables: f
+                .section("variables")
+                .and_then(|n| self.text_map("variables", n, "variables: { room: demo }"))
+                .unwrap_or_default(),
             data: f.section("data").map(|n| self.data(n)).unwrap_or_default(),
-            thresholds: f.section("thresholds").map(|n| self.thresholds(n)).unwrap_or_default(),
+            thresholds: f
+                .section("thresholds")
+                .map(|n| self.thresholds(n))
+                .unwrap_or_default(),
             steps,
             populations: populations.unwrap_or_default(),
         })
@@ -354,7 +524,10 @@ impl Shape {
             return Vec::new();
         };
         if entries.is_empty() {
-            self.error(node.at, format!("`scenarios` is empty: name at least one, like `{example}`"));
+            self.error(
+                node.at,
+                format!("`scenarios` is empty: name at least one, like `{example}`"),
+            );
         }
         let mut out = Vec::new();
         for (k, v) in entries {
@@ -362,25 +535,55 @@ impl Shape {
                 self.error(k.at, format!("scenario name `{}`: use letters, digits, `_` and `-` only (it names a directory of the run and prefixes thresholds, e.g. `writers.ttfb p99 < 200ms`)", k.text));
             }
             let what = format!("scenario `{}`", k.text);
-            let Some(f) = self.map(v, &what, "readers: { load: { rate: 300, duration: 1m }, steps: [ { request: GET / } ] }", POPULATION_KEYS) else { continue };
+            let Some(f) = self.map(
+                v,
+                &what,
+                "readers: { load: { rate: 300, duration: 1m }, steps: [ { request: GET / } ] }",
+                POPULATION_KEYS,
+            ) else {
+                continue;
+            };
             let steps = match f.get("steps") {
                 None => {
                     self.error(v.at, format!("{what}: `steps` is missing: add its flow, e.g. `steps: [ {{ request: GET / }} ]`"));
                     None
                 }
-                Some(n) => self.list("steps", n, "steps", "steps: [ { request: GET / } ]").map(|items| S { value: self.steps(items), at: n.at }),
+                Some(n) => self
+                    .list("steps", n, "steps", "steps: [ { request: GET / } ]")
+                    .map(|items| S {
+                        value: self.steps(items),
+                        at: n.at,
+                    }),
             };
-            let text = |s: &mut Self, key: &str, example: &str| f.get(key).and_then(|n| s.text(key, n, example));
+            let text = |s: &mut Self, key: &str, example: &str| {
+                f.get(key).and_then(|n| s.text(key, n, example))
+            };
             out.push(RawPopulation {
-                name: S { value: k.text.clone(), at: k.at },
+                name: S {
+                    value: k.text.clone(),
+                    at: k.at,
+                },
                 load: f.section("load").and_then(|n| self.load(n)),
                 start: text(self, "start", "start: 30s"),
                 steps,
-                thresholds: f.section("thresholds").map(|n| self.thresholds(n)).unwrap_or_default(),
-                headers: f.section("headers").and_then(|n| self.text_map("headers", n, "headers: { Accept: application/json }")).unwrap_or_default(),
-                variables: f.section("variables").and_then(|n| self.text_map("variables", n, "variables: { room: demo }")).unwrap_or_default(),
+                thresholds: f
+                    .section("thresholds")
+                    .map(|n| self.thresholds(n))
+                    .unwrap_or_default(),
+                headers: f
+                    .section("headers")
+                    .and_then(|n| {
+                        self.text_map("headers", n, "headers: { Accept: application/json }")
+                    })
+                    .unwrap_or_default(),
+                variables: f
+                    .section("variables")
+                    .and_then(|n| self.text_map("variables", n, "variables: { room: demo }"))
+                    .unwrap_or_default(),
                 timeout: text(self, "timeout", "timeout: 10s"),
-                expect_status: f.get("expect_status").and_then(|n| self.status("expect_status", n)),
+                expect_status: f
+                    .get("expect_status")
+                    .and_then(|n| self.status("expect_status", n)),
             });
         }
         out
@@ -409,17 +612,35 @@ impl Shape {
                     continue;
                 }
             };
-            out.push((k.text.clone(), S { value: text, at: v.at }));
+            out.push((
+                k.text.clone(),
+                S {
+                    value: text,
+                    at: v.at,
+                },
+            ));
         }
-        Some(S { value: out, at: node.at })
+        Some(S {
+            value: out,
+            at: node.at,
+        })
     }
 
     /// A status set as text: `201`, `"200-299,404"`.
     fn status(&mut self, field: &str, node: &Node) -> Option<S<String>> {
         match node.typed() {
-            Some(Typed::Int(i)) => Some(S { value: i.to_string(), at: node.at }),
-            Some(Typed::UInt(u)) => Some(S { value: u.to_string(), at: node.at }),
-            Some(Typed::Str(s)) => Some(S { value: s.to_string(), at: node.at }),
+            Some(Typed::Int(i)) => Some(S {
+                value: i.to_string(),
+                at: node.at,
+            }),
+            Some(Typed::UInt(u)) => Some(S {
+                value: u.to_string(),
+                at: node.at,
+            }),
+            Some(Typed::Str(s)) => Some(S {
+                value: s.to_string(),
+                at: node.at,
+            }),
             _ => {
                 let example = format!("{field}: 201");
                 self.error(node.at, format!("`{field}`: a status is a code such as 201 or a list such as \"200-299,404\", not {}{}", found(node), eg(&example)));
@@ -436,39 +657,84 @@ impl Shape {
         };
         for (k, v) in entries {
             let what = format!("data `{}`", k.text);
-            let Some(f) = self.map(v, &what, &format!("{}: {{ file: users.csv, order: shared }}", k.text), &["file", "order", "unique"]) else { continue };
+            let Some(f) = self.map(
+                v,
+                &what,
+                &format!("{}: {{ file: users.csv, order: shared }}", k.text),
+                &["file", "order", "unique"],
+            ) else {
+                continue;
+            };
             let file = match f.get("file") {
                 Some(n) => self.text(&format!("data.{}.file", k.text), n, "file: users.csv"),
                 None => {
-                    self.error(v.at, format!("{what}: `file` is missing; write it like `{}: {{ file: users.csv }}`", k.text));
+                    self.error(
+                        v.at,
+                        format!(
+                            "{what}: `file` is missing; write it like `{}: {{ file: users.csv }}`",
+                            k.text
+                        ),
+                    );
                     None
                 }
             };
-            let order = f.get("order").and_then(|n| self.text(&format!("data.{}.order", k.text), n, "order: shared"));
-            let unique = f.get("unique").and_then(|n| self.flag(&format!("data.{}.unique", k.text), n)).unwrap_or(false);
+            let order = f
+                .get("order")
+                .and_then(|n| self.text(&format!("data.{}.order", k.text), n, "order: shared"));
+            let unique = f
+                .get("unique")
+                .and_then(|n| self.flag(&format!("data.{}.unique", k.text), n))
+                .unwrap_or(false);
             if let Some(file) = file {
-                out.insert(k.text.clone(), S { value: RawData { file: file.value, order, unique }, at: v.at });
+                out.insert(
+                    k.text.clone(),
+                    S {
+                        value: RawData {
+                            file: file.value,
+                            order,
+                            unique,
+                        },
+                        at: v.at,
+                    },
+                );
             }
         }
         out
     }
 
     fn thresholds(&mut self, node: &Node) -> Vec<S<RawThreshold>> {
-        let Some(items) = self.list("thresholds", node, "expressions", "thresholds: [\"error_rate < 1%\"]") else { return Vec::new() };
+        let Some(items) = self.list(
+            "thresholds",
+            node,
+            "expressions",
+            "thresholds: [\"error_rate < 1%\"]",
+        ) else {
+            return Vec::new();
+        };
         let mut out = Vec::new();
-        let bad = "a threshold is an expression such as `error_rate < 1%`, or `step name: expression`";
+        let bad =
+            "a threshold is an expression such as `error_rate < 1%`, or `step name: expression`";
         for t in items {
             match (&t.value, t.typed()) {
-                (Value::Scalar { text, .. }, Some(ty)) if ty != Typed::Null => out.push(S { value: RawThreshold::All(text.clone()), at: t.at }),
+                (Value::Scalar { text, .. }, Some(ty)) if ty != Typed::Null => out.push(S {
+                    value: RawThreshold::All(text.clone()),
+                    at: t.at,
+                }),
                 (Value::Map(entries), _) => {
                     let mut pairs = Vec::new();
                     for (k, v) in entries {
                         match v.typed() {
                             Some(Typed::Str(s)) => pairs.push((k.text.clone(), s.to_string())),
-                            _ => self.error(v.at, format!("{bad}; `{}:` needs an expression after it", k.text)),
+                            _ => self.error(
+                                v.at,
+                                format!("{bad}; `{}:` needs an expression after it", k.text),
+                            ),
                         }
                     }
-                    out.push(S { value: RawThreshold::Step(pairs), at: t.at });
+                    out.push(S {
+                        value: RawThreshold::Step(pairs),
+                        at: t.at,
+                    });
                 }
                 _ => self.error(t.at, format!("{bad}, not {}", found(t))),
             }
@@ -482,8 +748,18 @@ impl Shape {
 
     fn step(&mut self, node: &Node) -> Option<RawStep> {
         let f = self.map(node, "a step", "- request: GET /path", STEP_KEYS)?;
-        let mut s = RawStep { at: node.at, keys: f.entries.iter().map(|(k, _)| (k.text.clone(), k.at)).collect(), ..RawStep::default() };
-        let text = |sh: &mut Self, key: &str, example: &str| f.get(key).and_then(|n| sh.text(key, n, example));
+        let mut s = RawStep {
+            at: node.at,
+            keys: f
+                .entries
+                .iter()
+                .map(|(k, _)| (k.text.clone(), k.at))
+                .collect(),
+            ..RawStep::default()
+        };
+        let text = |sh: &mut Self, key: &str, example: &str| {
+            f.get(key).and_then(|n| sh.text(key, n, example))
+        };
         s.name = text(self, "name", "name: create room");
         if let Some(n) = f.get("request") {
             s.request = match &n.value {
@@ -504,10 +780,19 @@ impl Shape {
         s.grpc = text(self, "grpc", "grpc: volley.chat.v1.Chat/CreateRoom");
         s.group = text(self, "group", "group: todos");
         if let Some(n) = f.get("steps") {
-            s.steps = self.list("steps", n, "steps", "steps: [ { request: GET / } ]").map(|items| self.steps(items));
+            s.steps = self
+                .list("steps", n, "steps", "steps: [ { request: GET / } ]")
+                .map(|items| self.steps(items));
         }
         if let Some(n) = f.get("one_of") {
-            s.one_of = self.list("one_of", n, "branches", "one_of: [ { weight: 3, steps: [...] } ]").map(|items| self.branches(items));
+            s.one_of = self
+                .list(
+                    "one_of",
+                    n,
+                    "branches",
+                    "one_of: [ { weight: 3, steps: [...] } ]",
+                )
+                .map(|items| self.branches(items));
         }
         // A kind key with an unusable value: the step is reported once, not again as kindless.
         let usable = |k: &str| match k {
@@ -524,7 +809,9 @@ impl Shape {
             // `requets:` alone: its unknown key is the problem, not a missing kind.
             || (!KIND_KEYS.iter().any(|k| f.get(k).is_some()) && s.keys.iter().any(|(k, _)| !STEP_KEYS.contains(&k.as_str())));
         if let Some(n) = f.section("headers") {
-            s.headers = self.text_map("headers", n, "headers: { Accept: application/json }").unwrap_or_default();
+            s.headers = self
+                .text_map("headers", n, "headers: { Accept: application/json }")
+                .unwrap_or_default();
         }
         s.json = f.section("json").cloned();
         if let Some(n) = f.section("form") {
@@ -539,19 +826,30 @@ impl Shape {
         }
         s.think_time = text(self, "think_time", "think_time: 1s..3s");
         s.timeout = text(self, "timeout", "timeout: 10s");
-        s.events = f.get("events").and_then(|n| self.whole("events", n, "events: 3"));
-        s.wait = f.get("wait").and_then(|n| self.flag("wait", n)).unwrap_or(false);
+        s.events = f
+            .get("events")
+            .and_then(|n| self.whole("events", n, "events: 3"));
+        s.wait = f
+            .get("wait")
+            .and_then(|n| self.flag("wait", n))
+            .unwrap_or(false);
         if let Some(n) = f.get("send") {
             s.send = Some(self.texts("send", n, "send: hello"));
         }
         s.expect = text(self, "expect", "expect: hello");
-        s.repeat = f.get("repeat").and_then(|n| self.whole("repeat", n, "repeat: 10"));
+        s.repeat = f
+            .get("repeat")
+            .and_then(|n| self.whole("repeat", n, "repeat: 10"));
         if let Some(n) = f.section("proto") {
             s.proto = self.texts("proto", n, "proto: protos/chat.proto");
         }
         s.message = f.section("message").cloned();
-        s.messages = f.get("messages").and_then(|n| self.whole("messages", n, "messages: 3"));
-        s.connections = f.get("connections").and_then(|n| self.whole("connections", n, "connections: 4"));
+        s.messages = f
+            .get("messages")
+            .and_then(|n| self.whole("messages", n, "messages: 3"));
+        s.connections = f
+            .get("connections")
+            .and_then(|n| self.whole("connections", n, "connections: 4"));
         Some(s)
     }
 
@@ -566,8 +864,18 @@ impl Shape {
             s.extract_names.push(k.text.clone());
             let raw = match (&v.value, v.typed()) {
                 (Value::Map(_), _) => {
-                    let Some(f) = self.map(v, &format!("extract `{}`", k.text), "", &["json", "header", "regex", "default"]) else { continue };
-                    let mut get = |key: &str| f.get(key).and_then(|n| self.text(&format!("extract.{}.{key}", k.text), n, ""));
+                    let Some(f) = self.map(
+                        v,
+                        &format!("extract `{}`", k.text),
+                        "",
+                        &["json", "header", "regex", "default"],
+                    ) else {
+                        continue;
+                    };
+                    let mut get = |key: &str| {
+                        f.get(key)
+                            .and_then(|n| self.text(&format!("extract.{}.{key}", k.text), n, ""))
+                    };
                     let (json, header, regex) = (get("json"), get("header"), get("regex"));
                     RawExtract::Full {
                         json: json.map(|s| s.value),
@@ -576,19 +884,38 @@ impl Shape {
                         default: f.get("default").map(Node::to_json),
                     }
                 }
-                (Value::Scalar { text, .. }, Some(t)) if t != Typed::Null => RawExtract::Path(text.clone()),
+                (Value::Scalar { text, .. }, Some(t)) if t != Typed::Null => {
+                    RawExtract::Path(text.clone())
+                }
                 _ => {
-                    self.error(v.at, format!("extract `{}`: {how}, not {}", k.text, found(v)));
+                    self.error(
+                        v.at,
+                        format!("extract `{}`: {how}, not {}", k.text, found(v)),
+                    );
                     continue;
                 }
             };
-            s.extract.push((k.text.clone(), S { value: raw, at: v.at }));
+            s.extract.push((
+                k.text.clone(),
+                S {
+                    value: raw,
+                    at: v.at,
+                },
+            ));
         }
     }
 
     fn check(&mut self, node: &Node) -> Option<S<RawCheck>> {
-        let f = self.map(node, "`check`", "check: { status: 201, exists: [$.id] }", &["status", "json", "exists", "body_contains"])?;
-        let mut c = RawCheck { status: f.get("status").and_then(|n| self.status("check.status", n)), ..RawCheck::default() };
+        let f = self.map(
+            node,
+            "`check`",
+            "check: { status: 201, exists: [$.id] }",
+            &["status", "json", "exists", "body_contains"],
+        )?;
+        let mut c = RawCheck {
+            status: f.get("status").and_then(|n| self.status("check.status", n)),
+            ..RawCheck::default()
+        };
         if let Some(n) = f.get("json") {
             match &n.value {
                 Value::Map(entries) => c.json = entries.iter().map(|(k, v)| (S { value: k.text.clone(), at: k.at }, v.clone())).collect(),
@@ -599,31 +926,61 @@ impl Shape {
             c.exists = self.texts("check.exists", n, "exists: [$.id]");
         }
         if let Some(n) = f.get("body_contains") {
-            c.body_contains = self.texts("check.body_contains", n, "body_contains: OPEN").into_iter().map(|s| s.value).collect();
+            c.body_contains = self
+                .texts("check.body_contains", n, "body_contains: OPEN")
+                .into_iter()
+                .map(|s| s.value)
+                .collect();
         }
-        Some(S { value: c, at: node.at })
+        Some(S {
+            value: c,
+            at: node.at,
+        })
     }
 
     fn branches(&mut self, items: &[Node]) -> Vec<S<RawBranch>> {
         let mut out = Vec::new();
         for b in items {
-            let Some(f) = self.map(b, "a branch of `one_of`", "- { weight: 3, steps: [...] }", &["weight", "name", "steps"]) else { continue };
+            let Some(f) = self.map(
+                b,
+                "a branch of `one_of`",
+                "- { weight: 3, steps: [...] }",
+                &["weight", "name", "steps"],
+            ) else {
+                continue;
+            };
             let weight = match f.get("weight") {
                 None => S { value: 1, at: b.at },
                 Some(n) => match self.whole("weight", n, "weight: 3") {
-                    Some(w) => S { value: u32::try_from(w.value).unwrap_or(u32::MAX), at: w.at },
+                    Some(w) => S {
+                        value: u32::try_from(w.value).unwrap_or(u32::MAX),
+                        at: w.at,
+                    },
                     None => S { value: 1, at: n.at },
                 },
             };
-            let name = f.get("name").and_then(|n| self.text("name", n, "name: browse")).map(|s| s.value);
+            let name = f
+                .get("name")
+                .and_then(|n| self.text("name", n, "name: browse"))
+                .map(|s| s.value);
             let steps = match f.get("steps") {
-                Some(n) => self.list("steps", n, "steps", "steps: [ { request: GET / } ]").map(|items| self.steps(items)).unwrap_or_default(),
+                Some(n) => self
+                    .list("steps", n, "steps", "steps: [ { request: GET / } ]")
+                    .map(|items| self.steps(items))
+                    .unwrap_or_default(),
                 None => {
                     self.error(b.at, "a branch of `one_of` needs `steps`; write it like `- { weight: 3, steps: [ { request: GET / } ] }`");
                     continue;
                 }
             };
-            out.push(S { value: RawBranch { weight, name, steps }, at: b.at });
+            out.push(S {
+                value: RawBranch {
+                    weight,
+                    name,
+                    steps,
+                },
+                at: b.at,
+            });
         }
         out
     }

@@ -89,7 +89,12 @@ impl Node {
         use serde_json::Value as J;
         match &self.value {
             Value::Seq(items) => J::Array(items.iter().map(Node::to_json).collect()),
-            Value::Map(entries) => J::Object(entries.iter().map(|(k, v)| (k.text.clone(), v.to_json())).collect()),
+            Value::Map(entries) => J::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.text.clone(), v.to_json()))
+                    .collect(),
+            ),
             Value::Scalar { .. } => match self.typed() {
                 Some(Typed::Null) | None => J::Null,
                 Some(Typed::Bool(b)) => J::Bool(b),
@@ -108,7 +113,9 @@ fn resolve(text: &str) -> Typed<'_> {
         "" | "~" | "null" | "Null" | "NULL" => return Typed::Null,
         "true" | "True" | "TRUE" => return Typed::Bool(true),
         "false" | "False" | "FALSE" => return Typed::Bool(false),
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Typed::Float(f64::INFINITY),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Typed::Float(f64::INFINITY);
+        }
         "-.inf" | "-.Inf" | "-.INF" => return Typed::Float(f64::NEG_INFINITY),
         ".nan" | ".NaN" | ".NAN" => return Typed::Float(f64::NAN),
         _ => {}
@@ -132,10 +139,15 @@ fn resolve(text: &str) -> Typed<'_> {
     }
     // A float needs a digit and only float characters: `1.5`, `.5`, `1e3`, `-2.0E-3`.
     let (mantissa, exponent) = unsigned.split_once(['e', 'E']).unwrap_or((unsigned, ""));
-    let exponent_ok = exponent.is_empty() && !unsigned.contains(['e', 'E']) || digits(exponent.strip_prefix(['-', '+']).unwrap_or(exponent), 10);
+    let exponent_ok = exponent.is_empty() && !unsigned.contains(['e', 'E'])
+        || digits(exponent.strip_prefix(['-', '+']).unwrap_or(exponent), 10);
     let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let mantissa_ok = (digits(int, 10) || int.is_empty()) && (frac.is_empty() || digits(frac, 10)) && (!int.is_empty() || !frac.is_empty());
-    if mantissa_ok && exponent_ok && (mantissa.contains('.') || !exponent.is_empty())
+    let mantissa_ok = (digits(int, 10) || int.is_empty())
+        && (frac.is_empty() || digits(frac, 10))
+        && (!int.is_empty() || !frac.is_empty());
+    if mantissa_ok
+        && exponent_ok
+        && (mantissa.contains('.') || !exponent.is_empty())
         && let Ok(f) = text.parse::<f64>()
     {
         return Typed::Float(f);
@@ -146,7 +158,10 @@ fn resolve(text: &str) -> Typed<'_> {
 /// The tree of `text`, or `None` when the YAML could not be read to its end; with every
 /// problem found on the way.
 pub(crate) fn parse(text: &str) -> (Option<Node>, Vec<(At, String)>) {
-    let mut b = Builder { text, ..Builder::default() };
+    let mut b = Builder {
+        text,
+        ..Builder::default()
+    };
     if text.len() > MAX_FILE_BYTES {
         let message = format!(
             "the file is {} bytes; scenario files are limited to {} MiB — split it, or use `repeat` and groups instead of copies",
@@ -205,11 +220,27 @@ struct Size {
 }
 
 enum Frame {
-    Seq { at: At, anchor: usize, items: Vec<Node> },
-    Map { at: At, anchor: usize, entries: Vec<(Key, Node)>, key: Option<KeySlot>, seen: HashMap<String, At>, merges: Vec<Node> },
+    Seq {
+        at: At,
+        anchor: usize,
+        items: Vec<Node>,
+    },
+    Map {
+        at: At,
+        anchor: usize,
+        entries: Vec<(Key, Node)>,
+        key: Option<KeySlot>,
+        seen: HashMap<String, At>,
+        merges: Vec<Node>,
+    },
     /// `url: {{ base }}/x` unquoted: YAML reads a mapping, the author meant text. Read as
     /// the text it spans (from this byte offset), and reported once.
-    Braces { at: At, anchor: usize, start: usize, depth: usize },
+    Braces {
+        at: At,
+        anchor: usize,
+        start: usize,
+        depth: usize,
+    },
 }
 
 /// The key whose value comes next; `None` inside when the key could not be used.
@@ -224,7 +255,12 @@ impl Builder<'_> {
     fn event(&mut self, event: Event<'_>, span: Span) -> Result<bool, (At, String)> {
         let here = at(&span);
         let in_braces = matches!(self.stack.last(), Some(Frame::Braces { .. }));
-        if in_braces && !matches!(event, Event::MappingStart(..) | Event::MappingEnd | Event::StreamEnd) {
+        if in_braces
+            && !matches!(
+                event,
+                Event::MappingStart(..) | Event::MappingEnd | Event::StreamEnd
+            )
+        {
             if let Event::SequenceStart(..) = event
                 && let Some(Frame::Braces { depth, .. }) = self.stack.last_mut()
             {
@@ -247,19 +283,41 @@ impl Builder<'_> {
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
-                let plain = style == ScalarStyle::Plain && !tag.as_ref().is_some_and(|t| t.is_yaml_core_schema_tag("str"));
+                let plain = style == ScalarStyle::Plain
+                    && !tag
+                        .as_ref()
+                        .is_some_and(|t| t.is_yaml_core_schema_tag("str"));
                 if let Some(t) = &tag {
                     self.tag(t, here);
                 }
-                self.count(Size { nodes: 1, bytes: text.len() }, here)?;
-                let node = Node { at: here, value: Value::Scalar { text: text.into_owned(), plain } };
+                self.count(
+                    Size {
+                        nodes: 1,
+                        bytes: text.len(),
+                    },
+                    here,
+                )?;
+                let node = Node {
+                    at: here,
+                    value: Value::Scalar {
+                        text: text.into_owned(),
+                        plain,
+                    },
+                };
                 self.finish(node, anchor, here)?;
             }
             Event::SequenceStart(_, anchor, tag) => {
                 if let Some(t) = &tag {
                     self.tag(t, here);
                 }
-                self.open(Frame::Seq { at: here, anchor, items: Vec::new() }, here)?;
+                self.open(
+                    Frame::Seq {
+                        at: here,
+                        anchor,
+                        items: Vec::new(),
+                    },
+                    here,
+                )?;
             }
             Event::MappingStart(_, anchor, tag) => {
                 if let Some(Frame::Braces { depth, .. }) = self.stack.last_mut() {
@@ -269,13 +327,28 @@ impl Builder<'_> {
                 if let Some(start) = span.start.byte_offset()
                     && self.text.get(start..).is_some_and(|t| t.starts_with("{{"))
                 {
-                    self.open(Frame::Braces { at: here, anchor, start, depth: 0 }, here)?;
+                    self.open(
+                        Frame::Braces {
+                            at: here,
+                            anchor,
+                            start,
+                            depth: 0,
+                        },
+                        here,
+                    )?;
                     return Ok(false);
                 }
                 if let Some(t) = &tag {
                     self.tag(t, here);
                 }
-                let frame = Frame::Map { at: here, anchor, entries: Vec::new(), key: None, seen: HashMap::new(), merges: Vec::new() };
+                let frame = Frame::Map {
+                    at: here,
+                    anchor,
+                    entries: Vec::new(),
+                    key: None,
+                    seen: HashMap::new(),
+                    merges: Vec::new(),
+                };
                 self.open(frame, here)?;
             }
             Event::SequenceEnd | Event::MappingEnd => {
@@ -285,18 +358,49 @@ impl Builder<'_> {
                     *depth -= 1;
                     return Ok(false);
                 }
-                let Some(frame) = self.stack.pop() else { return Ok(false) };
+                let Some(frame) = self.stack.pop() else {
+                    return Ok(false);
+                };
                 let (node, anchor) = match frame {
-                    Frame::Braces { at, anchor, start, .. } => {
+                    Frame::Braces {
+                        at, anchor, start, ..
+                    } => {
                         let end = span.end.byte_offset().unwrap_or(start).max(start);
                         let written = self.text.get(start..end).unwrap_or_default().to_string();
                         self.problems.push((at, format!("a value that starts with `{{{{` must be quoted, or YAML reads a mapping: write \"{written}\"")));
-                        (Node { at, value: Value::Scalar { text: written, plain: false } }, anchor)
+                        (
+                            Node {
+                                at,
+                                value: Value::Scalar {
+                                    text: written,
+                                    plain: false,
+                                },
+                            },
+                            anchor,
+                        )
                     }
-                    Frame::Seq { at, anchor, items } => (Node { at, value: Value::Seq(items) }, anchor),
-                    Frame::Map { at, anchor, mut entries, merges, .. } => {
+                    Frame::Seq { at, anchor, items } => (
+                        Node {
+                            at,
+                            value: Value::Seq(items),
+                        },
+                        anchor,
+                    ),
+                    Frame::Map {
+                        at,
+                        anchor,
+                        mut entries,
+                        merges,
+                        ..
+                    } => {
                         self.merge(&mut entries, merges);
-                        (Node { at, value: Value::Map(entries) }, anchor)
+                        (
+                            Node {
+                                at,
+                                value: Value::Map(entries),
+                            },
+                            anchor,
+                        )
                     }
                 };
                 self.finish(node, anchor, here)?;
@@ -311,13 +415,29 @@ impl Builder<'_> {
                         node.at = here;
                         node
                     }
-                    None => Node { at: here, value: Value::Scalar { text: String::new(), plain: true } },
+                    None => Node {
+                        at: here,
+                        value: Value::Scalar {
+                            text: String::new(),
+                            plain: true,
+                        },
+                    },
                 };
                 self.finish(node, 0, here)?;
             }
             Event::UnresolvedAlias(name) => {
                 self.problems.push((here, format!("`*{name}` refers to no anchor: define `&{name}` on a value above it, or write the value here")));
-                self.finish(Node { at: here, value: Value::Scalar { text: String::new(), plain: true } }, 0, here)?;
+                self.finish(
+                    Node {
+                        at: here,
+                        value: Value::Scalar {
+                            text: String::new(),
+                            plain: true,
+                        },
+                    },
+                    0,
+                    here,
+                )?;
             }
             _ => {}
         }
@@ -334,10 +454,21 @@ impl Builder<'_> {
         self.used.nodes += size.nodes;
         self.used.bytes += size.bytes;
         if self.used.nodes > MAX_NODES {
-            return Err((here, format!("the file holds more than {MAX_NODES} values once its aliases (`*name`) are expanded; a scenario is limited to that — use `repeat` and groups instead of copies")));
+            return Err((
+                here,
+                format!(
+                    "the file holds more than {MAX_NODES} values once its aliases (`*name`) are expanded; a scenario is limited to that — use `repeat` and groups instead of copies"
+                ),
+            ));
         }
         if self.used.bytes > MAX_TEXT_BYTES {
-            return Err((here, format!("the file holds more than {} MiB of text once its aliases (`*name`) are expanded; a scenario is limited to that", MAX_TEXT_BYTES >> 20)));
+            return Err((
+                here,
+                format!(
+                    "the file holds more than {} MiB of text once its aliases (`*name`) are expanded; a scenario is limited to that",
+                    MAX_TEXT_BYTES >> 20
+                ),
+            ));
         }
         Ok(())
     }
@@ -367,12 +498,25 @@ impl Builder<'_> {
             }
             Some(Frame::Seq { items, .. }) => items.push(node),
             Some(Frame::Braces { .. }) => {}
-            Some(Frame::Map { entries, key, seen, merges, .. }) => match key.take() {
+            Some(Frame::Map {
+                entries,
+                key,
+                seen,
+                merges,
+                ..
+            }) => match key.take() {
                 None => {
                     let slot = match &node.value {
-                        Value::Scalar { text, .. } => Some(Key { text: text.clone(), at: node.at }),
+                        Value::Scalar { text, .. } => Some(Key {
+                            text: text.clone(),
+                            at: node.at,
+                        }),
                         other => {
-                            let what = if matches!(other, Value::Seq(_)) { "a list" } else { "a mapping" };
+                            let what = if matches!(other, Value::Seq(_)) {
+                                "a list"
+                            } else {
+                                "a mapping"
+                            };
                             self.problems.push((node.at, format!("a key must be a word such as `name:`, not {what}; a value that starts with `{{` or `[` must be quoted, e.g. url: \"{{{{ base }}}}/path\"")));
                             None
                         }
@@ -380,7 +524,9 @@ impl Builder<'_> {
                     *key = Some(KeySlot(slot));
                 }
                 Some(KeySlot(None)) => {}
-                Some(KeySlot(Some(k))) if k.text == "<<" && is_plain_merge(&node) => merges.push(node),
+                Some(KeySlot(Some(k))) if k.text == "<<" && is_plain_merge(&node) => {
+                    merges.push(node)
+                }
                 Some(KeySlot(Some(k))) => {
                     if let Some(first) = seen.get(&k.text) {
                         self.problems.push((
@@ -403,7 +549,10 @@ impl Builder<'_> {
         for m in merges {
             let sources = match m.value {
                 Value::Seq(items) => items,
-                other => vec![Node { at: m.at, value: other }],
+                other => vec![Node {
+                    at: m.at,
+                    value: other,
+                }],
             };
             for source in sources {
                 match source.value {
@@ -446,14 +595,19 @@ fn size_of(node: &Node) -> Size {
 }
 
 fn depth_message() -> String {
-    format!("lists and mappings are nested more than {MAX_DEPTH} deep here; a scenario is limited to that — flatten it (groups can follow each other instead of nesting)")
+    format!(
+        "lists and mappings are nested more than {MAX_DEPTH} deep here; a scenario is limited to that — flatten it (groups can follow each other instead of nesting)"
+    )
 }
 
 /// A syntax error in plain words, at its position.
 fn syntax_error(e: &ScanError, text: &str) -> (At, String) {
     let m = e.marker();
     let here = At(m.line() as u64, m.col() as u64 + 1);
-    let line = text.lines().nth(m.line().saturating_sub(1)).unwrap_or_default();
+    let line = text
+        .lines()
+        .nth(m.line().saturating_sub(1))
+        .unwrap_or_default();
     let braces = line.contains("{{") && !line.contains("\"{{") && !line.contains("'{{");
     let quote_hint = "a value that starts with `{{` must be quoted: url: \"{{ base }}/path\"";
     let message = match e.kind() {
@@ -540,7 +694,9 @@ mod tests {
     fn anchors_aliases_and_merge_keys() {
         let (root, problems) = parse("base: &b { a: 1, b: 2 }\nuse:\n  <<: *b\n  b: 3\n");
         assert!(problems.is_empty(), "{problems:?}");
-        let Value::Map(top) = root.unwrap().value else { panic!() };
+        let Value::Map(top) = root.unwrap().value else {
+            panic!()
+        };
         let json = top[1].1.to_json();
         assert_eq!(json, serde_json::json!({ "b": 3, "a": 1 }));
     }
@@ -554,6 +710,9 @@ mod tests {
         }
         let (root, problems) = parse(&text);
         assert!(root.is_none());
-        assert!(problems[0].1.contains("more than 1000000 values"), "{problems:?}");
+        assert!(
+            problems[0].1.contains("more than 1000000 values"),
+            "{problems:?}"
+        );
     }
 }

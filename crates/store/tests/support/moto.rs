@@ -14,7 +14,11 @@ pub struct Moto {
 
 impl Moto {
     pub fn start() -> Moto {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let child = Command::new("moto_server")
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
@@ -24,7 +28,10 @@ impl Moto {
         let moto = Moto { child, port };
         let deadline = Instant::now() + Duration::from_secs(30);
         while moto.request("GET", "/").is_none() {
-            assert!(Instant::now() < deadline, "moto_server did not answer on 127.0.0.1:{port} within 30 s");
+            assert!(
+                Instant::now() < deadline,
+                "moto_server did not answer on 127.0.0.1:{port} within 30 s"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         moto
@@ -36,15 +43,25 @@ impl Moto {
 
     /// The AWS environment a client of this server needs (moto accepts any key).
     pub fn env(&self) -> Vec<(String, String)> {
-        [("AWS_ENDPOINT_URL", self.endpoint().as_str()), ("AWS_ACCESS_KEY_ID", "volley-test"), ("AWS_SECRET_ACCESS_KEY", "volley-test-secret"), ("AWS_REGION", "us-east-1")]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        [
+            ("AWS_ENDPOINT_URL", self.endpoint().as_str()),
+            ("AWS_ACCESS_KEY_ID", "volley-test"),
+            ("AWS_SECRET_ACCESS_KEY", "volley-test-secret"),
+            ("AWS_REGION", "us-east-1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
     }
 
     pub fn create_bucket(&self, bucket: &str) {
-        let status = self.request("PUT", &format!("/{bucket}")).expect("moto answers");
-        assert!(status.starts_with("HTTP/1.1 200") || status.starts_with("HTTP/1.0 200"), "creating bucket {bucket}: {status}");
+        let status = self
+            .request("PUT", &format!("/{bucket}"))
+            .expect("moto answers");
+        assert!(
+            status.starts_with("HTTP/1.1 200") || status.starts_with("HTTP/1.0 200"),
+            "creating bucket {bucket}: {status}"
+        );
     }
 
     /// Stores `body` under the raw key `path` (no client-side normalisation); the status line.
@@ -63,7 +80,10 @@ impl Moto {
         write!(s, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", self.port).ok()?;
         let mut out = String::new();
         s.read_to_string(&mut out).ok()?;
-        out.lines().next().map(str::to_string).filter(|l| l.starts_with("HTTP/"))
+        out.lines()
+            .next()
+            .map(str::to_string)
+            .filter(|l| l.starts_with("HTTP/"))
     }
 }
 
