@@ -13,7 +13,7 @@ use volley_scenario::{LoadSpec, RequestSpec, Scenario, Settings};
 use volley_report::terminal_safe;
 
 use crate::args::CheckArgs;
-use crate::run_cmd::load_scenario;
+use crate::resolve::load_scenario;
 
 pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
     let junit = |invalid: Option<&str>, traces: &[Trace]| match &a.junit {

@@ -136,7 +136,7 @@ fn demo_spec(
         stages.unwrap_or_default()
     );
     let scenario = scenario
-        .map(|p| crate::run_cmd::load_scenario(p).map(Arc::new))
+        .map(|p| crate::resolve::load_scenario(p).map(Arc::new))
         .transpose()?;
     let flags = Settings {
         load,

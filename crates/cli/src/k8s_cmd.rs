@@ -15,12 +15,17 @@ use volley_scenario::parse_duration;
 use volley_store::Store;
 
 use crate::args::{CollectArgs, K8sCommand, ManifestArgs, RunLine, SpreadArg};
+use crate::resolve::{Runner, resolve};
 
 /// Flags the manifest sets for every pod, which the run flags may not set again.
 const SET_BY_MANIFEST: &[(&str, &str)] = &[
     (
         "--segment",
         "each pod runs the segment of its completion index",
+    ),
+    (
+        "--segments",
+        "give it before `--`: it is the manifest's own flag",
     ),
     ("--start-at", "the manifest sets it from --start-in"),
     (
@@ -59,34 +64,24 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
         .chain(a.scenario.iter().map(|p| p.display().to_string()))
         .chain(a.run.iter().cloned());
     let run = RunLine::try_parse_from(line)?.args;
-    if let Some(f) = &run.body_file {
+    if !(1..=volley_k8s::MAX_SEGMENTS).contains(&a.segments) {
         bail!(
-            "--body-file {}: the pods cannot read files from this machine; give the body with --body, or write a scenario",
-            f.display()
+            "--segments {}: give 1 to {} pods",
+            a.segments,
+            volley_k8s::MAX_SEGMENTS
         );
     }
-    if let Some(f) = &run.cacert {
-        bail!(
-            "--cacert {}: the pods cannot read files from this machine; build an image that trusts the CA, or use --insecure",
-            f.display()
-        );
-    }
-    let checked = crate::run_cmd::check_run(&run)?;
-
+    // Everything `volley run` checks, for the pods: each runs one of the segments, and the
+    // target's name and the scenario's `env.` values are theirs.
+    let checked = resolve(
+        &run,
+        Runner::Pods {
+            segments: u64::from(a.segments),
+            env_secret: a.env_secret.is_some(),
+        },
+    )?;
     let files = match &checked.scenario {
         Some(sc) => {
-            if !sc.env.is_empty() && a.env_secret.is_none() {
-                let names: Vec<&str> = sc.env.iter().map(|(n, _)| n.as_str()).collect();
-                bail!(
-                    "the scenario reads {} from the environment, and the pods need them too: put them in a Secret (kubectl create secret generic volley-env --from-literal={}=...) and pass --env-secret volley-env",
-                    names
-                        .iter()
-                        .map(|n| format!("env.{n}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    names[0]
-                );
-            }
             let data: Vec<PathBuf> = sc.data.iter().map(|f| f.file.clone()).collect();
             volley_k8s::bundle(&sc.file, &data)?
         }

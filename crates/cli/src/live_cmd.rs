@@ -18,10 +18,9 @@ fn address(text: &str) -> Result<(std::net::SocketAddr, Access)> {
     Ok((addr, Access::for_addr(addr)))
 }
 
-/// Starts the live dashboard and prints its URL.
-pub(crate) fn start(text: &str, metrics: &MetricsEndpoint) -> Result<Dashboard> {
-    let (addr, access) = address(text)?;
-    let dashboard = Dashboard::start(addr, access, extra_routes(Some(metrics)))?;
+/// Starts the live dashboard on `addr` (`--dashboard`, resolved) and prints its URL.
+pub(crate) fn start(addr: std::net::SocketAddr, metrics: &MetricsEndpoint) -> Result<Dashboard> {
+    let dashboard = Dashboard::start(addr, Access::for_addr(addr), extra_routes(Some(metrics)))?;
     eprintln!("volley: dashboard {}", dashboard.url());
     Ok(dashboard)
 }

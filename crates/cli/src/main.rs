@@ -14,6 +14,7 @@ mod load_flags;
 mod merge_cmd;
 mod progress;
 mod report_cmd;
+mod resolve;
 mod run_cmd;
 mod runs_cmd;
 mod segment_flags;

@@ -13,7 +13,6 @@ use volley_report::ReportOptions;
 
 use crate::args::{Objective, ProgressMode, RunLine, SweepArgs};
 
-/// `volley run`'s flags on their own, as a sweep passes them after `--`.
 /// Sets demo knob `name` to `value`.
 fn set_knob(knobs: &mut Knobs, name: &str, value: &str) -> Result<()> {
     knobs.set(name, value).map_err(anyhow::Error::from)
@@ -96,13 +95,22 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         });
         let args =
             RunLine::try_parse_from(std::iter::once("volley run".to_string()).chain(flags))?.args;
-        if args.upload.is_some() {
-            bail!(
-                "--upload is not for sweeps: run `volley run ... --upload` per value, or upload {} afterwards",
-                a.output.display()
-            );
+        let resolved = crate::resolve::resolve(&args, crate::resolve::Runner::Here)?;
+        // What a single run does with these, a sweep of many runs does not: refused, not dropped.
+        for (given, flag) in [
+            (resolved.upload.is_some(), "--upload"),
+            (!resolved.outputs.is_empty(), "--out"),
+            (resolved.dashboard.is_some(), "--dashboard"),
+            (resolved.junit.is_some(), "--junit"),
+        ] {
+            if given {
+                bail!(
+                    "{flag} is not for sweeps: run `volley run ... {flag}` per value, or use what the sweep writes to {} (sweep.json, sweep.md, each run's directory)",
+                    a.output.display()
+                );
+            }
         }
-        let dir = crate::run_cmd::run_group_spec(&args).and_then(|mut group| {
+        let dir = resolved.group().and_then(|mut group| {
             group.run.name = format!("{name}={value}");
             group.run.output = a.output.clone();
             if let Some(n) = a.repeat {

@@ -243,6 +243,11 @@ fn populations_fixed() -> EngineError {
 }
 
 impl EngineConfig {
+    /// Event loops when none are asked for: one per core.
+    pub fn default_threads() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
     /// How long the pre-run connection check may take.
     pub fn timeout_for_preflight(&self) -> Duration {
         self.plan.timeout.min(Duration::from_secs(5))

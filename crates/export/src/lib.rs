@@ -115,6 +115,7 @@ impl OutputSpec {
                 why: "the URL must start with http:// or https://".into(),
             });
         }
+        send::checked_url(kind.name(), url)?;
         Ok(OutputSpec {
             kind: *kind,
             url: url.to_string(),
@@ -124,7 +125,7 @@ impl OutputSpec {
     /// Starts the output (its sender thread; nothing is sent before the run starts).
     pub fn start(&self) -> Result<Output, ExportError> {
         Ok(match self.kind {
-            OutputKind::Prometheus => Output::Prometheus(RemoteWrite::new(&self.url)?),
+            OutputKind::Prometheus => Output::Prometheus(Box::new(RemoteWrite::new(&self.url)?)),
             OutputKind::Otlp => Output::Otlp(Otlp::new(&self.url)?),
         })
     }
@@ -132,14 +133,15 @@ impl OutputSpec {
 
 /// A started `--out`.
 pub enum Output {
-    Prometheus(RemoteWrite),
+    /// Boxed: its encoder's buffers make it four times the size of the others.
+    Prometheus(Box<RemoteWrite>),
     Otlp(Otlp),
 }
 
 impl Output {
     fn inner(&mut self) -> &mut dyn Observer {
         match self {
-            Output::Prometheus(o) => o,
+            Output::Prometheus(o) => o.as_mut(),
             Output::Otlp(o) => o,
         }
     }

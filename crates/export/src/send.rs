@@ -53,21 +53,28 @@ pub struct Sender {
     stats: Arc<Mutex<Stats>>,
 }
 
+/// `url` as a receiver's URL: absolute, http or https. `--out` is checked with this when it
+/// is parsed, so a bad one fails before any load, here or in `volley k8s manifest`.
+pub(crate) fn checked_url(kind: &'static str, url: &str) -> Result<reqwest::Url, ExportError> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| ExportError::Url {
+        kind,
+        url: url.to_string(),
+        why: e.to_string(),
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(ExportError::Url {
+            kind,
+            url: url.to_string(),
+            why: "only http:// and https:// URLs are supported".into(),
+        });
+    }
+    Ok(parsed)
+}
+
 impl Sender {
     /// Starts the sender thread for `url`.
     pub fn start(kind: &'static str, url: &str) -> Result<Sender, ExportError> {
-        let parsed = reqwest::Url::parse(url).map_err(|e| ExportError::Url {
-            kind,
-            url: url.to_string(),
-            why: e.to_string(),
-        })?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(ExportError::Url {
-                kind,
-                url: url.to_string(),
-                why: "only http:// and https:// URLs are supported".into(),
-            });
-        }
+        let parsed = checked_url(kind, url)?;
         let shown = shown_url(&parsed);
         // reqwest is built without a default provider (that would be aws-lc): ring is ours.
         let _ = rustls::crypto::ring::default_provider().install_default();

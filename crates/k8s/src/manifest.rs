@@ -145,6 +145,9 @@ fn labels(run_id: &str) -> Value {
 }
 
 /// Margin after the planned end before the Job is stopped: grace, reports and upload.
+/// The most pods (segments) one Job runs.
+pub const MAX_SEGMENTS: u32 = 1000;
+
 const DEADLINE_MARGIN: Duration = Duration::from_secs(600);
 
 /// Builds the ConfigMap and the Job.
@@ -294,8 +297,11 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
 fn check(spec: &JobSpec) -> Result<(), K8sError> {
     let bad = |m: String| Err(K8sError::Invalid(m));
     validate_run_id(&spec.run_id)?;
-    if !(1..=1000).contains(&spec.segments) {
-        return bad(format!("--segments {}: give 1 to 1000 pods", spec.segments));
+    if !(1..=MAX_SEGMENTS).contains(&spec.segments) {
+        return bad(format!(
+            "--segments {}: give 1 to {MAX_SEGMENTS} pods",
+            spec.segments
+        ));
     }
     if spec.image.trim().is_empty() || spec.image.contains(char::is_whitespace) {
         return bad(format!(

@@ -75,8 +75,18 @@ pub(crate) struct S<T> {
     pub at: At,
 }
 
-/// Reads and validates the scenario at `path`.
+/// Reads and validates the scenario at `path`, its `env.NAME`s from this process's
+/// environment.
 pub fn load_scenario(path: &Path) -> Result<Scenario, ScenarioErrors> {
+    load_scenario_with(path, &|name| std::env::var(name).ok())
+}
+
+/// Reads and validates the scenario at `path`, its `env.NAME`s from `env` (a run planned
+/// here and run elsewhere, such as the pods of `volley k8s manifest`, has them there).
+pub fn load_scenario_with(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Scenario, ScenarioErrors> {
     let one = |line, message: String| {
         ScenarioErrors(vec![ScenarioError {
             file: path.to_path_buf(),
@@ -104,7 +114,7 @@ pub fn load_scenario(path: &Path) -> Result<Scenario, ScenarioErrors> {
         let line = before.iter().filter(|b| **b == b'\n').count() as u64 + 1;
         one(line, "the file is not UTF-8 text: save it as UTF-8".into())
     })?;
-    parse_scenario(path, &text, &|name| std::env::var(name).ok())
+    parse_scenario(path, &text, env)
 }
 
 /// Parses and validates scenario text; `path` names it in errors and anchors relative

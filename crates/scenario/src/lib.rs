@@ -25,7 +25,7 @@ pub mod threshold;
 
 pub use duration::parse_duration;
 pub(crate) use duration::secs;
-pub use file::{ScenarioError, ScenarioErrors, load_scenario, parse_scenario};
+pub use file::{ScenarioError, ScenarioErrors, load_scenario, load_scenario_with, parse_scenario};
 pub use load::{Load, LoadSpec, Model};
 pub use plan::{Plan, RequestSpec, Settings, StatusSet};
 pub use rate::{RateShape, RateStage, parse_rate};

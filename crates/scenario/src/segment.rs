@@ -86,8 +86,8 @@ impl Segment {
         };
         if vus < self.count {
             return Err(PlanError(format!(
-                "{} segments cannot share {vus} {what}: segment {self} would run none; use at most {vus} segments, or raise the VUs to at least {}",
-                self.count, self.count
+                "{} segments cannot share {vus} {what}: segment {vus}/{} (and every one after it) would run none; use at most {vus} segments, or raise the VUs to at least {}",
+                self.count, self.count, self.count
             )));
         }
         Ok(())

@@ -402,3 +402,176 @@ fn runs_upload_and_collect_brings_them_back_byte_for_byte() {
         text(&o)
     );
 }
+
+/// The manifest checks the run flags with the same resolver as `volley run`: whatever `run`
+/// refuses before any load (the URL is a closed port: nothing here reaches the network),
+/// the manifest refuses too, with the same words, for the pods' segments.
+#[test]
+fn the_manifest_refuses_what_run_refuses() {
+    let url = "http://127.0.0.1:9/rooms";
+    let manifest = |segments: &str, flags: &[&str]| {
+        let mut args = vec![
+            "k8s",
+            "manifest",
+            "--segments",
+            segments,
+            "--image",
+            "volley:test",
+            "--bucket",
+            "s3://load-results",
+            "--",
+        ];
+        args.extend_from_slice(flags);
+        crate::support::volley(&args)
+    };
+    let run = |flags: &[&str]| {
+        let mut args = vec!["run"];
+        args.extend_from_slice(flags);
+        crate::support::volley(&args)
+    };
+    // (run flags, the segment `run` is given for the same plan, manifest pods, what both say)
+    for (flags, says) in [
+        (
+            &["--vus", "2", "--duration", "2s", "--out", "nope=http://x"][..],
+            "unknown kind `nope`",
+        ),
+        (
+            &[
+                "--vus",
+                "2",
+                "--duration",
+                "2s",
+                "--out",
+                "otlp=http://[::1",
+            ][..],
+            "otlp",
+        ),
+        (
+            &["--vus", "2", "--duration", "2s", "--grace", "soon"][..],
+            "--grace",
+        ),
+        (
+            &["--vus", "2", "--duration", "2s", "--source-addrs", "here"][..],
+            "not an IP address",
+        ),
+        (
+            &["--vus", "2", "--duration", "2s", "--dashboard=nowhere"][..],
+            "nowhere",
+        ),
+        (
+            &["--vus", "2", "--duration", "2s", "--threads", "0"][..],
+            "--threads",
+        ),
+        (
+            &["--vus", "2", "--duration", "2s", "--interval", "10ms"][..],
+            "--interval",
+        ),
+    ] {
+        let mut with_url = vec!["--url", url];
+        with_url.extend_from_slice(flags);
+        let r = run(&with_url);
+        assert_eq!(r.status.code(), Some(2), "run {flags:?}: {}", text(&r));
+        assert!(text(&r).contains(says), "run {flags:?}: {}", text(&r));
+        let m = manifest("2", &with_url);
+        assert_eq!(m.status.code(), Some(2), "manifest {flags:?}: {}", text(&m));
+        assert!(text(&m).contains(says), "manifest {flags:?}: {}", text(&m));
+    }
+    // Segments: what one process refuses for a segment, the manifest refuses for its pods.
+    let r = run(&[
+        "--url",
+        url,
+        "--vus",
+        "4",
+        "--duration",
+        "2s",
+        "--segment",
+        "7/8",
+    ]);
+    let m = manifest("8", &["--url", url, "--vus", "4", "--duration", "2s"]);
+    for o in [&r, &m] {
+        assert_eq!(o.status.code(), Some(2), "{}", text(o));
+        assert!(
+            text(o).contains("8 segments cannot share 4 VUs"),
+            "{}",
+            text(o)
+        );
+    }
+    let r = run(&[
+        "--url",
+        url,
+        "--vus",
+        "4",
+        "--duration",
+        "2s",
+        "--repeat",
+        "2",
+        "--segment",
+        "1/2",
+    ]);
+    let m = manifest(
+        "2",
+        &[
+            "--url",
+            url,
+            "--vus",
+            "4",
+            "--duration",
+            "2s",
+            "--repeat",
+            "2",
+        ],
+    );
+    for o in [&r, &m] {
+        assert_eq!(o.status.code(), Some(2), "{}", text(o));
+        assert!(text(o).contains("--repeat and a split run"), "{}", text(o));
+    }
+    // And a plan the pods can run is written (the same flags with 2 pods and 4 VUs).
+    let m = manifest("2", &["--url", url, "--vus", "4", "--duration", "2s"]);
+    assert_eq!(m.status.code(), Some(0), "{}", text(&m));
+}
+
+/// `--env-secret NAME`: the pods take the scenario's `env.` values from the Secret, so the
+/// manifest does not ask for them in this shell; without it, it says to give one.
+#[test]
+fn env_values_come_from_the_secret_not_this_shell() {
+    let dir = out_dir();
+    let file = dir.path().join("flow.yaml");
+    std::fs::write(
+        &file,
+        "target: http://127.0.0.1:9\nload: { vus: 4, duration: 1m }\nsteps:\n  - request: GET /rooms\n    headers: { Authorization: \"Bearer {{ env.VOLLEY_TEST_UNSET_SESSION }}\" }\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let args = |secret: bool| {
+        let mut a = vec![
+            "k8s",
+            "manifest",
+            file,
+            "--segments",
+            "2",
+            "--image",
+            "r/volley:0.1.0",
+            "--bucket",
+            "s3://load-results/p",
+        ];
+        if secret {
+            a.extend_from_slice(&["--env-secret", "s"]);
+        }
+        a.extend_from_slice(&["--", "--vus", "4", "--duration", "1m"]);
+        a
+    };
+    let o = crate::support::volley(&args(true));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("secretRef"), "{}", text(&o));
+    let o = crate::support::volley(&args(false));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("env.VOLLEY_TEST_UNSET_SESSION") && text(&o).contains("--env-secret"),
+        "{}",
+        text(&o)
+    );
+    // `volley run` itself still needs the value here.
+    let o = crate::support::volley(&["run", file, "--duration", "1s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("is not set"), "{}", text(&o));
+}

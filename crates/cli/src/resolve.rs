@@ -1,0 +1,502 @@
+//! `volley run`'s flags resolved in one place, as ripgrep turns its `LowArgs` into `HiArgs`:
+//! the flags as clap parses them ([`RunArgs`]) and the scenario file under them become a
+//! [`Resolved`] run — every check that needs no network, done once — and, where this process
+//! runs the plan, a [`GroupSpec`] with the target's name resolved ([`Resolved::group`]).
+//!
+//! `run`, `sweep` and `k8s manifest` call [`resolve`] and nothing else, so a flag is parsed and
+//! checked the same way wherever it is given: a new flag is one field of [`Resolved`] and one
+//! line of [`resolve`]. The only difference between the callers is [`Runner`]: who runs the
+//! plan, this process or the pods of an Indexed Job, whose target name, segment and `env.`
+//! values are theirs, not this machine's.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result, bail};
+use volley_engine::{EngineConfig, SourceAddrs, Target, TlsOptions};
+use volley_export::OutputSpec;
+use volley_record::{GroupSpec, PopulationSpec, RunSpec};
+use volley_scenario::{Plan, RequestSpec, Scenario, Segment, Settings, StatusSet, parse_duration};
+
+use crate::args::{ProgressMode, RunArgs};
+
+/// Who runs the plan the flags describe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Runner {
+    /// This process: the whole plan, or the `--segment` (or `--segments` with
+    /// `$JOB_COMPLETION_INDEX`) the flags name.
+    Here,
+    /// `volley k8s manifest`: `segments` pods, each running one segment. The target's name is
+    /// resolved in the pods, and the scenario's `env.` values come from the pods' environment
+    /// (a Secret when `env_secret`), so neither is looked up here. Every segment must be
+    /// runnable, so the plan is checked as its smallest segment, the last one.
+    Pods { segments: u64, env_secret: bool },
+}
+
+/// A run, as the flags and the scenario describe it, checked: everything but the target's
+/// resolved address.
+pub(crate) struct Resolved {
+    /// The command line over the scenario file's settings.
+    pub(crate) settings: Settings,
+    pub(crate) scenario: Option<Arc<Scenario>>,
+    /// What the engine runs (for a run of populations, their envelope).
+    pub(crate) plan: Plan,
+    /// The target (a scenario's base URL), not yet resolved.
+    pub(crate) url: String,
+    /// The scenario's populations (`scenarios:`), each with its plan on the run's clock.
+    pub(crate) populations: Vec<PopulationSpec>,
+    /// How many times to run the plan (`--repeat`), and the pause between runs.
+    pub(crate) repeat: usize,
+    pub(crate) pause: Duration,
+    pub(crate) interval: Duration,
+    pub(crate) grace: Duration,
+    /// Event loops; `None`: one per core.
+    pub(crate) threads: Option<usize>,
+    pub(crate) sources: Option<SourceAddrs>,
+    pub(crate) tls: TlsOptions,
+    pub(crate) http2: bool,
+    pub(crate) error_stop: bool,
+    /// When a segment starts (`--start-at`, or the next whole second); `None` for a plain run.
+    pub(crate) start_at: Option<SystemTime>,
+    pub(crate) run_id: Option<String>,
+    pub(crate) output: PathBuf,
+    pub(crate) server_metrics: Vec<String>,
+    /// `--out`, parsed (started only when the run starts).
+    pub(crate) outputs: Vec<OutputSpec>,
+    /// `--dashboard[=ADDR]`.
+    pub(crate) dashboard: Option<SocketAddr>,
+    pub(crate) junit: Option<PathBuf>,
+    pub(crate) upload: Option<volley_store::Location>,
+    pub(crate) progress: ProgressMode,
+}
+
+/// Reads a scenario file; its errors list file, line and column. `env` gives the values of
+/// the `env.NAME`s it reads.
+pub(crate) fn load_scenario_with(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Scenario> {
+    volley_scenario::load_scenario_with(path, env).map_err(|errors| {
+        let n = errors.0.len();
+        anyhow::anyhow!(
+            "{n} problem{} in the scenario:\n{errors}",
+            if n == 1 { "" } else { "s" }
+        )
+    })
+}
+
+/// Reads a scenario file with this process's environment.
+pub(crate) fn load_scenario(path: &Path) -> Result<Scenario> {
+    load_scenario_with(path, &|name| std::env::var(name).ok())
+}
+
+fn duration_flag(flag: &str, value: &str) -> Result<Duration> {
+    parse_duration(value).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
+}
+
+/// The one way from `volley run`'s flags to a checked run.
+pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
+    let flags = flag_settings(a)?;
+    let segment = match runner {
+        Runner::Here => crate::segment_flags::segment(a)?,
+        Runner::Pods { segments, .. } => Segment::new(segments.saturating_sub(1), segments)?,
+    };
+    if let Runner::Pods { .. } = runner {
+        for (given, what) in [
+            (
+                a.body_file.as_deref(),
+                "give the body with --body, or write a scenario",
+            ),
+            (
+                a.cacert.as_deref(),
+                "build an image that trusts the CA, or use --insecure",
+            ),
+        ] {
+            if let Some(f) = given {
+                bail!(
+                    "{}: the pods cannot read files from this machine; {what}",
+                    f.display()
+                );
+            }
+        }
+        if let Some(j) = &a.junit {
+            bail!(
+                "--junit {}: a pod's files are gone when it ends (only its run directory is uploaded); gate the merged run instead: volley k8s collect ..., then volley compare --junit FILE",
+                j.display()
+            );
+        }
+    }
+    let (settings, scenario) = match &a.scenario {
+        Some(path) => {
+            if !a.headers.is_empty()
+                || a.body.is_some()
+                || a.body_file.is_some()
+                || a.method != "GET"
+            {
+                bail!(
+                    "-X, --header, --body and --body-file are for single-URL runs; with a scenario, put them on its steps"
+                );
+            }
+            if a.dashboard.as_deref() == Some("") && !path.exists() {
+                // `--dashboard 127.0.0.1:8089`: the address went to the scenario's place.
+                bail!(
+                    "{0}: no such scenario file. If {0} is the dashboard's address, write it with `=`: --dashboard={0}",
+                    path.display()
+                );
+            }
+            let mut sc = match runner {
+                Runner::Here => load_scenario(path)?,
+                // The pods' environment has the values: here only whether the file reads any.
+                Runner::Pods { env_secret, .. } => {
+                    let sc = load_scenario_with(path, &|_| Some(String::new()))?;
+                    if !sc.env.is_empty() && !env_secret {
+                        let names: Vec<String> =
+                            sc.env.iter().map(|(n, _)| format!("env.{n}")).collect();
+                        bail!(
+                            "the scenario reads {} from the environment, and the pods need them too: put them in a Secret (kubectl create secret generic volley-env --from-literal={}=...) and pass --env-secret volley-env",
+                            names.join(", "),
+                            sc.env[0].0
+                        );
+                    }
+                    sc
+                }
+            };
+            sc.for_segment(segment)?;
+            let mut settings = flags.clone().merge(&sc.settings);
+            settings.name = settings.name.or_else(|| {
+                sc.file
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+            });
+            (settings, Some(Arc::new(sc)))
+        }
+        None => (flags.clone(), None),
+    };
+    let url = settings
+        .target
+        .clone()
+        .context("--url is required without a scenario")?;
+    let request = match scenario {
+        Some(_) => RequestSpec::get(&url),
+        None => flag_request(a, &url)?,
+    };
+    let mut settings = settings;
+    let populations = match scenario.as_deref() {
+        Some(sc) if !sc.populations.is_empty() => {
+            // Each population's own thresholds are the run's too (judged on its rows).
+            settings.thresholds.extend(
+                sc.populations
+                    .iter()
+                    .flat_map(|p| p.scenario.settings.thresholds.iter().cloned()),
+            );
+            population_specs(sc, &flags, &settings, segment)?
+        }
+        _ => {
+            if let Some(t) = settings.thresholds.iter().find(|t| t.population.is_some()) {
+                bail!(
+                    "--threshold `{}`: `{}.` names a population, but this run has none (populations are a scenario file's `scenarios:`); write `{}`",
+                    t.expr,
+                    t.population.as_deref().unwrap_or_default(),
+                    t.local_expr()
+                );
+            }
+            Vec::new()
+        }
+    };
+    let mut plan = if populations.is_empty() {
+        settings.plan(request, scenario.clone())?
+    } else {
+        envelope(&settings, request, scenario.clone(), &populations)
+    };
+    if populations.is_empty() {
+        // Each population's share was checked on its own load.
+        segment.check(&plan.load)?;
+    }
+    plan.segment = segment;
+    let (repeat, pause) = settings.load.repeat()?;
+    if repeat > 1 && !segment.is_whole() {
+        bail!(
+            "--repeat and a split run (--segment, --segments, k8s manifest) do not go together: every segment of a run starts at the same instant; run the segments again (a new --run-id) to repeat them"
+        );
+    }
+    let interval = duration_flag("interval", &a.interval)?;
+    if interval < Duration::from_millis(100) {
+        bail!("--interval must be at least 100ms");
+    }
+    if a.threads == Some(0) {
+        bail!("--threads must be at least 1 (one event loop per thread; default: one per core)");
+    }
+    if let (Some(warmup), Some(planned)) = (settings.warmup, plan.load.planned())
+        && warmup >= planned
+    {
+        bail!(
+            "--warmup {}s leaves nothing of the {}s run to report; give a warm-up shorter than the run",
+            warmup.as_secs_f64(),
+            planned.as_secs_f64()
+        );
+    }
+    let grace = duration_flag("grace", &a.grace)?;
+    let sources = a
+        .source_addrs
+        .as_deref()
+        .map(SourceAddrs::parse)
+        .transpose()?;
+    let outputs = a
+        .outs
+        .iter()
+        .map(|s| OutputSpec::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let dashboard = a
+        .dashboard
+        .as_deref()
+        .map(|text| volley_live::parse_addr(Some(text)))
+        .transpose()?;
+    if runner == Runner::Here {
+        crate::ci::check_junit_path(a.junit.as_deref())?;
+    }
+    if repeat > 1 && a.upload.is_some() {
+        bail!(
+            "--upload takes one run directory; with --repeat, upload the group directory afterwards or drop --repeat"
+        );
+    }
+    let start_at = match runner {
+        Runner::Here => crate::segment_flags::start_at(a, segment)?,
+        // The manifest gives the pods their start (`--start-in`).
+        Runner::Pods { .. } => None,
+    };
+    Ok(Resolved {
+        settings,
+        scenario,
+        plan,
+        url,
+        populations,
+        repeat,
+        pause,
+        interval,
+        grace,
+        threads: a.threads,
+        sources,
+        tls: TlsOptions {
+            insecure: a.insecure,
+            cacert: a.cacert.clone(),
+        },
+        http2: a.http2,
+        error_stop: !a.no_error_stop,
+        start_at,
+        run_id: a.run_id.clone(),
+        output: a.output.clone(),
+        server_metrics: a.server_metrics.clone(),
+        outputs,
+        dashboard,
+        junit: a.junit.clone(),
+        upload: a.upload.clone(),
+        progress: a.progress,
+    })
+}
+
+impl Resolved {
+    /// The run's name: the flags' or the file's, else the target's host.
+    pub(crate) fn name(&self, target: &Target) -> String {
+        self.settings
+            .name
+            .clone()
+            .unwrap_or_else(|| target.host.clone())
+    }
+
+    /// What `volley-record` runs, with the target's name resolved (the one step that needs
+    /// the network), and how often.
+    pub(crate) fn group(&self) -> Result<GroupSpec> {
+        let mut target = Target::resolve(&self.url)?;
+        if let Some(sources) = &self.sources {
+            target = target.with_sources(sources.clone())?;
+        }
+        let run = RunSpec {
+            name: self.name(&target),
+            engine: EngineConfig {
+                plan: self.plan.clone(),
+                target,
+                tls: self.tls.clone(),
+                http2: self.http2,
+                interval: self.interval,
+                threads: self.threads.unwrap_or_else(EngineConfig::default_threads),
+                grace: self.grace,
+                error_stop: self.error_stop,
+                start_at: self.start_at,
+            },
+            output: self.output.clone(),
+            warmup: self.settings.warmup.unwrap_or_default(),
+            server_metrics: self.server_metrics.clone(),
+            thresholds: self.settings.thresholds.clone(),
+            command: std::env::args().collect(),
+            run_id: self.run_id.clone(),
+            populations: self.populations.clone(),
+        };
+        Ok(GroupSpec {
+            run,
+            repeat: self.repeat,
+            pause: self.pause,
+        })
+    }
+}
+
+/// The settings the flags give, typed (a scenario's go under them: [`Settings::merge`]).
+fn flag_settings(a: &RunArgs) -> Result<Settings> {
+    let timeout = a
+        .timeout
+        .as_deref()
+        .map(|t| duration_flag("timeout", t))
+        .transpose()?;
+    if timeout.is_some_and(|t| t.is_zero()) {
+        bail!("--timeout must be above zero");
+    }
+    Ok(Settings {
+        load: a.load.0.clone(),
+        target: a.url.clone(),
+        name: a.name.clone(),
+        timeout,
+        warmup: a
+            .warmup
+            .as_deref()
+            .map(|w| duration_flag("warmup", w))
+            .transpose()?,
+        expect_status: a
+            .expect_status
+            .as_deref()
+            .map(|s| StatusSet::parse(s).map_err(|e| anyhow::anyhow!("--expect-status: {e}")))
+            .transpose()?,
+        thresholds: a
+            .thresholds
+            .iter()
+            .map(|t| {
+                volley_scenario::parse_threshold(t).map_err(|e| anyhow::anyhow!("--threshold: {e}"))
+            })
+            .collect::<Result<_>>()?,
+    })
+}
+
+/// The request of a single-URL run: method, headers and body from the flags.
+fn flag_request(a: &RunArgs, url: &str) -> Result<RequestSpec> {
+    let body = match (&a.body, &a.body_file) {
+        (Some(b), _) => b.clone().into_bytes(),
+        (None, Some(path)) => std::fs::read(path)
+            .with_context(|| format!("--body-file {}: cannot read it", path.display()))?,
+        (None, None) => Vec::new(),
+    };
+    let headers = a
+        .headers
+        .iter()
+        .map(|h| RequestSpec::parse_header(h).map_err(|e| anyhow::anyhow!("--header: {e}")))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RequestSpec {
+        method: a.method.to_ascii_uppercase(),
+        url: url.to_string(),
+        headers,
+        body,
+    })
+}
+
+/// The populations of `scenario` under the run's `settings` (the command line over the
+/// file's top level): each keeps its own load and thresholds, takes the command line's
+/// timeout and expected statuses, runs segment `segment` of its load, starts at its offset.
+/// Load flags other than --repeat/--repeat-pause are refused: each population has its own.
+fn population_specs(
+    scenario: &Scenario,
+    flags: &Settings,
+    settings: &Settings,
+    segment: Segment,
+) -> Result<Vec<PopulationSpec>> {
+    let names: Vec<&str> = scenario
+        .populations
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    let shaping: Vec<String> = flags
+        .load
+        .given()
+        .into_iter()
+        .filter(|k| !k.starts_with("repeat"))
+        .map(|k| format!("--{}", k.replace('_', "-")))
+        .collect();
+    if !shaping.is_empty() {
+        bail!(
+            "{} would apply to every scenario of {} ({}), each of which has its own load; set the load in each scenario under `scenarios:` (or the shared defaults in the file's top-level `load`)",
+            shaping.join(", "),
+            scenario.file.display(),
+            names.join(", ")
+        );
+    }
+    for t in &settings.thresholds {
+        if let Some(p) = &t.population
+            && !names.contains(&p.as_str())
+        {
+            bail!(
+                "--threshold `{}`: the scenario has no population `{p}`; its scenarios are {}",
+                t.expr,
+                names.join(", ")
+            );
+        }
+    }
+    let request = RequestSpec::get(settings.target.clone().unwrap_or_default());
+    let mut out = Vec::new();
+    for p in &scenario.populations {
+        let own = &p.scenario.settings;
+        let pop = Settings {
+            load: own.load.clone(),
+            target: settings.target.clone(),
+            name: Some(p.name.clone()),
+            timeout: flags.timeout.or(own.timeout),
+            warmup: None,
+            expect_status: flags
+                .expect_status
+                .clone()
+                .or_else(|| own.expect_status.clone()),
+            thresholds: Vec::new(),
+        };
+        let mut plan = pop
+            .plan(request.clone(), Some(p.scenario.clone()))
+            .map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", p.name))?;
+        segment
+            .check(&plan.load)
+            .map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", p.name))?;
+        let load = plan.load.clone();
+        plan.load = load.delayed(p.start);
+        plan.segment = segment;
+        let thresholds = settings
+            .thresholds
+            .iter()
+            .filter(|t| t.population.as_deref() == Some(p.name.as_str()))
+            .cloned()
+            .collect();
+        out.push(PopulationSpec {
+            name: p.name.clone(),
+            plan,
+            load,
+            start: p.start,
+            thresholds,
+        });
+    }
+    Ok(out)
+}
+
+/// The plan of a run of populations: the run's request and timeouts, the scenario with
+/// every step, and no load of its own ([`RunSpec::envelope`]).
+fn envelope(
+    settings: &Settings,
+    request: RequestSpec,
+    scenario: Option<Arc<Scenario>>,
+    populations: &[PopulationSpec],
+) -> Plan {
+    let base = Plan {
+        request,
+        load: populations[0].plan.load.clone(),
+        timeout: settings
+            .timeout
+            .unwrap_or(volley_scenario::plan::DEFAULT_TIMEOUT),
+        expect_status: settings.expect_status.clone().unwrap_or_default(),
+        scenario,
+        segment: Segment::WHOLE,
+    };
+    RunSpec::envelope(base, populations)
+}
