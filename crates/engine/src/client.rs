@@ -20,7 +20,7 @@ use crate::dial::{ConnectTimes, micros};
 use crate::error::EngineError;
 use crate::failure::Failure;
 pub(crate) use crate::h1::Capture;
-use crate::h1::{self, Stream};
+use crate::h1::{self, NameCase, RequestWriter, Stream};
 use crate::http2::{self, H2Conn};
 use crate::pool::{Lease, Pool, Seat};
 use crate::target::Target;
@@ -112,34 +112,13 @@ impl PreparedRequest {
             .parse()
             .map_err(|_| EngineError::Path(path_and_query.to_string()))?;
         check_headers(headers)?;
-        let mut out = Vec::with_capacity(128 + body.len());
-        request_line(&mut out, &method, path.as_str());
-        let mut has_length = false;
-        each_header(
-            &[
-                ("host", target.authority.as_str()),
-                ("user-agent", USER_AGENT_VALUE),
-            ],
-            headers,
-            |name, value| {
-                has_length |= name.eq_ignore_ascii_case("content-length");
-                out.extend(name.bytes().map(|b| b.to_ascii_lowercase()));
-                out.extend_from_slice(b": ");
-                out.extend_from_slice(value.as_bytes());
-                out.extend_from_slice(b"\r\n");
-            },
-        );
-        if sends_body(&method, &body) && !has_length {
-            out.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
-        }
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&body);
+        let h1 = h1_request(target, &method, path.as_str(), headers, &body);
         Ok(PreparedRequest {
             method,
             full_uri: Uri::default(),
             headers: HeaderMap::new(),
             body: Bytes::from(body),
-            h1: Bytes::from(out),
+            h1: Bytes::from(h1),
         })
     }
 
@@ -168,7 +147,7 @@ impl PreparedRequest {
                 HeaderValue::from_str(v).map_err(|_| EngineError::HeaderValue(n.clone()))?;
             map.insert(name, value);
         }
-        let h1 = serialize_h1(&method, path.as_str(), &map, &body);
+        let h1 = Bytes::from(h1_request(target, &method, path.as_str(), headers, &body));
         map.remove(HOST);
         if sends_body(&method, &body) && !map.contains_key(CONTENT_LENGTH) {
             map.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
@@ -248,30 +227,32 @@ pub(crate) fn each_header<'a>(
     }
 }
 
-/// `METHOD path HTTP/1.1`, and its line end.
-fn request_line(out: &mut Vec<u8>, method: &Method, path: &str) {
-    out.extend_from_slice(method.as_str().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(path.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\n");
-}
-
-/// The request line, headers and body as HTTP/1.1 bytes.
-fn serialize_h1(method: &Method, path: &str, headers: &HeaderMap, body: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(128 + body.len());
-    request_line(&mut out, method, path);
-    for (name, value) in headers {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    if sends_body(method, body) && !headers.contains_key(CONTENT_LENGTH) {
-        out.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
-    }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(body);
-    Bytes::from(out)
+/// A request's HTTP/1.1 bytes, through the one writer ([`RequestWriter`]): `Host` and
+/// `User-Agent`, then `headers` (each replacing one of the same name, in the header map's
+/// order: [`each_header`]), names in lower case, and `content-length` when the request sends
+/// a body and names none.
+fn h1_request(
+    target: &Target,
+    method: &Method,
+    path: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Vec<u8> {
+    let mut w = RequestWriter::new(method.as_str(), path, NameCase::Lower, body.len());
+    let mut has_length = false;
+    each_header(
+        &[
+            ("host", target.authority.as_str()),
+            ("user-agent", USER_AGENT_VALUE),
+        ],
+        headers,
+        |name, value| {
+            has_length |= name.eq_ignore_ascii_case("content-length");
+            w.header(name, value.as_bytes());
+        },
+    );
+    let length = (sends_body(method, body) && !has_length).then_some(body.len());
+    w.finish(length, body)
 }
 
 /// Whether a request carries a body (and so says its length), even an empty one.
@@ -595,7 +576,8 @@ mod build_tests {
     #[test]
     fn the_lean_build_writes_the_same_bytes() {
         let target = Target::resolve("http://127.0.0.1:8080/base").unwrap();
-        let cases: Vec<(&str, &str, Vec<(String, String)>, &[u8])> = vec![
+        type Case<'a> = (&'a str, &'a str, Vec<(String, String)>, &'a [u8]);
+        let cases: Vec<Case<'_>> = vec![
             ("GET", "/a?b=1", h(&[]), b""),
             (
                 "POST",
@@ -650,7 +632,8 @@ mod build_tests {
     #[test]
     fn the_lean_build_refuses_what_the_full_one_refuses() {
         let target = Target::resolve("http://127.0.0.1:8080/").unwrap();
-        let bad: Vec<(&str, &str, Vec<(String, String)>)> = vec![
+        type Case<'a> = (&'a str, &'a str, Vec<(String, String)>);
+        let bad: Vec<Case<'_>> = vec![
             ("G ET", "/", h(&[])),
             ("GET", "/a b", h(&[])),
             ("GET", "/", h(&[("X Y", "1")])),

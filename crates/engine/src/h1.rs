@@ -19,6 +19,78 @@ const MAX_HEAD: usize = 64 * 1024;
 /// Read granularity.
 pub(crate) const READ_CHUNK: usize = 4096;
 
+/// How [`RequestWriter`] writes header names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NameCase {
+    /// Lower case, as the header map (and HTTP/2) has them: every request of a plan or step.
+    Lower,
+    /// As given: the WebSocket upgrade, named as tungstenite names them.
+    AsGiven,
+}
+
+/// The one writer of HTTP/1.1 requests: the request line, `name: value` lines, an optional
+/// `content-length`, the blank line and the body. Plain requests, scenario steps and the
+/// WebSocket upgrade are all written through it.
+pub(crate) struct RequestWriter {
+    out: Vec<u8>,
+    case: NameCase,
+}
+
+impl RequestWriter {
+    /// Starts a request with its line, `METHOD path HTTP/1.1`; `body` is how many body bytes
+    /// will follow (room is made for them).
+    pub(crate) fn new(method: &str, path: &str, case: NameCase, body: usize) -> RequestWriter {
+        let mut out = Vec::with_capacity(128 + path.len() + body);
+        out.extend_from_slice(method.as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(path.as_bytes());
+        out.extend_from_slice(b" HTTP/1.1\r\n");
+        RequestWriter { out, case }
+    }
+
+    /// One header line.
+    pub(crate) fn header(&mut self, name: &str, value: &[u8]) {
+        match self.case {
+            NameCase::Lower => self
+                .out
+                .extend(name.bytes().map(|b| b.to_ascii_lowercase())),
+            NameCase::AsGiven => self.out.extend_from_slice(name.as_bytes()),
+        }
+        self.out.extend_from_slice(b": ");
+        self.out.extend_from_slice(value);
+        self.out.extend_from_slice(b"\r\n");
+    }
+
+    /// The request's bytes: `content-length: N` when `length` is given, the blank line, then
+    /// `body`.
+    pub(crate) fn finish(mut self, length: Option<usize>, body: &[u8]) -> Vec<u8> {
+        if let Some(n) = length {
+            self.out.extend_from_slice(b"content-length: ");
+            self.out
+                .extend_from_slice(itoa_usize(n, &mut [0u8; 20]).as_bytes());
+            self.out.extend_from_slice(b"\r\n");
+        }
+        self.out.extend_from_slice(b"\r\n");
+        self.out.extend_from_slice(body);
+        self.out
+    }
+}
+
+/// `n` in decimal, written into `buf`.
+fn itoa_usize(mut n: usize, buf: &mut [u8; 20]) -> &str {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&buf[i..]).unwrap_or("0")
+}
+
 /// A plain or TLS connection.
 pub(crate) enum Stream {
     Plain(TcpStream),

@@ -24,7 +24,7 @@ use crate::context::WorkerContext;
 use crate::dial::{ConnectTimes, dial, micros};
 use crate::error::EngineError;
 use crate::failure::Failure;
-use crate::h1::{self, Stream};
+use crate::h1::{self, NameCase, RequestWriter, Stream};
 use crate::target::Target;
 
 /// A finished exchange.
@@ -367,12 +367,11 @@ fn upgrade_request(
         ("Sec-WebSocket-Version", "13"),
         ("Sec-WebSocket-Key", key),
     ];
-    let mut out = format!("GET {path} HTTP/1.1\r\n");
+    let mut w = RequestWriter::new("GET", path.as_str(), NameCase::AsGiven, 0);
     each_header(&ours, headers, |name, value| {
-        out.push_str(&format!("{name}: {value}\r\n"))
+        w.header(name, value.as_bytes())
     });
-    out.push_str("\r\n");
-    Ok(out.into_bytes())
+    Ok(w.finish(None, &[]))
 }
 
 #[cfg(test)]
