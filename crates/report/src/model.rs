@@ -794,34 +794,42 @@ pub fn threshold_actual(
     total: &Option<LatencySummary>,
     iteration: &Option<LatencySummary>,
 ) -> f64 {
-    use volley_scenario::threshold::Metric;
+    use volley_scenario::threshold::{Metric, Stat};
+    // Every statistic a threshold may name is read here; one its figure does not have
+    // (parse_threshold refuses those) reads NaN, which no comparison passes.
     let latency = |l: &Option<LatencySummary>| {
-        l.as_ref().map_or(f64::NAN, |l| match t.stat.as_str() {
-            "mean" | "avg" => l.mean_ms,
-            "p50" => l.p50_ms,
-            "p90" => l.p90_ms,
-            "p95" => l.p95_ms,
-            "p99" => l.p99_ms,
-            "p99.9" => l.p99_9_ms,
-            "p99.99" => l.p99_99_ms,
-            _ => l.max_ms,
+        l.as_ref().map_or(f64::NAN, |l| match t.stat {
+            Stat::Mean | Stat::Avg => l.mean_ms,
+            Stat::P50 => l.p50_ms,
+            Stat::P90 => l.p90_ms,
+            Stat::P95 => l.p95_ms,
+            Stat::P99 => l.p99_ms,
+            Stat::P99_9 => l.p99_9_ms,
+            Stat::P99_99 => l.p99_99_ms,
+            Stat::Max => l.max_ms,
+            Stat::Value => f64::NAN,
         })
     };
     match t.metric {
-        Metric::ErrorRate => s.error_rate_pct,
-        Metric::Tps => match t.stat.as_str() {
-            "avg" => s.tps_avg,
-            "p50" => s.tps_p50,
-            "p95" => s.tps_p95,
-            "p99" => s.tps_p99,
-            _ => s.tps_p99_9,
+        Metric::ErrorRate => match t.stat {
+            Stat::Value => s.error_rate_pct,
+            _ => f64::NAN,
         },
-        Metric::Mttfb => match t.stat.as_str() {
-            "avg" => s.mttfb_avg_ms,
-            "p50" => s.mttfb_p50_ms,
-            "p95" => s.mttfb_p95_ms,
-            "p99" => s.mttfb_p99_ms,
-            _ => s.mttfb_p99_9_ms,
+        Metric::Tps => match t.stat {
+            Stat::Avg => s.tps_avg,
+            Stat::P50 => s.tps_p50,
+            Stat::P95 => s.tps_p95,
+            Stat::P99 => s.tps_p99,
+            Stat::P99_9 => s.tps_p99_9,
+            _ => f64::NAN,
+        },
+        Metric::Mttfb => match t.stat {
+            Stat::Avg => s.mttfb_avg_ms,
+            Stat::P50 => s.mttfb_p50_ms,
+            Stat::P95 => s.mttfb_p95_ms,
+            Stat::P99 => s.mttfb_p99_ms,
+            Stat::P99_9 => s.mttfb_p99_9_ms,
+            _ => f64::NAN,
         },
         Metric::Ttfb => latency(ttfb),
         Metric::Total => latency(total),

@@ -23,6 +23,82 @@ pub enum Metric {
     Iteration,
 }
 
+/// Which statistic of its figure a threshold reads; written as users write it (`p99.9`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Stat {
+    /// The error rate's one value.
+    #[serde(rename = "value")]
+    Value,
+    /// The mean, written `avg` (the only spelling for TPS and MTTFB).
+    #[serde(rename = "avg")]
+    Avg,
+    /// The mean, written `mean`.
+    #[serde(rename = "mean")]
+    Mean,
+    #[serde(rename = "p50")]
+    P50,
+    #[serde(rename = "p90")]
+    P90,
+    #[serde(rename = "p95")]
+    P95,
+    #[serde(rename = "p99")]
+    P99,
+    #[serde(rename = "p99.9")]
+    P99_9,
+    #[serde(rename = "p99.99")]
+    P99_99,
+    #[serde(rename = "max")]
+    Max,
+}
+
+impl Stat {
+    /// Every statistic with its name, as thresholds write it.
+    pub const ALL: [(Stat, &'static str); 10] = [
+        (Stat::Value, "value"),
+        (Stat::Avg, "avg"),
+        (Stat::Mean, "mean"),
+        (Stat::P50, "p50"),
+        (Stat::P90, "p90"),
+        (Stat::P95, "p95"),
+        (Stat::P99, "p99"),
+        (Stat::P99_9, "p99.9"),
+        (Stat::P99_99, "p99.99"),
+        (Stat::Max, "max"),
+    ];
+
+    /// Its name, as written (`p99.9`).
+    pub fn name(self) -> &'static str {
+        Stat::ALL
+            .iter()
+            .find(|(s, _)| *s == self)
+            .map_or("", |(_, n)| n)
+    }
+
+    fn from_name(name: &str) -> Option<Stat> {
+        Stat::ALL.iter().find(|(_, n)| *n == name).map(|(s, _)| *s)
+    }
+}
+
+impl std::fmt::Display for Stat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Metric {
+    /// The statistics a threshold may read of this figure.
+    pub fn stats(self) -> &'static [Stat] {
+        use Stat::*;
+        match self {
+            Metric::ErrorRate => &[Value],
+            Metric::Tps | Metric::Mttfb => &[Avg, P50, P95, P99, P99_9],
+            Metric::Ttfb | Metric::Total | Metric::Iteration => {
+                &[Mean, Avg, P50, P90, P95, P99, P99_9, P99_99, Max]
+            }
+        }
+    }
+}
+
 /// A comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Op {
@@ -43,8 +119,8 @@ pub struct Threshold {
     pub expr: String,
     /// The figure.
     pub metric: Metric,
-    /// `avg`, `mean`, `p99`, `max`, … (`value` for the error rate).
-    pub stat: String,
+    /// `avg`, `mean`, `p99`, `max`, … (`value` for the error rate): one of `metric.stats()`.
+    pub stat: Stat,
     /// The comparison.
     pub op: Op,
     /// The limit, in the metric's unit (ms for times, % for the error rate).
@@ -110,30 +186,25 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
             )));
         }
     };
-    let stat = words
-        .next()
-        .unwrap_or(if metric == Metric::ErrorRate {
-            "value"
-        } else {
-            ""
-        })
-        .to_string();
+    let written = words.next();
     if words.next().is_some() {
         return Err(bad("too many words before the comparison"));
     }
-    let allowed: &[&str] = match metric {
-        Metric::ErrorRate => &["value"],
-        Metric::Tps | Metric::Mttfb => &["avg", "p50", "p95", "p99", "p99.9"],
-        Metric::Ttfb | Metric::Total | Metric::Iteration => &[
-            "mean", "avg", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max",
-        ],
-    };
-    if !allowed.contains(&stat.as_str()) {
-        return Err(bad(&format!(
-            "`{stat}` is not a statistic of this figure ({})",
-            allowed.join(", ")
-        )));
+    let allowed = metric.stats();
+    let stat = match written {
+        None if metric == Metric::ErrorRate => Some(Stat::Value),
+        None => None,
+        Some(w) => Stat::from_name(w),
     }
+    .filter(|s| allowed.contains(s))
+    .ok_or_else(|| {
+        let names: Vec<&str> = allowed.iter().map(|s| s.name()).collect();
+        bad(&format!(
+            "`{}` is not a statistic of this figure ({})",
+            written.unwrap_or(""),
+            names.join(", ")
+        ))
+    })?;
     let limit = parse_limit(right.trim(), metric)
         .ok_or_else(|| bad(&format!("`{}` is not a limit", right.trim())))?;
     if limit < 0.0 {
@@ -214,13 +285,13 @@ mod tests {
     fn the_forms_users_write() {
         let t = parse_threshold("error_rate < 1%").unwrap();
         assert_eq!(
-            (t.metric, t.stat.as_str(), t.op, t.limit),
-            (Metric::ErrorRate, "value", Op::Lt, 1.0)
+            (t.metric, t.stat, t.op, t.limit),
+            (Metric::ErrorRate, Stat::Value, Op::Lt, 1.0)
         );
         let t = parse_threshold("ttfb p99 < 500ms").unwrap();
         assert_eq!(
-            (t.metric, t.stat.as_str(), t.limit),
-            (Metric::Ttfb, "p99", 500.0)
+            (t.metric, t.stat, t.limit),
+            (Metric::Ttfb, Stat::P99, 500.0)
         );
         let t = parse_threshold("tps avg >= 220").unwrap();
         assert_eq!((t.op, t.limit), (Op::Ge, 220.0));
