@@ -17,12 +17,13 @@ use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use volley_engine::{EngineConfig, Event, RunControl, StopReason};
+use volley_formats::RunWriter;
 use volley_formats::recorded::RecordedPopulation;
-use volley_formats::rundir::{ErrorNote, POPULATIONS_DIR};
-use volley_formats::{RunStatus, RunWriter};
+use volley_formats::rundir::POPULATIONS_DIR;
 use volley_scenario::{Load, Plan, Threshold, qualified_step};
 use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
+use crate::write::{record_scrapes, status_of, write_interval};
 use crate::{IntervalView, Observer, RecordError, Recorded, RunSpec, RunStart};
 
 /// One population of a run.
@@ -220,15 +221,7 @@ pub(crate) fn record_populations(
                 let k = next[i];
                 next[i] += 1;
                 sample.counts.generator_cpu_pct *= threads[i] as f64 / total_threads.max(1) as f64;
-                subs[i].write_interval(&sample, &row, &steps)?;
-                ErrorNote::add(
-                    &mut subs[i].meta_mut().errors,
-                    &sample.counts.errors_by_kind,
-                    messages.clone(),
-                );
-                if !messages.is_empty() {
-                    subs[i].write_meta()?;
-                }
+                write_interval(&mut subs[i], &sample, &row, &steps, &messages)?;
                 let p = pending.entry(k).or_insert_with(|| Pending {
                     sample: IntervalSample::new(k),
                     steps: vec![None; n],
@@ -286,7 +279,7 @@ pub(crate) fn record_populations(
             emit(spec, &mut writer, observer, index, p, &step_counts)?;
             index += 1;
             if let Some(scraper) = &scraper {
-                crate::record_scrapes(&mut writer, scraper, engine.interval, observer)?;
+                record_scrapes(&mut writer, scraper, engine.interval, observer)?;
             }
         }
     }
@@ -294,7 +287,7 @@ pub(crate) fn record_populations(
     writer.meta_mut().outputs = observer.outputs();
     if let Some(scraper) = &scraper {
         scraper.stop();
-        crate::record_scrapes(&mut writer, scraper, engine.interval, observer)?;
+        record_scrapes(&mut writer, scraper, engine.interval, observer)?;
     }
     for (i, sub) in subs.iter_mut().enumerate() {
         let (status, reason) = status_of(ended[i].clone().flatten());
@@ -307,17 +300,6 @@ pub(crate) fn record_populations(
         status,
         reason,
     })
-}
-
-fn status_of(stopped: Option<StopReason>) -> (RunStatus, Option<String>) {
-    match stopped {
-        None => (RunStatus::Complete, None),
-        Some(StopReason::Interrupted) => (
-            RunStatus::Interrupted,
-            Some("interrupted by the user".to_string()),
-        ),
-        Some(StopReason::Aborted(why)) => (RunStatus::Aborted, Some(why)),
-    }
 }
 
 /// Writes interval `index` of the total: the populations' samples merged, their steps side
@@ -346,15 +328,7 @@ fn emit(
             None => steps.extend((0..*count).map(|_| IntervalSample::new(index))),
         }
     }
-    writer.write_interval(&p.sample, &row, &steps)?;
-    ErrorNote::add(
-        &mut writer.meta_mut().errors,
-        &p.sample.counts.errors_by_kind,
-        p.messages.clone(),
-    );
-    if !p.messages.is_empty() {
-        writer.write_meta()?;
-    }
+    write_interval(writer, &p.sample, &row, &steps, &p.messages)?;
     observer.interval(&IntervalView {
         index,
         row: &row,
