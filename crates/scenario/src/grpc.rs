@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 pub use prost_reflect::{DescriptorPool, MessageDescriptor, MethodDescriptor};
 use prost_reflect::{Kind, ServiceDescriptor};
 
+use crate::PlanError;
 use crate::json::JsonTemplate;
 use crate::suggest::suggest;
 
@@ -28,15 +29,15 @@ fn nearest<'a>(word: &str, names: &[&'a str]) -> Option<&'a str> {
 
 /// Compiles `files` (imports resolved next to each file and in `dir`, the scenario's folder;
 /// Google's well-known types are built in).
-pub fn compile_protos(files: &[PathBuf], dir: &Path) -> Result<DescriptorPool, String> {
+pub fn compile_protos(files: &[PathBuf], dir: &Path) -> Result<DescriptorPool, PlanError> {
     let mut includes: Vec<PathBuf> = Vec::new();
     let mut canonical = Vec::new();
     for f in files {
         let Some(f) = f.canonicalize().ok().filter(|f| f.is_file()) else {
-            return Err(format!(
+            return Err(PlanError(format!(
                 "`{}` is not a file: give the path of a .proto file, relative to the scenario's folder (or leave `proto` out to ask the server by reflection)",
                 f.display()
-            ));
+            )));
         };
         let parent = f.parent().map(Path::to_path_buf).unwrap_or_default();
         if !includes.contains(&parent) {
@@ -53,11 +54,11 @@ pub fn compile_protos(files: &[PathBuf], dir: &Path) -> Result<DescriptorPool, S
     if !includes.contains(&dir) {
         includes.push(dir);
     }
-    let mut compiler = protox::Compiler::new(&includes).map_err(|e| e.to_string())?;
+    let mut compiler = protox::Compiler::new(&includes).map_err(|e| PlanError(e.to_string()))?;
     compiler.include_imports(true);
     compiler
         .open_files(&canonical)
-        .map_err(|e| format!("cannot compile the .proto files: {e}"))?;
+        .map_err(|e| PlanError(format!("cannot compile the .proto files: {e}")))?;
     Ok(compiler.descriptor_pool())
 }
 
@@ -80,7 +81,7 @@ pub fn find_method(
     service: &str,
     method: &str,
     source: &str,
-) -> Result<MethodDescriptor, String> {
+) -> Result<MethodDescriptor, PlanError> {
     let services: Vec<ServiceDescriptor> = pool.services().collect();
     let Some(s) = services.iter().find(|s| s.full_name() == service) else {
         let names: Vec<&str> = services.iter().map(|s| s.full_name()).collect();
@@ -98,9 +99,9 @@ pub fn find_method(
         } else {
             names.join(", ")
         };
-        return Err(format!(
+        return Err(PlanError(format!(
             "{source} has no service `{service}`; {hint}its services are {list} (write the full name, with the package)"
-        ));
+        )));
     };
     let Some(m) = s.methods().find(|m| m.name() == method) else {
         let names: Vec<String> = s.methods().map(|m| m.name().to_string()).collect();
@@ -108,15 +109,15 @@ pub fn find_method(
         let hint = nearest(method, &refs)
             .map(|s| format!("did you mean `{s}`? "))
             .unwrap_or_default();
-        return Err(format!(
+        return Err(PlanError(format!(
             "service `{service}` has no method `{method}`; {hint}its methods are {}",
             names.join(", ")
-        ));
+        )));
     };
     if m.is_client_streaming() {
-        return Err(format!(
+        return Err(PlanError(format!(
             "`{service}/{method}` streams requests from the client; a `grpc` step calls unary and server-streaming methods"
-        ));
+        )));
     }
     Ok(m)
 }
@@ -285,13 +286,13 @@ mod tests {
     fn a_missing_or_broken_proto_says_so() {
         let d = tempfile::tempdir().unwrap();
         let e = compile_protos(&[d.path().join("nope.proto")], d.path()).unwrap_err();
-        assert!(e.contains("is not a file"), "{e}");
+        assert!(e.0.contains("is not a file"), "{e}");
         std::fs::write(
             d.path().join("b.proto"),
             "syntax = \"proto3\"; message A { strin x = 1; }",
         )
         .unwrap();
         let e = compile_protos(&[d.path().join("b.proto")], d.path()).unwrap_err();
-        assert!(e.contains("strin"), "{e}");
+        assert!(e.0.contains("strin"), "{e}");
     }
 }

@@ -45,7 +45,7 @@ pub(super) struct Compiler {
     /// The population being compiled, in a file with `scenarios:`.
     population: Option<String>,
     /// .proto file sets compiled so far (each set once, however many steps name it).
-    protos: BTreeMap<Vec<PathBuf>, Result<crate::grpc::DescriptorPool, String>>,
+    protos: BTreeMap<Vec<PathBuf>, Result<crate::grpc::DescriptorPool, crate::PlanError>>,
 }
 
 fn at<T>(s: &S<T>) -> At {
