@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The test suite, on a fresh Debian machine too: installs what the tests need when it is
-# missing, then runs `cargo test --workspace --locked` with any extra arguments given here
+# missing, checks the formatting (`cargo fmt --all --check`) and the lints (`cargo clippy
+# --workspace --all-targets -- -D warnings`), then runs `cargo test --workspace --locked`
+# with any extra arguments given here
 # (e.g. `scripts/test.sh -p volley-formats`, `scripts/test.sh -- --nocapture`).
 #
 # What the tests need besides Rust 1.89+:
@@ -114,6 +116,21 @@ if [ "$(cat "$pw_dir/.volley-tools" 2>/dev/null)" != "$playwright" ]; then
   npm install --prefix "$pw_dir" --no-audit --no-fund --silent "$playwright"
   echo "$playwright" > "$pw_dir/.volley-tools"
 fi
+
+# --- Formatting and lints, as the tests: rustfmt.toml's style, clippy with warnings denied ---
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  if command -v rustup >/dev/null 2>&1; then
+    say "installing rustfmt and clippy (rustup component add)"
+    rustup component add rustfmt clippy
+  else
+    say "cargo fmt and cargo clippy are missing: install the rustfmt and clippy components of Rust $need_rust or newer"
+    exit 1
+  fi
+fi
+say "cargo fmt --all --check"
+cargo fmt --all --check || { say "the tree differs from rustfmt: run \`cargo fmt --all\` and commit the result"; exit 1; }
+say "cargo clippy --workspace --all-targets --locked -- -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
 
 # --- The tests ---------------------------------------------------------------------------
 exec cargo test --workspace --locked "$@"

@@ -54,10 +54,13 @@ pub(crate) fn routes(app: App) -> axum::Router {
         .into_axum_router()
 }
 
+/// A call's labels: (method, type, code).
+type CallKey = (&'static str, &'static str, &'static str);
+
 /// Count, sum and max of processing time, by (method, type, code), and messages sent.
 #[derive(Default)]
 pub(crate) struct GrpcMetrics {
-    calls: Mutex<BTreeMap<(&'static str, &'static str, &'static str), (u64, f64, f64)>>,
+    calls: Mutex<BTreeMap<CallKey, (u64, f64, f64)>>,
     sent: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
 }
 

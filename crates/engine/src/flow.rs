@@ -41,6 +41,9 @@ pub(crate) struct FlowState {
     started: bool,
 }
 
+/// A request as `volley check` shows it: built, with the path, headers and body it was
+/// built from.
+type Shown = (PreparedRequest, String, Vec<(String, String)>, Vec<u8>);
 impl FlowState {
     pub(crate) fn new(vu: u64) -> Self {
         FlowState {
@@ -528,11 +531,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Step `step`'s request with the path, headers and body it was built from.
-    fn build_shown(
-        &self,
-        step: &HttpStep,
-        vars: &dyn Vars,
-    ) -> Result<(PreparedRequest, String, Vec<(String, String)>, Vec<u8>), String> {
+    fn build_shown(&self, step: &HttpStep, vars: &dyn Vars) -> Result<Shown, String> {
         let (path, mut headers) = self.prepare(&step.call, vars, false)?;
         let body = self.body(&step.body, vars, &mut headers)?;
         let req = PreparedRequest::build(

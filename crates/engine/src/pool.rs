@@ -107,6 +107,9 @@ impl Pool {
             target,
             tls,
             force_h2,
+            // An `Arc` although the pool never leaves its worker's thread: tokio's owned
+            // guard (`try_lock_owned`, a lease that outlives the borrow) takes one.
+            #[allow(clippy::arc_with_non_send_sync)]
             slots: (0..size).map(|_| Arc::new(Mutex::new(None))).collect(),
             used: (0..size).map(|_| Cell::new(false)).collect(),
             h2: OnceCell::new(),

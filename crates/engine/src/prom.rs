@@ -155,8 +155,11 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
     })
 }
 
+/// A series' labels, name and value, in the order written.
+type Labels = Vec<(String, String)>;
+
 /// Parses `name="value",...}` and returns the labels and what follows the `}`.
-fn parse_labels(mut s: &str) -> Result<(Vec<(String, String)>, &str), String> {
+fn parse_labels(mut s: &str) -> Result<(Labels, &str), String> {
     let mut labels = Vec::new();
     loop {
         s = s.trim_start();

@@ -12,7 +12,9 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// (file, format, successes, errors, intervals or None, has per-request histograms)
-const CASES: &[(&str, &str, u64, u64, Option<usize>, bool)] = &[
+type Case = (&'static str, &'static str, u64, u64, Option<usize>, bool);
+
+const CASES: &[Case] = &[
     // 312 `http_reqs` rows, 109 of them expected_response=false (HTTP 500 and refused).
     (
         "generated_k6-v1.2.3_out.csv",

@@ -176,12 +176,27 @@ impl Check {
     }
 }
 
+/// Whether `value` is written as `text` (its `Display`), compared as it is written, without
+/// building the string.
+fn writes_as(value: &impl std::fmt::Display, text: &str) -> bool {
+    struct Rest<'a>(Option<&'a str>);
+    impl std::fmt::Write for Rest<'_> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 = self.0.and_then(|rest| rest.strip_prefix(s));
+            Ok(())
+        }
+    }
+    let mut rest = Rest(Some(text));
+    let _ = std::fmt::write(&mut rest, format_args!("{value}"));
+    rest.0 == Some("")
+}
+
 /// Equal as JSON, or as text when one side is a string (`"42"` matches `42`).
 fn loosely_equal(got: &serde_json::Value, want: &serde_json::Value) -> bool {
     use serde_json::Value as V;
     match (got, want) {
         (V::String(text), other) | (other, V::String(text)) if !other.is_string() => {
-            other.to_string() == *text
+            writes_as(other, text)
         }
         (V::Number(a), V::Number(b)) => a.as_f64() == b.as_f64(),
         (a, b) => a == b,

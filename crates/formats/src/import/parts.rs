@@ -250,7 +250,7 @@ fn read_stopping<P: Parts>(
             r
         };
         let mut waiting = BTreeMap::new();
-        for i in first..starts.len() {
+        for (i, &start) in starts.iter().enumerate().skip(first) {
             let got = loop {
                 if let Some(got) = waiting.remove(&i) {
                     break got;
@@ -267,13 +267,13 @@ fn read_stopping<P: Parts>(
                     part,
                     consumed,
                     newlines,
-                }) if starts[i] == pos && p.exact(&part, acc) => Some((part, consumed, newlines)),
+                }) if start == pos && p.exact(&part, acc) => Some((part, consumed, newlines)),
                 _ => None, // read again, in order
             };
             match guessed {
                 Some((part, consumed, newlines)) => {
                     p.absorb(acc, part, lines);
-                    pos = starts[i] + consumed as u64;
+                    pos = start + consumed as u64;
                     lines += newlines;
                 }
                 None => match read_after(file, plan, p, acc, &mut buf, pos, end_of(i), lines) {
