@@ -11,15 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use std::sync::Arc;
-
 use anyhow::{Context, Result};
+use clap::Parser;
 use volley_demo::Knobs;
 use volley_record::RunSpec;
 use volley_report::ReportOptions;
-use volley_scenario::{LoadSpec, RequestSpec, Settings, parse_stages};
 
-use crate::args::{DemoArgs, ProgressMode, ServeArgs};
+use crate::args::{DemoArgs, ProgressMode, RunLine, ServeArgs};
+use crate::resolve::{Runner, resolve};
 
 /// One phase of the story: what changes on the target, and why.
 struct Phase {
@@ -86,11 +85,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
             i,
             phase.label.to_lowercase().replace(' ', "-")
         );
-        let load = LoadSpec {
-            stages: Some(parse_stages(stages)?),
-            ..LoadSpec::default()
-        };
-        let spec = demo_spec(target.addr, "/rooms", load, None, &name, &a.output);
+        let spec = demo_spec(target.addr, "/rooms", stages, None, &name, &a.output);
         let dir = spec
             .and_then(|s| crate::run_cmd::execute(&s, ProgressMode::Plain))
             .map(|(dir, _)| dir);
@@ -107,55 +102,41 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A demo run: `load` against `url` (a scenario's base URL when `scenario` is given), the
-/// target's own `/metrics` scraped beside it, so each phase's report names its bottleneck.
-/// Prints the `volley run` command that does the same.
+/// A demo run: `stages` against the target's `path` (a scenario's base URL when `scenario` is
+/// given), the target's own `/metrics` scraped beside it, so each phase's report names its
+/// bottleneck. It is the `volley run` command it prints, resolved as `volley run` resolves
+/// its flags ([`crate::resolve`]), so what is shown is what runs.
 fn demo_spec(
     target: std::net::SocketAddr,
     path: &str,
-    load: LoadSpec,
+    stages: &str,
     scenario: Option<&Path>,
     name: &str,
     output: &Path,
 ) -> Result<RunSpec> {
-    let (url, metrics) = (
-        format!("http://{target}{path}"),
-        format!("http://{target}/metrics"),
-    );
-    let stages = load.stages.as_ref().map(|s| {
-        s.iter()
-            .map(|st| format!("{}s:{}", st.duration.as_secs_f64(), st.target))
-            .collect::<Vec<_>>()
-            .join(",")
-    });
-    eprintln!(
-        "$ volley run {}--url {url} --stages {} --server-metrics {metrics} --name {name}",
-        scenario
-            .map(|p| format!("{} ", p.display()))
-            .unwrap_or_default(),
-        stages.unwrap_or_default()
-    );
-    let scenario = scenario
-        .map(|p| crate::resolve::load_scenario(p).map(Arc::new))
-        .transpose()?;
-    let flags = Settings {
-        load,
-        target: Some(url.clone()),
-        name: Some(name.to_string()),
-        ..Settings::default()
-    };
-    let settings = match &scenario {
-        Some(sc) => flags.merge(&sc.settings),
-        None => flags,
-    };
-    let plan = settings.plan(RequestSpec::get(&url), scenario)?;
-    let mut spec = RunSpec::new(plan, volley_engine::Target::resolve(&url)?);
-    spec.name = name.to_string();
-    spec.output = output.to_path_buf();
-    spec.server_metrics = vec![metrics];
-    spec.thresholds = settings.thresholds;
-    spec.warmup = settings.warmup.unwrap_or_default();
-    Ok(spec)
+    let url = format!("http://{target}{path}");
+    let metrics = format!("http://{target}/metrics");
+    let mut flags: Vec<String> = scenario
+        .map(|p| p.display().to_string())
+        .into_iter()
+        .collect();
+    for f in [
+        "--url",
+        &url,
+        "--stages",
+        stages,
+        "--server-metrics",
+        &metrics,
+        "--name",
+        name,
+        "-o",
+    ] {
+        flags.push(f.to_string());
+    }
+    flags.push(output.display().to_string());
+    eprintln!("$ volley run {}", flags.join(" "));
+    let args = RunLine::try_parse_from(std::iter::once("volley run".to_string()).chain(flags))?;
+    Ok(resolve(&args.args, Runner::Here)?.group()?.run)
 }
 
 /// The seed-003 pair-room flow, shipped in `examples/`.
@@ -175,14 +156,10 @@ fn scenario_run(
     std::fs::write(&file, PAIR_ROOM).with_context(|| format!("cannot write {}", file.display()))?;
     let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, knobs))?;
     let stages = if quick { "2s:5,3s:5" } else { "5s:20,10s:20" };
-    let load = LoadSpec {
-        stages: Some(parse_stages(stages)?),
-        ..LoadSpec::default()
-    };
     let spec = demo_spec(
         target.addr,
         "",
-        load,
+        stages,
         Some(&file),
         "demo-3-pair-room-flow",
         output,

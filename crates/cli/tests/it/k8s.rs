@@ -476,57 +476,27 @@ fn the_manifest_refuses_what_run_refuses() {
         assert_eq!(m.status.code(), Some(2), "manifest {flags:?}: {}", text(&m));
         assert!(text(&m).contains(says), "manifest {flags:?}: {}", text(&m));
     }
-    // Segments: what one process refuses for a segment, the manifest refuses for its pods.
-    let r = run(&[
-        "--url",
-        url,
-        "--vus",
-        "4",
-        "--duration",
-        "2s",
-        "--segment",
-        "7/8",
-    ]);
-    let m = manifest("8", &["--url", url, "--vus", "4", "--duration", "2s"]);
-    for o in [&r, &m] {
-        assert_eq!(o.status.code(), Some(2), "{}", text(o));
-        assert!(
-            text(o).contains("8 segments cannot share 4 VUs"),
-            "{}",
-            text(o)
-        );
-    }
-    let r = run(&[
-        "--url",
-        url,
-        "--vus",
-        "4",
-        "--duration",
-        "2s",
-        "--repeat",
-        "2",
-        "--segment",
-        "1/2",
-    ]);
-    let m = manifest(
-        "2",
-        &[
-            "--url",
-            url,
-            "--vus",
-            "4",
-            "--duration",
-            "2s",
-            "--repeat",
+    // Segments: what one process refuses for its segment, the manifest refuses for its pods.
+    let base = ["--url", url, "--vus", "4", "--duration", "2s"];
+    for (segment, pods, extra, says) in [
+        ("7/8", "8", &[][..], "8 segments cannot share 4 VUs"),
+        (
+            "1/2",
             "2",
-        ],
-    );
-    for o in [&r, &m] {
-        assert_eq!(o.status.code(), Some(2), "{}", text(o));
-        assert!(text(o).contains("--repeat and a split run"), "{}", text(o));
+            &["--repeat", "2"][..],
+            "--repeat and a split run",
+        ),
+    ] {
+        let flags: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let mut one = flags.clone();
+        one.extend(["--segment", segment]);
+        for o in [run(&one), manifest(pods, &flags)] {
+            assert_eq!(o.status.code(), Some(2), "{segment}: {}", text(&o));
+            assert!(text(&o).contains(says), "{segment}: {}", text(&o));
+        }
     }
     // And a plan the pods can run is written (the same flags with 2 pods and 4 VUs).
-    let m = manifest("2", &["--url", url, "--vus", "4", "--duration", "2s"]);
+    let m = manifest("2", &base);
     assert_eq!(m.status.code(), Some(0), "{}", text(&m));
 }
 
