@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 use volley_engine::{EngineConfig, Target, TlsOptions, Trace};
 use volley_scenario::scenario::Node;
-use volley_scenario::{LoadSpec, RequestSpec, Scenario, Settings};
+use volley_scenario::{LoadSpec, Scenario, Settings, Work};
 
 use volley_report::terminal_safe;
 
@@ -64,7 +64,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
     let mut traces = Vec::new();
     for (i, (name, flow)) in flows.into_iter().enumerate() {
         let settings = flags.clone().merge(&flow.settings);
-        let plan = settings.plan(RequestSpec::get(&url), Some(flow))?;
+        let plan = settings.plan(Work::Scenario(flow))?;
         let config = EngineConfig {
             plan,
             target: target.clone(),

@@ -18,7 +18,9 @@ use anyhow::{Context, Result, bail};
 use volley_engine::{EngineConfig, SourceAddrs, Target, TlsOptions};
 use volley_export::OutputSpec;
 use volley_record::{GroupSpec, PopulationSpec, RunSpec};
-use volley_scenario::{Plan, RequestSpec, Scenario, Segment, Settings, StatusSet, parse_duration};
+use volley_scenario::{
+    Plan, RequestSpec, Scenario, Segment, Settings, StatusSet, Work, parse_duration,
+};
 
 use crate::args::{ProgressMode, RunArgs};
 
@@ -178,9 +180,9 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         .target
         .clone()
         .context("--url is required without a scenario")?;
-    let request = match scenario {
-        Some(_) => RequestSpec::get(&url),
-        None => flag_request(a, &url)?,
+    let work = match &scenario {
+        Some(sc) => Work::Scenario(sc.clone()),
+        None => Work::Request(flag_request(a, &url)?),
     };
     let mut settings = settings;
     let populations = match scenario.as_deref() {
@@ -206,9 +208,9 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         }
     };
     let mut plan = if populations.is_empty() {
-        settings.plan(request, scenario.clone())?
+        settings.plan(work)?
     } else {
-        envelope(&settings, request, scenario.clone(), &populations)
+        envelope(&settings, work, &populations)
     };
     if populations.is_empty() {
         // Each population's share was checked on its own load.
@@ -438,7 +440,6 @@ fn population_specs(
             );
         }
     }
-    let request = RequestSpec::get(settings.target.clone().unwrap_or_default());
     let mut out = Vec::new();
     for p in &scenario.populations {
         let own = &p.scenario.settings;
@@ -455,7 +456,7 @@ fn population_specs(
             thresholds: Vec::new(),
         };
         let mut plan = pop
-            .plan(request.clone(), Some(p.scenario.clone()))
+            .plan(Work::Scenario(p.scenario.clone()))
             .map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", p.name))?;
         segment
             .check(&plan.load)
@@ -480,22 +481,16 @@ fn population_specs(
     Ok(out)
 }
 
-/// The plan of a run of populations: the run's request and timeouts, the scenario with
-/// every step, and no load of its own ([`RunSpec::envelope`]).
-fn envelope(
-    settings: &Settings,
-    request: RequestSpec,
-    scenario: Option<Arc<Scenario>>,
-    populations: &[PopulationSpec],
-) -> Plan {
+/// The plan of a run of populations: the run's timeouts, the scenario with every step, and
+/// no load of its own ([`RunSpec::envelope`]).
+fn envelope(settings: &Settings, work: Work, populations: &[PopulationSpec]) -> Plan {
     let base = Plan {
-        request,
+        work,
         load: populations[0].plan.load.clone(),
         timeout: settings
             .timeout
             .unwrap_or(volley_scenario::plan::DEFAULT_TIMEOUT),
         expect_status: settings.expect_status.clone().unwrap_or_default(),
-        scenario,
         segment: Segment::WHOLE,
     };
     RunSpec::envelope(base, populations)

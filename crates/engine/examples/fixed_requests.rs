@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use volley_engine::{EngineConfig, Event, Target, TlsOptions};
-use volley_scenario::{LoadSpec, RequestSpec, Settings};
+use volley_scenario::{LoadSpec, RequestSpec, Settings, Work};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -32,7 +32,7 @@ fn main() {
         load,
         ..Settings::default()
     }
-    .plan(RequestSpec::get(url.as_str()), None)
+    .plan(Work::Request(RequestSpec::get(url.as_str())))
     .unwrap();
     let config = EngineConfig {
         plan,

@@ -78,7 +78,7 @@ pub(crate) async fn run_arrivals(
     t0: Instant,
 ) {
     // One task type per kind of plan, as for closed-model VUs (`vu::spawn_vu`).
-    match ctx.plan.scenario.clone() {
+    match ctx.plan.scenario().cloned() {
         Some(scenario) => {
             arrivals(ctx, rate, worker, workers, cap, t0, move || {
                 ScenarioIterations::new(scenario.clone())

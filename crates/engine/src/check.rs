@@ -6,7 +6,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::client::PreparedRequest;
 use crate::context::{Shared, WorkerContext};
 use crate::error::EngineError;
 use crate::recorder::Recorder;
@@ -15,7 +14,7 @@ use crate::run::EngineConfig;
 /// Runs one iteration of the plan's scenario with one VU, outside any run, and returns
 /// every request and response (`volley check`). Nothing is recorded anywhere.
 pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineError> {
-    let Some(scenario) = config.plan.scenario.clone() else {
+    let Some(scenario) = config.plan.scenario().cloned() else {
         return Err(EngineError::NoScenario);
     };
     let tls = if config.target.tls {
@@ -23,7 +22,6 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineErro
     } else {
         None
     };
-    let request = PreparedRequest::new(&config.target, &config.plan.request)?;
     crate::grpc::resolve(
         &scenario.steps,
         &scenario.step_info,
@@ -46,7 +44,7 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineErro
         stream_tls: crate::tls::http1_only(&tls),
         tls: tls.clone(),
         force_h2: config.http2,
-        request,
+        request: None,
         recorder: Rc::new(RefCell::new(Recorder::new(
             Instant::now(),
             Duration::from_secs(3600),

@@ -93,7 +93,9 @@ pub(crate) struct WorkerContext {
     /// TLS offering only HTTP/1.1, for event streams and WebSockets.
     pub(crate) stream_tls: Option<Arc<ClientConfig>>,
     pub(crate) force_h2: bool,
-    pub(crate) request: PreparedRequest,
+    /// The plan's single request, prepared once (`None` for a scenario, whose steps build
+    /// their own).
+    pub(crate) request: Option<PreparedRequest>,
     pub(crate) recorder: Rc<RefCell<Recorder>>,
     pub(crate) buffers: BufferPool,
     /// Scenario steps' requests built once, and buffers to render the others into.

@@ -998,7 +998,7 @@ mod tests {
 
     use std::path::Path;
 
-    use volley_scenario::{RequestSpec, Settings};
+    use volley_scenario::Settings;
 
     use super::*;
     use crate::context::Shared;
@@ -1052,7 +1052,7 @@ steps:
             load,
             ..Settings::default()
         }
-        .plan(RequestSpec::get(url), Some(scenario.clone()))
+        .plan(volley_scenario::Work::Scenario(scenario.clone()))
         .unwrap();
         let grpc = crate::grpc::Channels::new(
             &target,
@@ -1065,7 +1065,7 @@ steps:
         );
         let ctx = Rc::new(WorkerContext {
             shared: Arc::new(Shared::new(0, 1)),
-            request: PreparedRequest::new(&target, &plan.request).unwrap(),
+            request: None,
             plan: Arc::new(plan),
             target: Rc::new(target),
             tls: None,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc as tmpsc;
 use tokio_util::sync::CancellationToken;
-use volley_scenario::Plan;
+use volley_scenario::{Plan, Work};
 use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
 use crate::client::PreparedRequest;
@@ -261,16 +261,19 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
     } else {
         None
     };
-    let request = PreparedRequest::new(&config.target, &config.plan.request)?;
-    if let Some(scenario) = &config.plan.scenario {
-        crate::grpc::resolve(
-            &scenario.steps,
-            &scenario.step_info,
-            &config.target,
-            &tls,
-            config.timeout_for_preflight(),
-        )?;
-    }
+    let request = match &config.plan.work {
+        Work::Request(r) => Some(PreparedRequest::new(&config.target, r)?),
+        Work::Scenario(scenario) => {
+            crate::grpc::resolve(
+                &scenario.steps,
+                &scenario.step_info,
+                &config.target,
+                &tls,
+                config.timeout_for_preflight(),
+            )?;
+            None
+        }
+    };
     // Closed model: one flag per VU of this segment the shape may start.
     let max_vus = if config.plan.load.is_open() {
         0

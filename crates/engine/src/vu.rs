@@ -15,7 +15,7 @@ use crate::recorder::InFlight;
 /// send, held inline (2.8 KB), would otherwise size every scenario VU too, which holds its
 /// steps in a box of their own.
 pub(crate) fn spawn_vu(vus: &mut tokio::task::JoinSet<()>, ctx: Rc<WorkerContext>, id: u64) {
-    match ctx.plan.scenario.clone() {
+    match ctx.plan.scenario().cloned() {
         Some(scenario) => vus.spawn_local(run_vu(ctx, id, ScenarioIterations::new(scenario))),
         None => vus.spawn_local(run_vu(ctx, id, SingleRequest)),
     };
@@ -124,10 +124,12 @@ async fn run_vu(ctx: Rc<WorkerContext>, id: u64, mut work: impl Iterate) {
 
 /// The single request of a plan without a scenario; `queued_us`: how late it was sent.
 async fn send_request(ctx: &WorkerContext, client: &mut Client, queued_us: u64) {
+    // A plan of one request always has it prepared (`run::start`).
+    let Some(request) = &ctx.request else {
+        return;
+    };
     let in_flight = InFlight::new(&ctx.recorder, None);
-    let result = client
-        .send(&ctx.request, ctx.plan.timeout, &ctx.buffers)
-        .await;
+    let result = client.send(request, ctx.plan.timeout, &ctx.buffers).await;
     in_flight.done();
     let mut rec = ctx.recorder.borrow_mut();
     match result {

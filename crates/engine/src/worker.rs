@@ -36,7 +36,8 @@ pub(crate) struct WorkerSeed {
     pub(crate) target: Target,
     pub(crate) tls: Option<Arc<rustls::ClientConfig>>,
     pub(crate) force_h2: bool,
-    pub(crate) request: PreparedRequest,
+    /// The plan's single request, prepared once (`None` for a scenario).
+    pub(crate) request: Option<PreparedRequest>,
     pub(crate) t0: Instant,
     pub(crate) interval: Duration,
     pub(crate) grace: Duration,
@@ -55,8 +56,7 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
     local.block_on(&rt, async move {
         let step_names: Arc<[String]> = seed
             .plan
-            .scenario
-            .as_ref()
+            .scenario()
             .map_or_else(Vec::new, |s| {
                 s.step_info.iter().map(|i| i.name.clone()).collect()
             })
@@ -80,11 +80,7 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
                 mine as usize,
             )
         });
-        let nodes = seed
-            .plan
-            .scenario
-            .as_ref()
-            .map_or(&[][..], |s| &s.steps[..]);
+        let nodes = seed.plan.scenario().map_or(&[][..], |s| &s.steps[..]);
         let grpc = crate::grpc::Channels::new(
             &target,
             &seed.tls,

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use volley_engine::{EngineConfig, Event, Target, TlsOptions};
-use volley_scenario::{LoadSpec, RequestSpec, Settings};
+use volley_scenario::{LoadSpec, RequestSpec, Settings, Work};
 
 /// An HTTP/1.1 keep-alive server on 127.0.0.1 that answers every request after `delay` and
 /// counts the responses it writes. It stops accepting when dropped.
@@ -85,7 +85,7 @@ fn config(addr: SocketAddr, vus: u64, duration: &str, interval: Duration) -> Eng
         load,
         ..Settings::default()
     }
-    .plan(RequestSpec::get(&url), None)
+    .plan(Work::Request(RequestSpec::get(&url)))
     .unwrap();
     EngineConfig {
         plan,
@@ -227,7 +227,7 @@ fn a_rate_set_live_replaces_the_schedule_from_its_instant() {
         load,
         ..Settings::default()
     }
-    .plan(RequestSpec::get(&url), None)
+    .plan(Work::Request(RequestSpec::get(&url)))
     .unwrap();
     let config = EngineConfig {
         plan,
@@ -277,7 +277,7 @@ fn open_config(
         load,
         ..Settings::default()
     }
-    .plan(RequestSpec::get(&url), None)
+    .plan(Work::Request(RequestSpec::get(&url)))
     .unwrap();
     let mut c = config(addr, 1, "1s", Duration::from_millis(250));
     c.plan = plan;

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use volley_engine::{EngineConfig, Event, Target, TlsOptions};
-use volley_scenario::{LoadSpec, RequestSpec, Settings};
+use volley_scenario::{LoadSpec, RequestSpec, Settings, Work};
 use volley_stats::{ErrorKind, IntervalSample};
 
 /// What a server saw.
@@ -226,7 +226,7 @@ fn config(
         load,
         ..Settings::default()
     }
-    .plan(RequestSpec::get(url), None)
+    .plan(Work::Request(RequestSpec::get(url)))
     .unwrap();
     EngineConfig {
         plan,

@@ -14,7 +14,7 @@ use volley_export::testing::Prometheus;
 use volley_export::{MetricsEndpoint, Otlp, RemoteWrite, buckets};
 use volley_formats::{HistKey, RunData, RunStatus};
 use volley_record::{Observer, Observers, RunSpec};
-use volley_scenario::{LoadSpec, RequestSpec, Settings};
+use volley_scenario::{LoadSpec, RequestSpec, Settings, Work};
 use volley_stats::CompactHistogram;
 
 /// Records `seconds` of 4 VUs against a fresh demo target, watched by `observer`.
@@ -39,7 +39,7 @@ fn run(
         load,
         ..Settings::default()
     }
-    .plan(RequestSpec::get(&url), None)
+    .plan(Work::Request(RequestSpec::get(&url)))
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut spec = RunSpec::new(plan, Target::resolve(&url).unwrap());

@@ -14,8 +14,10 @@ use volley_scenario::{Load, RequestSpec, StatusSet, StepInfo, Threshold};
 pub struct RecordedPlan {
     /// The load model and its shape, pacing and think time.
     pub load: Load,
-    /// The request of a single-request run (a GET of the target for a scenario).
-    pub request: RequestSpec,
+    /// The request of a single-request run; absent for a scenario, whose steps are the
+    /// requests (run directories written before 0.2 record a GET of its target here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<RequestSpec>,
     /// Per-request timeout, s.
     pub timeout_s: f64,
     /// Statuses counted as success.
@@ -61,7 +63,7 @@ impl RecordedPlan {
     pub fn new(load: Load, request: RequestSpec) -> RecordedPlan {
         RecordedPlan {
             load,
-            request,
+            request: Some(request),
             timeout_s: volley_scenario::plan::DEFAULT_TIMEOUT.as_secs_f64(),
             expect_status: StatusSet::default(),
             http2: false,

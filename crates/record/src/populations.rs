@@ -199,7 +199,7 @@ pub(crate) fn record_populations(
     let step_counts: Vec<usize> = spec
         .populations
         .iter()
-        .map(|p| p.plan.scenario.as_ref().map_or(0, |s| s.step_info.len()))
+        .map(|p| p.plan.scenario().map_or(0, |s| s.step_info.len()))
         .collect();
     let threads: Vec<usize> = runs_specs.iter().map(|r| r.engine.threads).collect();
     let total_threads: usize = threads.iter().sum();

@@ -67,7 +67,7 @@ impl RunSpec {
         }
     }
 
-    /// The plan of a run of `populations`: `base` (request, timeout, the scenario that lists
+    /// The plan of a run of `populations`: `base` (timeout, statuses, the scenario that lists
     /// every step) with a load of no VUs as long as the longest population runs, which is
     /// what the run's clock, planned length and progress go by.
     pub fn envelope(base: Plan, populations: &[PopulationSpec]) -> Plan {
@@ -121,7 +121,7 @@ impl RunSpec {
         let plan = &self.engine.plan;
         RecordedPlan {
             load: plan.load.clone(),
-            request: plan.request.clone(),
+            request: plan.request().cloned(),
             timeout_s: plan.timeout.as_secs_f64(),
             expect_status: plan.expect_status.clone(),
             http2: self.engine.http2,
@@ -139,7 +139,7 @@ impl RunSpec {
                     ))
                 })
                 .collect(),
-            scenario: plan.scenario.as_ref().map(|s| RecordedScenario {
+            scenario: plan.scenario().map(|s| RecordedScenario {
                 file: s.file.clone(),
                 name: s.settings.name.clone(),
                 target: s.target().to_string(),
@@ -176,8 +176,7 @@ impl RunSpec {
             steps: self
                 .engine
                 .plan
-                .scenario
-                .as_ref()
+                .scenario()
                 .map_or_else(Vec::new, |s| s.step_info.clone()),
             segment: self.is_segment().then(|| SegmentNote {
                 segment: self.engine.plan.segment,

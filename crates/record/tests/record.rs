@@ -6,7 +6,7 @@ use std::time::Duration;
 use volley_engine::Target;
 use volley_formats::{RunData, RunStatus};
 use volley_record::{Quiet, RunSpec};
-use volley_scenario::{LoadSpec, RequestSpec, Settings};
+use volley_scenario::{LoadSpec, RequestSpec, Settings, Work};
 
 #[test]
 fn a_typed_plan_records_a_run_directory_that_reads_back() {
@@ -31,7 +31,7 @@ fn a_typed_plan_records_a_run_directory_that_reads_back() {
         ..Settings::default()
     };
     let plan = settings
-        .plan(RequestSpec::get(format!("{base}/rooms")), None)
+        .plan(Work::Request(RequestSpec::get(format!("{base}/rooms"))))
         .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut spec = RunSpec::new(plan, Target::resolve(&format!("{base}/rooms")).unwrap());

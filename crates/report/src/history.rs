@@ -187,14 +187,17 @@ pub fn plan_summary(p: &RecordedPlan) -> String {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default()
         ),
-        None => {
-            let url = &p.request.url;
-            let path = url
-                .split_once("://")
-                .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
-                .unwrap_or("/");
-            format!("{} {path}", p.request.method)
-        }
+        None => match &p.request {
+            Some(r) => {
+                let path = r
+                    .url
+                    .split_once("://")
+                    .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+                    .unwrap_or("/");
+                format!("{} {path}", r.method)
+            }
+            None => "no request recorded".to_string(),
+        },
     };
     let load = match &p.load.model {
         Model::Closed { shape } => format!("{} VUs", shape.max_vus()),

@@ -139,40 +139,58 @@ impl Settings {
         }
     }
 
-    /// The plan the engine runs: `request` (single-request runs; for a scenario, a GET of
-    /// its target for the pre-run check) or `scenario`, under the resolved load.
-    pub fn plan(
-        &self,
-        request: RequestSpec,
-        scenario: Option<Arc<Scenario>>,
-    ) -> Result<Plan, PlanError> {
+    /// The plan the engine runs: `work` (a request, or a scenario) under the resolved load.
+    pub fn plan(&self, work: Work) -> Result<Plan, PlanError> {
         Ok(Plan {
-            request,
+            work,
             load: self.load.resolve()?,
             timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
             expect_status: self.expect_status.clone().unwrap_or_default(),
-            scenario,
             segment: crate::Segment::WHOLE,
         })
     }
 }
 
+/// What every iteration of a plan runs.
+#[derive(Debug, Clone)]
+pub enum Work {
+    /// One request (`volley run --url`).
+    Request(RequestSpec),
+    /// A scenario's flow, step by step.
+    Scenario(Arc<Scenario>),
+}
+
 /// A test plan, resolved: what the engine runs.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// What each iteration sends (with a scenario: a GET of its target, for the pre-run
-    /// connection check).
-    pub request: RequestSpec,
+    /// What each iteration runs.
+    pub work: Work,
     /// How load is applied.
     pub load: Load,
     /// A request that takes longer fails with a timeout.
     pub timeout: Duration,
     /// Statuses counted as success.
     pub expect_status: StatusSet,
-    /// The scenario every iteration runs, instead of `request`.
-    pub scenario: Option<Arc<Scenario>>,
     /// The share of the load this process runs ([`crate::segment`]); the whole by default.
     pub segment: crate::Segment,
+}
+
+impl Plan {
+    /// The scenario every iteration runs, if the plan is one.
+    pub fn scenario(&self) -> Option<&Arc<Scenario>> {
+        match &self.work {
+            Work::Scenario(s) => Some(s),
+            Work::Request(_) => None,
+        }
+    }
+
+    /// The single request every iteration sends, if the plan is one.
+    pub fn request(&self) -> Option<&RequestSpec> {
+        match &self.work {
+            Work::Request(r) => Some(r),
+            Work::Scenario(_) => None,
+        }
+    }
 }
 
 #[cfg(test)]
