@@ -29,4 +29,20 @@ for input in $inputs; do
     n=$((n + 1))
   done
 done
-echo "fixture-reports: $n reports of $(echo "$inputs" | wc -l) inputs in $out"
+# Comparisons: each input that reports cleanly against the next one that does, in each format.
+ok=()
+for input in $inputs; do
+  grep -qx 'exit: 0' "$out/$(printf '%s.json' "$input" | tr '/' '_')" && ok+=("$input")
+done
+c=0
+for ((i = 0; i + 1 < ${#ok[@]}; i++)); do
+  for format in table md json csv; do
+    name=$(printf 'compare_%s_%s.%s' "${ok[i]}" "${ok[i+1]}" "$format" | tr '/' '_')
+    {
+      NO_COLOR=1 "$bin" compare "${ok[i]}" "${ok[i+1]}" --format "$format" 2>&1 && code=0 || code=$?
+      echo "exit: $code"
+    } > "$out/$name"
+    c=$((c + 1))
+  done
+done
+echo "fixture-reports: $n reports of $(echo "$inputs" | wc -l) inputs and $c comparisons in $out"

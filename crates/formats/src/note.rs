@@ -119,31 +119,8 @@ impl std::fmt::Display for Rows {
     }
 }
 
-/// A figure a source may be unable to give.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Figure {
-    /// Time to first byte: per request (TTFB) and per interval (MTTFB).
-    Ttfb,
-    /// Failed requests, so the error rate.
-    ErrorRate,
-    /// Throughput: the length of the run is unknown.
-    Tps,
-    /// Percentiles and variability over intervals: the file holds one total for the run.
-    PerInterval,
-}
-
-impl Figure {
-    /// How reports name it.
-    pub fn label(self) -> &'static str {
-        match self {
-            Figure::Ttfb => "TTFB",
-            Figure::ErrorRate => "Error rate",
-            Figure::Tps => "TPS",
-            Figure::PerInterval => "Per-interval percentiles",
-        }
-    }
-}
+/// A figure a source may be unable to give: the metric table's ([`volley_stats::metric`]).
+pub use volley_stats::Figure;
 
 /// Something a reader did with input it could not take as it stood.
 #[derive(Debug, Clone, PartialEq, Serialize)]

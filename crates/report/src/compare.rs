@@ -257,7 +257,7 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
         .collect();
     // A figure any file cannot give (its reader said so) is left out, not compared as 0.
     let available = |a: usize, b: usize, r: &CompareRow| {
-        figures_of(r.key).into_iter().all(|f| {
+        figures_of(r.key).iter().all(|&f| {
             [a, b]
                 .iter()
                 .all(|&i| sets[i].runs.iter().all(|s| s.unavailable(f).is_none()))
@@ -317,25 +317,10 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
     }
 }
 
-/// The figures a comparison row stands on, for the rows a file may be unable to give: TPS
-/// needs the run's length, percentiles and spreads over intervals need more than one
-/// interval (a summary file holds one total).
-fn figures_of(key: &str) -> Vec<volley_formats::Figure> {
-    use volley_formats::Figure;
-    let mut figures = Vec::new();
-    if key == "error_rate_pct" {
-        figures.push(Figure::ErrorRate);
-    }
-    if key.starts_with("tps") {
-        figures.push(Figure::Tps);
-    }
-    if key.contains("ttfb") {
-        figures.push(Figure::Ttfb);
-    }
-    if key.starts_with("tps_p") || (key.starts_with("mttfb_") && key != "mttfb_avg_ms") {
-        figures.push(Figure::PerInterval);
-    }
-    figures
+/// The figures a comparison row stands on, for the rows a file may be unable to give (the
+/// metric table's `needs`).
+fn figures_of(key: &str) -> &'static [volley_formats::Figure] {
+    volley_stats::metric::metric(key).map_or(&[], |m| m.needs)
 }
 
 pub(crate) fn value(v: f64, unit: &str, key: &str) -> String {

@@ -412,52 +412,9 @@ pub struct TestSuite {
 }
 
 /// `suite` with the figures `src` cannot give set to n/a (NaN), not to what a missing
-/// column would read as (0).
-fn unavailable(src: &Source, mut suite: SeedSuite) -> SeedSuite {
-    if src.unavailable(Figure::Ttfb).is_some() {
-        for v in [
-            &mut suite.mttfb_avg_ms,
-            &mut suite.mttfb_p50_ms,
-            &mut suite.mttfb_p95_ms,
-            &mut suite.mttfb_p99_ms,
-            &mut suite.mttfb_p99_9_ms,
-            &mut suite.mttfb_avg_diff_ms,
-            &mut suite.mttfb_variability_pct,
-        ] {
-            *v = f64::NAN;
-        }
-    }
-    if src.unavailable(Figure::PerInterval).is_some() {
-        for v in [
-            &mut suite.tps_p50,
-            &mut suite.tps_p95,
-            &mut suite.tps_p99,
-            &mut suite.tps_p99_9,
-            &mut suite.mttfb_p50_ms,
-            &mut suite.mttfb_p95_ms,
-            &mut suite.mttfb_p99_ms,
-            &mut suite.mttfb_p99_9_ms,
-            &mut suite.mttfb_avg_diff_ms,
-            &mut suite.mttfb_variability_pct,
-        ] {
-            *v = f64::NAN;
-        }
-    }
-    if src.unavailable(Figure::ErrorRate).is_some() {
-        suite.error_rate_pct = f64::NAN;
-    }
-    if src.unavailable(Figure::Tps).is_some() {
-        for v in [
-            &mut suite.tps_avg,
-            &mut suite.tps_p50,
-            &mut suite.tps_p95,
-            &mut suite.tps_p99,
-            &mut suite.tps_p99_9,
-        ] {
-            *v = f64::NAN;
-        }
-    }
-    suite
+/// column would read as (0): the metric table says which figures each needs.
+fn unavailable(src: &Source, suite: SeedSuite) -> SeedSuite {
+    volley_stats::metric::without(suite, |f| src.unavailable(f).is_some())
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -795,8 +752,9 @@ pub fn threshold_actual(
     iteration: &Option<LatencySummary>,
 ) -> f64 {
     use volley_scenario::threshold::{Metric, Stat};
-    // Every statistic a threshold may name is read here; one its figure does not have
-    // (parse_threshold refuses those) reads NaN, which no comparison passes.
+    // Suite figures by the metric table's `threshold`; per-request ones from their summary.
+    // A statistic its figure does not have (parse_threshold refuses those) reads NaN, which
+    // no comparison passes.
     let latency = |l: &Option<LatencySummary>| {
         l.as_ref().map_or(f64::NAN, |l| match t.stat {
             Stat::Mean | Stat::Avg => l.mean_ms,
@@ -811,28 +769,39 @@ pub fn threshold_actual(
         })
     };
     match t.metric {
-        Metric::ErrorRate => match t.stat {
-            Stat::Value => s.error_rate_pct,
-            _ => f64::NAN,
-        },
-        Metric::Tps => match t.stat {
-            Stat::Avg => s.tps_avg,
-            Stat::P50 => s.tps_p50,
-            Stat::P95 => s.tps_p95,
-            Stat::P99 => s.tps_p99,
-            Stat::P99_9 => s.tps_p99_9,
-            _ => f64::NAN,
-        },
-        Metric::Mttfb => match t.stat {
-            Stat::Avg => s.mttfb_avg_ms,
-            Stat::P50 => s.mttfb_p50_ms,
-            Stat::P95 => s.mttfb_p95_ms,
-            Stat::P99 => s.mttfb_p99_ms,
-            Stat::P99_9 => s.mttfb_p99_9_ms,
-            _ => f64::NAN,
-        },
+        Metric::ErrorRate | Metric::Tps | Metric::Mttfb => {
+            volley_stats::metric::for_threshold(t.metric.name(), t.stat.name())
+                .map_or(f64::NAN, |m| (m.value)(s, None))
+        }
         Metric::Ttfb => latency(ttfb),
         Metric::Total => latency(total),
         Metric::Iteration => latency(iteration),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use volley_scenario::threshold::Metric;
+
+    /// Every suite statistic a threshold may name reads a metric of the table, and every
+    /// metric the table gives a threshold can be written as one.
+    #[test]
+    fn thresholds_and_the_metric_table_name_the_same_figures() {
+        for figure in [Metric::ErrorRate, Metric::Tps, Metric::Mttfb] {
+            for stat in figure.stats() {
+                assert!(
+                    volley_stats::metric::for_threshold(figure.name(), stat.name()).is_some(),
+                    "{} {stat}",
+                    figure.name()
+                );
+            }
+        }
+        for m in volley_stats::METRICS {
+            if let Some((figure, stat)) = m.threshold {
+                let t = volley_scenario::parse_threshold(&format!("{figure} {stat} < 1"))
+                    .unwrap_or_else(|e| panic!("{}: {e}", m.key));
+                assert_eq!((t.metric.name(), t.stat.name()), (figure, stat));
+            }
+        }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use volley_stats::{LatencySummary, TpsTail};
+use volley_stats::{LatencySummary, METRICS, SeedSuite, TpsTail};
 
 use volley_formats::Figure;
 
@@ -32,41 +32,59 @@ pub(crate) fn suite_rows(r: &RunReport) -> Vec<(String, String)> {
     suite_rows_of(&r.seed_suite)
 }
 
-fn suite_rows_of(s: &volley_stats::SeedSuite) -> Vec<(String, String)> {
+/// The suite's rows of the metric table, labelled as the seeds label them: TPS percentiles
+/// say when the high tail is meant, the error rate carries its count.
+fn suite_rows_of(s: &SeedSuite) -> Vec<(String, String)> {
     let tail = match s.tps_tail {
         TpsTail::Low => "",
         TpsTail::High => " (high tail)",
     };
-    vec![
-        ("Total Tests".into(), group_thousands(s.total_tests)),
-        (
-            "Error Rate".into(),
-            if s.error_rate_pct.is_finite() {
-                format!("{}% ({})", num(s.error_rate_pct), group_thousands(s.errors))
+    METRICS
+        .iter()
+        .filter(|m| m.in_suite())
+        .map(|m| {
+            let v = (m.value)(s, None);
+            let label = if m.tps_tail {
+                format!("{}{tail}", m.label)
             } else {
-                "n/a".to_string()
-            },
-        ),
-        ("TPS Average".into(), num(s.tps_avg)),
-        (format!("TPS p50{tail}"), num(s.tps_p50)),
-        (format!("TPS p95{tail}"), num(s.tps_p95)),
-        (format!("TPS p99{tail}"), num(s.tps_p99)),
-        (format!("TPS p99.9{tail}"), num(s.tps_p99_9)),
-        ("MTTFB Average".into(), with_unit(s.mttfb_avg_ms, " ms")),
-        ("MTTFB p50".into(), with_unit(s.mttfb_p50_ms, " ms")),
-        ("MTTFB p95".into(), with_unit(s.mttfb_p95_ms, " ms")),
-        ("MTTFB p99".into(), with_unit(s.mttfb_p99_ms, " ms")),
-        ("MTTFB p99.9".into(), with_unit(s.mttfb_p99_9_ms, " ms")),
-        (
-            "MTTFB Average Difference".into(),
-            with_unit(s.mttfb_avg_diff_ms, " ms"),
-        ),
-        (
-            "MTTFB Average Variability".into(),
-            with_unit(s.mttfb_variability_pct, "%"),
-        ),
-    ]
+                m.label.to_string()
+            };
+            let text = if m.count {
+                group_thousands(v as u64)
+            } else if m.key == ERROR_RATE {
+                if v.is_finite() {
+                    format!("{}% ({})", num(v), group_thousands(s.errors))
+                } else {
+                    "n/a".to_string()
+                }
+            } else {
+                match m.unit {
+                    "" => num(v),
+                    "%" => with_unit(v, "%"),
+                    unit => with_unit(v, &format!(" {unit}")),
+                }
+            };
+            (label, text)
+        })
+        .collect()
 }
+
+/// The metric whose row also gives the count of errors.
+const ERROR_RATE: &str = "error_rate_pct";
+
+/// Columns the CSV has beside the metric table's, each after the metric named first: the
+/// error count after the total, which TPS tail the percentiles read after TPS p99.9.
+type ExtraColumn = (&'static str, &'static str, fn(&SeedSuite) -> String);
+const CSV_EXTRA: [ExtraColumn; 2] = [
+    ("total_tests", "errors", |s| s.errors.to_string()),
+    ("tps_p99_9", "tps_tail", |s| {
+        match s.tps_tail {
+            TpsTail::Low => "low",
+            TpsTail::High => "high",
+        }
+        .to_string()
+    }),
+];
 
 pub(crate) fn latency_rows(r: &RunReport) -> Vec<(&'static str, &LatencySummary)> {
     let p = &r.per_request;
@@ -405,9 +423,14 @@ fn format_ms(v: f64) -> String {
 
 /// Reports as CSV: one row per report (and per test id), one column per figure.
 pub fn csv(reports: &[RunReport]) -> String {
-    let mut out = String::from(
-        "source,test,total_tests,errors,error_rate_pct,tps_avg,tps_p50,tps_p95,tps_p99,tps_p99_9,tps_tail,mttfb_avg_ms,mttfb_p50_ms,mttfb_p95_ms,mttfb_p99_ms,mttfb_p99_9_ms,mttfb_avg_diff_ms,mttfb_variability_pct,ttfb_p50_ms,ttfb_p95_ms,ttfb_p99_ms,ttfb_p99_9_ms\n",
-    );
+    let mut out = String::from("source,test");
+    for m in METRICS {
+        let _ = write!(out, ",{}", m.key);
+        if let Some((_, extra, _)) = CSV_EXTRA.iter().find(|(after, ..)| *after == m.key) {
+            let _ = write!(out, ",{extra}");
+        }
+    }
+    out.push('\n');
     let q = |s: &str| {
         if s.contains([',', '"', '\n']) {
             format!("\"{}\"", s.replace('"', "\"\""))
@@ -444,37 +467,19 @@ pub fn csv(reports: &[RunReport]) -> String {
                 .map(|p| p.report.per_request.ttfb_ms.as_ref()),
         );
         for ((test, s), t) in rows.into_iter().zip(ttfbs) {
-            let p = |pick: fn(&LatencySummary) -> f64| t.map(|t| f(pick(t))).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                q(&r.source),
-                q(test),
-                s.total_tests,
-                s.errors,
-                f(s.error_rate_pct),
-                f(s.tps_avg),
-                f(s.tps_p50),
-                f(s.tps_p95),
-                f(s.tps_p99),
-                f(s.tps_p99_9),
-                if s.tps_tail == TpsTail::Low {
-                    "low"
+            let _ = write!(out, "{},{}", q(&r.source), q(test));
+            for m in METRICS {
+                let v = (m.value)(s, t);
+                if m.count {
+                    let _ = write!(out, ",{}", v as u64);
                 } else {
-                    "high"
-                },
-                f(s.mttfb_avg_ms),
-                f(s.mttfb_p50_ms),
-                f(s.mttfb_p95_ms),
-                f(s.mttfb_p99_ms),
-                f(s.mttfb_p99_9_ms),
-                f(s.mttfb_avg_diff_ms),
-                f(s.mttfb_variability_pct),
-                p(|l| l.p50_ms),
-                p(|l| l.p95_ms),
-                p(|l| l.p99_ms),
-                p(|l| l.p99_9_ms),
-            );
+                    let _ = write!(out, ",{}", f(v));
+                }
+                if let Some((.., cell)) = CSV_EXTRA.iter().find(|(after, ..)| *after == m.key) {
+                    let _ = write!(out, ",{}", cell(s));
+                }
+            }
+            out.push('\n');
         }
     }
     out

@@ -31,11 +31,12 @@ pub struct Trend {
     pub left_out: Vec<String>,
 }
 
+/// The unit a trend's axis names: the metric table's, `tests` for the count, `TPS` for
+/// throughput (which the table writes without a unit).
 fn unit_of(key: &str) -> &'static str {
-    match key {
-        k if k.ends_with("_ms") => "ms",
-        k if k.ends_with("_pct") => "%",
-        "total_tests" => "tests",
+    match volley_stats::metric::metric(key) {
+        Some(m) if m.count => "tests",
+        Some(m) if !m.unit.is_empty() => m.unit,
         _ => "TPS",
     }
 }

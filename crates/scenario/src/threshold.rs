@@ -86,6 +86,18 @@ impl std::fmt::Display for Stat {
 }
 
 impl Metric {
+    /// Its name in a threshold (`error_rate`, `tps`, `mttfb`, `ttfb`, `total`, `iteration`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::ErrorRate => "error_rate",
+            Metric::Tps => "tps",
+            Metric::Mttfb => "mttfb",
+            Metric::Ttfb => "ttfb",
+            Metric::Total => "total",
+            Metric::Iteration => "iteration",
+        }
+    }
+
     /// The statistics a threshold may read of this figure.
     pub fn stats(self) -> &'static [Stat] {
         use Stat::*;

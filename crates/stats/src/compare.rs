@@ -21,6 +21,8 @@
 use serde::Serialize;
 
 use crate::latency::{CompactHistogram, LatencySummary};
+pub use crate::metric::Direction;
+use crate::metric::{METRICS, Metric};
 use crate::series::Series;
 use crate::suite::{SeedSuite, SuiteOptions};
 
@@ -30,16 +32,6 @@ pub const NOISE_Z: f64 = 3.0;
 pub const MIN_EFFECT_PCT: f64 = 2.0;
 /// Bootstrap resamples per run.
 pub const RESAMPLES: usize = 200;
-
-/// Which way is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// Higher is better (throughput).
-    Higher,
-    /// Lower is better (latency, errors).
-    Lower,
-}
 
 /// The verdict on one figure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -141,15 +133,12 @@ pub const MIN_INTERVALS: usize = 4;
 /// judged: p99.9 needs 10,000 requests, p99 1,000.
 pub const MIN_TAIL: f64 = 10.0;
 
-struct Metric {
-    key: &'static str,
-    label: &'static str,
-    unit: &'static str,
-    direction: Direction,
-    value: fn(&Figures) -> f64,
-}
-
 impl Metric {
+    /// Its value in one run's figures.
+    fn of(&self, f: &Figures) -> f64 {
+        (self.value)(&f.suite, f.ttfb.as_ref())
+    }
+
     /// The row for this figure: its two values, the change noise could explain (NaN: not
     /// estimated), the fewest requests either side has, and how it was judged.
     #[allow(clippy::too_many_arguments)]
@@ -199,115 +188,6 @@ struct Figures {
     ttfb: Option<LatencySummary>,
 }
 
-const fn m(
-    key: &'static str,
-    label: &'static str,
-    unit: &'static str,
-    direction: Direction,
-    value: fn(&Figures) -> f64,
-) -> Metric {
-    Metric {
-        key,
-        label,
-        unit,
-        direction,
-        value,
-    }
-}
-
-fn ttfb(f: &Figures, pick: fn(&LatencySummary) -> f64) -> f64 {
-    f.ttfb.as_ref().map_or(f64::NAN, pick)
-}
-
-const METRICS: &[Metric] = &[
-    m("total_tests", "Total Tests", "", Direction::Higher, |f| {
-        f.suite.total_tests as f64
-    }),
-    m("error_rate_pct", "Error Rate", "%", Direction::Lower, |f| {
-        f.suite.error_rate_pct
-    }),
-    m("tps_avg", "TPS Average", "", Direction::Higher, |f| {
-        f.suite.tps_avg
-    }),
-    m("tps_p50", "TPS p50", "", Direction::Higher, |f| {
-        f.suite.tps_p50
-    }),
-    m("tps_p95", "TPS p95", "", Direction::Higher, |f| {
-        f.suite.tps_p95
-    }),
-    m("tps_p99", "TPS p99", "", Direction::Higher, |f| {
-        f.suite.tps_p99
-    }),
-    m("tps_p99_9", "TPS p99.9", "", Direction::Higher, |f| {
-        f.suite.tps_p99_9
-    }),
-    m(
-        "mttfb_avg_ms",
-        "MTTFB Average",
-        "ms",
-        Direction::Lower,
-        |f| f.suite.mttfb_avg_ms,
-    ),
-    m("mttfb_p50_ms", "MTTFB p50", "ms", Direction::Lower, |f| {
-        f.suite.mttfb_p50_ms
-    }),
-    m("mttfb_p95_ms", "MTTFB p95", "ms", Direction::Lower, |f| {
-        f.suite.mttfb_p95_ms
-    }),
-    m("mttfb_p99_ms", "MTTFB p99", "ms", Direction::Lower, |f| {
-        f.suite.mttfb_p99_ms
-    }),
-    m(
-        "mttfb_p99_9_ms",
-        "MTTFB p99.9",
-        "ms",
-        Direction::Lower,
-        |f| f.suite.mttfb_p99_9_ms,
-    ),
-    m(
-        "mttfb_avg_diff_ms",
-        "MTTFB Average Difference",
-        "ms",
-        Direction::Lower,
-        |f| f.suite.mttfb_avg_diff_ms,
-    ),
-    m(
-        "mttfb_variability_pct",
-        "MTTFB Average Variability",
-        "%",
-        Direction::Lower,
-        |f| f.suite.mttfb_variability_pct,
-    ),
-    m(
-        "ttfb_p50_ms",
-        "TTFB p50 (per request)",
-        "ms",
-        Direction::Lower,
-        |f| ttfb(f, |l| l.p50_ms),
-    ),
-    m(
-        "ttfb_p95_ms",
-        "TTFB p95 (per request)",
-        "ms",
-        Direction::Lower,
-        |f| ttfb(f, |l| l.p95_ms),
-    ),
-    m(
-        "ttfb_p99_ms",
-        "TTFB p99 (per request)",
-        "ms",
-        Direction::Lower,
-        |f| ttfb(f, |l| l.p99_ms),
-    ),
-    m(
-        "ttfb_p99_9_ms",
-        "TTFB p99.9 (per request)",
-        "ms",
-        Direction::Lower,
-        |f| ttfb(f, |l| l.p99_9_ms),
-    ),
-];
-
 /// Every figure a comparison judges, in table order: (key, label). The keys are the ones
 /// `report.json` and `--format json` use, and the names CI gates take.
 pub fn metrics() -> impl Iterator<Item = (&'static str, &'static str)> {
@@ -354,7 +234,7 @@ impl RunSample {
                 ttfb: sparse.as_ref().and_then(|s| s.summary(&picks)),
             };
             for (out, metric) in samples.iter_mut().zip(METRICS) {
-                out.push((metric.value)(&figures));
+                out.push(metric.of(&figures));
             }
         }
         samples.iter().map(|v| std_dev(v)).collect()
@@ -511,7 +391,7 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
         .iter()
         .enumerate()
         .filter_map(|(i, metric)| {
-            let (a, b) = ((metric.value)(&fa), (metric.value)(&fb));
+            let (a, b) = (metric.of(&fa), metric.of(&fb));
             if !a.is_finite() || !b.is_finite() {
                 return None;
             }
@@ -558,7 +438,7 @@ pub fn metric_values(run: &RunSample) -> Vec<MetricValue> {
             key: m.key,
             label: m.label,
             unit: m.unit,
-            value: (m.value)(&f),
+            value: m.of(&f),
         })
         .collect()
 }
@@ -577,7 +457,7 @@ impl Side {
         Side {
             values: figures
                 .iter()
-                .map(|f| METRICS.iter().map(|m| (m.value)(f)).collect())
+                .map(|f| METRICS.iter().map(|m| m.of(f)).collect())
                 .collect(),
             errors: runs
                 .iter()

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod knee;
 pub mod latencies;
 pub mod latency;
+pub mod metric;
 pub mod percentile;
 pub mod sample;
 pub mod series;
@@ -15,6 +16,7 @@ pub mod suite;
 
 pub use latencies::Latencies;
 pub use latency::{CompactHistogram, LatencySummary, new_histogram};
+pub use metric::{Direction, Figure, METRICS, Metric};
 pub use sample::{Counts, ErrorKind, ErrorMessage, IntervalSample, KINDS, MESSAGES_PER_STEP};
 pub use series::{Interval, Series};
 pub use suite::{SeedSuite, SuiteOptions, TpsTail};
