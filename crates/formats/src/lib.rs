@@ -1,25 +1,21 @@
-//! volley's files: the run directory written while a test runs (and read back after), and
-//! readers for the result files other load tools write.
+//! Every result volley reads, as one [`Source`]: a run directory (`volley-rundir`) or the
+//! result file of another load tool — nGrinder's CSV, k6's CSV, NDJSON and summary, JMeter's
+//! JTL, Locust's CSVs, Gatling's logs — and run groups as a [`RunSet`].
 //!
 //! Every reader turns a file into a [`volley_stats::Series`] (plus histograms when the file
-//! has per-request data), so the metric suite works the same on any source.
+//! has per-request data), so the metric suite works the same on any source. The run directory
+//! itself and the fast text reading live in crates of their own (`volley-rundir`,
+//! `volley-text`); their modules are re-exported here under the names they always had.
 
 pub mod bucket;
-mod civil;
-pub mod error;
-pub mod group;
-pub mod hlog;
 pub mod import;
-pub mod ngrinder;
-pub mod note;
-mod num;
-pub mod numfmt;
 mod open;
-pub mod recorded;
-pub mod rundir;
 pub mod runset;
-pub mod segment;
 pub mod source;
+
+pub use volley_rundir::{group, hlog, ngrinder, note, numfmt, recorded, rundir, segment};
+pub use volley_text::error;
+use volley_text::{civil, num};
 
 pub use error::{FormatError, Result};
 pub use group::{GroupMeta, GroupRun, GroupWriter};

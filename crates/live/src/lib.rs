@@ -29,8 +29,8 @@ pub use access::Access;
 pub use axum::Router;
 use volley_engine::scrape::ScrapeSample;
 use volley_engine::{RunControl, StopReason};
-use volley_formats::rundir::PlanChangeNote;
 use volley_record::{IntervalView, Observer, Recorded, RunStart};
+use volley_rundir::rundir::PlanChangeNote;
 
 /// Why the dashboard could not start.
 #[derive(Debug, thiserror::Error)]
@@ -189,7 +189,7 @@ impl Dashboard {
         });
         runtime.spawn(server::publish(shared.clone()));
         let host = if bound.ip().is_unspecified() {
-            volley_formats::rundir::host_name()
+            volley_rundir::rundir::host_name()
         } else {
             bound.ip().to_string()
         };

@@ -8,11 +8,11 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use volley_engine::LiveModel;
 use volley_engine::scrape::ScrapeSample;
-use volley_formats::RunMeta;
-use volley_formats::rundir::{PlanChangeNote, ServerPoint};
 use volley_record::IntervalView;
 use volley_report::chartset::{RunFigures, curve_of};
 use volley_report::html::{ChartView, chart_view};
+use volley_rundir::RunMeta;
+use volley_rundir::rundir::{PlanChangeNote, ServerPoint};
 use volley_stats::{ErrorKind, Interval, LatencySummary, SeedSuite, Series, SuiteOptions};
 
 /// How many first messages are kept per error kind (as run.json does).

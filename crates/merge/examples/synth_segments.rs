@@ -11,10 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use volley_formats::recorded::RecordedPlan;
-use volley_formats::rundir::ErrorNote;
-use volley_formats::segment::{SegmentNote, plan_hash};
-use volley_formats::{RunMeta, RunStatus, RunWriter};
+use volley_rundir::recorded::RecordedPlan;
+use volley_rundir::rundir::ErrorNote;
+use volley_rundir::segment::{SegmentNote, plan_hash};
+use volley_rundir::{RunMeta, RunStatus, RunWriter};
 use volley_scenario::{Load, Model, RateShape, RequestSpec, Segment};
 use volley_stats::{ErrorKind, ErrorMessage, IntervalSample};
 

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use volley_formats::segment::SegmentNote;
-use volley_formats::{RunData, RunStatus};
+use volley_rundir::segment::SegmentNote;
+use volley_rundir::{RunData, RunStatus};
 use volley_scenario::Segment;
 
 use crate::{MergeError, MergeOptions};
@@ -42,7 +42,7 @@ fn walk(dir: &Path, out: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Resul
     if depth >= MAX_DEPTH || !dir.is_dir() {
         return Ok(());
     }
-    let read = std::fs::read_dir(dir).map_err(|e| volley_formats::FormatError::io(dir, e))?;
+    let read = std::fs::read_dir(dir).map_err(|e| volley_rundir::FormatError::io(dir, e))?;
     let mut children: Vec<PathBuf> = read
         .filter_map(|e| e.ok())
         .map(|e| e.path())
@@ -88,7 +88,7 @@ impl SegmentSet {
                 .clone()
                 .ok_or_else(|| MergeError::NotASegment(dir.clone()))?;
             let started_at: jiff::Timestamp = data.meta.started_at.parse().map_err(|e| {
-                volley_formats::FormatError::malformed(
+                volley_rundir::FormatError::malformed(
                     dir.join("run.json"),
                     1,
                     None,

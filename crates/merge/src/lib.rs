@@ -18,9 +18,9 @@ mod rebuild;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use volley_formats::rundir::RunMeta;
-use volley_formats::segment::MergedFrom;
-use volley_formats::{FormatError, RunStatus, RunWriter};
+use volley_rundir::rundir::RunMeta;
+use volley_rundir::segment::MergedFrom;
+use volley_rundir::{FormatError, RunStatus, RunWriter};
 
 pub use inputs::find_run_dirs;
 pub use notes::GENERATORS_CSV;
@@ -128,7 +128,7 @@ pub enum MergeError {
 /// Merges the segment run directories found under `inputs` (run directories, or
 /// directories holding them) into one run directory at `out`.
 pub fn merge(inputs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merged, MergeError> {
-    if out.join(volley_formats::rundir::RUN_JSON).exists() {
+    if out.join(volley_rundir::rundir::RUN_JSON).exists() {
         return Err(MergeError::Output(
             out.to_path_buf(),
             "already holds a run directory; give a new directory for the merged run".into(),
@@ -192,7 +192,7 @@ fn merge_dirs(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merge
             .iter()
             .map(|s| s.data.dir.join(&p.dir))
             .collect();
-        if let Some(missing) = sub.iter().find(|d| !volley_formats::RunData::is_run_dir(d)) {
+        if let Some(missing) = sub.iter().find(|d| !volley_rundir::RunData::is_run_dir(d)) {
             return Err(MergeError::Output(
                 missing.clone(),
                 format!(

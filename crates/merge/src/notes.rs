@@ -4,10 +4,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use volley_formats::FormatError;
-use volley_formats::numfmt::ngrinder_number;
-use volley_formats::rundir::{ErrorNote, NotedMessage};
-use volley_formats::segment::SegmentOrigin;
+use volley_rundir::FormatError;
+use volley_rundir::numfmt::ngrinder_number;
+use volley_rundir::rundir::{ErrorNote, NotedMessage};
+use volley_rundir::segment::SegmentOrigin;
 
 use crate::MergeError;
 use crate::inputs::SegmentSet;

@@ -15,14 +15,14 @@ use std::fs::File;
 use std::io::BufReader;
 use std::iter::Peekable;
 
-use volley_formats::hlog::{self, HistKey, LoggedHistogram};
-use volley_formats::{FormatError, RunWriter};
+use volley_rundir::hlog::{self, HistKey, LoggedHistogram};
+use volley_rundir::{FormatError, RunWriter};
 use volley_stats::{Counts, Interval, IntervalSample, Latencies, new_histogram};
 
 use crate::MergeError;
 use crate::inputs::{Input, SegmentSet};
 
-/// Columns of series.csv that [`volley_formats::RunData`] does not keep, read here by name.
+/// Columns of series.csv that [`volley_rundir::RunData`] does not keep, read here by name.
 const RECONNECTS: &str = "Reconnects";
 const TLS_MS: &str = "Mean_TLS_handshake_(ms)";
 
@@ -38,7 +38,7 @@ struct Prepared<'a> {
 impl<'a> Prepared<'a> {
     fn new(input: &'a Input) -> Result<Prepared<'a>, MergeError> {
         let rows = input.data.series.intervals.len();
-        let path = input.data.dir.join(volley_formats::rundir::LATENCY_HLOG);
+        let path = input.data.dir.join(volley_rundir::rundir::LATENCY_HLOG);
         let hlog = match File::open(&path) {
             Ok(f) => Some(
                 hlog::Reader::new(&path, BufReader::new(f))
@@ -96,7 +96,7 @@ impl<'a> Prepared<'a> {
 
 /// Reads the Reconnects and TLS columns of the segment's series.csv.
 fn extra_columns(input: &Input, rows: usize) -> Result<Vec<(u64, f64)>, MergeError> {
-    let path = input.data.dir.join(volley_formats::rundir::SERIES_CSV);
+    let path = input.data.dir.join(volley_rundir::rundir::SERIES_CSV);
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .from_path(&path)
@@ -252,8 +252,8 @@ pub(crate) fn write_intervals(
             .map(|(k, c)| {
                 let mut s = IntervalSample::new(m);
                 s.counts = c;
-                s.ttfb = hists.latencies(HistKey::step(volley_formats::HistMetric::Ttfb, k));
-                s.total = hists.latencies(HistKey::step(volley_formats::HistMetric::Total, k));
+                s.ttfb = hists.latencies(HistKey::step(volley_rundir::HistMetric::Ttfb, k));
+                s.total = hists.latencies(HistKey::step(volley_rundir::HistMetric::Total, k));
                 s
             })
             .collect();

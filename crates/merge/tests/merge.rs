@@ -7,9 +7,10 @@ mod synth;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use volley_formats::hlog::HistKey;
-use volley_formats::{RunData, RunStatus, Source};
+use volley_formats::Source;
 use volley_merge::{MergeError, MergeOptions, merge};
+use volley_rundir::hlog::HistKey;
+use volley_rundir::{RunData, RunStatus};
 use volley_scenario::Segment;
 use volley_stats::CompactHistogram;
 
@@ -251,9 +252,9 @@ fn refuses_what_cannot_be_one_run() {
 
     // A plain run is not a segment; nothing found is said so.
     let plain = root.path().join("plain");
-    let mut w = volley_formats::RunWriter::create(
+    let mut w = volley_rundir::RunWriter::create(
         &plain,
-        volley_formats::RunMeta::new("plain", plan.clone()),
+        volley_rundir::RunMeta::new("plain", plan.clone()),
         start(),
     )
     .unwrap();

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use volley_formats::{GroupWriter, RunStatus};
+use volley_rundir::{GroupWriter, RunStatus};
 
 use crate::{Observer, RecordError, Recorded, RunSpec, record};
 

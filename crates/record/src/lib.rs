@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 
 use volley_engine::EngineError;
-use volley_formats::{FormatError, RunStatus};
+use volley_rundir::{FormatError, RunStatus};
 
 mod group;
 pub mod observer;
@@ -29,7 +29,7 @@ pub use observer::{IntervalView, Observer, Observers, Quiet, RunStart};
 pub use populations::PopulationSpec;
 pub use record::record;
 pub use spec::RunSpec;
-pub use volley_formats::rundir::OutputNote;
+pub use volley_rundir::rundir::OutputNote;
 
 /// A recorded run.
 #[derive(Debug, Clone)]

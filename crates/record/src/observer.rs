@@ -4,8 +4,8 @@ use std::path::Path;
 
 use volley_engine::RunControl;
 use volley_engine::scrape::ScrapeSample;
-use volley_formats::RunMeta;
-use volley_formats::rundir::{OutputNote, PlanChangeNote};
+use volley_rundir::RunMeta;
+use volley_rundir::rundir::{OutputNote, PlanChangeNote};
 use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
 use crate::Recorded;

@@ -17,9 +17,9 @@ use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use volley_engine::{EngineConfig, Event, RunControl, StopReason};
-use volley_formats::RunWriter;
-use volley_formats::recorded::RecordedPopulation;
-use volley_formats::rundir::POPULATIONS_DIR;
+use volley_rundir::RunWriter;
+use volley_rundir::recorded::RecordedPopulation;
+use volley_rundir::rundir::POPULATIONS_DIR;
 use volley_scenario::{Load, Plan, Threshold, qualified_step};
 use volley_stats::{ErrorMessage, Interval, IntervalSample};
 

@@ -3,8 +3,8 @@
 //! run.json kept current. A run of populations is [`crate::populations`].
 
 use volley_engine::{Event, Retarget};
-use volley_formats::RunWriter;
-use volley_formats::rundir::PlanChangeNote;
+use volley_rundir::RunWriter;
+use volley_rundir::rundir::PlanChangeNote;
 
 use crate::write::{record_scrapes, status_of, write_interval};
 use crate::{IntervalView, Observer, RecordError, Recorded, RunSpec, RunStart, populations};

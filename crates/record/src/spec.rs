@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use volley_engine::{EngineConfig, Target, TlsOptions};
-use volley_formats::recorded::{RecordedData, RecordedScenario};
-use volley_formats::rundir::ScrapeNote;
-use volley_formats::segment::SegmentNote;
-use volley_formats::{RecordedPlan, RunMeta};
+use volley_rundir::recorded::{RecordedData, RecordedScenario};
+use volley_rundir::rundir::ScrapeNote;
+use volley_rundir::segment::SegmentNote;
+use volley_rundir::{RecordedPlan, RunMeta};
 use volley_scenario::{Load, Plan, Threshold};
 
 use crate::populations::{self, PopulationSpec};
@@ -100,7 +100,7 @@ impl RunSpec {
         if let Some(id) = &self.run_id {
             return id.clone();
         }
-        let hash = volley_formats::segment::plan_hash(&self.recorded_plan());
+        let hash = volley_rundir::segment::plan_hash(&self.recorded_plan());
         match self
             .engine
             .start_at
@@ -163,7 +163,7 @@ impl RunSpec {
             interval_s: self.engine.interval.as_secs_f64(),
             warmup_s: self.warmup.as_secs_f64(),
             command: self.command.clone(),
-            host: volley_formats::rundir::host_name(),
+            host: volley_rundir::rundir::host_name(),
             pid: Some(std::process::id()),
             server_metrics: self
                 .server_metrics
@@ -181,7 +181,7 @@ impl RunSpec {
             segment: self.is_segment().then(|| SegmentNote {
                 segment: self.engine.plan.segment,
                 run_id: self.run_id(),
-                plan_hash: volley_formats::segment::plan_hash(&self.recorded_plan()),
+                plan_hash: volley_rundir::segment::plan_hash(&self.recorded_plan()),
                 start_at: self
                     .engine
                     .start_at

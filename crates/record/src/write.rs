@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use volley_engine::StopReason;
-use volley_formats::rundir::ErrorNote;
-use volley_formats::{FormatError, RunStatus, RunWriter};
+use volley_rundir::rundir::ErrorNote;
+use volley_rundir::{FormatError, RunStatus, RunWriter};
 use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
 use crate::Observer;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use volley_engine::Target;
-use volley_formats::{RunData, RunStatus};
 use volley_record::{Quiet, RunSpec};
+use volley_rundir::{RunData, RunStatus};
 use volley_scenario::{LoadSpec, RequestSpec, Settings, Work};
 
 #[test]

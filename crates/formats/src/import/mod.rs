@@ -2,14 +2,12 @@
 //! per-request formats are bucketed into intervals (and give true per-request
 //! percentiles); per-interval and summary formats say what they cannot give.
 
-pub(crate) mod block;
 pub mod gatling;
 pub mod jmeter;
 pub mod k6;
 pub mod locust;
-pub(crate) mod parts;
-pub(crate) mod point;
-pub(crate) mod rows;
+
+pub(crate) use volley_text::{parts, point, rows};
 
 use std::path::Path;
 

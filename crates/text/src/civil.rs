@@ -6,7 +6,7 @@
 /// seconds since 1970-01-01 00:00:00; `None` for any other text, or a date or time that does
 /// not exist (a 31 April, a leap second). jiff's latest instant is in 9999-12-30: later years
 /// are jiff's to refuse.
-pub(crate) fn seconds(s: &[u8], sep: u8) -> Option<i64> {
+pub fn seconds(s: &[u8], sep: u8) -> Option<i64> {
     if s.len() != 19 || s[10] != sep {
         return None;
     }
@@ -16,7 +16,7 @@ pub(crate) fn seconds(s: &[u8], sep: u8) -> Option<i64> {
 /// [`seconds`] for rows that mostly share a date (a result file's rows, one a second): the
 /// last date read is kept with its days, so a row of the same date reads only its time.
 #[derive(Default)]
-pub(crate) struct Dates {
+pub struct Dates {
     /// The last date read (zeros, which no date matches, before the first).
     date: [u8; 10],
     days: i64,
@@ -25,7 +25,7 @@ pub(crate) struct Dates {
 impl Dates {
     /// `s` as [`seconds`] reads it.
     #[inline]
-    pub(crate) fn seconds(&mut self, s: &[u8], sep: u8) -> Option<i64> {
+    pub fn seconds(&mut self, s: &[u8], sep: u8) -> Option<i64> {
         if s.len() != 19 || s[10] != sep {
             return None;
         }

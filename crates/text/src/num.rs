@@ -3,7 +3,7 @@
 //! millions of rows; the standard parser's generality costs more than the rest of a row.
 
 /// `s` as `str::parse::<f64>` reads it.
-pub(crate) fn f64(s: &str) -> Result<f64, std::num::ParseFloatError> {
+pub fn f64(s: &str) -> Result<f64, std::num::ParseFloatError> {
     plain(s.as_bytes()).map_or_else(|| s.parse(), Ok)
 }
 
@@ -19,7 +19,7 @@ const POW10: [f64; 23] = [
 /// an exact power of ten, one correctly rounded division (Clinger's fast path, which the
 /// standard parser takes for the same inputs).
 #[inline]
-pub(crate) fn plain(s: &[u8]) -> Option<f64> {
+pub fn plain(s: &[u8]) -> Option<f64> {
     // Most fields are a few digits with a point: one pass, inlined where it is called.
     if s.len() <= 8 {
         let (negative, body) = match s.first()? {
@@ -90,7 +90,7 @@ fn long_plain(s: &[u8]) -> Option<f64> {
 /// `s` when it is 1 to 18 ASCII digits and nothing else, as a number (below 10^18, so no
 /// step can overflow).
 #[inline(always)]
-pub(crate) fn whole(s: &[u8]) -> Option<u64> {
+pub fn whole(s: &[u8]) -> Option<u64> {
     // A count or a duration: a few digits, one at a time (no registers to save for the
     // longer path, so this part is inlined where it is called).
     if s.len() < 8 {

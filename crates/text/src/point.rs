@@ -11,11 +11,11 @@
 //! exponent or more digits than an `f64` holds exactly), is left to the serde reader, which
 //! also says what is wrong with a broken one.
 
-use crate::import::block::{self, Block};
+use crate::block::{self, Block};
 
 /// What a Point line holds that volley reads.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Point<'a> {
+pub struct Point<'a> {
     pub metric: &'a str,
     pub time: &'a str,
     pub value: f64,
@@ -25,7 +25,7 @@ pub(crate) struct Point<'a> {
 
 /// An `http_reqs` Point's tags that volley reads (the last of a repeated one, as serde keeps).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Tags<'a> {
+pub struct Tags<'a> {
     pub status: Option<&'a str>,
     pub expected_response: Option<&'a str>,
     pub error_code: Option<&'a str>,
@@ -34,7 +34,7 @@ pub(crate) struct Tags<'a> {
 }
 
 /// The Point on `line` (without or with its line end), when it has k6's exact shape.
-pub(crate) fn point(line: &[u8]) -> Option<Point<'_>> {
+pub fn point(line: &[u8]) -> Option<Point<'_>> {
     // Text as a whole: strings can then be cut out of it without checking them again, and a
     // line that is not UTF-8 is the serde reader's to refuse.
     let text = std::str::from_utf8(line).ok()?;

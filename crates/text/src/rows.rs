@@ -15,12 +15,12 @@
 
 use std::path::Path;
 
+use crate::block::{self, Block, Lanes};
 use crate::error::{FormatError, Result};
-use crate::import::block::{self, Block, Lanes};
 
 /// How a file's fields are separated and quoted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Dialect {
+pub struct Dialect {
     /// The byte between fields.
     pub delimiter: u8,
     /// Whether `"` quotes a field (JTL, k6) or is a byte like any other (nGrinder writes
@@ -49,7 +49,7 @@ impl Dialect {
 /// One row's fields: `text` cut before each of `ends`; field `i` starts where field `i - 1`
 /// ends, past `gap` bytes (1 for a line split at its delimiters, 0 for a csv record's text,
 /// which holds the fields alone).
-pub(crate) struct Fields<'a> {
+pub struct Fields<'a> {
     text: &'a str,
     ends: &'a [usize],
     gap: usize,
@@ -60,6 +60,12 @@ impl<'a> Fields<'a> {
     #[inline]
     pub fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    /// Whether the row has no field at all.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
     }
 
     /// Where field `i` starts and ends in the text, when there is one.
@@ -117,7 +123,7 @@ impl<'a> Fields<'a> {
 /// last record ends (past `own` when a quoted field runs over it) and the line ends read, or
 /// `None` when a record runs past the end of `buf`. A row `row` refuses stops the reading
 /// with its error; so does a record the csv reader finds wrong.
-pub(crate) fn records(
+pub fn records(
     path: &Path,
     buf: &[u8],
     own: usize,
@@ -142,7 +148,7 @@ struct Got {
 /// Reads every record `reader` holds, a block at a time, as [`records`] reads a buffer (the
 /// reader's first line counted as line `first`): one pass over a file of any size in bounded
 /// memory.
-pub(crate) fn stream(
+pub fn stream(
     path: &Path,
     mut reader: impl std::io::Read,
     dialect: Dialect,
@@ -398,7 +404,7 @@ fn csv_error(path: &Path, line: u64, e: csv::Error) -> FormatError {
 
 /// What [`split`] found in a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Line {
+pub struct Line {
     /// Where the line's text ends: before its `\n` (or the end of the bytes) and the carriage
     /// returns right before it. To the csv reader the first of those ends the row and any
     /// others are blank lines (Windows' `\r\r\n`), so the row is the text before them.
@@ -429,7 +435,7 @@ impl Line {
 /// (With SSE2 only: the record loop, which splits every line, chooses AVX2 itself, in
 /// [`records_from`]; this is for a line looked at on its own.)
 #[allow(unsafe_code)]
-pub(crate) fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
+pub fn split(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Option<Line> {
     // SAFETY: a `Block` needs nothing beyond the target's instructions.
     unsafe { split_in::<Block>(buf, delimiter, ends) }
 }
@@ -521,7 +527,7 @@ fn odd_line(buf: &[u8], newline: usize, ascii: bool) -> Line {
 }
 
 /// Splits the last line of a file, which has no line end: the whole of `buf`.
-pub(crate) fn split_last(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Line {
+pub fn split_last(buf: &[u8], delimiter: u8, ends: &mut Vec<usize>) -> Line {
     ends.clear();
     let (mut quotes, mut stray_cr) = (false, false);
     for (i, &b) in buf.iter().enumerate() {

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, mpsc};
 
 /// Parts read but not yet added up, at most (in parts ahead of the next one to add).
-pub(crate) const WINDOW: usize = 4;
+pub const WINDOW: usize = 4;
 /// Bytes read past a part's end for its last record, and looked through for a place to cut,
 /// at first (doubled while too few). Small: a record is a line or a few, and every byte of
 /// a margin is read twice (a 64 KB margin and cut window added an eighth to the bytes a 1 MB
@@ -33,7 +33,7 @@ const MARGIN: usize = 1 << 12;
 const CUT_SEARCH: usize = 16 << 20;
 
 /// How a part is read.
-pub(crate) enum How<'a, S, A> {
+pub enum How<'a, S, A> {
     /// Ahead of the parts before it, on the grid `S` the first parts placed.
     Guess(&'a S),
     /// Right after the parts added up in `A`: exactly what one pass reads.
@@ -41,7 +41,7 @@ pub(crate) enum How<'a, S, A> {
 }
 
 /// What reading a part gave.
-pub(crate) enum Outcome<P> {
+pub enum Outcome<P> {
     /// The part; `consumed` bytes of the buffer hold its records (its last one may run past
     /// the part's own end), `newlines` line ends in them.
     Read {
@@ -57,7 +57,7 @@ pub(crate) enum Outcome<P> {
 }
 
 /// A format read in parts.
-pub(crate) trait Parts: Sync {
+pub trait Parts: Sync {
     /// What the parts added up so far hold.
     type Acc;
     /// What a part read ahead needs from the first parts (the interval grid's origin).
@@ -93,7 +93,7 @@ pub(crate) trait Parts: Sync {
 
 /// Where and how to read.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Plan {
+pub struct Plan {
     /// Byte where the records start (after the header).
     pub start: u64,
     /// Byte where they end (the file's length, or where its cut-off last line starts).
@@ -134,7 +134,7 @@ enum Stop {
 use Stop::Fallback;
 
 /// `e` with its line counted from the file's start rather than a part's.
-pub(crate) fn rebase(e: crate::FormatError, base: u64) -> crate::FormatError {
+pub fn rebase(e: crate::FormatError, base: u64) -> crate::FormatError {
     match e {
         crate::FormatError::Malformed {
             path,
@@ -153,7 +153,7 @@ pub(crate) fn rebase(e: crate::FormatError, base: u64) -> crate::FormatError {
 
 /// Opens the file at `path` and reads its first bytes (64 KB at most, none past `limit`),
 /// where a format read in parts finds its header.
-pub(crate) fn head(path: &std::path::Path, limit: u64) -> crate::Result<(File, Vec<u8>)> {
+pub fn head(path: &std::path::Path, limit: u64) -> crate::Result<(File, Vec<u8>)> {
     let io = |e| crate::FormatError::io(path, e);
     let file = File::open(path).map_err(io)?;
     let mut head = vec![0u8; limit.min(1 << 16) as usize];
@@ -164,7 +164,7 @@ pub(crate) fn head(path: &std::path::Path, limit: u64) -> crate::Result<(File, V
 /// Reads `file`'s records in parts, adding them up into `acc` (which holds the header's
 /// lines: `line_base`). Returns the line ends read up to `plan.limit`, or `None` when the file
 /// must be read in one pass instead.
-pub(crate) fn read<P: Parts>(
+pub fn read<P: Parts>(
     file: &File,
     plan: Plan,
     p: &P,

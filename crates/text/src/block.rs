@@ -6,11 +6,11 @@
 //! AVX2 where the CPU has it ([`Wide`]): a comparison there is one instruction, not three.
 
 /// Bytes looked at at once.
-pub(crate) const LEN: usize = 32;
+pub const LEN: usize = 32;
 
 /// A block of [`LEN`] bytes, loaded for comparing.
 #[derive(Clone, Copy)]
-pub(crate) struct Block {
+pub struct Block {
     #[cfg(target_arch = "x86_64")]
     halves: [std::arch::x86_64::__m128i; 2],
     #[cfg(not(target_arch = "x86_64"))]
@@ -125,7 +125,7 @@ impl Block {
 
 /// A block of bytes as a splitter compares it: [`Block`], or [`Wide`] where the CPU has AVX2.
 #[allow(unsafe_code)]
-pub(crate) trait Lanes: Copy {
+pub trait Lanes: Copy {
     /// Loads `bytes`.
     ///
     /// # Safety
@@ -164,14 +164,14 @@ impl Lanes for Block {
 /// ([`Lanes::load`]'s contract), which makes its comparisons sound.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
-pub(crate) struct Wide(std::arch::x86_64::__m256i);
+pub struct Wide(std::arch::x86_64::__m256i);
 
 /// Whether this CPU has AVX2, and the bit instructions that came with it (BMI1's `tzcnt`
 /// and `blsr` find a mask's bits; every AVX2 CPU has them, but each is asked). The answers
 /// are cached by the standard library.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-pub(crate) fn wide() -> bool {
+pub fn wide() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("bmi1")
 }
 

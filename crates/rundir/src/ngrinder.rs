@@ -10,12 +10,12 @@ use std::path::Path;
 
 use volley_stats::{Interval, Series};
 
-use crate::civil::Dates;
 use crate::error::{FormatError, Result};
-use crate::import::parts::{self, How, Outcome, Parts, Plan};
-use crate::import::rows::{self, Dialect, Fields};
 use crate::note::{InputNote, Locator, NoteBook, Unit};
 use crate::numfmt::ngrinder_number;
+use volley_text::civil::Dates;
+use volley_text::parts::{self, How, Outcome, Parts, Plan};
+use volley_text::rows::{self, Dialect, Fields};
 
 /// Most requests a row may count (a trillion): more is no count a tool wrote, and sums of
 /// such rows would overflow.
@@ -426,7 +426,7 @@ impl<'a> Rows<'a> {
         for &(c, count) in &self.numeric {
             let b = f.bytes(c);
             let fast = if count {
-                crate::num::whole(b)
+                volley_text::num::whole(b)
                     .filter(|&n| n <= MAX_COUNT as u64)
                     .map(|n| n as f64)
             } else {
@@ -435,7 +435,7 @@ impl<'a> Rows<'a> {
                 if b.first() == Some(&b'-') {
                     None
                 } else {
-                    crate::num::plain(b)
+                    volley_text::num::plain(b)
                 }
             };
             t.vals[c] = match fast {
@@ -473,7 +473,7 @@ impl<'a> Rows<'a> {
             series.push(self.layout.interval(block, vals, start, period));
         }
         for (out, &c) in t.extras.iter_mut().zip(&self.extra_cols) {
-            out.push(crate::num::f64(f.at(c).trim()).unwrap_or(0.0));
+            out.push(volley_text::num::f64(f.at(c).trim()).unwrap_or(0.0));
         }
         Ok(())
     }
@@ -819,9 +819,9 @@ fn num(path: &Path, line: u64, raw: &str, col: usize) -> Result<f64> {
         return Ok(0.0);
     }
     let parsed = if raw.contains(',') {
-        crate::num::f64(&raw.replace(',', "."))
+        volley_text::num::f64(&raw.replace(',', "."))
     } else {
-        crate::num::f64(raw)
+        volley_text::num::f64(raw)
     };
     parsed.map_err(|_| {
         FormatError::malformed(
