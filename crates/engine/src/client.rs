@@ -58,15 +58,39 @@ pub(crate) struct PreparedRequest {
     h1: Bytes,
 }
 
+/// The protocols a client's requests may go out on, so that a request is built for those
+/// and no other: HTTP/1.1 bytes, an HTTP/2 head, or both where TLS's ALPN picks per
+/// connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Speaks {
+    Http1,
+    Http2,
+    Either,
+}
+
+impl Speaks {
+    /// `--http2` speaks HTTP/2 alone (prior knowledge, or forced over TLS); TLS otherwise lets
+    /// ALPN choose; plain TCP is HTTP/1.1.
+    pub(crate) fn of(force_h2: bool, tls: bool) -> Speaks {
+        match (force_h2, tls) {
+            (true, _) => Speaks::Http2,
+            (false, true) => Speaks::Either,
+            (false, false) => Speaks::Http1,
+        }
+    }
+}
+
 impl PreparedRequest {
     /// The plan's request to the target's URL.
     pub(crate) fn new(
         target: &Target,
+        speaks: Speaks,
         spec: &volley_scenario::RequestSpec,
     ) -> Result<Self, EngineError> {
         let body = Bytes::from(spec.body.clone());
         Self::assemble(
             target,
+            speaks,
             &spec.method,
             &target.path,
             target.uri.clone(),
@@ -75,14 +99,20 @@ impl PreparedRequest {
         )
     }
 
-    /// A request to `path_and_query` on the target (a scenario step, built per request).
+    /// A request to `path_and_query` on the target (a scenario step, built per request), for
+    /// a client that `speaks` so: only HTTP/1.1's bytes where that is all it speaks (the
+    /// scenario's hot path: no URI or header map), only HTTP/2's head where that is all.
     pub(crate) fn build(
         target: &Target,
+        speaks: Speaks,
         method: &str,
         path_and_query: &str,
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<Self, EngineError> {
+        if speaks == Speaks::Http1 {
+            return Self::build_h1(target, method, path_and_query, headers, body);
+        }
         let bad_path = || EngineError::Path(path_and_query.to_string());
         let path: PathAndQuery = path_and_query.parse().map_err(|_| bad_path())?;
         let full_uri = Uri::builder()
@@ -91,7 +121,15 @@ impl PreparedRequest {
             .path_and_query(path.clone())
             .build()
             .map_err(|_| bad_path())?;
-        Self::assemble(target, method, &path, full_uri, headers, Bytes::from(body))
+        Self::assemble(
+            target,
+            speaks,
+            method,
+            &path,
+            full_uri,
+            headers,
+            Bytes::from(body),
+        )
     }
 
     /// [`PreparedRequest::build`] for a client that speaks only HTTP/1.1 (no TLS, no
@@ -99,7 +137,7 @@ impl PreparedRequest {
     /// URI and header map only an HTTP/2 head needs. A scenario builds one per templated
     /// request, so this is its hot path; the bytes are those [`PreparedRequest::assemble`]
     /// writes (the flow's tests compare them), and the same inputs are refused.
-    pub(crate) fn build_h1(
+    fn build_h1(
         target: &Target,
         method: &str,
         path_and_query: &str,
@@ -127,6 +165,7 @@ impl PreparedRequest {
     /// the authority from `full_uri` instead of `Host`.
     fn assemble(
         target: &Target,
+        speaks: Speaks,
         method: &str,
         path: &PathAndQuery,
         full_uri: Uri,
@@ -147,7 +186,13 @@ impl PreparedRequest {
                 HeaderValue::from_str(v).map_err(|_| EngineError::HeaderValue(n.clone()))?;
             map.insert(name, value);
         }
-        let h1 = Bytes::from(h1_request(target, &method, path.as_str(), headers, &body));
+        // HTTP/1.1's bytes only where the request may go out on it.
+        let h1 = match speaks {
+            Speaks::Http2 => Bytes::new(),
+            Speaks::Http1 | Speaks::Either => {
+                Bytes::from(h1_request(target, &method, path.as_str(), headers, &body))
+            }
+        };
         map.remove(HOST);
         if sends_body(&method, &body) && !map.contains_key(CONTENT_LENGTH) {
             map.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
@@ -285,6 +330,8 @@ pub(crate) struct Client {
     target: Rc<Target>,
     tls: Option<Arc<ClientConfig>>,
     force_h2: bool,
+    /// What its connections speak: its own, or the shared pool's.
+    speaks: Speaks,
     conn: Option<Connection>,
     opened_before: bool,
     seat: Option<Seat>,
@@ -325,6 +372,7 @@ impl Client {
     /// A client with a connection of its own, opened at the first request.
     pub(crate) fn new(target: Rc<Target>, tls: Option<Arc<ClientConfig>>, force_h2: bool) -> Self {
         Client {
+            speaks: Speaks::of(force_h2, tls.is_some()),
             target,
             tls,
             force_h2,
@@ -334,15 +382,17 @@ impl Client {
         }
     }
 
-    /// Whether a connection may speak HTTP/2 (`--http2`, or TLS whose ALPN may choose it):
-    /// otherwise requests need only their HTTP/1.1 bytes ([`PreparedRequest::build_h1`]).
-    pub(crate) fn may_speak_h2(&self) -> bool {
-        self.force_h2 || self.tls.is_some()
+    /// What its connections speak, which its requests are built for.
+    pub(crate) fn speaks(&self) -> Speaks {
+        self.speaks
     }
 
     /// A client that sends on the worker's shared connections.
     pub(crate) fn pooled(pool: &Rc<Pool>) -> Self {
         let mut c = Client::new(pool.target.clone(), None, false);
+        // The pool's connections, not a connection of its own, carry its requests: built for
+        // what those speak (an HTTP/1.1-only build has no HTTP/2 head to send on them).
+        c.speaks = pool.speaks();
         c.seat = Some(Seat::new(pool));
         c
     }
@@ -561,8 +611,9 @@ async fn h2_exchange(
 
 #[cfg(test)]
 mod build_tests {
-    //! [`PreparedRequest::build_h1`] writes the bytes [`PreparedRequest::build`] writes and
-    //! refuses what it refuses.
+    //! A request built for HTTP/1.1 alone (the lean build) writes the bytes a request built
+    //! for either protocol writes and refuses what it refuses; one built for HTTP/2 alone has
+    //! its head and no HTTP/1.1 bytes.
 
     use super::*;
 
@@ -571,6 +622,36 @@ mod build_tests {
             .iter()
             .map(|(n, v)| (n.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_request_for_http2_alone_has_its_head_and_no_http1_bytes() {
+        let target = Target::resolve("http://127.0.0.1:8080/base").unwrap();
+        let headers = h(&[("X-Trace", "a")]);
+        let req = PreparedRequest::build(
+            &target,
+            Speaks::Http2,
+            "POST",
+            "/items?q=1",
+            &headers,
+            b"{}".to_vec(),
+        )
+        .unwrap();
+        assert!(req.h1_bytes().is_empty());
+        let head = req.h2_head();
+        assert_eq!(head.uri().to_string(), "http://127.0.0.1:8080/items?q=1");
+        assert_eq!(head.headers()["x-trace"], "a");
+        assert_eq!(head.headers()[CONTENT_LENGTH], "2");
+        let lean = PreparedRequest::build(
+            &target,
+            Speaks::Http1,
+            "POST",
+            "/items?q=1",
+            &headers,
+            b"{}".to_vec(),
+        )
+        .unwrap();
+        assert!(!lean.h1_bytes().is_empty());
     }
 
     #[test]
@@ -617,10 +698,24 @@ mod build_tests {
             ("GET", "/utf8", h(&[("X-Name", "caf\u{e9}")]), b""),
         ];
         for (method, path, headers, body) in cases {
-            let full =
-                PreparedRequest::build(&target, method, path, &headers, body.to_vec()).unwrap();
-            let lean =
-                PreparedRequest::build_h1(&target, method, path, &headers, body.to_vec()).unwrap();
+            let full = PreparedRequest::build(
+                &target,
+                Speaks::Either,
+                method,
+                path,
+                &headers,
+                body.to_vec(),
+            )
+            .unwrap();
+            let lean = PreparedRequest::build(
+                &target,
+                Speaks::Http1,
+                method,
+                path,
+                &headers,
+                body.to_vec(),
+            )
+            .unwrap();
             assert_eq!(
                 String::from_utf8_lossy(lean.h1_bytes()),
                 String::from_utf8_lossy(full.h1_bytes()),
@@ -643,12 +738,14 @@ mod build_tests {
             ("GET", "/", h(&[("X-Y", "del\u{7f}")])),
         ];
         for (method, path, headers) in bad {
-            let full = PreparedRequest::build(&target, method, path, &headers, Vec::new())
-                .map(|_| ())
-                .map_err(|e| e.to_string());
-            let lean = PreparedRequest::build_h1(&target, method, path, &headers, Vec::new())
-                .map(|_| ())
-                .map_err(|e| e.to_string());
+            let full =
+                PreparedRequest::build(&target, Speaks::Either, method, path, &headers, Vec::new())
+                    .map(|_| ())
+                    .map_err(|e| e.to_string());
+            let lean =
+                PreparedRequest::build(&target, Speaks::Http1, method, path, &headers, Vec::new())
+                    .map(|_| ())
+                    .map_err(|e| e.to_string());
             assert!(full.is_err(), "{method} {path} {headers:?}");
             assert_eq!(lean, full, "{method} {path} {headers:?}");
         }
@@ -767,7 +864,7 @@ mod tests {
             headers: Vec::new(),
             body: Vec::new(),
         };
-        let request = PreparedRequest::new(&server.target, &spec).unwrap();
+        let request = PreparedRequest::new(&server.target, Speaks::Http1, &spec).unwrap();
         (
             Client::new(Rc::new(server.target.clone()), None, false),
             request,

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use volley_scenario::{Plan, Work};
 use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
-use crate::client::PreparedRequest;
+use crate::client::{PreparedRequest, Speaks};
 use crate::context::{RateChange, Shared};
 use crate::error::EngineError;
 use crate::recorder::WorkerPart;
@@ -262,7 +262,11 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
         None
     };
     let request = match &config.plan.work {
-        Work::Request(r) => Some(PreparedRequest::new(&config.target, r)?),
+        Work::Request(r) => Some(PreparedRequest::new(
+            &config.target,
+            Speaks::of(config.http2, config.target.tls),
+            r,
+        )?),
         Work::Scenario(scenario) => {
             crate::grpc::resolve(
                 &scenario.steps,

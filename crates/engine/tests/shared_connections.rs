@@ -24,6 +24,8 @@ struct Seen {
     open: AtomicU64,
     most_open: AtomicU64,
     http2: AtomicU64,
+    /// Each request's authority and path, as the server received them.
+    targets: std::sync::Mutex<Vec<String>>,
 }
 
 struct Server {
@@ -144,6 +146,11 @@ async fn serve_h2<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
                 u64::from(req.version() == http::Version::HTTP_2),
                 Ordering::SeqCst,
             );
+            seen.targets.lock().unwrap().push(format!(
+                "{} {}",
+                req.uri().authority().map_or("-", |a| a.as_str()),
+                req.uri().path_and_query().map_or("-", |p| p.as_str())
+            ));
             tokio::time::sleep(opts.delay).await;
             seen.open.fetch_sub(1, Ordering::SeqCst);
             // Counted before the response leaves, so the count is never behind the client.
@@ -253,6 +260,36 @@ fn run(config: EngineConfig) -> IntervalSample {
         }
     }
     all
+}
+
+/// A scenario's steps on shared HTTP/2 connections go out with their own path and the
+/// target's authority, templated or not (they were once built for HTTP/1.1 alone there, and
+/// went out as a bare `GET /` that a catch-all route answered 200: fast, and wrong).
+#[test]
+fn scenario_steps_on_shared_http2_connections_carry_their_path() {
+    let server = h2_server(H2Options::default());
+    let url = format!("http://{}", server.addr);
+    let text = format!(
+        "target: {url}\nsteps:\n  - request: GET /items/{{{{ vu }}}}?i={{{{ iteration }}}}\n  - request: GET /literal\n"
+    );
+    let scenario =
+        volley_scenario::parse_scenario(std::path::Path::new("flow.yaml"), &text, &|_| None)
+            .unwrap();
+    let mut config = config(&url, 4, 5, 2, true, 1);
+    config.plan.work = Work::Scenario(Arc::new(scenario));
+    let all = run(config);
+    assert_eq!(all.counts.errors, 0, "{:?}", all.counts.errors_by_kind);
+    assert_eq!(all.counts.tests, 40, "4 VUs × 5 iterations × 2 steps");
+    let mut targets = server.seen.targets.lock().unwrap().clone();
+    targets.sort();
+    let authority = server.addr.to_string();
+    let mut want: Vec<String> = (0..4)
+        .flat_map(|vu| (0..5).map(move |i| format!("/items/{vu}?i={i}")))
+        .chain((0..20).map(|_| "/literal".to_string()))
+        .map(|p| format!("{authority} {p}"))
+        .collect();
+    want.sort();
+    assert_eq!(targets, want);
 }
 
 #[test]
