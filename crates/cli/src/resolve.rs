@@ -106,19 +106,21 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         Runner::Pods { segments, .. } => Segment::new(segments.saturating_sub(1), segments)?,
     };
     if let Runner::Pods { .. } = runner {
-        for (given, what) in [
+        for (flag, given, what) in [
             (
+                "--body-file",
                 a.body_file.as_deref(),
                 "give the body with --body, or write a scenario",
             ),
             (
+                "--cacert",
                 a.cacert.as_deref(),
                 "build an image that trusts the CA, or use --insecure",
             ),
         ] {
             if let Some(f) = given {
                 bail!(
-                    "{}: the pods cannot read files from this machine; {what}",
+                    "{flag} {}: the pods cannot read files from this machine; {what}",
                     f.display()
                 );
             }

@@ -229,7 +229,7 @@ fn flags_the_manifest_sets_or_the_pods_cannot_use_are_refused() {
         ),
         (
             &["--url", "http://x/", "--body-file", "b.json"][..],
-            "the pods cannot read files from this machine",
+            "--body-file b.json: the pods cannot read files from this machine",
         ),
         (
             &["examples/chat.yaml", "--vus", "2"][..],
