@@ -114,8 +114,42 @@ pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>
             metrics::record,
         ))
         .with_state(app.clone())
-        .merge(grpc::routes(app));
+        .merge(grpc::routes(app))
+        .fallback(not_found);
     Ok((router, db, events))
+}
+
+/// An unknown path: gRPC's "unimplemented" to a gRPC call (as tonic answers one, in a 200
+/// with `grpc-status: 12`), a 404 to anything else. The gRPC router's own catch-all answered
+/// 200 to every path, so a mistyped URL (`/roms`) "scored" tens of thousands of TPS at 0 %
+/// errors, and requests sent to the wrong path went unnoticed.
+async fn not_found(req: axum::extract::Request) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let grpc = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    if grpc {
+        (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "application/grpc"),
+                (header::HeaderName::from_static("grpc-status"), "12"),
+            ],
+        )
+            .into_response()
+    } else {
+        (
+            StatusCode::NOT_FOUND,
+            format!(
+                "no such path: {} {}; the demo target serves /rooms, /rooms/{{id}}/messages, /api-chat/chat, /api/pair-room/..., /app/, /health, /metrics and /openapi.json (every route: /openapi.json)\n",
+                req.method(),
+                req.uri().path()
+            ),
+        )
+            .into_response()
+    }
 }
 
 /// Starts the service on `addr` (port 0 picks a free one) on the current runtime.

@@ -72,6 +72,19 @@ async fn chat_endpoints() {
     t.stop().await.unwrap();
 }
 
+/// A path the target does not serve is a 404 naming it, not the gRPC router's 200.
+#[tokio::test]
+async fn an_unknown_path_is_not_found() {
+    let t = start(Knobs::default()).await;
+    let (s, b) = http(t.addr, "GET", "/roms", None).await;
+    assert_eq!(s, 404, "{b}");
+    assert!(b.contains("no such path: GET /roms"), "{b}");
+    let (s, _) = http(t.addr, "GET", "/", None).await;
+    assert_eq!(s, 404);
+    let (s, _) = http(t.addr, "GET", "/rooms", None).await;
+    assert_eq!(s, 200);
+}
+
 #[tokio::test]
 async fn pair_room_flow() {
     let t = start(Knobs {
