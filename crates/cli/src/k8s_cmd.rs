@@ -64,13 +64,8 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
         .chain(a.scenario.iter().map(|p| p.display().to_string()))
         .chain(a.run.iter().cloned());
     let run = RunLine::try_parse_from(line)?.args;
-    if !(1..=volley_k8s::MAX_SEGMENTS).contains(&a.segments) {
-        bail!(
-            "--segments {}: give 1 to {} pods",
-            a.segments,
-            volley_k8s::MAX_SEGMENTS
-        );
-    }
+    // Before the plan is checked for that many pods.
+    volley_k8s::check_segments(a.segments)?;
     // Everything `volley run` checks, for the pods: each runs one of the segments, and the
     // target's name and the scenario's `env.` values are theirs.
     let checked = resolve(
@@ -80,7 +75,7 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
             env_secret: a.env_secret.is_some(),
         },
     )?;
-    let files = match &checked.scenario {
+    let files = match checked.plan.scenario() {
         Some(sc) => {
             let data: Vec<PathBuf> = sc.data.iter().map(|f| f.file.clone()).collect();
             volley_k8s::bundle(&sc.file, &data)?

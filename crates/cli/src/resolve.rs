@@ -42,7 +42,6 @@ pub(crate) enum Runner {
 pub(crate) struct Resolved {
     /// The command line over the scenario file's settings.
     pub(crate) settings: Settings,
-    pub(crate) scenario: Option<Arc<Scenario>>,
     /// What the engine runs (for a run of populations, their envelope).
     pub(crate) plan: Plan,
     /// The target (a scenario's base URL), not yet resolved.
@@ -272,7 +271,6 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
     };
     Ok(Resolved {
         settings,
-        scenario,
         plan,
         url,
         populations,

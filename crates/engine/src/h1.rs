@@ -65,30 +65,14 @@ impl RequestWriter {
     /// `body`.
     pub(crate) fn finish(mut self, length: Option<usize>, body: &[u8]) -> Vec<u8> {
         if let Some(n) = length {
-            self.out.extend_from_slice(b"content-length: ");
-            self.out
-                .extend_from_slice(itoa_usize(n, &mut [0u8; 20]).as_bytes());
-            self.out.extend_from_slice(b"\r\n");
+            use std::io::Write as _;
+            // Writing into a Vec cannot fail.
+            let _ = write!(self.out, "content-length: {n}\r\n");
         }
         self.out.extend_from_slice(b"\r\n");
         self.out.extend_from_slice(body);
         self.out
     }
-}
-
-/// `n` in decimal, written into `buf`.
-fn itoa_usize(mut n: usize, buf: &mut [u8; 20]) -> &str {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written.
-    std::str::from_utf8(&buf[i..]).unwrap_or("0")
 }
 
 /// A plain or TLS connection.

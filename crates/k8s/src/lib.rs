@@ -15,7 +15,9 @@ mod manifest;
 mod names;
 
 pub use bundle::{MAX_PLAN_BYTES, PlanFile, bundle};
-pub use manifest::{Credentials, JobSpec, MAX_SEGMENTS, Manifests, Resources, Spread, manifests};
+pub use manifest::{
+    Credentials, JobSpec, MAX_SEGMENTS, Manifests, Resources, Spread, check_segments, manifests,
+};
 pub use names::{MAX_RUN_ID, run_id_from, validate_run_id};
 
 /// Where the plan's files are mounted in the pod.

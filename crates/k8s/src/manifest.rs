@@ -293,16 +293,21 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
     Ok(Manifests { config_map, job })
 }
 
+/// Refuses a Job of no pods, or of more than [`MAX_SEGMENTS`].
+pub fn check_segments(segments: u32) -> Result<(), K8sError> {
+    if !(1..=MAX_SEGMENTS).contains(&segments) {
+        return Err(K8sError::Invalid(format!(
+            "--segments {segments}: give 1 to {MAX_SEGMENTS} pods"
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses what would make objects Kubernetes rejects, or a Job that cannot do its work.
 fn check(spec: &JobSpec) -> Result<(), K8sError> {
     let bad = |m: String| Err(K8sError::Invalid(m));
     validate_run_id(&spec.run_id)?;
-    if !(1..=MAX_SEGMENTS).contains(&spec.segments) {
-        return bad(format!(
-            "--segments {}: give 1 to {MAX_SEGMENTS} pods",
-            spec.segments
-        ));
-    }
+    check_segments(spec.segments)?;
     if spec.image.trim().is_empty() || spec.image.contains(char::is_whitespace) {
         return bad(format!(
             "--image `{}`: give an image reference such as ghcr.io/you/volley:0.1.0",

@@ -23,32 +23,38 @@ pub enum Metric {
     Iteration,
 }
 
-/// Which statistic of its figure a threshold reads; written as users write it (`p99.9`).
+/// Which statistic of its figure a threshold reads; written (and serialised) as users write
+/// it, by the one table of names, [`Stat::ALL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
 pub enum Stat {
     /// The error rate's one value.
-    #[serde(rename = "value")]
     Value,
     /// The mean, written `avg` (the only spelling for TPS and MTTFB).
-    #[serde(rename = "avg")]
     Avg,
     /// The mean, written `mean`.
-    #[serde(rename = "mean")]
     Mean,
-    #[serde(rename = "p50")]
     P50,
-    #[serde(rename = "p90")]
     P90,
-    #[serde(rename = "p95")]
     P95,
-    #[serde(rename = "p99")]
     P99,
-    #[serde(rename = "p99.9")]
     P99_9,
-    #[serde(rename = "p99.99")]
     P99_99,
-    #[serde(rename = "max")]
     Max,
+}
+
+impl From<Stat> for &'static str {
+    fn from(s: Stat) -> &'static str {
+        s.name()
+    }
+}
+
+impl TryFrom<String> for Stat {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Stat, String> {
+        Stat::from_name(&name).ok_or_else(|| format!("`{name}` is not a threshold statistic"))
+    }
 }
 
 impl Stat {
@@ -331,6 +337,16 @@ mod tests {
                 .0
                 .contains("`name.figure`")
         );
+    }
+
+    #[test]
+    fn a_statistic_is_serialised_by_its_name() {
+        for (stat, name) in Stat::ALL {
+            let json = serde_json::to_string(&stat).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<Stat>(&json).unwrap(), stat);
+        }
+        assert!(serde_json::from_str::<Stat>("\"p42\"").is_err());
     }
 
     #[test]
