@@ -27,6 +27,12 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Run the same test once per value of a setting and name the best.
     Sweep(SweepArgs),
+    /// The highest load that meets the SLO: probes stepped up until one breaks it, then
+    /// bisected; what limits it (from --server-metrics) and whether it meets --target.
+    Capacity(Box<CapacityArgs>),
+    /// Fits the Universal Scalability Law to throughput against concurrency: a capacity
+    /// result, a run with stages, a run group or sweep, or a CSV of concurrency,throughput.
+    Scalability(ScalabilityArgs),
     /// Merge the run directories of a split run's segments (`run --segment i/N`) into one.
     Merge(MergeArgs),
     /// The run history: one line per run (and run group) with its figures; --trend draws one.
@@ -81,6 +87,62 @@ pub(crate) struct SweepArgs {
     /// The `volley run` flags, after `--`.
     #[arg(last = true, required = true)]
     pub(crate) run: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CapacityArgs {
+    /// The service level to meet, in the threshold syntax (repeatable): "ttfb p99 < 200ms",
+    /// "error_rate < 1%".
+    #[arg(long = "slo", value_name = "THRESHOLD", required = true)]
+    pub(crate) slo: Vec<String>,
+    /// Open model: the arrival rates to search, START..MAX (e.g. 50..5000).
+    #[arg(long, value_name = "START..MAX", conflicts_with = "users")]
+    pub(crate) rates: Option<String>,
+    /// Closed model: the virtual users to search, START..MAX (also written --vus START..MAX).
+    #[arg(long, value_name = "START..MAX")]
+    pub(crate) users: Option<String>,
+    /// Measurement per probe, after its warm-up (--warmup, default 5s).
+    #[arg(long, default_value = "30s")]
+    pub(crate) probe: String,
+    /// Step-up factor until the first failure.
+    #[arg(long, default_value_t = 2.0)]
+    pub(crate) factor: f64,
+    /// Bisect until the last pass and the first failure are within this, % (or 0.05).
+    #[arg(long, default_value = "5%")]
+    pub(crate) precision: String,
+    /// Probes near the SLO's limit (within their noise) are run this many times more; if
+    /// they disagree the load is uncertain, never a pass.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=5))]
+    pub(crate) confirm: u64,
+    /// The most loads probed (confirmations not counted).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub(crate) max_probes: u64,
+    /// After a probe that broke the SLO, wait at most this long for the target to recover
+    /// (checked by short runs at the starting load) before the next probe.
+    #[arg(long, default_value = "60s")]
+    pub(crate) recovery: String,
+    /// The run flags: a URL or a scenario file, headers, --server-metrics, --arrivals ...
+    #[command(flatten)]
+    pub(crate) run: RunArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ScalabilityArgs {
+    /// A capacity directory, a run directory (its stages), a group or sweep directory, or a
+    /// CSV of concurrency,throughput rows.
+    pub(crate) input: PathBuf,
+    /// table or json.
+    #[arg(long, value_enum, default_value_t = ScalabilityFormat::Table)]
+    pub(crate) format: ScalabilityFormat,
+    /// Also draw measured against modelled throughput into this directory (SVG and PNG).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) charts: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ScalabilityFormat {
+    Table,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -201,7 +263,7 @@ pub(crate) struct CheckArgs {
 }
 
 /// `volley run`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct RunArgs {
     /// A scenario file (YAML): a multi-step flow with its load; the flags below override
     /// its settings.
@@ -261,6 +323,14 @@ pub(crate) struct RunArgs {
     /// "tps avg >= 220"; a failed one makes the exit code 1 and shows in every report.
     #[arg(long = "threshold")]
     pub(crate) thresholds: Vec<String>,
+    /// The load real traffic asks for, as a rate: 220.69/s, or 19080000/day with
+    /// --peak-factor; the run's TPS (a capacity search's capacity) is judged against it,
+    /// and falling short makes the exit code 1.
+    #[arg(long, value_name = "RATE")]
+    pub(crate) target: Option<String>,
+    /// Multiplies --target: the peak hour over the day's average (e.g. 3).
+    #[arg(long, value_name = "F", requires = "target")]
+    pub(crate) peak_factor: Option<f64>,
     /// Write the thresholds (and whether the run ran its course) as JUnit XML test cases to this file.
     #[arg(long, value_name = "FILE")]
     pub(crate) junit: Option<PathBuf>,
@@ -577,4 +647,35 @@ pub(crate) struct ConvertCurlArgs {
     /// Write the scenario here instead of standard output.
     #[arg(long, short = 'o')]
     pub(crate) output: Option<PathBuf>,
+}
+
+/// The command line with `volley capacity`'s `--vus START..MAX` spelled `--users START..MAX`:
+/// `--vus` is also `volley run`'s flag (a count), which capacity takes in the same words for
+/// a range. Everything else passes through unchanged.
+pub(crate) fn capacity_argv(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    if args.get(1).and_then(|a| a.to_str()) != Some("capacity") {
+        return args;
+    }
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.into_iter().peekable();
+    while let Some(a) = it.next() {
+        match a.to_str() {
+            Some("--vus")
+                if it
+                    .peek()
+                    .and_then(|v| v.to_str())
+                    .is_some_and(|v| v.contains("..")) =>
+            {
+                out.push("--users".into());
+            }
+            Some(s) if s.starts_with("--vus=") && s.contains("..") => {
+                out.push(format!("--users={}", &s["--vus=".len()..]).into());
+            }
+            _ => out.push(a),
+        }
+    }
+    out
 }

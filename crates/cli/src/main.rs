@@ -2,6 +2,7 @@
 //! library crates. Exit codes: 0 ok, 1 thresholds failed, 2 usage or input error.
 
 mod args;
+mod capacity_cmd;
 mod check_cmd;
 mod ci;
 mod convert_cmd;
@@ -17,6 +18,7 @@ mod report_cmd;
 mod resolve;
 mod run_cmd;
 mod runs_cmd;
+mod scalability_cmd;
 mod segment_flags;
 mod signals;
 mod sweep_cmd;
@@ -32,7 +34,7 @@ const EXIT_INPUT: u8 = 2;
 
 fn main() -> ExitCode {
     quiet_on_closed_pipe();
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(args::capacity_argv(std::env::args_os())) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -46,6 +48,8 @@ fn main() -> ExitCode {
         Command::Compare(a) => report_cmd::compare(a),
         Command::Demo(a) => demo_cmd::demo(a),
         Command::Sweep(a) => sweep_cmd::sweep(a),
+        Command::Capacity(a) => capacity_cmd::capacity(*a),
+        Command::Scalability(a) => scalability_cmd::scalability(a),
         Command::Merge(a) => merge_cmd::merge(a),
         Command::Runs(a) => runs_cmd::runs(a),
         Command::K8s { command } => k8s_cmd::k8s(command),

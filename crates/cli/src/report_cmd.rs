@@ -61,6 +61,17 @@ fn options(out: &OutputArgs) -> Result<ReportOptions> {
 }
 
 pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
+    // A capacity directory's report is its answer (each probe is a run directory inside it).
+    if let Some(caps) = crate::capacity_cmd::read_all(&a.paths)? {
+        for c in caps {
+            match a.out.format {
+                ReportFormat::Json => println!("{}", c.to_json()),
+                ReportFormat::Md => println!("{}", c.markdown(&[])),
+                _ => println!("{}", c.table()),
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let opts = options(&a.out)?;
     let mut out = String::new();
     let sets = open_all(&a.paths, a.from, opts)?;
@@ -113,6 +124,27 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
 }
 
 pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
+    // Two capacity results compare as capacities, their brackets the uncertainty.
+    if let Some(caps) = crate::capacity_cmd::read_all(&a.paths)? {
+        if caps.len() != 2 {
+            anyhow::bail!("capacity results compare two at a time; give two capacity directories");
+        }
+        let labels: Vec<String> = match a.labels.as_deref() {
+            Some(l) => l.split(',').map(|s| s.trim().to_string()).collect(),
+            None => caps.iter().map(|c| c.name.clone()).collect(),
+        };
+        if labels.len() != 2 {
+            anyhow::bail!(
+                "--labels has {} labels for 2 capacity results",
+                labels.len()
+            );
+        }
+        print!(
+            "{}",
+            volley_report::capacity::compare_table(&caps[0], &caps[1], [&labels[0], &labels[1]])
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let opts = options(&a.out)?;
     let gate = crate::gate_cmd::Gate::from_flags(&a.gate)?;
     let paths = gate.paths(&a.paths)?;

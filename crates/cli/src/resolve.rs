@@ -71,6 +71,31 @@ pub(crate) struct Resolved {
     pub(crate) junit: Option<PathBuf>,
     pub(crate) upload: Option<volley_store::Location>,
     pub(crate) progress: ProgressMode,
+    /// `--target` (× `--peak-factor`): requests per second, and as given.
+    pub(crate) target: Option<(f64, String)>,
+}
+
+/// `--target RATE` times `--peak-factor F`: requests per second, and the text that says how.
+pub(crate) fn target_rate(a: &RunArgs) -> Result<Option<(f64, String)>> {
+    let Some(text) = &a.target else {
+        return Ok(None);
+    };
+    let rate = volley_scenario::parse_rate(text).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
+    if rate <= 0.0 {
+        bail!("--target {text}: give a rate above zero, like 220.69/s or 19080000/day");
+    }
+    let factor = a.peak_factor.unwrap_or(1.0);
+    if !factor.is_finite() || factor <= 0.0 || factor > 1000.0 {
+        bail!(
+            "--peak-factor {factor}: give the peak over the average, above 0 and at most 1000 (e.g. 3)"
+        );
+    }
+    let given = if factor == 1.0 {
+        text.clone()
+    } else {
+        format!("{text} × {factor}")
+    };
+    Ok(Some((rate * factor, given)))
 }
 
 /// Reads a scenario file; its errors list file, line and column. `env` gives the values of
@@ -123,6 +148,11 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
                     f.display()
                 );
             }
+        }
+        if let Some(t) = &a.target {
+            bail!(
+                "--target {t}: each pod runs a share of the load, so its TPS says nothing of the target; judge the merged run instead: volley k8s collect ..., then read its TPS against {t}"
+            );
         }
         if let Some(j) = &a.junit {
             bail!(
@@ -295,6 +325,7 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         junit: a.junit.clone(),
         upload: a.upload.clone(),
         progress: a.progress,
+        target: target_rate(a)?,
     })
 }
 

@@ -74,6 +74,18 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     crate::ci::after_runs(resolved.junit.as_deref(), &reports)?;
     // A run volley had to stop (too many errors) failed as surely as a threshold.
     let mut failed = false;
+    if let Some((rate, given)) = &resolved.target {
+        for report in &reports {
+            let tps = report.seed_suite.tps_avg;
+            let v = volley_report::capacity::TargetVerdict::of(tps, *rate, given);
+            eprintln!(
+                "volley: TPS {} {} (target {given})",
+                volley_report::capacity::number(tps),
+                v.describe()
+            );
+            failed |= !v.met;
+        }
+    }
     for (i, report) in reports.iter().enumerate() {
         failed |= report.status == RunStatus::Aborted.name() || !report.thresholds_passed();
         if !report.thresholds_passed() {
@@ -240,6 +252,15 @@ pub(crate) fn execute_with(
 /// Reads the run directory back (the report is computed from what is on disk), prints the
 /// report and writes report.md and report.json beside the data.
 pub(crate) fn write_reports(dir: &Path) -> Result<RunReport> {
+    let (report, _) = write_reports_of(dir, true)?;
+    Ok(report)
+}
+
+/// [`write_reports`], printing the report only when `print`; also returns the source read.
+pub(crate) fn write_reports_of(
+    dir: &Path,
+    print: bool,
+) -> Result<(RunReport, volley_formats::Source)> {
     let source = volley_formats::Source::from_run(RunData::read(dir)?);
     let opts = ReportOptions::default();
     let report = RunReport::from_source(&source, opts);
@@ -271,12 +292,14 @@ pub(crate) fn write_reports(dir: &Path) -> Result<RunReport> {
             opts,
         ),
     )?;
-    println!("{}", volley_report::table(&report));
-    eprintln!(
-        "volley: wrote {0}/report.html, report.md, report.json and charts/",
-        dir.display()
-    );
-    Ok(report)
+    if print {
+        println!("{}", volley_report::table(&report));
+        eprintln!(
+            "volley: wrote {0}/report.html, report.md, report.json and charts/",
+            dir.display()
+        );
+    }
+    Ok((report, source))
 }
 
 /// The last run directory of a group (the one the dashboard's page becomes).

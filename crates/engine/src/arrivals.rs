@@ -10,7 +10,7 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use volley_scenario::RateShape;
+use volley_scenario::{ArrivalClock, Arrivals, RateShape};
 
 use crate::alarm::Alarm;
 use crate::client::Client;
@@ -106,7 +106,13 @@ async fn arrivals<W: Iterate + 'static>(
     }));
     let mut tasks = tokio::task::JoinSet::new();
     let seg = ctx.plan.segment;
-    let mut schedule = Schedule::new(rate, seg.global(worker), seg.count * workers, t0);
+    let mut schedule = Schedule::new(
+        rate,
+        ctx.plan.load.arrivals,
+        seg.global(worker),
+        seg.count * workers,
+        t0,
+    );
     let mut alarm = Alarm::new();
     let shared = ctx.shared.clone();
     let stopped = shared.stop.cancelled();
@@ -153,13 +159,17 @@ async fn arrivals<W: Iterate + 'static>(
     }
 }
 
-/// One worker's share of the rate curve's arrivals: `first`, `first + step`, … as instants.
+/// One worker's share of the rate curve's arrivals: `first`, `first + step`, … as instants,
+/// each where the curve's integral reaches its operational time ([`ArrivalClock`]: `n`
+/// evenly spaced, a sum of exponential gaps for Poisson arrivals).
 ///
 /// A rate set live ([`Shared::rate_change`]) replaces the schedule from its instant on: the
 /// constant schedule starts there with the same share (`first`, `step`), and an arrival of
 /// the old schedule due after the change is never sent (it no longer exists).
 struct Schedule {
     rate: RateShape,
+    arrivals: Arrivals,
+    clock: ArrivalClock,
     first: u64,
     next: u64,
     step: u64,
@@ -175,11 +185,14 @@ struct Schedule {
 }
 
 impl Schedule {
-    fn new(rate: RateShape, first: u64, step: u64, t0: Instant) -> Self {
+    fn new(rate: RateShape, arrivals: Arrivals, first: u64, step: u64, t0: Instant) -> Self {
         let end = rate.duration();
-        let due = rate.due(first).map(|d| t0 + d);
+        let mut clock = arrivals.clock();
+        let due = rate.due_at(clock.at(first)).map(|d| t0 + d);
         Schedule {
             rate,
+            arrivals,
+            clock,
             first,
             next: first,
             step,
@@ -197,7 +210,10 @@ impl Schedule {
 
     fn advance(&mut self) {
         self.next += self.step;
-        self.due = self.rate.due(self.next).map(|d| self.t0 + self.base + d);
+        self.due = self
+            .rate
+            .due_at(self.clock.at(self.next))
+            .map(|d| self.t0 + self.base + d);
     }
 
     /// Switches to a rate set live since the last look, if any.
@@ -211,7 +227,11 @@ impl Schedule {
             self.rate = RateShape::constant(change.rate, self.end.saturating_sub(change.at));
             self.base = change.at;
             self.next = self.first;
-            self.due = self.rate.due(self.next).map(|d| self.t0 + self.base + d);
+            self.clock = self.arrivals.clock();
+            self.due = self
+                .rate
+                .due_at(self.clock.at(self.next))
+                .map(|d| self.t0 + self.base + d);
         }
     }
 
@@ -326,7 +346,12 @@ mod tests {
         let shared = Shared::new(0, 0);
         for workers in [1, 3, 4] {
             let got: Vec<Vec<Instant>> = (0..workers)
-                .map(|w| drain(Schedule::new(rate.clone(), w, workers, t0), &shared))
+                .map(|w| {
+                    drain(
+                        Schedule::new(rate.clone(), Arrivals::Even, w, workers, t0),
+                        &shared,
+                    )
+                })
                 .collect();
             for (w, dues) in got.iter().enumerate() {
                 let share: Vec<Instant> = schedule
@@ -345,19 +370,51 @@ mod tests {
     }
 
     #[test]
+    fn poisson_workers_share_one_schedule() {
+        // Poisson arrivals split among 1, 2 or 3 workers (or segments): together exactly the
+        // schedule one worker walks alone, each arrival once.
+        let rate = RateShape::constant(2000.0, Duration::from_millis(500));
+        let arrivals = Arrivals::Poisson { seed: 5 };
+        let t0 = Instant::now();
+        let shared = Shared::new(0, 0);
+        let whole = drain(Schedule::new(rate.clone(), arrivals, 0, 1, t0), &shared);
+        assert!((900..1100).contains(&whole.len()), "{}", whole.len());
+        assert!(whole.windows(2).all(|w| w[0] <= w[1]));
+        for workers in [2u64, 3] {
+            let mut all: Vec<Instant> = (0..workers)
+                .flat_map(|w| {
+                    drain(
+                        Schedule::new(rate.clone(), arrivals, w, workers, t0),
+                        &shared,
+                    )
+                })
+                .collect();
+            all.sort();
+            assert_eq!(all, whole, "{workers} workers");
+        }
+    }
+
+    #[test]
     fn a_stopped_schedule_ends_at_the_stop() {
         let rate = RateShape::constant(200.0, Duration::from_secs(60));
         let t0 = Instant::now();
         let shared = Arc::new(Shared::new(0, 0));
         // Not stopped: the whole minute, 12,000 arrivals, half for each of two workers.
         assert_eq!(
-            drain(Schedule::new(rate.clone(), 1, 2, t0), &shared).len(),
+            drain(
+                Schedule::new(rate.clone(), Arrivals::Even, 1, 2, t0),
+                &shared
+            )
+            .len(),
             6_000
         );
         let _ = shared.stopped_at.set(t0 + Duration::from_millis(50));
         shared.stop.cancel();
         for w in 0..2u64 {
-            let dues = drain(Schedule::new(rate.clone(), w, 2, t0), &shared);
+            let dues = drain(
+                Schedule::new(rate.clone(), Arrivals::Even, w, 2, t0),
+                &shared,
+            );
             // Due at 0, 5, … 45 ms: ten before the stop, five per worker.
             let share: Vec<Instant> = (w..10)
                 .step_by(2)

@@ -28,6 +28,7 @@ pub fn plan(rate: f64, intervals: u64) -> RecordedPlan {
         pacing: Duration::ZERO,
         think_time: Duration::ZERO,
         connections: None,
+        arrivals: Default::default(),
     };
     RecordedPlan::new(load, RequestSpec::get("http://10.0.0.1/"))
 }

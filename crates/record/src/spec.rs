@@ -88,6 +88,7 @@ impl RunSpec {
                 pacing: Duration::ZERO,
                 think_time: Duration::ZERO,
                 connections: None,
+                arrivals: Default::default(),
             },
             ..base
         }

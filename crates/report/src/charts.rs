@@ -76,6 +76,12 @@ trait Figure {
 }
 
 /// Draws `fig` into `<dir>/<name>.svg` and `.png`.
+/// One chart into `dir` as `<name>.svg` and `<name>.png`.
+pub fn save_chart(dir: &Path, chart: &Chart) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
+    save(dir, chart)
+}
+
 fn save(dir: &Path, fig: &impl Figure) -> Result<Vec<PathBuf>> {
     register_font();
     let svg = dir.join(format!("{}.svg", fig.name()));
@@ -134,6 +140,7 @@ fn x_max(c: &Chart) -> f64 {
     match c.x_axis {
         XAxis::Elapsed { max_s } => max_s,
         XAxis::Percentile => 4.0,
+        XAxis::Load { max, .. } => max,
     }
 }
 

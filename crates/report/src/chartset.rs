@@ -47,6 +47,13 @@ pub enum XAxis {
     },
     /// Percentiles, placed at −log10(1 − q): 0 is p0, 4 is p99.99.
     Percentile,
+    /// The load offered (a capacity search's probes), from 0 to `max`, in `label`'s unit.
+    Load {
+        /// The end of the axis.
+        max: f64,
+        /// `offered load (req/s)` or `virtual users`.
+        label: &'static str,
+    },
 }
 
 impl XAxis {
@@ -55,6 +62,7 @@ impl XAxis {
         match self {
             XAxis::Elapsed { .. } => "elapsed (s)",
             XAxis::Percentile => "percentile",
+            XAxis::Load { label, .. } => label,
         }
     }
 }
@@ -71,7 +79,8 @@ pub struct Line {
 }
 
 impl Line {
-    fn new(label: &str, values: impl IntoIterator<Item = Option<f64>>) -> Line {
+    /// A line of `values` (`None`: a gap).
+    pub fn new(label: &str, values: impl IntoIterator<Item = Option<f64>>) -> Line {
         Line {
             label: label.to_string(),
             values: values.into_iter().collect(),

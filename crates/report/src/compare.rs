@@ -91,6 +91,12 @@ fn run_sample(
     }
 }
 
+/// Every figure of `src` after warm-up with its standard error from the within-run
+/// bootstrap: `(key, value, standard error)` ([`RunSample::noise`]).
+pub fn run_noise(src: &Source, opts: ReportOptions) -> Vec<(&'static str, f64, f64)> {
+    run_sample(src, &src.series, HistKey::TTFB, opts).noise()
+}
+
 /// The noise inputs of step `i` of `src` (its block of the series, its histograms).
 fn step_sample(src: &Source, i: usize, opts: ReportOptions) -> RunSample {
     run_sample(

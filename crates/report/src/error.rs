@@ -5,6 +5,14 @@ use std::path::PathBuf;
 /// A report or chart could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// A file volley wrote (capacity.json) does not read as one.
+    #[error("{path}: {message}")]
+    Input {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and what to do.
+        message: String,
+    },
     /// A file or directory could not be created or written.
     #[error("{path}: {source}")]
     Io {

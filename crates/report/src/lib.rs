@@ -19,6 +19,7 @@ pub use render::{
     csv, group_thousands, markdown, markdown_with_charts, md_text, table, terminal_safe,
 };
 
+pub mod capacity;
 pub mod charts;
 pub mod chartset;
 pub mod compare;
@@ -27,5 +28,6 @@ pub mod group;
 pub mod history;
 pub mod html;
 pub mod junit;
+pub mod levels;
 pub mod sweep;
 pub mod trend;

@@ -65,6 +65,9 @@ pub struct RunReport {
     pub seed_suite: SeedSuite,
     /// `closed` or `open` for volley runs; empty for imports.
     pub model: String,
+    /// Open model: how the arrivals were spaced (`even`, `poisson (seed 1)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<String>,
     /// Per-request figures (absent when the source has only per-interval data).
     pub per_request: PerRequest,
     /// The load generator's own health (volley runs).
@@ -76,6 +79,9 @@ pub struct RunReport {
     /// Peaks of the server series that point at bottlenecks (runs with `--server-metrics`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub server: Vec<ServerPeak>,
+    /// The levels of VUs the run held, one row each (a step-up's table).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<crate::levels::Level>,
     /// The ramp's saturation point (runs whose VUs change).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saturation: Option<volley_stats::knee::Saturation>,
@@ -307,6 +313,21 @@ impl RunReport {
                     .join("; ")
             ));
         }
+        // How the arrivals were spaced: every report of an open-model run says it, since
+        // even spacing hides the queues bursty traffic meets below a target's limit.
+        let arrivals = meta
+            .filter(|m| m.plan.load.is_open())
+            .map(|m| m.plan.load.arrivals.label());
+        if let Some(a) = &arrivals {
+            notes.push(format!(
+                "Open model: arrivals {a}{}.",
+                if a == "even" {
+                    " (evenly spaced; --arrivals poisson spaces them as independent users arrive)"
+                } else {
+                    " (exponential gaps, as independent users arrive)"
+                }
+            ));
+        }
         if model == "open" {
             notes.push("Open model: TTFB and total time are measured from each arrival's due time (corrected for coordinated omission); the `actual` rows measure from the actual send, as an uncorrected tool would.".to_string());
         }
@@ -323,6 +344,12 @@ impl RunReport {
             measured_s: series.measured_s(),
             seed_suite,
             model,
+            arrivals,
+            levels: if src.format == Format::Volley && src.populations.is_empty() {
+                crate::levels::of(src, opts)
+            } else {
+                Vec::new()
+            },
             per_request: PerRequest {
                 ttfb_ms: src.latency(HistKey::TTFB, warmup_s),
                 total_ms: src.latency(HistKey::TOTAL, warmup_s),

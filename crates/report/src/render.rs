@@ -228,7 +228,7 @@ pub(crate) fn population_rows(r: &RunReport) -> Vec<Vec<String>> {
 }
 
 /// Cells laid out in columns under `header`, the first left-aligned.
-fn columns(out: &mut String, header: &[&str], rows: Vec<Vec<String>>) {
+pub(crate) fn columns(out: &mut String, header: &[&str], rows: Vec<Vec<String>>) {
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
@@ -261,6 +261,14 @@ pub fn table(r: &RunReport) -> String {
     );
     for (label, value) in &rows {
         let _ = writeln!(out, "  {label:<width$}  {value:>14}");
+    }
+    if !r.levels.is_empty() {
+        let _ = writeln!(out, "\nLevels (each held level of VUs; per-request ms)");
+        columns(
+            &mut out,
+            &crate::levels::HEADER,
+            crate::levels::rows(&r.levels),
+        );
     }
     let pops = population_rows(r);
     if !pops.is_empty() {
@@ -527,6 +535,17 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
         for mut cells in pops {
             cells[0] = md_text(&cells[0]);
             let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    }
+    if !r.levels.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## Levels\n\nEach held level of VUs; per-request times in ms.\n\n| {} |\n|{}",
+            crate::levels::HEADER.join(" | "),
+            "---|".repeat(crate::levels::HEADER.len())
+        );
+        for row in crate::levels::rows(&r.levels) {
+            let _ = writeln!(out, "| {} |", row.join(" | "));
         }
     }
     let steps = step_rows(r);

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
 use crate::duration::parse_duration;
-use crate::rate::{RateShape, RateStage, parse_rate};
+use crate::rate::{Arrivals, RateShape, RateStage, parse_rate};
 use crate::stages::{LoadShape, Stage, parse_stages};
 
 /// What an option is about, which decides how the command line overrides a file.
@@ -98,6 +98,7 @@ load_options! {
     rate: f64 = positive_rate, "RATE", Shape, "Open model: arrivals per second (500, 500/s, 30000/m), for --duration; latency is measured from each arrival's due time.";
     rate_stages: RateShape = RateShape::parse, "STAGES", Shape, "Open model: ramping arrival rate DURATION:RATE,..., linear from 0; e.g. \"1m:100,5m:300\".";
     iterations: u64 = count, "N", Shape, "Each VU runs this many iterations, then stops; the run ends when all have (nGrinder's run count). --duration, if given, caps it [default cap: 24h].";
+    arrivals: Arrivals = Arrivals::parse, "PROCESS", Other, "Open model: how arrivals are spaced: even (the default), or poisson[:SEED] for the exponential gaps of independent users (seeded, so the schedule repeats); reports say which.";
     max_vus: u64 = count, "N", Other, "Open model: VUs (connections) that carry out arrivals, opened as needed [default: 1000].";
     connections: u64 = count, "N", Other, "Share N connections among the VUs instead of one per VU: HTTP/2 carries the VUs' requests as streams on them (h2load's -c; at most the server's SETTINGS_MAX_CONCURRENT_STREAMS at once per connection), HTTP/1.1 makes them a pool the VUs take turns on. The wait for a connection or stream is not part of a request's times.";
     pacing: Duration = parse_duration, "DURATION", Closed, "Start an iteration at most once per this time per VU (e.g. 1s: one call per second per user).";
@@ -262,17 +263,25 @@ impl LoadSpec {
         }
         let max_vus = self.max_vus.unwrap_or(DEFAULT_MAX_VUS);
         let connections = self.connections;
+        if self.arrivals.is_some() && !self.is_open() {
+            return Err(PlanError(
+                "`arrivals` spaces the arrivals of an arrival rate (open model); give a rate too (--rate 100 --duration 30s, or --rate-stages) or leave arrivals out"
+                    .into(),
+            ));
+        }
         let closed = |model| Load {
             model,
             pacing: self.pacing.unwrap_or_default(),
             think_time: self.think_time.unwrap_or_default(),
             connections,
+            arrivals: Arrivals::Even,
         };
         let open = |rate| Load {
             model: Model::Open { rate, max_vus },
             pacing: Duration::ZERO,
             think_time: Duration::ZERO,
             connections,
+            arrivals: self.arrivals.unwrap_or_default(),
         };
         if let Some(rate) = &self.rate_stages {
             return Ok(open(rate.clone()));
@@ -362,6 +371,9 @@ pub struct Load {
     /// Connections the VUs share (`None`: one per VU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections: Option<u64>,
+    /// Open model: how the arrivals are spaced (even when run.json says nothing).
+    #[serde(default, skip_serializing_if = "Arrivals::is_even")]
+    pub arrivals: Arrivals,
 }
 
 /// The load model.
@@ -525,6 +537,7 @@ mod tests {
                 "N" => "5",
                 "DURATION" => "10s",
                 "RATE" => "100",
+                "PROCESS" => "poisson:3",
                 _ if o.key == "stages" => "10s:5",
                 _ => "10s:100",
             };

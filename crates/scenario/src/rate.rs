@@ -31,9 +31,10 @@ pub fn parse_rate(s: &str) -> Result<f64, PlanError> {
                 "s" | "1s" | "sec" | "second" => 1.0,
                 "m" | "1m" | "min" | "minute" => 60.0,
                 "h" | "1h" | "hour" => 3600.0,
+                "d" | "1d" | "day" => 86400.0,
                 u => {
                     return Err(PlanError(format!(
-                        "rate `{s}`: unknown unit `/{u}`; write 500, 500/s or 30000/m"
+                        "rate `{s}`: unknown unit `/{u}`; write 500, 500/s, 30000/m, 1800000/h or 19080000/day"
                     )));
                 }
             },
@@ -127,10 +128,16 @@ impl RateShape {
         n
     }
 
-    /// When arrival `n` (0-based) is due, from the start: the time at which the integral of
-    /// the rate reaches `n`. `None` when it falls after the end.
+    /// When arrival `n` (0-based) of an even schedule is due, from the start: the time at
+    /// which the integral of the rate reaches `n`. `None` when it falls after the end.
     pub fn due(&self, n: u64) -> Option<Duration> {
-        let mut remaining = n as f64;
+        self.due_at(n as f64)
+    }
+
+    /// The time at which the integral of the rate reaches `x` (an arrival's operational
+    /// time, [`ArrivalClock`]); `None` when it falls after the end.
+    pub fn due_at(&self, x: f64) -> Option<Duration> {
+        let mut remaining = x;
         let mut from = self.start_rate;
         let mut start = 0.0;
         for s in &self.stages {
@@ -154,6 +161,111 @@ impl RateShape {
     }
 }
 
+/// How arrivals are spaced along the rate curve.
+///
+/// `Even`: arrival `n` is due when the curve's integral reaches `n` (wrk2, k6's
+/// arrival-rate executors). `Poisson`: the gaps between arrivals are exponential with the
+/// curve's rate, as independent users arrive; a target then sees the bursts real traffic has,
+/// and queues form below its limit as they do in production. The gaps come from a seeded
+/// generator, so a run's schedule is the same every time and in every segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "process", rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Evenly spaced.
+    #[default]
+    Even,
+    /// Exponential gaps from a seeded generator.
+    Poisson {
+        /// The generator's seed.
+        seed: u64,
+    },
+}
+
+impl Arrivals {
+    /// The seed of `poisson` without one.
+    pub const DEFAULT_SEED: u64 = 1;
+
+    /// Parses `even`, `poisson` or `poisson:SEED`.
+    pub fn parse(s: &str) -> Result<Arrivals, PlanError> {
+        let t = s.trim();
+        let bad = || {
+            PlanError(format!(
+                "arrivals `{s}`: write even (evenly spaced, the default), poisson (exponential gaps, seed {}) or poisson:SEED (e.g. poisson:7)",
+                Arrivals::DEFAULT_SEED
+            ))
+        };
+        match t.split_once(':') {
+            None if t == "even" => Ok(Arrivals::Even),
+            None if t == "poisson" => Ok(Arrivals::Poisson {
+                seed: Arrivals::DEFAULT_SEED,
+            }),
+            Some(("poisson", seed)) => Ok(Arrivals::Poisson {
+                seed: seed.trim().parse().map_err(|_| bad())?,
+            }),
+            _ => Err(bad()),
+        }
+    }
+
+    /// Whether arrivals are evenly spaced (the default, left out of run.json).
+    pub fn is_even(&self) -> bool {
+        *self == Arrivals::Even
+    }
+
+    /// How reports name it: `even` or `poisson (seed 1)`.
+    pub fn label(&self) -> String {
+        match self {
+            Arrivals::Even => "even".into(),
+            Arrivals::Poisson { seed } => format!("poisson (seed {seed})"),
+        }
+    }
+
+    /// The clock that gives each arrival its operational time.
+    pub fn clock(&self) -> ArrivalClock {
+        ArrivalClock {
+            arrivals: *self,
+            rng: match self {
+                Arrivals::Even => fastrand::Rng::with_seed(0),
+                Arrivals::Poisson { seed } => fastrand::Rng::with_seed(*seed),
+            },
+            n: 0,
+            x: 0.0,
+        }
+    }
+}
+
+/// The operational times of a schedule's arrivals in order: arrival `n` is due when the rate
+/// curve's integral reaches its operational time ([`RateShape::due_at`]). Evenly spaced, that
+/// is `n`; Poisson, the sum of `n + 1` exponential gaps of mean 1, drawn in order, so every
+/// worker and segment that walks the schedule sees the same arrivals.
+#[derive(Debug, Clone)]
+pub struct ArrivalClock {
+    arrivals: Arrivals,
+    rng: fastrand::Rng,
+    /// The next arrival not yet drawn.
+    n: u64,
+    /// The operational time of arrival `n - 1` (0 before the first).
+    x: f64,
+}
+
+impl ArrivalClock {
+    /// The operational time of arrival `n`. Arrivals are drawn in order: `n` must not be
+    /// below the last one asked for.
+    pub fn at(&mut self, n: u64) -> f64 {
+        match self.arrivals {
+            Arrivals::Even => n as f64,
+            Arrivals::Poisson { .. } => {
+                debug_assert!(n + 1 >= self.n, "arrivals are drawn in order");
+                while self.n <= n {
+                    // 1 − U is in (0, 1], so the logarithm is finite.
+                    self.x += -(1.0 - self.rng.f64()).ln();
+                    self.n += 1;
+                }
+                self.x
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +275,7 @@ mod tests {
         assert_eq!(parse_rate("500").unwrap(), 500.0);
         assert_eq!(parse_rate("500/s").unwrap(), 500.0);
         assert_eq!(parse_rate("600/m").unwrap(), 10.0);
+        assert!((parse_rate("19068000/day").unwrap() - 220.694_444).abs() < 1e-5);
         assert!(parse_rate("5/fortnight").is_err());
         assert!(parse_rate("-1").is_err());
     }
@@ -207,5 +320,67 @@ mod tests {
                 .contains("expected DURATION:RATE")
         );
         assert!(RateShape::parse("0s:5").is_err());
+    }
+
+    #[test]
+    fn arrivals_parse_and_name_themselves() {
+        assert_eq!(Arrivals::parse("even").unwrap(), Arrivals::Even);
+        assert_eq!(
+            Arrivals::parse("poisson").unwrap(),
+            Arrivals::Poisson { seed: 1 }
+        );
+        assert_eq!(
+            Arrivals::parse("poisson:42").unwrap(),
+            Arrivals::Poisson { seed: 42 }
+        );
+        for bad in ["bursty", "poisson:x", "even:3", ""] {
+            let e = Arrivals::parse(bad).unwrap_err().0;
+            assert!(e.contains("poisson:SEED"), "{bad}: {e}");
+        }
+        assert_eq!(Arrivals::Poisson { seed: 3 }.label(), "poisson (seed 3)");
+    }
+
+    #[test]
+    fn poisson_arrivals_have_the_rate_and_the_spread_of_a_poisson_process() {
+        // 1,000/s for 100 s: the count is Poisson (mean 100,000, sd 316), the gaps are
+        // exponential (mean 1 ms, coefficient of variation 1), and the counts per 100 ms
+        // window vary like a Poisson's (variance / mean = 1). Evenly spaced, all three are
+        // exact and the variance is 0.
+        let rate = RateShape::constant(1000.0, Duration::from_secs(100));
+        let mut clock = Arrivals::Poisson { seed: 9 }.clock();
+        let dues: Vec<f64> = (0..)
+            .map_while(|n| rate.due_at(clock.at(n)))
+            .map(|d| d.as_secs_f64())
+            .collect();
+        let n = dues.len() as f64;
+        assert!((n - 100_000.0).abs() < 4.0 * 316.0, "{n} arrivals");
+        let gaps: Vec<f64> = dues.windows(2).map(|w| w[1] - w[0]).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+        assert!((mean - 0.001).abs() < 0.00002, "mean gap {mean}");
+        assert!(
+            (var.sqrt() / mean - 1.0).abs() < 0.02,
+            "cv {}",
+            var.sqrt() / mean
+        );
+        let mut windows = vec![0f64; 1000];
+        for d in &dues {
+            windows[((d * 10.0) as usize).min(999)] += 1.0;
+        }
+        let wm = windows.iter().sum::<f64>() / 1000.0;
+        let wv = windows.iter().map(|c| (c - wm).powi(2)).sum::<f64>() / 999.0;
+        assert!((wv / wm - 1.0).abs() < 0.15, "dispersion {}", wv / wm);
+        // The same seed gives the same schedule; another seed another.
+        let mut again = Arrivals::Poisson { seed: 9 }.clock();
+        let mut other = Arrivals::Poisson { seed: 10 }.clock();
+        assert_eq!(again.at(500), clock_at(9, 500));
+        assert_ne!(other.at(500), clock_at(9, 500));
+        // Even: the old schedule, exactly.
+        let mut even = Arrivals::Even.clock();
+        assert_eq!(rate.due_at(even.at(1234)), rate.due(1234));
+    }
+
+    fn clock_at(seed: u64, n: u64) -> f64 {
+        Arrivals::Poisson { seed }.clock().at(n)
     }
 }

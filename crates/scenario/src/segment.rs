@@ -238,6 +238,7 @@ mod tests {
             pacing: Duration::ZERO,
             think_time: Duration::ZERO,
             connections: None,
+            arrivals: Default::default(),
         };
         assert!(Segment::new(3, 3).is_err());
         assert!(Segment::new(2, 3).unwrap().check(&closed).is_ok());
@@ -254,6 +255,7 @@ mod tests {
             pacing: Duration::ZERO,
             think_time: Duration::ZERO,
             connections: None,
+            arrivals: Default::default(),
         };
         assert!(
             Segment::new(1, 3)

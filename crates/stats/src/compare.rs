@@ -206,6 +206,20 @@ impl RunSample {
         }
     }
 
+    /// Every figure of the run with its standard error from the within-run bootstrap
+    /// (NaN with fewer than [`MIN_INTERVALS`] intervals): `(key, value, standard error)`,
+    /// in table order. What a single measurement of a figure could be off by, e.g. how
+    /// near a capacity probe's p99 is to an SLO's limit.
+    pub fn noise(&self) -> Vec<(&'static str, f64, f64)> {
+        let figures = self.figures();
+        let errors = self.standard_errors(0x5eed_0003);
+        METRICS
+            .iter()
+            .zip(errors)
+            .map(|(m, se)| (m.key, m.of(&figures), se))
+            .collect()
+    }
+
     /// Standard error of every metric, by moving-block bootstrap over intervals.
     fn standard_errors(&self, seed: u64) -> Vec<f64> {
         let n = self.series.intervals.len();

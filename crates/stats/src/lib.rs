@@ -11,8 +11,10 @@ pub mod latency;
 pub mod metric;
 pub mod percentile;
 pub mod sample;
+pub mod search;
 pub mod series;
 pub mod suite;
+pub mod usl;
 
 pub use latencies::Latencies;
 pub use latency::{CompactHistogram, LatencySummary, new_histogram};

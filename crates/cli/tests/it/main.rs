@@ -1,5 +1,6 @@
 //! Integration tests of the `volley` binary against servers the tests start on 127.0.0.1.
 
+mod capacity;
 mod ci;
 mod convert;
 mod demo;

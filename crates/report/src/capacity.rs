@@ -1,0 +1,928 @@
+//! The answer of `volley capacity`: the highest load that meets the SLO, the bracket it was
+//! found in, what limits it, and whether it meets the target — as capacity.json, a terminal
+//! table, Markdown, a page and charts, all drawn from one [`Capacity`].
+//!
+//! Each probe is a run directory of the capacity group; [`judge`] reads a probe's report
+//! against the SLO (with the noise of its own figures, so a probe near the limit is known to
+//! be near), and [`limit_of`] names the resource the server metrics show running out.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use volley_formats::Source;
+use volley_scenario::Threshold;
+use volley_scenario::threshold::{Metric, Op, Stat};
+use volley_stats::compare::NOISE_Z;
+use volley_stats::search::Outcome;
+use volley_stats::usl::Usl;
+
+use crate::chartset::{Chart, Line, Unit, XAxis};
+use crate::error::{ReportError, Result};
+use crate::model::{ReportOptions, RunReport};
+
+/// capacity.json's name.
+pub const CAPACITY_JSON: &str = "capacity.json";
+
+/// The smallest band around an SLO limit inside which a probe counts as near it, in % of
+/// the limit (the bootstrap's noise may say less on a quiet run).
+pub const NEAR_FLOOR_PCT: f64 = 5.0;
+/// The band when the probe has too few intervals for a noise estimate, in % of the limit.
+pub const NEAR_UNKNOWN_PCT: f64 = 10.0;
+
+/// What the search varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadKind {
+    /// Arrivals per second (open model).
+    Rate,
+    /// Virtual users (closed model).
+    Vus,
+}
+
+impl LoadKind {
+    /// The unit after a load.
+    pub fn unit(self) -> &'static str {
+        match self {
+            LoadKind::Rate => "req/s",
+            LoadKind::Vus => "VUs",
+        }
+    }
+
+    /// A load with its unit: `1,480 req/s`, `40 VUs`.
+    pub fn show(self, load: f64) -> String {
+        format!("{} {}", number(load), self.unit())
+    }
+}
+
+/// `1480.4` as `1,480`; below 100 with one decimal where it has one.
+pub fn number(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    if v.abs() < 100.0 && v.fract().abs() > 1e-9 {
+        return format!("{v:.1}");
+    }
+    let n = v.round().abs() as u64;
+    let s = volley_formats::numfmt::group_thousands(n);
+    if v < 0.0 { format!("-{s}") } else { s }
+}
+
+/// One probe, as the table and capacity.json list it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    /// The load offered (arrivals per second, or VUs).
+    pub offered: f64,
+    /// Requests per second achieved while measured.
+    pub achieved_tps: f64,
+    /// TTFB percentiles while measured, ms (NaN: no successful request).
+    pub ttfb_p50_ms: Option<f64>,
+    pub ttfb_p99_ms: Option<f64>,
+    /// Failed requests, % of all.
+    pub error_rate_pct: f64,
+    /// Requests in flight on average (Little's law: achieved TPS × mean TTFB).
+    pub concurrency: f64,
+    /// `pass`, `fail`, `uncertain` or `generator-limited`.
+    pub verdict: Outcome,
+    /// `step`, `bisect`, `confirm` (a repeat of the load before it).
+    pub role: String,
+    /// Why the probe was stopped before its end, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<String>,
+    /// The SLO figures against their limits, and how near the noise says they are.
+    pub judged: String,
+    /// What the server metrics showed running out, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Its run directory, relative to the capacity directory.
+    pub dir: String,
+}
+
+/// The target from real traffic, and whether the capacity meets it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetVerdict {
+    /// Requests per second the traffic asks for (peak factor applied).
+    pub target_rps: f64,
+    /// As given: `220.69/s`, `19080000/day × 1.5`.
+    pub given: String,
+    /// Whether the capacity (or a run's achieved TPS) is at least the target.
+    pub met: bool,
+    /// `(capacity − target) / target`, %.
+    pub headroom_pct: f64,
+}
+
+impl TargetVerdict {
+    /// The verdict on `have` requests per second against `target_rps`.
+    pub fn of(have: f64, target_rps: f64, given: &str) -> TargetVerdict {
+        TargetVerdict {
+            target_rps,
+            given: given.to_string(),
+            met: have.is_finite() && have >= target_rps,
+            headroom_pct: (have - target_rps) / target_rps * 100.0,
+        }
+    }
+
+    /// `≥ target 220.69 req/s (40 % headroom)` or `below target 220.69 req/s (−12 %)`.
+    pub fn describe(&self) -> String {
+        let t = trim_rate(self.target_rps);
+        if self.met {
+            format!("≥ target {t} req/s ({:.0} % headroom)", self.headroom_pct)
+        } else {
+            format!("below target {t} req/s ({:.0} %)", self.headroom_pct)
+        }
+    }
+}
+
+/// A rate as given, up to two decimals: `220.69`, `1,480`.
+fn trim_rate(v: f64) -> String {
+    if v.fract().abs() < 1e-9 {
+        number(v)
+    } else {
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// The result of a capacity search: capacity.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Capacity {
+    /// Layout version.
+    pub schema: u32,
+    /// Always `capacity`.
+    pub kind: String,
+    /// The runs' name.
+    pub name: String,
+    /// The SLO, as written.
+    pub slo: Vec<String>,
+    /// What was varied.
+    pub load: LoadKind,
+    /// Open model: how arrivals were spaced (`even`, `poisson (seed 1)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<String>,
+    /// `found`, `generator_limited`, `slo_met_at_max`, `slo_broken_at_start`, `uncertain`,
+    /// `probe_limit` or `interrupted`.
+    pub status: String,
+    /// The capacity: the highest load that met the SLO (`null` when none did).
+    pub capacity_rps: Option<f64>,
+    /// The same for a search over virtual users.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_vus: Option<f64>,
+    /// Requests per second achieved at the capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_tps: Option<f64>,
+    /// The highest load that passed, and the lowest that did not.
+    pub last_pass: Option<f64>,
+    pub first_fail: Option<f64>,
+    /// The precision asked for, %.
+    pub precision_pct: f64,
+    /// The resource that ran out (`DB pool`, `worker threads`, `server CPU`), from the
+    /// server metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<String>,
+    /// Where it started to: `pending > 0 from 1,200 req/s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_detail: Option<String>,
+    /// The target from traffic, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<TargetVerdict>,
+    /// The scalability law fitted to the probes (concurrency by Little's law), when it fits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usl: Option<Usl>,
+    /// Every probe in the order run.
+    pub probes: Vec<Probe>,
+    /// How the search was run, and what to know to read it.
+    pub notes: Vec<String>,
+    /// Wall time of the whole search, s.
+    pub elapsed_s: f64,
+}
+
+impl Capacity {
+    /// The one line that answers the question.
+    pub fn headline(&self) -> String {
+        let slo = self.slo.join(", ");
+        let k = self.load;
+        let bracket = match (self.last_pass, self.first_fail) {
+            (Some(p), Some(f)) => format!(" ({} passed, {} failed)", number(p), number(f)),
+            (Some(p), None) => format!(" ({} passed)", number(p)),
+            _ => String::new(),
+        };
+        let mut line = match self.status.as_str() {
+            "found" | "probe_limit" | "interrupted" | "uncertain" => match self.last_pass {
+                Some(p) => format!("Capacity under SLO ({slo}): {}{bracket}", k.show(p)),
+                None => format!("Capacity under SLO ({slo}): not found{bracket}"),
+            },
+            "slo_met_at_max" => format!(
+                "Capacity under SLO ({slo}): ≥ {} — the SLO held at the highest load allowed; raise the range's top",
+                k.show(self.last_pass.unwrap_or(f64::NAN))
+            ),
+            "slo_broken_at_start" => format!(
+                "Capacity under SLO ({slo}): below {} — the SLO broke at the lowest load; start lower",
+                k.show(self.first_fail.unwrap_or(f64::NAN))
+            ),
+            "generator_limited" => match self.last_pass {
+                Some(p) => format!(
+                    "Capacity under SLO ({slo}): ≥ {}; volley could not drive more from here — split the load (--segment, volley k8s manifest)",
+                    k.show(p)
+                ),
+                None => format!(
+                    "Capacity under SLO ({slo}): unknown; volley could not drive even the first load from here — split the load (--segment, volley k8s manifest)"
+                ),
+            },
+            other => format!("Capacity under SLO ({slo}): {other}"),
+        };
+        match self.status.as_str() {
+            "uncertain" => line.push_str(" · uncertain: probes near the limit flip-flopped"),
+            "probe_limit" => line.push_str(" · the probe budget ran out before the bracket closed"),
+            "interrupted" => line.push_str(" · stopped by the user: the bracket so far"),
+            _ => {}
+        }
+        if let Some(l) = &self.limited_by {
+            let _ = write!(line, " · limited by: {l}");
+            if let Some(d) = &self.limit_detail {
+                let _ = write!(line, " ({d})");
+            }
+        }
+        line
+    }
+
+    /// The target line, when a target was given.
+    pub fn target_line(&self) -> Option<String> {
+        let t = self.target.as_ref()?;
+        let have = match self.last_pass {
+            Some(p) if self.load == LoadKind::Rate => p,
+            _ => self.capacity_tps.unwrap_or(f64::NAN),
+        };
+        Some(format!(
+            "capacity {} req/s {}{}",
+            number(have),
+            t.describe(),
+            if self.status == "slo_met_at_max" {
+                " (a lower bound: the SLO held at the top of the range)"
+            } else {
+                ""
+            }
+        ))
+    }
+
+    /// Whether the result is a verdict a gate can pass: a target met, or no target and a
+    /// capacity found. Exit code 1 otherwise.
+    pub fn passed(&self) -> bool {
+        match &self.target {
+            Some(t) => t.met,
+            None => self.last_pass.is_some(),
+        }
+    }
+
+    fn probe_rows(&self) -> Vec<Vec<String>> {
+        let ms = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+        self.probes
+            .iter()
+            .map(|p| {
+                vec![
+                    number(p.offered),
+                    format!("{:.1}", p.achieved_tps),
+                    ms(p.ttfb_p50_ms),
+                    ms(p.ttfb_p99_ms),
+                    format!("{:.2}", p.error_rate_pct),
+                    p.verdict.name().to_string(),
+                    p.role.clone(),
+                    p.server.clone().unwrap_or_default(),
+                ]
+            })
+            .collect()
+    }
+
+    const HEADER: [&'static str; 8] = [
+        "offered",
+        "achieved TPS",
+        "TTFB p50 ms",
+        "TTFB p99 ms",
+        "errors %",
+        "verdict",
+        "probe",
+        "server",
+    ];
+
+    /// For the terminal.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", self.headline());
+        if let Some(t) = self.target_line() {
+            let _ = writeln!(out, "{t}");
+        }
+        let mut header = Self::HEADER;
+        header[0] = match self.load {
+            LoadKind::Rate => "offered req/s",
+            LoadKind::Vus => "VUs",
+        };
+        let _ = writeln!(out);
+        crate::render::columns(&mut out, &header, self.probe_rows());
+        for p in &self.probes {
+            if let Some(why) = &p.stopped_early {
+                let _ = writeln!(out, "  {}: stopped early: {why}", self.load.show(p.offered));
+            }
+        }
+        if let Some(u) = &self.usl {
+            let _ = writeln!(out, "\n{}", usl_line(u));
+        }
+        for n in &self.notes {
+            let _ = writeln!(out, "  · {n}");
+        }
+        out
+    }
+
+    /// For report.md / capacity.md.
+    pub fn markdown(&self, charts: &[(&str, &str)]) -> String {
+        let mut out = format!(
+            "# Capacity: {}\n\n**{}**\n\n",
+            crate::md_text(&self.name),
+            crate::md_text(&self.headline())
+        );
+        if let Some(t) = self.target_line() {
+            let _ = writeln!(out, "**{}**\n", crate::md_text(&t));
+        }
+        let mut header = Self::HEADER.map(String::from);
+        header[0] = format!("offered ({})", self.load.unit());
+        let _ = writeln!(out, "| {} |", header.join(" | "));
+        let _ = writeln!(out, "|{}", "---:|".repeat(header.len()));
+        for row in self.probe_rows() {
+            let cells: Vec<String> = row.iter().map(|c| crate::md_text(c)).collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+        let _ = writeln!(out);
+        for p in &self.probes {
+            let _ = writeln!(
+                out,
+                "- {} ({}): {}{}",
+                self.load.show(p.offered),
+                p.role,
+                crate::md_text(&p.judged),
+                p.stopped_early
+                    .as_ref()
+                    .map(|w| format!("; stopped early: {}", crate::md_text(w)))
+                    .unwrap_or_default()
+            );
+        }
+        if let Some(u) = &self.usl {
+            let _ = writeln!(out, "\n{}", crate::md_text(&usl_line(u)));
+        }
+        for (name, path) in charts {
+            let _ = writeln!(out, "\n![{name}]({path})");
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(out, "\n## Notes\n");
+            for n in &self.notes {
+                let _ = writeln!(out, "- {}", crate::md_text(n));
+            }
+        }
+        out
+    }
+
+    /// capacity.json.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("capacity serializes")
+    }
+
+    /// Reads `dir/capacity.json`.
+    pub fn read(dir: &Path) -> Result<Capacity> {
+        let p = dir.join(CAPACITY_JSON);
+        let text = std::fs::read_to_string(&p).map_err(|e| ReportError::io(&p, e))?;
+        let c: Capacity = serde_json::from_str(&text).map_err(|e| ReportError::Input {
+            path: p.clone(),
+            message: format!("not a capacity result: {e}"),
+        })?;
+        if c.kind != "capacity" {
+            return Err(ReportError::Input {
+                path: p,
+                message: format!("`kind` is `{}`; a capacity result says `capacity`", c.kind),
+            });
+        }
+        Ok(c)
+    }
+
+    /// The charts: latency against offered load with the SLO's latency limits (the hockey
+    /// stick), and achieved against offered throughput.
+    pub fn charts(&self) -> Vec<Chart> {
+        let mut probes: Vec<&Probe> = self.probes.iter().collect();
+        probes.sort_by(|a, b| a.offered.total_cmp(&b.offered));
+        let x: Vec<f64> = probes.iter().map(|p| p.offered).collect();
+        let max = x.iter().copied().fold(0.0, f64::max) * 1.05;
+        let x_axis = XAxis::Load {
+            max: max.max(1.0),
+            label: match self.load {
+                LoadKind::Rate => "offered load (req/s)",
+                LoadKind::Vus => "virtual users",
+            },
+        };
+        let mut latency = vec![
+            Line::new("TTFB p50", probes.iter().map(|p| p.ttfb_p50_ms)),
+            Line::new("TTFB p99", probes.iter().map(|p| p.ttfb_p99_ms)),
+        ];
+        for s in &self.slo {
+            if let Ok(t) = volley_scenario::parse_threshold(s)
+                && matches!(t.metric, Metric::Ttfb | Metric::Total | Metric::Mttfb)
+            {
+                latency.push(Line::new(
+                    &format!("SLO: {s}"),
+                    probes.iter().map(|_| Some(t.limit)),
+                ));
+            }
+        }
+        let mut throughput = vec![Line::new(
+            "achieved TPS",
+            probes.iter().map(|p| Some(p.achieved_tps)),
+        )];
+        if self.load == LoadKind::Rate {
+            throughput.push(Line::new("offered", probes.iter().map(|p| Some(p.offered))));
+        }
+        vec![
+            Chart {
+                name: "capacity_latency",
+                title: "Latency against offered load".into(),
+                x_axis,
+                y: Unit::Ms,
+                y2: None,
+                image: true,
+                x: x.clone(),
+                lines: latency,
+            },
+            Chart {
+                name: "capacity_throughput",
+                title: "Achieved against offered throughput".into(),
+                x_axis,
+                y: Unit::Tps,
+                y2: None,
+                image: true,
+                x,
+                lines: throughput,
+            },
+        ]
+    }
+
+    /// The charts drawn into `dir` (SVG and PNG).
+    pub fn draw(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let mut files = Vec::new();
+        for c in self.charts() {
+            files.extend(crate::charts::save_chart(dir, &c)?);
+        }
+        Ok(files)
+    }
+
+    /// A page of its own: the answer first, then the probes and the charts (inlined SVG).
+    pub fn html(&self, svgs: &[String]) -> String {
+        let esc = crate::html::escape;
+        let mut out = String::from(
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>volley capacity</title><style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child{text-align:left}.answer{font-size:1.4em;font-weight:bold;margin:1em 0}.fail{color:#b00}.pass{color:#070}</style></head><body>",
+        );
+        let _ = write!(out, "<h1>Capacity: {}</h1>", esc(&self.name));
+        let class = if self.passed() { "pass" } else { "fail" };
+        let _ = write!(
+            out,
+            "<p class=\"answer {class}\" id=\"answer\">{}</p>",
+            esc(&self.headline())
+        );
+        if let Some(t) = self.target_line() {
+            let _ = write!(
+                out,
+                "<p class=\"answer {class}\" id=\"target\">{}</p>",
+                esc(&t)
+            );
+        }
+        out.push_str("<table id=\"probes\"><tr>");
+        let mut header = Self::HEADER.map(String::from);
+        header[0] = format!("offered ({})", self.load.unit());
+        for h in &header {
+            let _ = write!(out, "<th>{}</th>", esc(h));
+        }
+        out.push_str("</tr>");
+        for row in self.probe_rows() {
+            out.push_str("<tr>");
+            for c in row {
+                let _ = write!(out, "<td>{}</td>", esc(&c));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</table><ul>");
+        for p in &self.probes {
+            let _ = write!(
+                out,
+                "<li>{} ({}): {}{}</li>",
+                esc(&self.load.show(p.offered)),
+                esc(&p.role),
+                esc(&p.judged),
+                p.stopped_early
+                    .as_ref()
+                    .map(|w| format!("; stopped early: {}", esc(w)))
+                    .unwrap_or_default()
+            );
+        }
+        out.push_str("</ul>");
+        if let Some(u) = &self.usl {
+            let _ = write!(out, "<p>{}</p>", esc(&usl_line(u)));
+        }
+        for svg in svgs {
+            // Plotters' own SVG: drawn here from our figures, no user text but the names.
+            out.push_str("<figure>");
+            out.push_str(svg);
+            out.push_str("</figure>");
+        }
+        if !self.notes.is_empty() {
+            out.push_str("<h2>Notes</h2><ul>");
+            for n in &self.notes {
+                let _ = write!(out, "<li>{}</li>", esc(n));
+            }
+            out.push_str("</ul>");
+        }
+        out.push_str("</body></html>\n");
+        out
+    }
+}
+
+/// The scalability law in one line.
+pub fn usl_line(u: &Usl) -> String {
+    let peak = match (u.peak_concurrency, u.peak_throughput) {
+        (Some(n), Some(x)) => format!(
+            "throughput peaks at {} req/s at a concurrency of {:.0}",
+            number(x),
+            n
+        ),
+        _ => format!(
+            "no coherency cost (κ = 0): throughput levels off towards {} req/s",
+            number(u.lambda / u.sigma.max(1e-12))
+        ),
+    };
+    format!(
+        "Scalability (USL, {} points, R² {:.3}): σ {:.5} (contention), κ {:.7} (coherency), λ {:.2}; {peak}.",
+        u.points, u.r2, u.sigma, u.kappa, u.lambda
+    )
+}
+
+/// How one probe's report reads against the SLO.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    /// Every SLO held.
+    pub passed: bool,
+    /// A figure is within its noise of its limit: worth a confirmation.
+    pub near: bool,
+    /// Why the generator's figures make the probe say nothing of the server.
+    pub generator: Option<String>,
+    /// `ttfb p99 212.3 ms vs < 250 ms (±9 %)`, one per SLO.
+    pub detail: String,
+}
+
+/// The compare-table key of the figure a threshold reads, when the bootstrap estimates it.
+fn noise_key(t: &Threshold) -> Option<String> {
+    match (t.metric, t.stat) {
+        (Metric::ErrorRate, _) => Some("error_rate_pct".into()),
+        (Metric::Ttfb, s) if s != Stat::Max && s != Stat::Mean && s != Stat::Avg => {
+            Some(format!("ttfb_{}_ms", s.name().replace('.', "_")))
+        }
+        (Metric::Tps | Metric::Mttfb, s) => {
+            volley_stats::metric::for_threshold(t.metric.name(), s.name())
+                .map(|m| m.key.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// Judges probe `report` (of `src`) against `slo`: each figure against its limit, how near it
+/// is by its own noise (the within-run bootstrap, [`NOISE_Z`] standard errors, at least
+/// [`NEAR_FLOOR_PCT`] of the limit), and whether the generator kept up.
+pub fn judge(src: &Source, report: &RunReport, slo: &[Threshold], opts: ReportOptions) -> Judged {
+    let noise = crate::compare::run_noise(src, opts);
+    let mut passed = true;
+    let mut near = false;
+    let mut parts = Vec::new();
+    for (t, r) in slo.iter().zip(&report.thresholds) {
+        passed &= r.passed;
+        let band = noise_key(t)
+            .and_then(|k| noise.iter().find(|(key, _, _)| *key == k))
+            .map(|(_, _, se)| *se)
+            .filter(|se| se.is_finite())
+            .map_or(t.limit.abs() * NEAR_UNKNOWN_PCT / 100.0, |se| {
+                (NOISE_Z * se).max(t.limit.abs() * NEAR_FLOOR_PCT / 100.0)
+            });
+        let close = r.actual.is_finite() && (r.actual - t.limit).abs() <= band;
+        near |= close;
+        let op = match t.op {
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+        };
+        parts.push(format!(
+            "{} {} vs {op} {} (±{}){}",
+            t.expr.split(['<', '>']).next().unwrap_or(&t.expr).trim(),
+            fmt(r.actual),
+            fmt(t.limit),
+            fmt(band),
+            if close { " near" } else { "" }
+        ));
+    }
+    // The generator's own lag is the delay from each arrival's due time to its dispatch; it
+    // is part of every latency measured from the due time. It makes the probe say nothing of
+    // the server when it is a real share of what was measured (a quarter of the latency the
+    // SLO reads, and 10 ms at least); a millisecond of lag under a 2 s p99 is the server's.
+    let latency = slo
+        .iter()
+        .zip(&report.thresholds)
+        .filter(|(t, _)| {
+            matches!(
+                t.metric,
+                Metric::Ttfb | Metric::Total | Metric::Mttfb | Metric::Iteration
+            )
+        })
+        .map(|(_, r)| r.actual)
+        .filter(|v| v.is_finite())
+        .fold(f64::NAN, f64::max);
+    let latency = if latency.is_finite() {
+        latency
+    } else {
+        report
+            .per_request
+            .ttfb_ms
+            .as_ref()
+            .map_or(0.0, |t| t.p99_ms)
+    };
+    let generator = report.generator.as_ref().and_then(|g| {
+        let measured = (report.measured_s / report.interval_s.max(1e-9)).round().max(1.0) as usize;
+        let lag = g.sched_lag_ms.as_ref().map_or(g.sched_lag_max_ms, |l| l.p99_ms);
+        if lag >= LAG_FLOOR_MS && lag >= LAG_SHARE * latency {
+            Some(format!(
+                "volley's own dispatch lag (p99 {lag:.1} ms) is a real share of the latency it measured ({latency:.1} ms)"
+            ))
+        } else if g.saturated_intervals * 2 >= measured {
+            Some(format!(
+                "volley used more than 90 % of its CPU in {} of {measured} intervals",
+                g.saturated_intervals
+            ))
+        } else if (g.late > 0 || g.dropped > 0) && passed {
+            Some(format!(
+                "{} arrivals waited for a free VU and {} were dropped while the server met the SLO: raise --max-vus",
+                g.late, g.dropped
+            ))
+        } else {
+            None
+        }
+    });
+    Judged {
+        passed,
+        near,
+        generator,
+        detail: parts.join("; "),
+    }
+}
+
+fn fmt(v: f64) -> String {
+    if !v.is_finite() {
+        "n/a".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The generator's dispatch lag (p99) that can make a probe generator-limited, ms.
+pub const LAG_FLOOR_MS: f64 = 10.0;
+/// ... when it is at least this share of the latency the SLO reads.
+pub const LAG_SHARE: f64 = 0.25;
+
+/// What a probe's server metrics show running out: `(resource, finding)`.
+pub fn server_limit(report: &RunReport) -> Option<ServerLimit> {
+    let find = |prefix: &str| report.server.iter().find(|p| p.series.starts_with(prefix));
+    if let Some(p) = find("hikaricp_connections_pending").filter(|p| p.peak > 0.0) {
+        return Some(("DB pool", format!("pool pending peaked at {:.0}", p.peak)));
+    }
+    let max_threads = report
+        .server
+        .iter()
+        .find(|p| p.series.starts_with("tomcat_threads_config_max_threads"))
+        .map(|p| p.peak);
+    if let (Some(busy), Some(max)) = (find("tomcat_threads_busy_threads"), max_threads)
+        && max > 0.0
+        && busy.peak >= max
+    {
+        return Some(("worker threads", format!("all {max:.0} threads busy")));
+    }
+    if let Some(cpu) = find("process_cpu_usage").filter(|c| c.peak >= 0.8) {
+        return Some(("server CPU", format!("CPU at {:.0} %", cpu.peak * 100.0)));
+    }
+    None
+}
+
+/// A resource that ran out, and how it showed: `("DB pool", "pool pending peaked at 9")`.
+pub type ServerLimit = (&'static str, String);
+
+/// One probe as [`limit_of`] reads it: its load, how it came out, what ran out.
+pub type ProbeLimit = (f64, Outcome, Option<ServerLimit>);
+
+/// The resource that limits the capacity: the one running out at the first failing probe
+/// (else at the highest passing one), with the lowest load at which it first showed.
+pub fn limit_of(
+    probes: &[ProbeLimit],
+    kind: LoadKind,
+    first_fail: Option<f64>,
+) -> Option<(String, String)> {
+    let at = |load: f64| probes.iter().find(|(l, _, s)| *l == load && s.is_some());
+    let (_, _, hit) = first_fail.and_then(at).or_else(|| {
+        probes
+            .iter()
+            .filter(|(_, o, s)| *o == Outcome::Pass && s.is_some())
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    })?;
+    let (resource, _) = hit.as_ref()?;
+    let from = probes
+        .iter()
+        .filter(|(_, _, s)| s.as_ref().is_some_and(|(r, _)| r == resource))
+        .map(|(l, _, _)| *l)
+        .fold(f64::INFINITY, f64::min);
+    let what = match *resource {
+        "DB pool" => "pending > 0",
+        "worker threads" => "all threads busy",
+        _ => "CPU ≥ 80 %",
+    };
+    Some((
+        resource.to_string(),
+        format!("{what} from {}", kind.show(from)),
+    ))
+}
+
+/// Two capacity results side by side: the capacities, their brackets as the uncertainty,
+/// and 🟢/🔴 only when the brackets do not overlap.
+pub fn compare_table(a: &Capacity, b: &Capacity, labels: [&str; 2]) -> String {
+    let show = |c: &Capacity| {
+        let v = c.last_pass.map_or("n/a".into(), |p| c.load.show(p));
+        let bracket = match (c.last_pass, c.first_fail) {
+            (Some(p), Some(f)) => format!("[{}, {})", number(p), number(f)),
+            (Some(p), None) => format!("[{}, ∞)", number(p)),
+            (None, Some(f)) => format!("[0, {})", number(f)),
+            (None, None) => "unknown".into(),
+        };
+        (v, bracket)
+    };
+    let (va, ba) = show(a);
+    let (vb, bb) = show(b);
+    let change = match (a.last_pass, b.last_pass) {
+        (Some(x), Some(y)) if x > 0.0 => format!("{:+.1} %", (y - x) / x * 100.0),
+        _ => "n/a".into(),
+    };
+    let lo = |c: &Capacity| c.last_pass.unwrap_or(0.0);
+    let hi = |c: &Capacity| c.first_fail.unwrap_or(f64::INFINITY);
+    let mark = if a.load != b.load {
+        "⚪ (different load kinds)"
+    } else if lo(b) >= hi(a) {
+        "🟢"
+    } else if hi(b) <= lo(a) {
+        "🔴"
+    } else {
+        "⚪ (brackets overlap)"
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "Capacity: {} → {}", labels[0], labels[1]);
+    crate::render::columns(
+        &mut out,
+        &["", labels[0], labels[1], "change", ""],
+        vec![
+            vec!["capacity".into(), va, vb, change, mark.into()],
+            vec!["bracket".into(), ba, bb, String::new(), String::new()],
+            vec![
+                "status".into(),
+                a.status.clone(),
+                b.status.clone(),
+                String::new(),
+                String::new(),
+            ],
+            vec![
+                "limited by".into(),
+                a.limited_by.clone().unwrap_or_else(|| "-".into()),
+                b.limited_by.clone().unwrap_or_else(|| "-".into()),
+                String::new(),
+                String::new(),
+            ],
+        ],
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(offered: f64, verdict: Outcome) -> Probe {
+        Probe {
+            offered,
+            achieved_tps: offered,
+            ttfb_p50_ms: Some(2.0),
+            ttfb_p99_ms: Some(9.0),
+            error_rate_pct: 0.0,
+            concurrency: 1.0,
+            verdict,
+            role: "step".into(),
+            stopped_early: None,
+            judged: String::new(),
+            server: None,
+            dir: String::new(),
+        }
+    }
+
+    fn result(status: &str, pass: Option<f64>, fail: Option<f64>) -> Capacity {
+        Capacity {
+            schema: 1,
+            kind: "capacity".into(),
+            name: "demo".into(),
+            slo: vec!["ttfb p99 < 200ms".into(), "error_rate < 1%".into()],
+            load: LoadKind::Rate,
+            arrivals: Some("poisson (seed 1)".into()),
+            status: status.into(),
+            capacity_rps: pass,
+            capacity_vus: None,
+            capacity_tps: pass,
+            last_pass: pass,
+            first_fail: fail,
+            precision_pct: 5.0,
+            limited_by: Some("DB pool".into()),
+            limit_detail: Some("pending > 0 from 1,200 req/s".into()),
+            target: None,
+            usl: None,
+            probes: vec![probe(1450.0, Outcome::Pass), probe(1520.0, Outcome::Fail)],
+            notes: vec![],
+            elapsed_s: 1.0,
+        }
+    }
+
+    #[test]
+    fn the_headline_says_the_answer_its_bracket_and_its_limit() {
+        let c = result("found", Some(1450.0), Some(1520.0));
+        assert_eq!(
+            c.headline(),
+            "Capacity under SLO (ttfb p99 < 200ms, error_rate < 1%): 1,450 req/s (1,450 passed, 1,520 failed) · limited by: DB pool (pending > 0 from 1,200 req/s)"
+        );
+        let g = result("generator_limited", Some(4000.0), None);
+        assert!(
+            g.headline()
+                .contains("≥ 4,000 req/s; volley could not drive more"),
+            "{}",
+            g.headline()
+        );
+        let u = result("uncertain", Some(150.0), Some(155.0));
+        assert!(u.headline().contains("uncertain"));
+        // capacity.json reads back as written.
+        let back: Capacity = serde_json::from_str(&c.to_json()).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn a_target_is_met_or_not_with_its_headroom() {
+        let mut c = result("found", Some(310.0), Some(320.0));
+        c.target = Some(TargetVerdict::of(310.0, 220.69, "220.69/s"));
+        assert_eq!(
+            c.target_line().unwrap(),
+            "capacity 310 req/s ≥ target 220.69 req/s (40 % headroom)"
+        );
+        assert!(c.passed());
+        c.target = Some(TargetVerdict::of(200.0, 220.69, "220.69/s"));
+        assert!(!c.passed());
+        assert!(
+            c.target
+                .as_ref()
+                .unwrap()
+                .describe()
+                .starts_with("below target 220.69")
+        );
+    }
+
+    #[test]
+    fn capacities_compare_by_their_brackets() {
+        let a = result("found", Some(195.0), Some(205.0));
+        let b = result("found", Some(1960.0), Some(2050.0));
+        let t = compare_table(&a, &b, ["phase 1", "phase 2"]);
+        assert!(t.contains("🟢") && t.contains("+905.1 %"), "{t}");
+        let c = result("found", Some(200.0), Some(210.0));
+        assert!(compare_table(&a, &c, ["a", "c"]).contains("brackets overlap"));
+        assert!(compare_table(&b, &a, ["b", "a"]).contains("🔴"));
+    }
+
+    #[test]
+    fn the_limit_is_the_resource_at_the_first_failure() {
+        let probes = vec![
+            (100.0, Outcome::Pass, None),
+            (
+                150.0,
+                Outcome::Pass,
+                Some(("DB pool", "pending 1".to_string())),
+            ),
+            (
+                200.0,
+                Outcome::Fail,
+                Some(("DB pool", "pending 9".to_string())),
+            ),
+        ];
+        let (r, d) = limit_of(&probes, LoadKind::Rate, Some(200.0)).unwrap();
+        assert_eq!(
+            (r.as_str(), d.as_str()),
+            ("DB pool", "pending > 0 from 150 req/s")
+        );
+        assert_eq!(limit_of(&probes[..1], LoadKind::Rate, Some(100.0)), None);
+    }
+}

@@ -1,0 +1,147 @@
+//! The step-up as the seeds read it: one row per level of VUs the run held (`--stages
+//! "0s:5,15s:5,0s:10,15s:10"`), each with its TPS, MTTFB, TTFB percentiles, error rate and the
+//! server's peaks while it held.
+//!
+//! A level is two or more consecutive intervals (after the warm-up) at the same number of
+//! VUs; a run has levels when it held at least two of them.
+
+use serde::Serialize;
+use volley_formats::{HistKey, Source};
+use volley_stats::latency::{CompactHistogram, LatencySummary};
+
+use crate::model::{ReportOptions, warmup_seconds};
+
+/// One held level.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Level {
+    /// VUs held.
+    pub vusers: f64,
+    /// From and to, s from the start.
+    pub from_s: f64,
+    pub to_s: f64,
+    /// Mean of the intervals' TPS.
+    pub tps_avg: f64,
+    /// Mean of the intervals' MTTFB, ms.
+    pub mttfb_avg_ms: f64,
+    /// Per-request TTFB over the level, ms (`None` without histograms).
+    pub ttfb_p50_ms: Option<f64>,
+    pub ttfb_p99_ms: Option<f64>,
+    /// Failed requests, % of the level's.
+    pub error_rate_pct: f64,
+    /// The key server series at their peak within the level: `name peak`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub server: Vec<(String, f64)>,
+}
+
+/// Server series worth a column: queues and pools that run out.
+const LEVEL_SERIES: &[(&str, &str)] = &[
+    ("hikaricp_connections_pending", "pool pending"),
+    ("hikaricp_connections_active", "pool active"),
+    ("tomcat_threads_busy_threads", "busy threads"),
+    ("process_cpu_usage", "CPU"),
+];
+
+/// The levels `src` held, in order (empty when it held fewer than two).
+pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
+    let warmup = warmup_seconds(src, opts.warmup);
+    let rows = &src.series.intervals;
+    let hists = src.per_interval(HistKey::TTFB, 0.0);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < rows.len() {
+        if rows[i].start_s + 1e-9 < warmup {
+            i += 1;
+            continue;
+        }
+        let v = rows[i].vusers.round();
+        let mut j = i;
+        while j + 1 < rows.len() && rows[j + 1].vusers.round() == v {
+            j += 1;
+        }
+        if j > i && v > 0.0 {
+            let span = &rows[i..=j];
+            let n = span.len() as f64;
+            let tests: u64 = span.iter().map(|r| r.tests).sum();
+            let errors: u64 = span.iter().map(|r| r.errors).sum();
+            let ttfb = hists.as_ref().and_then(|h| {
+                LatencySummary::from_histogram(&CompactHistogram::merge_all(h.get(i..=j)?))
+            });
+            let (from_s, to_s) = (span[0].start_s, span[j - i].start_s + span[j - i].period_s);
+            let server = LEVEL_SERIES
+                .iter()
+                .filter_map(|(prefix, label)| {
+                    src.server
+                        .iter()
+                        .filter(|p| {
+                            p.series.starts_with(prefix)
+                                && p.elapsed_s > from_s + 1e-9
+                                && p.elapsed_s <= to_s + 1e-9
+                        })
+                        .map(|p| p.value)
+                        .reduce(f64::max)
+                        .map(|m| (label.to_string(), m))
+                })
+                .collect();
+            out.push(Level {
+                vusers: v,
+                from_s,
+                to_s,
+                tps_avg: span.iter().map(|r| r.tps).sum::<f64>() / n,
+                mttfb_avg_ms: span.iter().map(|r| r.mttfb_ms).sum::<f64>() / n,
+                ttfb_p50_ms: ttfb.as_ref().map(|t| t.p50_ms),
+                ttfb_p99_ms: ttfb.as_ref().map(|t| t.p99_ms),
+                error_rate_pct: if tests > 0 {
+                    errors as f64 / tests as f64 * 100.0
+                } else {
+                    0.0
+                },
+                server,
+            });
+        }
+        i = j + 1;
+    }
+    if out.len() < 2 {
+        out.clear();
+    }
+    out
+}
+
+/// The levels as table rows: VUs, TPS, MTTFB, TTFB p50, TTFB p99, errors %, server.
+pub fn rows(levels: &[Level]) -> Vec<Vec<String>> {
+    let ms = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+    levels
+        .iter()
+        .map(|l| {
+            vec![
+                format!("{:.0}", l.vusers),
+                format!("{:.1}", l.tps_avg),
+                format!("{:.2}", l.mttfb_avg_ms),
+                ms(l.ttfb_p50_ms),
+                ms(l.ttfb_p99_ms),
+                format!("{:.2}", l.error_rate_pct),
+                l.server
+                    .iter()
+                    .map(|(k, v)| {
+                        if k == "CPU" {
+                            format!("{k} {:.0} %", v * 100.0)
+                        } else {
+                            format!("{k} {v:.0}")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ]
+        })
+        .collect()
+}
+
+/// The header of [`rows`].
+pub const HEADER: [&str; 7] = [
+    "VUs",
+    "TPS",
+    "MTTFB ms",
+    "TTFB p50 ms",
+    "TTFB p99 ms",
+    "errors %",
+    "server peaks",
+];
