@@ -92,8 +92,8 @@ pub(crate) struct SweepArgs {
 #[derive(Debug, Args)]
 pub(crate) struct CapacityArgs {
     /// The service level to meet, in the threshold syntax (repeatable): "ttfb p99 < 200ms",
-    /// "error_rate < 1%".
-    #[arg(long = "slo", value_name = "THRESHOLD", required = true)]
+    /// "error_rate < 1%" [default: the scenario file's `slo:`].
+    #[arg(long = "slo", value_name = "THRESHOLD")]
     pub(crate) slo: Vec<String>,
     /// Open model: the arrival rates to search, START..MAX (e.g. 50..5000).
     #[arg(long, value_name = "START..MAX", conflicts_with = "users")]
@@ -178,6 +178,10 @@ pub(crate) struct DemoArgs {
     /// Where run directories and the comparison are written.
     #[arg(long, short = 'o', default_value = "runs/demo")]
     pub(crate) output: PathBuf,
+    /// Also search the capacity of the Original and of Phase 2 under one SLO (ttfb p99 <
+    /// 250ms, error_rate < 1%) and compare the two (a few minutes more).
+    #[arg(long)]
+    pub(crate) capacity: bool,
 }
 
 #[derive(Debug, Subcommand)]

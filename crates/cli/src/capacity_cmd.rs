@@ -129,6 +129,8 @@ struct Plan {
     confirm: u64,
     recovery: Duration,
     slo: Vec<Threshold>,
+    /// The SLO is the scenario file's `slo:`, which a run of the file judges already.
+    slo_in_file: bool,
     target: Option<(f64, String)>,
 }
 
@@ -205,11 +207,24 @@ fn plan(a: &CapacityArgs) -> Result<Plan> {
             a.factor
         );
     }
-    let slo = a
+    let mut slo = a
         .slo
         .iter()
         .map(|s| volley_scenario::parse_threshold(s).map_err(|e| anyhow::anyhow!("--slo {s}: {e}")))
         .collect::<Result<Vec<_>>>()?;
+    // Without --slo, the scenario file's `slo:` (which every probe, as a run of the file,
+    // judges as thresholds already).
+    let slo_in_file = slo.is_empty();
+    if slo_in_file {
+        if let Some(path) = &r.scenario {
+            slo = crate::resolve::load_scenario(path)?.slo;
+        }
+        if slo.is_empty() {
+            bail!(
+                "give the service level to meet: --slo \"ttfb p99 < 200ms\" --slo \"error_rate < 1%\" (or `slo:` in the scenario file)"
+            );
+        }
+    }
     if let Some(t) = slo
         .iter()
         .find(|t| t.population.is_some() || t.step.is_some())
@@ -248,6 +263,7 @@ fn plan(a: &CapacityArgs) -> Result<Plan> {
             Duration::from_secs(3600),
         )?,
         slo,
+        slo_in_file,
         target: crate::resolve::target_rate(r)?,
     })
 }
@@ -268,7 +284,11 @@ fn probe_args(
         LoadKind::Vus => spec.vus = Some(load as u64),
     }
     a.warmup = Some(format!("{}ms", warmup.as_millis()));
-    a.thresholds = plan.slo.iter().map(|t| t.expr.clone()).collect();
+    a.thresholds = if plan.slo_in_file {
+        Vec::new()
+    } else {
+        plan.slo.iter().map(|t| t.expr.clone()).collect()
+    };
     a.target = None;
     a.peak_factor = None;
     a.progress = ProgressMode::None;
@@ -447,6 +467,12 @@ fn run_probe(
 }
 
 pub(crate) fn capacity(a: CapacityArgs) -> Result<ExitCode> {
+    let (_, _, code) = search(a)?;
+    Ok(code)
+}
+
+/// Runs the search: its directory, its result, and the exit code it earns.
+pub(crate) fn search(a: CapacityArgs) -> Result<(PathBuf, Capacity, ExitCode)> {
     let plan = plan(&a)?;
     // The first probe's flags, resolved: every flag error before any load, and the name.
     let first = crate::resolve::resolve(
@@ -581,6 +607,7 @@ pub(crate) fn capacity(a: CapacityArgs) -> Result<ExitCode> {
         if outcome != Outcome::Pass
             && outcome != Outcome::GeneratorLimited
             && search.status() == Status::Searching
+            && search.last_pass().is_some()
             && !plan.recovery.is_zero()
         {
             let took = recover(&a.run, &plan, &dir)?;
@@ -636,11 +663,12 @@ pub(crate) fn capacity(a: CapacityArgs) -> Result<ExitCode> {
             Status::GeneratorLimited | Status::SloBrokenAtStart | Status::Interrupted
         )
         || result.target.as_ref().is_some_and(|t| t.met);
-    Ok(if ok {
+    let code = if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    };
+    Ok((dir, result, code))
 }
 
 fn print_probe(plan: &Plan, p: &Probe) {

@@ -93,6 +93,9 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
         runs.push(dir?);
     }
     compare(&runs, &phases, &a.output)?;
+    if a.capacity {
+        capacities(&rt, &[&phases[0], &phases[2]], &a.output, a.quick)?;
+    }
     let flow = scenario_run(&rt, &phases[phases.len() - 1].knobs, &a.output, a.quick)?;
     eprintln!(
         "volley: the pair-room flow is in {}; write your own flows like {}",
@@ -281,4 +284,68 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The capacity of each phase under one SLO, searched as the `volley capacity` command it
+/// prints would search it, then the two compared: the answer the tuning was for.
+fn capacities(
+    rt: &tokio::runtime::Runtime,
+    phases: &[&Phase],
+    out: &Path,
+    quick: bool,
+) -> Result<()> {
+    let mut results = Vec::new();
+    for phase in phases {
+        eprintln!("\n== Capacity of {} — {} ==", phase.label, phase.change);
+        let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, &phase.knobs))?;
+        let base = format!("http://{}", target.addr);
+        let dir = out.join(format!(
+            "capacity-{}",
+            phase.label.to_lowercase().replace(' ', "-")
+        ));
+        let flags: Vec<String> = [
+            "--url",
+            &format!("{base}/rooms"),
+            "--rates",
+            "50..20000",
+            "--slo",
+            "ttfb p99 < 250ms",
+            "--slo",
+            "error_rate < 1%",
+            "--probe",
+            if quick { "2s" } else { "5s" },
+            "--warmup",
+            if quick { "1s" } else { "2s" },
+            "--precision",
+            if quick { "20%" } else { "5%" },
+            "--server-metrics",
+            &format!("{base}/metrics"),
+            "-o",
+            &dir.to_string_lossy(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        eprintln!("$ volley capacity {}", flags.join(" "));
+        let argv = ["volley".to_string(), "capacity".to_string()]
+            .into_iter()
+            .chain(flags);
+        let crate::args::Command::Capacity(args) = crate::args::Cli::try_parse_from(argv)?.command
+        else {
+            unreachable!("the command is capacity");
+        };
+        let searched = crate::capacity_cmd::search(*args);
+        rt.block_on(target.stop())?;
+        let (_, result, _) = searched?;
+        results.push(result);
+    }
+    println!(
+        "\n{}",
+        volley_report::capacity::compare_table(
+            &results[0],
+            &results[1],
+            [phases[0].label, phases[1].label]
+        )
+    );
+    Ok(())
 }

@@ -198,6 +198,8 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
             };
             sc.for_segment(segment)?;
             let mut settings = flags.clone().merge(&sc.settings);
+            // A run judges the file's service level (`slo:`) as thresholds.
+            settings.thresholds.extend(sc.slo.iter().cloned());
             settings.name = settings.name.or_else(|| {
                 sc.file
                     .file_stem()

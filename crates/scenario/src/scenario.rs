@@ -43,6 +43,8 @@ pub struct Scenario {
     /// own: its settings are the run's (target, name, warm-up, the total's thresholds) and
     /// its `step_info` lists every population's steps, qualified (`readers/read messages`).
     pub populations: Vec<Population>,
+    /// The file's `slo:`: the service level `volley capacity` searches under.
+    pub slo: Vec<crate::Threshold>,
 }
 
 /// One named scenario of a file's `scenarios:`: a population of users with its own load,

@@ -313,6 +313,7 @@ impl Compiler {
             self.error(raw.at, format!("the scenario has {} steps; a scenario is limited to {MAX_STEPS} — use `repeat` and groups instead of copies", self.steps.len()));
         }
         let thresholds = self.thresholds(&raw.thresholds);
+        let slo = self.thresholds(&raw.slo);
         let mut env_values = Vec::new();
         for name in std::mem::take(&mut self.env_names) {
             match env(&name) {
@@ -345,6 +346,7 @@ impl Compiler {
             env: env_values,
             masks: Default::default(),
             populations: Vec::new(),
+            slo,
         }
     }
 
@@ -369,6 +371,7 @@ impl Compiler {
             r.warmup = None;
             r.steps = p.steps.clone();
             r.thresholds = p.thresholds.clone();
+            r.slo = Vec::new();
             r.headers.extend(p.headers.clone());
             r.variables.extend(p.variables.clone());
             if p.timeout.is_some() {

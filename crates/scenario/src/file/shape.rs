@@ -21,6 +21,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "variables",
     "data",
     "thresholds",
+    "slo",
     "steps",
     "scenarios",
 ];
@@ -96,6 +97,9 @@ pub(super) struct RawScenario {
     pub variables: BTreeMap<String, S<String>>,
     pub data: BTreeMap<String, S<RawData>>,
     pub thresholds: Vec<S<RawThreshold>>,
+    /// `slo:`: the service level `volley capacity` searches under (a run judges it as
+    /// thresholds), in the same syntax.
+    pub slo: Vec<S<RawThreshold>>,
     pub steps: Option<S<Vec<RawStep>>>,
     /// `scenarios:`: populations run side by side, each with its own load and flow.
     pub populations: Vec<RawPopulation>,
@@ -509,6 +513,10 @@ impl Shape {
             data: f.section("data").map(|n| self.data(n)).unwrap_or_default(),
             thresholds: f
                 .section("thresholds")
+                .map(|n| self.thresholds(n))
+                .unwrap_or_default(),
+            slo: f
+                .section("slo")
                 .map(|n| self.thresholds(n))
                 .unwrap_or_default(),
             steps,

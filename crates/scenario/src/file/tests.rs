@@ -1214,3 +1214,18 @@ fn grpc_steps_load_their_proto_and_check_the_message() {
     };
     assert!(g.schema.get().is_none() && g.protos.is_empty());
 }
+
+#[test]
+fn a_files_slo_is_read_like_its_thresholds() {
+    let s = parse(
+        "target: http://x\nslo:\n  - ttfb p99 < 250ms\n  - error_rate < 1%\nsteps:\n  - request: GET /\n",
+    )
+    .unwrap();
+    let exprs: Vec<&str> = s.slo.iter().map(|t| t.expr.as_str()).collect();
+    assert_eq!(exprs, ["ttfb p99 < 250ms", "error_rate < 1%"]);
+    assert!(s.settings.thresholds.is_empty(), "the SLO is kept apart");
+    let e = parse("target: http://x\nslo:\n  - latency p99 < 5ms\nsteps:\n  - request: GET /\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("latency"), "{e}");
+}
