@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `volley capacity` against the demo target, whose limit is known: `GET /rooms` holds one of
 # `--db-pool` connections for `--db-rtt`, so its saturation throughput X is measured by a
-# closed run with many VUs (50 VUs, 12 s, the first 3 s left out) and P/R bounds it.
+# closed run with many VUs (50 VUs, 12 s, the first 3 s left out; the median of its intervals'
+# TPS) and P/R bounds it.
 #
 # For each (pool, rtt) setting: X, then a capacity search under
 # `ttfb p99 < 250ms, error_rate < 1%` (--rates 50..4000, 5 s probes after a 2 s warm-up,
@@ -31,7 +32,7 @@ K6=$(command -v k6 || true)
 [ -z "$K6" ] && [ -x "${BENCH_WORK:-/tmp/volley-bench}/tools/bin/k6" ] && K6=${BENCH_WORK:-/tmp/volley-bench}/tools/bin/k6
 
 server_pid=
-stop_server() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null; server_pid=; }
+stop_server() { if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi; server_pid=; }
 trap stop_server EXIT
 start_server() { # pool rtt_ms
   stop_server
@@ -52,7 +53,9 @@ for s in $SETTINGS; do
   start_server "$pool" "$rtt"
   "$VOLLEY" run --url "http://127.0.0.1:$PORT/rooms" --vus 50 --duration 12s --warmup 3s \
     --progress none -o "$work/x-$pool-$rtt" >/dev/null 2>"$work/x-$pool-$rtt.log"
-  x=$(json "$(ls -d "$work/x-$pool-$rtt"/*/ | head -1)report.json" "round(d['seed_suite']['tps_avg'],1)")
+  # The median of the intervals' TPS: the run's last interval is partial and also holds what
+  # finished in the grace period, which swings a mean by tens of percent.
+  x=$(json "$(ls -d "$work/x-$pool-$rtt"/*/ | head -1)report.json" "round(d['seed_suite']['tps_p50'],1)")
   n=1; [ $first = 1 ] && n=$REPEAT
   for i in $(seq "$n"); do
     out="$work/cap-$pool-$rtt-$i"

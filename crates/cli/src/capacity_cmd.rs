@@ -427,13 +427,22 @@ fn run_probe(
     let opts = ReportOptions::default();
     let judged = capacity::judge(&source, &report, &plan.slo, opts);
     let ttfb = report.per_request.ttfb_ms.as_ref();
-    // Successful requests over the measured time: a probe stopped early ends with a partial
-    // interval, whose per-second TPS would swing the mean of the intervals.
-    let s = &report.seed_suite;
-    let tps = if report.measured_s > 0.0 {
-        (s.total_tests.saturating_sub(s.errors)) as f64 / report.measured_s
-    } else {
-        0.0
+    // Successful requests per second over the probe's full intervals: a probe stopped early
+    // ends with a partial interval that also holds what finished in the grace period.
+    let tps = {
+        let series = source.series.after_warmup(report.warmup_s);
+        let nominal = series.nominal_interval_s();
+        let full: Vec<f64> = series
+            .intervals
+            .iter()
+            .filter(|r| r.period_s >= nominal * 0.99)
+            .map(|r| r.tps)
+            .collect();
+        if full.is_empty() {
+            report.seed_suite.tps_avg
+        } else {
+            full.iter().sum::<f64>() / full.len() as f64
+        }
     };
     let probe = Probe {
         offered: load,
@@ -445,6 +454,7 @@ fn run_probe(
         verdict: Outcome::Fail,
         role: role.to_string(),
         stopped_early: watch.stopped.clone(),
+        generator: None,
         judged: judged.detail.clone(),
         server: None,
         dir: recorded
@@ -462,6 +472,7 @@ fn run_probe(
         interrupted: recorded.status == RunStatus::Interrupted,
     };
     reading.probe.verdict = reading.outcome();
+    reading.probe.generator = reading.judged.generator.clone();
     reading.probe.server = reading.server.as_ref().map(|(r, d)| format!("{r}: {d}"));
     Ok(reading)
 }
@@ -554,12 +565,44 @@ pub(crate) fn search(a: CapacityArgs) -> Result<(PathBuf, Capacity, ExitCode)> {
         print_probe(&plan, &reading.probe);
         let mut outcome = reading.outcome();
         let interrupted = reading.interrupted;
-        let near = reading.judged.near;
+        let mut near = reading.judged.near;
         limits.push((load, outcome, reading.server.clone()));
         probes.push(reading.probe);
         if interrupted {
             search.interrupt();
             break;
+        }
+        // A probe the generator could not drive runs once more: a stall of a shared machine
+        // passes, a load volley cannot offer from here does not.
+        if outcome == Outcome::GeneratorLimited {
+            n += 1;
+            let label = format!("p{n:02}-{}-retry", capacity::number(load).replace(',', ""));
+            let again = run_probe(
+                &a.run,
+                &plan,
+                load,
+                &dir,
+                &label,
+                "retry",
+                (plan.probe, plan.warmup),
+            )?;
+            group.run(&dir.join(&again.probe.dir), RunStatus::Complete, None)?;
+            print_probe(&plan, &again.probe);
+            notes.push(format!(
+                "The probe at {} was generator-limited ({}); it ran once more: {}.",
+                plan.kind.show(load),
+                limit_reason(&probes),
+                again.outcome().name()
+            ));
+            outcome = again.outcome();
+            near = again.judged.near;
+            let stop = again.interrupted;
+            limits.push((load, outcome, again.server.clone()));
+            probes.push(again.probe);
+            if stop {
+                search.interrupt();
+                break;
+            }
         }
         if near && matches!(outcome, Outcome::Pass | Outcome::Fail) {
             for c in 0..plan.confirm {
@@ -847,4 +890,12 @@ pub(crate) fn read_all(paths: &[PathBuf]) -> Result<Option<Vec<Capacity>>> {
             .map(|p| Capacity::read(p))
             .collect::<Result<_, _>>()?,
     ))
+}
+
+/// Why the last probe was generator-limited, as its judgement said.
+fn limit_reason(probes: &[Probe]) -> String {
+    probes
+        .last()
+        .and_then(|p| p.generator.clone())
+        .unwrap_or_else(|| "volley could not keep its schedule".into())
 }

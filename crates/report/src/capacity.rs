@@ -91,6 +91,9 @@ pub struct Probe {
     pub stopped_early: Option<String>,
     /// The SLO figures against their limits, and how near the noise says they are.
     pub judged: String,
+    /// Why volley could not drive it, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<String>,
     /// What the server metrics showed running out, if anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
@@ -691,12 +694,54 @@ pub fn judge(src: &Source, report: &RunReport, slo: &[Threshold], opts: ReportOp
             None
         }
     });
+    // Below its capacity a server's queue is stable; above it the backlog grows for as long as
+    // the probe lasts, so a short probe can end before its p99 crosses the limit. A latency
+    // that rises steadily through the measurement is that backlog: the probe fails.
+    if let Some(why) = queue_growth(src, report) {
+        passed = false;
+        parts.push(why);
+    }
     Judged {
         passed,
         near,
         generator,
         detail: parts.join("; "),
     }
+}
+
+/// A probe's latency grows through its measurement when the mean TTFB of the last third of
+/// its full intervals is at least this many times that of the first third ...
+pub const GROWTH_RATIO: f64 = 1.5;
+/// ... and at least this much higher, ms (a millisecond's jitter is not a queue) ...
+pub const GROWTH_MIN_MS: f64 = 5.0;
+/// ... and it rose from one interval to the next in at least this share of the steps (one
+/// slow interval at the end is a stall, not a queue).
+pub const GROWTH_STEPS: f64 = 0.75;
+
+/// Whether the probe's latency rose steadily through its measurement (a growing backlog).
+fn queue_growth(src: &Source, report: &RunReport) -> Option<String> {
+    let series = src.series.after_warmup(report.warmup_s);
+    let nominal = series.nominal_interval_s();
+    let rows: Vec<f64> = series
+        .intervals
+        .iter()
+        .filter(|r| r.period_s >= nominal * 0.99 && r.mttfb_ms.is_finite() && r.tests > 0)
+        .map(|r| r.mttfb_ms)
+        .collect();
+    if rows.len() < 3 {
+        return None;
+    }
+    let k = rows.len() / 3;
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (first, last) = (mean(&rows[..k]), mean(&rows[rows.len() - k..]));
+    // A trend, not one slow interval: most steps from one interval to the next go up.
+    let ups = rows.windows(2).filter(|w| w[1] > w[0]).count();
+    let steady = ups as f64 >= GROWTH_STEPS * (rows.len() - 1) as f64;
+    (steady && last >= first * GROWTH_RATIO && last - first >= GROWTH_MIN_MS).then(|| {
+        format!(
+            "the queue grew through the probe: MTTFB {first:.1} ms in its first third, {last:.1} ms in its last (the load is above what the server sustains)"
+        )
+    })
 }
 
 fn fmt(v: f64) -> String {
@@ -847,6 +892,7 @@ mod tests {
             role: "step".into(),
             stopped_early: None,
             judged: String::new(),
+            generator: None,
             server: None,
             dir: String::new(),
         }

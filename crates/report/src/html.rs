@@ -44,6 +44,8 @@ const PAGE: &str = r##"<!doctype html>
 {% endfor %}</table>
 {% if r.latency %}<table><tr><th>per request, ms</th>{% for h in latency_heads %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for l in r.latency %}<tr><td>{{ l.name }}</td>{% for v in l.values %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
+{% if r.levels %}<table id="levels"><caption>Levels — each held level of VUs; per-request ms</caption><tr>{% for h in level_heads %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for row in r.levels %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
 {% if r.populations %}<table><caption>Populations — each over the time it ran; per-request ms; the last row is the run's total</caption><tr>{% for h in population_heads %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in r.populations %}<tr>{% for v in row %}<td{% if loop.first %} style="text-align:left"{% endif %}>{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
 {% if r.steps %}<table><caption>Steps — per-request ms; total is the time to the first event for SSE steps and to the expected message for WebSocket steps</caption><tr>{% for h in step_heads %}<th>{{ h }}</th>{% endfor %}</tr>
@@ -135,6 +137,8 @@ struct ReportView {
     latency: Vec<LatencyView>,
     /// Scenario steps, one row each.
     steps: Vec<Vec<String>>,
+    /// Held levels of a step-up, one row each.
+    levels: Vec<Vec<String>>,
     /// Populations, one row each, and the total.
     populations: Vec<Vec<String>>,
     errors: Vec<crate::model::ErrorLine>,
@@ -184,6 +188,7 @@ fn view(r: &RunReport) -> ReportView {
         rows: crate::render::suite_rows(r),
         latency,
         steps: crate::render::step_rows(r),
+        levels: crate::levels::rows(&r.levels),
         populations: crate::render::population_rows(r),
         errors: r.errors.clone(),
         findings: r.findings.clone(),
@@ -227,6 +232,7 @@ fn render(
             method => method,
             latency_heads => Value::from(Serde(&heads)),
             step_heads => Value::from(Serde(&crate::render::STEP_HEADER)),
+            level_heads => Value::from(Serde(&crate::levels::HEADER)),
             population_heads => Value::from(Serde(&crate::render::POPULATION_HEADER)),
             svgs => Value::from(Serde(&svgs)),
             data => script_json(&serde_json::json!({ "charts": charts })),

@@ -382,6 +382,23 @@ impl RunReport {
                 if report.model == "mixed" { " — the total's latencies mix open-model requests (from their due time) and closed-model ones (from their actual start)" } else { "" }
             ));
         }
+        // The saturation finding points at the level row it read, where the run held levels.
+        if let (Some(s), Some(at)) = (
+            &report.saturation,
+            report.saturation.as_ref().and_then(|s| s.saturated_at),
+        ) && let Some(load) = s.levels.get(at).map(|l| l.load)
+            && let Some(row) = report
+                .levels
+                .iter()
+                .position(|l| (l.vusers - load).abs() < 0.5)
+            && let Some(f) = report.findings.iter_mut().find(|f| **f == s.finding)
+        {
+            f.push_str(&format!(
+                " (row {} of the Levels table: {:.0} VUs)",
+                row + 1,
+                load
+            ));
+        }
         let criteria = meta
             .map(|m| m.plan.thresholds.as_slice())
             .unwrap_or_default();

@@ -334,6 +334,11 @@ fn a_step_up_has_one_row_per_level() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("Levels (each held level of VUs"));
     let md = std::fs::read_to_string(only_run(out.path()).join("report.md")).unwrap();
     assert!(md.contains("## Levels"), "{md}");
+    let html = std::fs::read_to_string(only_run(out.path()).join("report.html")).unwrap();
+    assert!(
+        html.contains("<table id=\"levels\">"),
+        "the page has the level table too"
+    );
 }
 
 #[test]
@@ -402,4 +407,54 @@ fn capacity_refuses_what_it_sets_itself() {
         assert_eq!(o.status.code(), Some(2), "{a:?}: {}", text(&o));
         assert!(text(&o).contains(says), "{a:?}: {}", text(&o));
     }
+}
+
+#[test]
+fn an_overloaded_probe_stops_early_and_the_start_says_start_lower() {
+    let _g = serial();
+    let (_rt, target) = demo(2, 10);
+    let out = out_dir();
+    // Ten times what two connections at 10 ms serve: the queue grows by 1,800 a second, the
+    // p99 passes 3 × 250 ms within a second, and two such intervals end the 20 s probe.
+    let started = std::time::Instant::now();
+    let o = volley(&[
+        "capacity",
+        "--url",
+        &format!("http://{}/rooms", target.addr),
+        "--rates",
+        "2000..4000",
+        "--slo",
+        "ttfb p99 < 250ms",
+        "--probe",
+        "20s",
+        "--warmup",
+        "0s",
+        "--interval",
+        "500ms",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    let took = started.elapsed();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let c = read_json(&capacity_dir(out.path()).join("capacity.json"));
+    assert_eq!(c["status"], "slo_broken_at_start", "{c:#}");
+    let probes = c["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 1, "{c:#}");
+    assert_eq!(probes[0]["verdict"], "fail");
+    assert!(
+        probes[0]["stopped_early"]
+            .as_str()
+            .unwrap()
+            .contains("2 intervals in a row"),
+        "{c:#}"
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "the 20 s probe ended early: {took:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("start lower"),
+        "{}",
+        text(&o)
+    );
 }
