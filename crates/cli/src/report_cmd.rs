@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use volley_formats::{RunSet, Source};
 use volley_report::{ReportOptions, RunReport, Warmup};
 use volley_scenario::parse_duration;
@@ -63,6 +63,22 @@ fn options(out: &OutputArgs) -> Result<ReportOptions> {
 pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     // A capacity directory's report is its answer (each probe is a run directory inside it).
     if let Some(caps) = crate::capacity_cmd::read_all(&a.paths)? {
+        // Its page is the one the search wrote beside capacity.json.
+        if a.out.serve.is_some() || a.out.html.is_some() {
+            let [dir] = a.paths.as_slice() else {
+                anyhow::bail!("--serve and --html take one capacity directory at a time");
+            };
+            let page = std::fs::read_to_string(dir.join("capacity.html"))
+                .with_context(|| format!("{}: no capacity.html", dir.display()))?;
+            if let Some(html) = &a.out.html {
+                std::fs::write(html, &page)
+                    .with_context(|| format!("cannot write {}", html.display()))?;
+            }
+            if let Some(addr) = &a.out.serve {
+                crate::live_cmd::serve(addr, page)?;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         for c in caps {
             match a.out.format {
                 ReportFormat::Json => println!("{}", c.to_json()),

@@ -129,6 +129,19 @@ fn a_search_finds_the_pool_limit_names_the_pool_and_judges_the_target() {
         "{}",
         text(&r)
     );
+    let page = out.path().join("page.html");
+    let r = volley(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r));
+    assert!(
+        std::fs::read_to_string(&page)
+            .unwrap()
+            .contains("id=\"answer\"")
+    );
     let cmp = volley(&[
         "compare",
         dir.to_str().unwrap(),
