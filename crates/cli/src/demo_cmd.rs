@@ -326,7 +326,17 @@ fn capacities(
         .iter()
         .map(|s| s.to_string())
         .collect();
-        eprintln!("$ volley capacity {}", flags.join(" "));
+        let shown: Vec<String> = flags
+            .iter()
+            .map(|f| {
+                if f.contains(' ') {
+                    format!("\"{f}\"")
+                } else {
+                    f.clone()
+                }
+            })
+            .collect();
+        eprintln!("$ volley capacity {}", shown.join(" "));
         let argv = ["volley".to_string(), "capacity".to_string()]
             .into_iter()
             .chain(flags);
