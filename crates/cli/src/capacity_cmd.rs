@@ -399,6 +399,70 @@ impl Reading {
     }
 }
 
+/// What the search has run so far, and where: every probe goes through [`Probes::run`], which
+/// names it, records it, lists it in the capacity group and prints its line.
+struct Probes<'a> {
+    base: &'a RunArgs,
+    plan: &'a Plan,
+    dir: PathBuf,
+    group: volley_formats::group::GroupWriter,
+    /// Probes run so far (their directories are numbered).
+    n: usize,
+    list: Vec<Probe>,
+    limits: Vec<capacity::ProbeLimit>,
+}
+
+/// One probe, as the search reads it.
+struct Ran {
+    outcome: Outcome,
+    near: bool,
+    interrupted: bool,
+    /// Why the generator could not drive it, when it could not.
+    generator: Option<String>,
+}
+
+impl Probes<'_> {
+    /// Runs a probe of `load` as `role` (`step`, `bisect`, `confirm`, `retry`).
+    fn run(&mut self, load: f64, role: &str) -> Result<Ran> {
+        self.n += 1;
+        let suffix = match role {
+            "step" | "bisect" => String::new(),
+            other => format!("-{other}"),
+        };
+        let label = format!(
+            "p{:02}-{}{suffix}",
+            self.n,
+            capacity::number(load).replace(',', "")
+        );
+        let reading = run_probe(
+            self.base,
+            self.plan,
+            load,
+            &self.dir,
+            &label,
+            role,
+            (self.plan.probe, self.plan.warmup),
+        )?;
+        let status = if reading.interrupted {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Complete
+        };
+        self.group
+            .run(&self.dir.join(&reading.probe.dir), status, None)?;
+        print_probe(self.plan, &reading.probe);
+        let ran = Ran {
+            outcome: reading.outcome(),
+            near: reading.judged.near,
+            interrupted: reading.interrupted,
+            generator: reading.judged.generator.clone(),
+        };
+        self.limits.push((load, ran.outcome, reading.server));
+        self.list.push(reading.probe);
+        Ok(ran)
+    }
+}
+
 /// Runs one probe of `load` into `dir` and reads it: `length` measured after `warmup`.
 fn run_probe(
     base: &RunArgs,
@@ -500,7 +564,7 @@ pub(crate) fn search(a: CapacityArgs) -> Result<(PathBuf, Capacity, ExitCode)> {
     let name = spec.run.name.clone();
     std::fs::create_dir_all(&a.run.output)
         .with_context(|| format!("cannot create {}", a.run.output.display()))?;
-    let mut group = volley_formats::group::GroupWriter::create(
+    let group = volley_formats::group::GroupWriter::create(
         &a.run.output,
         &format!("capacity-{name}"),
         plan.search.max_probes,
@@ -528,10 +592,16 @@ pub(crate) fn search(a: CapacityArgs) -> Result<(PathBuf, Capacity, ExitCode)> {
     );
     let started = Instant::now();
     let mut search = Search::new(plan.search);
-    let mut probes: Vec<Probe> = Vec::new();
-    let mut limits = Vec::new();
+    let mut probes = Probes {
+        base: &a.run,
+        plan: &plan,
+        dir: dir.clone(),
+        group,
+        n: 0,
+        list: Vec::new(),
+        limits: Vec::new(),
+    };
     let mut notes = Vec::new();
-    let mut n = 0usize;
     'search: while let Some(load) = search.next_load() {
         if crate::signals::stop_requested() {
             search.interrupt();
@@ -542,99 +612,43 @@ pub(crate) fn search(a: CapacityArgs) -> Result<(PathBuf, Capacity, ExitCode)> {
         } else {
             "bisect"
         };
-        n += 1;
-        let label = format!("p{n:02}-{}", capacity::number(load).replace(',', ""));
-        let reading = run_probe(
-            &a.run,
-            &plan,
-            load,
-            &dir,
-            &label,
-            role,
-            (plan.probe, plan.warmup),
-        )?;
-        group.run(
-            &dir.join(&reading.probe.dir),
-            if reading.interrupted {
-                RunStatus::Interrupted
-            } else {
-                RunStatus::Complete
-            },
-            None,
-        )?;
-        print_probe(&plan, &reading.probe);
-        let mut outcome = reading.outcome();
-        let interrupted = reading.interrupted;
-        let mut near = reading.judged.near;
-        limits.push((load, outcome, reading.server.clone()));
-        probes.push(reading.probe);
-        if interrupted {
+        let first = probes.run(load, role)?;
+        if first.interrupted {
             search.interrupt();
             break;
         }
+        let (mut outcome, mut near) = (first.outcome, first.near);
         // A probe the generator could not drive runs once more: a stall of a shared machine
         // passes, a load volley cannot offer from here does not.
         if outcome == Outcome::GeneratorLimited {
-            n += 1;
-            let label = format!("p{n:02}-{}-retry", capacity::number(load).replace(',', ""));
-            let again = run_probe(
-                &a.run,
-                &plan,
-                load,
-                &dir,
-                &label,
-                "retry",
-                (plan.probe, plan.warmup),
-            )?;
-            group.run(&dir.join(&again.probe.dir), RunStatus::Complete, None)?;
-            print_probe(&plan, &again.probe);
+            let again = probes.run(load, "retry")?;
             notes.push(format!(
                 "The probe at {} was generator-limited ({}); it ran once more: {}.",
                 plan.kind.show(load),
-                limit_reason(&probes),
-                again.outcome().name()
+                first
+                    .generator
+                    .as_deref()
+                    .unwrap_or("volley could not keep its schedule"),
+                again.outcome.name()
             ));
-            outcome = again.outcome();
-            near = again.judged.near;
-            let stop = again.interrupted;
-            limits.push((load, outcome, again.server.clone()));
-            probes.push(again.probe);
-            if stop {
+            (outcome, near) = (again.outcome, again.near);
+            if again.interrupted {
                 search.interrupt();
                 break;
             }
         }
         if near && matches!(outcome, Outcome::Pass | Outcome::Fail) {
             for c in 0..plan.confirm {
-                n += 1;
-                let label = format!(
-                    "p{n:02}-{}-confirm",
-                    capacity::number(load).replace(',', "")
-                );
-                let again = run_probe(
-                    &a.run,
-                    &plan,
-                    load,
-                    &dir,
-                    &label,
-                    "confirm",
-                    (plan.probe, plan.warmup),
-                )?;
-                group.run(&dir.join(&again.probe.dir), RunStatus::Complete, None)?;
-                print_probe(&plan, &again.probe);
-                let other = again.outcome();
-                let stop = again.interrupted;
-                limits.push((load, other, again.server.clone()));
-                probes.push(again.probe);
-                if stop {
+                let again = probes.run(load, "confirm")?;
+                if again.interrupted {
                     search.interrupt();
                     break 'search;
                 }
-                if other == Outcome::GeneratorLimited {
-                    outcome = other;
+                if again.outcome == Outcome::GeneratorLimited {
+                    outcome = again.outcome;
                     break;
                 }
-                if other != outcome {
+                if again.outcome != outcome {
                     outcome = Outcome::Uncertain;
                     notes.push(format!(
                         "{} flip-flopped: {} of {} runs agreed before one differed; it counts as uncertain, not as a pass.",
@@ -680,12 +694,12 @@ pub(crate) fn search(a: CapacityArgs) -> Result<(PathBuf, Capacity, ExitCode)> {
         &name,
         first.plan.load.arrivals.label(),
         &search,
-        probes,
-        &limits,
+        probes.list,
+        &probes.limits,
         notes,
         started.elapsed(),
     );
-    group.finish(
+    probes.group.finish(
         if status == Status::Interrupted {
             RunStatus::Interrupted
         } else {
@@ -855,20 +869,7 @@ pub(crate) fn write_result(c: &Capacity, dir: &Path) -> Result<()> {
         .filter(|p| p.extension().is_some_and(|e| e == "svg"))
         .filter_map(|p| std::fs::read_to_string(p).ok())
         .collect();
-    let links: Vec<(String, String)> = files
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "png"))
-        .filter_map(|p| {
-            Some((
-                p.file_stem()?.to_string_lossy().into_owned(),
-                format!("charts/{}", p.file_name()?.to_string_lossy()),
-            ))
-        })
-        .collect();
-    let links: Vec<(&str, &str)> = links
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
+    let links = volley_report::charts::png_links(&files);
     std::fs::write(dir.join("capacity.md"), c.markdown(&links))?;
     std::fs::write(dir.join("capacity.html"), c.html(&svgs))?;
     Ok(())
@@ -890,12 +891,4 @@ pub(crate) fn read_all(paths: &[PathBuf]) -> Result<Option<Vec<Capacity>>> {
             .map(|p| Capacity::read(p))
             .collect::<Result<_, _>>()?,
     ))
-}
-
-/// Why the last probe was generator-limited, as its judgement said.
-fn limit_reason(probes: &[Probe]) -> String {
-    probes
-        .last()
-        .and_then(|p| p.generator.clone())
-        .unwrap_or_else(|| "volley could not keep its schedule".into())
 }

@@ -265,16 +265,7 @@ pub(crate) fn write_reports_of(
     let opts = ReportOptions::default();
     let report = RunReport::from_source(&source, opts);
     let charts = volley_report::charts::run_charts(&source, opts, &dir.join("charts"))?;
-    let links: Vec<(String, String)> = charts
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "png"))
-        .filter_map(|p| {
-            Some((
-                p.file_stem()?.to_string_lossy().into_owned(),
-                format!("charts/{}", p.file_name()?.to_string_lossy()),
-            ))
-        })
-        .collect();
+    let links = volley_report::charts::png_links(&charts);
     let links: Vec<(&str, &str)> = links
         .iter()
         .map(|(a, b)| (a.as_str(), b.as_str()))

@@ -335,7 +335,7 @@ impl Capacity {
     }
 
     /// For report.md / capacity.md.
-    pub fn markdown(&self, charts: &[(&str, &str)]) -> String {
+    pub fn markdown(&self, charts: &[(String, String)]) -> String {
         let mut out = format!(
             "# Capacity: {}\n\n**{}**\n\n",
             crate::md_text(&self.name),
@@ -473,7 +473,7 @@ impl Capacity {
 
     /// A page of its own: the answer first, then the probes and the charts (inlined SVG).
     pub fn html(&self, svgs: &[String]) -> String {
-        let esc = crate::html::escape;
+        let esc = |text: &str| minijinja::HtmlEscape(text).to_string();
         let mut out = String::from(
             "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>volley capacity</title><style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child{text-align:left}.answer{font-size:1.4em;font-weight:bold;margin:1em 0}.fail{color:#b00}.pass{color:#070}</style></head><body>",
         );

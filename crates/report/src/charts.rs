@@ -76,6 +76,21 @@ trait Figure {
 }
 
 /// Draws `fig` into `<dir>/<name>.svg` and `.png`.
+/// The PNG files among `files` as Markdown image links from the directory above `charts/`:
+/// `(stem, "charts/<name>.png")`.
+pub fn png_links(files: &[PathBuf]) -> Vec<(String, String)> {
+    files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "png"))
+        .filter_map(|p| {
+            Some((
+                p.file_stem()?.to_string_lossy().into_owned(),
+                format!("charts/{}", p.file_name()?.to_string_lossy()),
+            ))
+        })
+        .collect()
+}
+
 /// One chart into `dir` as `<name>.svg` and `<name>.png`.
 pub fn save_chart(dir: &Path, chart: &Chart) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
