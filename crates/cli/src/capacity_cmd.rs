@@ -43,9 +43,9 @@ pub(crate) const EARLY_STOP_FACTOR: f64 = 3.0;
 /// A recovery check's length.
 const RECOVERY_CHECK: Duration = Duration::from_secs(2);
 /// The highest rate a search may reach, arrivals per second.
-const MAX_RATE: f64 = 10_000_000.0;
+const MAX_RATE: f64 = volley_scenario::limits::MAX_RATE;
 /// The most virtual users a search may reach.
-const MAX_USERS: f64 = 1_000_000.0;
+const MAX_USERS: f64 = volley_scenario::limits::MAX_VUS as f64;
 
 /// The options of the load that the search sets, probe by probe.
 const SEARCH_OWNS: &[&str] = &[

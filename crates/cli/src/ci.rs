@@ -24,6 +24,15 @@ pub(crate) fn hostname() -> String {
 
 /// Fails early, before a run, when `--junit FILE` could not be written at its end.
 pub(crate) fn check_junit_path(path: Option<&Path>) -> Result<()> {
+    if let Some(p) = path
+        && p.is_dir()
+    {
+        anyhow::bail!(
+            "--junit {}: that is a directory; name the file to write, e.g. --junit {}",
+            p.display(),
+            p.join("volley-junit.xml").display()
+        );
+    }
     let Some(parent) = path
         .and_then(Path::parent)
         .filter(|p| !p.as_os_str().is_empty())

@@ -11,8 +11,8 @@ use volley_convert::{Converted, HarOptions, OpenApiOptions};
 use crate::args::ConvertCommand;
 
 pub(crate) fn convert(command: ConvertCommand) -> Result<ExitCode> {
-    let invoked = std::env::args()
-        .skip(1)
+    let invoked = volley_scenario::secret::mask_args(std::env::args().skip(1))
+        .into_iter()
         .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
         .collect::<Vec<_>>()
         .join(" ");
@@ -75,6 +75,13 @@ fn write(c: &Converted, output: Option<PathBuf>) -> Result<()> {
     }
     for note in &c.notes {
         eprintln!("volley convert: {note}");
+    }
+    if !c.env.is_empty() {
+        eprintln!(
+            "volley convert: {} credential(s) moved out of the file into environment variables: {} (the file's header says what each stands for)",
+            c.env.len(),
+            c.env.join(", ")
+        );
     }
     if let Some(path) = output {
         let env = c.env.iter().map(|e| format!("{e}=… ")).collect::<String>();

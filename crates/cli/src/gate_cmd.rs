@@ -40,6 +40,7 @@ impl Gate {
             || f.tolerance.is_some()
             || f.junit.is_some()
             || f.gate_steps;
+        crate::ci::check_junit_path(f.junit.as_deref())?;
         let tolerance_pct = f
             .tolerance
             .as_deref()
@@ -73,6 +74,26 @@ impl Gate {
             ),
             None => Ok(given.to_vec()),
         }
+    }
+
+    /// Refuses a baseline no figure can be judged against: one without a single successful
+    /// request (a target that answered 500 to everything), in any of its runs.
+    pub(crate) fn check_inputs(&self, sets: &[RunSet]) -> Result<()> {
+        let (Some(path), Some(base)) = (&self.baseline, sets.first()) else {
+            return Ok(());
+        };
+        for run in &base.runs {
+            let ok: u64 = run.series.intervals.iter().map(|i| i.tests).sum();
+            if ok == 0 {
+                let errors: u64 = run.series.intervals.iter().map(|i| i.errors).sum();
+                anyhow::bail!(
+                    "--baseline {}: run `{}` has no successful request ({errors} failed), so there is nothing to compare a candidate with; record the baseline again against a target that answers",
+                    path.display(),
+                    run.name
+                );
+            }
+        }
+        Ok(())
     }
 
     /// The comparison: each candidate against the baseline, or the chain of runs in order.
@@ -118,16 +139,6 @@ impl Gate {
             )?;
         }
         crate::ci::append_step_summary(&format!("{}\n{}", cmp.markdown(), gate.markdown()));
-        let checks = gate.tables.iter().flat_map(|t| &t.checks);
-        if checks.clone().next().is_some()
-            && checks
-                .clone()
-                .all(|c| c.outcome == volley_report::gate::Outcome::NotJudged)
-        {
-            eprintln!(
-                "volley: warning: the gate could not judge any figure (see why in the output): it passes, but it checked nothing"
-            );
-        }
         let failures: Vec<String> = gate
             .failures()
             .map(|(t, c)| format!("{} ({} → {}): {}", c.label, t.before, t.after, c.why))
@@ -135,7 +146,7 @@ impl Gate {
         if !failures.is_empty() {
             let n = failures.len();
             eprintln!(
-                "volley: gate: {n} figure{} worse beyond the noise:\n  {}",
+                "volley: gate: {n} figure{} worse beyond the noise or not judgeable:\n  {}",
                 if n == 1 { "" } else { "s" },
                 failures.join("\n  ")
             );

@@ -14,13 +14,14 @@ fn extra_routes(metrics: Option<&MetricsEndpoint>) -> Router {
 
 /// The address and access rule `--dashboard[=ADDR]` / `--serve[=ADDR]` ask for.
 fn address(text: &str) -> Result<(std::net::SocketAddr, Access)> {
-    let addr = volley_live::parse_addr(Some(text))?;
+    let addr = volley_live::parse_addr(Some(text)).map_err(|e| anyhow::anyhow!("--serve {e}"))?;
     Ok((addr, Access::for_addr(addr)))
 }
 
 /// Starts the live dashboard on `addr` (`--dashboard`, resolved) and prints its URL.
 pub(crate) fn start(addr: std::net::SocketAddr, metrics: &MetricsEndpoint) -> Result<Dashboard> {
-    let dashboard = Dashboard::start(addr, Access::for_addr(addr), extra_routes(Some(metrics)))?;
+    let dashboard = Dashboard::start(addr, Access::for_addr(addr), extra_routes(Some(metrics)))
+        .map_err(|e| anyhow::anyhow!("--dashboard {e}"))?;
     eprintln!("volley: dashboard {}", dashboard.url());
     Ok(dashboard)
 }
@@ -28,7 +29,8 @@ pub(crate) fn start(addr: std::net::SocketAddr, metrics: &MetricsEndpoint) -> Re
 /// Serves `html` until Ctrl-C, printing its URL.
 pub(crate) fn serve(text: &str, html: String) -> Result<()> {
     let (addr, access) = address(text)?;
-    let dashboard = Dashboard::serve_page(addr, access, html, extra_routes(None))?;
+    let dashboard = Dashboard::serve_page(addr, access, html, extra_routes(None))
+        .map_err(|e| anyhow::anyhow!("--serve {e}"))?;
     eprintln!("volley: serving {} (Ctrl-C ends)", dashboard.url());
     dashboard.serve_until_interrupted();
     Ok(())

@@ -177,6 +177,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         );
     }
     let sets = open_all(&paths, None, opts)?;
+    gate.check_inputs(&sets)?;
     let cmp = gate.build(&sets, &labels, opts);
     if let Some(addr) = &a.out.serve {
         // The page as --html writes it; its bar charts are drawn in a scratch directory.

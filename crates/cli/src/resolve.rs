@@ -287,7 +287,8 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         .dashboard
         .as_deref()
         .map(|text| volley_live::parse_addr(Some(text)))
-        .transpose()?;
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--dashboard {e}"))?;
     if runner == Runner::Here {
         crate::ci::check_junit_path(a.junit.as_deref())?;
     }
@@ -364,7 +365,7 @@ impl Resolved {
             warmup: self.settings.warmup.unwrap_or_default(),
             server_metrics: self.server_metrics.clone(),
             thresholds: self.settings.thresholds.clone(),
-            command: std::env::args().collect(),
+            command: volley_scenario::secret::mask_args(std::env::args()),
             run_id: self.run_id.clone(),
             populations: self.populations.clone(),
         };
@@ -496,6 +497,13 @@ fn population_specs(
             .map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", p.name))?;
         let load = plan.load.clone();
         plan.load = load.delayed(p.start);
+        plan.load.check().map_err(|e| {
+            anyhow::anyhow!(
+                "scenario `{}` (with its start {}): {e}",
+                p.name,
+                humantime::format_duration(p.start)
+            )
+        })?;
         plan.segment = segment;
         let thresholds = settings
             .thresholds

@@ -73,7 +73,9 @@ fn start_at_from(text: &str, now: SystemTime) -> Result<SystemTime> {
                 "--start-at {text}: give Unix seconds (like 1767225600) or an RFC 3339 time (like 2026-01-01T00:00:00Z)"
             );
         }
-        UNIX_EPOCH + Duration::from_secs_f64(secs)
+        // Beyond a day ahead is refused below; this only keeps the arithmetic finite.
+        let far = now.duration_since(UNIX_EPOCH).unwrap_or_default() + 2 * MAX_START_AHEAD;
+        UNIX_EPOCH + Duration::try_from_secs_f64(secs).map_or(far, |d| d.min(far))
     } else {
         let ts: jiff::Timestamp = t.parse().map_err(|e| {
             anyhow::anyhow!("--start-at {text}: {e}; give an RFC 3339 time with its offset (like 2026-01-01T00:00:00Z) or Unix seconds")
@@ -99,8 +101,26 @@ fn start_at_from(text: &str, now: SystemTime) -> Result<SystemTime> {
             past.as_secs_f64()
         );
     }
+    let ahead = whole.duration_since(now).unwrap_or_default();
+    if ahead > MAX_START_AHEAD {
+        bail!(
+            "--start-at {text} is {:.0} h ahead: give a time within {} h, a little in the future (e.g. --start-at $(( $(date +%s) + 30 )))",
+            ahead.as_secs_f64() / 3600.0,
+            MAX_START_AHEAD.as_secs() / 3600
+        );
+    }
+    if ahead > Duration::from_secs(2) {
+        eprintln!(
+            "volley: waiting {:.0} s for --start-at {text} before the run begins (Ctrl-C ends the wait)",
+            ahead.as_secs_f64()
+        );
+    }
     Ok(whole)
 }
+
+/// The furthest ahead `--start-at` may be: segments are started together, minutes apart
+/// at most, so a day covers any schedule and a typo in the year is caught.
+const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
 
 /// The first whole epoch second after `t`.
 fn whole_second_after(t: SystemTime) -> SystemTime {
@@ -183,6 +203,15 @@ mod tests {
                 .to_string()
                 .contains("RFC 3339")
         );
+        for far in [
+            "1e20",
+            "1e300",
+            "2027-01-01T00:00:00Z",
+            "18446744073709551615",
+        ] {
+            let e = start_at_from(far, now).unwrap_err().to_string();
+            assert!(e.contains("within 24 h"), "{far}: {e}");
+        }
         assert!(
             start_at_from("2026-01-01T00:00:10", now).is_err(),
             "a time without its offset is ambiguous"

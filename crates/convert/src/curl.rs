@@ -2,7 +2,7 @@
 //! give it) as a one-step scenario: method, URL, headers, body (`-d`, `--data-raw`,
 //! `--data-urlencode`, `--json`), `-u` and `-b` — credentials become environment variables.
 
-use crate::secrets::{Secrets, secret_name};
+use crate::secrets::{Secrets, secret};
 use crate::step::{Body, Doc, Step};
 use crate::text::literal;
 use crate::{ConvertError, Converted};
@@ -40,11 +40,85 @@ const IGNORED_WITH_VALUE: [&str; 6] = [
     "-w",
 ];
 
+/// `text` with bash's ANSI-C quoting (`$'a\'b\n'`, which Chrome's "Copy as cURL (bash)"
+/// writes for bodies with quotes or line ends) turned into plain single quotes around the
+/// decoded text, which `shlex` reads; the rest is left as it is.
+fn ansi_c_quotes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let (mut single, mut double) = (false, false);
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if !single => {
+                out.push(c);
+                if let Some(n) = chars.next() {
+                    out.push(n);
+                }
+            }
+            '\'' if !double => {
+                single = !single;
+                out.push(c);
+            }
+            '"' if !single => {
+                double = !double;
+                out.push(c);
+            }
+            '$' if !single && !double && chars.peek() == Some(&'\'') => {
+                chars.next();
+                let mut decoded = String::new();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\'' => break,
+                        '\\' => match chars.next() {
+                            Some('n') => decoded.push('\n'),
+                            Some('t') => decoded.push('\t'),
+                            Some('r') => decoded.push('\r'),
+                            Some('0') => decoded.push('\0'),
+                            Some('e' | 'E') => decoded.push('\u{1b}'),
+                            Some('x') => {
+                                let hex: String =
+                                    std::iter::from_fn(|| chars.next_if(|c| c.is_ascii_hexdigit()))
+                                        .take(2)
+                                        .collect();
+                                if let Some(ch) =
+                                    u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32)
+                                {
+                                    decoded.push(ch);
+                                }
+                            }
+                            Some(u @ ('u' | 'U')) => {
+                                let n = if u == 'u' { 4 } else { 8 };
+                                let hex: String =
+                                    std::iter::from_fn(|| chars.next_if(|c| c.is_ascii_hexdigit()))
+                                        .take(n)
+                                        .collect();
+                                if let Some(ch) =
+                                    u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32)
+                                {
+                                    decoded.push(ch);
+                                }
+                            }
+                            Some(other) => decoded.push(other),
+                            None => {}
+                        },
+                        c => decoded.push(c),
+                    }
+                }
+                out.push('\'');
+                out.push_str(&decoded.replace('\'', "'\\''"));
+                out.push('\'');
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Converts one curl command: `args` is the command line as one string (split as a shell
 /// would) or already split; a leading `curl` is skipped.
 pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError> {
     let words: Vec<String> = if args.len() == 1 {
-        shlex::split(&args[0]).ok_or_else(|| err("the command line has an unclosed quote: close it, or pass the curl arguments after `--` one by one".into()))?
+        shlex::split(&ansi_c_quotes(&args[0])).ok_or_else(|| err("the command line has an unclosed quote: close it, or pass the curl arguments after `--` one by one".into()))?
     } else {
         args.to_vec()
     };
@@ -190,7 +264,7 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
             .map(|p| {
                 let (n, v) = p.split_once('=').unwrap_or((p, ""));
                 let name = crate::exchange::decode_query(n);
-                if secret_name(&name) && !v.is_empty() {
+                if secret(&name, v) {
                     let var = secrets.var(&name, v, &format!("query parameter `{name}`"));
                     comments.push(format!(
                         "query parameter `{name}` came from the command; set env.{var}"
@@ -257,7 +331,7 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
         if lower == "authorization" {
             let (t, c) = secrets.authorization(v);
             step.headers.push((n.clone(), t, Some(c)));
-        } else if secret_name(n) {
+        } else if secret(n, v) {
             let var = secrets.var(n, v, &format!("header `{n}`"));
             step.headers.push((
                 n.clone(),

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::correlate::{Subs, correlate};
 use crate::exchange::{Exchange, ReqBody, decode_path, leaves, template_json};
-use crate::secrets::{Secrets, secret_name};
+use crate::secrets::{Secrets, secret};
 use crate::step::{Body, Doc, Step};
 use crate::text::literal;
 use crate::{ConvertError, Converted};
@@ -262,14 +262,19 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
             || u.host_str().is_some_and(|h| h.eq_ignore_ascii_case(&host))
     };
     let mut other_hosts: Vec<(String, usize)> = Vec::new();
+    let mut other_index: HashMap<String, usize> = HashMap::new();
     let (mut statics, mut preflights) = (0, 0);
     let mut kept = Vec::new();
     let mut scheme_port = None;
     for (_, e, u, at) in web {
         if !on_host(&u) {
-            match other_hosts.iter_mut().find(|(h, _)| *h == authority(&u)) {
-                Some((_, n)) => *n += 1,
-                None => other_hosts.push((authority(&u), 1)),
+            let a = authority(&u);
+            match other_index.get(&a) {
+                Some(&k) => other_hosts[k].1 += 1,
+                None => {
+                    other_index.insert(a.clone(), other_hosts.len());
+                    other_hosts.push((a, 1));
+                }
             }
             continue;
         }
@@ -519,7 +524,7 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
             .enumerate()
             .map(|(i, (rn, rv, n, v))| match subs.query.get(&i) {
                 Some(e) => format!("{}={e}", literal(rn)),
-                None if secret_name(n) && !v.is_empty() => {
+                None if secret(n, v) => {
                     let var = secrets.var(n, v, &format!("query parameter `{n}`"));
                     comments.push(format!(
                         "query parameter `{n}` came from the recording; set env.{var}"
@@ -545,8 +550,7 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
             for l in leaves(v) {
                 if !subs_json.contains_key(&l.pointer)
                     && let Some(k) = &l.key
-                    && secret_name(k)
-                    && !l.text.is_empty()
+                    && secret(k, &l.text)
                 {
                     let var = secrets.var(k, &l.text, &format!("JSON field `{k}`"));
                     comments.push(format!("`{k}` came from the recording; set env.{var}"));
@@ -563,7 +567,7 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
                 .map(|(i, (k, v))| {
                     let value = match subs.form.get(&i) {
                         Some(e) => e.clone(),
-                        None if secret_name(k) && !v.is_empty() => {
+                        None if secret(k, v) => {
                             let var = secrets.var(k, v, &format!("form field `{k}`"));
                             comments.push(format!("`{k}` came from the recording; set env.{var}"));
                             format!("{{{{ env.{var} }}}}")
@@ -574,7 +578,14 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
                 })
                 .collect(),
         ),
-        ReqBody::Text(text) => Body::Text(scrub(secrets, text)),
+        ReqBody::Text(text) => {
+            // XML (SOAP, form posts as XML): an element named as a credential.
+            for (name, value) in crate::secrets::xml_secrets(text) {
+                let var = secrets.var(&name, &value, &format!("XML element <{name}>"));
+                comments.push(format!("<{name}> came from the recording; set env.{var}"));
+            }
+            Body::Text(scrub(secrets, text))
+        }
     };
     // Headers.
     let keep = |n: &str| opts.keep_headers.iter().any(|k| k.eq_ignore_ascii_case(n));
@@ -607,7 +618,7 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
                 let (t, c) = secrets.authorization(v);
                 (t, Some(c))
             }
-            None if secret_name(n) => {
+            None if secret(n, v) => {
                 let var = secrets.var(n, v, &format!("header `{n}`"));
                 (
                     format!("{{{{ env.{var} }}}}"),
@@ -687,6 +698,12 @@ fn scrub(secrets: &Secrets, text: &str) -> String {
         match best {
             Some((at, value, var)) => {
                 out.push_str(&literal(&rest[..at]));
+                // A `{` just before would make `{{{`, which opens the expression one brace
+                // early: write that brace as text of its own.
+                if out.ends_with('{') {
+                    out.pop();
+                    out.push_str("{{ \"{\" }}");
+                }
                 out.push_str(&format!("{{{{ env.{var} }}}}"));
                 rest = &rest[at + value.len()..];
             }

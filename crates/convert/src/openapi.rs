@@ -528,7 +528,9 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
                 .and_then(|c| c.iter().find(|(m, _)| m.contains("json")))
                 .and_then(|(_, m)| m.get("schema"))
                 .and_then(|s| resolve(&doc, s));
-            let props = schema.map(|s| properties(&doc, s, 0)).unwrap_or_default();
+            let props = schema
+                .map(|s| properties(&doc, s, &mut crate::schema::Walk::default(), 0))
+                .unwrap_or_default();
             let resource = o
                 .path
                 .split('/')
@@ -633,8 +635,28 @@ fn extract_var(
         .clone()
 }
 
-/// The property names of an object schema, through `allOf`/`oneOf`/`anyOf` and `$ref`s.
-fn properties(doc: &Value, schema: &Value, depth: usize) -> Vec<String> {
+/// The property names of an object schema, through `allOf`/`oneOf`/`anyOf` and `$ref`s
+/// (a `$ref` met again inside itself is not followed again, and the walk is bounded).
+fn properties(
+    doc: &Value,
+    schema: &Value,
+    walk: &mut crate::schema::Walk,
+    depth: usize,
+) -> Vec<String> {
+    let Some(pushed) = walk.enter(schema) else {
+        return Vec::new();
+    };
+    let out = properties_in(doc, schema, walk, depth);
+    walk.leave(pushed);
+    out
+}
+
+fn properties_in(
+    doc: &Value,
+    schema: &Value,
+    walk: &mut crate::schema::Walk,
+    depth: usize,
+) -> Vec<String> {
     let Some(s) = resolve(doc, schema) else {
         return Vec::new();
     };
@@ -646,7 +668,7 @@ fn properties(doc: &Value, schema: &Value, depth: usize) -> Vec<String> {
     if depth < 8 {
         for k in ["allOf", "oneOf", "anyOf"] {
             for part in s.get(k).and_then(Value::as_array).into_iter().flatten() {
-                for p in properties(doc, part, depth + 1) {
+                for p in properties(doc, part, walk, depth + 1) {
                     if !out.contains(&p) {
                         out.push(p);
                     }

@@ -5,48 +5,9 @@
 
 use std::collections::HashMap;
 
-use crate::text::{Names, env_name, snake};
+pub(crate) use volley_scenario::secret::{secret, secret_name, xml_secrets};
 
-/// Whether a header, parameter, field or cookie of this name holds a credential.
-pub(crate) fn secret_name(name: &str) -> bool {
-    let words: Vec<String> = snake(name).split('_').map(str::to_string).collect();
-    let hit = |w: &str| {
-        matches!(
-            w,
-            "password"
-                | "passwd"
-                | "pwd"
-                | "secret"
-                | "token"
-                | "apikey"
-                | "session"
-                | "sessionid"
-                | "sid"
-                | "jwt"
-                | "auth"
-                | "authorization"
-                | "signature"
-                | "credential"
-                | "credentials"
-                | "csrf"
-                | "xsrf"
-                | "otp"
-        )
-    };
-    words.iter().any(|w| {
-        hit(w)
-            || w.contains("session")
-            || w.ends_with("token")
-            || w.ends_with("password")
-            || w.ends_with("secret")
-    }) || words.windows(2).any(|p| {
-        p[1] == "key"
-            && matches!(
-                p[0].as_str(),
-                "api" | "access" | "private" | "secret" | "client"
-            )
-    })
-}
+use crate::text::{Names, env_name};
 
 /// The environment variables a conversion asks for.
 #[derive(Debug, Default)]
@@ -111,26 +72,6 @@ impl Secrets {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn credential_names() {
-        for n in [
-            "Authorization",
-            "X-Api-Key",
-            "api_key",
-            "access_token",
-            "password",
-            "JSESSIONID",
-            "session",
-            "X-CSRF-Token",
-            "sid",
-        ] {
-            assert!(secret_name(n), "{n}");
-        }
-        for n in ["size", "page", "roomId", "keyboard", "Accept", "side"] {
-            assert!(!secret_name(n), "{n}");
-        }
-    }
 
     #[test]
     fn one_variable_per_value() {

@@ -21,23 +21,7 @@ pub(crate) fn literal(text: &str) -> String {
 
 /// `roomId`, `room-id`, `Room ID` → `room_id`; never empty, never starting with a digit.
 pub(crate) fn snake(name: &str) -> String {
-    let mut out = String::new();
-    let mut prev_lower = false;
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() {
-            if c.is_ascii_uppercase() && prev_lower && !out.ends_with('_') {
-                out.push('_');
-            }
-            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-            out.push(c.to_ascii_lowercase());
-        } else {
-            if !out.is_empty() && !out.ends_with('_') {
-                out.push('_');
-            }
-            prev_lower = false;
-        }
-    }
-    let out = out.trim_end_matches('_').to_string();
+    let out = volley_scenario::secret::snake(name);
     match out.chars().next() {
         None => "value".into(),
         Some(c) if c.is_ascii_digit() => format!("v_{out}"),
@@ -67,17 +51,26 @@ pub(crate) fn singular(word: &str) -> String {
 
 /// Names already given, so that each new one is unique (`room_id`, `room_id_2`, …).
 #[derive(Debug, Default)]
-pub(crate) struct Names(std::collections::HashSet<String>);
+pub(crate) struct Names {
+    taken: std::collections::HashSet<String>,
+    /// The next suffix to try per base, so the thousandth `id` costs one try, not a thousand.
+    next: std::collections::HashMap<String, usize>,
+}
 
 impl Names {
     pub(crate) fn unique(&mut self, base: &str) -> String {
-        let mut name = base.to_string();
-        let mut n = 2;
-        while !self.0.insert(name.clone()) {
-            name = format!("{base}_{n}");
-            n += 1;
+        let n = self.next.entry(base.to_string()).or_insert(1);
+        loop {
+            let name = if *n == 1 {
+                base.to_string()
+            } else {
+                format!("{base}_{n}")
+            };
+            *n += 1;
+            if self.taken.insert(name.clone()) {
+                return name;
+            }
         }
-        name
     }
 }
 

@@ -441,3 +441,192 @@ fn curl_refuses_what_a_scenario_cannot_hold() {
     assert!(e("curl -X POST").contains("no URL"));
     assert!(e("curl --json '{x' http://h.test/").contains("not JSON"));
 }
+
+/// One recorded request: method, URL, headers, and a body with its MIME type.
+type Entry<'a> = (
+    &'a str,
+    &'a str,
+    &'a [(&'a str, &'a str)],
+    Option<(&'a str, &'a str)>,
+);
+
+/// A HAR of one entry per request, all on one host.
+fn har_of(entries: &[Entry<'_>]) -> String {
+    let list: Vec<serde_json::Value> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, (method, url, headers, body))| {
+            let mut req = serde_json::json!({
+                "method": method, "url": url, "httpVersion": "HTTP/1.1",
+                "headers": headers.iter().map(|(n, v)| serde_json::json!({"name": n, "value": v})).collect::<Vec<_>>(),
+                "queryString": [], "cookies": []
+            });
+            if let Some((mime, text)) = body {
+                req["postData"] = serde_json::json!({"mimeType": mime, "text": text});
+            }
+            serde_json::json!({
+                "startedDateTime": format!("2026-01-01T00:00:{:02}.000Z", i % 60),
+                "time": 1, "request": req,
+                "response": {"status": 200, "headers": [], "content": {"mimeType": "application/json", "text": "{}"}}
+            })
+        })
+        .collect();
+    serde_json::json!({"log": {"version": "1.2", "entries": list}}).to_string()
+}
+
+#[test]
+fn credentials_under_common_names_and_shapes_never_reach_the_file() {
+    let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+    let har = har_of(&[
+        (
+            "GET",
+            "http://h.test/a?key=AIzaSyQ1&code=azfn-code-1&sig=sas-sig-1&pass=qpass-1",
+            &[],
+            None,
+        ),
+        (
+            "GET",
+            "http://h.test/b",
+            &[
+                ("Ocp-Apim-Subscription-Key", "apim-key-1"),
+                ("x-functions-key", "fn-key-1"),
+                ("X-Api-Pass", "api-pass-1"),
+                ("X-Opaque", "AbCdEfGh1234567890XyZwQpLm"),
+                ("X-Jwt-Ish", jwt),
+            ],
+            None,
+        ),
+        (
+            "POST",
+            "http://h.test/c",
+            &[],
+            Some((
+                "application/json",
+                r#"{"user":"ann","pass":"json-pass-1","pin":"4321"}"#,
+            )),
+        ),
+        (
+            "POST",
+            "http://h.test/d",
+            &[],
+            Some((
+                "application/x-www-form-urlencoded",
+                "user=ann&passcode=form-pc-1",
+            )),
+        ),
+        (
+            "POST",
+            "http://h.test/e",
+            &[],
+            Some((
+                "application/xml",
+                "<login><user>ann</user><password>xml-pw-1</password></login>",
+            )),
+        ),
+    ]);
+    let c = har::convert(
+        &har,
+        &HarOptions {
+            command: "t".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let y = &c.yaml;
+    load(y);
+    for secret in [
+        "AIzaSyQ1",
+        "azfn-code-1",
+        "sas-sig-1",
+        "qpass-1",
+        "apim-key-1",
+        "fn-key-1",
+        "api-pass-1",
+        "AbCdEfGh1234567890XyZwQpLm",
+        "eyJhbGciOi",
+        "json-pass-1",
+        "4321",
+        "form-pc-1",
+        "xml-pw-1",
+    ] {
+        assert!(!y.contains(secret), "{secret} written:\n{y}");
+    }
+    assert!(
+        c.env.len() >= 13,
+        "every credential is listed as an env variable: {:?}",
+        c.env
+    );
+    assert!(
+        y.contains("user: ann") && y.contains("<user>ann</user>"),
+        "{y}"
+    );
+}
+
+#[test]
+fn a_secret_between_braces_stays_a_valid_template() {
+    let har = har_of(&[(
+        "POST",
+        "http://h.test/x",
+        &[("Authorization", "Bearer s3cr3t-token")],
+        Some(("text/plain", "x{s3cr3t-token}y")),
+    )]);
+    let c = har::convert(
+        &har,
+        &HarOptions {
+            command: "t".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(!c.yaml.contains("s3cr3t-token"), "{}", c.yaml);
+    // `volley check` compiles the file: `x{{{ env.TOKEN }}}y` would not.
+    load(&c.yaml);
+}
+
+#[test]
+fn a_large_recording_converts_in_time_linear_in_its_size() {
+    // Every entry sends back an id an earlier response produced: the correlation's worst case.
+    let entries: Vec<serde_json::Value> = (0..20_000)
+        .map(|i| {
+            serde_json::json!({
+                "startedDateTime": "2026-01-01T00:00:00.000Z", "time": 1,
+                "request": {"method": "GET", "url": format!("http://h.test/rooms/r{}x{}", i, i.max(1) - 1),
+                    "httpVersion": "HTTP/1.1", "headers": [], "queryString": [], "cookies": []},
+                "response": {"status": 200, "headers": [], "content": {"mimeType": "application/json",
+                    "text": format!(r#"{{"id":"r{i}x{i}"}}"#)}}
+            })
+        })
+        .collect();
+    let har = serde_json::json!({"log": {"version": "1.2", "entries": entries}}).to_string();
+    let t = std::time::Instant::now();
+    let c = har::convert(
+        &har,
+        &HarOptions {
+            command: "t".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // A bound far above what it takes (about 1 s in a debug build), so it only fails if the
+    // conversion is quadratic again in the pool of values or the names (issue 37: 17.6 s
+    // for 20,000 entries, growing cubically).
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(c.yaml.matches("request: GET").count() == 20_000);
+}
+
+#[test]
+fn bash_ansi_c_quoting_as_chrome_copies_it() {
+    let y = curl_yaml(
+        r#"curl 'http://h.test/f' -H 'content-type: application/x-www-form-urlencoded' --data-raw $'a=it\'s&b=line\nend'"#,
+    );
+    assert!(y.contains("a: it's"), "{y}");
+    assert!(!y.contains("$a"), "{y}");
+    let y = curl_yaml(
+        r#"curl 'http://h.test/j' -H 'content-type: application/json' --data-raw $'{"q":"it\'s","n":1}'"#,
+    );
+    assert!(y.contains("json:") && y.contains("q: it's"), "{y}");
+}

@@ -2,7 +2,10 @@
 //! curve, each carried out by a free VU (a connection). An arrival that finds every VU
 //! busy waits in a backlog and is sent as soon as one frees up — counted as *late*, and
 //! its latency still measured from its due time — or, if it has waited longer than the
-//! request timeout, is counted as *dropped*. Nothing is silently skipped.
+//! request timeout, is counted as *dropped*. Nothing is silently skipped. The backlog is
+//! bounded ([`BACKLOG_CAP`]; beyond it an arrival is dropped at once, and counted), and a
+//! schedule that runs behind the clock yields to its VUs and to the stop every
+//! [`YIELD_EVERY`] arrivals, so no rate can exhaust memory or outlive a Ctrl-C.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -118,10 +121,21 @@ async fn arrivals<W: Iterate + 'static>(
     let stopped = shared.stop.cancelled();
     tokio::pin!(stopped);
     let mut stopping = false;
+    let mut without_wait = 0u32;
     loop {
         schedule.retarget(&shared);
         let Some(due) = schedule.peek() else { break };
+        // A schedule behind the clock is dispatched without waiting; give the VUs' tasks
+        // (and the stop) their turn every so often, so a rate beyond what this thread can
+        // send cannot starve them or outlive a Ctrl-C.
+        without_wait += 1;
+        if without_wait >= YIELD_EVERY {
+            without_wait = 0;
+            tokio::task::yield_now().await;
+            stopping |= shared.stop.is_cancelled();
+        }
         if !stopping && due > Instant::now() {
+            without_wait = 0;
             // Long waits are taken in slices, so that a rate set live is seen promptly.
             let wake = due.min(Instant::now() + RETARGET_SLICE);
             tokio::select! {
@@ -147,7 +161,19 @@ async fn arrivals<W: Iterate + 'static>(
             Some(vu) => {
                 tasks.spawn_local(serve(ctx.clone(), pool.clone(), vu, due));
             }
-            None => pool.borrow_mut().backlog.push_back(due),
+            None => {
+                let mut p = pool.borrow_mut();
+                // A full backlog, or an arrival already older than the timeout, could only
+                // be dropped later: count it dropped now, so memory stays bounded.
+                if p.backlog.len() >= BACKLOG_CAP || due.elapsed() > ctx.plan.timeout {
+                    drop(p);
+                    ctx.recorder
+                        .borrow_mut()
+                        .record_arrival_outcome(due, false, true);
+                } else {
+                    p.backlog.push_back(due);
+                }
+            }
         }
     }
     while tasks.join_next().await.is_some() {}
@@ -240,6 +266,14 @@ impl Schedule {
         shared.stop.is_cancelled() && shared.stopped_at.get().is_none_or(|at| due >= *at)
     }
 }
+
+/// Most arrivals one worker keeps waiting for a free VU; one more is counted dropped at
+/// once (1.6 MB of due times: far more than VUs can work off within any timeout that
+/// matters, and a bound on what a rate beyond the target's can cost).
+const BACKLOG_CAP: usize = 100_000;
+
+/// Arrivals dispatched back to back before the loop yields to its VUs and looks at the stop.
+const YIELD_EVERY: u32 = 64;
 
 /// The longest a worker waits for an arrival before looking for a rate set live.
 const RETARGET_SLICE: Duration = Duration::from_millis(20);

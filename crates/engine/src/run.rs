@@ -199,6 +199,12 @@ impl RunControl {
                 "a rate of {rate}/s sends nothing; give a rate above zero, like 500"
             )));
         }
+        let max = volley_scenario::limits::MAX_RATE;
+        if rate > max {
+            return Err(EngineError::Control(format!(
+                "a rate of {rate}/s is more than one machine can send; give at most {max}/s"
+            )));
+        }
         match self.model {
             LiveModel::Rate => self.send(Control::Retarget(Retarget::Rate(rate), by.to_string())),
             LiveModel::Populations => Err(populations_fixed()),
@@ -322,7 +328,17 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
         };
         std::thread::Builder::new()
             .name(format!("volley-worker-{w}"))
-            .spawn(move || worker_main(ctx, rx))
+            .spawn(move || {
+                // A worker that panics (a bug) stops the run as aborted, saying so, instead
+                // of leaving a run that looks complete with its counts missing.
+                let shared = ctx.shared.clone();
+                let run = std::panic::AssertUnwindSafe(move || worker_main(ctx, rx));
+                if std::panic::catch_unwind(run).is_err() {
+                    shared.halt(format!(
+                        "worker thread {w} failed (a bug in volley: please report the command); its requests are missing from the counts"
+                    ));
+                }
+            })
             .map_err(|error| EngineError::Start {
                 what: "a worker thread",
                 error,
@@ -572,13 +588,16 @@ impl Conductor {
         let index = match command {
             Command::Flush(i) | Command::Finish(i) | Command::Spawn(i) => i,
         };
-        for w in &self.workers {
-            let _ = w.send(command);
-        }
+        // A worker that is gone (see the panic guard in `start`) answers nothing.
+        let alive = self
+            .workers
+            .iter()
+            .filter(|w| w.send(command).is_ok())
+            .count();
         let mut merged = IntervalSample::new(index);
         let mut steps: Vec<IntervalSample> = Vec::new();
         let mut messages = Vec::new();
-        for _ in 0..self.workers.len() {
+        for _ in 0..alive {
             if let Ok(part) = self.parts.recv() {
                 merged.merge(&part.sample);
                 if steps.is_empty() {

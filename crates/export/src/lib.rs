@@ -126,23 +126,23 @@ impl OutputSpec {
     pub fn start(&self) -> Result<Output, ExportError> {
         Ok(match self.kind {
             OutputKind::Prometheus => Output::Prometheus(Box::new(RemoteWrite::new(&self.url)?)),
-            OutputKind::Otlp => Output::Otlp(Otlp::new(&self.url)?),
+            OutputKind::Otlp => Output::Otlp(Box::new(Otlp::new(&self.url)?)),
         })
     }
 }
 
 /// A started `--out`.
 pub enum Output {
-    /// Boxed: its encoder's buffers make it four times the size of the others.
+    /// Boxed, as is the other: each holds its encoder's buffers and its sender.
     Prometheus(Box<RemoteWrite>),
-    Otlp(Otlp),
+    Otlp(Box<Otlp>),
 }
 
 impl Output {
     fn inner(&mut self) -> &mut dyn Observer {
         match self {
             Output::Prometheus(o) => o.as_mut(),
-            Output::Otlp(o) => o,
+            Output::Otlp(o) => o.as_mut(),
         }
     }
 }
@@ -153,6 +153,9 @@ impl Observer for Output {
     }
     fn interval(&mut self, iv: &IntervalView<'_>) {
         self.inner().interval(iv);
+    }
+    fn finished(&mut self) {
+        self.inner().finished();
     }
     fn outputs(&mut self) -> Vec<OutputNote> {
         self.inner().outputs()

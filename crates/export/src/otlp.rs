@@ -54,10 +54,12 @@ impl Otlp {
 }
 
 /// `url` with `/v1/metrics` when it has no path of its own.
+/// The query string stays a query (`?tenant=a` is kept after the path).
 pub fn metrics_url(url: &str) -> String {
-    match url.split_once("://") {
-        Some((_, rest)) if !rest.trim_end_matches('/').contains('/') => {
-            format!("{}/v1/metrics", url.trim_end_matches('/'))
+    match reqwest::Url::parse(url) {
+        Ok(mut u) if u.path().trim_end_matches('/').is_empty() => {
+            u.set_path("/v1/metrics");
+            u.to_string()
         }
         _ => url.to_string(),
     }
@@ -90,6 +92,10 @@ impl Observer for Otlp {
             body,
             headers: vec![("content-type", "application/x-protobuf")],
         });
+    }
+
+    fn finished(&mut self) {
+        self.sender.begin_flush();
     }
 
     fn outputs(&mut self) -> Vec<OutputNote> {
@@ -352,6 +358,14 @@ mod tests {
         assert_eq!(
             metrics_url("http://c:4318/otlp/v1/metrics"),
             "http://c:4318/otlp/v1/metrics"
+        );
+        assert_eq!(
+            metrics_url("http://c:4318?tenant=a"),
+            "http://c:4318/v1/metrics?tenant=a"
+        );
+        assert_eq!(
+            metrics_url("http://c:4318/?tenant=a"),
+            "http://c:4318/v1/metrics?tenant=a"
         );
     }
 

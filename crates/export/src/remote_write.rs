@@ -78,6 +78,10 @@ impl Observer for RemoteWrite {
         });
     }
 
+    fn finished(&mut self) {
+        self.sender.begin_flush();
+    }
+
     fn outputs(&mut self) -> Vec<OutputNote> {
         self.run = None;
         vec![self.sender.flush_note()]

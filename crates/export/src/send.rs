@@ -28,8 +28,17 @@ pub struct Payload {
 }
 
 enum Msg {
-    Send(Payload),
+    /// A payload of run `generation` (a run's payloads not sent by its flush are counted
+    /// dropped, and are not sent during the next run).
+    Send(Payload, u64),
     Flush(std::sync::mpsc::Sender<()>),
+}
+
+/// A flush under way: its deadline, and its message until the queue takes it.
+struct Flush {
+    deadline: Instant,
+    waiting: Option<Msg>,
+    done: Receiver<()>,
 }
 
 #[derive(Default)]
@@ -42,6 +51,8 @@ struct Stats {
     last_error: Option<String>,
     warned_failure: bool,
     warned_drop: bool,
+    /// The run whose payloads are sent now.
+    generation: u64,
 }
 
 /// A receiver's queue and sender thread.
@@ -51,6 +62,7 @@ pub struct Sender {
     shown: String,
     tx: SyncSender<Msg>,
     stats: Arc<Mutex<Stats>>,
+    flush: Mutex<Option<Flush>>,
 }
 
 /// `url` as a receiver's URL: absolute, http or https. `--out` is checked with this when it
@@ -80,6 +92,9 @@ impl Sender {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .timeout(TIMEOUT)
+            // A redirect would turn the POST into a GET without its body (and count it
+            // sent); a 3xx is a failure that names the URL to give instead.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ExportError::Client(e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -98,12 +113,14 @@ impl Sender {
             shown,
             tx,
             stats,
+            flush: Mutex::new(None),
         })
     }
 
     /// Queues a payload; never waits. A full queue drops it (counted, warned once).
     pub fn send(&self, payload: Payload) {
-        match self.tx.try_send(Msg::Send(payload)) {
+        let generation = self.stats.lock().unwrap().generation;
+        match self.tx.try_send(Msg::Send(payload, generation)) {
             Ok(()) => self.stats.lock().unwrap().queued += 1,
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
                 let mut st = self.stats.lock().unwrap();
@@ -118,29 +135,55 @@ impl Sender {
         }
     }
 
-    /// Waits (at most [`FLUSH_WAIT`]) for what is queued to be sent, then returns how
-    /// sending went since the last note and starts counting afresh. Payloads still queued
-    /// after the wait count as dropped.
+    /// Starts waiting for what is queued to be sent, without blocking: the run's end starts
+    /// every receiver's flush at once ([`Observer::finished`](volley_record::Observer::finished)),
+    /// so several slow receivers share one [`FLUSH_WAIT`] instead of adding theirs up.
+    pub fn begin_flush(&self) {
+        let mut flush = self.flush.lock().unwrap();
+        if flush.is_some() {
+            return;
+        }
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let msg = Msg::Flush(done_tx);
+        let waiting = match self.tx.try_send(msg) {
+            Ok(()) => None,
+            Err(TrySendError::Full(m)) => Some(m),
+            Err(TrySendError::Disconnected(_)) => None,
+        };
+        *flush = Some(Flush {
+            deadline: Instant::now() + FLUSH_WAIT,
+            waiting,
+            done,
+        });
+    }
+
+    /// Waits until the flush begun by [`Sender::begin_flush`] (begun here if it was not)
+    /// is done or its deadline passes, then returns how sending went since the last note
+    /// and starts counting afresh. Payloads still queued after the wait count as dropped,
+    /// and are not sent later.
     pub fn flush_note(&self) -> OutputNote {
-        let deadline = Instant::now() + FLUSH_WAIT;
-        let (done_tx, done_rx) = std::sync::mpsc::channel();
-        let mut msg = Msg::Flush(done_tx);
-        let flushed = loop {
-            match self.tx.try_send(msg) {
-                Ok(()) => {
-                    break done_rx
-                        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                        .is_ok();
-                }
+        self.begin_flush();
+        let Flush {
+            deadline,
+            mut waiting,
+            done,
+        } = self.flush.lock().unwrap().take().expect("begun above");
+        while let Some(m) = waiting.take() {
+            match self.tx.try_send(m) {
+                Ok(()) => {}
                 Err(TrySendError::Full(m)) if Instant::now() < deadline => {
-                    msg = m;
+                    waiting = Some(m);
                     std::thread::sleep(Duration::from_millis(10));
                 }
-                Err(_) => break false,
+                Err(_) => break,
             }
-        };
+        }
+        let flushed = done
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .is_ok();
         let mut st = self.stats.lock().unwrap();
         if !flushed && st.queued > 0 {
+            st.generation += 1;
             st.dropped += st.queued;
             st.last_error = Some(format!(
                 "{} payloads were still waiting {} s after the run ended",
@@ -177,6 +220,7 @@ impl Sender {
         *st = Stats {
             warned_failure: st.warned_failure,
             warned_drop: st.warned_drop,
+            generation: st.generation,
             ..Stats::default()
         };
         note
@@ -198,8 +242,10 @@ async fn run(
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => return,
         };
-        let payload = match msg {
-            Msg::Send(p) => p,
+        let (payload, generation) = match msg {
+            // A payload of a run whose flush gave up on it: counted dropped there.
+            Msg::Send(_, g) if g != stats.lock().unwrap().generation => continue,
+            Msg::Send(p, g) => (p, g),
             Msg::Flush(done) => {
                 let _ = done.send(());
                 continue;
@@ -211,6 +257,10 @@ async fn run(
             outcome = post(&client, &url, &payload).await;
         }
         let mut st = stats.lock().unwrap();
+        if st.generation != generation {
+            // Its run's flush gave up while it was being sent, and counted it dropped.
+            continue;
+        }
         st.queued = st.queued.saturating_sub(1);
         match outcome {
             Ok(()) => st.sent += 1,
@@ -241,18 +291,43 @@ async fn post(
         Ok(resp) if resp.status().is_success() => Ok(()),
         Ok(resp) => {
             let status = resp.status();
+            let resp_location = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
             let text = resp.text().await.unwrap_or_default();
             let retry = status.is_server_error() || status.as_u16() == 429;
             Err((
                 retry,
-                format!(
-                    "the receiver answered HTTP {status}: {}",
-                    text.trim().chars().take(300).collect::<String>()
-                ),
+                if status.is_redirection() {
+                    format!(
+                        "the receiver answered HTTP {status} (to {}): volley does not follow a redirect, which would resend the POST as a GET without its body; give the URL it points to",
+                        plain(resp_location.as_deref().unwrap_or("?"))
+                    )
+                } else {
+                    format!("the receiver answered HTTP {status}: {}", plain(&text))
+                },
             ))
         }
         Err(e) => Err((true, format!("cannot send: {}", error_chain(&e)))),
     }
+}
+
+/// A receiver's text as a terminal may show it: its first 300 characters, on one line,
+/// with control characters (an ESC sequence could rewrite the screen) shown escaped.
+fn plain(text: &str) -> String {
+    text.trim()
+        .chars()
+        .take(300)
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

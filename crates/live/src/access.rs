@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 
 use axum::extract::Request;
-use axum::http::{StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -83,17 +83,108 @@ fn same(given: &str, token: &str) -> bool {
             == 0
 }
 
-/// Middleware: 403 with a short explanation for a request without the token.
+/// What every request must pass: the access rule, and on loopback (where there is no
+/// token) the names the dashboard is reached by.
+#[derive(Debug, Clone)]
+pub(crate) struct Guard {
+    pub(crate) access: Access,
+    /// `Host` values a loopback dashboard answers: its address and `localhost`, with its
+    /// port. A page on another site that rebinds its own name to 127.0.0.1 sends its own
+    /// name as the Host, and is refused.
+    pub(crate) hosts: Vec<String>,
+}
+
+impl Guard {
+    /// The guard of a dashboard bound to `bound` under `access`.
+    pub(crate) fn new(access: Access, bound: SocketAddr) -> Guard {
+        let port = bound.port();
+        let mut hosts = vec![
+            format!("localhost:{port}"),
+            format!("127.0.0.1:{port}"),
+            format!("[::1]:{port}"),
+        ];
+        let own = match bound.ip() {
+            std::net::IpAddr::V6(ip) => format!("[{ip}]:{port}"),
+            ip => format!("{ip}:{port}"),
+        };
+        if !hosts.contains(&own) {
+            hosts.push(own);
+        }
+        Guard { access, hosts }
+    }
+
+    /// Why `request` may not pass, or `None`.
+    fn refuses(&self, request: &Request) -> Option<&'static str> {
+        if !self.access.admits(request) {
+            return Some(
+                "this address needs the access token printed when the dashboard started (?token=... in the URL, or Authorization: Bearer TOKEN)",
+            );
+        }
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_ascii_lowercase);
+        if self.access == Access::Open && !host.as_ref().is_some_and(|h| self.hosts.contains(h)) {
+            return Some(
+                "the Host header is not this dashboard's address; open it as http://127.0.0.1:PORT/ or http://localhost:PORT/ (a page of another site that resolves its name to this machine is refused)",
+            );
+        }
+        if !matches!(*request.method(), Method::GET | Method::HEAD) {
+            // A control. A browser sends a "simple" cross-site request (a form, or
+            // text/plain) without asking first; one with a JSON body it sends only after a
+            // preflight this server never grants. And when it says where it comes from, that
+            // must be here.
+            let json = request
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| {
+                    v.split(';')
+                        .next()
+                        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+                });
+            if !json {
+                return Some(
+                    "controls take a JSON body: send them with Content-Type: application/json (e.g. curl -X POST -H 'Content-Type: application/json' -d '{}' URL/stop)",
+                );
+            }
+            let cross_site = request
+                .headers()
+                .get("sec-fetch-site")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.eq_ignore_ascii_case("cross-site"));
+            let origin_elsewhere = request
+                .headers()
+                .get(header::ORIGIN)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|o| {
+                    let o = o.to_ascii_lowercase();
+                    let o = o
+                        .strip_prefix("http://")
+                        .or_else(|| o.strip_prefix("https://"));
+                    o.is_none_or(|o| host.as_deref() != Some(o))
+                });
+            if cross_site || origin_elsewhere {
+                return Some(
+                    "a control from a page of another origin is refused; use the dashboard's own page or a command line client",
+                );
+            }
+        }
+        None
+    }
+}
+
+/// Middleware: 403 with a short explanation for a request the [`Guard`] refuses.
 pub(crate) async fn guard(
-    access: axum::extract::State<Access>,
+    guard: axum::extract::State<Guard>,
     request: Request,
     next: Next,
 ) -> Response {
-    if access.admits(&request) {
-        return next.run(request).await;
+    match guard.refuses(&request) {
+        None => next.run(request).await,
+        Some(why) => (StatusCode::FORBIDDEN, format!("volley dashboard: {why}\n")).into_response(),
     }
-    (StatusCode::FORBIDDEN, "volley dashboard: this address needs the access token printed when the dashboard started (?token=... in the URL, or Authorization: Bearer TOKEN)\n")
-        .into_response()
 }
 
 #[cfg(test)]
@@ -134,5 +225,88 @@ mod tests {
         assert!(!a.admits(&req("/?token=abc1234", None)));
         assert!(!a.admits(&req("/", Some("Bearer nope"))));
         assert!(Access::Open.admits(&req("/", None)));
+    }
+
+    fn request(method: &str, host: Option<&str>, headers: &[(&str, &str)]) -> Request {
+        let mut b = Request::builder().method(method).uri("/stop");
+        if let Some(h) = host {
+            b = b.header(header::HOST, h);
+        }
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        b.body(axum::body::Body::empty()).unwrap()
+    }
+
+    #[test]
+    fn loopback_answers_its_own_names_and_controls_only_as_json_from_here() {
+        let g = Guard::new(Access::Open, "127.0.0.1:8080".parse().unwrap());
+        let json = [("content-type", "application/json")];
+        assert_eq!(
+            g.refuses(&request("GET", Some("127.0.0.1:8080"), &[])),
+            None
+        );
+        assert_eq!(
+            g.refuses(&request("GET", Some("LOCALHOST:8080"), &[])),
+            None
+        );
+        // DNS rebinding: another site's name, or no Host at all.
+        for host in [Some("evil.example:8080"), Some("127.0.0.1:9999"), None] {
+            let why = g.refuses(&request("GET", host, &[])).unwrap();
+            assert!(why.contains("Host"), "{why}");
+        }
+        assert_eq!(
+            g.refuses(&request("POST", Some("127.0.0.1:8080"), &json)),
+            None
+        );
+        assert_eq!(
+            g.refuses(&request(
+                "POST",
+                Some("127.0.0.1:8080"),
+                &[
+                    ("content-type", "application/json; charset=utf-8"),
+                    ("origin", "http://127.0.0.1:8080")
+                ]
+            )),
+            None
+        );
+        // Simple requests a page of any site can send.
+        for ct in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+        ] {
+            let why = g
+                .refuses(&request(
+                    "POST",
+                    Some("127.0.0.1:8080"),
+                    &[("content-type", ct)],
+                ))
+                .unwrap();
+            assert!(why.contains("application/json"), "{ct}: {why}");
+        }
+        assert!(
+            g.refuses(&request("POST", Some("127.0.0.1:8080"), &[]))
+                .is_some()
+        );
+        // JSON, but from another origin.
+        for h in [
+            ("origin", "http://evil.example"),
+            ("sec-fetch-site", "cross-site"),
+            ("origin", "null"),
+        ] {
+            let why = g
+                .refuses(&request("POST", Some("127.0.0.1:8080"), &[json[0], h]))
+                .unwrap();
+            assert!(why.contains("another origin"), "{h:?}: {why}");
+        }
+        // A token dashboard on another address is reached by names of its own.
+        let t = Guard::new(Access::Token("abc".into()), "0.0.0.0:8080".parse().unwrap());
+        let r = Request::builder()
+            .uri("/?token=abc")
+            .header(header::HOST, "loadgen.internal:8080")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        assert_eq!(t.refuses(&r), None);
     }
 }

@@ -37,7 +37,7 @@ use volley_rundir::rundir::PlanChangeNote;
 pub enum LiveError {
     /// The address could not be bound.
     #[error(
-        "--dashboard {addr}: cannot listen there: {error}. Give a free address, like 127.0.0.1:8089 (or leave the address out for a free port on 127.0.0.1)"
+        "{addr}: cannot listen there: {error}. Give a free address, like 127.0.0.1:8089 (or leave the address out for a free port on 127.0.0.1)"
     )]
     Bind {
         /// The address asked for.
@@ -46,15 +46,13 @@ pub enum LiveError {
         error: std::io::Error,
     },
     /// An address other than loopback without a token.
-    #[error("--dashboard {0}: a dashboard on an address other than loopback needs an access token")]
+    #[error("{0}: a dashboard on an address other than loopback needs an access token")]
     OpenOutside(SocketAddr),
     /// The dashboard's runtime could not start.
     #[error("cannot start the dashboard's thread: {0}")]
     Runtime(std::io::Error),
     /// The address is not an address.
-    #[error(
-        "--dashboard `{0}`: not an address; write it like 127.0.0.1:8089, 0.0.0.0:8089 or :8089"
-    )]
+    #[error("`{0}`: not an address; write it like 127.0.0.1:8089, 0.0.0.0:8089 or :8089")]
     BadAddr(String),
 }
 
@@ -98,15 +96,19 @@ pub(crate) struct State {
 
 impl Shared {
     /// Stops the run gracefully, as Ctrl-C does (status `interrupted`).
-    pub(crate) fn stop(&self) -> Result<&'static str, &'static str> {
+    pub(crate) fn stop(&self) -> &'static str {
         self.stopped.store(true, Ordering::SeqCst);
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         match &state.control {
             Some(c) => {
                 c.stop(StopReason::Interrupted);
-                Ok("stopping: in-flight requests get the grace period, then the report is written")
+                "stopping: in-flight requests get the grace period, then the report is written"
             }
-            None => Err("no run is going"),
+            // Between runs of a group, or while a run waits for --start-at: the flag above
+            // stops the next run as it begins, so say that, not "no run".
+            None => {
+                "stopping: no run is going this moment; the next one stops as it begins and no further run starts"
+            }
         }
     }
 }
@@ -176,7 +178,7 @@ impl Dashboard {
             None => server::live_routes(shared.clone()),
         };
         let app = app.merge(extra).layer(axum::middleware::from_fn_with_state(
-            access.clone(),
+            access::Guard::new(access.clone(), bound),
             access::guard,
         ));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();

@@ -65,10 +65,7 @@ async fn events(
 }
 
 async fn stop(State(shared): State<Arc<Shared>>) -> Response {
-    match shared.stop() {
-        Ok(said) => (StatusCode::OK, said).into_response(),
-        Err(said) => (StatusCode::CONFLICT, said).into_response(),
-    }
+    (StatusCode::OK, shared.stop()).into_response()
 }
 
 /// `{"vus": N}` (closed model) or `{"rate": R}` (open model).

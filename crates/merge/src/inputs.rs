@@ -95,6 +95,18 @@ impl SegmentSet {
                     format!("started_at `{}`: {e}", data.meta.started_at),
                 )
             })?;
+            if note.segment.count == 0 || note.segment.index >= note.segment.count {
+                return Err(volley_rundir::FormatError::malformed(
+                    dir.join("run.json"),
+                    1,
+                    None,
+                    format!(
+                        "segment index {} of {}: a segment's index is 0 to its count − 1; this run directory was not written by volley run --segment, or was edited",
+                        note.segment.index, note.segment.count
+                    ),
+                )
+                .into());
+            }
             segments.push(Input {
                 segment: note.segment,
                 note,

@@ -122,7 +122,13 @@ impl RunSpec {
         let plan = &self.engine.plan;
         RecordedPlan {
             load: plan.load.clone(),
-            request: plan.request().cloned(),
+            // run.json travels (--upload, CI artifacts): credentials in headers are kept as ***.
+            request: plan.request().cloned().map(|mut r| {
+                for (n, v) in &mut r.headers {
+                    *v = volley_scenario::secret::masked_header_value(n, v);
+                }
+                r
+            }),
             timeout_s: plan.timeout.as_secs_f64(),
             expect_status: plan.expect_status.clone(),
             http2: self.engine.http2,

@@ -105,8 +105,12 @@ pub enum Outcome {
     Pass,
     /// Worse beyond the noise (and the tolerance).
     Fail,
-    /// The comparison could not judge it (too few intervals or requests, or an input lacks it).
+    /// The comparison has the figure but could not judge it (too few intervals or requests,
+    /// a value that is not a number, a group too small for its noise): the gate fails.
     NotJudged,
+    /// An input cannot give this figure at all (an nGrinder CSV has no per-request
+    /// latencies), and the gate was not asked for it by name: left out, and said so.
+    Unavailable,
 }
 
 /// One gated figure of one before/after table.
@@ -201,7 +205,7 @@ impl GateResult {
                         key,
                         label,
                         row: None,
-                        outcome: Outcome::NotJudged,
+                        outcome: Outcome::Unavailable,
                         why,
                     });
                     continue;
@@ -246,10 +250,11 @@ impl GateResult {
                 checks,
             });
         }
-        let passed = tables
-            .iter()
-            .flat_map(|t| &t.checks)
-            .all(|c| c.outcome != Outcome::Fail);
+        // A figure the gate has and could not judge is no pass: the gate fails and says why,
+        // rather than pass on data it cannot trust. So does a gate left with nothing judged.
+        let checks = || tables.iter().flat_map(|t| &t.checks);
+        let passed = checks().all(|c| matches!(c.outcome, Outcome::Pass | Outcome::Unavailable))
+            && checks().any(|c| c.outcome == Outcome::Pass);
         Ok(GateResult {
             spec: spec.clone(),
             tables,
@@ -257,12 +262,12 @@ impl GateResult {
         })
     }
 
-    /// The failed checks, with their table.
+    /// The checks that fail the gate (worse, or not judgeable), with their table.
     pub fn failures(&self) -> impl Iterator<Item = (&GateTable, &GateCheck)> {
         self.tables.iter().flat_map(|t| {
             t.checks
                 .iter()
-                .filter(|c| c.outcome == Outcome::Fail)
+                .filter(|c| c.outcome == Outcome::Fail || c.outcome == Outcome::NotJudged)
                 .map(move |c| (t, c))
         })
     }
@@ -284,13 +289,24 @@ impl GateResult {
         } else {
             String::new()
         };
+        let unavailable = self.count(Outcome::Unavailable);
         let mut h = if failed > 0 {
             format!("FAILED: {failed} of {total} gated figures worse beyond the noise{tolerance}")
+        } else if unjudged > 0 {
+            format!("FAILED: none of {total} gated figures worse beyond the noise{tolerance}")
+        } else if !self.passed {
+            format!("FAILED: none of {total} gated figures could be judged")
         } else {
             format!("PASSED: none of {total} gated figures worse beyond the noise{tolerance}")
         };
         if unjudged > 0 {
-            let _ = write!(h, "; {unjudged} could not be judged");
+            let _ = write!(
+                h,
+                "; {unjudged} could not be judged, which fails the gate (see why in each row)"
+            );
+        }
+        if unavailable > 0 {
+            let _ = write!(h, "; {unavailable} not in the inputs, left out");
         }
         h
     }
@@ -321,6 +337,7 @@ impl GateResult {
                     Outcome::Pass => "pass",
                     Outcome::Fail => "FAIL",
                     Outcome::NotJudged => "not judged",
+                    Outcome::Unavailable => "not in inputs",
                 };
                 let _ = writeln!(
                     out,
@@ -360,7 +377,8 @@ impl GateResult {
                 let result = match c.outcome {
                     Outcome::Pass => "✅ pass",
                     Outcome::Fail => "❌ **FAIL**",
-                    Outcome::NotJudged => "➖ not judged",
+                    Outcome::NotJudged => "❌ not judged",
+                    Outcome::Unavailable => "➖ not in the inputs",
                 };
                 match &c.row {
                     Some(r) => {
@@ -416,6 +434,29 @@ fn judge(r: &CompareRow, tolerance_pct: f64) -> (Outcome, String) {
         return (
             Outcome::NotJudged,
             format!("{values}: too few requests beyond this percentile to judge it"),
+        );
+    }
+    if !(r.before.is_finite() && r.after.is_finite() && r.before >= 0.0 && r.after >= 0.0) {
+        return (
+            Outcome::NotJudged,
+            format!(
+                "{values}: a value is not a number a run can have (NaN, infinite or negative); check the run's series.csv"
+            ),
+        );
+    }
+    let smallest = r.runs_before.min(r.runs_after);
+    if r.test == volley_stats::compare::Test::WelchT && smallest == 2 {
+        return (
+            Outcome::NotJudged,
+            format!(
+                "{values}: a group of 2 runs leaves Welch's t one degree of freedom, so its noise is not an estimate; give each group 3 runs or more (--repeat 3)"
+            ),
+        );
+    }
+    if !r.noise_pct.is_finite() {
+        return (
+            Outcome::NotJudged,
+            format!("{values}: its noise could not be estimated from these runs"),
         );
     }
     let worse_by = r.change_pct.abs();
@@ -540,7 +581,7 @@ mod tests {
     }
 
     #[test]
-    fn runs_too_short_to_judge_are_not_judged_and_do_not_fail() {
+    fn runs_too_short_to_judge_are_not_judged_and_fail_the_gate() {
         let dir = tempfile::tempdir().unwrap();
         let a = RunSet::single(crate::testrun::run(
             &dir.path().join("a"),
@@ -564,7 +605,8 @@ mod tests {
             false,
         )
         .unwrap();
-        assert!(gate.passed);
+        assert!(!gate.passed, "a gate that judged nothing must not pass");
+        assert!(gate.headline().starts_with("FAILED"), "{}", gate.headline());
         assert!(
             gate.tables[0]
                 .checks

@@ -274,23 +274,25 @@ pub fn run_suite(r: &RunReport, hostname: &str) -> Suite {
             },
         })
         .collect();
-    let aborted = r.status == volley_formats::RunStatus::Aborted.name();
+    // Only a run that ran its whole plan completed: aborted, interrupted (Ctrl-C, a stop
+    // from the dashboard) and did-not-finish runs are failures of this case.
+    let complete = r.status == volley_formats::RunStatus::Complete.name();
     cases.push(Case {
         name: "run completed".to_string(),
         classname,
         time_s: r.measured_s + r.warmup_s,
-        outcome: if aborted {
+        outcome: if complete {
+            CaseOutcome::Passed
+        } else {
             let why = r
                 .reason
                 .clone()
-                .unwrap_or_else(|| "volley stopped it".to_string());
+                .unwrap_or_else(|| "it did not run its whole plan".to_string());
             CaseOutcome::Failure {
-                r#type: "aborted".into(),
-                message: format!("the run was aborted: {why}"),
+                r#type: r.status.clone(),
+                message: format!("the run is {}: {why}", r.status.replace('_', " ")),
                 text: why,
             }
-        } else {
-            CaseOutcome::Passed
         },
     });
     let ttfb_p99 = r
@@ -316,7 +318,7 @@ pub fn run_suite(r: &RunReport, hostname: &str) -> Suite {
 }
 
 /// A gate as suites: one per before/after table, one case per gated figure; a figure worse
-/// beyond the noise is a failure, one the comparison could not judge is skipped.
+/// beyond the noise is a failure, and so is one the comparison could not judge.
 pub fn gate_suites(gate: &GateResult, comparison_text: &str, hostname: &str) -> Vec<Suite> {
     let now = jiff::Timestamp::now().to_string();
     gate.tables
@@ -350,8 +352,16 @@ pub fn gate_suites(gate: &GateResult, comparison_text: &str, hostname: &str) -> 
                                     c.label, t.before, t.after, c.why
                                 ),
                             },
-                            Outcome::NotJudged => CaseOutcome::Skipped {
+                            Outcome::Unavailable => CaseOutcome::Skipped {
                                 message: format!("{}: {}", c.label, c.why),
+                            },
+                            Outcome::NotJudged => CaseOutcome::Failure {
+                                r#type: "not judged".into(),
+                                message: format!("{}: {}", c.label, c.why),
+                                text: format!(
+                                    "{} could not be judged from {} to {}, which fails the gate: {}",
+                                    c.label, t.before, t.after, c.why
+                                ),
                             },
                         },
                     })

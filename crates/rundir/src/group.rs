@@ -194,5 +194,24 @@ pub fn read_group(dir: &Path) -> Result<GroupMeta> {
             format!("`kind` is `{}`; a group file says `group`", meta.kind),
         ));
     }
+    if let Some(bad) = meta
+        .runs
+        .iter()
+        .find(|r| !crate::rundir::is_plain_subdir(&r.dir))
+    {
+        let line = text
+            .lines()
+            .position(|l| l.contains(&format!("{:?}", bad.dir)))
+            .map_or(1, |i| i as u64 + 1);
+        return Err(FormatError::malformed(
+            &p,
+            line,
+            None,
+            format!(
+                "run `{}` is not a directory inside the group (a plain name such as `01_name`); a group holds its own runs",
+                bad.dir
+            ),
+        ));
+    }
     Ok(meta)
 }

@@ -465,7 +465,7 @@ impl RunWriter {
         row: &Interval,
         steps: &[IntervalSample],
     ) -> Result<()> {
-        let wall = self.started + Duration::from_secs_f64(row.start_s + row.period_s);
+        let wall = self.started + secs(row.start_s + row.period_s);
         let local = jiff::Timestamp::try_from(wall)
             .map(|t| {
                 t.to_zoned(jiff::tz::TimeZone::system())
@@ -499,8 +499,7 @@ impl RunWriter {
         fields.push(n(sample.counts.pool_wait_mean_ms()));
         let path = self.dir.join(SERIES_CSV);
         writeln!(self.series, "{}", fields.join(",")).map_err(|e| FormatError::io(&path, e))?;
-        let start = Duration::from_secs_f64(row.start_s);
-        let len = Duration::from_secs_f64(row.period_s);
+        let (start, len) = (secs(row.start_s), secs(row.period_s));
         let hpath = self.dir.join(LATENCY_HLOG);
         let mut write = |h: &Histogram<u64>, key: HistKey| {
             hlog::write_interval(&mut self.hlog, h, start, len, key)
@@ -736,6 +735,21 @@ impl RunData {
                 e.to_string(),
             )
         })?;
+        if !(meta.interval_s.is_finite() && meta.interval_s > 0.0 && meta.interval_s <= 86_400.0) {
+            let line = meta_text
+                .lines()
+                .position(|l| l.contains("\"interval_s\""))
+                .map_or(1, |i| i as u64 + 1);
+            return Err(FormatError::malformed(
+                &meta_path,
+                line,
+                None,
+                format!(
+                    "interval_s is {}: it is the length of one interval in seconds, above 0 and at most a day (volley writes 1)",
+                    meta.interval_s
+                ),
+            ));
+        }
         let mut input_notes = Vec::new();
         if meta.status == RunStatus::Running && recorder_gone(&meta) == Some(true) {
             meta.status = RunStatus::DidNotFinish;
@@ -843,7 +857,7 @@ impl RunData {
         let mut populations = Vec::new();
         for p in &meta.plan.populations {
             let sub = dir.join(&p.dir);
-            if p.dir.split('/').any(|c| c == ".." || c.is_empty()) || !sub.starts_with(dir) {
+            if !is_plain_subdir(&p.dir) {
                 return Err(FormatError::malformed(
                     &meta_path,
                     1,
@@ -927,4 +941,23 @@ pub fn recorder_gone(meta: &RunMeta) -> Option<bool> {
         (Some(ticks), Some(boot), Some(run)) => Some(boot + ticks / 100.0 > run + 5.0),
         _ => Some(false),
     }
+}
+/// Whether `rel`, a directory named in run.json or group.json, is a plain path below the
+/// directory that names it: relative, of ordinary names only (no `.`, `..`, root, or empty
+/// part). Anything else could point outside it (`../other`) or back at it (`.`, which
+/// reading a run's populations would follow forever), so readers refuse it.
+pub fn is_plain_subdir(rel: &str) -> bool {
+    use std::path::Component;
+    !rel.is_empty()
+        && !rel.split('/').any(str::is_empty)
+        && Path::new(rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+        && !rel.split('/').any(|c| c == "." || c == "..")
+}
+
+/// Seconds as a `Duration`; a value no duration can hold (negative, NaN, beyond `u64`
+/// seconds, as a hand-edited or merged file may give) is zero, never a panic.
+fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or_default()
 }

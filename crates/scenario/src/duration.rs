@@ -4,20 +4,27 @@ use std::time::Duration;
 
 use crate::PlanError;
 
-/// Parses `30s`, `2m`, `1h30m`, `250ms` or a bare number of seconds (`1.5`).
+/// Parses `30s`, `2m`, `1h30m`, `250ms` or a bare number of seconds (`1.5`), at most
+/// [`MAX_DURATION`](crate::limits::MAX_DURATION).
 pub fn parse_duration(s: &str) -> Result<Duration, PlanError> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<f64>()
         && secs.is_finite()
         && secs >= 0.0
     {
-        return Ok(Duration::from_secs_f64(secs));
+        let max = crate::limits::MAX_DURATION;
+        let d = Duration::try_from_secs_f64(secs).unwrap_or(max + Duration::from_secs(1));
+        return crate::limits::duration_at_most(d, s);
     }
-    humantime::parse_duration(t).map_err(|_| {
-        PlanError(format!(
-            "`{s}` is not a duration; write it like 30s, 2m, 1h30m or 250ms"
-        ))
-    })
+    let d = humantime::parse_duration(t).map_err(|e| {
+        PlanError(match e {
+            humantime::DurationError::NumberOverflow => format!(
+                "`{s}` is longer than 7 days, the longest length volley takes; give a shorter one (e.g. 24h)"
+            ),
+            _ => format!("`{s}` is not a duration; write it like 30s, 2m, 1h30m or 250ms"),
+        })
+    })?;
+    crate::limits::duration_at_most(d, s)
 }
 
 /// Durations in run.json and other JSON: seconds as a number.
@@ -54,5 +61,11 @@ mod tests {
         let e = parse_duration("soon").unwrap_err();
         assert!(e.0.contains("`soon` is not a duration"));
         assert!(parse_duration("-1").is_err());
+        // Huge values are refused, never a panic or an overflow.
+        for huge in ["1e20", "1e300", "100000h", "8d", "18446744073709551615s"] {
+            let e = parse_duration(huge).unwrap_err();
+            assert!(e.0.contains("longer than 7 days"), "{huge}: {e}");
+        }
+        assert_eq!(parse_duration("7d").unwrap(), crate::limits::MAX_DURATION);
     }
 }

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::PlanError;
 use crate::duration::parse_duration;
 use crate::rate::{Arrivals, RateShape, RateStage, parse_rate};
 use crate::stages::{LoadShape, Stage, parse_stages};
+use crate::{PlanError, limits};
 
 /// What an option is about, which decides how the command line overrides a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,20 +90,20 @@ macro_rules! load_options {
 }
 
 load_options! {
-    vus: u64 = count, "N", Shape, "Virtual users (closed model).";
+    vus: u64 = vus, "N", Shape, "Virtual users (closed model).";
     duration: Duration = positive_duration, "DURATION", Shape, "Test length (with --vus or --rate); e.g. 30s, 10m.";
     ramp_up: Duration = parse_duration, "DURATION", Shape, "Ramp from 0 to --vus over this time, part of --duration.";
     ramp_down: Duration = parse_duration, "DURATION", Shape, "Ramp from --vus down to 0 over this time at the end of --duration (part of it).";
     stages: Vec<Stage> = parse_stages, "STAGES", Shape, "Ramping stages DURATION:VUS,..., linear between targets; e.g. \"2m:50,2m:100,1m:0\".";
     rate: f64 = positive_rate, "RATE", Shape, "Open model: arrivals per second (500, 500/s, 30000/m), for --duration; latency is measured from each arrival's due time.";
     rate_stages: RateShape = RateShape::parse, "STAGES", Shape, "Open model: ramping arrival rate DURATION:RATE,..., linear from 0; e.g. \"1m:100,5m:300\".";
-    iterations: u64 = count, "N", Shape, "Each VU runs this many iterations, then stops; the run ends when all have (nGrinder's run count). --duration, if given, caps it [default cap: 24h].";
+    iterations: u64 = iterations, "N", Shape, "Each VU runs this many iterations, then stops; the run ends when all have (nGrinder's run count). --duration, if given, caps it [default cap: 24h].";
     arrivals: Arrivals = Arrivals::parse, "PROCESS", Other, "Open model: how arrivals are spaced: even (the default), or poisson[:SEED] for the exponential gaps of independent users (seeded, so the schedule repeats); reports say which.";
-    max_vus: u64 = count, "N", Other, "Open model: VUs (connections) that carry out arrivals, opened as needed [default: 1000].";
-    connections: u64 = count, "N", Other, "Share N connections among the VUs instead of one per VU: HTTP/2 carries the VUs' requests as streams on them (h2load's -c; at most the server's SETTINGS_MAX_CONCURRENT_STREAMS at once per connection), HTTP/1.1 makes them a pool the VUs take turns on. The wait for a connection or stream is not part of a request's times.";
+    max_vus: u64 = vus, "N", Other, "Open model: VUs (connections) that carry out arrivals, opened as needed [default: 1000].";
+    connections: u64 = connections, "N", Other, "Share N connections among the VUs instead of one per VU: HTTP/2 carries the VUs' requests as streams on them (h2load's -c; at most the server's SETTINGS_MAX_CONCURRENT_STREAMS at once per connection), HTTP/1.1 makes them a pool the VUs take turns on. The wait for a connection or stream is not part of a request's times.";
     pacing: Duration = parse_duration, "DURATION", Closed, "Start an iteration at most once per this time per VU (e.g. 1s: one call per second per user).";
     think_time: Duration = parse_duration, "DURATION", Closed, "Pause after every iteration.";
-    repeat: u64 = count, "N", Other, "Run the whole plan N times as one run group (a directory of N runs and group.json), so `volley compare` can judge changes against run-to-run variation.";
+    repeat: u64 = repeat, "N", Other, "Run the whole plan N times as one run group (a directory of N runs and group.json), so `volley compare` can judge changes against run-to-run variation.";
     repeat_pause: Duration = parse_duration, "DURATION", Other, "With --repeat: pause between the runs (e.g. 10s), to let the target settle.";
 }
 
@@ -163,6 +163,26 @@ fn count(s: &str) -> Result<u64, PlanError> {
             "`{s}` is not a whole number; write it like 50"
         ))),
     }
+}
+
+/// A number of VUs, at least 1 and at most [`limits::MAX_VUS`].
+fn vus(s: &str) -> Result<u64, PlanError> {
+    limits::at_most(count(s)?, limits::MAX_VUS, "VUs")
+}
+
+/// Shared connections, at least 1 and at most [`limits::MAX_CONNECTIONS`].
+fn connections(s: &str) -> Result<u64, PlanError> {
+    limits::at_most(count(s)?, limits::MAX_CONNECTIONS, "connections")
+}
+
+/// Iterations per VU, at least 1 and at most [`limits::MAX_ITERATIONS`].
+fn iterations(s: &str) -> Result<u64, PlanError> {
+    limits::at_most(count(s)?, limits::MAX_ITERATIONS, "iterations")
+}
+
+/// Runs in a group, at least 1 and at most [`limits::MAX_REPEAT`].
+fn repeat(s: &str) -> Result<u64, PlanError> {
+    limits::at_most(count(s)?, limits::MAX_REPEAT, "runs")
 }
 
 /// An arrival rate above zero.
@@ -253,8 +273,14 @@ impl LoadSpec {
         out
     }
 
-    /// The load the engine runs. Errors say what to write instead.
+    /// The load the engine runs, within [`limits`]. Errors say what to write instead.
     pub fn resolve(&self) -> Result<Load, PlanError> {
+        let load = self.resolve_shape()?;
+        load.check()?;
+        Ok(load)
+    }
+
+    fn resolve_shape(&self) -> Result<Load, PlanError> {
         if let Some(c) = self.conflicts().first() {
             return Err(PlanError(format!(
                 "`{}` cannot be combined with `{}`: {}",
@@ -407,6 +433,44 @@ pub enum Model {
 }
 
 impl Load {
+    /// Refuses a load beyond [`limits`] as a whole: a plan longer than
+    /// [`limits::MAX_DURATION`], or more shared connections than VUs can use.
+    pub fn check(&self) -> Result<(), PlanError> {
+        let length = match &self.model {
+            Model::Closed { shape } | Model::Iterations { shape, .. } => shape
+                .stages
+                .iter()
+                .try_fold(Duration::ZERO, |a, s| a.checked_add(s.duration)),
+            Model::Open { rate, .. } => rate
+                .stages
+                .iter()
+                .try_fold(Duration::ZERO, |a, s| a.checked_add(s.duration)),
+        };
+        let open_ended = matches!(
+            self.model,
+            Model::Iterations {
+                open_ended: true,
+                ..
+            }
+        );
+        if !open_ended && length.is_none_or(|l| l > limits::MAX_DURATION) {
+            return Err(PlanError(
+                "the load lasts longer than 7 days, the longest plan volley runs; shorten its duration or stages (e.g. --duration 24h)"
+                    .into(),
+            ));
+        }
+        if let Some(c) = self.connections
+            && c > self.max_vus()
+        {
+            return Err(PlanError(format!(
+                "--connections {c} is more than the {} VUs can use (each request takes one connection or stream); give --connections {} or fewer",
+                self.max_vus(),
+                self.max_vus()
+            )));
+        }
+        Ok(())
+    }
+
     /// Planned length (for a run count, its cap).
     pub fn duration(&self) -> Duration {
         match &self.model {

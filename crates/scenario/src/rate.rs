@@ -48,7 +48,7 @@ pub fn parse_rate(s: &str) -> Result<f64, PlanError> {
     if !n.is_finite() || n < 0.0 {
         return Err(PlanError(format!("rate `{s}` must be zero or more")));
     }
-    Ok(n / per)
+    crate::limits::rate_at_most(n / per, s)
 }
 
 /// The arrival-rate curve.

@@ -39,6 +39,8 @@ pub fn parse_stages(s: &str) -> Result<Vec<Stage>, PlanError> {
             .trim()
             .parse::<u64>()
             .map_err(|_| bad(&format!("`{t}` is not a whole number of VUs")))?;
+        let target =
+            crate::limits::at_most(target, crate::limits::MAX_VUS, "VUs").map_err(|e| bad(&e.0))?;
         out.push(Stage { duration, target });
     }
     if out.iter().all(|s| s.duration.is_zero()) {

@@ -400,7 +400,7 @@ fn capacity_refuses_what_it_sets_itself() {
             vec!["--rates", "100..50"],
             "START must be above 0 and at most MAX",
         ),
-        (vec!["--rates", "10..1e12"], "at most 10,000,000"),
+        (vec!["--rates", "10..1e12"], "at most 10000000/s"),
         (vec!["--vus", "5..2000000"], "at most 1,000,000"),
         (vec!["--precision", "0"], "between 0.5% and 100%"),
         (vec![], "give the service level to meet"),

@@ -7,6 +7,7 @@ mod demo;
 mod faults;
 mod groups;
 mod grpc;
+mod hardening;
 mod history;
 mod html;
 mod k8s;

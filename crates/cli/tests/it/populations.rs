@@ -209,7 +209,27 @@ fn the_mixed_example_runs_with_zero_errors_and_its_total_is_the_sum() {
         "{}",
         text(&o)
     );
+    // The default gate includes TTFB p99, which 8 s of load cannot judge per population
+    // (fewer than 1,000 requests): the gate fails and says so, rather than pass on it.
     let o = volley(&["compare", d, d, "--fail-on", "regression"]);
+    let gate = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.code() == Some(1)
+            && gate.contains("population `writers`: ")
+            && gate.contains("too few requests beyond this percentile"),
+        "{}",
+        text(&o)
+    );
+    // Gated on what it can judge, the run against itself passes.
+    let o = volley(&[
+        "compare",
+        d,
+        d,
+        "--fail-on",
+        "regression",
+        "--gate-metrics",
+        "error_rate_pct,tps_avg,mttfb_avg_ms,ttfb_p50_ms",
+    ]);
     let gate = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success() && gate.contains("population `writers`: "),

@@ -1,0 +1,983 @@
+//! Reliability III: the round-2 surface hardened like the core (issue 37). Grouped by class:
+//! 1. no input can hang a run or exhaust memory (memory-bounded cases run under `ulimit -v`,
+//!    so a regression fails instead of swapping);
+//! 2. no input can crash the binary: every extreme is exit 2 with a message;
+//! 3. nothing is let in where it does not belong (the dashboard's Host and controls, masked
+//!    secrets in derived copies);
+//! 4. no gate passes on data it cannot trust;
+//! 5. nothing lost or miscounted in silence.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{TestServer, only_run, out_dir, serial, text, volley};
+
+/// Runs `volley` under `ulimit -v` (KiB of address space) and a wall-clock bound, so a
+/// regression that allocates without bound or never ends fails here instead of swapping.
+fn volley_bounded(args: &[&str], kib: u64, within: Duration) -> (Output, Duration) {
+    let quoted: Vec<String> = args
+        .iter()
+        .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+        .collect();
+    let script = format!(
+        "ulimit -v {kib}; exec timeout -s INT -k 5 {} '{}' {}",
+        within.as_secs(),
+        env!("CARGO_BIN_EXE_volley"),
+        quoted.join(" ")
+    );
+    let t = Instant::now();
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (out, t.elapsed())
+}
+
+fn code(o: &Output) -> Option<i32> {
+    o.status.code()
+}
+
+/// Asserts exit 2 with every `needle` in the message.
+fn refused(args: &[&str], needles: &[&str]) {
+    let o = volley(args);
+    let t = text(&o);
+    assert_eq!(code(&o), Some(2), "{args:?}\n{t}");
+    for n in needles {
+        assert!(t.contains(n), "{args:?}: `{n}` not in\n{t}");
+    }
+    assert!(!t.contains("panicked"), "{t}");
+}
+
+// --- 1. No input can hang a run or exhaust memory ----------------------------------------
+
+#[test]
+fn a_rate_beyond_the_machine_is_refused_and_the_highest_one_ends_in_bounded_time_and_memory() {
+    refused(
+        &[
+            "run",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--rate",
+            "1e9",
+            "--duration",
+            "2s",
+            "--max-vus",
+            "2",
+        ],
+        &["at most 10000000/s"],
+    );
+    // The highest rate taken, against 2 VUs: the arrivals beyond them are dropped and
+    // counted, memory stays bounded (1.5 GiB of address space), and the run ends.
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let (o, took) = volley_bounded(
+        &[
+            "run",
+            "--url",
+            &server.url("/ok"),
+            "--rate",
+            "10000000",
+            "--duration",
+            "2s",
+            "--max-vus",
+            "2",
+            "--timeout",
+            "1s",
+            "-o",
+            out.path().to_str().unwrap(),
+        ],
+        1_500_000,
+        Duration::from_secs(60),
+    );
+    assert!(code(&o) == Some(0) || code(&o) == Some(1), "{}", text(&o));
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    let run = only_run(out.path());
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["status"], "complete", "{meta}");
+    let report = crate::support::report_json(&run);
+    let dropped = report["generator"]["dropped"].as_u64().unwrap_or_default();
+    assert!(
+        dropped > 0,
+        "arrivals beyond 2 VUs are counted as dropped: {report}"
+    );
+}
+
+#[test]
+fn the_first_ctrl_c_ends_an_overdriven_open_model_run() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args([
+            "run",
+            "--url",
+            &server.url("/delay?ms=50"),
+            "--rate",
+            "5000000",
+            "--duration",
+            "60s",
+            "--max-vus",
+            "2",
+            "-o",
+            out.path().to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let t = Instant::now();
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < until,
+            "one Ctrl-C did not end the run within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(t.elapsed() < Duration::from_secs(30), "{err}");
+    assert!(status.code().is_some(), "{err}");
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(only_run(out.path()).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["status"], "interrupted", "{meta}\n{err}");
+}
+
+#[test]
+fn connections_beyond_the_vus_or_the_bound_are_refused() {
+    refused(
+        &[
+            "run",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--vus",
+            "4",
+            "--duration",
+            "1s",
+            "--connections",
+            "100000000",
+        ],
+        &["100000000 connections", "at most 1000000"],
+    );
+    refused(
+        &[
+            "run",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--vus",
+            "4",
+            "--duration",
+            "1s",
+            "--connections",
+            "18446744073709551615",
+        ],
+        &["connections"],
+    );
+    refused(
+        &[
+            "run",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--vus",
+            "4",
+            "--duration",
+            "1s",
+            "--connections",
+            "8",
+        ],
+        &["more than the 4 VUs can use", "--connections 4 or fewer"],
+    );
+}
+
+#[test]
+fn openapi_schemas_that_refer_to_themselves_convert_in_bounded_memory() {
+    let dir = out_dir();
+    let props: serde_json::Map<String, serde_json::Value> = (0..12)
+        .map(|i| {
+            (
+                format!("p{i}"),
+                serde_json::json!({"$ref": "#/components/schemas/Node"}),
+            )
+        })
+        .collect();
+    let all: Vec<serde_json::Value> = (0..30)
+        .map(|_| serde_json::json!({"$ref": "#/components/schemas/All"}))
+        .collect();
+    let doc = serde_json::json!({
+        "openapi": "3.0.3", "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "http://127.0.0.1:8080"}],
+        "paths": {"/nodes": {"post": {"requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Node"}}}},
+                                      "responses": {"200": {"description": "ok"}}}},
+                  "/all": {"post": {"requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/All"}}}},
+                                    "responses": {"200": {"description": "ok"}}}}},
+        "components": {"schemas": {
+            "Node": {"type": "object", "properties": props},
+            "All": {"allOf": all}
+        }}
+    });
+    let spec = dir.path().join("self.json");
+    std::fs::write(&spec, doc.to_string()).unwrap();
+    let (o, took) = volley_bounded(
+        &["convert", "openapi", spec.to_str().unwrap()],
+        1_000_000,
+        Duration::from_secs(60),
+    );
+    assert_eq!(code(&o), Some(0), "{took:?}\n{}", text(&o));
+    let yaml = String::from_utf8_lossy(&o.stdout);
+    assert!(yaml.contains("/nodes") && yaml.contains("/all"), "{yaml}");
+}
+
+#[test]
+fn several_hanging_receivers_share_one_flush_wait() {
+    // Three receivers that accept and never answer: the run's end waits for them together
+    // (10 s), not one after another (30 s).
+    let listeners: Vec<std::net::TcpListener> = (0..3)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let urls: Vec<String> = listeners
+        .iter()
+        .map(|l| {
+            format!(
+                "prometheus=http://127.0.0.1:{}/api/v1/write",
+                l.local_addr().unwrap().port()
+            )
+        })
+        .collect();
+    let held: Vec<std::thread::JoinHandle<()>> = listeners
+        .into_iter()
+        .map(|l| {
+            std::thread::spawn(move || {
+                l.set_nonblocking(true).unwrap();
+                let mut conns = Vec::new();
+                let until = Instant::now() + Duration::from_secs(40);
+                while Instant::now() < until {
+                    if let Ok((c, _)) = l.accept() {
+                        conns.push(c);
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        })
+        .collect();
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let mut args = vec![
+        "run".to_string(),
+        "--url".into(),
+        server.url("/ok"),
+        "--vus".into(),
+        "1".into(),
+        "--duration".into(),
+        "2s".into(),
+        "-o".into(),
+        out.path().display().to_string(),
+    ];
+    for u in &urls {
+        args.push("--out".into());
+        args.push(u.clone());
+    }
+    let t = Instant::now();
+    let o = volley(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let took = t.elapsed();
+    assert_eq!(code(&o), Some(0), "{}", text(&o));
+    assert!(
+        took < Duration::from_secs(19),
+        "three hanging receivers took {took:?}: their waits added up\n{}",
+        text(&o)
+    );
+    drop(held);
+}
+
+// --- 2. No input can crash the binary -----------------------------------------------------
+
+#[test]
+fn numeric_extremes_of_every_load_flag_are_refused_with_a_message() {
+    let url = "http://127.0.0.1:9/";
+    // (flags, what the message names)
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--vus", "99999999999", "--duration", "1s"],
+            "at most 1000000",
+        ),
+        (
+            &["--vus", "18446744073709551615", "--duration", "1s"],
+            "at most 1000000",
+        ),
+        (&["--vus=-1", "--duration", "1s"], "whole number"),
+        (&["--vus", "0", "--duration", "1s"], "at least 1"),
+        (&["--vus", "NaN", "--duration", "1s"], "whole number"),
+        (&["--stages", "1s:99999999999"], "at most 1000000"),
+        (&["--stages", "1e20:5"], "longer than 7 days"),
+        (&["--vus", "1", "--duration", "1e20"], "longer than 7 days"),
+        (&["--vus", "1", "--duration", "inf"], "duration"),
+        (
+            &["--vus", "1", "--duration", "100000h"],
+            "longer than 7 days",
+        ),
+        (
+            &["--vus", "1", "--duration", "1s", "--pacing", "1e300"],
+            "longer than 7 days",
+        ),
+        (
+            &["--vus", "1", "--duration", "1s", "--think-time=-1"],
+            "duration",
+        ),
+        (
+            &["--vus", "1", "--duration", "1s", "--timeout", "1e20"],
+            "7 days",
+        ),
+        (&["--rate", "inf", "--duration", "1s"], "rate"),
+        (&["--rate", "NaN", "--duration", "1s"], "rate"),
+        (&["--rate=-5", "--duration", "1s"], "rate"),
+        (
+            &["--rate", "1e308", "--duration", "1s"],
+            "at most 10000000/s",
+        ),
+        (&["--rate-stages", "1s:1e12"], "at most 10000000/s"),
+        (
+            &[
+                "--rate",
+                "10",
+                "--duration",
+                "1s",
+                "--max-vus",
+                "99999999999",
+            ],
+            "at most 1000000",
+        ),
+        (
+            &["--vus", "1", "--iterations", "18446744073709551615"],
+            "iterations",
+        ),
+        (
+            &["--vus", "1", "--duration", "1s", "--repeat", "99999999"],
+            "at most 1000",
+        ),
+        (&["--stages", "7d:1,7d:1"], "longer than 7 days"),
+        (
+            &["--vus", "1", "--duration", "1s", "--start-at", "1e20"],
+            "within 24 h",
+        ),
+        (
+            &["--vus", "1", "--duration", "1s", "--start-at", "1e300"],
+            "within 24 h",
+        ),
+        (
+            &["--vus", "1", "--duration", "1s", "--start-at=-1"],
+            "Unix seconds",
+        ),
+        (
+            &[
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--start-at",
+                "2099-01-01T00:00:00Z",
+            ],
+            "within 24 h",
+        ),
+    ];
+    for (flags, needle) in cases {
+        let mut args = vec!["run", "--url", url];
+        args.extend_from_slice(flags);
+        refused(&args, &[needle]);
+    }
+    refused(
+        &[
+            "k8s",
+            "manifest",
+            "--ttl",
+            "100000000h",
+            "--image",
+            "volley:test",
+            "--bucket",
+            "s3://load-results/volley",
+            "--segments",
+            "2",
+            "--",
+            "--url",
+            url,
+            "--vus",
+            "2",
+            "--duration",
+            "1s",
+        ],
+        &["7 days"],
+    );
+}
+
+#[test]
+fn a_population_beyond_the_bounds_is_refused() {
+    let dir = out_dir();
+    for (vus, start, needle) in [
+        ("99999999999", "1s", "at most 1000000"),
+        ("2", "100000h", "longer than 7 days"),
+    ] {
+        let file = dir.path().join("pop.yaml");
+        std::fs::write(
+            &file,
+            format!(
+                "target: http://127.0.0.1:9\nscenarios:\n  a:\n    start: {start}\n    load: {{ vus: {vus}, duration: 1s }}\n    steps:\n      - request: GET /\n"
+            ),
+        )
+        .unwrap();
+        refused(&["run", file.to_str().unwrap()], &[needle]);
+    }
+}
+
+/// A finished run (1 s against the test server), as a segment of two when `segment`.
+fn recorded(out: &Path, server: &TestServer, segment: bool) -> PathBuf {
+    let mut args = vec![
+        "run",
+        "--url",
+        "",
+        "--vus",
+        "2",
+        "--duration",
+        "1s",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let url = server.url("/ok");
+    args[2] = &url;
+    if segment {
+        args.extend(["--segment", "0/2"]);
+    }
+    let o = volley(&args);
+    assert_eq!(code(&o), Some(0), "{}", text(&o));
+    only_run(out)
+}
+
+fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn hand_edited_run_directories_are_input_errors_not_crashes() {
+    let _s = serial();
+    let server = TestServer::start();
+    // A negative interval, in a merge and in a report.
+    let out = out_dir();
+    let seg = recorded(out.path(), &server, true);
+    edit_json(&seg.join("run.json"), |v| {
+        v["interval_s"] = serde_json::json!(-1.0)
+    });
+    let merged = out_dir();
+    refused(
+        &[
+            "merge",
+            seg.to_str().unwrap(),
+            "-o",
+            merged.path().join("m").to_str().unwrap(),
+        ],
+        &["interval_s is -1", "above 0"],
+    );
+    refused(&["report", seg.to_str().unwrap()], &["interval_s is -1"]);
+    // A segment index beyond its count.
+    edit_json(&seg.join("run.json"), |v| {
+        v["interval_s"] = serde_json::json!(1.0);
+        v["segment"]["segment"]["index"] = serde_json::json!(5);
+    });
+    refused(
+        &[
+            "merge",
+            seg.to_str().unwrap(),
+            "-o",
+            merged.path().join("m2").to_str().unwrap(),
+        ],
+        &["segment index 5 of 2"],
+    );
+    // A population directory that is the run itself, or outside it.
+    let out = out_dir();
+    let run = recorded(out.path(), &server, false);
+    for dir in [".", "./", "../x", "/etc", "a/../.."] {
+        edit_json(&run.join("run.json"), |v| {
+            let load = v["plan"]["load"].clone();
+            v["plan"]["populations"] =
+                serde_json::json!([{"name": "p", "load": load, "start_s": 0.0, "dir": dir}]);
+        });
+        let o = volley(&["report", run.to_str().unwrap()]);
+        let t = text(&o);
+        assert_eq!(code(&o), Some(2), "{dir}: {t}");
+        assert!(t.contains("not inside the run directory"), "{dir}: {t}");
+    }
+}
+
+// --- 3. Nothing is let in where it does not belong ------------------------------------------
+
+fn raw_http(addr: &str, request: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut resp = String::new();
+    let _ = s.read_to_string(&mut resp);
+    let status = resp
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, resp)
+}
+
+#[test]
+fn the_dashboard_refuses_other_hosts_and_simple_cross_site_controls() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let dashboard = format!("--dashboard={addr}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args([
+            "run",
+            "--url",
+            &server.url("/ok"),
+            "--vus",
+            "1",
+            "--duration",
+            "20s",
+            &dashboard,
+            "-o",
+            out.path().to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(&addr).is_err() {
+        assert!(Instant::now() < until, "the dashboard did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends its own Host.
+    let (status, body) = raw_http(
+        &addr,
+        &format!("GET /events HTTP/1.1\r\nhost: evil.example:{port}\r\nconnection: close\r\n\r\n"),
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("Host"), "{body}");
+    // A cross-site "simple" POST (text/plain) does not stop the run.
+    let (status, body) = raw_http(
+        &addr,
+        &format!(
+            "POST /stop HTTP/1.1\r\nhost: {addr}\r\norigin: http://evil.example\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+        ),
+    );
+    assert_eq!(status, 403, "{body}");
+    // JSON from another origin neither.
+    let (status, body) = raw_http(
+        &addr,
+        &format!(
+            "POST /stop HTTP/1.1\r\nhost: {addr}\r\norigin: http://evil.example\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+        ),
+    );
+    assert_eq!(status, 403, "{body}");
+    // A rate beyond the bound set live is refused.
+    let (status, body) = raw_http(
+        &addr,
+        &format!(
+            "POST /target HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{{\"vus\":1e9}}"
+        ),
+    );
+    assert!(status == 400 || status == 409, "{body}");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run must still be going"
+    );
+    // The page's own request (same origin, JSON) stops it.
+    let (status, body) = raw_http(
+        &addr,
+        &format!(
+            "POST /stop HTTP/1.1\r\nhost: {addr}\r\norigin: http://{addr}\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+        ),
+    );
+    assert_eq!(status, 200, "{body}");
+    let until = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < until, "the stop did not end the run");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn passwords_and_credential_headers_are_masked_in_run_json() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/ok");
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "1",
+        "--duration",
+        "1s",
+        "--header",
+        "Authorization: Bearer hdr-token-1",
+        "-H",
+        "X-Api-Key: hdr-key-1",
+        "--out",
+        "prometheus=http://u:out-pass-1@127.0.0.1:9/api/v1/write",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(code(&o) == Some(0), "{}", text(&o));
+    let run = only_run(out.path());
+    for f in ["run.json", "report.json", "report.md", "report.html"] {
+        let body = std::fs::read_to_string(run.join(f)).unwrap_or_default();
+        for secret in ["hdr-token-1", "hdr-key-1", "out-pass-1"] {
+            assert!(!body.contains(secret), "{secret} in {f}");
+        }
+    }
+}
+
+#[test]
+fn receiver_error_bodies_reach_the_terminal_without_escape_sequences() {
+    // A receiver that answers 400 with ANSI escape sequences in its body, and one that
+    // redirects the POST elsewhere.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten().take(20) {
+            let mut c = c;
+            let mut buf = [0u8; 65536];
+            let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = c.read(&mut buf);
+            let body = "\x1b[2J\x1b[31mpwned\x1b[0m";
+            let _ = write!(
+                c,
+                "HTTP/1.1 400 Bad Request\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let r = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let rport = r.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for c in r.incoming().flatten().take(20) {
+            let mut c = c;
+            let mut buf = [0u8; 65536];
+            let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = c.read(&mut buf);
+            let _ = write!(
+                c,
+                "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:{port}/elsewhere\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+        }
+    });
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--vus",
+        "1",
+        "--duration",
+        "2s",
+        "--out",
+        &format!("prometheus=http://127.0.0.1:{port}/api/v1/write"),
+        "--out",
+        &format!("prometheus=http://127.0.0.1:{rport}/api/v1/write"),
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains('\x1b'), "{err:?}");
+    assert!(err.contains("pwned"), "{err}");
+    assert!(err.contains("302") && err.contains("redirect"), "{err}");
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(only_run(out.path()).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    let outputs = meta["outputs"].as_array().unwrap();
+    assert_eq!(outputs.len(), 2, "{meta}");
+    for o in outputs {
+        assert_eq!(
+            o["sent"], 0,
+            "a refused or redirected POST is never counted sent: {o}"
+        );
+    }
+}
+
+// --- 4. No gate passes on data it cannot trust ----------------------------------------------
+
+#[test]
+fn a_gate_refuses_a_baseline_without_a_success_and_fails_on_what_it_cannot_judge() {
+    let _s = serial();
+    let server = TestServer::start();
+    let base = out_dir();
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/status?code=500"),
+        "--vus",
+        "2",
+        "--duration",
+        "3s",
+        "-o",
+        base.path().to_str().unwrap(),
+    ]);
+    assert!(code(&o).is_some(), "{}", text(&o));
+    let base = only_run(base.path());
+    let cand = out_dir();
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/delay?ms=20"),
+        "--vus",
+        "2",
+        "--duration",
+        "3s",
+        "-o",
+        cand.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(0), "{}", text(&o));
+    let cand = only_run(cand.path());
+    refused(
+        &[
+            "compare",
+            "--baseline",
+            base.to_str().unwrap(),
+            cand.to_str().unwrap(),
+            "--fail-on",
+            "regression",
+        ],
+        &["no successful request"],
+    );
+    // A baseline whose series means are not numbers a run can have: the gate fails (exit 1).
+    let good = out_dir();
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--vus",
+        "2",
+        "--duration",
+        "6s",
+        "-o",
+        good.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(0), "{}", text(&o));
+    let good = only_run(good.path());
+    let series = std::fs::read_to_string(good.join("series.csv")).unwrap();
+    let mut lines = series.lines();
+    let header = lines.next().unwrap().to_string();
+    let mttfb = header
+        .split(',')
+        .position(|h| h == "Mean_time_to_first_byte")
+        .unwrap();
+    let tps = header.split(',').position(|h| h == "TPS").unwrap();
+    let bad: Vec<String> = lines
+        .map(|l| {
+            let mut cells: Vec<String> = l.split(',').map(str::to_string).collect();
+            cells[mttfb] = "NaN".into();
+            cells[tps] = "-5".into();
+            cells.join(",")
+        })
+        .collect();
+    std::fs::write(
+        good.join("series.csv"),
+        format!("{header}\n{}\n", bad.join("\n")),
+    )
+    .unwrap();
+    let o = volley(&[
+        "compare",
+        "--baseline",
+        good.to_str().unwrap(),
+        cand.to_str().unwrap(),
+        "--fail-on",
+        "regression",
+    ]);
+    // Rows of NaN or negative values are not a run's figures: the baseline is refused (exit 2)
+    // or its rows fail the gate (exit 1); it never passes.
+    assert!(
+        matches!(code(&o), Some(1) | Some(2)),
+        "a gate on a baseline it cannot trust must not pass\n{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_group_entry_outside_the_group_is_refused() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--vus",
+        "1",
+        "--duration",
+        "1s",
+        "--repeat",
+        "2",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(0), "{}", text(&o));
+    let group = only_run(out.path());
+    edit_json(&group.join("group.json"), |v| {
+        v["runs"][0]["dir"] = serde_json::json!("../elsewhere");
+    });
+    refused(
+        &["report", group.to_str().unwrap()],
+        &["not a directory inside the group"],
+    );
+}
+
+#[test]
+fn the_junit_case_run_completed_fails_for_an_interrupted_run() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let junit = out.path().join("j.xml");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args([
+            "run",
+            "--url",
+            &server.url("/ok"),
+            "--vus",
+            "1",
+            "--duration",
+            "30s",
+            "--junit",
+            junit.to_str().unwrap(),
+            "-o",
+            out.path().join("runs").to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    child.wait().unwrap();
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let case = xml
+        .split("<testcase")
+        .find(|c| c.contains("run completed"))
+        .unwrap();
+    assert!(case.contains("<failure"), "{xml}");
+}
+
+#[test]
+fn a_junit_path_that_is_a_directory_is_refused_before_any_load() {
+    let dir = out_dir();
+    let t = Instant::now();
+    refused(
+        &[
+            "run",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--vus",
+            "1",
+            "--duration",
+            "30s",
+            "--junit",
+            dir.path().to_str().unwrap(),
+        ],
+        &["is a directory"],
+    );
+    assert!(t.elapsed() < Duration::from_secs(20));
+}
+
+// --- 5. Nothing lost or miscounted in silence ------------------------------------------------
+
+#[test]
+fn a_far_start_at_says_it_waits_and_a_stop_meanwhile_is_acknowledged() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let dashboard = format!("--dashboard={addr}");
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 8;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args([
+            "run",
+            "--url",
+            &server.url("/ok"),
+            "--vus",
+            "1",
+            "--duration",
+            "30s",
+            "--start-at",
+            &at.to_string(),
+            &dashboard,
+            "-o",
+            out.path().to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(&addr).is_err() {
+        assert!(Instant::now() < until, "the dashboard did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, body) = raw_http(
+        &addr,
+        &format!(
+            "POST /stop HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+        ),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("stops as it begins"), "{body}");
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        err.contains("waiting") && err.contains("--start-at"),
+        "{err}"
+    );
+    assert!(status.code().is_some(), "{err}");
+}

@@ -1,0 +1,90 @@
+//! The bounds of every number a plan holds, in one place.
+//!
+//! Each follows from what one machine can do, with room to spare, so that no value a user
+//! can type (`--vus 99999999999`, `--rate 1e9`, `start: 100000h`) reaches an allocation or
+//! an arithmetic overflow: it is refused where it is parsed, with the bound in the message.
+//! - VUs: each holds a connection, buffers and a task (a few KiB); a million is several GiB
+//!   and more sockets than a host's ports allow without `--source-addrs`.
+//! - Connections: no more than VUs can be useful, and the same million at most.
+//! - Arrival rate: one worker thread dispatches a few million arrivals per second at best;
+//!   ten million per second is beyond any host and still a finite schedule.
+//! - Lengths of time: a week, longer than any soak test, and far from `Duration`'s limits.
+
+use std::time::Duration;
+
+use crate::PlanError;
+
+/// Most virtual users in one plan (also `max_vus`, a stage's target and a population's).
+pub const MAX_VUS: u64 = 1_000_000;
+
+/// Most shared connections (`--connections`).
+pub const MAX_CONNECTIONS: u64 = MAX_VUS;
+
+/// Highest arrival rate, per second (`--rate`, rate stages, a rate set live, `--target`).
+pub const MAX_RATE: f64 = 10_000_000.0;
+
+/// Longest length of time any option takes (durations, stages, timeouts, offsets), and the
+/// longest a whole plan may last.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Most iterations per VU (`--iterations`).
+pub const MAX_ITERATIONS: u64 = 1_000_000_000_000;
+
+/// Most runs in one run group (`--repeat`).
+pub const MAX_REPEAT: u64 = 1000;
+
+/// `n` if it is at most `max`, else an error naming what it counts and the bound.
+pub fn at_most(n: u64, max: u64, what: &str) -> Result<u64, PlanError> {
+    if n > max {
+        return Err(PlanError(format!(
+            "{n} {what} is more than volley runs in one plan (at most {max}); give a smaller number{}",
+            if what.contains("VU") {
+                ", or split the load over processes with --segment (volley k8s manifest does)"
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok(n)
+}
+
+/// `rate` (per second) if it is at most [`MAX_RATE`].
+pub fn rate_at_most(rate: f64, text: &str) -> Result<f64, PlanError> {
+    if rate > MAX_RATE {
+        return Err(PlanError(format!(
+            "rate `{text}` is {rate:.0}/s, more than one machine can send (volley takes at most {MAX_RATE:.0}/s); give a lower rate, or split it over processes with --segment"
+        )));
+    }
+    Ok(rate)
+}
+
+/// `d` if it is at most [`MAX_DURATION`].
+pub fn duration_at_most(d: Duration, text: &str) -> Result<Duration, PlanError> {
+    if d > MAX_DURATION {
+        return Err(PlanError(format!(
+            "`{text}` is longer than 7 days, the longest length volley takes; give a shorter one (e.g. 24h)"
+        )));
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_say_what_to_write() {
+        assert_eq!(at_most(5, MAX_VUS, "VUs").unwrap(), 5);
+        let e = at_most(99_999_999_999, MAX_VUS, "VUs").unwrap_err();
+        assert!(
+            e.contains("at most 1000000") && e.contains("--segment"),
+            "{e}"
+        );
+        assert!(
+            rate_at_most(1e9, "1e9")
+                .unwrap_err()
+                .contains("at most 10000000/s")
+        );
+        assert!(duration_at_most(Duration::from_secs(8 * 86400), "8d").is_err());
+    }
+}
