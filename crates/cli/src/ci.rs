@@ -89,12 +89,43 @@ pub(crate) fn append_step_summary(markdown: &str) {
 
 /// What `volley run` hands CI: each run's thresholds as a JUnit suite (one per run of a
 /// group), each run's report in the job summary.
-pub(crate) fn after_runs(junit: Option<&Path>, reports: &[RunReport]) -> Result<()> {
+/// `target` is `--target` (rate, as given): each run's suite gets a case for it.
+pub(crate) fn after_runs(
+    junit: Option<&Path>,
+    reports: &[RunReport],
+    target: Option<&(f64, String)>,
+) -> Result<()> {
     if let Some(path) = junit {
         let host = hostname();
         let suites: Vec<Suite> = reports
             .iter()
-            .map(|r| volley_report::junit::run_suite(r, &host))
+            .map(|r| {
+                let mut suite = volley_report::junit::run_suite(r, &host);
+                if let Some((rate, given)) = target {
+                    let tps = r.seed_suite.tps_avg;
+                    let v = volley_report::capacity::TargetVerdict::of(tps, *rate, given);
+                    let said = format!(
+                        "TPS {} {} (target {given})",
+                        volley_report::capacity::number(tps),
+                        v.describe()
+                    );
+                    suite.cases.push(Case {
+                        name: format!("target: {given}"),
+                        classname: format!("volley.run.{}", r.name),
+                        time_s: 0.0,
+                        outcome: if v.met {
+                            CaseOutcome::Passed
+                        } else {
+                            CaseOutcome::Failure {
+                                r#type: "target".into(),
+                                message: said.clone(),
+                                text: said,
+                            }
+                        },
+                    });
+                }
+                suite
+            })
             .collect();
         write_junit(path, &suites)?;
     }

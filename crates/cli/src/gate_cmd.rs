@@ -19,14 +19,17 @@ pub(crate) struct Gate {
     baseline: Option<PathBuf>,
     fail_on: Option<FailOn>,
     junit: Option<PathBuf>,
+    /// Runs compared that did not run their whole plan (aborted, interrupted, partial …):
+    /// a gate on them fails, saying which.
+    incomplete: Vec<String>,
 }
 
 fn tolerance(t: &str) -> Result<f64> {
     let n = t.trim().trim_end_matches('%').trim();
     match n.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(v) if v.is_finite() && (0.0..=100.0).contains(&v) => Ok(v),
         _ => anyhow::bail!(
-            "--tolerance {t}: give a percentage of the baseline's value, e.g. --tolerance 5%"
+            "--tolerance {t}: give a percentage of the baseline's value from 0 to 100, e.g. --tolerance 5%"
         ),
     }
 }
@@ -60,6 +63,7 @@ impl Gate {
             baseline: f.baseline.clone(),
             fail_on: f.fail_on,
             junit: f.junit.clone(),
+            incomplete: Vec::new(),
         })
     }
 
@@ -78,7 +82,26 @@ impl Gate {
 
     /// Refuses a baseline no figure can be judged against: one without a single successful
     /// request (a target that answered 500 to everything), in any of its runs.
-    pub(crate) fn check_inputs(&self, sets: &[RunSet]) -> Result<()> {
+    /// Notes the runs that did not complete, which fail a gate.
+    pub(crate) fn check_inputs(&mut self, sets: &[RunSet]) -> Result<()> {
+        self.incomplete = sets
+            .iter()
+            .flat_map(|s| &s.runs)
+            .filter_map(|r| {
+                let m = r.meta.as_ref()?;
+                (m.status != volley_formats::RunStatus::Complete).then(|| {
+                    format!(
+                        "run `{}` is {}{}",
+                        r.name,
+                        m.status.name(),
+                        m.reason
+                            .as_deref()
+                            .map(|w| format!(" ({w})"))
+                            .unwrap_or_default()
+                    )
+                })
+            })
+            .collect();
         let (Some(path), Some(base)) = (&self.baseline, sets.first()) else {
             return Ok(());
         };
@@ -151,7 +174,13 @@ impl Gate {
                 failures.join("\n  ")
             );
         }
-        let failed = self.fail_on == Some(FailOn::Regression) && !gate.passed;
+        for why in &self.incomplete {
+            eprintln!(
+                "volley: gate: {why}: it did not run its whole plan, so the gate cannot trust its figures"
+            );
+        }
+        let failed = self.fail_on == Some(FailOn::Regression)
+            && (!gate.passed || !self.incomplete.is_empty());
         Ok((
             text,
             if failed {

@@ -162,7 +162,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let opts = options(&a.out)?;
-    let gate = crate::gate_cmd::Gate::from_flags(&a.gate)?;
+    let mut gate = crate::gate_cmd::Gate::from_flags(&a.gate)?;
     let paths = gate.paths(&a.paths)?;
     let labels: Vec<String> = a
         .labels

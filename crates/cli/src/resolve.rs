@@ -123,6 +123,9 @@ fn duration_flag(flag: &str, value: &str) -> Result<Duration> {
 }
 
 /// The one way from `volley run`'s flags to a checked run.
+/// The most worker threads a run takes.
+const MAX_THREADS: usize = 1024;
+
 pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
     let flags = flag_settings(a)?;
     let segment = match runner {
@@ -263,6 +266,13 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
     if a.threads == Some(0) {
         bail!("--threads must be at least 1 (one event loop per thread; default: one per core)");
     }
+    if let Some(t) = a.threads
+        && t > MAX_THREADS
+    {
+        bail!(
+            "--threads {t} is more event loops than any machine runs well (at most {MAX_THREADS}; one per core is best, the default)"
+        );
+    }
     if let (Some(warmup), Some(planned)) = (settings.warmup, plan.load.planned())
         && warmup >= planned
     {
@@ -384,8 +394,10 @@ fn flag_settings(a: &RunArgs) -> Result<Settings> {
         .as_deref()
         .map(|t| duration_flag("timeout", t))
         .transpose()?;
-    if timeout.is_some_and(|t| t.is_zero()) {
-        bail!("--timeout must be above zero");
+    if timeout.is_some_and(|t| t < volley_scenario::limits::MIN_TIMEOUT) {
+        bail!(
+            "--timeout must be at least 1ms: shorter than a timer can tell apart, requests would pass or fail by chance; give a time like 30s"
+        );
     }
     Ok(Settings {
         load: a.load.0.clone(),
@@ -416,8 +428,10 @@ fn flag_settings(a: &RunArgs) -> Result<Settings> {
 fn flag_request(a: &RunArgs, url: &str) -> Result<RequestSpec> {
     let body = match (&a.body, &a.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
-        (None, Some(path)) => std::fs::read(path)
-            .with_context(|| format!("--body-file {}: cannot read it", path.display()))?,
+        (None, Some(path)) => {
+            volley_scenario::limits::read_bounded(path, volley_scenario::limits::MAX_BODY_FILE)
+                .map_err(|e| anyhow::anyhow!("--body-file: {e}"))?
+        }
         (None, None) => Vec::new(),
     };
     let headers = a

@@ -71,7 +71,11 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         d.wait_for_viewers(Duration::from_secs(10));
     }
     drop(dashboard);
-    crate::ci::after_runs(resolved.junit.as_deref(), &reports)?;
+    crate::ci::after_runs(
+        resolved.junit.as_deref(),
+        &reports,
+        resolved.target.as_ref(),
+    )?;
     // A run volley had to stop (too many errors) failed as surely as a threshold.
     let mut failed = false;
     if let Some((rate, given)) = &resolved.target {

@@ -20,11 +20,13 @@ const MAX_POINTS: usize = 100_000;
 
 /// `concurrency,throughput` rows, a header allowed.
 fn csv_points(path: &Path) -> Result<Vec<(f64, f64)>> {
+    // 100,000 rows of two numbers fit in a few MiB: more than 64 MiB is not such a CSV.
+    let input =
+        volley_scenario::limits::open_bounded(path, 64 << 20).map_err(|e| anyhow::anyhow!(e))?;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
-        .from_path(path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+        .from_reader(input);
     let mut out = Vec::new();
     for (i, rec) in reader.records().enumerate() {
         let rec = rec.with_context(|| format!("{}: row {}", path.display(), i + 1))?;

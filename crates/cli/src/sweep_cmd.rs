@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use volley_demo::Knobs;
+use volley_formats::RunStatus;
 use volley_report::ReportOptions;
 
 use crate::args::{Objective, ProgressMode, RunLine, SweepArgs};
@@ -64,6 +65,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         );
     }
     let mut runs: Vec<PathBuf> = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
     for value in &values {
         eprintln!("\n== {name}={value} ==");
         if let Some(setup) = &a.setup {
@@ -123,15 +125,25 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
             };
             // Each value repeated is a run group, so the comparison judges it between runs.
             if group.repeat > 1 {
-                crate::run_cmd::execute_group(&group, progress).map(|(dir, _)| dir)
+                crate::run_cmd::execute_group(&group, progress)
             } else {
-                crate::run_cmd::execute(&group.run, progress).map(|(dir, _)| dir)
+                crate::run_cmd::execute(&group.run, progress).map(|(dir, r)| (dir, vec![r]))
             }
         });
         if let Some(t) = target {
             rt.block_on(t.stop())?;
         }
-        runs.push(dir?);
+        let (dir, reports) = dir?;
+        // A value whose run failed its thresholds or was aborted fails the sweep, as a run
+        // group does: its figures are still compared below.
+        for r in &reports {
+            if r.status == RunStatus::Aborted.name() {
+                failed.push(format!("{name}={value}: the run was aborted"));
+            } else if !r.thresholds_passed() {
+                failed.push(format!("{name}={value}: a threshold failed"));
+            }
+        }
+        runs.push(dir);
     }
     let sets = runs
         .iter()
@@ -153,6 +165,10 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         "volley: the sweep is in {} (sweep.md, sweep.json, sweep.html)",
         a.output.display()
     );
+    if !failed.is_empty() {
+        eprintln!("volley: the sweep failed:\n  {}", failed.join("\n  "));
+        return Ok(ExitCode::from(1));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

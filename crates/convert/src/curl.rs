@@ -291,12 +291,11 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
     if !body.is_empty() {
         step.body = if is_json {
             match serde_json::from_str::<serde_json::Value>(&body) {
-                Ok(v) => Body::Json(crate::exchange::template_json(
-                    &v,
-                    "",
-                    &Default::default(),
-                    &literal,
-                )),
+                Ok(v) => {
+                    let mut subs = Default::default();
+                    secrets.json_fields(&v, &mut subs, &mut comments, "the command");
+                    Body::Json(crate::exchange::template_json(&v, "", &subs, &literal))
+                }
                 Err(e) => {
                     return Err(err(format!(
                         "the body is sent as JSON but is not JSON ({e}): fix it, or send it with --data-raw and a Content-Type of your choice"
@@ -306,7 +305,12 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
         } else if is_form && body.split('&').all(|p| p.contains('=')) {
             Body::Form(
                 form_urlencoded::parse(body.as_bytes())
-                    .map(|(k, v)| (literal(&k), literal(&v)))
+                    .map(|(k, v)| {
+                        let value = secrets
+                            .form_field(&k, &v, &mut comments, "the command")
+                            .unwrap_or_else(|| literal(&v));
+                        (literal(&k), value)
+                    })
                     .collect(),
             )
         } else {

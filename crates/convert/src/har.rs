@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::correlate::{Subs, correlate};
-use crate::exchange::{Exchange, ReqBody, decode_path, leaves, template_json};
+use crate::exchange::{Exchange, ReqBody, decode_path, template_json};
 use crate::secrets::{Secrets, secret};
 use crate::step::{Body, Doc, Step};
 use crate::text::literal;
@@ -547,16 +547,7 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
         ReqBody::None => Body::None,
         ReqBody::Json(v) => {
             let mut subs_json = subs.json.clone();
-            for l in leaves(v) {
-                if !subs_json.contains_key(&l.pointer)
-                    && let Some(k) = &l.key
-                    && secret(k, &l.text)
-                {
-                    let var = secrets.var(k, &l.text, &format!("JSON field `{k}`"));
-                    comments.push(format!("`{k}` came from the recording; set env.{var}"));
-                    subs_json.insert(l.pointer.clone(), format!("{{{{ env.{var} }}}}"));
-                }
-            }
+            secrets.json_fields(v, &mut subs_json, &mut comments, "the recording");
             let s: &Secrets = secrets;
             Body::Json(template_json(v, "", &subs_json, &|t| scrub(s, t)))
         }
@@ -567,12 +558,9 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
                 .map(|(i, (k, v))| {
                     let value = match subs.form.get(&i) {
                         Some(e) => e.clone(),
-                        None if secret(k, v) => {
-                            let var = secrets.var(k, v, &format!("form field `{k}`"));
-                            comments.push(format!("`{k}` came from the recording; set env.{var}"));
-                            format!("{{{{ env.{var} }}}}")
-                        }
-                        None => scrub(secrets, v),
+                        None => secrets
+                            .form_field(k, v, &mut comments, "the recording")
+                            .unwrap_or_else(|| scrub(secrets, v)),
                     };
                     (literal(k), value)
                 })

@@ -56,6 +56,44 @@ impl Secrets {
         )
     }
 
+    /// A JSON body's credentials (by key or shape, at any depth) as `env.` references added
+    /// to `subs` (pointer → template), except where `subs` already has one; each with a
+    /// comment naming `from` (`the recording`, `the command`).
+    pub(crate) fn json_fields(
+        &mut self,
+        body: &serde_json::Value,
+        subs: &mut HashMap<String, String>,
+        comments: &mut Vec<String>,
+        from: &str,
+    ) {
+        for l in crate::exchange::leaves(body) {
+            if !subs.contains_key(&l.pointer)
+                && let Some(k) = &l.key
+                && secret(k, &l.text)
+            {
+                let var = self.var(k, &l.text, &format!("JSON field `{k}`"));
+                comments.push(format!("`{k}` came from {from}; set env.{var}"));
+                subs.insert(l.pointer.clone(), format!("{{{{ env.{var} }}}}"));
+            }
+        }
+    }
+
+    /// A form field's value: an `env.` reference for a credential (with a comment naming
+    /// `from`), else `None`.
+    pub(crate) fn form_field(
+        &mut self,
+        key: &str,
+        value: &str,
+        comments: &mut Vec<String>,
+        from: &str,
+    ) -> Option<String> {
+        secret(key, value).then(|| {
+            let var = self.var(key, value, &format!("form field `{key}`"));
+            comments.push(format!("`{key}` came from {from}; set env.{var}"));
+            format!("{{{{ env.{var} }}}}")
+        })
+    }
+
     /// The comment lines for the top of the file.
     pub(crate) fn header(&self) -> Vec<String> {
         if self.needed.is_empty() {

@@ -630,3 +630,18 @@ fn bash_ansi_c_quoting_as_chrome_copies_it() {
     );
     assert!(y.contains("json:") && y.contains("q: it's"), "{y}");
 }
+
+#[test]
+fn curl_body_credentials_become_environment_variables() {
+    for line in [
+        "curl -d 'username=bob&password=hunter2x' https://api.example.com/login",
+        "curl --data-urlencode 'client_secret=hunter2x' https://api.example.com/oauth/token",
+        r#"curl --json '{"user":{"password":"hunter2x"}}' https://api.example.com/login"#,
+        r#"curl -d '{"password":"hunter2x"}' -H 'Content-Type: application/vnd.api+json' https://api.example.com/login"#,
+    ] {
+        let c = curl::convert(&[line.to_string()], "t").unwrap();
+        assert!(!c.yaml.contains("hunter2x"), "{line}:\n{}", c.yaml);
+        assert!(!c.env.is_empty(), "{line}: {:?}", c.env);
+        load(&c.yaml);
+    }
+}

@@ -3,8 +3,8 @@
 //! and an acquire timeout after which the request fails.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -37,6 +37,9 @@ pub enum DbError {
     /// The file could not be created.
     #[error("database file: {0}")]
     Io(#[from] std::io::Error),
+    /// The query's blocking task failed.
+    #[error("query task: {0}")]
+    Task(String),
 }
 
 /// Pool gauges, named as HikariCP's.
@@ -88,14 +91,14 @@ impl Val {
 pub type Row = Vec<Val>;
 
 enum Backend {
-    Sqlite(Mutex<Vec<Connection>>),
+    Sqlite(Arc<Mutex<Vec<Connection>>>),
     Postgres(Mutex<Vec<tokio_postgres::Client>>),
 }
 
 /// The pool and the database.
 pub struct Db {
     backend: Backend,
-    permits: Semaphore,
+    permits: Arc<Semaphore>,
     /// Pool size.
     pub max: usize,
     timeout: Duration,
@@ -181,6 +184,43 @@ CREATE TABLE IF NOT EXISTS timers (
   remaining_ms BIGINT NOT NULL, started_at BIGINT);
 ";
 
+/// A gauge of the pool's stats held up while its guard lives (dropped with a request that
+/// is cancelled, too).
+struct Gauge<'a>(&'a AtomicI64);
+
+impl<'a> Gauge<'a> {
+    fn up(g: &'a AtomicI64) -> Gauge<'a> {
+        g.fetch_add(1, Ordering::Relaxed);
+        Gauge(g)
+    }
+}
+
+impl Drop for Gauge<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A PostgreSQL client taken from the pool, put back when dropped.
+struct PgLease<'a> {
+    pool: &'a Mutex<Vec<tokio_postgres::Client>>,
+    client: Option<tokio_postgres::Client>,
+}
+
+impl PgLease<'_> {
+    fn client(&self) -> &tokio_postgres::Client {
+        self.client.as_ref().expect("held until dropped")
+    }
+}
+
+impl Drop for PgLease<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.client.take() {
+            self.pool.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+        }
+    }
+}
+
 impl Db {
     /// Opens (creating if needed) the database and its pool: SQLite in a file, or
     /// PostgreSQL when `knobs.database` is a `postgres://` URL.
@@ -212,7 +252,7 @@ impl Db {
         };
         let db = Db {
             backend,
-            permits: Semaphore::new(size),
+            permits: Arc::new(Semaphore::new(size)),
             max: size,
             timeout: knobs.db_timeout,
             rtt: knobs.db_rtt,
@@ -232,11 +272,15 @@ impl Db {
 
     /// Runs a query (`$1`, `$2` ... placeholders) on a pooled connection: waits for one
     /// (pending), holds it for the simulated round trip and the query, and gives it back.
+    ///
+    /// A request dropped half-way (its client timed out or went away) still gives its
+    /// connection back and leaves the counters right: the SQLite query's blocking task
+    /// returns the connection and the permit itself, and the gauges are guards.
     pub async fn query(&self, sql: &str, params: Vec<Val>) -> Result<Vec<Row>, DbError> {
         let waited = Instant::now();
-        self.stats.pending.fetch_add(1, Ordering::Relaxed);
-        let permit = tokio::time::timeout(self.timeout, self.permits.acquire()).await;
-        self.stats.pending.fetch_sub(1, Ordering::Relaxed);
+        let pending = Gauge::up(&self.stats.pending);
+        let permit = tokio::time::timeout(self.timeout, self.permits.clone().acquire_owned()).await;
+        drop(pending);
         self.stats.acquires.fetch_add(1, Ordering::Relaxed);
         self.stats
             .acquire_us
@@ -245,7 +289,7 @@ impl Db {
             self.stats.timeouts.fetch_add(1, Ordering::Relaxed);
             return Err(DbError::PoolTimeout(self.timeout.as_millis()));
         };
-        self.stats.active.fetch_add(1, Ordering::Relaxed);
+        let active = Gauge::up(&self.stats.active);
         if !self.rtt.is_zero() {
             tokio::time::sleep(self.rtt).await;
         }
@@ -253,32 +297,39 @@ impl Db {
             Backend::Sqlite(pool) => {
                 let conn = pool
                     .lock()
-                    .expect("pool lock")
+                    .unwrap_or_else(|p| p.into_inner())
                     .pop()
-                    .expect("a permit means a free connection");
+                    .ok_or(DbError::PoolTimeout(self.timeout.as_millis()))?;
                 let sql = sql.to_string();
-                let (conn, result) = tokio::task::spawn_blocking(move || {
+                let pool = pool.clone();
+                tokio::task::spawn_blocking(move || {
                     let r = sqlite_query(&conn, &sql, &params);
-                    (conn, r)
+                    pool.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+                    drop(permit);
+                    r
                 })
                 .await
-                .expect("query task");
-                pool.lock().expect("pool lock").push(conn);
-                result.map_err(DbError::from)
+                .map_err(|e| DbError::Task(e.to_string()))?
+                .map_err(DbError::from)
             }
             Backend::Postgres(pool) => {
                 let client = pool
                     .lock()
-                    .expect("pool lock")
+                    .unwrap_or_else(|p| p.into_inner())
                     .pop()
-                    .expect("a permit means a free connection");
-                let result = postgres_query(&client, sql, &params).await;
-                pool.lock().expect("pool lock").push(client);
+                    .ok_or(DbError::PoolTimeout(self.timeout.as_millis()))?;
+                // Back to the pool on every way out, a dropped request's too.
+                let lease = PgLease {
+                    pool,
+                    client: Some(client),
+                };
+                let result = postgres_query(lease.client(), sql, &params).await;
+                drop(lease);
+                drop(permit);
                 result
             }
         };
-        self.stats.active.fetch_sub(1, Ordering::Relaxed);
-        drop(permit);
+        drop(active);
         result
     }
 
@@ -345,7 +396,7 @@ fn open_sqlite(path: &std::path::Path, size: usize) -> Result<Backend, DbError> 
         }
         conns.push(c);
     }
-    Ok(Backend::Sqlite(Mutex::new(conns)))
+    Ok(Backend::Sqlite(Arc::new(Mutex::new(conns))))
 }
 
 async fn open_postgres(url: &str, size: usize) -> Result<Backend, DbError> {

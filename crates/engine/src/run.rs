@@ -460,6 +460,9 @@ fn process_cpu_seconds() -> f64 {
 /// How often the conductor moves the VU target.
 const CONTROL_TICK: Duration = Duration::from_millis(10);
 
+/// Most VUs the conductor starts per tick ([`CONTROL_TICK`]): 100,000 per second.
+const SPAWN_BATCH: u32 = 1000;
+
 impl Conductor {
     fn run(self) {
         let interval = self.config.interval;
@@ -553,8 +556,17 @@ impl Conductor {
                 .read()
                 .unwrap_or_else(|p| p.into_inner());
         }
+        // At most SPAWN_BATCH new VUs per tick: a jump to 100,000 VUs (from the dashboard, or
+        // a stage that starts at once) reaches the workers as a ramp of a few ticks, with the
+        // interval flushes and the stop between the batches, instead of one queue of 100,000
+        // spawns that the next flush waits behind.
+        let mut started = 0;
         for id in 0..target {
+            if started == SPAWN_BATCH {
+                break;
+            }
             if !running[id as usize].swap(true, Ordering::AcqRel) {
+                started += 1;
                 self.shared.active_vus.fetch_add(1, Ordering::Relaxed);
                 let _ = self.workers[id as usize % self.workers.len()].send(Command::Spawn(id));
             }

@@ -178,6 +178,10 @@ pub fn series_key(name: &str, labels: &[(String, String)]) -> String {
     format!("{name}{{{}}}", inner.join(","))
 }
 
+/// The largest metrics page read (Prometheus's own `body_size_limit` is unlimited by
+/// default; a Spring Boot actuator page is well under 1 MiB).
+const MAX_BODY: usize = 16 << 20;
+
 /// GETs the endpoint on a new connection and returns the body, read by the HTTP/1.1
 /// reader VUs use (framed by length, chunks or the end of the connection).
 async fn fetch(
@@ -210,17 +214,27 @@ async fn fetch(
         return Err(EngineError::Status(head.status));
     }
     let mut body = Vec::new();
+    let mut too_long = false;
     let read = h1::read_body(
         &mut stream,
         &mut buf,
         head.framing,
         h1::Idle::Keep,
         &mut |chunk| {
-            body.extend_from_slice(chunk);
-            true
+            too_long = body.len() + chunk.len() > MAX_BODY;
+            if !too_long {
+                body.extend_from_slice(chunk);
+            }
+            !too_long
         },
     )
     .await;
+    if too_long {
+        return Err(EngineError::Response(format!(
+            "the metrics page is larger than {} MiB, more than any exporter writes; point --server-metrics at a /metrics endpoint",
+            MAX_BODY >> 20
+        )));
+    }
     match read {
         Ok(_) => {}
         // Many TLS servers close without a close_notify: for a body that ends with the

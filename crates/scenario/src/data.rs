@@ -69,10 +69,10 @@ pub struct Exhausted(pub String);
 impl Feeder {
     /// Reads `file` (a CSV with a header row).
     pub fn load(name: &str, file: &Path, order: Order, unique: bool) -> Result<Feeder, PlanError> {
+        let input = crate::limits::open_bounded(file, crate::limits::MAX_DATA_FILE)?;
         let mut reader = csv::ReaderBuilder::new()
             .trim(csv::Trim::All)
-            .from_path(file)
-            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+            .from_reader(input);
         let columns: Vec<String> = reader
             .headers()
             .map_err(|e| format!("{}: {e}", file.display()))?

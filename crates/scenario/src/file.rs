@@ -108,7 +108,7 @@ pub fn load_scenario_with(
             ),
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| one(0, format!("cannot read it: {e}")))?;
+    let bytes = crate::limits::read_bounded(path, MAX_FILE_BYTES as u64).map_err(|e| one(0, e))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let before = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = before.iter().filter(|b| **b == b'\n').count() as u64 + 1;

@@ -27,6 +27,10 @@ pub const MAX_RATE: f64 = 10_000_000.0;
 /// longest a whole plan may last.
 pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// Shortest request timeout: below a millisecond, the event loop's timers cannot tell a
+/// response in time from one too late.
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+
 /// Most iterations per VU (`--iterations`).
 pub const MAX_ITERATIONS: u64 = 1_000_000_000_000;
 
@@ -68,6 +72,60 @@ pub fn duration_at_most(d: Duration, text: &str) -> Result<Duration, PlanError> 
     Ok(d)
 }
 
+/// Largest request body file (`--body-file`, a step's `body_file`).
+pub const MAX_BODY_FILE: u64 = 256 << 20;
+
+/// Largest CSV a feeder or `volley scalability` reads.
+pub const MAX_DATA_FILE: u64 = 1 << 30;
+
+/// Opens `path` for reading, refusing what is not a regular file (a FIFO would block
+/// forever, `/dev/zero` never ends) or is larger than `max` bytes; the reader it returns
+/// stops at `max + 1` bytes whatever the file claims, so a file that grows while it is read
+/// is caught too ([`read_bounded`]).
+pub fn open_bounded(
+    path: &std::path::Path,
+    max: u64,
+) -> Result<std::io::Take<std::fs::File>, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a pipe or a device)"
+        };
+        return Err(format!("{} is {what}; give a file", path.display()));
+    }
+    if meta.len() > max {
+        return Err(too_large(path, meta.len(), max));
+    }
+    use std::io::Read;
+    std::fs::File::open(path)
+        .map(|f| f.take(max + 1))
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// Reads all of `path`, at most `max` bytes ([`open_bounded`]).
+pub fn read_bounded(path: &std::path::Path, max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    open_bounded(path, max)?
+        .read_to_end(&mut out)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if out.len() as u64 > max {
+        return Err(too_large(path, out.len() as u64, max));
+    }
+    Ok(out)
+}
+
+fn too_large(path: &std::path::Path, len: u64, max: u64) -> String {
+    format!(
+        "{} is larger than volley reads ({len} bytes or more; at most {} MiB); give a smaller file",
+        path.display(),
+        max >> 20
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +144,28 @@ mod tests {
                 .contains("at most 10000000/s")
         );
         assert!(duration_at_most(Duration::from_secs(8 * 86400), "8d").is_err());
+    }
+
+    #[test]
+    fn only_regular_files_of_bounded_size_are_read() {
+        let dir = std::env::temp_dir();
+        assert!(read_bounded(&dir, 10).unwrap_err().contains("a directory"));
+        let zero = std::path::Path::new("/dev/zero");
+        if zero.exists() {
+            assert!(
+                read_bounded(zero, 10)
+                    .unwrap_err()
+                    .contains("not a regular file")
+            );
+        }
+        let f = dir.join(format!("volley-limits-{}", std::process::id()));
+        std::fs::write(&f, b"0123456789ab").unwrap();
+        assert!(
+            read_bounded(&f, 10)
+                .unwrap_err()
+                .contains("larger than volley reads")
+        );
+        assert_eq!(read_bounded(&f, 12).unwrap(), b"0123456789ab");
+        let _ = std::fs::remove_file(&f);
     }
 }

@@ -288,16 +288,23 @@ fn parse_limit(s: &str, metric: Metric) -> Option<f64> {
             }
         }
     };
+    // Finite after the unit too: `1e308s` is infinite in ms, which run.json cannot hold.
     num.trim()
         .parse::<f64>()
         .ok()
-        .filter(|v| v.is_finite())
         .map(|v| v * factor)
+        .filter(|v| v.is_finite())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_infinite_in_its_unit_is_refused() {
+        assert!(parse_threshold("ttfb p99 < 1e308s").is_err());
+        assert!(parse_threshold("ttfb p99 < 1e308ms").is_ok());
+    }
 
     #[test]
     fn the_forms_users_write() {

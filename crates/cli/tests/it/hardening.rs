@@ -981,3 +981,195 @@ fn a_far_start_at_says_it_waits_and_a_stop_meanwhile_is_acknowledged() {
     );
     assert!(status.code().is_some(), "{err}");
 }
+
+// --- Found by our own adversarial pass over the round-2 features ----------------------------
+
+#[test]
+fn the_demo_target_survives_clients_that_give_up() {
+    let _s = serial();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let mut target = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args([
+            "target",
+            "serve",
+            "--listen",
+            &addr,
+            "--db-pool",
+            "2",
+            "--db-rtt",
+            "5ms",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(&addr).is_err() {
+        assert!(Instant::now() < until, "the target did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let url = format!("http://{addr}/rooms");
+    // Every request times out while its query holds a pooled connection.
+    let out = out_dir();
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "4",
+        "--duration",
+        "2s",
+        "--timeout",
+        "2ms",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(code(&o).is_some(), "{}", text(&o));
+    // The pool is whole again: a normal run has no error.
+    let out = out_dir();
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--duration",
+        "2s",
+        "--threshold",
+        "error_rate < 1%",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    let _ = target.kill();
+    let mut err = String::new();
+    target
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let _ = target.wait();
+    assert_eq!(code(&o), Some(0), "{}\ntarget:\n{err}", text(&o));
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn inputs_that_never_end_are_refused_before_they_are_read() {
+    let dir = out_dir();
+    let fifo = dir.path().join("fifo.csv");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let scenario = dir.path().join("data.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "target: http://127.0.0.1:9\nload: {{ vus: 1, duration: 1s }}\ndata:\n  users: {{ file: {} }}\nsteps:\n  - request: GET /{{{{ users.id }}}}\n",
+            fifo.display()
+        ),
+    )
+    .unwrap();
+    for args in [
+        vec!["check", scenario.to_str().unwrap(), "--no-request"],
+        vec!["check", fifo.to_str().unwrap(), "--no-request"],
+        vec!["scalability", "/dev/zero"],
+        vec![
+            "run",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--vus",
+            "1",
+            "--duration",
+            "1s",
+            "--body-file",
+            "/dev/zero",
+        ],
+    ] {
+        let (o, took) = volley_bounded(&args, 1_000_000, Duration::from_secs(30));
+        let t = text(&o);
+        assert_eq!(code(&o), Some(2), "{args:?} ({took:?})\n{t}");
+        assert!(t.contains("not a regular file"), "{args:?}\n{t}");
+    }
+    refused(
+        &[
+            "run",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--vus",
+            "1",
+            "--duration",
+            "1s",
+            "--threads",
+            "100000",
+        ],
+        &["at most 1024"],
+    );
+    refused(
+        &[
+            "run",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--vus",
+            "1",
+            "--duration",
+            "1s",
+            "--threshold",
+            "ttfb p99 < 1e308s",
+        ],
+        &["ttfb p99 < 1e308s"],
+    );
+}
+
+#[test]
+fn an_endless_metrics_page_is_cut_at_its_bound() {
+    // A /metrics that never ends: the scrape stops at 16 MiB and says why.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten().take(20) {
+            std::thread::spawn(move || {
+                let mut c = c;
+                let mut buf = [0u8; 4096];
+                let _ = c.read(&mut buf);
+                let _ = c.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\n");
+                let line = b"demo_metric{a=\"b\"} 1\n".repeat(4096);
+                let until = Instant::now() + Duration::from_secs(15);
+                while Instant::now() < until && c.write_all(&line).is_ok() {}
+            });
+        }
+    });
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let (o, _) = volley_bounded(
+        &[
+            "run",
+            "--url",
+            &server.url("/ok"),
+            "--vus",
+            "1",
+            "--duration",
+            "2s",
+            "--server-metrics",
+            &format!("http://127.0.0.1:{port}/metrics"),
+            "-o",
+            out.path().to_str().unwrap(),
+        ],
+        1_000_000,
+        Duration::from_secs(60),
+    );
+    assert_eq!(code(&o), Some(0), "{}", text(&o));
+    let meta = std::fs::read_to_string(only_run(out.path()).join("run.json")).unwrap();
+    assert!(
+        meta.contains("larger than 16 MiB") || meta.contains("no answer within"),
+        "{meta}"
+    );
+}

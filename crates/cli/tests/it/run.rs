@@ -393,7 +393,7 @@ fn bad_flags_exit_2_with_a_clear_message() {
                 "--timeout",
                 "0s",
             ],
-            "--timeout must be above zero",
+            "--timeout must be at least 1ms",
         ),
         (
             vec![

@@ -77,8 +77,8 @@ impl Compiler {
     fn duration(&mut self, field: &str, v: &Option<S<String>>) -> Option<Duration> {
         let v = v.as_ref()?;
         match parse_duration(&v.value) {
-            Ok(d) if d.is_zero() && field == "timeout" => {
-                self.error(at(v), format!("`{field}`: `{}` would fail every request; give a time above zero, like 30s", v.value));
+            Ok(d) if d < crate::limits::MIN_TIMEOUT && field == "timeout" => {
+                self.error(at(v), format!("`{field}`: `{}` is shorter than the 1 ms a timer can tell apart, so requests would pass or fail by chance; give a time like 30s", v.value));
                 None
             }
             Ok(d) => Some(d),

@@ -271,7 +271,7 @@ const BROKEN: &[(&str, u64, u64, &str)] = &[
         "target: http://x\ntimeout: 0s\nsteps:\n  - request: GET /\n",
         2,
         10,
-        "`timeout`: `0s` would fail every request",
+        "`timeout`: `0s` is shorter than the 1 ms",
     ),
     // an unknown load key lists the keys
     (
