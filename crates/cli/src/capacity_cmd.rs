@@ -389,7 +389,9 @@ struct Reading {
 
 impl Reading {
     fn outcome(&self) -> Outcome {
-        if self.judged.generator.is_some() {
+        if self.interrupted {
+            Outcome::Interrupted
+        } else if self.judged.generator.is_some() {
             Outcome::GeneratorLimited
         } else if self.judged.passed && self.probe.stopped_early.is_none() {
             Outcome::Pass

@@ -24,12 +24,16 @@ pub(crate) struct Gate {
     incomplete: Vec<String>,
 }
 
+/// The widest tolerance: ten times the baseline's value (a latency may grow that much; a
+/// tolerance beyond it would turn the gate off without saying so).
+const MAX_TOLERANCE_PCT: f64 = 1000.0;
+
 fn tolerance(t: &str) -> Result<f64> {
     let n = t.trim().trim_end_matches('%').trim();
     match n.parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.0..=100.0).contains(&v) => Ok(v),
+        Ok(v) if v.is_finite() && (0.0..=MAX_TOLERANCE_PCT).contains(&v) => Ok(v),
         _ => anyhow::bail!(
-            "--tolerance {t}: give a percentage of the baseline's value from 0 to 100, e.g. --tolerance 5%"
+            "--tolerance {t}: give a percentage of the baseline's value from 0 to {MAX_TOLERANCE_PCT}, e.g. --tolerance 5%"
         ),
     }
 }

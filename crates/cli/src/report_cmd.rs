@@ -1,5 +1,6 @@
 //! `volley report`: the metric suite of run directories and result files.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
@@ -141,9 +142,31 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
 
 pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     // Two capacity results compare as capacities, their brackets the uncertainty.
-    if let Some(caps) = crate::capacity_cmd::read_all(&a.paths)? {
+    let all_paths: Vec<PathBuf> = a.gate.baseline.iter().chain(&a.paths).cloned().collect();
+    if let Some(caps) = crate::capacity_cmd::read_all(&all_paths)? {
         if caps.len() != 2 {
-            anyhow::bail!("capacity results compare two at a time; give two capacity directories");
+            anyhow::bail!(
+                "capacity results compare two at a time ({} given); give two capacity directories, or --baseline CAPACITY_DIR and one more",
+                caps.len()
+            );
+        }
+        // What a capacity comparison does not have, refused rather than ignored.
+        let unsupported = [
+            (a.gate.junit.is_some(), "--junit"),
+            (a.gate.gate_metrics.is_some(), "--gate-metrics"),
+            (a.gate.tolerance.is_some(), "--tolerance"),
+            (a.gate.gate_steps, "--gate-steps"),
+            (a.out.html.is_some(), "--html"),
+            (a.out.serve.is_some(), "--serve"),
+            (
+                !matches!(a.out.format, ReportFormat::Table | ReportFormat::Md),
+                "--format json/csv",
+            ),
+        ];
+        if let Some((_, flag)) = unsupported.iter().find(|(given, _)| *given) {
+            anyhow::bail!(
+                "{flag} is not available for a comparison of capacity results; it is a table (--format table or md, -o FILE) that --fail-on regression can gate; each capacity.json has the figures"
+            );
         }
         let labels: Vec<String> = match a.labels.as_deref() {
             Some(l) => l.split(',').map(|s| s.trim().to_string()).collect(),
@@ -155,10 +178,17 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
                 labels.len()
             );
         }
-        print!(
-            "{}",
-            volley_report::capacity::compare_table(&caps[0], &caps[1], [&labels[0], &labels[1]])
-        );
+        let mut text =
+            volley_report::capacity::compare_table(&caps[0], &caps[1], [&labels[0], &labels[1]]);
+        let verdict = volley_report::capacity::regression(&caps[0], &caps[1]);
+        if a.gate.fail_on.is_some() {
+            text.push_str(&format!("\nGate: {}\n", verdict.describe()));
+        }
+        emit(&a.out.output, &text)?;
+        if a.gate.fail_on.is_some() && !verdict.passed() {
+            eprintln!("volley: gate: {}", verdict.describe());
+            return Ok(ExitCode::from(1));
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let opts = options(&a.out)?;

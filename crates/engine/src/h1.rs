@@ -331,9 +331,14 @@ fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Framing, bool)>, H1Error
             let v = std::str::from_utf8(h.value)
                 .ok()
                 .and_then(|v| v.trim().parse().ok());
-            framing = Framing::Length(
-                v.ok_or_else(|| H1Error::Invalid("invalid Content-Length".into()))?,
-            );
+            let n = v.ok_or_else(|| H1Error::Invalid("invalid Content-Length".into()))?;
+            // RFC 9112 §6.3: differing lengths make the response's end unknowable.
+            if matches!(framing, Framing::Length(m) if m != n) {
+                return Err(H1Error::Invalid(
+                    "conflicting Content-Length headers".into(),
+                ));
+            }
+            framing = Framing::Length(n);
         } else if h.name.eq_ignore_ascii_case("transfer-encoding")
             && contains_token(h.value, b"chunked")
         {
@@ -597,6 +602,14 @@ mod tests {
 
     #[test]
     fn heads() {
+        assert!(matches!(
+            parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nhello"),
+            Err(H1Error::Invalid(w)) if w.contains("conflicting")
+        ));
+        assert!(
+            parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello")
+                .is_ok()
+        );
         let (s, n, f, k) = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
             .unwrap()
             .unwrap();

@@ -162,12 +162,28 @@ fn merge_dirs(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merge
             count: set.count,
             missing: set.missing.clone(),
             segments: notes::origins(&set),
+            notes: Vec::new(),
         }),
         ..first.data.meta.clone()
     };
     let started = std::time::SystemTime::from(set.started_at);
     let mut writer = RunWriter::create_at(out, meta, started)?;
-    let intervals = rebuild::write_intervals(&set, &mut writer, interval_s)?;
+    let (intervals, mut found) = rebuild::write_intervals(&set, &mut writer, interval_s)?;
+    // The segments' own input notes (rows their series could not give), then the above.
+    let mut merge_notes: Vec<String> = set
+        .segments
+        .iter()
+        .flat_map(|s| {
+            s.data
+                .input_notes
+                .iter()
+                .map(move |n| format!("segment {}: {n}", s.segment))
+        })
+        .collect();
+    merge_notes.append(&mut found);
+    if let Some(m) = writer.meta_mut().merged.as_mut() {
+        m.notes = merge_notes;
+    }
     notes::write_generators(&set, out, interval_s)?;
     // The server's own metrics are the same server seen from every segment: the first
     // segment's scrapes stand for them.

@@ -33,6 +33,9 @@ struct Prepared<'a> {
     extra: Vec<(u64, f64)>,
     /// Its histogram log, read as the merge goes.
     hlog: Option<Peekable<hlog::Reader<BufReader<File>>>>,
+    /// Its rows for which the log held no histogram (cut short, or missing), and their
+    /// requests: counted in the totals, not in the percentiles.
+    unlogged: (usize, u64),
 }
 
 impl<'a> Prepared<'a> {
@@ -52,15 +55,47 @@ impl<'a> Prepared<'a> {
             input,
             extra: extra_columns(input, rows)?,
             hlog,
+            unlogged: (0, 0),
         })
     }
 
-    /// Adds the histograms of its row `j` to `into`, reading them from its log.
+    /// Adds the histograms of its row `j` to `into`, reading them from its log; a row with
+    /// requests and no histogram is counted in `unlogged`.
     fn add_histograms(
         &mut self,
         j: usize,
         interval_s: f64,
         into: &mut Hists,
+    ) -> Result<(), MergeError> {
+        let row = &self.input.data.series.intervals[j];
+        let requests = row.tests + row.errors;
+        let mut found = false;
+        let added = self.read_histograms(j, interval_s, into, &mut found);
+        if !found && requests > 0 {
+            self.unlogged.0 += 1;
+            self.unlogged.1 += requests;
+        }
+        added
+    }
+
+    /// What its rows without histograms mean for the merged run, if there are any.
+    pub(crate) fn note(&self) -> Option<String> {
+        let (rows, requests) = self.unlogged;
+        (rows > 0).then(|| {
+            format!(
+                "segment {}: {LATENCY} has no histograms for {rows} of its intervals (cut short, or missing): their {requests} requests are counted in every total but not in the per-request percentiles",
+                self.input.segment,
+                LATENCY = volley_rundir::rundir::LATENCY_HLOG
+            )
+        })
+    }
+
+    fn read_histograms(
+        &mut self,
+        j: usize,
+        interval_s: f64,
+        into: &mut Hists,
+        found: &mut bool,
     ) -> Result<(), MergeError> {
         let Some(log) = &mut self.hlog else {
             return Ok(());
@@ -83,6 +118,7 @@ impl<'a> Prepared<'a> {
             // Histograms of an earlier row than asked (none are written out of order) are passed over.
             if index(&h) == j {
                 into.add(&h);
+                *found = true;
             }
         }
     }
@@ -174,11 +210,13 @@ impl Hists {
 }
 
 /// Writes every merged interval; returns how many.
+/// Writes the merged intervals; returns how many, and notes on what the segments' files
+/// lacked ([`Prepared::note`]).
 pub(crate) fn write_intervals(
     set: &SegmentSet,
     writer: &mut RunWriter,
     interval_s: f64,
-) -> Result<usize, MergeError> {
+) -> Result<(usize, Vec<String>), MergeError> {
     let mut prepared = set
         .segments
         .iter()
@@ -261,5 +299,8 @@ pub(crate) fn write_intervals(
         writer.write_interval(&sample, &row, &step_samples)?;
         written += 1;
     }
-    Ok(written)
+    Ok((
+        written,
+        prepared.iter().filter_map(Prepared::note).collect(),
+    ))
 }

@@ -549,9 +549,13 @@ pub fn usl_line(u: &Usl) -> String {
             number(x),
             n
         ),
+        _ if u.kappa > 0.0 => "no peak within ten times the highest concurrency measured: throughput still grows there (measure higher loads to find the peak)".to_string(),
+        _ if u.sigma <= 1e-9 => {
+            "no contention or coherency cost measured: throughput grows linearly over these points (measure higher loads to find the peak)".to_string()
+        }
         _ => format!(
             "no coherency cost (κ = 0): throughput levels off towards {} req/s",
-            number(u.lambda / u.sigma.max(1e-12))
+            number(u.lambda / u.sigma)
         ),
     };
     format!(
@@ -819,9 +823,66 @@ pub fn limit_of(
     ))
 }
 
+/// Whether capacity `b` is worse than `a` beyond their uncertainty.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CapacityChange {
+    /// `b`'s whole bracket lies below `a`'s last pass: it fell.
+    Fell { from: f64, below: f64 },
+    /// The brackets overlap or `b` is higher: no fall can be called.
+    Held,
+    /// A search did not find a capacity (its status says why): nothing to judge.
+    NotJudged(String),
+}
+
+impl CapacityChange {
+    /// Whether a gate passes on it.
+    pub fn passed(&self) -> bool {
+        matches!(self, CapacityChange::Held)
+    }
+
+    /// One line for the gate.
+    pub fn describe(&self) -> String {
+        match self {
+            CapacityChange::Fell { from, below } => format!(
+                "FAILED: the capacity fell from {} to below {} (the second search failed there), beyond both brackets",
+                number(*from),
+                number(*below)
+            ),
+            CapacityChange::Held => {
+                "PASSED: the second capacity's bracket reaches the first's; no fall beyond the uncertainty".into()
+            }
+            CapacityChange::NotJudged(why) => format!("FAILED: cannot be judged: {why}"),
+        }
+    }
+}
+
+/// Judges `b` against `a` (the baseline): a fall is called only when `b` failed at a load
+/// `a` passed, so both brackets are below one another.
+pub fn regression(a: &Capacity, b: &Capacity) -> CapacityChange {
+    for c in [a, b] {
+        if c.status != "found" && c.status != "slo_met_at_max" {
+            return CapacityChange::NotJudged(format!(
+                "the search `{}` ended `{}`, without a capacity",
+                crate::render::terminal_safe(&c.name),
+                c.status
+            ));
+        }
+    }
+    match (a.last_pass, b.first_fail) {
+        (Some(pass), Some(fail)) if fail <= pass => CapacityChange::Fell {
+            from: pass,
+            below: fail,
+        },
+        (Some(_), _) => CapacityChange::Held,
+        (None, _) => CapacityChange::NotJudged("the baseline search passed no load".into()),
+    }
+}
+
 /// Two capacity results side by side: the capacities, their brackets as the uncertainty,
 /// and 🟢/🔴 only when the brackets do not overlap.
 pub fn compare_table(a: &Capacity, b: &Capacity, labels: [&str; 2]) -> String {
+    let labels = labels.map(crate::render::terminal_safe);
+    let labels = [labels[0].as_ref(), labels[1].as_ref()];
     let show = |c: &Capacity| {
         let v = c.last_pass.map_or("n/a".into(), |p| c.load.show(p));
         let bracket = match (c.last_pass, c.first_fail) {

@@ -134,7 +134,7 @@ fn per_step(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange> {
                 })
                 .collect();
             Some(StepChange {
-                name: name.clone(),
+                name: crate::render::terminal_safe(name).into_owned(),
                 rows,
             })
         })
@@ -199,7 +199,7 @@ fn per_population(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange
                 })
                 .collect();
             Some(StepChange {
-                name: p.name.clone(),
+                name: crate::render::terminal_safe(&p.name).into_owned(),
                 rows,
             })
         })
@@ -245,7 +245,12 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
         .iter()
         .enumerate()
         .map(|(i, s)| RunRef {
-            label: labels.get(i).cloned().unwrap_or_else(|| s.name.clone()),
+            // Names come from run.json: shown with their control characters escaped, as
+            // `volley report` shows them, so a name cannot rewrite the terminal.
+            label: crate::render::terminal_safe(
+                &labels.get(i).cloned().unwrap_or_else(|| s.name.clone()),
+            )
+            .into_owned(),
             source: s.path.display().to_string(),
             input_notes: s
                 .notes

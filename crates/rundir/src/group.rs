@@ -194,6 +194,22 @@ pub fn read_group(dir: &Path) -> Result<GroupMeta> {
             format!("`kind` is `{}`; a group file says `group`", meta.kind),
         ));
     }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = meta
+        .runs
+        .iter()
+        .find(|r| !seen.insert(r.dir.trim_end_matches('/')))
+    {
+        return Err(FormatError::malformed(
+            &p,
+            1,
+            None,
+            format!(
+                "run `{}` is listed more than once; a group's runs are independent runs, each listed once (a copy would be counted as a repeat that agrees with itself)",
+                twice.dir
+            ),
+        ));
+    }
     if let Some(bad) = meta
         .runs
         .iter()

@@ -126,6 +126,12 @@ pub use volley_stats::Figure;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum InputNote {
+    /// Something `volley merge` found in one of the segments it merged (run.json's
+    /// `merged.notes`), as it said it.
+    Merged {
+        /// The note, naming its segment.
+        note: String,
+    },
     /// Rows left out of every figure.
     Skipped {
         /// What the rows are.
@@ -211,6 +217,7 @@ impl std::fmt::Display for InputNote {
                     unit.name(rows.count)
                 )
             }
+            InputNote::Merged { note } => write!(f, "merged segments: {note}"),
             InputNote::Used { unit, rows, how } => write!(
                 f,
                 "{} {} ({rows}): {how}",

@@ -750,7 +750,12 @@ impl RunData {
                 ),
             ));
         }
-        let mut input_notes = Vec::new();
+        let mut input_notes: Vec<InputNote> = meta
+            .merged
+            .iter()
+            .flat_map(|m| &m.notes)
+            .map(|n| InputNote::Merged { note: n.clone() })
+            .collect();
         if meta.status == RunStatus::Running && recorder_gone(&meta) == Some(true) {
             meta.status = RunStatus::DidNotFinish;
             meta.reason = Some(format!(

@@ -45,6 +45,10 @@ pub struct MergedFrom {
     pub missing: Vec<u64>,
     /// Each segment merged, in index order.
     pub segments: Vec<SegmentOrigin>,
+    /// What the merge found in its segments' files and how it took it (rows left out, a
+    /// histogram log cut short), each naming its segment; the merged run's reports show them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One merged segment: where it ran and how its generator fared.

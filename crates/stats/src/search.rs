@@ -23,6 +23,8 @@ pub enum Outcome {
     Uncertain,
     /// volley could not drive the load (schedule lag, its own CPU): says nothing of the server.
     GeneratorLimited,
+    /// Cut short by the user (Ctrl-C): judges nothing, and ends the search.
+    Interrupted,
 }
 
 impl Outcome {
@@ -33,6 +35,7 @@ impl Outcome {
             Outcome::Fail => "fail",
             Outcome::Uncertain => "uncertain",
             Outcome::GeneratorLimited => "generator-limited",
+            Outcome::Interrupted => "interrupted",
         }
     }
 }
@@ -207,6 +210,9 @@ impl Search {
             }
             Outcome::GeneratorLimited => {
                 self.ended = Some(Status::GeneratorLimited);
+            }
+            Outcome::Interrupted => {
+                self.ended = Some(Status::Interrupted);
             }
         }
     }

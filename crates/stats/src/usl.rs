@@ -149,7 +149,12 @@ pub fn fit(points: &[(f64, f64)]) -> Result<Usl, FitError> {
     let mean = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
     let sst: f64 = pts.iter().map(|p| (p.1 - mean).powi(2)).sum();
     let r2 = if sst > 0.0 { 1.0 - err / sst } else { 0.0 };
-    let peak_concurrency = (kappa > 0.0).then(|| ((1.0 - sigma) / kappa).sqrt());
+    // A peak far beyond the data is the model's extrapolation, not something the points
+    // show (perfectly linear data leave κ at its floor and put the "peak" at a billion).
+    let reach = 10.0 * pts.iter().map(|p| p.0).fold(0.0, f64::max);
+    let peak_concurrency = (kappa > 0.0)
+        .then(|| ((1.0 - sigma) / kappa).sqrt())
+        .filter(|p| p.is_finite() && *p <= reach);
     let usl = Usl {
         sigma,
         kappa,
@@ -159,7 +164,9 @@ pub fn fit(points: &[(f64, f64)]) -> Result<Usl, FitError> {
         r2,
         points: pts.len(),
     };
-    if r2 < MIN_R2 {
+    // NaN (numbers the model cannot hold) is no fit either.
+    let finite = [sigma, kappa, lambda, r2].iter().all(|v| v.is_finite());
+    if !(finite && r2 >= MIN_R2) {
         return Err(FitError::PoorFit(usl));
     }
     Ok(usl)
@@ -288,5 +295,19 @@ mod tests {
         }
         let e = FitError::TooFewPoints(2).to_string();
         assert!(e.contains("at least 4"), "{e}");
+    }
+
+    #[test]
+    fn linear_or_overflowing_points_give_no_peak_and_no_fit() {
+        let linear: Vec<(f64, f64)> = (1..=5).map(|n| (n as f64, 100.0 * n as f64)).collect();
+        match fit(&linear) {
+            Ok(u) | Err(FitError::PoorFit(u)) => assert_eq!(u.peak_concurrency, None, "{u:?}"),
+            Err(e) => panic!("{e}"),
+        }
+        let huge: Vec<(f64, f64)> = (1..=5).map(|n| (n as f64, 1e300 * n as f64)).collect();
+        assert!(
+            fit(&huge).is_err(),
+            "numbers the model cannot hold are no fit"
+        );
     }
 }

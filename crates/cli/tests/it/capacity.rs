@@ -242,6 +242,63 @@ fn ctrl_c_leaves_the_bracket_found_so_far() {
     let c = read_json(&capacity_dir(out.path()).join("capacity.json"));
     assert_eq!(c["status"], "interrupted", "{c:#}\n{}", text(&o));
     assert_eq!(c["last_pass"], 20.0, "the bracket so far: {c:#}");
+    // The probe the interrupt cut is listed as such, never as a pass or a fail.
+    let last = c["probes"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["verdict"], "interrupted", "{c:#}");
+
+    // Two capacity results: a comparison is a table that --fail-on regression gates, and
+    // refuses what it does not have.
+    let a = capacity_dir(out.path());
+    let b = out.path().join("lower");
+    std::fs::create_dir_all(&b).unwrap();
+    let mut lower = c.clone();
+    lower["status"] = "found".into();
+    lower["last_pass"] = 5.0.into();
+    lower["first_fail"] = 10.0.into();
+    lower["capacity_rps"] = 5.0.into();
+    std::fs::write(b.join("capacity.json"), lower.to_string()).unwrap();
+    let mut higher = c.clone();
+    higher["status"] = "found".into();
+    higher["first_fail"] = 40.0.into();
+    higher["capacity_rps"] = 20.0.into();
+    let h = out.path().join("higher");
+    std::fs::create_dir_all(&h).unwrap();
+    std::fs::write(h.join("capacity.json"), higher.to_string()).unwrap();
+    let (hs, bs) = (h.to_str().unwrap(), b.to_str().unwrap());
+    let o = volley(&["compare", "--baseline", hs, bs, "--fail-on", "regression"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a fall beyond both brackets fails: {}",
+        text(&o)
+    );
+    assert!(text(&o).contains("fell from 20"), "{}", text(&o));
+    let o = volley(&["compare", "--baseline", hs, hs, "--fail-on", "regression"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The interrupted search has no capacity to judge: the gate fails, saying why.
+    let o = volley(&[
+        "compare",
+        "--baseline",
+        a.to_str().unwrap(),
+        hs,
+        "--fail-on",
+        "regression",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("cannot be judged"), "{}", text(&o));
+    for flag in [["--junit", "j.xml"], ["--format", "json"]] {
+        let o = volley(&["compare", hs, bs, flag[0], flag[1]]);
+        assert_eq!(o.status.code(), Some(2), "{flag:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("not available for a comparison of capacity results"),
+            "{}",
+            text(&o)
+        );
+    }
+    let file = out.path().join("cmp.txt");
+    let o = volley(&["compare", hs, bs, "-o", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(std::fs::read_to_string(&file).unwrap().contains("Capacity"));
 }
 
 #[test]

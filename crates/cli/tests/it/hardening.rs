@@ -1173,3 +1173,173 @@ fn an_endless_metrics_page_is_cut_at_its_bound() {
         "{meta}"
     );
 }
+
+#[test]
+fn a_group_that_lists_one_run_twice_is_refused() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--vus",
+        "1",
+        "--duration",
+        "1s",
+        "--repeat",
+        "2",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(0), "{}", text(&o));
+    let group = only_run(out.path());
+    edit_json(&group.join("group.json"), |v| {
+        let first = v["runs"][0].clone();
+        v["runs"] = serde_json::json!([first.clone(), first.clone(), first]);
+    });
+    refused(
+        &["report", group.to_str().unwrap()],
+        &["listed more than once"],
+    );
+}
+
+#[test]
+fn a_missed_target_is_a_failed_junit_case() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let junit = out.path().join("j.xml");
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--vus",
+        "1",
+        "--duration",
+        "1s",
+        "--target",
+        "1000000/s",
+        "--junit",
+        junit.to_str().unwrap(),
+        "-o",
+        out.path().join("runs").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(1), "{}", text(&o));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let case = xml
+        .split("<testcase")
+        .find(|c| c.contains("target: 1000000"))
+        .unwrap_or_else(|| panic!("no target case:\n{xml}"));
+    assert!(case.contains("<failure"), "{xml}");
+}
+
+#[test]
+fn a_sweep_with_a_failed_run_exits_1() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/ok?x={x}");
+    let o = volley(&[
+        "sweep",
+        "--vary",
+        "x=1,2",
+        "-o",
+        out.path().to_str().unwrap(),
+        "--",
+        "--url",
+        &url,
+        "--vus",
+        "1",
+        "--duration",
+        "1s",
+        "--threshold",
+        "ttfb p99 < 0.001ms",
+    ]);
+    assert_eq!(code(&o), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("x=1: a threshold failed"), "{}", text(&o));
+}
+
+#[test]
+fn a_merge_says_when_a_segment_s_histograms_were_cut_short() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let at = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 2)
+    .to_string();
+    let url = server.url("/ok");
+    let children: Vec<_> = ["0/2", "1/2"]
+        .iter()
+        .map(|seg| {
+            Command::new(env!("CARGO_BIN_EXE_volley"))
+                .args([
+                    "run",
+                    "--url",
+                    &url,
+                    "--vus",
+                    "2",
+                    "--duration",
+                    "3s",
+                    "--segment",
+                    seg,
+                    "--start-at",
+                    &at,
+                    "--threads",
+                    "1",
+                    "--progress",
+                    "none",
+                    "-o",
+                    out.path().to_str().unwrap(),
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(code(&o), Some(0), "{}", text(&o));
+    }
+    let segs: Vec<PathBuf> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(segs.len(), 2);
+    // Cut the second segment's histogram log after its first interval's two histograms.
+    let hlog = segs[1].join("latency.hlog");
+    let text_of = std::fs::read_to_string(&hlog).unwrap();
+    let mut kept = Vec::new();
+    let mut data_lines = 0;
+    for line in text_of.lines() {
+        let is_data = !line.starts_with('#') && !line.starts_with('"') && line.contains(',');
+        if is_data {
+            data_lines += 1;
+            if data_lines > 2 {
+                break;
+            }
+        }
+        kept.push(line);
+    }
+    std::fs::write(&hlog, kept.join("\n") + "\n").unwrap();
+    let merged = out_dir();
+    let dest = merged.path().join("m");
+    let mut args = vec!["merge"];
+    let seg_strs: Vec<String> = segs.iter().map(|p| p.display().to_string()).collect();
+    args.extend(seg_strs.iter().map(String::as_str));
+    args.extend(["-o", dest.to_str().unwrap()]);
+    let o = volley(&args);
+    assert_eq!(code(&o), Some(0), "{}", text(&o));
+    let o = volley(&["report", dest.to_str().unwrap(), "--format", "json"]);
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("has no histograms for") && t.contains("not in the per-request percentiles"),
+        "{}",
+        text(&o)
+    );
+}
