@@ -348,3 +348,90 @@ fn a_dashboard_address_after_a_space_is_a_usage_error_that_shows_the_equals_form
         text(&out)
     );
 }
+
+#[test]
+fn a_page_of_another_origin_in_chromium_can_neither_read_nor_stop_the_dashboard() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/ok");
+    let (mut child, dash, rest) = start_run(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--duration",
+        "60s",
+        "--progress",
+        "none",
+        "--dashboard",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    let dash = dash.trim_end_matches('/').to_string();
+    let chromium = crate::html::chromium_path();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/cross_origin.cjs");
+    let node = Command::new("node")
+        .arg(&script)
+        .args([dash.as_str(), chromium.as_str()])
+        .env("NODE_PATH", playwright_modules())
+        .output()
+        .expect("node is needed for this test (scripts/test.sh installs nodejs)");
+    let still_running = child.try_wait().unwrap().is_none();
+    // Stop it as the dashboard's own page does, and let it end.
+    let addr = dash.trim_start_matches("http://").to_string();
+    let (status, body) = http(&addr, "POST", "/stop", "{}");
+    let ended = wait_ended(&mut child, Duration::from_secs(30));
+    let log = rest.join().unwrap();
+    assert!(
+        node.status.success(),
+        "the browser script failed: {}\n{}\nvolley:\n{log}",
+        String::from_utf8_lossy(&node.stderr),
+        String::from_utf8_lossy(&node.stdout)
+    );
+    let seen: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&node.stdout)
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    eprintln!("cross-origin: {seen}");
+    assert!(
+        still_running,
+        "a page of another origin stopped the run: {seen}\n{log}"
+    );
+    assert_eq!((status, ended.code()), (200, Some(0)), "{body}\n{log}");
+    // Every request of the hostile pages that reached volley was refused.
+    let answered = seen["answered"].as_array().unwrap();
+    assert!(
+        answered
+            .iter()
+            .any(|r| r["url"].as_str().unwrap().ends_with("/stop")),
+        "the simple POST reached volley (Chromium let it through): {seen}"
+    );
+    for r in answered {
+        assert_eq!(r["status"], 403, "{r} in {seen}");
+    }
+    // The JSON control needed a preflight volley never grants; the page could read nothing.
+    assert!(
+        seen["cross_site"]["json"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("blocked")),
+        "{seen}"
+    );
+    assert!(
+        seen["cross_site"]["events"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("blocked")),
+        "{seen}"
+    );
+    assert_eq!(seen["rebind_page"], 403, "{seen}");
+    assert_eq!(seen["rebind_events"], 403, "{seen}");
+    let meta = run_json(out.path());
+    assert_eq!(
+        meta["status"], "interrupted",
+        "stopped by our own request only: {meta}"
+    );
+}
