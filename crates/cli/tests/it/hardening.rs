@@ -1343,3 +1343,156 @@ fn a_merge_says_when_a_segment_s_histograms_were_cut_short() {
         text(&o)
     );
 }
+
+#[test]
+fn every_numeric_scenario_key_at_its_extremes_is_refused_or_bounded() {
+    // The property over scenario files: every numeric key of `load:` and the settings, at
+    // each extreme, is a clear refusal (exit 2) or a valid file (exit 0), never a crash.
+    let dir = out_dir();
+    let extremes = [
+        "0",
+        "-1",
+        "1e20",
+        "1e308",
+        ".nan",
+        ".inf",
+        "-.inf",
+        "18446744073709551615",
+        "99999999999",
+        "\"\"",
+    ];
+    let keys: &[(&str, &str)] = &[
+        ("vus", "duration: 1s"),
+        ("duration", "vus: 1"),
+        ("rate", "duration: 1s"),
+        ("max_vus", "rate: 10\n  duration: 1s"),
+        ("connections", "vus: 2\n  duration: 1s"),
+        ("iterations", "vus: 1"),
+        ("pacing", "vus: 1\n  duration: 1s"),
+        ("think_time", "vus: 1\n  duration: 1s"),
+        ("ramp_up", "vus: 1\n  duration: 1s"),
+        ("repeat", "vus: 1\n  duration: 1s"),
+    ];
+    let file = dir.path().join("x.yaml");
+    for (key, rest) in keys {
+        for v in extremes {
+            std::fs::write(
+                &file,
+                format!("target: http://127.0.0.1:9\nload:\n  {rest}\n  {key}: {v}\nsteps:\n  - request: GET /\n"),
+            )
+            .unwrap();
+            let (o, took) = volley_bounded(
+                &["check", file.to_str().unwrap(), "--no-request"],
+                1_000_000,
+                Duration::from_secs(20),
+            );
+            let t = text(&o);
+            assert!(
+                matches!(code(&o), Some(0) | Some(2)) && !t.contains("panicked"),
+                "{key}: {v} ({took:?})\n{t}"
+            );
+            // Negative, non-finite and beyond-any-bound values are never a plan. (0 may be:
+            // no pacing; 99,999,999,999 iterations is within the bound, capped at a day.)
+            let never = [
+                "-1",
+                "1e20",
+                "1e308",
+                ".nan",
+                ".inf",
+                "-.inf",
+                "18446744073709551615",
+            ];
+            assert!(
+                !(never.contains(&v) && code(&o) == Some(0)),
+                "{key}: {v} was accepted\n{t}"
+            );
+        }
+    }
+    for (key, v) in [("timeout", "1e20"), ("timeout", "0s"), ("warmup", "1e308")] {
+        std::fs::write(
+            &file,
+            format!("target: http://127.0.0.1:9\n{key}: {v}\nload: {{ vus: 1, duration: 1s }}\nsteps:\n  - request: GET /\n"),
+        )
+        .unwrap();
+        let o = volley(&["check", file.to_str().unwrap(), "--no-request"]);
+        assert_eq!(code(&o), Some(2), "{key}: {v}\n{}", text(&o));
+    }
+}
+
+#[test]
+fn each_run_of_a_group_accounts_for_its_own_payloads_only() {
+    // A receiver that hangs for its first 13 s, then answers every POST: run 1's payloads
+    // are left waiting when its flush gives up, and must not be sent (and counted) by run 2.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let born = Instant::now();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut c = c;
+                let _ = c.set_read_timeout(Some(Duration::from_secs(30)));
+                let mut buf = vec![0u8; 1 << 20];
+                loop {
+                    let Ok(n) = c.read(&mut buf) else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    if let Some(wait) = Duration::from_secs(13).checked_sub(born.elapsed()) {
+                        std::thread::sleep(wait);
+                    }
+                    if c.write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--vus",
+        "1",
+        "--duration",
+        "2s",
+        "--repeat",
+        "2",
+        "--out",
+        &format!("prometheus=http://127.0.0.1:{port}/api/v1/write"),
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(code(&o).is_some(), "{}", text(&o));
+    let group = only_run(out.path());
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(&group)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("run.json").is_file())
+        .collect();
+    runs.sort();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for run in &runs {
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+        let rows = std::fs::read_to_string(run.join("series.csv"))
+            .unwrap()
+            .lines()
+            .count() as u64
+            - 1;
+        let o = &meta["outputs"][0];
+        let total = o["sent"].as_u64().unwrap()
+            + o["failed"].as_u64().unwrap()
+            + o["dropped"].as_u64().unwrap();
+        assert_eq!(
+            total,
+            rows,
+            "{}: one payload per interval, each counted once: {o}",
+            run.display()
+        );
+    }
+}
