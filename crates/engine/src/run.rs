@@ -202,7 +202,7 @@ impl RunControl {
         let max = volley_scenario::limits::MAX_RATE;
         if rate > max {
             return Err(EngineError::Control(format!(
-                "a rate of {rate}/s is more than one machine can send; give at most {max}/s"
+                "a rate of {rate:.3e}/s is more than one machine can send; give at most {max}/s"
             )));
         }
         match self.model {

@@ -746,7 +746,11 @@ impl RunData {
                 None,
                 format!(
                     "interval_s is {}: it is the length of one interval in seconds, above 0 and at most a day (volley writes 1)",
-                    meta.interval_s
+                    if meta.interval_s.abs() < 1e9 {
+                        meta.interval_s.to_string()
+                    } else {
+                        format!("{:.3e}", meta.interval_s)
+                    }
                 ),
             ));
         }

@@ -56,7 +56,12 @@ pub fn at_most(n: u64, max: u64, what: &str) -> Result<u64, PlanError> {
 pub fn rate_at_most(rate: f64, text: &str) -> Result<f64, PlanError> {
     if rate > MAX_RATE {
         return Err(PlanError(format!(
-            "rate `{text}` is {rate:.0}/s, more than one machine can send (volley takes at most {MAX_RATE:.0}/s); give a lower rate, or split it over processes with --segment"
+            "rate `{text}` is {}/s, more than one machine can send (volley takes at most {MAX_RATE:.0}/s); give a lower rate, or split it over processes with --segment",
+            if rate < 1e12 {
+                format!("{rate:.0}")
+            } else {
+                format!("{rate:.3e}")
+            }
         )));
     }
     Ok(rate)

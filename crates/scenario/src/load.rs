@@ -459,6 +459,22 @@ impl Load {
                     .into(),
             ));
         }
+        let sends_nothing = match &self.model {
+            Model::Closed { shape } | Model::Iterations { shape, .. } => shape.max_vus() == 0,
+            Model::Open { rate, .. } => {
+                rate.start_rate <= 0.0 && rate.stages.iter().all(|s| s.rate <= 0.0)
+            }
+        };
+        if sends_nothing {
+            return Err(PlanError(
+                if self.is_open() {
+                    "every stage's rate is 0, so the run would send nothing; give a stage with a rate, e.g. --rate-stages 30s:100"
+                } else {
+                    "no stage has any VUs, so the run would send nothing; give a stage with VUs, e.g. --stages 30s:10"
+                }
+                .into(),
+            ));
+        }
         if let Some(c) = self.connections
             && c > self.max_vus()
         {

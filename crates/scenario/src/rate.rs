@@ -91,7 +91,9 @@ impl RateShape {
             stages,
         };
         if shape.duration().is_zero() {
-            return Err(PlanError(format!("rate stages `{s}` last no time at all")));
+            return Err(PlanError(format!(
+                "rate stages `{s}` last no time at all: a 0s stage only jumps to its rate; follow it with a stage that lasts, e.g. 0s:100,1m:100"
+            )));
         }
         Ok(shape)
     }

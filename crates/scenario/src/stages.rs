@@ -44,7 +44,9 @@ pub fn parse_stages(s: &str) -> Result<Vec<Stage>, PlanError> {
         out.push(Stage { duration, target });
     }
     if out.iter().all(|s| s.duration.is_zero()) {
-        return Err(PlanError(format!("stages `{s}` last no time at all")));
+        return Err(PlanError(format!(
+            "stages `{s}` last no time at all: a 0s stage only jumps to its VUs; follow it with a stage that lasts, e.g. 0s:10,30s:10"
+        )));
     }
     Ok(out)
 }

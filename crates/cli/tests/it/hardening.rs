@@ -400,7 +400,12 @@ fn numeric_extremes_of_every_load_flag_are_refused_with_a_message() {
             "within 24 h",
         ),
     ];
-    for (flags, needle) in cases {
+    let nothing: &[(&[&str], &str)] = &[
+        (&["--stages", "2s:0"], "no stage has any VUs"),
+        (&["--rate-stages", "1s:0,1s:0"], "every stage's rate is 0"),
+        (&["--stages", "0s:1"], "follow it with a stage that lasts"),
+    ];
+    for (flags, needle) in cases.iter().chain(nothing) {
         let mut args = vec!["run", "--url", url];
         args.extend_from_slice(flags);
         refused(&args, &[needle]);
