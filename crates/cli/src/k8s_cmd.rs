@@ -118,6 +118,15 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
     if a.allow_http {
         env.push(("AWS_ALLOW_HTTP".to_string(), "true".to_string()));
     }
+    // The pods' args sit in the Job spec, readable by whoever can read jobs and pods, kept in
+    // etcd, and printed here: a credential in them is refused, with where to put it instead.
+    let masked = volley_scenario::secret::mask_args(a.run.iter().cloned());
+    if let Some((_, shown)) = a.run.iter().zip(&masked).find(|(a, m)| a != m) {
+        bail!(
+            "`{}` would put a credential into the Job spec in clear: put it in a Kubernetes Secret and refer to it from a scenario (`Authorization: Bearer {{{{ env.TOKEN }}}}`, an --out URL without its password) run with --env-secret NAME, whose keys become the pods' environment",
+            shown
+        );
+    }
     let spec = JobSpec {
         run_id: run_id.clone(),
         segments: a.segments,

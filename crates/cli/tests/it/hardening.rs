@@ -1501,3 +1501,40 @@ fn each_run_of_a_group_accounts_for_its_own_payloads_only() {
         );
     }
 }
+
+#[test]
+fn a_job_spec_never_carries_a_credential_in_clear() {
+    for cred in [
+        ["-H", "Authorization: Bearer SEKRET-TOKEN-123"],
+        [
+            "--out",
+            "prometheus=http://alice:PromPW@prom:9090/api/v1/write",
+        ],
+    ] {
+        let o = volley(&[
+            "k8s",
+            "manifest",
+            "--bucket",
+            "s3://load-results/volley",
+            "--segments",
+            "2",
+            "--image",
+            "reg/v:1",
+            "--",
+            "--url",
+            "http://svc/rooms",
+            "--vus",
+            "4",
+            "--duration",
+            "1m",
+            cred[0],
+            cred[1],
+        ]);
+        let t = text(&o);
+        assert_eq!(code(&o), Some(2), "{t}");
+        assert!(
+            t.contains("--env-secret") && !t.contains("SEKRET") && !t.contains("PromPW"),
+            "{t}"
+        );
+    }
+}
