@@ -44,6 +44,8 @@ pub(crate) const EARLY_STOP_FACTOR: f64 = 3.0;
 const RECOVERY_CHECK: Duration = Duration::from_secs(2);
 /// The highest rate a search may reach, arrivals per second.
 const MAX_RATE: f64 = volley_scenario::limits::MAX_RATE;
+/// Fewest requests the first probe of a rate search must hold.
+const MIN_PROBE_REQUESTS: f64 = 20.0;
 /// The most virtual users a search may reach.
 const MAX_USERS: f64 = volley_scenario::limits::MAX_VUS as f64;
 
@@ -248,12 +250,23 @@ fn plan(a: &CapacityArgs) -> Result<Plan> {
             whole: kind == LoadKind::Vus,
             max_probes: a.max_probes as usize,
         },
-        probe: duration(
-            "--probe",
-            &a.probe,
-            Duration::from_secs(1),
-            Duration::from_secs(3600),
-        )?,
+        probe: {
+            let probe = duration(
+                "--probe",
+                &a.probe,
+                Duration::from_secs(1),
+                Duration::from_secs(3600),
+            )?;
+            // A probe judged on a handful of requests says nothing of a percentile.
+            let requests = start * probe.as_secs_f64();
+            if kind == LoadKind::Rate && requests < MIN_PROBE_REQUESTS {
+                bail!(
+                    "--rates {start}..: a {}s probe at {start}/s holds {requests:.1} requests, too few to judge an SLO (at least {MIN_PROBE_REQUESTS:.0}); start higher or probe longer",
+                    probe.as_secs_f64()
+                );
+            }
+            probe
+        },
         warmup,
         confirm: a.confirm,
         recovery: duration(
@@ -883,8 +896,21 @@ pub(crate) fn is_capacity_dir(dir: &Path) -> bool {
 }
 
 /// The capacity results under `paths`, when every one is one.
+/// A capacity directory among runs is refused: its probes ran at different loads, so they are
+/// not repeats of one plan to judge a run against.
 pub(crate) fn read_all(paths: &[PathBuf]) -> Result<Option<Vec<Capacity>>> {
-    if paths.is_empty() || !paths.iter().all(|p| is_capacity_dir(p)) {
+    let caps = paths.iter().filter(|p| is_capacity_dir(p)).count();
+    if caps > 0 && caps < paths.len() {
+        let cap = paths
+            .iter()
+            .find(|p| is_capacity_dir(p))
+            .expect("one at least");
+        bail!(
+            "{} is a capacity search, whose probes ran at different loads; compare it with another capacity directory, or compare one of its probes (a run directory inside it) with your runs",
+            cap.display()
+        );
+    }
+    if paths.is_empty() || caps == 0 {
         return Ok(None);
     }
     Ok(Some(

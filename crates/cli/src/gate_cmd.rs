@@ -30,7 +30,14 @@ const MAX_TOLERANCE_PCT: f64 = 1000.0;
 
 fn tolerance(t: &str) -> Result<f64> {
     let n = t.trim().trim_end_matches('%').trim();
+    let has_sign = t.trim().ends_with('%');
     match n.parse::<f64>() {
+        // `0.05` reads as a fraction elsewhere (`capacity --precision`): ask rather than guess.
+        Ok(v) if !has_sign && v > 0.0 && v < 1.0 => anyhow::bail!(
+            "--tolerance {t}: a percentage, so {t} would be {t} %; did you mean {}%? Write it with its sign (--tolerance {}%)",
+            v * 100.0,
+            v * 100.0
+        ),
         Ok(v) if v.is_finite() && (0.0..=MAX_TOLERANCE_PCT).contains(&v) => Ok(v),
         _ => anyhow::bail!(
             "--tolerance {t}: give a percentage of the baseline's value from 0 to {MAX_TOLERANCE_PCT}, e.g. --tolerance 5%"

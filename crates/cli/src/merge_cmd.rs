@@ -13,6 +13,13 @@ use crate::args::MergeArgs;
 pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
     let start_tolerance = parse_duration(&a.start_tolerance)
         .map_err(|e| anyhow::anyhow!("--start-tolerance: {e}"))?;
+    // Segments of one run start together (--start-at); minutes apart, they are not one run.
+    if start_tolerance > std::time::Duration::from_secs(600) {
+        anyhow::bail!(
+            "--start-tolerance {}: segments of one run start at one --start-at, so at most 10m apart; give a shorter tolerance (the default is what a shared --start-at needs)",
+            a.start_tolerance
+        );
+    }
     merge_and_report(&a.inputs, &a.output, &MergeOptions { start_tolerance })
 }
 

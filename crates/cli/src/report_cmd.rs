@@ -80,13 +80,22 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
             }
             return Ok(ExitCode::SUCCESS);
         }
-        for c in caps {
-            match a.out.format {
-                ReportFormat::Json => println!("{}", c.to_json()),
-                ReportFormat::Md => println!("{}", c.markdown(&[])),
-                _ => println!("{}", c.table()),
-            }
+        if a.out.format == ReportFormat::Csv {
+            anyhow::bail!(
+                "a capacity result has no CSV form; its probes are in capacity.json (--format json), or report a probe's run directory inside it as CSV"
+            );
         }
+        let mut text = String::new();
+        for c in caps {
+            let one = match a.out.format {
+                ReportFormat::Json => c.to_json(),
+                ReportFormat::Md => c.markdown(&[]),
+                _ => c.table(),
+            };
+            text.push_str(&one);
+            text.push('\n');
+        }
+        emit(&a.out.output, &text)?;
         return Ok(ExitCode::SUCCESS);
     }
     let opts = options(&a.out)?;

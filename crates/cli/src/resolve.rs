@@ -212,6 +212,15 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         }
         None => (flags.clone(), None),
     };
+    if let Some(name) = &settings.name
+        && name.chars().count() > volley_scenario::limits::MAX_NAME_LEN
+    {
+        bail!(
+            "the run's name is {} characters; at most {} (it names the run directory, with a time stamp before it): give a shorter --name or `name:`",
+            name.chars().count(),
+            volley_scenario::limits::MAX_NAME_LEN
+        );
+    }
     let url = settings
         .target
         .clone()

@@ -31,6 +31,13 @@ pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// response in time from one too late.
 pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
 
+/// Most populations (`scenarios:`) in one run: each has worker threads of its own.
+pub const MAX_POPULATIONS: usize = 100;
+
+/// Longest name of a run or a population (it names a directory, with a time stamp and a
+/// group's `-xN` suffix added; file systems take 255 bytes).
+pub const MAX_NAME_LEN: usize = 128;
+
 /// Most iterations per VU (`--iterations`).
 pub const MAX_ITERATIONS: u64 = 1_000_000_000_000;
 

@@ -6,12 +6,13 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
     /// The file could not be opened, read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// What the OS said.
-        source: std::io::Error,
+        /// What the OS said (in the message itself, not as a source, so a chain of causes
+        /// does not print it twice).
+        error: std::io::Error,
     },
     /// The content is not what the format requires.
     #[error("{path}:{line}{}: {message}", column.map(|c| format!(":{c}")).unwrap_or_default())]
@@ -40,7 +41,7 @@ impl FormatError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         FormatError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 

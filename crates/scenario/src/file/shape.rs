@@ -537,10 +537,23 @@ impl Shape {
                 format!("`scenarios` is empty: name at least one, like `{example}`"),
             );
         }
+        if entries.len() > crate::limits::MAX_POPULATIONS {
+            self.error(
+                node.at,
+                format!(
+                    "`scenarios` has {} scenarios; a run takes at most {} (each runs on worker threads of its own): merge those that share a flow, or split the run with --segment",
+                    entries.len(),
+                    crate::limits::MAX_POPULATIONS
+                ),
+            );
+            return Vec::new();
+        }
         let mut out = Vec::new();
         for (k, v) in entries {
             if !crate::threshold::is_population_name(&k.text) {
                 self.error(k.at, format!("scenario name `{}`: use letters, digits, `_` and `-` only (it names a directory of the run and prefixes thresholds, e.g. `writers.ttfb p99 < 200ms`)", k.text));
+            } else if k.text.len() > crate::limits::MAX_NAME_LEN {
+                self.error(k.at, format!("scenario name `{}…`: at most {} characters (it names a directory of the run)", &k.text[..32], crate::limits::MAX_NAME_LEN));
             }
             let what = format!("scenario `{}`", k.text);
             let Some(f) = self.map(
