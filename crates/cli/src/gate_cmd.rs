@@ -33,11 +33,12 @@ fn tolerance(t: &str) -> Result<f64> {
     let has_sign = t.trim().ends_with('%');
     match n.parse::<f64>() {
         // `0.05` reads as a fraction elsewhere (`capacity --precision`): ask rather than guess.
-        Ok(v) if !has_sign && v > 0.0 && v < 1.0 => anyhow::bail!(
-            "--tolerance {t}: a percentage, so {t} would be {t} %; did you mean {}%? Write it with its sign (--tolerance {}%)",
-            v * 100.0,
-            v * 100.0
-        ),
+        Ok(v) if !has_sign && v > 0.0 && v < 1.0 => {
+            let pct = (v * 100.0 * 1e6).round() / 1e6;
+            anyhow::bail!(
+                "--tolerance {t}: a percentage, so {t} would be {t} %; did you mean {pct}%? Write it with its sign (--tolerance {pct}%, or --tolerance {t}% if you meant {t} %)"
+            )
+        }
         Ok(v) if v.is_finite() && (0.0..=MAX_TOLERANCE_PCT).contains(&v) => Ok(v),
         _ => anyhow::bail!(
             "--tolerance {t}: give a percentage of the baseline's value from 0 to {MAX_TOLERANCE_PCT}, e.g. --tolerance 5%"
@@ -120,8 +121,20 @@ impl Gate {
             let ok: u64 = run.series.intervals.iter().map(|i| i.tests).sum();
             if ok == 0 {
                 let errors: u64 = run.series.intervals.iter().map(|i| i.errors).sum();
+                let notes = if run.input_notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (and rows of it were left out: {})",
+                        run.input_notes
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    )
+                };
                 anyhow::bail!(
-                    "--baseline {}: run `{}` has no successful request ({errors} failed), so there is nothing to compare a candidate with; record the baseline again against a target that answers",
+                    "--baseline {}: run `{}` has no successful request ({errors} failed){notes}, so there is nothing to compare a candidate with; record the baseline again against a target that answers",
                     path.display(),
                     run.name
                 );
@@ -155,7 +168,8 @@ impl Gate {
             crate::ci::append_step_summary(&cmp.markdown());
             return Ok((text, ExitCode::SUCCESS));
         };
-        let gate = GateResult::evaluate(cmp, spec, self.baseline.is_some())?;
+        let gate = GateResult::evaluate(cmp, spec, self.baseline.is_some())?
+            .with_incomplete(self.incomplete.clone());
         let text = match format {
             ReportFormat::Table => format!("{text}\n{}", gate.table()),
             ReportFormat::Md => format!("{text}\n{}", gate.markdown()),
@@ -185,13 +199,12 @@ impl Gate {
                 failures.join("\n  ")
             );
         }
-        for why in &self.incomplete {
+        for why in &gate.incomplete {
             eprintln!(
                 "volley: gate: {why}: it did not run its whole plan, so the gate cannot trust its figures"
             );
         }
-        let failed = self.fail_on == Some(FailOn::Regression)
-            && (!gate.passed || !self.incomplete.is_empty());
+        let failed = self.fail_on == Some(FailOn::Regression) && !gate.passed;
         Ok((
             text,
             if failed {

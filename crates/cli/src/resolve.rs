@@ -269,8 +269,14 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         );
     }
     let interval = duration_flag("interval", &a.interval)?;
-    if interval < Duration::from_millis(100) {
-        bail!("--interval must be at least 100ms");
+    let (min, max) = (
+        volley_scenario::limits::MIN_INTERVAL,
+        volley_scenario::limits::MAX_INTERVAL,
+    );
+    if interval < min || interval > max {
+        bail!(
+            "--interval must be at least 100ms and at most 1h (one row of series.csv per interval)"
+        );
     }
     if a.threads == Some(0) {
         bail!("--threads must be at least 1 (one event loop per thread; default: one per core)");

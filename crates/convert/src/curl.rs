@@ -2,7 +2,7 @@
 //! give it) as a one-step scenario: method, URL, headers, body (`-d`, `--data-raw`,
 //! `--data-urlencode`, `--json`), `-u` and `-b` — credentials become environment variables.
 
-use crate::secrets::{Secrets, secret};
+use crate::secrets::Secrets;
 use crate::step::{Body, Doc, Step};
 use crate::text::literal;
 use crate::{ConvertError, Converted};
@@ -73,8 +73,24 @@ fn ansi_c_quotes(text: &str) -> String {
                             Some('n') => decoded.push('\n'),
                             Some('t') => decoded.push('\t'),
                             Some('r') => decoded.push('\r'),
-                            Some('0') => decoded.push('\0'),
+                            Some('a') => decoded.push('\u{7}'),
+                            Some('b') => decoded.push('\u{8}'),
+                            Some('f') => decoded.push('\u{c}'),
+                            Some('v') => decoded.push('\u{b}'),
                             Some('e' | 'E') => decoded.push('\u{1b}'),
+                            // Octal, up to three digits (`\0` alone is NUL).
+                            Some(d @ '0'..='7') => {
+                                let mut n = d.to_digit(8).unwrap_or(0);
+                                for _ in 0..2 {
+                                    match chars.next_if(|c| ('0'..='7').contains(c)) {
+                                        Some(c) => n = n * 8 + c.to_digit(8).unwrap_or(0),
+                                        None => break,
+                                    }
+                                }
+                                if let Some(ch) = char::from_u32(n) {
+                                    decoded.push(ch);
+                                }
+                            }
                             Some('x') => {
                                 let hex: String =
                                     std::iter::from_fn(|| chars.next_if(|c| c.is_ascii_hexdigit()))
@@ -264,14 +280,9 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
             .map(|p| {
                 let (n, v) = p.split_once('=').unwrap_or((p, ""));
                 let name = crate::exchange::decode_query(n);
-                if secret(&name, v) {
-                    let var = secrets.var(&name, v, &format!("query parameter `{name}`"));
-                    comments.push(format!(
-                        "query parameter `{name}` came from the command; set env.{var}"
-                    ));
-                    format!("{}={{{{ env.{var} | urlencode }}}}", literal(n))
-                } else {
-                    literal(p)
+                match secrets.query_param(&name, v, &mut comments, "the command") {
+                    Some(e) => format!("{}={e}", literal(n)),
+                    None => literal(p),
                 }
             })
             .collect();
@@ -335,13 +346,8 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
         if lower == "authorization" {
             let (t, c) = secrets.authorization(v);
             step.headers.push((n.clone(), t, Some(c)));
-        } else if secret(n, v) {
-            let var = secrets.var(n, v, &format!("header `{n}`"));
-            step.headers.push((
-                n.clone(),
-                format!("{{{{ env.{var} }}}}"),
-                Some(format!("came from the command; set env.{var}")),
-            ));
+        } else if let Some((t, c)) = secrets.header_value(n, v, "the command") {
+            step.headers.push((n.clone(), t, Some(c)));
         } else {
             step.headers.push((n.clone(), literal(v), None));
         }

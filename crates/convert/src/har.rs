@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::correlate::{Subs, correlate};
 use crate::exchange::{Exchange, ReqBody, decode_path, template_json};
-use crate::secrets::{Secrets, secret};
+use crate::secrets::Secrets;
 use crate::step::{Body, Doc, Step};
 use crate::text::literal;
 use crate::{ConvertError, Converted};
@@ -524,14 +524,10 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
             .enumerate()
             .map(|(i, (rn, rv, n, v))| match subs.query.get(&i) {
                 Some(e) => format!("{}={e}", literal(rn)),
-                None if secret(n, v) => {
-                    let var = secrets.var(n, v, &format!("query parameter `{n}`"));
-                    comments.push(format!(
-                        "query parameter `{n}` came from the recording; set env.{var}"
-                    ));
-                    format!("{}={{{{ env.{var} | urlencode }}}}", literal(rn))
-                }
-                None => format!("{}={}", literal(rn), scrub(secrets, rv)),
+                None => match secrets.query_param(n, v, &mut comments, "the recording") {
+                    Some(e) => format!("{}={e}", literal(rn)),
+                    None => format!("{}={}", literal(rn), scrub(secrets, rv)),
+                },
             })
             .collect();
         url = format!("{url}?{}", parts.join("&"));
@@ -606,14 +602,10 @@ fn build(x: &Exchange, subs: &Subs, secrets: &mut Secrets, opts: &HarOptions) ->
                 let (t, c) = secrets.authorization(v);
                 (t, Some(c))
             }
-            None if secret(n, v) => {
-                let var = secrets.var(n, v, &format!("header `{n}`"));
-                (
-                    format!("{{{{ env.{var} }}}}"),
-                    Some(format!("came from the recording; set env.{var}")),
-                )
-            }
-            None => (scrub(secrets, v), None),
+            None => match secrets.header_value(n, v, "the recording") {
+                Some((t, c)) => (t, Some(c)),
+                None => (scrub(secrets, v), None),
+            },
         };
         step.headers.push((n.clone(), value, comment));
     }

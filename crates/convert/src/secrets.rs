@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-pub(crate) use volley_scenario::secret::{secret, secret_name, xml_secrets};
+pub(crate) use volley_scenario::secret::{secret, secret_name, secret_param, xml_secrets};
 
 use crate::text::{Names, env_name};
 
@@ -91,6 +91,40 @@ impl Secrets {
             let var = self.var(key, value, &format!("form field `{key}`"));
             comments.push(format!("`{key}` came from {from}; set env.{var}"));
             format!("{{{{ env.{var} }}}}")
+        })
+    }
+
+    /// A query parameter's value: `{{ env.NAME | urlencode }}` for a credential (with a
+    /// comment naming `from`), else `None`.
+    pub(crate) fn query_param(
+        &mut self,
+        name: &str,
+        value: &str,
+        comments: &mut Vec<String>,
+        from: &str,
+    ) -> Option<String> {
+        secret_param(name, value).then(|| {
+            let var = self.var(name, value, &format!("query parameter `{name}`"));
+            comments.push(format!(
+                "query parameter `{name}` came from {from}; set env.{var}"
+            ));
+            format!("{{{{ env.{var} | urlencode }}}}")
+        })
+    }
+
+    /// A header's value and its comment: `{{ env.NAME }}` for a credential, else `None`.
+    pub(crate) fn header_value(
+        &mut self,
+        name: &str,
+        value: &str,
+        from: &str,
+    ) -> Option<(String, String)> {
+        secret_param(name, value).then(|| {
+            let var = self.var(name, value, &format!("header `{name}`"));
+            (
+                format!("{{{{ env.{var} }}}}"),
+                format!("came from {from}; set env.{var}"),
+            )
         })
     }
 

@@ -155,7 +155,9 @@ async fn arrivals<W: Iterate + 'static>(
             .borrow_mut()
             .record_sched_lag(due, Instant::now().saturating_duration_since(due));
         // Finished requests give their task back without a wake-up of their own.
-        while tasks.try_join_next().is_some() {}
+        while let Some(r) = tasks.try_join_next() {
+            shared.task_ended(r);
+        }
         let vu = pool.borrow_mut().take(&ctx, worker, workers, &work);
         match vu {
             Some(vu) => {
@@ -176,7 +178,9 @@ async fn arrivals<W: Iterate + 'static>(
             }
         }
     }
-    while tasks.join_next().await.is_some() {}
+    while let Some(r) = tasks.join_next().await {
+        shared.task_ended(r);
+    }
     // Arrivals still waiting when the run stopped were never sent.
     let left: Vec<Instant> = pool.borrow_mut().backlog.drain(..).collect();
     let mut rec = ctx.recorder.borrow_mut();

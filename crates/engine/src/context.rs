@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     pub(crate) halted: std::sync::Mutex<Option<String>>,
     /// VUs that ran all their iterations (`Plan::iterations`); they are not started again.
     pub(crate) finished_vus: AtomicU64,
+    /// Worker threads that panicked (a bug): the conductor no longer waits for their parts.
+    pub(crate) dead_workers: AtomicU64,
 }
 
 impl Shared {
@@ -59,6 +61,20 @@ impl Shared {
             abort: CancellationToken::new(),
             halted: std::sync::Mutex::new(None),
             finished_vus: AtomicU64::new(0),
+            dead_workers: AtomicU64::new(0),
+        }
+    }
+
+    /// Looks at how a VU's task ended: a panic (a bug) stops the run as aborted, saying so,
+    /// instead of leaving a run that looks complete with that VU's requests missing.
+    pub(crate) fn task_ended<T>(&self, ended: Result<T, tokio::task::JoinError>) {
+        if let Err(e) = ended
+            && e.is_panic()
+        {
+            self.halt(
+                "a virtual user's task failed (a bug in volley: please report the command); its requests are missing from the counts"
+                    .into(),
+            );
         }
     }
 

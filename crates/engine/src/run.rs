@@ -199,12 +199,8 @@ impl RunControl {
                 "a rate of {rate}/s sends nothing; give a rate above zero, like 500"
             )));
         }
-        let max = volley_scenario::limits::MAX_RATE;
-        if rate > max {
-            return Err(EngineError::Control(format!(
-                "a rate of {rate:.3e}/s is more than one machine can send; give at most {max}/s"
-            )));
-        }
+        volley_scenario::limits::rate_at_most(rate, &format!("{rate:e}/s"))
+            .map_err(|e| EngineError::Control(e.0))?;
         match self.model {
             LiveModel::Rate => self.send(Control::Retarget(Retarget::Rate(rate), by.to_string())),
             LiveModel::Populations => Err(populations_fixed()),
@@ -337,6 +333,7 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
                     shared.halt(format!(
                         "worker thread {w} failed (a bug in volley: please report the command); its requests are missing from the counts"
                     ));
+                    shared.dead_workers.fetch_add(1, Ordering::AcqRel);
                 }
             })
             .map_err(|error| EngineError::Start {
@@ -609,18 +606,30 @@ impl Conductor {
         let mut merged = IntervalSample::new(index);
         let mut steps: Vec<IntervalSample> = Vec::new();
         let mut messages = Vec::new();
-        for _ in 0..alive {
-            if let Ok(part) = self.parts.recv() {
-                merged.merge(&part.sample);
-                if steps.is_empty() {
-                    steps = part.steps;
-                } else {
-                    for (m, s) in steps.iter_mut().zip(&part.steps) {
-                        m.merge(s);
+        // A worker that panics after taking the command never answers: wait for the others.
+        let mut got = 0;
+        while got < alive {
+            let part = match self.parts.recv_timeout(Duration::from_millis(50)) {
+                Ok(part) => part,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let dead = self.shared.dead_workers.load(Ordering::Acquire) as usize;
+                    if dead > 0 && got + dead >= alive {
+                        break;
                     }
+                    continue;
                 }
-                messages.extend(part.messages);
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            };
+            got += 1;
+            merged.merge(&part.sample);
+            if steps.is_empty() {
+                steps = part.steps;
+            } else {
+                for (m, s) in steps.iter_mut().zip(&part.steps) {
+                    m.merge(s);
+                }
             }
+            messages.extend(part.messages);
         }
         (merged, steps, messages)
     }

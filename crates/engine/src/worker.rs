@@ -137,7 +137,12 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
         };
         let Some(last) = last else { return };
         recorder.borrow_mut().clamp_to(last);
-        let drained = async { while vus.join_next().await.is_some() {} };
+        let shared = seed.shared.clone();
+        let drained = async {
+            while let Some(r) = vus.join_next().await {
+                shared.task_ended(r);
+            }
+        };
         tokio::select! {
             _ = drained => {}
             _ = tokio::time::sleep(seed.grace) => {}
@@ -146,7 +151,9 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
         vus.abort_all();
         // Let the aborted VUs drop their requests, so those still in flight are recorded
         // (as `unfinished`) before the last part is taken.
-        while vus.join_next().await.is_some() {}
+        while let Some(r) = vus.join_next().await {
+            seed.shared.task_ended(r);
+        }
         // Intervals between the last flushed one and `last` (normally none) fold into `last`.
         let mut part = recorder.borrow_mut().take_rest(next);
         part.sample.index = last;

@@ -341,13 +341,9 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// The URL without its password.
+/// The URL without its password or credential parameters (one rule: volley_scenario::secret).
 fn shown_url(url: &reqwest::Url) -> String {
-    let mut u = url.clone();
-    if u.password().is_some() {
-        let _ = u.set_password(Some("***"));
-    }
-    u.to_string()
+    volley_scenario::secret::mask_url(url.as_str())
 }
 
 #[cfg(test)]

@@ -88,29 +88,47 @@ fn same(given: &str, token: &str) -> bool {
 #[derive(Debug, Clone)]
 pub(crate) struct Guard {
     pub(crate) access: Access,
-    /// `Host` values a loopback dashboard answers: its address and `localhost`, with its
-    /// port. A page on another site that rebinds its own name to 127.0.0.1 sends its own
-    /// name as the Host, and is refused.
-    pub(crate) hosts: Vec<String>,
+    /// Host names a loopback dashboard answers, on any port (a tunnel such as `ssh -L` or
+    /// `kubectl port-forward` reaches it on another): `localhost` and loopback literals. A page
+    /// of another site that rebinds its own name to 127.0.0.1 sends that name, and is refused.
+    pub(crate) names: Vec<String>,
 }
 
 impl Guard {
     /// The guard of a dashboard bound to `bound` under `access`.
     pub(crate) fn new(access: Access, bound: SocketAddr) -> Guard {
-        let port = bound.port();
-        let mut hosts = vec![
-            format!("localhost:{port}"),
-            format!("127.0.0.1:{port}"),
-            format!("[::1]:{port}"),
+        let mut names = vec![
+            "localhost".to_string(),
+            "127.0.0.1".to_string(),
+            "[::1]".to_string(),
         ];
         let own = match bound.ip() {
-            std::net::IpAddr::V6(ip) => format!("[{ip}]:{port}"),
-            ip => format!("{ip}:{port}"),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+            ip => ip.to_string(),
         };
-        if !hosts.contains(&own) {
-            hosts.push(own);
+        if !names.contains(&own) {
+            names.push(own);
         }
-        Guard { access, hosts }
+        Guard { access, names }
+    }
+
+    /// The authority a request was sent to: `Host`, or the URI's (HTTP/2), lower case.
+    fn authority(request: &Request) -> Option<String> {
+        request
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_string)
+            .or_else(|| request.uri().authority().map(|a| a.as_str().to_string()))
+            .map(|h| h.to_ascii_lowercase())
+    }
+
+    /// The host of an authority, without its port: `[::1]:8089` → `[::1]`.
+    fn host_of(authority: &str) -> &str {
+        match authority.rfind(':') {
+            Some(i) if !authority[i..].contains(']') => &authority[..i],
+            _ => authority,
+        }
     }
 
     /// Why `request` may not pass, or `None`.
@@ -120,12 +138,10 @@ impl Guard {
                 "this address needs the access token printed when the dashboard started (?token=... in the URL, or Authorization: Bearer TOKEN)",
             );
         }
-        let host = request
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .map(str::to_ascii_lowercase);
-        if self.access == Access::Open && !host.as_ref().is_some_and(|h| self.hosts.contains(h)) {
+        let sent_to = Self::authority(request);
+        let named = sent_to.as_deref().map(Self::host_of);
+        if self.access == Access::Open && !named.is_some_and(|h| self.names.iter().any(|n| n == h))
+        {
             return Some(
                 "the Host header is not this dashboard's address; open it as http://127.0.0.1:PORT/ or http://localhost:PORT/ (a page of another site that resolves its name to this machine is refused)",
             );
@@ -159,11 +175,12 @@ impl Guard {
                 .get(header::ORIGIN)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|o| {
+                    // Same origin: the Origin's authority is the one this request was sent to.
                     let o = o.to_ascii_lowercase();
                     let o = o
                         .strip_prefix("http://")
                         .or_else(|| o.strip_prefix("https://"));
-                    o.is_none_or(|o| host.as_deref() != Some(o))
+                    o.is_none_or(|o| sent_to.as_deref() != Some(o))
                 });
             if cross_site || origin_elsewhere {
                 return Some(
@@ -251,7 +268,19 @@ mod tests {
             None
         );
         // DNS rebinding: another site's name, or no Host at all.
-        for host in [Some("evil.example:8080"), Some("127.0.0.1:9999"), None] {
+        // Another port is the dashboard through a tunnel; a bare name is port 80.
+        assert_eq!(
+            g.refuses(&request("GET", Some("127.0.0.1:9999"), &[])),
+            None
+        );
+        assert_eq!(g.refuses(&request("GET", Some("localhost"), &[])), None);
+        assert_eq!(g.refuses(&request("GET", Some("[::1]:8080"), &[])), None);
+        for host in [
+            Some("evil.example:8080"),
+            Some("evil.example"),
+            Some("127.0.0.1.evil.example:8080"),
+            None,
+        ] {
             let why = g.refuses(&request("GET", host, &[])).unwrap();
             assert!(why.contains("Host"), "{why}");
         }

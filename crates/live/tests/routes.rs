@@ -15,7 +15,7 @@ fn get_path(addr: std::net::SocketAddr, path: &str, auth: Option<&str>) -> (u16,
         .unwrap_or_default();
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n{auth}\r\n"
+        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n{auth}\r\n"
     )
     .unwrap();
     let mut resp = String::new();

@@ -124,6 +124,7 @@ impl RunSpec {
             load: plan.load.clone(),
             // run.json travels (--upload, CI artifacts): credentials in headers are kept as ***.
             request: plan.request().cloned().map(|mut r| {
+                r.url = volley_scenario::secret::mask_url(&r.url);
                 for (n, v) in &mut r.headers {
                     *v = volley_scenario::secret::masked_header_value(n, v);
                 }

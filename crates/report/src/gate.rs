@@ -147,8 +147,12 @@ pub struct GateResult {
     pub spec: GateSpec,
     /// The tables judged: each candidate against the baseline, or the first run against the last.
     pub tables: Vec<GateTable>,
-    /// No gated figure failed.
+    /// No gated figure failed, every one was judged, and every run compared completed.
     pub passed: bool,
+    /// Runs compared that did not run their whole plan (aborted, interrupted, partial …),
+    /// each with why: the gate cannot trust their figures, so it fails.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub incomplete: Vec<String>,
 }
 
 /// A comparison of each of `sets[1..]` (runs or run groups) against `sets[0]`, the baseline
@@ -259,7 +263,15 @@ impl GateResult {
             spec: spec.clone(),
             tables,
             passed,
+            incomplete: Vec::new(),
         })
+    }
+
+    /// Fails the gate for runs that did not run their whole plan (`why`, one per run).
+    pub fn with_incomplete(mut self, why: Vec<String>) -> GateResult {
+        self.passed &= why.is_empty();
+        self.incomplete = why;
+        self
     }
 
     /// The checks that fail the gate (worse, or not judgeable), with their table.
@@ -294,6 +306,12 @@ impl GateResult {
             format!("FAILED: {failed} of {total} gated figures worse beyond the noise{tolerance}")
         } else if unjudged > 0 {
             format!("FAILED: none of {total} gated figures worse beyond the noise{tolerance}")
+        } else if !self.incomplete.is_empty() {
+            format!(
+                "FAILED: {} of the runs compared did not run their whole plan ({})",
+                self.incomplete.len(),
+                self.incomplete.join("; ")
+            )
         } else if !self.passed {
             format!("FAILED: none of {total} gated figures could be judged")
         } else {

@@ -321,7 +321,20 @@ pub fn run_suite(r: &RunReport, hostname: &str) -> Suite {
 /// beyond the noise is a failure, and so is one the comparison could not judge.
 pub fn gate_suites(gate: &GateResult, comparison_text: &str, hostname: &str) -> Vec<Suite> {
     let now = jiff::Timestamp::now().to_string();
-    gate.tables
+    let incomplete = gate.incomplete.iter().map(|why| Case {
+        name: format!("run completed: {why}"),
+        classname: "volley.compare".to_string(),
+        time_s: 0.0,
+        outcome: CaseOutcome::Failure {
+            r#type: "incomplete".into(),
+            message: why.clone(),
+            text: format!(
+                "{why}: the gate cannot trust the figures of a run that did not run its whole plan"
+            ),
+        },
+    });
+    let incomplete: Vec<Case> = incomplete.collect();
+    let mut suites: Vec<Suite> = gate.tables
         .iter()
         .map(|t| {
             let name = format!("compare {} → {}", t.before, t.after);
@@ -369,7 +382,11 @@ pub fn gate_suites(gate: &GateResult, comparison_text: &str, hostname: &str) -> 
                 system_out: comparison_text.to_string(),
             }
         })
-        .collect()
+        .collect();
+    if let Some(first) = suites.first_mut() {
+        first.cases.extend(incomplete);
+    }
+    suites
 }
 
 #[cfg(test)]

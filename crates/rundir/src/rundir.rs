@@ -735,7 +735,8 @@ impl RunData {
                 e.to_string(),
             )
         })?;
-        if !(meta.interval_s.is_finite() && meta.interval_s > 0.0 && meta.interval_s <= 86_400.0) {
+        let max = volley_scenario::limits::MAX_INTERVAL.as_secs_f64();
+        if !(meta.interval_s.is_finite() && meta.interval_s > 0.0 && meta.interval_s <= max) {
             let line = meta_text
                 .lines()
                 .position(|l| l.contains("\"interval_s\""))
@@ -745,7 +746,7 @@ impl RunData {
                 line,
                 None,
                 format!(
-                    "interval_s is {}: it is the length of one interval in seconds, above 0 and at most a day (volley writes 1)",
+                    "interval_s is {}: it is the length of one interval in seconds, above 0 and at most an hour (volley writes 1)",
                     if meta.interval_s.abs() < 1e9 {
                         meta.interval_s.to_string()
                     } else {

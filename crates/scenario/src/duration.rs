@@ -16,14 +16,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, PlanError> {
         let d = Duration::try_from_secs_f64(secs).unwrap_or(max + Duration::from_secs(1));
         return crate::limits::duration_at_most(d, s);
     }
-    let d = humantime::parse_duration(t).map_err(|e| {
-        PlanError(match e {
-            humantime::DurationError::NumberOverflow => format!(
-                "`{s}` is longer than 7 days, the longest length volley takes; give a shorter one (e.g. 24h)"
-            ),
-            _ => format!("`{s}` is not a duration; write it like 30s, 2m, 1h30m or 250ms"),
-        })
-    })?;
+    let max = crate::limits::MAX_DURATION;
+    let d = match humantime::parse_duration(t) {
+        Ok(d) => d,
+        // Beyond what a Duration holds is beyond the bound too.
+        Err(humantime::DurationError::NumberOverflow) => max + Duration::from_secs(1),
+        Err(_) => {
+            return Err(PlanError(format!(
+                "`{s}` is not a duration; write it like 30s, 2m, 1h30m or 250ms"
+            )));
+        }
+    };
     crate::limits::duration_at_most(d, s)
 }
 

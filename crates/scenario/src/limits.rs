@@ -38,6 +38,12 @@ pub const MAX_POPULATIONS: usize = 100;
 /// group's `-xN` suffix added; file systems take 255 bytes).
 pub const MAX_NAME_LEN: usize = 128;
 
+/// Shortest sampling interval (`--interval`): one row of series.csv each.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Longest sampling interval; a run directory whose `interval_s` is beyond it is refused.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+
 /// Most iterations per VU (`--iterations`).
 pub const MAX_ITERATIONS: u64 = 1_000_000_000_000;
 

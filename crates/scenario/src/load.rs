@@ -434,7 +434,10 @@ pub enum Model {
 
 impl Load {
     /// Refuses a load beyond [`limits`] as a whole: a plan longer than
-    /// [`limits::MAX_DURATION`], or more shared connections than VUs can use.
+    /// [`limits::MAX_DURATION`], or one that sends nothing. (More shared connections than VUs
+    /// is allowed: VUs can be raised live, a capacity search by users grows them, and a
+    /// scenario's shared `connections` applies to every population; the bound on connections
+    /// keeps the pool's memory bounded.)
     pub fn check(&self) -> Result<(), PlanError> {
         let length = match &self.model {
             Model::Closed { shape } | Model::Iterations { shape, .. } => shape
@@ -474,15 +477,6 @@ impl Load {
                 }
                 .into(),
             ));
-        }
-        if let Some(c) = self.connections
-            && c > self.max_vus()
-        {
-            return Err(PlanError(format!(
-                "--connections {c} is more than the {} VUs can use (each request takes one connection or stream); give --connections {} or fewer",
-                self.max_vus(),
-                self.max_vus()
-            )));
         }
         Ok(())
     }

@@ -25,15 +25,12 @@ pub fn snake(name: &str) -> String {
     out.trim_end_matches('_').to_string()
 }
 
-/// Whether a header, parameter, field or cookie of this name holds a credential.
+/// Whether a header, parameter, field or cookie of this name holds a credential: a word of
+/// it says so (`password`, `api_key`, `X-Auth-Token` …), or it is one of the short names
+/// that are a credential when they are the whole name (`pin`, `pw`).
 pub fn secret_name(name: &str) -> bool {
     let whole = snake(name);
-    // Names that are a credential only when they are the whole name: Google's `key=`,
-    // Azure Functions' `code=`, a SAS `sig=`, `pass=`, `pin`.
-    if matches!(
-        whole.as_str(),
-        "key" | "code" | "sig" | "pass" | "pin" | "passcode" | "passphrase" | "pw"
-    ) {
+    if matches!(whole.as_str(), "pin" | "pw") {
         return true;
     }
     let words: Vec<String> = whole.split('_').map(str::to_string).collect();
@@ -91,8 +88,10 @@ pub fn secret_name(name: &str) -> bool {
 }
 
 /// Whether a value looks like a credential whatever its name: a JWT, or a long random
-/// token (24 characters or more of letters, digits and `-_.+/=`, with upper case, lower
-/// case and digits mixed, as keys and tokens are generated). A UUID or a hex id is not one.
+/// token (32 characters or more of letters, digits and `-_.+/=`, in at most three parts,
+/// with upper case, lower case and digits mixed, as API keys and tokens are generated:
+/// Google's 39, Stripe's and GitHub's 40 and more). A UUID or a hex id is not one, nor a
+/// shorter random id (a KSUID's 27, a Stripe object id's 27).
 pub fn secret_value(value: &str) -> bool {
     let v = value.trim();
     let jwt = v.starts_with("eyJ")
@@ -102,21 +101,29 @@ pub fn secret_value(value: &str) -> bool {
                 && p.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'=')
         });
-    let token = v.len() >= 24
+    let token = v.len() >= 32
         && v.len() <= 4096
         && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.+/=".contains(&b))
         && v.bytes().any(|b| b.is_ascii_uppercase())
         && v.bytes().any(|b| b.is_ascii_lowercase())
         && v.bytes().any(|b| b.is_ascii_digit())
-        // Words with numbers (`Room-2026-Kickoff-Meeting`) are text, not keys: a key has no
-        // run of 4 letters or more that reads as a word in most parts.
+        // Words joined by dashes (`Room-2026-Kickoff-Meeting-Notes`) are text, not a key.
         && v.split(|c: char| !c.is_ascii_alphanumeric()).filter(|p| !p.is_empty()).count() <= 3;
     jwt || token
 }
 
-/// Whether the value under `name` is a credential, by its name or by its shape.
+/// Whether the value under `name` (a body field: JSON, form, XML) is a credential, by its
+/// name or by its shape.
 pub fn secret(name: &str, value: &str) -> bool {
     !value.is_empty() && (secret_name(name) || secret_value(value))
+}
+
+/// Whether a query parameter or a header `name` holds a credential: as [`secret`], and also
+/// the bare names cloud services put in URLs and headers — Google's `key=`, Azure Functions'
+/// `code=`, a SAS `sig=` — which in a body are as often a country code or a setting's key.
+pub fn secret_param(name: &str, value: &str) -> bool {
+    secret(name, value)
+        || (!value.is_empty() && matches!(snake(name).as_str(), "key" | "code" | "sig"))
 }
 
 /// `<name>value</name>` elements of an XML text whose name or value is a credential (the
@@ -139,7 +146,10 @@ pub fn xml_secrets(text: &str) -> Vec<(String, String)> {
         let name = tag.split_whitespace().next().unwrap_or("");
         let body = &rest[close + 1..];
         let end = format!("</{name}>");
-        let Some(stop) = body.find(&end) else {
+        // A credential is short: its end tag is looked for within 4 KiB (as bytes, so no
+        // character is cut), and the scan stays linear however many elements never close.
+        let near = &body.as_bytes()[..body.len().min(4096)];
+        let Some(stop) = near.windows(end.len()).position(|w| w == end.as_bytes()) else {
             continue;
         };
         let value = body[..stop].trim();
@@ -156,18 +166,22 @@ pub fn xml_secrets(text: &str) -> Vec<(String, String)> {
 }
 
 /// A command line as a derived copy may keep it (run.json's `command`, a converted file's
-/// header): a URL's password (`http://user:pass@host`, also after `--out kind=`) becomes
-/// `***`, and so does the value of a `--header`/`-H` whose name or value is a credential.
+/// header): a URL's password (`http://user:pass@host`, also after `--out kind=`) and its
+/// credential query parameters (`?api_key=…`) become `***`, and so does the value of a
+/// `--header`/`-H` (also `-HName: v`, `-H=…`, `--header=…`) whose name or value is a credential.
 pub fn mask_args<I: IntoIterator<Item = String>>(args: I) -> Vec<String> {
     let mut out = Vec::new();
     let mut header_next = false;
     for a in args {
-        let a = mask_url_passwords(&a);
+        let a = mask_url(&a);
         let masked = if header_next {
             header_next = false;
             mask_header(&a)
         } else if let Some(h) = a.strip_prefix("--header=") {
             format!("--header={}", mask_header(h))
+        } else if let Some(h) = a.strip_prefix("-H").filter(|h| !h.is_empty()) {
+            let (eq, h) = h.strip_prefix('=').map_or(("", h), |h| ("=", h));
+            format!("-H{eq}{}", mask_header(h))
         } else {
             header_next = a == "--header" || a == "-H";
             a
@@ -175,6 +189,31 @@ pub fn mask_args<I: IntoIterator<Item = String>>(args: I) -> Vec<String> {
         out.push(masked);
     }
     out
+}
+
+/// `text` with every URL's password and credential query parameters shown as `***`
+/// (run.json's recorded request URL, an argument).
+pub fn mask_url(text: &str) -> String {
+    let text = mask_url_passwords(text);
+    if !text.contains("://") {
+        return text;
+    }
+    let Some(q) = text.find('?') else {
+        return text;
+    };
+    let (head, query) = text.split_at(q + 1);
+    let (query, fragment) = match query.find(['#', ' ']) {
+        Some(i) => query.split_at(i),
+        None => (query, ""),
+    };
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) if secret_param(k, v) => format!("{k}=***"),
+            _ => p.to_string(),
+        })
+        .collect();
+    format!("{head}{}{fragment}", pairs.join("&"))
 }
 
 fn mask_header(h: &str) -> String {
@@ -188,7 +227,7 @@ fn mask_header(h: &str) -> String {
 }
 
 /// Every `scheme://user:password@` in `text` with the password as `***`.
-fn mask_url_passwords(text: &str) -> String {
+pub fn mask_url_passwords(text: &str) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(at) = rest.find("://") {
@@ -217,7 +256,7 @@ fn mask_url_passwords(text: &str) -> String {
 /// or shape, `Authorization` and `Cookie` always).
 pub fn masked_header_value(name: &str, value: &str) -> String {
     let n = name.trim();
-    if secret(n, value.trim())
+    if secret_param(n, value.trim())
         || n.eq_ignore_ascii_case("cookie")
         || n.eq_ignore_ascii_case("authorization")
     {
@@ -254,9 +293,6 @@ mod tests {
     #[test]
     fn credentials_under_common_names_and_shapes() {
         for n in [
-            "key",
-            "code",
-            "sig",
             "pass",
             "pin",
             "passcode",
@@ -265,6 +301,10 @@ mod tests {
             "X-Api-Pass",
         ] {
             assert!(secret_name(n), "{n}");
+        }
+        // Bare `key`, `code`, `sig` are credentials in a URL or a header, not in a body.
+        for n in ["key", "code", "sig"] {
+            assert!(secret_param(n, "v1") && !secret(n, "US"), "{n}");
         }
         for n in [
             "country_code",
@@ -279,7 +319,7 @@ mod tests {
         for v in [
             "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
             "AIzaSyD3k9XvQ7mN2pL8rT4wB6yH1jF5cE0uZ",
-            "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            "sk_live_4eC39HqLyjWDarjtT1zdp7dcX9Yz",
         ] {
             assert!(secret_value(v), "{v}");
         }
@@ -287,6 +327,9 @@ mod tests {
             "3fa85f64-5717-4562-b3fc-2c963f66afa6",
             "d41d8cd98f00b204e9800998ecf8427e",
             "Room-2026-Kickoff-Meeting-Notes",
+            "2NUKMTuPRgHcFgvoLuyqKPAPbtY",
+            "pi_3MtwBwLkdIwHu7ix28a3tqPa",
+            "HelloWorldApplication2024",
             "short1A",
             "application/json",
         ] {
@@ -339,5 +382,20 @@ mod tests {
             "{m}"
         );
         assert!(m.contains("http://a:***@h/x?y=1"), "{m}");
+        let m = mask_args(
+            [
+                "-HAuthorization: Bearer abc",
+                "-H=X-Api-Key: k1",
+                "--url",
+                "http://h/x?page=2&api_key=SEKRET1&key=k2",
+            ]
+            .map(String::from),
+        )
+        .join(" ");
+        assert!(
+            !m.contains("abc") && !m.contains("k1") && !m.contains("SEKRET1") && !m.contains("k2"),
+            "{m}"
+        );
+        assert!(m.contains("page=2&api_key=***&key=***"), "{m}");
     }
 }
