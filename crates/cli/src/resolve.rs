@@ -229,6 +229,17 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         Some(sc) => Work::Scenario(sc.clone()),
         None => Work::Request(flag_request(a, &url)?),
     };
+    if scenario.is_none()
+        && let Some(t) = settings
+            .thresholds
+            .iter()
+            .find(|t| t.metric == volley_scenario::threshold::Metric::Iteration)
+    {
+        bail!(
+            "--threshold `{}`: an iteration is a scenario's whole flow, and a single-URL run has none; judge its requests with `total` (e.g. total p95 < 1s)",
+            t.expr
+        );
+    }
     let mut settings = settings;
     let populations = match scenario.as_deref() {
         Some(sc) if !sc.populations.is_empty() => {

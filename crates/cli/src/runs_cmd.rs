@@ -50,6 +50,9 @@ pub(crate) fn runs(a: RunsArgs) -> Result<ExitCode> {
         None => all.clone(),
     };
     if let Some(n) = a.last {
+        if n == 0 {
+            anyhow::bail!("--last 0 shows nothing; give 1 or more (the newest runs)");
+        }
         entries.drain(..entries.len().saturating_sub(n));
     }
     if entries.is_empty() {

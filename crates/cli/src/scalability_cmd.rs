@@ -32,9 +32,19 @@ fn csv_points(path: &Path) -> Result<Vec<(f64, f64)>> {
         let rec = rec.with_context(|| format!("{}: row {}", path.display(), i + 1))?;
         let cell = |k: usize| rec.get(k).map(str::trim).unwrap_or("");
         let (a, b) = (cell(0).parse::<f64>(), cell(1).parse::<f64>());
+        // Row 1 is a header only when neither cell is a number (`concurrency,throughput`):
+        // a first row with a typo is an error like any other, not skipped.
+        let header = i == 0 && a.is_err() && b.is_err();
         match (a, b) {
-            (Ok(n), Ok(x)) if n.is_finite() && x.is_finite() => out.push((n, x)),
-            _ if i == 0 => continue, // a header
+            (Ok(n), Ok(x)) if n.is_finite() && x.is_finite() && n > 0.0 && x >= 0.0 => {
+                out.push((n, x))
+            }
+            (Ok(n), Ok(x)) if n.is_finite() && x.is_finite() => bail!(
+                "{}: row {}: concurrency {n} and throughput {x}: a concurrency is above 0 and a throughput 0 or more",
+                path.display(),
+                i + 1
+            ),
+            _ if header => continue,
             _ => bail!(
                 "{}: row {}: `{}` is not two numbers; write concurrency,throughput rows like 18,996",
                 path.display(),

@@ -253,6 +253,20 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
             "`{url}`: volley requests http:// and https:// URLs"
         )));
     }
+    // `https://user:password@host/…` authenticates as `-u user:password` does: the same
+    // Authorization header from an environment variable, never the URL's credentials.
+    if user.is_none() && !parsed.username().is_empty() {
+        let decode = |t: &str| {
+            percent_encoding::percent_decode_str(t)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        user = Some(format!(
+            "{}:{}",
+            decode(parsed.username()),
+            decode(parsed.password().unwrap_or(""))
+        ));
+    }
     let mut body = data.join("&");
     let mut query = parsed.query().map(str::to_string);
     if get && !body.is_empty() {

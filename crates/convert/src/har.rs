@@ -328,7 +328,14 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
             && let Some(next) = xs.get(i + 1)
         {
             let gap = next.start_ms - (xs[i].start_ms + xs[i].time_ms);
-            if gap >= 10.0 {
+            // A pause longer than an hour is the recording left open, not a user thinking:
+            // left out with a comment (it would also be beyond the 7 days volley takes).
+            if gap > 3_600_000.0 {
+                step.comments.push(format!(
+                    "the recording paused {:.1} h after this request; that pause is left out",
+                    gap / 3_600_000.0
+                ));
+            } else if gap >= 10.0 {
                 step.think_time = Some(format!("{}ms", gap.round() as u64));
             }
         }

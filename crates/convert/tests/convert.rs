@@ -650,3 +650,36 @@ fn curl_body_credentials_become_environment_variables() {
         load(&c.yaml);
     }
 }
+
+#[test]
+fn url_credentials_and_long_pauses_are_not_written() {
+    // `https://user:password@host` authenticates as `-u` does.
+    let c = curl::convert(
+        &["curl https://alice:hunter2x@api.example.com/rooms".to_string()],
+        "t",
+    )
+    .unwrap();
+    assert!(
+        !c.yaml.contains("hunter2x") && !c.yaml.contains("alice:"),
+        "{}",
+        c.yaml
+    );
+    assert!(c.yaml.contains("Basic {{ env.BASIC_AUTH }}"), "{}", c.yaml);
+    // A pause of years in a recording is not a think time.
+    let har = serde_json::json!({"log": {"version": "1.2", "entries": [
+        {"startedDateTime": "2020-01-01T00:00:00.000Z", "time": 5, "request": {"method": "GET", "url": "http://h.test/a", "httpVersion": "HTTP/1.1", "headers": [], "queryString": [], "cookies": []}, "response": {"status": 200, "headers": [], "content": {"mimeType": "application/json", "text": "{}"}}},
+        {"startedDateTime": "2026-01-01T00:00:00.000Z", "time": 5, "request": {"method": "GET", "url": "http://h.test/b", "httpVersion": "HTTP/1.1", "headers": [], "queryString": [], "cookies": []}, "response": {"status": 200, "headers": [], "content": {"mimeType": "application/json", "text": "{}"}}}
+    ]}}).to_string();
+    let c = har::convert(
+        &har,
+        &HarOptions {
+            command: "t".into(),
+            think_times: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(!c.yaml.contains("think_time"), "{}", c.yaml);
+    assert!(c.yaml.contains("pause is left out"), "{}", c.yaml);
+    load(&c.yaml);
+}

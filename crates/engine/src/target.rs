@@ -75,6 +75,22 @@ impl SourceAddrs {
         if addrs.is_empty() {
             return Err(bad("no address".into()));
         }
+        // An address this machine does not have fails every connection with "cannot assign
+        // requested address": say so now, naming it, rather than blame the target later.
+        // (127.0.0.0/8 is all this machine's; the others are bound once each, at most 256.)
+        for a in addrs
+            .iter()
+            .filter(|a| !matches!(a, IpAddr::V4(v) if v.is_loopback()))
+            .take(256)
+        {
+            if let Err(e) = std::net::UdpSocket::bind((*a, 0))
+                && e.kind() == std::io::ErrorKind::AddrNotAvailable
+            {
+                return Err(EngineError::SourceAddrs(format!(
+                    "`{text}`: this machine has no address {a} (`ip addr` lists the ones it has); connections can only leave from an address of its own"
+                )));
+            }
+        }
         Ok(SourceAddrs {
             addrs: addrs.into(),
             next: Arc::default(),

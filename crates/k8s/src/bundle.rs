@@ -44,9 +44,9 @@ pub fn bundle(scenario: &Path, data: &[PathBuf]) -> Result<Vec<PlanFile>, K8sErr
         if !seen.insert(rel.clone()) {
             continue;
         }
-        let contents = std::fs::read(path).map_err(|source| K8sError::Read {
+        let contents = std::fs::read(path).map_err(|error| K8sError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         total += contents.len();
         let key = unique_key(&rel, &mut keys);

@@ -32,15 +32,15 @@ pub enum K8sError {
     #[error("{0}")]
     Invalid(String),
     /// A file of the plan could not be read.
-    #[error("{path}: cannot read it: {source}")]
+    #[error("{path}: cannot read it: {error}")]
     Read {
         path: std::path::PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Writing the manifests failed.
-    #[error("{path}: cannot write it: {source}")]
+    #[error("{path}: cannot write it: {error}")]
     Write {
         path: std::path::PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }

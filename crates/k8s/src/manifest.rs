@@ -118,15 +118,15 @@ impl Manifests {
     pub fn write_dir(&self, dir: &Path) -> Result<Vec<std::path::PathBuf>, K8sError> {
         let write = |path: std::path::PathBuf, text: String| {
             std::fs::write(&path, text)
-                .map_err(|source| K8sError::Write {
+                .map_err(|error| K8sError::Write {
                     path: path.clone(),
-                    source,
+                    error,
                 })
                 .map(|_| path)
         };
-        std::fs::create_dir_all(dir).map_err(|source| K8sError::Write {
+        std::fs::create_dir_all(dir).map_err(|error| K8sError::Write {
             path: dir.to_path_buf(),
-            source,
+            error,
         })?;
         Ok(vec![
             write(dir.join("configmap.yaml"), to_yaml(&self.config_map))?,

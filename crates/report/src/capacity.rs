@@ -400,6 +400,36 @@ impl Capacity {
                 message: format!("`kind` is `{}`; a capacity result says `capacity`", c.kind),
             });
         }
+        // Loads and rates no search can have (a hand edit): refused, as run.json's are.
+        let load = |v: f64| v.is_finite() && (0.0..=1e12).contains(&v);
+        let bad = [
+            ("capacity_rps", c.capacity_rps),
+            ("last_pass", c.last_pass),
+            ("first_fail", c.first_fail),
+        ]
+        .into_iter()
+        .find(|(_, v)| v.is_some_and(|v| !load(v)))
+        .map(|(k, _)| k.to_string())
+        .or_else(|| {
+            c.probes
+                .iter()
+                .position(|p| {
+                    !load(p.offered) || !(p.achieved_tps.is_nan() || load(p.achieved_tps))
+                })
+                .map(|i| format!("probes[{i}]"))
+        })
+        .or_else(|| {
+            matches!((c.last_pass, c.first_fail), (Some(p), Some(f)) if p >= f)
+                .then(|| "last_pass ≥ first_fail".to_string())
+        });
+        if let Some(what) = bad {
+            return Err(ReportError::Input {
+                path: p,
+                message: format!(
+                    "{what}: not a load a search can have (loads and rates are finite, 0 or more, and the last pass is below the first failure); run the search again rather than edit its result"
+                ),
+            });
+        }
         Ok(c)
     }
 

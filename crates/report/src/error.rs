@@ -14,12 +14,12 @@ pub enum ReportError {
         message: String,
     },
     /// A file or directory could not be created or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file or directory.
         path: PathBuf,
-        /// What the OS said.
-        source: std::io::Error,
+        /// What the OS said (in the message, not as a source, so it is printed once).
+        error: std::io::Error,
     },
     /// plotters could not draw a chart into its file.
     #[error("{path}: drawing the chart failed: {message}")]
@@ -64,7 +64,7 @@ impl ReportError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         ReportError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 }

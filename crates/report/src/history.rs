@@ -380,12 +380,14 @@ fn collect(dir: &Path, depth: usize, out: &mut Vec<Entry>) {
 /// down (`runs/demo/<run>`), oldest first.
 pub fn scan(dir: &Path) -> Result<Vec<Entry>> {
     if !dir.is_dir() {
+        let what = if dir.exists() {
+            "a file, not a directory of runs; give the directory volley run wrote to (runs/, or where -o said)"
+        } else {
+            "no such directory (volley run writes its runs under runs/, or where -o says)"
+        };
         return Err(ReportError::io(
             dir,
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no such directory (volley run writes its runs under runs/, or where -o says)",
-            ),
+            std::io::Error::new(std::io::ErrorKind::NotFound, what),
         ));
     }
     let mut out = Vec::new();

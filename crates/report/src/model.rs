@@ -564,7 +564,15 @@ pub fn check_warmup(
         Some(Warmup::Seconds(s)) => {
             // Summed only for a warm-up in seconds (a long imported series is millions of rows).
             let measured = src.series.measured_s();
-            if measured > 0.0 && s >= measured {
+            // An interval counts from its start: a warm-up that no interval starts after
+            // leaves nothing, even when it is a little shorter than the run.
+            let last_start = src
+                .series
+                .intervals
+                .iter()
+                .map(|i| i.start_s)
+                .fold(f64::NEG_INFINITY, f64::max);
+            if measured > 0.0 && (s >= measured || s > last_start) {
                 return fail(format!(
                     "--warmup {s}s leaves nothing of the {measured:.0} s measured; give a shorter warm-up"
                 ));

@@ -707,9 +707,10 @@ pub struct GeneratorHealth {
 }
 
 impl RunData {
-    /// Whether `path` is a run directory.
+    /// Whether `path` is a run directory (a series.csv that is not a regular file is then
+    /// named by the reader, rather than the directory called no run at all).
     pub fn is_run_dir(path: &Path) -> bool {
-        path.join(RUN_JSON).is_file() && path.join(SERIES_CSV).is_file()
+        path.join(RUN_JSON).is_file() && path.join(SERIES_CSV).exists()
     }
 
     /// Reads the run directory at `dir`.
@@ -735,26 +736,7 @@ impl RunData {
                 e.to_string(),
             )
         })?;
-        let max = volley_scenario::limits::MAX_INTERVAL.as_secs_f64();
-        if !(meta.interval_s.is_finite() && meta.interval_s > 0.0 && meta.interval_s <= max) {
-            let line = meta_text
-                .lines()
-                .position(|l| l.contains("\"interval_s\""))
-                .map_or(1, |i| i as u64 + 1);
-            return Err(FormatError::malformed(
-                &meta_path,
-                line,
-                None,
-                format!(
-                    "interval_s is {}: it is the length of one interval in seconds, above 0 and at most an hour (volley writes 1)",
-                    if meta.interval_s.abs() < 1e9 {
-                        meta.interval_s.to_string()
-                    } else {
-                        format!("{:.3e}", meta.interval_s)
-                    }
-                ),
-            ));
-        }
+        check_meta(&meta, &meta_text, &meta_path)?;
         let mut input_notes: Vec<InputNote> = meta
             .merged
             .iter()
@@ -771,7 +753,7 @@ impl RunData {
         }
         // A crash can cut the last line of either file: the rows before it are reported.
         let spath = dir.join(SERIES_CSV);
-        let series_text = fs::read(&spath).map_err(|e| FormatError::io(&spath, e))?;
+        let series_text = read_run_file(&spath)?;
         let series_text = match cut_last_line(&series_text) {
             Some((start, line)) => {
                 input_notes.push(InputNote::CutOff {
@@ -791,13 +773,14 @@ impl RunData {
         let file = ngrinder::parse(&spath, &series_text)?;
         input_notes.extend(file.notes.iter().cloned());
         let hpath = dir.join(LATENCY_HLOG);
-        let histograms = match if with_histograms {
-            fs::read(&hpath)
+        let bytes = if with_histograms && hpath.exists() {
+            read_run_file(&hpath)?
         } else {
-            Ok(Vec::new())
-        } {
-            Ok(bytes) if bytes.is_empty() => Vec::new(),
-            Ok(bytes) => {
+            Vec::new()
+        };
+        let histograms = match bytes {
+            bytes if bytes.is_empty() => Vec::new(),
+            bytes => {
                 let bytes = match cut_last_line(&bytes) {
                     Some((start, line)) => {
                         input_notes.push(InputNote::CutOff {
@@ -810,8 +793,6 @@ impl RunData {
                 };
                 hlog::parse(&hpath, bytes)?
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(FormatError::io(hpath, e)),
         };
         // The series is written before the histograms of each interval: a crash in between
         // leaves the last intervals without histograms.
@@ -952,6 +933,74 @@ pub fn recorder_gone(meta: &RunMeta) -> Option<bool> {
         _ => Some(false),
     }
 }
+/// The largest series.csv or latency.hlog read (a week of 1 s intervals is well under it).
+const MAX_RUN_FILE: u64 = 8 << 30;
+
+/// Reads a run directory's file: a regular file within [`MAX_RUN_FILE`] (a FIFO in its place
+/// would block forever), with the reason named when it is not.
+fn read_run_file(path: &Path) -> Result<Vec<u8>> {
+    volley_scenario::limits::read_bounded(path, MAX_RUN_FILE).map_err(|why| {
+        FormatError::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+        )
+    })
+}
+
+/// Refuses a run.json whose numbers or times no run can have (a hand edit, a file written by
+/// something else): each with the file, the line and what it must be.
+fn check_meta(meta: &RunMeta, text: &str, path: &Path) -> Result<()> {
+    let bad = |key: &str, why: String| {
+        let line = text
+            .lines()
+            .position(|l| l.contains(&format!("\"{key}\"")))
+            .map_or(1, |i| i as u64 + 1);
+        Err(FormatError::malformed(path, line, None, why))
+    };
+    let shown = |v: f64| {
+        if v.abs() < 1e9 {
+            v.to_string()
+        } else {
+            format!("{v:.3e}")
+        }
+    };
+    let max_interval = volley_scenario::limits::MAX_INTERVAL.as_secs_f64();
+    if !(meta.interval_s.is_finite() && meta.interval_s > 0.0 && meta.interval_s <= max_interval) {
+        return bad(
+            "interval_s",
+            format!(
+                "interval_s is {}: it is the length of one interval in seconds, above 0 and at most an hour (volley writes 1)",
+                shown(meta.interval_s)
+            ),
+        );
+    }
+    let max_len = volley_scenario::limits::MAX_DURATION.as_secs_f64();
+    for (key, v) in [
+        ("warmup_s", meta.warmup_s),
+        ("planned_duration_s", meta.planned_duration_s),
+    ] {
+        if !(v.is_finite() && (0.0..=max_len).contains(&v)) {
+            return bad(
+                key,
+                format!(
+                    "{key} is {}: it is a length in seconds, from 0 to 7 days",
+                    shown(v)
+                ),
+            );
+        }
+    }
+    if meta.started_at.parse::<jiff::Timestamp>().is_err() {
+        return bad(
+            "started_at",
+            format!(
+                "started_at `{}` is not a time; volley writes RFC 3339 UTC, like 2026-01-01T12:00:00Z",
+                meta.started_at
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// Whether `rel`, a directory named in run.json or group.json, is a plain path below the
 /// directory that names it: relative, of ordinary names only (no `.`, `..`, root, or empty
 /// part). Anything else could point outside it (`../other`) or back at it (`.`, which

@@ -295,6 +295,19 @@ fn ctrl_c_leaves_the_bracket_found_so_far() {
             text(&o)
         );
     }
+    // A hand-edited result no search can have is refused, as a run.json is.
+    let neg = out.path().join("negative");
+    std::fs::create_dir_all(&neg).unwrap();
+    let mut bad = c.clone();
+    bad["last_pass"] = (-5.0).into();
+    std::fs::write(neg.join("capacity.json"), bad.to_string()).unwrap();
+    let o = volley(&["report", neg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("not a load a search can have"),
+        "{}",
+        text(&o)
+    );
     let file = out.path().join("cmp.txt");
     let o = volley(&["compare", hs, bs, "-o", file.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));

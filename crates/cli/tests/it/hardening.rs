@@ -1710,3 +1710,125 @@ fn refusals_from_our_own_pass_say_what_to_write() {
         &["too few to judge"],
     );
 }
+
+#[test]
+fn more_refusals_from_our_own_pass() {
+    let dir = out_dir();
+    // Scalability rows: a first row with a typo is not a header; a concurrency must be above 0.
+    let csv = dir.path().join("p.csv");
+    std::fs::write(&csv, "1,90x\n2,175\n4,340\n8,620\n16,1000\n").unwrap();
+    refused(&["scalability", csv.to_str().unwrap()], &["row 1"]);
+    std::fs::write(&csv, "1,90\n2,175\n4,340\n8,620\n-16,1000\n").unwrap();
+    refused(
+        &["scalability", csv.to_str().unwrap()],
+        &["a concurrency is above 0"],
+    );
+    // `iteration` thresholds need a scenario.
+    refused(
+        &[
+            "run",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--vus",
+            "1",
+            "--duration",
+            "1s",
+            "--threshold",
+            "iteration p95 < 1s",
+        ],
+        &["single-URL run has none"],
+    );
+    // `runs`: --last 0, and a file given for the directory, said once.
+    refused(
+        &["runs", dir.path().to_str().unwrap(), "--last", "0"],
+        &["give 1 or more"],
+    );
+    let o = volley(&["runs", csv.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(code(&o), Some(2), "{t}");
+    assert_eq!(t.matches("not a directory of runs").count(), 1, "{t}");
+    // A source address this machine does not have (TEST-NET-3: never a local address).
+    refused(
+        &[
+            "run",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--vus",
+            "1",
+            "--duration",
+            "1s",
+            "--source-addrs",
+            "203.0.113.77",
+        ],
+        &["this machine has no address 203.0.113.77"],
+    );
+}
+
+#[test]
+fn run_directories_with_impossible_fields_or_a_pipe_are_refused() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let run = recorded(out.path(), &server, false);
+    // A warm-up after the last interval's start leaves nothing, even when shorter than the run.
+    refused(
+        &["report", run.to_str().unwrap(), "--warmup", "0.9s"],
+        &["leaves nothing"],
+    );
+    edit_json(&run.join("run.json"), |v| {
+        v["started_at"] = "9999-99-99".into()
+    });
+    refused(
+        &["report", run.to_str().unwrap()],
+        &["started_at `9999-99-99` is not a time"],
+    );
+    edit_json(&run.join("run.json"), |v| {
+        v["started_at"] = "2026-01-01T00:00:00Z".into();
+        v["warmup_s"] = (-100.0).into();
+    });
+    refused(&["report", run.to_str().unwrap()], &["warmup_s is -100"]);
+    edit_json(&run.join("run.json"), |v| v["warmup_s"] = 0.0.into());
+    std::fs::remove_file(run.join("series.csv")).unwrap();
+    assert!(
+        Command::new("mkfifo")
+            .arg(run.join("series.csv"))
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (o, took) = volley_bounded(
+        &["report", run.to_str().unwrap()],
+        1_000_000,
+        Duration::from_secs(20),
+    );
+    assert_eq!(code(&o), Some(2), "{took:?}\n{}", text(&o));
+    assert!(text(&o).contains("not a regular file"), "{}", text(&o));
+}
+
+#[test]
+fn volley_check_masks_a_header_made_from_a_secret_in_any_form() {
+    let _s = serial();
+    let server = TestServer::start();
+    let dir = out_dir();
+    let file = dir.path().join("mask.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "target: {}\nload: {{ vus: 1, iterations: 1 }}\nsteps:\n  - name: rooms\n    request: GET /ok\n    headers:\n      X-A: \"{{{{ env.VOLLEY_TEST_TOKEN[1:] }}}}\"\n      X-Sig: \"{{{{ env.VOLLEY_TEST_TOKEN | replace('-', '') }}}}\"\n",
+            server.url("").trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(["check", file.to_str().unwrap()])
+        .env("VOLLEY_TEST_TOKEN", "Ab-Cd/ef+gh")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(code(&o), Some(0), "{t}");
+    for form in ["b-Cd/ef+gh", "AbCd/ef+gh", "Ab-Cd/ef+gh"] {
+        assert!(!t.contains(form), "{form} printed:\n{t}");
+    }
+    assert!(t.contains("X-A: ***"), "{t}");
+}

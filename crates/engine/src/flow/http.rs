@@ -95,10 +95,30 @@ impl Exec<'_> {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.to_string()))
                 .collect();
+            // A header made from an environment variable is a secret in whatever form its
+            // template gave it (a slice, a `replace`): shown as *** whole, not by matching.
+            let from_env = |n: &str| {
+                self.scenario
+                    .headers
+                    .iter()
+                    .chain(&step.call.headers)
+                    .any(|(k, t)| k.eq_ignore_ascii_case(n) && t.source().contains("env."))
+            };
+            let request_headers = headers
+                .iter()
+                .map(|(n, v)| {
+                    let v = if from_env(n) {
+                        "***".to_string()
+                    } else {
+                        v.clone()
+                    };
+                    (n.clone(), v)
+                })
+                .collect();
             self.push_trace(Trace {
                 step: self.step_name(id),
                 request: format!("{} {}", step.method, self.ctx.target.url_of(&path, false)),
-                request_headers: headers.clone(),
+                request_headers,
                 request_body: excerpt(&body),
                 status: exchange.map_or(0, |e| e.status),
                 response_headers: capture.headers.clone(),
