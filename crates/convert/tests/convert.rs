@@ -660,7 +660,7 @@ fn url_credentials_and_long_pauses_are_not_written() {
     )
     .unwrap();
     assert!(
-        !c.yaml.contains("hunter2x") && !c.yaml.contains("alice:"),
+        !c.yaml.contains("hunter2x") && !c.yaml.contains("alice:hunter2x"),
         "{}",
         c.yaml
     );
