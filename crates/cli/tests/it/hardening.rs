@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::live::{http, start_run, wait_ended};
 use crate::support::{TestServer, only_run, out_dir, serial, text, volley};
 
 /// Runs `volley` under `ulimit -v` (KiB of address space) and a wall-clock bound, so a
@@ -541,34 +542,23 @@ fn the_dashboard_refuses_other_hosts_and_simple_cross_site_controls() {
     let _s = serial();
     let server = TestServer::start();
     let out = out_dir();
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let addr = format!("127.0.0.1:{port}");
-    let dashboard = format!("--dashboard={addr}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
-        .args([
-            "run",
-            "--url",
-            &server.url("/ok"),
-            "--vus",
-            "1",
-            "--duration",
-            "20s",
-            &dashboard,
-            "-o",
-            out.path().to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(&addr).is_err() {
-        assert!(Instant::now() < until, "the dashboard did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (mut child, dash, log) = start_run(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--vus",
+        "1",
+        "--duration",
+        "20s",
+        "--dashboard",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    let addr = dash
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let port = addr.rsplit(':').next().unwrap();
     // DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends its own Host.
     let (status, body) = raw_http(
         &addr,
@@ -576,29 +566,18 @@ fn the_dashboard_refuses_other_hosts_and_simple_cross_site_controls() {
     );
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("Host"), "{body}");
-    // A cross-site "simple" POST (text/plain) does not stop the run.
-    let (status, body) = raw_http(
-        &addr,
-        &format!(
-            "POST /stop HTTP/1.1\r\nhost: {addr}\r\norigin: http://evil.example\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
-        ),
-    );
-    assert_eq!(status, 403, "{body}");
-    // JSON from another origin neither.
-    let (status, body) = raw_http(
-        &addr,
-        &format!(
-            "POST /stop HTTP/1.1\r\nhost: {addr}\r\norigin: http://evil.example\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
-        ),
-    );
-    assert_eq!(status, 403, "{body}");
-    // A rate beyond the bound set live is refused.
-    let (status, body) = raw_http(
-        &addr,
-        &format!(
-            "POST /target HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{{\"vus\":1e9}}"
-        ),
-    );
+    // A cross-site "simple" POST (text/plain) does not stop the run, nor JSON from another origin.
+    for content_type in ["text/plain", "application/json"] {
+        let (status, body) = raw_http(
+            &addr,
+            &format!(
+                "POST /stop HTTP/1.1\r\nhost: {addr}\r\norigin: http://evil.example\r\ncontent-type: {content_type}\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+            ),
+        );
+        assert_eq!(status, 403, "{content_type}: {body}");
+    }
+    // A VU target beyond what the run may start is refused.
+    let (status, body) = http(&addr, "POST", "/target", r#"{"vus":1e9}"#);
     assert!(status == 400 || status == 409, "{body}");
     assert!(
         child.try_wait().unwrap().is_none(),
@@ -612,11 +591,8 @@ fn the_dashboard_refuses_other_hosts_and_simple_cross_site_controls() {
         ),
     );
     assert_eq!(status, 200, "{body}");
-    let until = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < until, "the stop did not end the run");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_ended(&mut child, Duration::from_secs(30));
+    drop(log);
 }
 
 #[test]
@@ -912,57 +888,34 @@ fn a_far_start_at_says_it_waits_and_a_stop_meanwhile_is_acknowledged() {
     let _s = serial();
     let server = TestServer::start();
     let out = out_dir();
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let addr = format!("127.0.0.1:{port}");
-    let dashboard = format!("--dashboard={addr}");
     let at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs()
         + 8;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
-        .args([
-            "run",
-            "--url",
-            &server.url("/ok"),
-            "--vus",
-            "1",
-            "--duration",
-            "30s",
-            "--start-at",
-            &at.to_string(),
-            &dashboard,
-            "-o",
-            out.path().to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(&addr).is_err() {
-        assert!(Instant::now() < until, "the dashboard did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let (status, body) = raw_http(
-        &addr,
-        &format!(
-            "POST /stop HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
-        ),
-    );
+    let (mut child, dash, log) = start_run(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--vus",
+        "1",
+        "--duration",
+        "30s",
+        "--start-at",
+        &at.to_string(),
+        "--dashboard",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    let addr = dash
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let (status, body) = http(&addr, "POST", "/stop", "{}");
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("stops as it begins"), "{body}");
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let status = wait_ended(&mut child, Duration::from_secs(30));
+    let err = log.join().unwrap();
     assert!(
         err.contains("waiting") && err.contains("--start-at"),
         "{err}"
@@ -1580,60 +1533,32 @@ fn a_rate_set_live_beyond_the_bound_is_refused() {
     let _s = serial();
     let server = TestServer::start();
     let out = out_dir();
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let addr = format!("127.0.0.1:{port}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
-        .args([
-            "run",
-            "--url",
-            &server.url("/ok"),
-            "--rate",
-            "10",
-            "--duration",
-            "30s",
-            &format!("--dashboard={addr}"),
-            "-o",
-            out.path().to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(&addr).is_err() {
-        assert!(Instant::now() < until, "the dashboard did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (mut child, dash, log) = start_run(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--rate",
+        "10",
+        "--duration",
+        "30s",
+        "--dashboard",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    let addr = dash
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
     std::thread::sleep(Duration::from_millis(500));
-    let post = |body: &str| {
-        raw_http(
-            &addr,
-            &format!(
-                "POST /target HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            ),
-        )
-    };
-    let (status, body) = post(r#"{"rate": 1e9}"#);
+    let (status, body) = http(&addr, "POST", "/target", r#"{"rate": 1e9}"#);
     assert_eq!(status, 409, "{body}");
     assert!(body.contains("more than one machine can send"), "{body}");
-    let (status, body) = post(r#"{"rate": 20}"#);
+    let (status, body) = http(&addr, "POST", "/target", r#"{"rate": 20}"#);
     assert_eq!(status, 200, "{body}");
-    let (status, _) = raw_http(
-        &addr,
-        &format!(
-            "POST /stop HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
-        ),
-    );
-    assert_eq!(status, 200);
-    let until = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < until, "the stop did not end the run");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (status, body) = http(&addr, "POST", "/stop", "{}");
+    assert_eq!(status, 200, "{body}");
+    wait_ended(&mut child, Duration::from_secs(30));
+    drop(log);
 }
 
 #[test]

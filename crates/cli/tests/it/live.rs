@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::support::*;
 
 /// `volley run … --dashboard[=ADDR]` started; returns the child and the printed URL.
-fn start_run(args: &[&str]) -> (Child, String, std::thread::JoinHandle<String>) {
+pub(crate) fn start_run(args: &[&str]) -> (Child, String, std::thread::JoinHandle<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
         .args(args)
         .env("NO_COLOR", "1")
@@ -53,7 +53,7 @@ fn split_url(url: &str) -> (String, String) {
 }
 
 /// One HTTP/1.1 request to `addr`: (status, body).
-fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+pub(crate) fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(s, "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len()).unwrap();
@@ -71,7 +71,7 @@ fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     (status, body)
 }
 
-fn wait_ended(child: &mut Child, within: Duration) -> std::process::ExitStatus {
+pub(crate) fn wait_ended(child: &mut Child, within: Duration) -> std::process::ExitStatus {
     let until = Instant::now() + within;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -103,6 +103,39 @@ fn playwright_modules() -> PathBuf {
     dir
 }
 
+/// Runs `tests/it/<script>` in node with playwright-core, against `dash` in Debian's Chromium:
+/// its arguments are the dashboard's URL, Chromium's path, then `more`.
+fn browser_script(script: &str, dash: &str, more: &[&str]) -> std::process::Output {
+    let chromium = crate::html::chromium_path();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it")
+        .join(script);
+    Command::new("node")
+        .arg(&script)
+        .args([dash, chromium.as_str()])
+        .args(more)
+        .env("NODE_PATH", playwright_modules())
+        .output()
+        .expect("node is needed for this test (scripts/test.sh installs nodejs)")
+}
+
+/// The JSON line a browser script printed last; fails with its output and volley's `log`.
+fn script_result(node: &std::process::Output, log: &str) -> serde_json::Value {
+    assert!(
+        node.status.success(),
+        "the browser script failed: {}\n{}\nvolley:\n{log}",
+        String::from_utf8_lossy(&node.stderr),
+        String::from_utf8_lossy(&node.stdout)
+    );
+    serde_json::from_str(
+        String::from_utf8_lossy(&node.stdout)
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap()
+}
+
 #[test]
 fn the_dashboard_shows_the_run_live_in_chromium_and_stops_it() {
     let _g = serial();
@@ -130,30 +163,11 @@ fn the_dashboard_shows_the_run_live_in_chromium_and_stops_it() {
     let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/live-dashboard.png");
     let shot = std::path::absolute(&shot).unwrap();
     let _ = std::fs::remove_file(&shot);
-    let chromium = crate::html::chromium_path();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/live_dashboard.cjs");
     let started = Instant::now();
-    let node = Command::new("node")
-        .arg(&script)
-        .args([dash.as_str(), chromium.as_str(), shot.to_str().unwrap()])
-        .env("NODE_PATH", playwright_modules())
-        .output()
-        .expect("node is needed for this test (scripts/test.sh installs nodejs)");
+    let node = browser_script("live_dashboard.cjs", &dash, &[shot.to_str().unwrap()]);
     let status = wait_ended(&mut child, Duration::from_secs(30));
     let log = rest.join().unwrap();
-    assert!(
-        node.status.success(),
-        "the browser script failed: {}\n{}\nvolley:\n{log}",
-        String::from_utf8_lossy(&node.stderr),
-        String::from_utf8_lossy(&node.stdout)
-    );
-    let seen: serde_json::Value = serde_json::from_str(
-        String::from_utf8_lossy(&node.stdout)
-            .lines()
-            .last()
-            .unwrap(),
-    )
-    .unwrap();
+    let seen = script_result(&node, &log);
     eprintln!("live dashboard: {seen}\nscreenshot: {}", shot.display());
     assert!(seen["chart_updates"].as_u64().unwrap() >= 3, "{seen}");
     assert!(
@@ -370,33 +384,14 @@ fn a_page_of_another_origin_in_chromium_can_neither_read_nor_stop_the_dashboard(
         out.path().to_str().unwrap(),
     ]);
     let dash = dash.trim_end_matches('/').to_string();
-    let chromium = crate::html::chromium_path();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/cross_origin.cjs");
-    let node = Command::new("node")
-        .arg(&script)
-        .args([dash.as_str(), chromium.as_str()])
-        .env("NODE_PATH", playwright_modules())
-        .output()
-        .expect("node is needed for this test (scripts/test.sh installs nodejs)");
+    let node = browser_script("cross_origin.cjs", &dash, &[]);
     let still_running = child.try_wait().unwrap().is_none();
     // Stop it as the dashboard's own page does, and let it end.
     let addr = dash.trim_start_matches("http://").to_string();
     let (status, body) = http(&addr, "POST", "/stop", "{}");
     let ended = wait_ended(&mut child, Duration::from_secs(30));
     let log = rest.join().unwrap();
-    assert!(
-        node.status.success(),
-        "the browser script failed: {}\n{}\nvolley:\n{log}",
-        String::from_utf8_lossy(&node.stderr),
-        String::from_utf8_lossy(&node.stdout)
-    );
-    let seen: serde_json::Value = serde_json::from_str(
-        String::from_utf8_lossy(&node.stdout)
-            .lines()
-            .last()
-            .unwrap(),
-    )
-    .unwrap();
+    let seen = script_result(&node, &log);
     eprintln!("cross-origin: {seen}");
     assert!(
         still_running,
