@@ -205,8 +205,8 @@ pub(crate) struct ServeArgs {
 pub(crate) struct CompareArgs {
     /// Run directories, run groups (`volley run --repeat N`) or result files, in order
     /// (Original, Phase 1, ...): two or more, or with --baseline one or more. A group is judged
-    /// between its runs (Welch's t); two single runs only within each run, which cannot see
-    /// run-to-run variation.
+    /// between its runs (pooled t on the logarithms); two single runs only within each run,
+    /// which cannot see run-to-run variation.
     #[arg(required = true, num_args = 1..)]
     pub(crate) paths: Vec<PathBuf>,
     /// Comma-separated labels, one per run (the baseline first).

@@ -1,5 +1,5 @@
 //! The `volley` binary: turns flags into a validated configuration and hands it to the
-//! library crates. Exit codes: 0 ok, 1 thresholds failed, 2 usage or input error.
+//! library crates. Exit codes: 0 ok, 1 the run or gate failed (thresholds, no request succeeded, aborted, regressions), 2 usage or input error.
 
 mod args;
 mod capacity_cmd;

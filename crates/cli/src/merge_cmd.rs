@@ -24,7 +24,7 @@ pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
 }
 
 /// Merges the segments under `inputs` into `out`, then writes and prints its report; the
-/// exit code is 1 when segments are missing, one was aborted, or a threshold failed.
+/// exit code is 1 when segments are missing, one was aborted, no request succeeded, or a threshold failed.
 pub(crate) fn merge_and_report(
     inputs: &[std::path::PathBuf],
     out: &std::path::Path,
@@ -47,21 +47,12 @@ pub(crate) fn merge_and_report(
         );
     }
     let report = crate::run_cmd::write_reports(&merged.dir)?;
-    if !report.thresholds_passed() {
-        eprintln!(
-            "volley: thresholds failed: {}",
-            report
-                .thresholds
-                .iter()
-                .filter(|t| !t.passed)
-                .map(|t| t.expr.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
+    let failures = report.failures();
+    for why in &failures {
+        eprintln!("volley: FAILED: {}", volley_report::terminal_safe(why));
     }
-    // Missing segments or a segment volley had to stop fail the run as surely as a threshold.
-    let failed = matches!(merged.status, RunStatus::Partial | RunStatus::Aborted)
-        || !report.thresholds_passed();
+    // Missing segments fail the run as surely as a threshold.
+    let failed = merged.status == RunStatus::Partial || !failures.is_empty();
     Ok(if failed {
         ExitCode::from(1)
     } else {

@@ -91,22 +91,16 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         }
     }
     for (i, report) in reports.iter().enumerate() {
-        failed |= report.status == RunStatus::Aborted.name() || !report.thresholds_passed();
-        if !report.thresholds_passed() {
-            let which = if reports.len() > 1 {
-                format!(" (run {} of {})", i + 1, reports.len())
-            } else {
-                String::new()
-            };
+        let which = if reports.len() > 1 {
+            format!(" (run {} of {})", i + 1, reports.len())
+        } else {
+            String::new()
+        };
+        for why in report.failures() {
+            failed = true;
             eprintln!(
-                "volley: thresholds failed{which}: {}",
-                report
-                    .thresholds
-                    .iter()
-                    .filter(|t| !t.passed)
-                    .map(|t| t.expr.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                "volley: FAILED{which}: {}",
+                volley_report::terminal_safe(&why)
             );
         }
     }

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use volley_demo::Knobs;
-use volley_formats::RunStatus;
 use volley_report::ReportOptions;
 
 use crate::args::{Objective, ProgressMode, RunLine, SweepArgs};
@@ -137,11 +136,11 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         // A value whose run failed its thresholds or was aborted fails the sweep, as a run
         // group does: its figures are still compared below.
         for r in &reports {
-            if r.status == RunStatus::Aborted.name() {
-                failed.push(format!("{name}={value}: the run was aborted"));
-            } else if !r.thresholds_passed() {
-                failed.push(format!("{name}={value}: a threshold failed"));
-            }
+            failed.extend(
+                r.failures()
+                    .into_iter()
+                    .map(|why| format!("{name}={value}: {why}")),
+            );
         }
         runs.push(dir);
     }

@@ -249,6 +249,13 @@ impl Recorder {
         self.slot(due).all.record_sched_lag(lag.as_micros() as u64);
     }
 
+    /// Notes how late the worker's event loop woke (closed model): only the interval's
+    /// largest delay is kept, the same column an open model's dispatch delay fills.
+    pub(crate) fn record_loop_lag(&mut self, due: Instant, lag: Duration) {
+        let c = &mut self.slot(due).all.counts;
+        c.sched_lag_max_us = c.sched_lag_max_us.max(lag.as_micros() as u64);
+    }
+
     /// From now on, completions later than interval `last` count in `last`.
     pub(crate) fn clamp_to(&mut self, last: u64) {
         self.last_index = Some(last);

@@ -120,6 +120,9 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
                 seed.t0,
             ));
         }
+        // A closed model has no schedule to be late on; its loop's wake-ups stand for it.
+        let heartbeat = (!ctx.plan.load.is_open())
+            .then(|| tokio::task::spawn_local(heartbeat(recorder.clone())));
         let mut next = 0u64;
         let last = loop {
             match commands.recv().await {
@@ -135,6 +138,9 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
                 None => break None,
             }
         };
+        if let Some(h) = heartbeat {
+            h.abort();
+        }
         let Some(last) = last else { return };
         recorder.borrow_mut().clamp_to(last);
         let shared = seed.shared.clone();
@@ -162,4 +168,25 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
         }
         let _ = seed.parts.send(part);
     });
+}
+
+/// How often a closed model's worker checks that its event loop runs on time.
+const HEARTBEAT: Duration = Duration::from_millis(10);
+
+/// Closed model: how late this worker's event loop wakes from a short sleep, recorded as the
+/// generator's own delay (an open model measures it on every arrival instead). A loop that
+/// cannot run (the process descheduled on a loaded machine, a paused VM) holds every
+/// response it has not read yet, so that delay is in the latencies of the moment; a run
+/// group leaves a run that stalled out of its figures by it.
+async fn heartbeat(recorder: Rc<RefCell<Recorder>>) {
+    let mut due = Instant::now() + HEARTBEAT;
+    loop {
+        tokio::time::sleep_until(due.into()).await;
+        let now = Instant::now();
+        recorder
+            .borrow_mut()
+            .record_loop_lag(due, now.saturating_duration_since(due));
+        // After a stall, the next check is one period from now, not a burst of missed ones.
+        due = (due + HEARTBEAT).max(now + HEARTBEAT / 2);
+    }
 }

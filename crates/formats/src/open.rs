@@ -11,6 +11,16 @@ use crate::note::{Figure, InputNote, Place};
 use crate::rundir::RunData;
 use crate::source::{Format, READABLE, Source};
 
+/// Whether `head` opens a JMeter XML result file (`<?xml …?>` then `<testResults`).
+fn is_xml_jtl(head: &str) -> bool {
+    let t = head.trim_start_matches('\u{feff}').trim_start();
+    let t = match t.strip_prefix("<?xml") {
+        Some(rest) => rest.split_once("?>").map_or("", |(_, r)| r).trim_start(),
+        None => t,
+    };
+    t.starts_with("<testResults")
+}
+
 /// Opens a run directory or a result file, detecting the format from the content.
 pub fn open(path: &Path) -> Result<Source> {
     open_as(path, None)
@@ -43,6 +53,13 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
         .unwrap_or("")
         .trim_end_matches('\r')
         .to_string();
+    // JMeter's XML results: read as neither format (nor as a CSV JTL when forced), so named.
+    if matches!(format, None | Some(Format::Jtl)) && is_xml_jtl(&head_text) {
+        return Err(FormatError::Unrecognised {
+            path: path.to_path_buf(),
+            message: "a JMeter result file in XML (<testResults>); volley reads JTL files in CSV, JMeter's default: run the test again with `-Jjmeter.save.saveservice.output_format=csv` (or that line in user.properties), or save this file as CSV in JMeter's GUI (a listener's Configure, or the Simple Data Writer)".to_string(),
+        });
+    }
     let format = match format.or_else(|| detect(&head_text, &first_line)) {
         Some(f) => f,
         None if import::gatling::sniff_binary(&head) => Format::GatlingBinary,

@@ -216,6 +216,18 @@ impl Format {
             .map(|(f, _)| *f)
     }
 
+    /// What its MTTFB stands for: the time to first byte, or (for tools that record no first
+    /// byte: Gatling, Locust) the whole response time.
+    pub fn mttfb_meaning(self) -> &'static str {
+        match self {
+            Format::Gatling
+            | Format::GatlingBinary
+            | Format::LocustHistory
+            | Format::LocustStats => "the response time",
+            _ => "the time to first byte",
+        }
+    }
+
     /// How reports name it (`format` in report.json); both Gatling logs are `gatling-log`.
     pub fn label(self) -> &'static str {
         match self {

@@ -373,3 +373,190 @@ fn locust_stats_gives_locusts_own_percentiles_and_no_per_interval_ones() {
     let names: Vec<&str> = src.per_test.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["/fast", "/slow"]);
 }
+
+/// What server.py answered in a run: (requests, HTTP 500s).
+fn served(name: &str) -> (u64, u64) {
+    let stats = json(name);
+    let all = stats.as_object().unwrap();
+    let count = |f: &dyn Fn(&str) -> bool| -> u64 {
+        all.iter()
+            .filter(|(k, _)| f(k))
+            .map(|(_, v)| v.as_u64().unwrap())
+            .sum()
+    };
+    (count(&|_| true), count(&|k| k.ends_with(" 500")))
+}
+
+/// Requests and errors of a series: (tests + errors, errors).
+fn counted(s: &volley_stats::Series) -> (u64, u64) {
+    (s.tests() + s.errors(), s.errors())
+}
+
+/// The TPS average against the successes per second of the file's span: equal, not 1.5–2.1 %
+/// under as the plain mean of intervals with cut edges was (issue 36).
+fn tps_is_successes_per_second(src: &Source) {
+    let span: f64 = src.series.intervals.iter().map(|i| i.period_s).sum();
+    let want = src.series.tests() as f64 / span;
+    let got = tps_avg(src);
+    assert!(
+        off(got, want).abs() < 0.005,
+        "TPS {got:.4}, successes per second {want:.4} ({:+.2} %)",
+        off(got, want) * 100.0
+    );
+}
+
+#[test]
+fn jmeter_jtl_agrees_with_jmeters_dashboard_and_the_server() {
+    let stats = json("jmeter_default_statistics.json");
+    let src = open(&peer("jmeter_default.csv")).unwrap();
+    // 600 HTTP samples and 200 Transaction Controller rows: the controller rows are left
+    // out (they counted every request twice: 3,263 / 128 where the server saw 2,330 / 70),
+    // as JMeter's dashboard leaves them out of its Total.
+    let total = &stats["Total"];
+    let want = (
+        total["sampleCount"].as_u64().unwrap(),
+        total["errorCount"].as_u64().unwrap(),
+    );
+    assert_eq!(counted(&src.series), want);
+    assert_eq!(want, served("jmeter_default_server.json"));
+    assert!(
+        src.notes
+            .iter()
+            .any(|n| n.starts_with("200 Transaction Controller rows")),
+        "{:?}",
+        src.notes
+    );
+    // Per label, as the dashboard has them; the controller's own label is not a request.
+    let names: Vec<&str> = src.per_test.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["GET /fast", "GET /slow", "GET /fast (outside)"]);
+    for (name, s) in &src.per_test {
+        let l = &stats[name.as_str()];
+        assert_eq!(
+            counted(s),
+            (
+                l["sampleCount"].as_u64().unwrap(),
+                l["errorCount"].as_u64().unwrap()
+            ),
+            "{name}"
+        );
+    }
+    // JMeter's throughput is every sample per second from the first start to the last end;
+    // volley's TPS counts successes (nGrinder's convention), over the same span.
+    let err = want.1 as f64 / want.0 as f64;
+    let jmeter = total["throughput"].as_f64().unwrap();
+    let got = tps_avg(&src) / (1.0 - err);
+    assert!(
+        off(got, jmeter).abs() < 0.005,
+        "volley {got:.4}/s, JMeter {jmeter:.4}/s"
+    );
+    tps_is_successes_per_second(&src);
+    // Total time (JMeter's elapsed) holds the successes.
+    let t = src.latency(HistKey::TOTAL, 0.0).unwrap();
+    assert_eq!(t.count, want.0 - want.1);
+}
+
+#[test]
+fn jmeter_dates_and_xml_are_read_or_named() {
+    // `timestamp_format` dates: read, with the same counts as the server's.
+    let src = open(&peer("jmeter_dates.csv")).unwrap();
+    assert_eq!(counted(&src.series), served("jmeter_dates_server.json"));
+    tps_is_successes_per_second(&src);
+    assert!(
+        src.notes
+            .iter()
+            .any(|n| n.starts_with("Time stamps are dates")),
+        "{:?}",
+        src.notes
+    );
+    // XML: named, with what to write instead, detected or forced.
+    for forced in [None, Some(volley_formats::Format::Jtl)] {
+        let e = volley_formats::open_as(&peer("jmeter_xml.jtl"), forced)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("a JMeter result file in XML")
+                && e.contains("jmeter.save.saveservice.output_format=csv"),
+            "{e}"
+        );
+    }
+}
+
+/// Gatling's own counts of a request or group: (total, ko).
+fn gatling_counts(node: &Value) -> (u64, u64) {
+    let n = &node["stats"]["numberOfRequests"];
+    (n["total"].as_u64().unwrap(), n["ko"].as_u64().unwrap())
+}
+
+#[test]
+fn gatling_logs_agree_with_gatlings_report_and_the_server() {
+    for (log, stats, server, format) in [
+        (
+            "gatling313_simulation.log",
+            "gatling313_stats.json",
+            "gatling313_server.json",
+            "binary",
+        ),
+        (
+            "gatling310_simulation.log",
+            "gatling310_stats.json",
+            "gatling310_server.json",
+            "text",
+        ),
+    ] {
+        // The binary log holds four assertions in its header (each a length and its bytes);
+        // the text log opens with four ASSERTION records. Both are detected and read.
+        let src = open(&peer(log)).unwrap_or_else(|e| panic!("{log}: {e}"));
+        let stats = json(stats);
+        assert_eq!(counted(&src.series), gatling_counts(&stats), "{format}");
+        assert_eq!(counted(&src.series), served(server), "{format}");
+        // Requests of one name in two groups stay two rows, as in Gatling's report.
+        let contents = stats["contents"].as_object().unwrap();
+        let mut want: Vec<(String, (u64, u64))> = Vec::new();
+        for node in contents.values() {
+            match node["type"].as_str().unwrap() {
+                "GROUP" => {
+                    for req in node["contents"].as_object().unwrap().values() {
+                        want.push((
+                            format!(
+                                "{}/{}",
+                                node["name"].as_str().unwrap(),
+                                req["name"].as_str().unwrap()
+                            ),
+                            gatling_counts(req),
+                        ));
+                    }
+                }
+                _ => want.push((
+                    node["name"].as_str().unwrap().to_string(),
+                    gatling_counts(node),
+                )),
+            }
+        }
+        want.sort();
+        let mut got: Vec<(String, (u64, u64))> = src
+            .per_test
+            .iter()
+            .map(|(n, s)| (n.clone(), counted(s)))
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "{format}");
+        assert!(got.iter().any(|(n, _)| n == "A/same") && got.iter().any(|(n, _)| n == "B/same"));
+        // HTTP 500s are status errors in both forms of the log.
+        let kinds: Vec<&str> = volley_stats::ErrorKind::ALL
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| src.errors_by_kind.iter().any(|row| row[*i] > 0))
+            .map(|(_, k)| k.name())
+            .collect();
+        assert_eq!(kinds, ["status"], "{format}");
+        tps_is_successes_per_second(&src);
+        // Gatling's mean response time (whole ms) against volley's mean total time.
+        let mean_ok = stats["stats"]["meanResponseTime"]["ok"].as_f64().unwrap();
+        let t = src.latency(HistKey::TOTAL, 0.0).unwrap();
+        assert!(
+            (t.mean_ms - mean_ok).abs() <= 1.0,
+            "{format}: {} vs {mean_ok}",
+            t.mean_ms
+        );
+    }
+}

@@ -190,6 +190,26 @@ impl Timeline {
     }
 }
 
+/// `src`'s server readings at the x of the series row each is credited to. A gauge taken at
+/// the run's very end opens no row (reports credit it to the last one, which the gauge before
+/// it already holds): it is left off the chart rather than drawn twice at one x.
+fn on_the_timeline(src: &Source) -> Vec<volley_formats::rundir::ServerPoint> {
+    let rows = &src.series.intervals;
+    src.server
+        .iter()
+        .filter_map(|p| {
+            let row = &rows[p.row(rows)?];
+            if !p.rate && (p.elapsed_s - row.start_s).abs() > 1e-6 {
+                return None;
+            }
+            Some(volley_formats::rundir::ServerPoint {
+                elapsed_s: row.start_s + row.period_s,
+                ..p.clone()
+            })
+        })
+        .collect()
+}
+
 /// Scraped series drawn over time: the pool's queue and use, busy worker threads.
 const SERVER_DRAWN: [&str; 3] = [
     "hikaricp_connections_pending",
@@ -227,7 +247,9 @@ pub struct RunFigures {
     pub timeline: Timeline,
     /// Each scenario step's MTTFB per point of the timeline (`None`: no success then).
     pub steps: Vec<(String, Vec<Option<f64>>)>,
-    /// Scraped server values; those up to `warmup_s` are left out, the rest shifted by it.
+    /// Scraped server values, each placed at the end of the series row it is credited to
+    /// (`ServerPoint::row`), as the timeline's points are, so that a reading and the load
+    /// beside it are drawn at one x; those up to `warmup_s` are left out, the rest shifted by it.
     pub server: Vec<volley_formats::rundir::ServerPoint>,
     /// Seconds excluded from the start.
     pub warmup_s: f64,
@@ -271,7 +293,7 @@ impl RunFigures {
             name: src.name.clone(),
             timeline,
             steps,
-            server: src.server.clone(),
+            server: on_the_timeline(src),
             warmup_s: warmup,
             curves,
         }
@@ -582,14 +604,16 @@ mod tests {
             (2.0, a, pending, 3.0),
             (2.0, a, "tomcat_threads_busy_threads", 7.0),
         ];
-        let src = crate::testrun::run(dir.path(), "r", 2, 1, 5, &scrapes);
+        let src = crate::testrun::run(dir.path(), "r", 3, 1, 5, &scrapes);
         let server = run_set(&src, ReportOptions::default())
             .into_iter()
             .find(|c| c.name == "server")
             .unwrap();
-        assert_eq!(server.x, [1.0, 1.0, 2.0]);
+        // Each gauge is drawn with the interval it opens, as the load beside it is: the scrape
+        // at 1 s with the interval 1–2 s, drawn at 2 s like that interval's VUs and TPS.
+        assert_eq!(server.x, [2.0, 2.0, 3.0]);
         let points = |i: usize| server.points(&server.lines[i]).collect::<Vec<_>>();
-        assert_eq!(points(0), [(1.0, 1.0), (1.0, 2.0), (2.0, 3.0)]);
-        assert_eq!(points(1), [(2.0, 7.0)]);
+        assert_eq!(points(0), [(2.0, 1.0), (2.0, 2.0), (3.0, 3.0)]);
+        assert_eq!(points(1), [(3.0, 7.0)]);
     }
 }

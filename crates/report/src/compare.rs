@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use serde::Serialize;
-use volley_formats::{HistKey, HistMetric, RunSet, Source};
+use volley_formats::{Format, HistKey, HistMetric, RunSet, Source};
 use volley_stats::SuiteOptions;
 use volley_stats::compare::{CompareRow, NOISE_Z, RESAMPLES, RunSample, Test, compare_groups};
 
@@ -15,7 +15,7 @@ use crate::render::group_thousands;
 pub const METHOD: &str = "Noise (within-run, single runs): moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples); a change is marked only when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value (25 % for p99 and p99.9: the run-to-run spread of tail percentiles measured on identical runs, see docs/ARCHITECTURE.md) — and a TPS percentile by more than 1.5 steps of one request per interval, its resolution —, otherwise ⚪. A per-request percentile is judged only when both runs have at least 10 requests beyond it (p99.9: 10,000 requests); nothing is judged when either run has fewer than 4 intervals.";
 
 /// How the noise is judged when either side is a run group (the between-run test).
-pub const GROUP_METHOD: &str = "Noise (between runs, groups): each side's value is the mean of its runs' values (for percentiles, of the runs' percentiles); a change is marked only when it exceeds (1) Welch's t critical value at the confidence of 3 standard errors (99.73 %, Welch–Satterthwaite degrees of freedom) times the standard error of the difference from the runs' spread (of the logarithms of the runs' values when all are positive, so the bound is a ratio in the direction of the change) — a single run against a group borrows the group's spread, with the group's runs − 1 degrees of freedom —, (2) 3 standard errors from the runs' own within-run bootstrap, and (3) 2 % of the earlier value (a TPS percentile also 1.5 steps of one request per interval, its resolution). The same request and interval minimums apply to every run.";
+pub const GROUP_METHOD: &str = "Noise (between runs, groups): each side's value is the mean of its runs' values (for percentiles, of the runs' percentiles), leaving out a run whose generator stalled for more than 100 ms while two others remain; a change is marked only when it exceeds (1) Student's t critical value at the confidence of 3 standard errors (99.73 %) times the standard error of the difference, from the two sides' run-to-run spreads pooled (runs − 2 degrees of freedom), of the logarithms of the runs' values when all are positive, so the bound is a ratio in the direction of the change — a single run against a group borrows the group's spread —, (2) 3 standard errors from the runs' own within-run bootstrap, and (3) 3 % of the earlier value, the drift between groups recorded minutes apart on a shared machine that no spread within them shows (a TPS percentile also 1.5 steps of one request per interval, its resolution). The same request and interval minimums apply to every run.";
 
 /// What a comparison of single runs cannot see, said wherever it is shown.
 pub const SINGLE_RUN_CAVEAT: &str = "Single runs: this estimate is within-run only and cannot see run-to-run variation (the host, the target's caches, the network), which on identical runs moves p99 by up to ~20 %. For a verdict that holds across runs, record groups with `volley run --repeat 3` (or more) and compare the groups.";
@@ -53,6 +53,10 @@ pub struct Step {
     /// run of its own over the time it ran; `rows` above are the runs' totals.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_population: Vec<StepChange>,
+    /// What a reader must know of this table: runs left out of a group's figures (their
+    /// generator stalled), and the smallest change these runs can call.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One scenario step compared across two runs.
@@ -88,7 +92,19 @@ fn run_sample(
         options: SuiteOptions {
             tps_tail: opts.tps_tail,
         },
+        generator_lag_ms: generator_lag_ms(src, warmup),
     }
+}
+
+/// The generator's largest own delay in `src` after `warmup`, ms (0 when not recorded).
+fn generator_lag_ms(src: &Source, warmup: f64) -> f64 {
+    src.series
+        .intervals
+        .iter()
+        .zip(&src.generator)
+        .filter(|(row, _)| row.start_s + 1e-9 >= warmup)
+        .map(|(_, g)| g.sched_lag_max_ms)
+        .fold(0.0, f64::max)
 }
 
 /// Every figure of `src` after warm-up with its standard error from the within-run
@@ -283,6 +299,20 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
             .collect(),
         per_step: per_step(&sets[a], &sets[b], opts),
         per_population: per_population(&sets[a], &sets[b], opts),
+        notes: Vec::new(),
+    };
+    let step = |a: usize, b: usize| {
+        let mut s = step(a, b);
+        s.notes = left_out(&sets[a], &samples[a], &runs[a].label)
+            .into_iter()
+            .chain(left_out(&sets[b], &samples[b], &runs[b].label))
+            .chain(callable(&s.rows))
+            .chain(mttfb_meanings(
+                (&runs[a].label, sets[a].first().format),
+                (&runs[b].label, sets[b].first().format),
+            ))
+            .collect();
+        s
     };
     let steps: Vec<Step> = (1..sets.len()).map(|i| step(i - 1, i)).collect();
     let overall = (sets.len() > 2).then(|| step(0, sets.len() - 1));
@@ -296,7 +326,7 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
     if single {
         method.push(METHOD);
     }
-    if tests.contains(&Test::WelchT) {
+    if tests.contains(&Test::PooledT) {
         method.push(GROUP_METHOD);
     }
     if method.is_empty() {
@@ -307,7 +337,7 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
         .filter(|r| r.group)
         .map(|r| r.runs)
         .min()
-        .filter(|&n| n < 3 && tests.contains(&Test::WelchT));
+        .filter(|&n| n < 3 && tests.contains(&Test::PooledT));
     let caveat = match (single, few) {
         (true, _) => Some(SINGLE_RUN_CAVEAT.to_string()),
         (false, Some(n)) => Some(format!(
@@ -325,6 +355,89 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
         caveat,
         noise_z: NOISE_Z,
         resamples: RESAMPLES,
+    }
+}
+
+/// The runs of a group its figures leave out ([`volley_stats::compare::kept`]), one
+/// sentence each.
+fn left_out(set: &RunSet, samples: &[RunSample], label: &str) -> Vec<String> {
+    let kept = volley_stats::compare::kept(samples);
+    samples
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !kept.contains(i))
+        .map(|(i, r)| {
+            let dir = set.runs[i]
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            format!(
+                "{label}: run {} (`{}`) is left out of the group's figures: volley's own loop stalled for {:.0} ms (more than {:.0} ms), so its latencies hold volley's delay and its throughput the gap.",
+                i + 1,
+                crate::render::terminal_safe(&dir),
+                r.generator_lag_ms,
+                volley_stats::compare::STALL_MS
+            )
+        })
+        .collect()
+}
+
+/// A warning when the two sides' MTTFB stand for different times (a JMeter JTL's Latency
+/// against a Gatling log's response time).
+fn mttfb_meanings((a, fa): (&str, Format), (b, fb): (&str, Format)) -> Option<String> {
+    let (ma, mb) = (fa.mttfb_meaning(), fb.mttfb_meaning());
+    (ma != mb).then(|| {
+        format!(
+            "MTTFB is {ma} in {a} ({fa}) but {mb} in {b} ({fb}), which records no first byte: the MTTFB rows compare different times; compare TPS, errors and the total-time figures instead."
+        )
+    })
+}
+
+/// The figures whose smallest callable change a table states.
+const CALLABLE_KEYS: [&str; 2] = ["tps_avg", "mttfb_avg_ms"];
+
+/// What a between-run table can and cannot call: the smallest change of TPS and MTTFB
+/// these runs can mark at their spread, and what five (or ten) runs a side would.
+fn callable(rows: &[CompareRow]) -> Option<String> {
+    use volley_stats::compare::callable_pct;
+    let rows: Vec<&CompareRow> = CALLABLE_KEYS
+        .iter()
+        .filter_map(|k| rows.iter().find(|r| r.key == *k && r.test == Test::PooledT))
+        .filter(|r| r.spread_log.is_some() && r.noise_pct.is_finite())
+        .collect();
+    let first = rows.first()?;
+    let (na, nb) = (first.runs_before, first.runs_after);
+    let more = if na.max(nb) < 5 { 5 } else { 2 * na.max(nb) };
+    let now: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let pct = callable_pct(r.spread_log.unwrap_or(f64::NAN), na, nb).max(r.noise_pct);
+            format!("{} % ({})", pct_text(pct), r.label)
+        })
+        .collect();
+    let then: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let pct = callable_pct(r.spread_log.unwrap_or(f64::NAN), more, more);
+            format!("{} %", pct_text(pct))
+        })
+        .collect();
+    Some(format!(
+        "With {na} vs {nb} runs at this run-to-run spread, a change must exceed {} to be called; with {more} runs a side (--repeat {more}), about {}.",
+        now.join(" and "),
+        then.join(" and ")
+    ))
+}
+
+/// A percentage as the notes write it: whole from 10 up, one decimal below.
+fn pct_text(p: f64) -> String {
+    if !p.is_finite() {
+        "∞".to_string()
+    } else if p >= 10.0 {
+        format!("{p:.0}")
+    } else {
+        format!("{p:.1}")
     }
 }
 
@@ -466,6 +579,9 @@ impl Comparison {
                     }
                 }
             }
+            for n in &step.notes {
+                let _ = writeln!(out, "\n- {}", crate::render::md_text(n));
+            }
             out.push('\n');
         }
         for (run, note) in self.input_notes() {
@@ -531,6 +647,9 @@ impl Comparison {
                         w = w - 2
                     );
                 }
+            }
+            for n in &step.notes {
+                let _ = writeln!(out, "  note: {}", crate::render::terminal_safe(n));
             }
             out.push('\n');
         }

@@ -462,12 +462,14 @@ fn judge(r: &CompareRow, tolerance_pct: f64) -> (Outcome, String) {
             ),
         );
     }
-    let smallest = r.runs_before.min(r.runs_after);
-    if r.test == volley_stats::compare::Test::WelchT && smallest == 2 {
+    // Runs − 2 degrees of freedom: a group of 2 against a single run has one, and its
+    // spread is then no estimate of the noise.
+    if r.df.is_some_and(|df| df < 2.0) {
         return (
             Outcome::NotJudged,
             format!(
-                "{values}: a group of 2 runs leaves Welch's t one degree of freedom, so its noise is not an estimate; give each group 3 runs or more (--repeat 3)"
+                "{values}: {} against {} runs leave the between-run spread one degree of freedom, so its noise is not an estimate; give each group 3 runs or more (--repeat 3)",
+                r.runs_before, r.runs_after
             ),
         );
     }

@@ -21,7 +21,7 @@ pub struct GroupRow {
     pub unit: &'static str,
     /// Each run's value, in run order.
     pub values: Vec<f64>,
-    /// Mean across runs.
+    /// Mean across the runs kept (all but those in the summary's `left_out`).
     pub mean: f64,
     /// Sample standard deviation across runs (NaN for one run).
     pub sd: f64,
@@ -42,6 +42,9 @@ pub struct GroupSummary {
     pub path: String,
     /// The runs summarized (their directory names), in order.
     pub runs: Vec<String>,
+    /// Runs (1-based) listed but left out of the mean, SD and CV: their generator stalled.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<usize>,
     /// Runs left out and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -51,11 +54,27 @@ pub struct GroupSummary {
 
 /// Summarizes `set`'s runs (after each run's warm-up).
 pub fn summarize(set: &RunSet, opts: ReportOptions) -> GroupSummary {
+    let samples = crate::compare::samples(&set.runs, opts);
     let per_run: Vec<Vec<volley_stats::compare::MetricValue>> =
-        crate::compare::samples(&set.runs, opts)
+        samples.iter().map(metric_values).collect();
+    // The group's figures are those of the runs it keeps: a run whose generator stalled is
+    // listed, and left out of the mean and spread, as comparisons leave it out.
+    let kept = volley_stats::compare::kept(&samples);
+    let mut notes = set.notes.clone();
+    notes.extend(
+        samples
             .iter()
-            .map(metric_values)
-            .collect();
+            .enumerate()
+            .filter(|(i, _)| !kept.contains(i))
+            .map(|(i, r)| {
+                format!(
+                    "Run {} is left out of the mean, SD and CV: volley's own loop stalled for {:.0} ms (more than {:.0} ms), so its latencies hold volley's delay and its throughput the gap.",
+                    i + 1,
+                    r.generator_lag_ms,
+                    volley_stats::compare::STALL_MS
+                )
+            }),
+    );
     let rows = per_run
         .first()
         .map(|first| {
@@ -67,12 +86,13 @@ pub fn summarize(set: &RunSet, opts: ReportOptions) -> GroupSummary {
                     if !values.iter().all(|v| v.is_finite()) {
                         return None;
                     }
-                    let n = values.len() as f64;
-                    let mean = values.iter().sum::<f64>() / n;
-                    let sd = if values.len() < 2 {
+                    let judged: Vec<f64> = kept.iter().map(|&k| values[k]).collect();
+                    let n = judged.len() as f64;
+                    let mean = judged.iter().sum::<f64>() / n;
+                    let sd = if judged.len() < 2 {
                         f64::NAN
                     } else {
-                        (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+                        (judged.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
                     };
                     Some(GroupRow {
                         key: m.key,
@@ -85,8 +105,8 @@ pub fn summarize(set: &RunSet, opts: ReportOptions) -> GroupSummary {
                         } else {
                             sd / mean.abs() * 100.0
                         },
-                        min: values.iter().copied().fold(f64::INFINITY, f64::min),
-                        max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                        min: judged.iter().copied().fold(f64::INFINITY, f64::min),
+                        max: judged.iter().copied().fold(f64::NEG_INFINITY, f64::max),
                         values,
                     })
                 })
@@ -106,7 +126,11 @@ pub fn summarize(set: &RunSet, opts: ReportOptions) -> GroupSummary {
                     .unwrap_or_default()
             })
             .collect(),
-        notes: set.notes.clone(),
+        left_out: (0..samples.len())
+            .filter(|i| !kept.contains(i))
+            .map(|i| i + 1)
+            .collect(),
+        notes,
         rows,
     }
 }
@@ -165,7 +189,12 @@ impl GroupSummary {
             self.runs.len()
         );
         for i in 1..=self.runs.len() {
-            let _ = write!(out, " Run {i} |");
+            let out_of_it = if self.left_out.contains(&i) {
+                " (left out)"
+            } else {
+                ""
+            };
+            let _ = write!(out, " Run {i}{out_of_it} |");
         }
         out.push_str(" Mean | SD | CV |\n|---|");
         out.push_str(&"---|".repeat(self.runs.len() + 3));

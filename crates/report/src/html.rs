@@ -337,9 +337,11 @@ pub fn compare_page(
     let labels: Vec<String> = cmp.runs.iter().map(|r| r.label.clone()).collect();
     let charts = chartset::compare_set(sources, &labels, opts);
     let method = cmp
-        .caveat
+        .steps
         .iter()
-        .map(String::as_str)
+        .chain(&cmp.overall)
+        .flat_map(|s| s.notes.iter().map(String::as_str))
+        .chain(cmp.caveat.iter().map(String::as_str))
         .chain(std::iter::once(cmp.method.as_str()))
         .collect::<Vec<_>>()
         .join("\n");

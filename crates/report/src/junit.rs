@@ -240,8 +240,8 @@ fn threshold_unit(expr: &str) -> &'static str {
     }
 }
 
-/// A run as a suite: one case per threshold, and one saying whether the run ran its course
-/// (an aborted run fails, as its exit code does).
+/// A run as a suite: one case per threshold, one saying whether the run ran its course
+/// (an aborted run fails, as its exit code does) and one whether any request succeeded.
 pub fn run_suite(r: &RunReport, hostname: &str) -> Suite {
     let classname = format!("volley.run.{}", r.name);
     let mut cases: Vec<Case> = r
@@ -279,7 +279,7 @@ pub fn run_suite(r: &RunReport, hostname: &str) -> Suite {
     let complete = r.status == volley_formats::RunStatus::Complete.name();
     cases.push(Case {
         name: "run completed".to_string(),
-        classname,
+        classname: classname.clone(),
         time_s: r.measured_s + r.warmup_s,
         outcome: if complete {
             CaseOutcome::Passed
@@ -291,6 +291,28 @@ pub fn run_suite(r: &RunReport, hostname: &str) -> Suite {
             CaseOutcome::Failure {
                 r#type: r.status.clone(),
                 message: format!("the run is {}: {why}", r.status.replace('_', " ")),
+                text: why,
+            }
+        },
+    });
+    // A run in which nothing succeeded fails whatever its thresholds say (a mistyped path
+    // answered 404 throughout).
+    let succeeded = r.completed() > 0;
+    cases.push(Case {
+        name: "a request succeeded".to_string(),
+        classname,
+        time_s: r.measured_s + r.warmup_s,
+        outcome: if succeeded {
+            CaseOutcome::Passed
+        } else {
+            let why = r
+                .failures()
+                .into_iter()
+                .find(|f| f.starts_with("no request succeeded"));
+            let why = why.unwrap_or_else(|| "no request succeeded".to_string());
+            CaseOutcome::Failure {
+                r#type: "no_success".into(),
+                message: why.clone(),
                 text: why,
             }
         },

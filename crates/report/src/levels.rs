@@ -74,8 +74,7 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
                         .iter()
                         .filter(|p| {
                             p.series.starts_with(prefix)
-                                && p.elapsed_s > from_s + 1e-9
-                                && p.elapsed_s <= to_s + 1e-9
+                                && p.row(rows).is_some_and(|r| (i..=j).contains(&r))
                         })
                         .map(|p| p.value)
                         .reduce(f64::max)

@@ -413,6 +413,66 @@ impl RunReport {
             .saturating_sub(self.seed_suite.errors)
     }
 
+    /// Why this run fails as a whole, one sentence each; empty when it passes. A run fails
+    /// when volley had to stop it, when no request succeeded in its measured time (whatever
+    /// its thresholds say: a run of 404s has no figure worth passing), or when a threshold
+    /// failed. `run`, `merge`, `sweep` and the JUnit file all judge by this.
+    pub fn failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.status == volley_formats::RunStatus::Aborted.name() {
+            out.push(format!(
+                "volley stopped the run: {}",
+                self.reason.as_deref().unwrap_or("it was aborted")
+            ));
+        }
+        if self.completed() == 0 {
+            out.push(self.nothing_succeeded());
+        }
+        let failed: Vec<&str> = self
+            .thresholds
+            .iter()
+            .filter(|t| !t.passed)
+            .map(|t| t.expr.as_str())
+            .collect();
+        if !failed.is_empty() {
+            out.push(format!("thresholds failed: {}", failed.join("; ")));
+        }
+        out
+    }
+
+    /// Why a run in which nothing succeeded fails, with what to do about it.
+    fn nothing_succeeded(&self) -> String {
+        let total = self.seed_suite.total_tests;
+        if total == 0 {
+            return "no request succeeded: none ended in the measured time (after the warm-up)"
+                .to_string();
+        }
+        let kinds: Vec<String> = self
+            .errors
+            .iter()
+            .filter(|e| e.count > 0)
+            .map(|e| match e.messages.first() {
+                Some(m) => format!("{} {} ({})", e.count, e.kind, m),
+                None => format!("{} {}", e.count, e.kind),
+            })
+            .collect();
+        let mut s = format!("no request succeeded: all {total} failed");
+        if !kinds.is_empty() {
+            s.push_str(&format!(" — {}", kinds.join(", ")));
+        }
+        if self
+            .errors
+            .iter()
+            .any(|e| e.kind == "status" && e.count > 0)
+        {
+            s.push_str(
+                "; if these statuses are what the target should answer, name them with \
+                 --expect-status (or expect_status: in the scenario)",
+            );
+        }
+        s
+    }
+
     /// Why `figure` is not available from this report's source, when it is not.
     pub fn unavailable(&self, figure: Figure) -> Option<&str> {
         self.input_notes.iter().find_map(|n| match n {
@@ -608,25 +668,26 @@ pub struct ServerPeak {
     pub peak: f64,
     /// When, s from the start.
     pub at_s: f64,
-    /// VUs in the interval of the peak.
+    /// VUs in force at the peak (those of the series row the reading is credited to).
     pub vusers: f64,
     /// TPS in the interval of the peak.
     pub tps: f64,
     /// First time the value was above zero, s (for queues such as the pool's pending count).
     pub first_nonzero_s: Option<f64>,
+    /// VUs in force at that first time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_nonzero_vusers: Option<f64>,
 }
 
 fn server_peaks(src: &Source, warmup_s: f64) -> Vec<ServerPeak> {
     let mut peaks: Vec<ServerPeak> = Vec::new();
+    let rows = &src.series.intervals;
     for p in src.server.iter().filter(|p| p.elapsed_s > warmup_s + 1e-9) {
         if !KEY_SERVER_SERIES.iter().any(|k| p.series.starts_with(k)) {
             continue;
         }
-        let row = src
-            .series
-            .intervals
-            .iter()
-            .find(|r| p.elapsed_s <= r.start_s + r.period_s + 1e-6);
+        // The load beside a reading is that of the row it is credited to (one time axis).
+        let row = p.row(rows).map(|i| &rows[i]);
         let (vusers, tps) = row.map_or((0.0, 0.0), |r| (r.vusers, r.tps));
         match peaks.iter_mut().find(|k| k.series == p.series) {
             Some(k) => {
@@ -635,6 +696,7 @@ fn server_peaks(src: &Source, warmup_s: f64) -> Vec<ServerPeak> {
                 }
                 if p.value > 0.0 && k.first_nonzero_s.is_none() {
                     k.first_nonzero_s = Some(p.elapsed_s);
+                    k.first_nonzero_vusers = Some(vusers);
                 }
             }
             None => peaks.push(ServerPeak {
@@ -649,19 +711,11 @@ fn server_peaks(src: &Source, warmup_s: f64) -> Vec<ServerPeak> {
                 vusers,
                 tps,
                 first_nonzero_s: (p.value > 0.0).then_some(p.elapsed_s),
+                first_nonzero_vusers: (p.value > 0.0).then_some(vusers),
             }),
         }
     }
     peaks
-}
-
-/// VUs in the interval that holds `t` seconds.
-fn vusers_at(src: &Source, t: f64) -> f64 {
-    src.series
-        .intervals
-        .iter()
-        .find(|r| t <= r.start_s + r.period_s + 1e-6)
-        .map_or(0.0, |r| r.vusers)
 }
 
 /// One sentence per bottleneck signal the run shows.
@@ -673,10 +727,13 @@ fn findings(
     let mut out = Vec::new();
     let find = |prefix: &str| peaks.iter().find(|p| p.series.starts_with(prefix));
     if let Some(p) = find("hikaricp_connections_pending").filter(|p| p.peak > 0.0) {
-        let from = p.first_nonzero_s.unwrap_or(p.at_s);
+        let (from, from_vusers) = (
+            p.first_nonzero_s.unwrap_or(p.at_s),
+            p.first_nonzero_vusers.unwrap_or(p.vusers),
+        );
         out.push(format!(
             "DB pool pending > 0 from {:.0} VUs (at {from:.0} s); it peaked at {:.0} waiting requests at {:.0} VUs.",
-            vusers_at(src, from),
+            from_vusers,
             p.peak,
             p.vusers
         ));

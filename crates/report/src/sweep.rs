@@ -69,10 +69,12 @@ pub fn summarize(
         .iter()
         .map(|s| crate::compare::samples(&s.runs, opts))
         .collect();
+    // A group's figure is that of the runs it keeps (a run whose generator stalled is left out).
     let mean_of = |runs: &[volley_stats::compare::RunSample], key: &str| {
-        let v: Vec<f64> = runs
-            .iter()
-            .filter_map(|r| {
+        let v: Vec<f64> = volley_stats::compare::kept(runs)
+            .into_iter()
+            .filter_map(|i| {
+                let r = &runs[i];
                 metric_values(r)
                     .into_iter()
                     .find(|m| m.key == key)

@@ -664,6 +664,35 @@ pub struct ServerPoint {
     pub rate: bool,
 }
 
+impl ServerPoint {
+    /// The series row this reading belongs to, so that every report puts a server reading
+    /// and the load beside it on one time axis. `elapsed_s` is when the scrape was taken,
+    /// at the end of an interval. A rate covers the interval since the previous scrape:
+    /// the row that ends at `elapsed_s`. A gauge is the server's state at that instant, with
+    /// the load then in force: the row that starts at `elapsed_s` (a stage that starts at
+    /// 5 s has its VUs running when the scrape at 5 s is taken), or the last row for the
+    /// scrape at the very end.
+    pub fn row(&self, intervals: &[Interval]) -> Option<usize> {
+        const EPS: f64 = 1e-6;
+        let t = self.elapsed_s;
+        if self.rate {
+            intervals
+                .iter()
+                .position(|r| t > r.start_s + EPS && t <= r.start_s + r.period_s + EPS)
+        } else {
+            intervals
+                .iter()
+                .position(|r| t >= r.start_s - EPS && t < r.start_s + r.period_s - EPS)
+                .or_else(|| {
+                    let last = intervals.len().checked_sub(1)?;
+                    let r = &intervals[last];
+                    (t >= r.start_s + r.period_s - EPS && t <= r.start_s + r.period_s + EPS)
+                        .then_some(last)
+                })
+        }
+    }
+}
+
 /// Reads `server.csv`.
 fn read_server(path: &Path) -> Result<Vec<ServerPoint>> {
     let file = match File::open(path) {
@@ -1019,4 +1048,46 @@ pub fn is_plain_subdir(rel: &str) -> bool {
 /// seconds, as a hand-edited or merged file may give) is zero, never a panic.
 fn secs(s: f64) -> Duration {
     Duration::try_from_secs_f64(s).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod server_point_tests {
+    use super::*;
+
+    fn rows(n: usize) -> Vec<Interval> {
+        (0..n)
+            .map(|i| Interval {
+                start_s: i as f64,
+                period_s: 1.0,
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    fn point(t: f64, rate: bool) -> ServerPoint {
+        ServerPoint {
+            elapsed_s: t,
+            target: String::new(),
+            series: "x".into(),
+            value: 1.0,
+            rate,
+        }
+    }
+
+    #[test]
+    fn a_gauge_belongs_to_the_interval_it_opens_and_a_rate_to_the_one_it_closes() {
+        let r = rows(10);
+        // The scrape at 5 s: the gauge shows the stage that starts at 5 s, the rate covers 4–5 s.
+        assert_eq!(point(5.0, false).row(&r), Some(5));
+        assert_eq!(point(5.0, true).row(&r), Some(4));
+        // The first scrape, at 1 s.
+        assert_eq!(point(1.0, false).row(&r), Some(1));
+        assert_eq!(point(1.0, true).row(&r), Some(0));
+        // The scrape at the very end: the last row for both; beyond it, none.
+        assert_eq!(point(10.0, false).row(&r), Some(9));
+        assert_eq!(point(10.0, true).row(&r), Some(9));
+        assert_eq!(point(11.0, false).row(&r), None);
+        assert_eq!(point(11.0, true).row(&r), None);
+        assert_eq!(point(1.0, false).row(&[]), None);
+    }
 }

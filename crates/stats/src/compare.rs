@@ -13,10 +13,14 @@
 //!
 //! That estimate sees only what varies *within* a run. What changes *between* runs (the
 //! host, the target's caches, the network) it cannot see, so for run groups (`volley run
-//! --repeat N`) [`compare_groups`] judges each figure between runs instead: Welch's t on
-//! the runs' values (for percentiles, the runs' percentiles), each run's variance floored
-//! by its within-run bootstrap variance, at the same confidence as [`NOISE_Z`] standard
-//! errors. Every row says which test judged it ([`Test`]) and with how many runs.
+//! --repeat N`) [`compare_groups`] judges each figure between runs instead: Student's t on
+//! the logarithms of the runs' values with the two sides' spreads pooled (on the log scale a
+//! 2× slower target spreads as much as the faster one, so one spread serves both and three
+//! runs a side keep four degrees of freedom: Welch's t fell to about two whenever one run was
+//! disturbed, and could then call nothing), floored by the runs' within-run bootstrap, at the
+//! same confidence as [`NOISE_Z`] standard errors. A run whose generator stalled
+//! ([`STALL_MS`]) is left out of its side while two others remain. Every row says which test
+//! judged it ([`Test`]) and with how many runs.
 
 use serde::Serialize;
 
@@ -30,6 +34,13 @@ use crate::suite::{SeedSuite, SuiteOptions};
 pub const NOISE_Z: f64 = 3.0;
 /// Smallest change, in % of the earlier value, that is ever marked better or worse.
 pub const MIN_EFFECT_PCT: f64 = 2.0;
+/// Smallest change, in % of the earlier value, that a comparison of run groups marks. Groups
+/// recorded minutes apart on a shared machine differ by more than their runs' spread shows:
+/// on a 2-core VM at load average 4, ten pairs of identical groups of 3 differed in TPS and
+/// MTTFB average by 0.99 % rms (up to 2.3 %) while each group's runs agreed to 0.5 %, a
+/// drift of the machine between the groups that no spread within them can see. Three times
+/// that rms, as [`NOISE_Z`] keeps elsewhere (bench/README.md, "Run groups on a loaded machine").
+pub const GROUP_FLOOR_PCT: f64 = 3.0;
 /// Bootstrap resamples per run.
 pub const RESAMPLES: usize = 200;
 
@@ -62,19 +73,43 @@ impl Verdict {
 pub enum Test {
     /// Moving-block bootstrap within each of two single runs: blind to run-to-run variation.
     WithinRun,
-    /// Welch's t on the runs' values of two groups (or a group and a run), each run's
-    /// variance floored by its within-run bootstrap variance.
-    WelchT,
+    /// Student's t on the runs' values of two groups (or a group and a run), on their
+    /// logarithms, with the two sides' spreads pooled, floored by the runs' within-run
+    /// bootstrap.
+    PooledT,
 }
 
 impl Test {
-    /// How the row was judged, as the tables say it: `within-run`, `Welch t, 3 vs 3 runs`.
+    /// How the row was judged, as the tables say it: `within-run`, `pooled t, 3 vs 3 runs`.
     pub fn describe(self, before: usize, after: usize) -> String {
         match self {
             Test::WithinRun => "within-run".to_string(),
-            Test::WelchT => format!("Welch t, {before} vs {after} runs"),
+            Test::PooledT => format!("pooled t, {before} vs {after} runs"),
         }
     }
+}
+
+/// The generator's own delay, ms, beyond which a run counts as stalled: its event loop (or
+/// an open model's dispatch) could not run for that long, ten times what a busy shared
+/// machine's scheduler makes it wait, so its latencies hold volley's delay and its
+/// throughput the gap. A group leaves such a run out of its figures ([`kept`]).
+pub const STALL_MS: f64 = 100.0;
+
+/// The runs of a side that judge it, by index: every run whose generator did not stall, as
+/// long as at least two remain (otherwise all, stalled or not: a side is never judged on
+/// one run it was not given as one).
+pub fn kept(runs: &[RunSample]) -> Vec<usize> {
+    let calm: Vec<usize> = (0..runs.len()).filter(|&i| !runs[i].stalled()).collect();
+    if calm.len() >= 2 {
+        calm
+    } else {
+        (0..runs.len()).collect()
+    }
+}
+
+/// The runs [`kept`] of `runs`.
+fn kept_runs(runs: &[RunSample]) -> Vec<&RunSample> {
+    kept(runs).into_iter().map(|i| &runs[i]).collect()
 }
 
 /// One run's inputs: its series and, when known, per-interval latency histograms
@@ -87,6 +122,9 @@ pub struct RunSample {
     pub ttfb: Option<Vec<CompactHistogram>>,
     /// TPS tail for the suite.
     pub options: SuiteOptions,
+    /// The generator's largest own delay in these intervals, ms (its dispatch or event-loop
+    /// lag; 0 when the source did not record it).
+    pub generator_lag_ms: f64,
 }
 
 /// One row of a comparison table.
@@ -124,6 +162,14 @@ pub struct CompareRow {
     pub runs_before: usize,
     /// Runs on the later side.
     pub runs_after: usize,
+    /// Between runs: the degrees of freedom of the pooled spread (runs − 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub df: Option<f64>,
+    /// Between runs, on the log scale: the pooled standard deviation of the runs'
+    /// logarithms, from which [`callable_pct`] tells the smallest change these or more runs
+    /// can call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spread_log: Option<f64>,
 }
 
 /// Intervals a run must have for the bootstrap to estimate its noise.
@@ -169,8 +215,24 @@ impl Metric {
             test,
             runs_before,
             runs_after,
+            df: None,
+            spread_log: None,
         }
     }
+}
+
+/// The smallest change, in % of the earlier value, that a between-run comparison of
+/// `before` against `after` runs can call when the runs' logarithms spread by `spread_log`
+/// (the t bound alone, with [`GROUP_FLOOR_PCT`] under it; a rise of it, and so a fall of
+/// it too, is called): what a group of N runs can and cannot detect.
+pub fn callable_pct(spread_log: f64, before: usize, after: usize) -> f64 {
+    let (na, nb) = (before as f64, after as f64);
+    let df = na + nb - 2.0;
+    if df < 1.0 || !spread_log.is_finite() {
+        return f64::NAN;
+    }
+    let t = t_critical(df) * spread_log * (1.0 / na + 1.0 / nb).sqrt();
+    (t.exp_m1() * 100.0).max(GROUP_FLOOR_PCT)
 }
 
 /// The quantile a per-request percentile metric reads (`ttfb_p99_9_ms` → 0.999).
@@ -195,6 +257,11 @@ pub fn metrics() -> impl Iterator<Item = (&'static str, &'static str)> {
 }
 
 impl RunSample {
+    /// Whether the generator stalled in this run ([`STALL_MS`]).
+    pub fn stalled(&self) -> bool {
+        self.generator_lag_ms > STALL_MS
+    }
+
     fn figures(&self) -> Figures {
         let ttfb = self
             .ttfb
@@ -457,7 +524,7 @@ pub fn metric_values(run: &RunSample) -> Vec<MetricValue> {
         .collect()
 }
 
-/// One side of a group comparison: every run's figures and within-run standard errors.
+/// One side of a group comparison: every kept run's figures and within-run standard errors.
 struct Side {
     values: Vec<Vec<f64>>,
     errors: Vec<Vec<f64>>,
@@ -466,8 +533,8 @@ struct Side {
 }
 
 impl Side {
-    fn new(runs: &[RunSample], seed: u64) -> Side {
-        let figures: Vec<Figures> = runs.iter().map(RunSample::figures).collect();
+    fn new(runs: &[&RunSample], seed: u64) -> Side {
+        let figures: Vec<Figures> = runs.iter().map(|r| r.figures()).collect();
         Side {
             values: figures
                 .iter()
@@ -510,13 +577,10 @@ fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
-/// Sample variance (NaN below two values).
-fn variance(v: &[f64]) -> f64 {
-    if v.len() < 2 {
-        return f64::NAN;
-    }
+/// Sum of squared deviations from the mean (0 for one value).
+fn sum_sq(v: &[f64]) -> f64 {
     let m = mean(v);
-    v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64
+    v.iter().map(|x| (x - m).powi(2)).sum::<f64>()
 }
 
 /// The two-sided confidence of [`NOISE_Z`] standard errors of a normal variable
@@ -537,17 +601,24 @@ pub fn t_critical(df: f64) -> f64 {
 
 /// Compares two sides of runs (run groups, or a group and a single run), figure by figure.
 ///
-/// Two single runs are judged as [`compare`] judges them (within-run). Otherwise each
-/// figure is judged between runs: the side's value is the mean of its runs' values, and a
-/// change counts only when it exceeds all of
-/// - Welch's t critical value (Welch–Satterthwaite degrees of freedom, at the confidence
-///   of [`NOISE_Z`] normal standard errors: 99.73 %) times the standard error of the
-///   difference of the means, from the runs' sample variances of the values' logarithms
-///   when all are positive (of the values otherwise); a single run against a group
-///   borrows the group's variance, with the group's runs − 1 degrees of freedom;
+/// Two single runs are judged as [`compare`] judges them (within-run). Otherwise each side
+/// is the runs [`kept`] of it (a run whose generator stalled is left out while two others
+/// remain), and each figure is judged between runs: the side's value is the mean of its
+/// runs' values, and a change counts only when it exceeds all of
+/// - Student's t critical value (at the confidence of [`NOISE_Z`] normal standard errors:
+///   99.73 %) times the standard error of the difference of the means, with the two sides'
+///   spreads pooled (runs − 2 degrees of freedom), of the values' logarithms when all are
+///   positive (of the values otherwise); a single run against a group so borrows the
+///   group's spread;
 /// - [`NOISE_Z`] standard errors of the difference from the runs' within-run bootstrap
 ///   (three runs can agree by chance; the noise inside them is still there);
-/// - [`MIN_EFFECT_PCT`] of the earlier value.
+/// - [`GROUP_FLOOR_PCT`] of the earlier value (the drift between groups recorded apart).
+///
+/// Why pooled and on logs: a figure's run-to-run spread grows with it (a target twice as
+/// slow varies twice as much in ms) but its spread in logarithms does not, so one spread
+/// serves both sides; and with three runs a side, Welch's unpooled t fell to about two
+/// degrees of freedom as soon as one run was disturbed (t ≈ 19 at this confidence), so a
+/// 5× change went unmarked.
 pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareRow> {
     assert!(
         !before.is_empty() && !after.is_empty(),
@@ -556,13 +627,13 @@ pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareR
     if before.len() == 1 && after.len() == 1 {
         return compare(&before[0], &after[0]);
     }
-    let (sa, sb) = (
-        Side::new(before, 0x5eed_1000),
-        Side::new(after, 0x5eed_2000),
-    );
+    let (ka, kb) = (kept_runs(before), kept_runs(after));
+    let (sa, sb) = (Side::new(&ka, 0x5eed_1000), Side::new(&kb, 0x5eed_2000));
     let (na, nb) = (sa.n() as f64, sb.n() as f64);
+    let df = na + nb - 2.0;
     let fewest = sa.fewest_requests.min(sb.fewest_requests);
     let too_few_intervals = sa.fewest_intervals.min(sb.fewest_intervals) < MIN_INTERVALS;
+    let runs: Vec<&RunSample> = ka.iter().chain(&kb).copied().collect();
     METRICS
         .iter()
         .enumerate()
@@ -570,10 +641,6 @@ pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareR
             let (va, vb) = (sa.of(i)?, sb.of(i)?);
             let (a, b) = (mean(&va), mean(&vb));
             let (wa, wb) = (sa.within_var(i), sb.within_var(i));
-            // Between runs: Welch's t on the runs' values — on their logarithms when all are
-            // positive, since a figure's run-to-run spread grows with it (a target twice as
-            // slow varies twice as much in ms) and Welch's degrees of freedom collapse when
-            // the two spreads differ; a single run borrows the group's variance.
             let log = va.iter().chain(&vb).all(|&x| x > 0.0);
             let scale = |v: &[f64]| {
                 if log {
@@ -582,20 +649,9 @@ pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareR
                     v.to_vec()
                 }
             };
-            let (ra, rb) = (variance(&scale(&va)), variance(&scale(&vb)));
-            let (se_between, df) = match (sa.n(), sb.n()) {
-                (1, _) => ((rb / nb + rb).sqrt(), nb - 1.0),
-                (_, 1) => ((ra / na + ra).sqrt(), na - 1.0),
-                _ => {
-                    let (qa, qb) = (ra / na, rb / nb);
-                    let df =
-                        (qa + qb).powi(2) / (qa.powi(2) / (na - 1.0) + qb.powi(2) / (nb - 1.0));
-                    (
-                        (qa + qb).sqrt(),
-                        if df.is_finite() { df } else { na + nb - 2.0 },
-                    )
-                }
-            };
+            // The pooled spread of the runs (a side of one run adds nothing to it).
+            let spread = ((sum_sq(&scale(&va)) + sum_sq(&scale(&vb))) / df).sqrt();
+            let se_between = spread * (1.0 / na + 1.0 / nb).sqrt();
             // Within runs: the bootstrap's standard errors of the runs, averaged per side.
             let se_within = (wa / na + wb / nb).sqrt();
             let noise = if too_few_intervals || se_within.is_nan() {
@@ -610,21 +666,23 @@ pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareR
                     (true, true) => a.abs() * t.exp_m1(),
                     (true, false) => t,
                 };
-                let runs: Vec<&RunSample> = before.iter().chain(after).collect();
                 between
                     .max(NOISE_Z * se_within)
-                    .max(a.abs() * MIN_EFFECT_PCT / 100.0)
+                    .max(a.abs() * GROUP_FLOOR_PCT / 100.0)
                     .max(resolution(metric.key, &runs))
             };
-            Some(metric.row(
+            let mut row = metric.row(
                 a,
                 b,
                 noise,
                 fewest,
                 too_few_intervals,
-                Test::WelchT,
+                Test::PooledT,
                 (sa.n(), sb.n()),
-            ))
+            );
+            row.df = Some(df);
+            row.spread_log = (log && spread.is_finite()).then_some(spread);
+            Some(row)
         })
         .collect()
 }
@@ -664,6 +722,7 @@ mod tests {
             series: Series { intervals },
             ttfb: Some(ttfb),
             options: SuiteOptions::default(),
+            generator_lag_ms: 0.0,
         }
     }
 
@@ -705,6 +764,7 @@ mod tests {
                 series: Series { intervals },
                 ttfb: None,
                 options: SuiteOptions::default(),
+                generator_lag_ms: 0.0,
             }
         };
         let rows = compare(&noisy(7, 1.0), &noisy(8, 1.07));
@@ -803,7 +863,7 @@ mod tests {
                 r.change_pct,
                 r.noise_pct
             );
-            assert_eq!((r.test, r.runs_before, r.runs_after), (Test::WelchT, 3, 3));
+            assert_eq!((r.test, r.runs_before, r.runs_after), (Test::PooledT, 3, 3));
         }
         // A doubling across the same spread is seen, group against group and against a run.
         let slow: Vec<RunSample> = shifts
@@ -821,7 +881,7 @@ mod tests {
                 let r = rows.iter().find(|r| r.key == key).unwrap();
                 assert_eq!(
                     (r.verdict, r.test),
-                    (Verdict::Worse, Test::WelchT),
+                    (Verdict::Worse, Test::PooledT),
                     "{key}: {r:?}"
                 );
             }
@@ -862,6 +922,7 @@ mod tests {
             },
             ttfb: None,
             options: SuiteOptions::default(),
+            generator_lag_ms: 0.0,
         };
         let (a, b) = (quarter(&[45; 20]), quarter(&[46; 20]));
         let rows = compare_groups(
@@ -891,6 +952,76 @@ mod tests {
             rows.iter().find(|r| r.key == "tps_p50").unwrap().verdict,
             Verdict::Better
         );
+    }
+
+    #[test]
+    fn a_run_whose_generator_stalled_is_left_out_of_its_group() {
+        let before: Vec<RunSample> = (0..3).map(|i| shifted(40 + i, 1.0)).collect();
+        // Twice as slow, but the third run of the group looks like "before": its generator
+        // stalled, and the stall is what made it differ.
+        let mut after: Vec<RunSample> = (0..2).map(|i| shifted(50 + i, 2.0)).collect();
+        after.push(shifted(52, 0.9));
+        let ttfb = |rows: &[CompareRow]| rows.iter().find(|r| r.key == "ttfb_p50_ms").cloned();
+        // Not flagged: the odd run spreads its group too wide to call the doubling.
+        let rows = compare_groups(&before, &after);
+        let r = ttfb(&rows).unwrap();
+        assert_eq!((r.verdict, r.runs_after), (Verdict::Noise, 3), "{r:?}");
+        // Flagged by its generator's lag: left out, and the doubling is called on the two others.
+        after[2].generator_lag_ms = 1_200.0;
+        assert_eq!(kept(&after), vec![0, 1]);
+        let r = ttfb(&compare_groups(&before, &after)).unwrap();
+        assert_eq!((r.verdict, r.runs_after), (Verdict::Worse, 2), "{r:?}");
+        // A side never drops below two runs: with two of three stalled, all three stay.
+        after[1].generator_lag_ms = 500.0;
+        assert_eq!(kept(&after), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn one_disturbed_run_does_not_hide_a_fourfold_change() {
+        // Issue 36: every "before" run at least 4× slower than every "after" run, one "before"
+        // run disturbed by half again. Welch's t fell to ~2 degrees of freedom here and
+        // marked nothing; the pooled spread keeps 4.
+        let before: Vec<RunSample> = [4.0, 6.0, 3.9]
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| shifted(60 + i as u64, s))
+            .collect();
+        let after: Vec<RunSample> = [1.0, 1.05, 0.97]
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| shifted(70 + i as u64, s))
+            .collect();
+        let rows = compare_groups(&before, &after);
+        for key in ["mttfb_avg_ms", "ttfb_p50_ms", "ttfb_p95_ms", "ttfb_p99_ms"] {
+            let r = rows.iter().find(|r| r.key == key).unwrap();
+            assert_eq!(
+                (r.verdict, r.test, r.df),
+                (Verdict::Better, Test::PooledT, Some(4.0)),
+                "{key}: {r:?}"
+            );
+        }
+        // ...while identical groups with the same kind of disturbance mark nothing.
+        let same: Vec<RunSample> = [1.0, 1.5, 0.97]
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| shifted(80 + i as u64, s))
+            .collect();
+        for r in compare_groups(&same, &after) {
+            assert_eq!(r.verdict, Verdict::Noise, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn what_a_group_can_call_shrinks_with_runs() {
+        // Spread 0.1 in logs, 3 vs 3: t(4) = 6.62 at 99.73 %, × 0.1 × √(2/3) = 0.540 → +71.7 %.
+        assert!(
+            (callable_pct(0.1, 3, 3) - 71.7).abs() < 0.3,
+            "{}",
+            callable_pct(0.1, 3, 3)
+        );
+        assert!(callable_pct(0.1, 5, 5) < callable_pct(0.1, 3, 3) / 2.0);
+        assert_eq!(callable_pct(0.0, 3, 3), GROUP_FLOOR_PCT);
+        assert!(callable_pct(0.1, 1, 1).is_nan());
     }
 
     #[test]

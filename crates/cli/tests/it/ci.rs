@@ -352,7 +352,7 @@ fn run_junit_carries_each_threshold_with_its_value_and_the_summary_is_appended()
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let xml = valid_junit(&junit);
     assert!(
-        xml.contains(r#"tests="3" failures="1" errors="0""#),
+        xml.contains(r#"tests="4" failures="1" errors="0""#),
         "{xml}"
     );
     assert!(

@@ -135,3 +135,54 @@ fn requests_a_stalled_server_never_answers_are_counted_as_unfinished() {
     assert!(r["thresholds"][0]["passed"] == false, "{r}");
     assert_eq!(server.seen(), 3);
 }
+
+/// A run in which every answer is an error (a mistyped path answered 404 throughout) fails
+/// with exit 1 and says why, whatever its thresholds say; the JUnit file fails it too; the
+/// same run with 404 named as the expected answer passes.
+#[test]
+fn a_run_in_which_nothing_succeeded_fails() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/status?code=404");
+    let junit = out.path().join("junit.xml");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--url",
+            &url,
+            "--vus",
+            "2",
+            "--duration",
+            "1s",
+            "-o",
+            out.path().to_str().unwrap(),
+            "--progress",
+            "none",
+        ];
+        args.extend_from_slice(extra);
+        volley(&args)
+    };
+    let o = run(&["--junit", junit.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("volley: FAILED: no request succeeded: all ")
+            && stderr.contains(" status (")
+            && stderr.contains("--expect-status"),
+        "{stderr}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(r#"<testcase name="a request succeeded""#)
+            && xml.contains(r#"type="no_success""#),
+        "{xml}"
+    );
+    let o = run(&["--expect-status", "404"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("FAILED"),
+        "{}",
+        text(&o)
+    );
+}

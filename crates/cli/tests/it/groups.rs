@@ -133,7 +133,7 @@ fn a_group_directory_and_a_tripled_latency_judged_between_runs() {
             row(&mixed, "tps_avg")["test"].as_str(),
             row(&mixed, "tps_avg")["runs_after"].as_u64()
         ),
-        (Some("welch_t"), Some(1))
+        (Some("pooled_t"), Some(1))
     );
     assert_eq!(row(&mixed, "mttfb_avg_ms")["verdict"], "worse", "{mixed}");
     // Two single runs: within-run only, and the output says what that cannot see.
@@ -171,7 +171,7 @@ fn a_group_directory_and_a_tripled_latency_judged_between_runs() {
         slow.to_str().unwrap(),
     ]);
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("| Welch t, 3 vs 3 runs |"),
+        String::from_utf8_lossy(&o.stdout).contains("| pooled t, 3 vs 3 runs |"),
         "{}",
         text(&o)
     );
@@ -204,7 +204,7 @@ fn a_failed_threshold_in_any_run_fails_the_group_and_a_pause_needs_a_repeat() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("thresholds failed (run 2 of 2)"),
+        String::from_utf8_lossy(&o.stderr).contains("FAILED (run 2 of 2): thresholds failed"),
         "{}",
         text(&o)
     );
@@ -280,5 +280,110 @@ fn ctrl_c_stops_a_group_and_group_json_says_which_runs_completed() {
     assert!(
         md.contains("# Group g") && md.contains("is left out: it is interrupted"),
         "{md}"
+    );
+}
+
+/// A run whose generator stalls is left out of its group's figures, and says so: volley is
+/// stopped (SIGSTOP) for 400 ms during the first run of a group of 3, its closed-model loop
+/// wakes that late, series.csv records the delay, and the group's summary and a comparison
+/// leave run 1 out while two others remain.
+#[test]
+fn a_run_whose_generator_stalled_is_left_out_of_its_group() {
+    use std::io::{BufRead, BufReader};
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/delay?ms=5");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args([
+            "run",
+            "--url",
+            &url,
+            "--vus",
+            "2",
+            "--duration",
+            "2s",
+            "--interval",
+            "250ms",
+            "--repeat",
+            "3",
+            "--name",
+            "stalled",
+            "-o",
+            out.path().to_str().unwrap(),
+            "--progress",
+            "none",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the first run has started, stop the whole process for 400 ms.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "volley said: {said}");
+        said.push_str(&line);
+        if line.contains("run directory") {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let signal = |s: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([s, &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {s}");
+    };
+    signal("-STOP");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    signal("-CONT");
+    std::io::Read::read_to_string(&mut err, &mut said).unwrap();
+    assert!(child.wait().unwrap().success(), "{said}");
+    let group = only_run(out.path());
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(group.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["left_out"], serde_json::json!([1]), "{summary}");
+    let note = summary["notes"].to_string();
+    assert!(
+        note.contains("Run 1 is left out") && note.contains("stalled"),
+        "{note}"
+    );
+    // The mean is that of runs 2 and 3.
+    let tps = summary["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == "tps_avg")
+        .unwrap();
+    let v: Vec<f64> = tps["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert!(
+        (tps["mean"].as_f64().unwrap() - (v[1] + v[2]) / 2.0).abs() < 1e-9,
+        "{tps}"
+    );
+    // A comparison against itself judges 2 runs a side and names the run it left out.
+    let g = group.to_str().unwrap();
+    let o = volley(&["compare", "--format", "json", g, g]);
+    assert!(o.status.success(), "{}", text(&o));
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = &c["steps"][0]["rows"][0];
+    assert_eq!(
+        (row["runs_before"].as_u64(), row["runs_after"].as_u64()),
+        (Some(2), Some(2)),
+        "{row}"
+    );
+    assert!(
+        c["steps"][0]["notes"].to_string().contains("run 1 (`"),
+        "{}",
+        c["steps"][0]["notes"]
     );
 }

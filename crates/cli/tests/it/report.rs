@@ -109,7 +109,7 @@ fn compare_identical_load_is_within_noise() {
         let key = r["key"].as_str().unwrap();
         assert_eq!(
             (r["test"].as_str(), r["runs_before"].as_u64()),
-            (Some("welch_t"), Some(3)),
+            (Some("pooled_t"), Some(3)),
             "{key}"
         );
         if key.starts_with("tps") || key.contains("ttfb") || key == "total_tests" {

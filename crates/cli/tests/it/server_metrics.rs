@@ -5,22 +5,29 @@ use std::time::Duration;
 
 use crate::support::*;
 
-#[test]
-fn scrapes_land_in_server_csv_and_failures_are_counted() {
-    let _g = serial();
+/// The demo target on a free loopback port, `db_pool` connections each held `db_rtt_ms` per
+/// query (the service tops out near pool / rtt), and the runtime it runs on.
+fn demo_target(db_pool: usize, db_rtt_ms: u64) -> (tokio::runtime::Runtime, volley_demo::Target) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
     let knobs = volley_demo::Knobs {
-        db_pool: 1,
-        db_rtt: Duration::from_millis(20),
+        db_pool,
+        db_rtt: Duration::from_millis(db_rtt_ms),
         ..Default::default()
     };
     let target = rt
         .block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs))
         .unwrap();
+    (rt, target)
+}
+
+#[test]
+fn scrapes_land_in_server_csv_and_failures_are_counted() {
+    let _g = serial();
+    let (rt, target) = demo_target(1, 20);
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -103,20 +110,8 @@ fn scrapes_land_in_server_csv_and_failures_are_counted() {
 #[test]
 fn a_ramp_on_a_small_pool_reports_pending_and_a_saturation_point() {
     let _g = serial();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
     // Two connections held 10 ms per query: the service tops out near 200 TPS.
-    let knobs = volley_demo::Knobs {
-        db_pool: 2,
-        db_rtt: Duration::from_millis(10),
-        ..Default::default()
-    };
-    let target = rt
-        .block_on(volley_demo::start("127.0.0.1:0".parse().unwrap(), &knobs))
-        .unwrap();
+    let (rt, target) = demo_target(2, 10);
     let out = out_dir();
     let url = format!("http://{}/rooms", target.addr);
     let metrics = format!("http://{}/metrics", target.addr);
@@ -163,4 +158,75 @@ fn a_ramp_on_a_small_pool_reports_pending_and_a_saturation_point() {
             .any(|f| f.starts_with("TPS stopped growing at")),
         "{findings:?}"
     );
+}
+
+/// A scrape taken the instant a stage starts shows that stage's load, and is named with it:
+/// 5 VUs on a pool of 6 connections never queue, 10 do; the scrape at 3 s, when 10 VUs
+/// start, used to be credited to the interval that ends at 3 s (5 VUs), so the report said
+/// "pending from 5 VUs" and "peaked at 5 VUs".
+#[test]
+fn server_readings_name_the_load_in_force_at_stage_boundaries() {
+    let _g = serial();
+    let (rt, target) = demo_target(6, 20);
+    let out = out_dir();
+    let url = format!("http://{}/rooms", target.addr);
+    let metrics = format!("http://{}/metrics", target.addr);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--stages",
+        "0s:5,3s:5,0s:10,3s:10",
+        "--server-metrics",
+        &metrics,
+        "-o",
+        out.path().to_str().unwrap(),
+        "--progress",
+        "none",
+    ]);
+    rt.block_on(target.stop()).unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let report = report_json(&only_run(out.path()));
+    let pending = report["server"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| {
+            p["series"]
+                .as_str()
+                .unwrap()
+                .starts_with("hikaricp_connections_pending")
+        })
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(pending["peak"].as_f64().unwrap() > 0.0, "{pending}");
+    assert_eq!(pending["vusers"].as_f64(), Some(10.0), "{pending}");
+    assert_eq!(
+        pending["first_nonzero_vusers"].as_f64(),
+        Some(10.0),
+        "{pending}"
+    );
+    let findings = report["findings"].to_string();
+    assert!(
+        findings.contains("DB pool pending > 0 from 10 VUs")
+            && findings.contains("waiting requests at 10 VUs"),
+        "{findings}"
+    );
+    // The levels table: nothing waits at 5 VUs.
+    let levels = report["levels"].as_array().unwrap();
+    let at = |v: f64| {
+        levels
+            .iter()
+            .find(|l| l["vusers"].as_f64() == Some(v))
+            .unwrap_or_else(|| panic!("no level of {v} VUs: {levels:?}"))
+    };
+    let pool_pending = |l: &serde_json::Value| {
+        l["server"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s[0] == "pool pending")
+            .map(|s| s[1].as_f64().unwrap())
+    };
+    assert_eq!(pool_pending(at(5.0)), Some(0.0), "{levels:?}");
+    assert!(pool_pending(at(10.0)).unwrap() > 0.0, "{levels:?}");
 }

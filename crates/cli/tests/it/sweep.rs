@@ -128,7 +128,7 @@ fn a_sweep_with_repeat_runs_a_group_per_value_and_judges_between_runs() {
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("sweep.json")).unwrap())
             .unwrap();
-    assert_eq!(summary["judged_by"], "Welch t, 2 vs 2 runs", "{summary}");
+    assert_eq!(summary["judged_by"], "pooled t, 2 vs 2 runs", "{summary}");
     assert_eq!(summary["best"], "db-pool=4", "{summary}");
     for r in summary["rows"].as_array().unwrap() {
         assert_eq!(r["runs"], 2, "{summary}");
@@ -140,7 +140,7 @@ fn a_sweep_with_repeat_runs_a_group_per_value_and_judges_between_runs() {
         .collect();
     assert_eq!(groups.len(), 2, "one run group per value: {groups:?}");
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("Welch t, 2 vs 2 runs"),
+        String::from_utf8_lossy(&o.stdout).contains("pooled t, 2 vs 2 runs"),
         "{}",
         text(&o)
     );

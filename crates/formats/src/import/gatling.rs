@@ -13,9 +13,47 @@ use crate::import::{BUCKET_S, bad_duration, bad_stamp, source};
 use crate::note::{InputNote, Locator, NoteBook, Place, Unit};
 use crate::source::{Format, Source};
 
-/// Whether the first line is a text simulation log's RUN record.
+/// Whether the first line is a text simulation log's record that can open one: RUN, or the
+/// ASSERTION records a simulation with assertions writes first.
 pub fn sniff_text(first_line: &str) -> bool {
-    first_line.starts_with("RUN\t")
+    first_line.starts_with("RUN\t") || first_line.starts_with("ASSERTION\t")
+}
+
+/// A request's label: its name under its groups (`A/same`), so that requests of one name in
+/// different groups stay apart, as Gatling's own report keeps them.
+fn label(groups: impl IntoIterator<Item = impl AsRef<str>>, name: &str) -> String {
+    let mut out = String::new();
+    for g in groups {
+        let g = g.as_ref();
+        if !g.is_empty() {
+            out.push_str(g);
+            out.push('/');
+        }
+    }
+    out.push_str(name);
+    out
+}
+
+/// Volley's kind for a failed request, from Gatling's message (the text and binary logs
+/// carry the same messages, so both read them here).
+fn classify(message: &str, status: Option<u16>) -> ErrorKind {
+    if message.contains("imeout") {
+        ErrorKind::Timeout
+    } else if message.contains("onnect") {
+        ErrorKind::Connect
+    } else if status.is_some() || message.contains("status") {
+        ErrorKind::Status
+    } else {
+        ErrorKind::Protocol
+    }
+}
+
+/// The HTTP status a check message names (`status.find.in(200), but actually found 500`).
+fn status_of(message: &str) -> Option<u16> {
+    message
+        .rsplit("found ")
+        .next()
+        .and_then(|s| s.trim().parse::<u16>().ok())
 }
 
 /// Whether the bytes look like a binary (3.13+) simulation log: a RUN record (0) with a
@@ -114,22 +152,10 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
                     }
                 };
                 let message = f.get(6 + shift).copied().unwrap_or("");
-                let status = message
-                    .rsplit("found ")
-                    .next()
-                    .and_then(|s| s.trim().parse::<u16>().ok());
-                let error = (!ok).then(|| {
-                    if message.contains("imeout") {
-                        ErrorKind::Timeout
-                    } else if message.contains("onnect") {
-                        ErrorKind::Connect
-                    } else if status.is_some() || message.contains("status") {
-                        ErrorKind::Status
-                    } else {
-                        ErrorKind::Protocol
-                    }
-                });
-                let name = f[2 + shift];
+                let status = status_of(message);
+                let error = (!ok).then(|| classify(message, status));
+                // The groups field holds the group path, comma-separated.
+                let name = label(f[1 + shift].split(','), f[2 + shift]);
                 let record = RequestRecord {
                     start_ms: start as f64,
                     ttfb_us: None,
@@ -141,7 +167,7 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
                     end_ms: None,
                     ..Default::default()
                 };
-                bucketer.add_labelled(&record, name);
+                bucketer.add_labelled(&record, &name);
             }
             "GROUP" | "ERROR" | "ASSERTION" | "" => {}
             other => {
@@ -189,8 +215,8 @@ fn finish(path: &Path, format: Format, bucketer: Bucketer, book: NoteBook, what:
 /// Longest string a binary log may hold, bytes: its length field is read from the file,
 /// and a damaged one must not ask for more.
 const MAX_STRING: usize = 1 << 20;
-/// Most items a count field of a binary log may announce (scenarios, groups, assertion
-/// bytes), for the same reason.
+/// Most items a count field of a binary log may announce (scenarios, groups, assertions
+/// and each one's bytes), for the same reason.
 const MAX_COUNT: usize = 1 << 16;
 
 /// Reads a binary simulation log (Gatling 3.13+, big-endian).
@@ -225,8 +251,12 @@ pub fn read_binary(path: &Path, bytes: &[u8]) -> Result<Source> {
     for _ in 0..r.count()? {
         r.string()?; // scenario names
     }
-    let assertions = r.count()?;
-    r.skip(assertions)?;
+    // Each assertion is its length and that many bytes (boopickle's encoding, which volley
+    // does not read); Gatling's own LogFileDataWriter writes them so since 3.13.1.
+    for _ in 0..r.count()? {
+        let len = r.count()?;
+        r.skip(len)?;
+    }
     while r.pos < bytes.len() {
         let at = r.pos;
         match read_record(&mut r, start, active) {
@@ -288,10 +318,11 @@ enum Record {
 fn read_record(r: &mut BinReader<'_>, start: f64, active: f64) -> Result<Record> {
     Ok(match r.u8()? {
         1 => {
+            let mut groups = Vec::new();
             for _ in 0..r.count()? {
-                r.cached()?; // groups
+                groups.push(r.cached()?);
             }
-            let name = r.cached()?;
+            let name = label(&groups, &r.cached()?);
             let (t0, t1) = (r.i32()?, r.i32()?);
             let ok = r.u8()? != 0;
             let message = r.cached()?;
@@ -305,21 +336,12 @@ fn read_record(r: &mut BinReader<'_>, start: f64, active: f64) -> Result<Record>
             if bad_stamp(start + f64::from(t0)).is_some() {
                 return Ok(Record::Skip("the start time is outside 1970 to 9999"));
             }
-            let status = message
-                .rsplit("found ")
-                .next()
-                .and_then(|s| s.trim().parse::<u16>().ok());
+            let status = status_of(&message);
             Record::Request(
                 RequestRecord {
                     start_ms: start + f64::from(t0),
                     total_us: took as u64 * 1000,
-                    error: (!ok).then(|| {
-                        if status.is_some() {
-                            ErrorKind::Status
-                        } else {
-                            ErrorKind::Protocol
-                        }
-                    }),
+                    error: (!ok).then(|| classify(&message, status)),
                     status,
                     vusers: Some(active),
                     ..Default::default()

@@ -37,6 +37,11 @@ const DEFAULT_COLUMNS: [&str; 17] = [
     "Connect",
 ];
 
+/// How a Transaction Controller's own sample's `responseMessage` starts (JMeter's
+/// `TransactionController`: "Number of samples in transaction : 2, number of failing
+/// samples : 0").
+const TRANSACTION_MESSAGE: &str = "Number of samples in transaction";
+
 /// Whether the first line is a JTL CSV header, or a headerless row of the default columns.
 pub fn sniff(first_line: &str) -> bool {
     if first_line.starts_with("timeStamp,elapsed,")
@@ -135,6 +140,32 @@ fn whole_field(
         Whole::Odd(why) => Some(Err(format!("`{name}` is {why}"))),
         Whole::Garbage => None,
     }
+}
+
+/// A `timeStamp` written as a date: `yyyy/MM/dd HH:mm:ss` or `yyyy-MM-dd HH:mm:ss` (or
+/// `T` between), with optional `.SSS`, as milliseconds since 1970 read as UTC; `None` for
+/// anything else.
+fn date_ms(s: &[u8]) -> Option<i64> {
+    if s.len() < 19 || !matches!(s[10], b' ' | b'T') {
+        return None;
+    }
+    let mut civil = [0u8; 19];
+    civil.copy_from_slice(&s[..19]);
+    if civil[4] == b'/' && civil[7] == b'/' {
+        (civil[4], civil[7]) = (b'-', b'-');
+    }
+    let seconds = volley_text::civil::seconds(&civil, s[10])?;
+    let millis = match &s[19..] {
+        [] => 0,
+        [b'.', frac @ ..]
+            if !frac.is_empty() && frac.len() <= 3 && frac.iter().all(u8::is_ascii_digit) =>
+        {
+            let v: i64 = std::str::from_utf8(frac).ok()?.parse().ok()?;
+            v * 10i64.pow(3 - frac.len() as u32)
+        }
+        _ => return None,
+    };
+    Some(seconds * 1000 + millis)
 }
 
 /// An optional count, column `c`: empty is unknown; anything but a whole number ≥ 0 is
@@ -301,6 +332,10 @@ struct State {
     book: NoteBook,
     parents: Parents,
     sub_results: u64,
+    /// Transaction-controller rows left out (their samples have rows of their own).
+    transactions: u64,
+    /// Whether time stamps were dates (`timestamp_format`), not epoch milliseconds.
+    dated: bool,
     rows: u64,
     /// Read ahead of the parts before: the first row of each thread that a parent before the
     /// part could have made a sub-result was counted as a parent: (thread, label, start).
@@ -315,6 +350,8 @@ impl State {
             book: NoteBook::new(Locator::Line),
             parents,
             sub_results: 0,
+            transactions: 0,
+            dated: false,
             rows: 0,
             guessing,
             assumed: Vec::new(),
@@ -363,9 +400,15 @@ impl State {
                 ),
             )
         };
-        let start = match whole_field(f.bytes(l.ts_c), "timeStamp", bad_stamp)
-            .ok_or_else(|| garbage(l.ts_c))?
-        {
+        let ts = f.bytes(l.ts_c);
+        let stamp = whole_field(ts, "timeStamp", bad_stamp).or_else(|| {
+            // `jmeter.save.saveservice.timestamp_format` writes dates, as JMeter's own
+            // dashboard reads them.
+            let ms = date_ms(ts)?;
+            self.dated = true;
+            Some(Ok(ms))
+        });
+        let start = match stamp.ok_or_else(|| garbage(l.ts_c))? {
             Ok(t) => t,
             Err(why) => {
                 self.book.skip(Unit::Row, line, &why);
@@ -394,6 +437,14 @@ impl State {
                 ));
             }
         };
+        // A Transaction Controller's own row (generateParentSample off) sums the samples it
+        // ran, which have rows of their own: counting it too doubled requests and errors.
+        if l.msg_c
+            .is_some_and(|c| f.bytes(c).starts_with(TRANSACTION_MESSAGE.as_bytes()))
+        {
+            self.transactions += 1;
+            return Ok(());
+        }
         let label = f.at(l.label_c);
         let thread = match l.thread_c {
             Some(c) => f.bytes(c),
@@ -480,6 +531,8 @@ impl State {
             bucketer,
             book,
             sub_results,
+            transactions,
+            dated,
             rows,
             ..
         } = self;
@@ -491,6 +544,14 @@ impl State {
         src.notes.push(format!(
             "{rows} JMeter samples bucketed by start second; {sub_results} sub-result rows (redirects, embedded resources) are part of their parent samples and not counted again. TTFB = JMeter's Latency."
         ));
+        if dated {
+            src.notes.push("Time stamps are dates (JMeter's jmeter.save.saveservice.timestamp_format) with no time zone: read as UTC, so the times shown are JMeter's local clock.".to_string());
+        }
+        if transactions > 0 {
+            src.notes.push(format!(
+                "{transactions} Transaction Controller rows (\"{TRANSACTION_MESSAGE} …\") are left out: each sums samples that have rows of their own, so counting it too would count them twice."
+            ));
+        }
         src.input_notes.splice(0..0, book.into_notes());
         if l.latency_c.is_none() && successes > 0 {
             src.input_notes.push(InputNote::Unavailable {
@@ -672,6 +733,8 @@ impl Parts for Jtl<'_> {
         acc.book.absorb(part.book, line_base);
         acc.parents.extend(part.parents);
         acc.sub_results += part.sub_results;
+        acc.transactions += part.transactions;
+        acc.dated |= part.dated;
         acc.rows += part.rows;
     }
 }
@@ -679,6 +742,24 @@ impl Parts for Jtl<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dated_time_stamps_are_read_as_jmeter_writes_them() {
+        // 2026-11-26 22:30:01.123 UTC.
+        let ms = 1_795_732_201_123;
+        assert_eq!(date_ms(b"2026/11/26 22:30:01.123"), Some(ms));
+        assert_eq!(date_ms(b"2026-11-26T22:30:01.123"), Some(ms));
+        assert_eq!(date_ms(b"2026/11/26 22:30:01.1"), Some(ms - 23));
+        assert_eq!(date_ms(b"2026/11/26 22:30:01"), Some(ms - 123));
+        for bad in [
+            &b"2026/11/26 22:30"[..],
+            b"2026/13/26 22:30:01",
+            b"2026/11/26 22:30:01.1234",
+            b"1795732201123",
+        ] {
+            assert_eq!(date_ms(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+    }
 
     #[test]
     fn failed_samples_are_classified() {
