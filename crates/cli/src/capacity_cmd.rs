@@ -398,6 +398,9 @@ struct Reading {
     judged: capacity::Judged,
     server: Option<capacity::ServerLimit>,
     interrupted: bool,
+    /// volley's own longest delay after the warm-up, ms, when it passed
+    /// [`volley_stats::compare::STALL_MS`]: the machine paused volley itself.
+    stalled_ms: Option<f64>,
 }
 
 impl Reading {
@@ -434,6 +437,8 @@ struct Ran {
     interrupted: bool,
     /// Why the generator could not drive it, when it could not.
     generator: Option<String>,
+    /// How long volley itself stalled in it, when that passed the stall mark.
+    stalled_ms: Option<f64>,
 }
 
 impl Probes<'_> {
@@ -471,6 +476,7 @@ impl Probes<'_> {
             near: reading.judged.near,
             interrupted: reading.interrupted,
             generator: reading.judged.generator.clone(),
+            stalled_ms: reading.stalled_ms,
         };
         self.limits.push((load, ran.outcome, reading.server));
         self.list.push(reading.probe);
@@ -544,11 +550,17 @@ fn run_probe(
             .into_owned(),
     };
     let server = capacity::server_limit(&report);
+    let stalled_ms = report
+        .generator
+        .as_ref()
+        .map(|g| g.sched_lag_max_ms)
+        .filter(|&ms| ms > volley_stats::compare::STALL_MS);
     let mut reading = Reading {
         probe,
         judged,
         server,
         interrupted: recorded.status == RunStatus::Interrupted,
+        stalled_ms,
     };
     reading.probe.verdict = reading.outcome();
     reading.probe.generator = reading.judged.generator.clone();
@@ -634,16 +646,24 @@ pub(crate) fn search(a: CapacityArgs) -> Result<(PathBuf, Capacity, ExitCode)> {
         }
         let (mut outcome, mut near) = (first.outcome, first.near);
         // A probe the generator could not drive runs once more: a stall of a shared machine
-        // passes, a load volley cannot offer from here does not.
-        if outcome == Outcome::GeneratorLimited {
+        // passes, a load volley cannot offer from here does not. So does a probe that failed
+        // while the machine paused volley itself: its latencies hold that pause.
+        let stalled = outcome == Outcome::Fail && first.stalled_ms.is_some();
+        if outcome == Outcome::GeneratorLimited || stalled {
             let again = probes.run(load, "retry")?;
+            let why = match first.stalled_ms {
+                Some(ms) if stalled => format!("failed while volley itself stalled for {ms:.0} ms"),
+                _ => format!(
+                    "was generator-limited ({})",
+                    first
+                        .generator
+                        .as_deref()
+                        .unwrap_or("volley could not keep its schedule")
+                ),
+            };
             notes.push(format!(
-                "The probe at {} was generator-limited ({}); it ran once more: {}.",
+                "The probe at {} {why}; it ran once more: {}.",
                 plan.kind.show(load),
-                first
-                    .generator
-                    .as_deref()
-                    .unwrap_or("volley could not keep its schedule"),
                 again.outcome.name()
             ));
             (outcome, near) = (again.outcome, again.near);

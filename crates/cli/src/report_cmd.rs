@@ -165,7 +165,6 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
             (a.gate.gate_metrics.is_some(), "--gate-metrics"),
             (a.gate.tolerance.is_some(), "--tolerance"),
             (a.gate.gate_steps, "--gate-steps"),
-            (a.out.html.is_some(), "--html"),
             (a.out.serve.is_some(), "--serve"),
             (
                 !matches!(a.out.format, ReportFormat::Table | ReportFormat::Md),
@@ -174,7 +173,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         ];
         if let Some((_, flag)) = unsupported.iter().find(|(given, _)| *given) {
             anyhow::bail!(
-                "{flag} is not available for a comparison of capacity results; it is a table (--format table or md, -o FILE) that --fail-on regression can gate; each capacity.json has the figures"
+                "{flag} is not available for a comparison of capacity results; it is a table (--format table or md, -o FILE) or a page (--html FILE) that --fail-on regression can gate; each capacity.json has the figures"
             );
         }
         let labels: Vec<String> = match a.labels.as_deref() {
@@ -194,6 +193,17 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
             text.push_str(&format!("\nGate: {}\n", verdict.describe()));
         }
         emit(&a.out.output, &text)?;
+        if let Some(page) = &a.out.html {
+            let html = volley_report::capacity::compare_html(
+                &caps[0],
+                &caps[1],
+                [&labels[0], &labels[1]],
+                a.gate.fail_on.is_some().then_some(&verdict),
+            );
+            std::fs::write(page, html)
+                .with_context(|| format!("cannot write {}", page.display()))?;
+            eprintln!("volley: wrote {}", page.display());
+        }
         if a.gate.fail_on.is_some() && !verdict.passed() {
             eprintln!("volley: gate: {}", verdict.describe());
             return Ok(ExitCode::from(1));

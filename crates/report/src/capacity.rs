@@ -911,61 +911,150 @@ pub fn regression(a: &Capacity, b: &Capacity) -> CapacityChange {
 }
 
 /// Two capacity results side by side: the capacities, their brackets as the uncertainty,
-/// and 🟢/🔴 only when the brackets do not overlap.
+/// and 🟢/🔴 only when the brackets do not overlap. The table and the page draw on it.
+struct Comparison {
+    labels: [String; 2],
+    rows: Vec<Vec<String>>,
+    mark: &'static str,
+}
+
+impl Comparison {
+    fn of(a: &Capacity, b: &Capacity, labels: [&str; 2]) -> Comparison {
+        let show = |c: &Capacity| {
+            let v = c.last_pass.map_or("n/a".into(), |p| c.load.show(p));
+            let bracket = match (c.last_pass, c.first_fail) {
+                (Some(p), Some(f)) => format!("[{}, {})", number(p), number(f)),
+                (Some(p), None) => format!("[{}, ∞)", number(p)),
+                (None, Some(f)) => format!("[0, {})", number(f)),
+                (None, None) => "unknown".into(),
+            };
+            (v, bracket)
+        };
+        let (va, ba) = show(a);
+        let (vb, bb) = show(b);
+        let change = match (a.last_pass, b.last_pass) {
+            (Some(x), Some(y)) if x > 0.0 => format!("{:+.1} %", (y - x) / x * 100.0),
+            _ => "n/a".into(),
+        };
+        let lo = |c: &Capacity| c.last_pass.unwrap_or(0.0);
+        let hi = |c: &Capacity| c.first_fail.unwrap_or(f64::INFINITY);
+        let mark = if a.load != b.load {
+            "⚪ (different load kinds)"
+        } else if lo(b) >= hi(a) {
+            "🟢"
+        } else if hi(b) <= lo(a) {
+            "🔴"
+        } else {
+            "⚪ (brackets overlap)"
+        };
+        let pair = |f: &dyn Fn(&Capacity) -> String, what: &str| {
+            vec![what.to_string(), f(a), f(b), String::new(), String::new()]
+        };
+        Comparison {
+            labels: labels.map(str::to_string),
+            rows: vec![
+                vec!["capacity".into(), va, vb, change, mark.into()],
+                vec!["bracket".into(), ba, bb, String::new(), String::new()],
+                pair(&|c| c.status.clone(), "status"),
+                pair(
+                    &|c| c.limited_by.clone().unwrap_or_else(|| "-".into()),
+                    "limited by",
+                ),
+            ],
+            mark,
+        }
+    }
+}
+
+/// The comparison as a terminal or Markdown table.
 pub fn compare_table(a: &Capacity, b: &Capacity, labels: [&str; 2]) -> String {
     let labels = labels.map(crate::render::terminal_safe);
-    let labels = [labels[0].as_ref(), labels[1].as_ref()];
-    let show = |c: &Capacity| {
-        let v = c.last_pass.map_or("n/a".into(), |p| c.load.show(p));
-        let bracket = match (c.last_pass, c.first_fail) {
-            (Some(p), Some(f)) => format!("[{}, {})", number(p), number(f)),
-            (Some(p), None) => format!("[{}, ∞)", number(p)),
-            (None, Some(f)) => format!("[0, {})", number(f)),
-            (None, None) => "unknown".into(),
-        };
-        (v, bracket)
-    };
-    let (va, ba) = show(a);
-    let (vb, bb) = show(b);
-    let change = match (a.last_pass, b.last_pass) {
-        (Some(x), Some(y)) if x > 0.0 => format!("{:+.1} %", (y - x) / x * 100.0),
-        _ => "n/a".into(),
-    };
-    let lo = |c: &Capacity| c.last_pass.unwrap_or(0.0);
-    let hi = |c: &Capacity| c.first_fail.unwrap_or(f64::INFINITY);
-    let mark = if a.load != b.load {
-        "⚪ (different load kinds)"
-    } else if lo(b) >= hi(a) {
-        "🟢"
-    } else if hi(b) <= lo(a) {
-        "🔴"
-    } else {
-        "⚪ (brackets overlap)"
-    };
+    let c = Comparison::of(a, b, [labels[0].as_ref(), labels[1].as_ref()]);
     let mut out = String::new();
-    let _ = writeln!(out, "Capacity: {} → {}", labels[0], labels[1]);
+    let _ = writeln!(out, "Capacity: {} → {}", c.labels[0], c.labels[1]);
     crate::render::columns(
         &mut out,
-        &["", labels[0], labels[1], "change", ""],
-        vec![
-            vec!["capacity".into(), va, vb, change, mark.into()],
-            vec!["bracket".into(), ba, bb, String::new(), String::new()],
-            vec![
-                "status".into(),
-                a.status.clone(),
-                b.status.clone(),
-                String::new(),
-                String::new(),
-            ],
-            vec![
-                "limited by".into(),
-                a.limited_by.clone().unwrap_or_else(|| "-".into()),
-                b.limited_by.clone().unwrap_or_else(|| "-".into()),
-                String::new(),
-                String::new(),
-            ],
-        ],
+        &["", &c.labels[0], &c.labels[1], "change", ""],
+        c.rows,
     );
+    out
+}
+
+/// The comparison as a page: the answer first (both capacities and the mark, the gate's
+/// verdict when there is one), then the table and each search's own headline and notes.
+pub fn compare_html(
+    a: &Capacity,
+    b: &Capacity,
+    labels: [&str; 2],
+    gate: Option<&CapacityChange>,
+) -> String {
+    let esc = |text: &str| minijinja::HtmlEscape(text).to_string();
+    let c = Comparison::of(a, b, labels);
+    let mut out = String::from(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>volley capacity comparison</title><style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child{text-align:left}.answer{font-size:1.4em;font-weight:bold;margin:1em 0}.fail{color:#b00}.pass{color:#070}</style></head><body>",
+    );
+    let _ = write!(
+        out,
+        "<h1>Capacity: {} → {}</h1>",
+        esc(&c.labels[0]),
+        esc(&c.labels[1])
+    );
+    let _ = write!(
+        out,
+        "<p class=\"answer\" id=\"answer\">{} → {} {}</p>",
+        esc(&c.rows[0][1]),
+        esc(&c.rows[0][2]),
+        crate::marks::in_text(&format!("{} {}", c.rows[0][3], c.mark))
+    );
+    if let Some(g) = gate {
+        let class = if g.passed() { "pass" } else { "fail" };
+        let _ = write!(
+            out,
+            "<p class=\"answer {class}\" id=\"gate\">Gate: {}</p>",
+            esc(&g.describe())
+        );
+    }
+    out.push_str("<table id=\"comparison\"><tr><th></th>");
+    for h in [&c.labels[0], &c.labels[1]] {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("<th>change</th><th></th></tr>");
+    for row in &c.rows {
+        out.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let cell = if i == 4 {
+                crate::marks::in_text(cell)
+            } else {
+                esc(cell)
+            };
+            let _ = write!(out, "<td>{cell}</td>");
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+    for (label, cap) in c.labels.iter().zip([a, b]) {
+        let _ = write!(
+            out,
+            "<h2>{}</h2><p>{}</p>",
+            esc(label),
+            esc(&cap.headline())
+        );
+        if !cap.notes.is_empty() {
+            out.push_str("<ul>");
+            for n in &cap.notes {
+                let _ = write!(out, "<li>{}</li>", esc(n));
+            }
+            out.push_str("</ul>");
+        }
+    }
+    let _ = write!(
+        out,
+        "<p>{}</p>",
+        crate::marks::in_text(
+            "A capacity is the highest load that met the SLO; its bracket runs from there to the lowest load that broke it. 🟢 or 🔴 only when the brackets do not overlap."
+        )
+    );
+    out.push_str("</body></html>\n");
     out
 }
 

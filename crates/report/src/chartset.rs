@@ -197,6 +197,7 @@ fn on_the_timeline(src: &Source) -> Vec<volley_formats::rundir::ServerPoint> {
     let rows = &src.series.intervals;
     src.server
         .iter()
+        .filter(|p| SERVER_DRAWN.iter().any(|d| p.series.starts_with(d)))
         .filter_map(|p| {
             let row = &rows[p.row(rows)?];
             if !p.rate && (p.elapsed_s - row.start_s).abs() > 1e-6 {

@@ -332,12 +332,30 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
     if method.is_empty() {
         method.push(METHOD);
     }
-    let few = runs
+    // The runs a group side was judged on (a run left out for a stall does not count).
+    let pairs = (1..sets.len())
+        .map(|i| (i - 1, i))
+        .chain((sets.len() > 2).then_some((0, sets.len() - 1)));
+    let few = steps
         .iter()
-        .filter(|r| r.group)
-        .map(|r| r.runs)
+        .chain(&overall)
+        .zip(pairs)
+        .flat_map(|(s, (a, b))| {
+            let runs = &runs;
+            s.rows
+                .iter()
+                .filter(|r| r.test == Test::PooledT)
+                .flat_map(move |r| {
+                    [
+                        (runs[a].group, r.runs_before),
+                        (runs[b].group, r.runs_after),
+                    ]
+                })
+        })
+        .filter(|(group, _)| *group)
+        .map(|(_, n)| n)
         .min()
-        .filter(|&n| n < 3 && tests.contains(&Test::PooledT));
+        .filter(|&n| n < 3);
     let caveat = match (single, few) {
         (true, _) => Some(SINGLE_RUN_CAVEAT.to_string()),
         (false, Some(n)) => Some(format!(
@@ -362,6 +380,18 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
 /// sentence each.
 fn left_out(set: &RunSet, samples: &[RunSample], label: &str) -> Vec<String> {
     let kept = volley_stats::compare::kept(samples);
+    let stalled_but_kept: Vec<String> = kept
+        .iter()
+        .filter(|&&i| samples.len() > 1 && samples[i].stalled())
+        .map(|&i| format!("{} ({:.0} ms)", i + 1, samples[i].generator_lag_ms))
+        .collect();
+    let kept_note = (!stalled_but_kept.is_empty()).then(|| {
+        format!(
+            "{label}: runs {} stalled (volley's own loop, more than {:.0} ms) but are kept, since fewer than two runs would remain: the group's figures hold volley's delay; run it again on a quieter machine.",
+            stalled_but_kept.join(", "),
+            volley_stats::compare::STALL_MS
+        )
+    });
     samples
         .iter()
         .enumerate()
@@ -380,6 +410,7 @@ fn left_out(set: &RunSet, samples: &[RunSample], label: &str) -> Vec<String> {
                 volley_stats::compare::STALL_MS
             )
         })
+        .chain(kept_note)
         .collect()
 }
 
@@ -483,7 +514,7 @@ fn noise(pct: f64) -> String {
     }
 }
 
-/// Which test judged a row, and with how many runs: `within-run`, `Welch t, 3 vs 3 runs`.
+/// Which test judged a row, and with how many runs: `within-run`, `pooled t, 3 vs 3 runs`.
 pub(crate) fn judged_by(r: &CompareRow) -> String {
     r.test.describe(r.runs_before, r.runs_after)
 }

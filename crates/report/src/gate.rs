@@ -13,6 +13,9 @@ use crate::compare::{Comparison, DEFAULT_METRICS, Step, value};
 use crate::error::{ReportError, Result};
 use crate::model::ReportOptions;
 
+/// Fewest degrees of freedom (runs − 2) of a between-run row a gate judges: 3 vs 2 runs.
+const MIN_GATE_DF: f64 = 3.0;
+
 /// Which figures count and how much worse they may get.
 #[derive(Debug, Clone, Serialize)]
 pub struct GateSpec {
@@ -462,14 +465,17 @@ fn judge(r: &CompareRow, tolerance_pct: f64) -> (Outcome, String) {
             ),
         );
     }
-    // Runs − 2 degrees of freedom: a group of 2 against a single run has one, and its
-    // spread is then no estimate of the noise.
-    if r.df.is_some_and(|df| df < 2.0) {
+    // Runs − 2 degrees of freedom: 2 against 2 runs (or a group of 2 against a single run)
+    // leave 2 or fewer, where t at this confidence is 19 or more and the spread is no
+    // estimate of the noise.
+    if let Some(df) = r.df.filter(|df| *df < MIN_GATE_DF) {
         return (
             Outcome::NotJudged,
             format!(
-                "{values}: {} against {} runs leave the between-run spread one degree of freedom, so its noise is not an estimate; give each group 3 runs or more (--repeat 3)",
-                r.runs_before, r.runs_after
+                "{values}: {} against {} runs judged leave the between-run spread {df:.0} degree{} of freedom, so its noise is not an estimate; give each group 3 runs or more (--repeat 3), more when a run may be left out for a stall",
+                r.runs_before,
+                r.runs_after,
+                if df == 1.0 { "" } else { "s" }
             ),
         );
     }

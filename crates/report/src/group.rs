@@ -61,6 +61,18 @@ pub fn summarize(set: &RunSet, opts: ReportOptions) -> GroupSummary {
     // listed, and left out of the mean and spread, as comparisons leave it out.
     let kept = volley_stats::compare::kept(&samples);
     let mut notes = set.notes.clone();
+    let stalled_but_kept: Vec<String> = kept
+        .iter()
+        .filter(|&&i| samples.len() > 1 && samples[i].stalled())
+        .map(|&i| format!("{} ({:.0} ms)", i + 1, samples[i].generator_lag_ms))
+        .collect();
+    if !stalled_but_kept.is_empty() {
+        notes.push(format!(
+            "Runs {} stalled (volley's own loop, more than {:.0} ms) but are kept, since fewer than two runs would remain: the figures hold volley's delay; run the group again on a quieter machine.",
+            stalled_but_kept.join(", "),
+            volley_stats::compare::STALL_MS
+        ));
+    }
     notes.extend(
         samples
             .iter()

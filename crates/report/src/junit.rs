@@ -297,24 +297,17 @@ pub fn run_suite(r: &RunReport, hostname: &str) -> Suite {
     });
     // A run in which nothing succeeded fails whatever its thresholds say (a mistyped path
     // answered 404 throughout).
-    let succeeded = r.completed() > 0;
     cases.push(Case {
         name: "a request succeeded".to_string(),
         classname,
         time_s: r.measured_s + r.warmup_s,
-        outcome: if succeeded {
-            CaseOutcome::Passed
-        } else {
-            let why = r
-                .failures()
-                .into_iter()
-                .find(|f| f.starts_with("no request succeeded"));
-            let why = why.unwrap_or_else(|| "no request succeeded".to_string());
-            CaseOutcome::Failure {
+        outcome: match r.nothing_succeeded() {
+            None => CaseOutcome::Passed,
+            Some(why) => CaseOutcome::Failure {
                 r#type: "no_success".into(),
                 message: why.clone(),
                 text: why,
-            }
+            },
         },
     });
     let ttfb_p99 = r

@@ -664,32 +664,41 @@ pub struct ServerPoint {
     pub rate: bool,
 }
 
+/// Gauges that are an average over the recent past, not the state at the scrape (Micrometer's
+/// `process_cpu_usage` and `system_cpu_usage` are the CPU load since the JVM last measured
+/// it): credited, like a rate, to the interval that ends at the scrape.
+const RECENT_AVERAGES: [&str; 2] = ["process_cpu_usage", "system_cpu_usage"];
+
 impl ServerPoint {
     /// The series row this reading belongs to, so that every report puts a server reading
     /// and the load beside it on one time axis. `elapsed_s` is when the scrape was taken,
-    /// at the end of an interval. A rate covers the interval since the previous scrape:
-    /// the row that ends at `elapsed_s`. A gauge is the server's state at that instant, with
-    /// the load then in force: the row that starts at `elapsed_s` (a stage that starts at
-    /// 5 s has its VUs running when the scrape at 5 s is taken), or the last row for the
-    /// scrape at the very end.
+    /// at the end of an interval. A rate (or a recent average, [`RECENT_AVERAGES`]) covers
+    /// the interval since the previous scrape: the row that ends at `elapsed_s`. A gauge is
+    /// the server's state at that instant, with the load then in force: the row that starts
+    /// at `elapsed_s` (a stage that starts at 5 s has its VUs running when the scrape at
+    /// 5 s is taken), or the last row for the scrape at the very end. `intervals` are in
+    /// time order, as a series holds them.
     pub fn row(&self, intervals: &[Interval]) -> Option<usize> {
         const EPS: f64 = 1e-6;
         let t = self.elapsed_s;
-        if self.rate {
-            intervals
-                .iter()
-                .position(|r| t > r.start_s + EPS && t <= r.start_s + r.period_s + EPS)
+        let end = |r: &Interval| r.start_s + r.period_s;
+        if self.covers_the_past() {
+            let i = intervals.partition_point(|r| end(r) < t - EPS);
+            let r = intervals.get(i)?;
+            (t > r.start_s + EPS && t <= end(r) + EPS).then_some(i)
         } else {
-            intervals
-                .iter()
-                .position(|r| t >= r.start_s - EPS && t < r.start_s + r.period_s - EPS)
-                .or_else(|| {
-                    let last = intervals.len().checked_sub(1)?;
-                    let r = &intervals[last];
-                    (t >= r.start_s + r.period_s - EPS && t <= r.start_s + r.period_s + EPS)
-                        .then_some(last)
-                })
+            let i = intervals
+                .partition_point(|r| r.start_s <= t + EPS)
+                .checked_sub(1)?;
+            let r = &intervals[i];
+            let last = i + 1 == intervals.len();
+            (t < end(r) - EPS || (last && t <= end(r) + EPS)).then_some(i)
         }
+    }
+
+    /// Whether the value describes the interval before the scrape rather than its instant.
+    fn covers_the_past(&self) -> bool {
+        self.rate || RECENT_AVERAGES.iter().any(|p| self.series.starts_with(p))
     }
 }
 
@@ -1089,5 +1098,12 @@ mod server_point_tests {
         assert_eq!(point(11.0, false).row(&r), None);
         assert_eq!(point(11.0, true).row(&r), None);
         assert_eq!(point(1.0, false).row(&[]), None);
+        assert_eq!(point(0.5, false).row(&r), Some(0));
+        // Micrometer's CPU gauges average the past: like a rate.
+        let cpu = ServerPoint {
+            series: "process_cpu_usage".into(),
+            ..point(5.0, false)
+        };
+        assert_eq!(cpu.row(&r), Some(4));
     }
 }

@@ -312,6 +312,35 @@ fn ctrl_c_leaves_the_bracket_found_so_far() {
     let o = volley(&["compare", hs, bs, "-o", file.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(std::fs::read_to_string(&file).unwrap().contains("Capacity"));
+    // The comparison as a page: the answer and the gate's verdict before the table.
+    let page = out.path().join("cmp.html");
+    let o = volley(&[
+        "compare",
+        "--baseline",
+        hs,
+        bs,
+        "--fail-on",
+        "regression",
+        "--labels",
+        "before,<after>",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let (answer, gate, table) = (
+        html.find("id=\"answer\"").unwrap(),
+        html.find("id=\"gate\"").unwrap(),
+        html.find("id=\"comparison\"").unwrap(),
+    );
+    assert!(answer < gate && gate < table, "{html}");
+    assert!(
+        html.contains("Gate: FAILED: the capacity fell from 20")
+            && html.contains("aria-label=\"worse\"")
+            && html.contains("&lt;after&gt;")
+            && !html.contains("<after>"),
+        "{html}"
+    );
 }
 
 #[test]

@@ -1519,7 +1519,24 @@ fn a_group_of_two_runs_cannot_pass_a_gate_on_its_noise() {
     let t = text(&o);
     assert_eq!(code(&o), Some(1), "{t}");
     assert!(
-        t.contains("1 against 2 runs leave the between-run spread one degree of freedom"),
+        t.contains("1 against 2 runs judged leave the between-run spread 1 degree of freedom"),
+        "{t}"
+    );
+    // Two against two leave 2 (t ≈ 19 at this confidence): not judged either.
+    let o = volley(&[
+        "compare",
+        "--baseline",
+        g2.to_str().unwrap(),
+        g2.to_str().unwrap(),
+        "--fail-on",
+        "regression",
+        "--gate-metrics",
+        "tps_avg,mttfb_avg_ms",
+    ]);
+    let t = text(&o);
+    assert_eq!(code(&o), Some(1), "{t}");
+    assert!(
+        t.contains("2 against 2 runs judged leave the between-run spread 2 degrees of freedom"),
         "{t}"
     );
 }

@@ -135,7 +135,13 @@ fn errors_are_classified() {
         "--name",
         "five",
     ]);
-    assert!(o.status.success(), "{}", text(&o));
+    // Every answer a 500: the run fails as a whole (nothing succeeded), and is still recorded.
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no request succeeded"),
+        "{}",
+        text(&o)
+    );
     let url = server.url("/delay?ms=1000");
     let o = volley(&[
         "run",
@@ -152,7 +158,12 @@ fn errors_are_classified() {
         "--name",
         "slow",
     ]);
-    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "every request timed out: {}",
+        text(&o)
+    );
     let mut runs: Vec<_> = std::fs::read_dir(o_dir)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -143,8 +143,9 @@ fn whole_field(
 }
 
 /// A `timeStamp` written as a date: `yyyy/MM/dd HH:mm:ss` or `yyyy-MM-dd HH:mm:ss` (or
-/// `T` between), with optional `.SSS`, as milliseconds since 1970 read as UTC; `None` for
-/// anything else.
+/// `T` between), with optional `.S` to `.SSS`, as milliseconds since 1970 read as UTC; `None`
+/// for anything else. JMeter formats with Java's date patterns, whose `S` is the millisecond
+/// count padded to the pattern's width, not a decimal fraction: `.1` is 1 ms, `.001` too.
 fn date_ms(s: &[u8]) -> Option<i64> {
     if s.len() < 19 || !matches!(s[10], b' ' | b'T') {
         return None;
@@ -157,11 +158,8 @@ fn date_ms(s: &[u8]) -> Option<i64> {
     let seconds = volley_text::civil::seconds(&civil, s[10])?;
     let millis = match &s[19..] {
         [] => 0,
-        [b'.', frac @ ..]
-            if !frac.is_empty() && frac.len() <= 3 && frac.iter().all(u8::is_ascii_digit) =>
-        {
-            let v: i64 = std::str::from_utf8(frac).ok()?.parse().ok()?;
-            v * 10i64.pow(3 - frac.len() as u32)
+        [b'.', ms @ ..] if !ms.is_empty() && ms.len() <= 3 && ms.iter().all(u8::is_ascii_digit) => {
+            ms.iter().fold(0, |v, d| v * 10 + i64::from(d - b'0'))
         }
         _ => return None,
     };
@@ -749,7 +747,8 @@ mod tests {
         let ms = 1_795_732_201_123;
         assert_eq!(date_ms(b"2026/11/26 22:30:01.123"), Some(ms));
         assert_eq!(date_ms(b"2026-11-26T22:30:01.123"), Some(ms));
-        assert_eq!(date_ms(b"2026/11/26 22:30:01.1"), Some(ms - 23));
+        assert_eq!(date_ms(b"2026/11/26 22:30:01.1"), Some(ms - 122));
+        assert_eq!(date_ms(b"2026/11/26 22:30:01.001"), Some(ms - 122));
         assert_eq!(date_ms(b"2026/11/26 22:30:01"), Some(ms - 123));
         for bad in [
             &b"2026/11/26 22:30"[..],
