@@ -292,18 +292,31 @@ impl RunReport {
         let open = model == "open";
         let generator = generator(src, first_kept, warmup_s, open);
         if let Some(g) = &generator {
-            if g.behind_intervals > 0 || g.saturated_intervals > 0 {
-                let behind = if open {
-                    format!("behind schedule (> {BEHIND_MS} ms)")
+            let mut what = Vec::new();
+            if g.behind_intervals > 0 {
+                what.push(if open {
+                    format!(
+                        "behind schedule (> {BEHIND_MS} ms) in {} intervals",
+                        g.behind_intervals
+                    )
                 } else {
                     format!(
-                        "stalled (its event loop woke more than {} ms late)",
-                        volley_stats::compare::STALL_MS
+                        "stalled (its event loop woke more than {} ms late) in {} intervals",
+                        volley_stats::compare::STALL_MS,
+                        g.behind_intervals
                     )
-                };
+                });
+            }
+            if g.saturated_intervals > 0 {
+                what.push(format!(
+                    "above {SATURATED_PCT} % CPU in {} intervals",
+                    g.saturated_intervals
+                ));
+            }
+            if !what.is_empty() {
                 notes.push(format!(
-                    "The load generator was {behind} in {} and above {SATURATED_PCT} % CPU in {} intervals: latencies measured then include volley's own delay and are not trustworthy.",
-                    g.behind_intervals, g.saturated_intervals
+                    "The load generator was {}: latencies measured then include volley's own delay and are not trustworthy.",
+                    what.join(" and ")
                 ));
             }
             if g.dropped > 0 || g.late > 0 {
