@@ -380,18 +380,7 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
 /// sentence each.
 fn left_out(set: &RunSet, samples: &[RunSample], label: &str) -> Vec<String> {
     let kept = volley_stats::compare::kept(samples);
-    let stalled_but_kept: Vec<String> = kept
-        .iter()
-        .filter(|&&i| samples.len() > 1 && samples[i].stalled())
-        .map(|&i| format!("{} ({:.0} ms)", i + 1, samples[i].generator_lag_ms))
-        .collect();
-    let kept_note = (!stalled_but_kept.is_empty()).then(|| {
-        format!(
-            "{label}: runs {} stalled (volley's own loop, more than {:.0} ms) but are kept, since fewer than two runs would remain: the group's figures hold volley's delay; run it again on a quieter machine.",
-            stalled_but_kept.join(", "),
-            volley_stats::compare::STALL_MS
-        )
-    });
+    let kept_note = crate::group::stalled_but_kept(samples, &kept, &format!("{label}: runs"));
     samples
         .iter()
         .enumerate()

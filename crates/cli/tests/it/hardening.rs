@@ -1506,38 +1506,32 @@ fn a_group_of_two_runs_cannot_pass_a_gate_on_its_noise() {
         assert_eq!(code(&o), Some(0), "{}", text(&o));
     }
     let (g2, g1) = (only_run(two.path()), only_run(one.path()));
-    let o = volley(&[
-        "compare",
-        "--baseline",
-        g1.to_str().unwrap(),
-        g2.to_str().unwrap(),
-        "--fail-on",
-        "regression",
-        "--gate-metrics",
-        "tps_avg,mttfb_avg_ms",
-    ]);
-    let t = text(&o);
-    assert_eq!(code(&o), Some(1), "{t}");
-    assert!(
-        t.contains("1 against 2 runs judged leave the between-run spread 1 degree of freedom"),
-        "{t}"
+    // The gate of `after` against `baseline` fails, saying what its runs leave.
+    let gate_fails_saying = |baseline: &Path, after: &Path, why: &str| {
+        let o = volley(&[
+            "compare",
+            "--baseline",
+            baseline.to_str().unwrap(),
+            after.to_str().unwrap(),
+            "--fail-on",
+            "regression",
+            "--gate-metrics",
+            "tps_avg,mttfb_avg_ms",
+        ]);
+        let t = text(&o);
+        assert_eq!(code(&o), Some(1), "{t}");
+        assert!(t.contains(why), "{t}");
+    };
+    gate_fails_saying(
+        &g1,
+        &g2,
+        "1 against 2 runs judged leave the between-run spread 1 degree of freedom",
     );
     // Two against two leave 2 (t ≈ 19 at this confidence): not judged either.
-    let o = volley(&[
-        "compare",
-        "--baseline",
-        g2.to_str().unwrap(),
-        g2.to_str().unwrap(),
-        "--fail-on",
-        "regression",
-        "--gate-metrics",
-        "tps_avg,mttfb_avg_ms",
-    ]);
-    let t = text(&o);
-    assert_eq!(code(&o), Some(1), "{t}");
-    assert!(
-        t.contains("2 against 2 runs judged leave the between-run spread 2 degrees of freedom"),
-        "{t}"
+    gate_fails_saying(
+        &g2,
+        &g2,
+        "2 against 2 runs judged leave the between-run spread 2 degrees of freedom",
     );
 }
 
