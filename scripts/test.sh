@@ -15,6 +15,8 @@
 #               (crates/cli/tests/it/netns.rs; skipped, saying why, where namespaces are refused)
 #   libxml2-utils  `xmllint`, which validates the --junit files against the JUnit schemas in
 #               fixtures/junit/ (crates/cli/tests/it/ci.rs)
+#   default-jdk-headless, maven  build and run bench/spring/app, Spring Boot 2.7 + HikariCP +
+#               Tomcat on H2 from Maven Central, the seeds' own stack (crates/cli/tests/it/spring.rs)
 #   nodejs, npm  playwright-core (pinned, from npm) under target/tools/playwright drives that
 #               Chromium through the live dashboard (crates/cli/tests/it/live.rs)
 #   prometheus  a real Prometheus (2.42 on bookworm) that the tests start on a free loopback port
@@ -64,6 +66,8 @@ command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3 python3-venv)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v java >/dev/null 2>&1 || missing+=(default-jdk-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
@@ -92,6 +96,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   have_initdb || { say "initdb is still not found after installing postgresql"; exit 1; }
   command -v xmllint >/dev/null 2>&1 || { say "xmllint is still not on PATH after installing libxml2-utils"; exit 1; }
   command -v prometheus >/dev/null 2>&1 || { say "prometheus is still not on PATH after installing it"; exit 1; }
+  command -v mvn >/dev/null 2>&1 || { say "mvn is still not on PATH after installing maven"; exit 1; }
+fi
+
+# --- The seeds' stack (Maven Central): Spring Boot 2.7 + HikariCP + Tomcat on H2 ------------
+# bench/spring/app, for crates/cli/tests/it/spring.rs; rebuilt when its sources change.
+spring="bench/spring/app"
+if [ ! -f "$spring/target/rooms-app.jar" ] || \
+   [ -n "$(find "$spring/pom.xml" "$spring/src" -newer "$spring/target/rooms-app.jar" -print -quit)" ]; then
+  say "building $spring (mvn package: Spring Boot 2.7.18 from Maven Central)"
+  mvn -q -B -f "$spring/pom.xml" package -DskipTests
 fi
 
 # --- Python tools (PyPI), in a venv of their own; skipped when the pinned set is there ----

@@ -365,7 +365,9 @@ impl Observer for Watch<'_> {
     }
 
     fn interval(&mut self, iv: &IntervalView<'_>) {
-        if iv.index < self.warmup_intervals || self.stopped.is_some() {
+        // The drain after the stop (a row of no length) holds what was queued then: no
+        // interval of the probe.
+        if iv.index < self.warmup_intervals || self.stopped.is_some() || iv.row.period_s <= 0.0 {
             return;
         }
         match self.clearly_broken(iv) {
@@ -513,7 +515,7 @@ fn run_probe(
     let judged = capacity::judge(&source, &report, &plan.slo, opts);
     let ttfb = report.per_request.ttfb_ms.as_ref();
     // Successful requests per second over the probe's full intervals: a probe stopped early
-    // ends with a partial interval that also holds what finished in the grace period.
+    // ends with a partial interval (and the drain after it, of no length).
     let tps = {
         let series = source.series.after_warmup(report.warmup_s);
         let nominal = series.nominal_interval_s();

@@ -43,11 +43,16 @@ impl Progress {
                 sample.ttfb.value_at_percentile(p) as f64 / 1000.0
             }
         };
+        // The drain after the stop has no length and so no TPS.
+        let tps = if row.tps.is_nan() {
+            format!("{:>9}", "drain")
+        } else {
+            format!("{:>9.1}", row.tps)
+        };
         let mut stats = format!(
-            "VUs {:>4}/{:<4} TPS {:>9.1}  TTFB p50 {:>7.2} ms p99 {:>8.2} ms  errors {} ({} total)",
+            "VUs {:>4}/{:<4} TPS {tps}  TTFB p50 {:>7.2} ms p99 {:>8.2} ms  errors {} ({} total)",
             row.vusers,
             target_vus,
-            row.tps,
             pct(50.0),
             pct(99.0),
             row.errors,

@@ -72,7 +72,13 @@ fn dir_points(path: &Path) -> Result<Vec<(f64, f64)>> {
             .iter()
             .map(|src| {
                 let r = volley_report::RunReport::from_source(src, opts);
-                let iv = &src.series.intervals;
+                // The measured intervals (not the drain after the stop, of no length and 0 VUs).
+                let iv: Vec<_> = src
+                    .series
+                    .intervals
+                    .iter()
+                    .filter(|i| i.period_s > 0.0)
+                    .collect();
                 let vus = iv.iter().map(|i| i.vusers).sum::<f64>() / iv.len().max(1) as f64;
                 (vus, r.seed_suite.tps_avg)
             })

@@ -3,8 +3,9 @@
 //! whole run and one per scenario step. The worker does not flush on its own: at each
 //! interval boundary the conductor sends every worker `Flush(k)` on the command channel,
 //! the worker answers with its part of interval `k` (`Recorder::take`, a `WorkerPart`),
-//! and the conductor merges the parts. After `Finish(last)` completions later than `last`
-//! count in it (`clamp_to`), and whatever is left goes over as one part (`take_rest`).
+//! and the conductor merges the parts. At `Finish(last)` everything completed so far goes
+//! over as interval `last` (`take_rest`), and what completes in the grace period as one more
+//! part, the drain (`drain_into`).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -257,8 +258,17 @@ impl Recorder {
     }
 
     /// From now on, completions later than interval `last` count in `last`.
+    #[cfg(test)]
     pub(crate) fn clamp_to(&mut self, last: u64) {
         self.last_index = Some(last);
+    }
+
+    /// From now on (the run stopped and everything before was taken), every completion
+    /// counts in interval `drain`, the run's drain after its last interval.
+    pub(crate) fn drain_into(&mut self, drain: u64) {
+        debug_assert!(self.pending.is_empty(), "take the stop's part first");
+        self.first_index = drain;
+        self.last_index = Some(drain);
     }
 
     /// Hands over interval `index` (empty if nothing completed in it). Intervals must be
@@ -274,6 +284,16 @@ impl Recorder {
             sample: slot.all,
             steps: slot.steps,
             messages: std::mem::take(&mut self.messages),
+        }
+    }
+}
+
+impl WorkerPart {
+    /// Counts the part (and its steps) as interval `index`.
+    pub(crate) fn set_index(&mut self, index: u64) {
+        self.sample.index = index;
+        for s in &mut self.steps {
+            s.index = index;
         }
     }
 }

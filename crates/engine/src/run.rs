@@ -468,8 +468,8 @@ impl Conductor {
         let mut error_watch = ErrorWatch::default();
         let stopped = 'conduct: loop {
             let elapsed = self.t0.elapsed();
-            // Finished intervals, except the run's last one, which `finish` emits with
-            // the completions of its grace period.
+            // Finished intervals, except the run's last one, which `finish` emits (and after
+            // it the drain, what completes in the grace period).
             while interval * (next_index as u32 + 1) <= elapsed
                 && interval * (next_index as u32 + 1) < duration
             {
@@ -603,13 +603,37 @@ impl Conductor {
             .iter()
             .filter(|w| w.send(command).is_ok())
             .count();
+        self.receive(index, alive, &mut Vec::new())
+    }
+
+    /// Merges the parts of interval `index` that `alive` workers send. At the stop a worker
+    /// sends two parts, the last interval's and the drain's, and a quick worker's drain can come
+    /// before a slow worker's last interval: a part of another interval waits in `early`, and
+    /// the parts already waiting there are taken first.
+    fn receive(
+        &self,
+        index: u64,
+        alive: usize,
+        early: &mut Vec<WorkerPart>,
+    ) -> (IntervalSample, Vec<IntervalSample>, Vec<ErrorMessage>) {
         let mut merged = IntervalSample::new(index);
         let mut steps: Vec<IntervalSample> = Vec::new();
         let mut messages = Vec::new();
+        let (mut ready, later): (Vec<WorkerPart>, Vec<WorkerPart>) =
+            early.drain(..).partition(|p| p.sample.index == index);
+        *early = later;
         // A worker that panics after taking the command never answers: wait for the others.
         let mut got = 0;
         while got < alive {
-            let part = match self.parts.recv_timeout(Duration::from_millis(50)) {
+            let part = match ready.pop() {
+                Some(part) => Ok(part),
+                None => self.parts.recv_timeout(Duration::from_millis(50)),
+            };
+            let part = match part {
+                Ok(part) if part.sample.index != index => {
+                    early.push(part);
+                    continue;
+                }
                 Ok(part) => part,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     let dead = self.shared.dead_workers.load(Ordering::Acquire) as usize;
@@ -658,8 +682,11 @@ impl Conductor {
         tripped
     }
 
-    /// Stops every VU, lets in-flight requests finish within the grace period (their
-    /// completions count in the last interval), emits the last interval and the end.
+    /// Stops every VU and emits the last interval (what completed up to the stop), then lets
+    /// in-flight requests finish within the grace period and emits them as the drain: a row of
+    /// its own at the stop, 0 s long and with 0 VUs, which the TPS figures leave out (the
+    /// requests queued at the stop would otherwise all land in the last interval and raise
+    /// its TPS above what the target sustained), then the end.
     fn finish(&self, next_index: u64, stopped: Option<StopReason>) {
         let stop_at = self.t0.elapsed().min(self.config.plan.load.duration());
         let interval = self.config.interval;
@@ -671,15 +698,55 @@ impl Conductor {
         // the interval before it), but never one already emitted.
         let holding = (stop_at.as_nanos().div_ceil(interval.as_nanos()) as u64).saturating_sub(1);
         let last = holding.max(next_index);
-        let (sample, steps, messages) = self.collect(Command::Finish(last));
-        // Every worker has answered, its VUs gone: their memory goes back before the report.
-        trim_heap();
+        let alive = self
+            .workers
+            .iter()
+            .filter(|w| w.send(Command::Finish(last)).is_ok())
+            .count();
+        let mut early = Vec::new();
+        let (sample, steps, messages) = self.receive(last, alive, &mut early);
         let start = interval * last as u32;
         let period = stop_at.saturating_sub(start);
-        if period > Duration::ZERO || sample.counts.tests + sample.counts.errors > 0 {
+        let emitted = period > Duration::ZERO;
+        // A last interval of no length (a stop on an interval boundary already emitted) is
+        // part of the drain.
+        let (mut carried, mut carried_steps, mut carried_messages) = (None, Vec::new(), Vec::new());
+        if emitted {
             let row = sample.to_interval(start.as_secs_f64(), period.as_secs_f64(), vus_at_stop);
             let _ = self.events.send(Event::Interval {
                 sample: Box::new(sample),
+                steps,
+                row,
+                messages,
+                target_vus: 0,
+            });
+        } else {
+            (carried, carried_steps, carried_messages) = (Some(sample), steps, messages);
+        }
+        let (mut drain, mut steps, mut messages) = self.receive(last + 1, alive, &mut early);
+        if let Some(c) = carried {
+            drain.merge(&c);
+            for (d, c) in steps.iter_mut().zip(&carried_steps) {
+                d.merge(c);
+            }
+            messages.extend(carried_messages);
+        }
+        // Every worker has answered, its VUs gone: their memory goes back before the report.
+        trim_heap();
+        if drain.counts.tests + drain.counts.errors > 0 || !messages.is_empty() {
+            // Numbered after the last row sent, so the rows' indices stay consecutive.
+            let index = if emitted { last + 1 } else { last };
+            drain.index = index;
+            let steps = steps
+                .into_iter()
+                .map(|mut s| {
+                    s.index = index;
+                    s
+                })
+                .collect();
+            let row = drain.to_interval(stop_at.as_secs_f64(), 0.0, 0.0);
+            let _ = self.events.send(Event::Interval {
+                sample: Box::new(drain),
                 steps,
                 row,
                 messages,

@@ -142,7 +142,14 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
             h.abort();
         }
         let Some(last) = last else { return };
-        recorder.borrow_mut().clamp_to(last);
+        // What completed up to the stop is interval `last` (intervals between the last flushed
+        // one and `last`, normally none, fold into it), handed over at once; what completes
+        // in the grace period is the drain, an interval of its own after it, so that the
+        // requests queued at the stop do not raise the last interval's TPS.
+        let mut part = recorder.borrow_mut().take_rest(next);
+        part.set_index(last);
+        let _ = seed.parts.send(part);
+        recorder.borrow_mut().drain_into(last + 1);
         let shared = seed.shared.clone();
         let drained = async {
             while let Some(r) = vus.join_next().await {
@@ -160,13 +167,7 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
         while let Some(r) = vus.join_next().await {
             seed.shared.task_ended(r);
         }
-        // Intervals between the last flushed one and `last` (normally none) fold into `last`.
-        let mut part = recorder.borrow_mut().take_rest(next);
-        part.sample.index = last;
-        for s in &mut part.steps {
-            s.index = last;
-        }
-        let _ = seed.parts.send(part);
+        let _ = seed.parts.send(recorder.borrow_mut().take_rest(last + 1));
     });
 }
 

@@ -100,14 +100,19 @@ fn config(addr: SocketAddr, vus: u64, duration: &str, interval: Duration) -> Eng
     }
 }
 
-/// Runs to the end; returns each interval's (index, completions) and the errors seen.
-fn run(config: EngineConfig) -> (Vec<(u64, u64)>, u64) {
+/// Runs to the end; returns each interval's (index, completions, length in s) and the errors
+/// seen.
+fn run(config: EngineConfig) -> (Vec<(u64, u64, f64)>, u64) {
     let run = volley_engine::start(config).unwrap();
     let (mut rows, mut errors) = (Vec::new(), 0);
     while let Some(event) = run.next_event() {
         match event {
-            Event::Interval { sample, .. } => {
-                rows.push((sample.index, sample.counts.tests + sample.counts.errors));
+            Event::Interval { sample, row, .. } => {
+                rows.push((
+                    sample.index,
+                    sample.counts.tests + sample.counts.errors,
+                    row.period_s,
+                ));
                 errors += sample.counts.errors;
             }
             Event::PlanChanged(_) => {}
@@ -122,10 +127,16 @@ fn every_completion_lands_in_exactly_one_interval() {
     let server = CountingServer::start(Duration::from_millis(2));
     let (rows, errors) = run(config(server.addr, 4, "2.5s", Duration::from_millis(500)));
     let indexes: Vec<u64> = rows.iter().map(|r| r.0).collect();
+    let timed = rows.iter().filter(|r| r.2 > 0.0).count();
+    assert_eq!(timed, 5, "five half-second intervals: {rows:?}");
     assert_eq!(
         indexes,
-        (0..5).collect::<Vec<_>>(),
-        "five half-second intervals, in order, none twice"
+        (0..rows.len() as u64).collect::<Vec<_>>(),
+        "in order, none twice, then at most the drain: {rows:?}"
+    );
+    assert!(
+        rows.len() <= 6 && rows.iter().skip(5).all(|r| r.2 == 0.0),
+        "{rows:?}"
     );
     let recorded: u64 = rows.iter().map(|r| r.1).sum();
     assert_eq!(errors, 0);
@@ -138,12 +149,21 @@ fn every_completion_lands_in_exactly_one_interval() {
 }
 
 #[test]
-fn requests_in_flight_at_the_stop_count_in_the_last_interval() {
+fn requests_in_flight_at_the_stop_count_in_the_drain_after_the_last_interval() {
     // Each answer takes 400 ms, so when the 1.1 s run stops every VU has a request in flight.
     let server = CountingServer::start(Duration::from_millis(400));
     let (rows, errors) = run(config(server.addr, 3, "1.1s", Duration::from_millis(500)));
     let indexes: Vec<u64> = rows.iter().map(|r| r.0).collect();
-    assert_eq!(indexes, vec![0, 1, 2]);
+    assert_eq!(indexes, vec![0, 1, 2, 3], "{rows:?}");
+    let lengths: Vec<f64> = rows
+        .iter()
+        .map(|r| (r.2 * 1000.0).round() / 1000.0)
+        .collect();
+    assert_eq!(
+        lengths,
+        [0.5, 0.5, 0.1, 0.0],
+        "the last interval ends at the stop: {rows:?}"
+    );
     assert_eq!(errors, 0);
     let recorded: u64 = rows.iter().map(|r| r.1).sum();
     assert_eq!(
@@ -154,8 +174,9 @@ fn requests_in_flight_at_the_stop_count_in_the_last_interval() {
     // 3 VUs × 3 answers each (at 0.4, 0.8 and 1.2 s): the third lands after the stop.
     assert_eq!(recorded, 9, "{rows:?}");
     assert_eq!(
-        rows[2].1, 3,
-        "the requests in flight at the stop finished in the grace period: {rows:?}"
+        (rows[2].1, rows[3].1),
+        (0, 3),
+        "the requests in flight at the stop finished in the grace period, counted in the drain, not in the last interval: {rows:?}"
     );
 }
 

@@ -148,6 +148,19 @@ impl RunMetrics {
         self.intervals = self.intervals.max(iv.index + 1);
     }
 
+    /// Where the samples of `iv` are stamped, ms since the Unix epoch: when its interval ends;
+    /// for the drain after the stop (a row of no length, after the last interval), now, when
+    /// it ended, and never before the last interval's stamp.
+    pub fn stamp_ms(&self, iv: &IntervalView<'_>) -> i64 {
+        if iv.row.period_s > 0.0 {
+            return self.end_ms(iv.index);
+        }
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        now.max(self.end_ms(iv.index.saturating_sub(1)) + 1)
+    }
+
     /// When interval `index` ends (where its samples are stamped), ms since the Unix epoch.
     pub fn end_ms(&self, index: u64) -> i64 {
         let at = self.started + self.interval * (index as u32 + 1);

@@ -122,7 +122,12 @@ fn kv(key: &str, value: &str) -> KeyValue {
 /// The export request of one interval.
 fn request(run: &RunLabels, iv: &IntervalView<'_>) -> ExportMetricsServiceRequest {
     let start = run.started_ns + run.interval_ns * iv.index;
-    let end = start + run.interval_ns;
+    // The drain after the stop (a row of no length) runs from the stop until now.
+    let end = if iv.row.period_s > 0.0 {
+        start + run.interval_ns
+    } else {
+        nanos(std::time::SystemTime::now()).max(start + 1)
+    };
     let mut metrics = Vec::new();
     part(
         &mut metrics,

@@ -70,7 +70,7 @@ impl Observer for RemoteWrite {
         let Some(run) = &mut self.run else { return };
         let first = run.intervals == 0;
         run.add(iv);
-        let at = run.end_ms(iv.index);
+        let at = run.stamp_ms(iv);
         let body = encode(&run.families(), first.then(|| run.start_ms()), at);
         self.sender.send(Payload {
             body,

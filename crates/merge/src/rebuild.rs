@@ -61,16 +61,11 @@ impl<'a> Prepared<'a> {
 
     /// Adds the histograms of its row `j` to `into`, reading them from its log; a row with
     /// requests and no histogram is counted in `unlogged`.
-    fn add_histograms(
-        &mut self,
-        j: usize,
-        interval_s: f64,
-        into: &mut Hists,
-    ) -> Result<(), MergeError> {
+    fn add_histograms(&mut self, j: usize, into: &mut Hists) -> Result<(), MergeError> {
         let row = &self.input.data.series.intervals[j];
         let requests = row.tests + row.errors;
         let mut found = false;
-        let added = self.read_histograms(j, interval_s, into, &mut found);
+        let added = self.read_histograms(j, into, &mut found);
         if !found && requests > 0 {
             self.unlogged.0 += 1;
             self.unlogged.1 += requests;
@@ -93,14 +88,16 @@ impl<'a> Prepared<'a> {
     fn read_histograms(
         &mut self,
         j: usize,
-        interval_s: f64,
         into: &mut Hists,
         found: &mut bool,
     ) -> Result<(), MergeError> {
         let Some(log) = &mut self.hlog else {
             return Ok(());
         };
-        let index = |h: &LoggedHistogram| (h.start_s / interval_s).round() as usize;
+        // The row a histogram belongs to is the one that starts when it does (the drain
+        // after a stop between boundaries starts at the stop, not at a boundary).
+        let rows = &self.input.data.series.intervals;
+        let index = |h: &LoggedHistogram| rows.partition_point(|r| r.start_s < h.start_s - 1e-6);
         loop {
             match log.peek() {
                 None => return Ok(()),
@@ -262,7 +259,7 @@ pub(crate) fn write_intervals(
                     .unwrap_or(0);
                 sc.merge(&c);
             }
-            p.add_histograms(j, interval_s, &mut hists)?;
+            p.add_histograms(j, &mut hists)?;
         }
         if !any {
             continue;

@@ -313,14 +313,10 @@ fn emit(
     step_counts: &[usize],
 ) -> Result<(), RecordError> {
     let interval = spec.engine.interval.as_secs_f64();
-    let period = if p.period_s > 0.0 {
-        p.period_s
-    } else {
-        interval
-    };
+    // A row every population delivered with no length is their drain after the stop.
     let row: Interval = p
         .sample
-        .to_interval(interval * index as f64, period, p.vusers);
+        .to_interval(interval * index as f64, p.period_s, p.vusers);
     let mut steps = Vec::new();
     for (s, count) in p.steps.into_iter().zip(step_counts) {
         match s {

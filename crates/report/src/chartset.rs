@@ -177,6 +177,10 @@ impl Timeline {
         let hists = src.per_interval(HistKey::TTFB, warmup);
         let mut out = Timeline::default();
         for (i, row) in series.intervals.iter().enumerate() {
+            // The drain after the stop has no length and so no TPS: it is not a point in time.
+            if row.period_s <= 0.0 {
+                continue;
+            }
             out.push(
                 row,
                 hists

@@ -53,6 +53,12 @@ pub struct Step {
     /// run of its own over the time it ran; `rows` above are the runs' totals.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_population: Vec<StepChange>,
+    /// The levels of VUs both sides held, the same in the same order (a step-up
+    /// `--stages "0s:5,15s:5,0s:10,15s:10"` run twice), each compared on its own intervals
+    /// with the noise within it: the whole-run rows above mix the levels, so the plan's own
+    /// steps count as noise there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_level: Vec<StepChange>,
     /// What a reader must know of this table: runs left out of a group's figures (their
     /// generator stalled), and the smallest change these runs can call.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -153,6 +159,99 @@ fn per_step(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange> {
                 name: crate::render::terminal_safe(name).into_owned(),
                 rows,
             })
+        })
+        .collect()
+}
+
+/// The noise inputs of `level` of `src`: its rows, their histograms and the generator's lag.
+fn level_sample(src: &Source, level: &crate::levels::Level, opts: ReportOptions) -> RunSample {
+    let rows = &src.series.intervals;
+    let inside = |r: &volley_stats::Interval| {
+        r.start_s + 1e-9 >= level.from_s && r.start_s + 1e-9 < level.to_s && r.period_s > 0.0
+    };
+    let idx: Vec<usize> = (0..rows.len()).filter(|&i| inside(&rows[i])).collect();
+    let hists = src.per_interval(HistKey::TTFB, 0.0);
+    RunSample {
+        series: volley_stats::Series {
+            intervals: idx.iter().map(|&i| rows[i].clone()).collect(),
+        },
+        ttfb: hists.map(|h| idx.iter().filter_map(|&i| h.get(i).cloned()).collect()),
+        options: SuiteOptions {
+            tps_tail: opts.tps_tail,
+        },
+        generator_lag_ms: idx
+            .iter()
+            .filter_map(|&i| src.generator.get(i))
+            .map(|g| g.sched_lag_max_ms)
+            .fold(0.0, f64::max),
+    }
+}
+
+/// Each run's held levels, in the order of its runs.
+pub(crate) type RunLevels = Vec<Vec<crate::levels::Level>>;
+
+/// Each run's held levels, when every run of `a` and of `b` held the same levels of VUs in the
+/// same order (at least two).
+pub(crate) fn shared_levels(
+    a: &[Source],
+    b: &[Source],
+    opts: ReportOptions,
+) -> Option<(RunLevels, RunLevels)> {
+    let of = |set: &[Source]| -> RunLevels {
+        set.iter()
+            .map(|s| crate::levels::planned(s, opts))
+            .collect()
+    };
+    let (la, lb) = (of(a), of(b));
+    let vus = |l: &Vec<crate::levels::Level>| l.iter().map(|x| x.vusers).collect::<Vec<_>>();
+    let first = vus(la.first()?);
+    (first.len() >= 2 && la.iter().chain(&lb).all(|l| vus(l) == first)).then_some((la, lb))
+}
+
+/// A level's name: `10 VUs`, with its start when the plan holds that many VUs twice.
+pub(crate) fn level_name(levels: &[crate::levels::Level], k: usize) -> String {
+    let l = &levels[k];
+    if levels.iter().filter(|o| o.vusers == l.vusers).count() > 1 {
+        format!("{:.0} VUs from {:.0} s", l.vusers, l.from_s)
+    } else {
+        format!("{:.0} VUs", l.vusers)
+    }
+}
+
+/// The noise inputs of level `k` in every run of `sources`.
+pub(crate) fn level_samples(
+    sources: &[Source],
+    levels: &[Vec<crate::levels::Level>],
+    k: usize,
+    opts: ReportOptions,
+) -> Vec<RunSample> {
+    sources
+        .iter()
+        .zip(levels)
+        .map(|(src, l)| level_sample(src, &l[k], opts))
+        .collect()
+}
+
+/// Levels both sides held, compared level by level.
+fn per_level(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange> {
+    let Some((la, lb)) = shared_levels(&a.runs, &b.runs, opts) else {
+        return Vec::new();
+    };
+    (0..la[0].len())
+        .map(|k| {
+            let (sa, sb) = (
+                level_samples(&a.runs, &la, k, opts),
+                level_samples(&b.runs, &lb, k, opts),
+            );
+            StepChange {
+                name: level_name(&la[0], k),
+                rows: compare_groups(&sa, &sb)
+                    .into_iter()
+                    .filter(|r| {
+                        STEP_KEYS.contains(&r.key) && r.before.is_finite() && r.after.is_finite()
+                    })
+                    .collect(),
+            }
         })
         .collect()
 }
@@ -299,6 +398,7 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
             .collect(),
         per_step: per_step(&sets[a], &sets[b], opts),
         per_population: per_population(&sets[a], &sets[b], opts),
+        per_level: per_level(&sets[a], &sets[b], opts),
         notes: Vec::new(),
     };
     let step = |a: usize, b: usize| {
@@ -307,6 +407,16 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
             .into_iter()
             .chain(left_out(&sets[b], &samples[b], &runs[b].label))
             .chain(callable(&s.rows))
+            .chain((!s.per_level.is_empty()).then(|| {
+                format!(
+                    "Both held the same levels ({}): the whole-run rows mix them, so the plan's own steps count as noise there; the per-level rows judge each level on its own intervals.",
+                    s.per_level
+                        .iter()
+                        .map(|l| l.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }))
             .chain(mttfb_meanings(
                 (&runs[a].label, sets[a].first().format),
                 (&runs[b].label, sets[b].first().format),
@@ -557,39 +667,30 @@ impl Comparison {
                     judged_by(r)
                 );
             }
-            if !step.per_population.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "\n### Per population: {title}\n\n| Population | Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|---|",
-                    step.before, step.after
-                );
-                for s in &step.per_population {
-                    for r in &s.rows {
-                        let _ = writeln!(
-                            out,
-                            "| `{}` | {} | {} | {} | **{}** | {} |",
-                            s.name,
-                            r.label,
-                            value(r.before, r.unit, r.key),
-                            value(r.after, r.unit, r.key),
-                            change(r),
-                            judged_by(r)
-                        );
-                    }
+            // The sub-tables: a level's name is plain, a population's and a step's are code.
+            for (what, column, parts, code) in [
+                ("level", "Level", &step.per_level, false),
+                ("population", "Population", &step.per_population, true),
+                ("step", "Step", &step.per_step, true),
+            ] {
+                if parts.is_empty() {
+                    continue;
                 }
-            }
-            if !step.per_step.is_empty() {
                 let _ = writeln!(
                     out,
-                    "\n### Per step: {title}\n\n| Step | Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|---|",
+                    "\n### Per {what}: {title}\n\n| {column} | Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|---|",
                     step.before, step.after
                 );
-                for s in &step.per_step {
+                for s in parts {
+                    let name = if code {
+                        format!("`{}`", s.name.replace('|', "\\|").replace('`', "'"))
+                    } else {
+                        s.name.clone()
+                    };
                     for r in &s.rows {
                         let _ = writeln!(
                             out,
-                            "| `{}` | {} | {} | {} | **{}** | {} |",
-                            s.name.replace('|', "\\|").replace('`', "'"),
+                            "| {name} | {} | {} | {} | **{}** | {} |",
                             r.label,
                             value(r.before, r.unit, r.key),
                             value(r.after, r.unit, r.key),
@@ -648,9 +749,10 @@ impl Comparison {
                 );
             }
             for (what, s) in step
-                .per_population
+                .per_level
                 .iter()
-                .map(|s| ("population", s))
+                .map(|s| ("level", s))
+                .chain(step.per_population.iter().map(|s| ("population", s)))
                 .chain(step.per_step.iter().map(|s| ("step", s)))
             {
                 let _ = writeln!(out, "  {what} `{}`", s.name);
@@ -697,8 +799,9 @@ impl Comparison {
             let mut rows: Vec<(String, &CompareRow)> =
                 step.rows.iter().map(|r| (title.clone(), r)).collect();
             rows.extend(
-                step.per_step
+                step.per_level
                     .iter()
+                    .chain(&step.per_step)
                     .flat_map(|s| s.rows.iter().map(|r| (format!("{title} / {}", s.name), r))),
             );
             for (title, r) in rows {
@@ -739,6 +842,105 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two step-ups (5, 10, 20 VUs) that differ only at 20 VUs, where the second serves
+    /// twice as much: the per-level rows mark that level alone, and say why they are there.
+    #[test]
+    fn runs_with_the_same_levels_are_compared_level_by_level() {
+        let dir = tempfile::tempdir().unwrap();
+        let vus = crate::findings::tests::step_up();
+        let a = crate::testrun::stepped(
+            &dir.path().join("a"),
+            &vus,
+            |v| 10 * u64::from(v).min(10),
+            20,
+            &[],
+        );
+        let b =
+            crate::testrun::stepped(&dir.path().join("b"), &vus, |v| 10 * u64::from(v), 20, &[]);
+        let cmp = build(
+            &[RunSet::single(a), RunSet::single(b)],
+            &[],
+            ReportOptions::default(),
+        );
+        let step = &cmp.steps[0];
+        let names: Vec<&str> = step.per_level.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["5 VUs", "10 VUs", "20 VUs"]);
+        let tps = |k: usize| {
+            step.per_level[k]
+                .rows
+                .iter()
+                .find(|r| r.key == "tps_avg")
+                .unwrap()
+                .clone()
+        };
+        assert_eq!(tps(0).verdict, volley_stats::compare::Verdict::Noise);
+        assert_eq!(tps(1).verdict, volley_stats::compare::Verdict::Noise);
+        assert_eq!(tps(2).verdict, volley_stats::compare::Verdict::Better);
+        assert!((tps(2).change_pct - 100.0).abs() < 1e-9);
+        assert!(
+            step.notes
+                .iter()
+                .any(|n| n.starts_with("Both held the same levels (5 VUs, 10 VUs, 20 VUs)"))
+        );
+        assert!(cmp.table().contains("level `20 VUs`"));
+        assert!(cmp.markdown().contains("### Per level:"));
+        assert!(cmp.csv().contains("/ 20 VUs\""));
+        // The gate judges each level too: the second is better at 20 VUs, so reversed it is a
+        // regression there, which fails the gate by that level's row.
+        let back = build(
+            &[
+                RunSet::single(crate::testrun::stepped(
+                    &dir.path().join("c"),
+                    &vus,
+                    |v| 10 * u64::from(v),
+                    20,
+                    &[],
+                )),
+                RunSet::single(crate::testrun::stepped(
+                    &dir.path().join("d"),
+                    &vus,
+                    |v| 10 * u64::from(v).min(10),
+                    20,
+                    &[],
+                )),
+            ],
+            &[],
+            ReportOptions::default(),
+        );
+        // Runs of one level (no step-up) have no per-level rows.
+        let flat = build(
+            &[
+                RunSet::single(crate::testrun::run(
+                    &dir.path().join("e"),
+                    "e",
+                    10,
+                    50,
+                    5,
+                    &[],
+                )),
+                RunSet::single(crate::testrun::run(
+                    &dir.path().join("f"),
+                    "f",
+                    10,
+                    90,
+                    5,
+                    &[],
+                )),
+            ],
+            &[],
+            ReportOptions::default(),
+        );
+        assert!(flat.steps[0].per_level.is_empty());
+        let spec = crate::gate::GateSpec::parse(Some("tps_avg"), 0.0).unwrap();
+        let gate = crate::gate::GateResult::evaluate(&back, &spec, false).unwrap();
+        assert!(!gate.passed, "{}", gate.table());
+        assert!(
+            gate.table().contains("level 20 VUs: TPS Average"),
+            "{}",
+            gate.table()
+        );
+    }
 
     #[test]
     fn the_method_states_the_floor_the_statistics_use() {

@@ -226,25 +226,34 @@ impl GateResult {
                     why,
                 });
             }
-            // Every population is judged as the total is, on the gated figures it has.
-            for s in &step.per_population {
-                for row in s.rows.iter().filter(|r| spec.metrics.contains(&r.key)) {
+            // A step-up is judged at each level too (the whole-run rows mix the levels, so a
+            // change at one of them can hide among the plan's own steps there), every population
+            // as the total is, and the steps when asked: each on the gated figures it has.
+            let parts = step
+                .per_level
+                .iter()
+                .map(|s| (format!("level {}", s.name), s, true))
+                .chain(
+                    step.per_population
+                        .iter()
+                        .map(|s| (format!("population `{}`", s.name), s, false)),
+                )
+                .chain(
+                    step.per_step
+                        .iter()
+                        .filter(|_| spec.steps)
+                        .map(|s| (format!("step `{}`", s.name), s, false)),
+                );
+            // A level's row too short to judge (a percentile with too few requests beyond it
+            // in a level) is left out: the whole-run row judges that figure.
+            for (name, s, level) in parts {
+                for row in s.rows.iter().filter(|r| {
+                    spec.metrics.contains(&r.key) && !(level && (r.too_few || r.too_few_intervals))
+                }) {
                     let (outcome, why) = judge(row, spec.tolerance_pct);
                     checks.push(GateCheck {
                         key: row.key,
-                        label: format!("population `{}`: {}", s.name, row.label),
-                        row: Some(row.clone()),
-                        outcome,
-                        why,
-                    });
-                }
-            }
-            for s in step.per_step.iter().filter(|_| spec.steps) {
-                for row in s.rows.iter().filter(|r| spec.metrics.contains(&r.key)) {
-                    let (outcome, why) = judge(row, spec.tolerance_pct);
-                    checks.push(GateCheck {
-                        key: row.key,
-                        label: format!("step `{}`: {}", s.name, row.label),
+                        label: format!("{name}: {}", row.label),
                         row: Some(row.clone()),
                         outcome,
                         why,

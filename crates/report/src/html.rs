@@ -311,6 +311,11 @@ pub fn compare_page(
                 .rows
                 .iter()
                 .map(|r| (String::new(), r))
+                .chain(
+                    s.per_level
+                        .iter()
+                        .flat_map(|p| p.rows.iter().map(move |r| (format!("{} · ", p.name), r))),
+                )
                 .chain(s.per_population.iter().flat_map(|p| {
                     p.rows
                         .iter()

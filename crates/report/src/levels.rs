@@ -28,9 +28,23 @@ pub struct Level {
     pub ttfb_p99_ms: Option<f64>,
     /// Failed requests, % of the level's.
     pub error_rate_pct: f64,
+    /// Intervals the level held.
+    pub intervals: usize,
     /// The key server series at their peak within the level: `name peak`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub server: Vec<(String, f64)>,
+}
+
+impl Level {
+    /// The level as the knee reads it.
+    pub fn load_level(&self) -> volley_stats::knee::LoadLevel {
+        volley_stats::knee::LoadLevel {
+            load: self.vusers,
+            tps: self.tps_avg,
+            mttfb_ms: self.mttfb_avg_ms,
+            intervals: self.intervals,
+        }
+    }
 }
 
 /// Server series worth a column: queues and pools that run out.
@@ -38,6 +52,7 @@ const LEVEL_SERIES: &[(&str, &str)] = &[
     ("hikaricp_connections_pending", "pool pending"),
     ("hikaricp_connections_active", "pool active"),
     ("tomcat_threads_busy_threads", "busy threads"),
+    ("tomcat_connections_current_connections", "connections"),
     ("process_cpu_usage", "CPU"),
 ];
 
@@ -70,12 +85,12 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
             let server = LEVEL_SERIES
                 .iter()
                 .filter_map(|(prefix, label)| {
+                    let mut averaged = Vec::new();
                     src.server
                         .iter()
-                        .filter(|p| {
-                            p.series.starts_with(prefix)
-                                && p.row(rows).is_some_and(|r| (i..=j).contains(&r))
-                        })
+                        .filter(|p| p.series.starts_with(prefix))
+                        .filter(|p| !p.reaches_before_the_run(&mut averaged))
+                        .filter(|p| p.row(rows).is_some_and(|r| (i..=j).contains(&r)))
                         .map(|p| p.value)
                         .reduce(f64::max)
                         .map(|m| (label.to_string(), m))
@@ -89,6 +104,7 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
                 mttfb_avg_ms: span.iter().map(|r| r.mttfb_ms).sum::<f64>() / n,
                 ttfb_p50_ms: ttfb.as_ref().map(|t| t.p50_ms),
                 ttfb_p99_ms: ttfb.as_ref().map(|t| t.p99_ms),
+                intervals: span.len(),
                 error_rate_pct: if tests > 0 {
                     errors as f64 / tests as f64 * 100.0
                 } else {
@@ -103,6 +119,30 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
         out.clear();
     }
     out
+}
+
+/// The levels of `src` that its plan held (a stage whose VUs stay what they start at, e.g. the
+/// `15s:10` of `"0s:10,15s:10"`) for at least [`MIN_INTERVALS`] intervals, when there are two or
+/// more: what comparisons, sweeps and the knee judge level by level. A ramp slow enough to hold
+/// each VU count a few intervals has levels in its table, but none planned; so has an import
+/// (no plan) and a run of populations.
+///
+/// [`MIN_INTERVALS`]: volley_stats::compare::MIN_INTERVALS
+pub fn planned(src: &Source, opts: ReportOptions) -> Vec<Level> {
+    let Some(meta) = src.meta.as_ref().filter(|_| src.populations.is_empty()) else {
+        return Vec::new();
+    };
+    let spans = meta.plan.load.held_spans();
+    let out: Vec<Level> = of(src, opts)
+        .into_iter()
+        .filter(|l| l.intervals >= volley_stats::compare::MIN_INTERVALS)
+        .filter(|l| {
+            spans.iter().any(|&(from, to, vus)| {
+                vus as f64 == l.vusers && l.from_s + 1e-6 >= from && l.to_s <= to + 1e-6
+            })
+        })
+        .collect();
+    if out.len() < 2 { Vec::new() } else { out }
 }
 
 /// The levels as table rows: VUs, TPS, MTTFB, TTFB p50, TTFB p99, errors %, server.

@@ -4,6 +4,7 @@
 //! Nothing here computes a metric: [`RunReport`] gathers what `volley-stats` computed.
 
 mod error;
+mod findings;
 mod marks;
 mod model;
 mod render;

@@ -221,6 +221,20 @@ impl RunReport {
         if warmup_s > 0.0 {
             notes.push(format!("The first {warmup_s} s (warm-up, {first_kept} intervals) are excluded from every figure."));
         }
+        for s in src.meta.iter().flat_map(|m| &m.server_metrics) {
+            if s.failed > 0 {
+                notes.push(format!(
+                    "{} of {} scrapes of {} failed{}: the server readings have gaps there, and no finding is made about a level without readings. A scrape on the application's own port waits for a worker thread and a connection like any request; scrape a management port (Spring Boot: management.server.port) to read the server while it is saturated.",
+                    s.failed,
+                    s.failed + s.ok,
+                    crate::render::terminal_safe(&s.url),
+                    s.last_error
+                        .as_ref()
+                        .map(|e| format!(" (last: {})", crate::render::terminal_safe(e)))
+                        .unwrap_or_default()
+                ));
+            }
+        }
         if seed_suite.variability_zero_intervals > 0 && src.unavailable(Figure::Ttfb).is_none() {
             notes.push(format!(
                 "{} intervals with no successful request (MTTFB 0) are left out of the variability.",
@@ -228,8 +242,23 @@ impl RunReport {
             ));
         }
         let nominal = series.nominal_interval_s();
-        if let Some(last) = series
+        // The drain after the stop: rows of no length at the end.
+        let timed = series
             .intervals
+            .iter()
+            .rposition(|r| r.period_s > 0.0)
+            .map_or(0, |i| i + 1);
+        let drain = &series.intervals[timed..];
+        if !drain.is_empty() {
+            let (t, e): (u64, u64) = drain
+                .iter()
+                .fold((0, 0), |(t, e), r| (t + r.tests, e + r.errors));
+            notes.push(format!(
+                "{} requests completed in the grace period after the stop ({t} succeeded, {e} failed): they count in the totals and the latencies, as a drain row of no length in series.csv, and not in the TPS figures, which are rates of the measured time.",
+                t + e
+            ));
+        }
+        if let Some(last) = series.intervals[..timed]
             .last()
             .filter(|l| l.period_s < nominal * 0.999)
         {
@@ -284,8 +313,28 @@ impl RunReport {
         // A total of populations sums VUs of different flows and models: no knee to read
         // from it (each population's report has its own). Only a volley run's VUs are looked
         // through (an imported series may be millions of rows).
+        let levels = if src.format == Format::Volley && src.populations.is_empty() {
+            crate::levels::of(src, opts)
+        } else {
+            Vec::new()
+        };
+        // The knee is read on the levels the plan held when it held three or more (a step-up
+        // of 5/10/20/40 VUs is four levels, not ten bins of equal width that merge two of
+        // them into one that never ran), else on the ramp's VUs binned.
         let saturation = (src.format == Format::Volley && src.populations.is_empty() && varies())
-            .then(|| volley_stats::knee::saturation(&series));
+            .then(|| {
+                let planned = crate::levels::planned(src, opts);
+                if planned.len() >= 3 {
+                    volley_stats::knee::saturation_of(
+                        planned
+                            .iter()
+                            .map(crate::levels::Level::load_level)
+                            .collect(),
+                    )
+                } else {
+                    volley_stats::knee::saturation(&series)
+                }
+            });
         let server = server_peaks(src, warmup_s);
         let meta = src.meta.as_ref();
         let model = meta.map(|m| m.plan.model()).unwrap_or_default().to_string();
@@ -369,11 +418,8 @@ impl RunReport {
             seed_suite,
             model,
             arrivals,
-            levels: if src.format == Format::Volley && src.populations.is_empty() {
-                crate::levels::of(src, opts)
-            } else {
-                Vec::new()
-            },
+            findings: crate::findings::of(src, warmup_s, &levels, saturation.as_ref()),
+            levels,
             per_request: PerRequest {
                 ttfb_ms: src.latency(HistKey::TTFB, warmup_s),
                 total_ms: src.latency(HistKey::TOTAL, warmup_s),
@@ -384,7 +430,6 @@ impl RunReport {
             },
             generator,
             per_test,
-            findings: findings(src, &server, saturation.as_ref()),
             server,
             saturation,
             errors,
@@ -663,10 +708,12 @@ pub fn check_warmup(
             let measured = src.series.measured_s();
             // An interval counts from its start: a warm-up that no interval starts after
             // leaves nothing, even when it is a little shorter than the run.
+            // (The drain after the stop, a row of no length, is nothing measured.)
             let last_start = src
                 .series
                 .intervals
                 .iter()
+                .filter(|i| i.period_s > 0.0)
                 .map(|i| i.start_s)
                 .fold(f64::NEG_INFINITY, f64::max);
             if measured > 0.0 && (s >= measured || s > last_start) {
@@ -682,10 +729,11 @@ pub fn check_warmup(
 
 /// Series that point at a bottleneck, by name prefix: connection pools, worker threads,
 /// CPU, garbage collection, heap.
-pub const KEY_SERVER_SERIES: [&str; 9] = [
+pub const KEY_SERVER_SERIES: [&str; 10] = [
     "hikaricp_connections_pending",
     "hikaricp_connections_active",
     "tomcat_threads_busy_threads",
+    "tomcat_connections_current_connections",
     "jvm_threads_live_threads",
     "process_cpu_usage",
     "system_cpu_usage",
@@ -719,8 +767,12 @@ pub struct ServerPeak {
 fn server_peaks(src: &Source, warmup_s: f64) -> Vec<ServerPeak> {
     let mut peaks: Vec<ServerPeak> = Vec::new();
     let rows = &src.series.intervals;
+    let mut averaged = Vec::new();
     for p in &src.server {
         if !KEY_SERVER_SERIES.iter().any(|k| p.series.starts_with(k)) {
+            continue;
+        }
+        if p.reaches_before_the_run(&mut averaged) {
             continue;
         }
         // The load beside a reading is that of the row it is credited to (one time axis),
@@ -728,7 +780,7 @@ fn server_peaks(src: &Source, warmup_s: f64) -> Vec<ServerPeak> {
         let Some(row) = p.row(rows).map(|i| &rows[i]) else {
             continue;
         };
-        if row.start_s + 1e-9 < warmup_s {
+        if row.start_s + 1e-9 < warmup_s || row.period_s <= 0.0 {
             continue;
         }
         let row = Some(row);
@@ -760,65 +812,6 @@ fn server_peaks(src: &Source, warmup_s: f64) -> Vec<ServerPeak> {
         }
     }
     peaks
-}
-
-/// One sentence per bottleneck signal the run shows.
-fn findings(
-    src: &Source,
-    peaks: &[ServerPeak],
-    saturation: Option<&volley_stats::knee::Saturation>,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let find = |prefix: &str| peaks.iter().find(|p| p.series.starts_with(prefix));
-    if let Some(p) = find("hikaricp_connections_pending").filter(|p| p.peak > 0.0) {
-        let (from, from_vusers) = (
-            p.first_nonzero_s.unwrap_or(p.at_s),
-            p.first_nonzero_vusers.unwrap_or(p.vusers),
-        );
-        out.push(format!(
-            "DB pool pending > 0 from {:.0} VUs (at {from:.0} s); it peaked at {:.0} waiting requests at {:.0} VUs.",
-            from_vusers,
-            p.peak,
-            p.vusers
-        ));
-    }
-    let max_threads = src
-        .server
-        .iter()
-        .find(|p| p.series.starts_with("tomcat_threads_config_max_threads"))
-        .map(|p| p.value);
-    if let (Some(busy), Some(max)) = (find("tomcat_threads_busy_threads"), max_threads)
-        && max > 0.0
-        && busy.peak >= max
-    {
-        out.push(format!(
-            "All {max:.0} worker threads were busy at {:.0} VUs: requests queued for a thread.",
-            busy.vusers
-        ));
-    }
-    if let Some(cpu) = find("process_cpu_usage") {
-        let verdict = if cpu.peak >= 0.8 {
-            "near saturation: CPU may be the limit"
-        } else {
-            "so CPU was not the limit"
-        };
-        out.push(format!(
-            "Server process CPU peaked at {:.0} % at {:.0} VUs, {verdict}.",
-            cpu.peak * 100.0,
-            cpu.vusers
-        ));
-    }
-    if let Some(gc) = find("jvm_gc_pause_seconds_count").filter(|p| p.peak > 0.0) {
-        let paused = find("jvm_gc_pause_seconds_sum").map_or(0.0, |p| p.peak * 1000.0);
-        out.push(format!(
-            "Up to {:.1} GC pauses per second ({paused:.1} ms paused per second) at {:.0} VUs.",
-            gc.peak, gc.vusers
-        ));
-    }
-    if let Some(s) = saturation {
-        out.push(s.finding.clone());
-    }
-    out
 }
 
 /// One threshold and how it came out.

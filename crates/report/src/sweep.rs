@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 use volley_formats::RunSet;
-use volley_stats::compare::{compare_groups, metric_values};
+use volley_stats::compare::{RunSample, compare_groups, metric_values};
 
 use crate::model::ReportOptions;
 
@@ -42,7 +42,7 @@ pub struct SweepRow {
 pub struct SweepSummary {
     /// The objective.
     pub objective: Objective,
-    /// One row per value, in sweep order.
+    /// One row per value, in sweep order (whole runs).
     pub rows: Vec<SweepRow>,
     /// Label of the best value.
     pub best: String,
@@ -56,21 +56,64 @@ pub struct SweepSummary {
     pub beyond_noise: bool,
     /// Which test judged the margin, with how many runs.
     pub judged_by: String,
+    /// When every run held the same levels of VUs (a step-up): each level judged on its own
+    /// intervals, in the plan's order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<SweepLevel>,
+    /// The level the verdict is given at: the highest level every value sustained (errors
+    /// under [`SUSTAINED_ERROR_PCT`]), or the lowest when none did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deciding_level: Option<String>,
+    /// No level was sustained by every value: the verdict is at the lowest level.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub every_level_failed: bool,
 }
 
-/// Summarises a sweep: one run or run group per value; a group's figures are its runs' means.
-pub fn summarize(
-    sets: &[RunSet],
-    labels: &[String],
-    objective: Objective,
-    opts: ReportOptions,
-) -> SweepSummary {
-    let samples: Vec<Vec<volley_stats::compare::RunSample>> = sets
-        .iter()
-        .map(|s| crate::compare::samples(&s.runs, opts))
-        .collect();
+/// One held level of a step-up sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepLevel {
+    /// `20 VUs`.
+    pub level: String,
+    /// VUs held.
+    pub vusers: f64,
+    /// One row per value, in sweep order, at this level.
+    pub rows: Vec<SweepRow>,
+    /// The best at this level, with its margin over the runner-up against the noise.
+    pub best: String,
+    pub runner_up: String,
+    pub margin_pct: f64,
+    pub noise_pct: f64,
+    pub beyond_noise: bool,
+    pub judged_by: String,
+}
+
+/// One table of a sweep's summary.
+struct SweepTable<'a> {
+    heading: Option<String>,
+    rows: &'a [SweepRow],
+    /// The best's label ("" for none).
+    best: &'a str,
+    /// The level's verdict.
+    verdict: Option<String>,
+}
+
+/// A level counts as sustained by a value while its error rate stays under this, %.
+pub const SUSTAINED_ERROR_PCT: f64 = 1.0;
+
+/// The best of `samples` (one run or group per value) by `objective`, and its margin.
+struct Judged {
+    rows: Vec<SweepRow>,
+    best: usize,
+    runner_up: usize,
+    margin_pct: f64,
+    noise_pct: f64,
+    beyond_noise: bool,
+    judged_by: String,
+}
+
+fn judge(samples: &[Vec<RunSample>], labels: &[String], objective: Objective) -> Judged {
     // A group's figure is that of the runs it keeps (a run whose generator stalled is left out).
-    let mean_of = |runs: &[volley_stats::compare::RunSample], key: &str| {
+    let mean_of = |runs: &[RunSample], key: &str| {
         let v: Vec<f64> = volley_stats::compare::kept(runs)
             .into_iter()
             .filter_map(|i| {
@@ -128,16 +171,114 @@ pub fn summarize(
     } else {
         -change
     };
-    SweepSummary {
-        objective,
-        best: rows[best].label.clone(),
-        runner_up: rows[second].label.clone(),
+    Judged {
+        best,
+        runner_up: second,
         margin_pct: margin,
         noise_pct: noise,
         beyond_noise: row.is_some_and(|r| r.verdict == volley_stats::compare::Verdict::Better),
         judged_by: row.map(crate::compare::judged_by).unwrap_or_default(),
         rows,
     }
+}
+
+/// Summarises a sweep: one run or run group per value; a group's figures are its runs' means.
+/// A step-up sweep (every run held the same levels) is also judged level by level, and its
+/// verdict is given at the highest level every value sustained.
+pub fn summarize(
+    sets: &[RunSet],
+    labels: &[String],
+    objective: Objective,
+    opts: ReportOptions,
+) -> SweepSummary {
+    let samples: Vec<Vec<RunSample>> = sets
+        .iter()
+        .map(|s| crate::compare::samples(&s.runs, opts))
+        .collect();
+    let whole = judge(&samples, labels, objective);
+    let levels = sweep_levels(sets, labels, objective, opts);
+    // The highest level every value sustained; when none did, the lightest, said as such.
+    let sustained = |l: &&SweepLevel| {
+        l.rows
+            .iter()
+            .all(|r| r.error_rate_pct < SUSTAINED_ERROR_PCT)
+    };
+    let by_load = |a: &&SweepLevel, b: &&SweepLevel| a.vusers.total_cmp(&b.vusers);
+    let deciding = levels
+        .iter()
+        .filter(sustained)
+        .max_by(by_load)
+        .map(|l| (l, true))
+        .or_else(|| levels.iter().min_by(by_load).map(|l| (l, false)));
+    let mut out = SweepSummary {
+        objective,
+        best: whole.rows[whole.best].label.clone(),
+        runner_up: whole.rows[whole.runner_up].label.clone(),
+        margin_pct: whole.margin_pct,
+        noise_pct: whole.noise_pct,
+        beyond_noise: whole.beyond_noise,
+        judged_by: whole.judged_by,
+        rows: whole.rows,
+        deciding_level: deciding.map(|(l, _)| l.level.clone()),
+        every_level_failed: deciding.is_some_and(|(_, sustained)| !sustained),
+        levels: Vec::new(),
+    };
+    if let Some((l, _)) = deciding {
+        out.best = l.best.clone();
+        out.runner_up = l.runner_up.clone();
+        out.margin_pct = l.margin_pct;
+        out.noise_pct = l.noise_pct;
+        out.beyond_noise = l.beyond_noise;
+        out.judged_by = l.judged_by.clone();
+    }
+    out.levels = levels;
+    out
+}
+
+/// Each level every run of the sweep held, judged on its own.
+fn sweep_levels(
+    sets: &[RunSet],
+    labels: &[String],
+    objective: Objective,
+    opts: ReportOptions,
+) -> Vec<SweepLevel> {
+    let sources: Vec<&volley_formats::Source> = sets.iter().flat_map(|s| &s.runs).collect();
+    let Some(first) = sources.first() else {
+        return Vec::new();
+    };
+    // Every run's levels, the same VUs in the same order as the first run's.
+    let per_set: Option<Vec<Vec<Vec<crate::levels::Level>>>> = sets
+        .iter()
+        .map(|s| {
+            crate::compare::shared_levels(std::slice::from_ref(first), &s.runs, opts)
+                .map(|(_, l)| l)
+        })
+        .collect();
+    let Some(per_set) = per_set else {
+        return Vec::new();
+    };
+    let reference = crate::levels::planned(first, opts);
+    (0..reference.len())
+        .map(|k| {
+            let samples: Vec<Vec<RunSample>> = sets
+                .iter()
+                .zip(&per_set)
+                .map(|(s, l)| crate::compare::level_samples(&s.runs, l, k, opts))
+                .collect();
+            let j = judge(&samples, labels, objective);
+            SweepLevel {
+                level: crate::compare::level_name(&reference, k),
+                vusers: reference[k].vusers,
+                best: j.rows[j.best].label.clone(),
+                runner_up: j.rows[j.runner_up].label.clone(),
+                margin_pct: j.margin_pct,
+                noise_pct: j.noise_pct,
+                beyond_noise: j.beyond_noise,
+                judged_by: j.judged_by,
+                rows: j.rows,
+            }
+        })
+        .collect()
 }
 
 impl SweepSummary {
@@ -147,18 +288,74 @@ impl SweepSummary {
         } else {
             "within the noise: the two are not distinguishable"
         };
+        let at = match &self.deciding_level {
+            Some(l) if self.every_level_failed => format!(
+                " at {l} (the lowest level: at no level did every value keep its errors under {SUSTAINED_ERROR_PCT} %)"
+            ),
+            Some(l) => format!(
+                " at {l} (the highest level every value sustained with errors under {SUSTAINED_ERROR_PCT} %)"
+            ),
+            None => String::new(),
+        };
         format!(
-            "Best by {}: {} — {:+.1} % over {} (noise ±{:.1} %, {how}; judged by {}).",
-            serde_json::to_value(self.objective)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
+            "Best by {}{at}: {} — {:+.1} % over {} (noise ±{:.1} %, {how}; judged by {}).",
+            self.objective_name(),
             self.best,
             self.margin_pct,
             self.runner_up,
             self.noise_pct,
             self.judged_by
         )
+    }
+
+    fn objective_name(&self) -> String {
+        serde_json::to_value(self.objective)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    /// One line per level: its best and margin.
+    fn level_verdict(&self, l: &SweepLevel) -> String {
+        format!(
+            "{}: best {} — {:+.1} % over {} (noise ±{:.1} %{}).",
+            l.level,
+            l.best,
+            l.margin_pct,
+            l.runner_up,
+            l.noise_pct,
+            if l.beyond_noise {
+                ", beyond the noise"
+            } else {
+                ", within the noise"
+            }
+        )
+    }
+
+    /// The tables a sweep shows, in order: whole runs alone; or, for a step-up, whole runs (no
+    /// best: they mix the levels) and then each level with its verdict.
+    fn tables(&self) -> Vec<SweepTable<'_>> {
+        if self.levels.is_empty() {
+            return vec![SweepTable {
+                heading: None,
+                rows: &self.rows,
+                best: &self.best,
+                verdict: None,
+            }];
+        }
+        std::iter::once(SweepTable {
+            heading: Some("Whole runs (mixing the levels)".to_string()),
+            rows: &self.rows,
+            best: "",
+            verdict: None,
+        })
+        .chain(self.levels.iter().map(|l| SweepTable {
+            heading: Some(format!("At {}", l.level)),
+            rows: &l.rows,
+            best: &l.best,
+            verdict: Some(self.level_verdict(l)),
+        }))
+        .collect()
     }
 
     /// A terminal table.
@@ -171,22 +368,32 @@ impl SweepSummary {
             .max()
             .unwrap_or(5)
             .max(5);
-        let _ = writeln!(
-            out,
-            "  {:<w$}  {:>12}  {:>14}  {:>12}  {:>4}",
-            "value", "TPS avg", "TTFB p99 ms", "error rate", "runs"
-        );
-        for r in &self.rows {
-            let mark = if r.label == self.best {
-                "  ← best"
-            } else {
-                ""
-            };
+        for SweepTable {
+            heading,
+            rows,
+            best,
+            verdict,
+        } in self.tables()
+        {
+            if let Some(h) = heading {
+                let _ = writeln!(out, "{h}:");
+            }
             let _ = writeln!(
                 out,
-                "  {:<w$}  {:>12.2}  {:>14.2}  {:>11.2}%  {:>4}{mark}",
-                r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct, r.runs
+                "  {:<w$}  {:>12}  {:>14}  {:>12}  {:>4}",
+                "value", "TPS avg", "TTFB p99 ms", "error rate", "runs"
             );
+            for r in rows {
+                let mark = if r.label == best { "  ← best" } else { "" };
+                let _ = writeln!(
+                    out,
+                    "  {:<w$}  {:>12.2}  {:>14.2}  {:>11.2}%  {:>4}{mark}",
+                    r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct, r.runs
+                );
+            }
+            if let Some(v) = verdict {
+                let _ = writeln!(out, "  {v}");
+            }
         }
         let _ = writeln!(out, "{}", self.verdict());
         out
@@ -194,20 +401,31 @@ impl SweepSummary {
 
     /// Markdown.
     pub fn markdown(&self) -> String {
-        let mut out = String::from(
-            "## Sweep\n\n| Value | TPS avg | TTFB p99 (ms) | Error rate | Runs |\n|---|---|---|---|---|\n",
-        );
-        for r in &self.rows {
-            let best = if r.label == self.best {
-                " **best**"
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                out,
-                "| {}{best} | {:.2} | {:.2} | {:.2}% | {} |",
-                r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct, r.runs
+        let mut out = String::from("## Sweep\n");
+        for SweepTable {
+            heading,
+            rows,
+            best,
+            verdict,
+        } in self.tables()
+        {
+            if let Some(h) = heading {
+                let _ = writeln!(out, "\n### {h}");
+            }
+            out.push_str(
+                "\n| Value | TPS avg | TTFB p99 (ms) | Error rate | Runs |\n|---|---|---|---|---|\n",
             );
+            for r in rows {
+                let mark = if r.label == best { " **best**" } else { "" };
+                let _ = writeln!(
+                    out,
+                    "| {}{mark} | {:.2} | {:.2} | {:.2}% | {} |",
+                    r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct, r.runs
+                );
+            }
+            if let Some(v) = verdict {
+                let _ = writeln!(out, "\n{v}");
+            }
         }
         let _ = writeln!(out, "\n{}", self.verdict());
         out
@@ -216,5 +434,56 @@ impl SweepSummary {
     /// Pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("sweeps serialize")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use volley_formats::RunSet;
+
+    use super::*;
+    use crate::testrun::stepped;
+
+    /// A sweep of three pools over one step-up (5, 10, 20 VUs): pool 2 tops out at 100 TPS,
+    /// pool 10 at 150, pool 20 never. Whole runs mix the levels; at 20 VUs, the highest every
+    /// value sustained, pool 20 is best by a third over pool 10.
+    #[test]
+    fn a_step_up_sweep_is_judged_at_each_level_and_decided_at_the_highest() {
+        let dir = tempfile::tempdir().unwrap();
+        let vus = crate::findings::tests::step_up();
+        let sets: Vec<RunSet> = [100u64, 150, 1000]
+            .iter()
+            .enumerate()
+            .map(|(i, cap)| {
+                let d = dir.path().join(i.to_string());
+                RunSet::single(stepped(
+                    &d,
+                    &vus,
+                    |v| (10 * u64::from(v)).min(*cap),
+                    20,
+                    &[],
+                ))
+            })
+            .collect();
+        let labels: Vec<String> = ["pool=2", "pool=10", "pool=20"].map(String::from).to_vec();
+        let s = summarize(&sets, &labels, Objective::Tps, ReportOptions::default());
+        let names: Vec<&str> = s.levels.iter().map(|l| l.level.as_str()).collect();
+        assert_eq!(names, ["5 VUs", "10 VUs", "20 VUs"]);
+        assert_eq!(s.deciding_level.as_deref(), Some("20 VUs"));
+        assert_eq!(
+            (s.best.as_str(), s.runner_up.as_str()),
+            ("pool=20", "pool=10")
+        );
+        assert!((s.margin_pct - 100.0 / 3.0).abs() < 0.5, "{}", s.margin_pct);
+        assert!(s.beyond_noise, "{}", s.table());
+        // At 5 VUs (50 TPS each) no value is better than another.
+        assert!(!s.levels[0].beyond_noise, "{}", s.table());
+        let table = s.table();
+        assert!(table.contains("At 20 VUs:"), "{table}");
+        assert!(
+            table.contains("Best by tps at 20 VUs (the highest level every value sustained"),
+            "{table}"
+        );
+        assert!(s.markdown().contains("### At 20 VUs"));
     }
 }

@@ -440,6 +440,9 @@ impl<'a> Rows<'a> {
             };
             t.vals[c] = match fast {
                 Some(v) => v,
+                // An empty TPS is unknown, not 0 (volley writes one for the drain after the
+                // stop); every TPS figure leaves it out.
+                None if b.is_empty() && self.layout.is_tps(c) => f64::NAN,
                 None => match checked(path, line, f.at(c), c, count)? {
                     Ok(v) => v,
                     Err(what) => {
@@ -642,6 +645,11 @@ impl Layout {
             period: pos(PERIOD),
             dropped: pos(DROPPED),
         })
+    }
+
+    /// Whether column `c` is a TPS column (of the total or of a test).
+    fn is_tps(&self, c: usize) -> bool {
+        self.blocks().any(|b| b.tps == c)
     }
 
     fn blocks(&self) -> impl Iterator<Item = &Block> {
@@ -858,7 +866,13 @@ pub fn format_row(datetime: &str, row: &Interval) -> [String; 13] {
         row.errors.to_string(),
         n(row.mean_test_time_ms),
         n(row.test_time_sd_ms),
-        n(row.tps),
+        // Unknown (the drain after the stop, which has no length): an empty field, which
+        // pandas reads as NaN and leaves out of the TPS mean and percentiles, as volley does.
+        if row.tps.is_nan() {
+            String::new()
+        } else {
+            n(row.tps)
+        },
         n(row.mean_response_length),
         n(row.response_bytes_per_second),
         row.response_errors.to_string(),

@@ -687,13 +687,35 @@ impl ServerPoint {
             let r = intervals.get(i)?;
             (t > r.start_s + EPS && t <= end(r) + EPS).then_some(i)
         } else {
-            let i = intervals
+            let mut i = intervals
                 .partition_point(|r| r.start_s <= t + EPS)
                 .checked_sub(1)?;
+            // The drain after the stop (a row of no length) is no time to be at: a gauge
+            // taken at the stop belongs to the last row that ran.
+            while intervals[i].period_s <= 0.0 {
+                i = i.checked_sub(1)?;
+            }
             let r = &intervals[i];
-            let last = i + 1 == intervals.len();
+            let last = intervals[i + 1..].iter().all(|r| r.period_s <= 0.0);
             (t < end(r) - EPS || (last && t <= end(r) + EPS)).then_some(i)
         }
+    }
+
+    /// Whether this reading reaches back before the run: the first reading of a recent
+    /// average ([`RECENT_AVERAGES`]) covers the time since it was last read, for the first
+    /// scrape of a fresh JVM its start-up (`process_cpu_usage` 1.00 at 1 s, 0.1-0.4 after), so it
+    /// is no reading of the load. Readings must come in time order; `seen` holds the averaged
+    /// series already read, of each endpoint (start with an empty one).
+    pub fn reaches_before_the_run(&self, seen: &mut Vec<(String, String)>) -> bool {
+        if !RECENT_AVERAGES.iter().any(|p| self.series.starts_with(p))
+            || seen
+                .iter()
+                .any(|(t, s)| *t == self.target && *s == self.series)
+        {
+            return false;
+        }
+        seen.push((self.target.clone(), self.series.clone()));
+        true
     }
 
     /// Whether the value describes the interval before the scrape rather than its instant.

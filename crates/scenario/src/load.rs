@@ -580,6 +580,26 @@ impl Load {
         }
     }
 
+    /// The spans in which a closed model's plan holds its VUs steady, in order: `(from s, to s,
+    /// VUs)` for each stage whose target is the VUs it starts with (a step-up's
+    /// `"0s:5,15s:5,0s:10,15s:10"` holds 5 from 0 to 15 s and 10 from 15 to 30 s); none for an
+    /// open model.
+    pub fn held_spans(&self) -> Vec<(f64, f64, u64)> {
+        let shape = match &self.model {
+            Model::Closed { shape } | Model::Iterations { shape, .. } => shape,
+            Model::Open { .. } => return Vec::new(),
+        };
+        let (mut at, mut vus, mut out) = (0.0, 0u64, Vec::new());
+        for s in &shape.stages {
+            let end = at + s.duration.as_secs_f64();
+            if s.target == vus && s.target > 0 && end > at {
+                out.push((at, end, vus));
+            }
+            (at, vus) = (end, s.target);
+        }
+        out
+    }
+
     /// Stage lengths in order (VU stages, or rate stages), for `--warmup stage:N`.
     pub fn stage_durations(&self) -> Vec<Duration> {
         match &self.model {
@@ -601,6 +621,16 @@ mod tests {
             s.set(k, v).unwrap();
         }
         s
+    }
+
+    #[test]
+    fn a_step_up_holds_its_levels() {
+        let load = spec(&[("stages", "0s:5,15s:5,0s:10,15s:10,30s:40")])
+            .resolve()
+            .unwrap();
+        assert_eq!(load.held_spans(), [(0.0, 15.0, 5), (15.0, 30.0, 10)]);
+        let ramp = spec(&[("stages", "1m:50")]).resolve().unwrap();
+        assert!(ramp.held_spans().is_empty());
     }
 
     #[test]

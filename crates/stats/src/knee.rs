@@ -36,9 +36,16 @@ const LATENCY_CLIMB: f64 = 1.5;
 /// Levels the ramp is cut into, at most.
 const MAX_LEVELS: usize = 10;
 
-/// Finds the saturation point of `series` (a run whose VUs change).
+/// Finds the saturation point of `series` (a run whose VUs change), on its VUs binned into
+/// at most [`MAX_LEVELS`] levels of equal width.
 pub fn saturation(series: &Series) -> Saturation {
-    let levels = levels(series);
+    saturation_of(levels(series))
+}
+
+/// Finds the saturation point on `levels` as they were held, ascending in load (a step-up's
+/// own levels).
+pub fn saturation_of(mut levels: Vec<LoadLevel>) -> Saturation {
+    levels.sort_by(|a, b| a.load.total_cmp(&b.load));
     let finding_none = |why: &str| Saturation {
         levels: levels.clone(),
         saturated_at: None,

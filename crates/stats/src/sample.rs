@@ -309,14 +309,19 @@ impl Counts {
         } else {
             (self.total_sumsq_us / n - mean_us * mean_us).max(0.0)
         };
-        let period = if period_s > 0.0 { period_s } else { 1.0 };
         Interval {
             start_s,
             period_s,
             vusers,
             tests: self.tests,
             errors: self.errors,
-            tps: n / period,
+            // A row of no length (the drain after a run's stop) has no rate: unknown, which
+            // every TPS figure leaves out.
+            tps: if period_s > 0.0 {
+                n / period_s
+            } else {
+                f64::NAN
+            },
             mean_test_time_ms: mean_us / 1000.0,
             test_time_sd_ms: var_us.sqrt() / 1000.0,
             mttfb_ms: per_test(self.ttfb_sum_us),
@@ -325,7 +330,11 @@ impl Counts {
             } else {
                 self.bytes as f64 / n
             },
-            response_bytes_per_second: self.bytes as f64 / period,
+            response_bytes_per_second: if period_s > 0.0 {
+                self.bytes as f64 / period_s
+            } else {
+                f64::NAN
+            },
             response_errors: self.response_errors,
             mean_resolve_ms: 0.0,
             mean_connect_ms: per_test(self.connect_sum_us),

@@ -96,9 +96,10 @@ impl SeedSuite {
             errors += r.errors;
             weighted += r.mttfb_ms * r.tests as f64;
             // An interval whose TPS is unknown (NaN: an edge of an import whose time stamps
-            // are whole seconds) is left out of the TPS figures; volley's own rows always
-            // have one.
-            if !r.tps.is_nan() {
+            // are whole seconds) is left out of the TPS figures, and so is one of no length
+            // (volley's drain: what completed in the grace period after the stop), which has
+            // no rate; both still count their requests.
+            if !r.tps.is_nan() && r.period_s > 0.0 {
                 tps.push(r.tps);
                 tps_time += r.tps * r.period_s;
                 time += r.period_s;

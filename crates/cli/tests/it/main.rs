@@ -22,6 +22,7 @@ mod scenario;
 mod scenario_server;
 mod segments;
 mod server_metrics;
+mod spring;
 mod support;
 mod sweep;
 mod tls;

@@ -36,7 +36,22 @@ fn every_request_the_server_saw_is_recorded_once() {
         server.seen()
     );
     assert_eq!(run.series.errors(), 0);
-    assert_eq!(run.series.intervals.len(), 3);
+    // Three intervals, and the drain after the stop (the requests in flight then, completed
+    // in the grace period) as a row of no length.
+    let timed = run
+        .series
+        .intervals
+        .iter()
+        .filter(|r| r.period_s > 0.0)
+        .count();
+    assert_eq!(timed, 3);
+    assert!(
+        run.series.intervals[3..]
+            .iter()
+            .all(|r| r.period_s == 0.0 && r.vusers == 0.0 && r.tps.is_nan()),
+        "{:?}",
+        run.series.intervals
+    );
     assert_eq!(run.meta.status, volley_formats::RunStatus::Complete);
 }
 
