@@ -100,10 +100,24 @@ fn level_of<'a>(levels: &'a [Level], rows: &[Interval], row: usize) -> Option<&'
 /// judged by `up` on each reading.
 struct Queue {
     /// The first level (or, without levels, the first reading that the next one confirms)
-    /// at which it stayed up: VUs, readings up, readings there.
+    /// at which it stayed up: VUs, readings up, readings there (from then on, without levels).
     persistent: Option<(f64, usize, usize)>,
-    /// Levels before that where it rose only briefly: VUs, readings up, readings, highest.
+    /// Levels before that where it rose only briefly (without levels: all its readings, if it
+    /// never stayed up): VUs at the highest, readings up, readings, highest.
     bursts: Vec<(f64, usize, usize, f64)>,
+    /// Judged at held levels.
+    on_levels: bool,
+}
+
+impl Queue {
+    /// Where the readings of [`Queue::persistent`] were counted.
+    fn where_counted(&self) -> &'static str {
+        if self.on_levels {
+            "there"
+        } else {
+            "from then on"
+        }
+    }
 }
 
 fn queue(
@@ -115,6 +129,7 @@ fn queue(
     let mut q = Queue {
         persistent: None,
         bursts: Vec::new(),
+        on_levels: !levels.is_empty(),
     };
     if !levels.is_empty() {
         for level in levels {
@@ -139,22 +154,22 @@ fn queue(
         }
         return q;
     }
-    // A ramp: a queue stays up when two readings in a row show it.
-    let mut burst_at: Option<(f64, f64)> = None;
-    for (i, r) in readings.iter().enumerate() {
-        if !up(r) {
-            continue;
+    // A ramp: a queue stays up from the first reading that the next one confirms.
+    let first =
+        (0..readings.len()).find(|&i| up(&readings[i]) && readings.get(i + 1).is_some_and(&up));
+    match first {
+        Some(i) => {
+            let rest = &readings[i..];
+            let n_up = rest.iter().filter(|r| up(r)).count();
+            q.persistent = Some((readings[i].vusers, n_up, rest.len()));
         }
-        if readings.get(i + 1).is_some_and(&up) {
-            q.persistent = Some((r.vusers, 2, 2));
-            break;
+        None => {
+            let ups: Vec<&Reading> = readings.iter().filter(|r| up(r)).collect();
+            if let Some(top) = ups.iter().max_by(|a, b| a.value.total_cmp(&b.value)) {
+                q.bursts
+                    .push((top.vusers, ups.len(), readings.len(), top.value));
+            }
         }
-        if burst_at.is_none() {
-            burst_at = Some((r.vusers, r.value));
-        }
-    }
-    if let Some((v, high)) = burst_at.filter(|_| q.persistent.is_none()) {
-        q.bursts.push((v, 1, 1, high));
     }
     q
 }
@@ -213,8 +228,9 @@ pub fn of(
         };
         out.push(match q.persistent {
             Some((v, up, n)) => format!(
-                "{name} pending > 0 from {} (in {up} of {n} scrapes there); it peaked at {:.0} waiting requests at {}{before}.",
+                "{name} pending > 0 from {} (in {up} of {n} scrapes {}); it peaked at {:.0} waiting requests at {}{before}.",
                 vus(v),
+                q.where_counted(),
                 top.value,
                 vus(top.vusers)
             ),
@@ -236,8 +252,9 @@ pub fn of(
         let name = named("Tomcat", series, busy.len() > 1);
         match q.persistent {
             Some((v, up, n)) => out.push(format!(
-                "{name}: all {max:.0} worker threads were busy from {} (in {up} of {n} scrapes there): requests queued for a thread (server.tomcat.threads.max).",
-                vus(v)
+                "{name}: all {max:.0} worker threads were busy from {} (in {up} of {n} scrapes {}): requests queued for a thread (server.tomcat.threads.max).",
+                vus(v),
+                q.where_counted()
             )),
             None if !q.bursts.is_empty() => out.push(format!(
                 "{name}: all {max:.0} worker threads were busy only briefly ({}).",
@@ -277,8 +294,9 @@ pub fn of(
             (u, _) => format!(" {u} requests never finished."),
         };
         out.push(format!(
-            "{name} held all {max:.0} connections it accepts from {} (in {up} of {n} scrapes there): further connections waited in the accept queue (server.tomcat.accept-count) or were refused before Tomcat saw them (server.tomcat.max-connections).{consequence}",
-            vus(v)
+            "{name} held all {max:.0} connections it accepts from {} (in {up} of {n} scrapes {}): further connections waited in the accept queue (server.tomcat.accept-count) or were refused before Tomcat saw them (server.tomcat.max-connections).{consequence}",
+            vus(v),
+            q.where_counted()
         ));
     }
 
@@ -416,6 +434,37 @@ pub(crate) mod tests {
             findings(&blip),
             [
                 "DB pool pending rose above 0 only in bursts (up to 3 at 10 VUs in 1 of 6 scrapes): the pool kept up, it was not exhausted."
+            ]
+        );
+    }
+
+    #[test]
+    fn on_a_ramp_a_queue_stays_from_the_reading_the_next_confirms() {
+        let dir = tempfile::tempdir().unwrap();
+        let ramp: Vec<u32> = (1..=18).collect();
+        let read = |server: &[(f64, &str, f64, bool)]| {
+            let src = stepped(dir.path(), &ramp, |v| 10 * u64::from(v), 20, server);
+            let levels = levels::of(&src, ReportOptions::default());
+            assert!(levels.is_empty(), "a ramp holds no level");
+            super::of(&src, 0.0, &levels, None)
+        };
+        // Up at 5 s alone, then from 12 s on: from 13 VUs (the row that starts at 12 s).
+        let pending = gauge("hikaricp_connections_pending", |t| {
+            if t == 5.0 || t >= 12.0 { 4.0 } else { 0.0 }
+        });
+        assert_eq!(
+            read(&pending),
+            [
+                "DB pool pending > 0 from 13 VUs (in 7 of 7 scrapes from then on); it peaked at 4 waiting requests at 6 VUs."
+            ]
+        );
+        let blip = gauge("hikaricp_connections_pending", |t| {
+            if t == 5.0 { 4.0 } else { 0.0 }
+        });
+        assert_eq!(
+            read(&blip),
+            [
+                "DB pool pending rose above 0 only in bursts (up to 4 at 6 VUs in 1 of 18 scrapes): the pool kept up, it was not exhausted."
             ]
         );
     }
