@@ -392,14 +392,26 @@ impl RunWriter {
             stamp.strftime("%Y%m%dT%H%M%SZ"),
             sanitize(&meta.name)
         );
-        let mut dir = root.join(&base);
-        for n in 2.. {
-            if !dir.exists() {
-                break;
+        // The directory is claimed by creating it, which fails when another process (a segment
+        // started at the same instant by --start-at) made it first: then the next suffix.
+        fs::create_dir_all(root).map_err(|e| FormatError::io(root, e))?;
+        for n in 1..=10_000 {
+            let dir = match n {
+                1 => root.join(&base),
+                n => root.join(format!("{base}-{n}")),
+            };
+            match fs::create_dir(&dir) {
+                Ok(()) => return Self::create_at(&dir, meta, started),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(FormatError::io(&dir, e)),
             }
-            dir = root.join(format!("{base}-{n}"));
         }
-        Self::create_at(&dir, meta, started)
+        Err(FormatError::Unrecognised {
+            path: root.join(&base),
+            message:
+                "10,000 run directories of this name and second exist already; give another -o"
+                    .into(),
+        })
     }
 
     /// Writes a run directory at exactly `dir` (created; it must not hold a run already).
