@@ -225,6 +225,9 @@ fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
         &sets,
         ReportOptions::default(),
         &out.join("comparison.html"),
+        |sources, svgs| {
+            volley_report::html::compare_page(&cmp, sources, ReportOptions::default(), svgs, None)
+        },
     )?;
     std::fs::write(&md_path, md)?;
     std::fs::write(out.join("comparison.json"), cmp.to_json())?;

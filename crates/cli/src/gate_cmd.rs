@@ -158,6 +158,16 @@ impl Gate {
 
     /// Judges `cmp`, adds the verdict to `text` (the comparison in `format`), writes the JUnit
     /// file and the job summary, and returns the text with the exit code.
+    /// The gate's verdict for a page, when a gate judges this comparison: passed, and its
+    /// headline. A gate that cannot be evaluated has none here; `finish` says why.
+    pub(crate) fn page_verdict(&self, cmp: &Comparison) -> Option<(bool, String)> {
+        let spec = self.spec.as_ref()?;
+        let gate = GateResult::evaluate(cmp, spec, self.baseline.is_some())
+            .ok()?
+            .with_incomplete(self.incomplete.clone());
+        Some((gate.passed, format!("Gate: {}", gate.headline())))
+    }
+
     pub(crate) fn finish(
         &self,
         cmp: &Comparison,

@@ -116,14 +116,14 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     if let Some(addr) = &a.out.serve {
         crate::live_cmd::serve(
             addr,
-            volley_report::html::report_page(&sources, &reports, opts),
+            volley_report::html::report_page(&sources, &reports, &summaries, opts),
         )?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(html) = &a.out.html {
         std::fs::write(
             html,
-            volley_report::html::report_page(&sources, &reports, opts),
+            volley_report::html::report_page(&sources, &reports, &summaries, opts),
         )
         .map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
         eprintln!("volley: wrote {}", html.display());
@@ -138,7 +138,7 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
             _ => report.to_json() + "\n",
         });
     }
-    for summary in summaries {
+    for summary in &summaries {
         out.push_str(&match a.out.format {
             ReportFormat::Table => summary.table(),
             ReportFormat::Md => summary.markdown(),
@@ -233,14 +233,20 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         let scratch = std::env::temp_dir().join(format!("volley-serve-{}", std::process::id()));
         std::fs::create_dir_all(&scratch)?;
         let page = scratch.join("compare.html");
-        let written = write_compare_html(&cmp, &sets, opts, &page)
-            .and_then(|()| Ok(std::fs::read_to_string(&page)?));
+        let verdict = gate.page_verdict(&cmp);
+        let written = write_compare_html(&cmp, &sets, opts, &page, |sources, svgs| {
+            volley_report::html::compare_page(&cmp, sources, opts, svgs, verdict)
+        })
+        .and_then(|()| Ok(std::fs::read_to_string(&page)?));
         let _ = std::fs::remove_dir_all(&scratch);
         crate::live_cmd::serve(addr, written?)?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(html) = &a.out.html {
-        write_compare_html(&cmp, &sets, opts, html)?;
+        let verdict = gate.page_verdict(&cmp);
+        write_compare_html(&cmp, &sets, opts, html, |sources, svgs| {
+            volley_report::html::compare_page(&cmp, sources, opts, svgs, verdict)
+        })?;
     }
     let text = match a.out.format {
         ReportFormat::Table => cmp.table(),
@@ -253,13 +259,15 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
     Ok(code)
 }
 
-/// Writes the comparison page, with its bar charts as PNG and SVG in `<stem>_charts/`; the
-/// charts of a group show its first run (the tables judge every run).
+/// Writes a comparison's page (`page` draws it from the sources and the bar charts' SVG),
+/// with its bar charts as PNG and SVG in `<stem>_charts/`; the charts of a group show its
+/// first run (the tables judge every run).
 pub(crate) fn write_compare_html(
     cmp: &volley_report::compare::Comparison,
     sets: &[RunSet],
     opts: ReportOptions,
     html: &std::path::Path,
+    page: impl FnOnce(&[Source], Vec<String>) -> String,
 ) -> Result<()> {
     let sources: Vec<Source> = sets.iter().map(|s| s.first().clone()).collect();
     let sources = &sources[..];
@@ -275,11 +283,8 @@ pub(crate) fn write_compare_html(
         .filter(|p| p.extension().is_some_and(|e| e == "svg") && !p.ends_with("percentiles.svg"))
         .map(std::fs::read_to_string)
         .collect::<std::io::Result<Vec<_>>>()?;
-    std::fs::write(
-        html,
-        volley_report::html::compare_page(cmp, sources, opts, svgs),
-    )
-    .map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
+    std::fs::write(html, page(sources, svgs))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", html.display()))?;
     eprintln!(
         "volley: wrote {} (charts in {})",
         html.display(),

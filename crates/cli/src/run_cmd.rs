@@ -278,6 +278,7 @@ pub(crate) fn write_reports_of(
         volley_report::html::report_page(
             std::slice::from_ref(&source),
             std::slice::from_ref(&report),
+            &[],
             opts,
         ),
     )?;

@@ -159,7 +159,13 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         a.output.join("sweep.md"),
         format!("{}\n{}", summary.markdown(), cmp.markdown()),
     )?;
-    crate::report_cmd::write_compare_html(&cmp, &sets, opts, &a.output.join("sweep.html"))?;
+    crate::report_cmd::write_compare_html(
+        &cmp,
+        &sets,
+        opts,
+        &a.output.join("sweep.html"),
+        |sources, svgs| volley_report::html::sweep_page(&summary, &cmp, sources, opts, svgs),
+    )?;
     eprintln!(
         "volley: the sweep is in {} (sweep.md, sweep.json, sweep.html)",
         a.output.display()

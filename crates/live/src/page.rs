@@ -20,9 +20,9 @@ const BODY: &str = r##"<h1 id="title">volley live</h1>
 <table id="generator"></table>
 </div>
 <table id="thresholds"></table>
-<div id="charts"></div>
 <table id="steps"></table>
 <table id="errors"></table>
+<div id="charts"></div>
 <ul id="changes" class="note"></ul>
 "##;
 
@@ -97,4 +97,17 @@ pub(crate) fn live_page() -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>volley live</title><link rel=\"icon\" href=\"data:,\">\n<style>{UPLOT_CSS}\n{PAGE_CSS}\n.controls{{margin:8px 0}}.cols{{display:flex;gap:18px;flex-wrap:wrap}}button{{font:inherit}}tr.better td:last-child{{color:#1a7f37}}tr.worse td:last-child{{color:#cf222e;font-weight:bold}}\n</style></head><body>\n{BODY}<script>{UPLOT_JS}</script>\n<script>{CHARTS_JS}</script>\n<script>{SCRIPT}</script>\n</body></html>\n"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    /// What a reader acts on (the thresholds, the step table, the errors) comes before the
+    /// raw charts.
+    #[test]
+    fn the_tables_come_before_the_charts() {
+        let at = |id: &str| super::BODY.find(&format!("id=\"{id}\"")).unwrap();
+        for table in ["thresholds", "steps", "errors"] {
+            assert!(at(table) < at("charts"), "{table}");
+        }
+    }
 }

@@ -4,7 +4,11 @@
 // caller keeps, {} at first) holds the plots already drawn by chart name: a chart whose title
 // and lines are unchanged only gets its new data, the others are drawn anew.
 window.volleyCharts = (function () {
-  var colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"];
+  // Okabe and Ito's colours, as the PNG charts (volley-report's charts::PALETTE).
+  var colors = ["#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#000000"];
+  // Counts, rates and times start at 0: a scale from the data's minimum makes 825 against
+  // 870 look like a collapse.
+  function fromZero(u, min, max) { if (min == null || max == null) return [0, 1]; var lo = Math.min(0, min); var hi = max > lo ? max : lo + 1; return [lo, hi + (hi - lo) * 0.05]; }
   function width(root) { return Math.max(320, Math.min(root.clientWidth || 1000, 1060)); }
   function pct(x) { var q = 100 * (1 - Math.pow(10, -x)); return (q < 99 ? q.toFixed(0) : (Math.round(q * 100) / 100)) + "%"; }
   function data(c) { return [c.x].concat(c.series.map(function (s) { return s.values; })); }
@@ -21,7 +25,9 @@ window.volleyCharts = (function () {
     var axes = [{ label: c.xlabel, values: c.percentile ? function (u, vals) { return vals.map(pct); } : undefined },
                 { label: c.ylabel, scale: "y" }];
     if (c.y2label) axes.push({ label: c.y2label, scale: "y2", side: 1, grid: { show: false } });
-    var u = new uPlot({ title: c.title, width: width(root), height: 320, scales: { x: { time: false } }, series: series, axes: axes }, data(c), el);
+    var scales = { x: { time: false }, y: { range: fromZero } };
+    if (c.y2label) scales.y2 = { range: fromZero };
+    var u = new uPlot({ title: c.title, width: width(root), height: 320, scales: scales, series: series, axes: axes }, data(c), el);
     return { plot: u, el: el, shape: shape(c), updates: 0 };
   }
   function draw(root, drawn, charts) {

@@ -319,7 +319,7 @@ impl Capacity {
             LoadKind::Vus => "VUs",
         };
         let _ = writeln!(out);
-        crate::render::columns(&mut out, &header, self.probe_rows());
+        crate::doc::columns(&mut out, "", &header.map(String::from), &self.probe_rows());
         for p in &self.probes {
             if let Some(why) = &p.stopped_early {
                 let _ = writeln!(out, "  {}: stopped early: {why}", self.load.show(p.offered));
@@ -972,10 +972,11 @@ pub fn compare_table(a: &Capacity, b: &Capacity, labels: [&str; 2]) -> String {
     let c = Comparison::of(a, b, [labels[0].as_ref(), labels[1].as_ref()]);
     let mut out = String::new();
     let _ = writeln!(out, "Capacity: {} → {}", c.labels[0], c.labels[1]);
-    crate::render::columns(
+    crate::doc::columns(
         &mut out,
-        &["", &c.labels[0], &c.labels[1], "change", ""],
-        c.rows,
+        "",
+        &["", &c.labels[0], &c.labels[1], "change", ""].map(String::from),
+        &c.rows,
     );
     out
 }

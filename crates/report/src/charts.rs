@@ -16,14 +16,27 @@ use crate::model::ReportOptions;
 pub const SIZE: (u32, u32) = (960, 480);
 
 const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
-pub(crate) const PALETTE: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
+/// Okabe and Ito's colours, which readers with any common colour-vision deficiency tell
+/// apart (their yellow left out: it does not show on white). `assets/charts.js` draws the
+/// pages' charts in the same colours, in the same order.
+pub(crate) const PALETTE: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(213, 94, 0),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
 ];
+
+/// The top of a y axis whose data reach `max`: room above the data for a legend of `lines`
+/// rows, drawn there (upper right) so that it covers no line or bar.
+fn top_with_legend(max: f64, lines: usize) -> f64 {
+    let plot_px = f64::from(SIZE.1) - 100.0;
+    let legend_px = 20.0 * lines as f64 + 24.0;
+    let free = (1.0 - legend_px / plot_px).max(0.5);
+    max.max(0.001) * 1.05 / free
+}
 
 pub(crate) fn register_font() {
     static ONCE: Once = Once::new();
@@ -161,7 +174,15 @@ fn x_max(c: &Chart) -> f64 {
 
 fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
     root.fill(&WHITE)?;
-    let ymax = max_of(c.lines.iter().flat_map(|l| c.points(l).map(|p| p.1))).max(0.001) * 1.1;
+    let drawn = c
+        .lines
+        .iter()
+        .filter(|l| c.points(l).next().is_some())
+        .count();
+    let ymax = top_with_legend(
+        max_of(c.lines.iter().flat_map(|l| c.points(l).map(|p| p.1))),
+        drawn,
+    );
     let mut chart = ChartBuilder::on(root)
         .caption(&c.title, ("sans-serif", 20))
         .margin(12)
@@ -188,6 +209,7 @@ fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
     }
     chart
         .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
@@ -196,15 +218,22 @@ fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
 /// Lines against a left and a right axis; each axis spans at least 1.
 fn two_axes<DB: DrawingBackend>(c: &Chart, y2: Unit, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
     root.fill(&WHITE)?;
+    let drawn = c
+        .lines
+        .iter()
+        .filter(|l| c.points(l).next().is_some())
+        .count();
     let top = |right: bool| {
-        max_of(
-            c.lines
-                .iter()
-                .filter(|l| l.right == right)
-                .flat_map(|l| c.points(l).map(|p| p.1)),
+        top_with_legend(
+            max_of(
+                c.lines
+                    .iter()
+                    .filter(|l| l.right == right)
+                    .flat_map(|l| c.points(l).map(|p| p.1)),
+            )
+            .max(1.0),
+            drawn,
         )
-        .max(1.0)
-            * 1.1
     };
     let mut chart = ChartBuilder::on(root)
         .caption(&c.title, ("sans-serif", 20))
@@ -237,6 +266,7 @@ fn two_axes<DB: DrawingBackend>(c: &Chart, y2: Unit, root: &DrawingArea<DB, Shif
     }
     chart
         .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
@@ -249,7 +279,10 @@ impl Figure for Bars {
 
     /// For each group along x, one bar per run.
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
-        let ymax = max_of(self.runs.iter().flat_map(|(_, v)| v.iter().copied())).max(0.001) * 1.15;
+        let ymax = top_with_legend(
+            max_of(self.runs.iter().flat_map(|(_, v)| v.iter().copied())),
+            self.runs.len(),
+        );
         let n = self.runs.len().max(1) as f64;
         let groups = self.groups.len();
         root.fill(&WHITE)?;
@@ -289,8 +322,35 @@ impl Figure for Bars {
         }
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_and_images_share_one_palette_in_one_order() {
+        let js = include_str!("../assets/charts.js");
+        let hex: Vec<String> = PALETTE
+            .iter()
+            .map(|c| format!("\"#{:02x}{:02x}{:02x}\"", c.0, c.1, c.2))
+            .collect();
+        assert!(js.contains(&hex.join(", ")), "charts.js: {hex:?}");
+    }
+
+    #[test]
+    fn the_legend_has_a_band_above_the_data() {
+        let plot_px = f64::from(SIZE.1) - 100.0;
+        for lines in 1..=6 {
+            let top = top_with_legend(870.0, lines);
+            let legend_px = 20.0 * lines as f64 + 24.0;
+            // The data stay below the band the legend takes at the top of the plot.
+            assert!(870.0 / top <= 1.0 - legend_px / plot_px, "{lines} lines");
+        }
     }
 }

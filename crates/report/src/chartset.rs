@@ -28,10 +28,10 @@ impl Unit {
     /// The axis label.
     pub fn label(self) -> &'static str {
         match self {
-            Unit::Tps => "TPS",
+            Unit::Tps => "TPS (requests/s)",
             Unit::Vus => "VUs",
             Unit::Ms => "ms",
-            Unit::Errors => "errors",
+            Unit::Errors => "errors per interval",
             Unit::Count => "count",
         }
     }

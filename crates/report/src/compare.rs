@@ -6,8 +6,11 @@ use std::fmt::Write;
 use serde::Serialize;
 use volley_formats::{Format, HistKey, HistMetric, RunSet, Source};
 use volley_stats::SuiteOptions;
-use volley_stats::compare::{CompareRow, NOISE_Z, RESAMPLES, RunSample, Test, compare_groups};
+use volley_stats::compare::{
+    CompareRow, NOISE_Z, RESAMPLES, RunSample, Test, Verdict, compare_groups,
+};
 
+use crate::doc::{Answer, Block, Cell, Doc, Figure as Quoted, Section};
 use crate::model::ReportOptions;
 use crate::render::group_thousands;
 
@@ -524,6 +527,17 @@ fn mttfb_meanings((a, fa): (&str, Format), (b, fb): (&str, Format)) -> Option<St
     })
 }
 
+/// The figures a comparison opens with.
+const QUOTED: [&str; 3] = ["tps_avg", "ttfb_p99_ms", "error_rate_pct"];
+
+/// `Level` from `level`.
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 /// The figures whose smallest callable change a table states.
 const CALLABLE_KEYS: [&str; 2] = ["tps_avg", "mttfb_avg_ms"];
 
@@ -646,148 +660,163 @@ impl Comparison {
         )
     }
 
-    /// Markdown in the seeds' layout: `| Metric | Before | After | Change |`.
-    pub fn markdown(&self) -> String {
-        let mut out = String::new();
+    /// The comparison as a document, the one its terminal, Markdown and HTML forms are
+    /// drawn from: the marks counted and the quoted figures of the last table first, then
+    /// each table, its per-level, per-population and per-step tables, and the method.
+    pub fn doc(&self) -> Doc {
+        let labels: Vec<&str> = self.runs.iter().map(|r| r.label.as_str()).collect();
+        let meta = self
+            .runs
+            .iter()
+            .map(|r| {
+                let what = if r.group {
+                    format!("a group of {} runs", r.runs)
+                } else {
+                    "a run".to_string()
+                };
+                format!("{}: {what}, {}", r.label, r.source)
+            })
+            .collect();
+        let last = self.overall.as_ref().or(self.steps.last());
+        let mut answer = Answer::default();
+        if let Some(step) = last {
+            let count = |v: Verdict| step.rows.iter().filter(|r| r.verdict == v).count();
+            answer.summary = Some(format!(
+                "{} → {}: {} better 🟢, {} worse 🔴, {} within the noise ⚪ (of {} figures).",
+                step.before,
+                step.after,
+                count(Verdict::Better),
+                count(Verdict::Worse),
+                count(Verdict::Noise),
+                step.rows.len()
+            ));
+            answer.figures = QUOTED
+                .iter()
+                .filter_map(|k| step.rows.iter().find(|r| r.key == *k))
+                .map(|r| {
+                    let (change, _) = change_parts(r);
+                    Quoted {
+                        label: r.label.to_string(),
+                        value: value(r.after, r.unit, r.key),
+                        change: Some((r.verdict, change)),
+                    }
+                })
+                .collect();
+        }
+        let header = |first: &[&str], step: &Step| -> Vec<String> {
+            first
+                .iter()
+                .map(|s| s.to_string())
+                .chain([
+                    step.before.clone(),
+                    step.after.clone(),
+                    "Change".into(),
+                    "noise ±".into(),
+                    "judged by".into(),
+                ])
+                .collect()
+        };
+        let row = |first: Vec<Cell>, r: &CompareRow| -> Vec<Cell> {
+            let (change, after) = change_parts(r);
+            first
+                .into_iter()
+                .chain([
+                    Cell::from(value(r.before, r.unit, r.key)),
+                    Cell::from(value(r.after, r.unit, r.key)),
+                    Cell {
+                        text: change,
+                        mark: Some(r.verdict),
+                        after: after.to_string(),
+                        strong: true,
+                        ..Cell::default()
+                    },
+                    Cell::from(noise(r.noise_pct)),
+                    Cell::from(judged_by(r)),
+                ])
+                .collect()
+        };
+        let mut sections = Vec::new();
         for (title, step) in self.tables() {
-            let _ = writeln!(out, "## {title}\n");
-            let _ = writeln!(
-                out,
-                "| Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|",
-                step.before, step.after
-            );
-            for r in &step.rows {
-                let _ = writeln!(
-                    out,
-                    "| {} | {} | {} | **{}** | {} |",
-                    r.label,
-                    value(r.before, r.unit, r.key),
-                    value(r.after, r.unit, r.key),
-                    change(r),
-                    judged_by(r)
-                );
+            let mut blocks = vec![Block::Table {
+                header: header(&["Metric"], step),
+                rows: step
+                    .rows
+                    .iter()
+                    .map(|r| row(vec![Cell::from(r.label)], r))
+                    .collect(),
+            }];
+            if !step.notes.is_empty() {
+                blocks.push(Block::Notes(step.notes.clone()));
             }
-            // The sub-tables: a level's name is plain, a population's and a step's are code.
-            for (what, column, parts, code) in [
-                ("level", "Level", &step.per_level, false),
-                ("population", "Population", &step.per_population, true),
-                ("step", "Step", &step.per_step, true),
+            sections.push(Section {
+                id: "steps".into(),
+                title: title.clone(),
+                caption: String::new(),
+                blocks,
+            });
+            for (id, what, parts) in [
+                ("per_level", "level", &step.per_level),
+                ("per_population", "population", &step.per_population),
+                ("per_step", "step", &step.per_step),
             ] {
                 if parts.is_empty() {
                     continue;
                 }
-                let _ = writeln!(
-                    out,
-                    "\n### Per {what}: {title}\n\n| {column} | Metric | {} | {} | Change | Judged by |\n|---|---|---|---|---|---|",
-                    step.before, step.after
-                );
-                for s in parts {
-                    let name = if code {
-                        format!("`{}`", s.name.replace('|', "\\|").replace('`', "'"))
-                    } else {
-                        s.name.clone()
-                    };
-                    for r in &s.rows {
-                        let _ = writeln!(
-                            out,
-                            "| {name} | {} | {} | {} | **{}** | {} |",
-                            r.label,
-                            value(r.before, r.unit, r.key),
-                            value(r.after, r.unit, r.key),
-                            change(r),
-                            judged_by(r)
-                        );
-                    }
-                }
+                let rows = parts
+                    .iter()
+                    .flat_map(|p| {
+                        p.rows.iter().map(move |r| {
+                            let name = if what == "level" {
+                                Cell::from(p.name.clone())
+                            } else {
+                                Cell::code(p.name.clone())
+                            };
+                            row(vec![name, Cell::from(r.label)], r)
+                        })
+                    })
+                    .collect();
+                sections.push(Section {
+                    id: id.into(),
+                    title: format!("Per {what}: {title}"),
+                    caption: String::new(),
+                    blocks: vec![Block::Table {
+                        header: header(&[&capitalized(what), "Metric"], step),
+                        rows,
+                    }],
+                });
             }
-            for n in &step.notes {
-                let _ = writeln!(out, "\n- {}", crate::render::md_text(n));
-            }
-            out.push('\n');
         }
-        for (run, note) in self.input_notes() {
-            let _ = writeln!(
-                out,
-                "- {}: {}",
-                crate::render::md_text(run),
-                crate::render::md_text(note)
-            );
+        let input: Vec<String> = self
+            .input_notes()
+            .map(|(run, note)| format!("{run}: {note}"))
+            .collect();
+        if !input.is_empty() {
+            sections.push(Section::new(
+                "input_notes",
+                "What the readers did with the input",
+                "",
+                Block::Notes(input),
+            ));
         }
-        if self.input_notes().next().is_some() {
-            out.push('\n');
+        let mut method: Vec<String> = self.caveat.iter().cloned().collect();
+        method.extend(self.method.lines().map(str::to_string));
+        sections.push(Section::new("method", "Method", "", Block::List(method)));
+        Doc {
+            title: format!("Comparison of {}", labels.join(", ")),
+            meta,
+            answer,
+            sections,
         }
-        if let Some(c) = &self.caveat {
-            let _ = writeln!(out, "**{c}**\n");
-        }
-        for m in self.method.lines() {
-            let _ = writeln!(out, "{m}\n");
-        }
-        out
+    }
+
+    /// Markdown in the seeds' layout: `| Metric | Before | After | Change |`.
+    pub fn markdown(&self) -> String {
+        self.doc().markdown()
     }
 
     /// A terminal table.
     pub fn table(&self) -> String {
-        let mut out = String::new();
-        for (title, step) in self.tables() {
-            let _ = writeln!(out, "{title}");
-            let w = step.rows.iter().map(|r| r.label.len()).max().unwrap_or(10);
-            let _ = writeln!(
-                out,
-                "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>8}  judged by",
-                "Metric", step.before, step.after, "Change", "noise ±"
-            );
-            for r in &step.rows {
-                let _ = writeln!(
-                    out,
-                    "  {:<w$}  {:>14}  {:>14}  {:>16}  {:>8}  {}",
-                    r.label,
-                    value(r.before, r.unit, r.key),
-                    value(r.after, r.unit, r.key),
-                    change(r),
-                    noise(r.noise_pct),
-                    judged_by(r)
-                );
-            }
-            for (what, s) in step
-                .per_level
-                .iter()
-                .map(|s| ("level", s))
-                .chain(step.per_population.iter().map(|s| ("population", s)))
-                .chain(step.per_step.iter().map(|s| ("step", s)))
-            {
-                let _ = writeln!(out, "  {what} `{}`", s.name);
-                for r in &s.rows {
-                    let _ = writeln!(
-                        out,
-                        "    {:<w$}{:>14}  {:>14}  {:>16}  {:>8}  {}",
-                        r.label,
-                        value(r.before, r.unit, r.key),
-                        value(r.after, r.unit, r.key),
-                        change(r),
-                        noise(r.noise_pct),
-                        judged_by(r),
-                        w = w - 2
-                    );
-                }
-            }
-            for n in &step.notes {
-                let _ = writeln!(out, "  note: {}", crate::render::terminal_safe(n));
-            }
-            out.push('\n');
-        }
-        for (run, note) in self.input_notes() {
-            let _ = writeln!(
-                out,
-                "note: {}: {}",
-                crate::render::terminal_safe(run),
-                crate::render::terminal_safe(note)
-            );
-        }
-        if let Some(c) = &self.caveat {
-            let _ = writeln!(out, "{c}");
-        }
-        let _ = writeln!(out, "{}", self.method);
-        out
+        self.doc().terminal()
     }
 
     /// CSV: one row per figure per step.
@@ -883,8 +912,14 @@ mod tests {
                 .iter()
                 .any(|n| n.starts_with("Both held the same levels (5 VUs, 10 VUs, 20 VUs)"))
         );
-        assert!(cmp.table().contains("level `20 VUs`"));
-        assert!(cmp.markdown().contains("### Per level:"));
+        let table = cmp.table();
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("  20 VUs") && l.contains("TPS Average")),
+            "{table}"
+        );
+        assert!(cmp.markdown().contains("## Per level:"));
         assert!(cmp.csv().contains("/ 20 VUs\""));
         // The gate judges each level too: the second is better at 20 VUs, so reversed it is a
         // regression there, which fails the gate by that level's row.

@@ -2,12 +2,11 @@
 //! value, their mean, standard deviation and coefficient of variation — so the run-to-run
 //! spread that a single run cannot show is in plain sight.
 
-use std::fmt::Write;
-
 use serde::Serialize;
 use volley_formats::RunSet;
 use volley_stats::compare::metric_values;
 
+use crate::doc::{Answer, Block, Doc, Figure as Quoted, Section, cells};
 use crate::model::ReportOptions;
 
 /// One figure across the runs.
@@ -166,82 +165,102 @@ fn cv(v: f64) -> String {
 }
 
 impl GroupSummary {
-    /// A terminal table.
-    pub fn table(&self) -> String {
-        let mut out = format!(
-            "Group {} — {} runs: mean across runs, spread between runs\n",
-            crate::render::terminal_safe(&self.name),
-            self.runs.len()
-        );
-        let w = self.rows.iter().map(|r| r.label.len()).max().unwrap_or(10);
-        let _ = writeln!(
-            out,
-            "  {:<w$}  {:>14}  {:>12}  {:>7}  {:>14}  {:>14}",
-            "Metric", "mean", "sd", "CV", "min", "max"
-        );
-        for r in &self.rows {
-            let v = |x: f64| crate::compare::value(x, r.unit, r.key);
-            let sd = if r.sd.is_finite() {
-                v(r.sd)
+    /// The summary as a document: the quoted figures' means and spreads first, then one
+    /// column per run, the mean, SD, CV and range.
+    pub fn doc(&self) -> Doc {
+        let v = |r: &GroupRow, x: f64| {
+            if x.is_finite() {
+                crate::compare::value(x, r.unit, r.key)
             } else {
                 "n/a".into()
-            };
-            let _ = writeln!(
-                out,
-                "  {:<w$}  {:>14}  {:>12}  {:>7}  {:>14}  {:>14}",
-                r.label,
-                v(r.mean),
-                sd,
-                cv(r.cv_pct),
-                v(r.min),
-                v(r.max)
-            );
+            }
+        };
+        let figures = ["tps_avg", "ttfb_p99_ms", "error_rate_pct"]
+            .iter()
+            .filter_map(|k| self.rows.iter().find(|r| r.key == *k))
+            .map(|r| {
+                Quoted::new(
+                    &format!("{} (mean)", r.label),
+                    format!("{} (CV {})", v(r, r.mean), cv(r.cv_pct)),
+                )
+            })
+            .collect();
+        let mut header = vec!["Metric".to_string()];
+        header.extend((1..=self.runs.len()).map(|i| {
+            if self.left_out.contains(&i) {
+                format!("Run {i} (left out)")
+            } else {
+                format!("Run {i}")
+            }
+        }));
+        header.extend(["mean", "sd", "CV", "min", "max"].map(String::from));
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![r.label.to_string()];
+                row.extend(r.values.iter().map(|x| v(r, *x)));
+                row.extend([
+                    v(r, r.mean),
+                    v(r, r.sd),
+                    cv(r.cv_pct),
+                    v(r, r.min),
+                    v(r, r.max),
+                ]);
+                cells(row)
+            })
+            .collect();
+        let mut sections = vec![
+            Section::new(
+                "rows",
+                "Across the runs",
+                "each run's value, then the mean, standard deviation and spread between runs",
+                Block::Table { header, rows },
+            ),
+            Section::new(
+                "runs",
+                "Runs",
+                "",
+                Block::List(
+                    self.runs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, run)| format!("Run {}: {run}", i + 1))
+                        .collect(),
+                ),
+            ),
+        ];
+        if !self.notes.is_empty() {
+            sections.push(Section::new(
+                "notes",
+                "Notes",
+                "",
+                Block::Notes(self.notes.clone()),
+            ));
         }
-        for n in &self.notes {
-            let _ = writeln!(out, "note: {}", crate::render::terminal_safe(n));
+        Doc {
+            title: format!("Group {}", self.name),
+            meta: vec![format!(
+                "{} runs: mean across runs, spread between runs · {}",
+                self.runs.len(),
+                self.path
+            )],
+            answer: Answer {
+                figures,
+                ..Answer::default()
+            },
+            sections,
         }
-        out
+    }
+
+    /// A terminal table.
+    pub fn table(&self) -> String {
+        self.doc().terminal()
     }
 
     /// Markdown: one column per run, then mean, sd and CV.
     pub fn markdown(&self) -> String {
-        let mut out = format!(
-            "# Group {} ({} runs)\n\n| Metric |",
-            crate::render::md_text(&self.name),
-            self.runs.len()
-        );
-        for i in 1..=self.runs.len() {
-            let out_of_it = if self.left_out.contains(&i) {
-                " (left out)"
-            } else {
-                ""
-            };
-            let _ = write!(out, " Run {i}{out_of_it} |");
-        }
-        out.push_str(" Mean | SD | CV |\n|---|");
-        out.push_str(&"---|".repeat(self.runs.len() + 3));
-        out.push('\n');
-        for r in &self.rows {
-            let v = |x: f64| crate::compare::value(x, r.unit, r.key);
-            let _ = write!(out, "| {} |", r.label);
-            for x in &r.values {
-                let _ = write!(out, " {} |", v(*x));
-            }
-            let sd = if r.sd.is_finite() {
-                v(r.sd)
-            } else {
-                "n/a".into()
-            };
-            let _ = writeln!(out, " {} | {} | {} |", v(r.mean), sd, cv(r.cv_pct));
-        }
-        out.push('\n');
-        for (i, run) in self.runs.iter().enumerate() {
-            let _ = writeln!(out, "- Run {}: `{}`", i + 1, run.replace('`', "'"));
-        }
-        for n in &self.notes {
-            let _ = writeln!(out, "- {}", crate::render::md_text(n));
-        }
-        out
+        self.doc().markdown()
     }
 
     /// Pretty JSON.

@@ -17,13 +17,14 @@ pub use model::{
     check_warmup, threshold_actual, warmup_seconds,
 };
 pub use render::{
-    csv, group_thousands, markdown, markdown_with_charts, md_text, table, terminal_safe,
+    csv, doc, group_thousands, markdown, markdown_with_charts, md_text, table, terminal_safe,
 };
 
 pub mod capacity;
 pub mod charts;
 pub mod chartset;
 pub mod compare;
+pub mod doc;
 pub mod gate;
 pub mod group;
 pub mod history;

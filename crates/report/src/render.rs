@@ -6,6 +6,7 @@ use volley_stats::{LatencySummary, METRICS, SeedSuite, TpsTail};
 
 use volley_formats::Figure;
 
+use crate::doc::{Answer, Block, Cell, Doc, Figure as Quoted, Section, cells};
 use crate::model::RunReport;
 
 pub use volley_formats::numfmt::group_thousands;
@@ -114,23 +115,6 @@ pub(crate) fn latency_rows(r: &RunReport) -> Vec<(&'static str, &LatencySummary)
         .collect()
 }
 
-fn headline(r: &RunReport) -> String {
-    let mut h = format!(
-        "{} — {} ({} s measured, interval {} s)",
-        terminal_safe(&r.name),
-        r.status,
-        num(r.measured_s),
-        r.interval_s
-    );
-    if let Some(reason) = &r.reason {
-        let _ = write!(h, "\nstopped: {}", terminal_safe(reason));
-    }
-    if r.completed() == 0 {
-        let _ = write!(h, "\n{NOTHING_COMPLETED}");
-    }
-    h
-}
-
 /// Said at the top of a report in which no request completed.
 const NOTHING_COMPLETED: &str =
     "NO REQUEST COMPLETED: no figure below describes a response; see the errors.";
@@ -227,162 +211,229 @@ pub(crate) fn population_rows(r: &RunReport) -> Vec<Vec<String>> {
     rows
 }
 
-/// Cells laid out in columns under `header`, the first left-aligned.
-pub(crate) fn columns(out: &mut String, header: &[&str], rows: Vec<Vec<String>>) {
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| {
-            rows.iter()
-                .map(|r| r[c].chars().count())
-                .chain([header[c].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for row in std::iter::once(header.iter().map(|s| s.to_string()).collect::<Vec<_>>()).chain(rows)
-    {
-        let _ = write!(out, "  {:<w$}", row[0], w = widths[0]);
-        for (c, cell) in row.iter().enumerate().skip(1) {
-            let _ = write!(out, "  {cell:>w$}", w = widths[c]);
-        }
-        let _ = writeln!(out);
+/// The report for a terminal.
+pub fn table(r: &RunReport) -> String {
+    doc(r, &[]).terminal()
+}
+
+/// The run's report as a document, the one every form is drawn from; `charts` are
+/// (alt text, relative path) of images drawn beside it, which Markdown links.
+pub fn doc(r: &RunReport, charts: &[(&str, &str)]) -> Doc {
+    let mut meta = vec![meta_line(r)];
+    if let Some(reason) = &r.reason {
+        meta.push(format!("stopped: {reason}"));
+    }
+    Doc {
+        title: r.name.clone(),
+        meta,
+        answer: answer(r),
+        sections: sections(r, charts),
     }
 }
 
-/// The report for a terminal.
-pub fn table(r: &RunReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{}\n", headline(r));
-    let rows = suite_rows(r);
-    let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
-    let _ = writeln!(
-        out,
-        "Per-interval metric suite (over {} intervals)",
-        r.seed_suite.intervals
-    );
-    for (label, value) in &rows {
-        let _ = writeln!(out, "  {label:<width$}  {value:>14}");
+/// `complete · started … · 12.00 s measured · interval 1 s · first 2 s excluded`.
+fn meta_line(r: &RunReport) -> String {
+    let mut parts = Vec::new();
+    if r.format != volley_formats::Format::Volley {
+        parts.push(r.format.to_string());
     }
+    parts.push(r.status.clone());
+    if !r.started_at.is_empty() {
+        parts.push(format!("started {}", r.started_at));
+    }
+    parts.push(format!("{} s measured", num(r.measured_s)));
+    parts.push(format!("interval {} s", r.interval_s));
+    if r.warmup_s > 0.0 {
+        parts.push(format!("first {} s excluded", r.warmup_s));
+    }
+    parts.join(" · ")
+}
+
+/// The verdict, the figures people quote, and the findings.
+fn answer(r: &RunReport) -> Answer {
+    let failed: Vec<&str> = r
+        .thresholds
+        .iter()
+        .filter(|t| !t.passed)
+        .map(|t| t.expr.as_str())
+        .collect();
+    let verdict = (!r.thresholds.is_empty()).then(|| {
+        let n = r.thresholds.len();
+        if failed.is_empty() {
+            (true, format!("{n} of {n} thresholds passed"))
+        } else {
+            (
+                false,
+                format!(
+                    "{} of {n} thresholds failed: {}",
+                    failed.len(),
+                    failed.join(", ")
+                ),
+            )
+        }
+    });
+    let s = &r.seed_suite;
+    let nothing = r.completed() == 0;
+    let ttfb_p99 = match &r.per_request.ttfb_ms {
+        Some(l) if !nothing => with_unit(l.p99_ms, " ms"),
+        _ => "n/a".to_string(),
+    };
+    let mut figures = vec![
+        Quoted::new("TPS avg", num(s.tps_avg)),
+        Quoted::new("TTFB p99", ttfb_p99),
+        Quoted::new(
+            "error rate",
+            if s.error_rate_pct.is_finite() {
+                format!("{:.2}%", s.error_rate_pct)
+            } else {
+                "n/a".into()
+            },
+        ),
+        Quoted::new("requests", group_thousands(s.total_tests)),
+    ];
+    if r.per_request.ttfb_ms.is_none() && s.mttfb_avg_ms.is_finite() {
+        figures[1] = Quoted::new("MTTFB avg", with_unit(s.mttfb_avg_ms, " ms"));
+    }
+    Answer {
+        banner: nothing.then(|| NOTHING_COMPLETED.to_string()),
+        verdict,
+        summary: None,
+        figures,
+        findings: r.findings.clone(),
+    }
+}
+
+/// The detail of a report, in the order every form shows it.
+fn sections(r: &RunReport, charts: &[(&str, &str)]) -> Vec<Section> {
+    let mut out = vec![Section::new(
+        "seed_suite",
+        "Per-interval metric suite",
+        &format!("over {} intervals", r.seed_suite.intervals),
+        Block::Pairs(suite_rows(r)),
+    )];
+    let table = |header: &[&str], rows: Vec<Vec<String>>| Block::Table {
+        header: header.iter().map(|h| h.to_string()).collect(),
+        rows: rows.into_iter().map(cells).collect(),
+    };
     if !r.levels.is_empty() {
-        let _ = writeln!(out, "\nLevels (each held level of VUs; per-request ms)");
-        columns(
-            &mut out,
-            &crate::levels::HEADER,
-            crate::levels::rows(&r.levels),
-        );
+        out.push(Section::new(
+            "levels",
+            "Levels",
+            "each held level of VUs; per-request ms",
+            table(&crate::levels::HEADER, crate::levels::rows(&r.levels)),
+        ));
     }
     let pops = population_rows(r);
     if !pops.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nPopulations (each over the time it ran; per-request ms; the last row is the run's total)"
-        );
-        columns(&mut out, &POPULATION_HEADER, pops);
+        out.push(Section::new(
+            "populations",
+            "Populations",
+            "each over the time it ran; per-request ms; the last row is the run's total",
+            table(&POPULATION_HEADER, pops),
+        ));
     }
     let steps = step_rows(r);
     if !steps.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nSteps (per-request ms; total = time to first event for SSE, to the expected message for WebSocket)"
-        );
-        let widths: Vec<usize> = (0..STEP_HEADER.len())
-            .map(|c| {
-                steps
-                    .iter()
-                    .map(|r| r[c].chars().count())
-                    .chain([STEP_HEADER[c].len()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        for row in std::iter::once(
-            STEP_HEADER
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>(),
-        )
-        .chain(steps)
-        {
-            let _ = write!(out, "  {:<w$}", row[0], w = widths[0]);
-            for (c, cell) in row.iter().enumerate().skip(1) {
-                let _ = write!(out, "  {cell:>w$}", w = widths[c]);
-            }
-            let _ = writeln!(out);
-        }
+        out.push(Section::new(
+            "per_test",
+            "Steps",
+            "per-request ms; total is the time to the first event for SSE steps and to the expected message for WebSocket steps",
+            table(&STEP_HEADER, steps),
+        ));
     }
     for t in r.per_test.iter().filter(|t| t.kind.is_none()) {
-        let _ = writeln!(out, "\nTest `{}`", terminal_safe(&t.name));
-        let width = width.max(t.name.len());
-        for (label, value) in suite_rows_of(&t.seed_suite) {
-            let _ = writeln!(out, "  {label:<width$}  {value:>14}");
-        }
+        out.push(Section::new(
+            "per_test",
+            &format!("Test {}", t.name),
+            "",
+            Block::Pairs(suite_rows_of(&t.seed_suite)),
+        ));
     }
-    let lat = latency_rows(r);
-    if !lat.is_empty() {
-        let _ = writeln!(out, "\nPer-request latency, ms ({})", latency_origin(r));
-        let _ = write!(out, "  {:<22}", "");
-        for (h, _) in lat[0].1.rows() {
-            let _ = write!(out, "{h:>9}");
-        }
-        let _ = writeln!(out, "{:>11}", "requests");
-        for (name, s) in &lat {
-            let _ = write!(out, "  {name:<22}");
-            for (_, v) in s.rows() {
-                let _ = write!(out, "{:>9}", format_ms(v));
-            }
-            let _ = writeln!(out, "{:>11}", group_thousands(s.count));
-        }
-        if r.unavailable(Figure::Ttfb).is_some() {
-            let _ = writeln!(out, "  {:<22}{:>9}  (see the notes)", "TTFB", "n/a");
-        }
-    }
+    out.extend(latency_section(r));
     if !r.server.is_empty() {
-        let _ = writeln!(out, "\nServer (peaks of scraped metrics)");
-        for p in &r.server {
-            let first = p
-                .first_nonzero_s
-                .map(|t| format!(", above 0 from {t:.0} s"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  {:<60} {:>12.3}{} at {:.0} s (VUs {:.0}, TPS {:.1}){first}",
-                terminal_safe(&p.series),
-                p.peak,
-                if p.kind == "rate" { "/s" } else { "" },
-                p.at_s,
-                p.vusers,
-                p.tps
-            );
-        }
+        let rows = r
+            .server
+            .iter()
+            .map(|p| {
+                let unit = if p.kind == "rate" { "/s" } else { "" };
+                vec![
+                    Cell::code(p.series.clone()),
+                    format!("{:.3}{unit}", p.peak).into(),
+                    format!("{:.0} s", p.at_s).into(),
+                    format!("{:.0}", p.vusers).into(),
+                    format!("{:.1}", p.tps).into(),
+                    p.first_nonzero_s
+                        .map(|t| format!("{t:.0} s"))
+                        .unwrap_or_default()
+                        .into(),
+                ]
+            })
+            .collect();
+        out.push(Section::new(
+            "server",
+            "Server",
+            "peaks of scraped metrics; VUs and TPS at the peak",
+            Block::Table {
+                header: ["Series", "Peak", "At", "VUs", "TPS", "Above 0 from"]
+                    .map(String::from)
+                    .to_vec(),
+                rows,
+            },
+        ));
     }
     if !r.thresholds.is_empty() {
-        let _ = writeln!(out, "\nThresholds");
-        for t in &r.thresholds {
-            let _ = writeln!(
-                out,
-                "  {} {:<30} actual {}",
-                if t.passed { "✓" } else { "✗ FAILED" },
-                t.expr,
-                num(t.actual)
-            );
-        }
-    }
-    if !r.findings.is_empty() {
-        let _ = writeln!(out, "\nFindings");
-        for f in &r.findings {
-            let _ = writeln!(out, "  - {f}");
-        }
+        let rows = r
+            .thresholds
+            .iter()
+            .map(|t| {
+                vec![
+                    Cell::code(t.expr.clone()),
+                    num(t.actual).into(),
+                    Cell {
+                        text: if t.passed { "pass" } else { "FAIL" }.into(),
+                        mark: Some(if t.passed {
+                            volley_stats::compare::Verdict::Better
+                        } else {
+                            volley_stats::compare::Verdict::Worse
+                        }),
+                        ..Cell::default()
+                    },
+                ]
+            })
+            .collect();
+        out.push(Section::new(
+            "thresholds",
+            "Thresholds",
+            "",
+            Block::Table {
+                header: ["Threshold", "Actual", "Result"].map(String::from).to_vec(),
+                rows,
+            },
+        ));
     }
     if !r.errors.is_empty() {
-        let _ = writeln!(out, "\nErrors by kind");
-        for e in &r.errors {
-            let _ = writeln!(
-                out,
-                "  {:<9} {:>9}  {}",
-                e.kind,
-                group_thousands(e.count),
-                terminal_safe(&e.messages.join(" | "))
-            );
-        }
+        let rows = r
+            .errors
+            .iter()
+            .map(|e| {
+                cells(vec![
+                    e.kind.clone(),
+                    group_thousands(e.count),
+                    e.messages.join(" | "),
+                ])
+            })
+            .collect();
+        out.push(Section::new(
+            "errors",
+            "Errors by kind",
+            "after warm-up, with the first messages",
+            Block::Table {
+                header: ["Kind", "Count", "First messages"]
+                    .map(String::from)
+                    .to_vec(),
+                rows,
+            },
+        ));
     }
     if let Some(g) = &r.generator {
         let lag = match &g.sched_lag_ms {
@@ -392,19 +443,99 @@ pub fn table(r: &RunReport) -> String {
             ),
             None => format!("schedule lag max {:.1} ms", g.sched_lag_max_ms),
         };
-        let _ = writeln!(
-            out,
-            "\nGenerator: CPU max {:.0} %, {lag}, late arrivals {}, dropped {}",
-            g.cpu_max_pct, g.late, g.dropped
-        );
+        out.push(Section::new(
+            "generator",
+            "Generator",
+            "volley's own health",
+            Block::List(vec![format!(
+                "CPU max {:.0} %, {lag}, late arrivals {}, dropped {}",
+                g.cpu_max_pct, g.late, g.dropped
+            )]),
+        ));
     }
+    for p in &r.populations {
+        let own = doc(&p.report, &[]);
+        let mut blocks: Vec<Block> = Vec::new();
+        if !own.answer.findings.is_empty() {
+            blocks.push(Block::List(own.answer.findings.clone()));
+        }
+        for s in own.sections {
+            if ["seed_suite", "per_request", "errors", "server"].contains(&s.id.as_str()) {
+                blocks.extend(s.blocks);
+            }
+        }
+        out.push(Section {
+            id: "populations".into(),
+            title: format!("Population {}", p.name),
+            caption: format!(
+                "{} model, from {} s: its own report, over the time it ran",
+                p.model, p.start_s
+            ),
+            blocks,
+        });
+    }
+    if !charts.is_empty() {
+        out.push(Section::new(
+            "charts",
+            "Charts",
+            "",
+            Block::Images(
+                charts
+                    .iter()
+                    .map(|(a, p)| (a.to_string(), p.to_string()))
+                    .collect(),
+            ),
+        ));
+    }
+    let mut notes = r.notes.clone();
     if r.seed_suite.tps_tail == TpsTail::High {
-        let _ = writeln!(out, "\nTPS percentiles: {}", r.seed_suite.tps_tail.label());
+        notes.push(format!(
+            "TPS percentiles: {}",
+            r.seed_suite.tps_tail.label()
+        ));
     }
-    for n in &r.notes {
-        let _ = writeln!(out, "note: {n}");
+    if !notes.is_empty() {
+        out.push(Section::new("notes", "Notes", "", Block::Notes(notes)));
     }
     out
+}
+
+/// The per-request latency table (none when the source has no per-request figures).
+fn latency_section(r: &RunReport) -> Option<Section> {
+    let lat = latency_rows(r);
+    let first = lat.first()?;
+    let nothing = r.completed() == 0;
+    let mut header: Vec<String> = vec![String::new()];
+    header.extend(first.1.rows().iter().map(|(h, _)| h.to_string()));
+    header.push("requests".into());
+    let mut rows: Vec<Vec<Cell>> = lat
+        .iter()
+        .map(|(name, s)| {
+            let mut row = vec![name.to_string()];
+            // A summary of no request has no times: its zeros are not figures.
+            row.extend(s.rows().iter().map(|(_, v)| {
+                if s.count == 0 || (nothing && !name.starts_with("Unfinished")) {
+                    "n/a".to_string()
+                } else {
+                    format_ms(*v)
+                }
+            }));
+            row.push(group_thousands(s.count));
+            cells(row)
+        })
+        .collect();
+    if r.unavailable(Figure::Ttfb).is_some() {
+        let mut row = vec!["TTFB".to_string()];
+        row.extend(std::iter::repeat_n("n/a".to_string(), header.len() - 2));
+        row.push("(see the notes)".into());
+        rows.push(cells(row));
+    }
+    Some(Section::new(
+        "per_request",
+        "Per-request latency",
+        &format!("ms, {}", latency_origin(r)),
+        Block::Table { header, rows },
+    ))
 }
 
 /// Where the per-request figures come from.
@@ -500,186 +631,7 @@ pub fn markdown(r: &RunReport) -> String {
 
 /// Markdown that also links chart images: (alt text, relative path).
 pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "# {}\n", md_text(&r.name));
-    let _ = writeln!(out, "Status: **{}**", r.status);
-    if let Some(reason) = &r.reason {
-        let _ = writeln!(out, " — {}", md_text(reason));
-    }
-    if r.completed() == 0 {
-        let _ = writeln!(out, "\n**{NOTHING_COMPLETED}**");
-    }
-    let _ = writeln!(
-        out,
-        "\nStarted {} · {} s measured · interval {} s\n",
-        r.started_at,
-        num(r.measured_s),
-        r.interval_s
-    );
-    let _ = writeln!(out, "| Metric | Value |\n|---|---|");
-    for (label, value) in suite_rows(r) {
-        let _ = writeln!(out, "| {label} | {value} |");
-    }
-    let pops = population_rows(r);
-    if !pops.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n## Populations\n\nEach over the time it ran; per-request times in ms. The last row is the run's total.\n"
-        );
-        let _ = writeln!(
-            out,
-            "| {} |\n|{}|",
-            POPULATION_HEADER.join(" | "),
-            "---|".repeat(POPULATION_HEADER.len())
-        );
-        for mut cells in pops {
-            cells[0] = md_text(&cells[0]);
-            let _ = writeln!(out, "| {} |", cells.join(" | "));
-        }
-    }
-    if !r.levels.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n## Levels\n\nEach held level of VUs; per-request times in ms.\n\n| {} |\n|{}",
-            crate::levels::HEADER.join(" | "),
-            "---|".repeat(crate::levels::HEADER.len())
-        );
-        for row in crate::levels::rows(&r.levels) {
-            let _ = writeln!(out, "| {} |", row.join(" | "));
-        }
-    }
-    let steps = step_rows(r);
-    if !steps.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n## Steps\n\nPer-request times in ms. Total is the time to the first event for SSE steps and to the expected message for WebSocket steps.\n"
-        );
-        let _ = writeln!(
-            out,
-            "| {} |\n|{}|",
-            STEP_HEADER.join(" | "),
-            "---|".repeat(STEP_HEADER.len())
-        );
-        for row in steps {
-            let mut cells = row;
-            cells[0] = md_text(&cells[0]);
-            let _ = writeln!(out, "| {} |", cells.join(" | "));
-        }
-    }
-    for t in r.per_test.iter().filter(|t| t.kind.is_none()) {
-        let _ = writeln!(
-            out,
-            "\n### Test {}\n\n| Metric | Value |\n|---|---|",
-            md_text(&t.name)
-        );
-        for (label, value) in suite_rows_of(&t.seed_suite) {
-            let _ = writeln!(out, "| {label} | {value} |");
-        }
-    }
-    let lat = latency_rows(r);
-    if !lat.is_empty() {
-        let origin = if latency_origin(r).starts_with("every") {
-            "every request"
-        } else {
-            latency_origin(r)
-        };
-        let _ = writeln!(out, "\n## Per-request latency (ms, {origin})\n");
-        let heads: Vec<&str> = lat[0].1.rows().iter().map(|(h, _)| *h).collect();
-        let _ = writeln!(out, "| | {} | requests |", heads.join(" | "));
-        let _ = writeln!(out, "|---|{}---|", "---|".repeat(heads.len()));
-        for (name, s) in &lat {
-            let vals: Vec<String> = s.rows().iter().map(|(_, v)| format_ms(*v)).collect();
-            let _ = writeln!(
-                out,
-                "| {name} | {} | {} |",
-                vals.join(" | "),
-                group_thousands(s.count)
-            );
-        }
-        if r.unavailable(Figure::Ttfb).is_some() {
-            let _ = writeln!(
-                out,
-                "| TTFB | {}n/a (see the notes) |",
-                "n/a | ".repeat(heads.len())
-            );
-        }
-    }
-    if !r.server.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n## Server\n\n| Series | Peak | At | VUs | TPS | Above 0 from |\n|---|---|---|---|---|---|"
-        );
-        for p in &r.server {
-            let first = p
-                .first_nonzero_s
-                .map(|t| format!("{t:.0} s"))
-                .unwrap_or_default();
-            let unit = if p.kind == "rate" { "/s" } else { "" };
-            let code = terminal_safe(&p.series)
-                .replace('`', "'")
-                .replace('|', "\\|");
-            let _ = writeln!(
-                out,
-                "| `{code}` | {:.3}{unit} | {:.0} s | {:.0} | {:.1} | {first} |",
-                p.peak, p.at_s, p.vusers, p.tps
-            );
-        }
-    }
-    if !r.thresholds.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n## Thresholds\n\n| Threshold | Actual | Result |\n|---|---|---|"
-        );
-        for t in &r.thresholds {
-            let code = t.expr.replace('`', "'").replace('|', "\\|");
-            let _ = writeln!(
-                out,
-                "| `{code}` | {} | {} |",
-                num(t.actual),
-                if t.passed { "pass 🟢" } else { "FAIL 🔴" }
-            );
-        }
-    }
-    if !r.findings.is_empty() {
-        let _ = writeln!(out, "\n## Findings\n");
-        for f in &r.findings {
-            let _ = writeln!(out, "- {}", escape_md(f));
-        }
-    }
-    if !r.errors.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n## Errors\n\n| Kind | Count | First messages |\n|---|---|---|"
-        );
-        for e in &r.errors {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} |",
-                e.kind,
-                group_thousands(e.count),
-                md_text(&e.messages.join("; "))
-            );
-        }
-    }
-    if !charts.is_empty() {
-        let _ = writeln!(out, "\n## Charts\n");
-        for (alt, path) in charts {
-            let _ = writeln!(out, "![{}]({path})", escape_md(alt));
-        }
-    }
-    if !r.notes.is_empty() {
-        let _ = writeln!(out, "\n## Notes\n");
-        for n in &r.notes {
-            let _ = writeln!(out, "- {}", escape_md(n));
-        }
-    }
-    out
-}
-
-fn escape_md(s: &str) -> String {
-    s.replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    doc(r, charts).markdown()
 }
 
 /// Text from a target or an imported file (names, labels, messages) made safe for a line or
@@ -742,5 +694,174 @@ mod tests {
         assert_eq!(group_thousands(999), "999");
         assert_eq!(group_thousands(40228), "40,228");
         assert_eq!(group_thousands(1234567), "1,234,567");
+    }
+}
+
+/// The rule of every form: each part of the report's model is in the terminal table, the
+/// Markdown and the HTML page, and each part of `report.json` is in the model.
+#[cfg(test)]
+mod forms {
+    use std::path::Path;
+
+    use minijinja::HtmlEscape;
+    use volley_formats::{RunData, Source};
+
+    use crate::doc::{Doc, words};
+    use crate::model::{ReportOptions, RunReport, ThresholdResult};
+
+    /// Keys of `report.json` the model shows outside a section of their own: in the lines
+    /// under the title, in the answer (findings; the knee is one of them), or in the notes
+    /// (input notes and plan changes are each also a note).
+    const IN_META: [&str; 12] = [
+        "schema",
+        "name",
+        "source",
+        "format",
+        "status",
+        "reason",
+        "started_at",
+        "interval_s",
+        "warmup_s",
+        "measured_s",
+        "model",
+        "arrivals",
+    ];
+    const ELSEWHERE: [(&str, &str); 4] = [
+        ("findings", "the answer"),
+        ("saturation", "a finding"),
+        ("input_notes", "the notes"),
+        ("plan_changes", "the notes"),
+    ];
+
+    fn in_every_form(doc: &Doc, page: &str) {
+        let (t, m) = (doc.terminal(), doc.markdown());
+        for w in words(doc) {
+            assert!(
+                t.contains(&*super::terminal_safe(&w)),
+                "the terminal lacks {w:?}:\n{t}"
+            );
+            assert!(
+                m.contains(&super::md_text(&w))
+                    || m.contains(&crate::doc::md_prose(&w))
+                    || m.contains(&format!("`{}`", w.replace('|', "\\|"))),
+                "the Markdown lacks {w:?}:\n{m}"
+            );
+            assert!(
+                page.contains(&crate::marks::in_text(&w)),
+                "the page lacks {w:?}"
+            );
+        }
+    }
+
+    fn spring(case: &str) -> Source {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/spring")
+            .join(case);
+        Source::from_run(RunData::read(&dir).unwrap())
+    }
+
+    #[test]
+    fn every_section_of_a_report_is_in_every_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = ReportOptions::default();
+        let mut with_errors = crate::testrun::run(dir.path(), "plain", 6, 50, 5, &[]);
+        with_errors.series.intervals[2].errors = 7;
+        let sources = [spring("pool10"), with_errors];
+        for src in &sources {
+            let mut r = RunReport::from_source(src, opts);
+            r.thresholds = vec![ThresholdResult {
+                expr: "ttfb p99 < 500ms".into(),
+                actual: 12.0,
+                passed: true,
+            }];
+            let doc = super::doc(&r, &[("tps", "charts/tps.png")]);
+            let page = crate::html::report_page(std::slice::from_ref(src), &[r.clone()], &[], opts);
+            in_every_form(&doc, &page);
+            assert!(doc.markdown().contains("![tps](charts/tps.png)"));
+            let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+            for (key, value) in json.as_object().unwrap() {
+                let empty = value.is_null()
+                    || value.as_array().is_some_and(Vec::is_empty)
+                    || value
+                        .as_object()
+                        .is_some_and(|o| o.values().all(serde_json::Value::is_null));
+                if empty || IN_META.contains(&key.as_str()) {
+                    continue;
+                }
+                if let Some((_, where_)) = ELSEWHERE.iter().find(|(k, _)| k == key) {
+                    let shown = match key.as_str() {
+                        "findings" | "saturation" => !doc.answer.findings.is_empty(),
+                        _ => doc.sections.iter().any(|s| s.id == "notes"),
+                    };
+                    assert!(shown, "`{key}` is said in {where_}, which is missing");
+                    continue;
+                }
+                assert!(
+                    doc.sections.iter().any(|s| s.id == *key),
+                    "report.json's `{key}` has no section in the model: {:?}",
+                    doc.sections.iter().map(|s| &s.id).collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_section_of_a_comparison_a_group_and_a_sweep_is_in_every_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = ReportOptions::default();
+        let vus = crate::findings::tests::step_up();
+        let sets: Vec<volley_formats::RunSet> = [100u64, 1000]
+            .iter()
+            .enumerate()
+            .map(|(i, cap)| {
+                volley_formats::RunSet::single(crate::testrun::stepped(
+                    &dir.path().join(i.to_string()),
+                    &vus,
+                    |v| (10 * u64::from(v)).min(*cap),
+                    20,
+                    &[],
+                ))
+            })
+            .collect();
+        let labels: Vec<String> = ["pool=2", "pool=20"].map(String::from).to_vec();
+        let cmp = crate::compare::build(&sets, &labels, opts);
+        let sources: Vec<Source> = sets.iter().map(|s| s.first().clone()).collect();
+        let gate = Some((false, "Gate: FAILED: 1 of 6".to_string()));
+        let page = crate::html::compare_page(&cmp, &sources, opts, Vec::new(), gate.clone());
+        let mut doc = cmp.doc();
+        assert!(doc.sections.iter().any(|s| s.id == "per_level"));
+        assert!(page.contains("noise ±") && page.contains("judged by"));
+        doc.answer.verdict = gate;
+        in_every_form(&doc, &page);
+
+        let sweep = crate::sweep::summarize(&sets, &labels, crate::sweep::Objective::Tps, opts);
+        let page = crate::html::sweep_page(&sweep, &cmp, &sources, opts, Vec::new());
+        assert!(page.contains("<title>volley sweep</title>"));
+        in_every_form(&sweep.doc(), &page);
+        assert!(
+            page.contains("Best by tps"),
+            "the sweep's verdict is on its page"
+        );
+
+        // A group of the two runs, as `report --serve` of a group shows it: summary first.
+        let group = volley_formats::RunSet {
+            runs: sources.clone(),
+            ..sets[0].clone()
+        };
+        let summary = crate::group::summarize(&group, opts);
+        let reports: Vec<RunReport> = sources
+            .iter()
+            .map(|s| RunReport::from_source(s, opts))
+            .collect();
+        let page =
+            crate::html::report_page(&sources, &reports, std::slice::from_ref(&summary), opts);
+        in_every_form(&summary.doc(), &page);
+        let first_run = page
+            .find(&format!(
+                "<h2 class=\"title\">{}<",
+                HtmlEscape(&reports[0].name)
+            ))
+            .unwrap();
+        assert!(page.find("Across the runs").unwrap() < first_run);
     }
 }

@@ -2,12 +2,11 @@
 //! over the runner-up against the noise (the same tests as `compare`: within-run for single
 //! runs, between runs when each value was repeated as a run group).
 
-use std::fmt::Write;
-
 use serde::Serialize;
 use volley_formats::RunSet;
 use volley_stats::compare::{RunSample, compare_groups, metric_values};
 
+use crate::doc::{Answer, Block, Doc, Figure as Quoted, Section, cells};
 use crate::model::ReportOptions;
 
 /// What "best" means.
@@ -358,77 +357,77 @@ impl SweepSummary {
         .collect()
     }
 
+    /// The sweep as a document: its verdict (the best value, by how much, against the
+    /// noise) first, then the table of every value — for a step-up, whole runs and then each
+    /// level with its own best.
+    pub fn doc(&self) -> Doc {
+        let best = self.rows.iter().find(|r| r.label == self.best);
+        let figures = best
+            .map(|r| {
+                vec![
+                    Quoted::new("best", r.label.clone()),
+                    Quoted::new("TPS avg", format!("{:.2}", r.tps_avg)),
+                    Quoted::new("TTFB p99", format!("{:.2} ms", r.ttfb_p99_ms)),
+                    Quoted::new("error rate", format!("{:.2}%", r.error_rate_pct)),
+                ]
+            })
+            .unwrap_or_default();
+        let sections = self
+            .tables()
+            .into_iter()
+            .map(|t| {
+                let rows = t
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        cells(vec![
+                            if r.label == t.best {
+                                format!("{} ← best", r.label)
+                            } else {
+                                r.label.clone()
+                            },
+                            format!("{:.2}", r.tps_avg),
+                            format!("{:.2}", r.ttfb_p99_ms),
+                            format!("{:.2}%", r.error_rate_pct),
+                            r.runs.to_string(),
+                        ])
+                    })
+                    .collect();
+                let mut blocks = vec![Block::Table {
+                    header: ["Value", "TPS avg", "TTFB p99 (ms)", "Error rate", "Runs"]
+                        .map(String::from)
+                        .to_vec(),
+                    rows,
+                }];
+                blocks.extend(t.verdict.map(|v| Block::List(vec![v])));
+                Section {
+                    id: "rows".into(),
+                    title: t.heading.unwrap_or_else(|| "Values".into()),
+                    caption: String::new(),
+                    blocks,
+                }
+            })
+            .collect();
+        Doc {
+            title: format!("Sweep by {}", self.objective_name()),
+            meta: vec![format!("{} values", self.rows.len())],
+            answer: Answer {
+                summary: Some(self.verdict()),
+                figures,
+                ..Answer::default()
+            },
+            sections,
+        }
+    }
+
     /// A terminal table.
     pub fn table(&self) -> String {
-        let mut out = String::new();
-        let w = self
-            .rows
-            .iter()
-            .map(|r| r.label.len())
-            .max()
-            .unwrap_or(5)
-            .max(5);
-        for SweepTable {
-            heading,
-            rows,
-            best,
-            verdict,
-        } in self.tables()
-        {
-            if let Some(h) = heading {
-                let _ = writeln!(out, "{h}:");
-            }
-            let _ = writeln!(
-                out,
-                "  {:<w$}  {:>12}  {:>14}  {:>12}  {:>4}",
-                "value", "TPS avg", "TTFB p99 ms", "error rate", "runs"
-            );
-            for r in rows {
-                let mark = if r.label == best { "  ← best" } else { "" };
-                let _ = writeln!(
-                    out,
-                    "  {:<w$}  {:>12.2}  {:>14.2}  {:>11.2}%  {:>4}{mark}",
-                    r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct, r.runs
-                );
-            }
-            if let Some(v) = verdict {
-                let _ = writeln!(out, "  {v}");
-            }
-        }
-        let _ = writeln!(out, "{}", self.verdict());
-        out
+        self.doc().terminal()
     }
 
     /// Markdown.
     pub fn markdown(&self) -> String {
-        let mut out = String::from("## Sweep\n");
-        for SweepTable {
-            heading,
-            rows,
-            best,
-            verdict,
-        } in self.tables()
-        {
-            if let Some(h) = heading {
-                let _ = writeln!(out, "\n### {h}");
-            }
-            out.push_str(
-                "\n| Value | TPS avg | TTFB p99 (ms) | Error rate | Runs |\n|---|---|---|---|---|\n",
-            );
-            for r in rows {
-                let mark = if r.label == best { " **best**" } else { "" };
-                let _ = writeln!(
-                    out,
-                    "| {}{mark} | {:.2} | {:.2} | {:.2}% | {} |",
-                    r.label, r.tps_avg, r.ttfb_p99_ms, r.error_rate_pct, r.runs
-                );
-            }
-            if let Some(v) = verdict {
-                let _ = writeln!(out, "\n{v}");
-            }
-        }
-        let _ = writeln!(out, "\n{}", self.verdict());
-        out
+        self.doc().markdown()
     }
 
     /// Pretty JSON.
@@ -479,11 +478,11 @@ mod tests {
         // At 5 VUs (50 TPS each) no value is better than another.
         assert!(!s.levels[0].beyond_noise, "{}", s.table());
         let table = s.table();
-        assert!(table.contains("At 20 VUs:"), "{table}");
+        assert!(table.contains("\nAt 20 VUs\n"), "{table}");
         assert!(
             table.contains("Best by tps at 20 VUs (the highest level every value sustained"),
             "{table}"
         );
-        assert!(s.markdown().contains("### At 20 VUs"));
+        assert!(s.markdown().contains("## At 20 VUs"));
     }
 }

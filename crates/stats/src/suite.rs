@@ -128,8 +128,17 @@ impl SeedSuite {
         };
         let [tps_p50, tps_p95, tps_p99, tps_p99_9] =
             numpy_percentiles(&mut tps, tps_ps).map(|v| v.unwrap_or(f64::NAN));
-        let [mttfb_p50_ms, mttfb_p95_ms, mttfb_p99_ms, mttfb_p99_9_ms] =
-            numpy_percentiles(&mut mttfb, high).map(|v| v.unwrap_or(f64::NAN));
+        // With no success there is no first byte: the intervals' zeros are not times.
+        let [mttfb_p50_ms, mttfb_p95_ms, mttfb_p99_ms, mttfb_p99_9_ms] = if tests == 0 {
+            [f64::NAN; 4]
+        } else {
+            numpy_percentiles(&mut mttfb, high).map(|v| v.unwrap_or(f64::NAN))
+        };
+        let mttfb_avg_diff_ms = if tests == 0 {
+            f64::NAN
+        } else {
+            mttfb_avg_diff_ms
+        };
         let (variability, zero) = variability.value();
         SeedSuite {
             total_tests: total,

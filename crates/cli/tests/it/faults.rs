@@ -115,6 +115,26 @@ fn requests_a_stalled_server_never_answers_are_counted_as_unfinished() {
     );
     let r = report_json(&only_run(out.path()));
     assert_eq!(r["status"], "complete", "{r}");
+    // No first byte arrived: the MTTFB percentiles are not figures, not "0.00 ms".
+    for key in [
+        "mttfb_avg_ms",
+        "mttfb_p50_ms",
+        "mttfb_p99_ms",
+        "mttfb_p99_9_ms",
+    ] {
+        assert!(r["seed_suite"][key].is_null(), "{key}: {r}");
+    }
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("MTTFB p50") && l.trim_end().ends_with("n/a")),
+        "{stdout}"
+    );
+    let html = std::fs::read_to_string(only_run(out.path()).join("report.html")).unwrap();
+    assert!(
+        html.contains("NO REQUEST COMPLETED") && !html.contains("0.00 ms"),
+        "the page says it too, and shows no zero time"
+    );
     assert_eq!(r["seed_suite"]["total_tests"], 3, "{r}");
     assert_eq!(r["seed_suite"]["errors"], 3, "{r}");
     let unfinished = r["errors"]

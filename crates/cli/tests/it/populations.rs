@@ -190,7 +190,18 @@ fn the_mixed_example_runs_with_zero_errors_and_its_total_is_the_sum() {
         "{md}"
     );
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
-    assert!(html.contains("<caption>Populations"));
+    assert!(html.contains("<h3 id=\"populations\">Populations</h3>"));
+    // The note says each population has its own report below: it does, in every form.
+    for (form, text) in [("terminal", &*stdout), ("markdown", &md), ("html", &html)] {
+        for p in ["readers", "writers"] {
+            assert!(
+                text.contains(&format!("Population {p}\n"))
+                    || text.contains(&format!("Population {p} ("))
+                    || text.contains(&format!(">Population {p}<")),
+                "{form} lacks population {p}'s own report:\n{text}"
+            );
+        }
+    }
     // Each population is a run directory of its own: report it alone.
     let o = volley(&["report", dir.join("populations/writers").to_str().unwrap()]);
     assert!(
@@ -204,8 +215,9 @@ fn the_mixed_example_runs_with_zero_errors_and_its_total_is_the_sum() {
     let cmp = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success()
-            && cmp.contains("population `readers`")
-            && cmp.contains("population `writers`"),
+            && cmp.contains("Per population:")
+            && cmp.lines().any(|l| l.trim_start().starts_with("readers "))
+            && cmp.lines().any(|l| l.trim_start().starts_with("writers ")),
         "{}",
         text(&o)
     );

@@ -400,7 +400,7 @@ fn a_cut_run_directory_reports_what_was_flushed_and_a_dead_one_did_not_finish() 
     assert!(o.status.success(), "{}", text(&o));
     let table = String::from_utf8_lossy(&o.stdout);
     assert!(
-        table.lines().next().unwrap().contains("— did not finish"),
+        table.lines().nth(1).unwrap().contains("did not finish"),
         "{table}"
     );
     assert!(

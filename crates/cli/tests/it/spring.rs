@@ -242,5 +242,11 @@ fn a_step_up_on_spring_boot_is_read_level_by_level() {
     }
     let table = volley(&["compare", small.to_str().unwrap(), large.to_str().unwrap()]);
     let table = String::from_utf8_lossy(&table.stdout);
-    assert!(table.contains("level `20 VUs`"), "{table}");
+    assert!(
+        table.contains("Per level:")
+            && table
+                .lines()
+                .any(|l| l.trim_start().starts_with("20 VUs") && l.contains("TPS Average")),
+        "{table}"
+    );
 }
