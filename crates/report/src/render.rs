@@ -805,6 +805,19 @@ mod forms {
         }
     }
 
+    /// An import that records no start says nothing of it (not an empty `Started ·`).
+    #[test]
+    fn a_report_without_a_start_time_leaves_it_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = crate::testrun::run(dir.path(), "plain", 6, 50, 5, &[]);
+        let mut r = RunReport::from_source(&src, ReportOptions::default());
+        r.started_at.clear();
+        let md = super::markdown(&r);
+        let meta = md.lines().nth(2).unwrap();
+        assert!(meta.starts_with("complete · 6.00 s measured"), "{md}");
+        assert!(!md.to_lowercase().contains("started"), "{md}");
+    }
+
     #[test]
     fn every_section_of_a_comparison_a_group_and_a_sweep_is_in_every_form() {
         let dir = tempfile::tempdir().unwrap();
