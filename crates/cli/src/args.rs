@@ -305,7 +305,9 @@ pub(crate) struct RunArgs {
     /// Statuses that count as success, e.g. "200-299,404" (default: below 400).
     #[arg(long)]
     pub(crate) expect_status: Option<String>,
-    /// Name of the run (used in the directory name and reports).
+    /// Name of the run (used in the directory name and reports); default: the scenario's
+    /// `name:` or file stem, else the URL path's last segment (`/api/rooms` → rooms), else
+    /// the host.
     #[arg(long)]
     pub(crate) name: Option<String>,
     /// Where run directories are written.

@@ -91,11 +91,7 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
         );
     }
     let start_at = now.checked_add(jiff::SignedDuration::try_from(start_in)?)?;
-    let name = checked
-        .settings
-        .name
-        .clone()
-        .unwrap_or_else(|| host_of(&checked.url));
+    let name = checked.name();
     let run_id = match &a.run_id {
         Some(id) => {
             volley_k8s::validate_run_id(id)?;
@@ -187,14 +183,6 @@ fn duration(flag: &str, value: &str) -> Result<Duration> {
 }
 
 /// The host of a URL, for a run id when the plan has no name.
-fn host_of(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', ':', '?'])
-        .next()
-        .unwrap_or("run")
-        .to_string()
-}
-
 fn collect(a: CollectArgs) -> Result<ExitCode> {
     let segments_dir = a.output.join("segments");
     if segments_dir.exists() {

@@ -922,3 +922,64 @@ fn a_run_count_sends_exactly_vus_times_iterations() {
         "3 VUs × 5 iterations (the pre-run check connects without a request)"
     );
 }
+
+#[test]
+fn a_run_is_named_after_its_url_path_else_its_host() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let runs = out.path().join("runs");
+    let junit = out.path().join("run.xml");
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/api/rooms?x=1"),
+        "--iterations",
+        "1",
+        "-o",
+        runs.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+        "--progress",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = only_run(&runs);
+    assert!(
+        run.file_name().unwrap().to_string_lossy().ends_with("Z_rooms"),
+        "{}",
+        run.display()
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("classname=\"volley.run.rooms\""), "{xml}");
+    // `volley runs --name rooms` finds it, as the README shows.
+    let o = volley(&["runs", runs.to_str().unwrap(), "--name", "rooms", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list:#}");
+    assert_eq!(list[0]["name"], "rooms", "{list:#}");
+
+    // A URL without a path is named after its host, as before.
+    let root = out.path().join("root");
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/"),
+        "--iterations",
+        "1",
+        "-o",
+        root.to_str().unwrap(),
+        "--progress",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = only_run(&root);
+    assert!(
+        run.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .ends_with("Z_127-0-0-1"),
+        "{}",
+        run.display()
+    );
+}
