@@ -459,6 +459,21 @@ pub(crate) struct RunLine {
     pub(crate) args: RunArgs,
 }
 
+impl RunLine {
+    /// `flags` (everything after `volley run`) parsed as `volley run` parses them; a mistake
+    /// is clap's message once, without its own `error: ` (volley's error line says it).
+    pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> anyhow::Result<RunArgs> {
+        RunLine::try_parse_from(std::iter::once("volley run".to_string()).chain(flags))
+            .map(|line| line.args)
+            .map_err(|e| {
+                let text = e.render().to_string();
+                let text = text.trim_end();
+                let text = text.strip_prefix("error: ").unwrap_or(text);
+                anyhow::anyhow!("{}", text.replace("try '--help'", "try 'volley run --help'"))
+            })
+    }
+}
+
 /// The gate flags of `volley compare`.
 #[derive(Debug, Args)]
 pub(crate) struct GateFlags {

@@ -26,7 +26,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
     let sc = match load_scenario(&a.scenario) {
         Ok(sc) => sc,
         Err(e) => {
-            junit(Some(&format!("{e:#}")), &[])?;
+            junit(Some(&crate::error_text(&e)), &[])?;
             return Err(e);
         }
     };

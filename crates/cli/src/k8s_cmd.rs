@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
 use jiff::Timestamp;
 use volley_k8s::{Credentials, JobSpec, Resources, Spread};
 use volley_scenario::parse_duration;
@@ -60,10 +59,8 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
             );
         }
     }
-    let line = std::iter::once("volley run".to_string())
-        .chain(a.scenario.iter().map(|p| p.display().to_string()))
-        .chain(a.run.iter().cloned());
-    let run = RunLine::try_parse_from(line)?.args;
+    let line = (a.scenario.iter().map(|p| p.display().to_string())).chain(a.run.iter().cloned());
+    let run = RunLine::parse(line)?;
     // Before the plan is checked for that many pods.
     volley_k8s::check_segments(a.segments)?;
     // Everything `volley run` checks, for the pods: each runs one of the segments, and the
