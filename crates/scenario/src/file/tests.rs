@@ -203,11 +203,11 @@ const BROKEN: &[(&str, u64, u64, &str)] = &[
         14,
         "should be a method and a URL",
     ),
-    // 18. unset environment variable
+    // 18. unset environment variable: where the file first reads it
     (
         "target: http://x\nsteps:\n  - request: GET /?k={{ env.NOPE }}\n",
-        0,
-        0,
+        3,
+        14,
         "environment variable `NOPE` is not set",
     ),
     // 19. bad target
@@ -1228,4 +1228,24 @@ fn a_files_slo_is_read_like_its_thresholds() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("latency"), "{e}");
+}
+
+#[test]
+fn a_problem_without_a_place_names_the_file_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.yaml");
+    let e = crate::load_scenario(&missing).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: no such file: give the path of a scenario file (examples/ has some)",
+            missing.display()
+        )
+    );
+    let e = crate::load_scenario(dir.path()).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{0}: {0} is a directory", dir.path().display())),
+        "{e}"
+    );
 }
