@@ -237,7 +237,15 @@ fn bad_segments_are_refused_before_anything_is_sent() {
         (vec!["--segment", "3/2"], "segment 3/2 does not exist"),
         (vec!["--segment", "0/0"], "at least 1 segment"),
         (vec!["--segment", "1"], "write it as i/N"),
-        (vec!["--segment", "0/5"], "5 segments cannot share 4 VUs"),
+        // Segment 0/5 runs a VU: the one that would run none is named.
+        (
+            vec!["--segment", "0/5"],
+            "5 segments cannot share 4 VUs: segment 4/5 would run none; use at most 4 segments",
+        ),
+        (
+            vec!["--segment", "0/7"],
+            "7 segments cannot share 4 VUs: segments 4/7 to 6/7 would run none",
+        ),
         (vec!["--segments", "2"], "JOB_COMPLETION_INDEX"),
         (vec!["--segment", "0/2", "--start-at", "1000000000"], "was "),
         (vec!["--segment", "0/2", "--start-at", "noon"], "RFC 3339"),
