@@ -944,7 +944,8 @@ mod tests {
         }
         for m in volley_stats::METRICS {
             if let Some((figure, stat)) = m.threshold {
-                let t = volley_scenario::parse_threshold(&format!("{figure} {stat} < 1"))
+                let limit = if matches!(figure, "error_rate" | "tps") { "1" } else { "1ms" };
+                let t = volley_scenario::parse_threshold(&format!("{figure} {stat} < {limit}"))
                     .unwrap_or_else(|e| panic!("{}: {e}", m.key));
                 assert_eq!((t.metric.name(), t.stat.name()), (figure, stat));
             }

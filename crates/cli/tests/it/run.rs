@@ -587,6 +587,69 @@ fn bad_flags_exit_2_with_a_clear_message() {
             ],
             "`{pool}` appears in neither the run flags nor --setup",
         ),
+        // One rule for every duration and time: a bare number is refused, with what to write.
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "5",
+            ],
+            "--duration 5: `5` has no unit: write 5s, 5ms or 5m",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--stages",
+                "0s:5,5:5",
+            ],
+            "stage 2 `5:5`: `5` has no unit: write 5s, 5ms or 5m",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--threshold",
+                "ttfb p99 < 500",
+            ],
+            "threshold `ttfb p99 < 500`: `500` has no unit: write 500s, 500ms or 500m",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--think-time",
+                "0",
+            ],
+            "`0` has no unit: write 0s, 0ms or 0m",
+        ),
+        (
+            vec![
+                "capacity",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--rates",
+                "10..20",
+                "--slo",
+                "ttfb p99 < 200",
+            ],
+            "`200` has no unit",
+        ),
     ] {
         let o = volley(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));

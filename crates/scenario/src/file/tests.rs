@@ -324,6 +324,31 @@ const BROKEN: &[(&str, u64, u64, &str)] = &[
         5,
         "a threshold is an expression",
     ),
+    // 33. durations and time limits without a unit: one rule, as on the command line
+    (
+        "target: http://x\nload: { vus: 1, duration: 5 }\nsteps:\n  - request: GET /\n",
+        2,
+        27,
+        "`duration`: `5` has no unit: write 5s, 5ms or 5m",
+    ),
+    (
+        "target: http://x\nload:\n  stages: \"0s:5,5:5\"\nsteps:\n  - request: GET /\n",
+        3,
+        11,
+        "`5` has no unit: write 5s, 5ms or 5m",
+    ),
+    (
+        "target: http://x\nthresholds:\n  - ttfb p99 < 500\nsteps:\n  - request: GET /\n",
+        3,
+        5,
+        "`500` has no unit: write 500s, 500ms or 500m",
+    ),
+    (
+        "target: http://x\nsteps:\n  - request: GET /\n    think_time: 1\n",
+        4,
+        17,
+        "`1` has no unit: write 1s, 1ms or 1m",
+    ),
 ];
 
 #[test]
