@@ -96,7 +96,10 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
         traces.extend(these);
     }
     let failed = traces.iter().filter(|t| !t.passed).count();
-    println!("{} requests, {} failed", traces.len(), failed);
+    println!(
+        "{}, {failed} failed",
+        volley_scenario::words::counted(traces.len(), "request")
+    );
     junit(None, &traces)?;
     Ok(if failed == 0 {
         ExitCode::SUCCESS

@@ -254,8 +254,8 @@ impl RunReport {
                 .iter()
                 .fold((0, 0), |(t, e), r| (t + r.tests, e + r.errors));
             notes.push(format!(
-                "{} requests completed in the grace period after the stop ({t} succeeded, {e} failed): they count in the totals and the latencies, as a drain row of no length in series.csv, and not in the TPS figures, which are rates of the measured time.",
-                t + e
+                "{} completed in the grace period after the stop ({t} succeeded, {e} failed): they count in the totals and the latencies, as a drain row of no length in series.csv, and not in the TPS figures, which are rates of the measured time.",
+                volley_scenario::words::counted(t + e, "request")
             ));
         }
         if let Some(last) = series.intervals[..timed]

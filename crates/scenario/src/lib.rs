@@ -24,6 +24,7 @@ pub mod stages;
 pub mod suggest;
 pub mod template;
 pub mod threshold;
+pub mod words;
 
 pub use duration::parse_duration;
 pub(crate) use duration::secs;
