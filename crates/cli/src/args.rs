@@ -469,7 +469,10 @@ impl RunLine {
                 let text = e.render().to_string();
                 let text = text.trim_end();
                 let text = text.strip_prefix("error: ").unwrap_or(text);
-                anyhow::anyhow!("{}", text.replace("try '--help'", "try 'volley run --help'"))
+                anyhow::anyhow!(
+                    "{}",
+                    text.replace("try '--help'", "try 'volley run --help'")
+                )
             })
     }
 }

@@ -376,7 +376,10 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
         ));
     }
     for (h, n) in &other_hosts {
-        notes.push(format!("{} to {h} left out: one scenario loads one host (convert them with --host {h})", counted(*n, "request")));
+        notes.push(format!(
+            "{} to {h} left out: one scenario loads one host (convert them with --host {h})",
+            counted(*n, "request")
+        ));
     }
     header.push(format!("{}.", notes.join("; ")));
     let vars: Vec<&str> = corr

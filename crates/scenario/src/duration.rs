@@ -90,7 +90,10 @@ mod tests {
         // Exponents and signs are not durations in any unit.
         for odd in ["1e20", "1e300", "-1", "+5"] {
             assert!(
-                parse_duration(odd).unwrap_err().0.contains("is not a duration"),
+                parse_duration(odd)
+                    .unwrap_err()
+                    .0
+                    .contains("is not a duration"),
                 "{odd}"
             );
         }

@@ -135,7 +135,11 @@ pub fn default_run_name(url: &str) -> String {
         }
     };
     let name: String = name.chars().take(crate::limits::MAX_NAME_LEN).collect();
-    if name.is_empty() { "run".to_string() } else { name }
+    if name.is_empty() {
+        "run".to_string()
+    } else {
+        name
+    }
 }
 
 /// A request not complete after this fails, unless the user says otherwise.

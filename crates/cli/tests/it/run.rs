@@ -1009,7 +1009,10 @@ fn a_run_is_named_after_its_url_path_else_its_host() {
     assert!(o.status.success(), "{}", text(&o));
     let run = only_run(&runs);
     assert!(
-        run.file_name().unwrap().to_string_lossy().ends_with("Z_rooms"),
+        run.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .ends_with("Z_rooms"),
         "{}",
         run.display()
     );

@@ -693,10 +693,7 @@ fn a_check_of_one_request_says_1_request() {
     let file = write(
         dir.path(),
         "one.yaml",
-        &format!(
-            "target: {}\nsteps:\n  - request: GET /ok\n",
-            server.url("")
-        ),
+        &format!("target: {}\nsteps:\n  - request: GET /ok\n", server.url("")),
     );
     let o = volley(&["check", file.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
