@@ -146,6 +146,46 @@ fn closed_segments_merge_to_every_request_the_server_saw() {
         "{}",
         text(&o)
     );
+    // `volley runs` tells them apart, each with its directory.
+    let o = volley(&["runs", out.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.contains("  kind  ") && header.ends_with("  dir"),
+        "{table}"
+    );
+    let line_of = |dir: &Path| {
+        table
+            .lines()
+            .find(|l| l.ends_with(&format!("  {}", dir.display())))
+            .unwrap_or_else(|| panic!("no line for {}:\n{table}", dir.display()))
+            .to_string()
+    };
+    for i in 0..3 {
+        assert!(
+            line_of(&outs_dir(out.path(), i)).contains(&format!("  segment {i}/3  ")),
+            "{table}"
+        );
+    }
+    assert!(line_of(&merged).contains("  merged  "), "{table}");
+    assert!(
+        line_of(&partial).contains("  merged (2 of 3 segments)  "),
+        "{table}"
+    );
+    let o = volley(&["runs", out.path().to_str().unwrap(), "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let splits: Vec<&str> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["split"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        splits.iter().filter(|s| s.starts_with("segment ")).count(),
+        3,
+        "{json:#}"
+    );
     // The same segment twice (a retried pod) is refused.
     let all: Vec<PathBuf> = (0..3)
         .map(|i| out.path().join(format!("seg{i}")))
