@@ -142,7 +142,7 @@ fn closed_segments_merge_to_every_request_the_server_saw() {
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("PARTIAL: segments 1 are missing"),
+        String::from_utf8_lossy(&o.stderr).contains("PARTIAL: segment 1/3 is missing;"),
         "{}",
         text(&o)
     );
