@@ -305,7 +305,9 @@ pub(crate) struct RunArgs {
     /// Statuses that count as success, e.g. "200-299,404" (default: below 400).
     #[arg(long)]
     pub(crate) expect_status: Option<String>,
-    /// Name of the run (used in the directory name and reports).
+    /// Name of the run (used in the directory name and reports); default: the scenario's
+    /// `name:` or file stem, else the URL path's last segment (`/api/rooms` → rooms), else
+    /// the host.
     #[arg(long)]
     pub(crate) name: Option<String>,
     /// Where run directories are written.
@@ -455,6 +457,24 @@ impl From<Tail> for volley_stats::TpsTail {
 pub(crate) struct RunLine {
     #[command(flatten)]
     pub(crate) args: RunArgs,
+}
+
+impl RunLine {
+    /// `flags` (everything after `volley run`) parsed as `volley run` parses them; a mistake
+    /// is clap's message once, without its own `error: ` (volley's error line says it).
+    pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> anyhow::Result<RunArgs> {
+        RunLine::try_parse_from(std::iter::once("volley run".to_string()).chain(flags))
+            .map(|line| line.args)
+            .map_err(|e| {
+                let text = e.render().to_string();
+                let text = text.trim_end();
+                let text = text.strip_prefix("error: ").unwrap_or(text);
+                anyhow::anyhow!(
+                    "{}",
+                    text.replace("try '--help'", "try 'volley run --help'")
+                )
+            })
+    }
 }
 
 /// The gate flags of `volley compare`.

@@ -26,7 +26,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
     let sc = match load_scenario(&a.scenario) {
         Ok(sc) => sc,
         Err(e) => {
-            junit(Some(&format!("{e:#}")), &[])?;
+            junit(Some(&crate::error_text(&e)), &[])?;
             return Err(e);
         }
     };
@@ -96,7 +96,10 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
         traces.extend(these);
     }
     let failed = traces.iter().filter(|t| !t.passed).count();
-    println!("{} requests, {} failed", traces.len(), failed);
+    println!(
+        "{}, {failed} failed",
+        volley_scenario::words::counted(traces.len(), "request")
+    );
     junit(None, &traces)?;
     Ok(if failed == 0 {
         ExitCode::SUCCESS

@@ -138,8 +138,8 @@ fn demo_spec(
     }
     flags.push(output.display().to_string());
     eprintln!("$ volley run {}", flags.join(" "));
-    let args = RunLine::try_parse_from(std::iter::once("volley run".to_string()).chain(flags))?;
-    Ok(resolve(&args.args, Runner::Here)?.group()?.run)
+    let args = RunLine::parse(flags)?;
+    Ok(resolve(&args, Runner::Here)?.group()?.run)
 }
 
 /// The seed-003 pair-room flow, shipped in `examples/`.

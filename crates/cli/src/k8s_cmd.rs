@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
 use jiff::Timestamp;
 use volley_k8s::{Credentials, JobSpec, Resources, Spread};
 use volley_scenario::parse_duration;
@@ -60,10 +59,8 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
             );
         }
     }
-    let line = std::iter::once("volley run".to_string())
-        .chain(a.scenario.iter().map(|p| p.display().to_string()))
-        .chain(a.run.iter().cloned());
-    let run = RunLine::try_parse_from(line)?.args;
+    let line = (a.scenario.iter().map(|p| p.display().to_string())).chain(a.run.iter().cloned());
+    let run = RunLine::parse(line)?;
     // Before the plan is checked for that many pods.
     volley_k8s::check_segments(a.segments)?;
     // Everything `volley run` checks, for the pods: each runs one of the segments, and the
@@ -91,11 +88,7 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
         );
     }
     let start_at = now.checked_add(jiff::SignedDuration::try_from(start_in)?)?;
-    let name = checked
-        .settings
-        .name
-        .clone()
-        .unwrap_or_else(|| host_of(&checked.url));
+    let name = checked.name();
     let run_id = match &a.run_id {
         Some(id) => {
             volley_k8s::validate_run_id(id)?;
@@ -187,14 +180,6 @@ fn duration(flag: &str, value: &str) -> Result<Duration> {
 }
 
 /// The host of a URL, for a run id when the plan has no name.
-fn host_of(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', ':', '?'])
-        .next()
-        .unwrap_or("run")
-        .to_string()
-}
-
 fn collect(a: CollectArgs) -> Result<ExitCode> {
     let segments_dir = a.output.join("segments");
     if segments_dir.exists() {

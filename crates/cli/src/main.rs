@@ -61,10 +61,28 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("volley: error: {e:#}");
+            eprintln!("volley: error: {}", error_text(&e));
             ExitCode::from(EXIT_INPUT)
         }
     }
+}
+
+/// An error and its causes, each said once: a cause whose text an outer message already
+/// holds is left out (libraries such as object_store both print their source and return
+/// it as `source()`, so `{:#}` would repeat the chain at every level).
+pub(crate) fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let said = cause.to_string();
+        if said.is_empty() || text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
 }
 
 /// `volley report run | head` closes our standard output early: end quietly, as Unix tools
@@ -82,4 +100,47 @@ fn quiet_on_closed_pipe() {
         }
         default(info);
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that prints its source and also returns it, as object_store's do.
+    #[derive(Debug)]
+    struct Wraps(&'static str, Option<Box<Wraps>>);
+
+    impl std::fmt::Display for Wraps {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match &self.1 {
+                Some(inner) => write!(f, "{}: {inner}", self.0),
+                None => f.write_str(self.0),
+            }
+        }
+    }
+
+    impl std::error::Error for Wraps {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let inner = Wraps(
+            "Generic S3 error",
+            Some(Box::new(Wraps(
+                "Error performing list request",
+                Some(Box::new(Wraps("Connection refused (os error 111)", None))),
+            ))),
+        );
+        let e = anyhow::Error::new(inner).context("listing s3://bucket/p/run1");
+        assert_eq!(
+            error_text(&e),
+            "listing s3://bucket/p/run1: Generic S3 error: Error performing list request: Connection refused (os error 111)"
+        );
+        // Causes that are not in the message are added, as `{:#}` does.
+        let e = anyhow::anyhow!("reading x").context("volley check");
+        assert_eq!(error_text(&e), "volley check: reading x");
+    }
 }

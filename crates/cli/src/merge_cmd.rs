@@ -40,9 +40,19 @@ pub(crate) fn merge_and_report(
         merged.dir.display()
     );
     if merged.status == RunStatus::Partial {
-        let missing: Vec<String> = merged.missing.iter().map(|i| i.to_string()).collect();
+        let count = merged.segments.len() + merged.missing.len();
+        let missing: Vec<String> = merged
+            .missing
+            .iter()
+            .map(|i| format!("{i}/{count}"))
+            .collect();
+        let (noun, verb) = if missing.len() == 1 {
+            ("segment", "is")
+        } else {
+            ("segments", "are")
+        };
         eprintln!(
-            "volley: PARTIAL: segments {} are missing; the figures cover only the segments merged",
+            "volley: PARTIAL: {noun} {} {verb} missing; the figures cover only the segments merged",
             missing.join(", ")
         );
     }

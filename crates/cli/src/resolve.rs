@@ -369,12 +369,13 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
 }
 
 impl Resolved {
-    /// The run's name: the flags' or the file's, else the target's host.
-    pub(crate) fn name(&self, target: &Target) -> String {
+    /// The run's name: `--name`, the scenario's (`name:`, else its file's stem), else the
+    /// URL's ([`volley_scenario::default_run_name`]: its path's last segment, else its host).
+    pub(crate) fn name(&self) -> String {
         self.settings
             .name
             .clone()
-            .unwrap_or_else(|| target.host.clone())
+            .unwrap_or_else(|| volley_scenario::default_run_name(&self.url))
     }
 
     /// What `volley-record` runs, with the target's name resolved (the one step that needs
@@ -385,7 +386,7 @@ impl Resolved {
             target = target.with_sources(sources.clone())?;
         }
         let run = RunSpec {
-            name: self.name(&target),
+            name: self.name(),
             engine: EngineConfig {
                 plan: self.plan.clone(),
                 target,

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
 use volley_demo::Knobs;
 use volley_report::ReportOptions;
 
@@ -94,8 +93,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
             s.replace(&placeholder, value)
                 .replace("{target}", &base_url)
         });
-        let args =
-            RunLine::try_parse_from(std::iter::once("volley run".to_string()).chain(flags))?.args;
+        let args = RunLine::parse(flags)?;
         let resolved = crate::resolve::resolve(&args, crate::resolve::Runner::Here)?;
         // What a single run does with these, a sweep of many runs does not: refused, not dropped.
         for (given, flag) in [

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::Value;
+use volley_scenario::words::counted;
 
 use crate::correlate::{Subs, correlate};
 use crate::exchange::{Exchange, ReqBody, decode_path, template_json};
@@ -300,7 +301,8 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
             .map(|(h, n)| format!("{h} ({n})"))
             .collect();
         return Err(err(format!(
-            "no request to keep on host `{host}` ({statics} static assets left out); the recording's hosts are: {}. Pick one with --host, or keep static assets with --keep-static",
+            "no request to keep on host `{host}` ({} left out); the recording's hosts are: {}. Pick one with --host, or keep static assets with --keep-static",
+            counted(statics, "static asset"),
             hosts.join(", ")
         )));
     };
@@ -352,17 +354,20 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
     }
     header[0].push('.');
     let mut notes = vec![format!(
-        "{total} requests recorded; {} kept, on {host}",
+        "{} recorded; {} kept, on {host}",
+        counted(total, "request"),
         steps.len()
     )];
     if statics > 0 {
         notes.push(format!(
-            "{statics} static assets left out (--keep-static keeps them)"
+            "{} left out (--keep-static keeps them)",
+            counted(statics, "static asset")
         ));
     }
     if preflights > 0 {
         notes.push(format!(
-            "{preflights} CORS preflights left out (the browser's, not the app's)"
+            "{} left out (the browser's, not the app's)",
+            counted(preflights, "CORS preflight")
         ));
     }
     if not_http > 0 {
@@ -371,7 +376,10 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
         ));
     }
     for (h, n) in &other_hosts {
-        notes.push(format!("{n} requests to {h} left out: one scenario loads one host (convert them with --host {h})"));
+        notes.push(format!(
+            "{} to {h} left out: one scenario loads one host (convert them with --host {h})",
+            counted(*n, "request")
+        ));
     }
     header.push(format!("{}.", notes.join("; ")));
     let vars: Vec<&str> = corr

@@ -117,10 +117,10 @@ pub const KNOBS: &[KnobInfo] = &[
 impl Knobs {
     /// Sets knob `name` from its text (`db-pool` `10`, `db-rtt` `5ms`, `cache` `on`).
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), DemoError> {
-        let bad = |why| DemoError::KnobValue {
+        let bad = |why: &str| DemoError::KnobValue {
             name: name.to_string(),
             value: value.to_string(),
-            why,
+            why: why.to_string(),
         };
         let count = || {
             value
@@ -129,8 +129,8 @@ impl Knobs {
                 .map_err(|_| bad("expected a whole number"))
         };
         let duration = || {
-            humantime::parse_duration(value.trim())
-                .map_err(|_| bad("expected a duration such as 5ms, 2s"))
+            // The one duration rule of volley: a unit always (`5` could be s or ms).
+            volley_scenario::parse_duration(value).map_err(|e| bad(&e.0))
         };
         match name {
             "max-threads" => self.max_threads = count()?,
@@ -218,5 +218,12 @@ mod tests {
             k.set("db-pool", "x").unwrap_err().to_string(),
             "db-pool=x: expected a whole number"
         );
+        // Durations by volley's one rule: a unit always.
+        assert_eq!(
+            k.set("db-rtt", "5").unwrap_err().to_string(),
+            "db-rtt=5: `5` has no unit: write 5s, 5ms or 5m"
+        );
+        k.set("db-rtt", "1.5ms").unwrap();
+        assert_eq!(k.db_rtt, std::time::Duration::from_micros(1500));
     }
 }

@@ -52,7 +52,7 @@ pub enum DemoError {
         /// As given.
         value: String,
         /// What it should look like.
-        why: &'static str,
+        why: String,
     },
 }
 

@@ -28,6 +28,15 @@ pub fn open(path: &Path) -> Result<Source> {
 
 /// Opens `path` as `format`, or as what its content looks like when `format` is `None`.
 pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
+    if path
+        .symlink_metadata()
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    {
+        return Err(FormatError::Unrecognised {
+            path: path.to_path_buf(),
+            message: "no such file or directory; give a run directory (`volley runs` lists those under runs/) or a result file: volley reads nGrinder, k6, JMeter, Locust and Gatling results".to_string(),
+        });
+    }
     if path.is_dir() || format == Some(Format::Volley) {
         if !RunData::is_run_dir(path) {
             return Err(FormatError::Unrecognised {

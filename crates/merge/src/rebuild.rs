@@ -78,7 +78,7 @@ impl<'a> Prepared<'a> {
         let (rows, requests) = self.unlogged;
         (rows > 0).then(|| {
             format!(
-                "segment {}: {LATENCY} has no histograms for {rows} of its intervals (cut short, or missing): their {requests} requests are counted in every total but not in the per-request percentiles",
+                "segment {}: {LATENCY} has no histograms for {rows} of its intervals (cut short, or missing): their requests ({requests}) are counted in every total but not in the per-request percentiles",
                 self.input.segment,
                 LATENCY = volley_rundir::rundir::LATENCY_HLOG
             )

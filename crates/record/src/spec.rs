@@ -40,10 +40,11 @@ pub struct RunSpec {
 }
 
 impl RunSpec {
-    /// A run of `plan` against `target` with the defaults `volley run` uses: 1 s intervals,
+    /// A run of `plan` against `target` with the defaults `volley run` uses: named after the
+    /// URL ([`volley_scenario::default_run_name`]), 1 s intervals,
     /// a worker per core, 5 s of grace, nGrinder's error stop, `runs/` as output.
     pub fn new(plan: Plan, target: Target) -> RunSpec {
-        let name = target.host.clone();
+        let name = volley_scenario::default_run_name(&target.uri.to_string());
         RunSpec {
             engine: EngineConfig {
                 plan,

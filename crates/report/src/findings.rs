@@ -14,6 +14,7 @@
 
 use volley_formats::Source;
 use volley_formats::rundir::ServerPoint;
+use volley_scenario::words::counted;
 use volley_stats::Interval;
 
 use crate::levels::Level;
@@ -290,8 +291,8 @@ pub fn of(
         let unfinished = unfinished_requests(src);
         let consequence = match (unfinished, lost) {
             (0, 0) => String::new(),
-            (0, e) => format!(" {e} requests failed."),
-            (u, _) => format!(" {u} requests never finished."),
+            (0, e) => format!(" {} failed.", counted(e, "request")),
+            (u, _) => format!(" {} never finished.", counted(u, "request")),
         };
         out.push(format!(
             "{name} held all {max:.0} connections it accepts from {} (in {up} of {n} scrapes {}): further connections waited in the accept queue (server.tomcat.accept-count) or were refused before Tomcat saw them (server.tomcat.max-connections).{consequence}",

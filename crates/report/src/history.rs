@@ -34,6 +34,11 @@ pub enum Kind {
 pub struct Entry {
     /// Run or group.
     pub kind: Kind,
+    /// A run's part in a split run, from its run.json: `single` (not split), `merged` (made
+    /// by `volley merge`; `merged (2 of 3 segments)` when some were missing) or `segment i/N`;
+    /// absent for a group and a run whose run.json cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
     /// Its directory.
     pub path: PathBuf,
     /// The run's name.
@@ -92,6 +97,7 @@ impl Entry {
     fn unreadable(kind: Kind, path: &Path, name: String, problem: String) -> Entry {
         Entry {
             kind,
+            split: None,
             path: path.to_path_buf(),
             name,
             started_at: started_from_dir_name(path),
@@ -239,6 +245,7 @@ pub fn read_run(dir: &Path) -> Entry {
     }
     let mut entry = Entry {
         kind: Kind::Run,
+        split: Some(split_of(&meta)),
         path: dir.to_path_buf(),
         name: meta.name.clone(),
         started_at: meta.started_at.clone(),
@@ -274,6 +281,22 @@ pub fn read_run(dir: &Path) -> Entry {
         Err(e) => entry.problem = Some(format!("its figures cannot be read: {e}")),
     }
     entry
+}
+
+/// What part of a split run a run is: `single`, `merged` (`merged (2 of 3 segments)` when
+/// some were missing) or `segment i/N`.
+fn split_of(meta: &RunMeta) -> String {
+    if let Some(m) = &meta.merged {
+        return if m.missing.is_empty() {
+            "merged".to_string()
+        } else {
+            format!("merged ({} of {} segments)", m.segments.len(), m.count)
+        };
+    }
+    match &meta.segment {
+        Some(s) if !s.segment.is_whole() => format!("segment {}", s.segment),
+        _ => "single".to_string(),
+    }
 }
 
 /// A group directory as an entry: its runs, and the mean of their figures over the runs that
@@ -315,6 +338,7 @@ fn read_group(dir: &Path) -> Entry {
         });
     Entry {
         kind: Kind::Group,
+        split: None,
         path: dir.to_path_buf(),
         name: file.name,
         started_at: Some(file.started_at)
@@ -447,30 +471,33 @@ fn status_cell(e: &Entry) -> String {
     s
 }
 
+/// single | merged | segment i/N | group (`-` for a run whose run.json cannot be read).
+fn kind_cell(e: &Entry) -> String {
+    match (e.kind, &e.split) {
+        (Kind::Group, _) => "group".to_string(),
+        (Kind::Run, Some(s)) => s.clone(),
+        (Kind::Run, None) => "-".to_string(),
+    }
+}
+
 /// The history as a terminal table: one line per run or group (a group's runs indented under
 /// it), then what could not be read.
 pub fn table(entries: &[Entry]) -> String {
     let header = [
-        "time", "name", "plan", "TPS", "TTFB p99", "errors", "status",
+        "time", "name", "kind", "plan", "TPS", "TTFB p99", "errors", "status", "dir",
     ];
-    let mut rows: Vec<[String; 7]> = Vec::new();
+    let mut rows: Vec<[String; 9]> = Vec::new();
     let row = |e: &Entry, indent: &str| {
         [
             time_cell(e),
-            format!(
-                "{indent}{}{}",
-                crate::render::terminal_safe(&e.name),
-                if e.kind == Kind::Group {
-                    " (group)"
-                } else {
-                    ""
-                }
-            ),
+            format!("{indent}{}", crate::render::terminal_safe(&e.name)),
+            kind_cell(e),
             crate::render::terminal_safe(&e.plan).into_owned(),
             cell(e.figure("tps_avg"), ""),
             cell(e.figure("ttfb_p99_ms"), " ms"),
             cell(e.figure("error_rate_pct"), "%"),
             status_cell(e),
+            crate::render::terminal_safe(&e.path.display().to_string()).into_owned(),
         ]
     };
     for e in entries {
@@ -489,7 +516,7 @@ pub fn table(entries: &[Entry]) -> String {
         })
         .collect();
     let mut out = String::new();
-    let right = |c: usize| (3..6).contains(&c);
+    let right = |c: usize| (4..7).contains(&c);
     let line = |cells: &[String], out: &mut String| {
         for (c, cell) in cells.iter().enumerate() {
             let pad = widths[c].saturating_sub(cell.chars().count());

@@ -254,8 +254,8 @@ impl RunReport {
                 .iter()
                 .fold((0, 0), |(t, e), r| (t + r.tests, e + r.errors));
             notes.push(format!(
-                "{} requests completed in the grace period after the stop ({t} succeeded, {e} failed): they count in the totals and the latencies, as a drain row of no length in series.csv, and not in the TPS figures, which are rates of the measured time.",
-                t + e
+                "{} completed in the grace period after the stop ({t} succeeded, {e} failed): they count in the totals and the latencies, as a drain row of no length in series.csv, and not in the TPS figures, which are rates of the measured time.",
+                volley_scenario::words::counted(t + e, "request")
             ));
         }
         if let Some(last) = series.intervals[..timed]
@@ -269,10 +269,21 @@ impl RunReport {
         }
         let closed_model = src.meta.as_ref().is_none_or(|m| m.plan.model() == "closed");
         if src.format == Format::Volley && src.has_histograms() && closed_model {
-            notes.push(
-                "TTFB and MTTFB are measured from the request's actual start, connection set-up included (as nGrinder does)."
-                    .to_string(),
-            );
+            // gRPC channels connect on their first call and are reused (docs/grpc.md).
+            let steps = src.meta.iter().flat_map(|m| &m.steps);
+            let grpc = |s: &volley_scenario::StepInfo| s.kind == volley_scenario::StepKind::Grpc;
+            let note = match (steps.clone().any(grpc), steps.clone().all(grpc)) {
+                (false, _) => {
+                    "TTFB and MTTFB are measured from the request's actual start, connection set-up included (as nGrinder does)."
+                }
+                (true, true) => {
+                    "TTFB and MTTFB are measured from each gRPC call's start; connection set-up is not included, except in the first call on each connection (connections are opened on first use, then reused)."
+                }
+                (true, false) => {
+                    "TTFB and MTTFB are measured from the request's actual start, connection set-up included (as nGrinder does); for gRPC calls it is not, except in the first call on each connection (connections are opened on first use, then reused)."
+                }
+            };
+            notes.push(note.to_string());
         }
         if src.format == Format::Ngrinder {
             notes.push("This file has only per-interval means: per-request percentiles are not available from it.".to_string());
@@ -944,7 +955,12 @@ mod tests {
         }
         for m in volley_stats::METRICS {
             if let Some((figure, stat)) = m.threshold {
-                let t = volley_scenario::parse_threshold(&format!("{figure} {stat} < 1"))
+                let limit = if matches!(figure, "error_rate" | "tps") {
+                    "1"
+                } else {
+                    "1ms"
+                };
+                let t = volley_scenario::parse_threshold(&format!("{figure} {stat} < {limit}"))
                     .unwrap_or_else(|e| panic!("{}: {e}", m.key));
                 assert_eq!((t.metric.name(), t.stat.name()), (figure, stat));
             }

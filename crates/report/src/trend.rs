@@ -336,6 +336,7 @@ mod tests {
     fn entry(name: &str, at: &str, status: &str, v: Option<f64>) -> Entry {
         Entry {
             kind: Kind::Run,
+            split: Some("single".into()),
             path: PathBuf::from(format!("runs/{name}-{at}")),
             name: name.into(),
             started_at: at.into(),

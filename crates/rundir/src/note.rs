@@ -291,8 +291,9 @@ impl std::fmt::Display for InputNote {
                 why,
             } => write!(
                 f,
-                "{} requests are not in this file: {why}",
-                group_thousands(*n)
+                "{} {} not in this file: {why}",
+                volley_scenario::words::counted(group_thousands(*n), "request"),
+                if *n == 1 { "is" } else { "are" }
             ),
             InputNote::NotInFile {
                 requests: None,

@@ -1,20 +1,24 @@
-//! Durations as people write them: `30s`, `2m`, `1h30m`, `250ms`, or bare seconds.
+//! Durations as people write them: `30s`, `2m`, `1h30m`, `250ms`, `1.5s` — always with a
+//! unit. The one parser of every duration and time volley reads (flags, scenario files,
+//! stages, threshold limits), so one rule holds everywhere: a bare number (`5`) is refused,
+//! since it could mean seconds or milliseconds.
 
 use std::time::Duration;
 
 use crate::PlanError;
 
-/// Parses `30s`, `2m`, `1h30m`, `250ms` or a bare number of seconds (`1.5`), at most
-/// [`MAX_DURATION`](crate::limits::MAX_DURATION).
+/// Parses `30s`, `2m`, `1h30m`, `250ms`, `1.5s` (units ns, us/µs, ms, s, m, h, d and their
+/// long names), at most [`MAX_DURATION`](crate::limits::MAX_DURATION). A number without a
+/// unit is refused, with what to write instead.
 pub fn parse_duration(s: &str) -> Result<Duration, PlanError> {
     let t = s.trim();
-    if let Ok(secs) = t.parse::<f64>()
-        && secs.is_finite()
-        && secs >= 0.0
+    if !t.is_empty()
+        && t.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && t.parse::<f64>().is_ok()
     {
-        let max = crate::limits::MAX_DURATION;
-        let d = Duration::try_from_secs_f64(secs).unwrap_or(max + Duration::from_secs(1));
-        return crate::limits::duration_at_most(d, s);
+        return Err(PlanError(format!(
+            "`{t}` has no unit: write {t}s, {t}ms or {t}m"
+        )));
     }
     let max = crate::limits::MAX_DURATION;
     let d = match humantime::parse_duration(t) {
@@ -60,15 +64,38 @@ mod tests {
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2us").unwrap(), Duration::from_micros(2));
         let e = parse_duration("soon").unwrap_err();
         assert!(e.0.contains("`soon` is not a duration"));
         assert!(parse_duration("-1").is_err());
         // Huge values are refused, never a panic or an overflow.
-        for huge in ["1e20", "1e300", "100000h", "8d", "18446744073709551615s"] {
+        for huge in ["100000h", "8d", "18446744073709551615s"] {
             let e = parse_duration(huge).unwrap_err();
             assert!(e.0.contains("longer than 7 days"), "{huge}: {e}");
         }
         assert_eq!(parse_duration("7d").unwrap(), crate::limits::MAX_DURATION);
+    }
+
+    /// One rule everywhere: a number without a unit is refused, with what to write.
+    #[test]
+    fn a_bare_number_is_refused_with_what_to_write() {
+        for (bare, says) in [
+            ("5", "`5` has no unit: write 5s, 5ms or 5m"),
+            (" 0 ", "`0` has no unit: write 0s, 0ms or 0m"),
+            ("1.5", "`1.5` has no unit: write 1.5s, 1.5ms or 1.5m"),
+        ] {
+            assert_eq!(parse_duration(bare).unwrap_err().0, says);
+        }
+        // Exponents and signs are not durations in any unit.
+        for odd in ["1e20", "1e300", "-1", "+5"] {
+            assert!(
+                parse_duration(odd)
+                    .unwrap_err()
+                    .0
+                    .contains("is not a duration"),
+                "{odd}"
+            );
+        }
     }
 }

@@ -35,14 +35,17 @@ pub struct ScenarioError {
 
 impl std::fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}",
-            self.file.display(),
-            self.line,
-            self.column,
-            self.message
-        )
+        // Without a place in the file (it could not be read), the file alone.
+        match (self.line, self.column) {
+            (0, _) => write!(f, "{}: {}", self.file.display(), self.message),
+            (line, 0) => write!(f, "{}:{line}: {}", self.file.display(), self.message),
+            (line, column) => write!(
+                f,
+                "{}:{line}:{column}: {}",
+                self.file.display(),
+                self.message
+            ),
+        }
     }
 }
 
@@ -95,6 +98,12 @@ pub fn load_scenario_with(
             message,
         }])
     };
+    if std::fs::metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        return Err(one(
+            0,
+            "no such file: give the path of a scenario file (examples/ has some)".into(),
+        ));
+    }
     // Refused before reading, so that a huge file is never held in memory.
     if let Ok(meta) = std::fs::metadata(path)
         && meta.len() > MAX_FILE_BYTES as u64
@@ -134,7 +143,7 @@ pub fn parse_scenario(
                 message,
             })
             .collect();
-        // File order; problems without a place (unset environment variables) last.
+        // File order; problems without a place last.
         list.sort_by_key(|e| (e.line == 0, e.line, e.column));
         // The parts every population shares are checked once per population: said once.
         let mut seen = std::collections::HashSet::new();

@@ -116,6 +116,32 @@ pub struct Settings {
     pub thresholds: Vec<Threshold>,
 }
 
+/// The name of a run of `url` when none is given (no `--name`, no scenario file): the URL
+/// path's last non-empty segment (`http://host:8080/api/rooms?x=1` → `rooms`), or the host
+/// when the path is `/`; at most [`crate::limits::MAX_NAME_LEN`] characters. A scenario run
+/// is named after its file instead (`name:`, else the file's stem).
+pub fn default_run_name(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let name = match path.split('/').rfind(|s| !s.is_empty()) {
+        Some(segment) => segment,
+        None => {
+            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            match host.strip_prefix('[') {
+                Some(v6) => v6.split(']').next().unwrap_or_default(),
+                None => host.split(':').next().unwrap_or_default(),
+            }
+        }
+    };
+    let name: String = name.chars().take(crate::limits::MAX_NAME_LEN).collect();
+    if name.is_empty() {
+        "run".to_string()
+    } else {
+        name
+    }
+}
+
 /// A request not complete after this fails, unless the user says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -196,6 +222,27 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_is_named_after_its_url_path_else_its_host() {
+        for (url, name) in [
+            ("http://127.0.0.1:8080/rooms?x=1", "rooms"),
+            ("http://127.0.0.1:8080/api/rooms/", "rooms"),
+            ("https://api.internal/rooms/42#top", "42"),
+            ("http://127.0.0.1:8080/", "127.0.0.1"),
+            ("http://127.0.0.1:8080", "127.0.0.1"),
+            ("http://127.0.0.1:8080?q=/x", "127.0.0.1"),
+            ("http://[::1]:8080/", "::1"),
+            ("http://example.com//", "example.com"),
+        ] {
+            assert_eq!(default_run_name(url), name, "{url}");
+        }
+        let long = format!("http://h/{}", "a".repeat(300));
+        assert_eq!(
+            default_run_name(&long).chars().count(),
+            crate::limits::MAX_NAME_LEN
+        );
+    }
 
     #[test]
     fn headers() {

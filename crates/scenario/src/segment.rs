@@ -85,9 +85,16 @@ impl Segment {
             Model::Open { max_vus, .. } => (*max_vus, "max_vus (the VUs that send the arrivals)"),
         };
         if vus < self.count {
+            // VU g runs in segment g mod N: the segments from `vus` on get none, whichever
+            // one this process runs.
+            let n = self.count;
+            let none = if vus + 1 == n {
+                format!("segment {vus}/{n} would run none")
+            } else {
+                format!("segments {vus}/{n} to {}/{n} would run none", n - 1)
+            };
             return Err(PlanError(format!(
-                "{} segments cannot share {vus} {what}: segment {vus}/{} (and every one after it) would run none; use at most {vus} segments, or raise the VUs to at least {}",
-                self.count, self.count, self.count
+                "{n} segments cannot share {vus} {what}: {none}; use at most {vus} segments, or raise the VUs to at least {n}"
             )));
         }
         Ok(())
@@ -242,11 +249,15 @@ mod tests {
         };
         assert!(Segment::new(3, 3).is_err());
         assert!(Segment::new(2, 3).unwrap().check(&closed).is_ok());
-        let e = Segment::new(0, 4).unwrap().check(&closed).unwrap_err();
-        assert!(
-            e.contains("4 segments cannot share 3 VUs") && e.contains("at most 3 segments"),
-            "{e}"
-        );
+        // Segment 0/4 runs a VU; the one that would run none is named, whichever runs here.
+        for i in 0..4 {
+            assert_eq!(
+                Segment::new(i, 4).unwrap().check(&closed).unwrap_err().0,
+                "4 segments cannot share 3 VUs: segment 3/4 would run none; use at most 3 segments, or raise the VUs to at least 4"
+            );
+        }
+        let e = Segment::new(0, 8).unwrap().check(&closed).unwrap_err().0;
+        assert!(e.contains(": segments 3/8 to 7/8 would run none;"), "{e}");
         let open = Load {
             model: Model::Open {
                 rate: RateShape::constant(10.0, Duration::from_secs(1)),

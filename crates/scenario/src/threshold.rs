@@ -223,14 +223,7 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
             names.join(", ")
         ))
     })?;
-    let limit = parse_limit(right.trim(), metric)
-        .ok_or_else(|| bad(&format!("`{}` is not a limit", right.trim())))?;
-    if limit < 0.0 {
-        return Err(bad(&format!(
-            "`{}` is below zero, which no figure can be",
-            right.trim()
-        )));
-    }
+    let limit = parse_limit(right.trim(), metric).map_err(|why| bad(&why))?;
     if metric == Metric::ErrorRate && limit > 100.0 {
         return Err(bad(&format!(
             "`{}`: an error rate is a percentage from 0% to 100%",
@@ -271,29 +264,26 @@ impl Threshold {
     }
 }
 
-/// `1%`, `500ms`, `0.5s`, `220`.
-fn parse_limit(s: &str, metric: Metric) -> Option<f64> {
-    let (num, factor) = match metric {
-        Metric::ErrorRate => (s.strip_suffix('%').unwrap_or(s), 1.0),
-        Metric::Tps => (s, 1.0),
-        _ => {
-            if let Some(n) = s.strip_suffix("ms") {
-                (n, 1.0)
-            } else if let Some(n) = s.strip_suffix("us").or_else(|| s.strip_suffix("µs")) {
-                (n, 0.001)
-            } else if let Some(n) = s.strip_suffix('s') {
-                (n, 1000.0)
-            } else {
-                (s, 1.0)
-            }
-        }
+/// `1%`, `220` (TPS), or a time with its unit (`500ms`, `0.5s`: [`crate::parse_duration`],
+/// so a bare `500` is refused as everywhere else) in ms.
+fn parse_limit(s: &str, metric: Metric) -> Result<f64, String> {
+    if s.starts_with('-') {
+        return Err(format!("`{s}` is below zero, which no figure can be"));
+    }
+    let number = |num: &str| {
+        num.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| format!("`{s}` is not a limit"))
     };
-    // Finite after the unit too: `1e308s` is infinite in ms, which run.json cannot hold.
-    num.trim()
-        .parse::<f64>()
-        .ok()
-        .map(|v| v * factor)
-        .filter(|v| v.is_finite())
+    match metric {
+        Metric::ErrorRate => number(s.strip_suffix('%').unwrap_or(s)),
+        Metric::Tps => number(s),
+        _ => crate::parse_duration(s)
+            .map(|d| d.as_secs_f64() * 1000.0)
+            .map_err(|e| e.0),
+    }
 }
 
 #[cfg(test)]
@@ -301,9 +291,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_limit_infinite_in_its_unit_is_refused() {
+    fn a_limit_beyond_any_duration_is_refused() {
         assert!(parse_threshold("ttfb p99 < 1e308s").is_err());
-        assert!(parse_threshold("ttfb p99 < 1e308ms").is_ok());
+        assert!(parse_threshold("ttfb p99 < 8d").is_err());
+        assert_eq!(
+            parse_threshold("ttfb p99 < 7d").unwrap().limit,
+            7.0 * 86_400_000.0
+        );
+    }
+
+    /// A time limit needs its unit, as every duration does (`500` could be ms or s).
+    #[test]
+    fn a_time_limit_without_a_unit_is_refused() {
+        assert_eq!(
+            parse_threshold("ttfb p99 < 500").unwrap_err().0,
+            "threshold `ttfb p99 < 500`: `500` has no unit: write 500s, 500ms or 500m; write thresholds like `error_rate < 1%`, `ttfb p99 < 500ms`, `tps avg >= 220`, `total p95 <= 1s`"
+        );
+        for bare in ["total p95 <= 1", "iteration max < 2.5", "mttfb avg < 30"] {
+            assert!(
+                parse_threshold(bare).unwrap_err().0.contains("has no unit"),
+                "{bare}"
+            );
+        }
+        assert_eq!(parse_threshold("ttfb p99 < 250us").unwrap().limit, 0.25);
     }
 
     #[test]

@@ -237,6 +237,13 @@ fn unary_and_streaming_calls_extract_check_and_count_status_codes_as_kinds() {
         })
         .collect();
     assert_eq!(kinds, vec![("grpc_not_found".to_string(), 6)], "{report}");
+    // The note says what gRPC times hold (docs/grpc.md), not the HTTP rule.
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("TTFB and MTTFB are measured from each gRPC call's start; connection set-up is not included, except in the first call on each connection (connections are opened on first use, then reused).")
+            && !notes.contains("connection set-up included"),
+        "{notes}"
+    );
     let data = RunData::read(&run).unwrap();
     let stream_id = data
         .steps

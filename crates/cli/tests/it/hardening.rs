@@ -316,15 +316,31 @@ fn numeric_extremes_of_every_load_flag_are_refused_with_a_message() {
         (&["--vus", "0", "--duration", "1s"], "at least 1"),
         (&["--vus", "NaN", "--duration", "1s"], "whole number"),
         (&["--stages", "1s:99999999999"], "at most 1000000"),
-        (&["--stages", "1e20:5"], "longer than 7 days"),
-        (&["--vus", "1", "--duration", "1e20"], "longer than 7 days"),
+        (&["--stages", "99999999999s:5"], "longer than 7 days"),
+        (
+            &["--vus", "1", "--duration", "99999999999s"],
+            "longer than 7 days",
+        ),
+        // A number without a unit is no duration, however large (docs/scenarios.md).
+        (&["--stages", "1e20:5"], "`1e20` is not a duration"),
+        (
+            &["--vus", "1", "--duration", "1e20"],
+            "`1e20` is not a duration",
+        ),
         (&["--vus", "1", "--duration", "inf"], "duration"),
         (
             &["--vus", "1", "--duration", "100000h"],
             "longer than 7 days",
         ),
         (
-            &["--vus", "1", "--duration", "1s", "--pacing", "1e300"],
+            &[
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--pacing",
+                "18446744073709551616s",
+            ],
             "longer than 7 days",
         ),
         (
@@ -332,7 +348,14 @@ fn numeric_extremes_of_every_load_flag_are_refused_with_a_message() {
             "duration",
         ),
         (
-            &["--vus", "1", "--duration", "1s", "--timeout", "1e20"],
+            &[
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--timeout",
+                "99999999999s",
+            ],
             "7 days",
         ),
         (&["--rate", "inf", "--duration", "1s"], "rate"),

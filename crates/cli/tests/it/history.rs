@@ -114,32 +114,43 @@ fn the_history_lists_every_run_with_its_status_and_draws_a_trend() {
     let lines: Vec<&str> = table.lines().collect();
     assert!(
         lines[0].starts_with("time")
+            && lines[0].contains("  kind  ")
             && lines[0].contains("plan")
             && lines[0].contains("TTFB p99")
-            && lines[0].contains("status"),
+            && lines[0].contains("status")
+            && lines[0].ends_with("  dir"),
         "{table}"
     );
+    // Each line ends with the run's directory.
+    let dir_of = |l: &str| l.rsplit("  ").next().unwrap().to_string();
     assert!(
         lines[1].contains("crashed") && lines[1].contains("unreadable"),
         "oldest first:\n{table}"
     );
     assert!(
-        lines[2].contains("api-group (group)")
-            && lines[2].contains("2 runs of GET /delay?ms=2 · 2 VUs · 1s"),
+        lines[2].contains("api-group  ")
+            && lines[2].contains("  group  ")
+            && lines[2].contains("2 runs of GET /delay?ms=2 · 2 VUs · 1s")
+            && dir_of(lines[2]) == group.display().to_string(),
         "{table}"
     );
     assert!(
-        lines[3].contains("    api ") && lines[4].contains("    api "),
+        lines[3].contains("    api ")
+            && lines[4].contains("    api ")
+            && lines[3].contains("  single  ")
+            && dir_of(lines[3]).starts_with(&group.display().to_string()),
         "the group's runs under it:\n{table}"
     );
     assert!(
-        lines[5].contains("bad-fixture") && lines[5].ends_with("running"),
+        lines[5].contains("bad-fixture") && lines[5].contains("  running  "),
         "{table}"
     );
     assert!(
         lines[6].contains("  api  ")
+            && lines[6].contains("  single  ")
             && lines[6].contains("GET /delay?ms=2 · 2 VUs · 1s")
-            && lines[6].ends_with("complete"),
+            && lines[6].contains("  complete  ")
+            && dir_of(lines[6]).starts_with(&runs.display().to_string()),
         "{table}"
     );
     assert!(lines[7].contains("GET /delay?ms=8"), "{table}");
@@ -152,7 +163,9 @@ fn the_history_lists_every_run_with_its_status_and_draws_a_trend() {
         .find(|l| l.contains("killed"))
         .unwrap_or_else(|| panic!("{table}"));
     assert!(
-        killed.ends_with("did not finish") && killed.contains(" ms "),
+        killed.contains("  did not finish  ")
+            && killed.contains(" ms ")
+            && dir_of(killed) == dead.display().to_string(),
         "listed with its figures from its data:\n{table}"
     );
     // Its data give the figures its copy's report.json holds.
@@ -188,7 +201,7 @@ fn the_history_lists_every_run_with_its_status_and_draws_a_trend() {
     );
     assert!(
         list.iter()
-            .all(|e| e["status"] == "complete" && e["kind"] == "run")
+            .all(|e| e["status"] == "complete" && e["kind"] == "run" && e["split"] == "single")
     );
     let o = volley(&["runs", runs.to_str().unwrap(), "--name", "nope*"]);
     assert!(

@@ -403,6 +403,66 @@ fn runs_upload_and_collect_brings_them_back_byte_for_byte() {
     );
 }
 
+/// A collect that fails says each cause once (object_store's errors print their source and
+/// also return it, which repeated the chain at every level), and a typo in the run flags of
+/// `volley k8s manifest` is clap's message once, after one `error:`.
+#[test]
+fn a_failed_collect_and_a_mistyped_run_flag_say_each_thing_once() {
+    // Nothing listens on port 9 of loopback: the listing fails (after object_store's retries).
+    let env = [
+        ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    let dir = out_dir();
+    let o = volley_env(
+        &[
+            "k8s",
+            "collect",
+            "s3://volley-results/team/run-9",
+            "-o",
+            dir.path().join("x").to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("volley: error: listing s3://volley-results/team/run-9: "),
+        "{err}"
+    );
+    for once in ["Error performing list request", "Connection refused"] {
+        assert_eq!(err.matches(once).count(), 1, "`{once}` once: {err}");
+    }
+
+    let o = crate::support::volley(&[
+        "k8s",
+        "manifest",
+        "--segments",
+        "2",
+        "--image",
+        "volley:test",
+        "--bucket",
+        "s3://load-results",
+        "--",
+        "--url",
+        "http://127.0.0.1:9/rooms",
+        "--vu",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("volley: error: unexpected argument '--vu' found")
+            && err.matches("error:").count() == 1
+            && err.contains("a similar argument exists: '--vus'")
+            && err.contains("try 'volley run --help'"),
+        "{err}"
+    );
+}
+
 /// The manifest checks the run flags with the same resolver as `volley run`: whatever `run`
 /// refuses before any load (the URL is a closed port: nothing here reaches the network),
 /// the manifest refuses too, with the same words, for the pods' segments.

@@ -53,6 +53,27 @@ fn unknown_file_lists_what_volley_reads() {
     );
 }
 
+#[test]
+fn a_missing_path_is_named_once_with_what_to_give() {
+    let dir = out_dir();
+    let p = dir.path().join("runs/nothing");
+    let path = p.to_str().unwrap();
+    for args in [&["report", path][..], &["compare", path, path][..]] {
+        let o = volley(args);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "volley: error: {}: no such file or directory; give a run directory (`volley runs` lists those under runs/) or a result file: volley reads nGrinder, k6, JMeter, Locust and Gatling results",
+                p.display()
+            ),
+            "{}",
+            text(&o)
+        );
+    }
+}
+
 fn delayed_run(server: &TestServer, out: &std::path::Path, ms: u64, name: &str) {
     let url = server.url(&format!("/delay?ms={ms}"));
     let o = volley(&[

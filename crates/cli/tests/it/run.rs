@@ -587,6 +587,69 @@ fn bad_flags_exit_2_with_a_clear_message() {
             ],
             "`{pool}` appears in neither the run flags nor --setup",
         ),
+        // One rule for every duration and time: a bare number is refused, with what to write.
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "5",
+            ],
+            "--duration 5: `5` has no unit: write 5s, 5ms or 5m",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--stages",
+                "0s:5,5:5",
+            ],
+            "stage 2 `5:5`: `5` has no unit: write 5s, 5ms or 5m",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--threshold",
+                "ttfb p99 < 500",
+            ],
+            "threshold `ttfb p99 < 500`: `500` has no unit: write 500s, 500ms or 500m",
+        ),
+        (
+            vec![
+                "run",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--vus",
+                "1",
+                "--duration",
+                "1s",
+                "--think-time",
+                "0",
+            ],
+            "`0` has no unit: write 0s, 0ms or 0m",
+        ),
+        (
+            vec![
+                "capacity",
+                "--url",
+                "http://127.0.0.1:1/",
+                "--rates",
+                "10..20",
+                "--slo",
+                "ttfb p99 < 200",
+            ],
+            "`200` has no unit",
+        ),
     ] {
         let o = volley(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
@@ -920,5 +983,69 @@ fn a_run_count_sends_exactly_vus_times_iterations() {
         server.seen(),
         15,
         "3 VUs × 5 iterations (the pre-run check connects without a request)"
+    );
+}
+
+#[test]
+fn a_run_is_named_after_its_url_path_else_its_host() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let runs = out.path().join("runs");
+    let junit = out.path().join("run.xml");
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/api/rooms?x=1"),
+        "--iterations",
+        "1",
+        "-o",
+        runs.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+        "--progress",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = only_run(&runs);
+    assert!(
+        run.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .ends_with("Z_rooms"),
+        "{}",
+        run.display()
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("classname=\"volley.run.rooms\""), "{xml}");
+    // `volley runs --name rooms` finds it, as the README shows.
+    let o = volley(&["runs", runs.to_str().unwrap(), "--name", "rooms", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list:#}");
+    assert_eq!(list[0]["name"], "rooms", "{list:#}");
+
+    // A URL without a path is named after its host, as before.
+    let root = out.path().join("root");
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/"),
+        "--iterations",
+        "1",
+        "-o",
+        root.to_str().unwrap(),
+        "--progress",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = only_run(&root);
+    assert!(
+        run.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .ends_with("Z_127-0-0-1"),
+        "{}",
+        run.display()
     );
 }

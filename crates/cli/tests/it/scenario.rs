@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::scenario_server::ScenarioServer;
-use crate::support::{only_run, out_dir, report_json, serial, text, volley};
+use crate::support::{TestServer, only_run, out_dir, report_json, serial, text, volley};
 
 fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = dir.join(name);
@@ -683,5 +683,23 @@ fn one_of_picks_branches_by_weight() {
             .as_u64()
             .unwrap(),
         reads
+    );
+}
+
+#[test]
+fn a_check_of_one_request_says_1_request() {
+    let server = TestServer::start();
+    let dir = out_dir();
+    let file = write(
+        dir.path(),
+        "one.yaml",
+        &format!("target: {}\nsteps:\n  - request: GET /ok\n", server.url("")),
+    );
+    let o = volley(&["check", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("\n1 request, 0 failed") && !out.contains("1 requests"),
+        "{out}"
     );
 }

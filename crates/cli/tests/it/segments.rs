@@ -142,9 +142,49 @@ fn closed_segments_merge_to_every_request_the_server_saw() {
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("PARTIAL: segments 1 are missing"),
+        String::from_utf8_lossy(&o.stderr).contains("PARTIAL: segment 1/3 is missing;"),
         "{}",
         text(&o)
+    );
+    // `volley runs` tells them apart, each with its directory.
+    let o = volley(&["runs", out.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.contains("  kind  ") && header.ends_with("  dir"),
+        "{table}"
+    );
+    let line_of = |dir: &Path| {
+        table
+            .lines()
+            .find(|l| l.ends_with(&format!("  {}", dir.display())))
+            .unwrap_or_else(|| panic!("no line for {}:\n{table}", dir.display()))
+            .to_string()
+    };
+    for i in 0..3 {
+        assert!(
+            line_of(&outs_dir(out.path(), i)).contains(&format!("  segment {i}/3  ")),
+            "{table}"
+        );
+    }
+    assert!(line_of(&merged).contains("  merged  "), "{table}");
+    assert!(
+        line_of(&partial).contains("  merged (2 of 3 segments)  "),
+        "{table}"
+    );
+    let o = volley(&["runs", out.path().to_str().unwrap(), "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let splits: Vec<&str> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["split"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        splits.iter().filter(|s| s.starts_with("segment ")).count(),
+        3,
+        "{json:#}"
     );
     // The same segment twice (a retried pod) is refused.
     let all: Vec<PathBuf> = (0..3)
@@ -237,7 +277,15 @@ fn bad_segments_are_refused_before_anything_is_sent() {
         (vec!["--segment", "3/2"], "segment 3/2 does not exist"),
         (vec!["--segment", "0/0"], "at least 1 segment"),
         (vec!["--segment", "1"], "write it as i/N"),
-        (vec!["--segment", "0/5"], "5 segments cannot share 4 VUs"),
+        // Segment 0/5 runs a VU: the one that would run none is named.
+        (
+            vec!["--segment", "0/5"],
+            "5 segments cannot share 4 VUs: segment 4/5 would run none; use at most 4 segments",
+        ),
+        (
+            vec!["--segment", "0/7"],
+            "7 segments cannot share 4 VUs: segments 4/7 to 6/7 would run none",
+        ),
         (vec!["--segments", "2"], "JOB_COMPLETION_INDEX"),
         (vec!["--segment", "0/2", "--start-at", "1000000000"], "was "),
         (vec!["--segment", "0/2", "--start-at", "noon"], "RFC 3339"),

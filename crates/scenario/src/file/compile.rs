@@ -30,7 +30,8 @@ pub(super) struct Compiler {
     file: PathBuf,
     pub errors: Vec<(At, String)>,
     templates: Templates,
-    env_names: BTreeSet<String>,
+    /// `env.NAME`s the file reads, each with where it first does.
+    env_names: BTreeMap<String, At>,
     /// Step names already taken, with the line that took them.
     names: BTreeMap<String, u64>,
     steps: Vec<StepInfo>,
@@ -58,7 +59,7 @@ impl Compiler {
             file,
             errors: Vec::new(),
             templates: Templates::new(),
-            env_names: BTreeSet::new(),
+            env_names: BTreeMap::new(),
             names: BTreeMap::new(),
             steps: Vec::new(),
             columns: BTreeMap::new(),
@@ -166,7 +167,7 @@ impl Compiler {
             let (top, rest) = path.split_once('.').unwrap_or((path, ""));
             let first = rest.split('.').next().unwrap_or(rest);
             if top == "env" && !rest.is_empty() {
-                self.env_names.insert(first.to_string());
+                self.env_names.entry(first.to_string()).or_insert(where_);
             }
             if (top == "vu" || top == "iteration")
                 && !rest.is_empty()
@@ -315,11 +316,11 @@ impl Compiler {
         let thresholds = self.thresholds(&raw.thresholds);
         let slo = self.thresholds(&raw.slo);
         let mut env_values = Vec::new();
-        for name in std::mem::take(&mut self.env_names) {
+        for (name, first) in std::mem::take(&mut self.env_names) {
             match env(&name) {
                 Some(v) => env_values.push((name, v)),
                 None => self.error(
-                    At(0, 0),
+                    first,
                     format!(
                         "environment variable `{name}` is not set (the scenario reads `env.{name}`)"
                     ),

@@ -203,11 +203,11 @@ const BROKEN: &[(&str, u64, u64, &str)] = &[
         14,
         "should be a method and a URL",
     ),
-    // 18. unset environment variable
+    // 18. unset environment variable: where the file first reads it
     (
         "target: http://x\nsteps:\n  - request: GET /?k={{ env.NOPE }}\n",
-        0,
-        0,
+        3,
+        14,
         "environment variable `NOPE` is not set",
     ),
     // 19. bad target
@@ -323,6 +323,31 @@ const BROKEN: &[(&str, u64, u64, &str)] = &[
         3,
         5,
         "a threshold is an expression",
+    ),
+    // 33. durations and time limits without a unit: one rule, as on the command line
+    (
+        "target: http://x\nload: { vus: 1, duration: 5 }\nsteps:\n  - request: GET /\n",
+        2,
+        27,
+        "`duration`: `5` has no unit: write 5s, 5ms or 5m",
+    ),
+    (
+        "target: http://x\nload:\n  stages: \"0s:5,5:5\"\nsteps:\n  - request: GET /\n",
+        3,
+        11,
+        "`5` has no unit: write 5s, 5ms or 5m",
+    ),
+    (
+        "target: http://x\nthresholds:\n  - ttfb p99 < 500\nsteps:\n  - request: GET /\n",
+        3,
+        5,
+        "`500` has no unit: write 500s, 500ms or 500m",
+    ),
+    (
+        "target: http://x\nsteps:\n  - request: GET /\n    think_time: 1\n",
+        4,
+        17,
+        "`1` has no unit: write 1s, 1ms or 1m",
     ),
 ];
 
@@ -1228,4 +1253,24 @@ fn a_files_slo_is_read_like_its_thresholds() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("latency"), "{e}");
+}
+
+#[test]
+fn a_problem_without_a_place_names_the_file_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.yaml");
+    let e = crate::load_scenario(&missing).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: no such file: give the path of a scenario file (examples/ has some)",
+            missing.display()
+        )
+    );
+    let e = crate::load_scenario(dir.path()).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{0}: {0} is a directory", dir.path().display())),
+        "{e}"
+    );
 }
