@@ -264,7 +264,7 @@ impl Threshold {
     }
 }
 
-/// `1%`, `220` (TPS), or a time with its unit (`500ms`, `0.5s`: [`crate::parse_duration`],
+/// `1%` (the `%` required), `220` (TPS), or a time with its unit (`500ms`, `0.5s`: [`crate::parse_duration`],
 /// so a bare `500` is refused as everywhere else) in ms.
 fn parse_limit(s: &str, metric: Metric) -> Result<f64, String> {
     if s.starts_with('-') {
@@ -278,7 +278,14 @@ fn parse_limit(s: &str, metric: Metric) -> Result<f64, String> {
             .ok_or_else(|| format!("`{s}` is not a limit"))
     };
     match metric {
-        Metric::ErrorRate => number(s.strip_suffix('%').unwrap_or(s)),
+        // A bare rate could be a percentage or a fraction (k6 writes `rate<0.01` for 1 %):
+        // refused like a bare time, with what to write.
+        Metric::ErrorRate => match s.trim_end().strip_suffix('%') {
+            Some(pct) => number(pct),
+            None => Err(format!(
+                "`{s}` has no unit: write {s}% (an error rate is a percentage: 1% is one request in a hundred, k6's `rate<0.01`)"
+            )),
+        },
         Metric::Tps => number(s),
         _ => crate::parse_duration(s)
             .map(|d| d.as_secs_f64() * 1000.0)
@@ -298,6 +305,16 @@ mod tests {
             parse_threshold("ttfb p99 < 7d").unwrap().limit,
             7.0 * 86_400_000.0
         );
+    }
+
+    /// An error rate needs its `%`: `0.01` could be a fraction (1 %) or 0.01 %.
+    #[test]
+    fn an_error_rate_without_its_percent_sign_is_refused() {
+        assert_eq!(
+            parse_threshold("error_rate < 0.01").unwrap_err().0,
+            "threshold `error_rate < 0.01`: `0.01` has no unit: write 0.01% (an error rate is a percentage: 1% is one request in a hundred, k6's `rate<0.01`); write thresholds like `error_rate < 1%`, `ttfb p99 < 500ms`, `tps avg >= 220`, `total p95 <= 1s`"
+        );
+        assert_eq!(parse_threshold("error_rate < 1 %").unwrap().limit, 1.0);
     }
 
     /// A time limit needs its unit, as every duration does (`500` could be ms or s).
