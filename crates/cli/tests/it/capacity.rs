@@ -448,7 +448,7 @@ fn a_step_up_has_one_row_per_level() {
     assert!(md.contains("## Levels"), "{md}");
     let html = std::fs::read_to_string(only_run(out.path()).join("report.html")).unwrap();
     assert!(
-        html.contains("<table id=\"levels\">"),
+        html.contains("<h3 id=\"levels\">Levels</h3>"),
         "the page has the level table too"
     );
 }

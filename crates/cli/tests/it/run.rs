@@ -937,7 +937,7 @@ fn thresholds_set_the_exit_code_and_show_in_every_report() {
         .collect();
     assert_eq!(failed, vec!["ttfb p50 < 5ms"]);
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("✗ FAILED ttfb p50 < 5ms"),
+        String::from_utf8_lossy(&o.stdout).contains("thresholds failed: ttfb p50 < 5ms"),
         "{}",
         text(&o)
     );

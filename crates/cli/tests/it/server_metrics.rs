@@ -104,7 +104,7 @@ fn scrapes_land_in_server_csv_and_failures_are_counted() {
         "{peak}"
     );
     assert!(dir.join("charts/server.png").is_file() && dir.join("charts/server.svg").is_file());
-    assert!(String::from_utf8_lossy(&o.stdout).contains("Server (peaks of scraped metrics)"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Server (peaks of scraped metrics;"));
 }
 
 #[test]
