@@ -250,11 +250,11 @@ impl Recorder {
         self.slot(due).all.record_sched_lag(lag.as_micros() as u64);
     }
 
-    /// Notes how late the worker's event loop woke (closed model): only the interval's
-    /// largest delay is kept, the same column an open model's dispatch delay fills.
+    /// Notes how late the worker's event loop woke (closed model), in the histogram and the
+    /// interval's largest delay that an open model's dispatch delays fill: every run's
+    /// generator health has its own delay's p50 / p99 / max.
     pub(crate) fn record_loop_lag(&mut self, due: Instant, lag: Duration) {
-        let c = &mut self.slot(due).all.counts;
-        c.sched_lag_max_us = c.sched_lag_max_us.max(lag.as_micros() as u64);
+        self.record_sched_lag(due, lag);
     }
 
     /// From now on, completions later than interval `last` count in `last`.

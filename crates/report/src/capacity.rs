@@ -709,8 +709,8 @@ pub fn judge(src: &Source, report: &RunReport, slo: &[Threshold], opts: ReportOp
     });
     let generator = report.generator.as_ref().and_then(|g| {
         let measured = (report.measured_s / report.interval_s.max(1e-9)).round().max(1.0) as usize;
-        // The dispatch lag of every arrival (open model). A closed model records only each
-        // interval's largest event-loop delay, one hiccup's worth, which says nothing of p99.
+        // The dispatch lag of every arrival (open model), or the event loop's wake-up delay
+        // every 10 ms (closed model): either way, volley's own delay in what it measured.
         let lag = g.sched_lag_ms.as_ref().map_or(0.0, |l| l.p99_ms);
         if lag >= LAG_FLOOR_MS && lag >= LAG_SHARE * latency {
             Some(format!(

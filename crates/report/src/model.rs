@@ -955,10 +955,10 @@ mod tests {
         }
         for m in volley_stats::METRICS {
             if let Some((figure, stat)) = m.threshold {
-                let limit = if matches!(figure, "error_rate" | "tps") {
-                    "1"
-                } else {
-                    "1ms"
+                let limit = match figure {
+                    "error_rate" => "1%",
+                    "tps" => "1",
+                    _ => "1ms",
                 };
                 let t = volley_scenario::parse_threshold(&format!("{figure} {stat} < {limit}"))
                     .unwrap_or_else(|e| panic!("{}: {e}", m.key));

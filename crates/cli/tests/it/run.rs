@@ -127,6 +127,18 @@ fn ttfb_of_a_delayed_response_matches_the_delay() {
         "TTFB p50 {p50} ms, server delayed 40 ms"
     );
     assert!(report["seed_suite"]["mttfb_avg_ms"].as_f64().unwrap() >= 40.0);
+    // A closed run's generator health has its event loop's own delay as a distribution: a
+    // check every 10 ms on each worker, about 200 per worker over 2 s.
+    let g = &report["generator"];
+    let checks = g["sched_lag_ms"]["count"].as_u64().unwrap_or(0);
+    assert!((80..=2 * 210).contains(&checks), "{g}");
+    let (p50, max) = (
+        g["sched_lag_ms"]["p50_ms"].as_f64().unwrap(),
+        g["sched_lag_max_ms"].as_f64().unwrap(),
+    );
+    assert!(p50 <= max, "{g}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("event-loop lag p50 "), "{stdout}");
 }
 
 #[test]
