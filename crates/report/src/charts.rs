@@ -186,6 +186,8 @@ fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
     let mut chart = ChartBuilder::on(root)
         .caption(&c.title, ("sans-serif", 20))
         .margin(12)
+        // Room for the last x label (`99.99%`) to be drawn whole.
+        .margin_right(32)
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d(0f64..x_max(c), 0f64..ymax)?;
