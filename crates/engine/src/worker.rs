@@ -180,9 +180,12 @@ const HEARTBEAT: Duration = Duration::from_millis(10);
 /// response it has not read yet, so that delay is in the latencies of the moment; a run
 /// group leaves a run that stalled out of its figures by it.
 async fn heartbeat(recorder: Rc<RefCell<Recorder>>) {
+    // The high-resolution alarm the open model's arrivals use: tokio's own timer rounds a
+    // wake-up to the next millisecond, which would read as ~1 ms of lag on every check.
+    let mut alarm = crate::alarm::Alarm::new();
     let mut due = Instant::now() + HEARTBEAT;
     loop {
-        tokio::time::sleep_until(due.into()).await;
+        alarm.until(due).await;
         let now = Instant::now();
         recorder
             .borrow_mut()
