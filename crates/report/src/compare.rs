@@ -530,14 +530,6 @@ fn mttfb_meanings((a, fa): (&str, Format), (b, fb): (&str, Format)) -> Option<St
 /// The figures a comparison opens with.
 const QUOTED: [&str; 3] = ["tps_avg", "ttfb_p99_ms", "error_rate_pct"];
 
-/// `Level` from `level`.
-fn capitalized(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
-}
-
 /// The figures whose smallest callable change a table states.
 const CALLABLE_KEYS: [&str; 2] = ["tps_avg", "mttfb_avg_ms"];
 
@@ -754,10 +746,17 @@ impl Comparison {
                 caption: String::new(),
                 blocks,
             });
-            for (id, what, parts) in [
-                ("per_level", "level", &step.per_level),
-                ("per_population", "population", &step.per_population),
-                ("per_step", "step", &step.per_step),
+            // A level's name is plain; a population's and a step's are code.
+            for (id, what, column, parts, code) in [
+                ("per_level", "level", "Level", &step.per_level, false),
+                (
+                    "per_population",
+                    "population",
+                    "Population",
+                    &step.per_population,
+                    true,
+                ),
+                ("per_step", "step", "Step", &step.per_step, true),
             ] {
                 if parts.is_empty() {
                     continue;
@@ -766,10 +765,10 @@ impl Comparison {
                     .iter()
                     .flat_map(|p| {
                         p.rows.iter().map(move |r| {
-                            let name = if what == "level" {
-                                Cell::from(p.name.clone())
-                            } else {
-                                Cell::code(p.name.clone())
+                            let name = Cell {
+                                text: p.name.clone(),
+                                code,
+                                ..Cell::default()
                             };
                             row(vec![name, Cell::from(r.label)], r)
                         })
@@ -780,7 +779,7 @@ impl Comparison {
                     title: format!("Per {what}: {title}"),
                     caption: String::new(),
                     blocks: vec![Block::Table {
-                        header: header(&[&capitalized(what), "Metric"], step),
+                        header: header(&[column, "Metric"], step),
                         rows,
                     }],
                 });
