@@ -7,7 +7,8 @@
 # interleaved (h2load, volley, h2load, volley, ...). Prints one Markdown table: requests/s,
 # client CPU µs per request (user+sys of the whole process, start-up included, from GNU
 # time), peak RSS, mean request time (h2load gives no percentiles; volley's p50/p99 TTFB
-# beside), and volley's ratios to h2load.
+# beside), each the median over the rounds, then each round's requests/s and CPU µs per
+# request (the spread), and volley's ratios to h2load (of the medians, and round by round).
 #
 #   bench/h2.sh                                   # 3 rounds of 10 s, the whole matrix
 #   RUNS=5 DURATION=20 bench/h2.sh                # on a quiet machine
@@ -18,7 +19,9 @@
 # valgrind's callgrind — repeatable where the wall-clock rounds spread ±20 % on a shared VM.
 # Each client runs twice (5,000 and 25,000 requests); the difference over the 20,000 extra
 # requests leaves start-up and the end-of-run report out. Kernel time (the sockets) is not in
-# it, so it is the clients' own code only.
+# it, so it is the clients' own code only. CG_OUT=DIR keeps the callgrind.out files there
+# (TOOL-MODE-CxM-N.out) for callgrind_annotate; CG_TOOLS (default "h2load volley") picks the
+# clients.
 #
 # Needs nginx (with http_v2, Debian's nginx-light has it), h2load (nghttp2-client), openssl
 # and GNU time (Debian: apt-get install nginx-light nghttp2-client openssl time), and a
@@ -109,17 +112,21 @@ for tool, rnd, mode, shape, ok, err, secs, cpu, rss, mean, p50, p99 in rows:
         (ok / float(secs), float(cpu) * 1e6 / max(ok + err, 1), int(rss) / 1024, float(mean), err, p50, p99))
 print(f"HTTP/2, nginx (1 worker) on one core, the client on the other; median of {sys.argv[2]} interleaved rounds")
 print("C connections x M streams each: h2load -c C -m M; volley --vus C*M --connections C\n")
-print("| mode | C x M | tool | req/s | CPU µs/req | peak RSS MB | mean req ms | TTFB p50/p99 ms | errors | per-round req/s |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| mode | C x M | tool | req/s | CPU µs/req | peak RSS MB | mean req ms | TTFB p50/p99 ms | errors | per-round req/s | per-round CPU µs/req | CPU µs/req min–max |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 ratios = []
 for (mode, shape, tool), v in sorted(by.items(), key=lambda kv: (kv[0][0], -int(kv[0][1].split("x")[0]), kv[0][2])):
     med = [statistics.median(c) for c in zip(*[r[:5] for r in v])]
     lat = f"{statistics.median(float(r[5]) for r in v):.2f} / {statistics.median(float(r[6]) for r in v):.2f}" if v[0][5] else "-"
     rounds = " / ".join(f"{r[0]:,.0f}" for r in v)
-    print(f"| {mode} | {shape} | {tool} | {med[0]:,.0f} | {med[1]:.2f} | {med[2]:.1f} | {med[3]:.3f} | {lat} | {med[4]:.0f} | {rounds} |")
+    cpus = [r[1] for r in v]
+    spread = f"{min(cpus):.2f}–{max(cpus):.2f} (±{(max(cpus) - min(cpus)) / 2 / med[1] * 100:.0f} %)"
+    print(f"| {mode} | {shape} | {tool} | {med[0]:,.0f} | {med[1]:.2f} | {med[2]:.1f} | {med[3]:.3f} | {lat} | {med[4]:.0f} | {rounds} | {' / '.join(f'{c:.2f}' for c in cpus)} | {spread} |")
     if tool == "volley" and (mode, shape, "h2load") in by:
-        h = [statistics.median(c) for c in zip(*[r[:2] for r in by[(mode, shape, "h2load")]])]
-        ratios.append(f"{mode} {shape}: volley/h2load {med[0] / h[0]:.2f}x req/s, {med[1] / h[1]:.2f}x CPU per request")
+        hv = by[(mode, shape, "h2load")]
+        h = [statistics.median(c) for c in zip(*[r[:2] for r in hv])]
+        per_round = " / ".join(f"{a[1] / b[1]:.2f}" for a, b in zip(v, hv))
+        ratios.append(f"{mode} {shape}: volley/h2load {med[0] / h[0]:.2f}x req/s, {med[1] / h[1]:.2f}x CPU per request (per round: {per_round})")
 print()
 print("\n".join(ratios))
 PY
@@ -129,15 +136,19 @@ if [ -n "${CALLGRIND:-}" ]; then
   echo
   echo "| mode | C x M | h2load instructions/request | volley instructions/request | ratio |"
   echo "|---|---|---|---|---|"
+  CG_TOOLS=${CG_TOOLS:-"h2load volley"}
+  [ -n "${CG_OUT:-}" ] && mkdir -p "$CG_OUT"
   # instructions TOOL MODE C M N: callgrind's instruction count for N requests.
   instructions() {
-    local tool=$1 mode=$2 c=$3 m=$4 n=$5 url extra
+    local tool=$1 mode=$2 c=$3 m=$4 n=$5 url extra out=/dev/null
+    case " $CG_TOOLS " in *" $tool "*) ;; *) echo 0; return ;; esac
+    [ -n "${CG_OUT:-}" ] && out=$CG_OUT/$tool-$mode-${c}x$m-$n.out
     if [ "$mode" = tls ]; then url=https://localhost:$TLS_PORT/; extra=(--insecure); else url=http://127.0.0.1:$PORT/; extra=(--http2); fi
     rm -rf "$work/runs"/*
     if [ "$tool" = h2load ]; then
-      valgrind --tool=callgrind --callgrind-out-file=/dev/null h2load -t1 -c"$c" -m"$m" -n"$n" "$url" >/dev/null 2>"$work/cg.err"
+      valgrind --tool=callgrind --callgrind-out-file="$out" h2load -t1 -c"$c" -m"$m" -n"$n" "$url" >/dev/null 2>"$work/cg.err"
     else
-      valgrind --tool=callgrind --callgrind-out-file=/dev/null "$VOLLEY" run --url "$url" "${extra[@]}" --vus $((c * m)) --connections "$c" \
+      valgrind --tool=callgrind --callgrind-out-file="$out" "$VOLLEY" run --url "$url" "${extra[@]}" --vus $((c * m)) --connections "$c" \
         --iterations $((n / (c * m))) --threads 1 --progress none -o "$work/runs" --name cg >/dev/null 2>"$work/cg.err"
     fi
     grep -o 'Collected : [0-9]*' "$work/cg.err" | tr -dc 0-9
@@ -147,7 +158,7 @@ if [ -n "${CALLGRIND:-}" ]; then
       c=${shape%x*} m=${shape#*x}
       h=$(( ($(instructions h2load "$mode" "$c" "$m" 25000) - $(instructions h2load "$mode" "$c" "$m" 5000)) / 20000 ))
       v=$(( ($(instructions volley "$mode" "$c" "$m" 25000) - $(instructions volley "$mode" "$c" "$m" 5000)) / 20000 ))
-      echo "| $mode | $shape | $h | $v | $(awk -v v="$v" -v h="$h" 'BEGIN { printf "%.2f", v / h }')× |"
+      echo "| $mode | $shape | $h | $v | $(awk -v v="$v" -v h="$h" 'BEGIN { if (h > 0) printf "%.2f×", v / h; else printf "–" }') |"
     done
   done
 fi

@@ -3,10 +3,19 @@
 # (`return 200 "hello\n"`, one worker). nginx is pinned to the first CPU, each client to the
 # second; rounds are interleaved (wrk, volley, wrk, volley, ...). Prints one Markdown table:
 # requests/s, client CPU µs per request (user+sys of the whole process, start-up included,
-# from GNU time), peak RSS, the client's own p50/p99, and volley's ratio to wrk.
+# from GNU time), peak RSS, the client's own p50/p99, each as the median over the rounds, then
+# each round's requests/s and CPU µs per request (the spread), and volley's ratio to wrk.
 #
 #   bench/throughput.sh                  # 3 rounds of 10 s
 #   RUNS=5 DURATION=20 CONNS=100 bench/throughput.sh
+#   CALLGRIND=1 RUNS=0 bench/throughput.sh   # only the instruction counts (below)
+#
+# CALLGRIND=1 adds each client's user-space instructions per request under valgrind's
+# callgrind, which do not move with the machine's noise: each client runs CG_SHORT (4) and
+# CG_LONG (12) seconds, pinned to the client CPU, and the figure is ΔIr ÷ Δrequests, so start-up
+# and the end-of-run report drop out. Kernel time is not in it. CG_TOOLS (default "wrk volley")
+# picks the clients; CG_OUT=DIR keeps the callgrind.out files (TOOL-SECONDS.out) there for
+# callgrind_annotate.
 #
 # Needs nginx (nginx-light), wrk and GNU time (Debian: apt-get install nginx-light wrk time),
 # and a release build: cargo build --release.
@@ -65,7 +74,7 @@ print("volley", sys.argv[3], r["seed_suite"]["total_tests"] + 0, float(u) + floa
 PY
 done
 
-python3 - "$results" "$DURATION" "$CONNS" <<'PY'
+[ "$RUNS" -gt 0 ] && python3 - "$results" "$DURATION" "$CONNS" <<'PY'
 import statistics, sys
 rows = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()]
 dur, conns = float(sys.argv[2]), sys.argv[3]
@@ -73,13 +82,53 @@ by = {}
 for tool, rnd, req, cpu, rss, p50, p99 in rows:
     by.setdefault(tool, []).append((int(req) / dur, float(cpu) * 1e6 / int(req), int(rss) / 1024, float(p50), float(p99)))
 med = {t: [statistics.median(c) for c in zip(*v)] for t, v in by.items()}
-print(f"Closed loop, {conns} connections, {dur:.0f} s, nginx on one core, client on the other; median of {len(by['wrk'])} interleaved rounds\n")
-print("| tool | req/s | client CPU µs/req | peak RSS MB | p50 ms | p99 ms | per-round req/s |")
-print("|---|---|---|---|---|---|---|")
+print(f"Closed loop, {conns} connections, {dur:.0f} s, nginx on one core, client on the other; median of {len(by['wrk'])} interleaved rounds")
+print("(each column is its own median over the rounds; CPU is the client's user+sys from GNU time, start-up included)\n")
+print("| tool | req/s | client CPU µs/req | peak RSS MB | p50 ms | p99 ms | per-round req/s | per-round CPU µs/req | CPU µs/req min–max |")
+print("|---|---|---|---|---|---|---|---|---|")
 for t, (rps, us, rss, p50, p99) in med.items():
     rounds = " / ".join(f"{r[0]:,.0f}" for r in by[t])
-    print(f"| {t} | {rps:,.0f} | {us:.1f} | {rss:.1f} | {p50:.2f} | {p99:.2f} | {rounds} |")
+    cpus = [r[1] for r in by[t]]
+    spread = f"{min(cpus):.2f}–{max(cpus):.2f} (±{(max(cpus) - min(cpus)) / 2 / us * 100:.0f} %)"
+    print(f"| {t} | {rps:,.0f} | {us:.2f} | {rss:.1f} | {p50:.2f} | {p99:.2f} | {rounds} | {' / '.join(f'{c:.2f}' for c in cpus)} | {spread} |")
 v, w = med["volley"], med["wrk"]
-print(f"\nvolley / wrk: {v[0] / w[0]:.2f}x requests/s, {v[1] / w[1]:.2f}x CPU per request, {v[2] / w[2]:.1f}x peak RSS")
+per_round = " / ".join(f"{a[1] / b[1]:.2f}" for a, b in zip(by["volley"], by["wrk"]))
+print(f"\nvolley / wrk: {v[0] / w[0]:.2f}x requests/s, {v[1] / w[1]:.2f}x CPU per request (per round: {per_round}), {v[2] / w[2]:.1f}x peak RSS")
 print("(wrk's p50/p99 are its own, from `--latency`; volley's are per-request TTFB from its HdrHistograms)")
 PY
+
+if [ -n "${CALLGRIND:-}" ]; then
+  command -v valgrind >/dev/null || { echo "throughput.sh: CALLGRIND=1 needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+  CG_SHORT=${CG_SHORT:-4}
+  CG_LONG=${CG_LONG:-12}
+  CG_TOOLS=${CG_TOOLS:-"wrk volley"}
+  [ -n "${CG_OUT:-}" ] && mkdir -p "$CG_OUT"
+  # instructions TOOL SECONDS -> "Ir requests": callgrind's count and the requests done.
+  instructions() {
+    local tool=$1 secs=$2 out=/dev/null req
+    [ -n "${CG_OUT:-}" ] && out=$CG_OUT/$tool-$secs.out
+    rm -rf "$work/runs"/*
+    if [ "$tool" = wrk ]; then
+      taskset -c "$CLIENT_CPU" valgrind --tool=callgrind --callgrind-out-file="$out" \
+        wrk -t1 -c"$CONNS" -d"${secs}s" "$url" >"$work/cg.out" 2>"$work/cg.err"
+      req=$(awk '/requests in/ {print $1}' "$work/cg.out")
+    else
+      taskset -c "$CLIENT_CPU" valgrind --tool=callgrind --callgrind-out-file="$out" \
+        "$VOLLEY" run --url "$url" --vus "$CONNS" --duration "${secs}s" --threads 1 --progress none \
+        -o "$work/runs" --name cg >"$work/cg.out" 2>"$work/cg.err"
+      req=$(python3 -c 'import glob, json, sys; print(json.load(open(glob.glob(sys.argv[1] + "/*/report.json")[0]))["seed_suite"]["total_tests"])' "$work/runs")
+    fi
+    echo "$(grep -o 'Collected : [0-9]*' "$work/cg.err" | tr -dc 0-9) $req"
+  }
+  echo
+  echo "User-space instructions per request (callgrind), closed loop, $CONNS connections, one thread, ${CG_LONG} s − ${CG_SHORT} s, client on CPU $CLIENT_CPU:"
+  echo
+  echo "| client | Ir, ${CG_SHORT} s run | Ir, ${CG_LONG} s run | Δ requests | Ir per request |"
+  echo "|---|---|---|---|---|"
+  for tool in $CG_TOOLS; do
+    read -r i1 q1 < <(instructions "$tool" "$CG_SHORT")
+    read -r i2 q2 < <(instructions "$tool" "$CG_LONG")
+    python3 -c 'import sys; t, i1, q1, i2, q2 = sys.argv[1], *map(int, sys.argv[2:]); print(f"| {t} | {i1:,} | {i2:,} | {q2 - q1:,} | **{(i2 - i1) / (q2 - q1):,.0f}** |")' \
+      "$tool" "$i1" "$q1" "$i2" "$q2"
+  done
+fi

@@ -116,6 +116,8 @@ fn a_real_prometheus_scraping_metrics_gets_the_exact_count_and_the_p99_bucket() 
 
     let ttfb = CompactHistogram::merge_all(
         data.histograms
+            .collect()
+            .unwrap()
             .iter()
             .filter(|h| h.key == HistKey::TTFB)
             .map(|h| &h.histogram),

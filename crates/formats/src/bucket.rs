@@ -935,7 +935,7 @@ impl Bucketed {
     /// Moves everything into `src`.
     pub fn into_source(self, src: &mut crate::Source) {
         src.series = self.series;
-        src.histograms = self.histograms;
+        src.histograms = crate::histograms::Histograms::held(self.histograms);
         src.errors_by_kind = self.errors_by_kind;
         src.notes.extend(self.notes);
         src.input_notes.extend(self.input_notes);

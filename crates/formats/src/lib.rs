@@ -13,7 +13,9 @@ mod open;
 pub mod runset;
 pub mod source;
 
-pub use volley_rundir::{group, hlog, ngrinder, note, numfmt, recorded, rundir, segment};
+pub use volley_rundir::{
+    group, histograms, hlog, ngrinder, note, numfmt, recorded, rundir, segment,
+};
 pub use volley_text::error;
 use volley_text::{civil, num};
 

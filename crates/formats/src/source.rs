@@ -1,11 +1,16 @@
 //! Any result volley can read — a run directory or another tool's file — opened into one
 //! shape, so reports and comparisons treat them alike.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
+use volley_stats::compare::IntervalHistograms;
+use volley_stats::latency::new_histogram;
 use volley_stats::{CompactHistogram, LatencySummary, Series};
 
+use crate::histograms::Histograms;
 use crate::hlog::{HistKey, LoggedHistogram};
 use crate::rundir::{RunData, RunMeta};
 
@@ -25,8 +30,9 @@ pub struct Source {
     pub series: Series,
     /// Per-test series (nGrinder test ids, scenario steps), with their names.
     pub per_test: Vec<(String, Series)>,
-    /// Per-interval histograms, by [`HistKey`]; empty for per-interval formats.
-    pub histograms: Vec<LoggedHistogram>,
+    /// Per-interval histograms, by [`HistKey`]; none for per-interval formats. A run
+    /// directory's stay in its log and are read a pass at a time.
+    pub histograms: Histograms,
     /// Errors by kind per interval, where known.
     pub errors_by_kind: Vec<[u64; volley_stats::KINDS]>,
     /// run.json, for volley runs.
@@ -45,10 +51,8 @@ pub struct Source {
     /// Per-request statistics the tool computed itself, for files that hold no per-request
     /// data (a k6 summary, Locust's `_stats.csv`); used when there are no histograms.
     pub tool_latency: ToolLatency,
-    /// `histograms` by key, built on the first look-up (they are not changed after it): a
-    /// scenario run logs two histograms per step and interval, and a scan of the whole log
-    /// per key would grow with the square of the steps.
-    pub(crate) by_key: std::sync::OnceLock<std::collections::HashMap<HistKey, Vec<usize>>>,
+    /// Every key's histograms merged, by warm-up: one pass over the log serves every key.
+    pub(crate) merged: MergedCache,
     /// A volley run's populations (a scenario file's `scenarios:`), each opened as a run of
     /// its own; this source's figures are their total.
     pub populations: Vec<Source>,
@@ -73,7 +77,7 @@ impl Source {
             server: run.server,
             step_events: run.step_events,
             tool_latency: ToolLatency::default(),
-            by_key: Default::default(),
+            merged: Default::default(),
         }
     }
 
@@ -92,29 +96,42 @@ impl Source {
         !self.histograms.is_empty()
     }
 
-    /// The histograms of `key`, in log order.
-    fn of_key(&self, key: HistKey) -> impl Iterator<Item = &LoggedHistogram> {
-        let index = self.by_key.get_or_init(|| {
-            let mut index: std::collections::HashMap<HistKey, Vec<usize>> = Default::default();
-            for (i, l) in self.histograms.iter().enumerate() {
-                index.entry(l.key).or_default().push(i);
-            }
-            index
-        });
-        index
-            .get(&key)
-            .into_iter()
-            .flatten()
-            .map(|&i| &self.histograms[i])
+    /// Visits the histograms of `key` (every key when `None`) in log order. A log changed on
+    /// disk since the run was opened is named on stderr, and its figures stop where it no
+    /// longer reads.
+    fn each_logged(&self, key: Option<HistKey>, f: impl FnMut(&LoggedHistogram)) {
+        if let Err(e) = self.histograms.each(key, f) {
+            eprintln!("volley: warning: {e}");
+        }
     }
 
     /// All histograms of `key` from `warmup_s` on, merged.
     pub fn merged(&self, key: HistKey, warmup_s: f64) -> Histogram<u64> {
-        CompactHistogram::merge_all(
-            self.of_key(key)
-                .filter(|l| l.start_s + 1e-9 >= warmup_s)
-                .map(|l| &l.histogram),
-        )
+        CompactHistogram::merge_all(self.merged_all(warmup_s).get(&key))
+    }
+
+    /// Every key's histograms from `warmup_s` on, merged, in one pass (kept for the next
+    /// look-up: a report reads each key's several times).
+    fn merged_all(&self, warmup_s: f64) -> Arc<HashMap<HistKey, CompactHistogram>> {
+        let mut cache = self.merged.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = cache.get(&warmup_s.to_bits()) {
+            return m.clone();
+        }
+        let mut dense: HashMap<HistKey, Histogram<u64>> = HashMap::new();
+        self.each_logged(None, |l| {
+            if l.start_s + 1e-9 >= warmup_s {
+                l.histogram
+                    .add_to(dense.entry(l.key).or_insert_with(new_histogram));
+            }
+        });
+        let all: Arc<HashMap<_, _>> = Arc::new(
+            dense
+                .into_iter()
+                .map(|(k, h)| (k, CompactHistogram::from_histogram(&h)))
+                .collect(),
+        );
+        cache.insert(warmup_s.to_bits(), all.clone());
+        all
     }
 
     /// Per-request summary of `key` from `warmup_s` on; without histograms, the tool's own
@@ -130,31 +147,88 @@ impl Source {
         LatencySummary::from_histogram(&self.merged(key, warmup_s))
     }
 
-    /// One histogram of `key` per series row from `warmup_s` on (empty where a row has none),
-    /// or `None` when the source has no histograms.
-    pub fn per_interval(&self, key: HistKey, warmup_s: f64) -> Option<Vec<CompactHistogram>> {
+    /// Visits each histogram of `key` that belongs to a row of the series, with the row's
+    /// index in `series.intervals`, in log order: one pass, nothing held.
+    pub fn each_interval(&self, key: HistKey, mut f: impl FnMut(usize, &CompactHistogram)) {
+        let rows = RowIndex::of(self.series.intervals.iter().map(|r| r.start_s));
+        self.each_logged(Some(key), |l| {
+            if let Some(i) = rows.get(l.start_s) {
+                f(i, &l.histogram);
+            }
+        });
+    }
+
+    /// The histograms of `key` of the rows starting at `starts`, as a noise estimate reads
+    /// them (each pass reads the log again), or `None` when the source has no histograms.
+    pub fn interval_histograms(
+        &self,
+        key: HistKey,
+        starts: impl IntoIterator<Item = f64>,
+    ) -> Option<Arc<dyn IntervalHistograms>> {
         if !self.has_histograms() {
             return None;
         }
-        // Keyed by start in ms: one pass over the log, not one per interval (a scenario run
-        // logs two histograms per step and interval).
-        let ms = |s: f64| (s * 1000.0).round() as i64;
-        let of_key: std::collections::HashMap<i64, &CompactHistogram> = self
-            .of_key(key)
-            .map(|l| (ms(l.start_s), &l.histogram))
-            .collect();
-        let rows = self.series.after_warmup(warmup_s);
-        Some(
-            rows.intervals
-                .iter()
-                .map(|row| {
-                    of_key
-                        .get(&ms(row.start_s))
-                        .map(|h| (*h).clone())
-                        .unwrap_or_default()
-                })
+        Some(Arc::new(RowHistograms {
+            histograms: self.histograms.clone(),
+            key,
+            rows: RowIndex::of(starts),
+        }))
+    }
+}
+
+/// Every key's merged histograms by warm-up (its bits). A clone starts empty: it may be
+/// given other histograms.
+#[derive(Debug, Default)]
+pub(crate) struct MergedCache(Mutex<HashMap<u64, Arc<HashMap<HistKey, CompactHistogram>>>>);
+
+impl Clone for MergedCache {
+    fn clone(&self) -> Self {
+        MergedCache::default()
+    }
+}
+
+/// Rows by their start, to the millisecond (a log's interval starts are written in ms).
+#[derive(Debug)]
+struct RowIndex(HashMap<i64, usize>);
+
+impl RowIndex {
+    fn of(starts: impl IntoIterator<Item = f64>) -> RowIndex {
+        RowIndex(
+            starts
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| (Self::ms(s), i))
                 .collect(),
         )
+    }
+
+    fn ms(s: f64) -> i64 {
+        (s * 1000.0).round() as i64
+    }
+
+    fn get(&self, start_s: f64) -> Option<usize> {
+        self.0.get(&Self::ms(start_s)).copied()
+    }
+}
+
+/// One key's histograms of some rows, read from the source's histograms on each pass.
+#[derive(Debug)]
+struct RowHistograms {
+    histograms: Histograms,
+    key: HistKey,
+    rows: RowIndex,
+}
+
+impl IntervalHistograms for RowHistograms {
+    fn each(&self, f: &mut dyn FnMut(usize, &CompactHistogram)) {
+        let visit = |l: &LoggedHistogram| {
+            if let Some(i) = self.rows.get(l.start_s) {
+                f(i, &l.histogram);
+            }
+        };
+        if let Err(e) = self.histograms.each(Some(self.key), visit) {
+            eprintln!("volley: warning: {e}");
+        }
     }
 }
 

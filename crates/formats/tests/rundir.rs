@@ -55,7 +55,16 @@ fn write_then_read() {
     let source = Source::from_run(data);
     assert_eq!(source.merged(HistKey::TTFB, 0.0).len(), 3);
     assert_eq!(source.merged(HistKey::TTFB, 1.0).len(), 2);
-    assert_eq!(source.per_interval(HistKey::TTFB, 1.0).unwrap().len(), 2);
+    let mut rows = Vec::new();
+    source.each_interval(HistKey::TTFB, |row, h| rows.push((row, h.len())));
+    assert_eq!(rows, [(0, 1), (1, 1), (2, 1)]);
+    let after = source.series.intervals[1..].iter().map(|r| r.start_s);
+    let mut noise_rows = Vec::new();
+    source
+        .interval_histograms(HistKey::TTFB, after)
+        .unwrap()
+        .each(&mut |i, h| noise_rows.push((i, h.len())));
+    assert_eq!(noise_rows, [(0, 1), (1, 1)]);
     let header = fs::read_to_string(w.dir().join(SERIES_CSV)).unwrap();
     assert!(header.starts_with(&HEADER.join(",")));
 }

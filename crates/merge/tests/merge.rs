@@ -42,6 +42,8 @@ fn segments(root: &std::path::Path, n: u64) -> Vec<PathBuf> {
 fn whole(data: &RunData, key: HistKey) -> hdrhistogram::Histogram<u64> {
     CompactHistogram::merge_all(
         data.histograms
+            .collect()
+            .unwrap()
             .iter()
             .filter(|h| h.key == key)
             .map(|h| &h.histogram),

@@ -173,22 +173,21 @@ impl Timeline {
     /// The timeline of `src` after its warm-up.
     pub fn of(src: &Source, opts: ReportOptions) -> Timeline {
         let warmup = warmup_seconds(src, opts.warmup);
-        let series = src.series.after_warmup(warmup);
-        let hists = src.per_interval(HistKey::TTFB, warmup);
+        let rows = &src.series.intervals;
+        // Each row's p99 in one pass over the log, rows by their index in the whole series.
+        let mut p99 = vec![None; rows.len()];
+        src.each_interval(HistKey::TTFB, |i, h| {
+            if !h.is_empty() {
+                p99[i] = Some(h.value_at_percentile(99.0) as f64 / 1000.0);
+            }
+        });
         let mut out = Timeline::default();
-        for (i, row) in series.intervals.iter().enumerate() {
+        for (row, p99) in rows.iter().zip(p99) {
             // The drain after the stop has no length and so no TPS: it is not a point in time.
-            if row.period_s <= 0.0 {
+            if row.start_s + 1e-9 < warmup || row.period_s <= 0.0 {
                 continue;
             }
-            out.push(
-                row,
-                hists
-                    .as_ref()
-                    .and_then(|h| h.get(i))
-                    .filter(|h| !h.is_empty())
-                    .map(|h| h.value_at_percentile(99.0) as f64 / 1000.0),
-            );
+            out.push(row, p99);
         }
         out
     }

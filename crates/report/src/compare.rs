@@ -95,9 +95,10 @@ fn run_sample(
     opts: ReportOptions,
 ) -> RunSample {
     let warmup = crate::model::warmup_seconds(src, opts.warmup);
+    let series = series.after_warmup(warmup).into_owned();
     RunSample {
-        series: series.after_warmup(warmup).into_owned(),
-        ttfb: src.per_interval(ttfb, warmup),
+        ttfb: src.interval_histograms(ttfb, series.intervals.iter().map(|r| r.start_s)),
+        series,
         options: SuiteOptions {
             tps_tail: opts.tps_tail,
         },
@@ -173,12 +174,11 @@ fn level_sample(src: &Source, level: &crate::levels::Level, opts: ReportOptions)
         r.start_s + 1e-9 >= level.from_s && r.start_s + 1e-9 < level.to_s && r.period_s > 0.0
     };
     let idx: Vec<usize> = (0..rows.len()).filter(|&i| inside(&rows[i])).collect();
-    let hists = src.per_interval(HistKey::TTFB, 0.0);
     RunSample {
         series: volley_stats::Series {
             intervals: idx.iter().map(|&i| rows[i].clone()).collect(),
         },
-        ttfb: hists.map(|h| idx.iter().filter_map(|&i| h.get(i).cloned()).collect()),
+        ttfb: src.interval_histograms(HistKey::TTFB, idx.iter().map(|&i| rows[i].start_s)),
         options: SuiteOptions {
             tps_tail: opts.tps_tail,
         },

@@ -5,9 +5,10 @@
 //! A level is two or more consecutive intervals (after the warm-up) at the same number of
 //! VUs; a run has levels when it held at least two of them.
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 use volley_formats::{HistKey, Source};
-use volley_stats::latency::{CompactHistogram, LatencySummary};
+use volley_stats::latency::{LatencySummary, new_histogram};
 
 use crate::model::{ReportOptions, warmup_seconds};
 
@@ -60,8 +61,8 @@ const LEVEL_SERIES: &[(&str, &str)] = &[
 pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
     let warmup = warmup_seconds(src, opts.warmup);
     let rows = &src.series.intervals;
-    let hists = src.per_interval(HistKey::TTFB, 0.0);
-    let mut out = Vec::new();
+    // The spans of rows at one level of VUs, then each span's TTFB merged in one pass.
+    let mut spans = Vec::new();
     let mut i = 0;
     while i < rows.len() {
         if rows[i].start_s + 1e-9 < warmup {
@@ -74,49 +75,65 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
             j += 1;
         }
         if j > i && v > 0.0 {
-            let span = &rows[i..=j];
-            let n = span.len() as f64;
-            let tests: u64 = span.iter().map(|r| r.tests).sum();
-            let errors: u64 = span.iter().map(|r| r.errors).sum();
-            let ttfb = hists.as_ref().and_then(|h| {
-                LatencySummary::from_histogram(&CompactHistogram::merge_all(h.get(i..=j)?))
-            });
-            let (from_s, to_s) = (span[0].start_s, span[j - i].start_s + span[j - i].period_s);
-            let server = LEVEL_SERIES
-                .iter()
-                .filter_map(|(prefix, label)| {
-                    let mut averaged = Vec::new();
-                    src.server
-                        .iter()
-                        .filter(|p| p.series.starts_with(prefix))
-                        .filter(|p| !p.reaches_before_the_run(&mut averaged))
-                        .filter(|p| p.row(rows).is_some_and(|r| (i..=j).contains(&r)))
-                        .map(|p| p.value)
-                        .reduce(f64::max)
-                        .map(|m| (label.to_string(), m))
-                })
-                .collect();
-            out.push(Level {
-                vusers: v,
-                from_s,
-                to_s,
-                tps_avg: span.iter().map(|r| r.tps).sum::<f64>() / n,
-                mttfb_avg_ms: span.iter().map(|r| r.mttfb_ms).sum::<f64>() / n,
-                ttfb_p50_ms: ttfb.as_ref().map(|t| t.p50_ms),
-                ttfb_p99_ms: ttfb.as_ref().map(|t| t.p99_ms),
-                intervals: span.len(),
-                error_rate_pct: if tests > 0 {
-                    errors as f64 / tests as f64 * 100.0
-                } else {
-                    0.0
-                },
-                server,
-            });
+            spans.push((i, j));
         }
         i = j + 1;
     }
-    if out.len() < 2 {
-        out.clear();
+    if spans.len() < 2 {
+        return Vec::new();
+    }
+    let mut span_of = vec![None; rows.len()];
+    for (k, &(i, j)) in spans.iter().enumerate() {
+        span_of[i..=j].fill(Some(k));
+    }
+    let mut merged: Vec<Histogram<u64>> = spans.iter().map(|_| new_histogram()).collect();
+    src.each_interval(HistKey::TTFB, |row, h| {
+        if let Some(k) = span_of[row] {
+            h.add_to(&mut merged[k]);
+        }
+    });
+    let mut out = Vec::new();
+    for (&(i, j), merged) in spans.iter().zip(merged) {
+        let v = rows[i].vusers.round();
+        let span = &rows[i..=j];
+        let n = span.len() as f64;
+        let tests: u64 = span.iter().map(|r| r.tests).sum();
+        let errors: u64 = span.iter().map(|r| r.errors).sum();
+        let ttfb = match src.has_histograms() {
+            true => LatencySummary::from_histogram(&merged),
+            false => None,
+        };
+        let (from_s, to_s) = (span[0].start_s, span[j - i].start_s + span[j - i].period_s);
+        let server = LEVEL_SERIES
+            .iter()
+            .filter_map(|(prefix, label)| {
+                let mut averaged = Vec::new();
+                src.server
+                    .iter()
+                    .filter(|p| p.series.starts_with(prefix))
+                    .filter(|p| !p.reaches_before_the_run(&mut averaged))
+                    .filter(|p| p.row(rows).is_some_and(|r| (i..=j).contains(&r)))
+                    .map(|p| p.value)
+                    .reduce(f64::max)
+                    .map(|m| (label.to_string(), m))
+            })
+            .collect();
+        out.push(Level {
+            vusers: v,
+            from_s,
+            to_s,
+            tps_avg: span.iter().map(|r| r.tps).sum::<f64>() / n,
+            mttfb_avg_ms: span.iter().map(|r| r.mttfb_ms).sum::<f64>() / n,
+            ttfb_p50_ms: ttfb.as_ref().map(|t| t.p50_ms),
+            ttfb_p99_ms: ttfb.as_ref().map(|t| t.p99_ms),
+            intervals: span.len(),
+            error_rate_pct: if tests > 0 {
+                errors as f64 / tests as f64 * 100.0
+            } else {
+                0.0
+            },
+            server,
+        });
     }
     out
 }

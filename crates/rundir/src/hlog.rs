@@ -234,6 +234,7 @@ impl<R: std::io::BufRead> Iterator for Reader<R> {
                 &self.line,
                 &mut self.de,
                 &mut self.ready,
+                &|_| true,
             ) {
                 return Some(Err(e));
             }
@@ -241,13 +242,15 @@ impl<R: std::io::BufRead> Iterator for Reader<R> {
     }
 }
 
-/// Reads the histograms of one line (ending in a newline) into `out`.
-fn read_line(
+/// Reads the histograms of one line (ending in a newline) whose key `keep` takes into `out`
+/// (the others are not decoded).
+pub(crate) fn read_line(
     path: &Path,
     line_no: u64,
     line_buf: &[u8],
     de: &mut Deserializer,
     out: &mut std::collections::VecDeque<LoggedHistogram>,
+    keep: &dyn Fn(HistKey) -> bool,
 ) -> Result<()> {
     {
         if line_buf.iter().all(u8::is_ascii_whitespace) {
@@ -261,6 +264,9 @@ fn read_line(
                 let Some(key) = ih.tag().and_then(|t| HistKey::parse(t.as_str())) else {
                     continue;
                 };
+                if !keep(key) {
+                    continue;
+                }
                 let raw = base64::engine::general_purpose::STANDARD
                     .decode(ih.encoded_histogram())
                     .map_err(|e| bad(format!("bad base64 histogram: {e}")))?;

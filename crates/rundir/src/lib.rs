@@ -7,6 +7,7 @@
 //! importers (`volley-formats`), so those crates depend on this one alone.
 
 pub mod group;
+pub mod histograms;
 pub mod hlog;
 pub mod ngrinder;
 pub mod note;
@@ -16,6 +17,7 @@ pub mod rundir;
 pub mod segment;
 
 pub use group::{GroupMeta, GroupRun, GroupWriter};
+pub use histograms::Histograms;
 pub use hlog::{HistKey, HistMetric};
 pub use note::{Figure, InputNote};
 pub use recorded::RecordedPlan;

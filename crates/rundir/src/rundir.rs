@@ -21,7 +21,8 @@ use volley_stats::{ErrorKind, Interval, IntervalSample, Latencies, Series};
 use volley_scenario::StepInfo;
 
 use crate::error::{FormatError, Result};
-use crate::hlog::{self, HistKey, HistMetric, LoggedHistogram};
+use crate::histograms::Histograms;
+use crate::hlog::{self, HistKey, HistMetric};
 use crate::ngrinder::{self, DROPPED, ELAPSED, HEADER, PERIOD};
 use crate::note::{InputNote, Place, cut_last_line};
 use crate::numfmt::ngrinder_number;
@@ -643,8 +644,8 @@ pub struct RunData {
     pub meta: RunMeta,
     /// series.csv.
     pub series: Series,
-    /// latency.hlog, every interval.
-    pub histograms: Vec<LoggedHistogram>,
+    /// latency.hlog, every interval: checked and indexed, read again for each pass.
+    pub histograms: Histograms,
     /// Errors by kind per interval, from series.csv.
     pub errors_by_kind: Vec<[u64; volley_stats::KINDS]>,
     /// The generator's health per interval, from series.csv.
@@ -845,33 +846,34 @@ impl RunData {
         let file = ngrinder::parse(&spath, &series_text)?;
         input_notes.extend(file.notes.iter().cloned());
         let hpath = dir.join(LATENCY_HLOG);
-        let bytes = if with_histograms && hpath.exists() {
-            read_run_file(&hpath)?
-        } else {
-            Vec::new()
-        };
-        let histograms = match bytes {
-            bytes if bytes.is_empty() => Vec::new(),
-            bytes => {
-                let bytes = match cut_last_line(&bytes) {
-                    Some((start, line)) => {
-                        input_notes.push(InputNote::CutOff {
-                            file: LATENCY_HLOG.to_string(),
-                            at: Place::Line(line),
-                        });
-                        &bytes[..start]
-                    }
-                    None => &bytes[..],
-                };
-                hlog::parse(&hpath, bytes)?
+        let (histograms, logged) = if with_histograms && hpath.exists() {
+            let file = volley_scenario::limits::open_bounded(&hpath, MAX_RUN_FILE)
+                .map_err(|why| {
+                    FormatError::io(
+                        &hpath,
+                        std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+                    )
+                })?
+                .into_inner();
+            let (len, cut) = crate::histograms::complete_len(&hpath, &file)?;
+            let (log, counts) = crate::histograms::LogFile::open(&hpath, file, len)?;
+            if cut {
+                input_notes.push(InputNote::CutOff {
+                    file: LATENCY_HLOG.to_string(),
+                    at: Place::Line(counts.lines + 1),
+                });
             }
+            let logged = counts.total;
+            let histograms = match counts.all {
+                0 => Histograms::None,
+                _ => Histograms::Logged(std::sync::Arc::new(log)),
+            };
+            (histograms, logged)
+        } else {
+            (Histograms::None, 0)
         };
         // The series is written before the histograms of each interval: a crash in between
         // leaves the last intervals without histograms.
-        let logged = histograms
-            .iter()
-            .filter(|h| h.key == HistKey::TOTAL)
-            .count();
         let rows = file.total.intervals.len();
         if logged > 0 && logged < rows {
             input_notes.push(InputNote::Used {

@@ -112,6 +112,21 @@ fn kept_runs(runs: &[RunSample]) -> Vec<&RunSample> {
     kept(runs).into_iter().map(|i| &runs[i]).collect()
 }
 
+/// Per-interval histograms, one per row of a sample's series, read a pass at a time: a long
+/// run's do not fit in memory at once (a run directory's are read again from its log).
+pub trait IntervalHistograms: std::fmt::Debug + Send + Sync {
+    /// Visits each row's histogram with the row's index (a row without one is left out).
+    fn each(&self, f: &mut dyn FnMut(usize, &CompactHistogram));
+}
+
+impl IntervalHistograms for Vec<CompactHistogram> {
+    fn each(&self, f: &mut dyn FnMut(usize, &CompactHistogram)) {
+        for (i, h) in self.iter().enumerate() {
+            f(i, h);
+        }
+    }
+}
+
 /// One run's inputs: its series and, when known, per-interval latency histograms
 /// (aligned with the series, µs).
 #[derive(Debug, Clone)]
@@ -119,7 +134,7 @@ pub struct RunSample {
     /// The series (after warm-up).
     pub series: Series,
     /// Per-interval time-to-first-byte histograms, one per series row, if the source has them.
-    pub ttfb: Option<Vec<CompactHistogram>>,
+    pub ttfb: Option<std::sync::Arc<dyn IntervalHistograms>>,
     /// TPS tail for the suite.
     pub options: SuiteOptions,
     /// The generator's largest own delay in these intervals, ms (its dispatch or event-loop
@@ -263,10 +278,11 @@ impl RunSample {
     }
 
     fn figures(&self) -> Figures {
-        let ttfb = self
-            .ttfb
-            .as_ref()
-            .and_then(|hs| LatencySummary::from_histogram(&CompactHistogram::merge_all(hs)));
+        let ttfb = self.ttfb.as_ref().and_then(|hs| {
+            let mut merged = crate::latency::new_histogram();
+            hs.each(&mut |_, h| h.add_to(&mut merged));
+            LatencySummary::from_histogram(&merged)
+        });
         Figures {
             suite: SeedSuite::compute(&self.series, self.options),
             ttfb,
@@ -294,15 +310,20 @@ impl RunSample {
             return vec![f64::NAN; METRICS.len()];
         }
         let block = ((n as f64).sqrt().round() as usize).clamp(2, n);
-        let sparse = self.ttfb.as_ref().map(|hs| SparseHistograms::new(hs));
         let mut rng = fastrand::Rng::with_seed(seed);
-        let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(RESAMPLES); METRICS.len()];
+        // Each resample as its blocks (start, length): the series figures are computed here,
+        // the histograms' in two passes over them for all resamples at once.
+        let mut draws = Vec::with_capacity(RESAMPLES);
+        let mut suites = Vec::with_capacity(RESAMPLES);
         let mut picks = Vec::with_capacity(n);
         for _ in 0..RESAMPLES {
             picks.clear();
+            let mut blocks = Vec::new();
             while picks.len() < n {
                 let start = rng.usize(0..=n - block);
-                picks.extend((start..start + block).take(n - picks.len()));
+                let len = block.min(n - picks.len());
+                picks.extend(start..start + len);
+                blocks.push((start, len));
             }
             let series = Series {
                 intervals: picks
@@ -310,10 +331,16 @@ impl RunSample {
                     .map(|&i| self.series.intervals[i].clone())
                     .collect(),
             };
-            let figures = Figures {
-                suite: SeedSuite::compute(&series, self.options),
-                ttfb: sparse.as_ref().and_then(|s| s.summary(&picks)),
-            };
+            suites.push(SeedSuite::compute(&series, self.options));
+            draws.push(blocks);
+        }
+        let ttfb = match &self.ttfb {
+            Some(hs) => resampled_summaries(hs.as_ref(), &mut draws, block),
+            None => vec![None; RESAMPLES],
+        };
+        let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(RESAMPLES); METRICS.len()];
+        for (suite, ttfb) in suites.into_iter().zip(ttfb) {
+            let figures = Figures { suite, ttfb };
             for (out, metric) in samples.iter_mut().zip(METRICS) {
                 out.push(metric.of(&figures));
             }
@@ -331,68 +358,85 @@ fn std_dev(v: &[f64]) -> f64 {
     (finite.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (finite.len() - 1) as f64).sqrt()
 }
 
-/// Per-interval histograms as sparse counts over the union of their distinct values, so a
-/// bootstrap resample merges a few hundred entries per interval instead of whole arrays.
-struct SparseHistograms {
-    values: Vec<u64>,
-    intervals: Vec<Vec<(u32, u64)>>,
-}
-
-impl SparseHistograms {
-    fn new(hs: &[CompactHistogram]) -> Self {
-        let mut values: Vec<u64> = hs
-            .iter()
-            .flat_map(|h| h.entries.iter().map(|e| e.0))
-            .collect();
-        values.sort_unstable();
-        values.dedup();
-        let intervals = hs
-            .iter()
-            .map(|h| {
-                h.entries
-                    .iter()
-                    .map(|&(v, c)| (values.binary_search(&v).expect("value in union") as u32, c))
-                    .collect()
-            })
-            .collect();
-        SparseHistograms { values, intervals }
+/// Each resample's merged histogram summary, from two passes over the per-interval
+/// histograms: their distinct values, then each resample's count at each value (an interval
+/// drawn twice counts twice). It holds one count per distinct value and resample, bounded by
+/// the histogram's buckets, not the intervals: a long run's histograms are never all in
+/// memory. `draws` are each resample's blocks (start, length), at most `block` long.
+fn resampled_summaries(
+    hs: &dyn IntervalHistograms,
+    draws: &mut [Vec<(usize, usize)>],
+    block: usize,
+) -> Vec<Option<LatencySummary>> {
+    let mut distinct = std::collections::HashSet::new();
+    hs.each(&mut |_, h| distinct.extend(h.entries.iter().map(|e| e.0)));
+    let mut values: Vec<u64> = distinct.into_iter().collect();
+    values.sort_unstable();
+    let width = values.len();
+    let mut counts = vec![0u64; draws.len() * width];
+    for blocks in draws.iter_mut() {
+        blocks.sort_unstable();
     }
-
-    fn summary(&self, picks: &[usize]) -> Option<LatencySummary> {
-        let mut counts = vec![0u64; self.values.len()];
-        for &i in picks {
-            for &(idx, c) in &self.intervals[i] {
-                counts[idx as usize] += c;
-            }
-        }
-        let total: u64 = counts.iter().sum();
-        if total == 0 {
-            return None;
-        }
-        let at = |p: f64| {
-            let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
-            let mut seen = 0;
-            for (i, c) in counts.iter().enumerate() {
-                seen += c;
-                if seen >= rank {
-                    return self.values[i] as f64 / 1000.0;
+    let mut at = Vec::new();
+    hs.each(&mut |i, h| {
+        at.clear();
+        at.extend(h.entries.iter().map(|&(v, c)| {
+            (
+                values.binary_search(&v).expect("value in the first pass"),
+                c,
+            )
+        }));
+        for (r, blocks) in draws.iter().enumerate() {
+            // The blocks covering interval i start in (i − block, i].
+            let from = blocks.partition_point(|b| b.0 + block <= i);
+            let times = blocks[from..]
+                .iter()
+                .take_while(|b| b.0 <= i)
+                .filter(|b| i < b.0 + b.1)
+                .count() as u64;
+            if times > 0 {
+                let row = &mut counts[r * width..(r + 1) * width];
+                for &(v, c) in &at {
+                    row[v] += c * times;
                 }
             }
-            *self.values.last().expect("non-empty") as f64 / 1000.0
-        };
-        Some(LatencySummary {
-            count: total,
-            min_ms: at(0.0),
-            mean_ms: f64::NAN,
-            p50_ms: at(50.0),
-            p90_ms: at(90.0),
-            p95_ms: at(95.0),
-            p99_ms: at(99.0),
-            p99_9_ms: at(99.9),
-            p99_99_ms: at(99.99),
-            max_ms: at(100.0),
-        })
+        }
+    });
+    (0..draws.len())
+        .map(|r| summary_of(&values, &counts[r * width..(r + 1) * width]))
+        .collect()
+}
+
+/// The summary of `counts[i]` requests at `values[i]` µs each (the mean is left NaN: the
+/// bootstrap reads percentiles only).
+fn summary_of(values: &[u64], counts: &[u64]) -> Option<LatencySummary> {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return None;
     }
+    let at = |p: f64| {
+        let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, c) in counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return values[i] as f64 / 1000.0;
+            }
+        }
+        *values.last().expect("non-empty") as f64 / 1000.0
+    };
+    Some(LatencySummary {
+        count: total,
+        min_ms: at(0.0),
+        mean_ms: f64::NAN,
+        p50_ms: at(50.0),
+        p90_ms: at(90.0),
+        p95_ms: at(95.0),
+        p99_ms: at(99.0),
+        p99_9_ms: at(99.9),
+        p99_99_ms: at(99.99),
+        max_ms: at(100.0),
+    })
 }
 
 /// The smallest change a single-run comparison marks for figure `key`, in % of the
@@ -708,7 +752,7 @@ mod tests {
                 }
             })
             .collect();
-        let ttfb = (0..n)
+        let ttfb: Vec<CompactHistogram> = (0..n)
             .map(|_| {
                 let mut h = crate::latency::new_histogram();
                 for _ in 0..300 {
@@ -720,9 +764,65 @@ mod tests {
             .collect();
         RunSample {
             series: Series { intervals },
-            ttfb: Some(ttfb),
+            ttfb: Some(std::sync::Arc::new(ttfb)),
             options: SuiteOptions::default(),
             generator_lag_ms: 0.0,
+        }
+    }
+
+    /// The bootstrap in two passes over the histograms gives what merging each resample's
+    /// intervals in memory gives, figure for figure.
+    #[test]
+    fn the_streamed_bootstrap_is_the_in_memory_one() {
+        for n in [4, 9, 37, 120] {
+            let sample = run(n as u64, 1.0, n);
+            let streamed = sample.standard_errors(7);
+            // The same draws, each resample's histograms merged whole.
+            let hs: Vec<CompactHistogram> = {
+                let mut v = Vec::new();
+                sample
+                    .ttfb
+                    .as_ref()
+                    .unwrap()
+                    .each(&mut |_, h| v.push(h.clone()));
+                v
+            };
+            let block = ((n as f64).sqrt().round() as usize).clamp(2, n);
+            let mut rng = fastrand::Rng::with_seed(7);
+            let mut samples: Vec<Vec<f64>> = vec![Vec::new(); METRICS.len()];
+            for _ in 0..RESAMPLES {
+                let mut picks = Vec::new();
+                while picks.len() < n {
+                    let start = rng.usize(0..=n - block);
+                    picks.extend((start..start + block).take(n - picks.len()));
+                }
+                let series = Series {
+                    intervals: picks
+                        .iter()
+                        .map(|&i| sample.series.intervals[i].clone())
+                        .collect(),
+                };
+                let merged = CompactHistogram::merge_all(picks.iter().map(|&i| &hs[i]));
+                let mut ttfb = LatencySummary::from_histogram(&merged);
+                if let Some(t) = ttfb.as_mut() {
+                    t.mean_ms = f64::NAN;
+                }
+                let figures = Figures {
+                    suite: SeedSuite::compute(&series, sample.options),
+                    ttfb,
+                };
+                for (out, m) in samples.iter_mut().zip(METRICS) {
+                    out.push(m.of(&figures));
+                }
+            }
+            let reference: Vec<f64> = samples.iter().map(|v| std_dev(v)).collect();
+            for ((a, b), m) in streamed.iter().zip(&reference).zip(METRICS) {
+                assert!(
+                    a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-9 * b.abs(),
+                    "{n} intervals, {}: streamed {a}, in memory {b}",
+                    m.key
+                );
+            }
         }
     }
 

@@ -96,6 +96,8 @@ fn remote_write_gives_prometheus_the_exact_counts_and_a_p99_within_one_bucket() 
     // p99 of TTFB from the buckets, against volley's own from latency.hlog.
     let ttfb = CompactHistogram::merge_all(
         data.histograms
+            .collect()
+            .unwrap()
             .iter()
             .filter(|h| h.key == HistKey::TTFB)
             .map(|h| &h.histogram),

@@ -27,7 +27,7 @@ pub(crate) fn source(path: &Path, format: Format) -> Source {
         format,
         series: Default::default(),
         per_test: Vec::new(),
-        histograms: Vec::new(),
+        histograms: Default::default(),
         errors_by_kind: Vec::new(),
         meta: None,
         notes: Vec::new(),
@@ -36,7 +36,7 @@ pub(crate) fn source(path: &Path, format: Format) -> Source {
         server: Vec::new(),
         step_events: Vec::new(),
         tool_latency: Default::default(),
-        by_key: Default::default(),
+        merged: Default::default(),
         populations: Vec::new(),
     }
 }
