@@ -23,7 +23,7 @@ cargo test --release --locked -p volley-cli --test it netns -- --nocapture 2>&1 
 fi
 
 intervals=$(( ${HOURS:-1} * 3600 ))
-echo "== merge: 8 segments x $intervals intervals at ${RATE:-1000}/s each"
+echo "== merge: 8 segments x $intervals intervals, ${RATE:-1000} requests/s in all"
 cargo build --release --locked -p volley-cli
 cargo build --release --locked -p volley-merge --example synth_segments
 work=$(mktemp -d)

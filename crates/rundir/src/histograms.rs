@@ -330,14 +330,19 @@ mod tests {
         std::fs::write(path, out).unwrap();
     }
 
+    /// A log of `intervals` written at `path`, opened.
+    fn written(path: &Path, intervals: u64) -> (LogFile, HistCounts) {
+        write_log(path, intervals);
+        let file = File::open(path).unwrap();
+        let len = file.metadata().unwrap().len();
+        LogFile::open(path, file, len).unwrap()
+    }
+
     #[test]
     fn a_log_read_by_key_gives_what_reading_it_whole_gives() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("latency.hlog");
-        write_log(&path, 50);
-        let file = File::open(&path).unwrap();
-        let len = file.metadata().unwrap().len();
-        let (log, counts) = LogFile::open(&path, file, len).unwrap();
+        let (log, counts) = written(&path, 50);
         assert_eq!((counts.all, counts.total), (100, 50));
         let logged = Histograms::Logged(Arc::new(log));
         let whole = hlog::parse(&path, &std::fs::read(&path).unwrap()).unwrap();
@@ -364,13 +369,27 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_last_line_is_left_out_and_a_blank_tail_is_not_a_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        for (text, want) in [
+            (&b"a\nb\n"[..], (4, false)),
+            (b"a\nbc", (2, true)),
+            (b"a\nb\n  \n ", (8, false)),
+            (b"only", (4, false)),
+            (b"", (0, false)),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let got = complete_len(&path, &File::open(&path).unwrap()).unwrap();
+            assert_eq!(got, want, "{:?}", String::from_utf8_lossy(text));
+        }
+    }
+
+    #[test]
     fn a_log_changed_after_the_check_says_so() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("latency.hlog");
-        write_log(&path, 5);
-        let file = File::open(&path).unwrap();
-        let len = file.metadata().unwrap().len();
-        let (log, _) = LogFile::open(&path, file, len).unwrap();
+        let (log, _) = written(&path, 5);
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, text.replace("HISTF", "XXXXX")).unwrap();
         let e = Histograms::Logged(Arc::new(log))
