@@ -117,6 +117,10 @@ impl Source {
         if let Some(m) = cache.get(&warmup_s.to_bits()) {
             return m.clone();
         }
+        if let Some(m) = self.histograms.merged_at_open(warmup_s) {
+            cache.insert(warmup_s.to_bits(), m.clone());
+            return m;
+        }
         let mut dense: HashMap<HistKey, Histogram<u64>> = HashMap::new();
         self.each_logged(None, |l| {
             if l.start_s + 1e-9 >= warmup_s {

@@ -14,6 +14,10 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use hdrhistogram::Histogram;
+use volley_stats::CompactHistogram;
+use volley_stats::latency::new_histogram;
+
 use crate::error::{FormatError, Result};
 use crate::hlog::{self, HistKey, LoggedHistogram};
 
@@ -95,6 +99,17 @@ impl Histograms {
         }
     }
 
+    /// Every key's histograms from `warmup_s` on, merged, when they were merged as the log
+    /// was checked (for the run's own warm-up): a report's first pass, saved.
+    pub fn merged_at_open(&self, warmup_s: f64) -> Option<Arc<HashMap<HistKey, CompactHistogram>>> {
+        match self {
+            Histograms::Logged(l) if l.merged.0.to_bits() == warmup_s.to_bits() => {
+                Some(l.merged.1.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// All of them in memory, in log order (for tests and small tools).
     pub fn collect(&self) -> Result<Vec<LoggedHistogram>> {
         let mut out = Vec::with_capacity(self.len());
@@ -114,17 +129,20 @@ pub struct LogFile {
     count: usize,
     /// Where each key's lines are: (offset, length with the newline).
     lines: HashMap<HistKey, Vec<(u64, u32)>>,
+    /// Every key's histograms from a warm-up on (the first), merged in the check.
+    merged: (f64, Arc<HashMap<HistKey, CompactHistogram>>),
 }
 
 /// Longest line read: a histogram of volley's precision encodes in well under this.
 const MAX_LINE: usize = 16 << 20;
 
 impl LogFile {
-    /// Checks the log at `path`: every histogram volley reads is decoded once, and the lines
-    /// are indexed by key. Reads the first `len` bytes only (the rest is a line a crash cut
-    /// short, which the caller notes). Memory does not grow with the log's length beyond the
-    /// index (12 bytes per histogram).
-    pub fn open(path: &Path, file: File, len: u64) -> Result<(LogFile, HistCounts)> {
+    /// Checks the log at `path`: every histogram volley reads is decoded once, the lines are
+    /// indexed by key, and each key's histograms from `warmup_s` on are merged (what a report
+    /// of the run reads first). Reads the first `len` bytes only (the rest is a line a crash
+    /// cut short, which the caller notes). Memory does not grow with the log's length beyond
+    /// the index (12 bytes per histogram).
+    pub fn open(path: &Path, file: File, len: u64, warmup_s: f64) -> Result<(LogFile, HistCounts)> {
         let io = |e: std::io::Error| FormatError::io(path, e);
         let mut input = BufReader::with_capacity(1 << 16, (&file).take(len));
         let mut de = hdrhistogram::serialization::Deserializer::new();
@@ -132,6 +150,7 @@ impl LogFile {
         let (mut offset, mut line_no) = (0u64, 0u64);
         let mut lines: HashMap<HistKey, Vec<(u64, u32)>> = HashMap::new();
         let mut counts = HistCounts::default();
+        let mut merged: HashMap<HistKey, Histogram<u64>> = HashMap::new();
         loop {
             line.clear();
             let n = read_line_bounded(&mut input, &mut line).map_err(io)?;
@@ -146,6 +165,10 @@ impl LogFile {
             let mut last = None;
             for h in ready.drain(..) {
                 counts.add(h.key);
+                if h.start_s + 1e-9 >= warmup_s {
+                    h.histogram
+                        .add_to(merged.entry(h.key).or_insert_with(new_histogram));
+                }
                 if last != Some(h.key) {
                     let at = lines.entry(h.key).or_default();
                     if at.last().map(|l| l.0) != Some(offset) {
@@ -163,6 +186,15 @@ impl LogFile {
             len,
             count: counts.all,
             lines,
+            merged: (
+                warmup_s,
+                Arc::new(
+                    merged
+                        .into_iter()
+                        .map(|(k, h)| (k, CompactHistogram::from_histogram(&h)))
+                        .collect(),
+                ),
+            ),
         };
         Ok((log, counts))
     }
@@ -314,7 +346,7 @@ mod tests {
     use super::*;
     use crate::hlog::HistMetric;
     use std::time::{Duration, SystemTime};
-    use volley_stats::latency::{new_histogram, record_us};
+    use volley_stats::latency::record_us;
 
     fn write_log(path: &Path, intervals: u64) {
         let mut out = Vec::new();
@@ -335,7 +367,7 @@ mod tests {
         write_log(path, intervals);
         let file = File::open(path).unwrap();
         let len = file.metadata().unwrap().len();
-        LogFile::open(path, file, len).unwrap()
+        LogFile::open(path, file, len, 0.0).unwrap()
     }
 
     #[test]
@@ -366,6 +398,11 @@ mod tests {
             .each(Some(HistKey::TTFB), |h| ttfb.push(h.histogram.len()))
             .unwrap();
         assert_eq!(ttfb, (1..=50).collect::<Vec<u64>>());
+        // Merged as it was checked, from the warm-up it was opened with only.
+        let at_open = logged.merged_at_open(0.0).unwrap();
+        assert_eq!(at_open[&HistKey::TTFB].len(), (1..=50).sum::<u64>());
+        assert_eq!(at_open[&HistKey::TOTAL].len(), (1..=50).sum::<u64>());
+        assert!(logged.merged_at_open(1.0).is_none());
     }
 
     #[test]

@@ -856,7 +856,7 @@ impl RunData {
                 })?
                 .into_inner();
             let (len, cut) = crate::histograms::complete_len(&hpath, &file)?;
-            let (log, counts) = crate::histograms::LogFile::open(&hpath, file, len)?;
+            let (log, counts) = crate::histograms::LogFile::open(&hpath, file, len, meta.warmup_s)?;
             if cut {
                 input_notes.push(InputNote::CutOff {
                     file: LATENCY_HLOG.to_string(),
