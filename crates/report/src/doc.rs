@@ -163,22 +163,25 @@ impl Figure {
     }
 }
 
-/// Cells laid out in columns under `header`, the first left-aligned.
+/// Cells laid out in columns under `header`, the first left-aligned, by the columns each takes
+/// on a terminal (a mark such as 🟢 takes two).
 pub(crate) fn columns(out: &mut String, indent: &str, header: &[String], rows: &[Vec<String>]) {
+    use unicode_width::UnicodeWidthStr;
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
                 .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .chain([header[c].chars().count()])
+                .map(|s| s.width())
+                .chain([header[c].width()])
                 .max()
                 .unwrap_or(0)
         })
         .collect();
     for row in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
-        let _ = write!(out, "{indent}  {:<w$}", row[0], w = widths[0]);
+        let pad = widths[0].saturating_sub(row[0].width());
+        let _ = write!(out, "{indent}  {}{}", row[0], " ".repeat(pad));
         for (c, cell) in row.iter().enumerate().skip(1) {
-            let pad = widths[c].saturating_sub(cell.chars().count());
+            let pad = widths[c].saturating_sub(cell.width());
             let _ = write!(out, "  {}{cell}", " ".repeat(pad));
         }
         let _ = writeln!(out);
@@ -558,6 +561,25 @@ pub(crate) fn words(doc: &Doc) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn columns_line_up_on_a_terminal_with_marks_in_them() {
+        use unicode_width::UnicodeWidthStr;
+        let mut out = String::new();
+        let header = ["figure".to_string(), "change".to_string(), "n".to_string()];
+        let rows = [
+            vec!["TPS".to_string(), "+3.0 % 🟢".to_string(), "1".to_string()],
+            vec![
+                "TTFB p99".to_string(),
+                "−1.0 % ⚪".to_string(),
+                "22".to_string(),
+            ],
+            vec!["errors".to_string(), "0.0 %".to_string(), "333".to_string()],
+        ];
+        columns(&mut out, "", &header, &rows);
+        let widths: Vec<usize> = out.lines().map(|l| l.width()).collect();
+        assert!(widths.iter().all(|&w| w == widths[0]), "{widths:?}\n{out}");
+    }
     use super::*;
 
     fn sample() -> Doc {
