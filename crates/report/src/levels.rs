@@ -57,8 +57,14 @@ const LEVEL_SERIES: &[(&str, &str)] = &[
     ("process_cpu_usage", "CPU"),
 ];
 
-/// The levels `src` held, in order (empty when it held fewer than two).
+/// The levels of VUs `src` held, in order (empty when it held fewer than two, and for an
+/// open-model run, whose VUs follow from its rate).
 pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
+    // In an open model the rate is the load, and the VUs are what it took (busy VUs rise and
+    // fall with the latency): levels of VUs there would read an effect as a cause.
+    if src.meta.as_ref().is_some_and(|m| m.plan.load.is_open()) {
+        return Vec::new();
+    }
     let warmup = warmup_seconds(src, opts.warmup);
     let rows = &src.series.intervals;
     // The spans of rows at one level of VUs, then each span's TTFB merged in one pass.
@@ -86,23 +92,14 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
     for (k, &(i, j)) in spans.iter().enumerate() {
         span_of[i..=j].fill(Some(k));
     }
-    let mut merged: Vec<Histogram<u64>> = spans.iter().map(|_| new_histogram()).collect();
-    src.each_interval(HistKey::TTFB, |row, h| {
-        if let Some(k) = span_of[row] {
-            h.add_to(&mut merged[k]);
-        }
-    });
+    let summaries = span_summaries(src, &span_of, spans.len());
     let mut out = Vec::new();
-    for (&(i, j), merged) in spans.iter().zip(merged) {
+    for (&(i, j), ttfb) in spans.iter().zip(summaries) {
         let v = rows[i].vusers.round();
         let span = &rows[i..=j];
         let n = span.len() as f64;
         let tests: u64 = span.iter().map(|r| r.tests).sum();
         let errors: u64 = span.iter().map(|r| r.errors).sum();
-        let ttfb = match src.has_histograms() {
-            true => LatencySummary::from_histogram(&merged),
-            false => None,
-        };
         let (from_s, to_s) = (span[0].start_s, span[j - i].start_s + span[j - i].period_s);
         let server = LEVEL_SERIES
             .iter()
@@ -134,6 +131,56 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
             },
             server,
         });
+    }
+    out
+}
+
+/// Each span's TTFB summary (`span_of`: each row's span), in one pass over the log holding
+/// one span's histogram at a time: the log is in row order, so a span is summed up when the
+/// next begins. A histogram of a span already summed up (a log out of order) sends that span
+/// to a second pass of its own.
+fn span_summaries(
+    src: &Source,
+    span_of: &[Option<usize>],
+    spans: usize,
+) -> Vec<Option<LatencySummary>> {
+    let mut out = vec![None; spans];
+    if !src.has_histograms() {
+        return out;
+    }
+    let mut done = vec![false; spans];
+    let mut again = std::collections::BTreeSet::new();
+    let mut current: Option<(usize, Histogram<u64>)> = None;
+    let close = |current: &mut Option<(usize, Histogram<u64>)>, out: &mut [_]| {
+        if let Some((k, h)) = current.take() {
+            out[k] = LatencySummary::from_histogram(&h);
+        }
+    };
+    src.each_interval(HistKey::TTFB, |row, h| {
+        let Some(k) = span_of[row] else { return };
+        if done[k] && current.as_ref().is_none_or(|c| c.0 != k) {
+            again.insert(k);
+            return;
+        }
+        if current.as_ref().is_none_or(|c| c.0 != k) {
+            close(&mut current, &mut out);
+            current = Some((k, new_histogram()));
+            done[k] = true;
+        }
+        h.add_to(&mut current.as_mut().expect("just set").1);
+    });
+    close(&mut current, &mut out);
+    if !again.is_empty() {
+        let mut merged: std::collections::BTreeMap<usize, Histogram<u64>> =
+            again.iter().map(|&k| (k, new_histogram())).collect();
+        src.each_interval(HistKey::TTFB, |row, h| {
+            if let Some(m) = span_of[row].and_then(|k| merged.get_mut(&k)) {
+                h.add_to(m);
+            }
+        });
+        for (k, h) in merged {
+            out[k] = LatencySummary::from_histogram(&h);
+        }
     }
     out
 }
@@ -201,3 +248,49 @@ pub const HEADER: [&str; 7] = [
     "errors %",
     "server peaks",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use volley_formats::histograms::Histograms;
+
+    fn step_up(dir: &std::path::Path) -> Source {
+        let vus: Vec<u32> = [5; 6].into_iter().chain([10; 6]).chain([20; 6]).collect();
+        crate::testrun::stepped(dir, &vus, |v| 10 * u64::from(v), 20, &[])
+    }
+
+    #[test]
+    fn a_log_out_of_order_gives_the_same_levels() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = step_up(dir.path());
+        assert_eq!(of(&src, ReportOptions::default()).len(), 3);
+        let span_of: Vec<Option<usize>> = (0..18).map(|r| Some(r / 6)).collect();
+        let counts = |src: &Source| {
+            span_summaries(src, &span_of, 3)
+                .into_iter()
+                .map(|s| s.map(|s| s.count))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(counts(&src), [Some(300), Some(600), Some(1200)]);
+        // Every other interval first: each span is left and come back to.
+        let mut shuffled = src.clone();
+        let mut all = src.histograms.collect().unwrap();
+        all.sort_by_key(|h| ((h.start_s as i64) % 2, h.start_s as i64));
+        shuffled.histograms = Histograms::held(all);
+        assert_eq!(counts(&shuffled), counts(&src));
+    }
+
+    #[test]
+    fn an_open_model_run_has_no_levels_of_vus() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut src = step_up(dir.path());
+        let meta = src.meta.as_mut().unwrap();
+        meta.plan.load.model = volley_scenario::Model::Open {
+            rate: volley_scenario::RateShape::constant(100.0, std::time::Duration::from_secs(18)),
+            max_vus: 50,
+        };
+        assert!(of(&src, ReportOptions::default()).is_empty());
+        let report = crate::RunReport::from_source(&src, ReportOptions::default());
+        assert!(report.saturation.is_none(), "{:?}", report.saturation);
+    }
+}
