@@ -15,7 +15,11 @@
 # CG_LONG (12) seconds, pinned to the client CPU, and the figure is ΔIr ÷ Δrequests, so start-up
 # and the end-of-run report drop out. Kernel time is not in it. CG_TOOLS (default "wrk volley")
 # picks the clients; CG_OUT=DIR keeps the callgrind.out files (TOOL-SECONDS.out) there for
-# callgrind_annotate.
+# callgrind_annotate. CG_WRAP is put before valgrind: a volley that reads the clock through
+# rustix >= 1 (the closed run's alarm, since 5a55662) dies under valgrind 3.19 on Linux >= 6.4,
+# which hands rustix the host's auxv through prctl(PR_GET_AUXV) and so a vDSO the guest does not
+# have (rustix issue 1559); a wrapper that makes that prctl fail (a seccomp filter, then exec)
+# sends rustix to /proc/self/auxv, which valgrind fakes. The script stops if a client dies.
 #
 # Needs nginx (nginx-light), wrk and GNU time (Debian: apt-get install nginx-light wrk time),
 # and a release build: cargo build --release.
@@ -109,11 +113,14 @@ if [ -n "${CALLGRIND:-}" ]; then
     [ -n "${CG_OUT:-}" ] && out=$CG_OUT/$tool-$secs.out
     rm -rf "$work/runs"/*
     if [ "$tool" = wrk ]; then
-      taskset -c "$CLIENT_CPU" valgrind --tool=callgrind --callgrind-out-file="$out" \
+      taskset -c "$CLIENT_CPU" ${CG_WRAP:-} valgrind --tool=callgrind --callgrind-out-file="$out" \
         wrk -t1 -c"$CONNS" -d"${secs}s" "$url" >"$work/cg.out" 2>"$work/cg.err"
       req=$(awk '/requests in/ {print $1}' "$work/cg.out")
+    elif grep -q 'Process terminating' "$work/cg.err" || ! ls "$work/runs"/*/report.json >/dev/null 2>&1; then
+      { echo "throughput.sh: volley died under callgrind (see CG_WRAP above):"; grep -v '^==[0-9]*==    by' "$work/cg.err" | tail -12; } >&2
+      return 1
     else
-      taskset -c "$CLIENT_CPU" valgrind --tool=callgrind --callgrind-out-file="$out" \
+      taskset -c "$CLIENT_CPU" ${CG_WRAP:-} valgrind --tool=callgrind --callgrind-out-file="$out" \
         "$VOLLEY" run --url "$url" --vus "$CONNS" --duration "${secs}s" --threads 1 --progress none \
         -o "$work/runs" --name cg >"$work/cg.out" 2>"$work/cg.err"
       req=$(python3 -c 'import glob, json, sys; print(json.load(open(glob.glob(sys.argv[1] + "/*/report.json")[0]))["seed_suite"]["total_tests"])' "$work/runs")
@@ -126,8 +133,8 @@ if [ -n "${CALLGRIND:-}" ]; then
   echo "| client | Ir, ${CG_SHORT} s run | Ir, ${CG_LONG} s run | Δ requests | Ir per request |"
   echo "|---|---|---|---|---|"
   for tool in $CG_TOOLS; do
-    read -r i1 q1 < <(instructions "$tool" "$CG_SHORT")
-    read -r i2 q2 < <(instructions "$tool" "$CG_LONG")
+    r1=$(instructions "$tool" "$CG_SHORT"); r2=$(instructions "$tool" "$CG_LONG")
+    read -r i1 q1 <<<"$r1"; read -r i2 q2 <<<"$r2"
     python3 -c 'import sys; t, i1, q1, i2, q2 = sys.argv[1], *map(int, sys.argv[2:]); print(f"| {t} | {i1:,} | {i2:,} | {q2 - q1:,} | **{(i2 - i1) / (q2 - q1):,.0f}** |")' \
       "$tool" "$i1" "$q1" "$i2" "$q2"
   done
