@@ -116,13 +116,14 @@ if [ -n "${CALLGRIND:-}" ]; then
       taskset -c "$CLIENT_CPU" ${CG_WRAP:-} valgrind --tool=callgrind --callgrind-out-file="$out" \
         wrk -t1 -c"$CONNS" -d"${secs}s" "$url" >"$work/cg.out" 2>"$work/cg.err"
       req=$(awk '/requests in/ {print $1}' "$work/cg.out")
-    elif grep -q 'Process terminating' "$work/cg.err" || ! ls "$work/runs"/*/report.json >/dev/null 2>&1; then
-      { echo "throughput.sh: volley died under callgrind (see CG_WRAP above):"; grep -v '^==[0-9]*==    by' "$work/cg.err" | tail -12; } >&2
-      return 1
     else
       taskset -c "$CLIENT_CPU" ${CG_WRAP:-} valgrind --tool=callgrind --callgrind-out-file="$out" \
         "$VOLLEY" run --url "$url" --vus "$CONNS" --duration "${secs}s" --threads 1 --progress none \
-        -o "$work/runs" --name cg >"$work/cg.out" 2>"$work/cg.err"
+        -o "$work/runs" --name cg >"$work/cg.out" 2>"$work/cg.err" || true
+      if grep -q 'Process terminating' "$work/cg.err" || ! ls "$work/runs"/*/report.json >/dev/null 2>&1; then
+        { echo "throughput.sh: volley died under callgrind (see CG_WRAP above):"; grep -v '^==[0-9]*==    by' "$work/cg.err" | tail -12; } >&2
+        return 1
+      fi
       req=$(python3 -c 'import glob, json, sys; print(json.load(open(glob.glob(sys.argv[1] + "/*/report.json")[0]))["seed_suite"]["total_tests"])' "$work/runs")
     fi
     echo "$(grep -o 'Collected : [0-9]*' "$work/cg.err" | tr -dc 0-9) $req"

@@ -4,6 +4,8 @@
 # no runtime). Waits 1 ms apart (1,000/s) and 200 µs apart (5,000/s), on any CPU and pinned to
 # the client CPU that bench/open-model.sh uses, and prints the delay's p50 / p99 / p99.9 / max.
 # Compare with open-model.sh's lag columns: what both show is the machine's, not volley's.
+# Then the same pinned waits spinning on the clock instead of sleeping (`spin`): what is still
+# late then is time the thread was not running at all, which no way of waiting can take back.
 #
 #   bench/timer-floor.sh               # 10 s per line
 #   SECONDS_EACH=30 bench/timer-floor.sh
@@ -20,4 +22,6 @@ client=${CLIENT_CPU:-${cpus[1]:-${cpus[0]}}}
 "$out/timer_floor" $((s * 5000)) 200000
 taskset -c "$client" "$out/timer_floor" $((s * 1000)) 1000000
 taskset -c "$client" "$out/timer_floor" $((s * 5000)) 200000
+taskset -c "$client" "$out/timer_floor" $((s * 1000)) 1000000 spin
+taskset -c "$client" "$out/timer_floor" $((s * 5000)) 200000 spin
 rm -rf "$out"
