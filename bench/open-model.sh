@@ -11,6 +11,7 @@
 #   bench/open-model.sh                          # 1k, 5k, 20k, 50k/s; 10 s each; 1 round
 #   RATES="1000 5000" DURATION=20 ROUNDS=3 bench/open-model.sh
 #   TOOLS="volley vegeta" VOLLEY=target/release/volley bench/open-model.sh
+#   TOOLS=volley VOLLEY_ARGS="--arrival-wait spin" bench/open-model.sh   # extra volley flags
 #
 # Needs nginx, GNU time and taskset (Debian: nginx-light time util-linux), a release build
 # (cargo build --release) and the peers from bench/harness/install.sh (vegeta, k6 under
@@ -62,7 +63,7 @@ run() {
   local cmd
   case $tool in
     volley) cmd=("$VOLLEY" run --url "$url" --rate "$rate" --duration "${DURATION}s" --max-vus "$vus" --threads 1
-                 --interval 100ms --progress none -o runs --name open) ;;
+                 --interval 100ms --progress none -o runs --name open ${VOLLEY_ARGS:-}) ;;
     vegeta) cmd=(sh -c "echo 'GET $url' | exec '$bin/vegeta' attack -rate $rate/s -duration ${DURATION}s -output results.bin") ;;
     k6) cmd=("$bin/k6" run --quiet --summary-export summary.json -e TARGET="$url" -e RATE="$rate" -e DUR="${DURATION}s"
              -e PREVUS="$vus" -e MAXVUS="$((vus * 5))" "$PWD/bench/harness/load/k6_arrival.js") ;;

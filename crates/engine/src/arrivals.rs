@@ -70,6 +70,9 @@ impl<W> Pool<W> {
 ///
 /// The worker waits for each due time on its own event loop with an [`Alarm`] (the
 /// kernel's high-resolution timer beside the sockets): an arrival wakes one thread, once.
+/// With `--arrival-wait spin` it never sleeps: it yields to its other tasks and polls its
+/// sockets until the due time, so the core stays awake (a sleeping vCPU is woken late by the
+/// machine; bench/README, "The generator's lag").
 /// Once the run stops, arrivals due before the stop ([`Shared::stopped_at`]) are still
 /// dispatched — sent, or counted as dropped, never lost — and the schedule ends.
 pub(crate) async fn run_arrivals(
@@ -117,6 +120,7 @@ async fn arrivals<W: Iterate + 'static>(
         t0,
     );
     let mut alarm = Alarm::new();
+    let spin = ctx.plan.load.arrival_wait == volley_scenario::ArrivalWait::Spin;
     let shared = ctx.shared.clone();
     let stopped = shared.stop.cancelled();
     tokio::pin!(stopped);
@@ -138,10 +142,18 @@ async fn arrivals<W: Iterate + 'static>(
             without_wait = 0;
             // Long waits are taken in slices, so that a rate set live is seen promptly.
             let wake = due.min(Instant::now() + RETARGET_SLICE);
-            tokio::select! {
-                biased;
-                _ = &mut stopped => stopping = true,
-                _ = alarm.until(wake) => {}
+            if spin {
+                // Never asleep: the sockets and the clock polled in turn (ArrivalWait::Spin).
+                while !stopping && Instant::now() < wake {
+                    tokio::task::yield_now().await;
+                    stopping |= shared.stop.is_cancelled();
+                }
+            } else {
+                tokio::select! {
+                    biased;
+                    _ = &mut stopped => stopping = true,
+                    _ = alarm.until(wake) => {}
+                }
             }
             if !stopping && Instant::now() < due {
                 continue;

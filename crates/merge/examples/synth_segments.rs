@@ -29,6 +29,7 @@ pub fn plan(rate: f64, intervals: u64) -> RecordedPlan {
         think_time: Duration::ZERO,
         connections: None,
         arrivals: Default::default(),
+        arrival_wait: Default::default(),
     };
     RecordedPlan::new(load, RequestSpec::get("http://10.0.0.1/"))
 }

@@ -90,6 +90,7 @@ impl RunSpec {
                 think_time: Duration::ZERO,
                 connections: None,
                 arrivals: Default::default(),
+                arrival_wait: Default::default(),
             },
             ..base
         }

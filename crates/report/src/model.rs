@@ -414,6 +414,9 @@ impl RunReport {
                 }
             ));
         }
+        if meta.is_some_and(|m| m.plan.load.is_open() && !m.plan.load.arrival_wait.is_sleep()) {
+            notes.push("Open model: each worker waited for its arrivals by spinning (--arrival-wait spin): never asleep, a whole core per worker thread, for less schedule lag.".to_string());
+        }
         if model == "open" {
             notes.push("Open model: TTFB and total time are measured from each arrival's due time (corrected for coordinated omission); the `actual` rows measure from the actual send, as an uncorrected tool would.".to_string());
         }

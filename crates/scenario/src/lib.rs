@@ -31,7 +31,7 @@ pub(crate) use duration::secs;
 pub use file::{ScenarioError, ScenarioErrors, load_scenario, load_scenario_with, parse_scenario};
 pub use load::{Load, LoadSpec, Model};
 pub use plan::{Plan, RequestSpec, Settings, StatusSet, Work, default_run_name};
-pub use rate::{ArrivalClock, Arrivals, RateShape, RateStage, parse_rate};
+pub use rate::{ArrivalClock, ArrivalWait, Arrivals, RateShape, RateStage, parse_rate};
 pub use scenario::{Population, Scenario, StepInfo, StepKind, qualified_step};
 pub use segment::Segment;
 pub use stages::{LoadShape, Stage, parse_stages};

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::duration::parse_duration;
-use crate::rate::{Arrivals, RateShape, RateStage, parse_rate};
+use crate::rate::{ArrivalWait, Arrivals, RateShape, RateStage, parse_rate};
 use crate::stages::{LoadShape, Stage, parse_stages};
 use crate::{PlanError, limits};
 
@@ -99,6 +99,7 @@ load_options! {
     rate_stages: RateShape = RateShape::parse, "STAGES", Shape, "Open model: ramping arrival rate DURATION:RATE,..., linear from 0; e.g. \"1m:100,5m:300\".";
     iterations: u64 = iterations, "N", Shape, "Each VU runs this many iterations, then stops; the run ends when all have (nGrinder's run count). --duration, if given, caps it [default cap: 24h].";
     arrivals: Arrivals = Arrivals::parse, "PROCESS", Other, "Open model: how arrivals are spaced: even (the default), or poisson[:SEED] for the exponential gaps of independent users (seeded, so the schedule repeats); reports say which.";
+    arrival_wait: ArrivalWait = ArrivalWait::parse, "HOW", Other, "Open model: how a worker thread waits for its next arrival: sleep (on the kernel's high-resolution timer, the default) or spin (polls its sockets and the clock without sleeping: less schedule lag than the machine's timer wake-up delay, for a whole core per --threads for the run). Reports say which.";
     max_vus: u64 = vus, "N", Other, "Open model: VUs (connections) that carry out arrivals, opened as needed [default: 1000].";
     connections: u64 = connections, "N", Other, "Share N connections among the VUs instead of one per VU: HTTP/2 carries the VUs' requests as streams on them (h2load's -c; at most the server's SETTINGS_MAX_CONCURRENT_STREAMS at once per connection), HTTP/1.1 makes them a pool the VUs take turns on. The wait for a connection or stream is not part of a request's times.";
     pacing: Duration = parse_duration, "DURATION", Closed, "Start an iteration at most once per this time per VU (e.g. 1s: one call per second per user).";
@@ -289,6 +290,12 @@ impl LoadSpec {
         }
         let max_vus = self.max_vus.unwrap_or(DEFAULT_MAX_VUS);
         let connections = self.connections;
+        if self.arrival_wait.is_some() && !self.is_open() {
+            return Err(PlanError(
+                "`arrival_wait` says how a worker waits for the arrivals of an arrival rate (open model); give a rate too (--rate 100 --duration 30s, or --rate-stages) or leave it out"
+                    .into(),
+            ));
+        }
         if self.arrivals.is_some() && !self.is_open() {
             return Err(PlanError(
                 "`arrivals` spaces the arrivals of an arrival rate (open model); give a rate too (--rate 100 --duration 30s, or --rate-stages) or leave arrivals out"
@@ -301,6 +308,7 @@ impl LoadSpec {
             think_time: self.think_time.unwrap_or_default(),
             connections,
             arrivals: Arrivals::Even,
+            arrival_wait: ArrivalWait::Sleep,
         };
         let open = |rate| Load {
             model: Model::Open { rate, max_vus },
@@ -308,6 +316,7 @@ impl LoadSpec {
             think_time: Duration::ZERO,
             connections,
             arrivals: self.arrivals.unwrap_or_default(),
+            arrival_wait: self.arrival_wait.unwrap_or_default(),
         };
         if let Some(rate) = &self.rate_stages {
             return Ok(open(rate.clone()));
@@ -400,6 +409,9 @@ pub struct Load {
     /// Open model: how the arrivals are spaced (even when run.json says nothing).
     #[serde(default, skip_serializing_if = "Arrivals::is_even")]
     pub arrivals: Arrivals,
+    /// Open model: how a worker waits for its next arrival (sleep when run.json says nothing).
+    #[serde(default, skip_serializing_if = "ArrivalWait::is_sleep")]
+    pub arrival_wait: ArrivalWait,
 }
 
 /// The load model.

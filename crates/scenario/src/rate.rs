@@ -183,6 +183,41 @@ pub enum Arrivals {
     },
 }
 
+/// Open model: how a worker waits for its next arrival.
+///
+/// `sleep` waits on the kernel's high-resolution timer beside the sockets: a thread that sleeps
+/// is woken late by however long the machine takes (on a 2-vCPU VM, p99 0.2–1.5 ms and up to
+/// 4–9 ms; bench/timer-floor.sh). `spin` never sleeps: the worker polls its sockets and the
+/// clock in turn until the due time, so its core stays awake and an arrival leaves within
+/// microseconds of its time more often — for a whole core per worker thread, for the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArrivalWait {
+    /// On the high-resolution timer.
+    #[default]
+    Sleep,
+    /// Polling, never asleep.
+    Spin,
+}
+
+impl ArrivalWait {
+    /// Parses `sleep` or `spin`.
+    pub fn parse(s: &str) -> Result<ArrivalWait, PlanError> {
+        match s.trim() {
+            "sleep" => Ok(ArrivalWait::Sleep),
+            "spin" => Ok(ArrivalWait::Spin),
+            _ => Err(PlanError(format!(
+                "arrival wait `{s}`: write sleep (on the kernel's timer, the default) or spin (poll without sleeping: a whole core per worker thread, for less schedule lag)"
+            ))),
+        }
+    }
+
+    /// Whether it is the default, left out of run.json.
+    pub fn is_sleep(&self) -> bool {
+        *self == ArrivalWait::Sleep
+    }
+}
+
 impl Arrivals {
     /// The seed of `poisson` without one.
     pub const DEFAULT_SEED: u64 = 1;

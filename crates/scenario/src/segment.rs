@@ -246,6 +246,7 @@ mod tests {
             think_time: Duration::ZERO,
             connections: None,
             arrivals: Default::default(),
+            arrival_wait: Default::default(),
         };
         assert!(Segment::new(3, 3).is_err());
         assert!(Segment::new(2, 3).unwrap().check(&closed).is_ok());
@@ -267,6 +268,7 @@ mod tests {
             think_time: Duration::ZERO,
             connections: None,
             arrivals: Default::default(),
+            arrival_wait: Default::default(),
         };
         assert!(
             Segment::new(1, 3)

@@ -414,6 +414,64 @@ fn poisson_arrivals_are_recorded_and_reported() {
 }
 
 #[test]
+fn a_spinning_wait_is_recorded_said_and_refused_without_a_rate() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--rate",
+        "300",
+        "--duration",
+        "1s",
+        "--arrival-wait",
+        "spin",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = only_run(out.path());
+    let meta = read_json(&run.join("run.json"));
+    assert_eq!(meta["plan"]["load"]["arrival_wait"], "spin", "{meta:#}");
+    let r = report_json(&run);
+    assert_eq!(r["seed_suite"]["total_tests"], 300, "{r:#}");
+    assert!(
+        r["notes"].to_string().contains("--arrival-wait spin"),
+        "{}",
+        r["notes"]
+    );
+    // The default is left out of run.json, and a closed model has no arrivals to wait for.
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--vus",
+        "1",
+        "--duration",
+        "1s",
+        "--arrival-wait",
+        "spin",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("give a rate too"), "{}", text(&o));
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--rate",
+        "10",
+        "--duration",
+        "1s",
+        "--arrival-wait",
+        "busy",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("write sleep"), "{}", text(&o));
+}
+
+#[test]
 fn a_step_up_has_one_row_per_level() {
     let _g = serial();
     let (_rt, target) = demo(2, 10);
