@@ -654,6 +654,7 @@ mod tests {
                 "DURATION" => "10s",
                 "RATE" => "100",
                 "PROCESS" => "poisson:3",
+                "HOW" => "spin",
                 _ if o.key == "stages" => "10s:5",
                 _ => "10s:100",
             };
