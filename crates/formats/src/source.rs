@@ -7,10 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
 use volley_stats::compare::IntervalHistograms;
-use volley_stats::latency::new_histogram;
 use volley_stats::{CompactHistogram, LatencySummary, Series};
 
-use crate::histograms::Histograms;
+use crate::histograms::{Histograms, MergedByKey};
 use crate::hlog::{HistKey, LoggedHistogram};
 use crate::rundir::{RunData, RunMeta};
 
@@ -100,9 +99,7 @@ impl Source {
     /// disk since the run was opened is named on stderr, and its figures stop where it no
     /// longer reads.
     fn each_logged(&self, key: Option<HistKey>, f: impl FnMut(&LoggedHistogram)) {
-        if let Err(e) = self.histograms.each(key, f) {
-            eprintln!("volley: warning: {e}");
-        }
+        each_logged(&self.histograms, key, f);
     }
 
     /// All histograms of `key` from `warmup_s` on, merged.
@@ -121,19 +118,9 @@ impl Source {
             cache.insert(warmup_s.to_bits(), m.clone());
             return m;
         }
-        let mut dense: HashMap<HistKey, Histogram<u64>> = HashMap::new();
-        self.each_logged(None, |l| {
-            if l.start_s + 1e-9 >= warmup_s {
-                l.histogram
-                    .add_to(dense.entry(l.key).or_insert_with(new_histogram));
-            }
-        });
-        let all: Arc<HashMap<_, _>> = Arc::new(
-            dense
-                .into_iter()
-                .map(|(k, h)| (k, CompactHistogram::from_histogram(&h)))
-                .collect(),
-        );
+        let mut merged = MergedByKey::default();
+        self.each_logged(None, |l| merged.add(l, warmup_s));
+        let all = merged.finish();
         cache.insert(warmup_s.to_bits(), all.clone());
         all
     }
@@ -154,12 +141,8 @@ impl Source {
     /// Visits each histogram of `key` that belongs to a row of the series, with the row's
     /// index in `series.intervals`, in log order: one pass, nothing held.
     pub fn each_interval(&self, key: HistKey, mut f: impl FnMut(usize, &CompactHistogram)) {
-        let rows = RowIndex::of(self.series.intervals.iter().map(|r| r.start_s));
-        self.each_logged(Some(key), |l| {
-            if let Some(i) = rows.get(l.start_s) {
-                f(i, &l.histogram);
-            }
-        });
+        self.rows_of(key, self.series.intervals.iter().map(|r| r.start_s))
+            .each(&mut f);
     }
 
     /// The histograms of `key` of the rows starting at `starts`, as a noise estimate reads
@@ -172,11 +155,24 @@ impl Source {
         if !self.has_histograms() {
             return None;
         }
-        Some(Arc::new(RowHistograms {
+        Some(Arc::new(self.rows_of(key, starts)))
+    }
+
+    /// The histograms of `key` of the rows starting at `starts`.
+    fn rows_of(&self, key: HistKey, starts: impl IntoIterator<Item = f64>) -> RowHistograms {
+        RowHistograms {
             histograms: self.histograms.clone(),
             key,
             rows: RowIndex::of(starts),
-        }))
+        }
+    }
+}
+
+/// [`Histograms::each`], a failure named on stderr (the figures stop where the log no longer
+/// reads).
+fn each_logged(h: &Histograms, key: Option<HistKey>, f: impl FnMut(&LoggedHistogram)) {
+    if let Err(e) = h.each(key, f) {
+        eprintln!("volley: warning: {e}");
     }
 }
 
@@ -225,14 +221,11 @@ struct RowHistograms {
 
 impl IntervalHistograms for RowHistograms {
     fn each(&self, f: &mut dyn FnMut(usize, &CompactHistogram)) {
-        let visit = |l: &LoggedHistogram| {
+        each_logged(&self.histograms, Some(self.key), |l| {
             if let Some(i) = self.rows.get(l.start_s) {
                 f(i, &l.histogram);
             }
-        };
-        if let Err(e) = self.histograms.each(Some(self.key), visit) {
-            eprintln!("volley: warning: {e}");
-        }
+        });
     }
 }
 

@@ -118,6 +118,30 @@ impl Histograms {
     }
 }
 
+/// Every key's histograms from a warm-up on, added up: dense while adding, compact after.
+#[derive(Debug, Default)]
+pub struct MergedByKey(HashMap<HistKey, Histogram<u64>>);
+
+impl MergedByKey {
+    /// Adds `h` when it starts at or after `warmup_s`.
+    pub fn add(&mut self, h: &LoggedHistogram, warmup_s: f64) {
+        if h.start_s + 1e-9 >= warmup_s {
+            h.histogram
+                .add_to(self.0.entry(h.key).or_insert_with(new_histogram));
+        }
+    }
+
+    /// Each key's sum, compact.
+    pub fn finish(self) -> Arc<HashMap<HistKey, CompactHistogram>> {
+        Arc::new(
+            self.0
+                .into_iter()
+                .map(|(k, h)| (k, CompactHistogram::from_histogram(&h)))
+                .collect(),
+        )
+    }
+}
+
 /// A `latency.hlog` checked once, with the place of each line by key.
 #[derive(Debug)]
 pub struct LogFile {
@@ -150,7 +174,7 @@ impl LogFile {
         let (mut offset, mut line_no) = (0u64, 0u64);
         let mut lines: HashMap<HistKey, Vec<(u64, u32)>> = HashMap::new();
         let mut counts = HistCounts::default();
-        let mut merged: HashMap<HistKey, Histogram<u64>> = HashMap::new();
+        let mut merged = MergedByKey::default();
         loop {
             line.clear();
             let n = read_line_bounded(&mut input, &mut line).map_err(io)?;
@@ -165,10 +189,7 @@ impl LogFile {
             let mut last = None;
             for h in ready.drain(..) {
                 counts.add(h.key);
-                if h.start_s + 1e-9 >= warmup_s {
-                    h.histogram
-                        .add_to(merged.entry(h.key).or_insert_with(new_histogram));
-                }
+                merged.add(&h, warmup_s);
                 if last != Some(h.key) {
                     let at = lines.entry(h.key).or_default();
                     if at.last().map(|l| l.0) != Some(offset) {
@@ -186,15 +207,7 @@ impl LogFile {
             len,
             count: counts.all,
             lines,
-            merged: (
-                warmup_s,
-                Arc::new(
-                    merged
-                        .into_iter()
-                        .map(|(k, h)| (k, CompactHistogram::from_histogram(&h)))
-                        .collect(),
-                ),
-            ),
+            merged: (warmup_s, merged.finish()),
         };
         Ok((log, counts))
     }
