@@ -579,6 +579,10 @@ pub(crate) struct ManifestArgs {
     /// The pods' imagePullPolicy: Always, IfNotPresent or Never.
     #[arg(long)]
     pub(crate) image_pull_policy: Option<String>,
+    /// Run the pods in the node's network namespace (hostNetwork: true), e.g. to reach a target
+    /// on the node's loopback; such pods do not meet the baseline Pod Security Standard.
+    #[arg(long)]
+    pub(crate) host_network: bool,
     /// A directory for configmap.yaml and job.yaml, or - for one YAML stream on stdout.
     #[arg(long, short = 'o', default_value = "-")]
     pub(crate) output: String,

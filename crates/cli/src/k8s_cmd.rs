@@ -28,6 +28,10 @@ const SET_BY_MANIFEST: &[(&str, &str)] = &[
     ),
     ("--start-at", "the manifest sets it from --start-in"),
     (
+        "--run-id",
+        "give it before `--`: it names the Job, the results' folder and every segment",
+    ),
+    (
         "--upload",
         "the manifest sets it from --bucket and the run id",
     ),
@@ -87,7 +91,7 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
             a.start_in
         );
     }
-    let start_at = now.checked_add(jiff::SignedDuration::try_from(start_in)?)?;
+    let start_at = volley_k8s::start_at(now, start_in)?;
     let name = checked.name();
     let run_id = match &a.run_id {
         Some(id) => {
@@ -151,6 +155,7 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
         } else {
             Some(duration("ttl", &a.ttl)?)
         },
+        host_network: a.host_network,
     };
     let m = volley_k8s::manifests(&spec, now)?;
     let results = a.bucket.join(&run_id);

@@ -39,8 +39,8 @@ pub(crate) fn merge_and_report(
         merged.intervals,
         merged.dir.display()
     );
+    let count = merged.segments.len() + merged.missing.len();
     if merged.status == RunStatus::Partial {
-        let count = merged.segments.len() + merged.missing.len();
         let missing: Vec<String> = merged
             .missing
             .iter()
@@ -56,13 +56,23 @@ pub(crate) fn merge_and_report(
             missing.join(", ")
         );
     }
+    for (index, status) in &merged.unfinished {
+        // A pod sent SIGTERM (kubectl delete pod, a drain, an eviction) stops its segment
+        // gracefully and uploads it: its share is missing from where it stopped.
+        eprintln!(
+            "volley: INCOMPLETE: segment {index}/{count} is {}: from where it stopped, the figures lack its share",
+            status.name()
+        );
+    }
     let report = crate::run_cmd::write_reports(&merged.dir)?;
     let failures = report.failures();
     for why in &failures {
         eprintln!("volley: FAILED: {}", volley_report::terminal_safe(why));
     }
-    // Missing segments fail the run as surely as a threshold.
-    let failed = merged.status == RunStatus::Partial || !failures.is_empty();
+    // Missing or unfinished segments fail the run as surely as a threshold.
+    let failed = merged.status == RunStatus::Partial
+        || !merged.unfinished.is_empty()
+        || !failures.is_empty();
     Ok(if failed {
         ExitCode::from(1)
     } else {

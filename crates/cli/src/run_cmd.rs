@@ -90,6 +90,22 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
             failed |= !v.met;
         }
     }
+    // A segment stopped before its plan's end (SIGTERM from `kubectl delete pod`, a drain or
+    // an eviction; Ctrl-C) leaves the merged run without its share from then on: it fails, so
+    // that its pod, and the Job, say so too. A whole run stopped by hand is the user's choice.
+    let segment = resolved.plan.segment;
+    if !segment.is_whole() {
+        for report in reports
+            .iter()
+            .filter(|r| r.status == RunStatus::Interrupted.name())
+        {
+            failed = true;
+            eprintln!(
+                "volley: FAILED: segment {segment} was interrupted after {:.1} s: the merged run lacks its share from then on",
+                report.measured_s
+            );
+        }
+    }
     for (i, report) in reports.iter().enumerate() {
         let which = if reports.len() > 1 {
             format!(" (run {} of {})", i + 1, reports.len())

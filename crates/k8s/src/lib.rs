@@ -17,6 +17,7 @@ mod names;
 pub use bundle::{MAX_PLAN_BYTES, PlanFile, bundle};
 pub use manifest::{
     Credentials, JobSpec, MAX_SEGMENTS, Manifests, Resources, Spread, check_segments, manifests,
+    start_at,
 };
 pub use names::{MAX_RUN_ID, run_id_from, validate_run_id};
 

@@ -68,7 +68,8 @@ pub struct JobSpec {
     pub files: Vec<PlanFile>,
     /// `volley run` flags, passed to every pod as they are.
     pub run_args: Vec<String>,
-    /// The instant every segment starts at.
+    /// The instant every segment starts at, in whole seconds ([`start_at`]): the pods'
+    /// `--start-at` is written to the second.
     pub start_at: Timestamp,
     /// How long the plan runs, when it is known; the Job is ended this long (plus the wait
     /// for the start and a margin) after it is created.
@@ -87,6 +88,11 @@ pub struct JobSpec {
     pub spread: Spread,
     /// Finished Jobs are deleted this long after they end (`None`: kept).
     pub ttl_after_finished: Option<Duration>,
+    /// The pods use the node's network namespace (`hostNetwork: true`): a target on the
+    /// node's loopback, or a test cluster of one node with no pod network. Such pods no longer
+    /// meet the "baseline" Pod Security Standard, and two of them on one node share its ports
+    /// (volley listens on none unless told to).
+    pub host_network: bool,
 }
 
 /// The objects to apply, in order.
@@ -150,6 +156,23 @@ pub const MAX_SEGMENTS: u32 = 1000;
 
 const DEADLINE_MARGIN: Duration = Duration::from_secs(600);
 
+/// The instant `start_in` after `now`, rounded up to a whole second. `--start-at` is
+/// written to the second, and a start rounded down would give the pods up to a second less
+/// than `--start-in` promised (a real node showed it: 9.1 s of a 10 s `--start-in`).
+pub fn start_at(now: Timestamp, start_in: Duration) -> Result<Timestamp, K8sError> {
+    let too_far = || K8sError::Invalid(format!("--start-in {start_in:?}: give a shorter wait"));
+    let at = jiff::SignedDuration::try_from(start_in)
+        .ok()
+        .and_then(|d| now.checked_add(d).ok())
+        .ok_or_else(too_far)?;
+    at.round(
+        jiff::TimestampRound::new()
+            .smallest(jiff::Unit::Second)
+            .mode(jiff::RoundMode::Ceil),
+    )
+    .map_err(|_| too_far())
+}
+
 /// Builds the ConfigMap and the Job.
 pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> {
     check(spec)?;
@@ -193,6 +216,9 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
         format!("{index}/{n}"),
         "--start-at".into(),
         spec.start_at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        // Every segment records the Job's run id, so the merged run is named as the Job is.
+        "--run-id".into(),
+        spec.run_id.clone(),
         "--output".into(),
         RUNS_DIR.into(),
         "--progress".into(),
@@ -263,6 +289,11 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
             { "name": "runs", "emptyDir": {} }
         ]
     });
+    if spec.host_network {
+        pod["hostNetwork"] = json!(true);
+        // Cluster DNS still answers for in-cluster names (the target's Service, the S3 endpoint).
+        pod["dnsPolicy"] = json!("ClusterFirstWithHostNet");
+    }
     match &spec.credentials {
         Credentials::ServiceAccount(sa) => pod["serviceAccountName"] = json!(sa),
         Credentials::Secret(_) => pod["automountServiceAccountToken"] = json!(false),

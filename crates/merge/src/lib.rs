@@ -54,6 +54,10 @@ pub struct Merged {
     pub segments: Vec<u64>,
     /// Segments of the run that were not among the inputs.
     pub missing: Vec<u64>,
+    /// Segments merged that did not run their whole plan (interrupted, aborted, or never
+    /// finished), with their status: the merged figures lack their share from where they
+    /// stopped.
+    pub unfinished: Vec<(u64, RunStatus)>,
     /// Intervals written.
     pub intervals: usize,
 }
@@ -225,6 +229,12 @@ fn merge_dirs(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merge
         run_id: set.run_id.clone(),
         segments: set.segments.iter().map(|s| s.segment.index).collect(),
         missing: set.missing.clone(),
+        unfinished: set
+            .segments
+            .iter()
+            .filter(|s| s.data.meta.status != RunStatus::Complete)
+            .map(|s| (s.segment.index, s.data.meta.status))
+            .collect(),
         intervals,
     })
 }

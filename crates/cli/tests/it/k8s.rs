@@ -82,7 +82,8 @@ fn every_manifest_passes_the_official_schemas() {
             "-n".into(),
             "load".into(),
         ],
-        // One URL, flags only; a service account; soft spread; an S3-compatible endpoint.
+        // One URL, flags only; a service account; soft spread; an S3-compatible endpoint; the
+        // node's network.
         [
             "--segments",
             "2",
@@ -104,6 +105,7 @@ fn every_manifest_passes_the_official_schemas() {
             "512Mi",
             "--image-pull-policy",
             "Always",
+            "--host-network",
             "--",
             "--url",
             "http://api.internal:8080/rooms",
@@ -226,6 +228,10 @@ fn flags_the_manifest_sets_or_the_pods_cannot_use_are_refused() {
         (
             &["--url", "http://x/", "--segment", "0/2"][..],
             "--segment after `--`",
+        ),
+        (
+            &["--url", "http://x/", "--run-id", "r1"][..],
+            "--run-id after `--`: leave it out, give it before `--`",
         ),
         (
             &["--url", "http://x/", "--body-file", "b.json"][..],

@@ -267,6 +267,70 @@ fn open_segments_send_exactly_the_single_process_schedule() {
     );
 }
 
+/// What `kubectl delete pod`, a drain or an eviction does to a segment: SIGTERM mid-run. The
+/// segment stops gracefully and keeps its run directory (uploaded in a pod), but fails, so that
+/// its pod and the Job fail too; the merge names it and fails, as for a missing segment. Seen on
+/// a real node (scripts/k8s-node/acceptance.sh): before, the pod succeeded and the Job completed.
+#[test]
+fn a_segment_stopped_by_sigterm_fails_and_its_merge_says_so() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/ok");
+    let at = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 2)
+    .to_string();
+    let children: Vec<_> = (0..2)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_volley"))
+                .args(["run", "--url", &url, "--rate", "200", "--duration", "8s"])
+                .args(["--segment", &format!("{i}/2"), "--start-at", &at])
+                .args(["--progress", "none", "--threads", "1", "-o"])
+                .arg(out.path().join(format!("seg{i}")))
+                .env("NO_COLOR", "1")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Two seconds' wait for the start, then two of the eight seconds of load.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let kill = Command::new("kill")
+        .args(["-TERM", &children[1].id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    assert!(outs[0].status.success(), "{}", text(&outs[0]));
+    assert_eq!(outs[1].status.code(), Some(1), "{}", text(&outs[1]));
+    assert!(
+        text(&outs[1]).contains("segment 1/2 was interrupted after"),
+        "{}",
+        text(&outs[1])
+    );
+    let stopped = RunData::read(&outs_dir(out.path(), 1)).unwrap();
+    assert_eq!(stopped.meta.status, volley_formats::RunStatus::Interrupted);
+    let merged = out.path().join("merged");
+    let o = merge(&[out.path().to_path_buf()], &merged);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("INCOMPLETE: segment 1/2 is interrupted"),
+        "{}",
+        text(&o)
+    );
+    // Nothing is lost: the merged run holds every request both segments sent.
+    let run = RunData::read(&merged).unwrap();
+    assert_eq!(server.seen(), run.series.tests() + run.series.errors());
+    assert_eq!(report_json(&merged)["status"], "interrupted");
+}
+
 #[test]
 fn bad_segments_are_refused_before_anything_is_sent() {
     let server = TestServer::start();

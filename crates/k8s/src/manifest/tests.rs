@@ -43,6 +43,7 @@ fn spec() -> JobSpec {
         },
         spread: Spread::Hard,
         ttl_after_finished: Some(Duration::from_secs(86400)),
+        host_network: false,
     }
 }
 
@@ -83,6 +84,8 @@ fn indexed_job_runs_one_segment_per_pod() {
             "$(JOB_COMPLETION_INDEX)/4",
             "--start-at",
             "2026-11-23T05:02:00Z",
+            "--run-id",
+            "flow-20261123-050000",
             "--output",
             "/runs",
             "--progress",
@@ -119,6 +122,34 @@ fn indexed_job_runs_one_segment_per_pod() {
             "AWS_SESSION_TOKEN"
         ]
     );
+}
+
+#[test]
+fn the_start_is_rounded_up_to_the_second_it_is_written_in() {
+    let now: Timestamp = "2026-11-23T05:00:00.300Z".parse().unwrap();
+    let at = start_at(now, Duration::from_secs(10)).unwrap();
+    assert_eq!(at.to_string(), "2026-11-23T05:00:11Z");
+    assert!(at.duration_since(now) >= jiff::SignedDuration::from_secs(10));
+    let whole: Timestamp = "2026-11-23T05:00:00Z".parse().unwrap();
+    assert_eq!(
+        start_at(whole, Duration::from_secs(10))
+            .unwrap()
+            .to_string(),
+        "2026-11-23T05:00:10Z"
+    );
+    assert!(start_at(now, Duration::from_secs(u64::MAX)).is_err());
+}
+
+#[test]
+fn host_network_only_when_asked() {
+    let pod = |s: &JobSpec| manifests(s, now()).unwrap().job["spec"]["template"]["spec"].clone();
+    let plain = pod(&spec());
+    assert!(plain.get("hostNetwork").is_none() && plain.get("dnsPolicy").is_none());
+    let mut s = spec();
+    s.host_network = true;
+    let host = pod(&s);
+    assert_eq!(host["hostNetwork"], true);
+    assert_eq!(host["dnsPolicy"], "ClusterFirstWithHostNet");
 }
 
 #[test]

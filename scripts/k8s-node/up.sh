@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes cluster on this machine's loopback, for running volley's Indexed
+# Job for real (scripts/k8s-node/acceptance.sh; docs/kubernetes.md "On a real node").
+#
+# Brings up, each as a process of its own (PIDs in $K8S_NODE_WORK/pids/, logs beside them):
+#   etcd (Debian), kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl
+#   (v1.37.2, built from the Go module proxy with this folder's go.mod the first time, 8 min
+#   on 2 cores; cached in target/k8s-node/), containerd + runc (Debian), a loopback-only CNI
+#   network (the node is Ready with it; the pods use the node's network, nothing crosses a pod
+#   network), and imports the pause image built here from Kubernetes' own pause.c (there is no
+#   registry: images are imported into containerd's k8s.io namespace).
+# Every port is on 127.0.0.1. The kubelet takes requests only from the API server's client
+# certificate (x509 + webhook authorization), the API server only from this run's random token.
+#
+#   eval "$(scripts/k8s-node/up.sh)"      # prints: export KUBECONFIG=... PATH=...
+#   scripts/k8s-node/down.sh             # stops everything by PID, unmounts, removes the state
+# Needs root (containerd, kubelet) and cgroups; the kubelet runs on cgroup v1 with
+# failCgroupV1: false when the machine has no unified hierarchy.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+W=${K8S_NODE_WORK:-/tmp/k8s-node}
+CACHE="$ROOT/target/k8s-node"
+BIN="$CACHE/bin"
+PORT=${K8S_NODE_API_PORT:-17443}
+EPORT=${K8S_NODE_ETCD_PORT:-23890}
+# The node's name is also the address the API server reaches the kubelet at (kubectl logs, exec):
+# the kubelet refuses a loopback node IP, so the node is named for loopback instead.
+NODE=localhost
+say() { echo "k8s-node: $*" >&2; }
+die() { say "$*"; exit 1; }
+[ "$(id -u)" = 0 ] || die "run it as root: containerd and the kubelet manage mounts and cgroups"
+
+# --- what this needs from Debian -----------------------------------------------------------
+need=()
+for c in etcd:etcd-server containerd:containerd runc:runc ctr:containerd skopeo:skopeo umoci:umoci \
+         openssl:openssl gcc:gcc conntrack:conntrack iptables:iptables; do
+  command -v "${c%%:*}" >/dev/null || need+=("${c#*:}")
+done
+[ -x /usr/lib/cni/loopback ] || need+=(containernetworking-plugins)
+if [ ${#need[@]} -gt 0 ]; then
+  say "installing ${need[*]} (apt)"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# --- the components, built once from the module proxy --------------------------------------
+COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
+missing=0; for c in "${COMPONENTS[@]}"; do [ -x "$BIN/$c" ] || missing=1; done
+if [ $missing = 1 ]; then
+  say "building ${COMPONENTS[*]} v1.37.2 into $BIN (first time only; 8 min on 2 cores here)"
+  mkdir -p "$BIN"
+  # The version Kubernetes' own build stamps in (a module build says v0.0.0-master otherwise).
+  v=k8s.io/component-base/version
+  (cd "$HERE" && GOCACHE="$CACHE/go-build" GOMODCACHE="$CACHE/gomod" \
+     go build -ldflags "-X $v.gitVersion=v1.37.2 -X $v.gitMajor=1 -X $v.gitMinor=37 -X $v.gitTreeState=clean" \
+       -o "$BIN/" $(printf 'k8s.io/kubernetes/cmd/%s ' "${COMPONENTS[@]}"))
+fi
+
+if [ -f "$W/pids/kubelet" ] && kill -0 "$(cat "$W/pids/kubelet")" 2>/dev/null; then
+  echo "export KUBECONFIG=$W/admin.kubeconfig PATH=$BIN:\$PATH"; exit 0
+fi
+rm -rf "$W"; mkdir -p "$W"/{pids,logs,pki,cni/net.d,containerd,kubelet}
+start() { # name, command...: runs it in the background, its PID in pids/NAME, output in logs/NAME.log
+  local name=$1; shift
+  "$@" >"$W/logs/$name.log" 2>&1 & echo $! >"$W/pids/$name"
+}
+wait_for() { # what, seconds, command...
+  local what=$1 secs=$2; shift 2
+  for _ in $(seq "$secs"); do "$@" >/dev/null 2>&1 && return 0; sleep 1; done
+  die "$what did not come up within ${secs}s; see $W/logs/"
+}
+
+# --- certificates: one CA; the API server's serving cert, its client cert for the kubelet ----
+P="$W/pki"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$P/ca.key" -out "$P/ca.crt" -days 2 \
+  -subj "/CN=volley-node-ca" 2>/dev/null
+cert() { # name, subject, extensions
+  openssl req -newkey rsa:2048 -nodes -keyout "$P/$1.key" -out "$P/$1.csr" -subj "$2" 2>/dev/null
+  printf '%s\n' "$3" > "$P/$1.ext"
+  openssl x509 -req -in "$P/$1.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial \
+    -out "$P/$1.crt" -days 2 -extfile "$P/$1.ext" 2>/dev/null
+}
+cert apiserver "/CN=kube-apiserver" \
+  "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,IP:10.0.0.1"
+cert kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "extendedKeyUsage=clientAuth"
+cert kubelet "/CN=localhost" "subjectAltName=DNS:localhost,IP:127.0.0.1
+extendedKeyUsage=serverAuth"
+openssl genrsa -out "$P/sa.key" 2048 2>/dev/null
+openssl rsa -in "$P/sa.key" -pubout -out "$P/sa.pub" 2>/dev/null
+TOKEN=$(openssl rand -hex 24)
+echo "$TOKEN,admin,admin,system:masters" > "$P/tokens.csv"
+chmod 600 "$P"/*.key "$P/tokens.csv"
+KC="$W/admin.kubeconfig"
+cat > "$KC" <<KCEOF
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "https://127.0.0.1:$PORT", certificate-authority: "$P/ca.crt"}}]
+users: [{name: admin, user: {token: "$TOKEN"}}]
+contexts: [{name: local, context: {cluster: local, user: admin, namespace: default}}]
+current-context: local
+KCEOF
+chmod 600 "$KC"
+
+# --- etcd and the control plane -------------------------------------------------------------
+start etcd etcd --data-dir "$W/etcd" --listen-client-urls "http://127.0.0.1:$EPORT" \
+  --advertise-client-urls "http://127.0.0.1:$EPORT" --listen-peer-urls "http://127.0.0.1:$((EPORT + 10))" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$((EPORT + 10))" \
+  --initial-cluster "default=http://127.0.0.1:$((EPORT + 10))"
+start kube-apiserver "$BIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$EPORT" \
+  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$PORT" \
+  --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
+  --client-ca-file="$P/ca.crt" --token-auth-file="$P/tokens.csv" --authorization-mode=Node,RBAC \
+  --kubelet-client-certificate="$P/kubelet-client.crt" --kubelet-client-key="$P/kubelet-client.key" \
+  --kubelet-certificate-authority="$P/ca.crt" \
+  --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$P/sa.pub" \
+  --service-account-signing-key-file="$P/sa.key" --service-cluster-ip-range=10.0.0.0/24 \
+  --endpoint-reconciler-type=none
+wait_for kube-apiserver 120 "$BIN/kubectl" --kubeconfig "$KC" get --raw /readyz
+common=(--kubeconfig "$KC" --authentication-kubeconfig "$KC" --authorization-kubeconfig "$KC"
+        --bind-address=127.0.0.1 --leader-elect=false)
+start kube-controller-manager "$BIN/kube-controller-manager" "${common[@]}" --secure-port=10257 \
+  --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
+  --use-service-account-credentials=false
+start kube-scheduler "$BIN/kube-scheduler" "${common[@]}" --secure-port=10259
+
+# --- containerd: its own root, state and socket under $W; the pause image imported ---------
+C="$W/containerd"
+cap=$(awk '/^CapEff/ {print $2}' /proc/self/status)
+if (( 0x$cap >> 24 & 1 )); then restrict_oom=false; else restrict_oom=true; fi   # CAP_SYS_RESOURCE
+cat > "$W/cni/net.d/10-loopback.conflist" <<'CNI'
+{ "cniVersion": "1.0.0", "name": "loopback-only", "plugins": [ { "type": "loopback" } ] }
+CNI
+cat > "$C/config.toml" <<TOML
+version = 2
+root = "$C/root"
+state = "$C/state"
+[grpc]
+  address = "$C/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "volley.local/pause:3.10"
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  # The kubelet asks for oom_score_adj -998 (sandboxes) and -997 (Guaranteed pods); lowering it
+  # needs CAP_SYS_RESOURCE, which root lacks in some sandboxed VMs (this one). Kept no lower than
+  # containerd's own, as rootless setups do; a real node has the capability and the scores.
+  restrict_oom_score_adj = $restrict_oom
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$W/cni/net.d"
+TOML
+start containerd containerd --config "$C/config.toml"
+CTR=(ctr --address "$C/containerd.sock" -n k8s.io)
+wait_for containerd 30 "${CTR[@]}" version
+"$HERE/image.sh" pause "$W/pause.tar" >&2
+"${CTR[@]}" images import "$W/pause.tar" >/dev/null
+
+# --- the kubelet ------------------------------------------------------------------------------
+cgv1=true; [ -f /sys/fs/cgroup/cgroup.controllers ] && cgv1=false
+cat > "$W/kubelet/config.yaml" <<KCFG
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: "$P/ca.crt"}
+authorization: {mode: Webhook}
+tlsCertFile: "$P/kubelet.crt"
+tlsPrivateKeyFile: "$P/kubelet.key"
+cgroupDriver: cgroupfs
+failCgroupV1: $( $cgv1 && echo false || echo true )
+failSwapOn: false
+containerRuntimeEndpoint: "unix://$C/containerd.sock"
+imageServiceEndpoint: "unix://$C/containerd.sock"
+resolvConf: /etc/resolv.conf
+serializeImagePulls: false
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+maxPods: 20
+podLogsDir: "$W/kubelet/logs"
+KCFG
+# The kubelet sets kernel tunables of its own (vm.overcommit_memory=1, kernel.panic=10, ...); the
+# machine's values are saved here, and down.sh puts them back.
+for k in vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes; do
+  echo "$k $(cat /proc/sys/$k)"; done > "$W/sysctl.saved"
+start kubelet "$BIN/kubelet" --config "$W/kubelet/config.yaml" --kubeconfig "$KC" \
+  --root-dir "$W/kubelet/root" --hostname-override "$NODE"
+K=("$BIN/kubectl" --kubeconfig "$KC")
+wait_for "node $NODE Ready" 180 bash -c "'$BIN/kubectl' --kubeconfig '$KC' get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+wait_for "the default service account" 60 "${K[@]}" get serviceaccount default
+say "node $NODE Ready; state in $W (scripts/k8s-node/down.sh stops it)"
+echo "export KUBECONFIG=$KC PATH=$BIN:\$PATH"
