@@ -48,11 +48,11 @@ fn listen() {
     rt.block_on(async move {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        next_signal(&mut term).await;
+        let first = next_signal(&mut term).await;
         eprintln!("\nvolley: stopping (in-flight requests may finish; interrupt again to abort)");
         state().stopped.store(true, Ordering::SeqCst);
         if let Some(c) = current() {
-            c.stop(StopReason::Interrupted);
+            c.stop(first);
         }
         next_signal(&mut term).await;
         eprintln!("\nvolley: aborting");
@@ -74,11 +74,16 @@ pub(crate) fn stop_requested() -> bool {
     state().stopped.load(Ordering::SeqCst)
 }
 
-async fn next_signal(term: &mut Option<tokio::signal::unix::Signal>) {
+/// Waits for Ctrl-C or SIGTERM; says which, as the reason a run stops for.
+async fn next_signal(term: &mut Option<tokio::signal::unix::Signal>) -> StopReason {
     match term.as_mut() {
-        Some(t) => tokio::select! { _ = tokio::signal::ctrl_c() => {}, _ = t.recv() => {} },
+        Some(t) => tokio::select! {
+            _ = tokio::signal::ctrl_c() => StopReason::Interrupted,
+            _ = t.recv() => StopReason::Terminated,
+        },
         None => {
             let _ = tokio::signal::ctrl_c().await;
+            StopReason::Interrupted
         }
     }
 }

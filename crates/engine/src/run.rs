@@ -50,8 +50,11 @@ pub struct EngineConfig {
 /// Why a run ended early.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopReason {
-    /// The user asked (Ctrl-C).
+    /// The user asked (Ctrl-C, the dashboard's stop).
     Interrupted,
+    /// The process was asked to end (SIGTERM: `kubectl delete pod`, a node drain or an
+    /// eviction, `kill`); stopped as gracefully as Ctrl-C stops it.
+    Terminated,
     /// volley stopped it; the text says why.
     Aborted(String),
 }

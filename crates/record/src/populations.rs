@@ -255,6 +255,7 @@ pub(crate) fn record_populations(
                     // stop only the one): the run stops as a whole.
                     let reason = match reason {
                         StopReason::Interrupted => StopReason::Interrupted,
+                        StopReason::Terminated => StopReason::Terminated,
                         StopReason::Aborted(why) => StopReason::Aborted(format!(
                             "population `{}`: {why}",
                             spec.populations[i].name

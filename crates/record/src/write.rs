@@ -40,6 +40,13 @@ pub(crate) fn status_of(stopped: Option<StopReason>) -> (RunStatus, Option<Strin
             RunStatus::Interrupted,
             Some("interrupted by the user".to_string()),
         ),
+        Some(StopReason::Terminated) => (
+            RunStatus::Interrupted,
+            Some(
+                "stopped by SIGTERM (kubectl delete pod, a node drain or an eviction, or kill)"
+                    .to_string(),
+            ),
+        ),
         Some(StopReason::Aborted(why)) => (RunStatus::Aborted, Some(why)),
     }
 }

@@ -317,6 +317,16 @@ fn a_segment_stopped_by_sigterm_fails_and_its_merge_says_so() {
     );
     let stopped = RunData::read(&outs_dir(out.path(), 1)).unwrap();
     assert_eq!(stopped.meta.status, volley_formats::RunStatus::Interrupted);
+    assert!(
+        stopped
+            .meta
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("SIGTERM"),
+        "{:?}",
+        stopped.meta.reason
+    );
     let merged = out.path().join("merged");
     let o = merge(&[out.path().to_path_buf()], &merged);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
