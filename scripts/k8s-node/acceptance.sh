@@ -82,12 +82,12 @@ read -r s_count s_tps s_p50 s_p90 s_p99 _ < <(figures "$(dirname "$(find "$OUT/s
 echo "single: target $seen, run $s_count, TPS $s_tps, TTFB p50 $s_p50 p90 $s_p90 p99 $s_p99 ms"
 [ "$seen" = "$s_count" ] || fail "the single run counted $s_count, the target $seen"
 
-job() { # run id, extra plan flags... -> applies the manifest; prints nothing
+job() { # run id, plan flags... -> the manifest piped to kubectl apply (a copy in $OUT/ID.yaml)
   local id=$1; shift
   "$V" k8s manifest --segments "$N" --image volley.local/volley:dev --image-pull-policy Never --host-network \
     --bucket s3://volley-results/k8s --endpoint "$AWS_ENDPOINT_URL" --region us-east-1 --run-id "$id" \
-    --start-in 10s --cpu 400m --memory 256Mi -o "$OUT/$id-manifests" -- "$@" 2>"$OUT/$id-manifest.log"
-  "${K[@]}" apply -f "$OUT/$id-manifests" >/dev/null
+    --start-in 10s --cpu 400m --memory 256Mi -- "$@" 2>"$OUT/$id-manifest.log" \
+    | tee "$OUT/$id.yaml" | "${K[@]}" apply -f - >/dev/null
 }
 
 say "2. $N pods of an Indexed Job: ${PLAN[*]}"
