@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::live::{http, start_run, wait_ended};
-use crate::support::{TestServer, only_run, out_dir, serial, text, volley};
+use crate::support::{TestServer, only_run, out_dir, serial, start_at_in, text, volley};
 
 /// Runs `volley` under `ulimit -v` (KiB of address space) and a wall-clock bound, so a
 /// regression that allocates without bound or never ends fails here instead of swapping.
@@ -1233,12 +1233,7 @@ fn a_merge_says_when_a_segment_s_histograms_were_cut_short() {
     let _s = serial();
     let server = TestServer::start();
     let out = out_dir();
-    let at = (std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 2)
-    .to_string();
+    let at = start_at_in(2);
     let url = server.url("/ok");
     let children: Vec<_> = ["0/2", "1/2"]
         .iter()

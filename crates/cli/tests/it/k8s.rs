@@ -295,12 +295,7 @@ fn runs_upload_and_collect_brings_them_back_byte_for_byte() {
     let env = s3.env();
     let url = target.url("/ok");
     // Two segments of one run, as two pods run them: started together, each uploading.
-    let at = (std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 2)
-    .to_string();
+    let at = crate::support::start_at_in(2);
     let outs: Vec<_> = (0..2).map(|_| out_dir()).collect();
     let children: Vec<_> = (0..2)
         .map(|i| {

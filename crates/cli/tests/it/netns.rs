@@ -171,12 +171,7 @@ impl Net {
     /// Runs `n` segments of `plan`, one per generator namespace, started together; merges
     /// them; returns the merged run directory and how long the merge took.
     fn split_run(&self, n: usize, plan: &[&str], out: &Path, label: &str) -> (PathBuf, Duration) {
-        let at = (std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-            + 3)
-        .to_string();
+        let at = crate::support::start_at_in(3);
         let url = format!("http://10.77.0.1:{PORT}/health");
         let children: Vec<Child> = (0..n)
             .map(|i| {

@@ -369,12 +369,7 @@ fn split_runs_of_populations_merge_exactly() {
     let _g = serial();
     let demo = Demo::start();
     let out = out_dir();
-    let at = (std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 2)
-    .to_string();
+    let at = start_at_in(2);
     let url = demo.url();
     let children: Vec<_> = (0..2)
         .map(|i| {

@@ -4,22 +4,17 @@
 //! arrivals are the single-process schedule's, interval by interval.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 
 use volley_formats::RunData;
 
 use crate::support::*;
 
-/// Runs segments `0/n` … `n-1/n` of `args` as separate processes starting together in a
-/// couple of seconds; returns their outputs and the root their run directories are under.
-fn split_run(n: u64, args: &[&str], out: &Path) -> Vec<Output> {
-    let at = (std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 2)
-    .to_string();
-    let children: Vec<_> = (0..n)
+/// Starts segments `0/n` … `n-1/n` of `args` as separate processes that begin together in a
+/// couple of seconds, each writing under `out/seg<i>`.
+fn spawn_segments(n: u64, args: &[&str], out: &Path) -> Vec<Child> {
+    let at = start_at_in(2);
+    (0..n)
         .map(|i| {
             Command::new(env!("CARGO_BIN_EXE_volley"))
                 .arg("run")
@@ -42,8 +37,12 @@ fn split_run(n: u64, args: &[&str], out: &Path) -> Vec<Output> {
                 .spawn()
                 .unwrap()
         })
-        .collect();
-    children
+        .collect()
+}
+
+/// Runs [`spawn_segments`] to the end; returns their outputs.
+fn split_run(n: u64, args: &[&str], out: &Path) -> Vec<Output> {
+    spawn_segments(n, args, out)
         .into_iter()
         .map(|c| c.wait_with_output().unwrap())
         .collect()
@@ -277,26 +276,11 @@ fn a_segment_stopped_by_sigterm_fails_and_its_merge_says_so() {
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/ok");
-    let at = (std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 2)
-    .to_string();
-    let children: Vec<_> = (0..2)
-        .map(|i| {
-            Command::new(env!("CARGO_BIN_EXE_volley"))
-                .args(["run", "--url", &url, "--rate", "200", "--duration", "8s"])
-                .args(["--segment", &format!("{i}/2"), "--start-at", &at])
-                .args(["--progress", "none", "--threads", "1", "-o"])
-                .arg(out.path().join(format!("seg{i}")))
-                .env("NO_COLOR", "1")
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let children = spawn_segments(
+        2,
+        &["--url", &url, "--rate", "200", "--duration", "8s"],
+        out.path(),
+    );
     // Two seconds' wait for the start, then two of the eight seconds of load.
     std::thread::sleep(std::time::Duration::from_secs(4));
     let kill = Command::new("kill")

@@ -161,6 +161,16 @@ fn serve(
 }
 
 /// A fresh output directory for runs.
+/// `--start-at` for segments started together: `secs` whole seconds from now, as Unix seconds.
+pub fn start_at_in(secs: u64) -> String {
+    (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + secs)
+        .to_string()
+}
+
 pub fn out_dir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
