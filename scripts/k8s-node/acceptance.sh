@@ -26,7 +26,7 @@ cd "$ROOT"
 RATE=${RATE:-1500}; DURATION=${DURATION:-10s}; N=${SEGMENTS:-4}
 W=${K8S_NODE_WORK:-/tmp/k8s-node}
 OUT=${OUT:-$ROOT/target/k8s-node/acceptance}
-TPORT=${TARGET_PORT:-18090}; MPORT=${MOTO_PORT:-18091}
+TPORT=${TARGET_PORT:-18090}
 V="$ROOT/target/release/volley"
 say() { printf '\n== %s\n' "$*" >&2; }
 fail() {
@@ -41,26 +41,16 @@ fail() {
 ms() { date +%s%3N; }
 
 cargo build --release --locked -p volley-cli
-eval "$("$HERE/up.sh")"
+"$HERE/down.sh" 2>/dev/null   # from nothing: a node left up by hand has an older image
 trap '"$HERE/down.sh"' EXIT
+eval "$("$HERE/up.sh")"   # the node, volley's image in it, moto with bucket volley-results
 K=(kubectl)
 CTR=(ctr --address "$W/containerd/containerd.sock" -n k8s.io)
 rm -rf "$OUT"; mkdir -p "$OUT"
 
-say "image"
-"$HERE/image.sh" volley "$OUT/volley.tar" "$V"
-"${CTR[@]}" images import "$OUT/volley.tar" >/dev/null
-
-say "target and S3 on loopback"
+say "the target on loopback"
 "$V" target serve --listen "127.0.0.1:$TPORT" >"$W/logs/target.log" 2>&1 & echo $! >"$W/pids/target"
-moto=$(command -v moto_server || echo "$ROOT/target/tools/venv/bin/moto_server")
-[ -x "$moto" ] || fail "moto_server not found: run scripts/test.sh once (it installs moto into target/tools/venv)"
-"$moto" -H 127.0.0.1 -p "$MPORT" >"$W/logs/moto.log" 2>&1 & echo $! >"$W/pids/moto"
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$MPORT/" >/dev/null && curl -sf "http://127.0.0.1:$TPORT/health" >/dev/null && break; sleep 0.2; done
-curl -sf -X PUT "http://127.0.0.1:$MPORT/volley-results" >/dev/null || fail "moto did not create the bucket"
-export AWS_ENDPOINT_URL="http://127.0.0.1:$MPORT" AWS_ACCESS_KEY_ID=volley-test AWS_SECRET_ACCESS_KEY=volley-test-secret AWS_REGION=us-east-1
-"${K[@]}" create secret generic volley-s3 --from-literal=AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID \
-  --from-literal=AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY >/dev/null
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$TPORT/health" >/dev/null && break; sleep 0.2; done
 count() { # requests to /health the target has answered (its own Prometheus counter)
   curl -sf "http://127.0.0.1:$TPORT/metrics" | awk '/^http_server_requests_seconds_count\{/ && /uri="\/health"/ {s += $NF} END {print s + 0}'
 }
@@ -159,6 +149,6 @@ grep -q "INCOMPLETE: segment 1/$N is interrupted" "$OUT/accept-3-collect.log" ||
 if [ "${IMAGE_SIZES:-1}" = 1 ]; then
   say "5. image sizes"
   "$HERE/image.sh" debian "$OUT/volley-debian.tar" "$V"
-  ls -l "$OUT/volley.tar" "$OUT/volley-debian.tar" | awk '{print $5, $9}'
+  ls -l "$W/volley.tar" "$OUT/volley-debian.tar" | awk '{print $5, $9}'
 fi
 say "all checks passed"

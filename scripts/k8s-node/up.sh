@@ -7,12 +7,13 @@
 #   (v1.37.2, built from the Go module proxy with this folder's go.mod the first time, 8 min
 #   on 2 cores; cached in target/k8s-node/), containerd + runc (Debian), a loopback-only CNI
 #   network (the node is Ready with it; the pods use the node's network, nothing crosses a pod
-#   network), and imports the pause image built here from Kubernetes' own pause.c (there is no
-#   registry: images are imported into containerd's k8s.io namespace).
+#   network), the pause image built here from Kubernetes' own pause.c and volley's image
+#   (image.sh; there is no registry: images are imported into containerd's k8s.io namespace), and
+#   moto as the S3 endpoint with bucket volley-results and the Secret volley-s3 the manifests use.
 # Every port is on 127.0.0.1. The kubelet takes requests only from the API server's client
 # certificate (x509 + webhook authorization), the API server only from this run's random token.
 #
-#   eval "$(scripts/k8s-node/up.sh)"      # prints: export KUBECONFIG=... PATH=...
+#   eval "$(scripts/k8s-node/up.sh)"      # prints: export KUBECONFIG=... PATH=... AWS_...=...
 #   scripts/k8s-node/down.sh             # stops everything by PID, unmounts, removes the state
 # Needs root (containerd, kubelet) and cgroups; the kubelet runs on cgroup v1 with
 # failCgroupV1: false when the machine has no unified hierarchy.
@@ -24,6 +25,8 @@ CACHE="$ROOT/target/k8s-node"
 BIN="$CACHE/bin"
 PORT=${K8S_NODE_API_PORT:-17443}
 EPORT=${K8S_NODE_ETCD_PORT:-23890}
+MOTO_PORT=${K8S_NODE_S3_PORT:-18091}
+BUCKET=volley-results
 # The node's name is also the address the API server reaches the kubelet at (kubectl logs, exec):
 # the kubelet refuses a loopback node IP, so the node is named for loopback instead.
 NODE=localhost
@@ -57,7 +60,7 @@ if [ $missing = 1 ]; then
 fi
 
 if [ -f "$W/pids/kubelet" ] && kill -0 "$(cat "$W/pids/kubelet")" 2>/dev/null; then
-  echo "export KUBECONFIG=$W/admin.kubeconfig PATH=$BIN:\$PATH"; exit 0
+  cat "$W/env"; exit 0
 fi
 rm -rf "$W"; mkdir -p "$W"/{pids,logs,pki,cni/net.d,containerd,kubelet}
 start() { # name, command...: runs it in the background, its PID in pids/NAME, output in logs/NAME.log
@@ -200,5 +203,31 @@ start kubelet "$BIN/kubelet" --config "$W/kubelet/config.yaml" --kubeconfig "$KC
 K=("$BIN/kubectl" --kubeconfig "$KC")
 wait_for "node $NODE Ready" 180 bash -c "'$BIN/kubectl' --kubeconfig '$KC' get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 wait_for "the default service account" 60 "${K[@]}" get serviceaccount default
-say "node $NODE Ready; state in $W (scripts/k8s-node/down.sh stops it)"
-echo "export KUBECONFIG=$KC PATH=$BIN:\$PATH"
+
+# --- volley's image, when it is built -------------------------------------------------------
+if [ -x "$ROOT/target/release/volley" ]; then
+  "$HERE/image.sh" volley "$W/volley.tar" "$ROOT/target/release/volley" >&2
+  "${CTR[@]}" images import "$W/volley.tar" >/dev/null
+else
+  say "no target/release/volley: build it (cargo build --release -p volley-cli) and run up.sh again for volley.local/volley:dev"
+fi
+
+# --- S3: moto on loopback, a bucket, and the Secret the manifests refer to -------------------
+moto=$(command -v moto_server || true)
+[ -n "$moto" ] || moto="$ROOT/target/tools/venv/bin/moto_server"
+if [ ! -x "$moto" ]; then
+  # The versions scripts/test.sh pins, in a venv of this node's own.
+  say "installing moto (PyPI) into $CACHE/venv"
+  python3 -m venv "$CACHE/venv" >&2
+  "$CACHE/venv/bin/pip" install -q "moto[s3]==5.2.5" "flask==3.1.3" "flask-cors==6.0.5" >&2
+  moto="$CACHE/venv/bin/moto_server"
+fi
+start moto "$moto" -H 127.0.0.1 -p "$MOTO_PORT"
+wait_for moto 30 curl -sf "http://127.0.0.1:$MOTO_PORT/"
+curl -sf -X PUT "http://127.0.0.1:$MOTO_PORT/$BUCKET" >/dev/null || die "moto did not create bucket $BUCKET"
+S3_KEY=volley-node; S3_SECRET=$(openssl rand -hex 16)   # moto takes any key
+"${K[@]}" create secret generic volley-s3 --from-literal=AWS_ACCESS_KEY_ID=$S3_KEY \
+  --from-literal=AWS_SECRET_ACCESS_KEY="$S3_SECRET" >/dev/null
+
+say "node $NODE Ready; S3 at http://127.0.0.1:$MOTO_PORT, bucket $BUCKET; state in $W (scripts/k8s-node/down.sh stops it)"
+echo "export KUBECONFIG=$KC PATH=$BIN:\$PATH AWS_ENDPOINT_URL=http://127.0.0.1:$MOTO_PORT AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET AWS_REGION=us-east-1" | tee "$W/env"
