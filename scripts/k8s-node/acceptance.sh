@@ -101,6 +101,13 @@ read -r m_count m_tps m_p50 m_p90 m_p99 m_status < <(figures "$OUT/accept-1/merg
 [ -n "$m_count" ] || fail "no figures for the merged run"
 echo "merged: target $seen, merged $m_count ($m_status), TPS $m_tps, TTFB p50 $m_p50 p90 $m_p90 p99 $m_p99 ms"
 [ "$m_status" = complete ] || fail "merged status $m_status"
+# --start-at across pods: how late each segment's first arrival was against the shared instant.
+python3 - "$OUT/accept-1/segments" <<'PY' || fail "a segment started late"
+import json, pathlib, sys
+lags = {p.parent.name: json.loads(p.read_text())["segment"]["start_lag_ms"] for p in sorted(pathlib.Path(sys.argv[1]).glob("*/run.json"))}
+print("start lag against --start-at: " + ", ".join(f"{k} {v:.2f} ms" for k, v in lags.items()))
+sys.exit(0 if max(lags.values()) < 100 else 1)
+PY
 [ "$seen" = "$m_count" ] || fail "the merged count $m_count is not the target's $seen"
 [ "$m_count" = "$s_count" ] || fail "the same schedule sent $m_count in pods, $s_count in one process"
 python3 - "$s_tps" "$m_tps" "$s_p50" "$m_p50" <<'PY' || fail "merged TPS or TTFB p50 outside the noise of one process"
