@@ -32,6 +32,6 @@ for name in containerd kube-scheduler kube-controller-manager kube-apiserver etc
 # The cgroups the kubelet made (empty once their containers are gone).
 for d in /sys/fs/cgroup/*/kubepods* /sys/fs/cgroup/kubepods*; do
   [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; done
-grep -o " $W[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+grep -o " ${W}[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
 if [ -z "${KEEP:-}" ]; then rm -rf "$W"; echo "k8s-node: stopped; $W removed" >&2
 else echo "k8s-node: stopped; state kept in $W" >&2; fi

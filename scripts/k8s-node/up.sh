@@ -56,7 +56,7 @@ if [ $missing = 1 ]; then
   v=k8s.io/component-base/version
   (cd "$HERE" && GOCACHE="$CACHE/go-build" GOMODCACHE="$CACHE/gomod" \
      go build -ldflags "-X $v.gitVersion=v1.37.2 -X $v.gitMajor=1 -X $v.gitMinor=37 -X $v.gitTreeState=clean" \
-       -o "$BIN/" $(printf 'k8s.io/kubernetes/cmd/%s ' "${COMPONENTS[@]}"))
+       -o "$BIN/" "${COMPONENTS[@]/#/k8s.io/kubernetes/cmd/}")
 fi
 
 if [ -f "$W/pids/kubelet" ] && kill -0 "$(cat "$W/pids/kubelet")" 2>/dev/null; then
