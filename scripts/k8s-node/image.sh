@@ -36,7 +36,6 @@ case "$kind" in
   pause)
     name=volley.local/pause:3.10
     src=$(ls "$ROOT"/target/k8s-node/gomod/k8s.io/kubernetes@v1.37.2/build/pause/linux/pause.c)
-    mkdir -p "$R/bin"
     gcc -Os -static -DVERSION=v3.10-volley -o "$R/pause" "$src"
     strip "$R/pause"
     config=(--config.entrypoint /pause --config.user 65535:65535)

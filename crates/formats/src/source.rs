@@ -95,13 +95,6 @@ impl Source {
         !self.histograms.is_empty()
     }
 
-    /// Visits the histograms of `key` (every key when `None`) in log order. A log changed on
-    /// disk since the run was opened is named on stderr, and its figures stop where it no
-    /// longer reads.
-    fn each_logged(&self, key: Option<HistKey>, f: impl FnMut(&LoggedHistogram)) {
-        each_logged(&self.histograms, key, f);
-    }
-
     /// All histograms of `key` from `warmup_s` on, merged.
     pub fn merged(&self, key: HistKey, warmup_s: f64) -> Histogram<u64> {
         CompactHistogram::merge_all(self.merged_all(warmup_s).get(&key))
@@ -119,7 +112,7 @@ impl Source {
             return m;
         }
         let mut merged = MergedByKey::default();
-        self.each_logged(None, |l| merged.add(l, warmup_s));
+        each_logged(&self.histograms, None, |l| merged.add(l, warmup_s));
         let all = merged.finish();
         cache.insert(warmup_s.to_bits(), all.clone());
         all
@@ -168,8 +161,9 @@ impl Source {
     }
 }
 
-/// [`Histograms::each`], a failure named on stderr (the figures stop where the log no longer
-/// reads).
+/// [`Histograms::each`]: the histograms of `key` (every key when `None`) in log order. A log
+/// changed on disk since the run was opened is named on stderr, and its figures stop where it
+/// no longer reads.
 fn each_logged(h: &Histograms, key: Option<HistKey>, f: impl FnMut(&LoggedHistogram)) {
     if let Err(e) = h.each(key, f) {
         eprintln!("volley: warning: {e}");

@@ -57,12 +57,17 @@ const LEVEL_SERIES: &[(&str, &str)] = &[
     ("process_cpu_usage", "CPU"),
 ];
 
-/// The levels of VUs `src` held, in order (empty when it held fewer than two, and for an
-/// open-model run, whose VUs follow from its rate).
+/// Whether `src`'s VUs were the load it put on, to be read level by level and for a knee: not
+/// in an open model, where the rate is the load and the VUs are what it took (busy VUs rise
+/// and fall with the latency), so that levels of VUs would read an effect as a cause.
+pub(crate) fn vus_are_the_load(src: &Source) -> bool {
+    !src.meta.as_ref().is_some_and(|m| m.plan.load.is_open())
+}
+
+/// The levels of VUs `src` held, in order (empty when it held fewer than two, and when its
+/// VUs were not the load: [`vus_are_the_load`]).
 pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
-    // In an open model the rate is the load, and the VUs are what it took (busy VUs rise and
-    // fall with the latency): levels of VUs there would read an effect as a cause.
-    if src.meta.as_ref().is_some_and(|m| m.plan.load.is_open()) {
+    if !vus_are_the_load(src) {
         return Vec::new();
     }
     let warmup = warmup_seconds(src, opts.warmup);
@@ -158,11 +163,11 @@ fn span_summaries(
     };
     src.each_interval(HistKey::TTFB, |row, h| {
         let Some(k) = span_of[row] else { return };
-        if done[k] && current.as_ref().is_none_or(|c| c.0 != k) {
-            again.insert(k);
-            return;
-        }
         if current.as_ref().is_none_or(|c| c.0 != k) {
+            if done[k] {
+                again.insert(k);
+                return;
+            }
             close(&mut current, &mut out);
             current = Some((k, new_histogram()));
             done[k] = true;

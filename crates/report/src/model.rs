@@ -332,22 +332,23 @@ impl RunReport {
         // The knee is read on the levels the plan held when it held three or more (a step-up
         // of 5/10/20/40 VUs is four levels, not ten bins of equal width that merge two of
         // them into one that never ran), else on the ramp's VUs binned.
-        let open_model = src.meta.as_ref().is_some_and(|m| m.plan.load.is_open());
-        let saturation =
-            (src.format == Format::Volley && src.populations.is_empty() && !open_model && varies())
-                .then(|| {
-                    let planned = crate::levels::planned(src, opts);
-                    if planned.len() >= 3 {
-                        volley_stats::knee::saturation_of(
-                            planned
-                                .iter()
-                                .map(crate::levels::Level::load_level)
-                                .collect(),
-                        )
-                    } else {
-                        volley_stats::knee::saturation(&series)
-                    }
-                });
+        let saturation = (src.format == Format::Volley
+            && src.populations.is_empty()
+            && crate::levels::vus_are_the_load(src)
+            && varies())
+        .then(|| {
+            let planned = crate::levels::planned(src, opts);
+            if planned.len() >= 3 {
+                volley_stats::knee::saturation_of(
+                    planned
+                        .iter()
+                        .map(crate::levels::Level::load_level)
+                        .collect(),
+                )
+            } else {
+                volley_stats::knee::saturation(&series)
+            }
+        });
         let server = server_peaks(src, warmup_s);
         let meta = src.meta.as_ref();
         let model = meta.map(|m| m.plan.model()).unwrap_or_default().to_string();

@@ -290,17 +290,21 @@ impl LoadSpec {
         }
         let max_vus = self.max_vus.unwrap_or(DEFAULT_MAX_VUS);
         let connections = self.connections;
-        if self.arrival_wait.is_some() && !self.is_open() {
-            return Err(PlanError(
-                "`arrival_wait` says how a worker waits for the arrivals of an arrival rate (open model); give a rate too (--rate 100 --duration 30s, or --rate-stages) or leave it out"
-                    .into(),
-            ));
-        }
-        if self.arrivals.is_some() && !self.is_open() {
-            return Err(PlanError(
-                "`arrivals` spaces the arrivals of an arrival rate (open model); give a rate too (--rate 100 --duration 30s, or --rate-stages) or leave arrivals out"
-                    .into(),
-            ));
+        // The options of an open model's arrivals, which mean nothing without a rate.
+        for (given, key, what, leave) in [
+            (
+                self.arrival_wait.is_some(),
+                "arrival_wait",
+                "says how a worker waits for",
+                "it",
+            ),
+            (self.arrivals.is_some(), "arrivals", "spaces", "arrivals"),
+        ] {
+            if given && !self.is_open() {
+                return Err(PlanError(format!(
+                    "`{key}` {what} the arrivals of an arrival rate (open model); give a rate too (--rate 100 --duration 30s, or --rate-stages) or leave {leave} out"
+                )));
+            }
         }
         let closed = |model| Load {
             model,

@@ -397,20 +397,6 @@ fn poisson_arrivals_are_recorded_and_reported() {
         "{}",
         text(&o)
     );
-    // Arrivals without a rate say what to write.
-    let o = volley(&[
-        "run",
-        "--url",
-        &server.url("/ok"),
-        "--vus",
-        "1",
-        "--duration",
-        "1s",
-        "--arrivals",
-        "poisson",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("give a rate too"), "{}", text(&o));
 }
 
 #[test]
@@ -442,20 +428,23 @@ fn a_spinning_wait_is_recorded_said_and_refused_without_a_rate() {
         "{}",
         r["notes"]
     );
-    // The default is left out of run.json, and a closed model has no arrivals to wait for.
-    let o = volley(&[
-        "run",
-        "--url",
-        &server.url("/ok"),
-        "--vus",
-        "1",
-        "--duration",
-        "1s",
-        "--arrival-wait",
-        "spin",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("give a rate too"), "{}", text(&o));
+    // A closed model has no arrivals to space or wait for: either option without a rate says
+    // what to write.
+    for (flag, value) in [("--arrivals", "poisson"), ("--arrival-wait", "spin")] {
+        let o = volley(&[
+            "run",
+            "--url",
+            &server.url("/ok"),
+            "--vus",
+            "1",
+            "--duration",
+            "1s",
+            flag,
+            value,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", text(&o));
+        assert!(text(&o).contains("give a rate too"), "{flag}: {}", text(&o));
+    }
     let o = volley(&[
         "run",
         "--url",
