@@ -1341,6 +1341,58 @@ fn check_target(url: &str) -> Result<String, String> {
     }
 }
 
+/// The first `{name}` (an OpenAPI or RFC 6570 URI-template parameter, such as `{AccountSid}`
+/// or `{+path}`) in the path part of a URL's literal text: a parameter nobody replaced.
+fn path_parameter(literals: &[String]) -> Option<String> {
+    for piece in literals {
+        let (path, ended) = match piece.find(['?', '#']) {
+            Some(i) => (&piece[..i], true),
+            None => (piece.as_str(), false),
+        };
+        let mut rest = path;
+        while let Some(open) = rest.find('{') {
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else { break };
+            let inner = after[..close]
+                .strip_prefix(['+', '#', '.', '/', ';', '?', '&'])
+                .unwrap_or(&after[..close]);
+            if inner
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+                && inner
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ',' | '*'))
+            {
+                return Some(rest[open..open + close + 2].to_string());
+            }
+            rest = after;
+        }
+        if ended {
+            break;
+        }
+    }
+    None
+}
+
+/// `AccountSid` → `account_sid`, for the message's suggested variable name.
+fn snake_name(name: &str) -> String {
+    let mut out = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if c.is_uppercase() && prev_lower {
+            out.push('_');
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        if c == '-' || c == '.' {
+            out.push('_');
+        } else {
+            out.extend(c.to_lowercase());
+        }
+    }
+    out
+}
+
 /// A step URL must be relative (`/path`) or absolute on the target, with a scheme its step
 /// can use; the text outside templates must be sendable (no spaces or control characters).
 /// Templated URLs are checked as far as their literal start shows.
@@ -1362,6 +1414,13 @@ fn check_url(
         };
         let fix = if bad == ' ' { "; write it as %20" } else { "" };
         return Err(format!("`{url}` holds {what}, which a URL cannot{fix}"));
+    }
+    if let Some(param) = path_parameter(literals) {
+        let name = param.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+        return Err(format!(
+            "`{url}` still holds `{param}`, a path parameter that would be sent as it is: write the value, or a variable (`{{{{ {} }}}}`) defined under `variables` or extracted by an earlier step",
+            snake_name(name)
+        ));
     }
     // What the URL starts with before any template.
     let lead = match url.find("{{").or_else(|| url.find("{%")) {

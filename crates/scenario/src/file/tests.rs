@@ -820,6 +820,24 @@ const STATIC: &[(&str, u64, u64, &str)] = &[
         "the target cannot be a template",
     ),
     (
+        "target: http://x\nsteps:\n  - request: GET /2010-04-01/Accounts/{{ account_sid }}/Calls/{Sid}.json\n",
+        3,
+        14,
+        "still holds `{Sid}`, a path parameter that would be sent as it is: write the value, or a variable (`{{ sid }}`)",
+    ),
+    (
+        "target: http://x\nsteps:\n  - request: GET /Accounts/{AccountSid}/Calls.json?PageSize=5\n",
+        3,
+        14,
+        "still holds `{AccountSid}`, a path parameter that would be sent as it is: write the value, or a variable (`{{ account_sid }}`)",
+    ),
+    (
+        "target: http://x\nsteps:\n  - sse: /streams/{stream-id}/events\n",
+        3,
+        10,
+        "still holds `{stream-id}`",
+    ),
+    (
         "target: http://x\nsteps:\n  - sse: /e\n    events: 0\n",
         4,
         13,
@@ -832,6 +850,24 @@ const STATIC: &[(&str, u64, u64, &str)] = &[
         "is not a header name",
     ),
 ];
+
+/// A `{name}` outside the path (a query value, a JSON-like literal) and `{{ }}` templates are
+/// not path parameters; only the path's literal text is refused.
+#[test]
+fn braces_that_are_not_path_parameters_pass() {
+    for url in [
+        "/search?filter={status}",
+        "/a/{{ vu }}/b",
+        "/a/{{ '{' }}x{{ '}' }}",
+        "/json/{\\\"a\\\":1}",
+        "/a#{frag}",
+    ] {
+        let text = format!("target: http://x\nsteps:\n  - request: \"GET {url}\"\n");
+        if let Err(e) = parse(&text) {
+            panic!("{url}: {e}");
+        }
+    }
+}
 
 #[test]
 fn new_bad_files_by_class() {
