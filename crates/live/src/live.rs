@@ -332,11 +332,12 @@ impl LiveRun {
                 }
             })
             .collect();
-        let ms = |h: &Histogram<u64>, q: f64| {
+        let ms = |h: &Histogram<u64>, p: f64| {
             if h.is_empty() {
                 "-".to_string()
             } else {
-                format!("{:.2}", h.value_at_quantile(q) as f64 / 1000.0)
+                let us = volley_stats::rank::value_at_percentile(h, p);
+                format!("{:.2}", us as f64 / 1000.0)
             }
         };
         let steps = self
@@ -352,9 +353,9 @@ impl LiveRun {
                     t.tests.to_string(),
                     t.errors.to_string(),
                     format!("{:.2}", s.tps_avg),
-                    ms(&t.ttfb, 0.50),
-                    ms(&t.ttfb, 0.95),
-                    ms(&t.ttfb, 0.99),
+                    ms(&t.ttfb, 50.0),
+                    ms(&t.ttfb, 95.0),
+                    ms(&t.ttfb, 99.0),
                 ]
             })
             .collect();

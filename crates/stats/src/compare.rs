@@ -414,28 +414,26 @@ fn summary_of(values: &[u64], counts: &[u64]) -> Option<LatencySummary> {
     if total == 0 {
         return None;
     }
-    let at = |p: f64| {
-        let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (i, c) in counts.iter().enumerate() {
-            seen += c;
-            if seen >= rank {
-                return values[i] as f64 / 1000.0;
-            }
-        }
-        *values.last().expect("non-empty") as f64 / 1000.0
-    };
+    // p0 is the first value here: these are the buckets' highest equivalents, and `in_buckets`
+    // reads a bucket at its value as given.
+    let buckets = values.iter().copied().zip(counts.iter().copied());
+    let [min, p50, p90, p95, p99, p99_9, p99_99, max] = crate::rank::in_buckets(
+        buckets,
+        total,
+        [0.0, 50.0, 90.0, 95.0, 99.0, 99.9, 99.99, 100.0],
+    )
+    .map(|us| us as f64 / 1000.0);
     Some(LatencySummary {
         count: total,
-        min_ms: at(0.0),
+        min_ms: min,
         mean_ms: f64::NAN,
-        p50_ms: at(50.0),
-        p90_ms: at(90.0),
-        p95_ms: at(95.0),
-        p99_ms: at(99.0),
-        p99_9_ms: at(99.9),
-        p99_99_ms: at(99.99),
-        max_ms: at(100.0),
+        p50_ms: p50,
+        p90_ms: p90,
+        p95_ms: p95,
+        p99_ms: p99,
+        p99_9_ms: p99_9,
+        p99_99_ms: p99_99,
+        max_ms: max,
     })
 }
 

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use hdrhistogram::Histogram;
 
-use crate::latency::{new_histogram, record_us};
+use crate::latency::{MAX_TRACKED_US, new_histogram, record_us};
 
 /// Values kept as a list before a histogram is made.
 pub const FEW: usize = 32;
@@ -112,12 +112,20 @@ impl Latencies {
         }
     }
 
-    /// The value at percentile `p` (0–100) as the histogram gives it, µs; 0 when empty.
+    /// The value at percentile `p` (0–100), µs, as HdrHistogram's `getValueAtPercentile` reads
+    /// the histogram ([`crate::rank`]); 0 when empty. A few values are ranked as a list, without
+    /// making their histogram.
     pub fn value_at_percentile(&self, p: f64) -> u64 {
-        if self.is_empty() {
-            0
-        } else {
-            self.histogram().value_at_percentile(p)
+        match &self.0 {
+            Repr::Few(values) => {
+                let mut sorted: Vec<u64> =
+                    values.iter().map(|&v| v.clamp(1, MAX_TRACKED_US)).collect();
+                sorted.sort_unstable();
+                let buckets = sorted.iter().map(|&v| (EMPTY.highest_equivalent(v), 1));
+                let [v] = crate::rank::in_buckets(buckets, sorted.len() as u64, [p]);
+                crate::rank::lowest_at_zero(p, v, |v| EMPTY.lowest_equivalent(v))
+            }
+            Repr::Many(h) => crate::rank::value_at_percentile(h, p),
         }
     }
 
@@ -160,14 +168,13 @@ mod tests {
             }
             assert_eq!(*l.histogram(), direct(&values), "{n} values");
             assert_eq!(l.len(), n as u64);
-            assert_eq!(
-                l.value_at_percentile(99.0),
-                if n == 0 {
-                    0
-                } else {
-                    direct(&values).value_at_percentile(99.0)
-                }
-            );
+            for p in [0.0, 50.0, 99.0, 99.9, 100.0] {
+                assert_eq!(
+                    l.value_at_percentile(p),
+                    crate::rank::value_at_percentile(&direct(&values), p),
+                    "p{p} of {n} values"
+                );
+            }
         }
     }
 

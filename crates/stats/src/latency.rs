@@ -63,17 +63,18 @@ impl LatencySummary {
             return None;
         }
         let ms = |us: u64| us as f64 / 1000.0;
-        let q = |p: f64| ms(h.value_at_percentile(p));
+        let [p50, p90, p95, p99, p99_9, p99_99] =
+            crate::rank::in_histogram(h, REPORTED_PERCENTILES).map(ms);
         Some(LatencySummary {
             count: h.len(),
             min_ms: ms(h.min()),
             mean_ms: h.mean() / 1000.0,
-            p50_ms: q(50.0),
-            p90_ms: q(90.0),
-            p95_ms: q(95.0),
-            p99_ms: q(99.0),
-            p99_9_ms: q(99.9),
-            p99_99_ms: q(99.99),
+            p50_ms: p50,
+            p90_ms: p90,
+            p95_ms: p95,
+            p99_ms: p99,
+            p99_9_ms: p99_9,
+            p99_99_ms: p99_99,
             max_ms: ms(h.max()),
         })
     }
@@ -133,22 +134,14 @@ impl CompactHistogram {
         self.entries.is_empty()
     }
 
-    /// The value at percentile `p` (0–100), µs; 0 when empty. Same rank rule as
-    /// HdrHistogram's `value_at_percentile`.
+    /// The value at percentile `p` (0–100), µs, as HdrHistogram's `getValueAtPercentile`
+    /// reads the histogram these entries came from ([`crate::rank`]); 0 when empty.
     pub fn value_at_percentile(&self, p: f64) -> u64 {
-        let total = self.len();
-        if total == 0 {
+        if self.is_empty() {
             return 0;
         }
-        let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for &(v, c) in &self.entries {
-            seen += c;
-            if seen >= rank {
-                return v;
-            }
-        }
-        self.entries.last().map_or(0, |e| e.0)
+        let [v] = crate::rank::in_buckets(self.entries.iter().copied(), self.len(), [p]);
+        crate::rank::lowest_at_zero(p, v, |v| SHAPE.with(|s| s.lowest_equivalent(v)))
     }
 
     /// Adds `values` (µs, clamped as [`record_us`] clamps them): the same entries as adding

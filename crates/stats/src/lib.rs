@@ -10,6 +10,7 @@ pub mod latencies;
 pub mod latency;
 pub mod metric;
 pub mod percentile;
+pub mod rank;
 pub mod sample;
 pub mod search;
 pub mod series;
