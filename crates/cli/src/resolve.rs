@@ -39,6 +39,7 @@ pub(crate) enum Runner {
 
 /// A run, as the flags and the scenario describe it, checked: everything but the target's
 /// resolved address.
+#[derive(Clone)]
 pub(crate) struct Resolved {
     /// The command line over the scenario file's settings.
     pub(crate) settings: Settings,
@@ -368,7 +369,55 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
     })
 }
 
+/// One constant load, as a capacity probe holds it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum ConstantLoad {
+    /// Arrivals per second (open model), and the seed of Poisson arrivals when they are.
+    Rate(f64, Option<u64>),
+    /// Virtual users (closed model).
+    Vus(u64),
+}
+
 impl Resolved {
+    /// The same run at one constant `load` for `warmup` + `length`, the warm-up left out of its
+    /// figures, judged by `slo`: what a capacity probe runs. Nothing is parsed or read again
+    /// (the scenario file neither); the load's other options (`--max-vus`, `--connections`,
+    /// `--arrivals`, pacing) stay as given.
+    pub(crate) fn with_load(
+        &self,
+        load: ConstantLoad,
+        length: Duration,
+        warmup: Duration,
+        slo: &[volley_scenario::Threshold],
+    ) -> Result<Resolved> {
+        let mut r = self.clone();
+        let mut shape = volley_scenario::LoadSpec {
+            duration: Some(warmup + length),
+            ..Default::default()
+        };
+        match load {
+            ConstantLoad::Rate(rate, seed) => {
+                shape.rate = Some(rate);
+                if let Some(seed) = seed {
+                    shape.arrivals = Some(volley_scenario::Arrivals::Poisson { seed });
+                }
+            }
+            ConstantLoad::Vus(vus) => shape.vus = Some(vus),
+        }
+        // The probe's shape replaces the run's whole shape; `--repeat` is the search's.
+        r.settings.load = shape.merge(&self.settings.load);
+        r.settings.load.repeat = None;
+        r.settings.load.repeat_pause = None;
+        r.settings.warmup = Some(warmup);
+        r.settings.thresholds = slo.to_vec();
+        r.plan.load = r.settings.load.resolve()?;
+        r.plan.segment.check(&r.plan.load)?;
+        (r.repeat, r.pause) = (1, Duration::ZERO);
+        r.target = None;
+        r.progress = ProgressMode::None;
+        Ok(r)
+    }
+
     /// The run's name: `--name`, the scenario's (`name:`, else its file's stem), else the
     /// URL's ([`volley_scenario::default_run_name`]: its path's last segment, else its host).
     pub(crate) fn name(&self) -> String {
@@ -493,7 +542,7 @@ fn population_specs(
         .load
         .given()
         .into_iter()
-        .filter(|k| !k.starts_with("repeat"))
+        .filter(|k| volley_scenario::load::role_of(k) != volley_scenario::load::Role::Runs)
         .map(|k| format!("--{}", k.replace('_', "-")))
         .collect();
     if !shaping.is_empty() {

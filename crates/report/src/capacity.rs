@@ -97,6 +97,10 @@ pub struct Probe {
     /// What the server metrics showed running out, if anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// Poisson arrivals: the seed this probe drew its schedule from (each probe its own,
+    /// derived from the search's seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// Its run directory, relative to the capacity directory.
     pub dir: String,
 }
@@ -163,7 +167,7 @@ pub struct Capacity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrivals: Option<String>,
     /// `found`, `generator_limited`, `slo_met_at_max`, `slo_broken_at_start`, `uncertain`,
-    /// `probe_limit` or `interrupted`.
+    /// `probe_limit`, `interrupted`, `target_failed` or `unstable`.
     pub status: String,
     /// The capacity: the highest load that met the SLO (`null` when none did).
     pub capacity_rps: Option<f64>,
@@ -210,7 +214,8 @@ impl Capacity {
             _ => String::new(),
         };
         let mut line = match self.status.as_str() {
-            "found" | "probe_limit" | "interrupted" | "uncertain" => match self.last_pass {
+            "found" | "probe_limit" | "interrupted" | "uncertain" | "target_failed"
+            | "unstable" => match self.last_pass {
                 Some(p) => format!("Capacity under SLO ({slo}): {}{bracket}", k.show(p)),
                 None => format!("Capacity under SLO ({slo}): not found{bracket}"),
             },
@@ -237,6 +242,12 @@ impl Capacity {
             "uncertain" => line.push_str(" · uncertain: probes near the limit flip-flopped"),
             "probe_limit" => line.push_str(" · the probe budget ran out before the bracket closed"),
             "interrupted" => line.push_str(" · stopped by the user: the bracket so far"),
+            "target_failed" => {
+                line.push_str(" · the target stopped answering: the bracket so far")
+            }
+            "unstable" => line.push_str(
+                " · the target became unstable (the start load failed after it had passed): the bracket so far",
+            ),
             _ => {}
         }
         if let Some(l) = &self.limited_by {
@@ -267,12 +278,26 @@ impl Capacity {
         ))
     }
 
-    /// Whether the result is a verdict a gate can pass: a target met, or no target and a
-    /// capacity found. Exit code 1 otherwise.
+    /// Whether the result is a verdict a gate can pass, and so exit code 0 (docs/capacity.md
+    /// has the table):
+    /// - a search that did not end on its own (`interrupted`, `target_failed`, `unstable`) or
+    ///   found nothing (`slo_broken_at_start`) fails, target or not;
+    /// - with `--target`, the target met (a `generator_limited` search meets it when its last
+    ///   pass does: the capacity is at least that);
+    /// - without, a capacity found (`found`, `uncertain`, `probe_limit`, `slo_met_at_max`).
     pub fn passed(&self) -> bool {
+        let never = [
+            "interrupted",
+            "target_failed",
+            "unstable",
+            "slo_broken_at_start",
+        ];
+        if never.contains(&self.status.as_str()) {
+            return false;
+        }
         match &self.target {
             Some(t) => t.met,
-            None => self.last_pass.is_some(),
+            None => self.last_pass.is_some() && self.status != "generator_limited",
         }
     }
 
@@ -594,6 +619,20 @@ pub fn usl_line(u: &Usl) -> String {
     )
 }
 
+/// The points a scalability law is fitted to: each probe's concurrency (the VUs of a closed
+/// search, Little's law's of an open one) and achieved throughput, leaving out the probes
+/// that say nothing of the server (stopped early, generator-limited).
+pub fn usl_points(load: LoadKind, probes: &[Probe]) -> Vec<(f64, f64)> {
+    probes
+        .iter()
+        .filter(|p| p.stopped_early.is_none() && p.verdict != Outcome::GeneratorLimited)
+        .map(|p| match load {
+            LoadKind::Vus => (p.offered, p.achieved_tps),
+            LoadKind::Rate => (p.concurrency, p.achieved_tps),
+        })
+        .collect()
+}
+
 /// How one probe's report reads against the SLO.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judged {
@@ -605,6 +644,9 @@ pub struct Judged {
     pub generator: Option<String>,
     /// `ttfb p99 212.3 ms vs < 250 ms (±9 %)`, one per SLO.
     pub detail: String,
+    /// The standard error of the probe's TPS (successful requests per second) by the
+    /// within-run bootstrap; NaN when the probe has too few intervals.
+    pub tps_se: f64,
 }
 
 /// The compare-table key of the figure a threshold reads, when the bootstrap estimates it.
@@ -737,12 +779,48 @@ pub fn judge(src: &Source, report: &RunReport, slo: &[Threshold], opts: ReportOp
         passed = false;
         parts.push(why);
     }
+    let tps_se = volley_stats::metric::for_threshold("tps", "avg")
+        .and_then(|m| noise.iter().find(|(key, _, _)| *key == m.key))
+        .map_or(f64::NAN, |(_, _, se)| *se);
     Judged {
         passed,
         near,
         generator,
         detail: parts.join("; "),
+        tps_se,
     }
+}
+
+/// Successful requests per second over the probe's full intervals after the warm-up: a probe
+/// stopped early ends with a partial interval (and the drain after it, of no length).
+pub fn full_interval_tps(src: &Source, report: &RunReport) -> f64 {
+    let series = src.series.after_warmup(report.warmup_s);
+    let nominal = series.nominal_interval_s();
+    let full: Vec<f64> = series
+        .intervals
+        .iter()
+        .filter(|r| r.period_s >= nominal * 0.99)
+        .map(|r| r.tps)
+        .collect();
+    if full.is_empty() {
+        report.seed_suite.tps_avg
+    } else {
+        full.iter().sum::<f64>() / full.len() as f64
+    }
+}
+
+/// Whether a probe found nothing listening: not one request succeeded, and every failure was a
+/// refused, unreachable or reset connection (a process down or restarting; an overloaded one
+/// still answers, if only with errors or timeouts).
+pub fn target_down(report: &RunReport) -> bool {
+    let s = &report.seed_suite;
+    s.errors > 0
+        && s.total_tests == s.errors
+        && report
+            .errors
+            .iter()
+            .filter(|e| e.count > 0)
+            .all(|e| e.kind == "connect" || e.kind == "reset")
 }
 
 /// A probe's latency grows through its measurement when the mean TTFB of the last third of

@@ -24,6 +24,10 @@ pub enum Role {
     Shape,
     /// Timing of a closed-model iteration; the file's is dropped when the run is open.
     Closed,
+    /// How often the whole plan runs (`repeat`, `repeat_pause`): not part of one run's load,
+    /// so a scenario's populations and a capacity search's probes cannot take it. The command
+    /// line wins, key by key.
+    Runs,
     /// Anything else: the command line wins, key by key.
     Other,
 }
@@ -104,8 +108,8 @@ load_options! {
     connections: u64 = connections, "N", Other, "Share N connections among the VUs instead of one per VU: HTTP/2 carries the VUs' requests as streams on them (h2load's -c; at most the server's SETTINGS_MAX_CONCURRENT_STREAMS at once per connection), HTTP/1.1 makes them a pool the VUs take turns on. The wait for a connection or stream is not part of a request's times.";
     pacing: Duration = parse_duration, "DURATION", Closed, "Start an iteration at most once per this time per VU (e.g. 1s: one call per second per user).";
     think_time: Duration = parse_duration, "DURATION", Closed, "Pause after every iteration.";
-    repeat: u64 = repeat, "N", Other, "Run the whole plan N times as one run group (a directory of N runs and group.json), so `volley compare` can judge changes against run-to-run variation.";
-    repeat_pause: Duration = parse_duration, "DURATION", Other, "With --repeat: pause between the runs (e.g. 10s), to let the target settle.";
+    repeat: u64 = repeat, "N", Runs, "Run the whole plan N times as one run group (a directory of N runs and group.json), so `volley compare` can judge changes against run-to-run variation.";
+    repeat_pause: Duration = parse_duration, "DURATION", Runs, "With --repeat: pause between the runs (e.g. 10s), to let the target settle.";
 }
 
 /// Options that cannot be given together: (option, the options it excludes, why).
@@ -388,7 +392,8 @@ fn delay_shape(shape: &LoadShape, by: Duration) -> LoadShape {
     LoadShape { stages }
 }
 
-fn role_of(key: &str) -> Role {
+/// The role of option `key` ([`Role::Other`] for a key that is no option).
+pub fn role_of(key: &str) -> Role {
     OPTIONS
         .iter()
         .find(|o| o.key == key)

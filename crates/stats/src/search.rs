@@ -60,6 +60,12 @@ pub enum Status {
     ProbeLimit,
     /// The user stopped it: the bracket so far.
     Interrupted,
+    /// The target stopped answering (refused connections, a failed pre-flight): the bracket
+    /// so far.
+    TargetFailed,
+    /// The start load, which had passed, no longer passed after a failure: the target
+    /// degraded for good (or recovers more slowly than the search waits). The bracket so far.
+    Unstable,
 }
 
 impl Status {
@@ -74,6 +80,8 @@ impl Status {
             Status::SloBrokenAtStart => "slo_broken_at_start",
             Status::ProbeLimit => "probe_limit",
             Status::Interrupted => "interrupted",
+            Status::TargetFailed => "target_failed",
+            Status::Unstable => "unstable",
         }
     }
 }
@@ -141,8 +149,14 @@ impl Search {
 
     /// Stops the search where it is (Ctrl-C): the bracket so far is the answer.
     pub fn interrupt(&mut self) {
+        self.end(Status::Interrupted);
+    }
+
+    /// Ends the search with `status` (Ctrl-C, a target that failed or became unstable) unless
+    /// it has ended already: the bracket so far is the answer.
+    pub fn end(&mut self, status: Status) {
         if self.ended.is_none() {
-            self.ended = Some(Status::Interrupted);
+            self.ended = Some(status);
         }
     }
 
@@ -154,17 +168,17 @@ impl Search {
         let p = self.plan;
         let next = match (self.last_pass, self.first_fail) {
             (None, None) => p.start,
-            (None, Some(_)) => return self.end(Status::SloBrokenAtStart),
+            (None, Some(_)) => return self.finish(Status::SloBrokenAtStart),
             (Some(lo), None) => {
                 if lo >= p.max {
-                    return self.end(Status::SloMetAtMax);
+                    return self.finish(Status::SloMetAtMax);
                 }
                 self.round((lo * p.factor).min(p.max))
             }
             (Some(lo), Some((hi, outcome))) => {
                 let tight = (hi - lo) / lo <= p.precision || (p.whole && hi - lo <= 1.0);
                 if tight {
-                    return self.end(if outcome == Outcome::Uncertain {
+                    return self.finish(if outcome == Outcome::Uncertain {
                         Status::Uncertain
                     } else {
                         Status::Found
@@ -172,18 +186,18 @@ impl Search {
                 }
                 let mid = self.round((lo + hi) / 2.0);
                 if mid <= lo || mid >= hi {
-                    return self.end(Status::Found);
+                    return self.finish(Status::Found);
                 }
                 mid
             }
         };
         if self.probes >= p.max_probes {
-            return self.end(Status::ProbeLimit);
+            return self.finish(Status::ProbeLimit);
         }
         Some(next)
     }
 
-    fn end(&mut self, status: Status) -> Option<f64> {
+    fn finish(&mut self, status: Status) -> Option<f64> {
         self.ended = Some(status);
         None
     }

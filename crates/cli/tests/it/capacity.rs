@@ -205,36 +205,31 @@ fn ctrl_c_leaves_the_bracket_found_so_far() {
     let _g = serial();
     let (_rt, target) = demo(4, 1);
     let out = out_dir();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_volley"))
-        .args([
-            "capacity",
-            "--url",
-            &format!("http://{}/rooms", target.addr),
-            "--rates",
-            "20..2000",
-            "--slo",
-            "ttfb p99 < 250ms",
-            "--probe",
-            "3s",
-            "--warmup",
-            "0s",
-            "--interval",
-            "500ms",
-            "-o",
-            out.path().to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The first probe (3 s) passes; the interrupt lands in the second.
-    std::thread::sleep(Duration::from_millis(4500));
-    std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
+    let url = format!("http://{}/rooms", target.addr);
+    let mut child = Watched::start(&[
+        "capacity",
+        "--url",
+        &url,
+        "--rates",
+        "20..2000",
+        "--slo",
+        "ttfb p99 < 250ms",
+        "--probe",
+        "3s",
+        "--warmup",
+        "0s",
+        "--interval",
+        "500ms",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    // The first probe passes; the interrupt lands in the second, once the first says so.
+    child.wait_for(Duration::from_secs(60), |l| {
+        l.contains("20 req/s") && l.contains("pass")
+    });
+    child.signal("-INT");
     let started = std::time::Instant::now();
-    let o = child.wait_with_output().unwrap();
+    let o = child.finish();
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "ended in bounded time"

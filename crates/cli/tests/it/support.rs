@@ -212,3 +212,90 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// A `volley` process whose stderr is read as it comes, so a test can wait for a state the
+/// process says (a probe's line, "stopping") instead of sleeping for it.
+pub struct Watched {
+    pub child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+}
+
+impl Watched {
+    /// Starts `volley args` with stdout and stderr piped.
+    pub fn start(args: &[&str]) -> Watched {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = out.read_to_end(&mut v);
+            v
+        });
+        Watched {
+            child,
+            lines,
+            seen: Vec::new(),
+            stdout,
+        }
+    }
+
+    /// Waits (at most `limit`) for a stderr line for which `pred` holds; panics with what was
+    /// seen when none comes.
+    pub fn wait_for(&mut self, limit: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let end = Instant::now() + limit;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if pred(&line) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "no such line within {limit:?}; stderr so far:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Sends `signal` (`-INT`, `-TERM`) to the process.
+    pub fn signal(&self, signal: &str) {
+        Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+    }
+
+    /// Waits for the process to end: its output, stderr whole.
+    pub fn finish(mut self) -> Output {
+        let status = self.child.wait().unwrap();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.seen.push(line);
+        }
+        let mut stderr = self.seen.join("\n").into_bytes();
+        stderr.push(b'\n');
+        Output {
+            status,
+            stdout: self.stdout.join().unwrap(),
+            stderr,
+        }
+    }
+}
