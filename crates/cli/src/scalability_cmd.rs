@@ -3,7 +3,7 @@
 //!
 //! The points: a capacity search's probes (concurrency by Little's law, or its VUs), a run's
 //! levels (each held level of VUs and its TPS), a group's or sweep's runs (mean VUs, TPS), or
-//! `concurrency,throughput` rows.
+//! `concurrency,throughput` rows. A throughput of 0 is a point like any other.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -62,35 +62,123 @@ fn csv_points(path: &Path) -> Result<Vec<(f64, f64)>> {
     Ok(out)
 }
 
+/// A table cell: one decimal, or 4 significant digits in scientific notation where one
+/// decimal would print 300 digits or none (throughput in odd units: 1e300, 1e-300).
+fn cell(v: f64) -> String {
+    if v == 0.0 || (1e-2..1e12).contains(&v.abs()) {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+/// One run as a point: its mean VUs over the measured intervals (not the drain after the
+/// stop, of no length and 0 VUs) and its TPS.
+fn run_point(src: &volley_formats::Source, opts: volley_report::ReportOptions) -> (f64, f64) {
+    let r = volley_report::RunReport::from_source(src, opts);
+    let iv: Vec<_> = src
+        .series
+        .intervals
+        .iter()
+        .filter(|i| i.period_s > 0.0)
+        .collect();
+    let vus = iv.iter().map(|i| i.vusers).sum::<f64>() / iv.len().max(1) as f64;
+    (vus, r.seed_suite.tps_avg)
+}
+
 /// The points of a run or group directory: a run's held levels; a group's runs.
 fn dir_points(path: &Path) -> Result<Vec<(f64, f64)>> {
     let set = volley_formats::open_run_or_group(path, None)?;
     let opts = volley_report::ReportOptions::default();
     if set.runs.len() > 1 {
-        return Ok(set
-            .runs
-            .iter()
-            .map(|src| {
-                let r = volley_report::RunReport::from_source(src, opts);
-                // The measured intervals (not the drain after the stop, of no length and 0 VUs).
-                let iv: Vec<_> = src
-                    .series
-                    .intervals
-                    .iter()
-                    .filter(|i| i.period_s > 0.0)
-                    .collect();
-                let vus = iv.iter().map(|i| i.vusers).sum::<f64>() / iv.len().max(1) as f64;
-                (vus, r.seed_suite.tps_avg)
-            })
-            .collect());
+        return Ok(set.runs.iter().map(|src| run_point(src, opts)).collect());
     }
     let src = set.runs.first().context("no run in it")?;
     let levels = volley_report::levels::of(src, opts);
     Ok(levels.iter().map(|l| (l.vusers, l.tps_avg)).collect())
 }
 
+/// What `volley sweep -o DIR` writes first among its files: its mark.
+const SWEEP_JSON: &str = "sweep.json";
+
+/// A JSON file of at most 16 MiB (run.json, group.json and sweep.json are a few KiB).
+fn small_json(path: &Path) -> Result<serde_json::Value> {
+    let bytes =
+        volley_scenario::limits::read_bounded(path, 16 << 20).map_err(|e| anyhow::anyhow!(e))?;
+    serde_json::from_slice(&bytes).with_context(|| format!("{} is not JSON", path.display()))
+}
+
+/// The points of a sweep directory (`volley sweep -o DIR`): one per run of each value
+/// sweep.json lists (a value with `--repeat` is a group of runs), mean VUs against TPS. A
+/// value's run is the newest directory of its name (`<UTC time>_<name>`, so the last in
+/// name order): a directory swept twice holds both sweeps, and sweep.json is the last's.
+fn sweep_points(path: &Path) -> Result<Vec<(f64, f64)>> {
+    let summary = small_json(&path.join(SWEEP_JSON))?;
+    let labels: Vec<&str> = summary["rows"]
+        .as_array()
+        .map(|rows| rows.iter().filter_map(|r| r["label"].as_str()).collect())
+        .unwrap_or_default();
+    if labels.is_empty() {
+        bail!(
+            "{}: {SWEEP_JSON} lists no values (no rows with a label); give the directory `volley sweep -o` wrote, or one run or group in it",
+            path.display()
+        );
+    }
+    let mut dirs: Vec<_> = std::fs::read_dir(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|d| d.is_dir())
+        .collect();
+    dirs.sort();
+    // Each run's or group's name, from the file that says it (others are not the sweep's).
+    let named: Vec<(String, &Path)> = dirs
+        .iter()
+        .filter_map(|d| {
+            let meta = ["group.json", "run.json"]
+                .iter()
+                .map(|f| d.join(f))
+                .find(|f| f.is_file())?;
+            let v = small_json(&meta).ok()?;
+            Some((v["name"].as_str()?.to_string(), d.as_path()))
+        })
+        .collect();
+    let opts = volley_report::ReportOptions::default();
+    let mut points = Vec::new();
+    for label in labels {
+        let Some((_, dir)) = named.iter().rev().find(|(n, _)| n == label) else {
+            bail!(
+                "{}: {SWEEP_JSON} lists `{label}`, but no run or group of that name is in the directory; put its run directory back, or fit the runs that are there one by one",
+                path.display()
+            );
+        };
+        let set = volley_formats::open_run_or_group(dir, None)?;
+        points.extend(set.runs.iter().map(|src| run_point(src, opts)));
+    }
+    let mut vus: Vec<f64> = points.iter().map(|p| p.0).collect();
+    vus.sort_by(f64::total_cmp);
+    vus.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs().max(1.0));
+    if vus.len() == 1 && points.len() > 1 {
+        bail!(
+            "{}: every run of this sweep held {:.1} VUs, so it varied something other than the concurrency and the law has one level to fit; sweep the VUs (volley sweep --vary vus=1,2,4,8 -- --vus {{vus}} ...), or give one step-up run of it",
+            path.display(),
+            vus[0]
+        );
+    }
+    Ok(points)
+}
+
 pub(crate) fn scalability(a: ScalabilityArgs) -> Result<ExitCode> {
     let p = &a.input;
+    // Said before the input is read or fitted: the charts would be the last thing written.
+    if let Some(dir) = &a.charts
+        && dir.exists()
+        && !dir.is_dir()
+    {
+        bail!(
+            "--charts {}: that is a file; --charts takes a directory to write scalability.svg and scalability.png into (made when missing)",
+            dir.display()
+        );
+    }
     let points = if p.is_dir() && crate::capacity_cmd::is_capacity_dir(p) {
         let c = Capacity::read(p)?;
         c.probes
@@ -104,8 +192,12 @@ pub(crate) fn scalability(a: ScalabilityArgs) -> Result<ExitCode> {
                 capacity::LoadKind::Rate => (x.concurrency, x.achieved_tps),
             })
             .collect()
+    } else if p.is_dir() && p.join(SWEEP_JSON).is_file() {
+        sweep_points(p)?
     } else if p.is_dir() {
-        dir_points(p)?
+        dir_points(p).context(
+            "volley scalability reads a capacity directory, a run directory (its levels), a run group, a sweep directory (with sweep.json) or a CSV of concurrency,throughput rows",
+        )?
     } else {
         csv_points(p)?
     };
@@ -113,7 +205,12 @@ pub(crate) fn scalability(a: ScalabilityArgs) -> Result<ExitCode> {
     match a.format {
         ScalabilityFormat::Json => {
             let v = match &fit {
-                Ok(u) => serde_json::json!({ "usl": u, "points": points }),
+                Ok(u) => serde_json::json!({
+                    "usl": u,
+                    "peak_measured": u.peak_measured(),
+                    "peak_note": u.peak_note(),
+                    "points": points
+                }),
                 Err(e) => {
                     serde_json::json!({ "usl": null, "points": points, "error": e.to_string() })
                 }
@@ -128,11 +225,18 @@ pub(crate) fn scalability(a: ScalabilityArgs) -> Result<ExitCode> {
             for (n, x) in &points {
                 let m = fit
                     .as_ref()
-                    .map_or("-".to_string(), |u| format!("{:.1}", u.throughput(*n)));
-                println!("  {n:>12.1}  {x:>12.1}  {m:>12}");
+                    .map_or("-".to_string(), |u| cell(u.throughput(*n)));
+                println!("  {:>12}  {:>12}  {m:>12}", cell(*n), cell(*x));
             }
             match &fit {
-                Ok(u) => println!("\n{}", capacity::usl_line(u)),
+                Ok(u) => {
+                    let line = capacity::usl_line(u);
+                    println!("\n{line}");
+                    // Said here until the law's line says it itself.
+                    if let Some(note) = u.peak_note().filter(|n| !line.contains(n.as_str())) {
+                        println!("{note}");
+                    }
+                }
                 Err(e) => println!("\nNo prediction: {e}"),
             }
         }
