@@ -9,7 +9,6 @@ mod groups;
 mod grpc;
 mod hardening;
 mod history;
-mod hlog_readers;
 mod html;
 mod k8s;
 mod live;
