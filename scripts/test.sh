@@ -25,6 +25,8 @@
 #   python3-venv a Python venv under target/tools/venv (pinned versions, from PyPI) for:
 #     moto (S3 only, with flask for moto_server) a real S3-compatible server on loopback (crates/store/tests,
 #                          crates/cli/tests/it/k8s.rs: upload, collect, bytes compared)
+#   go          builds target/tools/k8s-expand, Kubernetes' own expansion of a pod's args
+#               (scripts/k8s-expand, crates/cli/tests/it/k8s.rs); not installed here: Go 1.21+
 #     kubernetes-validate  the official Kubernetes OpenAPI schemas 1.29-1.37, offline
 #                          (crates/cli/tests/it/k8s.rs validates every generated manifest)
 # Packages are installed with apt-get, as root or through sudo; .ci/run calls this script.
@@ -134,6 +136,21 @@ fi
 # --- Formatting and lints, as the tests: rustfmt.toml's style, clippy with warnings denied ---
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
   if command -v rustup >/dev/null 2>&1; then
+# --- Kubernetes' own expansion of args and env (Go module proxy), pinned by its go.mod ------
+# target/tools/k8s-expand: the kubelet's $(VAR)/$$ expansion (k8s.io/kubernetes v1.37.2), which
+# crates/cli/tests/it/k8s.rs runs over a manifest's container; rebuilt when its sources change.
+expand="$PWD/target/tools/k8s-expand"
+if command -v go >/dev/null 2>&1; then
+  if [ ! -x "$expand" ] || [ -n "$(find scripts/k8s-expand -newer "$expand" -print -quit)" ]; then
+    say "building $expand (go build: k8s.io/kubernetes v1.37.2 from the Go module proxy)"
+    (cd scripts/k8s-expand && GOFLAGS="-modcacherw -buildvcs=false" GOMODCACHE="$PWD/../../target/tools/go/mod" \
+       GOCACHE="$PWD/../../target/tools/go/build" go build -o "$expand" .)
+  fi
+else
+  say "go is missing, so $expand is not built: install Go 1.21 or newer (https://go.dev/dl/);"
+  say "crates/cli/tests/it/k8s.rs needs it (it fails under CI without it, skips elsewhere)"
+fi
+
     say "installing rustfmt and clippy (rustup component add)"
     rustup component add rustfmt clippy
   else

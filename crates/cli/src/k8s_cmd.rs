@@ -110,6 +110,20 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
                 "--endpoint {e}: give a URL, e.g. https://s3.example.com or http://minio.minio.svc:9000"
             );
         }
+        // The endpoint is an env value of the Job spec, as readable as its args: a user and
+        // password in it are refused as a credential in the run flags is.
+        let authority = e
+            .split_once("://")
+            .map_or("", |(_, rest)| rest)
+            .split(['/', '?', '#'])
+            .next()
+            .unwrap_or_default();
+        if let Some((_, host)) = authority.rsplit_once('@') {
+            let scheme = e.split_once("://").map_or("", |(s, _)| s);
+            bail!(
+                "--endpoint {scheme}://***@{host}: a user and password in the endpoint would put a credential into the Job spec in clear; give --endpoint {scheme}://{host} and keep the S3 keys in the Secret the pods read them from (--secret NAME, keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; or --service-account)"
+            );
+        }
         env.push(("AWS_ENDPOINT_URL".to_string(), e.clone()));
     }
     if a.allow_http {

@@ -4,8 +4,9 @@
 //! --start-at T --output /runs --upload s3://BUCKET/PREFIX/RUN_ID/segment-$(JOB_COMPLETION_INDEX)`.
 //! Kubernetes expands `$(JOB_COMPLETION_INDEX)` from the container's environment, where the
 //! Job controller puts the pod's index (declared here too, from the pod's annotation, so the
-//! expansion never depends on the controller's order); a literal `$(` in the user's flags is
-//! escaped as `$$(` so it reaches volley unexpanded.
+//! expansion never depends on the controller's order). Everything else is written with each
+//! `$` doubled ([`escaped`]), so that it reaches volley as it was typed: the kubelet turns `$$`
+//! into `$` and `$(NAME)` into NAME's value, in args and in env values alike.
 
 use std::path::Path;
 use std::time::Duration;
@@ -150,6 +151,15 @@ fn labels(run_id: &str) -> Value {
     json!({ "app.kubernetes.io/name": "volley", "app.kubernetes.io/component": "load-generator", "volley.dev/run-id": run_id })
 }
 
+/// `text` as the kubelet must see it to hand `text` to the container: each `$` doubled.
+/// Kubernetes expands a container's args and env values (`third_party/forked/golang/
+/// expansion`): `$$` becomes `$`, `$(NAME)` NAME's value when the container has NAME, and any
+/// other `$` stays. Doubling every `$` leaves nothing to expand, so `pa$$word` arrives as
+/// `pa$$word`, not `pa$word`; escaping `$(` alone (as before) let `$$` through as `$`.
+pub(crate) fn escaped(text: &str) -> String {
+    text.replace('$', "$$")
+}
+
 /// Margin after the planned end before the Job is stopped: grace, reports and upload.
 /// The most pods (segments) one Job runs.
 pub const MAX_SEGMENTS: u32 = 1000;
@@ -204,13 +214,14 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
     let index = "$(JOB_COMPLETION_INDEX)";
     let mut args = vec!["run".to_string()];
     if let Some(s) = &spec.scenario {
-        args.push(format!("{PLAN_DIR}/{s}"));
+        args.push(escaped(&format!("{PLAN_DIR}/{s}")));
     }
-    args.extend(spec.run_args.iter().map(|a| a.replace("$(", "$$(")));
-    let upload = spec
-        .results
-        .join(&spec.run_id)
-        .join(&format!("segment-{index}"));
+    args.extend(spec.run_args.iter().map(|a| escaped(a)));
+    // The bucket and prefix as typed; the index is the one reference the kubelet expands.
+    let upload = format!(
+        "{}/segment-{index}",
+        escaped(&spec.results.join(&spec.run_id).to_string())
+    );
     args.extend([
         "--segment".into(),
         format!("{index}/{n}"),
@@ -224,7 +235,7 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
         "--progress".into(),
         "plain".into(),
         "--upload".into(),
-        upload.to_string(),
+        upload,
     ]);
 
     let mut env = vec![json!({
@@ -234,7 +245,7 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
     env.extend(
         spec.env
             .iter()
-            .map(|(k, v)| json!({ "name": k, "value": v })),
+            .map(|(k, v)| json!({ "name": k, "value": escaped(v) })),
     );
     if let Credentials::Secret(secret) = &spec.credentials {
         for (key, optional) in [

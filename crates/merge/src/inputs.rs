@@ -107,6 +107,16 @@ impl SegmentSet {
                 )
                 .into());
             }
+            // The hash is recomputed from the plan rather than trusted: a plan edited after
+            // the run (another URL, 400 VUs for 4) would otherwise merge as the one recorded.
+            let recomputed = volley_rundir::segment::plan_hash(&data.meta.plan);
+            if recomputed != note.plan_hash {
+                return Err(MergeError::PlanEdited {
+                    dir: dir.clone(),
+                    recorded: note.plan_hash.clone(),
+                    recomputed,
+                });
+            }
             segments.push(Input {
                 segment: note.segment,
                 note,

@@ -106,6 +106,18 @@ pub enum MergeError {
         /// The first segment's value.
         ours: String,
     },
+    /// A segment's plan is not the plan its hash was recorded for: run.json was edited.
+    #[error(
+        "{dir}: the plan in its run.json hashes to {recomputed}, but the segment was recorded with plan hash {recorded}: the plan was edited after the run (its URL, its VUs?), and its figures would be merged under a plan they were not recorded with; merge the run directories as volley wrote them"
+    )]
+    PlanEdited {
+        /// The segment's directory.
+        dir: PathBuf,
+        /// `segment.plan_hash` in its run.json.
+        recorded: String,
+        /// The hash of the plan its run.json holds.
+        recomputed: String,
+    },
     /// The segments started too far apart for their intervals to line up.
     #[error(
         "segments started {apart_ms:.0} ms apart ({first} at {first_at}, {last} at {last_at}), more than the tolerance of {tolerance_ms:.0} ms: their intervals would not line up. Start them with one --start-at, or widen --start-tolerance"

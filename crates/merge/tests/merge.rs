@@ -273,3 +273,40 @@ fn refuses_what_cannot_be_one_run() {
     let e = text(merge(&[dirs[0].clone(), dirs[1].clone()], &dirs[0], &opts).unwrap_err());
     assert!(e.contains("already holds a run directory"), "{e}");
 }
+
+/// A segment whose run.json plan was edited after the run (another URL, a hundred times the
+/// rate) keeps the hash it was recorded with; the merge recomputes it from the plan and
+/// refuses the segment, naming it, instead of trusting the recorded hash.
+#[test]
+fn a_segment_whose_plan_was_edited_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = segments(root.path(), 2);
+    // As written, the recomputed hash is the recorded one: the merge goes through.
+    merge(&dirs, &root.path().join("ok"), &MergeOptions::default()).unwrap();
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(&str, Edit); 2] = [
+        ("url", |p| {
+            p["request"]["url"] = "http://10.0.0.2/".into();
+        }),
+        ("rate", |p| {
+            let rate = &mut p["load"]["rate"]["stages"][0]["rate"];
+            *rate = (rate.as_f64().unwrap() * 100.0).into();
+        }),
+    ];
+    for (what, edit) in edits {
+        let meta = dirs[1].join("run.json");
+        let text = std::fs::read_to_string(&meta).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        edit(&mut v["plan"]);
+        std::fs::write(&meta, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let e = merge(&dirs, &root.path().join(what), &MergeOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&dirs[1].display().to_string())
+                && e.contains("the plan was edited after the run"),
+            "{what}: {e}"
+        );
+        std::fs::write(&meta, text).unwrap();
+    }
+}

@@ -606,3 +606,104 @@ fn env_values_come_from_the_secret_not_this_shell() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("is not set"), "{}", text(&o));
 }
+
+/// Kubernetes' own expansion of a container's args and env values (scripts/k8s-expand: the
+/// kubelet's `third_party/forked/golang/expansion`, v1.37.2, built by scripts/test.sh into
+/// target/tools/k8s-expand), run over `container` with the `valueFrom` variables `given`;
+/// `None` (and why) when the reference is not built, which fails under CI.
+fn kubelet_expands(container: &serde_json::Value, given: &[&str]) -> Option<serde_json::Value> {
+    use std::io::Write as _;
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tools/k8s-expand");
+    if !tool.is_file() {
+        let why = format!(
+            "{} is missing: scripts/test.sh builds it (go build ./scripts/k8s-expand)",
+            tool.display()
+        );
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    let mut child = Command::new(&tool)
+        .args(given)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(container.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// Every flag reaches the pod as typed: the pods' args and env, expanded by Kubernetes' own
+/// rules, are the flags given (`pa$$word` stayed `pa$word` when only `$(` was escaped), and
+/// only the pod's index is filled in.
+#[test]
+fn every_arg_reaches_the_pod_as_typed() {
+    let typed = [
+        "--url",
+        "http://api.internal:8080/rooms?q=pa$$word&x=$(HOME)&y=$",
+        "--vus",
+        "4",
+        "--duration",
+        "1m",
+        "-H",
+        "X-Note: a=$$b $$(JOB_COMPLETION_INDEX) $(JOB_COMPLETION_INDEX) $PATH $( $$$",
+    ];
+    let endpoint = "http://minio.minio.svc:9000/$$a$(HOME)";
+    let mut args = vec![
+        "--segments",
+        "2",
+        "--image",
+        "volley:test",
+        "--bucket",
+        "s3://load-results/p",
+        "--run-id",
+        "dollars",
+        "--endpoint",
+        endpoint,
+        "--",
+    ];
+    args.extend_from_slice(&typed);
+    let (dir, _keep) = manifest(&args);
+    let job: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.join("job.yaml")).unwrap()).unwrap();
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    let Some(pod) = kubelet_expands(
+        container,
+        &[
+            "JOB_COMPLETION_INDEX=1",
+            "AWS_ACCESS_KEY_ID=k",
+            "AWS_SECRET_ACCESS_KEY=s",
+            "AWS_SESSION_TOKEN=",
+        ],
+    ) else {
+        return;
+    };
+    let got: Vec<&str> = pod["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(got[0], "run");
+    assert_eq!(got[1..=typed.len()], typed, "{pod}");
+    let rest = &got[typed.len() + 1..];
+    assert_eq!(rest[..2], ["--segment", "1/2"], "{pod}");
+    assert_eq!(
+        rest.last().copied(),
+        Some("s3://load-results/p/dollars/segment-1"),
+        "{pod}"
+    );
+    assert_eq!(pod["env"]["AWS_ENDPOINT_URL"], endpoint, "{pod}");
+}

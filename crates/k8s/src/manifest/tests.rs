@@ -235,3 +235,34 @@ fn refuses_values_kubernetes_would_reject() {
         assert!(e.contains(says), "expected {says:?} in {e}");
     }
 }
+
+/// Every `$` the user typed is doubled, in args and env values, so the kubelet's expansion
+/// (`$$` → `$`) gives back what was typed; only the pod's index is left to expand.
+/// crates/cli/tests/it/k8s.rs runs Kubernetes' own expansion over a whole manifest.
+#[test]
+fn every_dollar_typed_is_doubled_and_only_the_index_is_expanded() {
+    let mut s = spec();
+    s.run_args = ["pa$$word", "a=$$b", "$(HOME)", "$", "x$y"]
+        .map(String::from)
+        .to_vec();
+    s.env = vec![("AWS_ENDPOINT_URL".into(), "http://s3$$:9000".into())];
+    let m = manifests(&s, now()).unwrap();
+    let c = &m.job["spec"]["template"]["spec"]["containers"][0];
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        args[2..7],
+        ["pa$$$$word", "a=$$$$b", "$$(HOME)", "$$", "x$$y"]
+    );
+    assert_eq!(args[8], "$(JOB_COMPLETION_INDEX)/4");
+    assert!(
+        args.last()
+            .unwrap()
+            .ends_with("/segment-$(JOB_COMPLETION_INDEX)")
+    );
+    assert_eq!(c["env"][1]["value"], "http://s3$$$$:9000");
+}
