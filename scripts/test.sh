@@ -16,7 +16,10 @@
 #   libxml2-utils  `xmllint`, which validates the --junit files against the JUnit schemas in
 #               fixtures/junit/ (crates/cli/tests/it/ci.rs)
 #   default-jdk-headless, maven  build and run bench/spring/app, Spring Boot 2.7 + HikariCP +
-#               Tomcat on H2 from Maven Central, the seeds' own stack (crates/cli/tests/it/spring.rs)
+#               Tomcat on H2 from Maven Central, the seeds' own stack (crates/cli/tests/it/spring.rs);
+#               and run HdrHistogram 2.2.2's HistogramLogProcessor (Maven Central, into
+#               target/tools/hdrhistogram), which reads a run's latency.hlog
+#               (crates/cli/tests/it/hlog_readers.rs)
 #   nodejs, npm  playwright-core (pinned, from npm) under target/tools/playwright drives that
 #               Chromium through the live dashboard (crates/cli/tests/it/live.rs)
 #   prometheus  a real Prometheus (2.42 on bookworm) that the tests start on a free loopback port
@@ -29,6 +32,8 @@
 #               (scripts/k8s-expand, crates/cli/tests/it/k8s.rs); not installed here: Go 1.21+
 #     kubernetes-validate  the official Kubernetes OpenAPI schemas 1.29-1.37, offline
 #                          (crates/cli/tests/it/k8s.rs validates every generated manifest)
+#     hdrhistogram         Python's hdrh, a second reader of latency.hlog
+#                          (crates/cli/tests/it/hlog_readers.rs)
 # Packages are installed with apt-get, as root or through sudo; .ci/run calls this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -110,8 +115,17 @@ if [ ! -f "$spring/target/rooms-app.jar" ] || \
   mvn -q -B -f "$spring/pom.xml" package -DskipTests
 fi
 
+# --- HdrHistogram 2.2.2 (Maven Central): its HistogramLogProcessor reads latency.hlog --------
+hdr_jar="target/tools/hdrhistogram/HdrHistogram-2.2.2.jar"
+if [ ! -f "$hdr_jar" ]; then
+  say "fetching org.hdrhistogram:HdrHistogram:2.2.2 into ${hdr_jar%/*} (mvn dependency:copy)"
+  mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:2.8:copy \
+    -Dartifact=org.hdrhistogram:HdrHistogram:2.2.2 -DoutputDirectory="${hdr_jar%/*}"
+fi
+
 # --- Python tools (PyPI), in a venv of their own; skipped when the pinned set is there ----
-py_tools=("moto[s3]==5.2.5" "flask==3.1.3" "flask-cors==6.0.5" "kubernetes-validate==1.37.0")
+py_tools=("moto[s3]==5.2.5" "flask==3.1.3" "flask-cors==6.0.5" "kubernetes-validate==1.37.0"
+          "hdrhistogram==0.10.8")
 venv="$PWD/target/tools/venv"
 if [ "$(cat "$venv/.volley-tools" 2>/dev/null)" != "${py_tools[*]}" ]; then
   say "installing ${py_tools[*]} into $venv (pip)"

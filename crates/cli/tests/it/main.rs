@@ -9,6 +9,7 @@ mod groups;
 mod grpc;
 mod hardening;
 mod history;
+mod hlog_readers;
 mod html;
 mod k8s;
 mod live;
