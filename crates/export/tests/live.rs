@@ -127,7 +127,7 @@ fn a_real_prometheus_scraping_metrics_gets_the_exact_count_and_the_p99_bucket() 
     );
     let p99 = prom.scalar(&promql).unwrap();
     let (a, b) = (
-        buckets::index_of(ttfb.value_at_percentile(99.0)),
+        buckets::index_of(volley_stats::rank::value_at_percentile(&ttfb, 99.0)),
         buckets::index_of((p99 * 1e6).round() as u64),
     );
     assert!(

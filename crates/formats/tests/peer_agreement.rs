@@ -47,7 +47,7 @@ fn nth(h: &Histogram<u64>, k: u64) -> f64 {
 /// percentile within 1 %, or k6's value between those two requests as volley holds them.
 fn agrees(h: &Histogram<u64>, pct: f64, k6: f64, what: &str) {
     let n = h.len();
-    let volley = h.value_at_percentile(pct) as f64 / 1000.0;
+    let volley = volley_stats::rank::value_at_percentile(h, pct) as f64 / 1000.0;
     let i = (n - 1) as f64 * pct / 100.0;
     let (lo, hi) = (nth(h, i.floor() as u64 + 1), nth(h, i.ceil() as u64 + 1));
     let slack = |v: f64| v * 2e-3 + 0.001; // HDR: 3 significant digits; k6: µs

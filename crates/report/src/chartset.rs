@@ -226,17 +226,17 @@ pub fn percentile_curve(src: &Source, key: HistKey, warmup_s: f64) -> Vec<(f64, 
     curve_of(&src.merged(key, warmup_s))
 }
 
-/// The percentile curve of one histogram of µs: (x = −log10(1 − q), latency ms).
+/// The percentile curve of one histogram of µs: (x = −log10(1 − q), latency ms), each point
+/// read by HdrHistogram's rule ([`volley_stats::rank`]).
 pub fn curve_of(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
     if h.is_empty() {
         return Vec::new();
     }
-    (0..=80)
-        .map(|i| {
-            let x = i as f64 * 0.05;
-            let q = 1.0 - 10f64.powf(-x);
-            (x, h.value_at_quantile(q) as f64 / 1000.0)
-        })
+    let xs: [f64; 81] = std::array::from_fn(|i| i as f64 * 0.05);
+    let values = volley_stats::rank::in_histogram(h, xs.map(|x| 100.0 * (1.0 - 10f64.powf(-x))));
+    xs.into_iter()
+        .zip(values)
+        .map(|(x, us)| (x, us as f64 / 1000.0))
         .collect()
 }
 

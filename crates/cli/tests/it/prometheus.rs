@@ -102,7 +102,7 @@ fn remote_write_gives_prometheus_the_exact_counts_and_a_p99_within_one_bucket() 
             .filter(|h| h.key == HistKey::TTFB)
             .map(|h| &h.histogram),
     );
-    let volley_p99_us = ttfb.value_at_percentile(99.0);
+    let volley_p99_us = volley_stats::rank::value_at_percentile(&ttfb, 99.0);
     let promql = format!(
         "histogram_quantile(0.99, sum by (le) (last_over_time(volley_ttfb_seconds_bucket{{{sel}}}[1h])))"
     );
