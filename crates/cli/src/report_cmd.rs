@@ -61,7 +61,37 @@ fn options(out: &OutputArgs) -> Result<ReportOptions> {
     })
 }
 
+/// `--serve ADDR` written with a space: --serve takes its address after `=` (alone, it serves
+/// on a free loopback port), so ADDR became an input. An input that does not exist and reads
+/// as an address is refused with the spelling that works, rather than as a missing file.
+fn check_serve_address(out: &OutputArgs, paths: &[PathBuf]) -> Result<()> {
+    if out.serve.as_deref() != Some("") {
+        return Ok(());
+    }
+    let looks_like_address = |s: &str| {
+        volley_live::parse_addr(Some(s)).is_ok()
+            || s.rsplit_once(':').is_some_and(|(host, port)| {
+                port.parse::<u16>().is_ok()
+                    && !host.is_empty()
+                    && host
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+            })
+    };
+    if let Some(addr) = paths
+        .iter()
+        .map(|p| p.to_string_lossy())
+        .find(|p| !std::path::Path::new(p.as_ref()).exists() && looks_like_address(p))
+    {
+        anyhow::bail!(
+            "`{addr}` is taken as an input, and there is no such file: --serve takes its address after `=`; write --serve={addr} (--serve alone serves on 127.0.0.1 and a free port)"
+        );
+    }
+    Ok(())
+}
+
 pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
+    check_serve_address(&a.out, &a.paths)?;
     // A capacity directory's report is its answer (each probe is a run directory inside it).
     if let Some(caps) = crate::capacity_cmd::read_all(&a.paths)? {
         // Its page is the one the search wrote beside capacity.json.
@@ -150,6 +180,7 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
 }
 
 pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
+    check_serve_address(&a.out, &a.paths)?;
     // Two capacity results compare as capacities, their brackets the uncertainty.
     let all_paths: Vec<PathBuf> = a.gate.baseline.iter().chain(&a.paths).cloned().collect();
     if let Some(caps) = crate::capacity_cmd::read_all(&all_paths)? {

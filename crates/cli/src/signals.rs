@@ -3,7 +3,10 @@
 //! shortly after, it exits anyway — everything flushed so far still reports.
 //!
 //! One listener serves the whole process: a group's runs each hand it their control in
-//! turn ([`install`]), and the group asks it whether to go on ([`stop_requested`]).
+//! turn ([`install`]), and the group asks it whether to go on ([`stop_requested`]). A command
+//! volley waits on in a process group of its own (a sweep's `--setup`, [`watch_group`]) is
+//! stopped with the run: the first signal sends its group SIGTERM, and SIGKILL when it has
+//! not ended [`GROUP_GRACE`] later; a second signal sends SIGKILL at once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -14,9 +17,14 @@ use volley_engine::{RunControl, StopReason};
 /// How long after a second signal the process waits before exiting regardless.
 const HARD_EXIT_AFTER: Duration = Duration::from_secs(3);
 
+/// How long a watched command's process group has after SIGTERM before it gets SIGKILL.
+pub(crate) const GROUP_GRACE: Duration = Duration::from_secs(5);
+
 struct Interrupt {
     current: Mutex<Option<RunControl>>,
     stopped: AtomicBool,
+    /// The process group of the command volley waits on, and what it is (for the messages).
+    group: Mutex<Option<(u32, String)>>,
 }
 
 fn state() -> &'static Interrupt {
@@ -26,6 +34,7 @@ fn state() -> &'static Interrupt {
         Interrupt {
             current: Mutex::new(None),
             stopped: AtomicBool::new(false),
+            group: Mutex::new(None),
         }
     })
 }
@@ -33,6 +42,14 @@ fn state() -> &'static Interrupt {
 fn current() -> Option<RunControl> {
     state()
         .current
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+fn group() -> Option<(u32, String)> {
+    state()
+        .group
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone()
@@ -54,14 +71,75 @@ fn listen() {
         if let Some(c) = current() {
             c.stop(first);
         }
-        next_signal(&mut term).await;
+        if let Some((pgid, what)) = group() {
+            eprintln!(
+                "volley: stopping {what}: SIGTERM to its process group, SIGKILL if it has not ended in {} s",
+                GROUP_GRACE.as_secs()
+            );
+            signal_group(pgid, "TERM");
+        }
+        // A watched command that outlives the grace is killed; a second signal does not wait.
+        let second = tokio::select! {
+            _ = next_signal(&mut term) => true,
+            _ = tokio::time::sleep(GROUP_GRACE) => false,
+        };
+        if !second {
+            if let Some((pgid, what)) = group() {
+                eprintln!(
+                    "volley: {what} did not end {} s after SIGTERM: SIGKILL",
+                    GROUP_GRACE.as_secs()
+                );
+                signal_group(pgid, "KILL");
+            }
+            next_signal(&mut term).await;
+        }
         eprintln!("\nvolley: aborting");
+        if let Some((pgid, _)) = group() {
+            signal_group(pgid, "KILL");
+        }
         if let Some(c) = current() {
             c.abort();
         }
         tokio::time::sleep(HARD_EXIT_AFTER).await;
         std::process::exit(130);
     });
+}
+
+/// Sends `signal` (`TERM`, `KILL`) to every process of group `pgid`. Through the shell's own
+/// `kill`, which takes a group (`-PGID`): the standard library signals single processes only,
+/// and the commands watched are shell commands, so `sh` is there.
+fn signal_group(pgid: u32, signal: &str) {
+    let _ = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -s {signal} -- -{pgid} 2>/dev/null")])
+        .stdin(std::process::Stdio::null())
+        .status();
+}
+
+/// A command volley waits on, in a process group of its own (spawned with
+/// `process_group(0)`, so its group id is its pid): a signal stops it with the run. Dropped
+/// once the command has ended; if a stop was asked for meanwhile, whatever is left of its
+/// group (a child that ignored SIGTERM) gets SIGKILL then.
+pub(crate) struct WatchedGroup {
+    pgid: u32,
+}
+
+/// Watches process group `pgid`, described as `what` (`--setup `./restart.sh 10``); when a
+/// stop was asked for already, the group gets SIGTERM at once.
+pub(crate) fn watch_group(pgid: u32, what: String) -> WatchedGroup {
+    *state().group.lock().unwrap_or_else(|e| e.into_inner()) = Some((pgid, what));
+    if stop_requested() {
+        signal_group(pgid, "TERM");
+    }
+    WatchedGroup { pgid }
+}
+
+impl Drop for WatchedGroup {
+    fn drop(&mut self) {
+        *state().group.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        if stop_requested() {
+            signal_group(self.pgid, "KILL");
+        }
+    }
 }
 
 /// The run now recording is `control`: a signal stops it.

@@ -30,6 +30,17 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
     if values.len() < 2 {
         bail!("--vary {name}: give at least two values");
     }
+    if let Some((i, twice)) = values
+        .iter()
+        .enumerate()
+        .find(|(i, v)| values[..*i].contains(v))
+    {
+        bail!(
+            "--vary {name}: {twice} is given twice (values {} and {}); give each value once (repeat each value with --repeat N)",
+            values.iter().position(|v| v == twice).unwrap_or_default() + 1,
+            i + 1
+        );
+    }
     let mut base = Knobs::default();
     for k in &a.demo_knobs {
         let (kn, kv) = k
@@ -62,18 +73,24 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
             "--vary {name}: `{placeholder}` appears in neither the run flags nor --setup, so every run would be the same; put it where the value goes (e.g. --setup './restart.sh --pool {placeholder}') or use --demo to sweep a demo-target knob"
         );
     }
+    // Ctrl-C and SIGTERM are listened for from here on, the --setup commands included: the
+    // first ends the sweep (the setup's process group stopped, no later value started).
+    let _ = crate::signals::stop_requested();
     let mut runs: Vec<PathBuf> = Vec::new();
+    let mut ran: Vec<&str> = Vec::new();
     let mut failed: Vec<String> = Vec::new();
+    let mut stopped: Option<String> = None;
     for value in &values {
+        if crate::signals::stop_requested() {
+            stopped = Some(format!("before {name}={value}"));
+            break;
+        }
         eprintln!("\n== {name}={value} ==");
         if let Some(setup) = &a.setup {
             let cmd = setup.replace(&placeholder, value);
-            let status = std::process::Command::new("sh")
-                .args(["-c", &cmd])
-                .status()
-                .with_context(|| format!("--setup `{cmd}`"))?;
-            if !status.success() {
-                bail!("--setup `{cmd}` failed ({status}); the sweep stops here");
+            if !run_setup(&cmd)? {
+                stopped = Some(format!("during the --setup of {name}={value}"));
+                break;
             }
         }
         let target = if a.demo {
@@ -141,38 +158,115 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
             );
         }
         runs.push(dir);
+        ran.push(value);
+        if crate::signals::stop_requested() {
+            stopped = Some(format!("during {name}={value}"));
+            break;
+        }
     }
-    let sets = runs
+    let mut sets = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
+    for (dir, value) in runs.iter().zip(&ran) {
+        match volley_formats::open_run_or_group(dir, None) {
+            Ok(set) => {
+                sets.push(set);
+                labels.push(format!("{name}={value}"));
+            }
+            // A group stopped before any of its runs completed has nothing to compare.
+            Err(e) if stopped.is_some() => {
+                eprintln!("volley: {name}={value} is left out: {e}");
+                if let Some(when) = &mut stopped {
+                    when.push_str(", before any of its runs completed");
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let not_run: Vec<String> = values[ran.len()..]
         .iter()
-        .map(|p| volley_formats::open_run_or_group(p, None))
-        .collect::<Result<Vec<_>, _>>()?;
-    let labels: Vec<String> = values.iter().map(|v| format!("{name}={v}")).collect();
+        .map(|v| format!("{name}={v}"))
+        .collect();
+    if let Some(when) = &stopped {
+        failed.push(format!(
+            "stopped by a signal {when}{}",
+            if not_run.is_empty() {
+                String::new()
+            } else {
+                format!("; not run: {}", not_run.join(", "))
+            }
+        ));
+    }
+    if sets.is_empty() {
+        eprintln!("volley: the sweep was stopped before any value ran: nothing to compare");
+        eprintln!("volley: the sweep failed:\n  {}", failed.join("\n  "));
+        return Ok(ExitCode::from(1));
+    }
     let opts = ReportOptions::default();
-    let cmp = volley_report::compare::build(&sets, &labels, opts);
-    println!("\n{}", cmp.table());
-    let summary = volley_report::sweep::summarize(&sets, &labels, a.objective.into(), opts);
+    let mut summary = volley_report::sweep::summarize(&sets, &labels, a.objective.into(), opts);
+    if let Some(when) = &stopped {
+        summary = summary.stopped(format!("stopped by a signal {when}"), not_run);
+    }
+    let mut files = vec!["sweep.md", "sweep.json"];
+    // One value alone has nothing to be compared with: its summary is the sweep's record.
+    let cmp = (sets.len() > 1).then(|| volley_report::compare::build(&sets, &labels, opts));
+    if let Some(cmp) = &cmp {
+        println!("\n{}", cmp.table());
+    }
     println!("{}", summary.table());
     std::fs::write(a.output.join("sweep.json"), summary.to_json())?;
     std::fs::write(
         a.output.join("sweep.md"),
-        format!("{}\n{}", summary.markdown(), cmp.markdown()),
+        match &cmp {
+            Some(cmp) => format!("{}\n{}", summary.markdown(), cmp.markdown()),
+            None => summary.markdown(),
+        },
     )?;
-    crate::report_cmd::write_compare_html(
-        &cmp,
-        &sets,
-        opts,
-        &a.output.join("sweep.html"),
-        |sources, svgs| volley_report::html::sweep_page(&summary, &cmp, sources, opts, svgs),
-    )?;
+    if let Some(cmp) = &cmp {
+        crate::report_cmd::write_compare_html(
+            cmp,
+            &sets,
+            opts,
+            &a.output.join("sweep.html"),
+            |sources, svgs| volley_report::html::sweep_page(&summary, cmp, sources, opts, svgs),
+        )?;
+        files.push("sweep.html");
+    }
     eprintln!(
-        "volley: the sweep is in {} (sweep.md, sweep.json, sweep.html)",
-        a.output.display()
+        "volley: the sweep is in {} ({})",
+        a.output.display(),
+        files.join(", ")
     );
     if !failed.is_empty() {
         eprintln!("volley: the sweep failed:\n  {}", failed.join("\n  "));
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs a `--setup` command to its end: `Ok(true)` when it succeeded, `Ok(false)` when a
+/// signal stopped the sweep meanwhile. It runs in a process group of its own, which a signal
+/// stops as a whole (the shell and whatever it started), and without the terminal's input,
+/// which a background group cannot read.
+fn run_setup(cmd: &str) -> Result<bool> {
+    use std::os::unix::process::CommandExt as _;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", cmd])
+        .stdin(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("--setup `{cmd}`"))?;
+    let watched = crate::signals::watch_group(child.id(), format!("--setup `{cmd}`"));
+    let status = child.wait().with_context(|| format!("--setup `{cmd}`"));
+    drop(watched);
+    let status = status?;
+    if crate::signals::stop_requested() {
+        eprintln!("volley: --setup `{cmd}` was stopped ({status})");
+        return Ok(false);
+    }
+    if !status.success() {
+        bail!("--setup `{cmd}` failed ({status}); the sweep stops here");
+    }
+    Ok(true)
 }
 
 impl From<Objective> for volley_report::sweep::Objective {

@@ -1,9 +1,11 @@
 //! A sweep's summary: one row per value, and the best by an objective with its margin
 //! over the runner-up against the noise (the same tests as `compare`: within-run for single
-//! runs, between runs when each value was repeated as a run group).
+//! runs, between runs when each value was repeated as a run group). A value whose run was
+//! cut short (interrupted, or never ended) is shown, marked, and never judged: the best is
+//! named from the values that ran their whole plan, and from none when fewer than two did.
 
 use serde::Serialize;
-use volley_formats::RunSet;
+use volley_formats::{RunSet, RunStatus};
 use volley_stats::compare::{RunSample, compare_groups, metric_values};
 
 use crate::doc::{Answer, Block, Doc, Figure as Quoted, Section, cells};
@@ -34,6 +36,10 @@ pub struct SweepRow {
     pub error_rate_pct: f64,
     /// Runs behind the row (a value repeated as a group: its means).
     pub runs: usize,
+    /// Why the value is not judged: its run was cut short (`interrupted`, `did not finish`,
+    /// `interrupted after 1 of 3 runs`), so its figures cover less than its plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// The summary.
@@ -43,13 +49,13 @@ pub struct SweepSummary {
     pub objective: Objective,
     /// One row per value, in sweep order (whole runs).
     pub rows: Vec<SweepRow>,
-    /// Label of the best value.
-    pub best: String,
+    /// Label of the best value; `None` when fewer than two values ran their whole plan.
+    pub best: Option<String>,
     /// The runner-up.
-    pub runner_up: String,
-    /// Best vs runner-up on the objective, % (positive = better).
+    pub runner_up: Option<String>,
+    /// Best vs runner-up on the objective, % (positive = better); `null` without a best.
     pub margin_pct: f64,
-    /// The change noise alone could explain, % of the runner-up's value.
+    /// The change noise alone could explain, % of the runner-up's value; `null` without a best.
     pub noise_pct: f64,
     /// Whether the margin exceeds the noise.
     pub beyond_noise: bool,
@@ -66,6 +72,12 @@ pub struct SweepSummary {
     /// No level was sustained by every value: the verdict is at the lowest level.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub every_level_failed: bool,
+    /// Why the sweep ended before its last value (a signal), when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// The values never run because the sweep was stopped first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<String>,
 }
 
 /// One held level of a step-up sweep.
@@ -102,15 +114,22 @@ pub const SUSTAINED_ERROR_PCT: f64 = 1.0;
 /// The best of `samples` (one run or group per value) by `objective`, and its margin.
 struct Judged {
     rows: Vec<SweepRow>,
-    best: usize,
-    runner_up: usize,
+    /// `None` when fewer than two values can be judged.
+    best: Option<usize>,
+    runner_up: Option<usize>,
     margin_pct: f64,
     noise_pct: f64,
     beyond_noise: bool,
     judged_by: String,
 }
 
-fn judge(samples: &[Vec<RunSample>], labels: &[String], objective: Objective) -> Judged {
+/// Judges the values whose `stopped` is `None`; the others are rows, marked, and no more.
+fn judge(
+    samples: &[Vec<RunSample>],
+    labels: &[String],
+    stopped: &[Option<String>],
+    objective: Objective,
+) -> Judged {
     // A group's figure is that of the runs it keeps (a run whose generator stalled is left out).
     let mean_of = |runs: &[RunSample], key: &str| {
         let v: Vec<f64> = volley_stats::compare::kept(runs)
@@ -128,7 +147,8 @@ fn judge(samples: &[Vec<RunSample>], labels: &[String], objective: Objective) ->
     let rows: Vec<SweepRow> = samples
         .iter()
         .zip(labels)
-        .map(|(runs, label)| {
+        .zip(stopped)
+        .map(|((runs, label), stopped)| {
             let ttfb = mean_of(runs, "ttfb_p99_ms");
             SweepRow {
                 label: label.clone(),
@@ -140,6 +160,7 @@ fn judge(samples: &[Vec<RunSample>], labels: &[String], objective: Objective) ->
                 },
                 error_rate_pct: mean_of(runs, "error_rate_pct"),
                 runs: runs.len(),
+                stopped: stopped.clone(),
             }
         })
         .collect();
@@ -148,9 +169,25 @@ fn judge(samples: &[Vec<RunSample>], labels: &[String], objective: Objective) ->
         Objective::TtfbP99 => -r.ttfb_p99_ms,
         Objective::ErrorRate => -r.error_rate_pct,
     };
-    let mut order: Vec<usize> = (0..rows.len()).collect();
+    // Only values that ran their whole plan, with a figure to rank them by, are candidates.
+    let mut order: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].stopped.is_none() && score(&rows[i]).is_finite())
+        .collect();
     order.sort_by(|&a, &b| score(&rows[b]).total_cmp(&score(&rows[a])));
-    let (best, second) = (order[0], order.get(1).copied().unwrap_or(order[0]));
+    let (best, second) = match order[..] {
+        [best, second, ..] => (best, second),
+        _ => {
+            return Judged {
+                rows,
+                best: None,
+                runner_up: None,
+                margin_pct: f64::NAN,
+                noise_pct: f64::NAN,
+                beyond_noise: false,
+                judged_by: String::new(),
+            };
+        }
+    };
     let key = match objective {
         Objective::Tps => "tps_avg",
         Objective::TtfbP99 => {
@@ -171,8 +208,8 @@ fn judge(samples: &[Vec<RunSample>], labels: &[String], objective: Objective) ->
         -change
     };
     Judged {
-        best,
-        runner_up: second,
+        best: Some(best),
+        runner_up: Some(second),
         margin_pct: margin,
         noise_pct: noise,
         beyond_noise: row.is_some_and(|r| r.verdict == volley_stats::compare::Verdict::Better),
@@ -194,8 +231,14 @@ pub fn summarize(
         .iter()
         .map(|s| crate::compare::samples(&s.runs, opts))
         .collect();
-    let whole = judge(&samples, labels, objective);
-    let levels = sweep_levels(sets, labels, objective, opts);
+    let stopped: Vec<Option<String>> = sets.iter().map(cut_short).collect();
+    let whole = judge(&samples, labels, &stopped, objective);
+    // Levels are judged among the values that ran their whole plan, when two did.
+    let levels = if whole.best.is_some() {
+        sweep_levels(sets, labels, &stopped, objective, opts)
+    } else {
+        Vec::new()
+    };
     // The highest level every value sustained; when none did, the lightest, said as such.
     let sustained = |l: &&SweepLevel| {
         l.rows
@@ -209,10 +252,11 @@ pub fn summarize(
         .max_by(by_load)
         .map(|l| (l, true))
         .or_else(|| levels.iter().min_by(by_load).map(|l| (l, false)));
+    let label = |i: Option<usize>| i.map(|i| whole.rows[i].label.clone());
     let mut out = SweepSummary {
         objective,
-        best: whole.rows[whole.best].label.clone(),
-        runner_up: whole.rows[whole.runner_up].label.clone(),
+        best: label(whole.best),
+        runner_up: label(whole.runner_up),
         margin_pct: whole.margin_pct,
         noise_pct: whole.noise_pct,
         beyond_noise: whole.beyond_noise,
@@ -221,10 +265,12 @@ pub fn summarize(
         deciding_level: deciding.map(|(l, _)| l.level.clone()),
         every_level_failed: deciding.is_some_and(|(_, sustained)| !sustained),
         levels: Vec::new(),
+        stopped: None,
+        not_run: Vec::new(),
     };
     if let Some((l, _)) = deciding {
-        out.best = l.best.clone();
-        out.runner_up = l.runner_up.clone();
+        out.best = Some(l.best.clone());
+        out.runner_up = Some(l.runner_up.clone());
         out.margin_pct = l.margin_pct;
         out.noise_pct = l.noise_pct;
         out.beyond_noise = l.beyond_noise;
@@ -234,10 +280,39 @@ pub fn summarize(
     out
 }
 
+/// Why a value's run or group is not judged: it was cut short (stopped by a signal, or its
+/// recorder died), so its figures cover less than its plan; `None` when it ran its course
+/// (an aborted run included: volley's own verdict on the value, still compared).
+fn cut_short(set: &RunSet) -> Option<String> {
+    let cut = |s: RunStatus| {
+        matches!(
+            s,
+            RunStatus::Interrupted | RunStatus::Running | RunStatus::DidNotFinish
+        )
+    };
+    if let Some(g) = &set.group {
+        return cut(g.status).then(|| {
+            format!(
+                "{} after {} of {} runs",
+                g.status.name(),
+                set.runs.len(),
+                g.repeat
+            )
+        });
+    }
+    set.runs
+        .iter()
+        .filter_map(|r| r.meta.as_ref())
+        .map(|m| m.status)
+        .find(|s| cut(*s))
+        .map(|s| s.name().to_string())
+}
+
 /// Each level every run of the sweep held, judged on its own.
 fn sweep_levels(
     sets: &[RunSet],
     labels: &[String],
+    stopped: &[Option<String>],
     objective: Objective,
     opts: ReportOptions,
 ) -> Vec<SweepLevel> {
@@ -264,12 +339,13 @@ fn sweep_levels(
                 .zip(&per_set)
                 .map(|(s, l)| crate::compare::level_samples(&s.runs, l, k, opts))
                 .collect();
-            let j = judge(&samples, labels, objective);
+            let j = judge(&samples, labels, stopped, objective);
+            let label = |i: Option<usize>| i.map(|i| j.rows[i].label.clone()).unwrap_or_default();
             SweepLevel {
                 level: crate::compare::level_name(&reference, k),
                 vusers: reference[k].vusers,
-                best: j.rows[j.best].label.clone(),
-                runner_up: j.rows[j.runner_up].label.clone(),
+                best: label(j.best),
+                runner_up: label(j.runner_up),
                 margin_pct: j.margin_pct,
                 noise_pct: j.noise_pct,
                 beyond_noise: j.beyond_noise,
@@ -281,7 +357,47 @@ fn sweep_levels(
 }
 
 impl SweepSummary {
+    /// The summary of a sweep ended early by a signal (`why`), with the values it never ran.
+    pub fn stopped(mut self, why: String, not_run: Vec<String>) -> SweepSummary {
+        self.stopped = Some(why);
+        self.not_run = not_run;
+        self
+    }
+
+    /// What was left out of the judging, and why the sweep ended early: one sentence each.
+    fn left_out(&self) -> String {
+        let mut out = String::new();
+        let cut: Vec<String> = self
+            .rows
+            .iter()
+            .filter_map(|r| r.stopped.as_ref().map(|s| format!("{} ({s})", r.label)))
+            .collect();
+        if !cut.is_empty() {
+            out.push_str(&format!(
+                " Not judged, cut short before the end of its plan: {}.",
+                cut.join(", ")
+            ));
+        }
+        if let Some(why) = &self.stopped {
+            out.push_str(&format!(" The sweep was {why}"));
+            if !self.not_run.is_empty() {
+                out.push_str(&format!("; not run: {}", self.not_run.join(", ")));
+            }
+            out.push('.');
+        }
+        out
+    }
+
     fn verdict(&self) -> String {
+        let (Some(best), Some(runner_up)) = (&self.best, &self.runner_up) else {
+            let whole = self.rows.iter().filter(|r| r.stopped.is_none()).count();
+            return format!(
+                "No best by {}: {whole} of {} values ran their whole plan, and a best needs two.{}",
+                self.objective_name(),
+                self.rows.len(),
+                self.left_out()
+            );
+        };
         let how = if self.beyond_noise {
             "beyond the noise"
         } else {
@@ -297,13 +413,12 @@ impl SweepSummary {
             None => String::new(),
         };
         format!(
-            "Best by {}{at}: {} — {:+.1} % over {} (noise ±{:.1} %, {how}; judged by {}).",
+            "Best by {}{at}: {best} — {:+.1} % over {runner_up} (noise ±{:.1} %, {how}; judged by {}).{}",
             self.objective_name(),
-            self.best,
             self.margin_pct,
-            self.runner_up,
             self.noise_pct,
-            self.judged_by
+            self.judged_by,
+            self.left_out()
         )
     }
 
@@ -338,7 +453,7 @@ impl SweepSummary {
             return vec![SweepTable {
                 heading: None,
                 rows: &self.rows,
-                best: &self.best,
+                best: self.best.as_deref().unwrap_or_default(),
                 verdict: None,
             }];
         }
@@ -361,7 +476,10 @@ impl SweepSummary {
     /// noise) first, then the table of every value — for a step-up, whole runs and then each
     /// level with its own best.
     pub fn doc(&self) -> Doc {
-        let best = self.rows.iter().find(|r| r.label == self.best);
+        let best = self
+            .rows
+            .iter()
+            .find(|r| Some(&r.label) == self.best.as_ref());
         let figures = best
             .map(|r| {
                 vec![
@@ -381,10 +499,10 @@ impl SweepSummary {
                     .iter()
                     .map(|r| {
                         cells(vec![
-                            if r.label == t.best {
-                                format!("{} ← best", r.label)
-                            } else {
-                                r.label.clone()
+                            match &r.stopped {
+                                Some(why) => format!("{} ({why}: not judged)", r.label),
+                                None if r.label == t.best => format!("{} ← best", r.label),
+                                None => r.label.clone(),
                             },
                             format!("{:.2}", r.tps_avg),
                             format!("{:.2}", r.ttfb_p99_ms),
@@ -470,8 +588,8 @@ mod tests {
         assert_eq!(names, ["5 VUs", "10 VUs", "20 VUs"]);
         assert_eq!(s.deciding_level.as_deref(), Some("20 VUs"));
         assert_eq!(
-            (s.best.as_str(), s.runner_up.as_str()),
-            ("pool=20", "pool=10")
+            (s.best.as_deref(), s.runner_up.as_deref()),
+            (Some("pool=20"), Some("pool=10"))
         );
         assert!((s.margin_pct - 100.0 / 3.0).abs() < 0.5, "{}", s.margin_pct);
         assert!(s.beyond_noise, "{}", s.table());
@@ -484,5 +602,66 @@ mod tests {
             "{table}"
         );
         assert!(s.markdown().contains("## At 20 VUs"));
+    }
+}
+
+#[cfg(test)]
+mod stopped_tests {
+    use volley_formats::{RunSet, RunStatus};
+
+    use super::*;
+    use crate::testrun::run;
+
+    /// Three values, the last cut short by a signal (its few intervals ran fastest): it is
+    /// shown, marked and never named; the best is named from the two that ran their plan.
+    /// With one of two cut short, no best is named at all, and no +inf % or NaN is printed.
+    #[test]
+    fn a_value_cut_short_is_marked_and_never_named_best() {
+        let dir = tempfile::tempdir().unwrap();
+        let sets: Vec<RunSet> = [("a", 50), ("b", 60), ("c", 90)]
+            .iter()
+            .map(|&(name, n)| {
+                let mut src = run(&dir.path().join(name), name, 8, n, 5, &[]);
+                if name == "c" {
+                    src.meta.as_mut().unwrap().status = RunStatus::Interrupted;
+                }
+                RunSet::single(src)
+            })
+            .collect();
+        let labels: Vec<String> = ["p=a", "p=b", "p=c"].map(String::from).to_vec();
+        let opts = ReportOptions::default();
+        let s = summarize(&sets, &labels, Objective::Tps, opts)
+            .stopped("stopped by a signal during p=c".into(), vec!["p=d".into()]);
+        assert_eq!(
+            (s.best.as_deref(), s.runner_up.as_deref()),
+            (Some("p=b"), Some("p=a"))
+        );
+        assert_eq!(s.rows[2].stopped.as_deref(), Some("interrupted"));
+        let table = s.table();
+        assert!(
+            table.contains("p=c (interrupted: not judged)")
+                && table.contains("Not judged, cut short before the end of its plan: p=c")
+                && table.contains("not run: p=d"),
+            "{table}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+        assert_eq!(json["rows"][2]["stopped"], "interrupted", "{json}");
+        assert_eq!(json["not_run"][0], "p=d", "{json}");
+
+        let s = summarize(&sets[1..], &labels[1..], Objective::Tps, opts);
+        assert_eq!((s.best.as_deref(), s.runner_up.as_deref()), (None, None));
+        let table = s.table();
+        assert!(
+            table.contains("No best by tps: 1 of 2 values ran their whole plan")
+                && !table.contains("← best")
+                && !table.contains("inf")
+                && !table.contains("NaN"),
+            "{table}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+        assert!(
+            json["best"].is_null() && json["margin_pct"].is_null(),
+            "{json}"
+        );
     }
 }

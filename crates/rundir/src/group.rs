@@ -10,7 +10,11 @@
 //! ```
 //!
 //! group.json is rewritten (atomically) before and after every run, so a group stopped
-//! half-way (Ctrl-C, a crash) still says which runs completed.
+//! half-way (Ctrl-C, a crash) still says which runs completed. It records the host and pid of
+//! the process writing it, as run.json does: a group that still says `running` when that
+//! process is gone (killed, crashed) is read as `did not finish` ([`read_group`]), by the
+//! same test as a run ([`crate::rundir::recorder_gone`]: the pid on this host, and the start
+//! time of the process that has it now, so a reused pid is not taken for the writer).
 
 use std::path::{Path, PathBuf};
 
@@ -55,6 +59,13 @@ pub struct GroupMeta {
     /// Why the group stopped before its last run, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The host that records the group.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub host: String,
+    /// The recording process (groups written before it was recorded have none: whether their
+    /// writer is gone cannot be told).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     /// Start, RFC 3339 UTC.
     pub started_at: String,
     /// End, RFC 3339 UTC, once known.
@@ -115,6 +126,8 @@ impl GroupWriter {
             pause_s,
             status: RunStatus::Running,
             reason: None,
+            host: crate::rundir::host_name(),
+            pid: Some(std::process::id()),
             started_at: now.to_string(),
             ended_at: None,
             plan,
@@ -183,7 +196,7 @@ pub fn is_group_dir(path: &Path) -> bool {
 pub fn read_group(dir: &Path) -> Result<GroupMeta> {
     let p = dir.join(GROUP_JSON);
     let text = std::fs::read_to_string(&p).map_err(|e| FormatError::io(&p, e))?;
-    let meta: GroupMeta = serde_json::from_str(&text).map_err(|e| {
+    let mut meta: GroupMeta = serde_json::from_str(&text).map_err(|e| {
         FormatError::malformed(&p, e.line() as u64, Some(e.column() as u64), e.to_string())
     })?;
     if meta.kind != "group" {
@@ -229,5 +242,83 @@ pub fn read_group(dir: &Path) -> Result<GroupMeta> {
             ),
         ));
     }
+    if meta.status == RunStatus::Running && writer_gone(&meta) == Some(true) {
+        meta.status = RunStatus::DidNotFinish;
+        meta.reason = Some(format!(
+            "group.json still says running, but its recorder (pid {} on {}) is gone: it was killed or crashed before the group ended",
+            meta.pid.unwrap_or_default(),
+            meta.host
+        ));
+        for r in meta
+            .runs
+            .iter_mut()
+            .filter(|r| r.status == RunStatus::Running)
+        {
+            r.status = RunStatus::DidNotFinish;
+        }
+    }
     Ok(meta)
+}
+
+/// Whether the process that wrote a `running` group.json is gone: run.json's test
+/// ([`crate::rundir::recorder_gone`]) on the group's host, pid and start.
+fn writer_gone(meta: &GroupMeta) -> Option<bool> {
+    let mut as_run = crate::rundir::RunMeta::new(&meta.name, meta.plan.clone());
+    as_run.host = meta.host.clone();
+    as_run.pid = meta.pid;
+    as_run.started_at = meta.started_at.clone();
+    crate::rundir::recorder_gone(&as_run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> RecordedPlan {
+        serde_json::from_str(
+            r#"{"load":{"model":"closed","shape":{"stages":[{"duration":2.0,"target":4}]}},"request":{"method":"GET","url":"http://127.0.0.1/","headers":[]},"timeout_s":60.0,"threads":2}"#,
+        )
+        .unwrap()
+    }
+
+    /// A `running` group whose writer is alive reads as running; once that process is gone
+    /// (a pid no process has), as `did not finish`, with its running run too; a group file
+    /// without a pid (written before it was recorded) cannot be judged and stays running.
+    #[test]
+    fn a_running_group_whose_writer_is_gone_did_not_finish() {
+        let root = tempfile::tempdir().unwrap();
+        let mut w = GroupWriter::create(root.path(), "g", 3, 0.0, plan()).unwrap();
+        let run = w.dir().join("01_g-1");
+        w.run(&run, RunStatus::Running, None).unwrap();
+        let g = read_group(w.dir()).unwrap();
+        assert_eq!(
+            (g.status, g.pid),
+            (RunStatus::Running, Some(std::process::id()))
+        );
+
+        // A process that has ended and been waited for: its pid is free.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let file = w.dir().join(GROUP_JSON);
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["pid"] = gone.into();
+        std::fs::write(&file, v.to_string()).unwrap();
+        let g = read_group(w.dir()).unwrap();
+        assert_eq!(g.status, RunStatus::DidNotFinish, "{:?}", g.reason);
+        assert!(
+            g.reason
+                .as_deref()
+                .unwrap()
+                .contains(&format!("pid {gone}")),
+            "{:?}",
+            g.reason
+        );
+        assert_eq!(g.runs[0].status, RunStatus::DidNotFinish);
+
+        v.as_object_mut().unwrap().remove("pid");
+        std::fs::write(&file, v.to_string()).unwrap();
+        assert_eq!(read_group(w.dir()).unwrap().status, RunStatus::Running);
+    }
 }

@@ -1794,3 +1794,362 @@ fn volley_check_masks_a_header_made_from_a_secret_in_any_form() {
     }
     assert!(t.contains("X-A: ***"), "{t}");
 }
+
+// --- Reliability IV (issue 55 §2, §3 and part of §4), by class --------------------------------
+// 1. A signal ends a sweep in bounded time: its --setup's processes, its later values.
+// 2. Refused with what to write: a value given twice, an address after `--serve `.
+// 3. Nothing let in where it does not belong: an endpoint's password in the Job spec.
+// 4. Nothing judged on data it cannot trust: a best from an interrupted value, an edited plan.
+// 5. Nothing said wrongly in silence: a group whose process is gone is not `running`.
+
+/// `volley ARGS`, its stderr read line by line as it comes (for the state a test waits on).
+fn spawn_reading(args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// Reads `lines` until one satisfies `seen` (within `within`); returns every line read.
+fn read_until(
+    lines: &std::sync::mpsc::Receiver<String>,
+    within: Duration,
+    mut seen: impl FnMut(&str) -> bool,
+) -> String {
+    let until = Instant::now() + within;
+    let mut all = String::new();
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(l) => {
+                all.push_str(&l);
+                all.push('\n');
+                if seen(&l) {
+                    return all;
+                }
+            }
+            Err(_) => panic!("not seen within {within:?}:\n{all}"),
+        }
+    }
+}
+
+/// Waits for `child` to end within `within`; its exit code, how long it took and the rest
+/// of its stderr.
+fn ended_within(
+    child: &mut std::process::Child,
+    lines: &std::sync::mpsc::Receiver<String>,
+    within: Duration,
+) -> (Option<i32>, Duration, String) {
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > within {
+            let _ = child.kill();
+            panic!(
+                "still running {within:?} after the signal:\n{}",
+                lines.try_iter().collect::<Vec<_>>().join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = t.elapsed();
+    let rest: Vec<String> = lines.iter().collect();
+    (status.code(), took, rest.join("\n"))
+}
+
+/// Whether process `pid` has ended (no such process, or a zombie awaiting its parent).
+fn process_ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    assert!(
+        Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+#[test]
+fn one_sigterm_while_a_setup_hangs_ends_the_sweep_and_every_process_of_the_setup() {
+    // The setup ignores SIGTERM, and so does what it started (an ignored signal is
+    // inherited): one SIGTERM printed "stopping" and went on waiting; a second exited 130
+    // and left both running. Now the first ends the sweep, and its process group is killed
+    // when SIGTERM has not ended it.
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let pids = out.path().join("setup");
+    let setup = format!(
+        "trap '' TERM; sleep 300 & echo $! > {p}-{{v}}.child; echo $$ > {p}-{{v}}.shell; wait",
+        p = pids.display()
+    );
+    let sweep = out.path().join("sweep");
+    let url = server.url("/ok");
+    let (mut child, lines) = spawn_reading(&[
+        "sweep",
+        "--vary",
+        "v=1,2",
+        "--setup",
+        &setup,
+        "-o",
+        sweep.to_str().unwrap(),
+        "--",
+        "--url",
+        &url,
+        "--vus",
+        "1",
+        "--duration",
+        "1s",
+    ]);
+    let pid_of = |what: &str| -> Option<u32> {
+        std::fs::read_to_string(format!("{}-1.{what}", pids.display()))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    };
+    let until = Instant::now() + Duration::from_secs(20);
+    let (shell, sleep) = loop {
+        if let (Some(shell), Some(sleep)) = (pid_of("shell"), pid_of("child")) {
+            break (shell, sleep);
+        }
+        assert!(Instant::now() < until, "the setup did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    signal(child.id(), "-TERM");
+    let (code, took, err) = ended_within(&mut child, &lines, Duration::from_secs(15));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("stopping --setup")
+            && err.contains("did not end 5 s after SIGTERM: SIGKILL")
+            && err.contains("not run"),
+        "{err}"
+    );
+    assert!(!err.contains("== v=2 =="), "no later value starts: {err}");
+    assert!(took < Duration::from_secs(10), "{took:?}: {err}");
+    let until = Instant::now() + Duration::from_secs(5);
+    while !(process_ended(shell) && process_ended(sleep)) {
+        assert!(
+            Instant::now() < until,
+            "the setup's shell ({shell}) or its child ({sleep}) still runs"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!pids.with_file_name("setup-2.shell").exists());
+}
+
+#[test]
+fn one_ctrl_c_during_a_sweep_s_run_starts_no_later_value_and_names_no_best_from_it() {
+    // It ran every later value's setup, started each run only to stop it, and named a best
+    // "+inf % (noise ±NaN %)". Now the interrupted value is marked and not judged, the best
+    // comes from the values that ran their whole plan, and the last is never set up.
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let log = out.path().join("setup.log");
+    let setup = format!("echo {{d}} >> {}", log.display());
+    let sweep = out.path().join("sweep");
+    let url = server.url("/ok");
+    let (mut child, lines) = spawn_reading(&[
+        "sweep",
+        "--vary",
+        "d=1s,2s,60s,61s",
+        "--setup",
+        &setup,
+        "-o",
+        sweep.to_str().unwrap(),
+        "--",
+        "--url",
+        &url,
+        "--vus",
+        "1",
+        "--duration",
+        "{d}",
+        "--interval",
+        "250ms",
+    ]);
+    // The third value's run is recording once it has printed an interval.
+    let mut third = false;
+    read_until(&lines, Duration::from_secs(30), |l| {
+        third |= l.contains("== d=60s ==");
+        third && l.contains("TPS")
+    });
+    signal(child.id(), "-INT");
+    let (code, _, err) = ended_within(&mut child, &lines, Duration::from_secs(15));
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "1s\n2s\n60s\n",
+        "the last value is not set up: {err}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sweep.join("sweep.json")).unwrap()).unwrap();
+    let best = summary["best"].as_str().unwrap_or_default();
+    assert!(["d=1s", "d=2s"].contains(&best), "{summary}");
+    assert_eq!(summary["rows"][2]["label"], "d=60s", "{summary}");
+    assert_eq!(summary["rows"][2]["stopped"], "interrupted", "{summary}");
+    assert_eq!(
+        summary["not_run"],
+        serde_json::json!(["d=61s"]),
+        "{summary}"
+    );
+    assert!(
+        stdout.contains("d=60s (interrupted: not judged)")
+            && !stdout.contains("inf %")
+            && !stdout.contains("NaN"),
+        "{stdout}"
+    );
+    assert!(err.contains("not run: d=61s"), "{err}");
+}
+
+#[test]
+fn refusals_of_issue_55_say_what_to_write() {
+    let out = out_dir();
+    refused(
+        &[
+            "sweep",
+            "--vary",
+            "p=1,2,1",
+            "--",
+            "--url",
+            "http://127.0.0.1:9/{p}",
+        ],
+        &["1 is given twice", "give each value once"],
+    );
+    // `--serve ADDR` with a space: the address was read as an input file.
+    let dir = out.path().to_str().unwrap();
+    for cmd in ["report", "compare"] {
+        refused(
+            &[cmd, "--serve", "127.0.0.1:18730", dir, dir],
+            &[
+                "`127.0.0.1:18730` is taken as an input",
+                "--serve=127.0.0.1:18730",
+            ],
+        );
+    }
+}
+
+#[test]
+fn an_endpoint_with_a_password_is_refused_like_a_credential_in_the_run_flags() {
+    let o = volley(&[
+        "k8s",
+        "manifest",
+        "--bucket",
+        "s3://load-results/volley",
+        "--segments",
+        "2",
+        "--image",
+        "reg/v:1",
+        "--endpoint",
+        "http://admin:S3CRETpw@minio.svc:9000",
+        "--",
+        "--url",
+        "http://svc/rooms",
+        "--vus",
+        "4",
+        "--duration",
+        "1m",
+    ]);
+    let t = text(&o);
+    assert_eq!(code(&o), Some(2), "{t}");
+    assert!(
+        !t.contains("S3CRETpw")
+            && !t.contains("admin")
+            && t.contains("--endpoint http://minio.svc:9000")
+            && t.contains("Secret"),
+        "{t}"
+    );
+}
+
+#[test]
+fn a_segment_whose_plan_was_edited_is_not_merged() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let seg = recorded(&out.path().join("seg"), &server, true);
+    // As recorded, the plan hashes to what run.json says (the one segment merges, partial).
+    let o = volley(&[
+        "merge",
+        seg.to_str().unwrap(),
+        "-o",
+        out.path().join("as-recorded").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(1), "{}", text(&o));
+    edit_json(&seg.join("run.json"), |v| {
+        v["plan"]["request"]["url"] = "http://elsewhere.example/".into();
+    });
+    refused(
+        &[
+            "merge",
+            seg.to_str().unwrap(),
+            "-o",
+            out.path().join("edited").to_str().unwrap(),
+        ],
+        &["the plan was edited after the run", seg.to_str().unwrap()],
+    );
+}
+
+#[test]
+fn volley_runs_says_a_group_whose_process_is_gone_did_not_finish() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/ok");
+    let (mut child, lines) = spawn_reading(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "1",
+        "--duration",
+        "30s",
+        "--repeat",
+        "2",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    read_until(&lines, Duration::from_secs(20), |l| {
+        l.contains("run directory")
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let o = volley(&["runs", out.path().to_str().unwrap(), "--json"]);
+    assert_eq!(code(&o), Some(0), "{}", text(&o));
+    let entries: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let group = &entries[0];
+    assert_eq!(group["kind"], "group", "{entries}");
+    assert_eq!(group["status"], "did not finish", "{entries}");
+    assert_eq!(group["runs"][0]["status"], "did not finish", "{entries}");
+    let o = volley(&["runs", out.path().to_str().unwrap()]);
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(!t.contains("running"), "{t}");
+}
