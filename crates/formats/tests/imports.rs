@@ -78,6 +78,17 @@ const CASES: &[Case] = &[
         None,
         true,
     ),
+    // Written here (issue 53 §5): 9 rows; 2 Transaction Controller rows with their message
+    // and 1 without (thread 1-3 stopped inside the controller) left out; 1 of the 6 counted
+    // failed (HTTP 500).
+    (
+        "jmeter_written_tc_thread_stopped.jtl",
+        "jmeter-jtl",
+        5,
+        1,
+        None,
+        true,
+    ),
     (
         "jmeter_sunjida_results_small.jtl",
         "jmeter-jtl",
@@ -179,6 +190,72 @@ fn jmeter_sub_results_are_not_double_counted_and_runs_days_apart_are_not_padded(
         "{:?}",
         src.notes
     );
+}
+
+/// Issue 53 §5: when a thread stops inside a Transaction Controller, JMeter writes the
+/// controller's sample with an empty responseMessage, so the message prefix does not tell it
+/// from a request; its label (a controller's, by the rows with the message), its URL `null`
+/// and its empty dataType do. A sample with no URL or message under another label counts.
+#[test]
+fn a_transaction_controller_row_of_a_stopped_thread_is_not_a_request() {
+    let src = open(&fixture("jmeter_written_tc_thread_stopped.jtl")).unwrap();
+    let names: Vec<&str> = src.per_test.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["GET /fast", "GET /slow", "JSR223 Sampler"]);
+    let counts: Vec<u64> = src
+        .per_test
+        .iter()
+        .map(|(_, s)| s.tests() + s.errors())
+        .collect();
+    assert_eq!(counts, [3, 2, 1]);
+    for note in [
+        "2 Transaction Controller rows",
+        "1 more Transaction Controller rows are left out: written with an empty responseMessage when a thread stopped inside the controller",
+    ] {
+        assert!(
+            src.notes.iter().any(|n| n.starts_with(note)),
+            "{note:?} in {:?}",
+            src.notes
+        );
+    }
+
+    // The same row before any row with the message: counted (nothing said yet that its label
+    // is a controller's), and the notes say so.
+    let text = std::fs::read_to_string(fixture("jmeter_written_tc_thread_stopped.jtl")).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let stopped = lines.pop().unwrap();
+    lines.insert(1, stopped);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("early.jtl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let src = open(&path).unwrap();
+    assert_eq!((src.series.tests(), src.series.errors()), (6, 1));
+    assert!(
+        src.notes.iter().any(|n| n.starts_with(
+            "1 rows with no responseMessage, URL or dataType (the first at line 2, `TX fast+slow`) are counted"
+        )),
+        "{:?}",
+        src.notes
+    );
+    // Without the URL and dataType columns nothing tells it from a request: counted.
+    let cut: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut f: Vec<&str> = Vec::new();
+            let mut rest = l;
+            // Fields up to responseMessage may be quoted; cut the last four (URL, Latency,
+            // IdleTime, Connect) from the end, where nothing is quoted.
+            for _ in 0..4 {
+                let (head, last) = rest.rsplit_once(',').unwrap();
+                f.push(last);
+                rest = head;
+            }
+            format!("{rest},{},{},{}", f[2], f[1], f[0])
+        })
+        .collect();
+    let path = dir.path().join("no-url.jtl");
+    std::fs::write(&path, cut.join("\n") + "\n").unwrap();
+    let src = open(&path).unwrap();
+    assert_eq!((src.series.tests(), src.series.errors()), (6, 1));
 }
 
 #[test]

@@ -250,6 +250,8 @@ struct Layout {
     latency_c: Option<usize>,
     connect_c: Option<usize>,
     threads_c: Option<usize>,
+    url_c: Option<usize>,
+    data_type_c: Option<usize>,
     /// Fields a row needs at least.
     needed: usize,
 }
@@ -287,6 +289,8 @@ impl Layout {
             latency_c: col("Latency"),
             connect_c: col("Connect"),
             threads_c: col("allThreads"),
+            url_c: col("URL"),
+            data_type_c: col("dataType"),
             needed: [ts_c, elapsed_c, label_c, code_c, success_c]
                 .into_iter()
                 .max()
@@ -302,6 +306,22 @@ type Parent = (String, i64, i64);
 
 /// The last parent sample of each thread, by thread name.
 type Parents = std::collections::HashMap<Vec<u8>, Parent, rustc_hash::FxBuildHasher>;
+
+/// Labels, each with a count and the first line it was counted at.
+type LabelRows = std::collections::HashMap<String, (u64, u64), rustc_hash::FxBuildHasher>;
+
+/// Whether a row could be a Transaction Controller's own sample written without its
+/// message: JMeter writes one with an empty `responseMessage` when the thread stops inside
+/// the controller. A controller's sample has no URL (`null`) and no `dataType`, unlike any
+/// HTTP sample; which labels are controllers, the rows with the message say.
+fn may_be_stopped_transaction(l: &Layout, f: &Fields<'_>) -> bool {
+    match (l.msg_c, l.url_c, l.data_type_c) {
+        (Some(m), Some(u), Some(d)) => {
+            f.get(m) == Some("") && f.get(u) == Some("null") && f.get(d) == Some("")
+        }
+        _ => false,
+    }
+}
 
 /// Whether `label` is a sub-result of `parent` (`label-N`, started within its time).
 fn is_sub(label: &str, start: i64, parent: &Parent) -> bool {
@@ -332,6 +352,14 @@ struct State {
     sub_results: u64,
     /// Transaction-controller rows left out (their samples have rows of their own).
     transactions: u64,
+    /// The labels of those rows.
+    transaction_labels: std::collections::HashSet<String, rustc_hash::FxBuildHasher>,
+    /// Rows of a thread stopped inside a Transaction Controller (no message, no URL, no
+    /// `dataType`, the label of a controller row before them), left out too.
+    stopped: u64,
+    /// Rows that look like those but whose label no controller row had before them: counted
+    /// (a sampler without URL or message, such as a JSR223 one, looks the same), by label.
+    unconfirmed: LabelRows,
     /// Whether time stamps were dates (`timestamp_format`), not epoch milliseconds.
     dated: bool,
     rows: u64,
@@ -349,6 +377,9 @@ impl State {
             parents,
             sub_results: 0,
             transactions: 0,
+            transaction_labels: Default::default(),
+            stopped: 0,
+            unconfirmed: Default::default(),
             dated: false,
             rows: 0,
             guessing,
@@ -441,9 +472,23 @@ impl State {
             .is_some_and(|c| f.bytes(c).starts_with(TRANSACTION_MESSAGE.as_bytes()))
         {
             self.transactions += 1;
+            let label = f.at(l.label_c);
+            if !self.transaction_labels.contains(label) {
+                self.transaction_labels.insert(label.to_string());
+            }
             return Ok(());
         }
         let label = f.at(l.label_c);
+        if may_be_stopped_transaction(l, f) {
+            if self.transaction_labels.contains(label) {
+                self.stopped += 1;
+                return Ok(());
+            }
+            self.unconfirmed
+                .entry(label.to_string())
+                .or_insert((0, line))
+                .0 += 1;
+        }
         let thread = match l.thread_c {
             Some(c) => f.bytes(c),
             None => &[],
@@ -530,6 +575,9 @@ impl State {
             book,
             sub_results,
             transactions,
+            transaction_labels,
+            stopped,
+            unconfirmed,
             dated,
             rows,
             ..
@@ -548,6 +596,23 @@ impl State {
         if transactions > 0 {
             src.notes.push(format!(
                 "{transactions} Transaction Controller rows (\"{TRANSACTION_MESSAGE} …\") are left out: each sums samples that have rows of their own, so counting it too would count them twice."
+            ));
+        }
+        if stopped > 0 {
+            src.notes.push(format!(
+                "{stopped} more Transaction Controller rows are left out: written with an empty responseMessage when a thread stopped inside the controller, known by their label (a controller's), no URL (`null`) and no dataType."
+            ));
+        }
+        let mut late: Vec<(&String, &(u64, u64))> = unconfirmed
+            .iter()
+            .filter(|(label, _)| transaction_labels.contains(*label))
+            .collect();
+        if !late.is_empty() {
+            late.sort_by_key(|(_, (_, line))| *line);
+            let n: u64 = late.iter().map(|(_, (n, _))| n).sum();
+            let (label, (_, line)) = late[0];
+            src.notes.push(format!(
+                "{n} rows with no responseMessage, URL or dataType (the first at line {line}, `{label}`) are counted, though a later Transaction Controller row has their label: a thread stopped inside the controller before it ever completed, or a sampler named like it."
             ));
         }
         src.input_notes.splice(0..0, book.into_notes());
@@ -681,16 +746,20 @@ impl Parts for Jtl<'_> {
                 Parents::default(),
                 true,
             ),
-            How::After(acc) => State::new(
-                Bucketer::part(
-                    BUCKET_S,
-                    Locator::Line,
-                    acc.bucketer.origin_ms(),
-                    acc.bucketer.newest(),
-                ),
-                acc.parents.clone(),
-                false,
-            ),
+            How::After(acc) => {
+                let mut state = State::new(
+                    Bucketer::part(
+                        BUCKET_S,
+                        Locator::Line,
+                        acc.bucketer.origin_ms(),
+                        acc.bucketer.newest(),
+                    ),
+                    acc.parents.clone(),
+                    false,
+                );
+                state.transaction_labels.clone_from(&acc.transaction_labels);
+                state
+            }
         };
         match rows::records(
             self.path,
@@ -719,6 +788,10 @@ impl Parts for Jtl<'_> {
 
     fn exact(&self, part: &State, acc: &State) -> bool {
         part.bucketer.exact_after(acc.bucketer.newest())
+            && part
+                .unconfirmed
+                .keys()
+                .all(|label| !acc.transaction_labels.contains(label))
             && part.assumed.iter().all(|(thread, label, start)| {
                 !acc.parents
                     .get(thread)
@@ -732,6 +805,15 @@ impl Parts for Jtl<'_> {
         acc.parents.extend(part.parents);
         acc.sub_results += part.sub_results;
         acc.transactions += part.transactions;
+        acc.transaction_labels.extend(part.transaction_labels);
+        acc.stopped += part.stopped;
+        for (label, (n, line)) in part.unconfirmed {
+            let e = acc
+                .unconfirmed
+                .entry(label)
+                .or_insert((0, line + line_base));
+            e.0 += n;
+        }
         acc.dated |= part.dated;
         acc.rows += part.rows;
     }
