@@ -45,9 +45,10 @@ impl<'a> InFlight<'a> {
         }
     }
 
-    /// The request ended (answered or failed) and was recorded as such.
-    pub(crate) fn done(mut self) {
+    /// The request ended (answered or failed) and is recorded as such: how long it took.
+    pub(crate) fn done(mut self) -> Duration {
         self.armed = false;
+        self.sent.elapsed()
     }
 }
 
@@ -78,6 +79,8 @@ pub(crate) struct Recorder {
     /// Messages kept so far, by (step, kind); the run as a whole is step `usize::MAX`.
     seen: std::collections::HashMap<(usize, usize), usize>,
     open_model: bool,
+    /// The VUs share connections (`--connections`): each request's wait for one is kept.
+    pooled: bool,
 }
 
 /// One interval: the whole run and each step.
@@ -97,6 +100,7 @@ impl Recorder {
         Recorder {
             step_names,
             open_model,
+            pooled: false,
             t0,
             interval,
             last_index: None,
@@ -153,6 +157,7 @@ impl Recorder {
 
     /// Records a completed exchange; `ok` says whether its status was expected.
     pub(crate) fn record_exchange(&mut self, step: Option<usize>, ex: &Exchange, ok: bool) {
+        let pooled = self.pooled;
         self.apply(step, |s| {
             if ex.status >= 400 {
                 s.counts.response_errors += 1;
@@ -171,8 +176,11 @@ impl Recorder {
                 s.record_actual(ex.ttfb_us, ex.total_us);
                 s.counts.tls_sum_us += ex.tls_us;
                 s.counts.pool_wait_sum_us += ex.wait_us;
+                if pooled {
+                    s.record_pool_wait(ex.wait_us);
+                }
             } else {
-                s.record_error(ErrorKind::Status);
+                s.record_error_after(ErrorKind::Status, ex.total_us + ex.queued_us);
             }
         });
         if !ok {
@@ -184,6 +192,17 @@ impl Recorder {
     pub(crate) fn record_failure(&mut self, step: Option<usize>, f: Failure) {
         self.apply(step, |s| s.record_error(f.kind));
         self.note(step, f.kind, f.message);
+    }
+
+    /// Records a request that failed after `took_us` (from its due time in an open model).
+    pub(crate) fn record_failure_after(&mut self, step: Option<usize>, f: Failure, took_us: u64) {
+        self.apply(step, |s| s.record_error_after(f.kind, took_us));
+        self.note(step, f.kind, f.message);
+    }
+
+    /// Keeps each request's wait for a shared connection (`--connections`).
+    pub(crate) fn set_pooled(&mut self, pooled: bool) {
+        self.pooled = pooled;
     }
 
     /// Records a request that had no response when the grace period ended, after `waited`:

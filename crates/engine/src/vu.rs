@@ -130,14 +130,17 @@ async fn send_request(ctx: &WorkerContext, client: &mut Client, queued_us: u64) 
     };
     let in_flight = InFlight::new(&ctx.recorder, None);
     let result = client.send(request, ctx.plan.timeout, &ctx.buffers).await;
-    in_flight.done();
+    let took = in_flight.done();
     let mut rec = ctx.recorder.borrow_mut();
     match result {
         Ok(mut ex) => {
             ex.queued_us = queued_us;
             rec.record_exchange(None, &ex, ctx.plan.expect_status.contains(ex.status));
         }
-        Err(failure) => rec.record_failure(None, failure),
+        Err(failure) => {
+            let us = crate::dial::micros(took) + queued_us;
+            rec.record_failure_after(None, failure, us);
+        }
     }
 }
 

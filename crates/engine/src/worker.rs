@@ -67,6 +67,9 @@ pub(crate) fn worker_main(seed: WorkerSeed, mut commands: tmpsc::UnboundedReceiv
             seed.plan.load.is_open(),
             step_names,
         )));
+        recorder
+            .borrow_mut()
+            .set_pooled(seed.plan.load.connections.is_some());
         // One target per worker, shared by its clients (each VU's would otherwise copy 248 bytes).
         let target = Rc::new(seed.target);
         // This segment's share of the shared connections, and this worker's of that.

@@ -873,8 +873,39 @@ pub const LAG_FLOOR_MS: f64 = 10.0;
 /// ... when it is at least this share of the latency the SLO reads.
 pub const LAG_SHARE: f64 = 0.25;
 
-/// What a probe's server metrics show running out: `(resource, finding)`.
+/// What a probe shows running out first: `(resource, finding)`. An error cliff is the first
+/// thing that broke when the probe's errors reach 1 % (the refusals of a full accept queue, a
+/// pool that timed out): it is named before what the server metrics show; then the DB pool,
+/// Tomcat's threads, and the CPU of the server process or of its host.
 pub fn server_limit(report: &RunReport) -> Option<ServerLimit> {
+    if report.seed_suite.error_rate_pct >= crate::causes::START_PCT {
+        let kinds: Vec<String> = report
+            .errors
+            .iter()
+            .filter(|e| e.count > 0)
+            .map(|e| {
+                let statuses: Vec<&str> = e
+                    .messages
+                    .iter()
+                    .filter(|m| m.starts_with("HTTP "))
+                    .map(String::as_str)
+                    .collect();
+                if statuses.is_empty() {
+                    e.kind.replace('_', " ")
+                } else {
+                    statuses.join("/")
+                }
+            })
+            .collect();
+        return Some((
+            "errors",
+            format!(
+                "{:.1} % errors ({})",
+                report.seed_suite.error_rate_pct,
+                kinds.join(", ")
+            ),
+        ));
+    }
     let find = |prefix: &str| report.server.iter().find(|p| p.series.starts_with(prefix));
     if let Some(p) = find("hikaricp_connections_pending").filter(|p| p.peak > 0.0) {
         return Some(("DB pool", format!("pool pending peaked at {:.0}", p.peak)));
@@ -892,6 +923,9 @@ pub fn server_limit(report: &RunReport) -> Option<ServerLimit> {
     }
     if let Some(cpu) = find("process_cpu_usage").filter(|c| c.peak >= 0.8) {
         return Some(("server CPU", format!("CPU at {:.0} %", cpu.peak * 100.0)));
+    }
+    if let Some(cpu) = find("system_cpu_usage").filter(|c| c.peak >= 0.8) {
+        return Some(("host CPU", format!("host CPU at {:.0} %", cpu.peak * 100.0)));
     }
     None
 }
@@ -916,15 +950,17 @@ pub fn limit_of(
             .filter(|(_, o, s)| *o == Outcome::Pass && s.is_some())
             .max_by(|a, b| a.0.total_cmp(&b.0))
     })?;
-    let (resource, _) = hit.as_ref()?;
+    let (resource, finding) = hit.as_ref()?;
     let from = probes
         .iter()
         .filter(|(_, _, s)| s.as_ref().is_some_and(|(r, _)| r == resource))
         .map(|(l, _, _)| *l)
         .fold(f64::INFINITY, f64::min);
     let what = match *resource {
+        "errors" => finding.as_str(),
         "DB pool" => "pending > 0",
         "worker threads" => "all threads busy",
+        "host CPU" => "host CPU ≥ 80 %",
         _ => "CPU ≥ 80 %",
     };
     Some((
@@ -1155,6 +1191,7 @@ mod tests {
             judged: String::new(),
             generator: None,
             server: None,
+            seed: None,
             dir: String::new(),
         }
     }

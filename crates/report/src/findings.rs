@@ -27,20 +27,24 @@ const CPU_NEAR_SATURATION: f64 = 0.8;
 
 /// One reading placed on the series: its value and the row it is credited to.
 #[derive(Debug, Clone, Copy)]
-struct Reading {
-    value: f64,
-    row: usize,
-    vusers: f64,
+pub(crate) struct Reading {
+    pub(crate) value: f64,
+    pub(crate) row: usize,
+    pub(crate) vusers: f64,
 }
 
 /// The readings of each series named `metric` (any labels) of each endpoint, in time order,
 /// after the warm-up; series in the order they were first listed.
-fn series_of(src: &Source, metric: &str, warmup_s: f64) -> Vec<(String, Vec<Reading>)> {
+pub(crate) fn series_of(src: &Source, metric: &str, warmup_s: f64) -> Vec<(String, Vec<Reading>)> {
     let rows = &src.series.intervals;
     let mut out: Vec<(String, Vec<Reading>)> = Vec::new();
     let mut targets: Vec<&str> = Vec::new();
     let mut averaged = Vec::new();
-    for p in src.server.iter().filter(|p| is_metric(p, metric)) {
+    for p in src
+        .server
+        .iter()
+        .filter(|p| is_metric(p, metric) && crate::model::readable(p))
+    {
         if p.reaches_before_the_run(&mut averaged) {
             continue;
         }
@@ -90,7 +94,11 @@ fn named(name: &str, series: &str, several: bool) -> String {
 }
 
 /// The held level a row belongs to.
-fn level_of<'a>(levels: &'a [Level], rows: &[Interval], row: usize) -> Option<&'a Level> {
+pub(crate) fn level_of<'a>(
+    levels: &'a [Level],
+    rows: &[Interval],
+    row: usize,
+) -> Option<&'a Level> {
     let start = rows[row].start_s;
     levels
         .iter()
@@ -183,7 +191,7 @@ fn peak(readings: &[Reading]) -> Option<Reading> {
         .reduce(|a, b| if b.value > a.value { b } else { a })
 }
 
-fn vus(v: f64) -> String {
+pub(crate) fn vus(v: f64) -> String {
     format!("{v:.0} VUs")
 }
 
@@ -301,31 +309,54 @@ pub fn of(
         ));
     }
 
-    // CPU, in the levels after the warm-up, without the first reading.
-    for (metric, what) in [
-        ("process_cpu_usage", "Server process CPU"),
-        ("system_cpu_usage", "Server host CPU"),
-    ] {
-        let Some((_, readings)) = series_of(src, metric, warmup_s).into_iter().next() else {
-            continue;
-        };
+    // CPU, in the levels after the warm-up, without the first reading: the process's and the
+    // host's. A host at its limit is a limit even when the process's own share is low (another
+    // process on it, volley itself when it shares the host).
+    let cpu_peak = |metric: &str| {
+        let (_, readings) = series_of(src, metric, warmup_s).into_iter().next()?;
         let judged: Vec<Reading> = readings
             .into_iter()
             .filter(|r| levels.is_empty() || level_of(levels, rows, r.row).is_some())
             .collect();
-        let Some(top) = peak(&judged) else { continue };
-        let verdict = if top.value >= CPU_NEAR_SATURATION {
-            "near saturation: CPU may be the limit"
-        } else {
-            "so CPU was not the limit"
-        };
-        out.push(format!(
-            "{what} peaked at {:.0} % at {}, {verdict}.",
-            top.value * 100.0,
-            vus(top.vusers)
-        ));
-        // The host's CPU only when the process's own is not read.
-        break;
+        peak(&judged)
+    };
+    match (cpu_peak("process_cpu_usage"), cpu_peak("system_cpu_usage")) {
+        (process, Some(host)) if host.value >= CPU_NEAR_SATURATION => {
+            let own = process.map_or(String::new(), |p| {
+                format!(
+                    " while the server process used {:.0} % at its peak",
+                    p.value * 100.0
+                )
+            });
+            out.push(format!(
+                "Server host CPU peaked at {:.0} % at {}{own}, near saturation: the host's CPU may be the limit{}.",
+                host.value * 100.0,
+                vus(host.vusers),
+                if process.is_some_and(|p| p.value < CPU_NEAR_SATURATION) {
+                    " (it is shared: another process used it, volley itself when it runs on the same host)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        (Some(top), _) | (None, Some(top)) => {
+            let what = if cpu_peak("process_cpu_usage").is_some() {
+                "Server process CPU"
+            } else {
+                "Server host CPU"
+            };
+            let verdict = if top.value >= CPU_NEAR_SATURATION {
+                "near saturation: CPU may be the limit"
+            } else {
+                "so CPU was not the limit"
+            };
+            out.push(format!(
+                "{what} peaked at {:.0} % at {}, {verdict}.",
+                top.value * 100.0,
+                vus(top.vusers)
+            ));
+        }
+        (None, None) => {}
     }
 
     // GC pauses of every cause, summed per scrape.
@@ -358,7 +389,7 @@ fn config_of(config: &[(String, Vec<Reading>)], series: &str) -> Option<f64> {
 }
 
 /// Every series of `metric` summed per scrape (one reading per row).
-fn summed(src: &Source, metric: &str, warmup_s: f64) -> Vec<Reading> {
+pub(crate) fn summed(src: &Source, metric: &str, warmup_s: f64) -> Vec<Reading> {
     let mut out: Vec<Reading> = Vec::new();
     for (_, readings) in series_of(src, metric, warmup_s) {
         for r in readings {

@@ -112,7 +112,7 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
                 let mut averaged = Vec::new();
                 src.server
                     .iter()
-                    .filter(|p| p.series.starts_with(prefix))
+                    .filter(|p| p.series.starts_with(prefix) && crate::model::readable(p))
                     .filter(|p| !p.reaches_before_the_run(&mut averaged))
                     .filter(|p| p.row(rows).is_some_and(|r| (i..=j).contains(&r)))
                     .map(|p| p.value)
@@ -129,8 +129,10 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
             ttfb_p50_ms: ttfb.as_ref().map(|t| t.p50_ms),
             ttfb_p99_ms: ttfb.as_ref().map(|t| t.p99_ms),
             intervals: span.len(),
-            error_rate_pct: if tests > 0 {
-                errors as f64 / tests as f64 * 100.0
+            // Of every request the level sent (its successes are `tests`, nGrinder's way): a
+            // level whose every request failed is at 100 %, not at 0 % or 1,600 %.
+            error_rate_pct: if tests + errors > 0 {
+                errors as f64 / (tests + errors) as f64 * 100.0
             } else {
                 0.0
             },

@@ -3,6 +3,7 @@
 //!
 //! Nothing here computes a metric: [`RunReport`] gathers what `volley-stats` computed.
 
+mod causes;
 mod error;
 mod findings;
 mod marks;

@@ -90,7 +90,7 @@ const CSV_EXTRA: [ExtraColumn; 2] = [
 pub(crate) fn latency_rows(r: &RunReport) -> Vec<(&'static str, &LatencySummary)> {
     let p = &r.per_request;
     let open = p.ttfb_actual_ms.is_some();
-    let named: [(&'static str, &'static str, &Option<LatencySummary>); 6] = [
+    let named: [(&'static str, &'static str, &Option<LatencySummary>); 8] = [
         ("TTFB", "TTFB (from due time)", &p.ttfb_ms),
         ("Total time", "Total (from due time)", &p.total_ms),
         ("", "TTFB (actual send)", &p.ttfb_actual_ms),
@@ -104,6 +104,16 @@ pub(crate) fn latency_rows(r: &RunReport) -> Vec<(&'static str, &LatencySummary)
             "Unfinished (waited)",
             "Unfinished (waited)",
             &p.unfinished_ms,
+        ),
+        (
+            "Failed (until it failed)",
+            "Failed (from due time)",
+            &p.failed_ms,
+        ),
+        (
+            "Connection wait (pool)",
+            "Connection wait (pool)",
+            &p.pool_wait_ms,
         ),
     ];
     named

@@ -34,11 +34,15 @@ pub enum HistMetric {
     Unfinished,
     /// Open model: the generator's delay in dispatching each arrival (due time to dispatch).
     SchedLag,
+    /// Failed requests: how long each took until it failed.
+    Failed,
+    /// Shared connections: each request's wait for a connection or stream.
+    PoolWait,
 }
 
 impl HistMetric {
     /// Every metric.
-    pub const ALL: [HistMetric; 7] = [
+    pub const ALL: [HistMetric; 9] = [
         HistMetric::Ttfb,
         HistMetric::Total,
         HistMetric::TtfbActual,
@@ -46,6 +50,8 @@ impl HistMetric {
         HistMetric::Iteration,
         HistMetric::Unfinished,
         HistMetric::SchedLag,
+        HistMetric::Failed,
+        HistMetric::PoolWait,
     ];
 
     /// Its tag in the log, for the whole run.
@@ -58,6 +64,8 @@ impl HistMetric {
             HistMetric::Iteration => "iteration",
             HistMetric::Unfinished => "unfinished",
             HistMetric::SchedLag => "sched_lag",
+            HistMetric::Failed => "failed",
+            HistMetric::PoolWait => "pool_wait",
         }
     }
 }
@@ -89,6 +97,10 @@ impl HistKey {
     pub const UNFINISHED: HistKey = HistKey::run(HistMetric::Unfinished);
     /// Open model: the generator's delay in dispatching each arrival.
     pub const SCHED_LAG: HistKey = HistKey::run(HistMetric::SchedLag);
+    /// Failed requests, how long each took until it failed.
+    pub const FAILED: HistKey = HistKey::run(HistMetric::Failed);
+    /// Shared connections: each request's wait for one.
+    pub const POOL_WAIT: HistKey = HistKey::run(HistMetric::PoolWait);
 
     /// `metric` of the whole run.
     pub const fn run(metric: HistMetric) -> HistKey {
@@ -135,7 +147,7 @@ impl std::fmt::Display for HistKey {
 pub fn write_header(out: &mut impl Write, start: SystemTime) -> std::io::Result<()> {
     let mut ser = V2DeflateSerializer::new();
     IntervalLogWriterBuilder::new()
-        .add_comment("volley latency log: values in microseconds; tags ttfb (time to first byte) and total; open-model runs measure them from each arrival's due time and add ttfb_actual and total_actual, from the actual send, and sched_lag, each arrival's dispatch delay")
+        .add_comment("volley latency log: values in microseconds; tags ttfb (time to first byte) and total; open-model runs measure them from each arrival's due time and add ttfb_actual and total_actual, from the actual send, and sched_lag, each arrival's dispatch delay; failed holds how long failed requests took to fail, pool_wait the wait for a shared connection (--connections)")
         .with_start_time(start)
         .with_base_time(start)
         .begin_log_with(out, &mut ser)?;

@@ -371,6 +371,12 @@ pub struct IntervalSample {
     /// Open model: the generator's own delay in dispatching each arrival due in the
     /// interval (from its due time to the moment the worker took it up), µs.
     pub sched_lag: Option<Box<Histogram<u64>>>,
+    /// How long each failed request took until it failed, µs (from its due time in an open
+    /// model): refusals fail in milliseconds, a wait that timed out at its timeout.
+    pub failed: Option<Box<Histogram<u64>>>,
+    /// With shared connections (`--connections`): each request's wait for a connection or a
+    /// stream, µs (kept out of its TTFB).
+    pub pool_wait: Option<Box<Histogram<u64>>>,
 }
 
 impl IntervalSample {
@@ -385,6 +391,8 @@ impl IntervalSample {
             iteration: None,
             unfinished: None,
             sched_lag: None,
+            failed: None,
+            pool_wait: None,
         }
     }
 
@@ -435,6 +443,17 @@ impl IntervalSample {
         self.counts.error(kind);
     }
 
+    /// Records one failed request that failed after `us`.
+    pub fn record_error_after(&mut self, kind: ErrorKind, us: u64) {
+        self.counts.error(kind);
+        record_us(made(&mut self.failed), us, 1);
+    }
+
+    /// Records a request's wait for a shared connection or stream.
+    pub fn record_pool_wait(&mut self, us: u64) {
+        record_us(made(&mut self.pool_wait), us, 1);
+    }
+
     /// Counts a step that could not be built and was never sent (not a test, not an error).
     pub fn record_not_sent(&mut self) {
         self.counts.errors_by_kind[ErrorKind::NotSent.index()] += 1;
@@ -454,6 +473,8 @@ impl IntervalSample {
             (&mut self.iteration, &other.iteration),
             (&mut self.unfinished, &other.unfinished),
             (&mut self.sched_lag, &other.sched_lag),
+            (&mut self.failed, &other.failed),
+            (&mut self.pool_wait, &other.pool_wait),
         ] {
             if let Some(o) = theirs {
                 // Both histograms grow as needed, so adding cannot fail.

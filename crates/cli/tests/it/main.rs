@@ -4,6 +4,7 @@ mod capacity;
 mod ci;
 mod convert;
 mod demo;
+mod errors;
 mod faults;
 mod groups;
 mod grpc;

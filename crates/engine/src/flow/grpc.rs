@@ -51,7 +51,7 @@ impl<'a> Exec<'a> {
             recorder.borrow_mut().record_events(id, 1)
         })
         .await;
-        in_flight.done();
+        let _ = in_flight.done();
         let queued = std::mem::take(&mut self.queued_us);
         let (outcome, extracted, called) = match result {
             Err((f, _)) => {

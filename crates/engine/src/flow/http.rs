@@ -44,13 +44,18 @@ impl Exec<'_> {
             )
             .await;
         drop(req);
-        in_flight.done();
+        let took = in_flight.done();
         let queued = std::mem::take(&mut self.queued_us);
         let must_extract = !step.extract.is_empty();
         let (outcome, extracted, exchange) = match result {
             Err(f) => {
                 let msg = f.message.clone();
-                self.fail(id, f.kind, f.message);
+                let message = self.scenario.redact(&f.message);
+                self.ctx.recorder.borrow_mut().record_failure_after(
+                    Some(id),
+                    Failure::new(f.kind, message),
+                    crate::dial::micros(took) + queued,
+                );
                 (Err(msg), Vec::new(), None)
             }
             Ok(mut ex) => {
