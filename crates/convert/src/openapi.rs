@@ -72,10 +72,8 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
     })?;
 
     // Servers: an absolute URL is the target; a relative one (`/v3`) prefixes every path.
-    let server = doc
-        .pointer("/servers/0/url")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let server = server_url(&doc);
+    let server = server.as_str();
     let (server_target, base) = match url::Url::parse(server) {
         Ok(u) if matches!(u.scheme(), "http" | "https") => (
             Some(u.origin().ascii_serialization()),
@@ -181,6 +179,8 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
     let mut secrets = Secrets::default();
     let mut names = Names::default();
     let mut variables: Vec<(String, Value, Option<String>)> = Vec::new();
+    // A path parameter's variable name (`account_sid`) → the variable it is.
+    let mut path_vars: HashMap<String, String> = HashMap::new();
     // Collection path → the step that creates its items and the properties its response has;
     // a property becomes an `extract` the first time a later step needs it.
     let mut created: HashMap<String, (usize, String, Vec<String>)> = HashMap::new();
@@ -199,63 +199,108 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
         if let Some(s) = o.op.get("summary").and_then(Value::as_str) {
             comments.push(format!("{label}: {}", s.lines().next().unwrap_or("")));
         }
-        // The path, each `{param}` a variable.
+        // The path, each `{param}` a variable — a whole segment (`/calls/{id}`) or part of
+        // one (`/Calls/{Sid}.json`, `/files/{name}.{ext}`).
         let mut url = String::new();
         let segs: Vec<&str> = o.path.split('/').collect();
         for (i, seg) in segs.iter().enumerate() {
             if i > 0 {
                 url.push('/');
             }
-            let Some(p) = seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) else {
-                url.push_str(&literal(seg));
-                continue;
+            let parts = segment_parts(seg);
+            // `{Sid}.json` names an item of the collection `Calls.json`.
+            let suffix = match parts.as_slice() {
+                [Part::Param(_), Part::Text(s)] if s.starts_with('.') => Some(*s),
+                _ => None,
             };
-            let collection = segs[..i].join("/");
-            let from_create = created.get(&collection).and_then(|(at, resource, props)| {
-                let pl = p.to_ascii_lowercase();
-                let id_like = pl == "id" || pl.ends_with("id");
-                props
-                    .iter()
-                    .find(|k| k.to_ascii_lowercase() == pl)
-                    .or_else(|| props.iter().find(|k| id_like && k.as_str() == "id"))
+            for part in parts {
+                let p = match part {
+                    Part::Text(t) => {
+                        url.push_str(&literal(t));
+                        continue;
+                    }
+                    Part::Param(p) => p,
+                };
+                let collection = segs[..i].join("/");
+                // The create of `/Calls/{Sid}.json` and `/Calls/{CallSid}/…` is
+                // `POST /Calls.json`.
+                let creator = created
+                    .get(&collection)
+                    .or_else(|| suffix.and_then(|s| created.get(&format!("{collection}{s}"))))
                     .or_else(|| {
-                        props
+                        created
                             .iter()
-                            .find(|k| pl.len() >= 3 && k.to_ascii_lowercase().ends_with(&pl))
-                    })
-                    .map(|k| extract_var(&mut steps, &mut extracted, &mut names, *at, resource, k))
-            });
-            match from_create {
-                Some(var) => url.push_str(&format!("{{{{ {var} }}}}")),
-                None => {
-                    let owner = segs[..i]
+                            .filter(|(k, _)| {
+                                k.strip_prefix(collection.as_str())
+                                    .and_then(|ext| ext.strip_prefix('.'))
+                                    .is_some_and(|ext| {
+                                        (1..=5).contains(&ext.len())
+                                            && ext.chars().all(|c| c.is_ascii_alphabetic())
+                                    })
+                            })
+                            .min_by_key(|(k, _)| k.as_str())
+                            .map(|(_, v)| v)
+                    });
+                let from_create = creator.and_then(|(at, resource, props)| {
+                    let pl = p.to_ascii_lowercase();
+                    let id_like = pl == "id" || pl.ends_with("id");
+                    props
                         .iter()
-                        .rev()
-                        .find(|s| !s.is_empty() && !s.starts_with('{'))
-                        .map(|s| singular(s));
-                    let base_name = if snake(p) == "id" {
-                        format!("{}_id", owner.unwrap_or_else(|| "item".into()))
-                    } else {
-                        snake(p)
-                    };
-                    let var = match variables.iter().find(|(n, _, _)| *n == base_name) {
-                        Some((n, _, _)) => n.clone(),
-                        None => {
-                            let var = names.unique(&base_name);
-                            let param =
-                                o.params.iter().filter_map(|q| resolve(&doc, q)).find(|q| {
-                                    q.get("name").and_then(Value::as_str) == Some(p)
-                                        && q.get("in").and_then(Value::as_str) == Some("path")
-                                });
-                            let value =
-                                param.map_or(Value::String("1".into()), |q| param_example(&doc, q));
-                            let value = template_json(&value, "", &HashMap::new(), &literal);
-                            variables.push((var.clone(), value, Some(format!("path parameter `{p}` (documented example or one made from its schema): set an existing one"))));
-                            var
-                        }
-                    };
+                        .find(|k| {
+                            k.to_ascii_lowercase() == pl
+                                || k.replace('_', "").to_ascii_lowercase() == pl
+                        })
+                        .or_else(|| props.iter().find(|k| id_like && k.as_str() == "id"))
+                        .or_else(|| {
+                            // `CallSid` is the `sid` of a call.
+                            let r = resource.replace('_', "");
+                            props.iter().find(|k| {
+                                generic_id(k)
+                                    && pl.strip_prefix(&r) == Some(&k.to_ascii_lowercase())
+                            })
+                        })
+                        .or_else(|| {
+                            props
+                                .iter()
+                                .find(|k| pl.len() >= 3 && k.to_ascii_lowercase().ends_with(&pl))
+                        })
+                        .map(|k| {
+                            extract_var(&mut steps, &mut extracted, &mut names, *at, resource, k)
+                        })
+                });
+                if let Some(var) = from_create {
                     url.push_str(&format!("{{{{ {var} }}}}"));
+                    continue;
                 }
+                let owner = segs[..i]
+                    .iter()
+                    .rev()
+                    .find(|s| !s.is_empty() && !s.contains('{'))
+                    .map(|s| resource_word(s));
+                let base_name = if generic_id(p) {
+                    format!("{}_{}", owner.unwrap_or_else(|| "item".into()), snake(p))
+                } else {
+                    snake(p)
+                };
+                // One variable per parameter name, whatever name it had to take (`account_sid`
+                // may be an extracted value already, then this one is `account_sid_2`).
+                let var = match path_vars.get(&base_name) {
+                    Some(var) => var.clone(),
+                    None => {
+                        let var = names.unique(&base_name);
+                        let param = o.params.iter().filter_map(|q| resolve(&doc, q)).find(|q| {
+                            q.get("name").and_then(Value::as_str) == Some(p)
+                                && q.get("in").and_then(Value::as_str) == Some("path")
+                        });
+                        let value =
+                            param.map_or(Value::String("1".into()), |q| param_example(&doc, q));
+                        let value = template_json(&value, "", &HashMap::new(), &literal);
+                        variables.push((var.clone(), value, Some(format!("path parameter `{p}` (documented example or one made from its schema): set an existing one"))));
+                        path_vars.insert(base_name, var.clone());
+                        var
+                    }
+                };
+                url.push_str(&format!("{{{{ {var} }}}}"));
             }
         }
         // Required query and header parameters with examples; credentials from the environment.
@@ -518,12 +563,46 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
             .and_then(|(_, r)| *r)
             .and_then(|r| r.get("content"))
             .and_then(Value::as_object);
-        if response.is_some_and(|c| c.keys().any(|m| m.starts_with("text/event-stream"))) {
-            step.sse = true;
-            step.status = None;
+        // An event stream: an `sse:` step reads it, but that step is a GET without a body and
+        // without `extract`/`check`. So only a GET whose success response is nothing but an
+        // event stream becomes one; an operation that also answers with JSON (OpenAI's
+        // `POST /chat/completions`, streaming only when the body asks) is a plain request for
+        // the JSON answer, and a POST that only streams is a request that reads the stream
+        // to its end.
+        let is_stream = |m: &str| m.starts_with("text/event-stream");
+        if let Some(c) = response.filter(|c| c.keys().any(|m| is_stream(m))) {
+            let others: Vec<&String> = c.keys().filter(|m| !is_stream(m)).collect();
+            if others.is_empty() && o.method == "get" && step.body == Body::None {
+                step.sse = true;
+                step.status = None;
+            } else if others.is_empty() {
+                comments.push(format!("the response is an event stream (text/event-stream): this request reads it to its end (an `sse:` step is a GET without a body, and this is {} with one)", o.method.to_uppercase()));
+            } else {
+                let offered = others
+                    .iter()
+                    .map(|m| m.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" or ");
+                match others.iter().find(|m| m.contains("json")) {
+                    Some(json)
+                        if !step
+                            .headers
+                            .iter()
+                            .any(|(n, _, _)| n.eq_ignore_ascii_case("accept")) =>
+                    {
+                        step.headers.push((
+                            "Accept".into(),
+                            literal(json),
+                            Some("not the event stream it also offers".into()),
+                        ));
+                        comments.push(format!("the response can also be an event stream (text/event-stream): this step asks for {json}"));
+                    }
+                    _ => comments.push(format!("the response can also be an event stream (text/event-stream): this step reads whichever the server sends ({offered} or the stream) to its end")),
+                }
+            }
         }
         // A create on a collection: remember what its response names, for later paths and bodies.
-        if o.method == "post" && !o.path.ends_with('}') {
+        if o.method == "post" && !o.path.rsplit('/').next().unwrap_or("").contains('{') {
             let schema = response
                 .and_then(|c| c.iter().find(|(m, _)| m.contains("json")))
                 .and_then(|(_, m)| m.get("schema"))
@@ -535,8 +614,8 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
                 .path
                 .split('/')
                 .rev()
-                .find(|s| !s.is_empty() && !s.starts_with('{'))
-                .map(singular)
+                .find(|s| !s.is_empty() && !s.contains('{'))
+                .map(resource_word)
                 .unwrap_or_else(|| "item".into());
             if !props.is_empty() && !created.contains_key(&o.path) {
                 created.insert(o.path.clone(), (steps.len(), resource.clone(), props));
@@ -561,13 +640,7 @@ pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertEr
         opts.command
     )];
     header.push("Order: creates before reads and updates, shallow paths before deep ones; deletes last, deepest first.".into());
-    if opts.target.is_none()
-        && doc
-            .pointer("/servers/0/url")
-            .and_then(Value::as_str)
-            .and_then(|s| url::Url::parse(s).ok())
-            .is_none()
-    {
+    if opts.target.is_none() && url::Url::parse(server).is_err() {
         header.push(
             "The document names no absolute server: `target` is a placeholder, or run with --url."
                 .into(),
@@ -615,8 +688,8 @@ fn extract_var(
     extracted
         .entry((at, prop.to_string()))
         .or_insert_with(|| {
-            let var = names.unique(&if prop == "id" {
-                format!("{resource}_id")
+            let var = names.unique(&if generic_id(prop) {
+                format!("{resource}_{}", snake(prop))
             } else {
                 snake(prop)
             });
@@ -695,4 +768,82 @@ fn param_example(doc: &Value, p: &Value) -> Value {
     }
     p.get("schema")
         .map_or(Value::String("1".into()), |s| example(doc, s, false))
+}
+
+/// The first server's URL, each `{variable}` replaced by its `default` (OpenAPI requires
+/// one: `https://{region}.example.com` with `region: {default: eu}`).
+fn server_url(doc: &Value) -> String {
+    let url = doc
+        .pointer("/servers/0/url")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let vars = doc.pointer("/servers/0/variables");
+    let mut out = String::new();
+    for part in segment_parts(url) {
+        match part {
+            Part::Text(t) => out.push_str(t),
+            Part::Param(name) => match vars
+                .and_then(|v| v.get(name))
+                .and_then(|v| v.get("default"))
+            {
+                Some(Value::String(d)) => out.push_str(d),
+                Some(d @ Value::Number(_)) => out.push_str(&d.to_string()),
+                _ => {
+                    out.push('{');
+                    out.push_str(name);
+                    out.push('}');
+                }
+            },
+        }
+    }
+    out
+}
+
+/// A piece of a path segment: literal text or a `{param}`.
+#[derive(Debug, PartialEq)]
+enum Part<'a> {
+    Text(&'a str),
+    Param(&'a str),
+}
+
+/// `{Sid}.json` → `{Sid}`, `.json`; a `{` without its `}` is text.
+fn segment_parts(seg: &str) -> Vec<Part<'_>> {
+    let mut out = Vec::new();
+    let mut rest = seg;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}').map(|c| open + c) else {
+            break;
+        };
+        if open > 0 {
+            out.push(Part::Text(&rest[..open]));
+        }
+        out.push(Part::Param(&rest[open + 1..close]));
+        rest = &rest[close + 1..];
+    }
+    if !rest.is_empty() {
+        out.push(Part::Text(rest));
+    }
+    out
+}
+
+/// The resource a collection segment names: `rooms` → `room`, `Calls.json` → `call`.
+fn resource_word(seg: &str) -> String {
+    let stem = match seg.rsplit_once('.') {
+        Some((stem, ext))
+            if !stem.is_empty()
+                && (1..=5).contains(&ext.len())
+                && ext.chars().all(|c| c.is_ascii_alphabetic()) =>
+        {
+            stem
+        }
+        _ => seg,
+    };
+    singular(stem)
+}
+
+/// A name that says "the id" without saying of what (`id`, `Sid`, `uuid`): the variable is
+/// named after its resource (`call_sid`).
+fn generic_id(name: &str) -> bool {
+    let s = snake(name);
+    s.len() <= 4 && !s.contains('_') && s.ends_with("id")
 }

@@ -683,3 +683,109 @@ fn url_credentials_and_long_pauses_are_not_written() {
     assert!(c.yaml.contains("pause is left out"), "{}", c.yaml);
     load(&c.yaml);
 }
+
+fn openapi_yaml(doc: &str) -> String {
+    openapi::convert(
+        doc,
+        &OpenApiOptions {
+            command: "t".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{doc}"))
+    .yaml
+}
+
+/// The step named `name` of a converted scenario, as text.
+fn step_text<'a>(yaml: &'a str, name: &str) -> &'a str {
+    yaml.split("  - name: ")
+        .find(|s| s.starts_with(&format!("{name}\n")))
+        .unwrap_or_else(|| panic!("no step {name}:\n{yaml}"))
+}
+
+/// Twilio's layout (issue 53 §4): a parameter that is part of a segment (`{Sid}.json`) is
+/// replaced like a whole-segment one, and the collection that creates it is `Calls.json`.
+#[test]
+fn parameters_inside_a_path_segment_are_replaced() {
+    let y = openapi_yaml(
+        r#"{"openapi": "3.0.1", "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://{region}.example.com/{base}", "variables": {"region": {"default": "eu"}, "base": {"default": "v2"}}}],
+        "paths": {
+          "/Accounts/{AccountSid}/Calls.json": {"post": {"operationId": "CreateCall",
+             "parameters": [{"name": "AccountSid", "in": "path", "required": true, "schema": {"type": "string", "example": "AC123"}}],
+             "responses": {"201": {"description": "", "content": {"application/json": {"schema": {"type": "object", "properties": {"sid": {"type": "string"}}}}}}}}},
+          "/Accounts/{AccountSid}/Calls/{Sid}.json": {"get": {"operationId": "FetchCall", "responses": {"200": {"description": ""}}}},
+          "/Accounts/{AccountSid}/Calls/{CallSid}/Notifications.json": {"get": {"operationId": "ListNotifications", "responses": {"200": {"description": ""}}}},
+          "/files/{name}.{ext}": {"get": {"operationId": "GetFile", "responses": {"200": {"description": ""}}}}
+        }}"#,
+    );
+    load(&y);
+    assert!(y.contains("target: https://eu.example.com"), "{y}");
+    assert!(y.contains("account_sid: AC123"), "{y}");
+    assert!(y.contains("call_sid: $.sid"), "{y}");
+    assert!(
+        y.contains("request: GET /v2/Accounts/{{ account_sid }}/Calls/{{ call_sid }}.json"),
+        "{y}"
+    );
+    assert!(
+        y.contains(
+            "request: GET /v2/Accounts/{{ account_sid }}/Calls/{{ call_sid }}/Notifications.json"
+        ),
+        "{y}"
+    );
+    assert!(
+        y.contains("request: GET /v2/files/{{ name }}.{{ ext }}"),
+        "{y}"
+    );
+}
+
+/// An event stream (issue 53 §4): an `sse:` step is a GET without a body, so only a GET that
+/// answers with nothing but `text/event-stream` becomes one; a POST with a JSON body whose
+/// answer may also be JSON (OpenAI's chat completions) is a request for the JSON, keeping its
+/// body, check and extract; a POST that only streams is a request that reads the stream.
+#[test]
+fn event_stream_responses_become_sse_steps_only_where_an_sse_step_can_send_them() {
+    let y = openapi_yaml(
+        r#"{"openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+        "paths": {
+          "/chats": {"post": {"operationId": "createChat",
+             "requestBody": {"content": {"application/json": {"schema": {"type": "object", "properties": {"model": {"type": "string", "example": "m1"}}}}}},
+             "responses": {"200": {"description": "", "content": {
+                "application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string"}}}},
+                "text/event-stream": {"schema": {"type": "string"}}}}}}},
+          "/chats/{chat_id}": {"get": {"operationId": "getChat", "responses": {"200": {"description": ""}}}},
+          "/events": {"get": {"operationId": "events", "responses": {"200": {"description": "", "content": {"text/event-stream": {}}}}}},
+          "/speak": {"post": {"operationId": "speak",
+             "requestBody": {"content": {"application/json": {"schema": {"type": "object", "properties": {"text": {"type": "string"}}}}}},
+             "responses": {"200": {"description": "", "content": {"text/event-stream": {}}}}}}
+        }}"#,
+    );
+    load(&y);
+    let chat = step_text(&y, "createChat");
+    assert!(
+        chat.contains("request: POST /chats")
+            && chat.contains("Accept: application/json")
+            && chat.contains("model: m1")
+            && chat.contains("chat_id: $.id")
+            && chat.contains("status: 200")
+            && !chat.contains("\n    sse:"),
+        "{chat}"
+    );
+    assert!(y.contains("request: GET /chats/{{ chat_id }}"), "{y}");
+    let events = step_text(&y, "events");
+    assert!(
+        events.contains("sse: /events") && !events.contains("check:"),
+        "{events}"
+    );
+    let speak = step_text(&y, "speak");
+    assert!(
+        speak.contains("request: POST /speak")
+            && speak.contains("json:")
+            && !speak.contains("\n    sse:"),
+        "{speak}"
+    );
+    assert!(
+        y.contains("# the response is an event stream (text/event-stream): this request reads it to its end"),
+        "{y}"
+    );
+}

@@ -253,3 +253,158 @@ fn the_demo_targets_own_openapi_document_converts_checks_and_runs() {
     );
     rt.block_on(target.stop()).unwrap();
 }
+
+/// A gzip fixture unpacked into `dir` with the system's `gzip` (the documents are kept
+/// compressed: 1.9 and 3.4 MB as published).
+fn gunzip(gz: &Path, dir: &Path) -> PathBuf {
+    let out = dir.join(gz.file_stem().unwrap());
+    let o = Command::new("gzip")
+        .arg("-dc")
+        .arg(gz)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "`gzip -dc {}`: {e} (the test needs gzip on PATH)",
+                gz.display()
+            )
+        });
+    assert!(
+        o.status.success(),
+        "gzip -dc {}: {}",
+        gz.display(),
+        text(&o)
+    );
+    std::fs::write(&out, &o.stdout).unwrap();
+    out
+}
+
+/// Each step URL line of a converted scenario (`request: GET /x`, `sse: /x`).
+fn step_urls(yaml: &str) -> Vec<&str> {
+    yaml.lines()
+        .filter_map(|l| {
+            let l = l.trim_start().trim_start_matches("- ");
+            l.strip_prefix("request: ")
+                .or_else(|| l.strip_prefix("sse: "))
+        })
+        .collect()
+}
+
+/// A `{name}` left in a URL's path, outside `{{ }}` templates.
+fn literal_parameter(url: &str) -> Option<String> {
+    let path = url.split(['?', '#']).next().unwrap_or(url);
+    let mut rest = path.replace("{{", "\u{1}").replace("}}", "\u{2}");
+    while let Some(open) = rest.find('{') {
+        let close = rest[open..].find('}')? + open;
+        let inner = &rest[open + 1..close];
+        if !inner.is_empty()
+            && inner
+                .chars()
+                .all(|c| c.is_alphanumeric() || "_-.".contains(c))
+        {
+            return Some(format!("{{{inner}}}"));
+        }
+        rest = rest[close + 1..].to_string();
+    }
+    None
+}
+
+/// Issue 53 §4: Twilio's and OpenAI's published documents, converted as a user would and
+/// checked by `volley check`: no problem, no `{AccountSid}` left in a path, OpenAI's POSTs
+/// that can also stream are requests with their JSON body (not `sse:` steps with `json:`).
+#[test]
+fn real_openapi_documents_convert_to_scenarios_that_check_clean() {
+    let dir = out_dir();
+    for (gz, steps, env) in [
+        ("openapi/twilio_api_v2010.json.gz", 197, "BASIC_AUTH"),
+        ("openapi/openai.json.gz", 278, "TOKEN"),
+    ] {
+        let spec = gunzip(&fixtures().join(gz), dir.path());
+        let scenario = spec.with_extension("yaml");
+        let o = volley_env(&[
+            "convert",
+            "openapi",
+            spec.to_str().unwrap(),
+            "-o",
+            scenario.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{gz}: {}", text(&o));
+        let yaml = std::fs::read_to_string(&scenario).unwrap();
+        let urls = step_urls(&yaml);
+        assert_eq!(urls.len(), steps, "{gz}: steps");
+        let left: Vec<&&str> = urls
+            .iter()
+            .filter(|u| literal_parameter(u).is_some())
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{gz}: {} URLs keep a {{param}}: {left:?}",
+            left.len()
+        );
+        let check = Command::new(env!("CARGO_BIN_EXE_volley"))
+            .args(["check", scenario.to_str().unwrap(), "--no-request"])
+            .env("NO_COLOR", "1")
+            .env(env, "set-for-the-check")
+            .output()
+            .unwrap();
+        assert!(check.status.success(), "{gz}: {}", text(&check));
+        assert!(
+            String::from_utf8_lossy(&check.stdout).contains(&format!("{steps} steps")),
+            "{gz}: {}",
+            text(&check)
+        );
+        if gz.contains("twilio") {
+            // `{Sid}.json` of a call is the sid the call's create returned.
+            assert!(yaml.contains("call_sid: $.sid"), "{yaml}");
+            assert!(
+                yaml.contains(
+                    "request: GET /2010-04-01/Accounts/{{ account_sid }}/Calls/{{ call_sid }}.json"
+                ),
+                "{yaml}"
+            );
+        } else {
+            assert!(!yaml.contains("\n    sse: "), "no sse step:\n{yaml}");
+            let chat = yaml
+                .split("  - name: ")
+                .find(|s| s.starts_with("createChatCompletion\n"))
+                .expect("createChatCompletion");
+            assert!(
+                chat.contains("request: POST /v1/chat/completions")
+                    && chat.contains("Accept: application/json")
+                    && chat.contains("\n    json:\n")
+                    && chat.contains("status: 200"),
+                "{chat}"
+            );
+        }
+    }
+    assert_eq!(
+        literal_parameter("/Accounts/{{ a }}/Calls/{Sid}.json"),
+        Some("{Sid}".into())
+    );
+    assert_eq!(
+        literal_parameter("/Accounts/{{ a }}/Calls/{{ b }}.json?x={y}"),
+        None
+    );
+}
+
+/// A step whose path still holds `{name}` is refused by `volley check` (exit 2), with the
+/// variable to write instead.
+#[test]
+fn check_refuses_a_path_parameter_nobody_replaced() {
+    let dir = out_dir();
+    let scenario = dir.path().join("calls.yaml");
+    std::fs::write(
+        &scenario,
+        "target: http://127.0.0.1:9\nsteps:\n  - request: GET /2010-04-01/Accounts/{AccountSid}/Calls.json\n",
+    )
+    .unwrap();
+    let o = volley_env(&["check", scenario.to_str().unwrap(), "--no-request"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("calls.yaml:3:14:")
+            && err.contains("still holds `{AccountSid}`")
+            && err.contains("`{{ account_sid }}`"),
+        "{}",
+        text(&o)
+    );
+}

@@ -1375,24 +1375,6 @@ fn path_parameter(literals: &[String]) -> Option<String> {
     None
 }
 
-/// `AccountSid` → `account_sid`, for the message's suggested variable name.
-fn snake_name(name: &str) -> String {
-    let mut out = String::new();
-    let mut prev_lower = false;
-    for c in name.chars() {
-        if c.is_uppercase() && prev_lower {
-            out.push('_');
-        }
-        prev_lower = c.is_lowercase() || c.is_ascii_digit();
-        if c == '-' || c == '.' {
-            out.push('_');
-        } else {
-            out.extend(c.to_lowercase());
-        }
-    }
-    out
-}
-
 /// A step URL must be relative (`/path`) or absolute on the target, with a scheme its step
 /// can use; the text outside templates must be sendable (no spaces or control characters).
 /// Templated URLs are checked as far as their literal start shows.
@@ -1419,7 +1401,7 @@ fn check_url(
         let name = param.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
         return Err(format!(
             "`{url}` still holds `{param}`, a path parameter that would be sent as it is: write the value, or a variable (`{{{{ {} }}}}`) defined under `variables` or extracted by an earlier step",
-            snake_name(name)
+            crate::secret::snake(name)
         ));
     }
     // What the URL starts with before any template.
