@@ -4,7 +4,8 @@
 //! histogram and summary series, and OpenMetrics' `# EOF`.
 //!
 //! Parsing never fails as a whole: a malformed line is reported with its number and
-//! skipped, because a scrape that half-works is still worth recording.
+//! skipped, because a scrape that half-works is still worth recording. A page that is no
+//! exposition at all (HTML, JSON) is told apart by [`not_exposition`].
 
 use std::collections::HashMap;
 
@@ -50,68 +51,163 @@ pub struct Exposition {
 impl Exposition {
     /// The type of the family a sample belongs to (suffixes resolved).
     pub fn type_of(&self, sample_name: &str) -> MetricType {
-        if let Some(t) = self.types.get(sample_name) {
-            return *t;
-        }
-        for suffix in [
-            "_total", "_created", "_bucket", "_count", "_sum", "_gcount", "_gsum",
-        ] {
-            if let Some(family) = sample_name.strip_suffix(suffix)
-                && let Some(t) = self.types.get(family)
-            {
-                return *t;
-            }
-        }
-        MetricType::Untyped
+        type_of(sample_name, |f| self.types.get(f).copied())
     }
 
     /// Whether a sample is cumulative (a counter, or a histogram's or summary's count, sum
     /// or bucket), so that its rate per second is what means something.
     pub fn is_cumulative(&self, sample_name: &str) -> bool {
-        match self.type_of(sample_name) {
-            MetricType::Counter => !sample_name.ends_with("_created"),
-            MetricType::Histogram | MetricType::Summary => ["_count", "_sum", "_bucket"]
-                .iter()
-                .any(|s| sample_name.ends_with(s)),
-            _ => false,
+        is_cumulative(sample_name, self.type_of(sample_name))
+    }
+}
+
+/// Parses exposition text, keeping every sample (tests and small pages; the scraper reads
+/// with a [`Reader`], which holds one sample at a time).
+pub fn parse(text: &str) -> Exposition {
+    let mut reader = Reader::new(text);
+    let mut out = Exposition::default();
+    for item in reader.by_ref() {
+        match item {
+            Ok(s) => out.samples.push(s),
+            Err(e) => out.errors.push(e),
+        }
+    }
+    out.types = reader.types;
+    out
+}
+
+/// Most `# TYPE` declarations a [`Reader`] remembers. Beyond them it still knows the type of
+/// the family declared last, which is the family of the samples that follow: the format
+/// writes a family's `# TYPE` line before its samples, all in one group.
+pub const MAX_TYPES: usize = 50_000;
+
+/// Reads an exposition one sample at a time, with the types declared so far: its memory
+/// is that of one line and at most [`MAX_TYPES`] family names, whatever the page holds.
+pub struct Reader<'a> {
+    lines: std::iter::Enumerate<std::str::Lines<'a>>,
+    types: HashMap<String, MetricType>,
+    /// The family declared last, when [`MAX_TYPES`] were already remembered.
+    last: Option<(String, MetricType)>,
+    done: bool,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader at the start of `text`.
+    pub fn new(text: &'a str) -> Reader<'a> {
+        Reader {
+            lines: text.lines().enumerate(),
+            types: HashMap::new(),
+            last: None,
+            done: false,
+        }
+    }
+
+    fn declared(&self, family: &str) -> Option<MetricType> {
+        self.types.get(family).copied().or_else(|| {
+            self.last
+                .as_ref()
+                .filter(|(name, _)| name == family)
+                .map(|(_, t)| *t)
+        })
+    }
+
+    /// The type of the family a sample belongs to (suffixes resolved), as declared so far.
+    pub fn type_of(&self, sample_name: &str) -> MetricType {
+        type_of(sample_name, |f| self.declared(f))
+    }
+
+    /// Whether a sample is cumulative ([`Exposition::is_cumulative`]), as declared so far.
+    pub fn is_cumulative(&self, sample_name: &str) -> bool {
+        is_cumulative(sample_name, self.type_of(sample_name))
+    }
+
+    fn declare(&mut self, name: &str, t: MetricType) {
+        if self.types.len() < MAX_TYPES || self.types.contains_key(name) {
+            self.types.insert(name.to_string(), t);
+        } else {
+            self.last = Some((name.to_string(), t));
         }
     }
 }
 
-/// Parses exposition text.
-pub fn parse(text: &str) -> Exposition {
-    let mut out = Exposition::default();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(comment) = line.strip_prefix('#') {
-            let mut words = comment.split_whitespace();
-            match words.next() {
-                Some("EOF") => break,
-                Some("TYPE") => {
-                    if let (Some(name), Some(kind)) = (words.next(), words.next()) {
-                        let t = match kind {
-                            "counter" => MetricType::Counter,
-                            "gauge" => MetricType::Gauge,
-                            "histogram" | "gaugehistogram" => MetricType::Histogram,
-                            "summary" => MetricType::Summary,
-                            _ => MetricType::Untyped,
-                        };
-                        out.types.insert(name.to_string(), t);
-                    }
-                }
-                _ => {}
+impl Iterator for Reader<'_> {
+    /// A sample, or a malformed line: (1-based line number, what was wrong).
+    type Item = Result<Sample, (usize, String)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            let (i, raw) = self.lines.next()?;
+            let line = raw.trim();
+            if line.is_empty() {
+                continue;
             }
-            continue;
+            if let Some(comment) = line.strip_prefix('#') {
+                let mut words = comment.split_whitespace();
+                match words.next() {
+                    Some("EOF") => self.done = true,
+                    Some("TYPE") => {
+                        if let (Some(name), Some(kind)) = (words.next(), words.next()) {
+                            let t = match kind {
+                                "counter" => MetricType::Counter,
+                                "gauge" => MetricType::Gauge,
+                                "histogram" | "gaugehistogram" => MetricType::Histogram,
+                                "summary" => MetricType::Summary,
+                                _ => MetricType::Untyped,
+                            };
+                            self.declare(name, t);
+                        }
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            return Some(parse_sample(line).map_err(|e| (i + 1, e)));
         }
-        match parse_sample(line) {
-            Ok(s) => out.samples.push(s),
-            Err(e) => out.errors.push((i + 1, e)),
+        None
+    }
+}
+
+/// The type of `sample_name`'s family, from what `declared` knows (suffixes resolved).
+fn type_of(sample_name: &str, declared: impl Fn(&str) -> Option<MetricType>) -> MetricType {
+    if let Some(t) = declared(sample_name) {
+        return t;
+    }
+    for suffix in [
+        "_total", "_created", "_bucket", "_count", "_sum", "_gcount", "_gsum",
+    ] {
+        if let Some(family) = sample_name.strip_suffix(suffix)
+            && let Some(t) = declared(family)
+        {
+            return t;
         }
     }
-    out
+    MetricType::Untyped
+}
+
+fn is_cumulative(sample_name: &str, t: MetricType) -> bool {
+    match t {
+        MetricType::Counter => !sample_name.ends_with("_created"),
+        MetricType::Histogram | MetricType::Summary => ["_count", "_sum", "_bucket"]
+            .iter()
+            .any(|s| sample_name.ends_with(s)),
+        _ => false,
+    }
+}
+
+/// Why `text` is no Prometheus text at all, judged on its first characters: an HTML or XML
+/// page (a login page, an error page, the application's home page), or JSON (Spring Boot's
+/// `/actuator/metrics` rather than `/actuator/prometheus`). `None` when it may be.
+pub fn not_exposition(text: &str) -> Option<String> {
+    let start = text.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
+    let what = match start.chars().next()? {
+        '<' => "HTML or XML",
+        '{' | '[' => "JSON",
+        _ => return None,
+    };
+    let shown: String = start.chars().take_while(|c| *c != '\n').take(40).collect();
+    Some(format!(
+        "the page is {what}, not Prometheus text (it starts `{shown}`); point --server-metrics at the Prometheus endpoint (Spring Boot: /actuator/prometheus, node_exporter: /metrics)"
+    ))
 }
 
 fn is_name_char(c: char, first: bool) -> bool {
@@ -215,9 +311,21 @@ fn parse_value(s: &str) -> Option<f64> {
 
 /// Escapes a label value the way an exposition writes it (for tests and round trips).
 pub fn escape_label_value(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+    let mut out = String::with_capacity(v.len());
+    escape_into(&mut out, v);
+    out
+}
+
+/// Appends `v` to `out`, escaped as in [`escape_label_value`].
+pub fn escape_into(out: &mut String, v: &str) {
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
 }
 
 #[cfg(test)]
