@@ -600,9 +600,9 @@ impl Capacity {
 pub fn usl_line(u: &Usl) -> String {
     let peak = match (u.peak_concurrency, u.peak_throughput) {
         (Some(n), Some(x)) => format!(
-            "throughput peaks at {} req/s at a concurrency of {:.0}",
-            number(x),
-            n
+            "throughput peaks at {} req/s at a concurrency of {}",
+            sci(x, number),
+            sci(n, |n| if n < 10.0 { format!("{n:.1}") } else { format!("{n:.0}") })
         ),
         _ if u.kappa > 0.0 => "no peak within ten times the highest concurrency measured: throughput still grows there (measure higher loads to find the peak)".to_string(),
         _ if u.sigma <= 1e-9 => {
@@ -610,13 +610,32 @@ pub fn usl_line(u: &Usl) -> String {
         }
         _ => format!(
             "no coherency cost (κ = 0): throughput levels off towards {} req/s",
-            number(u.lambda / u.sigma)
+            sci(u.lambda / u.sigma, number)
         ),
     };
-    format!(
-        "Scalability (USL, {} points, R² {:.3}): σ {:.5} (contention), κ {:.7} (coherency), λ {:.2}; {peak}.",
-        u.points, u.r2, u.sigma, u.kappa, u.lambda
-    )
+    let mut line = format!(
+        "Scalability (USL, {} points, R² {:.3}): σ {:.5} (contention), κ {:.7} (coherency), λ {}; {peak}.",
+        u.points,
+        u.r2,
+        u.sigma,
+        u.kappa,
+        sci(u.lambda, |v| format!("{v:.2}"))
+    );
+    if let Some(note) = u.peak_note() {
+        line.push(' ');
+        line.push_str(&note);
+    }
+    line
+}
+
+/// `v` as `plain` writes it between 0.01 and 10¹², else in scientific notation (`1.23e300`):
+/// data at any scale fits, and is said in a line.
+fn sci(v: f64, plain: impl Fn(f64) -> String) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-2..1e12).contains(&v.abs()) {
+        format!("{v:.3e}")
+    } else {
+        plain(v)
+    }
 }
 
 /// The points a scalability law is fitted to: each probe's concurrency (the VUs of a closed
@@ -753,10 +772,16 @@ pub fn judge(src: &Source, report: &RunReport, slo: &[Threshold], opts: ReportOp
         let measured = (report.measured_s / report.interval_s.max(1e-9)).round().max(1.0) as usize;
         // The dispatch lag of every arrival (open model), or the event loop's wake-up delay
         // every 10 ms (closed model): either way, volley's own delay in what it measured.
+        // Never from one interval: a pause of the machine in one interval lifts the p99 of a
+        // short probe; lag that volley could not keep up with is behind in several.
         let lag = g.sched_lag_ms.as_ref().map_or(0.0, |l| l.p99_ms);
-        if lag >= LAG_FLOOR_MS && lag >= LAG_SHARE * latency {
+        if lag >= LAG_FLOOR_MS
+            && lag >= LAG_SHARE * latency
+            && g.behind_intervals >= LAG_INTERVALS
+        {
             Some(format!(
-                "volley's own dispatch lag (p99 {lag:.1} ms) is a real share of the latency it measured ({latency:.1} ms)"
+                "volley's own dispatch lag (p99 {lag:.1} ms, behind in {} intervals) is a real share of the latency it measured ({latency:.1} ms)",
+                g.behind_intervals
             ))
         } else if g.saturated_intervals * 2 >= measured {
             Some(format!(
@@ -832,7 +857,14 @@ pub const GROWTH_MIN_MS: f64 = 5.0;
 /// slow interval at the end is a stall, not a queue).
 pub const GROWTH_STEPS: f64 = 0.75;
 
-/// Whether the probe's latency rose steadily through its measurement (a growing backlog).
+/// A rising trend is one whose least-squares slope is at least this many standard errors
+/// above zero ...
+pub const GROWTH_T: f64 = 2.0;
+
+/// Whether the probe's latency rose through its measurement (a growing backlog): most steps
+/// from one interval to the next go up, or — for bursty arrivals, whose queue jumps up and
+/// down — the least-squares trend of the intervals' mean TTFB rises by [`GROWTH_T`] standard
+/// errors; either way by [`GROWTH_RATIO`]× and [`GROWTH_MIN_MS`] from start to end.
 fn queue_growth(src: &Source, report: &RunReport) -> Option<String> {
     let series = src.series.after_warmup(report.warmup_s);
     let nominal = series.nominal_interval_s();
@@ -842,6 +874,11 @@ fn queue_growth(src: &Source, report: &RunReport) -> Option<String> {
         .filter(|r| r.period_s >= nominal * 0.99 && r.mttfb_ms.is_finite() && r.tests > 0)
         .map(|r| r.mttfb_ms)
         .collect();
+    growth(&rows)
+}
+
+/// [`queue_growth`] on the intervals' mean TTFB, ms, in order.
+fn growth(rows: &[f64]) -> Option<String> {
     if rows.len() < 3 {
         return None;
     }
@@ -851,9 +888,39 @@ fn queue_growth(src: &Source, report: &RunReport) -> Option<String> {
     // A trend, not one slow interval: most steps from one interval to the next go up.
     let ups = rows.windows(2).filter(|w| w[1] > w[0]).count();
     let steady = ups as f64 >= GROWTH_STEPS * (rows.len() - 1) as f64;
-    (steady && last >= first * GROWTH_RATIO && last - first >= GROWTH_MIN_MS).then(|| {
-        format!(
+    let risen = |from: f64, to: f64| to >= from * GROWTH_RATIO && to - from >= GROWTH_MIN_MS;
+    if steady && risen(first, last) {
+        return Some(format!(
             "the queue grew through the probe: MTTFB {first:.1} ms in its first third, {last:.1} ms in its last (the load is above what the server sustains)"
+        ));
+    }
+    // The least-squares line through (i, rows[i]) and its slope's standard error.
+    let n = rows.len() as f64;
+    let xm = (n - 1.0) / 2.0;
+    let ym = mean(rows);
+    let sxx: f64 = (0..rows.len()).map(|i| (i as f64 - xm).powi(2)).sum();
+    let sxy: f64 = rows
+        .iter()
+        .enumerate()
+        .map(|(i, y)| (i as f64 - xm) * (y - ym))
+        .sum();
+    let slope = sxy / sxx;
+    let start = ym - slope * xm;
+    let end = ym + slope * xm;
+    if rows.len() < 5 {
+        return None;
+    }
+    let sse: f64 = rows
+        .iter()
+        .enumerate()
+        .map(|(i, y)| (y - (start + slope * i as f64)).powi(2))
+        .sum();
+    let se = (sse / (n - 2.0) / sxx).sqrt();
+    (slope > 0.0 && slope >= GROWTH_T * se && risen(start.max(0.0), end)).then(|| {
+        format!(
+            "the queue was still growing at the probe's end: MTTFB rose along its trend from {:.1} ms to {end:.1} ms ({:.1} standard errors; the load is not steady)",
+            start.max(0.0),
+            slope / se
         )
     })
 }
@@ -870,8 +937,10 @@ fn fmt(v: f64) -> String {
 
 /// The generator's dispatch lag (p99) that can make a probe generator-limited, ms.
 pub const LAG_FLOOR_MS: f64 = 10.0;
-/// ... when it is at least this share of the latency the SLO reads.
+/// ... when it is at least this share of the latency the SLO reads ...
 pub const LAG_SHARE: f64 = 0.25;
+/// ... and the generator was behind its schedule in at least this many intervals.
+pub const LAG_INTERVALS: usize = 2;
 
 /// What a probe shows running out first: `(resource, finding)`. An error cliff is the first
 /// thing that broke when the probe's errors reach 1 % (the refusals of a full accept queue, a
@@ -1176,6 +1245,31 @@ pub fn compare_html(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_queue_still_growing_at_the_end_is_not_steady() {
+        // A Poisson probe at 87.5/s on a pool of 2 × 21 ms (ρ ≈ 0.92), its ten intervals
+        // after the warm-up as measured: it jumps up and down, and climbs.
+        let bursty = [
+            47.4, 52.8, 50.4, 107.8, 141.8, 76.2, 73.1, 183.2, 280.6, 200.5,
+        ];
+        let why = growth(&bursty).expect("not steady");
+        assert!(why.contains("still growing"), "{why}");
+        // A steady queue's jitter is not growth, nor is a queue that rose and drained.
+        assert_eq!(
+            growth(&[21.3, 22.0, 21.1, 23.4, 21.9, 22.6, 21.0, 22.2, 21.7, 22.9]),
+            None
+        );
+        assert_eq!(
+            growth(&[
+                261.8, 331.5, 383.6, 426.0, 456.9, 423.0, 360.4, 378.0, 163.2, 81.8
+            ]),
+            None
+        );
+        // Steady growth, interval after interval, as before.
+        let why = growth(&[20.0, 30.0, 41.0, 55.0, 70.0, 90.0]).unwrap();
+        assert!(why.contains("grew through the probe"), "{why}");
+    }
 
     fn probe(offered: f64, verdict: Outcome) -> Probe {
         Probe {

@@ -71,7 +71,7 @@ pub fn of(
         .map(|&k| (k, kinds[k.index()]))
         .filter(|(k, n)| *n > 0 && *k != ErrorKind::NotSent)
         .collect();
-    by_kind.sort_by(|a, b| b.1.cmp(&a.1));
+    by_kind.sort_by_key(|k| std::cmp::Reverse(k.1));
     let codes = status_codes(errors);
     let list: Vec<String> = by_kind
         .iter()
@@ -197,7 +197,7 @@ fn tomcat_full(src: &Source, warmup_s: f64, levels: &[Level]) -> Option<(f64, St
         .into_iter()
         .filter_map(|(_, r)| r.last().map(|r| r.value))
         .fold(f64::NAN, f64::max);
-    if !(max > 0.0) {
+    if max.is_nan() || max <= 0.0 {
         return None;
     }
     let first = series_of(src, "tomcat_threads_busy_threads", warmup_s)

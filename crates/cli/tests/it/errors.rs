@@ -127,7 +127,7 @@ fn a_target_that_goes_away_is_named_as_refused_connections() {
     let (rt, target) = demo(volley_demo::Knobs::default());
     let out = out_dir();
     let url = format!("http://{}/rooms", target.addr);
-    let mut child = Watched::start(&[
+    let child = Watched::start(&[
         "run",
         "--url",
         &url,
