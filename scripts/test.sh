@@ -34,6 +34,8 @@
 #                          (crates/cli/tests/it/k8s.rs validates every generated manifest)
 #     hdrhistogram         Python's hdrh, a second reader of latency.hlog
 #                          (crates/cli/tests/it/hlog_readers.rs)
+#     numpy, pandas        the seeds' own metric script, bench/import/seed_suite.py, run on a
+#                          run's series.csv (crates/cli/tests/it/run.rs)
 # Packages are installed with apt-get, as root or through sudo; .ci/run calls this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -125,7 +127,8 @@ fi
 
 # --- Python tools (PyPI), in a venv of their own; skipped when the pinned set is there ----
 py_tools=("moto[s3]==5.2.5" "flask==3.1.3" "flask-cors==6.0.5" "kubernetes-validate==1.37.0"
-          "hdrhistogram==0.10.8")
+          "hdrhistogram==0.10.8"
+          "numpy==2.4.6" "pandas==3.1.1")
 venv="$PWD/target/tools/venv"
 if [ "$(cat "$venv/.volley-tools" 2>/dev/null)" != "${py_tools[*]}" ]; then
   say "installing ${py_tools[*]} into $venv (pip)"

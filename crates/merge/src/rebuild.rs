@@ -127,28 +127,45 @@ impl<'a> Prepared<'a> {
     }
 }
 
-/// Reads the Reconnects and TLS columns of the segment's series.csv.
+/// Reads the Reconnects and TLS columns of the segment's series.csv, and of its drain.csv
+/// (the drain after the stop, whose row follows series.csv's in the segment's series).
 fn extra_columns(input: &Input, rows: usize) -> Result<Vec<(u64, f64)>, MergeError> {
-    let path = input.data.dir.join(volley_rundir::rundir::SERIES_CSV);
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_path(&path)
-        .map_err(|e| FormatError::malformed(&path, 1, None, e.to_string()))?;
-    let header = reader
-        .headers()
-        .map_err(|e| FormatError::malformed(&path, 1, None, e.to_string()))?
-        .clone();
-    let col = |name: &str| header.iter().position(|h| h == name);
-    let (rc, tc) = (col(RECONNECTS), col(TLS_MS));
+    use volley_rundir::rundir::{DRAIN_CSV, SERIES_CSV};
+    let dir = &input.data.dir;
+    let drain = dir.join(DRAIN_CSV);
+    // series.csv's rows, then drain.csv's: the measured ones when there is a drain.csv (a
+    // run directory written before it has the drain as series.csv's last row).
+    let files = if drain.is_file() {
+        vec![
+            (dir.join(SERIES_CSV), input.data.series.measured_rows()),
+            (drain, rows),
+        ]
+    } else {
+        vec![(dir.join(SERIES_CSV), rows)]
+    };
     let mut out = Vec::with_capacity(rows);
-    for rec in reader.records().take(rows) {
-        let Ok(rec) = rec else { break };
-        let num = |c: Option<usize>| {
-            c.and_then(|c| rec.get(c))
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        out.push((num(rc) as u64, num(tc)));
+    for (path, upto) in files {
+        let mut reader = csv::ReaderBuilder::new()
+            .flexible(true)
+            .from_path(&path)
+            .map_err(|e| FormatError::malformed(&path, 1, None, e.to_string()))?;
+        let header = reader
+            .headers()
+            .map_err(|e| FormatError::malformed(&path, 1, None, e.to_string()))?
+            .clone();
+        let col = |name: &str| header.iter().position(|h| h == name);
+        let (rc, tc) = (col(RECONNECTS), col(TLS_MS));
+        for rec in reader.records().take(upto.saturating_sub(out.len())) {
+            let Ok(rec) = rec else { break };
+            let num = |c: Option<usize>| {
+                c.and_then(|c| rec.get(c))
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .unwrap_or(0.0)
+            };
+            out.push((num(rc) as u64, num(tc)));
+        }
+        // Rows the file did not hold read as 0, so drain.csv's stay in their place.
+        out.resize(upto.max(out.len()), (0, 0.0));
     }
     out.resize(rows, (0, 0.0));
     Ok(out)

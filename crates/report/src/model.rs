@@ -242,19 +242,23 @@ impl RunReport {
             ));
         }
         let nominal = series.nominal_interval_s();
-        // The drain after the stop: rows of no length at the end.
-        let timed = series
-            .intervals
-            .iter()
-            .rposition(|r| r.period_s > 0.0)
-            .map_or(0, |i| i + 1);
+        // The drain after the stop: rows of no length at the end (drain.csv, or the end of
+        // series.csv in a run directory written before drain.csv).
+        let timed = series.measured_rows();
         let drain = &series.intervals[timed..];
         if !drain.is_empty() {
             let (t, e): (u64, u64) = drain
                 .iter()
                 .fold((0, 0), |(t, e), r| (t + r.tests, e + r.errors));
+            // Where the run directory keeps it: drain.csv, or (written before it) series.csv.
+            let drain_csv = volley_formats::rundir::DRAIN_CSV;
+            let kept = if src.path.join(drain_csv).is_file() {
+                drain_csv
+            } else {
+                "the last row of series.csv"
+            };
             notes.push(format!(
-                "{} completed in the grace period after the stop ({t} succeeded, {e} failed): they count in the totals and the latencies, as a drain row of no length in series.csv, and not in the TPS figures, which are rates of the measured time.",
+                "Total Tests include {} that completed in the grace period after the stop ({t} succeeded, {e} failed; {kept}): they count in the totals, the error rate and the per-request latencies, and in no per-interval figure (TPS, MTTFB), which are of the measured intervals.",
                 volley_scenario::words::counted(t + e, "request")
             ));
         }

@@ -5,6 +5,8 @@
 //! runs/<UTC time>_<name>/
 //!   run.json      what ran, and status: running | complete | interrupted | aborted
 //!   series.csv    one row per interval; the first 13 columns are nGrinder's output.csv
+//!   drain.csv     the drain after the stop (what completed in the grace period), in series.csv's
+//!                 columns: a row 0 s long, so series.csv holds the measured time alone
 //!   latency.hlog  HdrHistogram interval log, tagged by `hlog::HistKey`: `ttfb`, `total`, `ttfb.1`, …
 //!   report.md  report.json   written at the end
 //! ```
@@ -32,6 +34,12 @@ use crate::recorded::RecordedPlan;
 pub const RUN_JSON: &str = "run.json";
 /// The per-interval series.
 pub const SERIES_CSV: &str = "series.csv";
+/// The drain after the stop (the requests that completed in the grace period), in
+/// series.csv's columns, written only when there is one. It is a row of no length, so it
+/// has no TPS: kept out of series.csv, every row of that file is a measured interval with
+/// a number in its TPS cell, as the seeds' pandas script reads it. Run directories written
+/// before it have the drain as series.csv's last row, which reads the same.
+pub const DRAIN_CSV: &str = "drain.csv";
 /// The histogram log.
 pub const LATENCY_HLOG: &str = "latency.hlog";
 /// Scraped server metrics.
@@ -380,6 +388,10 @@ pub struct RunWriter {
     meta: RunMeta,
     started: SystemTime,
     series: BufWriter<File>,
+    /// series.csv's header line, which drain.csv repeats.
+    header: String,
+    /// drain.csv, once the drain is written.
+    drain: Option<BufWriter<File>>,
     hlog: BufWriter<File>,
     server: Option<BufWriter<File>>,
 }
@@ -437,8 +449,8 @@ impl RunWriter {
             header.extend(step_header(i));
         }
         header.extend(extra_header());
-        writeln!(series, "{}", header.join(","))
-            .map_err(|e| FormatError::io(dir.join(SERIES_CSV), e))?;
+        let header = header.join(",");
+        writeln!(series, "{header}").map_err(|e| FormatError::io(dir.join(SERIES_CSV), e))?;
         let mut hlog_out = open(LATENCY_HLOG)?;
         hlog::write_header(&mut hlog_out, started)
             .map_err(|e| FormatError::io(dir.join(LATENCY_HLOG), e))?;
@@ -447,6 +459,8 @@ impl RunWriter {
             meta,
             started,
             series,
+            header,
+            drain: None,
             hlog: hlog_out,
             server: None,
         };
@@ -471,7 +485,8 @@ impl RunWriter {
     }
 
     /// Appends one interval to `series.csv` and `latency.hlog` and flushes both; `steps`
-    /// holds the scenario steps' samples (empty without a scenario).
+    /// holds the scenario steps' samples (empty without a scenario). A row of no length, the
+    /// drain after the stop, goes to `drain.csv` instead (created with series.csv's header).
     pub fn write_interval(
         &mut self,
         sample: &IntervalSample,
@@ -510,8 +525,22 @@ impl RunWriter {
         fields.push(n(sample.counts.sched_lag_max_us as f64 / 1000.0));
         fields.push(n(sample.counts.generator_cpu_pct));
         fields.push(n(sample.counts.pool_wait_mean_ms()));
-        let path = self.dir.join(SERIES_CSV);
-        writeln!(self.series, "{}", fields.join(",")).map_err(|e| FormatError::io(&path, e))?;
+        let line = fields.join(",");
+        if row.period_s <= 0.0 {
+            let path = self.dir.join(DRAIN_CSV);
+            if self.drain.is_none() {
+                let mut f = File::create(&path)
+                    .map(BufWriter::new)
+                    .map_err(|e| FormatError::io(&path, e))?;
+                writeln!(f, "{}", self.header).map_err(|e| FormatError::io(&path, e))?;
+                self.drain = Some(f);
+            }
+            let out = self.drain.as_mut().expect("just created");
+            writeln!(out, "{line}").map_err(|e| FormatError::io(&path, e))?;
+        } else {
+            let path = self.dir.join(SERIES_CSV);
+            writeln!(self.series, "{line}").map_err(|e| FormatError::io(&path, e))?;
+        }
         let (start, len) = (secs(row.start_s), secs(row.period_s));
         let hpath = self.dir.join(LATENCY_HLOG);
         let mut write = |h: &Histogram<u64>, key: HistKey| {
@@ -579,6 +608,10 @@ impl RunWriter {
         self.series
             .flush()
             .map_err(|e| FormatError::io(self.dir.join(SERIES_CSV), e))?;
+        if let Some(d) = &mut self.drain {
+            d.flush()
+                .map_err(|e| FormatError::io(self.dir.join(DRAIN_CSV), e))?;
+        }
         self.hlog
             .flush()
             .map_err(|e| FormatError::io(self.dir.join(LATENCY_HLOG), e))
@@ -843,8 +876,10 @@ impl RunData {
                 std::io::Error::new(std::io::ErrorKind::InvalidData, e),
             )
         })?;
-        let file = ngrinder::parse(&spath, &series_text)?;
+        let mut file = ngrinder::parse(&spath, &series_text)?;
         input_notes.extend(file.notes.iter().cloned());
+        let series_rows = file.total.intervals.len();
+        append_drain(dir, &mut file, &mut input_notes)?;
         let hpath = dir.join(LATENCY_HLOG);
         let (histograms, logged) = if with_histograms && hpath.exists() {
             let file = volley_scenario::limits::open_bounded(&hpath, MAX_RUN_FILE)
@@ -876,18 +911,23 @@ impl RunData {
         // leaves the last intervals without histograms.
         let rows = file.total.intervals.len();
         if logged > 0 && logged < rows {
-            input_notes.push(InputNote::Used {
-                unit: crate::note::Unit::Row,
-                rows: {
-                    let mut r = crate::note::Rows::new(crate::note::Locator::Line);
-                    // series.csv lines of the rows without histograms (line 1 is the header).
-                    for i in logged..rows {
-                        r.push(i as u64 + 2);
-                    }
-                    r
-                },
-                how: format!("in {SERIES_CSV}, without histograms in {LATENCY_HLOG} (the run stopped between writing the two): counted in the per-interval figures, not in the per-request percentiles."),
-            });
+            // The lines of the rows without histograms (line 1 is the header), in series.csv
+            // and then in drain.csv, whose rows follow series.csv's.
+            for (name, from, to) in [(SERIES_CSV, 0, series_rows), (DRAIN_CSV, series_rows, rows)] {
+                let missing = logged.max(from)..to;
+                if missing.is_empty() {
+                    continue;
+                }
+                let mut r = crate::note::Rows::new(crate::note::Locator::Line);
+                for i in missing {
+                    r.push((i - from) as u64 + 2);
+                }
+                input_notes.push(InputNote::Used {
+                    unit: crate::note::Unit::Row,
+                    rows: r,
+                    how: format!("in {name}, without histograms in {LATENCY_HLOG} (the run stopped between writing the two): counted in the per-interval figures, not in the per-request percentiles."),
+                });
+            }
         }
         // volley's own columns after nGrinder's; one missing reads as 0 in every row.
         let at = |c: Option<&[f64]>, i: usize| c.map_or(0.0, |c| c[i]);
@@ -963,6 +1003,105 @@ impl RunData {
             populations,
         })
     }
+}
+
+/// Appends the rows of `dir`'s drain.csv (the drain after the stop), when it has one, to
+/// `file`, its series.csv as read: every reader of a run directory then finds the drain as the
+/// last row of the series, as in the run directories written before drain.csv, whose
+/// series.csv held it. drain.csv must have series.csv's header, and hold rows of no length.
+fn append_drain(
+    dir: &Path,
+    file: &mut ngrinder::NgrinderFile,
+    notes: &mut Vec<InputNote>,
+) -> Result<()> {
+    let path = dir.join(DRAIN_CSV);
+    if path
+        .symlink_metadata()
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    {
+        return Ok(());
+    }
+    let bytes = read_run_file(&path)?;
+    // A crash can cut its last line too, or its header before the line end (then it holds
+    // nothing yet).
+    let cut = match cut_last_line(&bytes) {
+        Some((start, line)) => Some((start, line)),
+        None if !bytes.is_empty() && !bytes.contains(&b'\n') => Some((0, 1)),
+        None => None,
+    };
+    let bytes = match cut {
+        Some((start, line)) => {
+            notes.push(InputNote::CutOff {
+                file: DRAIN_CSV.to_string(),
+                at: Place::Line(line),
+            });
+            &bytes[..start]
+        }
+        None => &bytes[..],
+    };
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        FormatError::io(
+            &path,
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        )
+    })?;
+    let drain = ngrinder::parse(&path, text)?;
+    if drain.header != file.header {
+        return Err(FormatError::malformed(
+            &path,
+            1,
+            None,
+            format!(
+                "its header is not {SERIES_CSV}'s: {DRAIN_CSV} holds the drain after the stop in {SERIES_CSV}'s columns, under the same header line; write {SERIES_CSV}'s first line as its first line"
+            ),
+        ));
+    }
+    if let Some((i, r)) = drain
+        .total
+        .intervals
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.period_s != 0.0)
+    {
+        return Err(FormatError::malformed(
+            &path,
+            i as u64 + 2,
+            None,
+            format!(
+                "{PERIOD} is {}: {DRAIN_CSV} holds only the drain after the stop, rows 0 s long (what completed in the grace period); a row of measured time belongs in {SERIES_CSV}",
+                ngrinder_number(r.period_s)
+            ),
+        ));
+    }
+    // Rows it could not use are named as its own, not series.csv's.
+    notes.extend(drain.notes.into_iter().map(|n| match n {
+        InputNote::Skipped { unit, rows, why } => InputNote::Skipped {
+            unit,
+            rows,
+            why: format!("{why} (in {DRAIN_CSV})"),
+        },
+        InputNote::Used { unit, rows, how } => InputNote::Used {
+            unit,
+            rows,
+            how: format!("{how} (in {DRAIN_CSV})"),
+        },
+        n => n,
+    }));
+    let added = drain.total.intervals.len();
+    file.total.intervals.extend(drain.total.intervals);
+    for ((_, ours), (_, theirs)) in file.tests.iter_mut().zip(drain.tests) {
+        ours.intervals.extend(theirs.intervals);
+    }
+    for (name, values) in &mut file.extras {
+        match drain.extras.iter().find(|(n, _)| n == name) {
+            Some((_, more)) => values.extend(more),
+            None => values.resize(values.len() + added, 0.0),
+        }
+    }
+    Ok(())
 }
 
 /// This machine's host name, as run.json records it.

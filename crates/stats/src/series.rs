@@ -74,6 +74,16 @@ impl Series {
         *periods.select_nth_unstable_by(half, f64::total_cmp).1
     }
 
+    /// How many rows are measured intervals: all but the drain after a stop, the rows of no
+    /// length at the end (volley's grace-period completions, in a run directory's drain.csv),
+    /// which count in the totals but cover no time.
+    pub fn measured_rows(&self) -> usize {
+        self.intervals
+            .iter()
+            .rposition(|r| r.period_s > 0.0)
+            .map_or(0, |i| i + 1)
+    }
+
     /// Seconds the intervals cover, summed in order.
     pub fn measured_s(&self) -> f64 {
         self.intervals.iter().map(|i| i.period_s).sum()

@@ -69,16 +69,22 @@ pub struct SeedSuite {
     pub mttfb_avg_diff_ms: f64,
     /// The published variability formula, %.
     pub mttfb_variability_pct: f64,
-    /// Intervals counted.
+    /// Intervals counted: the measured ones, the drain after a stop aside.
     pub intervals: usize,
     /// Intervals left out of the variability sum because their MTTFB was 0.
     pub variability_zero_intervals: usize,
 }
 
 impl SeedSuite {
-    /// Computes the suite over every interval of `series` (exclude warm-up first).
+    /// Computes the suite over every interval of `series` (exclude warm-up first). The drain
+    /// after a stop (its rows of no length at the end, [`Series::measured_rows`]: what
+    /// completed in the grace period, volley's drain.csv) counts in Total Tests and the
+    /// errors, and in no per-interval figure: TPS and MTTFB are the seeds' script's on the
+    /// measured intervals alone, series.csv as it reads it.
     pub fn compute(series: &Series, opts: SuiteOptions) -> SeedSuite {
-        let rows = &series.intervals;
+        let measured = series.measured_rows();
+        let rows = &series.intervals[..measured];
+        let drain = &series.intervals[measured..];
         // One pass over the rows (a long imported series is read from memory once, not once
         // a figure); the sums run in row order, as a pass of their own would run them.
         // (-0.0: where `Iterator::sum` starts, so an all-negative-zero sum stays one.)
@@ -96,9 +102,8 @@ impl SeedSuite {
             errors += r.errors;
             weighted += r.mttfb_ms * r.tests as f64;
             // An interval whose TPS is unknown (NaN: an edge of an import whose time stamps
-            // are whole seconds) is left out of the TPS figures, and so is one of no length
-            // (volley's drain: what completed in the grace period after the stop), which has
-            // no rate; both still count their requests.
+            // are whole seconds) is left out of the TPS figures, and so is one of no length,
+            // which has no rate; both still count their requests.
             if !r.tps.is_nan() && r.period_s > 0.0 {
                 tps.push(r.tps);
                 tps_time += r.tps * r.period_s;
@@ -106,6 +111,12 @@ impl SeedSuite {
                 uneven |= *first_period.get_or_insert(r.period_s) != r.period_s;
             }
             mttfb.push(r.mttfb_ms);
+        }
+        // Successes of the measured intervals: MTTFB's weights.
+        let measured_tests = tests;
+        for r in drain {
+            tests += r.tests;
+            errors += r.errors;
         }
         let total = tests + errors;
         // In time order, before the values are reordered for their percentiles. Intervals of
@@ -129,12 +140,12 @@ impl SeedSuite {
         let [tps_p50, tps_p95, tps_p99, tps_p99_9] =
             numpy_percentiles(&mut tps, tps_ps).map(|v| v.unwrap_or(f64::NAN));
         // With no success there is no first byte: the intervals' zeros are not times.
-        let [mttfb_p50_ms, mttfb_p95_ms, mttfb_p99_ms, mttfb_p99_9_ms] = if tests == 0 {
+        let [mttfb_p50_ms, mttfb_p95_ms, mttfb_p99_ms, mttfb_p99_9_ms] = if measured_tests == 0 {
             [f64::NAN; 4]
         } else {
             numpy_percentiles(&mut mttfb, high).map(|v| v.unwrap_or(f64::NAN))
         };
-        let mttfb_avg_diff_ms = if tests == 0 {
+        let mttfb_avg_diff_ms = if measured_tests == 0 {
             f64::NAN
         } else {
             mttfb_avg_diff_ms
@@ -150,7 +161,7 @@ impl SeedSuite {
             tps_p99,
             tps_p99_9,
             tps_tail: opts.tps_tail,
-            mttfb_avg_ms: ratio(weighted, tests as f64),
+            mttfb_avg_ms: ratio(weighted, measured_tests as f64),
             mttfb_p50_ms,
             mttfb_p95_ms,
             mttfb_p99_ms,
@@ -360,6 +371,50 @@ mod tests {
                 (s.tests() + s.errors(), s.errors())
             );
         }
+    }
+
+    #[test]
+    fn the_drain_counts_in_the_totals_and_in_no_per_interval_figure() {
+        // Four measured intervals, then the drain after the stop: 0 s long, no TPS, 7
+        // successes at 300 ms and 2 failures.
+        let measured = series(&[100.0, 110.0, 90.0, 120.0], &[10, 20, 30, 40]);
+        let mut with_drain = measured.clone();
+        with_drain.intervals.push(Interval {
+            start_s: 4.0,
+            period_s: 0.0,
+            tests: 7,
+            errors: 2,
+            tps: f64::NAN,
+            mttfb_ms: 300.0,
+            ..Default::default()
+        });
+        assert_eq!(with_drain.measured_rows(), 4);
+        let (a, b) = (
+            SeedSuite::compute(&measured, SuiteOptions::default()),
+            SeedSuite::compute(&with_drain, SuiteOptions::default()),
+        );
+        assert_eq!((b.total_tests, b.errors), (a.total_tests + 9, 2));
+        assert!((b.error_rate_pct - 200.0 / 109.0).abs() < 1e-12);
+        // Everything per interval is the measured intervals' alone, to the bit.
+        let per_interval = |s: &SeedSuite| {
+            [
+                s.tps_avg,
+                s.tps_p50,
+                s.tps_p95,
+                s.tps_p99,
+                s.tps_p99_9,
+                s.mttfb_avg_ms,
+                s.mttfb_p50_ms,
+                s.mttfb_p95_ms,
+                s.mttfb_p99_ms,
+                s.mttfb_p99_9_ms,
+                s.mttfb_avg_diff_ms,
+                s.mttfb_variability_pct,
+            ]
+            .map(f64::to_bits)
+        };
+        assert_eq!(per_interval(&a), per_interval(&b));
+        assert_eq!((a.intervals, b.intervals), (4, 4));
     }
 
     #[test]

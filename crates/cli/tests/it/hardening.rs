@@ -1442,11 +1442,13 @@ fn each_run_of_a_group_accounts_for_its_own_payloads_only() {
     for run in &runs {
         let meta: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
-        let rows = std::fs::read_to_string(run.join("series.csv"))
-            .unwrap()
-            .lines()
-            .count() as u64
-            - 1;
+        // The intervals (series.csv) and the drain after the stop (drain.csv, when there is
+        // one): one row each below the header.
+        let rows: u64 = ["series.csv", "drain.csv"]
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(run.join(f)).ok())
+            .map(|csv| csv.lines().count() as u64 - 1)
+            .sum();
         let o = &meta["outputs"][0];
         let total = o["sent"].as_u64().unwrap()
             + o["failed"].as_u64().unwrap()
