@@ -261,11 +261,11 @@ fn meta_line(r: &RunReport) -> String {
 
 /// The verdict, the figures people quote, and the findings.
 fn answer(r: &RunReport) -> Answer {
-    let failed: Vec<&str> = r
+    let failed: Vec<String> = r
         .thresholds
         .iter()
         .filter(|t| !t.passed)
-        .map(|t| t.expr.as_str())
+        .map(|t| format!("{} (read {})", t.expr, t.read()))
         .collect();
     let verdict = (!r.thresholds.is_empty()).then(|| {
         let n = r.thresholds.len();
@@ -398,7 +398,7 @@ fn sections(r: &RunReport, charts: &[(&str, &str)]) -> Vec<Section> {
             .map(|t| {
                 vec![
                     Cell::code(t.expr.clone()),
-                    num(t.actual).into(),
+                    t.read().into(),
                     Cell {
                         text: if t.passed { "pass" } else { "FAIL" }.into(),
                         mark: Some(if t.passed {
@@ -789,6 +789,7 @@ mod forms {
             r.thresholds = vec![ThresholdResult {
                 expr: "ttfb p99 < 500ms".into(),
                 actual: 12.0,
+                unit: " ms",
                 passed: true,
             }];
             let doc = super::doc(&r, &[("tps", "charts/tps.png")]);

@@ -104,6 +104,16 @@ impl Metric {
         }
     }
 
+    /// The unit its figures are read in, as a report writes it after a number: ` %`, ` ms`,
+    /// `/s`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::ErrorRate => " %",
+            Metric::Tps => "/s",
+            Metric::Mttfb | Metric::Ttfb | Metric::Total | Metric::Iteration => " ms",
+        }
+    }
+
     /// The statistics a threshold may read of this figure.
     pub fn stats(self) -> &'static [Stat] {
         use Stat::*;

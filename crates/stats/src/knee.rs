@@ -31,6 +31,8 @@ pub struct Saturation {
 
 /// Throughput counts as still growing when it rises by at least this share of the load's rise.
 const GROWTH_SHARE: f64 = 0.25;
+/// TPS that rose by less than this share did not grow: the finding says it stopped.
+const FLAT_SHARE: f64 = 0.1;
 /// Latency counts as climbing when it is this many times the lightest level's.
 const LATENCY_CLIMB: f64 = 1.5;
 /// Levels the ramp is cut into, at most.
@@ -63,12 +65,19 @@ pub fn saturation_of(mut levels: Vec<LoadLevel>) -> Saturation {
         let tps_rise = (cur.tps - prev.tps) / prev.tps.max(1e-9);
         let climbing = base.mttfb_ms > 0.0 && cur.mttfb_ms >= base.mttfb_ms * LATENCY_CLIMB;
         if load_rise > 0.0 && tps_rise < load_rise * GROWTH_SHARE && climbing {
+            // Said as the numbers show it: "stopped" only when TPS did not grow (within
+            // [`FLAT_SHARE`]), else "grew far less than the load".
+            let what = if tps_rise < FLAT_SHARE {
+                format!("TPS stopped growing at {:.0} VUs", prev.load)
+            } else {
+                format!("TPS grew far less than the load from {:.0} VUs", prev.load)
+            };
             let finding = format!(
-                "TPS stopped growing at {:.0} VUs (≈ {:.1} TPS): from {:.0} to {:.0} VUs TPS changed {:+.1} % while MTTFB rose from {:.1} ms (at {:.0} VUs) to {:.1} ms.",
-                prev.load,
+                "{what} (≈ {:.1} TPS): from {:.0} to {:.0} VUs ({:+.0} % users) TPS changed {:+.1} % while MTTFB rose from {:.1} ms (at {:.0} VUs) to {:.1} ms.",
                 prev.tps,
                 prev.load,
                 cur.load,
+                load_rise * 100.0,
                 tps_rise * 100.0,
                 base.mttfb_ms,
                 base.load,
