@@ -469,6 +469,20 @@ fn resolution(key: &str, runs: &[&RunSample]) -> f64 {
     1.5 * step
 }
 
+/// The band noise could explain around `a` when the relative noise of `a` and `b` together is
+/// `t` on the log scale (a ratio): in the direction of the change, `a · (1 − e⁻ᵗ)` below it or
+/// `a · (eᵗ − 1)` above it. On a linear scale a band of 100 % or more could never call a fall
+/// of a lower-is-better figure, however large (a p99 nine times lower was ⚪ "±180.8 %").
+fn log_band(a: f64, b: f64, t: f64) -> f64 {
+    if !t.is_finite() {
+        f64::NAN
+    } else if b < a {
+        a * -(-t).exp_m1()
+    } else {
+        a * t.exp_m1()
+    }
+}
+
 /// The verdict on a change `diff` of a figure whose earlier value is `a`, against `noise`.
 fn verdict(diff: f64, noise: f64, too_few: bool, direction: Direction) -> Verdict {
     if too_few || diff == 0.0 || !noise.is_finite() || diff.abs() <= noise {
@@ -510,6 +524,10 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
         .len()
         .min(after.series.intervals.len())
         < MIN_INTERVALS;
+    let tps_avg = METRICS
+        .iter()
+        .position(|m| m.key == "tps_avg")
+        .expect("the metric table has TPS");
     METRICS
         .iter()
         .enumerate()
@@ -518,11 +536,29 @@ pub fn compare(before: &RunSample, after: &RunSample) -> Vec<CompareRow> {
             if !a.is_finite() || !b.is_finite() {
                 return None;
             }
+            // Total Tests is TPS times the measured time: its noise is TPS's, in the same share.
+            let (i, scale) = match metric.key {
+                "total_tests" => match (tps_avg, METRICS[tps_avg].of(&fa)) {
+                    (t, tps) if tps > 0.0 => (t, a / tps),
+                    _ => (i, 1.0),
+                },
+                _ => (i, 1.0),
+            };
+            let (se_a, se_b) = (sa[i] * scale, sb[i] * scale);
             // `f64::max` drops a NaN: without an estimate there is no noise figure at all.
             let noise = if too_few_intervals {
                 f64::NAN
             } else {
-                (NOISE_Z * (sa[i].powi(2) + sb[i].powi(2)).sqrt())
+                let within = if metric.direction == Direction::Lower && a > 0.0 && b > 0.0 {
+                    log_band(
+                        a,
+                        b,
+                        NOISE_Z * ((se_a / a).powi(2) + (se_b / b).powi(2)).sqrt(),
+                    )
+                } else {
+                    NOISE_Z * (se_a.powi(2) + se_b.powi(2)).sqrt()
+                };
+                within
                     .max(a.abs() * single_run_floor_pct(metric.key) / 100.0)
                     .max(resolution(metric.key, &[before, after]))
             };
@@ -733,6 +769,23 @@ pub fn compare_groups(before: &[RunSample], after: &[RunSample]) -> Vec<CompareR
 mod tests {
     use super::*;
     use crate::series::Interval;
+
+    #[test]
+    fn a_band_on_the_log_scale_can_call_a_ninefold_fall() {
+        // p99 900 → 100 ms with a relative noise of 0.6 on the earlier run: on a linear scale
+        // the band was 3 × 0.6 × 900 = 1,620 ms (±180 %), above any fall; on the log scale
+        // it is 900 · (1 − e^−1.83) = 756 ms, and the 800 ms fall is called.
+        let t = NOISE_Z * (0.6f64.powi(2) + 0.1f64.powi(2)).sqrt();
+        let band = log_band(900.0, 100.0, t);
+        assert!(band < 800.0 && band > 700.0, "{band}");
+        assert_eq!(
+            verdict(100.0 - 900.0, band, false, Direction::Lower),
+            Verdict::Better
+        );
+        // A rise is judged above: e^t − 1.
+        assert!((log_band(100.0, 200.0, 0.5) - 100.0 * 0.5f64.exp_m1()).abs() < 1e-9);
+        assert!(log_band(1.0, 2.0, f64::NAN).is_nan());
+    }
 
     fn run(seed: u64, mttfb_scale: f64, n: usize) -> RunSample {
         let mut rng = fastrand::Rng::with_seed(seed);
