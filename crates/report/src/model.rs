@@ -221,7 +221,18 @@ impl RunReport {
         if warmup_s > 0.0 {
             notes.push(format!("The first {warmup_s} s (warm-up, {first_kept} intervals) are excluded from every figure."));
         }
+        let unreadable: Vec<_> = src.server.iter().filter(|p| !readable(p)).collect();
+        if let Some(p) = unreadable.first() {
+            notes.push(crate::render::terminal_safe(&format!(
+                "{} readings in server.csv are values no server can have (first: `{} = {}` at {} s): no peak or finding reads them.",
+                unreadable.len(),
+                p.series,
+                p.value,
+                p.elapsed_s
+            )).into_owned());
+        }
         for s in src.meta.iter().flat_map(|m| &m.server_metrics) {
+            notes.extend(s.notes.iter().map(|n| series_note(&s.url, n)));
             if s.failed > 0 {
                 notes.push(format!(
                     "{} of {} scrapes of {} failed{}: the server readings have gaps there, and no finding is made about a level without readings. A scrape on the application's own port waits for a worker thread and a connection like any request; scrape a management port (Spring Boot: management.server.port) to read the server while it is saturated.",
@@ -748,12 +759,44 @@ pub fn check_warmup(
     Ok(())
 }
 
+/// A sentence for readings of `url` that server.csv does not hold as read.
+fn series_note(url: &str, n: &volley_formats::rundir::SeriesNote) -> String {
+    let what = match n.kind.as_str() {
+        "left_out" => format!("{} readings of {url} were left out of server.csv", n.count),
+        "marked" => format!(
+            "{} readings of {url} were marked and not used (no peak, no finding)",
+            n.count
+        ),
+        "reset" => format!("{} times a rate of {url} was not taken", n.count),
+        other => format!("{} readings of {url} were {other}", n.count),
+    };
+    crate::render::terminal_safe(&format!(
+        "{what}: {} (first: `{}` at {} s).",
+        n.why, n.first, n.first_s
+    ))
+    .into_owned()
+}
+
+/// Whether a reading of server.csv can be what it says: finite, within ±2^64, and a CPU
+/// load within 0–1. The scraper records no other (it marks them in run.json); a run
+/// directory written before it did may hold some, and a peak or a finding never reads them.
+pub(crate) fn readable(p: &volley_formats::rundir::ServerPoint) -> bool {
+    const MAX_MAGNITUDE: f64 = 18_446_744_073_709_551_616.0;
+    p.value.is_finite()
+        && p.value.abs() <= MAX_MAGNITUDE
+        && (!["process_cpu_usage", "system_cpu_usage"]
+            .iter()
+            .any(|r| p.series == *r || p.series.starts_with(&format!("{r}{{")))
+            || (0.0..=1.0).contains(&p.value))
+}
+
 /// Series that point at a bottleneck, by name prefix: connection pools, worker threads,
 /// CPU, garbage collection, heap.
-pub const KEY_SERVER_SERIES: [&str; 10] = [
+pub const KEY_SERVER_SERIES: [&str; 11] = [
     "hikaricp_connections_pending",
     "hikaricp_connections_active",
     "tomcat_threads_busy_threads",
+    "tomcat_threads_config_max_threads",
     "tomcat_connections_current_connections",
     "jvm_threads_live_threads",
     "process_cpu_usage",
@@ -790,7 +833,7 @@ fn server_peaks(src: &Source, warmup_s: f64) -> Vec<ServerPeak> {
     let rows = &src.series.intervals;
     let mut averaged = Vec::new();
     for p in &src.server {
-        if !KEY_SERVER_SERIES.iter().any(|k| p.series.starts_with(k)) {
+        if !KEY_SERVER_SERIES.iter().any(|k| p.series.starts_with(k)) || !readable(p) {
             continue;
         }
         if p.reaches_before_the_run(&mut averaged) {

@@ -319,7 +319,29 @@ pub struct ScrapeNote {
     /// The last failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Readings not recorded as read, one note per kind and reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<SeriesNote>,
 }
+
+/// Readings of one endpoint that server.csv does not hold as read: `left_out` (a bound on
+/// series or bytes, or lines that are not Prometheus text), `marked` (a value no such series
+/// can have, or a series listed twice with different values: never a peak or a finding) or
+/// `reset` (a counter went down, or the process answering changed: no rate from it).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SeriesNote {
+    /// `left_out`, `marked` or `reset`.
+    pub kind: String,
+    /// Why, in words.
+    pub why: String,
+    /// Readings (or lines) it happened to.
+    pub count: u64,
+    /// The first of them, as read (`process_cpu_usage = 5`).
+    pub first: String,
+    /// When it first happened, s from the start.
+    pub first_s: f64,
+}
+
 
 /// How sending a run's metrics to one live output went (`volley run --out KIND=URL`).
 ///
@@ -596,7 +618,7 @@ impl RunWriter {
                 ngrinder_number(elapsed_s),
                 q(url),
                 q(series),
-                value,
+                server_value(*value),
                 if *rate { "rate" } else { "gauge" }
             )
             .map_err(|e| FormatError::io(&path, e))?;
@@ -767,6 +789,16 @@ impl ServerPoint {
     /// Whether the value describes the interval before the scrape rather than its instant.
     fn covers_the_past(&self) -> bool {
         self.rate || RECENT_AVERAGES.iter().any(|p| self.series.starts_with(p))
+    }
+}
+
+/// A value as server.csv writes it: as Rust prints it, or in scientific notation when very
+/// large or small (`1e-300`, not 300 digits).
+fn server_value(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() || (1e-4..1e15).contains(&v.abs()) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
     }
 }
 
