@@ -178,8 +178,8 @@ pub(crate) struct DemoArgs {
     /// Where run directories and the comparison are written.
     #[arg(long, short = 'o', default_value = "runs/demo")]
     pub(crate) output: PathBuf,
-    /// Also search the capacity of the Original and of Phase 2 under one SLO (ttfb p99 <
-    /// 250ms, error_rate < 1%) and compare the two (a few minutes more).
+    /// Also search the capacity of Phase 1 (DB pool of 2) and of Phase 3 (cache) under one SLO
+    /// (ttfb p99 < 250ms, error_rate < 1%) and compare the two (a few minutes more).
     #[arg(long)]
     pub(crate) capacity: bool,
 }

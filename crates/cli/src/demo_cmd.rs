@@ -1,9 +1,11 @@
 //! `volley demo` and `volley target serve`.
 //!
 //! The demo is a seed-style tuning story on the embedded target: the chat server's
-//! `GET /rooms` under a ramp of virtual users with a small DB pool (Original), the same
-//! load with a bigger pool (Phase 1), then with the look-aside cache on (Phase 2) — each
-//! run written as a normal run directory, then compared phase by phase. Last, the
+//! `GET /rooms` under a ramp of virtual users with too few Tomcat threads behind a small accept
+//! queue (Original: the seeds' tables open with the error rate, and so does this one), then
+//! with the threads raised (Phase 1: the small DB pool is next), a bigger pool (Phase 2), and
+//! the look-aside cache on (Phase 3) — each run written as a normal run directory, then
+//! compared phase by phase. Last, the
 //! pair-room user flow of seed 003 runs as a scenario (`examples/pair-room.yaml`) on the
 //! tuned target, with a row of metrics per step.
 
@@ -25,6 +27,8 @@ struct Phase {
     label: &'static str,
     change: &'static str,
     knobs: Knobs,
+    /// Run flags of its own (the Original's errors must not stop its run).
+    flags: &'static [&'static str],
 }
 
 fn phases() -> Vec<Phase> {
@@ -38,25 +42,38 @@ fn phases() -> Vec<Phase> {
     vec![
         Phase {
             label: "Original",
-            change: "DB pool of 2 connections, no cache",
-            knobs: base.clone(),
+            change: "8 Tomcat threads behind an accept queue of 10, DB pool of 2, no cache",
+            knobs: Knobs {
+                max_threads: 8,
+                accept_count: 10,
+                ..base.clone()
+            },
+            flags: &["--no-error-stop"],
         },
         Phase {
             label: "Phase 1",
+            change: "Tomcat threads raised to 200 (accept queue 100)",
+            knobs: base.clone(),
+            flags: &[],
+        },
+        Phase {
+            label: "Phase 2",
             change: "DB pool raised to 10 connections",
             knobs: Knobs {
                 db_pool: 10,
                 ..base.clone()
             },
+            flags: &[],
         },
         Phase {
-            label: "Phase 2",
+            label: "Phase 3",
             change: "look-aside cache on for the room list",
             knobs: Knobs {
                 db_pool: 10,
                 cache: true,
                 ..base
             },
+            flags: &[],
         },
     ]
 }
@@ -76,7 +93,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
         .build()?;
     let mut runs = Vec::new();
     let phases = phases();
-    eprintln!("== Tuning the chat server's GET /rooms in three phases ==");
+    eprintln!("== Tuning the chat server's GET /rooms in four phases ==");
     for (i, phase) in phases.iter().enumerate() {
         eprintln!("\n== {} — {} ==", phase.label, phase.change);
         let target = rt.block_on(volley_demo::start("127.0.0.1:0".parse()?, &phase.knobs))?;
@@ -85,7 +102,14 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
             i,
             phase.label.to_lowercase().replace(' ', "-")
         );
-        let spec = demo_spec(target.addr, "/rooms", stages, None, &name, &a.output);
+        let spec = demo_spec(
+            target.addr,
+            "/rooms",
+            stages,
+            (None, phase.flags),
+            &name,
+            &a.output,
+        );
         let dir = spec
             .and_then(|s| crate::run_cmd::execute(&s, ProgressMode::Plain))
             .map(|(dir, _)| dir);
@@ -94,7 +118,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
     }
     compare(&runs, &phases, &a.output)?;
     if a.capacity {
-        capacities(&rt, &[&phases[0], &phases[2]], &a.output, a.quick)?;
+        capacities(&rt, &[&phases[1], &phases[3]], &a.output, a.quick)?;
     }
     let flow = scenario_run(&rt, &phases[phases.len() - 1].knobs, &a.output, a.quick)?;
     eprintln!(
@@ -113,7 +137,7 @@ fn demo_spec(
     target: std::net::SocketAddr,
     path: &str,
     stages: &str,
-    scenario: Option<&Path>,
+    (scenario, extra): (Option<&Path>, &[&str]),
     name: &str,
     output: &Path,
 ) -> Result<RunSpec> {
@@ -132,8 +156,11 @@ fn demo_spec(
         &metrics,
         "--name",
         name,
-        "-o",
-    ] {
+    ]
+    .into_iter()
+    .chain(extra.iter().copied())
+    .chain(["-o"])
+    {
         flags.push(f.to_string());
     }
     flags.push(output.display().to_string());
@@ -163,8 +190,8 @@ fn scenario_run(
         target.addr,
         "",
         stages,
-        Some(&file),
-        "demo-3-pair-room-flow",
+        (Some(&file), &[]),
+        "demo-4-pair-room-flow",
         output,
     );
     let dir = spec
