@@ -677,6 +677,19 @@ pub(crate) struct ConvertCurlArgs {
     pub(crate) output: Option<PathBuf>,
 }
 
+/// The command line's definition: [`Cli`]'s, with the load options `volley capacity` sets
+/// itself, probe by probe, left out of its help (it refuses them, saying why). Which those are
+/// comes from the option table's roles ([`crate::capacity_cmd::search_owns`]).
+pub(crate) fn command() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command().mut_subcommand("capacity", |c| {
+        volley_scenario::load::OPTIONS
+            .iter()
+            .filter(|o| crate::capacity_cmd::search_owns(o.key))
+            .fold(c, |c, o| c.mut_arg(o.key, |a| a.hide(true)))
+    })
+}
+
 /// The command line with `volley capacity`'s `--vus START..MAX` spelled `--users START..MAX`:
 /// `--vus` is also `volley run`'s flag (a count), which capacity takes in the same words for
 /// a range. Everything else passes through unchanged.

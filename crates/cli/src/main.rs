@@ -25,7 +25,7 @@ mod sweep_cmd;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 use crate::args::{Cli, Command};
 
@@ -34,7 +34,10 @@ const EXIT_INPUT: u8 = 2;
 
 fn main() -> ExitCode {
     quiet_on_closed_pipe();
-    let cli = match Cli::try_parse_from(args::capacity_argv(std::env::args_os())) {
+    let parsed = args::command()
+        .try_get_matches_from(args::capacity_argv(std::env::args_os()))
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

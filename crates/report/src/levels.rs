@@ -34,6 +34,10 @@ pub struct Level {
     /// The key server series at their peak within the level: `name peak`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub server: Vec<(String, f64)>,
+    /// Shared connections (`--connections`): the 99th percentile of the wait for one over
+    /// the level, ms (kept out of its TTFB).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_wait_p99_ms: Option<f64>,
 }
 
 impl Level {
@@ -97,9 +101,10 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
     for (k, &(i, j)) in spans.iter().enumerate() {
         span_of[i..=j].fill(Some(k));
     }
-    let summaries = span_summaries(src, &span_of, spans.len());
+    let summaries = span_summaries(src, HistKey::TTFB, &span_of, spans.len());
+    let waits = span_summaries(src, HistKey::POOL_WAIT, &span_of, spans.len());
     let mut out = Vec::new();
-    for (&(i, j), ttfb) in spans.iter().zip(summaries) {
+    for ((&(i, j), ttfb), wait) in spans.iter().zip(summaries).zip(waits) {
         let v = rows[i].vusers.round();
         let span = &rows[i..=j];
         let n = span.len() as f64;
@@ -137,6 +142,7 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
                 0.0
             },
             server,
+            pool_wait_p99_ms: wait.map(|w| w.p99_ms),
         });
     }
     out
@@ -148,6 +154,7 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
 /// to a second pass of its own.
 fn span_summaries(
     src: &Source,
+    key: HistKey,
     span_of: &[Option<usize>],
     spans: usize,
 ) -> Vec<Option<LatencySummary>> {
@@ -163,7 +170,7 @@ fn span_summaries(
             out[k] = LatencySummary::from_histogram(&h);
         }
     };
-    src.each_interval(HistKey::TTFB, |row, h| {
+    src.each_interval(key, |row, h| {
         let Some(k) = span_of[row] else { return };
         if current.as_ref().is_none_or(|c| c.0 != k) {
             if done[k] {
@@ -180,7 +187,7 @@ fn span_summaries(
     if !again.is_empty() {
         let mut merged: std::collections::BTreeMap<usize, Histogram<u64>> =
             again.iter().map(|&k| (k, new_histogram())).collect();
-        src.each_interval(HistKey::TTFB, |row, h| {
+        src.each_interval(key, |row, h| {
             if let Some(m) = span_of[row].and_then(|k| merged.get_mut(&k)) {
                 h.add_to(m);
             }
@@ -216,7 +223,8 @@ pub fn planned(src: &Source, opts: ReportOptions) -> Vec<Level> {
     if out.len() < 2 { Vec::new() } else { out }
 }
 
-/// The levels as table rows: VUs, TPS, MTTFB, TTFB p50, TTFB p99, errors %, server.
+/// The levels as table rows: VUs, TPS, MTTFB, TTFB p50, TTFB p99, errors %, and the wait for a
+/// shared connection (with `--connections`) with the server's peaks.
 pub fn rows(levels: &[Level]) -> Vec<Vec<String>> {
     let ms = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
     levels
@@ -229,15 +237,16 @@ pub fn rows(levels: &[Level]) -> Vec<Vec<String>> {
                 ms(l.ttfb_p50_ms),
                 ms(l.ttfb_p99_ms),
                 format!("{:.2}", l.error_rate_pct),
-                l.server
-                    .iter()
-                    .map(|(k, v)| {
+                l.pool_wait_p99_ms
+                    .map(|w| format!("connection wait p99 {w:.1} ms"))
+                    .into_iter()
+                    .chain(l.server.iter().map(|(k, v)| {
                         if k == "CPU" {
                             format!("{k} {:.0} %", v * 100.0)
                         } else {
                             format!("{k} {v:.0}")
                         }
-                    })
+                    }))
                     .collect::<Vec<_>>()
                     .join(", "),
             ]

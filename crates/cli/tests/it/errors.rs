@@ -157,3 +157,58 @@ fn a_target_that_goes_away_is_named_as_refused_connections() {
         "{all}"
     );
 }
+
+/// What the measurement hides, shown: with `--connections`, each request's wait for a shared
+/// connection is kept out of its TTFB, and reported on its own line with its percentiles.
+#[test]
+fn the_wait_for_a_shared_connection_has_its_own_line_and_percentiles() {
+    let _g = serial();
+    let (rt, target) = demo(volley_demo::Knobs {
+        db_rtt: Duration::from_millis(5),
+        ..Default::default()
+    });
+    let out = out_dir();
+    let url = format!("http://{}/rooms", target.addr);
+    let o = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--stages",
+        "0s:40,3s:40",
+        "--connections",
+        "2",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    // A run without shared connections keeps no such histogram.
+    let plain = out_dir();
+    let p = volley(&[
+        "run",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--duration",
+        "1s",
+        "-o",
+        plain.path().to_str().unwrap(),
+    ]);
+    rt.block_on(target.stop()).unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(p.status.success(), "{}", text(&p));
+    let dir = only_run(out.path());
+    let r = report_json(&dir);
+    let wait = &r["per_request"]["pool_wait_ms"];
+    assert!(wait["count"].as_u64().unwrap() > 0, "{wait}");
+    // 40 VUs take turns on 2 connections: most of a request's life is that wait.
+    assert!(wait["p50_ms"].as_f64().unwrap() > 0.0, "{wait}");
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("Connection wait (pool)"), "{md}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Connection wait (pool)"),
+        "{}",
+        text(&o)
+    );
+    let r = report_json(&only_run(plain.path()));
+    assert!(r["per_request"].get("pool_wait_ms").is_none(), "{r}");
+}
