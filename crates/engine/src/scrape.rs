@@ -141,7 +141,7 @@ pub fn start(urls: Vec<String>, tls: TlsOptions, t0: Instant, interval: Duration
 }
 
 /// Most series kept from one endpoint's page at one scrape. A Spring Boot actuator page
-/// lists a few hundred to a few thousand (bench/spring's: 113; histogram buckets, which are
+/// lists a few hundred to a few thousand (bench/spring's: 125; histogram buckets, which are
 /// not kept, aside); a page whose label values change at every scrape lists as many as it
 /// likes. The series the findings read ([`FINDINGS_FAMILIES`]) are kept first, then those
 /// kept at the previous scrape (so that a series goes on), then new ones in page order.
