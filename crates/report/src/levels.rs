@@ -282,7 +282,7 @@ mod tests {
         assert_eq!(of(&src, ReportOptions::default()).len(), 3);
         let span_of: Vec<Option<usize>> = (0..18).map(|r| Some(r / 6)).collect();
         let counts = |src: &Source| {
-            span_summaries(src, &span_of, 3)
+            span_summaries(src, HistKey::TTFB, &span_of, 3)
                 .into_iter()
                 .map(|s| s.map(|s| s.count))
                 .collect::<Vec<_>>()

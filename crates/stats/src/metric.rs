@@ -102,7 +102,7 @@ macro_rules! suite {
 
 /// A per-request TTFB percentile, `LatencySummary::$field`.
 macro_rules! ttfb {
-    ($key:literal, $label:literal, $field:ident) => {
+    ($key:literal, $label:literal, $field:ident, $stat:literal) => {
         Metric {
             key: $key,
             label: $label,
@@ -111,7 +111,7 @@ macro_rules! ttfb {
             needs: &[Figure::Ttfb],
             count: false,
             tps_tail: false,
-            threshold: None,
+            threshold: Some(("ttfb", $stat)),
             value: |_, t| t.map_or(f64::NAN, |t| t.$field),
             field: None,
         }
@@ -264,10 +264,10 @@ pub const METRICS: &[Metric] = &[
         None,
         false
     ),
-    ttfb!("ttfb_p50_ms", "TTFB p50 (per request)", p50_ms),
-    ttfb!("ttfb_p95_ms", "TTFB p95 (per request)", p95_ms),
-    ttfb!("ttfb_p99_ms", "TTFB p99 (per request)", p99_ms),
-    ttfb!("ttfb_p99_9_ms", "TTFB p99.9 (per request)", p99_9_ms),
+    ttfb!("ttfb_p50_ms", "TTFB p50 (per request)", p50_ms, "p50"),
+    ttfb!("ttfb_p95_ms", "TTFB p95 (per request)", p95_ms, "p95"),
+    ttfb!("ttfb_p99_ms", "TTFB p99 (per request)", p99_ms, "p99"),
+    ttfb!("ttfb_p99_9_ms", "TTFB p99.9 (per request)", p99_9_ms, "p99.9"),
 ];
 
 /// The metric of `key`.
