@@ -80,18 +80,11 @@ fn range(flag: &str, text: &str, whole: bool, cap: f64) -> Result<(f64, f64)> {
     Ok((start, max))
 }
 
-/// `5%` or `0.05` as a fraction.
+/// `5%` as a fraction (0.05); a bare fraction is refused, as everywhere a percentage is given.
 fn precision(text: &str) -> Result<f64> {
-    let t = text.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| anyhow::anyhow!("--precision {text}: write it like 5% or 0.05"))?;
-    if !(0.005..=1.0).contains(&v) {
-        bail!("--precision {text}: give between 0.5% and 100%");
-    }
-    Ok(v)
+    let pct = volley_scenario::percent::parse_percent("--precision", text, 0.5, 100.0)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(pct / 100.0)
 }
 
 fn duration(flag: &str, text: &str, min: Duration, max: Duration) -> Result<Duration> {

@@ -29,21 +29,8 @@ pub(crate) struct Gate {
 const MAX_TOLERANCE_PCT: f64 = 1000.0;
 
 fn tolerance(t: &str) -> Result<f64> {
-    let n = t.trim().trim_end_matches('%').trim();
-    let has_sign = t.trim().ends_with('%');
-    match n.parse::<f64>() {
-        // `0.05` reads as a fraction elsewhere (`capacity --precision`): ask rather than guess.
-        Ok(v) if !has_sign && v > 0.0 && v < 1.0 => {
-            let pct = (v * 100.0 * 1e6).round() / 1e6;
-            anyhow::bail!(
-                "--tolerance {t}: a percentage, so {t} would be {t} %; did you mean {pct}%? Write it with its sign (--tolerance {pct}%, or --tolerance {t}% if you meant {t} %)"
-            )
-        }
-        Ok(v) if v.is_finite() && (0.0..=MAX_TOLERANCE_PCT).contains(&v) => Ok(v),
-        _ => anyhow::bail!(
-            "--tolerance {t}: give a percentage of the baseline's value from 0 to {MAX_TOLERANCE_PCT}, e.g. --tolerance 5%"
-        ),
-    }
+    volley_scenario::percent::parse_percent("--tolerance", t, 0.0, MAX_TOLERANCE_PCT)
+        .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 impl Gate {

@@ -15,6 +15,7 @@ pub mod grpc;
 pub mod json;
 pub mod limits;
 pub mod load;
+pub mod percent;
 pub mod plan;
 pub mod rate;
 pub mod scenario;
