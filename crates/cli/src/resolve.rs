@@ -76,14 +76,22 @@ pub(crate) struct Resolved {
     pub(crate) target: Option<(f64, String)>,
 }
 
+/// The lowest `--target`, requests per second.
+const MIN_TARGET_RATE: f64 = 0.01;
+
 /// `--target RATE` times `--peak-factor F`: requests per second, and the text that says how.
 pub(crate) fn target_rate(a: &RunArgs) -> Result<Option<(f64, String)>> {
     let Some(text) = &a.target else {
         return Ok(None);
     };
-    let rate = volley_scenario::parse_rate(text).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
-    if rate <= 0.0 {
-        bail!("--target {text}: give a rate above zero, like 220.69/s or 19080000/day");
+    // A rate, or a Prometheus server and query (then `text` says what was read).
+    let (rate, text) = &crate::prom_target::target(text)?;
+    let rate = *rate;
+    // A target of almost nothing makes a headroom of hundreds of digits.
+    if rate < MIN_TARGET_RATE {
+        bail!(
+            "--target {text}: give at least {MIN_TARGET_RATE}/s (36/h, 864/day), like 220.69/s or 19080000/day; a lower target needs no load test"
+        );
     }
     let factor = a.peak_factor.unwrap_or(1.0);
     if !factor.is_finite() || factor <= 0.0 || factor > 1000.0 {
@@ -264,6 +272,10 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
             Vec::new()
         }
     };
+    // Thresholds no run can pass together fail every run: said before any load is sent.
+    if let Some(why) = volley_scenario::threshold::unmeetable(&settings.thresholds) {
+        bail!("the thresholds can never pass: {why}");
+    }
     let mut plan = if populations.is_empty() {
         settings.plan(work)?
     } else {

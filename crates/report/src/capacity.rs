@@ -68,19 +68,27 @@ pub fn number(v: f64) -> String {
     if v < 0.0 { format!("-{s}") } else { s }
 }
 
+/// A number that may be NaN, which serde_json writes as `null`: read back as NaN.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// One probe, as the table and capacity.json list it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
     /// The load offered (arrivals per second, or VUs).
     pub offered: f64,
     /// Requests per second achieved while measured.
+    #[serde(deserialize_with = "nan_if_null")]
     pub achieved_tps: f64,
     /// TTFB percentiles while measured, ms (NaN: no successful request).
     pub ttfb_p50_ms: Option<f64>,
     pub ttfb_p99_ms: Option<f64>,
     /// Failed requests, % of all.
     pub error_rate_pct: f64,
-    /// Requests in flight on average (Little's law: achieved TPS × mean TTFB).
+    /// Requests in flight on average (Little's law: achieved TPS × mean TTFB; NaN, written
+    /// `null`, when no request succeeded).
+    #[serde(deserialize_with = "nan_if_null")]
     pub concurrency: f64,
     /// `pass`, `fail`, `uncertain` or `generator-limited`.
     pub verdict: Outcome,
@@ -213,7 +221,43 @@ impl Capacity {
             (Some(p), None) => format!(" ({} passed)", number(p)),
             _ => String::new(),
         };
+        // An SLO no run can meet, and a target that answered the lowest load with nothing but
+        // errors: starting lower helps neither, so the line says what does.
+        let unmeetable = self
+            .slo
+            .iter()
+            .map(|e| volley_scenario::parse_threshold(e))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .ok()
+            .and_then(|slo| volley_scenario::threshold::unmeetable(&slo));
+        let lowest = self
+            .probes
+            .iter()
+            .filter(|p| p.verdict != Outcome::Interrupted)
+            .min_by(|a, b| a.offered.total_cmp(&b.offered));
+        let all_errors = lowest.filter(|p| {
+            p.error_rate_pct >= 100.0 || (p.ttfb_p50_ms.is_none() && p.error_rate_pct > 0.0)
+        });
         let mut line = match self.status.as_str() {
+            "slo_broken_at_start" | "target_failed"
+                if self.last_pass.is_none() && unmeetable.is_some() =>
+            {
+                format!(
+                    "Capacity under SLO ({slo}): none — no load can meet this SLO, so starting lower will not help: {}",
+                    unmeetable.unwrap_or_default()
+                )
+            }
+            "slo_broken_at_start" | "target_failed"
+                if self.last_pass.is_none() && all_errors.is_some() =>
+            {
+                format!(
+                    "Capacity under SLO ({slo}): none — every answer at the lowest load ({}) was an error, so no load meets the SLO and starting lower will not help: make the request succeed first (the target, its URL, method and body)",
+                    k.show(all_errors.map_or(f64::NAN, |p| p.offered))
+                )
+            }
+            "target_failed" if lowest.is_none() => format!(
+                "Capacity under SLO ({slo}): unknown — the target did not answer the first probe: start it, or correct the URL, and search again"
+            ),
             "found" | "probe_limit" | "interrupted" | "uncertain" | "target_failed"
             | "unstable" => match self.last_pass {
                 Some(p) => format!("Capacity under SLO ({slo}): {}{bracket}", k.show(p)),
@@ -242,7 +286,7 @@ impl Capacity {
             "uncertain" => line.push_str(" · uncertain: probes near the limit flip-flopped"),
             "probe_limit" => line.push_str(" · the probe budget ran out before the bracket closed"),
             "interrupted" => line.push_str(" · stopped by the user: the bracket so far"),
-            "target_failed" => {
+            "target_failed" if lowest.is_some() => {
                 line.push_str(" · the target stopped answering: the bracket so far")
             }
             "unstable" => line.push_str(
@@ -439,7 +483,9 @@ impl Capacity {
             c.probes
                 .iter()
                 .position(|p| {
-                    !load(p.offered) || !(p.achieved_tps.is_nan() || load(p.achieved_tps))
+                    !load(p.offered)
+                        || !(p.achieved_tps.is_nan() || load(p.achieved_tps))
+                        || !(0.0..=100.0).contains(&p.error_rate_pct)
                 })
                 .map(|i| format!("probes[{i}]"))
         })

@@ -45,8 +45,15 @@ pub fn parse_rate(s: &str) -> Result<f64, PlanError> {
         .trim()
         .parse()
         .map_err(|_| PlanError(format!("rate `{s}`: write it like 500, 500/s or 30000/m")))?;
-    if !n.is_finite() || n < 0.0 {
-        return Err(PlanError(format!("rate `{s}` must be zero or more")));
+    if !n.is_finite() {
+        return Err(PlanError(format!(
+            "rate `{s}` is not a finite number; write one like 500, 500/s or 30000/m"
+        )));
+    }
+    if n < 0.0 {
+        return Err(PlanError(format!(
+            "rate `{s}` is below zero; write zero or more, like 500, 500/s or 30000/m"
+        )));
     }
     crate::limits::rate_at_most(n / per, s)
 }
@@ -314,7 +321,14 @@ mod tests {
         assert_eq!(parse_rate("600/m").unwrap(), 10.0);
         assert!((parse_rate("19068000/day").unwrap() - 220.694_444).abs() < 1e-5);
         assert!(parse_rate("5/fortnight").is_err());
-        assert!(parse_rate("-1").is_err());
+        assert!(parse_rate("-1").unwrap_err().0.contains("below zero"));
+        for endless in ["inf", "-inf", "NaN", "infinity/s", "1e400"] {
+            let e = parse_rate(endless).unwrap_err().0;
+            assert!(
+                e.contains("not a finite number") && e.contains("500/s"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

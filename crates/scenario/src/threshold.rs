@@ -240,7 +240,7 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
             right.trim()
         )));
     }
-    Ok(Threshold {
+    let t = Threshold {
         expr: expr.trim().to_string(),
         metric,
         stat,
@@ -248,7 +248,11 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
         limit,
         step: None,
         population,
-    })
+    };
+    match t.impossible() {
+        Some(why) => Err(PlanError(format!("threshold {why}"))),
+        None => Ok(t),
+    }
 }
 
 /// Whether `name` may name a population: letters, digits, `_` and `-` (it names a directory
@@ -261,6 +265,29 @@ pub fn is_population_name(name: &str) -> bool {
 }
 
 impl Threshold {
+    /// Why no run can meet this limit, when none can: every figure is zero or more (`< 0ms`,
+    /// `< 0%`), no request takes no time at all (`<= 0ms`), and no error rate is above 100 %.
+    pub fn impossible(&self) -> Option<String> {
+        let times = !matches!(self.metric, Metric::ErrorRate | Metric::Tps);
+        let why = match self.op {
+            Op::Lt if self.limit <= 0.0 => "no figure is below zero",
+            Op::Le if self.limit <= 0.0 && times => "no request takes no time at all",
+            Op::Gt if self.metric == Metric::ErrorRate && self.limit >= 100.0 => {
+                "no error rate is above 100%"
+            }
+            _ => return None,
+        };
+        let instead = match self.metric {
+            Metric::ErrorRate => "a limit like `error_rate < 1%`",
+            Metric::Tps => "a limit like `tps avg >= 220`",
+            _ => "a limit above zero, like `ttfb p99 < 200ms`",
+        };
+        Some(format!(
+            "`{}` can never be met: {why}; write {instead}",
+            self.expr
+        ))
+    }
+
     /// The expression without its population prefix (`ttfb p99 < 200ms` of `writers.ttfb p99 < 200ms`).
     pub fn local_expr(&self) -> &str {
         match &self.population {
@@ -272,6 +299,76 @@ impl Threshold {
             None => &self.expr,
         }
     }
+}
+
+/// Why no run can pass `thresholds` together, when none can: a limit no figure can meet
+/// ([`Threshold::impossible`]), or two limits on one figure (of the same step and population)
+/// that leave no value between them — `ttfb p99 < 50ms` with `ttfb p99 > 100ms`, and also
+/// `ttfb p50 > 100ms` with `ttfb p99 < 50ms`, since a percentile is never above a higher one
+/// (for TPS, whose p95 … p99.9 are its low tail, never above a lower one).
+pub fn unmeetable(thresholds: &[Threshold]) -> Option<String> {
+    if let Some(why) = thresholds.iter().find_map(Threshold::impossible) {
+        return Some(why);
+    }
+    // Where a statistic stands among its figure's percentiles: `a` never above `b` when
+    // `rank(a) <= rank(b)` (the mean stands alone, but is its own equal).
+    let rank = |t: &Threshold| -> Option<i32> {
+        let r = match t.stat {
+            Stat::Value => 0,
+            Stat::Avg | Stat::Mean => return None,
+            Stat::P50 => 50,
+            Stat::P90 => 90,
+            Stat::P95 => 95,
+            Stat::P99 => 99,
+            Stat::P99_9 => 999,
+            Stat::P99_99 => 9999,
+            Stat::Max => 10_000,
+        };
+        Some(if t.metric == Metric::Tps { -r } else { r })
+    };
+    let never_above = |a: &Threshold, b: &Threshold| match (rank(a), rank(b)) {
+        (Some(x), Some(y)) => x <= y,
+        (None, None) => true,
+        _ => false,
+    };
+    for low in thresholds
+        .iter()
+        .filter(|t| matches!(t.op, Op::Gt | Op::Ge))
+    {
+        for high in thresholds.iter().filter(|t| {
+            matches!(t.op, Op::Lt | Op::Le)
+                && t.metric == low.metric
+                && t.step == low.step
+                && t.population == low.population
+        }) {
+            let strict = low.op == Op::Gt || high.op == Op::Lt;
+            let empty = low.limit > high.limit || (strict && low.limit == high.limit);
+            if empty && never_above(low, high) {
+                let how = if low.stat == high.stat
+                    || matches!(
+                        (low.stat, high.stat),
+                        (Stat::Avg | Stat::Mean, Stat::Avg | Stat::Mean)
+                    ) {
+                    "no value is both".to_string()
+                } else if low.metric == Metric::Tps {
+                    format!(
+                        "TPS's {} is never above its {} (p95 … p99.9 are its low tail), so no run meets both",
+                        low.stat, high.stat
+                    )
+                } else {
+                    format!(
+                        "a {} is never above the {}, so no run meets both",
+                        low.stat, high.stat
+                    )
+                };
+                return Some(format!(
+                    "`{}` and `{}` can never both be met: {how}; correct or drop one of them",
+                    low.expr, high.expr
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// `1%` (the `%` required), `220` (TPS), or a time with its unit (`500ms`, `0.5s`: [`crate::parse_duration`],
@@ -384,6 +481,52 @@ mod tests {
     }
 
     #[test]
+    fn limits_that_leave_no_value_between_them_are_unmeetable() {
+        let set = |exprs: &[&str]| -> Vec<Threshold> {
+            exprs.iter().map(|e| parse_threshold(e).unwrap()).collect()
+        };
+        for (exprs, needle) in [
+            (
+                &["ttfb p99 < 50ms", "ttfb p99 > 100ms"][..],
+                "no value is both",
+            ),
+            (&["ttfb p99 < 50ms", "ttfb p99 >= 50ms"], "no value is both"),
+            (
+                &["ttfb p50 > 100ms", "ttfb p99 < 50ms"],
+                "a p50 is never above the p99",
+            ),
+            (
+                &["total max < 1s", "total p99.9 >= 2s"],
+                "never above the max",
+            ),
+            (&["ttfb avg > 1s", "ttfb mean < 1s"], "no value is both"),
+            (&["tps p99 > 300", "tps p50 < 200"], "low tail"),
+            (&["error_rate > 5%", "error_rate <= 1%"], "no value is both"),
+        ] {
+            let why = unmeetable(&set(exprs)).unwrap_or_default();
+            assert!(
+                why.contains(needle)
+                    && why.contains(exprs[0].split(' ').next().unwrap())
+                    && why.contains("correct or drop one"),
+                "{exprs:?}: {why}"
+            );
+        }
+        // Ranges that meet, other figures, a mean beside a percentile, other populations.
+        for exprs in [
+            &["ttfb p99 < 100ms", "ttfb p99 > 50ms"][..],
+            &["ttfb p99 <= 50ms", "ttfb p99 >= 50ms"],
+            &["ttfb p99 < 50ms", "total p99 > 100ms"],
+            &["ttfb p99 < 50ms", "ttfb p50 > 40ms"],
+            &["ttfb mean > 100ms", "ttfb p99 < 50ms"],
+            &["tps p50 > 300", "tps p99 < 200"],
+            &["readers.ttfb p99 < 50ms", "writers.ttfb p99 > 100ms"],
+            &["error_rate <= 0%", "ttfb p99 < 1s"],
+        ] {
+            assert_eq!(unmeetable(&set(exprs)), None, "{exprs:?}");
+        }
+    }
+
+    #[test]
     fn a_statistic_is_serialised_by_its_name() {
         for (stat, name) in Stat::ALL {
             let json = serde_json::to_string(&stat).unwrap();
@@ -402,10 +545,19 @@ mod tests {
             ("tps avg > lots", "`lots` is not a limit"),
             ("error_rate < 150%", "from 0% to 100%"),
             ("ttfb p99 < -5ms", "below zero"),
+            (
+                "ttfb p99 < 0ms",
+                "can never be met: no figure is below zero",
+            ),
+            ("error_rate < 0%", "can never be met"),
+            ("tps avg < 0", "can never be met"),
+            ("total max <= 0s", "no request takes no time at all"),
+            ("error_rate > 100%", "no error rate is above 100%"),
         ] {
             let e = parse_threshold(bad).unwrap_err().0;
             assert!(
-                e.contains(needle) && e.contains("write thresholds like"),
+                e.contains(needle)
+                    && (e.contains("write thresholds like") || e.contains("; write")),
                 "{bad}: {e}"
             );
         }
