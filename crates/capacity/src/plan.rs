@@ -8,6 +8,14 @@ use volley_scenario::Threshold;
 use volley_scenario::threshold::Metric;
 use volley_stats::search::SearchPlan;
 
+/// Whether the search sets load option `key` itself, probe by probe (so `volley capacity`
+/// refuses it and leaves it out of its help): the load's shape and how often the plan runs,
+/// by the option table's roles.
+pub fn search_owns(key: &str) -> bool {
+    use volley_scenario::load::{Role, role_of};
+    matches!(role_of(key), Role::Shape | Role::Runs)
+}
+
 /// The error SLO in force when none is given: a load the service refused is no capacity.
 pub const DEFAULT_ERROR_SLO: &str = "error_rate < 1%";
 

@@ -107,7 +107,7 @@ pub(crate) struct CapacityArgs {
     /// Step-up factor until the first failure.
     #[arg(long, default_value_t = 2.0)]
     pub(crate) factor: f64,
-    /// Bisect until the last pass and the first failure are within this, % (or 0.05).
+    /// Bisect until the last pass and the first failure are within this percentage (5%).
     #[arg(long, default_value = "5%")]
     pub(crate) precision: String,
     /// Probes near the SLO's limit (within their noise) are run this many times more; if
@@ -679,13 +679,13 @@ pub(crate) struct ConvertCurlArgs {
 
 /// The command line's definition: [`Cli`]'s, with the load options `volley capacity` sets
 /// itself, probe by probe, left out of its help (it refuses them, saying why). Which those are
-/// comes from the option table's roles ([`crate::capacity_cmd::search_owns`]).
+/// comes from the option table's roles ([`volley_capacity::plan::search_owns`]).
 pub(crate) fn command() -> clap::Command {
     use clap::CommandFactory;
     Cli::command().mut_subcommand("capacity", |c| {
         volley_scenario::load::OPTIONS
             .iter()
-            .filter(|o| crate::capacity_cmd::search_owns(o.key))
+            .filter(|o| volley_capacity::plan::search_owns(o.key))
             .fold(c, |c, o| c.mut_arg(o.key, |a| a.hide(true)))
     })
 }

@@ -19,7 +19,6 @@ use volley_formats::RunStatus;
 use volley_record::{IntervalView, Observer, RecordError, RunStart};
 use volley_report::ReportOptions;
 use volley_report::capacity::{self, Capacity, LoadKind, Probe};
-use volley_scenario::load::Role as LoadRole;
 use volley_stats::search::{Outcome, SearchPlan};
 
 use crate::args::CapacityArgs;
@@ -31,15 +30,6 @@ const MAX_RATE: f64 = volley_scenario::limits::MAX_RATE;
 const MIN_PROBE_REQUESTS: f64 = 20.0;
 /// The most virtual users a search may reach.
 const MAX_USERS: f64 = volley_scenario::limits::MAX_VUS as f64;
-
-/// Whether the search sets load option `key` itself, probe by probe: the load's shape and how
-/// often the plan runs, by the option table's roles.
-pub(crate) fn search_owns(key: &str) -> bool {
-    matches!(
-        volley_scenario::load::role_of(key),
-        LoadRole::Shape | LoadRole::Runs
-    )
-}
 
 /// `START..MAX`, both above zero, START ≤ MAX, MAX at most `cap`.
 fn range(flag: &str, text: &str, whole: bool, cap: f64) -> Result<(f64, f64)> {
@@ -102,7 +92,13 @@ fn duration(flag: &str, text: &str, min: Duration, max: Duration) -> Result<Dura
 /// The search the flags describe, checked, and the run every probe is a copy of.
 fn plan(a: &CapacityArgs) -> Result<(Plan, Resolved)> {
     let r = &a.run;
-    if let Some(key) = r.load.0.given().into_iter().find(|k| search_owns(k)) {
+    if let Some(key) = r
+        .load
+        .0
+        .given()
+        .into_iter()
+        .find(|k| volley_capacity::plan::search_owns(k))
+    {
         bail!(
             "--{}: volley capacity sets the load itself, probe by probe; give the range to search instead: --rates START..MAX (arrivals per second) or --vus START..MAX (virtual users)",
             key.replace('_', "-")

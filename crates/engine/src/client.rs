@@ -15,7 +15,7 @@ use http::{Method, Request, Uri};
 use rustls::ClientConfig;
 use volley_stats::ErrorKind;
 
-use crate::connection::{Connection, connect_with};
+use crate::connection::{Connection, Speaks, connect_with};
 use crate::dial::{ConnectTimes, micros};
 use crate::error::EngineError;
 use crate::failure::Failure;
@@ -56,28 +56,6 @@ pub(crate) struct PreparedRequest {
     body: Bytes,
     /// The whole HTTP/1.1 request, serialized once.
     h1: Bytes,
-}
-
-/// The protocols a client's requests may go out on, so that a request is built for those
-/// and no other: HTTP/1.1 bytes, an HTTP/2 head, or both where TLS's ALPN picks per
-/// connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Speaks {
-    Http1,
-    Http2,
-    Either,
-}
-
-impl Speaks {
-    /// `--http2` speaks HTTP/2 alone (prior knowledge, or forced over TLS); TLS otherwise lets
-    /// ALPN choose; plain TCP is HTTP/1.1.
-    pub(crate) fn of(force_h2: bool, tls: bool) -> Speaks {
-        match (force_h2, tls) {
-            (true, _) => Speaks::Http2,
-            (false, true) => Speaks::Either,
-            (false, false) => Speaks::Http1,
-        }
-    }
 }
 
 impl PreparedRequest {

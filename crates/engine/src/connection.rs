@@ -53,3 +53,25 @@ pub(crate) async fn connect_with(
         times,
     ))
 }
+
+/// The protocols a client's requests may go out on, so that a request is built for those
+/// and no other: HTTP/1.1 bytes, an HTTP/2 head, or both where TLS's ALPN picks per
+/// connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Speaks {
+    Http1,
+    Http2,
+    Either,
+}
+
+impl Speaks {
+    /// `--http2` speaks HTTP/2 alone (prior knowledge, or forced over TLS); TLS otherwise lets
+    /// ALPN choose; plain TCP is HTTP/1.1.
+    pub(crate) fn of(force_h2: bool, tls: bool) -> Speaks {
+        match (force_h2, tls) {
+            (true, _) => Speaks::Http2,
+            (false, true) => Speaks::Either,
+            (false, false) => Speaks::Http1,
+        }
+    }
+}

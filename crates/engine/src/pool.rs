@@ -96,8 +96,8 @@ impl H1Lease {
 
 impl Pool {
     /// What its connections speak (the first one tells which of the two under TLS).
-    pub(crate) fn speaks(&self) -> crate::client::Speaks {
-        crate::client::Speaks::of(self.force_h2, self.tls.is_some())
+    pub(crate) fn speaks(&self) -> crate::connection::Speaks {
+        crate::connection::Speaks::of(self.force_h2, self.tls.is_some())
     }
 
     /// A pool of `size` connections (at least one) to `target`.

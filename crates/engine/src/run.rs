@@ -15,7 +15,8 @@ use tokio_util::sync::CancellationToken;
 use volley_scenario::{Plan, Work};
 use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
-use crate::client::{PreparedRequest, Speaks};
+use crate::client::PreparedRequest;
+use crate::connection::Speaks;
 use crate::context::{RateChange, Shared};
 use crate::error::EngineError;
 use crate::recorder::WorkerPart;

@@ -23,7 +23,8 @@ use volley_scenario::scenario::{Body, Call, GrpcStep, HttpStep, Node, SseStep, W
 use volley_scenario::template::{Template, Vars};
 use volley_stats::ErrorKind;
 
-use crate::client::{Capture, Client, PreparedRequest, Speaks};
+use crate::client::{Capture, Client, PreparedRequest};
+use crate::connection::Speaks;
 use crate::context::WorkerContext;
 use crate::failure::Failure;
 use crate::recorder::InFlight;
@@ -588,7 +589,7 @@ steps:
                 out.finish().into_bytes()
             }
         };
-        let speaks = crate::client::Speaks::Either;
+        let speaks = crate::connection::Speaks::Either;
         PreparedRequest::build(
             &exec.ctx.target,
             speaks,
