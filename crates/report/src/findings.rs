@@ -72,6 +72,22 @@ pub(crate) fn series_of(src: &Source, metric: &str, warmup_s: f64) -> Vec<(Strin
     out
 }
 
+/// Whether `url`'s host is this machine's loopback (127.0.0.0/8, `localhost`, `[::1]`).
+fn on_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    let host = if host.starts_with('[') {
+        host.split(']').next().unwrap_or("").trim_start_matches('[')
+    } else {
+        host.split(':').next().unwrap_or("")
+    };
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Whether `p` is a series of `metric`: `metric` or `metric{labels}`.
 fn is_metric(p: &ServerPoint, metric: &str) -> bool {
     p.series
@@ -328,14 +344,23 @@ pub fn of(
                     p.value * 100.0
                 )
             });
+            // The host whose CPU was read is this one when its metrics came over loopback:
+            // volley's own CPU is then part of what the host spent.
+            let shared = src
+                .server
+                .iter()
+                .filter(|p| is_metric(p, "system_cpu_usage"))
+                .any(|p| on_loopback(&p.target));
             out.push(format!(
                 "Server host CPU peaked at {:.0} % at {}{own}, near saturation: the host's CPU may be the limit{}.",
                 host.value * 100.0,
                 vus(host.vusers),
-                if process.is_some_and(|p| p.value < CPU_NEAR_SATURATION) {
-                    " (it is shared: another process used it, volley itself when it runs on the same host)"
-                } else {
-                    ""
+                match (shared, process.is_some_and(|p| p.value < CPU_NEAR_SATURATION)) {
+                    (true, _) => {
+                        " (volley and the target share this host — its metrics came over loopback — so volley's own CPU is part of it; run the load from another host to take it out)"
+                    }
+                    (false, true) => " (another process on the host used it)",
+                    (false, false) => "",
                 }
             ));
         }
@@ -411,6 +436,25 @@ fn unfinished_requests(src: &Source) -> u64 {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    #[test]
+    fn a_target_on_loopback_shares_volley_s_host() {
+        for url in [
+            "http://127.0.0.1:8080/metrics",
+            "http://localhost/actuator/prometheus",
+            "http://[::1]:9100/metrics",
+            "https://user:pw@127.0.0.2/m",
+        ] {
+            assert!(super::on_loopback(url), "{url}");
+        }
+        for url in [
+            "http://10.0.0.5:8080/metrics",
+            "http://api.internal/metrics",
+            "",
+        ] {
+            assert!(!super::on_loopback(url), "{url}");
+        }
+    }
+
     use crate::levels;
     use crate::model::ReportOptions;
     use crate::testrun::stepped;
