@@ -42,8 +42,9 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: K8sCommand,
     },
-    /// Write a scenario file from a HAR recording, an OpenAPI document or a curl command.
-    #[command(subcommand_value_name = "har|openapi|curl")]
+    /// Write a scenario file from a HAR recording, an OpenAPI document, a curl command or an
+    /// access log (its mix and peak rate).
+    #[command(subcommand_value_name = "har|openapi|curl|access-log")]
     Convert {
         #[command(subcommand)]
         command: ConvertCommand,
@@ -330,8 +331,10 @@ pub(crate) struct RunArgs {
     #[arg(long = "threshold")]
     pub(crate) thresholds: Vec<String>,
     /// The load real traffic asks for, as a rate: 220.69/s, or 19080000/day with
-    /// --peak-factor; the run's TPS (a capacity search's capacity) is judged against it,
-    /// and falling short makes the exit code 1.
+    /// --peak-factor, or read from Prometheus: 'http://prometheus:9090 QUERY' (an instant
+    /// query of one sample, per second, e.g. max_over_time(sum(rate(
+    /// http_server_requests_seconds_count[1m]))[1d:1m])); the run's TPS (a capacity search's
+    /// capacity) is judged against it, and falling short makes the exit code 1.
     #[arg(long, value_name = "RATE")]
     pub(crate) target: Option<String>,
     /// Multiplies --target: the peak hour over the day's average (e.g. 3).
@@ -618,6 +621,9 @@ pub(crate) enum ConvertCommand {
     Openapi(ConvertOpenApiArgs),
     /// A curl command line: one step.
     Curl(ConvertCurlArgs),
+    /// nginx / Apache access logs (combined or common format): the peak rate per second and
+    /// per minute, and a scenario of the endpoints weighted by their share.
+    AccessLog(ConvertAccessLogArgs),
 }
 
 /// `volley convert har`.
@@ -688,6 +694,24 @@ pub(crate) fn command() -> clap::Command {
             .filter(|o| volley_capacity::plan::search_owns(o.key))
             .fold(c, |c, o| c.mut_arg(o.key, |a| a.hide(true)))
     })
+}
+
+/// `volley convert access-log`.
+#[derive(Debug, Args)]
+pub(crate) struct ConvertAccessLogArgs {
+    /// The access logs (`-` reads standard input: zcat access.log.2.gz | volley convert
+    /// access-log -); several are read as one stretch of traffic.
+    #[arg(required = true, num_args = 1.., value_name = "FILE")]
+    pub(crate) files: Vec<PathBuf>,
+    /// The base URL of the server the log is from [default: http://127.0.0.1:8080].
+    #[arg(long)]
+    pub(crate) target: Option<String>,
+    /// Write at most this many endpoints (the busiest; 1 to 1000).
+    #[arg(long, value_name = "N", default_value_t = volley_convert::access_log::DEFAULT_BRANCHES)]
+    pub(crate) max_endpoints: usize,
+    /// Write the scenario here instead of standard output.
+    #[arg(long, short = 'o')]
+    pub(crate) output: Option<PathBuf>,
 }
 
 /// The command line with `volley capacity`'s `--vus START..MAX` spelled `--users START..MAX`:

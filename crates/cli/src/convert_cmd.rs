@@ -1,6 +1,7 @@
-//! `volley convert har|openapi|curl`: reads the input, hands it to `volley_convert`, writes
-//! the scenario (a file or standard output) and says on standard error what was left out and
-//! which environment variables to set.
+//! `volley convert har|openapi|curl|access-log`: reads the input, hands it to
+//! `volley_convert`, writes the scenario (a file or standard output) and says on standard
+//! error what was left out and which environment variables to set (and, for an access log,
+//! its peaks and mix).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use volley_convert::{Converted, HarOptions, OpenApiOptions};
 
-use crate::args::ConvertCommand;
+use crate::args::{ConvertAccessLogArgs, ConvertCommand};
 
 pub(crate) fn convert(command: ConvertCommand) -> Result<ExitCode> {
     let invoked = volley_scenario::secret::mask_args(std::env::args().skip(1))
@@ -58,9 +59,49 @@ pub(crate) fn convert(command: ConvertCommand) -> Result<ExitCode> {
             volley_convert::curl::convert(&a.command, "volley convert curl")?,
             a.output,
         ),
+        ConvertCommand::AccessLog(a) => (access_log(&a, invoked)?, a.output),
     };
     write(&converted, output)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the logs one line at a time (each at most `MAX_LOG_BYTES`), says the peaks and the
+/// mix, and returns the scenario.
+fn access_log(a: &ConvertAccessLogArgs, invoked: String) -> Result<Converted> {
+    use volley_convert::access_log::{MAX_LOG_BYTES, Tally};
+    let mut tally = Tally::default();
+    for path in &a.files {
+        let source = path.display().to_string();
+        if source == "-" {
+            let stdin = std::io::stdin().lock();
+            let mut bounded = std::io::Read::take(stdin, MAX_LOG_BYTES + 1);
+            let reader = std::io::BufReader::with_capacity(1 << 16, &mut bounded);
+            tally.read(reader, "standard input")?;
+            if bounded.limit() == 0 {
+                anyhow::bail!(
+                    "standard input is larger than volley reads ({} GiB at most); give the day that holds the peak",
+                    MAX_LOG_BYTES >> 30
+                );
+            }
+        } else {
+            let file = volley_scenario::limits::open_bounded(path, MAX_LOG_BYTES)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            tally.read(std::io::BufReader::with_capacity(1 << 16, file), &source)?;
+        }
+    }
+    let name = a
+        .files
+        .first()
+        .filter(|p| p.as_os_str() != "-")
+        .and_then(|p| p.file_stem())
+        .map(|s| s.to_string_lossy().into_owned());
+    let opts = volley_convert::AccessLogOptions {
+        target: a.target.clone(),
+        max_endpoints: a.max_endpoints,
+        name,
+        command: invoked,
+    };
+    Ok(volley_convert::access_log::convert(&tally, &opts)?.converted)
 }
 
 fn read(path: &Path) -> Result<String> {

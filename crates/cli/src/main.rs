@@ -14,6 +14,7 @@ mod live_cmd;
 mod load_flags;
 mod merge_cmd;
 mod progress;
+mod prom_target;
 mod report_cmd;
 mod resolve;
 mod run_cmd;

@@ -1,10 +1,13 @@
 //! Scenario files from what a team already has: a browser recording (HAR), an OpenAPI
-//! document, a curl command line. Each converter writes scenario YAML as text with comments
-//! (where a value came from, which environment variable to set), never a recorded credential;
-//! `volley check` validates what it wrote like any hand-written file.
+//! document, a curl command line, a web server's access log (its mix and peak rate). Each
+//! converter writes scenario YAML as text with comments (where a value came from, which
+//! environment variable to set), never a recorded credential; `volley check` validates what
+//! it wrote like any hand-written file.
 //!
-//! Input is text (the caller reads files); nothing here touches the network.
+//! Input is text (the caller reads files; an access log is read as a stream of lines);
+//! nothing here touches the network.
 
+pub mod access_log;
 mod correlate;
 pub mod curl;
 mod exchange;
@@ -16,6 +19,7 @@ mod step;
 mod text;
 mod yaml;
 
+pub use access_log::AccessLogOptions;
 pub use har::HarOptions;
 pub use openapi::OpenApiOptions;
 
@@ -42,4 +46,7 @@ pub enum ConvertError {
     /// The curl command line.
     #[error("curl: {0}")]
     Curl(String),
+    /// The access log.
+    #[error("access log: {0}")]
+    AccessLog(String),
 }

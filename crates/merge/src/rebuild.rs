@@ -298,6 +298,8 @@ pub(crate) fn write_intervals(
         sample.iteration = hists.boxed(HistKey::ITERATION);
         sample.unfinished = hists.boxed(HistKey::UNFINISHED);
         sample.sched_lag = hists.boxed(HistKey::SCHED_LAG);
+        sample.failed = hists.boxed(HistKey::FAILED);
+        sample.pool_wait = hists.boxed(HistKey::POOL_WAIT);
         let step_samples: Vec<IntervalSample> = step_counts
             .into_iter()
             .enumerate()

@@ -168,6 +168,14 @@ pub struct PerRequest {
     /// waited (a lower bound of their latency; they are errors of kind `unfinished`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unfinished_ms: Option<LatencySummary>,
+    /// Failed requests: how long each took until it failed (refusals fail in milliseconds,
+    /// a wait that timed out at its timeout); absent for runs that recorded none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_ms: Option<LatencySummary>,
+    /// Shared connections (`--connections`): each request's wait for a connection or a
+    /// stream, kept out of its TTFB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_wait_ms: Option<LatencySummary>,
 }
 
 /// What the load generator itself went through.
@@ -415,6 +423,7 @@ impl RunReport {
                     .join("; ")
             ));
         }
+        let failed = src.latency(HistKey::FAILED, warmup_s);
         // How the arrivals were spaced: every report of an open-model run says it, since
         // even spacing hides the queues bursty traffic meets below a target's limit.
         let arrivals = meta
@@ -450,7 +459,17 @@ impl RunReport {
             seed_suite,
             model,
             arrivals,
-            findings: crate::findings::of(src, warmup_s, &levels, saturation.as_ref()),
+            findings: {
+                // The errors' causes first: errors are what failed.
+                let mut f = crate::causes::of(src, warmup_s, &levels, failed.as_ref(), &errors);
+                f.extend(crate::findings::of(
+                    src,
+                    warmup_s,
+                    &levels,
+                    saturation.as_ref(),
+                ));
+                f
+            },
             levels,
             per_request: PerRequest {
                 ttfb_ms: src.latency(HistKey::TTFB, warmup_s),
@@ -459,6 +478,8 @@ impl RunReport {
                 total_actual_ms: src.latency(HistKey::TOTAL_ACTUAL, warmup_s),
                 iteration_ms: src.latency(HistKey::ITERATION, warmup_s),
                 unfinished_ms: src.latency(HistKey::UNFINISHED, warmup_s),
+                failed_ms: failed,
+                pool_wait_ms: src.latency(HistKey::POOL_WAIT, warmup_s),
             },
             generator,
             per_test,
@@ -527,11 +548,11 @@ impl RunReport {
             ));
         }
         out.extend(self.nothing_succeeded());
-        let failed: Vec<&str> = self
+        let failed: Vec<String> = self
             .thresholds
             .iter()
             .filter(|t| !t.passed)
-            .map(|t| t.expr.as_str())
+            .map(|t| format!("{} (read {})", t.expr, t.read()))
             .collect();
         if !failed.is_empty() {
             out.push(format!("thresholds failed: {}", failed.join("; ")));
@@ -885,8 +906,21 @@ pub struct ThresholdResult {
     pub expr: String,
     /// The figure it read (`null` when the run has no such figure).
     pub actual: f64,
+    /// The unit of `actual`: ` %`, ` ms`, `/s`.
+    pub unit: &'static str,
     /// Whether it held; a missing figure fails.
     pub passed: bool,
+}
+
+impl ThresholdResult {
+    /// The figure it read, in its unit: `94.97 %`, `212.30 ms`, `n/a`.
+    pub fn read(&self) -> String {
+        if self.actual.is_finite() {
+            format!("{:.2}{}", self.actual, self.unit)
+        } else {
+            "n/a".to_string()
+        }
+    }
 }
 
 /// A threshold of the run: of its total, or of one of its populations.
@@ -918,6 +952,7 @@ fn judge(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
         None => ThresholdResult {
             expr,
             actual: f64::NAN,
+            unit: t.metric.unit(),
             passed: false,
         },
     }
@@ -936,6 +971,7 @@ fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
         return ThresholdResult {
             expr,
             actual: f64::NAN,
+            unit: t.metric.unit(),
             passed: false,
         };
     }
@@ -948,7 +984,27 @@ fn evaluate(t: &volley_scenario::Threshold, r: &RunReport) -> ThresholdResult {
     ThresholdResult {
         expr,
         actual,
+        unit: t.metric.unit(),
         passed: actual.is_finite() && t.op.holds(actual, t.limit),
+    }
+}
+
+/// Statistic `stat` of a per-request latency summary, ms: NaN for one a latency has not
+/// ([`volley_scenario::threshold::Stat::Value`], which `parse_threshold` refuses for it). The
+/// one reading of a summary by a threshold's statistic, for reports, the live page and
+/// capacity probes alike.
+pub fn latency_stat(l: &LatencySummary, stat: volley_scenario::threshold::Stat) -> f64 {
+    use volley_scenario::threshold::Stat;
+    match stat {
+        Stat::Mean | Stat::Avg => l.mean_ms,
+        Stat::P50 => l.p50_ms,
+        Stat::P90 => l.p90_ms,
+        Stat::P95 => l.p95_ms,
+        Stat::P99 => l.p99_ms,
+        Stat::P99_9 => l.p99_9_ms,
+        Stat::P99_99 => l.p99_99_ms,
+        Stat::Max => l.max_ms,
+        Stat::Value => f64::NAN,
     }
 }
 
@@ -961,23 +1017,12 @@ pub fn threshold_actual(
     total: &Option<LatencySummary>,
     iteration: &Option<LatencySummary>,
 ) -> f64 {
-    use volley_scenario::threshold::{Metric, Stat};
+    use volley_scenario::threshold::Metric;
     // Suite figures by the metric table's `threshold`; per-request ones from their summary.
     // A statistic its figure does not have (parse_threshold refuses those) reads NaN, which
     // no comparison passes.
-    let latency = |l: &Option<LatencySummary>| {
-        l.as_ref().map_or(f64::NAN, |l| match t.stat {
-            Stat::Mean | Stat::Avg => l.mean_ms,
-            Stat::P50 => l.p50_ms,
-            Stat::P90 => l.p90_ms,
-            Stat::P95 => l.p95_ms,
-            Stat::P99 => l.p99_ms,
-            Stat::P99_9 => l.p99_9_ms,
-            Stat::P99_99 => l.p99_99_ms,
-            Stat::Max => l.max_ms,
-            Stat::Value => f64::NAN,
-        })
-    };
+    let latency =
+        |l: &Option<LatencySummary>| l.as_ref().map_or(f64::NAN, |l| latency_stat(l, t.stat));
     match t.metric {
         Metric::ErrorRate | Metric::Tps | Metric::Mttfb => {
             volley_stats::metric::for_threshold(t.metric.name(), t.stat.name())

@@ -585,6 +585,12 @@ impl RunWriter {
         if let Some(lag) = &sample.sched_lag {
             write(lag, HistKey::SCHED_LAG)?;
         }
+        if let Some(f) = &sample.failed {
+            write(f, HistKey::FAILED)?;
+        }
+        if let Some(w) = &sample.pool_wait {
+            write(w, HistKey::POOL_WAIT)?;
+        }
         if let Some(actual) = &sample.actual {
             write(&actual.0.histogram(), HistKey::TTFB_ACTUAL)?;
             write(&actual.1.histogram(), HistKey::TOTAL_ACTUAL)?;

@@ -1,5 +1,6 @@
 //! Integration tests of the `volley` binary against servers the tests start on 127.0.0.1.
 
+mod access_log;
 mod capacity;
 mod ci;
 mod convert;
@@ -28,4 +29,5 @@ mod server_metrics;
 mod spring;
 mod support;
 mod sweep;
+mod target_prometheus;
 mod tls;
