@@ -1070,4 +1070,65 @@ mod tests {
         assert_eq!((traffic.lines, traffic.unread, traffic.requests), (2, 1, 1));
         assert!(traffic.unread_examples[0].contains("log:1: longer than 64 KiB"));
     }
+
+    #[test]
+    fn the_busiest_endpoints_are_written_and_ids_like_credentials_never() {
+        let line = |path: &str| {
+            format!("1.2.3.4 - - [10/Oct/2000:13:55:36 +0000] \"GET {path} HTTP/1.1\" 200 1\n")
+        };
+        let token = "AbCdEf0123456789aBcDeF0123456789";
+        let mut log = String::new();
+        for path in ["/a", "/a", "/a", "/b", "/b", "/c"] {
+            log.push_str(&line(path));
+        }
+        log.push_str(&line(&format!("/reset/{token}")));
+        log.push_str(&line("/reset/0123456789ABCDEFabcdef0123456789"));
+        let mut tally = Tally::default();
+        tally.read(log.as_bytes(), "log").unwrap();
+        let opts = AccessLogOptions {
+            max_endpoints: 3,
+            ..Default::default()
+        };
+        let c = convert(&tally, &opts).unwrap();
+        let yaml = &c.converted.yaml;
+        assert!(
+            !yaml.contains(token) && !yaml.contains("0123456789ABCDEF"),
+            "{yaml}"
+        );
+        assert!(
+            yaml.contains("request: GET /reset/{{ env.RESET_ID }}"),
+            "{yaml}"
+        );
+        assert_eq!(c.converted.env, vec!["RESET_ID".to_string()]);
+        let weights: Vec<&str> = yaml
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("- weight: "))
+            .collect();
+        assert_eq!(weights, vec!["3", "2", "2"], "{yaml}");
+        assert!(
+            c.converted.notes.iter().any(|n| n.starts_with(
+                "1 more endpoint is (12.5 % of the requests, 1) left out: the busiest 3 are written"
+            )),
+            "{:?}",
+            c.converted.notes
+        );
+        assert_eq!(
+            (
+                c.traffic.peak_second.requests,
+                c.traffic.peak_minute.requests,
+                c.target.as_str()
+            ),
+            (8, 8, "8/m")
+        );
+        assert!(
+            convert(
+                &tally,
+                &AccessLogOptions {
+                    max_endpoints: 0,
+                    ..Default::default()
+                }
+            )
+            .is_err()
+        );
+    }
 }
