@@ -1124,7 +1124,7 @@ pub fn regression(a: &Capacity, b: &Capacity) -> CapacityChange {
         if c.status != "found" && c.status != "slo_met_at_max" {
             return CapacityChange::NotJudged(format!(
                 "the search `{}` ended `{}`, without a capacity",
-                crate::render::terminal_safe(&c.name),
+                crate::escape::terminal_safe(&c.name),
                 c.status
             ));
         }
@@ -1197,7 +1197,7 @@ impl Comparison {
 
 /// The comparison as a terminal or Markdown table.
 pub fn compare_table(a: &Capacity, b: &Capacity, labels: [&str; 2]) -> String {
-    let labels = labels.map(crate::render::terminal_safe);
+    let labels = labels.map(crate::escape::terminal_safe);
     let c = Comparison::of(a, b, [labels[0].as_ref(), labels[1].as_ref()]);
     let mut out = String::new();
     let _ = writeln!(out, "Capacity: {} → {}", c.labels[0], c.labels[1]);

@@ -16,13 +16,24 @@
 //! their maximum, HikariCP's `hikaricp_connections_timeout_total` rising, a process that
 //! restarted (its start time moved, or its uptime fell).
 
+use serde::Serialize;
 use volley_formats::Source;
 use volley_stats::ErrorKind;
 use volley_stats::latency::LatencySummary;
 
 use crate::findings::{Reading, level_of, series_of, summed, vus};
 use crate::levels::Level;
-use crate::model::ErrorLine;
+
+/// One kind of error with its first messages.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorLine {
+    /// Kind name.
+    pub kind: String,
+    /// Count after warm-up.
+    pub count: u64,
+    /// First messages seen.
+    pub messages: Vec<String>,
+}
 
 /// Errors start where their rate reaches this, % of the requests of a level (or interval).
 pub const START_PCT: f64 = 1.0;

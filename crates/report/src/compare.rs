@@ -160,7 +160,7 @@ fn per_step(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange> {
                 })
                 .collect();
             Some(StepChange {
-                name: crate::render::terminal_safe(name).into_owned(),
+                name: crate::escape::terminal_safe(name).into_owned(),
                 rows,
             })
         })
@@ -317,7 +317,7 @@ fn per_population(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange
                 })
                 .collect();
             Some(StepChange {
-                name: crate::render::terminal_safe(&p.name).into_owned(),
+                name: crate::escape::terminal_safe(&p.name).into_owned(),
                 rows,
             })
         })
@@ -365,7 +365,7 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
         .map(|(i, s)| RunRef {
             // Names come from run.json: shown with their control characters escaped, as
             // `volley report` shows them, so a name cannot rewrite the terminal.
-            label: crate::render::terminal_safe(
+            label: crate::escape::terminal_safe(
                 &labels.get(i).cloned().unwrap_or_else(|| s.name.clone()),
             )
             .into_owned(),
@@ -507,7 +507,7 @@ fn left_out(set: &RunSet, samples: &[RunSample], label: &str) -> Vec<String> {
             format!(
                 "{label}: run {} (`{}`) is left out of the group's figures: volley's own loop stalled for {:.0} ms (more than {:.0} ms), so its latencies hold volley's delay and its throughput the gap.",
                 i + 1,
-                crate::render::terminal_safe(&dir),
+                crate::escape::terminal_safe(&dir),
                 r.generator_lag_ms,
                 volley_stats::compare::STALL_MS
             )

@@ -43,7 +43,7 @@ pub(crate) fn series_of(src: &Source, metric: &str, warmup_s: f64) -> Vec<(Strin
     for p in src
         .server
         .iter()
-        .filter(|p| is_metric(p, metric) && crate::model::readable(p))
+        .filter(|p| is_metric(p, metric) && crate::inputs::readable(p))
     {
         if p.reaches_before_the_run(&mut averaged) {
             continue;
@@ -455,8 +455,8 @@ pub(crate) mod tests {
         }
     }
 
+    use crate::inputs::ReportOptions;
     use crate::levels;
-    use crate::model::ReportOptions;
     use crate::testrun::stepped;
 
     /// 5 VUs for 6 s, then 10 for 6 s, then 20 for 6 s.

@@ -353,8 +353,8 @@ impl GateResult {
             let _ = writeln!(
                 out,
                 "  {} → {}",
-                crate::render::terminal_safe(&t.before),
-                crate::render::terminal_safe(&t.after)
+                crate::escape::terminal_safe(&t.before),
+                crate::escape::terminal_safe(&t.after)
             );
             let w = t
                 .checks
@@ -374,7 +374,7 @@ impl GateResult {
                     "    {:<10}  {:<w$}  {}",
                     result,
                     c.label,
-                    crate::render::terminal_safe(&c.why)
+                    crate::escape::terminal_safe(&c.why)
                 );
             }
         }
@@ -396,8 +396,8 @@ impl GateResult {
         );
         for t in &self.tables {
             let (before, after) = (
-                crate::render::md_text(&t.before),
-                crate::render::md_text(&t.after),
+                crate::escape::md_text(&t.before),
+                crate::escape::md_text(&t.after),
             );
             let _ = writeln!(
                 out,

@@ -490,14 +490,14 @@ pub fn table(entries: &[Entry]) -> String {
     let row = |e: &Entry, indent: &str| {
         [
             time_cell(e),
-            format!("{indent}{}", crate::render::terminal_safe(&e.name)),
+            format!("{indent}{}", crate::escape::terminal_safe(&e.name)),
             kind_cell(e),
-            crate::render::terminal_safe(&e.plan).into_owned(),
+            crate::escape::terminal_safe(&e.plan).into_owned(),
             cell(e.figure("tps_avg"), ""),
             cell(e.figure("ttfb_p99_ms"), " ms"),
             cell(e.figure("error_rate_pct"), "%"),
             status_cell(e),
-            crate::render::terminal_safe(&e.path.display().to_string()).into_owned(),
+            crate::escape::terminal_safe(&e.path.display().to_string()).into_owned(),
         ]
     };
     for e in entries {
@@ -547,7 +547,7 @@ pub fn table(entries: &[Entry]) -> String {
                 out,
                 "note: {}: {}",
                 e.path.display(),
-                crate::render::terminal_safe(e.problem.as_deref().unwrap_or_default())
+                crate::escape::terminal_safe(e.problem.as_deref().unwrap_or_default())
             );
         }
     }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use volley_formats::{HistKey, Source};
 use volley_stats::latency::{LatencySummary, new_histogram};
 
-use crate::model::{ReportOptions, warmup_seconds};
+use crate::inputs::{ReportOptions, warmup_seconds};
 
 /// One held level.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -117,7 +117,7 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
                 let mut averaged = Vec::new();
                 src.server
                     .iter()
-                    .filter(|p| p.series.starts_with(prefix) && crate::model::readable(p))
+                    .filter(|p| p.series.starts_with(prefix) && crate::inputs::readable(p))
                     .filter(|p| !p.reaches_before_the_run(&mut averaged))
                     .filter(|p| p.row(rows).is_some_and(|r| (i..=j).contains(&r)))
                     .map(|p| p.value)

@@ -5,7 +5,9 @@
 
 mod causes;
 mod error;
+mod escape;
 mod findings;
+mod inputs;
 mod marks;
 mod model;
 mod render;
@@ -13,13 +15,12 @@ mod render;
 mod testrun;
 
 pub use error::{ReportError, Result, WarmupError};
+pub use escape::{md_text, terminal_safe};
 pub use model::{
     ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, ThresholdResult, Warmup,
     check_warmup, threshold_actual, warmup_seconds,
 };
-pub use render::{
-    csv, doc, group_thousands, markdown, markdown_with_charts, md_text, table, terminal_safe,
-};
+pub use render::{csv, doc, group_thousands, markdown, markdown_with_charts, table};
 
 pub mod capacity;
 pub mod charts;

@@ -1,40 +1,15 @@
 //! What a report holds; serialized as `report.json`.
 
 use serde::Serialize;
+
+pub use crate::causes::ErrorLine;
+use crate::inputs::readable;
+pub use crate::inputs::{ReportOptions, Warmup, check_warmup, warmup_seconds};
 use volley_formats::{Figure, Format, HistKey, HistMetric, InputNote, Source};
-use volley_stats::{ErrorKind, LatencySummary, SeedSuite, SuiteOptions, TpsTail};
+use volley_stats::{ErrorKind, LatencySummary, SeedSuite, SuiteOptions};
 
 /// Version of the `report.json` layout; bumped when a field changes meaning or goes away.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// What to exclude from the start of a run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Warmup {
-    /// This many seconds.
-    Seconds(f64),
-    /// The first N stages of the run's plan (volley runs).
-    Stages(usize),
-}
-
-/// How to compute the report.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReportOptions {
-    /// What to exclude from the start; `None` uses the run's own warm-up.
-    pub warmup: Option<Warmup>,
-    /// TPS tail.
-    pub tps_tail: TpsTail,
-}
-
-/// One kind of error with its first messages.
-#[derive(Debug, Clone, Serialize)]
-pub struct ErrorLine {
-    /// Kind name.
-    pub kind: String,
-    /// Count after warm-up.
-    pub count: u64,
-    /// First messages seen.
-    pub messages: Vec<String>,
-}
 
 /// Everything a report shows.
 #[derive(Debug, Clone, Serialize)]
@@ -231,7 +206,7 @@ impl RunReport {
         }
         let unreadable: Vec<_> = src.server.iter().filter(|p| !readable(p)).collect();
         if let Some(p) = unreadable.first() {
-            notes.push(crate::render::terminal_safe(&format!(
+            notes.push(crate::escape::terminal_safe(&format!(
                 "{} readings in server.csv are values no server can have (first: `{} = {}` at {} s): no peak or finding reads them.",
                 unreadable.len(),
                 p.series,
@@ -246,10 +221,10 @@ impl RunReport {
                     "{} of {} scrapes of {} failed{}: the server readings have gaps there, and no finding is made about a level without readings. A scrape on the application's own port waits for a worker thread and a connection like any request; scrape a management port (Spring Boot: management.server.port) to read the server while it is saturated.",
                     s.failed,
                     s.failed + s.ok,
-                    crate::render::terminal_safe(&s.url),
+                    crate::escape::terminal_safe(&s.url),
                     s.last_error
                         .as_ref()
-                        .map(|e| format!(" (last: {})", crate::render::terminal_safe(e)))
+                        .map(|e| format!(" (last: {})", crate::escape::terminal_safe(e)))
                         .unwrap_or_default()
                 ));
             }
@@ -706,80 +681,6 @@ fn generator(src: &Source, first_kept: usize, warmup_s: f64, open: bool) -> Opti
     })
 }
 
-/// Seconds to exclude from `src` for `warmup`: given seconds, the length of the plan's
-/// first N stages, or the run's own warm-up.
-pub fn warmup_seconds(src: &Source, warmup: Option<Warmup>) -> f64 {
-    match warmup {
-        Some(Warmup::Seconds(s)) => s,
-        Some(Warmup::Stages(n)) => {
-            let stages = src
-                .meta
-                .as_ref()
-                .map(|m| m.plan.load.stage_durations())
-                .unwrap_or_default();
-            stages.iter().take(n).map(|d| d.as_secs_f64()).sum()
-        }
-        None => src.meta.as_ref().map_or(0.0, |m| m.warmup_s),
-    }
-}
-
-/// Checks that `warmup` leaves something of `src` to report: `stage:N` needs a run with
-/// more than N stages, and a warm-up in seconds must be shorter than what was measured.
-pub fn check_warmup(
-    src: &Source,
-    warmup: Option<Warmup>,
-) -> std::result::Result<(), crate::error::WarmupError> {
-    let fail = |why: String| {
-        Err(crate::error::WarmupError {
-            path: src.path.clone(),
-            why,
-        })
-    };
-    match warmup {
-        Some(Warmup::Stages(n)) => {
-            let stages = src
-                .meta
-                .as_ref()
-                .map(|m| m.plan.load.stage_durations())
-                .unwrap_or_default();
-            if stages.is_empty() {
-                return fail(format!(
-                    "--warmup stage:{n} needs a volley run's stages and this has none; give the warm-up in seconds, e.g. --warmup 60s"
-                ));
-            }
-            if n >= stages.len() {
-                return fail(format!(
-                    "--warmup stage:{n} leaves nothing to report: the run has {} stage{}; give at most stage:{}",
-                    stages.len(),
-                    if stages.len() == 1 { "" } else { "s" },
-                    stages.len() - 1
-                ));
-            }
-        }
-        Some(Warmup::Seconds(s)) => {
-            // Summed only for a warm-up in seconds (a long imported series is millions of rows).
-            let measured = src.series.measured_s();
-            // An interval counts from its start: a warm-up that no interval starts after
-            // leaves nothing, even when it is a little shorter than the run.
-            // (The drain after the stop, a row of no length, is nothing measured.)
-            let last_start = src
-                .series
-                .intervals
-                .iter()
-                .filter(|i| i.period_s > 0.0)
-                .map(|i| i.start_s)
-                .fold(f64::NEG_INFINITY, f64::max);
-            if measured > 0.0 && (s >= measured || s > last_start) {
-                return fail(format!(
-                    "--warmup {s}s leaves nothing of the {measured:.0} s measured; give a shorter warm-up"
-                ));
-            }
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
 /// A sentence for readings of `url` that server.csv does not hold as read.
 fn series_note(url: &str, n: &volley_formats::rundir::SeriesNote) -> String {
     let what = match n.kind.as_str() {
@@ -791,24 +692,11 @@ fn series_note(url: &str, n: &volley_formats::rundir::SeriesNote) -> String {
         "reset" => format!("{} times a rate of {url} was not taken", n.count),
         other => format!("{} readings of {url} were {other}", n.count),
     };
-    crate::render::terminal_safe(&format!(
+    crate::escape::terminal_safe(&format!(
         "{what}: {} (first: `{}` at {} s).",
         n.why, n.first, n.first_s
     ))
     .into_owned()
-}
-
-/// Whether a reading of server.csv can be what it says: finite, within ±2^64, and a CPU
-/// load within 0–1. The scraper records no other (it marks them in run.json); a run
-/// directory written before it did may hold some, and a peak or a finding never reads them.
-pub(crate) fn readable(p: &volley_formats::rundir::ServerPoint) -> bool {
-    const MAX_MAGNITUDE: f64 = 18_446_744_073_709_551_616.0;
-    p.value.is_finite()
-        && p.value.abs() <= MAX_MAGNITUDE
-        && (!["process_cpu_usage", "system_cpu_usage"]
-            .iter()
-            .any(|r| p.series == *r || p.series.starts_with(&format!("{r}{{")))
-            || (0.0..=1.0).contains(&p.value))
 }
 
 /// Series that point at a bottleneck, by name prefix: connection pools, worker threads,
