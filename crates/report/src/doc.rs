@@ -11,7 +11,7 @@ use std::fmt::Write;
 use minijinja::HtmlEscape;
 use volley_stats::compare::Verdict;
 
-use crate::render::{md_text, terminal_safe};
+use crate::escape::{md_text, terminal_safe};
 
 /// A report: what it is, its answer, its sections.
 #[derive(Debug, Clone, Default)]
