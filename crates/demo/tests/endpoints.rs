@@ -19,6 +19,32 @@ async fn start(knobs: Knobs) -> volley_demo::Target {
         .unwrap()
 }
 
+/// The gauge `series` (a `/metrics` line's name and labels) once `ok` holds for it, looked at
+/// every 5 ms for at most 5 s: the state a test needs, read from the target, not slept for.
+async fn gauge_when(addr: std::net::SocketAddr, series: &str, ok: impl Fn(f64) -> bool) -> f64 {
+    let end = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, m) = http(addr, "GET", "/metrics", None).await;
+        let v = m
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(series)?
+                    .strip_prefix(' ')?
+                    .parse::<f64>()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("no {series} in /metrics:\n{m}"));
+        if ok(v) {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "{series} is still {v} after 5 s"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 #[tokio::test]
 async fn chat_endpoints() {
     let t = start(Knobs {
@@ -278,18 +304,13 @@ async fn pool_pending_rises_when_requests_outnumber_connections() {
     let load: Vec<_> = (0..20)
         .map(|_| tokio::spawn(async move { http(addr, "GET", "/rooms", None).await.0 }))
         .collect();
-    tokio::time::sleep(Duration::from_millis(60)).await;
-    let (_, m) = http(addr, "GET", "/metrics", None).await;
-    let pending: f64 = m
-        .lines()
-        .find_map(|l| l.strip_prefix("hikaricp_connections_pending{pool=\"HikariPool-1\",} "))
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(
-        pending >= 10.0,
-        "pending {pending} with 20 requests on 2 connections"
-    );
+    // 20 requests on 2 connections: at least 10 wait for one, while the load lasts.
+    gauge_when(
+        addr,
+        "hikaricp_connections_pending{pool=\"HikariPool-1\",}",
+        |pending| pending >= 10.0,
+    )
+    .await;
     for l in load {
         assert_eq!(l.await.unwrap(), 200);
     }
@@ -307,7 +328,13 @@ async fn pool_timeout_fails_the_request_like_hikari() {
     .await;
     let addr = t.addr;
     let a = tokio::spawn(async move { http(addr, "GET", "/rooms", None).await });
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Once the first request holds the only connection (for 300 ms).
+    gauge_when(
+        addr,
+        "hikaricp_connections_active{pool=\"HikariPool-1\",}",
+        |v| v == 1.0,
+    )
+    .await;
     let (s, b) = http(addr, "GET", "/rooms", None).await;
     assert_eq!(s, 500);
     assert!(
@@ -368,10 +395,11 @@ async fn worker_limit_queues_then_refuses() {
     })
     .await;
     let addr = t.addr;
+    let busy = "tomcat_threads_busy_threads{name=\"http-nio-8080\",}";
     let first = tokio::spawn(async move { http(addr, "GET", "/rooms", None).await.0 });
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    gauge_when(addr, busy, |v| v == 1.0).await;
     let second = tokio::spawn(async move { http(addr, "GET", "/rooms", None).await.0 });
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    gauge_when(addr, "volley_demo_accept_queue_waiting{}", |v| v == 1.0).await;
     let third = http(addr, "GET", "/rooms", None).await.0;
     assert_eq!(third, 503, "one running, one queued, the third is refused");
     assert_eq!(first.await.unwrap(), 200);
@@ -398,6 +426,7 @@ async fn max_connections_holds_new_connections_until_one_closes() {
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
     let addr = t.addr;
     let second = tokio::spawn(async move { http(addr, "GET", "/health", None).await.0 });
+    // 300 ms in which the second must not be served: the window under test, not a state.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         !second.is_finished(),

@@ -12,6 +12,10 @@ use volley_demo::{IdType, Knobs};
 mod common;
 use common::http;
 
+#[path = "../../cli/tests/it/parts.rs"]
+mod parts;
+use parts::need;
+
 /// A PostgreSQL server in a temporary directory, stopped when dropped.
 struct Postgres {
     dir: PathBuf,
@@ -140,6 +144,9 @@ impl Drop for Postgres {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_service_on_postgresql() {
+    if !need("postgresql") {
+        return;
+    }
     let pg = Postgres::start();
     for id_type in [IdType::Sequential, IdType::Random] {
         let knobs = Knobs {

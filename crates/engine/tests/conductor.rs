@@ -190,6 +190,7 @@ fn run_with_change(
     let run = volley_engine::start(config).unwrap();
     let control = run.control();
     let changer = std::thread::spawn(move || {
+        // When the change comes: the event under test, not a state waited for.
         std::thread::sleep(after);
         change(&control);
     });

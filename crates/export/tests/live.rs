@@ -17,6 +17,10 @@ use volley_record::{Observer, Observers, RunSpec};
 use volley_scenario::{LoadSpec, RequestSpec, Settings, Work};
 use volley_stats::CompactHistogram;
 
+#[path = "../../cli/tests/it/parts.rs"]
+mod parts;
+use parts::need;
+
 /// Records `seconds` of 4 VUs against a fresh demo target, watched by `observer`.
 fn run(
     rt: &tokio::runtime::Runtime,
@@ -71,6 +75,9 @@ fn rt() -> tokio::runtime::Runtime {
 
 #[test]
 fn a_real_prometheus_scraping_metrics_gets_the_exact_count_and_the_p99_bucket() {
+    if !need("prometheus") {
+        return;
+    }
     let rt = rt();
     let endpoint = MetricsEndpoint::new();
     let listener = rt

@@ -4,6 +4,10 @@
 #[path = "support/moto.rs"]
 mod moto;
 
+#[path = "../../cli/tests/it/parts.rs"]
+mod parts;
+use parts::need;
+
 use std::path::Path;
 
 use volley_store::{Location, Store};
@@ -34,6 +38,9 @@ fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn directory_round_trip_keeps_every_byte() {
+    if !need("moto") {
+        return;
+    }
     let m = moto::Moto::start();
     m.create_bucket("volley-results");
     let src = tempfile::tempdir().unwrap();
@@ -87,6 +94,9 @@ fn directory_round_trip_keeps_every_byte() {
 
 #[test]
 fn keys_that_climb_out_are_not_written() {
+    if !need("moto") {
+        return;
+    }
     let m = moto::Moto::start();
     m.create_bucket("volley-results");
     let status = m.put_raw("/volley-results/run/a/../../escaped.txt", b"x");
@@ -104,6 +114,9 @@ fn keys_that_climb_out_are_not_written() {
 
 #[test]
 fn a_missing_bucket_is_an_error_that_names_it() {
+    if !need("moto") {
+        return;
+    }
     let m = moto::Moto::start();
     let src = tempfile::tempdir().unwrap();
     std::fs::write(src.path().join("run.json"), b"{}").unwrap();

@@ -34,9 +34,11 @@ fn xmllint(schema: &Path, file: &Path) -> (bool, String) {
     )
 }
 
-/// Validates `file` against both JUnit schemas and returns its text.
+/// Validates `file` against both JUnit schemas (where xmllint is: [`need`]) and returns its
+/// text.
 fn valid_junit(file: &Path) -> String {
-    for schema in SCHEMAS {
+    let schemas: &[&str] = if need("xmllint") { &SCHEMAS } else { &[] };
+    for schema in schemas {
         let (ok, said) = xmllint(&fixture(schema), file);
         assert!(
             ok,
@@ -50,6 +52,9 @@ fn valid_junit(file: &Path) -> String {
 
 #[test]
 fn the_validator_rejects_broken_junit() {
+    if !need("xmllint") {
+        return;
+    }
     let dir = out_dir();
     let broken = dir.path().join("broken.xml");
     // A suite without its required attributes, and a failure without its type.

@@ -3,6 +3,7 @@
 //! a group against a single run, and two single runs with their caveat.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::support::*;
 
@@ -253,8 +254,23 @@ fn ctrl_c_stops_a_group_and_group_json_says_which_runs_completed() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Well into the second run.
-    std::thread::sleep(std::time::Duration::from_millis(3000));
+    // Ctrl-C once run 2 has recorded an interval (group.json lists a run once it has ended).
+    let group = wait_for(
+        Duration::from_secs(60),
+        "run 2 of the group under way",
+        || {
+            let dir = std::fs::read_dir(out.path()).ok()?.flatten().next()?.path();
+            let second = std::fs::read_dir(&dir)
+                .ok()?
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.to_string_lossy().ends_with("_g-2"))?;
+            let meta: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.join("group.json")).ok()?)
+                    .ok()?;
+            (intervals_in(&second) >= 1).then_some(meta)
+        },
+    );
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -267,7 +283,7 @@ fn ctrl_c_stops_a_group_and_group_json_says_which_runs_completed() {
     assert_eq!(
         meta["status"],
         "interrupted",
-        "{meta}\n{}",
+        "{meta}\nwhen stopped: {group}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
     let runs = meta["runs"].as_array().unwrap();
@@ -321,15 +337,18 @@ fn a_run_whose_generator_stalled_is_left_out_of_its_group() {
     // Once the first run has started, stop the whole process for 400 ms.
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut said = String::new();
-    loop {
+    let run1 = loop {
         let mut line = String::new();
         assert!(err.read_line(&mut line).unwrap() > 0, "volley said: {said}");
         said.push_str(&line);
-        if line.contains("run directory") {
-            break;
+        if let Some(dir) = line.trim_end().strip_prefix("volley: run directory ") {
+            break std::path::PathBuf::from(dir);
         }
-    }
-    std::thread::sleep(std::time::Duration::from_millis(600));
+    };
+    // Once run 1 has recorded an interval (it lasts 2 s).
+    wait_for(Duration::from_secs(30), "run 1's first interval", || {
+        (intervals_in(&run1) >= 1).then_some(())
+    });
     let signal = |s: &str| {
         let ok = std::process::Command::new("kill")
             .args([s, &child.id().to_string()])
@@ -339,6 +358,7 @@ fn a_run_whose_generator_stalled_is_left_out_of_its_group() {
         assert!(ok, "kill {s}");
     };
     signal("-STOP");
+    // The stall under test, not a state waited for.
     std::thread::sleep(std::time::Duration::from_millis(400));
     signal("-CONT");
     std::io::Read::read_to_string(&mut err, &mut said).unwrap();

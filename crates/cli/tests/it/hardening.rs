@@ -132,7 +132,8 @@ fn the_first_ctrl_c_ends_an_overdriven_open_model_run() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
+    // Ctrl-C once two overdriven intervals are recorded.
+    crate::support::wait_for_intervals(out.path(), 2, Duration::from_secs(30));
     let t = Instant::now();
     Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -869,7 +870,8 @@ fn the_junit_case_run_completed_fails_for_an_interrupted_run() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
+    // Ctrl-C once the run is under way: an interval recorded.
+    crate::support::wait_for_intervals(&out.path().join("runs"), 1, Duration::from_secs(30));
     Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -1588,7 +1590,8 @@ fn a_rate_set_live_beyond_the_bound_is_refused() {
         .trim_start_matches("http://")
         .trim_end_matches('/')
         .to_string();
-    std::thread::sleep(Duration::from_millis(500));
+    // The dashboard takes a rate once the run goes ("no run is going" before): an interval in.
+    crate::support::wait_for_intervals(out.path(), 1, Duration::from_secs(30));
     let (status, body) = http(&addr, "POST", "/target", r#"{"rate": 1e9}"#);
     assert_eq!(status, 409, "{body}");
     assert!(body.contains("more than one machine can send"), "{body}");

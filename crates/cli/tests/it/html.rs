@@ -125,6 +125,9 @@ fn png_size(path: &Path) -> (u32, u32) {
 
 #[test]
 fn run_report_page_and_charts() {
+    if !need("chromium") {
+        return;
+    }
     let _g = serial();
     let server = TestServer::start();
     let out = out_dir();
@@ -207,6 +210,9 @@ fn run_report_page_and_charts() {
 
 #[test]
 fn comparison_page_and_bar_charts() {
+    if !need("chromium") {
+        return;
+    }
     let _g = serial();
     let server = TestServer::start();
     let out = out_dir();

@@ -17,6 +17,7 @@ mod k8s;
 mod live;
 mod netns;
 mod open_model;
+mod parts;
 mod populations;
 mod prometheus;
 mod report;

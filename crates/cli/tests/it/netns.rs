@@ -7,7 +7,8 @@
 //! - merged TPS and TTFB percentiles match those of the single segment (N = 1) within noise;
 //! - a closed-model plan split 4 ways also lands exactly on the target's count.
 //!
-//! Needs root (`ip netns add`); on a machine that refuses it, the test says why and skips.
+//! Needs root (`ip netns add`): the part `netns` of tests/it/parts.rs, so on a machine that
+//! refuses it the test says why and skips, and fails under `VOLLEY_TEST_ALL=1`.
 //! `bench/segments.sh` runs it in release mode and prints the figures.
 
 use std::path::{Path, PathBuf};
@@ -226,30 +227,9 @@ impl Net {
     }
 }
 
-/// Why namespaces cannot be made here, if they cannot.
-fn refused() -> Option<String> {
-    match Command::new("ip")
-        .args(["netns", "add", "volley-probe"])
-        .output()
-    {
-        Err(e) => Some(format!("cannot run `ip` ({e}); install iproute2")),
-        Ok(o) if !o.status.success() => Some(format!(
-            "`ip netns add` was refused: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Ok(_) => {
-            let _ = Command::new("ip")
-                .args(["netns", "del", "volley-probe"])
-                .status();
-            None
-        }
-    }
-}
-
 #[test]
 fn segments_in_their_own_namespaces_add_up_to_the_targets_count() {
-    if let Some(why) = refused() {
-        eprintln!("SKIPPED segments_in_their_own_namespaces_add_up_to_the_targets_count: {why}");
+    if !need("netns") {
         return;
     }
     let _g = serial();

@@ -706,7 +706,8 @@ fn sigint_leaves_an_interrupted_run_that_reports() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
+    // Ctrl-C once two intervals are recorded.
+    wait_for_intervals(out.path(), 2, Duration::from_secs(30));
     let kill = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -736,20 +737,10 @@ fn sigint_leaves_an_interrupted_run_that_reports() {
 /// The seeds' own metric script (bench/import/seed_suite.py: pandas reads the CSV, `np.sort`
 /// and `np.percentile` take the percentiles), run with numpy and pandas from PyPI
 /// (scripts/test.sh puts them in target/tools/venv) on a file; its figures by label, as
-/// printed. `None` (and why) when that Python is not there, which fails under `CI`.
-fn seed_script(csv: &std::path::Path) -> Option<std::collections::HashMap<String, String>> {
+/// printed. The test calls `need("pandas")` before it.
+fn seed_script(csv: &std::path::Path) -> std::collections::HashMap<String, String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let python = root.join("target/tools/venv/bin/python3");
-    let absent = |why: String| {
-        let why =
-            format!("{why}: scripts/test.sh installs numpy and pandas into target/tools/venv");
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("skipped: {why}");
-    };
-    if !python.is_file() {
-        absent(format!("{} is needed", python.display()));
-        return None;
-    }
     // C: the script sets the locale from the environment, and groups Total Tests by it.
     let o = Command::new(&python)
         .arg(root.join("bench/import/seed_suite.py"))
@@ -757,10 +748,6 @@ fn seed_script(csv: &std::path::Path) -> Option<std::collections::HashMap<String
         .env("LC_ALL", "C")
         .output()
         .unwrap();
-    if !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("No module named") {
-        absent(format!("numpy or pandas is not in that venv: {}", text(&o)));
-        return None;
-    }
     assert!(
         o.status.success(),
         "seed_suite.py {}: {}",
@@ -768,12 +755,10 @@ fn seed_script(csv: &std::path::Path) -> Option<std::collections::HashMap<String
         text(&o)
     );
     let out = String::from_utf8(o.stdout).unwrap();
-    Some(
-        out.lines()
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-            .collect(),
-    )
+    out.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
 }
 
 /// Issue 53 §1: series.csv is a file the seeds' script reads as it always did, every row's
@@ -783,6 +768,9 @@ fn seed_script(csv: &std::path::Path) -> Option<std::collections::HashMap<String
 /// two files add up to the report's, whose notes say the drain is in it.
 #[test]
 fn the_seeds_script_on_series_csv_gives_the_reported_figures() {
+    if !need("pandas") {
+        return;
+    }
     let _g = serial();
     let server = TestServer::start();
     let out = out_dir();
@@ -807,10 +795,8 @@ fn the_seeds_script_on_series_csv_gives_the_reported_figures() {
         dir.join("drain.csv").is_file(),
         "no drain after the stop of a 20-VU run"
     );
-    let Some(script) = seed_script(&dir.join("series.csv")) else {
-        return;
-    };
-    let drain = seed_script(&dir.join("drain.csv")).unwrap();
+    let script = seed_script(&dir.join("series.csv"));
+    let drain = seed_script(&dir.join("drain.csv"));
     let two = |key: &str| {
         let v = reported[key]
             .as_f64()

@@ -688,6 +688,7 @@ fn one_of_picks_branches_by_weight() {
 
 #[test]
 fn a_check_of_one_request_says_1_request() {
+    let _guard = serial();
     let server = TestServer::start();
     let dir = out_dir();
     let file = write(

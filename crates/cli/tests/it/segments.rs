@@ -281,8 +281,12 @@ fn a_segment_stopped_by_sigterm_fails_and_its_merge_says_so() {
         &["--url", &url, "--rate", "200", "--duration", "8s"],
         out.path(),
     );
-    // Two seconds' wait for the start, then two of the eight seconds of load.
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    // SIGTERM once segment 1 has recorded two of its eight seconds of load.
+    wait_for_intervals(
+        &out.path().join("seg1"),
+        2,
+        std::time::Duration::from_secs(30),
+    );
     let kill = Command::new("kill")
         .args(["-TERM", &children[1].id().to_string()])
         .status()
@@ -327,6 +331,8 @@ fn a_segment_stopped_by_sigterm_fails_and_its_merge_says_so() {
 
 #[test]
 fn bad_segments_are_refused_before_anything_is_sent() {
+    // Not only refusals: an Indexed Job's pod runs a segment of 1 s at the end.
+    let _g = serial();
     let server = TestServer::start();
     let out = out_dir();
     let url = server.url("/ok");

@@ -149,6 +149,9 @@ fn findings(report: &serde_json::Value) -> Vec<String> {
 
 #[test]
 fn a_step_up_on_spring_boot_is_read_level_by_level() {
+    if !need("spring-app") {
+        return;
+    }
     let _g = serial();
     let out = out_dir();
     let small = step_up(2, out.path());

@@ -14,11 +14,41 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+pub use crate::parts::need;
+
 /// Load-generating tests run one at a time, so timing tests are not disturbed by others.
+/// Every test that starts a load target ([`TestServer`]) or a `volley` it watches
+/// ([`Watched`]) takes it first: those panic on a thread that does not hold it. Tests that
+/// need not take it send no load: refusals that exit 2 before any request, file-only tests
+/// (`report`, `compare`, `convert`, `k8s manifest`, `scalability`), a `check` of one request.
 static LOAD: Mutex<()> = Mutex::new(());
 
-pub fn serial() -> MutexGuard<'static, ()> {
-    LOAD.lock().unwrap_or_else(|e| e.into_inner())
+thread_local! {
+    static HOLDS_LOAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The load lock, held until dropped (`let _g = serial();`).
+pub struct Serial(#[allow(dead_code)] MutexGuard<'static, ()>);
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        HOLDS_LOAD.with(|h| h.set(false));
+    }
+}
+
+pub fn serial() -> Serial {
+    let guard = LOAD.lock().unwrap_or_else(|e| e.into_inner());
+    HOLDS_LOAD.with(|h| h.set(true));
+    Serial(guard)
+}
+
+/// Panics unless this thread holds [`serial`]'s lock: `what` sends load.
+pub fn assert_serial(what: &str) {
+    assert!(
+        HOLDS_LOAD.with(|h| h.get()),
+        "{what} sends load: take `let _g = serial();` first (tests/it/support.rs), so no two \
+         load tests disturb each other's timings"
+    );
 }
 
 pub struct TestServer {
@@ -38,6 +68,7 @@ impl TestServer {
     /// Like [`TestServer::start`], closing a keep-alive connection idle for longer than `idle`
     /// (as nginx's `keepalive_timeout` does).
     pub fn start_with_idle_timeout(idle: Option<Duration>) -> TestServer {
+        assert_serial("a test that starts a TestServer");
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(AtomicU64::new(0));
@@ -213,6 +244,51 @@ pub fn text(o: &Output) -> String {
     )
 }
 
+/// Waits (at most `limit`, looking every 20 ms) until `state` gives a value, and returns it:
+/// how a test waits for a state (a file, a row, a status), instead of a sleep that assumes it.
+pub fn wait_for<T>(limit: Duration, what: &str, mut state: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(v) = state() {
+            return v;
+        }
+        assert!(Instant::now() < end, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Complete rows (measured intervals) in `run`'s series.csv so far; 0 before it exists.
+pub fn intervals_in(run: &Path) -> usize {
+    std::fs::read(run.join("series.csv"))
+        .map(|b| b.iter().filter(|&&c| c == b'\n').count().saturating_sub(1))
+        .unwrap_or(0)
+}
+
+/// The run directory under `root` (`-o root`; a group's runs one level further down) once its
+/// series.csv holds `n` intervals: the run is under way, `n` intervals in.
+pub fn wait_for_intervals(root: &Path, n: usize, limit: Duration) -> PathBuf {
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect()
+    };
+    let what = format!("{n} intervals in a series.csv under {}", root.display());
+    wait_for(limit, &what, || {
+        dirs(root)
+            .into_iter()
+            .flat_map(|d| {
+                let mut all = dirs(&d);
+                all.push(d);
+                all
+            })
+            .find(|d| intervals_in(d) >= n)
+    })
+}
+
 /// A `volley` process whose stderr is read as it comes, so a test can wait for a state the
 /// process says (a probe's line, "stopping") instead of sleeping for it.
 pub struct Watched {
@@ -225,6 +301,7 @@ pub struct Watched {
 impl Watched {
     /// Starts `volley args` with stdout and stderr piped.
     pub fn start(args: &[&str]) -> Watched {
+        assert_serial("a test that starts a watched volley");
         let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
             .args(args)
             .stdout(std::process::Stdio::piped())
