@@ -163,6 +163,17 @@ impl Figure {
     }
 }
 
+/// The columns `s` takes on a terminal (a mark such as 🟢 takes two): the one measure every
+/// terminal table pads by.
+pub(crate) fn width(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
+}
+
+/// `s` padded with spaces to `w` terminal columns.
+pub(crate) fn pad(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
+}
+
 /// Cells laid out in columns under `header`, the first left-aligned, by the columns each takes
 /// on a terminal (a mark such as 🟢 takes two).
 pub(crate) fn columns(out: &mut String, indent: &str, header: &[String], rows: &[Vec<String>]) {

@@ -359,7 +359,7 @@ impl GateResult {
             let w = t
                 .checks
                 .iter()
-                .map(|c| c.label.chars().count())
+                .map(|c| crate::doc::width(&c.label))
                 .max()
                 .unwrap_or(10);
             for c in &t.checks {
@@ -371,9 +371,9 @@ impl GateResult {
                 };
                 let _ = writeln!(
                     out,
-                    "    {:<10}  {:<w$}  {}",
+                    "    {:<10}  {}  {}",
                     result,
-                    c.label,
+                    crate::doc::pad(&c.label, w),
                     crate::escape::terminal_safe(&c.why)
                 );
             }

@@ -509,8 +509,8 @@ pub fn table(entries: &[Entry]) -> String {
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
-                .map(|r| r[c].chars().count())
-                .chain([header[c].len()])
+                .map(|r| crate::doc::width(&r[c]))
+                .chain([crate::doc::width(header[c])])
                 .max()
                 .unwrap_or(0)
         })
@@ -519,7 +519,7 @@ pub fn table(entries: &[Entry]) -> String {
     let right = |c: usize| (4..7).contains(&c);
     let line = |cells: &[String], out: &mut String| {
         for (c, cell) in cells.iter().enumerate() {
-            let pad = widths[c].saturating_sub(cell.chars().count());
+            let pad = widths[c].saturating_sub(crate::doc::width(cell));
             let sep = if c == 0 { "" } else { "  " };
             if right(c) {
                 let _ = write!(out, "{sep}{}{cell}", " ".repeat(pad));
