@@ -213,25 +213,9 @@ fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
         .collect();
     let labels: Vec<String> = phases.iter().map(|p| p.label.to_string()).collect();
     let cmp = volley_report::compare::build(&sets, &labels, ReportOptions::default());
+    // The comparison carries what each phase found (from the target's own metrics) and the
+    // server's figures phase by phase, in every form.
     println!("\n{}", cmp.table());
-    // The finding that motivates each phase: what the target's own metrics said.
-    let mut found = String::from("## What each phase found (from the target's own metrics)\n\n");
-    for (p, src) in phases.iter().zip(&sources) {
-        let report = volley_report::RunReport::from_source(src, ReportOptions::default());
-        let findings: Vec<&str> = report
-            .findings
-            .iter()
-            .map(String::as_str)
-            .filter(|f| !f.starts_with("The load did not change"))
-            .collect();
-        let said = if findings.is_empty() {
-            "no bottleneck in the scraped metrics".to_string()
-        } else {
-            findings.join(" ")
-        };
-        found.push_str(&format!("- **{}** ({}): {said}\n", p.label, p.change));
-    }
-    println!("{found}");
     let md_path = out.join("comparison.md");
     let mut md = String::from("# volley demo: tuning the chat server's `GET /rooms`\n\n");
     for (p, dir) in phases.iter().zip(runs) {
@@ -242,8 +226,6 @@ fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
             dir.display()
         ));
     }
-    md.push('\n');
-    md.push_str(&found);
     md.push('\n');
     md.push_str(&cmp.markdown());
     md.push_str("\n![TPS by phase](comparison_charts/tps.png)\n![MTTFB by phase](comparison_charts/mttfb.png)\n![TTFB by percentile](comparison_charts/percentiles.png)\n");

@@ -94,13 +94,12 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     check_serve_address(&a.out, &a.paths)?;
     // A capacity directory's report is its answer (each probe is a run directory inside it).
     if let Some(caps) = crate::capacity_cmd::read_all(&a.paths)? {
-        // Its page is the one the search wrote beside capacity.json.
+        // Its page, drawn anew from capacity.json (as the search wrote capacity.html).
         if a.out.serve.is_some() || a.out.html.is_some() {
-            let [dir] = a.paths.as_slice() else {
+            let [c] = caps.as_slice() else {
                 anyhow::bail!("--serve and --html take one capacity directory at a time");
             };
-            let page = std::fs::read_to_string(dir.join("capacity.html"))
-                .with_context(|| format!("{}: no capacity.html", dir.display()))?;
+            let page = c.page();
             if let Some(html) = &a.out.html {
                 std::fs::write(html, &page)
                     .with_context(|| format!("cannot write {}", html.display()))?;
@@ -217,12 +216,31 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
                 labels.len()
             );
         }
-        let mut text =
-            volley_report::capacity::compare_table(&caps[0], &caps[1], [&labels[0], &labels[1]]);
         let verdict = volley_report::capacity::regression(&caps[0], &caps[1]);
-        if a.gate.fail_on.is_some() {
-            text.push_str(&format!("\nGate: {}\n", verdict.describe()));
+        // A gate on searches that answer different questions is refused, not passed.
+        if a.gate.fail_on.is_some()
+            && let volley_report::capacity::CapacityChange::Unlike(_) = verdict
+        {
+            anyhow::bail!(
+                "--fail-on regression cannot judge these capacity results: {}",
+                volley_report::capacity::unlike(
+                    &caps[0],
+                    &caps[1],
+                    [&labels[0], &labels[1]].map(|l| l.as_str())
+                )
+                .join("; ")
+            );
         }
+        let doc = volley_report::capacity::compare_doc(
+            &caps[0],
+            &caps[1],
+            [&labels[0], &labels[1]],
+            a.gate.fail_on.is_some().then_some(&verdict),
+        );
+        let text = match a.out.format {
+            ReportFormat::Md => doc.markdown(),
+            _ => doc.terminal(),
+        };
         emit(&a.out.output, &text)?;
         if let Some(page) = &a.out.html {
             let html = volley_report::capacity::compare_html(

@@ -12,22 +12,45 @@ window.volleyCharts = (function () {
   function width(root) { return Math.max(320, Math.min(root.clientWidth || 1000, 1060)); }
   function pct(x) { var q = 100 * (1 - Math.pow(10, -x)); return (q < 99 ? q.toFixed(0) : (Math.round(q * 100) / 100)) + "%"; }
   function data(c) { return [c.x].concat(c.series.map(function (s) { return s.values; })); }
-  function shape(c) { return c.title + "|" + c.series.map(function (s) { return s.label + "/" + (s.scale || "y"); }).join("|"); }
+  function shape(c) { return c.title + "|" + c.series.map(function (s) { return s.label + "/" + (s.scale || "y") + "/" + (s.style || "line"); }).join("|"); }
   function plot(root, c, before) {
     var el = document.createElement("div");
     el.className = "chart";
     el.setAttribute("data-chart", c.name);
     root.insertBefore(el, before || null);
     var series = [{ label: c.xlabel, value: c.percentile ? function (u, v) { return v == null ? "" : pct(v); } : undefined }];
+    // A line's style: "limit" dashed, "dots" points alone, "span" an x range shaded under the
+    // lines (a capacity's bracket, from its first point to its last).
+    var spans = [];
     c.series.forEach(function (s, i) {
-      series.push({ label: s.label, stroke: colors[i % colors.length], width: 2, scale: s.scale || "y", spanGaps: true });
+      var color = colors[i % colors.length];
+      var one = { label: s.label, stroke: color, width: 2, scale: s.scale || "y", spanGaps: true };
+      if (s.style === "limit") one.dash = [8, 5];
+      if (s.style === "dots") { one.paths = function () { return null; }; one.points = { show: true, size: 9, fill: color }; }
+      if (s.style === "span") {
+        one.stroke = "rgba(120,120,120,0.5)"; one.fill = "rgba(120,120,120,0.18)";
+        one.paths = function () { return null; }; one.points = { show: false };
+        var xs = c.x.filter(function (x, k) { return s.values[k] != null; });
+        if (xs.length) spans.push({ i: i + 1, from: Math.min.apply(null, xs), to: Math.max.apply(null, xs) });
+      }
+      series.push(one);
     });
+    function shade(u) {
+      spans.forEach(function (sp) {
+        if (!u.series[sp.i].show) return;
+        var l = u.valToPos(sp.from, "x", true), r = u.valToPos(sp.to, "x", true);
+        u.ctx.save();
+        u.ctx.fillStyle = "rgba(120,120,120,0.18)";
+        u.ctx.fillRect(Math.min(l, r), u.bbox.top, Math.max(Math.abs(r - l), 2), u.bbox.height);
+        u.ctx.restore();
+      });
+    }
     var axes = [{ label: c.xlabel, values: c.percentile ? function (u, vals) { return vals.map(pct); } : undefined },
                 { label: c.ylabel, scale: "y" }];
     if (c.y2label) axes.push({ label: c.y2label, scale: "y2", side: 1, grid: { show: false } });
     var scales = { x: { time: false }, y: { range: fromZero } };
     if (c.y2label) scales.y2 = { range: fromZero };
-    var u = new uPlot({ title: c.title, width: width(root), height: 320, scales: scales, series: series, axes: axes }, data(c), el);
+    var u = new uPlot({ title: c.title, width: width(root), height: 320, scales: scales, series: series, axes: axes, hooks: { drawClear: [shade] } }, data(c), el);
     return { plot: u, el: el, shape: shape(c), updates: 0 };
   }
   function draw(root, drawn, charts) {

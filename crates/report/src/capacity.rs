@@ -12,12 +12,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use volley_formats::Source;
 use volley_scenario::Threshold;
-use volley_scenario::threshold::{Metric, Op, Stat};
-use volley_stats::compare::NOISE_Z;
+use volley_scenario::threshold::{Metric, Op};
+use volley_stats::compare::{NOISE_Z, Verdict};
 use volley_stats::search::Outcome;
 use volley_stats::usl::Usl;
 
-use crate::chartset::{Chart, Line, Unit, XAxis};
+use crate::chartset::{Chart, Line, Style, Unit, XAxis};
+use crate::doc::{Answer, Block, Cell, Doc, Figure, Section, cells};
 use crate::error::{ReportError, Result};
 use crate::model::{ReportOptions, RunReport};
 
@@ -375,79 +376,141 @@ impl Capacity {
         "server",
     ];
 
-    /// For the terminal.
-    pub fn table(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(out, "{}", self.headline());
-        if let Some(t) = self.target_line() {
-            let _ = writeln!(out, "{t}");
-        }
-        let mut header = Self::HEADER;
-        header[0] = match self.load {
-            LoadKind::Rate => "offered req/s",
-            LoadKind::Vus => "VUs",
+    /// The answer's figures: the capacity, its bracket, what it achieved and what limits it.
+    fn figures(&self) -> Vec<Figure> {
+        let k = self.load;
+        let capacity = match (self.status.as_str(), self.last_pass, self.first_fail) {
+            ("slo_met_at_max" | "generator_limited", Some(p), _) => format!("≥ {}", k.show(p)),
+            ("slo_broken_at_start", _, Some(f)) => format!("< {}", k.show(f)),
+            (_, Some(p), _) => k.show(p),
+            _ => "not found".to_string(),
         };
-        let _ = writeln!(out);
-        crate::doc::columns(&mut out, "", &header.map(String::from), &self.probe_rows());
-        for p in &self.probes {
-            if let Some(why) = &p.stopped_early {
-                let _ = writeln!(out, "  {}: stopped early: {why}", self.load.show(p.offered));
-            }
+        let mut out = vec![Figure::new("capacity", capacity)];
+        if let Some(b) = self.bracket() {
+            out.push(Figure::new("bracket", format!("{b} {}", k.unit())));
         }
-        if let Some(u) = &self.usl {
-            let _ = writeln!(out, "\n{}", usl_line(u));
+        if let Some(t) = self.capacity_tps.filter(|t| t.is_finite()) {
+            out.push(Figure::new(
+                "achieved there",
+                format!("{} req/s", number(t)),
+            ));
         }
-        for n in &self.notes {
-            let _ = writeln!(out, "  · {n}");
+        if let Some(l) = &self.limited_by {
+            out.push(Figure::new("limited by", l.clone()));
         }
         out
     }
 
-    /// For report.md / capacity.md.
-    pub fn markdown(&self, charts: &[(String, String)]) -> String {
-        let mut out = format!(
-            "# Capacity: {}\n\n**{}**\n\n",
-            crate::md_text(&self.name),
-            crate::md_text(&self.headline())
-        );
-        if let Some(t) = self.target_line() {
-            let _ = writeln!(out, "**{}**\n", crate::md_text(&t));
+    /// `[1,450, 1,520)`: from the highest load that passed to the lowest that failed.
+    pub fn bracket(&self) -> Option<String> {
+        match (self.last_pass, self.first_fail) {
+            (Some(p), Some(f)) => Some(format!("[{}, {})", number(p), number(f))),
+            (Some(p), None) => Some(format!("[{}, ∞)", number(p))),
+            (None, Some(f)) => Some(format!("[0, {})", number(f))),
+            (None, None) => None,
         }
-        let mut header = Self::HEADER.map(String::from);
+    }
+
+    /// The result as a document, the one its terminal, Markdown and HTML forms are drawn
+    /// from: the headline as the verdict (passed as [`Capacity::passed`] decides the exit
+    /// code), the figures, then the probes, how each was judged, the scalability law, the
+    /// charts (`charts`: Markdown's image links) and the notes.
+    pub fn doc(&self, charts: &[(String, String)]) -> Doc {
+        let load = match (self.load, &self.arrivals) {
+            (LoadKind::Rate, Some(a)) => format!("load: arrivals per second (open model, {a})"),
+            (LoadKind::Rate, None) => "load: arrivals per second (open model)".to_string(),
+            (LoadKind::Vus, _) => "load: virtual users (closed model)".to_string(),
+        };
+        let meta = vec![
+            format!("SLO: {}", self.slo.join(", ")),
+            load,
+            format!(
+                "status: {} · {} probes · {:.0} s",
+                self.status,
+                self.probes.len(),
+                self.elapsed_s
+            ),
+        ];
+        let mut header = Self::HEADER.map(String::from).to_vec();
         header[0] = format!("offered ({})", self.load.unit());
-        let _ = writeln!(out, "| {} |", header.join(" | "));
-        let _ = writeln!(out, "|{}", "---:|".repeat(header.len()));
-        for row in self.probe_rows() {
-            let cells: Vec<String> = row.iter().map(|c| crate::md_text(c)).collect();
-            let _ = writeln!(out, "| {} |", cells.join(" | "));
-        }
-        let _ = writeln!(out);
-        for p in &self.probes {
-            let _ = writeln!(
-                out,
-                "- {} ({}): {}{}",
-                self.load.show(p.offered),
-                p.role,
-                crate::md_text(&p.judged),
-                p.stopped_early
-                    .as_ref()
-                    .map(|w| format!("; stopped early: {}", crate::md_text(w)))
-                    .unwrap_or_default()
-            );
+        let mut sections = vec![Section::new(
+            "probes",
+            "Probes",
+            "in the order run; the charts draw them by load",
+            Block::Table {
+                header,
+                rows: self.probe_rows().into_iter().map(cells).collect(),
+            },
+        )];
+        let judged: Vec<String> = self
+            .probes
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} ({}): {}{}",
+                    self.load.show(p.offered),
+                    p.role,
+                    p.judged,
+                    p.stopped_early
+                        .as_ref()
+                        .map(|w| format!("; stopped early: {w}"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        if !judged.is_empty() {
+            sections.push(Section::new(
+                "judged",
+                "Each probe against the SLO",
+                "",
+                Block::List(judged),
+            ));
         }
         if let Some(u) = &self.usl {
-            let _ = writeln!(out, "\n{}", crate::md_text(&usl_line(u)));
+            sections.push(Section::new(
+                "usl",
+                "Scalability",
+                "",
+                Block::List(vec![usl_line(u)]),
+            ));
         }
-        for (name, path) in charts {
-            let _ = writeln!(out, "\n![{name}]({path})");
+        if !charts.is_empty() {
+            sections.push(Section::new(
+                "charts",
+                "Charts",
+                "",
+                Block::Images(charts.to_vec()),
+            ));
         }
         if !self.notes.is_empty() {
-            let _ = writeln!(out, "\n## Notes\n");
-            for n in &self.notes {
-                let _ = writeln!(out, "- {}", crate::md_text(n));
-            }
+            sections.push(Section::new(
+                "notes",
+                "Notes",
+                "",
+                Block::Notes(self.notes.clone()),
+            ));
         }
-        out
+        Doc {
+            title: format!("Capacity: {}", self.name),
+            meta,
+            answer: Answer {
+                verdict: Some((self.passed(), self.headline())),
+                figures: self.figures(),
+                findings: self.target_line().into_iter().collect(),
+                ..Answer::default()
+            },
+            sections,
+        }
+    }
+
+    /// For the terminal.
+    pub fn table(&self) -> String {
+        self.doc(&[]).terminal()
+    }
+
+    /// For capacity.md; `charts` are the image links (alt text, relative path).
+    pub fn markdown(&self, charts: &[(String, String)]) -> String {
+        self.doc(charts).markdown()
     }
 
     /// capacity.json.
@@ -504,62 +567,137 @@ impl Capacity {
         Ok(c)
     }
 
-    /// The charts: latency against offered load with the SLO's latency limits (the hockey
-    /// stick), and achieved against offered throughput.
-    pub fn charts(&self) -> Vec<Chart> {
-        let mut probes: Vec<&Probe> = self.probes.iter().collect();
+    /// The probes by load: one point per load offered (a load probed twice, as a confirmation
+    /// is, is the mean of its probes), in increasing order; an interrupted probe judges
+    /// nothing and is left out.
+    fn by_load(&self) -> Vec<AtLoad> {
+        let mut probes: Vec<&Probe> = self
+            .probes
+            .iter()
+            .filter(|p| p.verdict != Outcome::Interrupted && p.offered.is_finite())
+            .collect();
         probes.sort_by(|a, b| a.offered.total_cmp(&b.offered));
-        let x: Vec<f64> = probes.iter().map(|p| p.offered).collect();
-        let max = x.iter().copied().fold(0.0, f64::max) * 1.05;
-        let x_axis = XAxis::Load {
-            max: max.max(1.0),
+        let mut out: Vec<AtLoad> = Vec::new();
+        for group in probes.chunk_by(|a, b| a.offered == b.offered) {
+            let mean = |v: &mut dyn Iterator<Item = f64>| {
+                let (n, sum) = v
+                    .filter(|x| x.is_finite())
+                    .fold((0usize, 0.0), |(n, s), x| (n + 1, s + x));
+                (n > 0).then(|| sum / n as f64)
+            };
+            out.push(AtLoad {
+                load: group[0].offered,
+                p50: mean(&mut group.iter().filter_map(|p| p.ttfb_p50_ms)),
+                p99: mean(&mut group.iter().filter_map(|p| p.ttfb_p99_ms)),
+                errors: mean(&mut group.iter().map(|p| p.error_rate_pct)),
+                tps: mean(&mut group.iter().map(|p| p.achieved_tps)),
+                failed: group.iter().any(|p| p.verdict == Outcome::Fail),
+            });
+        }
+        out
+    }
+
+    /// The load axis of its charts, reaching `max`.
+    fn load_axis(&self, max: f64) -> XAxis {
+        XAxis::Load {
+            max: (max * 1.05).max(1.0),
             label: match self.load {
                 LoadKind::Rate => "offered load (req/s)",
                 LoadKind::Vus => "virtual users",
             },
-        };
-        let mut latency = vec![
-            Line::new("TTFB p50", probes.iter().map(|p| p.ttfb_p50_ms)),
-            Line::new("TTFB p99", probes.iter().map(|p| p.ttfb_p99_ms)),
-        ];
-        for s in &self.slo {
-            if let Ok(t) = volley_scenario::parse_threshold(s)
-                && matches!(t.metric, Metric::Ttfb | Metric::Total | Metric::Mttfb)
-            {
-                latency.push(Line::new(
-                    &format!("SLO: {s}"),
-                    probes.iter().map(|_| Some(t.limit)),
-                ));
-            }
         }
-        let mut throughput = vec![Line::new(
-            "achieved TPS",
-            probes.iter().map(|p| Some(p.achieved_tps)),
-        )];
+    }
+
+    /// The SLO's limits on `metrics`, as (expression, limit).
+    fn limits(&self, metrics: &[Metric]) -> Vec<(String, f64)> {
+        self.slo
+            .iter()
+            .filter_map(|s| {
+                let t = volley_scenario::parse_threshold(s).ok()?;
+                metrics.contains(&t.metric).then(|| (s.clone(), t.limit))
+            })
+            .collect()
+    }
+
+    /// The bracket on `x` as a span line (none unless both ends were probed).
+    fn bracket_line(&self, x: &[f64], label: &str) -> Option<Line> {
+        let (p, f) = (self.last_pass?, self.first_fail?);
+        Some(
+            Line::new(
+                &format!("{label}{}", self.bracket()?),
+                x.iter().map(|v| (*v == p || *v == f).then_some(0.0)),
+            )
+            .styled(Style::Span),
+        )
+    }
+
+    /// The charts, each against the load offered (probes in increasing load, a load probed
+    /// twice drawn once at the mean of its probes) with the bracket shaded: latency with the
+    /// SLO's latency limits and the loads that failed, the error rate with the SLO's limit on
+    /// it, and the throughput achieved against the load offered (and the target, when given).
+    pub fn charts(&self) -> Vec<Chart> {
+        let points = self.by_load();
+        let x: Vec<f64> = points.iter().map(|p| p.load).collect();
+        let x_axis = self.load_axis(x.iter().copied().fold(0.0, f64::max));
+        let flat = |label: &str, v: f64| Line::new(label, x.iter().map(|_| Some(v)));
+        let bracket = self.bracket_line(&x, "bracket ");
+        let mut latency: Vec<Line> = bracket.iter().cloned().collect();
+        latency.push(Line::new("TTFB p50", points.iter().map(|p| p.p50)));
+        latency.push(Line::new("TTFB p99", points.iter().map(|p| p.p99)));
+        for (s, limit) in self.limits(&[Metric::Ttfb, Metric::Total, Metric::Mttfb]) {
+            latency.push(flat(&format!("SLO: {s}"), limit).styled(Style::Limit));
+        }
+        if points.iter().any(|p| p.failed) {
+            latency.push(
+                Line::new(
+                    "failed the SLO (TTFB p99)",
+                    points.iter().map(|p| if p.failed { p.p99 } else { None }),
+                )
+                .styled(Style::Dots),
+            );
+        }
+        let mut errors: Vec<Line> = bracket.iter().cloned().collect();
+        errors.push(Line::new("errors", points.iter().map(|p| p.errors)));
+        for (s, limit) in self.limits(&[Metric::ErrorRate]) {
+            errors.push(flat(&format!("SLO: {s}"), limit).styled(Style::Limit));
+        }
+        let mut throughput: Vec<Line> = bracket.into_iter().collect();
+        throughput.push(Line::new("achieved TPS", points.iter().map(|p| p.tps)));
         if self.load == LoadKind::Rate {
-            throughput.push(Line::new("offered", probes.iter().map(|p| Some(p.offered))));
+            throughput.push(Line::new("offered", x.iter().map(|v| Some(*v))).styled(Style::Limit));
         }
+        if let Some(t) = &self.target {
+            throughput.push(flat("target", t.target_rps).styled(Style::Limit));
+        }
+        let chart = |name, title: &str, y, lines| Chart {
+            name,
+            title: title.to_string(),
+            x_axis,
+            y,
+            y2: None,
+            image: true,
+            x: x.clone(),
+            lines,
+        };
         vec![
-            Chart {
-                name: "capacity_latency",
-                title: "Latency against offered load".into(),
-                x_axis,
-                y: Unit::Ms,
-                y2: None,
-                image: true,
-                x: x.clone(),
-                lines: latency,
-            },
-            Chart {
-                name: "capacity_throughput",
-                title: "Achieved against offered throughput".into(),
-                x_axis,
-                y: Unit::Tps,
-                y2: None,
-                image: true,
-                x,
-                lines: throughput,
-            },
+            chart(
+                "capacity_latency",
+                "Latency against offered load",
+                Unit::Ms,
+                latency,
+            ),
+            chart(
+                "capacity_errors",
+                "Error rate against offered load (%)",
+                Unit::Pct,
+                errors,
+            ),
+            chart(
+                "capacity_throughput",
+                "Achieved against offered throughput",
+                Unit::Tps,
+                throughput,
+            ),
         ]
     }
 
@@ -572,74 +710,48 @@ impl Capacity {
         Ok(files)
     }
 
-    /// A page of its own: the answer first, then the probes and the charts (inlined SVG).
-    pub fn html(&self, svgs: &[String]) -> String {
-        let esc = |text: &str| minijinja::HtmlEscape(text).to_string();
-        let mut out = String::from(
-            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>volley capacity</title><style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child{text-align:left}.answer{font-size:1.4em;font-weight:bold;margin:1em 0}.fail{color:#b00}.pass{color:#070}</style></head><body>",
-        );
-        let _ = write!(out, "<h1>Capacity: {}</h1>", esc(&self.name));
-        let class = if self.passed() { "pass" } else { "fail" };
-        let _ = write!(
-            out,
-            "<p class=\"answer {class}\" id=\"answer\">{}</p>",
-            esc(&self.headline())
-        );
-        if let Some(t) = self.target_line() {
-            let _ = write!(
-                out,
-                "<p class=\"answer {class}\" id=\"target\">{}</p>",
-                esc(&t)
-            );
-        }
-        out.push_str("<table id=\"probes\"><tr>");
-        let mut header = Self::HEADER.map(String::from);
-        header[0] = format!("offered ({})", self.load.unit());
-        for h in &header {
-            let _ = write!(out, "<th>{}</th>", esc(h));
-        }
-        out.push_str("</tr>");
-        for row in self.probe_rows() {
-            out.push_str("<tr>");
-            for c in row {
-                let _ = write!(out, "<td>{}</td>", esc(&c));
-            }
-            out.push_str("</tr>");
-        }
-        out.push_str("</table><ul>");
-        for p in &self.probes {
-            let _ = write!(
-                out,
-                "<li>{} ({}): {}{}</li>",
-                esc(&self.load.show(p.offered)),
-                esc(&p.role),
-                esc(&p.judged),
-                p.stopped_early
-                    .as_ref()
-                    .map(|w| format!("; stopped early: {}", esc(w)))
-                    .unwrap_or_default()
-            );
-        }
-        out.push_str("</ul>");
-        if let Some(u) = &self.usl {
-            let _ = write!(out, "<p>{}</p>", esc(&usl_line(u)));
-        }
-        for svg in svgs {
-            // Plotters' own SVG: drawn here from our figures, no user text but the names.
-            out.push_str("<figure>");
-            out.push_str(svg);
-            out.push_str("</figure>");
-        }
-        if !self.notes.is_empty() {
-            out.push_str("<h2>Notes</h2><ul>");
-            for n in &self.notes {
-                let _ = write!(out, "<li>{}</li>", esc(n));
-            }
-            out.push_str("</ul>");
-        }
-        out.push_str("</body></html>\n");
-        out
+    /// A page of its own, in the run page's style: the answer first (its colour from
+    /// [`Capacity::passed`]), then the probes, and the interactive charts.
+    pub fn page(&self) -> String {
+        crate::html::render(
+            &format!("volley capacity: {}", self.name),
+            &[self.doc(&[]).html()],
+            self.charts(),
+            Vec::new(),
+        )
     }
+
+    /// The page ([`Capacity::page`]); the SVGs are no longer inlined, its charts are drawn
+    /// on the page. Kept for callers that drew the charts first.
+    pub fn html(&self, _svgs: &[String]) -> String {
+        self.page()
+    }
+
+    /// Everything of the result into `dir`: capacity.json, the charts (charts/*.png, *.svg),
+    /// capacity.md and capacity.html.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let put = |name: &str, text: String| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).map_err(|e| ReportError::io(&p, e))
+        };
+        put(CAPACITY_JSON, self.to_json())?;
+        let files = self.draw(&dir.join("charts"))?;
+        put(
+            "capacity.md",
+            self.markdown(&crate::charts::png_links(&files)),
+        )?;
+        put("capacity.html", self.page())
+    }
+}
+
+/// One load offered as the charts draw it.
+struct AtLoad {
+    load: f64,
+    p50: Option<f64>,
+    p99: Option<f64>,
+    errors: Option<f64>,
+    tps: Option<f64>,
+    failed: bool,
 }
 
 /// The scalability law in one line.
@@ -714,19 +826,10 @@ pub struct Judged {
     pub tps_se: f64,
 }
 
-/// The compare-table key of the figure a threshold reads, when the bootstrap estimates it.
-fn noise_key(t: &Threshold) -> Option<String> {
-    match (t.metric, t.stat) {
-        (Metric::ErrorRate, _) => Some("error_rate_pct".into()),
-        (Metric::Ttfb, s) if s != Stat::Max && s != Stat::Mean && s != Stat::Avg => {
-            Some(format!("ttfb_{}_ms", s.name().replace('.', "_")))
-        }
-        (Metric::Tps | Metric::Mttfb, s) => {
-            volley_stats::metric::for_threshold(t.metric.name(), s.name())
-                .map(|m| m.key.to_string())
-        }
-        _ => None,
-    }
+/// The compare-table key of the figure a threshold reads, when the bootstrap estimates it:
+/// the metric table's own row for the threshold ([`volley_stats::metric::for_threshold`]).
+fn noise_key(t: &Threshold) -> Option<&'static str> {
+    volley_stats::metric::for_threshold(t.metric.name(), t.stat.name()).map(|m| m.key)
 }
 
 /// Judges probe `report` (of `src`) against `slo`: each figure against its limit, how near it
@@ -800,17 +903,7 @@ pub fn judge(src: &Source, report: &RunReport, slo: &[Threshold], opts: ReportOp
         let mut any = false;
         let ok = slo.iter().filter(|t| t.metric == Metric::Ttfb).all(|t| {
             any = true;
-            let v = match t.stat {
-                Stat::P50 => a.p50_ms,
-                Stat::P90 => a.p90_ms,
-                Stat::P95 => a.p95_ms,
-                Stat::P99 => a.p99_ms,
-                Stat::P99_9 => a.p99_9_ms,
-                Stat::P99_99 => a.p99_99_ms,
-                Stat::Max => a.max_ms,
-                _ => a.mean_ms,
-            };
-            t.op.holds(v, t.limit)
+            t.op.holds(crate::model::latency_stat(a, t.stat), t.limit)
         });
         any && ok
     });
@@ -1093,6 +1186,9 @@ pub enum CapacityChange {
     Held,
     /// A search did not find a capacity (its status says why): nothing to judge.
     NotJudged(String),
+    /// The two answer different questions (loads of different kinds, different SLOs): a gate
+    /// on them is refused, not passed or failed ([`unlike`] says why).
+    Unlike(String),
 }
 
 impl CapacityChange {
@@ -1113,13 +1209,81 @@ impl CapacityChange {
                 "PASSED: the second capacity's bracket reaches the first's; no fall beyond the uncertainty".into()
             }
             CapacityChange::NotJudged(why) => format!("FAILED: cannot be judged: {why}"),
+            CapacityChange::Unlike(why) => format!("REFUSED: not alike: {why}"),
         }
     }
 }
 
+/// An SLO's expressions as a set that reads the same however they were written: each
+/// threshold as metric, statistic, comparison and limit, in order.
+fn slo_set(c: &Capacity) -> Vec<String> {
+    let mut set: Vec<String> = c
+        .slo
+        .iter()
+        .map(|s| match volley_scenario::parse_threshold(s) {
+            Ok(t) => format!(
+                "{}|{}|{}|{}|{}",
+                t.metric.name(),
+                t.stat.name(),
+                op_text(t.op),
+                t.limit,
+                t.step.as_deref().unwrap_or("")
+            ),
+            Err(_) => s.split_whitespace().collect::<String>(),
+        })
+        .collect();
+    set.sort();
+    set.dedup();
+    set
+}
+
+fn op_text(op: Op) -> &'static str {
+    match op {
+        Op::Lt => "<",
+        Op::Le => "<=",
+        Op::Gt => ">",
+        Op::Ge => ">=",
+    }
+}
+
+/// What makes two capacity results answer different questions, one sentence each (empty
+/// when they are alike): loads of different kinds (a rate against a number of users), or
+/// different SLOs (a capacity is the highest load that met its own SLO).
+pub fn unlike(a: &Capacity, b: &Capacity, labels: [&str; 2]) -> Vec<String> {
+    let mut out = Vec::new();
+    let model = |k: LoadKind| match k {
+        LoadKind::Rate => "arrivals per second (req/s, an open model)",
+        LoadKind::Vus => "virtual users (VUs, a closed model)",
+    };
+    if a.load != b.load {
+        out.push(format!(
+            "{} searched {} and {} {}: a rate and a number of users are different loads, so the capacities are not compared figure by figure; search both with --rates, or both with --users",
+            labels[0],
+            model(a.load),
+            labels[1],
+            model(b.load)
+        ));
+    }
+    if slo_set(a) != slo_set(b) {
+        out.push(format!(
+            "{} was searched under the SLO ({}) and {} under ({}): a capacity is the highest load that met its own SLO, so these answer different questions and are not compared; search both under one SLO",
+            labels[0],
+            a.slo.join(", "),
+            labels[1],
+            b.slo.join(", ")
+        ));
+    }
+    out
+}
+
 /// Judges `b` against `a` (the baseline): a fall is called only when `b` failed at a load
-/// `a` passed, so both brackets are below one another.
+/// `a` passed, so both brackets are below one another; searches of unlike loads or SLOs are
+/// not judged at all ([`CapacityChange::Unlike`]).
 pub fn regression(a: &Capacity, b: &Capacity) -> CapacityChange {
+    let why = unlike(a, b, ["the baseline", "the other search"]);
+    if !why.is_empty() {
+        return CapacityChange::Unlike(why.join("; "));
+    }
     for c in [a, b] {
         if c.status != "found" && c.status != "slo_met_at_max" {
             return CapacityChange::NotJudged(format!(
@@ -1139,153 +1303,254 @@ pub fn regression(a: &Capacity, b: &Capacity) -> CapacityChange {
     }
 }
 
-/// Two capacity results side by side: the capacities, their brackets as the uncertainty,
-/// and 🟢/🔴 only when the brackets do not overlap. The table and the page draw on it.
-struct Comparison {
-    labels: [String; 2],
-    rows: Vec<Vec<String>>,
-    mark: &'static str,
-}
+/// How two capacities are compared, said under the table.
+const CAPACITY_METHOD: &str = "A capacity is the highest load that met the SLO; its bracket runs from there to the lowest load that broke it, and is its uncertainty. 🟢 or 🔴 only when the brackets do not overlap; ⚪ when they do. Searches of different kinds of load or under different SLOs are not compared.";
 
-impl Comparison {
-    fn of(a: &Capacity, b: &Capacity, labels: [&str; 2]) -> Comparison {
-        let show = |c: &Capacity| {
-            let v = c.last_pass.map_or("n/a".into(), |p| c.load.show(p));
-            let bracket = match (c.last_pass, c.first_fail) {
-                (Some(p), Some(f)) => format!("[{}, {})", number(p), number(f)),
-                (Some(p), None) => format!("[{}, ∞)", number(p)),
-                (None, Some(f)) => format!("[0, {})", number(f)),
-                (None, None) => "unknown".into(),
-            };
-            (v, bracket)
-        };
-        let (va, ba) = show(a);
-        let (vb, bb) = show(b);
+/// Two capacity results side by side as a document: the capacities and their change first
+/// (or why they are not compared), the gate's verdict when one judged them, then the table,
+/// each search's own answer and notes, and the method.
+pub fn compare_doc(
+    a: &Capacity,
+    b: &Capacity,
+    labels: [&str; 2],
+    gate: Option<&CapacityChange>,
+) -> Doc {
+    let why = unlike(a, b, labels);
+    let show = |c: &Capacity| c.last_pass.map_or("n/a".into(), |p| c.load.show(p));
+    let lo = |c: &Capacity| c.last_pass.unwrap_or(0.0);
+    let hi = |c: &Capacity| c.first_fail.unwrap_or(f64::INFINITY);
+    let (change, verdict, after) = if !why.is_empty() {
+        ("not compared".to_string(), None, "")
+    } else {
         let change = match (a.last_pass, b.last_pass) {
             (Some(x), Some(y)) if x > 0.0 => format!("{:+.1} %", (y - x) / x * 100.0),
             _ => "n/a".into(),
         };
-        let lo = |c: &Capacity| c.last_pass.unwrap_or(0.0);
-        let hi = |c: &Capacity| c.first_fail.unwrap_or(f64::INFINITY);
-        let mark = if a.load != b.load {
-            "⚪ (different load kinds)"
-        } else if lo(b) >= hi(a) {
-            "🟢"
+        if lo(b) >= hi(a) {
+            (change, Some(Verdict::Better), "")
         } else if hi(b) <= lo(a) {
-            "🔴"
+            (change, Some(Verdict::Worse), "")
         } else {
-            "⚪ (brackets overlap)"
-        };
-        let pair = |f: &dyn Fn(&Capacity) -> String, what: &str| {
-            vec![what.to_string(), f(a), f(b), String::new(), String::new()]
-        };
-        Comparison {
-            labels: labels.map(str::to_string),
-            rows: vec![
-                vec!["capacity".into(), va, vb, change, mark.into()],
-                vec!["bracket".into(), ba, bb, String::new(), String::new()],
-                pair(&|c| c.status.clone(), "status"),
-                pair(
-                    &|c| c.limited_by.clone().unwrap_or_else(|| "-".into()),
-                    "limited by",
-                ),
-            ],
-            mark,
+            (change, Some(Verdict::Noise), " (brackets overlap)")
         }
+    };
+    let pair = |what: &str, f: &dyn Fn(&Capacity) -> String| -> Vec<Cell> {
+        vec![what.into(), f(a).into(), f(b).into(), "".into()]
+    };
+    let rows = vec![
+        vec![
+            "capacity".into(),
+            show(a).into(),
+            show(b).into(),
+            Cell {
+                text: change.clone(),
+                mark: verdict,
+                after: after.to_string(),
+                strong: true,
+                ..Cell::default()
+            },
+        ],
+        pair("bracket", &|c| {
+            c.bracket()
+                .map_or("unknown".into(), |b| format!("{b} {}", c.load.unit()))
+        }),
+        pair("status", &|c| c.status.clone()),
+        pair("limited by", &|c| {
+            c.limited_by.clone().unwrap_or_else(|| "-".into())
+        }),
+        pair("SLO", &|c| c.slo.join(", ")),
+        pair("arrivals", &|c| match c.load {
+            LoadKind::Vus => "VUs (closed model)".into(),
+            LoadKind::Rate => c.arrivals.clone().unwrap_or_else(|| "even".into()),
+        }),
+    ];
+    let mut answer = Answer::default();
+    if !why.is_empty() {
+        answer.banner = Some(format!("Not compared: {}.", why.join("; ")));
+    }
+    answer.summary = Some(match verdict {
+        Some(v) => format!(
+            "{} → {}: {} → {} ({change} {}{after})",
+            labels[0],
+            labels[1],
+            show(a),
+            show(b),
+            v.mark()
+        ),
+        None => format!(
+            "{}: {}; {}: {} (not compared)",
+            labels[0],
+            show(a),
+            labels[1],
+            show(b)
+        ),
+    });
+    answer.verdict = gate.map(|g| (g.passed(), format!("Gate: {}", g.describe())));
+    let mut sections = vec![Section::new(
+        "comparison",
+        "Capacities",
+        "",
+        Block::Table {
+            header: vec![
+                String::new(),
+                labels[0].to_string(),
+                labels[1].to_string(),
+                "change".into(),
+            ],
+            rows,
+        },
+    )];
+    if !why.is_empty() {
+        sections.push(Section::new(
+            "not_compared",
+            "Why they are not compared",
+            "",
+            Block::Notes(why.clone()),
+        ));
+    }
+    if a.load == b.load && a.load == LoadKind::Rate && a.arrivals != b.arrivals {
+        sections.push(Section::new(
+            "arrivals",
+            "Arrivals",
+            "",
+            Block::Notes(vec![format!(
+                "{} spaced its arrivals {} and {} {}: Poisson arrivals come in bursts that queue where even ones do not, so the same server can show a lower capacity under them",
+                labels[0],
+                a.arrivals.as_deref().unwrap_or("evenly"),
+                labels[1],
+                b.arrivals.as_deref().unwrap_or("evenly")
+            )]),
+        ));
+    }
+    for (label, c) in labels.iter().zip([a, b]) {
+        let mut blocks = vec![Block::List(vec![c.headline()])];
+        if !c.notes.is_empty() {
+            blocks.push(Block::Notes(c.notes.clone()));
+        }
+        sections.push(Section {
+            id: "search".into(),
+            title: label.to_string(),
+            caption: String::new(),
+            blocks,
+        });
+    }
+    sections.push(Section::new(
+        "method",
+        "Method",
+        "",
+        Block::List(vec![CAPACITY_METHOD.to_string()]),
+    ));
+    Doc {
+        title: format!("Capacity: {} → {}", labels[0], labels[1]),
+        meta: labels
+            .iter()
+            .zip([a, b])
+            .map(|(l, c)| format!("{l}: {} · {} · {} probes", c.name, c.status, c.probes.len()))
+            .collect(),
+        answer,
+        sections,
     }
 }
 
-/// The comparison as a terminal or Markdown table.
-pub fn compare_table(a: &Capacity, b: &Capacity, labels: [&str; 2]) -> String {
-    let labels = labels.map(crate::escape::terminal_safe);
-    let c = Comparison::of(a, b, [labels[0].as_ref(), labels[1].as_ref()]);
-    let mut out = String::new();
-    let _ = writeln!(out, "Capacity: {} → {}", c.labels[0], c.labels[1]);
-    crate::doc::columns(
-        &mut out,
-        "",
-        &["", &c.labels[0], &c.labels[1], "change", ""].map(String::from),
-        &c.rows,
-    );
-    out
+/// The comparison's charts: each search's TTFB p99, error rate and achieved throughput
+/// against the load offered, with both brackets shaded (none when the loads are of
+/// different kinds, as their axes are).
+pub fn compare_charts(a: &Capacity, b: &Capacity, labels: [&str; 2]) -> Vec<Chart> {
+    if a.load != b.load {
+        return Vec::new();
+    }
+    let (pa, pb) = (a.by_load(), b.by_load());
+    let mut x: Vec<f64> = pa.iter().chain(&pb).map(|p| p.load).collect();
+    x.sort_by(f64::total_cmp);
+    x.dedup();
+    let x_axis = a.load_axis(x.iter().copied().fold(0.0, f64::max));
+    let on_x = |points: &[AtLoad], pick: fn(&AtLoad) -> Option<f64>| -> Vec<Option<f64>> {
+        x.iter()
+            .map(|v| points.iter().find(|p| p.load == *v).and_then(pick))
+            .collect()
+    };
+    let brackets: Vec<Line> = [(a, labels[0]), (b, labels[1])]
+        .iter()
+        .filter_map(|(c, l)| c.bracket_line(&x, &format!("{l}: bracket ")))
+        .collect();
+    let lines = |pick: fn(&AtLoad) -> Option<f64>, what: &str| -> Vec<Line> {
+        let mut out = brackets.clone();
+        for (points, l) in [(&pa, labels[0]), (&pb, labels[1])] {
+            out.push(Line::new(&format!("{l}: {what}"), on_x(points, pick)));
+        }
+        out
+    };
+    let slo_lines = |metrics: &[Metric]| -> Vec<Line> {
+        let mut limits = a.limits(metrics);
+        for l in b.limits(metrics) {
+            if !limits.iter().any(|(_, v)| *v == l.1) {
+                limits.push(l);
+            }
+        }
+        limits
+            .into_iter()
+            .map(|(s, v)| {
+                Line::new(&format!("SLO: {s}"), x.iter().map(|_| Some(v))).styled(Style::Limit)
+            })
+            .collect()
+    };
+    let chart = |name, title: &str, y, lines| Chart {
+        name,
+        title: title.to_string(),
+        x_axis,
+        y,
+        y2: None,
+        image: true,
+        x: x.clone(),
+        lines,
+    };
+    let mut latency = lines(|p| p.p99, "TTFB p99");
+    latency.extend(slo_lines(&[Metric::Ttfb, Metric::Total, Metric::Mttfb]));
+    let mut errors = lines(|p| p.errors, "errors");
+    errors.extend(slo_lines(&[Metric::ErrorRate]));
+    let throughput = lines(|p| p.tps, "achieved TPS");
+    vec![
+        chart(
+            "capacity_latency",
+            "TTFB p99 against offered load",
+            Unit::Ms,
+            latency,
+        ),
+        chart(
+            "capacity_errors",
+            "Error rate against offered load (%)",
+            Unit::Pct,
+            errors,
+        ),
+        chart(
+            "capacity_throughput",
+            "Achieved against offered throughput",
+            Unit::Tps,
+            throughput,
+        ),
+    ]
 }
 
-/// The comparison as a page: the answer first (both capacities and the mark, the gate's
-/// verdict when there is one), then the table and each search's own headline and notes.
+/// The comparison as a terminal table (or Markdown with `markdown`).
+pub fn compare_table(a: &Capacity, b: &Capacity, labels: [&str; 2]) -> String {
+    compare_doc(a, b, labels, None).terminal()
+}
+
+/// The comparison as a page in the run page's style: the answer first (both capacities and
+/// the mark, or why they are not compared; the gate's verdict when there is one), then the
+/// table, each search's headline and notes, and the interactive charts.
 pub fn compare_html(
     a: &Capacity,
     b: &Capacity,
     labels: [&str; 2],
     gate: Option<&CapacityChange>,
 ) -> String {
-    let esc = |text: &str| minijinja::HtmlEscape(text).to_string();
-    let c = Comparison::of(a, b, labels);
-    let mut out = String::from(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>volley capacity comparison</title><style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child{text-align:left}.answer{font-size:1.4em;font-weight:bold;margin:1em 0}.fail{color:#b00}.pass{color:#070}</style></head><body>",
-    );
-    let _ = write!(
-        out,
-        "<h1>Capacity: {} → {}</h1>",
-        esc(&c.labels[0]),
-        esc(&c.labels[1])
-    );
-    let _ = write!(
-        out,
-        "<p class=\"answer\" id=\"answer\">{} → {} {}</p>",
-        esc(&c.rows[0][1]),
-        esc(&c.rows[0][2]),
-        crate::marks::in_text(&format!("{} {}", c.rows[0][3], c.mark))
-    );
-    if let Some(g) = gate {
-        let class = if g.passed() { "pass" } else { "fail" };
-        let _ = write!(
-            out,
-            "<p class=\"answer {class}\" id=\"gate\">Gate: {}</p>",
-            esc(&g.describe())
-        );
-    }
-    out.push_str("<table id=\"comparison\"><tr><th></th>");
-    for h in [&c.labels[0], &c.labels[1]] {
-        let _ = write!(out, "<th>{}</th>", esc(h));
-    }
-    out.push_str("<th>change</th><th></th></tr>");
-    for row in &c.rows {
-        out.push_str("<tr>");
-        for (i, cell) in row.iter().enumerate() {
-            let cell = if i == 4 {
-                crate::marks::in_text(cell)
-            } else {
-                esc(cell)
-            };
-            let _ = write!(out, "<td>{cell}</td>");
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</table>");
-    for (label, cap) in c.labels.iter().zip([a, b]) {
-        let _ = write!(
-            out,
-            "<h2>{}</h2><p>{}</p>",
-            esc(label),
-            esc(&cap.headline())
-        );
-        if !cap.notes.is_empty() {
-            out.push_str("<ul>");
-            for n in &cap.notes {
-                let _ = write!(out, "<li>{}</li>", esc(n));
-            }
-            out.push_str("</ul>");
-        }
-    }
-    let _ = write!(
-        out,
-        "<p>{}</p>",
-        crate::marks::in_text(
-            "A capacity is the highest load that met the SLO; its bracket runs from there to the lowest load that broke it. 🟢 or 🔴 only when the brackets do not overlap."
-        )
-    );
-    out.push_str("</body></html>\n");
-    out
+    crate::html::render(
+        "volley capacity comparison",
+        &[compare_doc(a, b, labels, gate).html()],
+        compare_charts(a, b, labels),
+        Vec::new(),
+    )
 }
 
 #[cfg(test)]
@@ -1434,5 +1699,137 @@ mod tests {
             ("DB pool", "pending > 0 from 150 req/s")
         );
         assert_eq!(limit_of(&probes[..1], LoadKind::Rate, Some(100.0)), None);
+    }
+
+    #[test]
+    fn the_charts_draw_the_probes_by_load_with_the_bracket_and_the_errors() {
+        let mut c = result("found", Some(150.0), Some(175.0));
+        let mut failed = probe(175.0, Outcome::Fail);
+        failed.error_rate_pct = 3.7;
+        failed.ttfb_p99_ms = Some(66.0);
+        let mut confirm = probe(175.0, Outcome::Fail);
+        confirm.ttfb_p99_ms = Some(100.0);
+        c.probes = vec![
+            probe(50.0, Outcome::Pass),
+            probe(200.0, Outcome::Fail),
+            probe(150.0, Outcome::Pass),
+            failed,
+            confirm,
+        ];
+        let charts = c.charts();
+        let names: Vec<&str> = charts.iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            ["capacity_latency", "capacity_errors", "capacity_throughput"]
+        );
+        // In increasing load, one point per load (the confirmation averaged with its probe).
+        assert_eq!(charts[0].x, [50.0, 150.0, 175.0, 200.0]);
+        let line = |c: &Chart, label: &str| {
+            c.lines
+                .iter()
+                .find(|l| l.label.starts_with(label))
+                .unwrap_or_else(|| panic!("no {label} in {}", c.name))
+                .clone()
+        };
+        assert_eq!(
+            line(&charts[0], "TTFB p99").values,
+            [Some(9.0), Some(9.0), Some(83.0), Some(9.0)]
+        );
+        let bracket = line(&charts[0], "bracket");
+        assert_eq!(bracket.style, Style::Span);
+        assert_eq!(bracket.values, [None, Some(0.0), Some(0.0), None]);
+        assert_eq!(line(&charts[0], "SLO: ttfb p99").style, Style::Limit);
+        assert_eq!(
+            line(&charts[0], "failed").values,
+            [None, None, Some(83.0), Some(9.0)]
+        );
+        // The error rate has its chart, with the SLO's limit on it.
+        assert_eq!(charts[1].y, Unit::Pct);
+        assert_eq!(
+            line(&charts[1], "errors").values,
+            [Some(0.0), Some(0.0), Some(1.85), Some(0.0)]
+        );
+        assert_eq!(line(&charts[1], "SLO: error_rate").values, [Some(1.0); 4]);
+    }
+
+    #[test]
+    fn the_page_is_the_run_pages_equal_and_its_colour_is_the_status() {
+        for (status, passed) in [
+            ("found", true),
+            ("target_failed", false),
+            ("unstable", false),
+            ("generator_limited", false),
+        ] {
+            let c = result(status, Some(150.0), Some(175.0));
+            assert_eq!(c.passed(), passed, "{status}");
+            let page = c.page();
+            let verdict = if passed {
+                "<p class=\"verdict pass\"><b>PASS</b>"
+            } else {
+                "<p class=\"verdict fail\"><b>FAIL</b>"
+            };
+            assert!(page.contains(verdict), "{status}: {page}");
+            // Styled and drawn as the run page is: its stylesheet, uPlot and the chart data.
+            assert!(page.contains(crate::html::PAGE_CSS), "{status}");
+            assert!(page.contains("\"name\":\"capacity_errors\""), "{status}");
+            assert!(page.contains("\"style\":\"span\""), "{status}");
+        }
+        // Every form holds every part of the document.
+        let c = result("found", Some(150.0), Some(175.0));
+        let doc = c.doc(&[]);
+        let (t, m, h) = (c.table(), c.markdown(&[]), c.page());
+        for w in crate::doc::words(&doc) {
+            assert!(t.contains(&*crate::escape::terminal_safe(&w)), "{w}");
+            assert!(
+                m.contains(&crate::md_text(&w)) || m.contains(&crate::doc::md_prose(&w)),
+                "{w}"
+            );
+            assert!(h.contains(&minijinja::HtmlEscape(&w).to_string()), "{w}");
+        }
+    }
+
+    #[test]
+    fn unlike_capacities_are_not_compared_nor_gated() {
+        let a = result("found", Some(188.0), Some(195.0));
+        let mut vus = result("found", Some(10.0), Some(17.0));
+        vus.load = LoadKind::Vus;
+        let t = compare_table(&a, &vus, ["rate", "users"]);
+        let row = t.lines().find(|l| l.starts_with("  capacity")).unwrap();
+        assert!(
+            row.contains("not compared") && !row.contains(['🔴', '🟢', '⚪']),
+            "{t}"
+        );
+        assert!(
+            t.contains("a rate and a number of users are different loads"),
+            "{t}"
+        );
+        assert!(matches!(regression(&a, &vus), CapacityChange::Unlike(_)));
+        assert!(compare_charts(&a, &vus, ["a", "b"]).is_empty());
+        // A looser SLO does not pass a gate: the searches answer different questions.
+        let mut loose = result("found", Some(400.0), Some(420.0));
+        loose.slo = vec!["ttfb p99 < 2s".into(), "error_rate < 1%".into()];
+        let why = unlike(&a, &loose, ["strict", "loose"]);
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(why[0].contains("different questions"), "{why:?}");
+        let gate = regression(&a, &loose);
+        assert!(
+            !gate.passed() && gate.describe().starts_with("REFUSED"),
+            "{gate:?}"
+        );
+        // The same SLO written another way is alike.
+        let mut same = result("found", Some(400.0), Some(420.0));
+        same.slo = vec!["error_rate<1%".into(), "ttfb p99 < 200 ms".into()];
+        assert!(unlike(&a, &same, ["a", "b"]).is_empty());
+        assert_eq!(regression(&a, &same), CapacityChange::Held);
+        // Alike ones are drawn on one chart, both brackets shaded.
+        let charts = compare_charts(&a, &same, ["a", "b"]);
+        assert_eq!(
+            charts[0]
+                .lines
+                .iter()
+                .filter(|l| l.style == Style::Span)
+                .count(),
+            2
+        );
     }
 }

@@ -8,7 +8,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use volley_formats::Source;
 
-use crate::chartset::{self, Bars, Chart, Unit, XAxis};
+use crate::chartset::{self, Bars, Chart, Style, Unit, XAxis};
 use crate::error::{ReportError, Result};
 use crate::model::ReportOptions;
 
@@ -28,6 +28,9 @@ pub(crate) const PALETTE: [RGBColor; 7] = [
     RGBColor(86, 180, 233),
     RGBColor(0, 0, 0),
 ];
+
+/// The shade of a span (a capacity's bracket), in the pages' charts too.
+const SPAN: RGBColor = RGBColor(120, 120, 120);
 
 /// The top of a y axis whose data reach `max`: room above the data for a legend of `lines`
 /// rows, drawn there (upper right) so that it covers no line or bar.
@@ -180,7 +183,12 @@ fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
         .filter(|l| c.points(l).next().is_some())
         .count();
     let ymax = top_with_legend(
-        max_of(c.lines.iter().flat_map(|l| c.points(l).map(|p| p.1))),
+        max_of(
+            c.lines
+                .iter()
+                .filter(|l| l.style != Style::Span)
+                .flat_map(|l| c.points(l).map(|p| p.1)),
+        ),
         drawn,
     );
     let mut chart = ChartBuilder::on(root)
@@ -197,17 +205,54 @@ fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
         mesh.x_labels(5).x_label_formatter(&percent_label);
     }
     mesh.draw()?;
-    for (i, line) in c
+    // A span is shaded under the lines, whatever its place in the legend.
+    let mut order: Vec<(usize, &chartset::Line)> = c
         .lines
         .iter()
         .enumerate()
         .filter(|(_, l)| c.points(l).next().is_some())
-    {
+        .collect();
+    order.sort_by_key(|(_, l)| l.style != Style::Span);
+    for (i, line) in order {
         let color = PALETTE[i % PALETTE.len()];
-        chart
-            .draw_series(LineSeries::new(c.points(line), color.stroke_width(2)))?
-            .label(line.label.as_str())
-            .legend(legend_line(color));
+        match line.style {
+            Style::Line => chart
+                .draw_series(LineSeries::new(c.points(line), color.stroke_width(2)))?
+                .label(line.label.as_str())
+                .legend(legend_line(color)),
+            Style::Limit => chart
+                .draw_series(DashedLineSeries::new(
+                    c.points(line).collect::<Vec<_>>(),
+                    8,
+                    5,
+                    color.stroke_width(2),
+                ))?
+                .label(line.label.as_str())
+                .legend(legend_line(color)),
+            Style::Dots => chart
+                .draw_series(
+                    c.points(line)
+                        .map(move |p| Circle::new(p, 5, color.filled())),
+                )?
+                .label(line.label.as_str())
+                .legend(move |(x, y)| Circle::new((x + 10, y), 5, color.filled())),
+            Style::Span => {
+                let xs: Vec<f64> = c.points(line).map(|p| p.0).collect();
+                let (x0, x1) = (
+                    xs.iter().copied().fold(f64::INFINITY, f64::min),
+                    xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                );
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x0, 0.0), (x1, ymax)],
+                        SPAN.mix(0.18).filled(),
+                    )))?
+                    .label(line.label.as_str())
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 20, y + 5)], SPAN.mix(0.3).filled())
+                    })
+            }
+        };
     }
     chart
         .configure_series_labels()

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use volley_formats::{HistKey, Source};
 use volley_stats::{SeedSuite, SuiteOptions};
 
-use crate::model::{ReportOptions, warmup_seconds};
+use crate::inputs::{ReportOptions, warmup_seconds};
 
 /// What an axis counts; its label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +22,8 @@ pub enum Unit {
     Errors,
     /// Scraped counts.
     Count,
+    /// A share, in % (an error rate).
+    Pct,
 }
 
 impl Unit {
@@ -33,6 +35,7 @@ impl Unit {
             Unit::Ms => "ms",
             Unit::Errors => "errors per interval",
             Unit::Count => "count",
+            Unit::Pct => "%",
         }
     }
 }
@@ -67,6 +70,33 @@ impl XAxis {
     }
 }
 
+/// How a line's values are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Style {
+    /// Joined points.
+    #[default]
+    Line,
+    /// A limit (an SLO, a target): a dashed line.
+    Limit,
+    /// Points alone, not joined (probes that failed).
+    Dots,
+    /// The x range from its first point to its last, shaded over the whole height (a
+    /// capacity's bracket); the values' y is not drawn.
+    Span,
+}
+
+impl Style {
+    /// Its name on the page (`assets/charts.js`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Style::Line => "line",
+            Style::Limit => "limit",
+            Style::Dots => "dots",
+            Style::Span => "span",
+        }
+    }
+}
+
 /// One line of a chart: a value, or a gap, per x of the chart.
 #[derive(Debug, Clone)]
 pub struct Line {
@@ -76,6 +106,8 @@ pub struct Line {
     pub values: Vec<Option<f64>>,
     /// Drawn against the right axis ([`Chart::y2`]).
     pub right: bool,
+    /// How it is drawn.
+    pub style: Style,
 }
 
 impl Line {
@@ -85,7 +117,13 @@ impl Line {
             label: label.to_string(),
             values: values.into_iter().collect(),
             right: false,
+            style: Style::Line,
         }
+    }
+
+    /// The same values drawn in `style`.
+    pub fn styled(self, style: Style) -> Line {
+        Line { style, ..self }
     }
 
     /// A line of `values`; a value that is not a number (a figure the interval cannot give,

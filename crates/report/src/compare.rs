@@ -38,6 +38,174 @@ pub struct RunRef {
     pub group: bool,
     /// Runs compared on this side (a group's completed runs; 1 for a run).
     pub runs: usize,
+    /// What its own report found (the server's readings: the pool, the threads, CPU, GC, the
+    /// errors), one sentence each; a group's are its first run's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
+    /// The server's key figures at their peak, with where each first showed
+    /// ([`server_figures`]); a group's are its first run's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub server: Vec<ServerFigure>,
+}
+
+/// One of the server's key figures in a run: its peak, and the load at which it first
+/// showed (the pool's queue above 0, the active connections and busy threads at their peak,
+/// CPU at 80 %, a GC pause).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ServerFigure {
+    /// `pool pending`, `busy threads`, `process CPU`, …
+    pub what: String,
+    /// Its peak, in `unit`.
+    pub peak: f64,
+    /// `""` (a count), `%` or `/s`.
+    pub unit: &'static str,
+    /// Where it first showed: `30 VUs` (closed model), `12 s (1,180 TPS)` (open model, where
+    /// the VUs are not the load); `None` when it never did.
+    pub first: Option<String>,
+}
+
+/// The server series a comparison shows, with their labels, the factor to their unit, the
+/// unit, and when each counts as showing (given the peak).
+const SERVER_FIGURES: [(&str, &str, f64, &str, fn(f64, f64) -> bool); 6] = [
+    (
+        "hikaricp_connections_pending",
+        "pool pending",
+        1.0,
+        "",
+        |v, _| v > 0.0,
+    ),
+    (
+        "hikaricp_connections_active",
+        "pool active",
+        1.0,
+        "",
+        |v, peak| v >= peak && peak > 0.0,
+    ),
+    (
+        "tomcat_threads_busy_threads",
+        "busy threads",
+        1.0,
+        "",
+        |v, peak| v >= peak && peak > 0.0,
+    ),
+    ("process_cpu_usage", "process CPU", 100.0, "%", |v, _| {
+        v >= 80.0
+    }),
+    (
+        "jvm_gc_pause_seconds_sum",
+        "GC pause time",
+        100.0,
+        "%",
+        |v, _| v > 0.0,
+    ),
+    (
+        "jvm_gc_pause_seconds_count",
+        "GC pauses",
+        1.0,
+        "/s",
+        |v, _| v > 0.0,
+    ),
+];
+
+/// What the server's readings in `src` (after the warm-up) say, figure by figure: each
+/// series summed over its instances and labels per scrape (CPU: the highest), at its peak,
+/// and the load at which it first showed. CPU's first reading is left out, as the findings
+/// leave it out (Micrometer's first `process_cpu_usage` reaches back into the JVM's start).
+pub fn server_figures(src: &Source, opts: ReportOptions) -> Vec<ServerFigure> {
+    let warmup = crate::model::warmup_seconds(src, opts.warmup);
+    let rows = &src.series.intervals;
+    let open = !crate::levels::vus_are_the_load(src);
+    SERVER_FIGURES
+        .iter()
+        .filter_map(|&(metric, what, scale, unit, shows)| {
+            let mut readings = if metric == "process_cpu_usage" {
+                let mut max: Vec<crate::findings::Reading> = Vec::new();
+                for (_, series) in crate::findings::series_of(src, metric, warmup) {
+                    for r in series.into_iter().skip(1) {
+                        match max.iter_mut().find(|m| m.row == r.row) {
+                            Some(m) => m.value = m.value.max(r.value),
+                            None => max.push(r),
+                        }
+                    }
+                }
+                max.sort_by_key(|r| r.row);
+                max
+            } else {
+                crate::findings::summed(src, metric, warmup)
+            };
+            readings.iter_mut().for_each(|r| r.value *= scale);
+            let peak = readings.iter().map(|r| r.value).reduce(f64::max)?;
+            let first = readings.iter().find(|r| shows(r.value, peak)).map(|r| {
+                let row = &rows[r.row];
+                if open {
+                    format!(
+                        "{:.0} s ({} TPS)",
+                        row.start_s + row.period_s - warmup,
+                        group_thousands(row.tps.max(0.0).round() as u64)
+                    )
+                } else {
+                    crate::findings::vus(r.vusers)
+                }
+            });
+            Some(ServerFigure {
+                what: what.to_string(),
+                peak,
+                unit,
+                first,
+            })
+        })
+        .collect()
+}
+
+/// A server figure's value: `9`, `87 %`, `0.40/s`.
+fn server_value(f: &ServerFigure) -> String {
+    match f.unit {
+        "" if f.peak.fract() == 0.0 => format!("{:.0}", f.peak),
+        "" => format!("{:.1}", f.peak),
+        "%" => format!("{:.1} %", f.peak),
+        u => format!("{:.2}{u}", f.peak),
+    }
+}
+
+/// A run's findings as a comparison shows them: what its report found, less the sentence that
+/// the load did not change (every run of one level says it).
+fn findings_of(report: &crate::model::RunReport) -> Vec<String> {
+    report
+        .findings
+        .iter()
+        .filter(|f| !f.starts_with("The load did not change"))
+        .cloned()
+        .collect()
+}
+
+/// Each set's label: its `--labels` label, else its name; names two sets share (two runs of
+/// one plan) are told apart by their directories, and by their place when those match too.
+fn labels_of(sets: &[RunSet], labels: &[String]) -> Vec<String> {
+    let names: Vec<String> = sets.iter().map(|s| s.name.clone()).collect();
+    let dir = |s: &RunSet| {
+        s.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| s.path.display().to_string())
+    };
+    let mut out: Vec<String> = sets
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match labels.get(i) {
+            Some(l) => l.clone(),
+            None if names.iter().filter(|n| **n == s.name).count() > 1 => {
+                format!("{} ({})", s.name, dir(s))
+            }
+            None => s.name.clone(),
+        })
+        .collect();
+    let taken = out.clone();
+    for (i, l) in out.iter_mut().enumerate() {
+        if labels.get(i).is_none() && taken.iter().filter(|t| *t == l).count() > 1 {
+            *l = format!("{l} #{}", i + 1);
+        }
+    }
+    out
 }
 
 /// One before/after table.
@@ -359,16 +527,19 @@ pub(crate) fn samples(sources: &[Source], opts: ReportOptions) -> Vec<RunSample>
 /// Compares `sets` (runs or run groups) in order; `labels` name them (defaults: their names).
 pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Comparison {
     let samples: Vec<Vec<RunSample>> = sets.iter().map(|s| samples(&s.runs, opts)).collect();
+    let names = labels_of(sets, labels);
     let runs: Vec<RunRef> = sets
         .iter()
         .enumerate()
         .map(|(i, s)| RunRef {
             // Names come from run.json: shown with their control characters escaped, as
             // `volley report` shows them, so a name cannot rewrite the terminal.
-            label: crate::escape::terminal_safe(
-                &labels.get(i).cloned().unwrap_or_else(|| s.name.clone()),
-            )
-            .into_owned(),
+            label: crate::escape::terminal_safe(&names[i]).into_owned(),
+            findings: findings_of(&crate::model::RunReport::from_source(s.first(), opts))
+                .into_iter()
+                .map(|f| crate::escape::terminal_safe(&f).into_owned())
+                .collect(),
+            server: server_figures(s.first(), opts),
             source: s.path.display().to_string(),
             input_notes: s
                 .notes
@@ -423,6 +594,10 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
             .chain(mttfb_meanings(
                 (&runs[a].label, sets[a].first().format),
                 (&runs[b].label, sets[b].first().format),
+            ))
+            .chain(load_models(
+                (&runs[a].label, sets[a].first()),
+                (&runs[b].label, sets[b].first()),
             ))
             .collect();
         s
@@ -523,6 +698,27 @@ fn mttfb_meanings((a, fa): (&str, Format), (b, fb): (&str, Format)) -> Option<St
     (ma != mb).then(|| {
         format!(
             "MTTFB is {ma} in {a} ({fa}) but {mb} in {b} ({fb}), which records no first byte: the MTTFB rows compare different times; compare TPS, errors and the total-time figures instead."
+        )
+    })
+}
+
+/// Whether `src` ran an open model (arrivals on a schedule), a closed one (VUs), or is a
+/// file that does not say.
+fn open_model(src: &Source) -> Option<bool> {
+    src.meta.as_ref().map(|m| m.plan.load.is_open())
+}
+
+/// The start of the warning that two sides ran different load models.
+pub const UNLIKE_MODELS: &str = "Unlike load models:";
+
+/// A warning when one side ran an open model and the other a closed one: their latencies are
+/// measured from different moments, and their throughput answers different questions.
+fn load_models((a, sa): (&str, &Source), (b, sb): (&str, &Source)) -> Option<String> {
+    let (oa, ob) = (open_model(sa)?, open_model(sb)?);
+    (oa != ob).then(|| {
+        let (open, closed) = if oa { (a, b) } else { (b, a) };
+        format!(
+            "{UNLIKE_MODELS} {open} ran an open model (arrivals on a schedule: its latencies are measured from each request's due time, so a wait to be sent counts, and its TPS is the rate it was asked for while the server kept up) and {closed} a closed model (virtual users: latencies from the send, and its TPS is what the users' round trips allowed). The latency and TPS rows compare different measures, not one server before and after; run both with --rate, or both with --vus, to compare them."
         )
     })
 }
@@ -671,6 +867,17 @@ impl Comparison {
             .collect();
         let last = self.overall.as_ref().or(self.steps.last());
         let mut answer = Answer::default();
+        // Runs of unlike load models are said before any figure of theirs is read.
+        let unlike: Vec<&str> = self
+            .steps
+            .iter()
+            .flat_map(|s| &s.notes)
+            .filter(|n| n.starts_with(UNLIKE_MODELS))
+            .map(String::as_str)
+            .collect();
+        if let Some(first) = unlike.first() {
+            answer.banner = Some(first.to_string());
+        }
         if let Some(step) = last {
             let count = |v: Verdict| step.rows.iter().filter(|r| r.verdict == v).count();
             answer.summary = Some(format!(
@@ -746,6 +953,9 @@ impl Comparison {
                 caption: String::new(),
                 blocks,
             });
+            if let Some(server) = self.server_section(step, &title) {
+                sections.push(server);
+            }
             // A level's name is plain; a population's and a step's are code.
             for (id, what, column, parts, code) in [
                 ("per_level", "level", "Level", &step.per_level, false),
@@ -785,6 +995,32 @@ impl Comparison {
                 });
             }
         }
+        if self
+            .runs
+            .iter()
+            .any(|r| !r.findings.is_empty() || !r.server.is_empty())
+        {
+            let found = self
+                .runs
+                .iter()
+                .map(|r| {
+                    let said = if !r.findings.is_empty() {
+                        r.findings.join(" ")
+                    } else if r.server.is_empty() {
+                        "nothing found, and no server metrics were scraped".to_string()
+                    } else {
+                        "no bottleneck in the scraped metrics".to_string()
+                    };
+                    format!("{}: {said}", r.label)
+                })
+                .collect();
+            sections.push(Section::new(
+                "findings",
+                "What each phase found",
+                "each run's own findings, from the target's metrics and its errors",
+                Block::List(found),
+            ));
+        }
         let input: Vec<String> = self
             .input_notes()
             .map(|(run, note)| format!("{run}: {note}"))
@@ -806,6 +1042,57 @@ impl Comparison {
             answer,
             sections,
         }
+    }
+
+    /// The server's figures before and after `step`, with the load at which each first
+    /// showed; none when neither side scraped any.
+    fn server_section(&self, step: &Step, title: &str) -> Option<Section> {
+        let find = |label: &str| self.runs.iter().find(|r| r.label == label);
+        let (a, b) = (find(&step.before)?, find(&step.after)?);
+        if a.server.is_empty() && b.server.is_empty() {
+            return None;
+        }
+        let mut whats: Vec<&str> = a.server.iter().map(|f| f.what.as_str()).collect();
+        for f in &b.server {
+            if !whats.contains(&f.what.as_str()) {
+                whats.push(&f.what);
+            }
+        }
+        let of = |r: &RunRef, what: &str| r.server.iter().find(|f| f.what == what).cloned();
+        let rows = whats
+            .iter()
+            .map(|what| {
+                let (fa, fb) = (of(a, what), of(b, what));
+                let peak = |f: &Option<ServerFigure>| f.as_ref().map_or("-".into(), server_value);
+                let first = |f: &Option<ServerFigure>| {
+                    f.as_ref()
+                        .and_then(|f| f.first.clone())
+                        .unwrap_or_else(|| "-".into())
+                };
+                vec![
+                    Cell::from(*what),
+                    Cell::from(peak(&fa)),
+                    Cell::from(peak(&fb)),
+                    Cell::from(first(&fa)),
+                    Cell::from(first(&fb)),
+                ]
+            })
+            .collect();
+        Some(Section {
+            id: "server".into(),
+            title: format!("Server: {title}"),
+            caption: "peaks after the warm-up; first: where the pool's queue rose above 0, the active connections and busy threads reached their peak, CPU 80 %, and the first GC pause".into(),
+            blocks: vec![Block::Table {
+                header: vec![
+                    "Server".into(),
+                    step.before.clone(),
+                    step.after.clone(),
+                    format!("first ({})", step.before),
+                    format!("first ({})", step.after),
+                ],
+                rows,
+            }],
+        })
     }
 
     /// Markdown in the seeds' layout: `| Metric | Before | After | Change |`.
@@ -984,5 +1271,157 @@ mod tests {
         );
         assert!(METHOD.contains(&floor), "{METHOD}");
         assert!(SINGLE_RUN_CAVEAT.contains("--repeat"));
+    }
+
+    /// Two step-ups of one name, the first with its DB pool queueing from 10 VUs: the server's
+    /// figures and each run's findings are in every form, and the runs are labelled apart.
+    #[test]
+    fn a_comparison_carries_the_server_and_tells_runs_of_one_name_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let vus = crate::findings::tests::step_up();
+        let pending = "hikaricp_connections_pending";
+        let busy = "tomcat_threads_busy_threads";
+        let a = crate::testrun::stepped(
+            &dir.path().join("a"),
+            &vus,
+            |v| 10 * u64::from(v),
+            20,
+            &[
+                (1.5, pending, 0.0, false),
+                (3.5, pending, 0.0, false),
+                (6.5, pending, 2.0, false),
+                (8.5, pending, 2.0, false),
+                (12.5, pending, 3.0, false),
+                (14.5, pending, 3.0, false),
+                (6.5, busy, 8.0, false),
+                (12.5, busy, 8.0, false),
+            ],
+        );
+        let b = crate::testrun::stepped(
+            &dir.path().join("b"),
+            &vus,
+            |v| 10 * u64::from(v),
+            20,
+            &[(6.5, pending, 0.0, false), (12.5, pending, 0.0, false)],
+        );
+        let cmp = build(
+            &[RunSet::single(a), RunSet::single(b)],
+            &[],
+            ReportOptions::default(),
+        );
+        let (la, lb) = (&cmp.runs[0].label, &cmp.runs[1].label);
+        assert!(
+            la != lb && la.starts_with("stepped (") && lb.starts_with("stepped ("),
+            "{la} {lb}"
+        );
+        let pool = cmp.runs[0]
+            .server
+            .iter()
+            .find(|f| f.what == "pool pending")
+            .unwrap();
+        assert_eq!((pool.peak, pool.first.as_deref()), (3.0, Some("10 VUs")));
+        let threads = cmp.runs[0]
+            .server
+            .iter()
+            .find(|f| f.what == "busy threads")
+            .unwrap();
+        assert_eq!(
+            (threads.peak, threads.first.as_deref()),
+            (8.0, Some("10 VUs"))
+        );
+        let none = cmp.runs[1]
+            .server
+            .iter()
+            .find(|f| f.what == "pool pending")
+            .unwrap();
+        assert_eq!((none.peak, none.first.as_deref()), (0.0, None));
+        assert!(
+            cmp.runs[0].findings.iter().any(|f| f.contains("DB pool")),
+            "{:?}",
+            cmp.runs[0].findings
+        );
+        let doc = cmp.doc();
+        let server = doc.sections.iter().find(|s| s.id == "server").unwrap();
+        assert_eq!(server.title, format!("Server: {la} → {lb}"));
+        let found = doc.sections.iter().find(|s| s.id == "findings").unwrap();
+        assert_eq!(found.title, "What each phase found");
+        let (t, m, h) = (doc.terminal(), doc.markdown(), doc.html());
+        for w in [
+            "What each phase found",
+            "pool pending",
+            "busy threads",
+            "10 VUs",
+        ] {
+            assert!(t.contains(w) && m.contains(w) && h.contains(w), "{w}");
+        }
+        assert!(
+            t.lines().any(|l| l.starts_with("  pool pending")
+                && l.contains("3")
+                && l.contains("10 VUs")),
+            "{t}"
+        );
+        assert!(cmp.to_json().contains("\"first\": \"10 VUs\""));
+        // Given labels are kept as given.
+        let named = build(
+            &[
+                RunSet::single(crate::testrun::run(
+                    &dir.path().join("c"),
+                    "r",
+                    6,
+                    20,
+                    5,
+                    &[],
+                )),
+                RunSet::single(crate::testrun::run(
+                    &dir.path().join("d"),
+                    "r",
+                    6,
+                    20,
+                    5,
+                    &[],
+                )),
+            ],
+            &["before".into(), "after".into()],
+            ReportOptions::default(),
+        );
+        assert_eq!(named.steps[0].before, "before");
+    }
+
+    /// An open-model run against a closed-model one is said, first and under its table.
+    #[test]
+    fn unlike_load_models_are_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let closed = crate::testrun::run(&dir.path().join("c"), "closed", 6, 20, 5, &[]);
+        let mut open = crate::testrun::run(&dir.path().join("o"), "open", 6, 20, 5, &[]);
+        let mut load = volley_scenario::LoadSpec::default();
+        load.set("rate", "20").unwrap();
+        load.duration = Some(std::time::Duration::from_secs(6));
+        open.meta.as_mut().unwrap().plan.load = load.resolve().unwrap();
+        let cmp = build(
+            &[RunSet::single(open), RunSet::single(closed.clone())],
+            &[],
+            ReportOptions::default(),
+        );
+        let note = cmp.steps[0]
+            .notes
+            .iter()
+            .find(|n| n.starts_with(UNLIKE_MODELS))
+            .expect("the models are said");
+        assert!(
+            note.contains("open ran an open model") && note.contains("closed a closed model"),
+            "{note}"
+        );
+        let t = cmp.table();
+        assert!(
+            t.find(UNLIKE_MODELS).unwrap() < t.find("TPS Average").unwrap(),
+            "{t}"
+        );
+        // Two closed runs say nothing of it.
+        let alike = build(
+            &[RunSet::single(closed.clone()), RunSet::single(closed)],
+            &[],
+            ReportOptions::default(),
+        );
+        assert!(!alike.table().contains(UNLIKE_MODELS));
     }
 }

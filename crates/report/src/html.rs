@@ -78,6 +78,9 @@ struct LineView {
     label: String,
     values: Vec<Option<f64>>,
     scale: Option<&'static str>,
+    /// `limit` (dashed), `dots` (points alone) or `span` (an x range shaded); a line when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    style: Option<&'static str>,
 }
 
 /// A chart of the set as the page's script draws it; a title names its unit when that is
@@ -102,6 +105,7 @@ pub fn chart_view(c: Chart) -> ChartView {
                 label: l.label,
                 values: l.values,
                 scale: l.right.then_some("y2"),
+                style: (l.style != chartset::Style::Line).then(|| l.style.name()),
             })
             .collect(),
     }
@@ -117,7 +121,12 @@ pub(crate) fn script_json<T: Serialize>(value: &T) -> String {
 }
 
 /// A page: `bodies` (each a report's HTML, [`Doc::html`]) in order, then the charts.
-fn render(title: &str, bodies: &[String], charts: Vec<Chart>, svgs: Vec<String>) -> String {
+pub(crate) fn render(
+    title: &str,
+    bodies: &[String],
+    charts: Vec<Chart>,
+    svgs: Vec<String>,
+) -> String {
     let charts: Vec<ChartView> = charts.into_iter().map(chart_view).collect();
     let mut env = Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
