@@ -42,7 +42,7 @@ fn write_log(path: &Path) {
         let time = format!("01/May/2024:12:{m:02}:{sec:02} +0200");
         for _ in 0..per_second(s) {
             let request = match k % 10 {
-                0..6 if k % 100 == 0 => "GET /rooms?page=2 HTTP/1.1".to_string(),
+                0..6 if k.is_multiple_of(100) => "GET /rooms?page=2 HTTP/1.1".to_string(),
                 0..6 => "GET /rooms HTTP/1.1".to_string(),
                 6..9 => format!(
                     "GET /rooms/{}/messages HTTP/1.1",
@@ -50,7 +50,7 @@ fn write_log(path: &Path) {
                 ),
                 _ => "POST /api-chat/chat HTTP/2.0".to_string(),
             };
-            let tail = if k % 7 == 0 {
+            let tail = if k.is_multiple_of(7) {
                 String::new()
             } else {
                 " \"https://example.com/\" \"Mozilla/5.0 (X11; Linux x86_64)\"".to_string()
