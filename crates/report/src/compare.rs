@@ -64,9 +64,13 @@ pub struct ServerFigure {
     pub first: Option<String>,
 }
 
+/// A series a comparison shows: (metric, label, factor, unit, whether a value counts as
+/// showing given the peak).
+type ServerSeries = (&'static str, &'static str, f64, &'static str, fn(f64, f64) -> bool);
+
 /// The server series a comparison shows, with their labels, the factor to their unit, the
 /// unit, and when each counts as showing (given the peak).
-const SERVER_FIGURES: [(&str, &str, f64, &str, fn(f64, f64) -> bool); 6] = [
+const SERVER_FIGURES: [ServerSeries; 6] = [
     (
         "hikaricp_connections_pending",
         "pool pending",

@@ -47,6 +47,10 @@ pub struct Entry {
     pub started_at: String,
     /// What ran, in a few words (`GET /rooms · 50 VUs · 1m`).
     pub plan: String,
+    /// The plan's hash ([`volley_formats::segment::plan_hash`]; a group's, its first run's):
+    /// runs of one name with different plans are told apart by it. Empty when unknown.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub plan_hash: String,
     /// complete | interrupted | aborted | running | did not finish | unreadable.
     pub status: String,
     /// What could not be read, when something could not.
@@ -102,6 +106,7 @@ impl Entry {
             name,
             started_at: started_from_dir_name(path),
             plan: String::new(),
+            plan_hash: String::new(),
             status: "unreadable".to_string(),
             problem: Some(problem),
             thresholds: None,
@@ -250,6 +255,7 @@ pub fn read_run(dir: &Path) -> Entry {
         name: meta.name.clone(),
         started_at: meta.started_at.clone(),
         plan: plan_summary(&meta.plan),
+        plan_hash: volley_formats::segment::plan_hash(&meta.plan),
         status: status.name().to_string(),
         problem: None,
         thresholds: None,
@@ -352,6 +358,10 @@ fn read_group(dir: &Path) -> Entry {
                 .map(|r| format!(" of {}", r.plan))
                 .unwrap_or_default()
         ),
+        plan_hash: runs
+            .first()
+            .map(|r| r.plan_hash.clone())
+            .unwrap_or_default(),
         status: file.status.name().to_string(),
         problem: (complete.len() < runs.len()).then(|| {
             format!(

@@ -1,7 +1,7 @@
 //! One figure across the run history, over time — how teams watch a service across releases:
 //! a PNG and an SVG (plotters, in the style of [`crate::charts`]) and a self-contained HTML
-//! page (uPlot, as in [`crate::html`]) with the runs' table under the chart. One line per run
-//! name; runs that did not run their course are drawn as separate crosses, not joined to the
+//! page (uPlot, as in [`crate::html`]) with the runs' table under the chart. One line per plan
+//! run under a name (runs of one name with different plans are different lines); runs that did not run their course are drawn as separate crosses, not joined to the
 //! line, since their figures cover only part of the plan.
 
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::error::{ReportError, Result};
 use crate::history::Entry;
 
-/// The points of a trend: one series per run name, and the incomplete runs apart.
+/// The points of a trend: one series per plan run under a name, and the incomplete runs apart.
 #[derive(Debug, Clone, Serialize)]
 pub struct Trend {
     /// The metric's key.
@@ -23,7 +23,8 @@ pub struct Trend {
     pub label: String,
     /// Its unit (`ms`, `%`, `TPS`, `tests`).
     pub unit: &'static str,
-    /// Per run name: (start, s since the epoch; value), in time order.
+    /// Per plan run under a name (labelled by the name, and by the plan when the name ran
+    /// several): (start, s since the epoch; value), in time order.
     pub series: Vec<(String, Vec<(f64, f64)>)>,
     /// Runs that did not complete: (name, start, value).
     pub incomplete: Vec<(String, f64, f64)>,
@@ -56,6 +57,9 @@ impl Trend {
             incomplete: Vec::new(),
             left_out: Vec::new(),
         };
+        // Each line is one plan's runs: (name, plan hash), and the plan in words.
+        let mut plans: Vec<(String, String)> = Vec::new();
+        let mut summaries: Vec<String> = Vec::new();
         for e in entries {
             let (Some(at), Some(v)) = (e.started_s(), e.figure(key)) else {
                 let why = if e.started_s().is_none() {
@@ -71,10 +75,32 @@ impl Trend {
                 t.incomplete.push((e.name.clone(), at, v));
                 continue;
             }
-            match t.series.iter_mut().find(|(n, _)| *n == e.name) {
-                Some((_, points)) => points.push((at, v)),
-                None => t.series.push((e.name.clone(), vec![(at, v)])),
+            let key = (e.name.clone(), e.plan_hash.clone());
+            match plans.iter().position(|k| *k == key) {
+                Some(i) => t.series[i].1.push((at, v)),
+                None => {
+                    plans.push(key);
+                    summaries.push(e.plan.clone());
+                    t.series.push((e.name.clone(), vec![(at, v)]));
+                }
             }
+        }
+        // A name run with several plans: each line is one plan's, named by what it ran (and
+        // by its hash when two plans read alike).
+        for i in 0..t.series.len() {
+            let name = &plans[i].0;
+            if plans.iter().filter(|(n, _)| n == name).count() < 2 {
+                continue;
+            }
+            let alike = (0..plans.len())
+                .filter(|&j| plans[j].0 == *name && summaries[j] == summaries[i])
+                .count();
+            let hash: String = plans[i].1.chars().take(8).collect();
+            t.series[i].0 = match (summaries[i].is_empty(), alike > 1) {
+                (false, false) => format!("{name} · {}", summaries[i]),
+                (false, true) => format!("{name} · {} · plan {hash}", summaries[i]),
+                (true, _) => format!("{name} · plan {hash}"),
+            };
         }
         t
     }
@@ -293,7 +319,7 @@ h1{font-size:22px;margin:8px 0}table{border-collapse:collapse;margin:6px 0 14px}
 td.num{text-align:right}.note{color:#555}
 </style></head><body>
 <h1>{{ title }}</h1>
-<p class="note">One point per run (a run group: the mean of its runs), one line per run name; crosses are runs that did not complete. Drag to zoom, double-click to reset.</p>
+<p class="note">One point per run (a run group: the mean of its runs), one line per plan run under a name; crosses are runs that did not complete. Drag to zoom, double-click to reset.</p>
 <div id="chart"></div>
 <table><tr><th>start (UTC)</th><th>name</th><th>status</th><th>{{ key }} ({{ unit }})</th><th>directory</th></tr>
 {% for r in rows %}<tr><td>{{ r.time }}</td><td>{{ r.name }}</td><td>{{ r.status }}</td><td class="num">{{ r.value }}</td><td>{{ r.path }}</td></tr>
@@ -341,6 +367,7 @@ mod tests {
             name: name.into(),
             started_at: at.into(),
             plan: String::new(),
+            plan_hash: "a1b2c3d4e5f60718".into(),
             status: status.into(),
             problem: None,
             thresholds: None,
@@ -387,6 +414,30 @@ mod tests {
         assert!(
             svg.contains("TTFB p99 (per request) across runs") && svg.contains("11-0"),
             "dates on the x axis"
+        );
+    }
+
+    #[test]
+    fn one_line_per_plan_not_per_name() {
+        let mut other = entry("api", "2026-11-02T10:00:00Z", "complete", Some(50.0));
+        other.plan = "GET /rooms · 200 VUs · 1m".into();
+        other.plan_hash = "ffff000011112222".into();
+        let mut first = entry("api", "2026-11-01T10:00:00Z", "complete", Some(10.0));
+        first.plan = "GET /rooms · 20 VUs · 1m".into();
+        let mut again = entry("api", "2026-11-03T10:00:00Z", "complete", Some(12.0));
+        again.plan = first.plan.clone();
+        let t = Trend::of(&[first, other, again], "ttfb_p99_ms");
+        let lines: Vec<(&str, Vec<f64>)> = t
+            .series
+            .iter()
+            .map(|(l, p)| (l.as_str(), p.iter().map(|p| p.1).collect()))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("api · GET /rooms · 20 VUs · 1m", vec![10.0, 12.0]),
+                ("api · GET /rooms · 200 VUs · 1m", vec![50.0]),
+            ]
         );
     }
 }
