@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use volley_export::testing::Prometheus;
 
+use crate::parts::need;
 use crate::support::{out_dir, serial, text, volley, wait_for};
 
 /// A rate as volley says it: three decimals at most, no trailing zeros.
@@ -17,6 +18,9 @@ fn shown(rate: f64) -> String {
 
 #[test]
 fn the_target_is_the_peak_prometheus_read_while_the_server_was_loaded() {
+    if !need("prometheus") {
+        return;
+    }
     let _g = serial();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -114,6 +118,9 @@ fn the_target_is_the_peak_prometheus_read_while_the_server_was_loaded() {
 
 #[test]
 fn answers_that_are_no_single_finite_rate_are_refused() {
+    if !need("prometheus") {
+        return;
+    }
     let prom = Prometheus::start(None);
     let url = format!("http://{}", prom.addr);
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
