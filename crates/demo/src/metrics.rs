@@ -174,12 +174,6 @@ fn outcome(status: u16) -> &'static str {
     }
 }
 
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
 /// `GET /metrics`.
 pub(crate) async fn expose(State(app): State<App>) -> impl IntoResponse {
     let m = &app.metrics;
@@ -316,9 +310,9 @@ pub(crate) async fn expose(State(app): State<App>) -> impl IntoResponse {
     for ((method, uri, status), s) in map.iter() {
         let labels = format!(
             "exception=\"None\",method=\"{}\",outcome=\"{}\",status=\"{status}\",uri=\"{}\",",
-            escape(method),
+            volley_prom::escape_label_value(method),
             outcome(*status),
-            escape(uri)
+            volley_prom::escape_label_value(uri)
         );
         for (le, c) in BUCKETS.iter().zip(s.buckets) {
             let _ = writeln!(
@@ -350,9 +344,9 @@ pub(crate) async fn expose(State(app): State<App>) -> impl IntoResponse {
         let _ = writeln!(
             out,
             "http_server_requests_seconds_max{{exception=\"None\",method=\"{}\",outcome=\"{}\",status=\"{status}\",uri=\"{}\",}} {}",
-            escape(method),
+            volley_prom::escape_label_value(method),
             outcome(*status),
-            escape(uri),
+            volley_prom::escape_label_value(uri),
             s.max
         );
     }

@@ -20,7 +20,6 @@ mod h1;
 mod http2;
 mod pool;
 mod preflight;
-pub mod prom;
 mod recorder;
 mod run;
 pub mod scrape;
@@ -43,3 +42,6 @@ pub use run::{
 };
 pub use target::{SourceAddrs, Target};
 pub use tls::TlsOptions;
+
+/// The Prometheus text format the scraper reads, a crate of its own ([`volley_prom`]).
+pub use volley_prom as prom;

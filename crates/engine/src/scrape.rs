@@ -18,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 use crate::dial::dial;
 use crate::error::EngineError;
 use crate::h1::{self, Framing, H1Error};
-use crate::prom;
 use crate::target::Target;
 use crate::tls::TlsOptions;
+use volley_prom as prom;
 
 /// One endpoint's values for one interval.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@
 //! are new every time, the peak does not keep growing.
 //!
 //! Inputs are arbitrary text from the format's own alphabet, mutations of the real pages in
-//! `tests/fixtures` (cut, bytes flipped, lines duplicated, shuffled and dropped, values
+//! `crates/prom/tests/fixtures` (cut, bytes flipped, lines duplicated, shuffled and dropped, values
 //! replaced by NaN, ±Inf, 1e308, 309 digits, negatives, HTML put in front) and hostile pages
 //! (30,000 new series, one line of megabytes, 60,000 `# TYPE` lines, thousands of labels),
 //! from a seeded PRNG so that a failure repeats. `VOLLEY_FUZZ_ROUNDS` runs more rounds
@@ -15,8 +15,8 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use volley_engine::prom;
 use volley_engine::scrape::{MAX_SERIES, Readings};
+use volley_prom as prom;
 
 /// The slowest an input may take (a debug build on a shared, busy machine).
 const TIME_BOUND: Duration = Duration::from_secs(10);
@@ -53,7 +53,7 @@ fn reset_peak() -> bool {
 }
 
 fn fixtures() -> Vec<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../prom/tests/fixtures");
     [
         "node_exporter.prom",
         "demo_target.prom",

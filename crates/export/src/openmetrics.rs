@@ -83,19 +83,13 @@ pub fn render(families: &[Family]) -> String {
                 if i > 0 {
                     out.push(',');
                 }
-                let _ = write!(out, "{k}=\"{}\"", escape(v));
+                let _ = write!(out, "{k}=\"{}\"", volley_prom::escape_label_value(v));
             }
             let _ = writeln!(out, "}} {}", s.value);
         }
     }
     out.push_str("# EOF\n");
     out
-}
-
-fn escape(v: &str) -> String {
-    v.replace('\\', r"\\")
-        .replace('"', "\\\"")
-        .replace('\n', r"\n")
 }
 
 #[cfg(test)]
