@@ -4,6 +4,8 @@
 # --workspace --all-targets -- -D warnings`), then runs `cargo test --workspace --locked`
 # with any extra arguments given here
 # (e.g. `scripts/test.sh -p volley-formats`, `scripts/test.sh -- --nocapture`).
+# It exports VOLLEY_TEST_ALL=1, so a test whose part is missing fails rather than skips, and
+# says the wall time of each phase (install, fmt, clippy, build, test) and of the whole.
 #
 # What the tests need besides Rust 1.89+:
 #   chromium    the HTML report is opened in headless Chromium (crates/cli/tests/it/html.rs)
@@ -41,6 +43,27 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { echo "test.sh: $*" >&2; }
+
+# Every part the tests need is installed below, so a test that finds one missing fails here
+# instead of skipping with a reason as on a bare `cargo test` (crates/cli/tests/it/parts.rs).
+export VOLLEY_TEST_ALL=1
+
+# The wall time of each phase (install, fmt, clippy, build, test), said as it ends, and all of
+# them at the end, whether the script succeeds or not.
+phases=()
+phase_start=$SECONDS
+phase() {
+  local took=$((SECONDS - phase_start))
+  say "phase $1 took $took s"
+  phases+=("$1 $took s")
+  phase_start=$SECONDS
+}
+summary() {
+  local list="" p
+  for p in "${phases[@]}"; do list+="${list:+, }$p"; done
+  say "wall time by phase: ${list:-none}; total $SECONDS s"
+}
+trap summary EXIT
 
 # --- Rust --------------------------------------------------------------------------------
 need_rust=1.89
@@ -165,7 +188,7 @@ if command -v go >/dev/null 2>&1; then
   fi
 else
   say "go is missing, so $expand is not built: install Go 1.21 or newer (https://go.dev/dl/);"
-  say "crates/cli/tests/it/k8s.rs needs it (it fails under CI without it, skips elsewhere)"
+  say "crates/cli/tests/it/k8s.rs needs it: it fails without it here (VOLLEY_TEST_ALL=1), skips in a bare cargo test"
 fi
 
     say "installing rustfmt and clippy (rustup component add)"
@@ -175,10 +198,20 @@ fi
     exit 1
   fi
 fi
+phase install
 say "cargo fmt --all --check"
 cargo fmt --all --check || { say "the tree differs from rustfmt: run \`cargo fmt --all\` and commit the result"; exit 1; }
+phase fmt
 say "cargo clippy --workspace --all-targets --locked -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+phase clippy
 
 # --- The tests ---------------------------------------------------------------------------
-exec cargo test --workspace --locked "$@"
+say "cargo test --workspace --locked --no-run $*"
+cargo test --workspace --locked --no-run "$@"
+phase build
+say "cargo test --workspace --locked $* (VOLLEY_TEST_ALL=1: a missing part fails its test)"
+status=0
+cargo test --workspace --locked "$@" || status=$?
+phase test
+exit "$status"
