@@ -2,10 +2,11 @@
 //! they are, and what the time each failure took says about why — read first among the
 //! findings, because errors are what failed.
 //!
-//! - **Fast refusals** (an HTTP error status within [`FAST_MS`] at the 90th percentile):
-//!   admission control. The server turned the request away without working on it: Tomcat's
+//! - **Fast refusals** (an HTTP error status within [`FAST_MS`] at the 90th percentile, 429,
+//!   502, 503 or 504): admission control. The server turned the request away without working on it: Tomcat's
 //!   accept queue (`server.tomcat.accept-count`) full beyond its threads
-//!   (`server.tomcat.threads.max`), a rate limiter, a proxy with no ready backend.
+//!   (`server.tomcat.threads.max`), a rate limiter, a proxy with no ready backend. A fast 500
+//!   or 4xx is no refusal: the application failed, or refused the request itself.
 //! - **Failures at one fixed duration** (half a second at least, the 99th percentile within
 //!   [`FIXED_SPREAD`] of the median): a wait that timed out — HikariCP's
 //!   `connection-timeout`, a client or proxy timeout; volley's own `--timeout` when the failures
@@ -119,6 +120,20 @@ pub fn of(
         out.push(format!(
             "{} of them were refused or reset connections: nothing was listening, or the process was down or restarting (or its listen backlog overflowed).",
             group(connections)
+        ));
+    } else if dominant(statuses) && fast && !codes.is_empty() && !codes.iter().any(|c| refusal(c)) {
+        // A fast 500 or 404 is no refusal for load: the request failed as soon as it came.
+        let f = timing.expect("fast implies a timing");
+        let client = codes.iter().all(|c| c.starts_with("HTTP 4"));
+        out.push(format!(
+            "The {} came back within {} ms (p90 of the failures): answered at once with an error, not turned away for load — {}",
+            codes.join("/"),
+            ms(f.p90_ms),
+            if client {
+                "the server refused the request itself: check its URL, method, credentials and body."
+            } else {
+                "the application failed on them (an exception or a broken dependency: its log says which), not a queue or a limit."
+            }
         ));
     } else if dominant(statuses) && fast {
         let f = timing.expect("fast implies a timing");
@@ -273,6 +288,12 @@ fn status_codes(errors: &[ErrorLine]) -> Vec<String> {
         }
     }
     codes.into_iter().map(|c| format!("HTTP {c}")).collect()
+}
+
+/// Whether `code` (`HTTP 503`) is how a server, limiter or proxy turns requests away for load:
+/// 429 Too Many Requests, 502/504 from a proxy, 503 Service Unavailable.
+fn refusal(code: &str) -> bool {
+    ["HTTP 429", "HTTP 502", "HTTP 503", "HTTP 504"].contains(&code)
 }
 
 fn kind_words(k: ErrorKind) -> String {

@@ -810,11 +810,18 @@ fn server_value(v: f64) -> String {
 
 /// Reads `server.csv`.
 fn read_server(path: &Path) -> Result<Vec<ServerPoint>> {
-    let file = match File::open(path) {
-        Ok(f) => f,
+    match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(FormatError::io(path, e)),
-    };
+        Ok(_) => {}
+    }
+    // A FIFO in its place would block the report forever, a device never end.
+    let file = volley_scenario::limits::open_bounded(path, MAX_RUN_FILE).map_err(|why| {
+        FormatError::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+        )
+    })?;
     let mut out = Vec::new();
     for (i, rec) in csv::Reader::from_reader(file).records().enumerate() {
         let line = i as u64 + 2;

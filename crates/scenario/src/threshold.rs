@@ -266,12 +266,17 @@ pub fn is_population_name(name: &str) -> bool {
 
 impl Threshold {
     /// Why no run can meet this limit, when none can: every figure is zero or more (`< 0ms`,
-    /// `< 0%`), no request takes no time at all (`<= 0ms`), and no error rate is above 100 %.
+    /// `< 0%`), no request takes no time at all (`<= 0ms`) nor under a microsecond (volley's
+    /// finest time), and no error rate is above 100 %.
     pub fn impossible(&self) -> Option<String> {
         let times = !matches!(self.metric, Metric::ErrorRate | Metric::Tps);
         let why = match self.op {
             Op::Lt if self.limit <= 0.0 => "no figure is below zero",
             Op::Le if self.limit <= 0.0 && times => "no request takes no time at all",
+            // Times are recorded in whole microseconds.
+            Op::Lt | Op::Le if self.limit < 0.001 && times => {
+                "no request takes less than a microsecond, the finest time volley records"
+            }
             Op::Gt if self.metric == Metric::ErrorRate && self.limit >= 100.0 => {
                 "no error rate is above 100%"
             }
@@ -552,6 +557,7 @@ mod tests {
             ("error_rate < 0%", "can never be met"),
             ("tps avg < 0", "can never be met"),
             ("total max <= 0s", "no request takes no time at all"),
+            ("ttfb p99 < 0.0001ms", "less than a microsecond"),
             ("error_rate > 100%", "no error rate is above 100%"),
         ] {
             let e = parse_threshold(bad).unwrap_err().0;

@@ -2158,3 +2158,846 @@ fn volley_runs_says_a_group_whose_process_is_gone_did_not_finish() {
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(!t.contains("running"), "{t}");
 }
+
+// --- Reliability V (issue 55 §4 rest and §5), by class -----------------------------------------
+// Every case runs volley, asserts its exit code (0, 1 or 2), no panic, and that the message names
+// the problem and what to write instead. docs/adversarial-pass-4.md lists each case with its test.
+// 1. Bounds: non-finite rates (--rates inf..inf, NaN, 1e400), --target 1e-300/s, 0, inf and
+//    beyond one machine, --peak-factor NaN and 1e9, --factor inf, --precision NaN, --probe 0s,
+//    --recovery 2h, --vus 0..5 and 1.5..3, --max-probes 0, --confirm 6, --connections 0 and
+//    10^12, too few requests a probe, --rate=-5, thresholds no figure can meet (`< 0ms`,
+//    `<= 0s`, `> 100%`, under a microsecond, `tps avg < 0`) on run and on capacity --slo.
+// 2. Messages: thresholds that leave no value between them (the same percentile, a p50 above
+//    a p99, TPS's low tail; on the command line, in a file's `thresholds:` and `slo:`),
+//    capacity's headline for an SLO no load meets, for a target that answers only errors and
+//    for one that never answered, capacity of a scenario with populations (waits on the lead),
+//    a fast 500 and a fast 404 are not called admission control, --rates without `..`.
+// 3. Hostile input files: the capacity.json of an all-error search (concurrency null), an
+//    error rate outside 0-100 %, a name with escapes; latency.hlog's failed and pool_wait lines
+//    cut or not base64, random bytes, a FIFO; drain.csv with a stray row, a directory, a FIFO;
+//    server.csv cut mid-quote, a FIFO (it hung `volley report`); group.json edited.
+// 4. Servers that misbehave: connections reset, pages slower than --timeout, 500 to everything.
+// 5. Signals: SIGTERM during a capacity probe; Ctrl-C ends `report --serve`.
+// 6. Local servers as attack surface: `report --serve` refuses another Host, a cross-site
+//    control and paths beyond its pages.
+// 7. Secrets in derived copies: a capacity search's -H Authorization in none of its files; a
+//    password in its URL refused without being echoed.
+
+/// Asserts `o` ended with `code`, without a panic, with every needle in its output and none
+/// of `absent`; returns the output.
+fn ended(o: &Output, code: i32, needles: &[&str], absent: &[&str]) -> String {
+    let t = text(o);
+    assert_eq!(o.status.code(), Some(code), "{t}");
+    assert!(!t.contains("panicked"), "{t}");
+    for n in needles {
+        assert!(t.contains(n), "`{n}` not in\n{t}");
+    }
+    for a in absent {
+        assert!(!t.contains(a), "`{a}` in\n{t}");
+    }
+    t
+}
+
+/// Waits until some series.csv under `dir` holds `rows` intervals.
+fn wait_for_rows(dir: &Path, rows: usize, within: Duration) {
+    fn rows_under(dir: &Path) -> usize {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        entries
+            .flatten()
+            .map(|e| e.path())
+            .map(|p| {
+                if p.is_dir() {
+                    rows_under(&p)
+                } else if p.file_name().is_some_and(|n| n == "series.csv") {
+                    std::fs::read_to_string(&p).map_or(0, |t| t.lines().count().saturating_sub(1))
+                } else {
+                    0
+                }
+            })
+            .max()
+            .unwrap_or(0)
+    }
+    let until = Instant::now() + within;
+    while rows_under(dir) < rows {
+        assert!(
+            Instant::now() < until,
+            "no {rows} intervals within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `volley capacity` at 20..40 req/s, 1 s probes without warm-up, against `url`.
+fn capacity_of(url: &str, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "capacity",
+        "--url",
+        url,
+        "--rates",
+        "20..40",
+        "--probe",
+        "1s",
+        "--warmup",
+        "0s",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    volley(&args)
+}
+
+/// The capacity directory under `out`.
+fn capacity_dir(out: &Path) -> PathBuf {
+    std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("capacity.json").exists())
+        .unwrap_or_else(|| panic!("no capacity directory in {}", out.display()))
+}
+
+#[test]
+fn bounds_of_the_newest_flags_are_refused_with_what_to_write() {
+    let run = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut a = vec!["run", "--url", "http://127.0.0.1:9/", "--duration", "1s"];
+        a.extend_from_slice(extra);
+        a
+    };
+    let cap = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut a = vec![
+            "capacity",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--slo",
+            "ttfb p99 < 50ms",
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    let finite = ["not a finite number", "500/s"];
+    let cases: Vec<(Vec<&str>, &[&str])> = vec![
+        // Non-finite rates: it said "rate `inf` must be zero or more".
+        (cap(&["--rates", "inf..inf"]), &finite),
+        (cap(&["--rates", "NaN..100"]), &finite),
+        (cap(&["--rates", "10..1e400"]), &finite),
+        (run(&["--rate=-5"]), &["below zero", "500/s"]),
+        // --target: 1e-300/s made a headroom of 300 digits.
+        (
+            run(&["--vus", "1", "--target", "1e-300/s"]),
+            &["--target 1e-300/s", "at least 0.01/s", "19080000/day"],
+        ),
+        (run(&["--vus", "1", "--target", "0"]), &["at least 0.01/s"]),
+        (run(&["--vus", "1", "--target", "inf"]), &finite),
+        (
+            run(&["--vus", "1", "--target", "1e9/s"]),
+            &["more than one machine can send"],
+        ),
+        (
+            cap(&["--rates", "20..40", "--target", "1e-300/s"]),
+            &["at least 0.01/s"],
+        ),
+        (
+            run(&["--vus", "1", "--target", "10/s", "--peak-factor", "NaN"]),
+            &["--peak-factor NaN", "above 0 and at most 1000"],
+        ),
+        (
+            run(&["--vus", "1", "--target", "10/s", "--peak-factor", "1e9"]),
+            &["at most 1000"],
+        ),
+        // The search's own knobs.
+        (
+            cap(&["--rates", "20..40", "--factor", "inf"]),
+            &["--factor inf", "above 1 and at most 10"],
+        ),
+        (
+            cap(&["--rates", "20..40", "--precision", "NaN"]),
+            &["from 0.5% to 100%", "--precision 5%"],
+        ),
+        (
+            cap(&["--rates", "20..40", "--probe", "0s"]),
+            &["--probe 0s", "between 1s and 1h"],
+        ),
+        (
+            cap(&["--rates", "20..40", "--recovery", "2h"]),
+            &["--recovery 2h", "between 0s and 1h"],
+        ),
+        (
+            cap(&["--vus", "0..5"]),
+            &["--vus 0..5", "START must be above 0"],
+        ),
+        (cap(&["--vus", "1.5..3"]), &["write START..MAX", "5..200"]),
+        (
+            cap(&["--rates", "20..40", "--max-probes", "0"]),
+            &["1..=100"],
+        ),
+        (cap(&["--rates", "20..40", "--confirm", "6"]), &["0..=5"]),
+        (
+            cap(&["--rates", "1..2", "--probe", "1s"]),
+            &["too few to judge an SLO", "start higher or probe longer"],
+        ),
+        (
+            run(&["--vus", "1", "--connections", "0"]),
+            &["--connections 0", "at least 1"],
+        ),
+        (
+            run(&["--vus", "1", "--connections", "1000000000000"]),
+            &["at most 1000000", "give a smaller number"],
+        ),
+        // Limits no figure can meet, where they are parsed.
+        (
+            run(&["--vus", "1", "--threshold", "ttfb p99 < 0ms"]),
+            &[
+                "`ttfb p99 < 0ms` can never be met",
+                "no figure is below zero",
+                "ttfb p99 < 200ms",
+            ],
+        ),
+        (
+            run(&["--vus", "1", "--threshold", "total max <= 0s"]),
+            &["no request takes no time at all"],
+        ),
+        (
+            run(&["--vus", "1", "--threshold", "error_rate > 100%"]),
+            &["no error rate is above 100%", "error_rate < 1%"],
+        ),
+        (
+            run(&["--vus", "1", "--threshold", "ttfb p99 < 0.0001ms"]),
+            &["less than a microsecond"],
+        ),
+        (
+            run(&["--vus", "1", "--threshold", "tps avg < 0"]),
+            &["can never be met", "tps avg >= 220"],
+        ),
+        // On capacity, before any probe (the target on port 9 would refuse it).
+        (
+            vec![
+                "capacity",
+                "--url",
+                "http://127.0.0.1:9/",
+                "--rates",
+                "20..40",
+                "--slo",
+                "ttfb p99 < 0ms",
+            ],
+            &["--slo ttfb p99 < 0ms", "can never be met"],
+        ),
+    ];
+    for (args, needles) in &cases {
+        let o = volley(args);
+        let t = text(&o);
+        assert_eq!(code(&o), Some(2), "{args:?}\n{t}");
+        assert!(!t.contains("panicked"), "{args:?}\n{t}");
+        for n in *needles {
+            assert!(t.contains(n), "{args:?}: `{n}` not in\n{t}");
+        }
+        assert!(!t.contains("must be zero or more"), "{args:?}\n{t}");
+    }
+}
+
+#[test]
+fn thresholds_that_leave_no_value_between_them_are_refused_before_any_load() {
+    let _s = serial();
+    let server = TestServer::start();
+    let url = server.url("/ok");
+    let with = |a: &'static str, b: &'static str| {
+        volley(&[
+            "run",
+            "--url",
+            &url,
+            "--vus",
+            "1",
+            "--duration",
+            "1s",
+            "--threshold",
+            a,
+            "--threshold",
+            b,
+        ])
+    };
+    for (a, b, why) in [
+        ("ttfb p99 < 50ms", "ttfb p99 > 100ms", "no value is both"),
+        (
+            "ttfb p50 > 100ms",
+            "ttfb p99 < 50ms",
+            "a p50 is never above the p99",
+        ),
+        ("tps p99 > 300", "tps p50 < 200", "low tail"),
+    ] {
+        ended(
+            &with(a, b),
+            2,
+            &[
+                "the thresholds can never pass",
+                a,
+                b,
+                why,
+                "correct or drop one",
+            ],
+            &[],
+        );
+    }
+    // In a scenario file: its `thresholds:` (volley run), its `slo:` (volley capacity).
+    let out = out_dir();
+    let file = out.path().join("contra.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "target: {}\nload: {{ vus: 1, duration: 1s }}\nthresholds:\n  - total p90 > 2s\n  - total max < 1s\nsteps:\n  - name: ok\n    request: GET /ok\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    ended(
+        &volley(&[
+            "run",
+            file.to_str().unwrap(),
+            "-o",
+            out.path().to_str().unwrap(),
+        ]),
+        2,
+        &[
+            "`total p90 > 2s` and `total max < 1s`",
+            "never above the max",
+        ],
+        &[],
+    );
+    let slo = out.path().join("slo.yaml");
+    std::fs::write(
+        &slo,
+        format!(
+            "target: {}\nslo:\n  - ttfb p99 < 50ms\n  - ttfb p99 > 100ms\nsteps:\n  - name: ok\n    request: GET /ok\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    let cap = out.path().join("cap");
+    ended(
+        &volley(&[
+            "capacity",
+            slo.to_str().unwrap(),
+            "--rates",
+            "20..40",
+            "-o",
+            cap.to_str().unwrap(),
+        ]),
+        2,
+        &["can never both be met", "correct or drop one"],
+        &["start lower"],
+    );
+    assert_eq!(server.seen(), 0, "no load is sent");
+    assert!(!cap.exists(), "no capacity directory");
+}
+
+#[test]
+fn capacity_says_when_no_load_can_meet_the_slo_or_every_answer_was_an_error() {
+    let _s = serial();
+    let server = TestServer::start();
+    // Contradictory --slo flags: the headline says so (the lead's plan may refuse them before
+    // any probe, exit 2; either way never "start lower").
+    let out = out_dir();
+    let o = capacity_of(
+        &server.url("/ok"),
+        out.path(),
+        &["--slo", "ttfb p99 < 50ms", "--slo", "ttfb p99 > 100ms"],
+    );
+    let t = text(&o);
+    assert!(matches!(code(&o), Some(1 | 2)), "{t}");
+    assert!(
+        t.contains("`ttfb p99 > 100ms` and `ttfb p99 < 50ms` can never both be met")
+            && !t.contains("start lower")
+            && !t.contains("panicked"),
+        "{t}"
+    );
+    if code(&o) == Some(1) {
+        assert!(t.contains("no load can meet this SLO"), "{t}");
+    }
+    // A target that answers 500 to everything: "start lower" cannot help.
+    let out = out_dir();
+    let o = capacity_of(
+        &server.url("/status?code=500"),
+        out.path(),
+        &["--slo", "ttfb p99 < 50ms"],
+    );
+    ended(
+        &o,
+        1,
+        &[
+            "every answer at the lowest load (20 req/s) was an error",
+            "starting lower will not help",
+            "HTTP 500",
+        ],
+        &["start lower;", "the SLO broke at the lowest load"],
+    );
+    // Its capacity.json (a probe without a success: concurrency null) reads back.
+    let dir = capacity_dir(out.path());
+    let json = std::fs::read_to_string(dir.join("capacity.json")).unwrap();
+    assert!(json.contains("\"concurrency\": null"), "{json}");
+    let d = dir.to_str().unwrap();
+    ended(
+        &volley(&["report", d]),
+        0,
+        &["was an error"],
+        &["not a capacity result"],
+    );
+    let o = volley(&["compare", d, d]);
+    assert!(!text(&o).contains("not a capacity result"), "{}", text(&o));
+    assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    // A target that never answered: not "stopped answering".
+    let out = out_dir();
+    let o = capacity_of(
+        "http://127.0.0.1:9/",
+        out.path(),
+        &["--slo", "ttfb p99 < 50ms"],
+    );
+    ended(
+        &o,
+        1,
+        &["did not answer the first probe", "correct the URL"],
+        &["stopped answering"],
+    );
+}
+
+#[test]
+#[ignore = "capacity_cmd.rs (the lead's) resolves the run before its populations check: it names --duration, --rate the user never typed"]
+fn capacity_of_a_scenario_with_populations_says_it_searches_one_population() {
+    let out = out_dir();
+    let file = out.path().join("mix.yaml");
+    std::fs::write(
+        &file,
+        "target: http://127.0.0.1:9\nscenarios:\n  a:\n    load: { vus: 1, duration: 1s }\n    steps:\n      - name: s\n        request: GET /\n  b:\n    load: { vus: 1, duration: 1s }\n    steps:\n      - name: s\n        request: GET /\n",
+    )
+    .unwrap();
+    ended(
+        &volley(&[
+            "capacity",
+            file.to_str().unwrap(),
+            "--rates",
+            "20..40",
+            "--slo",
+            "ttfb p99 < 50ms",
+        ]),
+        2,
+        &["populations", "searches one load"],
+        &["--duration", "--rate "],
+    );
+}
+
+#[test]
+fn errors_that_came_fast_are_named_for_what_they_are() {
+    let _s = serial();
+    let server = TestServer::start();
+    for (code_, says) in [
+        (
+            "500",
+            "the application failed on them (an exception or a broken dependency",
+        ),
+        (
+            "404",
+            "the server refused the request itself: check its URL",
+        ),
+    ] {
+        let out = out_dir();
+        let url = server.url(&format!("/status?code={code_}"));
+        let came = format!("HTTP {code_} came back within");
+        let o = volley(&[
+            "run",
+            "--url",
+            &url,
+            "--vus",
+            "1",
+            "--duration",
+            "1s",
+            "-o",
+            out.path().to_str().unwrap(),
+        ]);
+        ended(
+            &o,
+            1,
+            &[
+                came.as_str(),
+                "not turned away for load",
+                says,
+                "--expect-status",
+            ],
+            &["admission control", "accept-count"],
+        );
+    }
+    ended(
+        &volley(&[
+            "capacity",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--rates",
+            "50",
+            "--slo",
+            "ttfb p99 < 50ms",
+        ]),
+        2,
+        &["--rates 50", "write START..MAX, like 50..5000"],
+        &[],
+    );
+}
+
+#[test]
+fn servers_that_reset_or_stall_are_named_and_fail_the_run() {
+    let _s = serial();
+    // Reset: the request is read into the kernel's buffer, then the socket is closed unread.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            let mut b = [0u8; 1];
+            let _ = s.peek(&mut b);
+        }
+    });
+    let out = out_dir();
+    let url = format!("http://{addr}/");
+    ended(
+        &volley(&[
+            "run",
+            "--url",
+            &url,
+            "--vus",
+            "1",
+            "--duration",
+            "1s",
+            "-o",
+            out.path().to_str().unwrap(),
+        ]),
+        1,
+        &[
+            "connections reset",
+            "refused or reset connections",
+            "no request succeeded",
+        ],
+        &[],
+    );
+    // Slower than --timeout: the failures take the timeout, and the finding says it is ours.
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/delay?ms=1500");
+    ended(
+        &volley(&[
+            "run",
+            "--url",
+            &url,
+            "--vus",
+            "2",
+            "--duration",
+            "1s",
+            "--timeout",
+            "300ms",
+            "-o",
+            out.path().to_str().unwrap(),
+        ]),
+        1,
+        &["timeouts", "no complete response within 0.3s"],
+        &[],
+    );
+}
+
+#[test]
+fn hostile_capacity_and_group_files_are_refused_with_the_field() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let o = capacity_of(
+        &server.url("/ok"),
+        &out.path().join("cap"),
+        &["--slo", "ttfb p99 < 0.005ms"],
+    );
+    assert_eq!(code(&o), Some(1), "{}", text(&o));
+    let cap = capacity_dir(&out.path().join("cap"));
+    let file = cap.join("capacity.json");
+    let original = std::fs::read_to_string(&file).unwrap();
+    let d = cap.to_str().unwrap();
+    for (edit, needle) in [(-3.0, "probes[0]"), (250.0, "probes[0]")] {
+        edit_json(&file, |v| v["probes"][0]["error_rate_pct"] = edit.into());
+        ended(
+            &volley(&["report", d]),
+            2,
+            &[needle, "run the search again"],
+            &[],
+        );
+        std::fs::write(&file, &original).unwrap();
+    }
+    // A name with terminal escapes is shown escaped.
+    edit_json(&file, |v| v["name"] = "\u{1b}]0;pwn\u{7}x".into());
+    let o = volley(&["report", d]);
+    assert_eq!(code(&o), Some(0), "{}", text(&o));
+    assert!(!o.stdout.contains(&0x1b), "{}", text(&o));
+    std::fs::write(&file, &original).unwrap();
+    // group.json: a count that is no count, a run listed twice.
+    let group = out.path().join("group");
+    let o = volley(&[
+        "run",
+        "--url",
+        &server.url("/ok"),
+        "--vus",
+        "1",
+        "--duration",
+        "1s",
+        "--repeat",
+        "2",
+        "--repeat-pause",
+        "0s",
+        "-o",
+        group.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(0), "{}", text(&o));
+    let g = only_run(&group);
+    let gjson = g.join("group.json");
+    let original = std::fs::read_to_string(&gjson).unwrap();
+    for (edit, needle) in [
+        (
+            Box::new(|v: &mut serde_json::Value| v["repeat"] = (-1).into())
+                as Box<dyn Fn(&mut serde_json::Value)>,
+            "group.json",
+        ),
+        (
+            Box::new(|v: &mut serde_json::Value| v["status"] = "wibble".into()),
+            "expected one of `running`",
+        ),
+        (
+            Box::new(|v: &mut serde_json::Value| {
+                let first = v["runs"][0].clone();
+                v["runs"].as_array_mut().unwrap().push(first);
+            }),
+            "is listed more than once",
+        ),
+    ] {
+        edit_json(&gjson, |v| edit(v));
+        ended(&volley(&["report", g.to_str().unwrap()]), 2, &[needle], &[]);
+        std::fs::write(&gjson, &original).unwrap();
+    }
+}
+
+#[test]
+fn hostile_run_directory_files_are_refused_not_hung_on() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let run = recorded(&out.path().join("r"), &server, false);
+    let copy = |name: &str| -> PathBuf {
+        let to = out.path().join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(&run).unwrap().flatten() {
+            if e.path().is_file() {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+        to
+    };
+    let append = |dir: &Path, file: &str, line: &str| {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join(file))
+            .unwrap();
+        f.write_all(line.as_bytes()).unwrap();
+    };
+    let fifo = |dir: &Path, file: &str| {
+        let p = dir.join(file);
+        let _ = std::fs::remove_file(&p);
+        assert!(Command::new("mkfifo").arg(&p).status().unwrap().success());
+    };
+    let report = |dir: &Path, needles: &[&str]| {
+        let (o, took) = volley_bounded(
+            &["report", dir.to_str().unwrap()],
+            4_000_000,
+            Duration::from_secs(20),
+        );
+        ended(&o, 2, needles, &[]);
+        assert!(took < Duration::from_secs(15), "{took:?}");
+    };
+    // latency.hlog: a failed and a pool_wait line cut short or not base64, random bytes, a FIFO.
+    let d = copy("hlog-failed");
+    append(
+        &d,
+        "latency.hlog",
+        "Tag=failed,0.000,0.500,5.000,HISTFAAAAJl4nGARBAGE\n",
+    );
+    report(&d, &["latency.hlog:", "bad histogram"]);
+    let d = copy("hlog-pool");
+    append(
+        &d,
+        "latency.hlog",
+        "Tag=pool_wait,0.000,0.500,5.000,HISTFAAAAJl4nC2NKw4CUQ\n",
+    );
+    report(&d, &["latency.hlog:", "histogram"]);
+    let d = copy("hlog-random");
+    let noise: Vec<u8> = (0..300u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(d.join("latency.hlog"), noise).unwrap();
+    report(&d, &["latency.hlog"]);
+    let d = copy("hlog-fifo");
+    fifo(&d, "latency.hlog");
+    report(&d, &["latency.hlog", "not a regular file", "give a file"]);
+    // drain.csv: a stray row, a directory, a FIFO.
+    let d = copy("drain-row");
+    append(&d, "drain.csv", "garbage,1,2\n");
+    report(&d, &["drain.csv:", "truncated"]);
+    let d = copy("drain-dir");
+    std::fs::remove_file(d.join("drain.csv")).unwrap();
+    std::fs::create_dir(d.join("drain.csv")).unwrap();
+    report(&d, &["drain.csv is a directory", "give a file"]);
+    let d = copy("drain-fifo");
+    fifo(&d, "drain.csv");
+    report(&d, &["drain.csv", "not a regular file"]);
+    // server.csv: cut inside a quote, and a FIFO (it hung `volley report` for good).
+    let d = copy("server-cut");
+    std::fs::write(
+        d.join("server.csv"),
+        "Elapsed_(s),Target,Series,Value,Kind\n0.5,\"http://x/metrics\",\"up\",1,gauge\n1,\"unterminated\n",
+    )
+    .unwrap();
+    report(&d, &["server.csv:", "fields"]);
+    let d = copy("server-fifo");
+    fifo(&d, "server.csv");
+    report(&d, &["server.csv", "not a regular file", "give a file"]);
+}
+
+#[test]
+fn sigterm_during_a_capacity_probe_ends_the_search_as_interrupted() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/ok");
+    let (mut child, lines) = spawn_reading(&[
+        "capacity",
+        "--url",
+        &url,
+        "--rates",
+        "20..40",
+        "--probe",
+        "30s",
+        "--warmup",
+        "0s",
+        "--interval",
+        "250ms",
+        "--slo",
+        "ttfb p99 < 1s",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    wait_for_rows(out.path(), 2, Duration::from_secs(20));
+    signal(child.id(), "-TERM");
+    let (code, took, err) = ended_within(&mut child, &lines, Duration::from_secs(15));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert!(!err.contains("panicked"), "{err}");
+    let dir = capacity_dir(out.path());
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("capacity.json")).unwrap()).unwrap();
+    assert_eq!(c["status"], "interrupted", "{c:#}");
+    assert_ne!(c["probes"][0]["verdict"], "pass", "{c:#}");
+    let o = volley(&["report", dir.to_str().unwrap()]);
+    assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    assert!(text(&o).contains("interrupted"), "{}", text(&o));
+}
+
+#[test]
+fn report_serve_refuses_other_hosts_cross_site_controls_and_paths_outside_and_ends_on_ctrl_c() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let run = recorded(&out.path().join("r"), &server, false);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let (mut child, lines) =
+        spawn_reading(&["report", &format!("--serve={addr}"), run.to_str().unwrap()]);
+    read_until(&lines, Duration::from_secs(20), |l| l.contains("serving"));
+    let get = |host: &str, path: &str| {
+        raw_http(
+            &addr,
+            &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+        )
+    };
+    assert_eq!(get(&addr, "/").0, 200);
+    // DNS rebinding: a page of another name that resolves here.
+    assert_eq!(get(&format!("evil.example:{port}"), "/").0, 403);
+    assert_eq!(get(&format!("127.0.0.1.evil.example:{port}"), "/").0, 403);
+    // Nothing outside the pages it serves.
+    for path in [
+        "/../../../../etc/passwd",
+        "/%2e%2e/%2e%2e/etc/passwd",
+        "/charts/../run.json",
+        "/run.json",
+    ] {
+        let (status, body) = get(&addr, path);
+        assert!(status == 404 || status == 400, "{path}: {status} {body}");
+        assert!(!body.contains("root:"), "{path}: {body}");
+    }
+    // A control from a page of another origin.
+    let (status, body) = raw_http(
+        &addr,
+        &format!(
+            "POST /stop HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://evil.example\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+        ),
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("another origin"), "{body}");
+    signal(child.id(), "-INT");
+    let (code, took, err) = ended_within(&mut child, &lines, Duration::from_secs(10));
+    assert!(matches!(code, Some(0 | 130)), "{code:?} {err}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_capacity_search_keeps_its_credentials_out_of_every_file_it_writes() {
+    let _s = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    // A password in the URL is refused, and not echoed.
+    let url = format!("http://admin:PASSw0rdX@127.0.0.1:{}/ok", server.port);
+    let o = capacity_of(&url, out.path(), &["--slo", "ttfb p99 < 50ms"]);
+    ended(
+        &o,
+        2,
+        &["user information", "Authorization: Basic"],
+        &["PASSw0rdX"],
+    );
+    let o = capacity_of(
+        &server.url("/ok"),
+        out.path(),
+        &[
+            "-H",
+            "Authorization: Bearer S3CRETtokX",
+            "--slo",
+            "ttfb p99 < 0.005ms",
+        ],
+    );
+    let t = text(&o);
+    assert_eq!(code(&o), Some(1), "{t}");
+    assert!(server.seen() > 0, "the probe ran: {t}");
+    assert!(!t.contains("S3CRETtokX"), "{t}");
+    fn each_file(dir: &Path, f: &mut dyn FnMut(&Path)) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                each_file(&p, f);
+            } else {
+                f(&p);
+            }
+        }
+    }
+    let mut files = 0;
+    each_file(out.path(), &mut |p| {
+        files += 1;
+        let bytes = std::fs::read(p).unwrap();
+        let s = String::from_utf8_lossy(&bytes);
+        assert!(
+            !s.contains("S3CRETtokX"),
+            "{} holds a credential",
+            p.display()
+        );
+    });
+    assert!(files >= 5, "{files} files");
+}
