@@ -66,7 +66,13 @@ pub struct ServerFigure {
 
 /// A series a comparison shows: (metric, label, factor, unit, whether a value counts as
 /// showing given the peak).
-type ServerSeries = (&'static str, &'static str, f64, &'static str, fn(f64, f64) -> bool);
+type ServerSeries = (
+    &'static str,
+    &'static str,
+    f64,
+    &'static str,
+    fn(f64, f64) -> bool,
+);
 
 /// The server series a comparison shows, with their labels, the factor to their unit, the
 /// unit, and when each counts as showing (given the peak).
@@ -122,21 +128,10 @@ pub fn server_figures(src: &Source, opts: ReportOptions) -> Vec<ServerFigure> {
     SERVER_FIGURES
         .iter()
         .filter_map(|&(metric, what, scale, unit, shows)| {
-            let mut readings = if metric == "process_cpu_usage" {
-                let mut max: Vec<crate::findings::Reading> = Vec::new();
-                for (_, series) in crate::findings::series_of(src, metric, warmup) {
-                    for r in series.into_iter().skip(1) {
-                        match max.iter_mut().find(|m| m.row == r.row) {
-                            Some(m) => m.value = m.value.max(r.value),
-                            None => max.push(r),
-                        }
-                    }
-                }
-                max.sort_by_key(|r| r.row);
-                max
-            } else {
-                crate::findings::summed(src, metric, warmup)
-            };
+            let mut readings = per_scrape(
+                crate::findings::series_of(src, metric, warmup),
+                metric == "process_cpu_usage",
+            );
             readings.iter_mut().for_each(|r| r.value *= scale);
             let peak = readings.iter().map(|r| r.value).reduce(f64::max)?;
             let first = readings.iter().find(|r| shows(r.value, peak)).map(|r| {
@@ -159,6 +154,38 @@ pub fn server_figures(src: &Source, opts: ReportOptions) -> Vec<ServerFigure> {
             })
         })
         .collect()
+}
+
+/// One reading per scrape from the readings of every series of a metric: the series' values
+/// at one scrape (the k-th reading of each in a row of the series) summed, or for CPU the
+/// highest, whose first reading is left out; in time order.
+fn per_scrape(
+    series: Vec<(String, Vec<crate::findings::Reading>)>,
+    cpu: bool,
+) -> Vec<crate::findings::Reading> {
+    let mut out: Vec<((usize, usize), crate::findings::Reading)> = Vec::new();
+    for (_, readings) in series {
+        let mut seen: Vec<(usize, usize)> = Vec::new();
+        for r in readings.into_iter().skip(usize::from(cpu)) {
+            let k = match seen.iter_mut().find(|(row, _)| *row == r.row) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    seen.push((r.row, 0));
+                    0
+                }
+            };
+            match out.iter_mut().find(|(key, _)| *key == (r.row, k)) {
+                Some((_, o)) if cpu => o.value = o.value.max(r.value),
+                Some((_, o)) => o.value += r.value,
+                None => out.push(((r.row, k), r)),
+            }
+        }
+    }
+    out.sort_by_key(|(key, _)| *key);
+    out.into_iter().map(|(_, r)| r).collect()
 }
 
 /// A server figure's value: `9`, `87 %`, `0.40/s`.
@@ -186,11 +213,17 @@ fn findings_of(report: &crate::model::RunReport) -> Vec<String> {
 /// one plan) are told apart by their directories, and by their place when those match too.
 fn labels_of(sets: &[RunSet], labels: &[String]) -> Vec<String> {
     let names: Vec<String> = sets.iter().map(|s| s.name.clone()).collect();
+    // A run directory is `<start>_<name>`: its start tells it apart.
     let dir = |s: &RunSet| {
-        s.path
+        let d = s
+            .path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| s.path.display().to_string())
+            .unwrap_or_else(|| s.path.display().to_string());
+        match d.strip_suffix(&s.name).and_then(|d| d.strip_suffix('_')) {
+            Some(start) if !start.is_empty() => start.to_string(),
+            _ => d,
+        }
     };
     let mut out: Vec<String> = sets
         .iter()
