@@ -498,3 +498,61 @@ fn a_comparison_carries_what_the_readers_noted_about_their_inputs() {
     }
     assert!(keys.contains(&"mttfb_avg_ms"), "{keys:?}");
 }
+
+/// Two runs of one name, one closed (VUs) and one open (arrivals per second): labelled apart
+/// by their directories, never `rooms → rooms`, and their unlike load models said before any
+/// figure.
+#[test]
+fn runs_of_one_name_are_labelled_apart_and_unlike_models_said() {
+    let _g = serial();
+    let server = TestServer::start();
+    let out = out_dir();
+    let url = server.url("/delay?ms=2");
+    for load in [["--vus", "2"], ["--rate", "40"]] {
+        let o = volley(&[
+            "run",
+            "--url",
+            &url,
+            load[0],
+            load[1],
+            "--duration",
+            "2s",
+            "--interval",
+            "250ms",
+            "--name",
+            "rooms",
+            "-o",
+            out.path().to_str().unwrap(),
+            "--progress",
+            "none",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let mut runs: Vec<_> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    runs.sort();
+    let starts: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            let dir = r.file_name().unwrap().to_string_lossy().into_owned();
+            dir.strip_suffix("_rooms").unwrap().to_string()
+        })
+        .collect();
+    let o = volley(&[
+        "compare",
+        runs[0].to_str().unwrap(),
+        runs[1].to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    let step = format!("rooms ({}) → rooms ({})", starts[0], starts[1]);
+    assert!(t.contains(&step) && !t.contains("rooms → rooms"), "{t}");
+    let said = t.find("Unlike load models:").expect("the models are said");
+    assert!(said < t.find("TPS Average").unwrap(), "{t}");
+    assert!(
+        t.contains(&format!("rooms ({}) ran an open model", starts[1])),
+        "{t}"
+    );
+}
