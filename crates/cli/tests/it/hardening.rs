@@ -2674,10 +2674,21 @@ fn servers_that_reset_or_stall_are_named_and_fail_the_run() {
         ],
         &[],
     );
-    // Slower than --timeout: the failures take the timeout, and the finding says it is ours.
-    let server = TestServer::start();
+    // A server that reads every request and never answers: each fails at --timeout, and the
+    // finding says the timeout is ours. (A slow answer that came while the generator's loop
+    // stalled was counted a success, late: see docs/adversarial-pass-4.md.)
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut s in silent.incoming().flatten() {
+            let mut b = [0u8; 4096];
+            let _ = s.read(&mut b);
+            held.push(s);
+        }
+    });
     let out = out_dir();
-    let url = server.url("/delay?ms=1500");
+    let url = format!("http://{addr}/");
     ended(
         &volley(&[
             "run",
