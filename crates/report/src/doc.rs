@@ -199,9 +199,66 @@ pub(crate) fn columns(out: &mut String, indent: &str, header: &[String], rows: &
     }
 }
 
+/// How much of a report the terminal shows. The files (Markdown, HTML, JSON) always hold
+/// everything; only the terminal is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Detail {
+    /// One line: the title, the verdict and the quoted figures, and a second with the top
+    /// finding when there is one (a run inside a demo, a sweep or a group).
+    Line,
+    /// About one screen, the answer first: the verdict, the quoted figures, the first
+    /// [`SUMMARY_FINDINGS`] findings, the tables a person reads first (latency, thresholds,
+    /// levels, errors, steps; a comparison's last table; a sweep's values), at most
+    /// [`SUMMARY_LINES`] lines, and a last line naming what was left out and where it is.
+    #[default]
+    Summary,
+    /// Everything (`--verbose`).
+    Verbose,
+}
+
+/// The most lines a [`Detail::Summary`] prints (lines written, before a terminal wraps them).
+pub const SUMMARY_LINES: usize = 40;
+/// The findings a [`Detail::Summary`] shows; the rest are counted.
+pub const SUMMARY_FINDINGS: usize = 3;
+/// The rows of a table a [`Detail::Summary`] shows; the rest are counted.
+const SUMMARY_ROWS: usize = 20;
+
+/// Whether a [`Detail::Summary`] shows section `s` (`last`: it is the last of its id).
+fn leads(s: &Section, last: bool) -> bool {
+    match s.id.as_str() {
+        "per_request" | "thresholds" | "levels" | "errors" => true,
+        // A sweep's table of values (and each level's); a group's figures across its runs.
+        "rows" => true,
+        // A scenario's steps table (not a test's own metric suite).
+        "per_test" => s.blocks.iter().any(|b| matches!(b, Block::Table { .. })),
+        // A comparison's last table: the overall one, whose figures the answer quotes.
+        "steps" => last,
+        _ => false,
+    }
+}
+
 impl Doc {
-    /// For a terminal: text from outside has its control characters escaped.
+    /// For a terminal: text from outside has its control characters escaped. Everything,
+    /// as [`Detail::Verbose`].
     pub fn terminal(&self) -> String {
+        let mut out = self.head(usize::MAX, "");
+        for s in &self.sections {
+            section_terminal(&mut out, s, usize::MAX, "");
+        }
+        out
+    }
+
+    /// The terminal form at `detail`; `rest` names where the rest is (`runs/x/report.md`).
+    pub fn terminal_as(&self, detail: Detail, rest: &str) -> String {
+        match detail {
+            Detail::Verbose => self.terminal(),
+            Detail::Summary => self.summary(rest),
+            Detail::Line => self.line(rest),
+        }
+    }
+
+    /// The title, its meta and the answer, with at most `findings` findings.
+    fn head(&self, findings: usize, rest: &str) -> String {
         let t = |s: &str| terminal_safe(s).into_owned();
         let mut out = String::new();
         let _ = writeln!(out, "{}", t(&self.title));
@@ -224,54 +281,149 @@ impl Doc {
         }
         if !a.findings.is_empty() {
             let _ = writeln!(out, "\nFindings");
-            for f in &a.findings {
+            for f in a.findings.iter().take(findings) {
                 let _ = writeln!(out, "  - {}", t(f));
             }
-        }
-        for s in &self.sections {
-            if s.blocks.iter().all(|b| matches!(b, Block::Images(_))) {
-                continue;
-            }
-            if matches!(s.blocks.as_slice(), [Block::Notes(_)]) {
-                out.push('\n');
-            } else if s.caption.is_empty() {
-                let _ = writeln!(out, "\n{}", t(&s.title));
-            } else {
-                let _ = writeln!(out, "\n{} ({})", t(&s.title), t(&s.caption));
-            }
-            for b in &s.blocks {
-                match b {
-                    Block::Table { header, rows } => {
-                        let rows: Vec<Vec<String>> = rows
-                            .iter()
-                            .map(|r| r.iter().map(|c| t(&c.plain())).collect())
-                            .collect();
-                        columns(&mut out, "", header, &rows);
-                    }
-                    Block::Pairs(rows) => {
-                        let w = rows.iter().map(|(l, _)| l.chars().count()).max();
-                        for (l, v) in rows {
-                            let _ =
-                                writeln!(out, "  {:<w$}  {:>14}", t(l), t(v), w = w.unwrap_or(0));
-                        }
-                    }
-                    Block::List(items) => {
-                        for i in items {
-                            let _ = writeln!(out, "  - {}", t(i));
-                        }
-                    }
-                    Block::Notes(notes) => {
-                        for n in notes {
-                            let _ = writeln!(out, "note: {}", t(n));
-                        }
-                    }
-                    Block::Images(_) => {}
-                }
+            let more = a.findings.len().saturating_sub(findings);
+            if more > 0 {
+                let _ = writeln!(out, "  … and {more} more in {rest}");
             }
         }
         out
     }
 
+    /// [`Detail::Summary`]: the answer and the leading tables within [`SUMMARY_LINES`].
+    fn summary(&self, rest: &str) -> String {
+        let mut out = self.head(SUMMARY_FINDINGS, rest);
+        let mut left: Vec<String> = Vec::new();
+        let mut notes = 0;
+        for (i, s) in self.sections.iter().enumerate() {
+            if s.blocks.iter().all(|b| matches!(b, Block::Images(_))) {
+                continue;
+            }
+            let last = !self.sections[i + 1..].iter().any(|o| o.id == s.id);
+            let shown = leads(s, last) && {
+                let mut one = String::new();
+                section_terminal(&mut one, s, SUMMARY_ROWS, rest);
+                // Room is kept for the last line (a blank and the line itself).
+                let fits = out.lines().count() + one.lines().count() + 2 <= SUMMARY_LINES;
+                if fits {
+                    out.push_str(&one);
+                }
+                fits
+            };
+            if shown {
+                continue;
+            }
+            for b in &s.blocks {
+                if let Block::Notes(n) = b {
+                    notes += n.len();
+                }
+            }
+            if !matches!(s.blocks.as_slice(), [Block::Notes(_)]) {
+                let title = terminal_safe(&s.title).into_owned();
+                if !left.contains(&title) {
+                    left.push(title);
+                }
+            }
+        }
+        if notes > 0 {
+            left.push(format!("{notes} note{}", if notes == 1 { "" } else { "s" }));
+        }
+        if left.is_empty() {
+            let _ = writeln!(out, "\nAll of it is in {rest}.");
+        } else {
+            // Many small sections are counted rather than named, to keep this one line.
+            let named = if left.len() > 6 {
+                format!("{}, and {} more", left[..5].join(", "), left.len() - 5)
+            } else {
+                left.join(", ")
+            };
+            let _ = writeln!(out, "\nAlso in {rest}, or with --verbose: {named}.");
+        }
+        out
+    }
+
+    /// [`Detail::Line`]: `title: ✓ verdict · figures — rest`, then the top finding.
+    fn line(&self, rest: &str) -> String {
+        let a = &self.answer;
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(b) = &a.banner {
+            parts.push(b.clone());
+        }
+        if let Some((passed, v)) = &a.verdict {
+            parts.push(format!("{} {v}", if *passed { "✓" } else { "✗" }));
+        }
+        if let Some(s) = &a.summary {
+            parts.push(s.clone());
+        }
+        parts.extend(a.figures.iter().map(figure_text));
+        let t = |s: &str| terminal_safe(s).into_owned();
+        let mut text = format!(
+            "{}\n",
+            t(&format!("{}: {} — {rest}", self.title, parts.join(" · ")))
+        );
+        // The top finding says what the run found; the rest are counted.
+        if let Some(f) = a.findings.first() {
+            let more = match a.findings.len() - 1 {
+                0 => String::new(),
+                n => format!(" (and {n} more)"),
+            };
+            text.push_str(&format!("  - {}{more}\n", t(f)));
+        }
+        text
+    }
+}
+
+/// One section for a terminal, each table cut at `rows` rows (the rest counted, in `rest`).
+fn section_terminal(out: &mut String, s: &Section, rows_max: usize, rest: &str) {
+    let t = |s: &str| terminal_safe(s).into_owned();
+    if s.blocks.iter().all(|b| matches!(b, Block::Images(_))) {
+        return;
+    }
+    if matches!(s.blocks.as_slice(), [Block::Notes(_)]) {
+        out.push('\n');
+    } else if s.caption.is_empty() {
+        let _ = writeln!(out, "\n{}", t(&s.title));
+    } else {
+        let _ = writeln!(out, "\n{} ({})", t(&s.title), t(&s.caption));
+    }
+    for b in &s.blocks {
+        match b {
+            Block::Table { header, rows } => {
+                let shown: Vec<Vec<String>> = rows
+                    .iter()
+                    .take(rows_max)
+                    .map(|r| r.iter().map(|c| t(&c.plain())).collect())
+                    .collect();
+                columns(out, "", header, &shown);
+                let more = rows.len().saturating_sub(rows_max);
+                if more > 0 {
+                    let _ = writeln!(out, "  … and {more} more rows in {rest}");
+                }
+            }
+            Block::Pairs(rows) => {
+                let w = rows.iter().map(|(l, _)| l.chars().count()).max();
+                for (l, v) in rows {
+                    let _ = writeln!(out, "  {:<w$}  {:>14}", t(l), t(v), w = w.unwrap_or(0));
+                }
+            }
+            Block::List(items) => {
+                for i in items {
+                    let _ = writeln!(out, "  - {}", t(i));
+                }
+            }
+            Block::Notes(notes) => {
+                for n in notes {
+                    let _ = writeln!(out, "note: {}", t(n));
+                }
+            }
+            Block::Images(_) => {}
+        }
+    }
+}
+
+impl Doc {
     /// As Markdown: `# title`, the answer, then `## section`s in the seeds' table layout.
     pub fn markdown(&self) -> String {
         let mut out = String::new();
@@ -644,5 +796,53 @@ mod tests {
             let first_table = form.find("Series").unwrap();
             assert!(answer < first_table, "{form}");
         }
+    }
+
+    /// The summary: the answer first, three findings and a count of the rest, the leading
+    /// tables cut to fit, and a last line naming what was left out and where it is.
+    #[test]
+    fn the_summary_leads_with_the_answer_and_fits_its_budget() {
+        let mut d = sample();
+        d.answer.findings = (1..=7).map(|i| format!("finding {i}")).collect();
+        d.sections.insert(
+            0,
+            Section::new(
+                "levels",
+                "Levels",
+                "",
+                Block::Table {
+                    header: vec!["VUs".into(), "TPS".into()],
+                    rows: (0..60)
+                        .map(|i| cells(vec![i.to_string(), "1".into()]))
+                        .collect(),
+                },
+            ),
+        );
+        let s = d.terminal_as(Detail::Summary, "runs/x/report.md");
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines.len() <= SUMMARY_LINES, "{} lines:\n{s}", lines.len());
+        assert!(
+            lines[..6]
+                .iter()
+                .any(|l| l.contains("1 of 2 thresholds failed")),
+            "{s}"
+        );
+        assert!(s.contains("finding 3") && !s.contains("finding 4"), "{s}");
+        assert!(s.contains("… and 4 more in runs/x/report.md"), "{s}");
+        assert!(s.contains("… and 40 more rows in runs/x/report.md"), "{s}");
+        let last = lines.last().unwrap();
+        assert!(
+            last.contains("runs/x/report.md") && last.contains("Server") && last.contains("1 note"),
+            "{s}"
+        );
+        // Verbose is every word; a line is one line.
+        assert_eq!(d.terminal_as(Detail::Verbose, ""), d.terminal());
+        let line = d.terminal_as(Detail::Line, "runs/x");
+        assert_eq!(line.lines().count(), 2, "{line}");
+        assert!(line.ends_with("  - finding 1 (and 6 more)\n"), "{line}");
+        assert!(
+            line.contains("TPS avg 870.20") && line.contains("runs/x"),
+            "{line}"
+        );
     }
 }

@@ -202,7 +202,10 @@ impl RunReport {
             ));
         }
         if warmup_s > 0.0 {
-            notes.push(format!("The first {warmup_s} s (warm-up, {first_kept} intervals) are excluded from every figure."));
+            notes.push(format!(
+                "The first {warmup_s} s (warm-up, {}) are excluded from every figure.",
+                crate::render::intervals(first_kept as u64)
+            ));
         }
         let unreadable: Vec<_> = src.server.iter().filter(|p| !readable(p)).collect();
         if let Some(p) = unreadable.first() {
@@ -231,8 +234,8 @@ impl RunReport {
         }
         if seed_suite.variability_zero_intervals > 0 && src.unavailable(Figure::Ttfb).is_none() {
             notes.push(format!(
-                "{} intervals with no successful request (MTTFB 0) are left out of the variability.",
-                seed_suite.variability_zero_intervals
+                "{} with no successful request (MTTFB 0) are left out of the variability.",
+                crate::render::intervals(seed_suite.variability_zero_intervals as u64)
             ));
         }
         let nominal = series.nominal_interval_s();
@@ -357,21 +360,21 @@ impl RunReport {
             if g.behind_intervals > 0 {
                 what.push(if open {
                     format!(
-                        "behind schedule (> {BEHIND_MS} ms) in {} intervals",
-                        g.behind_intervals
+                        "behind schedule (> {BEHIND_MS} ms) in {}",
+                        crate::render::intervals(g.behind_intervals as u64)
                     )
                 } else {
                     format!(
-                        "stalled (its event loop woke more than {} ms late) in {} intervals",
+                        "stalled (its event loop woke more than {} ms late) in {}",
                         volley_stats::compare::STALL_MS,
-                        g.behind_intervals
+                        crate::render::intervals(g.behind_intervals as u64)
                     )
                 });
             }
             if g.saturated_intervals > 0 {
                 what.push(format!(
-                    "above {SATURATED_PCT} % CPU in {} intervals",
-                    g.saturated_intervals
+                    "above {SATURATED_PCT} % CPU in {}",
+                    crate::render::intervals(g.saturated_intervals as u64)
                 ));
             }
             if !what.is_empty() {

@@ -314,12 +314,17 @@ fn answer(r: &RunReport) -> Answer {
     }
 }
 
+/// `1 interval`, `6 intervals`.
+pub(crate) fn intervals(n: u64) -> String {
+    format!("{n} interval{}", if n == 1 { "" } else { "s" })
+}
+
 /// The detail of a report, in the order every form shows it.
 fn sections(r: &RunReport, charts: &[(&str, &str)]) -> Vec<Section> {
     let mut out = vec![Section::new(
         "seed_suite",
         "Per-interval metric suite",
-        &format!("over {} intervals", r.seed_suite.intervals),
+        &format!("over {}", intervals(r.seed_suite.intervals as u64)),
         Block::Pairs(suite_rows(r)),
     )];
     let table = |header: &[&str], rows: Vec<Vec<String>>| Block::Table {

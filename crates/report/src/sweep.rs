@@ -78,6 +78,10 @@ pub struct SweepSummary {
     /// The values never run because the sweep was stopped first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<String>,
+    /// Why no level is judged on its own although the plan held several: they were too short
+    /// to judge, or the values' runs held different levels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub levels_not_judged: Option<String>,
 }
 
 /// One held level of a step-up sweep.
@@ -267,6 +271,7 @@ pub fn summarize(
         levels: Vec::new(),
         stopped: None,
         not_run: Vec::new(),
+        levels_not_judged: None,
     };
     if let Some((l, _)) = deciding {
         out.best = Some(l.best.clone());
@@ -276,8 +281,47 @@ pub fn summarize(
         out.beyond_noise = l.beyond_noise;
         out.judged_by = l.judged_by.clone();
     }
+    if whole.best.is_some() && levels.is_empty() {
+        out.levels_not_judged = sets
+            .first()
+            .and_then(|s| s.runs.first())
+            .and_then(|first| levels_not_judged(first, opts));
+    }
     out.levels = levels;
     out
+}
+
+/// Why a sweep whose plan held several levels of VUs judges none on its own (`None` when the
+/// plan held fewer than two): the levels were shorter than a judgement needs, or the values'
+/// runs did not hold the same ones.
+fn levels_not_judged(first: &volley_formats::Source, opts: ReportOptions) -> Option<String> {
+    let meta = first.meta.as_ref().filter(|m| !m.plan.load.is_open())?;
+    let spans = meta.plan.load.held_spans();
+    let mut vus: Vec<u64> = spans.iter().map(|s| s.2).collect();
+    vus.dedup();
+    if vus.len() < 2 || !first.populations.is_empty() {
+        return None;
+    }
+    let min = volley_stats::compare::MIN_INTERVALS;
+    let held: Vec<crate::levels::Level> = crate::levels::of(first, opts)
+        .into_iter()
+        .filter(|l| {
+            spans.iter().any(|&(from, to, v)| {
+                v as f64 == l.vusers && l.from_s + 1e-6 >= from && l.to_s <= to + 1e-6
+            })
+        })
+        .collect();
+    let short = held.iter().filter(|l| l.intervals < min).count();
+    Some(if short > 0 || held.len() < 2 {
+        format!(
+            "No level is judged on its own: {} of the {} levels the plan held lasted fewer than {min} intervals after the warm-up, too few to tell a difference from noise; hold each stage for at least {min} intervals.",
+            short.max(vus.len().saturating_sub(held.len())),
+            vus.len()
+        )
+    } else {
+        "No level is judged on its own: the values' runs did not hold the same levels of VUs."
+            .to_string()
+    })
 }
 
 /// Why a value's run or group is not judged: it was cut short (stopped by a signal, or its
@@ -532,6 +576,7 @@ impl SweepSummary {
             answer: Answer {
                 summary: Some(self.verdict()),
                 figures,
+                findings: self.levels_not_judged.iter().cloned().collect(),
                 ..Answer::default()
             },
             sections,
@@ -602,6 +647,38 @@ mod tests {
             "{table}"
         );
         assert!(s.markdown().contains("## At 20 VUs"));
+        assert_eq!(s.levels_not_judged, None);
+    }
+
+    /// A step-up whose levels are shorter than a judgement needs is judged on whole runs only,
+    /// and says why its levels are not judged, in the answer and in sweep.json.
+    #[test]
+    fn a_step_up_too_short_to_judge_by_level_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let vus = [5, 5, 10, 10, 20, 20];
+        let sets: Vec<RunSet> = [100u64, 1000]
+            .iter()
+            .enumerate()
+            .map(|(i, cap)| {
+                let d = dir.path().join(i.to_string());
+                RunSet::single(stepped(
+                    &d,
+                    &vus,
+                    |v| (10 * u64::from(v)).min(*cap),
+                    20,
+                    &[],
+                ))
+            })
+            .collect();
+        let labels: Vec<String> = ["pool=2", "pool=20"].map(String::from).to_vec();
+        let s = summarize(&sets, &labels, Objective::Tps, ReportOptions::default());
+        assert!(s.levels.is_empty() && s.best.is_some(), "{}", s.table());
+        let why = s.levels_not_judged.clone().unwrap_or_default();
+        assert!(
+            why.contains("3 of the 3 levels the plan held lasted fewer than 4 intervals"),
+            "{why}"
+        );
+        assert!(s.table().contains(&why) && s.to_json().contains("levels_not_judged"));
     }
 }
 
