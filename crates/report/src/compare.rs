@@ -212,7 +212,6 @@ fn findings_of(report: &crate::model::RunReport) -> Vec<String> {
 /// Each set's label: its `--labels` label, else its name; names two sets share (two runs of
 /// one plan) are told apart by their directories, and by their place when those match too.
 fn labels_of(sets: &[RunSet], labels: &[String]) -> Vec<String> {
-    let names: Vec<String> = sets.iter().map(|s| s.name.clone()).collect();
     // A run directory is `<start>_<name>`: its start tells it apart.
     let dir = |s: &RunSet| {
         let d = s
@@ -230,7 +229,8 @@ fn labels_of(sets: &[RunSet], labels: &[String]) -> Vec<String> {
         .enumerate()
         .map(|(i, s)| match labels.get(i) {
             Some(l) => l.clone(),
-            None if names.iter().filter(|n| **n == s.name).count() > 1 => {
+            // The same directory twice is one run: its name says it.
+            None if sets.iter().any(|o| o.name == s.name && o.path != s.path) => {
                 format!("{} ({})", s.name, dir(s))
             }
             None => s.name.clone(),
@@ -238,7 +238,8 @@ fn labels_of(sets: &[RunSet], labels: &[String]) -> Vec<String> {
         .collect();
     let taken = out.clone();
     for (i, l) in out.iter_mut().enumerate() {
-        if labels.get(i).is_none() && taken.iter().filter(|t| *t == l).count() > 1 {
+        let other = |j: usize| taken[j] == *l && sets[j].path != sets[i].path;
+        if labels.get(i).is_none() && (0..sets.len()).any(other) {
             *l = format!("{l} #{}", i + 1);
         }
     }
