@@ -306,8 +306,13 @@ pub fn run(plan: &Plan, prober: &mut dyn Prober) -> Result<Ended, Error> {
     match stop {
         Some(Stop::Interrupted) => search.end(Status::Interrupted),
         Some(Stop::TargetFailed(why)) => {
+            let end = if why.ends_with(['.', '?', '!']) {
+                ""
+            } else {
+                "."
+            };
             r.notes.push(format!(
-                "The search ended because {why}. The bracket so far is the answer."
+                "The search ended because {why}{end} The bracket so far is the answer."
             ));
             search.end(Status::TargetFailed);
         }

@@ -186,6 +186,34 @@ fn plan(a: &CapacityArgs) -> Result<(Plan, Resolved)> {
             probe.as_secs_f64()
         );
     }
+    // The scenario, read once here for what the search itself needs of it: one population to
+    // search, and its `slo:` when no --slo is given (which every probe then judges).
+    let scenario = r
+        .scenario
+        .as_deref()
+        .map(crate::resolve::load_scenario)
+        .transpose()?;
+    if let Some(sc) = scenario.as_ref().filter(|sc| !sc.populations.is_empty()) {
+        bail!(
+            "{}: the scenario runs {} populations (`scenarios:`), each with its own load; volley capacity searches one load: give it a scenario of one population (its steps under `steps:`)",
+            sc.file.display(),
+            sc.populations.len()
+        );
+    }
+    let slo = if slo.is_empty() {
+        let from_file = scenario.map(|sc| sc.slo).unwrap_or_default();
+        if from_file.is_empty() {
+            bail!(
+                "give the service level to meet: --slo \"ttfb p99 < 200ms\" (an error SLO, error_rate < 1%, applies unless you give one; or `slo:` in the scenario file)"
+            );
+        }
+        from_file
+    } else {
+        slo
+    };
+    if let Some(why) = volley_scenario::threshold::unmeetable(&slo) {
+        bail!("--slo: {why}");
+    }
     // The run every probe copies: every flag and the scenario checked once, before any load.
     // Resolved at the start load (each probe replaces it: `Resolved::with_load`).
     let mut base_args = r.clone();
@@ -196,31 +224,6 @@ fn plan(a: &CapacityArgs) -> Result<(Plan, Resolved)> {
         LoadKind::Vus => base_args.load.0.vus = Some(start as u64),
     }
     let base = crate::resolve::resolve(&base_args, crate::resolve::Runner::Here)?;
-    if !base.populations.is_empty() {
-        bail!(
-            "{}: the scenario runs {} populations (`scenarios:`), each with its own load; volley capacity searches one load: give it a scenario of one population (its steps under `steps:`)",
-            r.scenario
-                .as_deref()
-                .unwrap_or(Path::new("the scenario"))
-                .display(),
-            base.populations.len()
-        );
-    }
-    // Without --slo, the scenario file's `slo:`, which the base run already judges.
-    let slo = if slo.is_empty() {
-        let from_file = match &r.scenario {
-            Some(path) => crate::resolve::load_scenario(path)?.slo,
-            None => Vec::new(),
-        };
-        if from_file.is_empty() {
-            bail!(
-                "give the service level to meet: --slo \"ttfb p99 < 200ms\" (an error SLO, error_rate < 1%, applies unless you give one; or `slo:` in the scenario file)"
-            );
-        }
-        from_file
-    } else {
-        slo
-    };
     if let Some(t) = slo
         .iter()
         .find(|t| t.population.is_some() || t.step.is_some())
@@ -584,18 +587,7 @@ fn print_probe(plan: &Plan, r: &Reading) {
 
 /// capacity.json, capacity.md, capacity.html and the charts into `dir`.
 pub(crate) fn write_result(c: &Capacity, dir: &Path) -> Result<()> {
-    std::fs::write(dir.join(capacity::CAPACITY_JSON), c.to_json())?;
-    let charts_dir = dir.join("charts");
-    let files = c.draw(&charts_dir)?;
-    let svgs: Vec<String> = files
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .collect();
-    let links = volley_report::charts::png_links(&files);
-    std::fs::write(dir.join("capacity.md"), c.markdown(&links))?;
-    std::fs::write(dir.join("capacity.html"), c.html(&svgs))?;
-    Ok(())
+    Ok(c.write(dir)?)
 }
 
 /// Whether `dir` holds a capacity result.

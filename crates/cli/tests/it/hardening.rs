@@ -2560,7 +2560,6 @@ fn capacity_says_when_no_load_can_meet_the_slo_or_every_answer_was_an_error() {
 }
 
 #[test]
-#[ignore = "capacity_cmd.rs (the lead's) resolves the run before its populations check: it names --duration, --rate the user never typed"]
 fn capacity_of_a_scenario_with_populations_says_it_searches_one_population() {
     let out = out_dir();
     let file = out.path().join("mix.yaml");
