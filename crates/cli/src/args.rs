@@ -49,6 +49,13 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: ConvertCommand,
     },
+    /// Write the example scenarios (chat, pair-room, mixed populations, gRPC with its .proto)
+    /// into a directory, to run against `volley target serve`.
+    Examples {
+        /// The directory to write them to (created if missing; existing files are not
+        /// overwritten).
+        dir: PathBuf,
+    },
     /// The demo target on its own.
     Target {
         #[command(subcommand)]
@@ -88,6 +95,10 @@ pub(crate) struct SweepArgs {
     /// The `volley run` flags, after `--`.
     #[arg(last = true, required = true)]
     pub(crate) run: Vec<String>,
+    /// Print the whole report on the terminal (by default: the answer and the leading tables,
+    /// about one screen; the files hold everything).
+    #[arg(long)]
+    pub(crate) verbose: bool,
 }
 
 #[derive(Debug, Args)]
@@ -183,6 +194,10 @@ pub(crate) struct DemoArgs {
     /// (ttfb p99 < 250ms, error_rate < 1%) and compare the two (a few minutes more).
     #[arg(long)]
     pub(crate) capacity: bool,
+    /// Print the whole report on the terminal (by default: the answer and the leading tables,
+    /// about one screen; the files hold everything).
+    #[arg(long)]
+    pub(crate) verbose: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -243,6 +258,10 @@ pub(crate) struct OutputArgs {
     /// comparison also writes its bar charts as PNG and SVG beside it).
     #[arg(long)]
     pub(crate) html: Option<PathBuf>,
+    /// Print the whole report on the terminal (by default: the answer and the leading tables,
+    /// about one screen; the files hold everything).
+    #[arg(long)]
+    pub(crate) verbose: bool,
 }
 
 /// `volley check`.
@@ -367,6 +386,10 @@ pub(crate) struct RunArgs {
     /// Progress output: auto (a live line on a terminal), plain (a line per interval), none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub(crate) progress: ProgressMode,
+    /// Print the whole report on the terminal (by default: the answer and the leading tables,
+    /// about one screen; the files hold everything).
+    #[arg(long)]
+    pub(crate) verbose: bool,
     /// Serve a live dashboard while the run goes (its URL is printed): charts, tables, stop
     /// and VU / rate controls. On 127.0.0.1 and a free port unless --dashboard=ADDR is given
     /// (e.g. =0.0.0.0:8089; an address other than loopback gets a random access token in the URL).

@@ -79,6 +79,12 @@ fn phases() -> Vec<Phase> {
 }
 
 pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
+    // Each phase's run is a line (all of it with --verbose); the comparison is the answer.
+    crate::run_cmd::set_detail(if a.verbose {
+        volley_report::Detail::Verbose
+    } else {
+        volley_report::Detail::Line
+    });
     // Stages per phase: a ramp-up, then a hold (seed 000's 296 VUs, scaled to a laptop).
     let stages = if a.quick {
         "2s:30,4s:30"
@@ -116,7 +122,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<ExitCode> {
         rt.block_on(target.stop())?;
         runs.push(dir?);
     }
-    compare(&runs, &phases, &a.output)?;
+    compare(&runs, &phases, &a.output, a.verbose)?;
     if a.capacity {
         capacities(&rt, &[&phases[1], &phases[3]], &a.output, a.quick)?;
     }
@@ -201,7 +207,7 @@ fn scenario_run(
     dir
 }
 
-fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
+fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path, verbose: bool) -> Result<()> {
     let sources = runs
         .iter()
         .map(|p| volley_formats::open(p))
@@ -215,7 +221,9 @@ fn compare(runs: &[PathBuf], phases: &[Phase], out: &Path) -> Result<()> {
     let cmp = volley_report::compare::build(&sets, &labels, ReportOptions::default());
     // The comparison carries what each phase found (from the target's own metrics) and the
     // server's figures phase by phase, in every form.
-    println!("\n{}", cmp.table());
+    let rest = out.join("comparison.md").display().to_string();
+    let detail = crate::run_cmd::detail_of(verbose);
+    println!("\n{}", cmp.doc().terminal_as(detail, &rest));
     let md_path = out.join("comparison.md");
     let mut md = String::from("# volley demo: tuning the chat server's `GET /rooms`\n\n");
     for (p, dir) in phases.iter().zip(runs) {
@@ -283,7 +291,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
             target.addr
         );
         eprintln!(
-            "volley: or a user flow  volley check examples/pair-room.yaml --url http://{}",
+            "volley: or a user flow  volley examples ex && volley check ex/pair-room.yaml --url http://{}",
             target.addr
         );
         eprintln!(

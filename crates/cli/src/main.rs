@@ -7,6 +7,7 @@ mod check_cmd;
 mod ci;
 mod convert_cmd;
 mod demo_cmd;
+mod examples_cmd;
 mod gate_cmd;
 mod k8s_cmd;
 mod knob_flags;
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         Command::Runs(a) => runs_cmd::runs(a),
         Command::K8s { command } => k8s_cmd::k8s(command),
         Command::Convert { command } => convert_cmd::convert(command),
+        Command::Examples { dir } => examples_cmd::examples(&dir),
         Command::Target {
             command: args::TargetCommand::Serve(a),
         } => demo_cmd::serve(a),

@@ -54,6 +54,14 @@ fn emit(output: &Option<std::path::PathBuf>, text: &str) -> Result<()> {
     }
 }
 
+/// Where the rest of a report printed in part is: its other forms.
+const REST: &str = "the Markdown form (--format md)";
+
+/// How much a table shows: everything with --verbose or when it goes to a file (-o).
+fn detail(out: &OutputArgs) -> volley_report::Detail {
+    crate::run_cmd::detail_of(out.verbose || out.output.is_some())
+}
+
 fn options(out: &OutputArgs) -> Result<ReportOptions> {
     Ok(ReportOptions {
         warmup: warmup_flag(&out.warmup)?,
@@ -162,14 +170,16 @@ pub(crate) fn report(a: ReportArgs) -> Result<ExitCode> {
     }
     for report in reports.iter().filter(|_| a.out.format != ReportFormat::Csv) {
         out.push_str(&match a.out.format {
-            ReportFormat::Table => volley_report::table(report),
+            ReportFormat::Table => {
+                volley_report::doc(report, &[]).terminal_as(detail(&a.out), REST)
+            }
             ReportFormat::Md => volley_report::markdown(report),
             _ => report.to_json() + "\n",
         });
     }
     for summary in &summaries {
         out.push_str(&match a.out.format {
-            ReportFormat::Table => summary.table(),
+            ReportFormat::Table => summary.doc().terminal_as(detail(&a.out), REST),
             ReportFormat::Md => summary.markdown(),
             _ => summary.to_json() + "\n",
         });
@@ -239,7 +249,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         );
         let text = match a.out.format {
             ReportFormat::Md => doc.markdown(),
-            _ => doc.terminal(),
+            _ => doc.terminal_as(detail(&a.out), REST),
         };
         emit(&a.out.output, &text)?;
         if let Some(page) = &a.out.html {
@@ -298,7 +308,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         })?;
     }
     let text = match a.out.format {
-        ReportFormat::Table => cmp.table(),
+        ReportFormat::Table => cmp.doc().terminal_as(detail(&a.out), REST),
         ReportFormat::Md => cmp.markdown(),
         ReportFormat::Json => cmp.to_json() + "\n",
         ReportFormat::Csv => cmp.csv(),

@@ -10,13 +10,46 @@ use volley_formats::{RunData, RunStatus};
 use volley_record::{
     GroupSpec, IntervalView, Observer, Observers, Quiet, Recorded, RunSpec, RunStart,
 };
-use volley_report::{ReportOptions, RunReport};
+use volley_report::{Detail, ReportOptions, RunReport};
 
 use crate::args::{ProgressMode, RunArgs};
 use crate::progress::Progress;
 use crate::resolve::{Runner, resolve};
 
+/// How much of each run's report the terminal shows: a run's own command sets it (`--verbose`),
+/// a demo or sweep sets [`Detail::Line`] for the runs it makes. One command runs per process.
+static DETAIL: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
+
+/// Sets how much of each run's report (and a group's summary) the terminal shows.
+pub(crate) fn set_detail(detail: Detail) {
+    let n = match detail {
+        Detail::Line => 0,
+        Detail::Summary => 1,
+        Detail::Verbose => 2,
+    };
+    DETAIL.store(n, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// See [`set_detail`].
+pub(crate) fn detail() -> Detail {
+    match DETAIL.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => Detail::Line,
+        1 => Detail::Summary,
+        _ => Detail::Verbose,
+    }
+}
+
+/// `--verbose` as a [`Detail`].
+pub(crate) fn detail_of(verbose: bool) -> Detail {
+    if verbose {
+        Detail::Verbose
+    } else {
+        Detail::Summary
+    }
+}
+
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
+    set_detail(detail_of(args.verbose));
     let resolved = resolve(&args, Runner::Here)?;
     let group = resolved.group()?;
     // Started before the run, so that a receiver that cannot be set up fails before any load.
@@ -173,7 +206,13 @@ impl Observer for Terminal {
     }
 
     fn run_recorded(&mut self, run: &Recorded) {
-        self.reports.push(write_reports(&run.dir));
+        // A group's runs are a line each (all of each with --verbose); its summary follows.
+        let each = match detail() {
+            Detail::Verbose => Detail::Verbose,
+            _ => Detail::Line,
+        };
+        self.reports
+            .push(write_reports_at(&run.dir, Some(each)).map(|(r, _)| r));
     }
 
     fn keep_going(&mut self) -> bool {
@@ -225,7 +264,12 @@ pub(crate) fn write_group_summary(dir: &Path) -> Result<()> {
     let summary = volley_report::group::summarize(&set, ReportOptions::default());
     std::fs::write(dir.join("summary.md"), summary.markdown())?;
     std::fs::write(dir.join("summary.json"), summary.to_json())?;
-    println!("{}", summary.table());
+    let rest = dir.join("summary.md").display().to_string();
+    let at = match detail() {
+        Detail::Line => Detail::Summary,
+        d => d,
+    };
+    print!("{}", summary.doc().terminal_as(at, &rest));
     eprintln!(
         "volley: wrote {0}/summary.md and summary.json",
         dir.display()
@@ -266,7 +310,7 @@ pub(crate) fn execute_with(
 /// Reads the run directory back (the report is computed from what is on disk), prints the
 /// report and writes report.md and report.json beside the data.
 pub(crate) fn write_reports(dir: &Path) -> Result<RunReport> {
-    let (report, _) = write_reports_of(dir, true)?;
+    let (report, _) = write_reports_at(dir, Some(detail()))?;
     Ok(report)
 }
 
@@ -274,6 +318,15 @@ pub(crate) fn write_reports(dir: &Path) -> Result<RunReport> {
 pub(crate) fn write_reports_of(
     dir: &Path,
     print: bool,
+) -> Result<(RunReport, volley_formats::Source)> {
+    write_reports_at(dir, print.then(detail))
+}
+
+/// [`write_reports`], printing the report at `print` (not at all when none); also returns
+/// the source read.
+pub(crate) fn write_reports_at(
+    dir: &Path,
+    print: Option<Detail>,
 ) -> Result<(RunReport, volley_formats::Source)> {
     let source = volley_formats::Source::from_run(RunData::read(dir)?);
     let opts = ReportOptions::default();
@@ -298,8 +351,14 @@ pub(crate) fn write_reports_of(
             opts,
         ),
     )?;
-    if print {
-        println!("{}", volley_report::table(&report));
+    if let Some(detail) = print {
+        let rest = dir.join("report.md").display().to_string();
+        let text = volley_report::doc(&report, &[]).terminal_as(detail, &rest);
+        if detail == Detail::Line {
+            print!("{text}");
+        } else {
+            println!("{text}");
+        }
         eprintln!(
             "volley: wrote {0}/report.html, report.md, report.json and charts/",
             dir.display()

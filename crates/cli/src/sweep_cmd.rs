@@ -18,6 +18,12 @@ fn set_knob(knobs: &mut Knobs, name: &str, value: &str) -> Result<()> {
 }
 
 pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
+    // Each value's run is a line (all of it with --verbose); the sweep's answer follows.
+    crate::run_cmd::set_detail(if a.verbose {
+        volley_report::Detail::Verbose
+    } else {
+        volley_report::Detail::Line
+    });
     let (name, values) = a
         .vary
         .split_once('=')
@@ -209,10 +215,17 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let mut files = vec!["sweep.md", "sweep.json"];
     // One value alone has nothing to be compared with: its summary is the sweep's record.
     let cmp = (sets.len() > 1).then(|| volley_report::compare::build(&sets, &labels, opts));
+    // The answer (the best value) first, then the comparison: a line of it, or all with --verbose.
+    let rest = a.output.join("sweep.md").display().to_string();
+    let detail = crate::run_cmd::detail_of(a.verbose);
+    println!("\n{}", summary.doc().terminal_as(detail, &rest));
     if let Some(cmp) = &cmp {
-        println!("\n{}", cmp.table());
+        let at = match detail {
+            volley_report::Detail::Verbose => detail,
+            _ => volley_report::Detail::Line,
+        };
+        print!("{}", cmp.doc().terminal_as(at, &rest));
     }
-    println!("{}", summary.table());
     std::fs::write(a.output.join("sweep.json"), summary.to_json())?;
     std::fs::write(
         a.output.join("sweep.md"),

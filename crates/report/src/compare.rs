@@ -15,10 +15,20 @@ use crate::model::ReportOptions;
 use crate::render::group_thousands;
 
 /// How the noise is estimated between two single runs (the within-run test).
-pub const METHOD: &str = "Noise (within-run, single runs): moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples); a change is marked only when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value (25 % for p99 and p99.9: the run-to-run spread of tail percentiles measured on identical runs, see docs/ARCHITECTURE.md) — and a TPS percentile by more than 1.5 steps of one request per interval, its resolution —, otherwise ⚪. A per-request percentile is judged only when both runs have at least 10 requests beyond it (p99.9: 10,000 requests); nothing is judged when either run has fewer than 4 intervals.";
+pub const METHOD: &str = "Noise (within-run, single runs): a moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples).
+A change is marked when it exceeds 3 combined standard errors of the two runs and 2 % of the earlier value (25 % for p99 and p99.9: the run-to-run spread of tail percentiles on identical runs, docs/ARCHITECTURE.md); otherwise ⚪.
+A TPS percentile must also move by more than 1.5 steps of one request per interval, its resolution.
+A per-request percentile is judged only when both runs have at least 10 requests beyond it (p99.9: 10,000).
+Nothing is judged when either run has fewer than 4 intervals.";
 
 /// How the noise is judged when either side is a run group (the between-run test).
-pub const GROUP_METHOD: &str = "Noise (between runs, groups): each side's value is the mean of its runs' values (for percentiles, of the runs' percentiles), leaving out a run whose generator stalled for more than 100 ms while two others remain; a change is marked only when it exceeds (1) Student's t critical value at the confidence of 3 standard errors (99.73 %) times the standard error of the difference, from the two sides' run-to-run spreads pooled (runs − 2 degrees of freedom), of the logarithms of the runs' values when all are positive, so the bound is a ratio in the direction of the change — a single run against a group borrows the group's spread —, (2) 3 standard errors from the runs' own within-run bootstrap, and (3) 3 % of the earlier value, the drift between groups recorded minutes apart on a shared machine that no spread within them shows (a TPS percentile also 1.5 steps of one request per interval, its resolution). The same request and interval minimums apply to every run.";
+pub const GROUP_METHOD: &str = "Noise (between runs, groups): each side's value is the mean of its runs' values (for percentiles, of the runs' percentiles).
+A run whose generator stalled for more than 100 ms is left out, while two others remain.
+A change is marked only when it exceeds all of (1) to (3):
+(1) Student's t at 3 standard errors' confidence (99.73 %) times the standard error of the difference, from the two sides' run-to-run spreads pooled (runs − 2 degrees of freedom), on the logarithms of the values when all are positive (so the bound is a ratio); a single run against a group borrows the group's spread;
+(2) 3 standard errors from the runs' own within-run bootstrap;
+(3) 3 % of the earlier value: the drift between groups recorded minutes apart on a shared machine, which no spread within them shows (a TPS percentile also 1.5 steps of one request per interval).
+The same request and interval minimums apply to every run.";
 
 /// What a comparison of single runs cannot see, said wherever it is shown.
 pub const SINGLE_RUN_CAVEAT: &str = "Single runs: this estimate is within-run only and cannot see run-to-run variation (the host, the target's caches, the network), which on identical runs moves p99 by up to ~20 %. For a verdict that holds across runs, record groups with `volley run --repeat 3` (or more) and compare the groups.";

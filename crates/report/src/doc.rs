@@ -229,8 +229,10 @@ fn leads(s: &Section, last: bool) -> bool {
         "per_request" | "thresholds" | "levels" | "errors" => true,
         // A sweep's table of values (and each level's); a group's figures across its runs.
         "rows" => true,
-        // A scenario's steps table (not a test's own metric suite).
+        // A scenario's steps table (not a test's own metric suite), the populations' table
+        // (not each population's own report).
         "per_test" => s.blocks.iter().any(|b| matches!(b, Block::Table { .. })),
+        "populations" => matches!(s.blocks.as_slice(), [Block::Table { .. }]),
         // A comparison's last table: the overall one, whose figures the answer quotes.
         "steps" => last,
         _ => false,

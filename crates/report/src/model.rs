@@ -234,8 +234,13 @@ impl RunReport {
         }
         if seed_suite.variability_zero_intervals > 0 && src.unavailable(Figure::Ttfb).is_none() {
             notes.push(format!(
-                "{} with no successful request (MTTFB 0) are left out of the variability.",
-                crate::render::intervals(seed_suite.variability_zero_intervals as u64)
+                "{} with no successful request (MTTFB 0) {} left out of the variability.",
+                crate::render::intervals(seed_suite.variability_zero_intervals as u64),
+                if seed_suite.variability_zero_intervals == 1 {
+                    "is"
+                } else {
+                    "are"
+                }
             ));
         }
         let nominal = series.nominal_interval_s();

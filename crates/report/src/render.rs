@@ -348,13 +348,30 @@ fn sections(r: &RunReport, charts: &[(&str, &str)]) -> Vec<Section> {
             table(&POPULATION_HEADER, pops),
         ));
     }
-    let steps = step_rows(r);
+    let mut steps = step_rows(r);
     if !steps.is_empty() {
+        // Events and streams' times are a scenario's event-stream and WebSocket steps'; a
+        // run without such a step (a JMeter file's labels) has no column for them.
+        let streams = r
+            .per_test
+            .iter()
+            .any(|t| t.events > 0 || matches!(t.kind.as_deref(), Some("sse" | "websocket")));
+        let (header, caption): (&[&str], &str) = if streams {
+            (
+                &STEP_HEADER,
+                "per-request ms; total is the time to the first event for SSE steps and to the expected message for WebSocket steps",
+            )
+        } else {
+            steps.iter_mut().for_each(|row| {
+                row.pop();
+            });
+            (&STEP_HEADER[..STEP_HEADER.len() - 1], "per-request ms")
+        };
         out.push(Section::new(
             "per_test",
             "Steps",
-            "per-request ms; total is the time to the first event for SSE steps and to the expected message for WebSocket steps",
-            table(&STEP_HEADER, steps),
+            caption,
+            table(header, steps),
         ));
     }
     for t in r.per_test.iter().filter(|t| t.kind.is_none()) {
@@ -660,6 +677,12 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_interval_is_singular() {
+        assert_eq!(intervals(1), "1 interval");
+        assert_eq!(intervals(6), "6 intervals");
+    }
 
     #[test]
     fn thousands() {

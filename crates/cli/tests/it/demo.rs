@@ -8,6 +8,20 @@ fn quick_demo_runs_reports_and_compares() {
     let out = out_dir();
     let o = volley(&["demo", "--quick", "-o", out.path().to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
+    // One screen: a line and the top finding per run, then the comparison's answer and its
+    // last table; every phase's report and the whole comparison are in the files.
+    let shown = String::from_utf8_lossy(&o.stdout);
+    crate::terminal::on_one_screen(
+        &shown,
+        crate::terminal::BUDGET + 2 * 5,
+        "Original → Phase 3:",
+        20,
+    );
+    assert!(
+        shown.contains("comparison.md, or with --verbose")
+            && shown.contains("demo-1-phase-1: TPS avg"),
+        "{shown}"
+    );
     let mut runs: Vec<_> = std::fs::read_dir(out.path())
         .unwrap()
         .map(|e| e.unwrap().path())

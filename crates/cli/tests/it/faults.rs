@@ -87,6 +87,7 @@ fn requests_a_stalled_server_never_answers_are_counted_as_unfinished() {
     let url = server.url("/delay?ms=20000");
     let o = volley(&[
         "run",
+        "--verbose",
         "--url",
         &url,
         "--vus",

@@ -152,6 +152,7 @@ fn a_group_directory_and_a_tripled_latency_judged_between_runs() {
     );
     let o = volley(&[
         "compare",
+        "--verbose",
         second_run.to_str().unwrap(),
         first_run.to_str().unwrap(),
     ]);

@@ -31,4 +31,5 @@ mod spring;
 mod support;
 mod sweep;
 mod target_prometheus;
+mod terminal;
 mod tls;

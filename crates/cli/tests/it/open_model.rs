@@ -31,7 +31,7 @@ fn open_run(server: &TestServer, max_vus: &str) -> (serde_json::Value, RunData, 
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let dir = only_run(out.path());
-    let table = volley(&["report", dir.to_str().unwrap()]);
+    let table = volley(&["report", "--verbose", dir.to_str().unwrap()]);
     (
         report_json(&dir),
         RunData::read(&dir).unwrap(),

@@ -105,6 +105,7 @@ fn the_mixed_example_runs_with_zero_errors_and_its_total_is_the_sum() {
     let out = out_dir();
     let o = volley(&[
         "run",
+        "--verbose",
         EXAMPLE,
         "--url",
         &demo.url(),
@@ -211,7 +212,7 @@ fn the_mixed_example_runs_with_zero_errors_and_its_total_is_the_sum() {
     );
     // compare and gate give each population its rows.
     let d = dir.to_str().unwrap();
-    let o = volley(&["compare", d, d]);
+    let o = volley(&["compare", "--verbose", d, d]);
     let cmp = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success()

@@ -316,7 +316,13 @@ fn skipped_rows_and_a_missing_ttfb_reach_every_output() {
     let dir = out_dir();
     let (skipped, no_ttfb) = (bad("jtl_nan_inf_negative.jtl"), bad("jtl_no_latency.jtl"));
     let run = |format: &str, path: &std::path::Path| {
-        let o = volley(&["report", "--format", format, path.to_str().unwrap()]);
+        let o = volley(&[
+            "report",
+            "--verbose",
+            "--format",
+            format,
+            path.to_str().unwrap(),
+        ]);
         assert!(o.status.success(), "{}", text(&o));
         String::from_utf8(o.stdout).unwrap()
     };
@@ -434,7 +440,7 @@ fn a_cut_run_directory_reports_what_was_flushed_and_a_dead_one_did_not_finish() 
 fn a_comparison_carries_what_the_readers_noted_about_their_inputs() {
     let bad = "../../fixtures/bad/jtl_clock_back.jtl";
     let good = "../../fixtures/imports/jmeter_sunjida_results_small.jtl";
-    let o = volley(&["compare", bad, good]);
+    let o = volley(&["compare", "--verbose", bad, good]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout)

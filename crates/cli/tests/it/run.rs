@@ -100,6 +100,7 @@ fn ttfb_of_a_delayed_response_matches_the_delay() {
     let url = server.url("/delay?ms=40");
     let o = volley(&[
         "run",
+        "--verbose",
         "--url",
         &url,
         "--vus",
@@ -777,6 +778,7 @@ fn the_seeds_script_on_series_csv_gives_the_reported_figures() {
     let url = server.url("/delay?ms=20");
     let o = volley(&[
         "run",
+        "--verbose",
         "--url",
         &url,
         "--vus",

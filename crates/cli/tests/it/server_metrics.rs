@@ -39,6 +39,7 @@ fn scrapes_land_in_server_csv_and_failures_are_counted() {
     let dead = format!("http://127.0.0.1:{closed}/metrics");
     let o = volley(&[
         "run",
+        "--verbose",
         "--url",
         &url,
         "--vus",

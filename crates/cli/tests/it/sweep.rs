@@ -33,6 +33,8 @@ fn a_sweep_over_demo_pool_sizes_names_the_best() {
         stdout.contains("db-pool=4") && stdout.contains("← best"),
         "{stdout}"
     );
+    // The answer first, on one screen: two lines per value's run, then the sweep's verdict.
+    crate::terminal::on_one_screen(&stdout, crate::terminal::BUDGET + 2 * 2, "Best by tps", 12);
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("sweep.json")).unwrap())
             .unwrap();
