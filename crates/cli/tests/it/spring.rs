@@ -243,7 +243,12 @@ fn a_step_up_on_spring_boot_is_read_level_by_level() {
             .unwrap();
         assert_eq!(tps["verdict"], "better", "{}: {tps:#}", level["name"]);
     }
-    let table = volley(&["compare", small.to_str().unwrap(), large.to_str().unwrap()]);
+    let table = volley(&[
+        "compare",
+        "--verbose",
+        small.to_str().unwrap(),
+        large.to_str().unwrap(),
+    ]);
     let table = String::from_utf8_lossy(&table.stdout);
     assert!(
         table.contains("Per level:")
