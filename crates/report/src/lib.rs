@@ -14,13 +14,13 @@ mod render;
 #[cfg(test)]
 mod testrun;
 
+pub use doc::Detail;
 pub use error::{ReportError, Result, WarmupError};
 pub use escape::{md_text, terminal_safe};
 pub use model::{
     ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, ThresholdResult, Warmup,
     check_warmup, threshold_actual, warmup_seconds,
 };
-pub use doc::Detail;
 pub use render::{csv, doc, group_thousands, markdown, markdown_with_charts, table};
 
 pub mod capacity;
