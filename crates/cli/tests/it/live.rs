@@ -13,6 +13,7 @@ use crate::support::*;
 
 /// `volley run … --dashboard[=ADDR]` started; returns the child and the printed URL.
 pub(crate) fn start_run(args: &[&str]) -> (Child, String, std::thread::JoinHandle<String>) {
+    assert_serial("a test that starts a run with a dashboard");
     let mut child = Command::new(env!("CARGO_BIN_EXE_volley"))
         .args(args)
         .env("NO_COLOR", "1")

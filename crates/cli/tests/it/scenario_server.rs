@@ -45,6 +45,7 @@ pub struct ScenarioServer {
 
 impl ScenarioServer {
     pub fn start() -> ScenarioServer {
+        crate::support::assert_serial("a test that starts a ScenarioServer");
         let seen = Arc::new(Mutex::new(Seen::default()));
         let state = seen.clone();
         let (tx, rx) = std::sync::mpsc::channel();

@@ -34,6 +34,7 @@ impl SpringApp {
     /// Starts the app with `settings` (`--spring.datasource.hikari.maximum-pool-size=2`, ...)
     /// and waits until it answers.
     pub(crate) fn start(settings: &[String]) -> SpringApp {
+        assert_serial("a test that starts the Spring Boot app");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 pub use crate::parts::need;
 
 /// Load-generating tests run one at a time, so timing tests are not disturbed by others.
-/// Every test that starts a load target ([`TestServer`]) or a `volley` it watches
-/// ([`Watched`]) takes it first: those panic on a thread that does not hold it. Tests that
+/// Every test that starts a load target ([`TestServer`], `ScenarioServer`, `SpringApp`) or a
+/// `volley` it watches ([`Watched`], `live::start_run`) takes it first: those panic on a thread
+/// that does not hold it. Tests that
 /// need not take it send no load: refusals that exit 2 before any request, file-only tests
 /// (`report`, `compare`, `convert`, `k8s manifest`, `scalability`), a `check` of one request.
 static LOAD: Mutex<()> = Mutex::new(());
