@@ -119,7 +119,7 @@ fn closed_segments_merge_to_every_request_the_server_saw() {
     // Every report works on it unchanged, with the plan's threshold evaluated.
     let r = report_json(&merged);
     assert_eq!(r["thresholds"][0]["passed"], true, "{}", r["thresholds"]);
-    let table = volley(&["report", merged.to_str().unwrap()]);
+    let table = volley(&["report", "--verbose", merged.to_str().unwrap()]);
     assert!(table.status.success(), "{}", text(&table));
     assert!(
         String::from_utf8_lossy(&table.stdout).contains("Total Tests"),
