@@ -119,6 +119,7 @@ impl Runner<'_> {
     }
 
     fn push(&mut self, load: f64, probe: Probe, reading: &Reading) {
+        self.prober.decided(&probe);
         self.limits
             .push((load, probe.verdict, reading.server.clone()));
         self.probes.push(probe);

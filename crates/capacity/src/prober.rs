@@ -92,6 +92,10 @@ pub trait Prober {
         warmup: Duration,
     ) -> Result<Reading, Error>;
 
+    /// The search's verdict on a probe it ran, once decided (a pass can still fail on a fall in
+    /// throughput): where the binary says it.
+    fn decided(&mut self, _probe: &Probe) {}
+
     /// Whether the user asked to stop (Ctrl-C): the search ends with the bracket so far.
     fn stop_requested(&self) -> bool;
 

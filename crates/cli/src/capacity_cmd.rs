@@ -368,9 +368,12 @@ impl Prober for Recorder<'_> {
             self.group
                 .run(&dir.join(&reading.probe.dir), status, None)
                 .map_err(|e| other(e.into()))?;
-            print_probe(self.plan, &reading);
         }
         Ok(reading)
+    }
+
+    fn decided(&mut self, probe: &Probe) {
+        print_probe(self.plan, probe);
     }
 
     fn stop_requested(&self) -> bool {
@@ -569,18 +572,22 @@ pub(crate) fn search(a: CapacityArgs) -> Result<(PathBuf, Capacity, ExitCode)> {
     Ok((dir, result, code))
 }
 
-fn print_probe(plan: &Plan, r: &Reading) {
-    let p = &r.probe;
+fn print_probe(plan: &Plan, p: &Probe) {
     eprintln!(
         "  {:>14}  achieved {:>9.1} TPS  TTFB p99 {:>9}  errors {:>6.2} %  {}{}",
         plan.kind.show(p.offered),
         p.achieved_tps,
         p.ttfb_p99_ms.map_or("n/a".into(), |v| format!("{v:.2} ms")),
         p.error_rate_pct,
-        r.outcome().name(),
+        p.verdict.name(),
         p.stopped_early
             .as_ref()
             .map(|w| format!(" (stopped early: {w})"))
+            .or_else(|| {
+                p.judged
+                    .contains("throughput fell")
+                    .then(|| " (throughput fell below a lower load's)".to_string())
+            })
             .unwrap_or_default()
     );
 }
