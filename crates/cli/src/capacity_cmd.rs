@@ -559,7 +559,15 @@ pub(crate) fn search(a: CapacityArgs) -> Result<(PathBuf, Capacity, ExitCode)> {
     };
     group.finish(status, why)?;
     write_result(&result, &dir)?;
-    println!("\n{}", result.table());
+    // About one screen, the answer first (`--verbose`: everything); the files hold it all.
+    let detail = crate::run_cmd::detail_of(a.run.verbose);
+    let rest = dir.join("capacity.md");
+    println!(
+        "\n{}",
+        result
+            .doc(&[])
+            .terminal_as(detail, &rest.display().to_string())
+    );
     eprintln!(
         "volley: wrote {0}/capacity.json, capacity.md, capacity.html and charts/",
         dir.display()

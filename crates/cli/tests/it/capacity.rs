@@ -706,7 +706,7 @@ fn capacities_of_unlike_loads_or_slos_are_not_compared_and_a_gate_refuses_them()
         loose.to_str().unwrap(),
     );
     // Shown side by side, each figure its own, the reason said; no change, no mark.
-    let o = volley(&["compare", r, u]);
+    let o = volley(&["compare", r, u, "--verbose"]);
     assert!(o.status.success(), "{}", text(&o));
     let t = String::from_utf8_lossy(&o.stdout);
     let row = t.lines().find(|l| l.starts_with("  capacity")).unwrap();
