@@ -27,11 +27,11 @@
 #   prometheus  a real Prometheus (2.42 on bookworm) that the tests start on a free loopback port
 #               with its remote-write receiver, for --out prometheus= and /metrics
 #               (crates/cli/tests/it/prometheus.rs, crates/export/tests/live.rs)
+#   go          builds target/tools/k8s-expand, Kubernetes' own expansion of a pod's args
+#               (scripts/k8s-expand, crates/cli/tests/it/k8s.rs); not installed here: Go 1.21+
 #   python3-venv a Python venv under target/tools/venv (pinned versions, from PyPI) for:
 #     moto (S3 only, with flask for moto_server) a real S3-compatible server on loopback (crates/store/tests,
 #                          crates/cli/tests/it/k8s.rs: upload, collect, bytes compared)
-#   go          builds target/tools/k8s-expand, Kubernetes' own expansion of a pod's args
-#               (scripts/k8s-expand, crates/cli/tests/it/k8s.rs); not installed here: Go 1.21+
 #     kubernetes-validate  the official Kubernetes OpenAPI schemas 1.29-1.37, offline
 #                          (crates/cli/tests/it/k8s.rs validates every generated manifest)
 #     hdrhistogram         Python's hdrh, a second reader of latency.hlog
@@ -162,20 +162,6 @@ if [ "$(cat "$venv/.volley-tools" 2>/dev/null)" != "${py_tools[*]}" ]; then
 fi
 export PATH="$venv/bin:$PATH"
 
-# --- playwright-core (npm), pinned; it drives Debian's Chromium and downloads no browser ---
-playwright="playwright-core@1.65.1"
-pw_dir="$PWD/target/tools/playwright"
-if [ "$(cat "$pw_dir/.volley-tools" 2>/dev/null)" != "$playwright" ]; then
-  say "installing $playwright into $pw_dir (npm)"
-  rm -rf "$pw_dir"
-  mkdir -p "$pw_dir"
-  npm install --prefix "$pw_dir" --no-audit --no-fund --silent "$playwright"
-  echo "$playwright" > "$pw_dir/.volley-tools"
-fi
-
-# --- Formatting and lints, as the tests: rustfmt.toml's style, clippy with warnings denied ---
-if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
-  if command -v rustup >/dev/null 2>&1; then
 # --- Kubernetes' own expansion of args and env (Go module proxy), pinned by its go.mod ------
 # target/tools/k8s-expand: the kubelet's $(VAR)/$$ expansion (k8s.io/kubernetes v1.37.2), which
 # crates/cli/tests/it/k8s.rs runs over a manifest's container; rebuilt when its sources change.
@@ -191,6 +177,20 @@ else
   say "crates/cli/tests/it/k8s.rs needs it: it fails without it here (VOLLEY_TEST_ALL=1), skips in a bare cargo test"
 fi
 
+# --- playwright-core (npm), pinned; it drives Debian's Chromium and downloads no browser ---
+playwright="playwright-core@1.65.1"
+pw_dir="$PWD/target/tools/playwright"
+if [ "$(cat "$pw_dir/.volley-tools" 2>/dev/null)" != "$playwright" ]; then
+  say "installing $playwright into $pw_dir (npm)"
+  rm -rf "$pw_dir"
+  mkdir -p "$pw_dir"
+  npm install --prefix "$pw_dir" --no-audit --no-fund --silent "$playwright"
+  echo "$playwright" > "$pw_dir/.volley-tools"
+fi
+
+# --- Formatting and lints, as the tests: rustfmt.toml's style, clippy with warnings denied ---
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  if command -v rustup >/dev/null 2>&1; then
     say "installing rustfmt and clippy (rustup component add)"
     rustup component add rustfmt clippy
   else

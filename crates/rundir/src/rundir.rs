@@ -342,7 +342,6 @@ pub struct SeriesNote {
     pub first_s: f64,
 }
 
-
 /// How sending a run's metrics to one live output went (`volley run --out KIND=URL`).
 ///
 /// A payload is one interval's worth (or the last flush). Nothing is dropped silently:

@@ -267,7 +267,12 @@ pub const METRICS: &[Metric] = &[
     ttfb!("ttfb_p50_ms", "TTFB p50 (per request)", p50_ms, "p50"),
     ttfb!("ttfb_p95_ms", "TTFB p95 (per request)", p95_ms, "p95"),
     ttfb!("ttfb_p99_ms", "TTFB p99 (per request)", p99_ms, "p99"),
-    ttfb!("ttfb_p99_9_ms", "TTFB p99.9 (per request)", p99_9_ms, "p99.9"),
+    ttfb!(
+        "ttfb_p99_9_ms",
+        "TTFB p99.9 (per request)",
+        p99_9_ms,
+        "p99.9"
+    ),
 ];
 
 /// The metric of `key`.
