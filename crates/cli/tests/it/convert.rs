@@ -147,7 +147,7 @@ fn bad_input_exits_2_saying_what_to_write() {
     let o = volley_env(&["convert", "postman", "x.json"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("volley convert <har|openapi|curl>"),
+        String::from_utf8_lossy(&o.stderr).contains("volley convert <har|openapi|curl|access-log>"),
         "{}",
         text(&o)
     );
