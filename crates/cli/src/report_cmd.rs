@@ -218,6 +218,14 @@ pub(crate) fn compare(a: CompareArgs) -> Result<ExitCode> {
         }
         let labels: Vec<String> = match a.labels.as_deref() {
             Some(l) => l.split(',').map(|s| s.trim().to_string()).collect(),
+            // Two searches of one name are told apart by their directories, never "rooms → rooms".
+            None if caps.len() == 2 && caps[0].name == caps[1].name => all_paths
+                .iter()
+                .map(|p| {
+                    let dir = p.file_name().map(|n| n.to_string_lossy().into_owned());
+                    format!("{} ({})", caps[0].name, dir.unwrap_or_default())
+                })
+                .collect(),
             None => caps.iter().map(|c| c.name.clone()).collect(),
         };
         if labels.len() != 2 {

@@ -715,6 +715,11 @@ fn capacities_of_unlike_loads_or_slos_are_not_compared_and_a_gate_refuses_them()
         "{t}"
     );
     assert!(!row.contains(['🟢', '🔴', '⚪']), "{t}");
+    // Two searches of one name are told apart by their directories.
+    assert!(
+        !t.contains("rooms → rooms") && t.contains("rooms (rate)"),
+        "{t}"
+    );
     assert!(
         t.contains("a rate and a number of users are different loads"),
         "{t}"
