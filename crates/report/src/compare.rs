@@ -716,7 +716,7 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
 /// sentence each.
 fn left_out(set: &RunSet, samples: &[RunSample], label: &str) -> Vec<String> {
     let kept = volley_stats::compare::kept(samples);
-    let kept_note = crate::group::stalled_but_kept(samples, &kept, &format!("{label}: runs"));
+    let kept_note = stalled_but_kept(samples, &kept, &format!("{label}: runs"));
     samples
         .iter()
         .enumerate()
@@ -1200,6 +1200,27 @@ impl Comparison {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("comparisons serialize")
     }
+}
+
+/// The note for runs of a group that stalled but are `kept` (fewer than two would remain
+/// without them), `who` opening it (`Runs`, `before: runs`); `None` when there are none.
+pub(crate) fn stalled_but_kept(
+    samples: &[volley_stats::compare::RunSample],
+    kept: &[usize],
+    who: &str,
+) -> Option<String> {
+    let runs: Vec<String> = kept
+        .iter()
+        .filter(|&&i| samples.len() > 1 && samples[i].stalled())
+        .map(|&i| format!("{} ({:.0} ms)", i + 1, samples[i].generator_lag_ms))
+        .collect();
+    (!runs.is_empty()).then(|| {
+        format!(
+            "{who} {} stalled (volley's own loop, more than {:.0} ms) but are kept, since fewer than two runs would remain: the group's figures hold volley's delay; run the group again on a quieter machine.",
+            runs.join(", "),
+            volley_stats::compare::STALL_MS
+        )
+    })
 }
 
 #[cfg(test)]

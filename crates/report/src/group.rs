@@ -51,27 +51,6 @@ pub struct GroupSummary {
     pub rows: Vec<GroupRow>,
 }
 
-/// The note for runs of a group that stalled but are `kept` (fewer than two would remain
-/// without them), `who` opening it (`Runs`, `before: runs`); `None` when there are none.
-pub(crate) fn stalled_but_kept(
-    samples: &[volley_stats::compare::RunSample],
-    kept: &[usize],
-    who: &str,
-) -> Option<String> {
-    let runs: Vec<String> = kept
-        .iter()
-        .filter(|&&i| samples.len() > 1 && samples[i].stalled())
-        .map(|&i| format!("{} ({:.0} ms)", i + 1, samples[i].generator_lag_ms))
-        .collect();
-    (!runs.is_empty()).then(|| {
-        format!(
-            "{who} {} stalled (volley's own loop, more than {:.0} ms) but are kept, since fewer than two runs would remain: the group's figures hold volley's delay; run the group again on a quieter machine.",
-            runs.join(", "),
-            volley_stats::compare::STALL_MS
-        )
-    })
-}
-
 /// Summarizes `set`'s runs (after each run's warm-up).
 pub fn summarize(set: &RunSet, opts: ReportOptions) -> GroupSummary {
     let samples = crate::compare::samples(&set.runs, opts);
@@ -81,7 +60,7 @@ pub fn summarize(set: &RunSet, opts: ReportOptions) -> GroupSummary {
     // listed, and left out of the mean and spread, as comparisons leave it out.
     let kept = volley_stats::compare::kept(&samples);
     let mut notes = set.notes.clone();
-    notes.extend(stalled_but_kept(&samples, &kept, "Runs"));
+    notes.extend(crate::compare::stalled_but_kept(&samples, &kept, "Runs"));
     notes.extend(
         samples
             .iter()

@@ -204,7 +204,7 @@ impl RunReport {
         if warmup_s > 0.0 {
             notes.push(format!(
                 "The first {warmup_s} s (warm-up, {}) are excluded from every figure.",
-                crate::render::intervals(first_kept as u64)
+                volley_scenario::words::counted(first_kept, "interval")
             ));
         }
         let unreadable: Vec<_> = src.server.iter().filter(|p| !readable(p)).collect();
@@ -235,7 +235,7 @@ impl RunReport {
         if seed_suite.variability_zero_intervals > 0 && src.unavailable(Figure::Ttfb).is_none() {
             notes.push(format!(
                 "{} with no successful request (MTTFB 0) {} left out of the variability.",
-                crate::render::intervals(seed_suite.variability_zero_intervals as u64),
+                volley_scenario::words::counted(seed_suite.variability_zero_intervals, "interval"),
                 if seed_suite.variability_zero_intervals == 1 {
                     "is"
                 } else {
@@ -366,20 +366,20 @@ impl RunReport {
                 what.push(if open {
                     format!(
                         "behind schedule (> {BEHIND_MS} ms) in {}",
-                        crate::render::intervals(g.behind_intervals as u64)
+                        volley_scenario::words::counted(g.behind_intervals, "interval")
                     )
                 } else {
                     format!(
                         "stalled (its event loop woke more than {} ms late) in {}",
                         volley_stats::compare::STALL_MS,
-                        crate::render::intervals(g.behind_intervals as u64)
+                        volley_scenario::words::counted(g.behind_intervals, "interval")
                     )
                 });
             }
             if g.saturated_intervals > 0 {
                 what.push(format!(
                     "above {SATURATED_PCT} % CPU in {}",
-                    crate::render::intervals(g.saturated_intervals as u64)
+                    volley_scenario::words::counted(g.saturated_intervals, "interval")
                 ));
             }
             if !what.is_empty() {

@@ -314,17 +314,15 @@ fn answer(r: &RunReport) -> Answer {
     }
 }
 
-/// `1 interval`, `6 intervals`.
-pub(crate) fn intervals(n: u64) -> String {
-    format!("{n} interval{}", if n == 1 { "" } else { "s" })
-}
-
 /// The detail of a report, in the order every form shows it.
 fn sections(r: &RunReport, charts: &[(&str, &str)]) -> Vec<Section> {
     let mut out = vec![Section::new(
         "seed_suite",
         "Per-interval metric suite",
-        &format!("over {}", intervals(r.seed_suite.intervals as u64)),
+        &format!(
+            "over {}",
+            volley_scenario::words::counted(r.seed_suite.intervals, "interval")
+        ),
         Block::Pairs(suite_rows(r)),
     )];
     let table = |header: &[&str], rows: Vec<Vec<String>>| Block::Table {
@@ -680,8 +678,11 @@ mod tests {
 
     #[test]
     fn one_interval_is_singular() {
-        assert_eq!(intervals(1), "1 interval");
-        assert_eq!(intervals(6), "6 intervals");
+        assert_eq!(volley_scenario::words::counted(1, "interval"), "1 interval");
+        assert_eq!(
+            volley_scenario::words::counted(6, "interval"),
+            "6 intervals"
+        );
     }
 
     #[test]
