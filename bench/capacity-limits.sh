@@ -4,6 +4,9 @@
 #   queue    2 DB connections held 20 ms each, the rest wait           (--db-pool 2 --db-rtt 20ms)
 #   refuse   4 slots of 20 ms, the rest refused at once with 503        (--max-threads 4 --accept-count 0 --db-pool 4)
 #   timeout  the queue, with requests that wait over 200 ms failing     (--db-pool 2 --db-rtt 20ms --db-timeout 200ms)
+#   demo     Tomcat's 50 threads behind an accept queue of 100, 5 DB connections held 20 ms each
+#            (--max-threads 50 --accept-count 100 --db-pool 5 --db-rtt 20ms): the pool is the
+#            queue, and beyond 150 requests in the server the rest are refused
 # searched for each arrival kind (even and Poisson arrivals: --rates; closed: --vus) under
 # `ttfb p99 < S` with the default error SLO (error_rate < 1%). The limit that meets the SLO is
 # worked out by bench/capacity_limits.py from each target's rule (P/H for even arrivals, the
@@ -12,15 +15,16 @@
 # ratio to the limit (the issue asks 0.80–1.00), status, what it names as the limit, probes,
 # wall time; then, per target and kind, the spread of REPEAT searches around their mean.
 #
-#   bench/capacity-limits.sh                         # 3 targets × 3 kinds, REPEAT=5, 30 s probes
+#   bench/capacity-limits.sh                         # 4 targets × 3 kinds, REPEAT=5, 30 s probes (hours)
 #   REPEAT=1 PROBE=5s WARMUP=2s bench/capacity-limits.sh
 #   KINDS="refuse" ARRIVALS="poisson" bench/capacity-limits.sh
+#   KINDS=demo REPEAT=1 bench/capacity-limits.sh      # the fourth target of issue 52
 #
 # Needs a release build (cargo build --release) and python3. Load stays on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VOLLEY=${VOLLEY:-target/release/volley}
-KINDS=${KINDS:-queue refuse timeout}
+KINDS=${KINDS:-queue refuse timeout demo}
 ARRIVALS=${ARRIVALS:-even poisson closed}
 REPEAT=${REPEAT:-5}
 PROBE=${PROBE:-30s}
@@ -51,7 +55,8 @@ for kind in $KINDS; do
     queue) knobs=(--db-pool 2 --db-rtt 20ms); rule=(queue 2 20 100); slo=100 ;;
     refuse) knobs=(--max-threads 4 --accept-count 0 --db-pool 4 --db-rtt 20ms); rule=(refuse 4 20 100); slo=100 ;;
     timeout) knobs=(--db-pool 2 --db-rtt 20ms --db-timeout 200ms); rule=(timeout 2 20 250 200); slo=250 ;;
-    *) echo "capacity-limits.sh: unknown target $kind (queue, refuse, timeout)" >&2; exit 2 ;;
+    demo) knobs=(--max-threads 50 --accept-count 100 --db-pool 5 --db-rtt 20ms); rule=(queue 5 20 100); slo=100 ;;
+    *) echo "capacity-limits.sh: unknown target $kind (queue, refuse, timeout, demo)" >&2; exit 2 ;;
   esac
   limits=$(python3 bench/capacity_limits.py "${rule[@]}")
   start_server "${knobs[@]}"
