@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use volley_capacity::early_stop::EarlyStop;
 use volley_capacity::{Kind, Plan, Prober, Reading, Role};
-use volley_engine::{EngineError, RunControl, StopReason};
+use volley_engine::{RunControl, StopReason};
 use volley_formats::RunStatus;
-use volley_record::{IntervalView, Observer, RecordError, RunStart};
+use volley_record::{IntervalView, Observer, RunStart};
 use volley_report::ReportOptions;
 use volley_report::capacity::{self, Capacity, LoadKind, Probe};
 use volley_stats::search::{Outcome, SearchPlan};
@@ -406,9 +406,10 @@ fn run_probe(
     };
     let recorded = match volley_record::record(&group.run, &mut watch) {
         Ok(r) => r,
-        Err(RecordError::Engine(
-            e @ (EngineError::Unreachable { .. } | EngineError::Resolve { .. }),
-        )) => {
+        Err(e)
+            if e.engine()
+                .is_some_and(|e| e.is_unreachable() || e.is_resolve()) =>
+        {
             return Err(volley_capacity::Error::new(Kind::Target, e.to_string()));
         }
         Err(e) => return Err(other(e.into())),

@@ -1,6 +1,7 @@
 //! The `volley` binary: turns flags into a validated configuration and hands it to the
 //! library crates. Exit codes: 0 ok, 1 the run or gate failed (thresholds, no request succeeded, aborted, regressions), 2 usage or input error.
 
+mod advice;
 mod args;
 mod capacity_cmd;
 mod check_cmd;
@@ -68,6 +69,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("volley: error: {}", error_text(&e));
+            if let Some(advice) = advice::advice(&e) {
+                eprintln!("volley: hint: {advice}");
+            }
             ExitCode::from(EXIT_INPUT)
         }
     }

@@ -7,15 +7,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::context::{Shared, WorkerContext};
-use crate::error::EngineError;
+use crate::error::{Error, Repr};
 use crate::recorder::Recorder;
 use crate::run::EngineConfig;
 
 /// Runs one iteration of the plan's scenario with one VU, outside any run, and returns
 /// every request and response (`volley check`). Nothing is recorded anywhere.
-pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineError> {
+pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, Error> {
     let Some(scenario) = config.plan.scenario().cloned() else {
-        return Err(EngineError::NoScenario);
+        return Err(Repr::NoScenario.into());
     };
     let tls = if config.target.tls {
         config.tls.client_config(false)?
@@ -67,7 +67,7 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineErro
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|error| EngineError::Start {
+        .map_err(|error| Repr::Start {
             what: "a runtime",
             error,
         })?;
@@ -78,6 +78,6 @@ pub fn check_once(config: &EngineConfig) -> Result<Vec<crate::Trace>, EngineErro
             let mut state = crate::flow::FlowState::new(0);
             crate::flow::iteration(&ctx, &scenario, &mut client, &mut state, 0, Some(&traces)).await
         })
-        .map_err(EngineError::Halted)?;
+        .map_err(Repr::Halted)?;
     Ok(traces.into_inner())
 }

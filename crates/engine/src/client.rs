@@ -17,7 +17,7 @@ use volley_stats::ErrorKind;
 
 use crate::connection::{Connection, Speaks, connect_with};
 use crate::dial::{ConnectTimes, micros};
-use crate::error::EngineError;
+use crate::error::{Error, Repr};
 use crate::failure::Failure;
 pub(crate) use crate::h1::Capture;
 use crate::h1::{self, NameCase, RequestWriter, Stream};
@@ -64,7 +64,7 @@ impl PreparedRequest {
         target: &Target,
         speaks: Speaks,
         spec: &volley_scenario::RequestSpec,
-    ) -> Result<Self, EngineError> {
+    ) -> Result<Self, Error> {
         let body = Bytes::from(spec.body.clone());
         Self::assemble(
             target,
@@ -87,11 +87,11 @@ impl PreparedRequest {
         path_and_query: &str,
         headers: &[(String, String)],
         body: Vec<u8>,
-    ) -> Result<Self, EngineError> {
+    ) -> Result<Self, Error> {
         if speaks == Speaks::Http1 {
             return Self::build_h1(target, method, path_and_query, headers, body);
         }
-        let bad_path = || EngineError::Path(path_and_query.to_string());
+        let bad_path = || Repr::Path(path_and_query.to_string());
         let path: PathAndQuery = path_and_query.parse().map_err(|_| bad_path())?;
         let full_uri = Uri::builder()
             .scheme(if target.tls { "https" } else { "http" })
@@ -121,12 +121,12 @@ impl PreparedRequest {
         path_and_query: &str,
         headers: &[(String, String)],
         body: Vec<u8>,
-    ) -> Result<Self, EngineError> {
-        let method = Method::from_bytes(method.as_bytes())
-            .map_err(|_| EngineError::Method(method.to_string()))?;
+    ) -> Result<Self, Error> {
+        let method =
+            Method::from_bytes(method.as_bytes()).map_err(|_| Repr::Method(method.to_string()))?;
         let path: PathAndQuery = path_and_query
             .parse()
-            .map_err(|_| EngineError::Path(path_and_query.to_string()))?;
+            .map_err(|_| Repr::Path(path_and_query.to_string()))?;
         check_headers(headers)?;
         let h1 = h1_request(target, &method, path.as_str(), headers, &body);
         Ok(PreparedRequest {
@@ -149,19 +149,18 @@ impl PreparedRequest {
         full_uri: Uri,
         headers: &[(String, String)],
         body: Bytes,
-    ) -> Result<Self, EngineError> {
-        let method = Method::from_bytes(method.as_bytes())
-            .map_err(|_| EngineError::Method(method.to_string()))?;
+    ) -> Result<Self, Error> {
+        let method =
+            Method::from_bytes(method.as_bytes()).map_err(|_| Repr::Method(method.to_string()))?;
         let mut map = HeaderMap::new();
         let host = HeaderValue::from_str(target.authority.as_str())
-            .map_err(|_| EngineError::HeaderValue(HOST.to_string()))?;
+            .map_err(|_| Repr::HeaderValue(HOST.to_string()))?;
         map.insert(HOST, host);
         map.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
         for (n, v) in headers {
             let name = http::HeaderName::from_bytes(n.as_bytes())
-                .map_err(|_| EngineError::HeaderName(n.clone()))?;
-            let value =
-                HeaderValue::from_str(v).map_err(|_| EngineError::HeaderValue(n.clone()))?;
+                .map_err(|_| Repr::HeaderName(n.clone()))?;
+            let value = HeaderValue::from_str(v).map_err(|_| Repr::HeaderValue(n.clone()))?;
             map.insert(name, value);
         }
         // HTTP/1.1's bytes only where the request may go out on it.
@@ -204,13 +203,13 @@ const USER_AGENT_VALUE: &str = concat!("volley/", env!("CARGO_PKG_VERSION"));
 
 /// Refuses a header name that is not an HTTP token, or a value with a control character (the
 /// header map's rules, for requests written without it).
-pub(crate) fn check_headers(headers: &[(String, String)]) -> Result<(), EngineError> {
+pub(crate) fn check_headers(headers: &[(String, String)]) -> Result<(), Error> {
     for (n, v) in headers {
         if !volley_scenario::plan::is_header_name(n) {
-            return Err(EngineError::HeaderName(n.clone()));
+            return Err(Repr::HeaderName(n.clone()).into());
         }
         if !v.bytes().all(|b| b == b'\t' || (b >= 32 && b != 127)) {
-            return Err(EngineError::HeaderValue(n.clone()));
+            return Err(Repr::HeaderValue(n.clone()).into());
         }
     }
     Ok(())

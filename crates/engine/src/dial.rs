@@ -13,7 +13,7 @@ use rustls::pki_types::ServerName;
 use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::TlsConnector;
 
-use crate::error::EngineError;
+use crate::error::{Error, Repr};
 use crate::h1::Stream;
 use crate::target::Target;
 
@@ -31,9 +31,9 @@ pub(crate) struct ConnectTimes {
 pub(crate) async fn dial(
     target: &Target,
     tls: Option<&Arc<ClientConfig>>,
-) -> Result<(Stream, ConnectTimes), EngineError> {
+) -> Result<(Stream, ConnectTimes), Error> {
     let t0 = Instant::now();
-    let tcp = connect(target).await.map_err(EngineError::Connect)?;
+    let tcp = connect(target).await.map_err(Repr::Connect)?;
     let _ = tcp.set_nodelay(true);
     let t1 = Instant::now();
     let mut times = ConnectTimes {
@@ -43,11 +43,11 @@ pub(crate) async fn dial(
     let Some(config) = tls.filter(|_| target.tls) else {
         return Ok((Stream::Plain(tcp), times));
     };
-    let name = ServerName::try_from(target.host.clone()).map_err(EngineError::ServerName)?;
+    let name = ServerName::try_from(target.host.clone()).map_err(Repr::ServerName)?;
     let stream = TlsConnector::from(config.clone())
         .connect(name, tcp)
         .await
-        .map_err(EngineError::Tls)?;
+        .map_err(Repr::Tls)?;
     times.tls_us = micros(t1.elapsed());
     Ok((Stream::Tls(Box::new(stream)), times))
 }

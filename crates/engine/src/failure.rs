@@ -4,7 +4,7 @@
 
 use volley_stats::ErrorKind;
 
-use crate::error::EngineError;
+use crate::error::{Error, Repr};
 use crate::h1;
 
 /// A failed request: its kind and what happened.
@@ -50,12 +50,10 @@ impl Failure {
     }
 
     /// A connection that could not be opened.
-    pub(crate) fn dial(e: EngineError) -> Self {
-        match e {
-            EngineError::Connect(io) => Failure::io("connect", &io),
-            e @ (EngineError::Tls(_) | EngineError::ServerName(_)) => {
-                Failure::new(ErrorKind::Tls, e.to_string())
-            }
+    pub(crate) fn dial(e: Error) -> Self {
+        match e.0 {
+            Repr::Connect(io) => Failure::io("connect", &io),
+            e @ (Repr::Tls(_) | Repr::ServerName(_)) => Failure::new(ErrorKind::Tls, e.to_string()),
             e => Failure::new(ErrorKind::Protocol, e.to_string()),
         }
     }

@@ -376,7 +376,7 @@ pub(crate) fn resolve(
     target: &Target,
     tls: &Option<Arc<ClientConfig>>,
     timeout: Duration,
-) -> Result<(), crate::EngineError> {
+) -> Result<(), crate::Error> {
     let mut pending: Vec<&GrpcStep> = Vec::new();
     visit(nodes, &mut |s| {
         if s.schema.get().is_none() {
@@ -392,7 +392,7 @@ pub(crate) fn resolve(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|error| crate::EngineError::Start {
+        .map_err(|error| crate::error::Repr::Start {
             what: "a runtime",
             error,
         })?;
@@ -417,7 +417,7 @@ pub(crate) fn resolve(
             .map_or_else(|| s.full_method(), |i| i.name.clone())
     };
     let pool = pool.map_err(|e| {
-        crate::EngineError::Grpc(format!("gRPC step `{}`: {e}", step_name(pending[0])))
+        crate::error::Repr::Grpc(format!("gRPC step `{}`: {e}", step_name(pending[0])))
     })?;
     let mut problems = Vec::new();
     for s in pending {
@@ -442,6 +442,6 @@ pub(crate) fn resolve(
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(crate::EngineError::Grpc(problems.join("\n")))
+        Err(crate::error::Repr::Grpc(problems.join("\n")).into())
     }
 }

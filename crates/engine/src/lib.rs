@@ -33,7 +33,7 @@ mod worker;
 mod ws;
 
 pub use check::check_once;
-pub use error::EngineError;
+pub use error::{Error, Kind, Result};
 pub use flow::Trace;
 pub use preflight::preflight;
 pub use run::{

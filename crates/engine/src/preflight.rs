@@ -8,12 +8,12 @@ use std::time::Duration;
 use volley_stats::ErrorKind;
 
 use crate::connection::connect;
-use crate::error::EngineError;
+use crate::error::{Error, Repr};
 use crate::target::Target;
 use crate::tls::TlsOptions;
 
 /// Connects once (and completes the TLS handshake for https) to show the target answers.
-pub fn preflight(target: &Target, tls: &TlsOptions, timeout: Duration) -> Result<(), EngineError> {
+pub fn preflight(target: &Target, tls: &TlsOptions, timeout: Duration) -> Result<(), Error> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -23,24 +23,26 @@ pub fn preflight(target: &Target, tls: &TlsOptions, timeout: Duration) -> Result
     } else {
         None
     };
-    let unreachable = |message: String| EngineError::Unreachable {
+    let unreachable = |message: String| Repr::Unreachable {
         url: target.uri.to_string(),
         addr: target.addr,
         message,
     };
-    tokio::task::LocalSet::new().block_on(&rt, async {
-        match tokio::time::timeout(timeout, connect(target, config.as_ref())).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(f)) if f.kind == ErrorKind::Tls => Err(EngineError::TlsRejected {
-                url: target.uri.to_string(),
-                addr: target.addr,
-                message: f.message,
-            }),
-            Ok(Err(f)) => Err(unreachable(f.message)),
-            Err(_) => Err(unreachable(format!(
-                "no connection within {}s",
-                timeout.as_secs_f64()
-            ))),
-        }
-    })
+    tokio::task::LocalSet::new()
+        .block_on(&rt, async {
+            match tokio::time::timeout(timeout, connect(target, config.as_ref())).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(f)) if f.kind == ErrorKind::Tls => Err(Repr::TlsRejected {
+                    url: target.uri.to_string(),
+                    addr: target.addr,
+                    message: f.message,
+                }),
+                Ok(Err(f)) => Err(unreachable(f.message)),
+                Err(_) => Err(unreachable(format!(
+                    "no connection within {}s",
+                    timeout.as_secs_f64()
+                ))),
+            }
+        })
+        .map_err(Error::from)
 }

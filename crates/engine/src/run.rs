@@ -18,7 +18,7 @@ use volley_stats::{ErrorMessage, Interval, IntervalSample};
 use crate::client::PreparedRequest;
 use crate::connection::Speaks;
 use crate::context::{RateChange, Shared};
-use crate::error::EngineError;
+use crate::error::{Error, Repr};
 use crate::recorder::WorkerPart;
 use crate::target::Target;
 use crate::tls::TlsOptions;
@@ -185,39 +185,41 @@ impl RunControl {
     /// Closed model: runs `vus` VUs from now on (the planned shape no longer steers; the
     /// run keeps its planned end). The conductor carries it out on its next tick and reports
     /// it as [`Event::PlanChanged`]; `by` says who asked.
-    pub fn set_vus(&self, vus: u64, by: &str) -> Result<(), EngineError> {
+    pub fn set_vus(&self, vus: u64, by: &str) -> Result<(), Error> {
         match self.model {
             LiveModel::Vus { max } if vus <= max => self.send(Control::Retarget(Retarget::Vus(vus), by.to_string())),
-            LiveModel::Vus { max } => Err(EngineError::Control(format!("{vus} VUs is more than this run may start ({max}); give at most {max}"))),
-            LiveModel::Rate => Err(EngineError::Control("this run has an arrival rate (open model): change the rate, not the VUs".into())),
-            LiveModel::Fixed => Err(EngineError::Control("this run has a run count (iterations): it ends when every VU has run its count, so its VUs cannot change".into())),
+            LiveModel::Vus { max } => Err(Repr::Control(format!("{vus} VUs is more than this run may start ({max}); give at most {max}")).into()),
+            LiveModel::Rate => Err(Repr::Control("this run has an arrival rate (open model): change the rate, not the VUs".into()).into()),
+            LiveModel::Fixed => Err(Repr::Control("this run has a run count (iterations): it ends when every VU has run its count, so its VUs cannot change".into()).into()),
             LiveModel::Populations => Err(populations_fixed()),
         }
     }
 
     /// Open model: `rate` arrivals per second from now on, until the plan's end. The
     /// conductor hands it to the pacers and reports it as [`Event::PlanChanged`].
-    pub fn set_rate(&self, rate: f64, by: &str) -> Result<(), EngineError> {
+    pub fn set_rate(&self, rate: f64, by: &str) -> Result<(), Error> {
         if !(rate.is_finite() && rate > 0.0) {
-            return Err(EngineError::Control(format!(
+            return Err(Repr::Control(format!(
                 "a rate of {rate}/s sends nothing; give a rate above zero, like 500"
-            )));
+            ))
+            .into());
         }
         volley_scenario::limits::rate_at_most(rate, &format!("{rate:e}/s"))
-            .map_err(|e| EngineError::Control(e.0))?;
+            .map_err(|e| Repr::Control(e.0))?;
         match self.model {
             LiveModel::Rate => self.send(Control::Retarget(Retarget::Rate(rate), by.to_string())),
             LiveModel::Populations => Err(populations_fixed()),
-            _ => Err(EngineError::Control(
+            _ => Err(Repr::Control(
                 "this run has virtual users (closed model): change the VUs, not the rate".into(),
-            )),
+            )
+            .into()),
         }
     }
 
-    fn send(&self, control: Control) -> Result<(), EngineError> {
+    fn send(&self, control: Control) -> Result<(), Error> {
         self.control
             .send(control)
-            .map_err(|_| EngineError::Control("the run is over".into()))
+            .map_err(|_| Repr::Control("the run is over".into()).into())
     }
 
     /// Drops in-flight requests at once.
@@ -242,10 +244,10 @@ impl RunControl {
     }
 }
 
-fn populations_fixed() -> EngineError {
-    EngineError::Control(
+fn populations_fixed() -> Error {
+    Repr::Control(
         "this run has several populations, and live changes of one population are not supported: stop the run and change the scenario file's `scenarios:`".into(),
-    )
+    ).into()
 }
 
 impl EngineConfig {
@@ -261,7 +263,7 @@ impl EngineConfig {
 }
 
 /// Starts the run on background threads.
-pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
+pub fn start(config: EngineConfig) -> Result<Run, Error> {
     let tls = if config.target.tls {
         config.tls.client_config(false)?
     } else {
@@ -340,7 +342,7 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
                     shared.dead_workers.fetch_add(1, Ordering::AcqRel);
                 }
             })
-            .map_err(|error| EngineError::Start {
+            .map_err(|error| Repr::Start {
                 what: "a worker thread",
                 error,
             })?;
@@ -373,7 +375,7 @@ pub fn start(config: EngineConfig) -> Result<Run, EngineError> {
     std::thread::Builder::new()
         .name("volley-conductor".into())
         .spawn(move || conductor.run())
-        .map_err(|error| EngineError::Start {
+        .map_err(|error| Repr::Start {
             what: "the conductor thread",
             error,
         })?;

@@ -16,7 +16,7 @@ use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::dial::dial;
-use crate::error::EngineError;
+use crate::error::{Error, Repr};
 use crate::h1::{self, Framing, H1Error};
 use crate::target::Target;
 use crate::tls::TlsOptions;
@@ -56,7 +56,7 @@ struct Endpoint {
     url: String,
     /// The target and its TLS configuration, or why it cannot be used (reported at every
     /// scrape, never fatal).
-    target: Result<(Target, Option<Arc<rustls::ClientConfig>>), EngineError>,
+    target: Result<(Target, Option<Arc<rustls::ClientConfig>>), Error>,
 }
 
 impl Endpoint {
@@ -104,7 +104,7 @@ pub fn start(urls: Vec<String>, tls: TlsOptions, t0: Instant, interval: Duration
                             Ok((target, tls)) => {
                                 tokio::time::timeout(timeout, fetch(target, tls.as_ref()))
                                     .await
-                                    .unwrap_or(Err(EngineError::NoAnswer(timeout)))
+                                    .unwrap_or(Err(Repr::NoAnswer(timeout).into()))
                                     .map_err(|e| e.to_string())
                             }
                             Err(why) => Err(why.to_string()),
@@ -523,10 +523,7 @@ const MAX_BODY: usize = 16 << 20;
 
 /// GETs the endpoint on a new connection and returns the body, read by the HTTP/1.1
 /// reader VUs use (framed by length, chunks or the end of the connection).
-async fn fetch(
-    target: &Target,
-    tls: Option<&Arc<rustls::ClientConfig>>,
-) -> Result<String, EngineError> {
+async fn fetch(target: &Target, tls: Option<&Arc<rustls::ClientConfig>>) -> Result<String, Error> {
     let request = format!(
         "GET {} HTTP/1.1\r\nhost: {}\r\naccept: text/plain;version=0.0.4\r\nuser-agent: volley/{}\r\nconnection: close\r\n\r\n",
         target.path,
@@ -537,7 +534,7 @@ async fn fetch(
     stream
         .write_all(request.as_bytes())
         .await
-        .map_err(|error| EngineError::Io {
+        .map_err(|error| Repr::Io {
             stage: "write",
             error,
         })?;
@@ -545,12 +542,12 @@ async fn fetch(
     let head = h1::read_head(&mut stream, &mut buf, None)
         .await
         .map_err(|e| match e {
-            H1Error::Io(stage, error) => EngineError::Io { stage, error },
-            H1Error::Stale(what) => EngineError::Response(what),
-            H1Error::Invalid(_) | H1Error::Closed(_) => EngineError::NotHttp,
+            H1Error::Io(stage, error) => Repr::Io { stage, error },
+            H1Error::Stale(what) => Repr::Response(what),
+            H1Error::Invalid(_) | H1Error::Closed(_) => Repr::NotHttp,
         })?;
     if head.status != 200 {
-        return Err(EngineError::Status(head.status));
+        return Err(Repr::Status(head.status).into());
     }
     let mut body = Vec::new();
     let mut too_long = false;
@@ -569,10 +566,10 @@ async fn fetch(
     )
     .await;
     if too_long {
-        return Err(EngineError::Response(format!(
+        return Err(Repr::Response(format!(
             "the metrics page is larger than {} MiB, more than any exporter writes; point --server-metrics at a /metrics endpoint",
             MAX_BODY >> 20
-        )));
+        )).into());
     }
     match read {
         Ok(_) => {}
@@ -581,13 +578,13 @@ async fn fetch(
         Err(H1Error::Io(_, e))
             if head.framing == Framing::UntilClose
                 && e.kind() == std::io::ErrorKind::UnexpectedEof => {}
-        Err(H1Error::Io(stage, error)) => return Err(EngineError::Io { stage, error }),
-        Err(H1Error::Closed(what)) => return Err(EngineError::Response(what.into())),
+        Err(H1Error::Io(stage, error)) => return Err(Repr::Io { stage, error }.into()),
+        Err(H1Error::Closed(what)) => return Err(Repr::Response(what.into()).into()),
         Err(H1Error::Invalid(what) | H1Error::Stale(what)) => {
-            return Err(EngineError::Response(what));
+            return Err(Repr::Response(what).into());
         }
     }
-    String::from_utf8(body).map_err(|_| EngineError::NotUtf8)
+    String::from_utf8(body).map_err(|_| Repr::NotUtf8.into())
 }
 
 #[cfg(test)]
@@ -810,7 +807,7 @@ mod tests {
 
     /// Serves `response` once on a loopback port, in pieces of `step` bytes, and returns
     /// what [`fetch`] made of it.
-    fn fetch_served(response: &'static [u8], step: usize) -> Result<String, EngineError> {
+    fn fetch_served(response: &'static [u8], step: usize) -> Result<String, Error> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use http::Uri;
 use http::uri::{Authority, PathAndQuery, Scheme};
 
-use crate::error::EngineError;
+use crate::error::{Error, Repr};
 
 /// Where requests go.
 #[derive(Debug, Clone)]
@@ -42,9 +42,9 @@ pub struct SourceAddrs {
 
 impl SourceAddrs {
     /// Parses `127.0.0.1,127.0.0.2` or a range `127.0.0.1-127.0.0.4` (or both, comma-separated).
-    pub fn parse(text: &str) -> Result<SourceAddrs, EngineError> {
+    pub fn parse(text: &str) -> Result<SourceAddrs, Error> {
         let bad = |why: String| {
-            EngineError::SourceAddrs(format!(
+            Repr::SourceAddrs(format!(
                 "`{text}`: {why}; write addresses such as 127.0.0.1,127.0.0.2 or a range 127.0.0.1-127.0.0.4"
             ))
         };
@@ -66,14 +66,15 @@ impl SourceAddrs {
                         return Err(bad(format!(
                             "`{}` is no ascending IPv4 range of at most 65,536 addresses",
                             item.trim()
-                        )));
+                        ))
+                        .into());
                     }
                 },
                 None => addrs.push(ip(item)?),
             }
         }
         if addrs.is_empty() {
-            return Err(bad("no address".into()));
+            return Err(bad("no address".into()).into());
         }
         // An address this machine does not have fails every connection with "cannot assign
         // requested address": say so now, naming it, rather than blame the target later.
@@ -86,9 +87,9 @@ impl SourceAddrs {
             if let Err(e) = std::net::UdpSocket::bind((*a, 0))
                 && e.kind() == std::io::ErrorKind::AddrNotAvailable
             {
-                return Err(EngineError::SourceAddrs(format!(
+                return Err(Repr::SourceAddrs(format!(
                     "`{text}`: this machine has no address {a} (`ip addr` lists the ones it has); connections can only leave from an address of its own"
-                )));
+                )).into());
             }
         }
         Ok(SourceAddrs {
@@ -111,23 +112,21 @@ impl SourceAddrs {
 
 impl Target {
     /// Parses and resolves `url`.
-    pub fn resolve(url: &str) -> Result<Target, EngineError> {
-        let uri: Uri = url
-            .parse()
-            .map_err(|_| EngineError::BadUrl(url.to_string()))?;
+    pub fn resolve(url: &str) -> Result<Target, Error> {
+        let uri: Uri = url.parse().map_err(|_| Repr::BadUrl(url.to_string()))?;
         let tls = match uri.scheme() {
             Some(s) if *s == Scheme::HTTP => false,
             Some(s) if *s == Scheme::HTTPS => true,
-            _ => return Err(EngineError::BadUrl(url.to_string())),
+            _ => return Err(Repr::BadUrl(url.to_string()).into()),
         };
         let authority = uri
             .authority()
             .cloned()
-            .ok_or_else(|| EngineError::BadUrl(url.to_string()))?;
+            .ok_or_else(|| Repr::BadUrl(url.to_string()))?;
         if let Some((_, host)) = authority.as_str().rsplit_once('@') {
             // The message shows the URL without the credentials.
             let shown = url.replacen(authority.as_str(), &format!("…@{host}"), 1);
-            return Err(EngineError::UserInfo(shown));
+            return Err(Repr::UserInfo(shown).into());
         }
         let host = authority
             .host()
@@ -153,20 +152,21 @@ impl Target {
             Some(p) => match p.parse::<u16>() {
                 Ok(n) if n > 0 => n,
                 _ => {
-                    return Err(EngineError::BadPort {
+                    return Err(Repr::BadPort {
                         url: url.to_string(),
                         port: p.to_string(),
-                    });
+                    }
+                    .into());
                 }
             },
         };
         let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
-            .map_err(|e| EngineError::Resolve {
+            .map_err(|e| Repr::Resolve {
                 host: host.clone(),
                 message: e.to_string(),
             })?
             .next()
-            .ok_or_else(|| EngineError::Resolve {
+            .ok_or_else(|| Repr::Resolve {
                 host: host.clone(),
                 message: "no addresses".into(),
             })?;
@@ -186,18 +186,18 @@ impl Target {
     }
 
     /// Connections leave from `sources`, in turn; each must be of the target's family.
-    pub fn with_sources(mut self, sources: SourceAddrs) -> Result<Target, EngineError> {
+    pub fn with_sources(mut self, sources: SourceAddrs) -> Result<Target, Error> {
         if let Some(a) = sources
             .addrs()
             .iter()
             .find(|a| a.is_ipv4() != self.addr.is_ipv4())
         {
-            return Err(EngineError::SourceAddrs(format!(
+            return Err(Repr::SourceAddrs(format!(
                 "source address {a} is {} but the target {} is {}: give addresses of the same family",
                 if a.is_ipv4() { "IPv4" } else { "IPv6" },
                 self.addr,
                 if self.addr.is_ipv4() { "IPv4" } else { "IPv6" }
-            )));
+            )).into());
         }
         self.sources = sources;
         Ok(self)

@@ -9,7 +9,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use crate::error::EngineError;
+use crate::error::{Error, Repr};
 
 /// How to trust the server.
 #[derive(Debug, Clone, Default)]
@@ -22,14 +22,11 @@ pub struct TlsOptions {
 
 impl TlsOptions {
     /// A rustls config; ALPN offers h2 then http/1.1 unless `http1_only`.
-    pub fn client_config(
-        &self,
-        http1_only: bool,
-    ) -> Result<Option<Arc<ClientConfig>>, EngineError> {
+    pub fn client_config(&self, http1_only: bool) -> Result<Option<Arc<ClientConfig>>, Error> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(EngineError::TlsConfig)?;
+            .map_err(Repr::TlsConfig)?;
         let mut config = if self.insecure {
             builder
                 .dangerous()
@@ -48,13 +45,13 @@ impl TlsOptions {
         Ok(Some(Arc::new(config)))
     }
 
-    fn roots(&self) -> Result<RootCertStore, EngineError> {
+    fn roots(&self) -> Result<RootCertStore, Error> {
         let mut roots = RootCertStore::empty();
         for cert in rustls_native_certs::load_native_certs().certs {
             let _ = roots.add(cert);
         }
         if let Some(path) = &self.cacert {
-            let bad = |message: String| EngineError::CaCert {
+            let bad = |message: String| Repr::CaCert {
                 path: path.clone(),
                 message,
             };
@@ -64,7 +61,8 @@ impl TlsOptions {
             if certs.is_empty() {
                 return Err(bad(
                     "no PEM certificates in the file (-----BEGIN CERTIFICATE----- blocks)".into(),
-                ));
+                )
+                .into());
             }
             for c in certs {
                 roots.add(c).map_err(|e| bad(e.to_string()))?;

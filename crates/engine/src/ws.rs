@@ -22,7 +22,7 @@ use volley_stats::ErrorKind;
 use crate::client::{Exchange, check_headers, each_header, last_value};
 use crate::context::WorkerContext;
 use crate::dial::{ConnectTimes, dial, micros};
-use crate::error::EngineError;
+use crate::error::{Error, Repr};
 use crate::failure::Failure;
 use crate::h1::{self, NameCase, RequestWriter, Stream};
 use crate::target::Target;
@@ -355,11 +355,9 @@ fn upgrade_request(
     path: &str,
     key: &str,
     headers: &[(String, String)],
-) -> Result<Vec<u8>, EngineError> {
+) -> Result<Vec<u8>, Error> {
     check_headers(headers)?;
-    let path: http::uri::PathAndQuery = path
-        .parse()
-        .map_err(|_| EngineError::Path(path.to_string()))?;
+    let path: http::uri::PathAndQuery = path.parse().map_err(|_| Repr::Path(path.to_string()))?;
     let ours = [
         ("Host", target.authority.as_str()),
         ("Connection", "Upgrade"),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use volley_rundir::{GroupWriter, RunStatus};
 
-use crate::{Observer, RecordError, Recorded, RunSpec, record};
+use crate::{Error, Observer, Recorded, RunSpec, record};
 
 /// A group to record.
 #[derive(Debug, Clone)]
@@ -35,10 +35,7 @@ pub struct RecordedGroup {
 /// Stops before the next run once a run was interrupted or the observer says stop; a run
 /// that cannot start (the target stopped answering) ends the group with that error, the
 /// runs before it kept.
-pub fn record_group(
-    spec: &GroupSpec,
-    observer: &mut dyn Observer,
-) -> Result<RecordedGroup, RecordError> {
+pub fn record_group(spec: &GroupSpec, observer: &mut dyn Observer) -> Result<RecordedGroup, Error> {
     let repeat = spec.repeat.max(1);
     let mut group = GroupWriter::create(
         &spec.run.output,

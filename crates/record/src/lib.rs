@@ -14,9 +14,9 @@
 
 use std::path::PathBuf;
 
-use volley_engine::EngineError;
-use volley_rundir::{FormatError, RunStatus};
+use volley_rundir::RunStatus;
 
+mod error;
 mod group;
 pub mod observer;
 pub mod populations;
@@ -24,6 +24,7 @@ mod record;
 pub mod spec;
 mod write;
 
+pub use error::{Error, Kind, Result};
 pub use group::{GroupSpec, RecordedGroup, record_group};
 pub use observer::{IntervalView, Observer, Observers, Quiet, RunStart};
 pub use populations::PopulationSpec;
@@ -40,16 +41,4 @@ pub struct Recorded {
     pub status: RunStatus,
     /// Why it stopped early, when it did.
     pub reason: Option<String>,
-}
-
-/// Why a run could not be recorded.
-#[derive(Debug, thiserror::Error)]
-pub enum RecordError {
-    /// The target did not answer before the run (nothing was sent or written), or the
-    /// engine could not start.
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    /// The run directory could not be written.
-    #[error(transparent)]
-    Write(#[from] FormatError),
 }

@@ -24,7 +24,7 @@ use volley_scenario::{Load, Plan, Threshold, qualified_step};
 use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
 use crate::write::{record_scrapes, status_of, write_interval};
-use crate::{IntervalView, Observer, RecordError, Recorded, RunSpec, RunStart};
+use crate::{Error, IntervalView, Observer, Recorded, RunSpec, RunStart};
 
 /// One population of a run.
 #[derive(Debug, Clone)]
@@ -105,7 +105,7 @@ struct Pending {
 pub(crate) fn record_populations(
     spec: &RunSpec,
     observer: &mut dyn Observer,
-) -> Result<Recorded, RecordError> {
+) -> Result<Recorded, Error> {
     let engine = &spec.engine;
     volley_engine::preflight(&engine.target, &engine.tls, engine.timeout_for_preflight())?;
     let n = spec.populations.len();
@@ -188,12 +188,7 @@ pub(crate) fn record_populations(
                     }
                 }
             })
-            .map_err(|error| {
-                RecordError::Engine(volley_engine::EngineError::Start {
-                    what: "a population's event thread",
-                    error,
-                })
-            })?;
+            .map_err(|error| crate::Error::start("a population's event thread", error))?;
     }
     drop(tx);
     let step_counts: Vec<usize> = spec
@@ -312,7 +307,7 @@ fn emit(
     index: u64,
     p: Pending,
     step_counts: &[usize],
-) -> Result<(), RecordError> {
+) -> Result<(), Error> {
     let interval = spec.engine.interval.as_secs_f64();
     // A row every population delivered with no length is their drain after the stop.
     let row: Interval = p

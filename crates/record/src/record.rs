@@ -7,10 +7,10 @@ use volley_rundir::RunWriter;
 use volley_rundir::rundir::PlanChangeNote;
 
 use crate::write::{record_scrapes, status_of, write_interval};
-use crate::{IntervalView, Observer, RecordError, Recorded, RunSpec, RunStart, populations};
+use crate::{Error, IntervalView, Observer, Recorded, RunSpec, RunStart, populations};
 
 /// Checks the target answers, runs the plan, and writes its run directory as it goes.
-pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, RecordError> {
+pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, Error> {
     if !spec.populations.is_empty() {
         return populations::record_populations(spec, observer);
     }

@@ -68,3 +68,31 @@ fn a_typed_plan_records_a_run_directory_that_reads_back() {
     let server = std::fs::read_to_string(recorded.dir.join("server.csv")).unwrap();
     assert!(server.contains("hikaricp_connections_pending"), "{server}");
 }
+
+#[test]
+fn a_target_that_does_not_answer_is_an_engine_error_and_nothing_is_written() {
+    // A port just freed: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut load = LoadSpec::default();
+    load.set("duration", "1s").unwrap();
+    let settings = Settings {
+        load,
+        ..Settings::default()
+    };
+    let plan = settings
+        .plan(Work::Request(RequestSpec::get(url.clone())))
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut spec = RunSpec::new(plan, Target::resolve(&url).unwrap());
+    spec.output = out.path().join("runs");
+    let e = volley_record::record(&spec, &mut Quiet).unwrap_err();
+    assert_eq!(e.kind(), volley_record::Kind::Engine, "{e}");
+    assert!(e.is_engine() && !e.is_write());
+    assert!(e.engine().is_some_and(|e| e.is_unreachable()), "{e}");
+    assert!(!out.path().join("runs").exists(), "nothing was written");
+}

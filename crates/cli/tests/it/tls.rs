@@ -169,6 +169,11 @@ fn https_with_an_unknown_issuer_fails_before_the_run() {
         err.contains("tls") && err.contains("UnknownIssuer"),
         "{err}"
     );
+    // The engine says what failed; the binary says which flags change it.
+    assert!(
+        err.contains("volley: hint: ") && err.contains("--cacert") && err.contains("--insecure"),
+        "{err}"
+    );
 }
 
 #[test]
