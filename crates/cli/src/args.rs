@@ -1,8 +1,13 @@
 //! Raw command-line flags, as clap parses them.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use volley_engine::SourceAddrs;
+use volley_export::OutputSpec;
+use volley_scenario::{RequestSpec, Segment, StatusSet, Threshold, Warmup, duration};
 
 /// Load testing and performance analysis for backend developers.
 #[derive(Debug, Parser)]
@@ -105,23 +110,24 @@ pub(crate) struct SweepArgs {
 pub(crate) struct CapacityArgs {
     /// The service level to meet, in the threshold syntax (repeatable): "ttfb p99 < 200ms",
     /// "error_rate < 1%" [default: the scenario file's `slo:`].
-    #[arg(long = "slo", value_name = "THRESHOLD")]
-    pub(crate) slo: Vec<String>,
+    #[arg(long = "slo", value_name = "THRESHOLD", value_parser = Typed(volley_scenario::parse_threshold))]
+    pub(crate) slo: Vec<Threshold>,
     /// Open model: the arrival rates to search, START..MAX (e.g. 50..5000).
-    #[arg(long, value_name = "START..MAX", conflicts_with = "users")]
-    pub(crate) rates: Option<String>,
-    /// Closed model: the virtual users to search, START..MAX (also written --vus START..MAX).
-    #[arg(long, value_name = "START..MAX")]
-    pub(crate) users: Option<String>,
+    #[arg(long, value_name = "START..MAX", conflicts_with = "users",
+        value_parser = Typed(crate::capacity_cmd::rate_range))]
+    pub(crate) rates: Option<(f64, f64)>,
+    /// Closed model: the virtual users to search, START..MAX (also written --users START..MAX).
+    #[arg(long, value_name = "START..MAX", value_parser = Typed(crate::capacity_cmd::users_range))]
+    pub(crate) users: Option<(f64, f64)>,
     /// Measurement per probe, after its warm-up (--warmup, default 5s).
-    #[arg(long, default_value = "30s")]
-    pub(crate) probe: String,
+    #[arg(long, default_value = "30s", value_parser = Typed(crate::capacity_cmd::probe))]
+    pub(crate) probe: Duration,
     /// Step-up factor until the first failure.
     #[arg(long, default_value_t = 2.0)]
     pub(crate) factor: f64,
     /// Bisect until the last pass and the first failure are within this percentage (5%).
-    #[arg(long, default_value = "5%")]
-    pub(crate) precision: String,
+    #[arg(long, default_value = "5%", value_parser = Typed(crate::capacity_cmd::precision))]
+    pub(crate) precision: f64,
     /// Probes near the SLO's limit (within their noise) are run this many times more; if
     /// they disagree the load is uncertain, never a pass.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=5))]
@@ -131,8 +137,8 @@ pub(crate) struct CapacityArgs {
     pub(crate) max_probes: u64,
     /// After a probe that broke the SLO, wait at most this long for the target to recover
     /// (checked by short runs at the starting load) before the next probe.
-    #[arg(long, default_value = "60s")]
-    pub(crate) recovery: String,
+    #[arg(long, default_value = "60s", value_parser = Typed(crate::capacity_cmd::recovery))]
+    pub(crate) recovery: Duration,
     /// The run flags: a URL or a scenario file, headers, --server-metrics, --arrivals ...
     #[command(flatten)]
     pub(crate) run: RunArgs,
@@ -301,8 +307,8 @@ pub(crate) struct RunArgs {
     #[arg(long, short = 'X', default_value = "GET")]
     pub(crate) method: String,
     /// A request header, `Name: value` (repeatable).
-    #[arg(long = "header", short = 'H')]
-    pub(crate) headers: Vec<String>,
+    #[arg(long = "header", short = 'H', value_parser = Typed(RequestSpec::parse_header))]
+    pub(crate) headers: Vec<(String, String)>,
     /// Request body.
     #[arg(long, conflicts_with = "body_file")]
     pub(crate) body: Option<String>,
@@ -314,17 +320,18 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) load: crate::load_flags::LoadFlags,
     /// A request not complete after this fails as a timeout [default: 60s].
-    #[arg(long)]
-    pub(crate) timeout: Option<String>,
+    #[arg(long, value_parser = Typed(duration::parse_timeout))]
+    pub(crate) timeout: Option<Duration>,
     /// Sampling interval of the series.
-    #[arg(long, default_value = "1s")]
-    pub(crate) interval: String,
-    /// Exclude this much from the start of every reported figure.
-    #[arg(long)]
-    pub(crate) warmup: Option<String>,
+    #[arg(long, default_value = "1s", value_parser = Typed(duration::parse_interval))]
+    pub(crate) interval: Duration,
+    /// Exclude this much from the start of every reported figure (60s), or the plan's first N
+    /// stages (stage:N).
+    #[arg(long, value_parser = Typed(Warmup::parse))]
+    pub(crate) warmup: Option<Warmup>,
     /// Statuses that count as success, e.g. "200-299,404" (default: below 400).
-    #[arg(long)]
-    pub(crate) expect_status: Option<String>,
+    #[arg(long, value_parser = Typed(StatusSet::parse))]
+    pub(crate) expect_status: Option<StatusSet>,
     /// Name of the run (used in the directory name and reports); default: the scenario's
     /// `name:` or file stem, else the URL path's last segment (`/api/rooms` → rooms), else
     /// the host.
@@ -347,8 +354,8 @@ pub(crate) struct RunArgs {
     pub(crate) no_error_stop: bool,
     /// A pass/fail criterion (repeatable), e.g. "error_rate < 1%", "ttfb p99 < 500ms",
     /// "tps avg >= 220"; a failed one makes the exit code 1 and shows in every report.
-    #[arg(long = "threshold")]
-    pub(crate) thresholds: Vec<String>,
+    #[arg(long = "threshold", value_parser = Typed(volley_scenario::parse_threshold))]
+    pub(crate) thresholds: Vec<Threshold>,
     /// The load real traffic asks for, as a rate: 220.69/s, or 19080000/day with
     /// --peak-factor, or read from Prometheus: 'http://prometheus:9090 QUERY' (an instant
     /// query of one sample, per second, e.g. max_over_time(sum(rate(
@@ -369,8 +376,8 @@ pub(crate) struct RunArgs {
     /// Send the run's metrics live to KIND=URL (repeatable): prometheus=URL (remote write,
     /// e.g. http://127.0.0.1:9090/api/v1/write), otlp=URL (OTLP/HTTP, e.g.
     /// http://127.0.0.1:4318). Never blocks the run; how sending went is in run.json.
-    #[arg(long = "out", value_name = "KIND=URL")]
-    pub(crate) outs: Vec<String>,
+    #[arg(long = "out", value_name = "KIND=URL", value_parser = Typed(OutputSpec::parse))]
+    pub(crate) outs: Vec<OutputSpec>,
     /// Worker threads (event loops); default: one per core.
     #[arg(long)]
     pub(crate) threads: Option<usize>,
@@ -378,11 +385,11 @@ pub(crate) struct RunArgs {
     /// 10.0.0.5,10.0.0.6): each has its own ~28,000 ephemeral ports, and Linux finds a free
     /// one cheaply only while fewer than half are taken: give one address per ~10,000
     /// connections to one server.
-    #[arg(long, value_name = "ADDRS")]
-    pub(crate) source_addrs: Option<String>,
+    #[arg(long, value_name = "ADDRS", value_parser = Typed(SourceAddrs::parse))]
+    pub(crate) source_addrs: Option<SourceAddrs>,
     /// How long in-flight requests may finish once the run stops.
-    #[arg(long, default_value = "5s")]
-    pub(crate) grace: String,
+    #[arg(long, default_value = "5s", value_parser = Typed(duration::parse_duration))]
+    pub(crate) grace: Duration,
     /// Progress output: auto (a live line on a terminal), plain (a line per interval), none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub(crate) progress: ProgressMode,
@@ -397,8 +404,8 @@ pub(crate) struct RunArgs {
     pub(crate) dashboard: Option<String>,
     /// Run only segment i of N of the plan (0-based: 0/4 … 3/4): its exact share of the VUs,
     /// arrivals and shared CSV rows; `volley merge` puts the segments' run directories together.
-    #[arg(long, env = "VOLLEY_SEGMENT", value_name = "i/N")]
-    pub(crate) segment: Option<String>,
+    #[arg(long, env = "VOLLEY_SEGMENT", value_name = "i/N", value_parser = Typed(str::parse::<Segment>))]
+    pub(crate) segment: Option<Segment>,
     /// The number of segments N, the index i coming from $JOB_COMPLETION_INDEX (Kubernetes
     /// Indexed Jobs) when --segment is not given.
     #[arg(long, env = "VOLLEY_SEGMENTS", value_name = "N")]
@@ -420,6 +427,44 @@ pub(crate) struct RunArgs {
 pub(crate) fn parse_location(s: &str) -> Result<volley_store::Location, String> {
     s.parse()
         .map_err(|e: volley_store::StoreError| e.to_string())
+}
+
+/// A flag's value typed when clap parses it, by `parse`: for a value a scenario file also
+/// holds, the scenario crate's parser of that key, so the flag and the key read alike and
+/// nothing later parses the text again. A mistake is one line, `--flag VALUE: what is wrong
+/// and what to write` (the form of the load flags' mistakes), exit code 2; a message that
+/// names the flag already (`--precision 0: give a percentage ...`) is shown as it is.
+#[derive(Clone)]
+pub(crate) struct Typed<F>(pub(crate) F);
+
+impl<F, T, E> clap::builder::TypedValueParser for Typed<F>
+where
+    F: Fn(&str) -> Result<T, E> + Clone + Send + Sync + 'static,
+    T: Clone + Send + Sync + 'static,
+    E: std::fmt::Display,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let text = value.to_string_lossy();
+        (self.0)(&text).map_err(|e| {
+            let flag = arg
+                .and_then(|a| a.get_long())
+                .map_or_else(String::new, |l| format!("--{l}"));
+            let why = e.to_string();
+            let said = if why.starts_with(&format!("{flag} ")) {
+                why
+            } else {
+                format!("{flag} {text}: {why}")
+            };
+            clap::Error::raw(ErrorKind::ValueValidation, format!("{said}\n")).with_cmd(cmd)
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -489,8 +534,27 @@ impl RunLine {
     /// `flags` (everything after `volley run`) parsed as `volley run` parses them; a mistake
     /// is clap's message once, without its own `error: ` (volley's error line says it).
     pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> anyhow::Result<RunArgs> {
-        RunLine::try_parse_from(std::iter::once("volley run".to_string()).chain(flags))
-            .map(|line| line.args)
+        Self::parse_given(flags).map(|(args, _)| args)
+    }
+
+    /// [`RunLine::parse`], and the ids of the flags given in `flags` themselves (not taken
+    /// from the environment or a default): `["segment", "output"]`.
+    pub(crate) fn parse_given(
+        flags: impl IntoIterator<Item = String>,
+    ) -> anyhow::Result<(RunArgs, Vec<String>)> {
+        use clap::{CommandFactory, FromArgMatches};
+        RunLine::command()
+            .try_get_matches_from(std::iter::once("volley run".to_string()).chain(flags))
+            .and_then(|m| {
+                let given = m
+                    .ids()
+                    .filter(|id| {
+                        m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+                    })
+                    .map(|id| id.to_string())
+                    .collect();
+                Ok((RunLine::from_arg_matches(&m)?.args, given))
+            })
             .map_err(|e| {
                 let text = e.render().to_string();
                 let text = text.trim_end();
@@ -567,8 +631,8 @@ pub(crate) struct ManifestArgs {
     #[arg(long, short = 'n')]
     pub(crate) namespace: Option<String>,
     /// How far in the future every segment starts, so that slow-starting pods do not skew it.
-    #[arg(long, default_value = "2m")]
-    pub(crate) start_in: String,
+    #[arg(long, default_value = "2m", value_parser = Typed(crate::k8s_cmd::start_in))]
+    pub(crate) start_in: Duration,
     /// CPU per pod, requested and limited alike.
     #[arg(long, default_value = "1")]
     pub(crate) cpu: String,
@@ -597,8 +661,9 @@ pub(crate) struct ManifestArgs {
     #[arg(long, value_enum, default_value_t = SpreadArg::Hard)]
     pub(crate) spread: SpreadArg,
     /// Delete the finished Job (and its pods) this long after it ends.
-    #[arg(long, default_value = "24h", conflicts_with = "keep_finished")]
-    pub(crate) ttl: String,
+    #[arg(long, default_value = "24h", conflicts_with = "keep_finished",
+        value_parser = Typed(duration::parse_duration))]
+    pub(crate) ttl: Duration,
     /// Keep the finished Job until you delete it.
     #[arg(long)]
     pub(crate) keep_finished: bool,
@@ -613,7 +678,8 @@ pub(crate) struct ManifestArgs {
     #[arg(long, short = 'o', default_value = "-")]
     pub(crate) output: String,
     /// `volley run` flags (the load, the URL, thresholds ...), after `--`; checked here as
-    /// `volley run` checks them, and passed to every pod as they are.
+    /// `volley run` checks them, and passed to every pod as they are. Kept as the user's words
+    /// (not re-written from the parsed flags): the Job copies them verbatim into its pods' args.
     #[arg(last = true)]
     pub(crate) run: Vec<String>,
 }
@@ -709,6 +775,10 @@ pub(crate) struct ConvertCurlArgs {
 /// The command line's definition: [`Cli`]'s, with the load options `volley capacity` sets
 /// itself, probe by probe, left out of its help (it refuses them, saying why). Which those are
 /// comes from the option table's roles ([`volley_capacity::plan::search_owns`]).
+///
+/// `--vus` is `volley run`'s count of VUs, which capacity takes in the same words for the
+/// range it searches (`--vus 5..200`, also `--users`), so there it names the range, and the
+/// run's own VU count, which the search sets probe by probe, is left under another name.
 pub(crate) fn command() -> clap::Command {
     use clap::CommandFactory;
     Cli::command().mut_subcommand("capacity", |c| {
@@ -716,7 +786,21 @@ pub(crate) fn command() -> clap::Command {
             .iter()
             .filter(|o| volley_capacity::plan::search_owns(o.key))
             .fold(c, |c, o| c.mut_arg(o.key, |a| a.hide(true)))
+            .mut_arg("vus", |a| a.long("run-vus"))
+            .mut_arg("users", |a| a.long("vus").visible_alias("users"))
     })
+}
+
+/// The command line `argv` (the program's name first) parsed by [`command`].
+pub(crate) fn parse_from<I, T>(argv: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::FromArgMatches;
+    command()
+        .try_get_matches_from(argv)
+        .and_then(|m| Cli::from_arg_matches(&m))
 }
 
 /// `volley convert access-log`.
@@ -737,33 +821,81 @@ pub(crate) struct ConvertAccessLogArgs {
     pub(crate) output: Option<PathBuf>,
 }
 
-/// The command line with `volley capacity`'s `--vus START..MAX` spelled `--users START..MAX`:
-/// `--vus` is also `volley run`'s flag (a count), which capacity takes in the same words for
-/// a range. Everything else passes through unchanged.
-pub(crate) fn capacity_argv(
-    args: impl IntoIterator<Item = std::ffi::OsString>,
-) -> Vec<std::ffi::OsString> {
-    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
-    if args.get(1).and_then(|a| a.to_str()) != Some("capacity") {
-        return args;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<Cli, String> {
+        parse_from(line.split(' ')).map_err(|e| e.render().to_string())
     }
-    let mut out = Vec::with_capacity(args.len());
-    let mut it = args.into_iter().peekable();
-    while let Some(a) = it.next() {
-        match a.to_str() {
-            Some("--vus")
-                if it
-                    .peek()
-                    .and_then(|v| v.to_str())
-                    .is_some_and(|v| v.contains("..")) =>
-            {
-                out.push("--users".into());
-            }
-            Some(s) if s.starts_with("--vus=") && s.contains("..") => {
-                out.push(format!("--users={}", &s["--vus=".len()..]).into());
-            }
-            _ => out.push(a),
+
+    /// Flags are typed as clap parses them, by the scenario crate's parsers; a mistake is
+    /// `--flag VALUE: why`, a usage error (exit code 2).
+    #[test]
+    fn flags_are_typed_when_parsed() {
+        let Command::Run(r) = parse(
+            "volley run --url http://x/ --timeout 2s --interval 250ms --warmup stage:1 --segment 1/2",
+        )
+        .unwrap()
+        .command
+        else {
+            panic!("run");
+        };
+        assert_eq!(r.timeout, Some(Duration::from_secs(2)));
+        assert_eq!(r.interval, Duration::from_millis(250));
+        assert_eq!(r.grace, Duration::from_secs(5), "the default, parsed alike");
+        assert_eq!(r.warmup, Some(Warmup::Stages(1)));
+        assert_eq!(r.segment, Some(Segment::new(1, 2).unwrap()));
+        for (line, says) in [
+            (
+                "volley run --url http://x/ --grace soon",
+                "error: --grace soon: `soon` is not a duration",
+            ),
+            (
+                "volley run --url http://x/ --warmup 5",
+                "error: --warmup 5: `5` has no unit: write 5s, 5ms or 5m; or stage:N",
+            ),
+            (
+                "volley run --url http://x/ --interval 10ms",
+                "error: --interval 10ms: give between 100ms and 1h",
+            ),
+            // A message that names its flag already is not prefixed again.
+            (
+                "volley capacity --url http://x/ --rates 1..2 --precision 0",
+                "error: --precision 0: give a percentage from 0.5% to 100%",
+            ),
+        ] {
+            let e = parse(line).err().unwrap_or_else(|| panic!("{line}"));
+            assert!(e.starts_with(says), "{line}: {e}");
         }
     }
-    out
+
+    /// `volley capacity --vus START..MAX` is the range of VUs it searches (also `--users`),
+    /// read by clap as such: no rewritten command line.
+    #[test]
+    fn capacity_takes_vus_as_its_range() {
+        for flag in ["--vus", "--users"] {
+            let Command::Capacity(c) =
+                parse(&format!("volley capacity --url http://x/ {flag} 5..200"))
+                    .unwrap()
+                    .command
+            else {
+                panic!("capacity");
+            };
+            assert_eq!(c.users, Some((5.0, 200.0)), "{flag}");
+            assert!(c.run.load.0.vus.is_none(), "{flag}");
+        }
+        let e = parse("volley capacity --url http://x/ --vus 5")
+            .err()
+            .unwrap();
+        assert!(
+            e.starts_with("error: --vus 5: write START..MAX, like 5..200"),
+            "{e}"
+        );
+        // `volley run --vus` is still a count.
+        let Command::Run(r) = parse("volley run --url http://x/ --vus 5").unwrap().command else {
+            panic!("run");
+        };
+        assert_eq!(r.load.0.vus, Some(5));
+    }
 }

@@ -19,6 +19,7 @@ use volley_formats::RunStatus;
 use volley_record::{IntervalView, Observer, RunStart};
 use volley_report::ReportOptions;
 use volley_report::capacity::{self, Capacity, LoadKind, Probe};
+use volley_scenario::Warmup;
 use volley_stats::search::{Outcome, SearchPlan};
 
 use crate::args::CapacityArgs;
@@ -31,62 +32,71 @@ const MIN_PROBE_REQUESTS: f64 = 20.0;
 /// The most virtual users a search may reach.
 const MAX_USERS: f64 = volley_scenario::limits::MAX_VUS as f64;
 
-/// `START..MAX`, both above zero, START ≤ MAX, MAX at most `cap`.
-fn range(flag: &str, text: &str, whole: bool, cap: f64) -> Result<(f64, f64)> {
-    let bad = || {
-        anyhow::anyhow!(
-            "{flag} {text}: write START..MAX, like {}",
-            if whole { "5..200" } else { "50..5000" }
-        )
-    };
+/// The longest probe, warm-up and recovery wait.
+const MAX_WAIT: Duration = Duration::from_secs(3600);
+
+/// `--rates START..MAX`: arrivals per second, as `--rate` takes them.
+pub(crate) fn rate_range(text: &str) -> Result<(f64, f64), String> {
+    range(text, false, MAX_RATE)
+}
+
+/// `--users START..MAX` (`--vus`): whole numbers of VUs.
+pub(crate) fn users_range(text: &str) -> Result<(f64, f64), String> {
+    range(text, true, MAX_USERS)
+}
+
+/// `START..MAX`, both above zero, START ≤ MAX, MAX at most `cap`; a mistake says what to write
+/// (the flag and `text` are put before it where the flag is parsed: [`crate::args::Typed`]).
+fn range(text: &str, whole: bool, cap: f64) -> Result<(f64, f64), String> {
+    let like = if whole { "5..200" } else { "50..5000" };
+    let bad = || format!("write START..MAX, like {like}");
     let (a, b) = text.split_once("..").ok_or_else(bad)?;
-    let parse = |s: &str| -> Result<f64> {
-        let v = if whole {
-            s.trim()
-                .parse::<u64>()
-                .map(|v| v as f64)
-                .map_err(|_| bad())?
+    let parse = |s: &str| -> Result<f64, String> {
+        if whole {
+            s.trim().parse::<u64>().map(|v| v as f64).map_err(|_| bad())
         } else {
-            volley_scenario::parse_rate(s.trim()).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?
-        };
-        Ok(v)
+            volley_scenario::parse_rate(s.trim()).map_err(String::from)
+        }
     };
     let (start, max) = (parse(a)?, parse(b)?);
     if !(start.is_finite() && max.is_finite()) {
-        bail!(
-            "{flag} {text}: give finite loads, like {}",
-            if whole { "5..200" } else { "50..5000" }
-        );
+        return Err(format!("give finite loads, like {like}"));
     }
     if !(start > 0.0 && start <= max) {
-        bail!("{flag} {text}: START must be above 0 and at most MAX");
+        return Err("START must be above 0 and at most MAX".into());
     }
     if max > cap {
-        bail!(
-            "{flag} {text}: at most {} from one process; split a larger load with --segment or volley k8s manifest",
+        return Err(format!(
+            "at most {} from one process; split a larger load with --segment or volley k8s manifest",
             capacity::number(cap)
-        );
+        ));
     }
     Ok((start, max))
 }
 
-/// `5%` as a fraction (0.05); a bare fraction is refused, as everywhere a percentage is given.
-fn precision(text: &str) -> Result<f64> {
-    let pct = volley_scenario::percent::parse_percent("--precision", text, 0.5, 100.0)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+/// `--precision 5%` as a fraction (0.05); a bare fraction is refused, as everywhere a
+/// percentage is given.
+pub(crate) fn precision(text: &str) -> Result<f64, String> {
+    let pct = volley_scenario::percent::parse_percent("--precision", text, 0.5, 100.0)?;
     Ok(pct / 100.0)
 }
 
-fn duration(flag: &str, text: &str, min: Duration, max: Duration) -> Result<Duration> {
-    let d = volley_scenario::parse_duration(text).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
-    if d < min || d > max {
-        bail!(
-            "{flag} {text}: give between {} and {}",
-            humantime::format_duration(min),
-            humantime::format_duration(max)
-        );
-    }
-    Ok(d)
+/// `--probe`: from 1s to an hour.
+pub(crate) fn probe(text: &str) -> Result<Duration, String> {
+    Ok(volley_scenario::duration::parse_within(
+        text,
+        Duration::from_secs(1),
+        MAX_WAIT,
+    )?)
+}
+
+/// `--recovery`: up to an hour.
+pub(crate) fn recovery(text: &str) -> Result<Duration, String> {
+    Ok(volley_scenario::duration::parse_within(
+        text,
+        Duration::ZERO,
+        MAX_WAIT,
+    )?)
 }
 
 /// The search the flags describe, checked, and the run every probe is a copy of.
@@ -145,9 +155,9 @@ fn plan(a: &CapacityArgs) -> Result<(Plan, Resolved)> {
             bail!("{flag} is not for capacity searches: {instead}");
         }
     }
-    let (kind, (start, max)) = match (&a.rates, &a.users) {
-        (Some(t), None) => (LoadKind::Rate, range("--rates", t, false, MAX_RATE)?),
-        (None, Some(t)) => (LoadKind::Vus, range("--vus", t, true, MAX_USERS)?),
+    let (kind, (start, max)) = match (a.rates, a.users) {
+        (Some(r), None) => (LoadKind::Rate, r),
+        (None, Some(r)) => (LoadKind::Vus, r),
         _ => bail!(
             "say what to search: --rates START..MAX (open model, arrivals per second, e.g. 50..5000) or --vus START..MAX (closed model, e.g. 5..200)"
         ),
@@ -163,21 +173,16 @@ fn plan(a: &CapacityArgs) -> Result<(Plan, Resolved)> {
             a.factor
         );
     }
-    let slo = a
-        .slo
-        .iter()
-        .map(|s| volley_scenario::parse_threshold(s).map_err(|e| anyhow::anyhow!("--slo {s}: {e}")))
-        .collect::<Result<Vec<_>>>()?;
-    let warmup = match &r.warmup {
-        Some(w) => duration("--warmup", w, Duration::ZERO, Duration::from_secs(3600))?,
+    let slo = a.slo.clone();
+    let warmup = match r.warmup {
+        Some(w @ Warmup::Stages(_)) => bail!(
+            "--warmup {w}: a probe holds one load, so it has no stages; give the warm-up as a time, e.g. --warmup 5s"
+        ),
+        Some(Warmup::Time(d)) => volley_scenario::duration::within(d, Duration::ZERO, MAX_WAIT)
+            .map_err(|e| anyhow::anyhow!("--warmup {}: {e}", Warmup::Time(d)))?,
         None => Duration::from_secs(5),
     };
-    let probe = duration(
-        "--probe",
-        &a.probe,
-        Duration::from_secs(1),
-        Duration::from_secs(3600),
-    )?;
+    let probe = a.probe;
     // A probe judged on a handful of requests says nothing of a percentile.
     let requests = start * probe.as_secs_f64();
     if kind == LoadKind::Rate && requests < MIN_PROBE_REQUESTS {
@@ -245,19 +250,14 @@ fn plan(a: &CapacityArgs) -> Result<(Plan, Resolved)> {
                 start,
                 max,
                 factor: a.factor,
-                precision: precision(&a.precision)?,
+                precision: a.precision,
                 whole: kind == LoadKind::Vus,
                 max_probes: a.max_probes as usize,
             },
             probe,
             warmup,
             confirm: a.confirm,
-            recovery: duration(
-                "--recovery",
-                &a.recovery,
-                Duration::ZERO,
-                Duration::from_secs(3600),
-            )?,
+            recovery: a.recovery,
             slo,
             error_slo_added,
             target: crate::resolve::target_rate(r)?,
@@ -395,7 +395,7 @@ fn run_probe(
     seed: Option<u64>,
 ) -> Result<Reading, volley_capacity::Error> {
     let other = |e: anyhow::Error| volley_capacity::Error::new(Kind::Other, format!("{e:#}"));
-    let warmup = run.settings.warmup.unwrap_or_default();
+    let warmup = run.warmup;
     let mut group = run.group().map_err(other)?;
     group.run.output = dir.to_path_buf();
     group.run.name = name.to_string();

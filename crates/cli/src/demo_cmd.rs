@@ -14,7 +14,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::Parser;
 use volley_demo::Knobs;
 use volley_record::RunSpec;
 use volley_report::ReportOptions;
@@ -360,8 +359,7 @@ fn capacities(
         let argv = ["volley".to_string(), "capacity".to_string()]
             .into_iter()
             .chain(flags);
-        let crate::args::Command::Capacity(args) = crate::args::Cli::try_parse_from(argv)?.command
-        else {
+        let crate::args::Command::Capacity(args) = crate::args::parse_from(argv)?.command else {
             unreachable!("the command is capacity");
         };
         let searched = crate::capacity_cmd::search(*args);

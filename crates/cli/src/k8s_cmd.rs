@@ -10,35 +10,59 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use jiff::Timestamp;
 use volley_k8s::{Credentials, JobSpec, Resources, Spread};
-use volley_scenario::parse_duration;
 use volley_store::Store;
 
 use crate::args::{CollectArgs, K8sCommand, ManifestArgs, RunLine, SpreadArg};
 use crate::resolve::{Runner, resolve};
 
-/// Flags the manifest sets for every pod, which the run flags may not set again.
-const SET_BY_MANIFEST: &[(&str, &str)] = &[
+/// Flags the manifest sets for every pod, which the run flags may not set again: their ids,
+/// as written, and why.
+const SET_BY_MANIFEST: &[(&str, &str, &str)] = &[
     (
+        "segment",
         "--segment",
         "each pod runs the segment of its completion index",
     ),
     (
+        "segments",
         "--segments",
         "give it before `--`: it is the manifest's own flag",
     ),
-    ("--start-at", "the manifest sets it from --start-in"),
     (
+        "start_at",
+        "--start-at",
+        "the manifest sets it from --start-in",
+    ),
+    (
+        "run_id",
         "--run-id",
         "give it before `--`: it names the Job, the results' folder and every segment",
     ),
     (
+        "upload",
         "--upload",
         "the manifest sets it from --bucket and the run id",
     ),
-    ("--output", "pods write to their own /runs and upload it"),
-    ("-o", "pods write to their own /runs and upload it"),
-    ("--progress", "pods log a plain line per interval"),
+    (
+        "output",
+        "--output",
+        "pods write to their own /runs and upload it",
+    ),
+    (
+        "progress",
+        "--progress",
+        "pods log a plain line per interval",
+    ),
 ];
+
+/// `--start-in`: at least 10s, for the pods to be scheduled and pull the image.
+pub(crate) fn start_in(text: &str) -> Result<Duration, String> {
+    let d = volley_scenario::parse_duration(text)?;
+    if d < Duration::from_secs(10) {
+        return Err("give the pods at least 10s to be scheduled and pull the image".into());
+    }
+    Ok(d)
+}
 
 pub(crate) fn k8s(command: K8sCommand) -> Result<ExitCode> {
     match command {
@@ -48,23 +72,20 @@ pub(crate) fn k8s(command: K8sCommand) -> Result<ExitCode> {
 }
 
 fn manifest(a: ManifestArgs) -> Result<ExitCode> {
-    for flag in &a.run {
-        let name = flag.split_once('=').map_or(flag.as_str(), |(n, _)| n);
-        let short_o = flag.starts_with("-o") && !flag.starts_with("--");
-        if let Some((set, why)) = SET_BY_MANIFEST
-            .iter()
-            .find(|(f, _)| *f == name || (*f == "-o" && short_o))
-        {
-            bail!("{set} after `--`: leave it out, {why}");
-        }
-        if !flag.starts_with('-') && a.run.first() == Some(flag) {
-            bail!(
-                "`{flag}` after `--`: give the scenario file before `--` (volley k8s manifest {flag} --segments ... -- FLAGS)"
-            );
-        }
-    }
     let line = (a.scenario.iter().map(|p| p.display().to_string())).chain(a.run.iter().cloned());
-    let run = RunLine::parse(line)?;
+    let (run, given) = RunLine::parse_given(line)?;
+    if let Some((_, set, why)) = SET_BY_MANIFEST
+        .iter()
+        .find(|(id, _, _)| given.iter().any(|g| g == id))
+    {
+        bail!("{set} after `--`: leave it out, {why}");
+    }
+    if let (None, Some(file)) = (&a.scenario, &run.scenario) {
+        let file = file.display();
+        bail!(
+            "`{file}` after `--`: give the scenario file before `--` (volley k8s manifest {file} --segments ... -- FLAGS)"
+        );
+    }
     // Before the plan is checked for that many pods.
     volley_k8s::check_segments(a.segments)?;
     // Everything `volley run` checks, for the pods: each runs one of the segments, and the
@@ -84,13 +105,7 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
         None => Vec::new(),
     };
     let now = Timestamp::now();
-    let start_in = duration("start-in", &a.start_in)?;
-    if start_in < Duration::from_secs(10) {
-        bail!(
-            "--start-in {}: give the pods at least 10s to be scheduled and pull the image",
-            a.start_in
-        );
-    }
+    let start_in = a.start_in;
     let start_at = volley_k8s::start_at(now, start_in)?;
     let name = checked.name();
     let run_id = match &a.run_id {
@@ -129,8 +144,10 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
     if a.allow_http {
         env.push(("AWS_ALLOW_HTTP".to_string(), "true".to_string()));
     }
-    // The pods' args sit in the Job spec, readable by whoever can read jobs and pods, kept in
-    // etcd, and printed here: a credential in them is refused, with where to put it instead.
+    // The pods' args are the user's words after `--`, copied verbatim (the one place the raw
+    // command line is read: the flags themselves were read from `run` above). They sit in the
+    // Job spec, readable by whoever can read jobs and pods, kept in etcd, and printed here: a
+    // credential in them is refused, with where to put it instead.
     let masked = volley_scenario::secret::mask_args(a.run.iter().cloned());
     if let Some((_, shown)) = a.run.iter().zip(&masked).find(|(a, m)| a != m) {
         bail!(
@@ -164,11 +181,7 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
             SpreadArg::Hard => Spread::Hard,
             SpreadArg::Soft => Spread::Soft,
         },
-        ttl_after_finished: if a.keep_finished {
-            None
-        } else {
-            Some(duration("ttl", &a.ttl)?)
-        },
+        ttl_after_finished: if a.keep_finished { None } else { Some(a.ttl) },
         host_network: a.host_network,
     };
     let m = volley_k8s::manifests(&spec, now)?;
@@ -192,10 +205,6 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
         },
     );
     Ok(ExitCode::SUCCESS)
-}
-
-fn duration(flag: &str, value: &str) -> Result<Duration> {
-    parse_duration(value).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
 }
 
 /// The host of a URL, for a run id when the plan has no name.

@@ -28,19 +28,14 @@ mod sweep_cmd;
 
 use std::process::ExitCode;
 
-use clap::FromArgMatches;
-
-use crate::args::{Cli, Command};
+use crate::args::Command;
 
 /// Exit code for usage or input errors.
 const EXIT_INPUT: u8 = 2;
 
 fn main() -> ExitCode {
     quiet_on_closed_pipe();
-    let parsed = args::command()
-        .try_get_matches_from(args::capacity_argv(std::env::args_os()))
-        .and_then(|m| Cli::from_arg_matches(&m));
-    let cli = match parsed {
+    let cli = match args::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

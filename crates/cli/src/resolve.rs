@@ -18,9 +18,7 @@ use anyhow::{Context, Result, bail};
 use volley_engine::{EngineConfig, SourceAddrs, Target, TlsOptions};
 use volley_export::OutputSpec;
 use volley_record::{GroupSpec, PopulationSpec, RunSpec};
-use volley_scenario::{
-    Plan, RequestSpec, Scenario, Segment, Settings, StatusSet, Work, parse_duration,
-};
+use volley_scenario::{Plan, RequestSpec, Scenario, Segment, Settings, Warmup, Work};
 
 use crate::args::{ProgressMode, RunArgs};
 
@@ -54,6 +52,8 @@ pub(crate) struct Resolved {
     pub(crate) pause: Duration,
     pub(crate) interval: Duration,
     pub(crate) grace: Duration,
+    /// Left out of the start of every figure (`--warmup`, `warmup:`, as a length of this plan).
+    pub(crate) warmup: Duration,
     /// Event loops; `None`: one per core.
     pub(crate) threads: Option<usize>,
     pub(crate) sources: Option<SourceAddrs>,
@@ -127,16 +127,12 @@ pub(crate) fn load_scenario(path: &Path) -> Result<Scenario> {
     load_scenario_with(path, &|name| std::env::var(name).ok())
 }
 
-fn duration_flag(flag: &str, value: &str) -> Result<Duration> {
-    parse_duration(value).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
-}
-
 /// The one way from `volley run`'s flags to a checked run.
 /// The most worker threads a run takes.
 const MAX_THREADS: usize = 1024;
 
 pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
-    let flags = flag_settings(a)?;
+    let flags = flag_settings(a);
     let segment = match runner {
         Runner::Here => crate::segment_flags::segment(a)?,
         Runner::Pods { segments, .. } => Segment::new(segments.saturating_sub(1), segments)?,
@@ -292,16 +288,6 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
             "--repeat and a split run (--segment, --segments, k8s manifest) do not go together: every segment of a run starts at the same instant; run the segments again (a new --run-id) to repeat them"
         );
     }
-    let interval = duration_flag("interval", &a.interval)?;
-    let (min, max) = (
-        volley_scenario::limits::MIN_INTERVAL,
-        volley_scenario::limits::MAX_INTERVAL,
-    );
-    if interval < min || interval > max {
-        bail!(
-            "--interval must be at least 100ms and at most 1h (one row of series.csv per interval)"
-        );
-    }
     if a.threads == Some(0) {
         bail!("--threads must be at least 1 (one event loop per thread; default: one per core)");
     }
@@ -312,26 +298,15 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
             "--threads {t} is more event loops than any machine runs well (at most {MAX_THREADS}; one per core is best, the default)"
         );
     }
-    if let (Some(warmup), Some(planned)) = (settings.warmup, plan.load.planned())
-        && warmup >= planned
-    {
-        bail!(
-            "--warmup {}s leaves nothing of the {}s run to report; give a warm-up shorter than the run",
-            warmup.as_secs_f64(),
-            planned.as_secs_f64()
-        );
-    }
-    let grace = duration_flag("grace", &a.grace)?;
-    let sources = a
-        .source_addrs
-        .as_deref()
-        .map(SourceAddrs::parse)
-        .transpose()?;
-    let outputs = a
-        .outs
-        .iter()
-        .map(|s| OutputSpec::parse(s))
-        .collect::<Result<Vec<_>, _>>()?;
+    let warmup = match settings.warmup {
+        Some(Warmup::Stages(_)) if !populations.is_empty() => bail!(
+            "--warmup stage:N counts the stages of one load, and each population has its own: give the warm-up as a time, e.g. --warmup 30s"
+        ),
+        Some(w) => w
+            .length(&plan.load)
+            .map_err(|e| anyhow::anyhow!("--warmup {w}: {e}"))?,
+        None => Duration::ZERO,
+    };
     let dashboard = a
         .dashboard
         .as_deref()
@@ -358,10 +333,11 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         populations,
         repeat,
         pause,
-        interval,
-        grace,
+        interval: a.interval,
+        grace: a.grace,
+        warmup,
         threads: a.threads,
-        sources,
+        sources: a.source_addrs.clone(),
         tls: TlsOptions {
             insecure: a.insecure,
             cacert: a.cacert.clone(),
@@ -372,7 +348,7 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         run_id: a.run_id.clone(),
         output: a.output.clone(),
         server_metrics: a.server_metrics.clone(),
-        outputs,
+        outputs: a.outs.clone(),
         dashboard,
         junit: a.junit.clone(),
         upload: a.upload.clone(),
@@ -420,7 +396,8 @@ impl Resolved {
         r.settings.load = shape.merge(&self.settings.load);
         r.settings.load.repeat = None;
         r.settings.load.repeat_pause = None;
-        r.settings.warmup = Some(warmup);
+        r.settings.warmup = Some(Warmup::Time(warmup));
+        r.warmup = warmup;
         r.settings.thresholds = slo.to_vec();
         r.plan.load = r.settings.load.resolve()?;
         r.plan.segment.check(&r.plan.load)?;
@@ -460,7 +437,7 @@ impl Resolved {
                 start_at: self.start_at,
             },
             output: self.output.clone(),
-            warmup: self.settings.warmup.unwrap_or_default(),
+            warmup: self.warmup,
             server_metrics: self.server_metrics.clone(),
             thresholds: self.settings.thresholds.clone(),
             command: volley_scenario::secret::mask_args(std::env::args()),
@@ -475,41 +452,18 @@ impl Resolved {
     }
 }
 
-/// The settings the flags give, typed (a scenario's go under them: [`Settings::merge`]).
-fn flag_settings(a: &RunArgs) -> Result<Settings> {
-    let timeout = a
-        .timeout
-        .as_deref()
-        .map(|t| duration_flag("timeout", t))
-        .transpose()?;
-    if timeout.is_some_and(|t| t < volley_scenario::limits::MIN_TIMEOUT) {
-        bail!(
-            "--timeout must be at least 1ms: shorter than a timer can tell apart, requests would pass or fail by chance; give a time like 30s"
-        );
-    }
-    Ok(Settings {
+/// The settings the flags give (typed as clap parsed them; a scenario's go under them:
+/// [`Settings::merge`]).
+fn flag_settings(a: &RunArgs) -> Settings {
+    Settings {
         load: a.load.0.clone(),
         target: a.url.clone(),
         name: a.name.clone(),
-        timeout,
-        warmup: a
-            .warmup
-            .as_deref()
-            .map(|w| duration_flag("warmup", w))
-            .transpose()?,
-        expect_status: a
-            .expect_status
-            .as_deref()
-            .map(|s| StatusSet::parse(s).map_err(|e| anyhow::anyhow!("--expect-status: {e}")))
-            .transpose()?,
-        thresholds: a
-            .thresholds
-            .iter()
-            .map(|t| {
-                volley_scenario::parse_threshold(t).map_err(|e| anyhow::anyhow!("--threshold: {e}"))
-            })
-            .collect::<Result<_>>()?,
-    })
+        timeout: a.timeout,
+        warmup: a.warmup,
+        expect_status: a.expect_status.clone(),
+        thresholds: a.thresholds.clone(),
+    }
 }
 
 /// The request of a single-URL run: method, headers and body from the flags.
@@ -522,15 +476,10 @@ fn flag_request(a: &RunArgs, url: &str) -> Result<RequestSpec> {
         }
         (None, None) => Vec::new(),
     };
-    let headers = a
-        .headers
-        .iter()
-        .map(|h| RequestSpec::parse_header(h).map_err(|e| anyhow::anyhow!("--header: {e}")))
-        .collect::<Result<Vec<_>>>()?;
     Ok(RequestSpec {
         method: a.method.to_ascii_uppercase(),
         url: url.to_string(),
-        headers,
+        headers: a.headers.clone(),
         body,
     })
 }

@@ -54,13 +54,11 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
             .context("--demo-knob: write it as NAME=VALUE")?;
         set_knob(&mut base, kn, kv)?;
     }
-    if a.run.iter().any(|f| {
-        f == "-o"
-            || f == "--output"
-            || f == "--name"
-            || f.starts_with("--output=")
-            || f.starts_with("--name=")
-    }) {
+    let placeholder = format!("{{{name}}}");
+    // The run flags as the first value's run reads them (the demo target's address not known
+    // yet), checked before any --setup runs or target starts.
+    let (_, given) = RunLine::parse_given(line(&a.run, &placeholder, values[0], STAND_IN))?;
+    if given.iter().any(|id| id == "output" || id == "name") {
         bail!(
             "volley sweep names each run and writes them to its own -o; leave --name and -o out of the run flags"
         );
@@ -71,7 +69,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let placeholder = format!("{{{name}}}");
+    // Where the value goes is a matter of the words the user wrote, not of any one flag.
     let used = a.run.iter().any(|f| f.contains(&placeholder))
         || a.setup.as_ref().is_some_and(|s| s.contains(&placeholder));
     if !a.demo && !used {
@@ -112,11 +110,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
             .unwrap_or_default();
         // The user's run flags with this value in place, parsed as `volley run` parses them;
         // the sweep names the run and places it.
-        let flags = a.run.iter().map(|s| {
-            s.replace(&placeholder, value)
-                .replace("{target}", &base_url)
-        });
-        let args = RunLine::parse(flags)?;
+        let args = RunLine::parse(line(&a.run, &placeholder, value, &base_url))?;
         let resolved = crate::resolve::resolve(&args, crate::resolve::Runner::Here)?;
         // What a single run does with these, a sweep of many runs does not: refused, not dropped.
         for (given, flag) in [
@@ -138,7 +132,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
             if let Some(n) = a.repeat {
                 group.repeat = n as usize;
             }
-            let progress = if a.run.iter().any(|f| f.starts_with("--progress")) {
+            let progress = if given.iter().any(|id| id == "progress") {
                 args.progress
             } else {
                 ProgressMode::Plain
@@ -254,6 +248,20 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `{target}` stands for where the demo target has no address yet.
+const STAND_IN: &str = "http://127.0.0.1:1";
+
+/// The run flags of one value: `{NAME}` replaced by `value`, `{target}` by `base_url`.
+fn line<'a>(
+    run: &'a [String],
+    placeholder: &'a str,
+    value: &'a str,
+    base_url: &'a str,
+) -> impl Iterator<Item = String> + 'a {
+    run.iter()
+        .map(move |s| s.replace(placeholder, value).replace("{target}", base_url))
 }
 
 /// Runs a `--setup` command to its end: `Ok(true)` when it succeeded, `Ok(false)` when a

@@ -34,6 +34,46 @@ pub fn parse_duration(s: &str) -> Result<Duration, PlanError> {
     crate::limits::duration_at_most(d, s)
 }
 
+/// `d` if it lies from `min` to `max`, else what to give instead: `give between 1s and 1h`
+/// (the caller names the flag or key and the value written).
+pub fn within(d: Duration, min: Duration, max: Duration) -> Result<Duration, PlanError> {
+    if (min..=max).contains(&d) {
+        return Ok(d);
+    }
+    Err(PlanError(format!(
+        "give between {} and {}",
+        humantime::format_duration(min),
+        humantime::format_duration(max)
+    )))
+}
+
+/// [`parse_duration`], then [`within`] `min` and `max`.
+pub fn parse_within(text: &str, min: Duration, max: Duration) -> Result<Duration, PlanError> {
+    within(parse_duration(text)?, min, max)
+}
+
+/// A request timeout (`--timeout`, a scenario's or a step's `timeout`): at least
+/// [`MIN_TIMEOUT`](crate::limits::MIN_TIMEOUT), shorter than which a timer cannot tell a
+/// response in time from one too late.
+pub fn parse_timeout(text: &str) -> Result<Duration, PlanError> {
+    let d = parse_duration(text)?;
+    if d < crate::limits::MIN_TIMEOUT {
+        return Err(PlanError(format!(
+            "`{}` is shorter than the 1 ms a timer can tell apart, so requests would pass or fail by chance; give a time like 30s",
+            text.trim()
+        )));
+    }
+    Ok(d)
+}
+
+/// A sampling interval (`--interval`): one row of series.csv each, from
+/// [`MIN_INTERVAL`](crate::limits::MIN_INTERVAL) to [`MAX_INTERVAL`](crate::limits::MAX_INTERVAL).
+pub fn parse_interval(text: &str) -> Result<Duration, PlanError> {
+    use crate::limits::{MAX_INTERVAL, MIN_INTERVAL};
+    parse_within(text, MIN_INTERVAL, MAX_INTERVAL)
+        .map_err(|e| PlanError(format!("{e} (one row of series.csv per interval)")))
+}
+
 /// Durations in run.json and other JSON: seconds as a number.
 pub(crate) mod secs {
     use std::time::Duration;
@@ -75,6 +115,35 @@ mod tests {
             assert!(e.0.contains("longer than 7 days"), "{huge}: {e}");
         }
         assert_eq!(parse_duration("7d").unwrap(), crate::limits::MAX_DURATION);
+    }
+
+    #[test]
+    fn bounds_say_what_to_give() {
+        let (s, h) = (Duration::from_secs(1), Duration::from_secs(3600));
+        assert_eq!(parse_within("1s", s, h).unwrap(), s);
+        assert_eq!(parse_within("1h", s, h).unwrap(), h);
+        assert_eq!(
+            parse_within("0s", s, h).unwrap_err(),
+            "give between 1s and 1h"
+        );
+        assert_eq!(
+            parse_within("2h", Duration::ZERO, h).unwrap_err(),
+            "give between 0s and 1h"
+        );
+        // A value that is no duration says so, not the bounds.
+        assert!(parse_within("5", s, h).unwrap_err().contains("has no unit"));
+        assert_eq!(parse_timeout("1ms").unwrap(), Duration::from_millis(1));
+        assert_eq!(
+            parse_timeout(" 0s ").unwrap_err(),
+            "`0s` is shorter than the 1 ms a timer can tell apart, so requests would pass or fail by chance; give a time like 30s"
+        );
+        assert_eq!(parse_interval("250ms").unwrap(), Duration::from_millis(250));
+        for bad in ["10ms", "2h"] {
+            assert_eq!(
+                parse_interval(bad).unwrap_err(),
+                "give between 100ms and 1h (one row of series.csv per interval)"
+            );
+        }
     }
 
     /// One rule everywhere: a number without a unit is refused, with what to write.

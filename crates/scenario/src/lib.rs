@@ -25,6 +25,7 @@ pub mod stages;
 pub mod suggest;
 pub mod template;
 pub mod threshold;
+pub mod warmup;
 pub mod words;
 
 pub use duration::parse_duration;
@@ -37,6 +38,7 @@ pub use scenario::{Population, Scenario, StepInfo, StepKind, qualified_step};
 pub use segment::Segment;
 pub use stages::{LoadShape, Stage, parse_stages};
 pub use threshold::{Threshold, parse_threshold};
+pub use warmup::Warmup;
 
 /// A plan value that could not be parsed; the message says what was expected.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -633,10 +633,11 @@ impl Load {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn spec(pairs: &[(&str, &str)]) -> LoadSpec {
+    /// The load options `pairs` set, as a file or the flags set them.
+    pub(crate) fn spec(pairs: &[(&str, &str)]) -> LoadSpec {
         let mut s = LoadSpec::default();
         for (k, v) in pairs {
             s.set(k, v).unwrap();

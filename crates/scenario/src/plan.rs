@@ -109,7 +109,7 @@ pub struct Settings {
     /// A request not complete after this fails as a timeout.
     pub timeout: Option<Duration>,
     /// Excluded from the start of every reported figure.
-    pub warmup: Option<Duration>,
+    pub warmup: Option<crate::Warmup>,
     /// Statuses that count as success.
     pub expect_status: Option<StatusSet>,
     /// Pass/fail criteria.

@@ -443,7 +443,7 @@ fn bad_flags_exit_2_with_a_clear_message() {
                 "--timeout",
                 "0s",
             ],
-            "--timeout must be at least 1ms",
+            "--timeout 0s: `0s` is shorter than the 1 ms a timer can tell apart",
         ),
         (
             vec![
@@ -485,7 +485,7 @@ fn bad_flags_exit_2_with_a_clear_message() {
                 "--interval",
                 "10ms",
             ],
-            "--interval must be at least 100ms",
+            "--interval 10ms: give between 100ms and 1h",
         ),
         (
             vec![

@@ -13,7 +13,9 @@ use super::shape::{
 };
 use super::yaml::{Typed, Value as YamlValue};
 use super::{At, S, suggest};
+use crate::PlanError;
 use crate::data::{Feeder, Order};
+use crate::duration::parse_timeout;
 use crate::extract::{Check, Expected, Extract, Source, parse_json_path};
 use crate::json::JsonTemplate;
 use crate::load::{LoadSpec, OPTIONS};
@@ -75,13 +77,15 @@ impl Compiler {
         self.errors.push((at, message.into()));
     }
 
-    fn duration(&mut self, field: &str, v: &Option<S<String>>) -> Option<Duration> {
+    /// `field`'s value read by `parse`, the parser of the flag of the same name.
+    fn value<T>(
+        &mut self,
+        field: &str,
+        v: &Option<S<String>>,
+        parse: fn(&str) -> Result<T, PlanError>,
+    ) -> Option<T> {
         let v = v.as_ref()?;
-        match parse_duration(&v.value) {
-            Ok(d) if d < crate::limits::MIN_TIMEOUT && field == "timeout" => {
-                self.error(at(v), format!("`{field}`: `{}` is shorter than the 1 ms a timer can tell apart, so requests would pass or fail by chance; give a time like 30s", v.value));
-                None
-            }
+        match parse(&v.value) {
             Ok(d) => Some(d),
             Err(e) => {
                 self.error(at(v), format!("`{field}`: {e}"));
@@ -234,8 +238,8 @@ impl Compiler {
             }
         }
         let load = raw.load.as_ref().map(|l| self.load(l)).unwrap_or_default();
-        let timeout = self.duration("timeout", &raw.timeout);
-        let warmup = self.duration("warmup", &raw.warmup);
+        let timeout = self.value("timeout", &raw.timeout, parse_timeout);
+        let warmup = self.value("warmup", &raw.warmup, crate::Warmup::parse);
         let expect_status = raw
             .expect_status
             .as_ref()
@@ -961,7 +965,7 @@ impl Compiler {
             url: url_t,
             headers: self.headers(&r.headers, defined),
             think_time: self.pause(&r.think_time),
-            timeout: self.duration("timeout", &r.timeout),
+            timeout: self.value("timeout", &r.timeout, parse_timeout),
         }
     }
 
@@ -1171,7 +1175,7 @@ impl Compiler {
             url: Template::Literal(path),
             headers: self.headers(&r.headers, defined),
             think_time: self.pause(&r.think_time),
-            timeout: self.duration("timeout", &r.timeout),
+            timeout: self.value("timeout", &r.timeout, parse_timeout),
         };
         if let Some(st) = r.check.as_ref().and_then(|c| c.value.status.as_ref()) {
             self.error(at(st), "`check.status` is an HTTP status; a gRPC call passes when it ends with status OK, and any other code is counted as its error kind (grpc_not_found, …)");

@@ -1129,7 +1129,10 @@ fn populations_compile_each_with_its_load_start_and_flow() {
             (Some("writers"), Some("post"), "writers.ttfb p95 < 400ms")
         ]
     );
-    assert_eq!(s.settings.warmup, Some(Duration::from_secs(2)));
+    assert_eq!(
+        s.settings.warmup,
+        Some(crate::Warmup::Time(Duration::from_secs(2)))
+    );
 }
 
 #[test]
