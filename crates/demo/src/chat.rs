@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use crate::App;
-use crate::db::{DbError, IdType, Val, now_ms};
+use crate::db::{IdType, Val, now_ms};
+use crate::error::Error;
 
 /// How long a cached room list is served.
 const CACHE_TTL: Duration = Duration::from_secs(1);
@@ -40,13 +41,13 @@ pub(crate) fn routes() -> Router<App> {
 
 /// A failure as the service answers it.
 pub(crate) enum ApiError {
-    Db(DbError),
+    Db(Error),
     NotFound(&'static str),
     Bad(String),
 }
 
-impl From<DbError> for ApiError {
-    fn from(e: DbError) -> Self {
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
         ApiError::Db(e)
     }
 }

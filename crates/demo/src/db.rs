@@ -11,6 +11,7 @@ use rusqlite::Connection;
 use tokio::sync::Semaphore;
 
 use crate::Knobs;
+use crate::error::{Error, Repr};
 
 /// How message rows are keyed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,26 +21,6 @@ pub enum IdType {
     /// A random 32-character string key (`WITHOUT ROWID`): every insert lands at a random
     /// place in the B-tree, as the seeds' random string ids did in MySQL/InnoDB.
     Random,
-}
-
-/// A database failure, as the service reports it.
-#[derive(Debug, thiserror::Error)]
-pub enum DbError {
-    /// No connection became free within the acquire timeout.
-    #[error("HikariPool-1 - Connection is not available, request timed out after {0}ms.")]
-    PoolTimeout(u128),
-    /// SQLite said no.
-    #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    /// PostgreSQL said no.
-    #[error("database error: {0}")]
-    Postgres(#[from] tokio_postgres::Error),
-    /// The file could not be created.
-    #[error("database file: {0}")]
-    Io(#[from] std::io::Error),
-    /// The query's blocking task failed.
-    #[error("query task: {0}")]
-    Task(String),
 }
 
 /// Pool gauges, named as HikariCP's.
@@ -224,7 +205,7 @@ impl Drop for PgLease<'_> {
 impl Db {
     /// Opens (creating if needed) the database and its pool: SQLite in a file, or
     /// PostgreSQL when `knobs.database` is a `postgres://` URL.
-    pub async fn open(knobs: &Knobs) -> Result<Db, DbError> {
+    pub async fn open(knobs: &Knobs) -> Result<Db, Error> {
         let size = knobs.db_pool.max(1);
         let (backend, location, tempdir) = match &knobs.database {
             Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
@@ -239,7 +220,7 @@ impl Db {
                             std::process::id(),
                             fastrand::u64(..)
                         ));
-                        std::fs::create_dir_all(&dir)?;
+                        std::fs::create_dir_all(&dir).map_err(Repr::DbFile)?;
                         (dir.join("demo.sqlite"), Some(TempDir(dir)))
                     }
                 };
@@ -276,7 +257,7 @@ impl Db {
     /// A request dropped half-way (its client timed out or went away) still gives its
     /// connection back and leaves the counters right: the SQLite query's blocking task
     /// returns the connection and the permit itself, and the gauges are guards.
-    pub async fn query(&self, sql: &str, params: Vec<Val>) -> Result<Vec<Row>, DbError> {
+    pub async fn query(&self, sql: &str, params: Vec<Val>) -> Result<Vec<Row>, Error> {
         let waited = Instant::now();
         let pending = Gauge::up(&self.stats.pending);
         let permit = tokio::time::timeout(self.timeout, self.permits.clone().acquire_owned()).await;
@@ -287,7 +268,7 @@ impl Db {
             .fetch_add(waited.elapsed().as_micros() as u64, Ordering::Relaxed);
         let Ok(Ok(permit)) = permit else {
             self.stats.timeouts.fetch_add(1, Ordering::Relaxed);
-            return Err(DbError::PoolTimeout(self.timeout.as_millis()));
+            return Err(Repr::PoolTimeout(self.timeout.as_millis()).into());
         };
         let active = Gauge::up(&self.stats.active);
         if !self.rtt.is_zero() {
@@ -299,7 +280,7 @@ impl Db {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .pop()
-                    .ok_or(DbError::PoolTimeout(self.timeout.as_millis()))?;
+                    .ok_or(Repr::PoolTimeout(self.timeout.as_millis()))?;
                 let sql = sql.to_string();
                 let pool = pool.clone();
                 tokio::task::spawn_blocking(move || {
@@ -309,15 +290,15 @@ impl Db {
                     r
                 })
                 .await
-                .map_err(|e| DbError::Task(e.to_string()))?
-                .map_err(DbError::from)
+                .map_err(|e| Repr::Task(e.to_string()))?
+                .map_err(Error::from)
             }
             Backend::Postgres(pool) => {
                 let client = pool
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .pop()
-                    .ok_or(DbError::PoolTimeout(self.timeout.as_millis()))?;
+                    .ok_or(Repr::PoolTimeout(self.timeout.as_millis()))?;
                 // Back to the pool on every way out, a dropped request's too.
                 let lease = PgLease {
                     pool,
@@ -334,12 +315,12 @@ impl Db {
     }
 
     /// Runs a statement; returns its rows (use `RETURNING` for ids).
-    pub async fn execute(&self, sql: &str, params: Vec<Val>) -> Result<Vec<Row>, DbError> {
+    pub async fn execute(&self, sql: &str, params: Vec<Val>) -> Result<Vec<Row>, Error> {
         self.query(sql, params).await
     }
 
     /// Messages stored in all message tables (for tests and the demo's final check).
-    pub async fn count_messages(&self) -> Result<i64, DbError> {
+    pub async fn count_messages(&self) -> Result<i64, Error> {
         let rows = self
             .query(
                 "SELECT (SELECT count(*) FROM messages_seq) + (SELECT count(*) FROM messages_rand)",
@@ -350,7 +331,7 @@ impl Db {
     }
 
     /// A small starting data set: users and rooms, as a chat service would have.
-    async fn seed(&self) -> Result<(), DbError> {
+    async fn seed(&self) -> Result<(), Error> {
         let rooms = self.query("SELECT count(*) FROM rooms", vec![]).await?;
         if rooms.first().and_then(|r| r.first()).map_or(0, Val::int) > 0 {
             return Ok(());
@@ -385,7 +366,7 @@ fn redact(url: &str) -> String {
     }
 }
 
-fn open_sqlite(path: &std::path::Path, size: usize) -> Result<Backend, DbError> {
+fn open_sqlite(path: &std::path::Path, size: usize) -> Result<Backend, Error> {
     let mut conns = Vec::with_capacity(size);
     for i in 0..size {
         let c = Connection::open(path)?;
@@ -399,7 +380,7 @@ fn open_sqlite(path: &std::path::Path, size: usize) -> Result<Backend, DbError> 
     Ok(Backend::Sqlite(Arc::new(Mutex::new(conns))))
 }
 
-async fn open_postgres(url: &str, size: usize) -> Result<Backend, DbError> {
+async fn open_postgres(url: &str, size: usize) -> Result<Backend, Error> {
     let mut clients = Vec::with_capacity(size);
     for i in 0..size {
         let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
@@ -451,7 +432,7 @@ async fn postgres_query(
     client: &tokio_postgres::Client,
     sql: &str,
     params: &[Val],
-) -> Result<Vec<Row>, DbError> {
+) -> Result<Vec<Row>, Error> {
     use tokio_postgres::types::{ToSql, Type};
     let boxed: Vec<Box<dyn ToSql + Sync + Send>> = params
         .iter()

@@ -20,7 +20,8 @@ use futures_util::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 
 use crate::App;
-use crate::db::{DbError, IdType, Val, now_ms};
+use crate::db::{IdType, Val, now_ms};
+use crate::error::Error;
 
 /// The code generated from proto/chat.proto at build time.
 #[allow(missing_docs, clippy::all, unreachable_pub)]
@@ -158,11 +159,12 @@ struct ChatService {
     app: App,
 }
 
-fn db_status(e: DbError) -> Status {
+fn db_status(e: Error) -> Status {
     // A pool that could not hand out a connection in time is the server being overloaded.
-    match e {
-        DbError::PoolTimeout(_) => Status::resource_exhausted(e.to_string()),
-        e => Status::internal(e.to_string()),
+    if e.is_pool_timeout() {
+        Status::resource_exhausted(e.to_string())
+    } else {
+        Status::internal(e.to_string())
     }
 }
 

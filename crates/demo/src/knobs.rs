@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use crate::DemoError;
 use crate::db::IdType;
+use crate::error::{Error, Repr};
 
 /// The tuning knobs.
 #[derive(Debug, Clone)]
@@ -116,8 +116,8 @@ pub const KNOBS: &[KnobInfo] = &[
 
 impl Knobs {
     /// Sets knob `name` from its text (`db-pool` `10`, `db-rtt` `5ms`, `cache` `on`).
-    pub fn set(&mut self, name: &str, value: &str) -> Result<(), DemoError> {
-        let bad = |why: &str| DemoError::KnobValue {
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), Error> {
+        let bad = |why: &str| Repr::KnobValue {
             name: name.to_string(),
             value: value.to_string(),
             why: why.to_string(),
@@ -143,18 +143,18 @@ impl Knobs {
                 self.cache = match value.trim() {
                     "on" | "true" | "yes" | "1" => true,
                     "off" | "false" | "no" | "0" => false,
-                    _ => return Err(bad("expected on or off")),
+                    _ => return Err(bad("expected on or off").into()),
                 }
             }
             "id-type" => {
                 self.id_type = match value.trim() {
                     "sequential" => IdType::Sequential,
                     "random" => IdType::Random,
-                    _ => return Err(bad("expected sequential or random")),
+                    _ => return Err(bad("expected sequential or random").into()),
                 }
             }
             "database" => self.database = Some(value.to_string()),
-            _ => return Err(DemoError::UnknownKnob(name.to_string())),
+            _ => return Err(Repr::UnknownKnob(name.to_string()).into()),
         }
         Ok(())
     }

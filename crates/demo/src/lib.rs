@@ -14,6 +14,7 @@
 mod chat;
 mod connections;
 mod db;
+mod error;
 mod grpc;
 mod knobs;
 mod limit;
@@ -29,32 +30,10 @@ use axum::Router;
 use axum::routing::get;
 use tokio::net::TcpListener;
 
-pub use db::{Db, DbError, IdType, Val};
+pub use db::{Db, IdType, Val};
+use error::Repr;
+pub use error::{Error, Kind};
 pub use knobs::{KNOBS, KnobInfo, Knobs};
-
-/// Why the demo target could not start, or a knob could not be set.
-#[derive(Debug, thiserror::Error)]
-pub enum DemoError {
-    /// The database could not be opened.
-    #[error(transparent)]
-    Db(#[from] DbError),
-    /// The address could not be listened on.
-    #[error("cannot listen: {0}")]
-    Listen(#[from] std::io::Error),
-    /// No such knob.
-    #[error("`{0}` is not a demo-target knob; the knobs are {list}", list = KNOBS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "))]
-    UnknownKnob(String),
-    /// The value does not fit the knob.
-    #[error("{name}={value}: {why}")]
-    KnobValue {
-        /// The knob.
-        name: String,
-        /// As given.
-        value: String,
-        /// What it should look like.
-        why: String,
-    },
-}
 
 /// Shared state of the service.
 #[derive(Clone)]
@@ -88,7 +67,7 @@ impl Target {
 
 /// The service's routes over `knobs`.
 #[allow(private_interfaces)]
-pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>), DbError> {
+pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>), Error> {
     let db = Arc::new(Db::open(knobs).await?);
     let metrics = Arc::new(metrics::Metrics::new(knobs.max_threads, knobs.db_pool));
     let app = App {
@@ -153,10 +132,10 @@ async fn not_found(req: axum::extract::Request) -> axum::response::Response {
 }
 
 /// Starts the service on `addr` (port 0 picks a free one) on the current runtime.
-pub async fn start(addr: SocketAddr, knobs: &Knobs) -> Result<Target, DemoError> {
+pub async fn start(addr: SocketAddr, knobs: &Knobs) -> Result<Target, Error> {
     let (router, db, events) = router(knobs).await?;
-    let inner = TcpListener::bind(addr).await?;
-    let addr = inner.local_addr()?;
+    let inner = TcpListener::bind(addr).await.map_err(Repr::Listen)?;
+    let addr = inner.local_addr().map_err(Repr::Listen)?;
     let listener = connections::LimitedListener {
         inner,
         permits: Arc::new(tokio::sync::Semaphore::new(knobs.max_connections.max(1))),
