@@ -19,10 +19,10 @@ use serde_json::Value;
 
 use crate::text::{Names, literal, singular};
 use crate::yaml::{Entry, Node, json, render};
-use crate::{ConvertError, Converted};
+use crate::{Converted, Error, Kind};
 
-fn err(msg: String) -> ConvertError {
-    ConvertError::AccessLog(msg)
+fn err(msg: String) -> Error {
+    Error::new(Kind::AccessLog, msg)
 }
 
 /// The longest line read; a longer one is counted as not read (a request line is at most
@@ -166,7 +166,7 @@ const EXAMPLES: usize = 3;
 
 impl Tally {
     /// Reads one log (`source` names it in messages), one line at a time.
-    pub fn read(&mut self, mut input: impl BufRead, source: &str) -> Result<(), ConvertError> {
+    pub fn read(&mut self, mut input: impl BufRead, source: &str) -> Result<(), Error> {
         let mut buf = Vec::with_capacity(512);
         let mut line_no = 0u64;
         loop {
@@ -208,7 +208,7 @@ impl Tally {
         }
     }
 
-    fn take(&mut self, e: Line<'_>, source: &str, line: u64) -> Result<(), ConvertError> {
+    fn take(&mut self, e: Line<'_>, source: &str, line: u64) -> Result<(), Error> {
         let (second, offset) = match &self.last_time {
             Some((t, s, o)) if t == e.time => (*s, *o),
             _ => match parse_time(e.time) {
@@ -283,7 +283,7 @@ impl Tally {
     }
 
     /// The figures, once every log is read; refused when no line was a request.
-    pub fn traffic(&self) -> Result<Traffic, ConvertError> {
+    pub fn traffic(&self) -> Result<Traffic, Error> {
         if self.requests == 0 {
             let first = self
                 .unread_examples
@@ -643,7 +643,7 @@ pub struct AccessLogConverted {
 }
 
 /// The scenario of the logs `tally` has read.
-pub fn convert(tally: &Tally, opts: &AccessLogOptions) -> Result<AccessLogConverted, ConvertError> {
+pub fn convert(tally: &Tally, opts: &AccessLogOptions) -> Result<AccessLogConverted, Error> {
     if opts.max_endpoints == 0 || opts.max_endpoints > MAX_BRANCHES {
         return Err(err(format!(
             "--max-endpoints {}: give 1 to {MAX_BRANCHES} (the busiest endpoints are written; default {DEFAULT_BRANCHES})",

@@ -5,10 +5,10 @@
 use crate::secrets::Secrets;
 use crate::step::{Body, Doc, Step};
 use crate::text::literal;
-use crate::{ConvertError, Converted};
+use crate::{Converted, Error, Kind};
 
-fn err(msg: String) -> ConvertError {
-    ConvertError::Curl(msg)
+fn err(msg: String) -> Error {
+    Error::new(Kind::Curl, msg)
 }
 
 /// Flags that change nothing volley sends (output, verbosity, TLS and redirect choices).
@@ -132,7 +132,7 @@ fn ansi_c_quotes(text: &str) -> String {
 
 /// Converts one curl command: `args` is the command line as one string (split as a shell
 /// would) or already split; a leading `curl` is skipped.
-pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError> {
+pub fn convert(args: &[String], command: &str) -> Result<Converted, Error> {
     let words: Vec<String> = if args.len() == 1 {
         shlex::split(&ansi_c_quotes(&args[0])).ok_or_else(|| err("the command line has an unclosed quote: close it, or pass the curl arguments after `--` one by one".into()))?
     } else {
@@ -170,7 +170,7 @@ pub fn convert(args: &[String], command: &str) -> Result<Converted, ConvertError
             } else {
                 (w.clone(), None)
             };
-        let mut value = |what: &str| -> Result<String, ConvertError> {
+        let mut value = |what: &str| -> Result<String, Error> {
             inline
                 .clone()
                 .or_else(|| words.next())

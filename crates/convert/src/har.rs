@@ -15,7 +15,7 @@ use crate::exchange::{Exchange, ReqBody, decode_path, template_json};
 use crate::secrets::Secrets;
 use crate::step::{Body, Doc, Step};
 use crate::text::literal;
-use crate::{ConvertError, Converted};
+use crate::{Converted, Error, Kind};
 
 /// What to keep and add.
 #[derive(Debug, Clone, Default)]
@@ -196,12 +196,12 @@ fn authority(u: &url::Url) -> String {
     }
 }
 
-fn err(msg: String) -> ConvertError {
-    ConvertError::Har(msg)
+fn err(msg: String) -> Error {
+    Error::new(Kind::Har, msg)
 }
 
 /// Converts HAR text.
-pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError> {
+pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, Error> {
     let har: Har = serde_json::from_str(text).map_err(|e| {
         err(format!(
             "not a HAR file: {e}. A HAR file is JSON with `log.entries` (save one from the browser's developer tools: Network → \"Save all as HAR\", or record one with Playwright's `recordHar`)"
@@ -422,7 +422,7 @@ pub fn convert(text: &str, opts: &HarOptions) -> Result<Converted, ConvertError>
     })
 }
 
-fn exchange(e: Entry, url: url::Url, at: jiff::Timestamp) -> Result<Exchange, ConvertError> {
+fn exchange(e: Entry, url: url::Url, at: jiff::Timestamp) -> Result<Exchange, Error> {
     let headers: Vec<(String, String)> = e
         .request
         .headers

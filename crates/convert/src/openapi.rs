@@ -18,7 +18,7 @@ use crate::schema::{example, resolve};
 use crate::secrets::Secrets;
 use crate::step::{Body, Doc, Source, Step};
 use crate::text::{Names, literal, singular, snake};
-use crate::{ConvertError, Converted};
+use crate::{Converted, Error, Kind};
 
 /// Which operations, and where.
 #[derive(Debug, Clone, Default)]
@@ -35,8 +35,8 @@ pub struct OpenApiOptions {
 
 const METHODS: [&str; 6] = ["post", "get", "put", "patch", "head", "delete"];
 
-fn err(msg: String) -> ConvertError {
-    ConvertError::OpenApi(msg)
+fn err(msg: String) -> Error {
+    Error::new(Kind::OpenApi, msg)
 }
 
 struct Op<'a> {
@@ -48,7 +48,7 @@ struct Op<'a> {
 }
 
 /// Converts an OpenAPI document's text.
-pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, ConvertError> {
+pub fn convert(text: &str, opts: &OpenApiOptions) -> Result<Converted, Error> {
     let doc: Value = if text.trim_start().starts_with('{') {
         serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}; an OpenAPI document is JSON or YAML with `openapi: 3.x`, `info` and `paths`")))?
     } else {
