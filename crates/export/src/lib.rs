@@ -13,35 +13,20 @@
 //! and how sending went is written to run.json's `outputs`.
 
 pub mod buckets;
+mod error;
 pub mod model;
 pub mod openmetrics;
 pub mod otlp;
 pub mod remote_write;
 pub mod send;
 
+pub use error::{Error, Kind};
 pub use openmetrics::MetricsEndpoint;
 pub use otlp::Otlp;
 pub use remote_write::RemoteWrite;
 
+use error::Repr;
 use volley_record::{IntervalView, Observer, OutputNote, RunStart};
-
-/// Why an output could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum ExportError {
-    /// `--out` was not `KIND=URL` with a known kind.
-    #[error("--out {given}: {why}")]
-    Spec { given: String, why: String },
-    /// The URL does not parse or is not http(s).
-    #[error("--out {kind}={url}: {why}")]
-    Url {
-        kind: &'static str,
-        url: String,
-        why: String,
-    },
-    /// The HTTP client or its runtime could not start.
-    #[error("cannot start the metrics sender: {0}")]
-    Client(String),
-}
 
 /// The kinds of `--out`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +70,7 @@ pub struct OutputSpec {
 
 impl OutputSpec {
     /// Parses `KIND=URL`.
-    pub fn parse(s: &str) -> Result<OutputSpec, ExportError> {
+    pub fn parse(s: &str) -> Result<OutputSpec, Error> {
         let kinds = || {
             OutputKind::ALL
                 .iter()
@@ -94,26 +79,29 @@ impl OutputSpec {
                 .join("\n")
         };
         let Some((kind, url)) = s.split_once('=') else {
-            return Err(ExportError::Spec {
+            return Err(Repr::Spec {
                 given: s.into(),
                 why: format!("write KIND=URL; the kinds are:\n{}", kinds()),
-            });
+            }
+            .into());
         };
         let Some((kind, ..)) = OutputKind::ALL
             .iter()
             .find(|(_, n, _)| n.eq_ignore_ascii_case(kind.trim()))
         else {
-            return Err(ExportError::Spec {
+            return Err(Repr::Spec {
                 given: s.into(),
                 why: format!("unknown kind `{kind}`; the kinds are:\n{}", kinds()),
-            });
+            }
+            .into());
         };
         let url = url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ExportError::Spec {
+            return Err(Repr::Spec {
                 given: s.into(),
                 why: "the URL must start with http:// or https://".into(),
-            });
+            }
+            .into());
         }
         send::checked_url(kind.name(), url)?;
         Ok(OutputSpec {
@@ -123,7 +111,7 @@ impl OutputSpec {
     }
 
     /// Starts the output (its sender thread; nothing is sent before the run starts).
-    pub fn start(&self) -> Result<Output, ExportError> {
+    pub fn start(&self) -> Result<Output, Error> {
         Ok(match self.kind {
             OutputKind::Prometheus => Output::Prometheus(Box::new(RemoteWrite::new(&self.url)?)),
             OutputKind::Otlp => Output::Otlp(Box::new(Otlp::new(&self.url)?)),

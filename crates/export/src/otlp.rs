@@ -19,7 +19,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use volley_record::{IntervalView, Observer, OutputNote, RunStart};
 use volley_stats::{ErrorKind, IntervalSample};
 
-use crate::ExportError;
+use crate::error::Error;
 use crate::send::{Payload, Sender};
 
 /// Most buckets an exponential histogram point carries (OpenTelemetry's default, 160).
@@ -44,7 +44,7 @@ struct RunLabels {
 impl Otlp {
     /// Starts the sender. `url` is the receiver's base (`http://collector:4318`, to which
     /// `/v1/metrics` is added) or the full metrics path.
-    pub fn new(url: &str) -> Result<Otlp, ExportError> {
+    pub fn new(url: &str) -> Result<Otlp, Error> {
         let full = metrics_url(url);
         Ok(Otlp {
             sender: Sender::start("otlp", &full)?,

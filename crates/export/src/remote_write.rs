@@ -8,7 +8,7 @@
 
 use volley_record::{IntervalView, Observer, OutputNote, RunStart};
 
-use crate::ExportError;
+use crate::error::Error;
 use crate::model::{Family, Kind, RunMetrics};
 use crate::send::{Payload, Sender};
 
@@ -53,7 +53,7 @@ pub struct RemoteWrite {
 
 impl RemoteWrite {
     /// Starts the sender for `url` (e.g. `http://prometheus:9090/api/v1/write`).
-    pub fn new(url: &str) -> Result<RemoteWrite, ExportError> {
+    pub fn new(url: &str) -> Result<RemoteWrite, Error> {
         Ok(RemoteWrite {
             sender: Sender::start("prometheus", url)?,
             run: None,

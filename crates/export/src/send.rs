@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use volley_record::OutputNote;
 
-use crate::ExportError;
+use crate::error::{Error, Repr};
 
 /// Payloads waiting to be sent at most (a minute of 1 s intervals).
 pub const QUEUE: usize = 60;
@@ -67,25 +67,26 @@ pub struct Sender {
 
 /// `url` as a receiver's URL: absolute, http or https. `--out` is checked with this when it
 /// is parsed, so a bad one fails before any load, here or in `volley k8s manifest`.
-pub(crate) fn checked_url(kind: &'static str, url: &str) -> Result<reqwest::Url, ExportError> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| ExportError::Url {
+pub(crate) fn checked_url(kind: &'static str, url: &str) -> Result<reqwest::Url, Error> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| Repr::Url {
         kind,
         url: url.to_string(),
         why: e.to_string(),
     })?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(ExportError::Url {
+        return Err(Repr::Url {
             kind,
             url: url.to_string(),
             why: "only http:// and https:// URLs are supported".into(),
-        });
+        }
+        .into());
     }
     Ok(parsed)
 }
 
 impl Sender {
     /// Starts the sender thread for `url`.
-    pub fn start(kind: &'static str, url: &str) -> Result<Sender, ExportError> {
+    pub fn start(kind: &'static str, url: &str) -> Result<Sender, Error> {
         let parsed = checked_url(kind, url)?;
         let shown = shown_url(&parsed);
         // reqwest is built without a default provider (that would be aws-lc): ring is ours.
@@ -96,18 +97,18 @@ impl Sender {
             // sent); a 3xx is a failure that names the URL to give instead.
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| ExportError::Client(e.to_string()))?;
+            .map_err(|e| Repr::Client(e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| ExportError::Client(e.to_string()))?;
+            .map_err(|e| Repr::Client(e.to_string()))?;
         let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let stats = Arc::new(Mutex::new(Stats::default()));
         let (s, label) = (stats.clone(), format!("{kind}={shown}"));
         std::thread::Builder::new()
             .name(format!("volley-out-{kind}"))
             .spawn(move || runtime.block_on(run(client, parsed, rx, s, label)))
-            .map_err(|e| ExportError::Client(e.to_string()))?;
+            .map_err(|e| Repr::Client(e.to_string()))?;
         Ok(Sender {
             kind,
             shown,
