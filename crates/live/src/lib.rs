@@ -32,32 +32,13 @@ use volley_engine::{RunControl, StopReason};
 use volley_record::{IntervalView, Observer, Recorded, RunStart};
 use volley_rundir::rundir::PlanChangeNote;
 
-/// Why the dashboard could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum LiveError {
-    /// The address could not be bound.
-    #[error(
-        "{addr}: cannot listen there: {error}. Give a free address, like 127.0.0.1:8089 (or leave the address out for a free port on 127.0.0.1)"
-    )]
-    Bind {
-        /// The address asked for.
-        addr: SocketAddr,
-        /// What the system said.
-        error: std::io::Error,
-    },
-    /// An address other than loopback without a token.
-    #[error("{0}: a dashboard on an address other than loopback needs an access token")]
-    OpenOutside(SocketAddr),
-    /// The dashboard's runtime could not start.
-    #[error("cannot start the dashboard's thread: {0}")]
-    Runtime(std::io::Error),
-    /// The address is not an address.
-    #[error("`{0}`: not an address; write it like 127.0.0.1:8089, 0.0.0.0:8089 or :8089")]
-    BadAddr(String),
-}
+mod error;
+
+use error::Repr;
+pub use error::{Error, Kind};
 
 /// Parses `--dashboard`'s address: `HOST:PORT`, `:PORT` (on 127.0.0.1), or nothing (127.0.0.1, a free port).
-pub fn parse_addr(text: Option<&str>) -> Result<SocketAddr, LiveError> {
+pub fn parse_addr(text: Option<&str>) -> Result<SocketAddr, Error> {
     let text = text.map(str::trim).filter(|t| !t.is_empty());
     let full = match text {
         None => "127.0.0.1:0".to_string(),
@@ -65,7 +46,7 @@ pub fn parse_addr(text: Option<&str>) -> Result<SocketAddr, LiveError> {
         Some(t) => t.to_string(),
     };
     full.parse()
-        .map_err(|_| LiveError::BadAddr(text.unwrap_or_default().to_string()))
+        .map_err(|_| Repr::BadAddr(text.unwrap_or_default().to_string()).into())
 }
 
 /// What the routes and the observer share.
@@ -128,7 +109,7 @@ impl Dashboard {
     /// Serves the live dashboard on `addr` (port 0: a free one) with `extra` routes merged
     /// in (e.g. `/metrics`), all behind `access`. Refuses [`Access::Open`] on an address
     /// other than loopback.
-    pub fn start(addr: SocketAddr, access: Access, extra: Router) -> Result<Dashboard, LiveError> {
+    pub fn start(addr: SocketAddr, access: Access, extra: Router) -> Result<Dashboard, Error> {
         Self::serve(addr, access, extra, None)
     }
 
@@ -139,7 +120,7 @@ impl Dashboard {
         access: Access,
         html: String,
         extra: Router,
-    ) -> Result<Dashboard, LiveError> {
+    ) -> Result<Dashboard, Error> {
         Self::serve(addr, access, extra, Some(html))
     }
 
@@ -148,20 +129,20 @@ impl Dashboard {
         access: Access,
         extra: Router,
         page: Option<String>,
-    ) -> Result<Dashboard, LiveError> {
+    ) -> Result<Dashboard, Error> {
         if access == Access::Open && !addr.ip().is_loopback() {
-            return Err(LiveError::OpenOutside(addr));
+            return Err(Repr::OpenOutside(addr).into());
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("volley-dashboard")
             .enable_all()
             .build()
-            .map_err(LiveError::Runtime)?;
+            .map_err(Repr::Runtime)?;
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind(addr))
             .and_then(|l| Ok((l.local_addr()?, l)))
-            .map_err(|error| LiveError::Bind { addr, error });
+            .map_err(|error| Repr::Bind { addr, error });
         let (bound, listener) = listener?;
         let (snapshots, _) = tokio::sync::watch::channel(Arc::<str>::from(""));
         let shared = Arc::new(Shared {
