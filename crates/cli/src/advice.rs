@@ -13,6 +13,9 @@ pub(crate) fn advice(e: &anyhow::Error) -> Option<&'static str> {
         if let Some(e) = cause.downcast_ref::<volley_record::Error>() {
             return e.engine().and_then(engine);
         }
+        if let Some(e) = cause.downcast_ref::<volley_merge::Error>() {
+            return merge(e);
+        }
         None
     })
 }
@@ -28,6 +31,18 @@ fn engine(e: &volley_engine::Error) -> Option<&'static str> {
         }
         Engine::UserInfo => {
             "send the credentials as a header: -H 'Authorization: Basic …', or `headers:` in a scenario"
+        }
+        _ => return None,
+    })
+}
+
+fn merge(e: &volley_merge::Error) -> Option<&'static str> {
+    Some(match e.kind() {
+        volley_merge::Kind::StartsApart => {
+            "start the segments with one --start-at, or widen volley merge's --start-tolerance"
+        }
+        volley_merge::Kind::NotASegment => {
+            "merge the run directories written by `volley run --segment i/N`"
         }
         _ => return None,
     })
@@ -63,9 +78,15 @@ mod tests {
     fn a_failed_tls_handshake_is_advised_the_tls_flags() {
         let e = tls_failure();
         assert!(e.is_tls_handshake(), "{:?}: {e}", e.kind());
-        assert!(!e.to_string().contains("--"), "the engine names no flag: {e}");
+        assert!(
+            !e.to_string().contains("--"),
+            "the engine names no flag: {e}"
+        );
         let hint = advice(&anyhow::Error::new(e).context("the pre-flight check")).unwrap();
-        assert!(hint.contains("--cacert") && hint.contains("--insecure"), "{hint}");
+        assert!(
+            hint.contains("--cacert") && hint.contains("--insecure"),
+            "{hint}"
+        );
     }
 
     #[test]

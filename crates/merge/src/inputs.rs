@@ -7,7 +7,7 @@ use volley_rundir::segment::SegmentNote;
 use volley_rundir::{RunData, RunStatus};
 use volley_scenario::Segment;
 
-use crate::{MergeError, MergeOptions};
+use crate::{Error, MergeOptions, Repr};
 
 /// How deep under an input directory run directories are looked for
 /// (`<run id>/<segment>/<time>_<name>/`, as launchers lay them out).
@@ -16,22 +16,22 @@ const MAX_DEPTH: usize = 3;
 /// The run directories among `inputs`: each input is one, or holds some (up to three
 /// levels down); `out` is skipped. In name order, so the result does not depend on the
 /// file system's.
-pub fn find_run_dirs(inputs: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>, MergeError> {
+pub fn find_run_dirs(inputs: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>, Error> {
     let mut found = Vec::new();
     for input in inputs {
         let before = found.len();
         walk(input, out, 0, &mut found)?;
         if found.len() == before {
-            return Err(MergeError::NoRuns(input.display().to_string()));
+            return Err(Repr::NoRuns(input.display().to_string()).into());
         }
     }
     if found.is_empty() {
-        return Err(MergeError::NoRuns("the inputs".into()));
+        return Err(Repr::NoRuns("the inputs".into()).into());
     }
     Ok(found)
 }
 
-fn walk(dir: &Path, out: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Result<(), MergeError> {
+fn walk(dir: &Path, out: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Result<(), Error> {
     if dir == out {
         return Ok(());
     }
@@ -77,7 +77,7 @@ pub(crate) struct SegmentSet {
 }
 
 impl SegmentSet {
-    pub(crate) fn read(dirs: &[PathBuf], opts: &MergeOptions) -> Result<SegmentSet, MergeError> {
+    pub(crate) fn read(dirs: &[PathBuf], opts: &MergeOptions) -> Result<SegmentSet, Error> {
         let mut segments: Vec<Input> = Vec::new();
         for dir in dirs {
             // The histograms are read as they are merged, interval by interval (rebuild.rs).
@@ -86,7 +86,7 @@ impl SegmentSet {
                 .meta
                 .segment
                 .clone()
-                .ok_or_else(|| MergeError::NotASegment(dir.clone()))?;
+                .ok_or_else(|| Repr::NotASegment(dir.clone()))?;
             let started_at: jiff::Timestamp = data.meta.started_at.parse().map_err(|e| {
                 volley_rundir::FormatError::malformed(
                     dir.join("run.json"),
@@ -111,11 +111,12 @@ impl SegmentSet {
             // the run (another URL, 400 VUs for 4) would otherwise merge as the one recorded.
             let recomputed = volley_rundir::segment::plan_hash(&data.meta.plan);
             if recomputed != note.plan_hash {
-                return Err(MergeError::PlanEdited {
+                return Err(Repr::PlanEdited {
                     dir: dir.clone(),
                     recorded: note.plan_hash.clone(),
                     recomputed,
-                });
+                }
+                .into());
             }
             segments.push(Input {
                 segment: note.segment,
@@ -128,7 +129,7 @@ impl SegmentSet {
         segments.sort_by_key(|s| s.segment.index);
         let first = &segments[0];
         let mismatch =
-            |s: &Input, what: &'static str, theirs: String, ours: String| MergeError::Mismatch {
+            |s: &Input, what: &'static str, theirs: String, ours: String| Repr::Mismatch {
                 dir: s.data.dir.clone(),
                 what,
                 theirs,
@@ -142,7 +143,8 @@ impl SegmentSet {
                     "its run id",
                     s.note.run_id.clone(),
                     first.note.run_id.clone(),
-                ));
+                )
+                .into());
             }
             if s.note.plan_hash != first.note.plan_hash {
                 return Err(mismatch(
@@ -150,7 +152,8 @@ impl SegmentSet {
                     "the hash of its plan",
                     s.note.plan_hash.clone(),
                     first.note.plan_hash.clone(),
-                ));
+                )
+                .into());
             }
             if s.segment.count != first.segment.count {
                 return Err(mismatch(
@@ -158,7 +161,8 @@ impl SegmentSet {
                     "its segment count",
                     s.segment.count.to_string(),
                     first.segment.count.to_string(),
-                ));
+                )
+                .into());
             }
             if s.data.meta.interval_s != first.data.meta.interval_s {
                 return Err(mismatch(
@@ -166,16 +170,18 @@ impl SegmentSet {
                     "its interval (s)",
                     s.data.meta.interval_s.to_string(),
                     first.data.meta.interval_s.to_string(),
-                ));
+                )
+                .into());
             }
         }
         for pair in segments.windows(2) {
             if pair[0].segment == pair[1].segment {
-                return Err(MergeError::Duplicate {
+                return Err(Repr::Duplicate {
                     segment: pair[0].segment.to_string(),
                     first: pair[0].data.dir.clone(),
                     second: pair[1].data.dir.clone(),
-                });
+                }
+                .into());
             }
         }
         let earliest = segments
@@ -191,14 +197,15 @@ impl SegmentSet {
             .duration_since(earliest.started_at)
             .unsigned_abs();
         if apart > opts.start_tolerance {
-            return Err(MergeError::StartsApart {
+            return Err(Repr::StartsApart {
                 first: earliest.data.dir.clone(),
                 first_at: earliest.data.meta.started_at.clone(),
                 last: latest.data.dir.clone(),
                 last_at: latest.data.meta.started_at.clone(),
                 apart_ms: apart.as_secs_f64() * 1000.0,
                 tolerance_ms: opts.start_tolerance.as_secs_f64() * 1000.0,
-            });
+            }
+            .into());
         }
         let started_at = earliest.started_at;
         let interval_s = first.data.meta.interval_s;

@@ -11,6 +11,7 @@
 //! retried pod) and segments whose starts lie further apart than a tolerance; missing
 //! segments are merged around and the result is marked `partial`, naming them.
 
+mod error;
 mod inputs;
 mod notes;
 mod rebuild;
@@ -20,8 +21,10 @@ use std::time::Duration;
 
 use volley_rundir::rundir::RunMeta;
 use volley_rundir::segment::MergedFrom;
-use volley_rundir::{FormatError, RunStatus, RunWriter};
+use volley_rundir::{RunStatus, RunWriter};
 
+use error::Repr;
+pub use error::{Error, Kind};
 pub use inputs::find_run_dirs;
 pub use notes::GENERATORS_CSV;
 
@@ -62,93 +65,15 @@ pub struct Merged {
     pub intervals: usize,
 }
 
-/// Why segments could not be merged. Every message says what to do instead.
-#[derive(Debug, thiserror::Error)]
-pub enum MergeError {
-    /// An input could not be read.
-    #[error(transparent)]
-    Read(#[from] FormatError),
-    /// No run directory was found under the inputs.
-    #[error(
-        "no run directory under {0}: give the segments' run directories (each holds run.json and series.csv), or a directory that holds them"
-    )]
-    NoRuns(String),
-    /// A run directory is not a segment.
-    #[error(
-        "{0}: not a segment of a split run (its run.json has no `segment`); merge the run directories written by `volley run --segment i/N`"
-    )]
-    NotASegment(PathBuf),
-    /// Two directories hold the same segment.
-    #[error(
-        "segment {segment} appears twice: {first} and {second} (a retried pod?); keep the one to merge and leave the other out"
-    )]
-    Duplicate {
-        /// `i/N`.
-        segment: String,
-        /// The first directory.
-        first: PathBuf,
-        /// The second.
-        second: PathBuf,
-    },
-    /// The segments do not belong to one run.
-    #[error(
-        "{dir}: {what} is {theirs}, but {first} has {ours}; merge only the segments of one run"
-    )]
-    Mismatch {
-        /// The segment that differs.
-        dir: PathBuf,
-        /// What differs: its run id, plan, segment count, interval.
-        what: &'static str,
-        /// Its value.
-        theirs: String,
-        /// The first segment's directory.
-        first: PathBuf,
-        /// The first segment's value.
-        ours: String,
-    },
-    /// A segment's plan is not the plan its hash was recorded for: run.json was edited.
-    #[error(
-        "{dir}: the plan in its run.json hashes to {recomputed}, but the segment was recorded with plan hash {recorded}: the plan was edited after the run (its URL, its VUs?), and its figures would be merged under a plan they were not recorded with; merge the run directories as volley wrote them"
-    )]
-    PlanEdited {
-        /// The segment's directory.
-        dir: PathBuf,
-        /// `segment.plan_hash` in its run.json.
-        recorded: String,
-        /// The hash of the plan its run.json holds.
-        recomputed: String,
-    },
-    /// The segments started too far apart for their intervals to line up.
-    #[error(
-        "segments started {apart_ms:.0} ms apart ({first} at {first_at}, {last} at {last_at}), more than the tolerance of {tolerance_ms:.0} ms: their intervals would not line up. Start them with one --start-at, or widen --start-tolerance"
-    )]
-    StartsApart {
-        /// Earliest start's directory.
-        first: PathBuf,
-        /// Its start.
-        first_at: String,
-        /// Latest start's directory.
-        last: PathBuf,
-        /// Its start.
-        last_at: String,
-        /// How far apart, ms.
-        apart_ms: f64,
-        /// The tolerance, ms.
-        tolerance_ms: f64,
-    },
-    /// The output could not be written.
-    #[error("{0}: {1}")]
-    Output(PathBuf, String),
-}
-
 /// Merges the segment run directories found under `inputs` (run directories, or
 /// directories holding them) into one run directory at `out`.
-pub fn merge(inputs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merged, MergeError> {
+pub fn merge(inputs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merged, Error> {
     if out.join(volley_rundir::rundir::RUN_JSON).exists() {
-        return Err(MergeError::Output(
+        return Err(Repr::Output(
             out.to_path_buf(),
             "already holds a run directory; give a new directory for the merged run".into(),
-        ));
+        )
+        .into());
     }
     let dirs = find_run_dirs(inputs, out)?;
     merge_dirs(&dirs, out, opts)
@@ -157,7 +82,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merg
 /// Merges exactly the segment run directories `dirs` into `out`; a run of populations has
 /// each population's directories merged the same way into `out/populations/<name>`, so the
 /// merged total and every merged population are exact (counts and histograms added).
-fn merge_dirs(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merged, MergeError> {
+fn merge_dirs(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merged, Error> {
     let set = inputs::SegmentSet::read(dirs, opts)?;
     let first = &set.segments[0];
     let interval_s = first.data.meta.interval_s;
@@ -225,13 +150,13 @@ fn merge_dirs(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merge
             .map(|s| s.data.dir.join(&p.dir))
             .collect();
         if let Some(missing) = sub.iter().find(|d| !volley_rundir::RunData::is_run_dir(d)) {
-            return Err(MergeError::Output(
+            return Err(Repr::Output(
                 missing.clone(),
                 format!(
                     "population `{}` of this segment has no run directory here; every segment of a run of populations holds one per population",
                     p.name
                 ),
-            ));
+            ).into());
         }
         merge_dirs(&sub, &out.join(&p.dir), opts)?;
     }

@@ -9,7 +9,7 @@ use volley_rundir::numfmt::ngrinder_number;
 use volley_rundir::rundir::{ErrorNote, NotedMessage};
 use volley_rundir::segment::SegmentOrigin;
 
-use crate::MergeError;
+use crate::Error;
 use crate::inputs::SegmentSet;
 
 /// Per-segment generator health, one row per segment and interval.
@@ -81,13 +81,9 @@ pub(crate) fn origins(set: &SegmentSet) -> Vec<SegmentOrigin> {
 
 /// Writes `generators.csv`: `Segment,Elapsed_(s),Late,Dropped,Schedule_lag_max_(ms),Generator_CPU_(%)`,
 /// elapsed at the end of each interval of the merged run.
-pub(crate) fn write_generators(
-    set: &SegmentSet,
-    out: &Path,
-    interval_s: f64,
-) -> Result<(), MergeError> {
+pub(crate) fn write_generators(set: &SegmentSet, out: &Path, interval_s: f64) -> Result<(), Error> {
     let path = out.join(GENERATORS_CSV);
-    let io = |e| MergeError::Read(FormatError::io(&path, e));
+    let io = |e| Error::from(FormatError::io(&path, e));
     let mut w = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io)?);
     writeln!(
         w,

@@ -19,7 +19,7 @@ use volley_rundir::hlog::{self, HistKey, LoggedHistogram};
 use volley_rundir::{FormatError, RunWriter};
 use volley_stats::{Counts, Interval, IntervalSample, Latencies, new_histogram};
 
-use crate::MergeError;
+use crate::Error;
 use crate::inputs::{Input, SegmentSet};
 
 /// Columns of series.csv that [`volley_rundir::RunData`] does not keep, read here by name.
@@ -39,7 +39,7 @@ struct Prepared<'a> {
 }
 
 impl<'a> Prepared<'a> {
-    fn new(input: &'a Input) -> Result<Prepared<'a>, MergeError> {
+    fn new(input: &'a Input) -> Result<Prepared<'a>, Error> {
         let rows = input.data.series.intervals.len();
         let path = input.data.dir.join(volley_rundir::rundir::LATENCY_HLOG);
         let hlog = match File::open(&path) {
@@ -61,7 +61,7 @@ impl<'a> Prepared<'a> {
 
     /// Adds the histograms of its row `j` to `into`, reading them from its log; a row with
     /// requests and no histogram is counted in `unlogged`.
-    fn add_histograms(&mut self, j: usize, into: &mut Hists) -> Result<(), MergeError> {
+    fn add_histograms(&mut self, j: usize, into: &mut Hists) -> Result<(), Error> {
         let row = &self.input.data.series.intervals[j];
         let requests = row.tests + row.errors;
         let mut found = false;
@@ -90,7 +90,7 @@ impl<'a> Prepared<'a> {
         j: usize,
         into: &mut Hists,
         found: &mut bool,
-    ) -> Result<(), MergeError> {
+    ) -> Result<(), Error> {
         let Some(log) = &mut self.hlog else {
             return Ok(());
         };
@@ -129,7 +129,7 @@ impl<'a> Prepared<'a> {
 
 /// Reads the Reconnects and TLS columns of the segment's series.csv, and of its drain.csv
 /// (the drain after the stop, whose row follows series.csv's in the segment's series).
-fn extra_columns(input: &Input, rows: usize) -> Result<Vec<(u64, f64)>, MergeError> {
+fn extra_columns(input: &Input, rows: usize) -> Result<Vec<(u64, f64)>, Error> {
     use volley_rundir::rundir::{DRAIN_CSV, SERIES_CSV};
     let dir = &input.data.dir;
     let drain = dir.join(DRAIN_CSV);
@@ -230,7 +230,7 @@ pub(crate) fn write_intervals(
     set: &SegmentSet,
     writer: &mut RunWriter,
     interval_s: f64,
-) -> Result<(usize, Vec<String>), MergeError> {
+) -> Result<(usize, Vec<String>), Error> {
     let mut prepared = set
         .segments
         .iter()

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use volley_formats::Source;
-use volley_merge::{MergeError, MergeOptions, merge};
+use volley_merge::{Error, Kind, MergeOptions, merge};
 use volley_rundir::hlog::HistKey;
 use volley_rundir::{RunData, RunStatus};
 use volley_scenario::Segment;
@@ -171,7 +171,7 @@ fn refuses_what_cannot_be_one_run() {
     let dirs = segments(root.path(), 2);
     let out = |n: &str| root.path().join(n);
     let opts = MergeOptions::default();
-    let text = |e: MergeError| e.to_string();
+    let text = |e: Error| e.to_string();
 
     // A retried pod: the same segment twice.
     let e = text(
@@ -227,9 +227,12 @@ fn refuses_what_cannot_be_one_run() {
         5,
         3,
     );
-    let e = text(merge(&[dirs[0].clone(), late.clone()], &out("d"), &opts).unwrap_err());
+    let e = merge(&[dirs[0].clone(), late.clone()], &out("d"), &opts).unwrap_err();
+    assert_eq!(e.kind(), Kind::StartsApart, "{e}");
+    assert!(e.is_starts_apart());
+    let e = text(e);
     assert!(
-        e.contains("started 3000 ms apart") && e.contains("--start-tolerance"),
+        e.contains("started 3000 ms apart") && e.contains("widen the start tolerance"),
         "{e}"
     );
     // Within a widened tolerance the late one lines up three intervals in.
