@@ -426,7 +426,7 @@ pub(crate) struct RunArgs {
 
 pub(crate) fn parse_location(s: &str) -> Result<volley_store::Location, String> {
     s.parse()
-        .map_err(|e: volley_store::StoreError| e.to_string())
+        .map_err(|e: volley_store::Error| e.to_string())
 }
 
 /// A flag's value typed when clap parses it, by `parse`: for a value a scenario file also

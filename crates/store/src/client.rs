@@ -8,7 +8,7 @@ use std::sync::Arc;
 use object_store::ObjectStore;
 use object_store::aws::AmazonS3Builder;
 
-use crate::{Location, StoreError};
+use crate::{Error, Location, Repr};
 
 /// An open bucket, and the runtime its requests run on (callers are synchronous).
 #[derive(Debug)]
@@ -20,7 +20,7 @@ pub struct Store {
 
 impl Store {
     /// Opens `location`'s bucket with credentials, region and endpoint from the environment.
-    pub fn from_env(location: &Location) -> Result<Store, StoreError> {
+    pub fn from_env(location: &Location) -> Result<Store, Error> {
         Store::with_env(location, std::env::vars())
     }
 
@@ -28,7 +28,7 @@ impl Store {
     pub fn with_env(
         location: &Location,
         env: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<Store, StoreError> {
+    ) -> Result<Store, Error> {
         // reqwest is built without a default provider so that aws-lc stays out of the build;
         // ring is the project's provider. Installing fails harmlessly when one is set already.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -56,23 +56,23 @@ impl Store {
                 if is_loopback(rest) {
                     builder = builder.with_allow_http(true);
                 } else if !explicit {
-                    return Err(StoreError::Config(format!(
+                    return Err(Repr::Config(format!(
                         "AWS_ENDPOINT_URL={endpoint} is plain http to a host that is not loopback: use https, or set AWS_ALLOW_HTTP=true to send credentials and results unencrypted on purpose"
-                    )));
+                    )).into());
                 }
             }
         }
         if get("AWS_REGION").is_none() && get("AWS_DEFAULT_REGION").is_none() {
             builder = builder.with_region("us-east-1");
         }
-        let s3 = builder.build().map_err(|source| StoreError::Remote {
+        let s3 = builder.build().map_err(|source| Repr::Remote {
             what: format!("opening {location}"),
             source,
         })?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| StoreError::Config(format!("cannot start the I/O runtime: {e}")))?;
+            .map_err(|e| Repr::Config(format!("cannot start the I/O runtime: {e}")))?;
         Ok(Store {
             inner: Arc::new(s3),
             location: location.clone(),

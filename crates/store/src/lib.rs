@@ -12,43 +12,10 @@ mod client;
 mod location;
 mod transfer;
 
+mod error;
+
 pub use client::Store;
+use error::Repr;
+pub use error::{Error, Kind};
 pub use location::Location;
 pub use transfer::Transfer;
-
-/// What went wrong talking to object storage; the message says what to change.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The URL is not `s3://bucket/prefix`.
-    #[error("`{url}`: {why}; write it as s3://BUCKET/PREFIX, e.g. s3://load-results/volley")]
-    Location { url: String, why: String },
-    /// The environment does not describe a usable endpoint or credentials.
-    #[error("{0}")]
-    Config(String),
-    /// A local file or directory could not be read or written.
-    #[error("{path}: {source}")]
-    Io {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
-    /// The object store refused or failed a request.
-    #[error("{what}: {source}")]
-    Remote {
-        what: String,
-        source: object_store::Error,
-    },
-    /// A key under the prefix would be written outside the destination directory.
-    #[error(
-        "object `{0}` has a name that is not a plain relative path (`..`, `.` or an empty part); refusing to write it"
-    )]
-    UnsafeKey(String),
-}
-
-impl StoreError {
-    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
-        StoreError::Io {
-            path: path.to_path_buf(),
-            source,
-        }
-    }
-}

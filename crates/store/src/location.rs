@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::StoreError;
+use crate::{Error, Repr};
 
 /// A bucket and a key prefix (no leading or trailing `/`; empty for the bucket's root).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,10 +42,10 @@ impl fmt::Display for Location {
 }
 
 impl FromStr for Location {
-    type Err = StoreError;
+    type Err = Error;
 
-    fn from_str(url: &str) -> Result<Self, StoreError> {
-        let bad = |why: &str| StoreError::Location {
+    fn from_str(url: &str) -> Result<Self, Error> {
+        let bad = |why: &str| Repr::Location {
             url: url.to_string(),
             why: why.to_string(),
         };
@@ -57,7 +57,7 @@ impl FromStr for Location {
         let ok_char =
             |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
         if bucket.is_empty() {
-            return Err(bad("the bucket name is missing"));
+            return Err(bad("the bucket name is missing").into());
         }
         if !(3..=63).contains(&bucket.len())
             || !bucket.chars().all(ok_char)
@@ -66,11 +66,12 @@ impl FromStr for Location {
         {
             return Err(bad(&format!(
                 "`{bucket}` is not a bucket name (3-63 characters of a-z, 0-9, `.` and `-`)"
-            )));
+            ))
+            .into());
         }
         let parts: Vec<&str> = prefix.split('/').filter(|p| !p.is_empty()).collect();
         if parts.iter().any(|p| *p == "." || *p == "..") {
-            return Err(bad("the prefix may not contain `.` or `..` parts"));
+            return Err(bad("the prefix may not contain `.` or `..` parts").into());
         }
         Ok(Location {
             bucket: bucket.to_string(),

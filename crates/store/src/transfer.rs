@@ -9,7 +9,7 @@ use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::{Location, Store, StoreError};
+use crate::{Error, Location, Repr, Store};
 
 /// Files written in one piece up to this size; larger ones go as a multipart upload in
 /// parts of this size (S3's minimum part is 5 MiB).
@@ -28,7 +28,7 @@ pub struct Transfer {
 
 impl Store {
     /// Uploads every file under `dir` to `<prefix>/<relative path>`.
-    pub fn upload_dir(&self, dir: &FsPath) -> Result<Transfer, StoreError> {
+    pub fn upload_dir(&self, dir: &FsPath) -> Result<Transfer, Error> {
         let files = local_files(dir)?;
         let prefix = key_of(&self.location, "")?;
         self.runtime.block_on(async {
@@ -53,7 +53,7 @@ impl Store {
 
     /// Downloads every object under the prefix into `dest` (created when missing), each at
     /// its path relative to the prefix. Names with `.`/`..` parts are refused, not written.
-    pub fn download(&self, dest: &FsPath) -> Result<Transfer, StoreError> {
+    pub fn download(&self, dest: &FsPath) -> Result<Transfer, Error> {
         let prefix = key_of(&self.location, "")?;
         self.runtime.block_on(async {
             let listed: Vec<_> =
@@ -61,7 +61,7 @@ impl Store {
                     .list(Some(&prefix))
                     .try_collect()
                     .await
-                    .map_err(|source| StoreError::Remote {
+                    .map_err(|source| Repr::Remote {
                         what: format!("listing {}", self.location),
                         source,
                     })?;
@@ -76,7 +76,7 @@ impl Store {
                         .iter()
                         .any(|p| p.is_empty() || p == "." || p == ".." || p.contains(['/', '\\']))
                 {
-                    return Err(StoreError::UnsafeKey(meta.location.to_string()));
+                    return Err(Repr::UnsafeKey(meta.location.to_string()).into());
                 }
                 wanted.push((meta.location, rel.join("/")));
             }
@@ -96,30 +96,25 @@ impl Store {
 }
 
 /// The key of `rel` (a `/`-separated relative path) under `loc`'s prefix.
-fn key_of(loc: &Location, rel: &str) -> Result<Key, StoreError> {
+fn key_of(loc: &Location, rel: &str) -> Result<Key, Error> {
     let joined = loc.join(rel).prefix;
     Key::parse(&joined)
-        .map_err(|e| StoreError::Config(format!("`{joined}` cannot be an object name: {e}")))
+        .map_err(|e| Repr::Config(format!("`{joined}` cannot be an object name: {e}")).into())
 }
 
 /// Every regular file under `dir`, as sorted `/`-separated relative paths.
-fn local_files(dir: &FsPath) -> Result<Vec<String>, StoreError> {
-    let meta = std::fs::metadata(dir).map_err(|e| StoreError::io(dir, e))?;
+fn local_files(dir: &FsPath) -> Result<Vec<String>, Error> {
+    let meta = std::fs::metadata(dir).map_err(|e| Repr::io(dir, e))?;
     if !meta.is_dir() {
-        return Err(StoreError::Config(format!(
-            "{} is not a directory",
-            dir.display()
-        )));
+        return Err(Repr::Config(format!("{} is not a directory", dir.display())).into());
     }
     let mut out = Vec::new();
     let mut todo = vec![PathBuf::new()];
     while let Some(rel) = todo.pop() {
         let here = dir.join(&rel);
-        for entry in std::fs::read_dir(&here).map_err(|e| StoreError::io(&here, e))? {
-            let entry = entry.map_err(|e| StoreError::io(&here, e))?;
-            let kind = entry
-                .file_type()
-                .map_err(|e| StoreError::io(&entry.path(), e))?;
+        for entry in std::fs::read_dir(&here).map_err(|e| Repr::io(&here, e))? {
+            let entry = entry.map_err(|e| Repr::io(&here, e))?;
+            let kind = entry.file_type().map_err(|e| Repr::io(&entry.path(), e))?;
             let child = rel.join(entry.file_name());
             if kind.is_dir() {
                 todo.push(child);
@@ -132,7 +127,7 @@ fn local_files(dir: &FsPath) -> Result<Vec<String>, StoreError> {
                     })
                     .collect();
                 let parts = parts.ok_or_else(|| {
-                    StoreError::Config(format!(
+                    Repr::Config(format!(
                         "{}: only UTF-8 file names can be uploaded",
                         entry.path().display()
                     ))
@@ -150,17 +145,16 @@ async fn upload_one(
     file: PathBuf,
     prefix: Key,
     rel: String,
-) -> Result<u64, StoreError> {
-    let key = Key::parse(format!("{prefix}/{rel}")).map_err(|e| {
-        StoreError::Config(format!("{}: cannot be an object name: {e}", file.display()))
-    })?;
-    let remote = |source| StoreError::Remote {
+) -> Result<u64, Error> {
+    let key = Key::parse(format!("{prefix}/{rel}"))
+        .map_err(|e| Repr::Config(format!("{}: cannot be an object name: {e}", file.display())))?;
+    let remote = |source| Repr::Remote {
         what: format!("uploading {} to {key}", file.display()),
         source,
     };
     let mut reader = tokio::fs::File::open(&file)
         .await
-        .map_err(|e| StoreError::io(&file, e))?;
+        .map_err(|e| Repr::io(&file, e))?;
     let mut writer = BufWriter::with_capacity(store, key.clone(), PART_BYTES);
     let mut total = 0u64;
     loop {
@@ -169,20 +163,20 @@ async fn upload_one(
             .take(PART_BYTES as u64)
             .read_to_end(&mut chunk)
             .await
-            .map_err(|e| StoreError::io(&file, e))?;
+            .map_err(|e| Repr::io(&file, e))?;
         if n == 0 {
             break;
         }
         total += n as u64;
         if let Err(e) = writer.put(chunk.into()).await {
             let _ = writer.abort().await;
-            return Err(remote(e));
+            return Err(remote(e).into());
         }
     }
     writer
         .shutdown()
         .await
-        .map_err(|e| StoreError::Config(format!("uploading {} to {key}: {e}", file.display())))?;
+        .map_err(|e| Repr::Config(format!("uploading {} to {key}: {e}", file.display())))?;
     Ok(total)
 }
 
@@ -190,8 +184,8 @@ async fn download_one(
     store: std::sync::Arc<dyn ObjectStore>,
     key: Key,
     file: PathBuf,
-) -> Result<u64, StoreError> {
-    let remote = |source| StoreError::Remote {
+) -> Result<u64, Error> {
+    let remote = |source| Repr::Remote {
         what: format!("downloading {key}"),
         source,
     };
@@ -200,10 +194,10 @@ async fn download_one(
     if let Some(parent) = file.parent() {
         tokio::fs::create_dir_all(parent)
             .await
-            .map_err(|e| StoreError::io(parent, e))?;
+            .map_err(|e| Repr::io(parent, e))?;
     }
     tokio::fs::write(&file, &bytes)
         .await
-        .map_err(|e| StoreError::io(&file, e))?;
+        .map_err(|e| Repr::io(&file, e))?;
     Ok(bytes.len() as u64)
 }
