@@ -6,18 +6,26 @@ use volley_engine::Kind as Engine;
 /// The advice for `e`, when one of its causes is of a kind that has one: a line naming the
 /// flags that change it.
 pub(crate) fn advice(e: &anyhow::Error) -> Option<&'static str> {
-    e.chain().find_map(|cause| {
-        if let Some(e) = cause.downcast_ref::<volley_engine::Error>() {
-            return engine(e);
-        }
-        if let Some(e) = cause.downcast_ref::<volley_record::Error>() {
-            return e.engine().and_then(engine);
-        }
-        if let Some(e) = cause.downcast_ref::<volley_merge::Error>() {
-            return merge(e);
-        }
-        None
-    })
+    e.chain().find_map(of)
+}
+
+/// The advice for `cause` alone (not its sources).
+pub(crate) fn of(cause: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    if let Some(e) = cause.downcast_ref::<volley_engine::Error>() {
+        return engine(e);
+    }
+    if let Some(e) = cause.downcast_ref::<volley_record::Error>() {
+        return e.engine().and_then(engine);
+    }
+    if let Some(e) = cause.downcast_ref::<volley_merge::Error>() {
+        return merge(e);
+    }
+    if let Some(e) = cause.downcast_ref::<volley_stats::Error>() {
+        return e.is_too_few_points().then_some(
+            "more levels: a capacity search over users (volley capacity --vus …), or a step-up run with more --stages",
+        );
+    }
+    None
 }
 
 fn engine(e: &volley_engine::Error) -> Option<&'static str> {

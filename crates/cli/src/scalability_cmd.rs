@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use volley_report::capacity::{self, Capacity};
 use volley_report::chartset::{Chart, Line, Unit, XAxis};
-use volley_stats::usl::{self, FitError};
+use volley_stats::usl;
 
 use crate::args::{ScalabilityArgs, ScalabilityFormat};
 
@@ -237,7 +237,12 @@ pub(crate) fn scalability(a: ScalabilityArgs) -> Result<ExitCode> {
                         println!("{note}");
                     }
                 }
-                Err(e) => println!("\nNo prediction: {e}"),
+                Err(e) => {
+                    println!("\nNo prediction: {e}");
+                    if let Some(advice) = crate::advice::of(e) {
+                        println!("{advice}");
+                    }
+                }
             }
         }
     }
@@ -285,7 +290,7 @@ pub(crate) fn scalability(a: ScalabilityArgs) -> Result<ExitCode> {
     Ok(match fit {
         Ok(_) => ExitCode::SUCCESS,
         // Too little to fit is an input problem; a poor fit is a verdict that cannot be judged.
-        Err(FitError::TooFewPoints(_)) => ExitCode::from(2),
-        Err(FitError::PoorFit(_)) => ExitCode::from(1),
+        Err(e) if e.is_too_few_points() => ExitCode::from(2),
+        Err(_) => ExitCode::from(1),
     })
 }

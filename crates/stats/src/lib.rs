@@ -5,6 +5,7 @@
 //! recomputed from a series that any tool wrote (see `docs/metrics.md` in the design notes).
 
 pub mod compare;
+pub mod error;
 pub mod knee;
 pub mod latencies;
 pub mod latency;
@@ -17,6 +18,7 @@ pub mod series;
 pub mod suite;
 pub mod usl;
 
+pub use error::Error;
 pub use latencies::Latencies;
 pub use latency::{CompactHistogram, LatencySummary, new_histogram};
 pub use metric::{Direction, Figure, METRICS, Metric};

@@ -19,6 +19,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Repr};
+
 /// Points a fit needs: three parameters and at least one degree of freedom.
 pub const MIN_POINTS: usize = 4;
 
@@ -105,32 +107,6 @@ fn short(n: f64) -> String {
         format!("{n:.0}")
     } else {
         format!("{n:.1}")
-    }
-}
-
-/// Why no law is given.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FitError {
-    /// Fewer than [`MIN_POINTS`] distinct concurrencies.
-    TooFewPoints(usize),
-    /// The law explains too little of the data to predict from (R² below [`MIN_R2`]).
-    PoorFit(Usl),
-}
-
-impl std::fmt::Display for FitError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FitError::TooFewPoints(n) => write!(
-                f,
-                "{n} usable point{} (concurrency > 0, throughput 0 or more, distinct concurrencies); the law has 3 parameters and needs at least {MIN_POINTS}: measure more levels (a step-up with more stages, or a capacity search with --vus)",
-                if *n == 1 { "" } else { "s" }
-            ),
-            FitError::PoorFit(u) => write!(
-                f,
-                "the law fits these points poorly (R² {:.3} < {MIN_R2}), so it predicts nothing: the throughput is too noisy, or something other than concurrency changed between the points",
-                u.r2
-            ),
-        }
     }
 }
 
@@ -279,7 +255,7 @@ impl Scaled {
 /// Fits the law to `(concurrency, throughput)` points. A point needs a finite concurrency
 /// above 0 and a finite throughput of 0 or more; a measured 0 (a collapse) is fitted like any
 /// other point.
-pub fn fit(points: &[(f64, f64)]) -> Result<Usl, FitError> {
+pub fn fit(points: &[(f64, f64)]) -> Result<Usl, Error> {
     let mut pts: Vec<(f64, f64)> = points
         .iter()
         .copied()
@@ -289,7 +265,7 @@ pub fn fit(points: &[(f64, f64)]) -> Result<Usl, FitError> {
     let mut distinct = pts.iter().map(|p| p.0).collect::<Vec<_>>();
     distinct.dedup();
     if distinct.len() < MIN_POINTS {
-        return Err(FitError::TooFewPoints(distinct.len()));
+        return Err(Error(Repr::TooFewPoints(distinct.len())));
     }
     let top_n = distinct[distinct.len() - 1];
     let s = top_n.max(1.0);
@@ -343,7 +319,7 @@ pub fn fit(points: &[(f64, f64)]) -> Result<Usl, FitError> {
     let finite = [sigma, kappa, lambda, r2].iter().all(|v| v.is_finite())
         && peak_throughput.is_none_or(f64::is_finite);
     if !(finite && r2 >= MIN_R2) {
-        return Err(FitError::PoorFit(usl));
+        return Err(Error(Repr::PoorFit(usl)));
     }
     Ok(usl)
 }
@@ -377,6 +353,7 @@ fn solve3(mut m: [[f64; 3]; 3], mut v: [f64; 3]) -> Option<[f64; 3]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Kind;
 
     /// B. Schwartz, *Practical Scalability Analysis with the Universal Scalability Law*
     /// (VividCortex, 2015), the worked example: σ 0.02773, κ 0.0001043, λ 89.99, a peak of
@@ -423,10 +400,18 @@ mod tests {
 
     #[test]
     fn refuses_to_predict_from_too_little_or_from_noise() {
-        assert_eq!(fit(&SCHWARTZ[..3]).unwrap_err(), FitError::TooFewPoints(3));
+        let e = fit(&SCHWARTZ[..3]).unwrap_err();
+        assert_eq!(e.kind(), Kind::TooFewPoints);
+        assert!(e.is_too_few_points() && !e.is_poor_fit());
+        assert!(e.to_string().starts_with("3 usable points"), "{e}");
         // The same concurrency twice is one level.
         let twice = [(1.0, 10.0), (1.0, 11.0), (2.0, 20.0), (3.0, 29.0)];
-        assert_eq!(fit(&twice).unwrap_err(), FitError::TooFewPoints(3));
+        assert!(
+            fit(&twice)
+                .unwrap_err()
+                .to_string()
+                .starts_with("3 usable points")
+        );
         let noise = [
             (1.0, 100.0),
             (2.0, 20.0),
@@ -435,11 +420,10 @@ mod tests {
             (5.0, 250.0),
             (6.0, 30.0),
         ];
-        match fit(&noise) {
-            Err(FitError::PoorFit(u)) => assert!(u.r2 < MIN_R2),
-            other => panic!("{other:?}"),
-        }
-        let e = FitError::TooFewPoints(2).to_string();
+        let e = fit(&noise).unwrap_err();
+        assert_eq!(e.kind(), Kind::PoorFit, "{e}");
+        assert!(e.poor_fit().is_some_and(|u| u.r2 < MIN_R2), "{e:?}");
+        let e = fit(&SCHWARTZ[..2]).unwrap_err().to_string();
         assert!(e.contains("at least 4"), "{e}");
     }
 
@@ -583,15 +567,15 @@ mod tests {
             (8.0, 800.0),
             (16.0, 0.0),
         ];
-        match fit(&pts) {
-            Err(FitError::PoorFit(u)) => {
+        match fit(&pts).as_ref().map_err(Error::poor_fit) {
+            Err(Some(u)) => {
                 assert_eq!(u.points, 5, "{u:?}");
                 assert!(u.r2 < MIN_R2, "{u:?}");
             }
             other => panic!("a collapse to 0 is not linear growth: {other:?}"),
         }
         // Three levels and a zero are four levels.
-        assert!(!matches!(fit(&pts[1..]), Err(FitError::TooFewPoints(_))));
+        assert!(!fit(&pts[1..]).is_err_and(|e| e.is_too_few_points()));
     }
 
     /// Exact data fit exactly whatever their units: the points are scaled before the fit.
