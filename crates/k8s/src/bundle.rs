@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
-use crate::K8sError;
+use crate::{Error, Repr};
 
 /// The most the plan's files may hold in all: a ConfigMap is limited to 1 MiB, and its
 /// keys and the object's own fields need some room.
@@ -26,7 +26,7 @@ pub struct PlanFile {
 /// crate resolved them: the scenario's directory joined with each `file:`). Each keeps its
 /// path relative to the scenario's directory; a file outside that directory is refused, as
 /// the pod could not find it under the name the scenario gives.
-pub fn bundle(scenario: &Path, data: &[PathBuf]) -> Result<Vec<PlanFile>, K8sError> {
+pub fn bundle(scenario: &Path, data: &[PathBuf]) -> Result<Vec<PlanFile>, Error> {
     let dir = scenario.parent().unwrap_or(Path::new(""));
     let mut files: Vec<PlanFile> = Vec::new();
     let mut keys = BTreeSet::new();
@@ -34,7 +34,7 @@ pub fn bundle(scenario: &Path, data: &[PathBuf]) -> Result<Vec<PlanFile>, K8sErr
     let mut total = 0usize;
     for path in std::iter::once(scenario).chain(data.iter().map(PathBuf::as_path)) {
         let rel = relative(dir, path).ok_or_else(|| {
-            K8sError::Invalid(format!(
+            Repr::Invalid(format!(
                 "data file {} is not in the scenario's directory {} or a folder under it: the pod gets that directory as {}, so the file could not be found there; move it beside the scenario and name it relative to the scenario (`file: users.csv`)",
                 path.display(),
                 if dir.as_os_str().is_empty() { ".".to_string() } else { dir.display().to_string() },
@@ -44,7 +44,7 @@ pub fn bundle(scenario: &Path, data: &[PathBuf]) -> Result<Vec<PlanFile>, K8sErr
         if !seen.insert(rel.clone()) {
             continue;
         }
-        let contents = std::fs::read(path).map_err(|error| K8sError::Read {
+        let contents = std::fs::read(path).map_err(|error| Repr::Read {
             path: path.to_path_buf(),
             error,
         })?;
@@ -61,10 +61,10 @@ pub fn bundle(scenario: &Path, data: &[PathBuf]) -> Result<Vec<PlanFile>, K8sErr
             .iter()
             .map(|f| format!("{} ({} bytes)", f.path, f.contents.len()))
             .collect();
-        return Err(K8sError::Invalid(format!(
+        return Err(Repr::Invalid(format!(
             "the plan's files hold {total} bytes, more than the {MAX_PLAN_BYTES} a ConfigMap can carry: {}; use a smaller data file, or build an image with the data in it",
             sizes.join(", ")
-        )));
+        )).into());
     }
     Ok(files)
 }

@@ -11,10 +11,13 @@
 //! nodes, CPU requests equal to limits (no throttled generator posing as a slow server).
 
 mod bundle;
+mod error;
 mod manifest;
 mod names;
 
 pub use bundle::{MAX_PLAN_BYTES, PlanFile, bundle};
+use error::Repr;
+pub use error::{Error, Kind};
 pub use manifest::{
     Credentials, JobSpec, MAX_SEGMENTS, Manifests, Resources, Spread, check_segments, manifests,
     start_at,
@@ -25,23 +28,3 @@ pub use names::{MAX_RUN_ID, run_id_from, validate_run_id};
 pub const PLAN_DIR: &str = "/plan";
 /// Where the pod writes its run directory (an emptyDir) before uploading it.
 pub const RUNS_DIR: &str = "/runs";
-
-/// A plan or option that cannot become a working Job; the message says what to change.
-#[derive(Debug, thiserror::Error)]
-pub enum K8sError {
-    /// A value that Kubernetes would refuse, or that would make a Job that cannot work.
-    #[error("{0}")]
-    Invalid(String),
-    /// A file of the plan could not be read.
-    #[error("{path}: cannot read it: {error}")]
-    Read {
-        path: std::path::PathBuf,
-        error: std::io::Error,
-    },
-    /// Writing the manifests failed.
-    #[error("{path}: cannot write it: {error}")]
-    Write {
-        path: std::path::PathBuf,
-        error: std::io::Error,
-    },
-}

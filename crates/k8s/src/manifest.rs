@@ -16,7 +16,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 use volley_store::Location;
 
-use crate::{K8sError, PLAN_DIR, PlanFile, RUNS_DIR, validate_run_id};
+use crate::{Error, PLAN_DIR, PlanFile, RUNS_DIR, Repr, validate_run_id};
 
 /// How pods are spread over nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,16 +122,16 @@ impl Manifests {
 
     /// Writes `configmap.yaml` and `job.yaml` into `dir` (created when missing); returns
     /// the paths.
-    pub fn write_dir(&self, dir: &Path) -> Result<Vec<std::path::PathBuf>, K8sError> {
+    pub fn write_dir(&self, dir: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
         let write = |path: std::path::PathBuf, text: String| {
             std::fs::write(&path, text)
-                .map_err(|error| K8sError::Write {
+                .map_err(|error| Repr::Write {
                     path: path.clone(),
                     error,
                 })
                 .map(|_| path)
         };
-        std::fs::create_dir_all(dir).map_err(|error| K8sError::Write {
+        std::fs::create_dir_all(dir).map_err(|error| Repr::Write {
             path: dir.to_path_buf(),
             error,
         })?;
@@ -169,8 +169,8 @@ const DEADLINE_MARGIN: Duration = Duration::from_secs(600);
 /// The instant `start_in` after `now`, rounded up to a whole second. `--start-at` is
 /// written to the second, and a start rounded down would give the pods up to a second less
 /// than `--start-in` promised (a real node showed it: 9.1 s of a 10 s `--start-in`).
-pub fn start_at(now: Timestamp, start_in: Duration) -> Result<Timestamp, K8sError> {
-    let too_far = || K8sError::Invalid(format!("--start-in {start_in:?}: give a shorter wait"));
+pub fn start_at(now: Timestamp, start_in: Duration) -> Result<Timestamp, Error> {
+    let too_far = || Repr::Invalid(format!("--start-in {start_in:?}: give a shorter wait"));
     let at = jiff::SignedDuration::try_from(start_in)
         .ok()
         .and_then(|d| now.checked_add(d).ok())
@@ -180,11 +180,11 @@ pub fn start_at(now: Timestamp, start_in: Duration) -> Result<Timestamp, K8sErro
             .smallest(jiff::Unit::Second)
             .mode(jiff::RoundMode::Ceil),
     )
-    .map_err(|_| too_far())
+    .map_err(|_| too_far().into())
 }
 
 /// Builds the ConfigMap and the Job.
-pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> {
+pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, Error> {
     check(spec)?;
     let job_name = format!("volley-{}", spec.run_id);
     let cm_name = format!("{job_name}-plan");
@@ -336,18 +336,19 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, K8sError> 
 }
 
 /// Refuses a Job of no pods, or of more than [`MAX_SEGMENTS`].
-pub fn check_segments(segments: u32) -> Result<(), K8sError> {
+pub fn check_segments(segments: u32) -> Result<(), Error> {
     if !(1..=MAX_SEGMENTS).contains(&segments) {
-        return Err(K8sError::Invalid(format!(
+        return Err(Repr::Invalid(format!(
             "--segments {segments}: give 1 to {MAX_SEGMENTS} pods"
-        )));
+        ))
+        .into());
     }
     Ok(())
 }
 
 /// Refuses what would make objects Kubernetes rejects, or a Job that cannot do its work.
-fn check(spec: &JobSpec) -> Result<(), K8sError> {
-    let bad = |m: String| Err(K8sError::Invalid(m));
+fn check(spec: &JobSpec) -> Result<(), Error> {
+    let bad = |m: String| Err(Repr::Invalid(m).into());
     validate_run_id(&spec.run_id)?;
     check_segments(spec.segments)?;
     if spec.image.trim().is_empty() || spec.image.contains(char::is_whitespace) {
@@ -396,7 +397,7 @@ fn check(spec: &JobSpec) -> Result<(), K8sError> {
     Ok(())
 }
 
-fn check_dns_label(what: &str, s: &str) -> Result<(), K8sError> {
+fn check_dns_label(what: &str, s: &str) -> Result<(), Error> {
     let ok = !s.is_empty()
         && s.len() <= 63
         && s.chars()
@@ -406,27 +407,29 @@ fn check_dns_label(what: &str, s: &str) -> Result<(), K8sError> {
     if ok {
         Ok(())
     } else {
-        Err(K8sError::Invalid(format!(
+        Err(Repr::Invalid(format!(
             "{what} `{s}`: a Kubernetes name is 1-63 characters of a-z, 0-9 and `-`"
-        )))
+        ))
+        .into())
     }
 }
 
-fn check_dns_subdomain(s: &str) -> Result<(), K8sError> {
+fn check_dns_subdomain(s: &str) -> Result<(), Error> {
     let ok = !s.is_empty()
         && s.len() <= 253
         && s.split('.').all(|part| check_dns_label("", part).is_ok());
     if ok {
         Ok(())
     } else {
-        Err(K8sError::Invalid(format!(
+        Err(Repr::Invalid(format!(
             "`{s}` is not a Kubernetes object name (a-z, 0-9, `-` and `.`)"
-        )))
+        ))
+        .into())
     }
 }
 
 /// A decimal number with one of `suffixes` or none (what `--cpu 2`, `--memory 1Gi` need).
-fn check_quantity(flag: &str, s: &str, suffixes: &[&str]) -> Result<(), K8sError> {
+fn check_quantity(flag: &str, s: &str, suffixes: &[&str]) -> Result<(), Error> {
     let number = suffixes.iter().find_map(|x| s.strip_suffix(x)).unwrap_or(s);
     let ok = !number.is_empty()
         && number.chars().all(|c| c.is_ascii_digit() || c == '.')
@@ -435,14 +438,15 @@ fn check_quantity(flag: &str, s: &str, suffixes: &[&str]) -> Result<(), K8sError
     if ok {
         Ok(())
     } else {
-        Err(K8sError::Invalid(format!(
+        Err(Repr::Invalid(format!(
             "{flag} `{s}`: give a positive Kubernetes quantity, e.g. {}",
             if flag == "--cpu" {
                 "2 or 1500m"
             } else {
                 "1Gi or 512Mi"
             }
-        )))
+        ))
+        .into())
     }
 }
 

@@ -3,7 +3,7 @@
 
 use jiff::Timestamp;
 
-use crate::K8sError;
+use crate::{Error, Repr};
 
 /// The longest run id: `volley-<id>-plan` and the pods' host names `volley-<id>-<index>`
 /// must stay within a DNS label's 63 characters.
@@ -11,7 +11,7 @@ pub const MAX_RUN_ID: usize = 44;
 
 /// Checks that `id` is a DNS label (a-z, 0-9, `-`, alphanumeric at both ends) of at most
 /// [`MAX_RUN_ID`] characters.
-pub fn validate_run_id(id: &str) -> Result<(), K8sError> {
+pub fn validate_run_id(id: &str) -> Result<(), Error> {
     let ok = !id.is_empty()
         && id.len() <= MAX_RUN_ID
         && id
@@ -22,9 +22,9 @@ pub fn validate_run_id(id: &str) -> Result<(), K8sError> {
     if ok {
         Ok(())
     } else {
-        Err(K8sError::Invalid(format!(
+        Err(Repr::Invalid(format!(
             "--run-id `{id}`: a run id names Kubernetes objects, so it must be 1-{MAX_RUN_ID} characters of a-z, 0-9 and `-`, starting and ending with a letter or digit, e.g. checkout-20261123-0500"
-        )))
+        )).into())
     }
 }
 
