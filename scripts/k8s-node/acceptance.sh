@@ -17,6 +17,9 @@
 #    gracefully and uploads what it ran, its pod fails, and so does the Job; the collect must
 #    say the segment is interrupted, and exit 1.
 # 5. Image sizes: FROM scratch (what runs here) against a Debian minbase root (IMAGE_SIZES=0 skips).
+# 6. What is typed reaches the pods: a header holding `$$`, `$(NAME)` and a trailing `$` goes
+#    through `k8s manifest` and the kubelet's expansion into each pod's volley unchanged (its
+#    run.json records the command it received).
 #
 #   sudo scripts/k8s-node/acceptance.sh          # RATE=1500 DURATION=10s SEGMENTS=4
 set -euo pipefail
@@ -158,4 +161,24 @@ if [ "${IMAGE_SIZES:-1}" = 1 ]; then
   "$HERE/image.sh" debian "$OUT/volley-debian.tar" "$V"
   ls -l "$W/volley.tar" "$OUT/volley-debian.tar" | awk '{print $5, $9}'
 fi
+say "6. every arg reaches the pods as typed (\$\$, \$(NAME), a trailing \$)"
+typed='X-Typed: pa$$word a=$$b $(JOB_COMPLETION_INDEX) $(HOME) end$'
+job accept-4 --url "http://127.0.0.1:$TPORT/health" --rate 50 --duration 2s --header "$typed"
+"${K[@]}" wait --for=condition=complete job/volley-accept-4 --timeout=180s >/dev/null || { "${K[@]}" get pods; fail "the Job did not complete"; }
+"$V" k8s collect s3://volley-results/k8s/accept-4 -o "$OUT/accept-4" >"$OUT/accept-4-collect.log" 2>&1 || { cat "$OUT/accept-4-collect.log"; fail "collect failed"; }
+grep -F -- "- \"X-Typed: pa\$\$\$\$word" "$OUT/accept-4.yaml" | sed 's/^ *//; s/^/manifest: /'
+python3 - "$OUT/accept-4/segments" "$typed" "$N" <<'PY' || fail "an arg changed on its way into a pod"
+import json, pathlib, sys
+root, typed, n = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+seen = {}
+for p in sorted(root.glob("*/run.json")):
+    r = json.loads(p.read_text())
+    got = [a for a in r["command"] if a.startswith("X-Typed:")]
+    seen[p.parent.name] = got
+    print(f"pod {p.parent.name}: {got!r}")
+ok = len(seen) == n and all(v == [typed] for v in seen.values())
+print(f"typed: {typed!r}: {'every pod got it as typed' if ok else 'CHANGED'}")
+sys.exit(0 if ok else 1)
+PY
+
 say "all checks passed"
