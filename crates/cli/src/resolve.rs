@@ -114,7 +114,7 @@ pub(crate) fn load_scenario_with(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Scenario> {
     volley_scenario::load_scenario_with(path, env).map_err(|errors| {
-        let n = errors.0.len();
+        let n = errors.problems().len();
         anyhow::anyhow!(
             "{n} problem{} in the scenario:\n{errors}",
             if n == 1 { "" } else { "s" }

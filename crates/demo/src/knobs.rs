@@ -130,7 +130,7 @@ impl Knobs {
         };
         let duration = || {
             // The one duration rule of volley: a unit always (`5` could be s or ms).
-            volley_scenario::parse_duration(value).map_err(|e| bad(&e.0))
+            volley_scenario::parse_duration(value).map_err(|e| bad(&e.to_string()))
         };
         match name {
             "max-threads" => self.max_threads = count()?,

@@ -205,7 +205,7 @@ impl RunControl {
             .into());
         }
         volley_scenario::limits::rate_at_most(rate, &format!("{rate:e}/s"))
-            .map_err(|e| Repr::Control(e.0))?;
+            .map_err(|e| Repr::Control(e.to_string()))?;
         match self.model {
             LiveModel::Rate => self.send(Control::Retarget(Retarget::Rate(rate), by.to_string())),
             LiveModel::Populations => Err(populations_fixed()),

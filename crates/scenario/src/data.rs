@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use minijinja::Value;
 
-use crate::PlanError;
+use crate::Error;
 
 /// How rows are handed out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,7 @@ pub struct Exhausted(pub String);
 
 impl Feeder {
     /// Reads `file` (a CSV with a header row).
-    pub fn load(name: &str, file: &Path, order: Order, unique: bool) -> Result<Feeder, PlanError> {
+    pub fn load(name: &str, file: &Path, order: Order, unique: bool) -> Result<Feeder, Error> {
         let input = crate::limits::open_bounded(file, crate::limits::MAX_DATA_FILE)?;
         let mut reader = csv::ReaderBuilder::new()
             .trim(csv::Trim::All)
@@ -99,7 +99,7 @@ impl Feeder {
             rows.push(Value::from(row));
         }
         if rows.is_empty() {
-            return Err(PlanError(format!(
+            return Err(Error::value(format!(
                 "{} has no rows below its header",
                 file.display()
             )));
@@ -143,7 +143,7 @@ impl Feeder {
     /// all VUs) keeps rows `i`, `i + N`, `i + 2N`, … of its file, so the segments' cursors
     /// together walk the file once and `unique` rows are never used by two segments.
     /// `per_vu` and `random` feeders give each VU the whole file, so they stay whole.
-    pub fn for_segment(&self, seg: crate::Segment) -> Result<Feeder, PlanError> {
+    pub fn for_segment(&self, seg: crate::Segment) -> Result<Feeder, Error> {
         let rows: Vec<Value> = match self.order {
             Order::Shared => self
                 .rows
@@ -155,7 +155,7 @@ impl Feeder {
             Order::PerVu | Order::Random => self.rows.clone(),
         };
         if rows.is_empty() {
-            return Err(PlanError(format!(
+            return Err(Error::value(format!(
                 "data `{}` ({}) has {} rows, too few to give each of {} segments one; add rows or run fewer segments",
                 self.name,
                 self.file.display(),
@@ -272,7 +272,11 @@ mod tests {
         let e = whole
             .for_segment(crate::Segment::new(23, 24).unwrap())
             .unwrap_err();
-        assert!(e.contains("too few to give each of 24 segments one"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("too few to give each of 24 segments one"),
+            "{e}"
+        );
         let per_vu = Feeder::load("ids", &f, Order::PerVu, false).unwrap();
         assert_eq!(
             per_vu
@@ -292,6 +296,10 @@ mod tests {
         let f = dir.join("bad.csv");
         std::fs::write(&f, "email,name\na@x,A\nb@x\n").unwrap();
         let e = Feeder::load("bad", &f, Order::Shared, false).unwrap_err();
-        assert!(e.ends_with("line 3: 1 fields, the header has 2"), "{e}");
+        assert!(
+            e.to_string()
+                .ends_with("line 3: 1 fields, the header has 2"),
+            "{e}"
+        );
     }
 }

@@ -5,18 +5,18 @@
 
 use std::time::Duration;
 
-use crate::PlanError;
+use crate::Error;
 
 /// Parses `30s`, `2m`, `1h30m`, `250ms`, `1.5s` (units ns, us/µs, ms, s, m, h, d and their
 /// long names), at most [`MAX_DURATION`](crate::limits::MAX_DURATION). A number without a
 /// unit is refused, with what to write instead.
-pub fn parse_duration(s: &str) -> Result<Duration, PlanError> {
+pub fn parse_duration(s: &str) -> Result<Duration, Error> {
     let t = s.trim();
     if !t.is_empty()
         && t.bytes().all(|b| b.is_ascii_digit() || b == b'.')
         && t.parse::<f64>().is_ok()
     {
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "`{t}` has no unit: write {t}s, {t}ms or {t}m"
         )));
     }
@@ -26,7 +26,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, PlanError> {
         // Beyond what a Duration holds is beyond the bound too.
         Err(humantime::DurationError::NumberOverflow) => max + Duration::from_secs(1),
         Err(_) => {
-            return Err(PlanError(format!(
+            return Err(Error::value(format!(
                 "`{s}` is not a duration; write it like 30s, 2m, 1h30m or 250ms"
             )));
         }
@@ -36,11 +36,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, PlanError> {
 
 /// `d` if it lies from `min` to `max`, else what to give instead: `give between 1s and 1h`
 /// (the caller names the flag or key and the value written).
-pub fn within(d: Duration, min: Duration, max: Duration) -> Result<Duration, PlanError> {
+pub fn within(d: Duration, min: Duration, max: Duration) -> Result<Duration, Error> {
     if (min..=max).contains(&d) {
         return Ok(d);
     }
-    Err(PlanError(format!(
+    Err(Error::value(format!(
         "give between {} and {}",
         humantime::format_duration(min),
         humantime::format_duration(max)
@@ -48,17 +48,17 @@ pub fn within(d: Duration, min: Duration, max: Duration) -> Result<Duration, Pla
 }
 
 /// [`parse_duration`], then [`within`] `min` and `max`.
-pub fn parse_within(text: &str, min: Duration, max: Duration) -> Result<Duration, PlanError> {
+pub fn parse_within(text: &str, min: Duration, max: Duration) -> Result<Duration, Error> {
     within(parse_duration(text)?, min, max)
 }
 
 /// A request timeout (`--timeout`, a scenario's or a step's `timeout`): at least
 /// [`MIN_TIMEOUT`](crate::limits::MIN_TIMEOUT), shorter than which a timer cannot tell a
 /// response in time from one too late.
-pub fn parse_timeout(text: &str) -> Result<Duration, PlanError> {
+pub fn parse_timeout(text: &str) -> Result<Duration, Error> {
     let d = parse_duration(text)?;
     if d < crate::limits::MIN_TIMEOUT {
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "`{}` is shorter than the 1 ms a timer can tell apart, so requests would pass or fail by chance; give a time like 30s",
             text.trim()
         )));
@@ -68,10 +68,10 @@ pub fn parse_timeout(text: &str) -> Result<Duration, PlanError> {
 
 /// A sampling interval (`--interval`): one row of series.csv each, from
 /// [`MIN_INTERVAL`](crate::limits::MIN_INTERVAL) to [`MAX_INTERVAL`](crate::limits::MAX_INTERVAL).
-pub fn parse_interval(text: &str) -> Result<Duration, PlanError> {
+pub fn parse_interval(text: &str) -> Result<Duration, Error> {
     use crate::limits::{MAX_INTERVAL, MIN_INTERVAL};
     parse_within(text, MIN_INTERVAL, MAX_INTERVAL)
-        .map_err(|e| PlanError(format!("{e} (one row of series.csv per interval)")))
+        .map_err(|e| Error::value(format!("{e} (one row of series.csv per interval)")))
 }
 
 /// Durations in run.json and other JSON: seconds as a number.
@@ -107,12 +107,12 @@ mod tests {
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("2us").unwrap(), Duration::from_micros(2));
         let e = parse_duration("soon").unwrap_err();
-        assert!(e.0.contains("`soon` is not a duration"));
+        assert!(e.to_string().contains("`soon` is not a duration"));
         assert!(parse_duration("-1").is_err());
         // Huge values are refused, never a panic or an overflow.
         for huge in ["100000h", "8d", "18446744073709551615s"] {
             let e = parse_duration(huge).unwrap_err();
-            assert!(e.0.contains("longer than 7 days"), "{huge}: {e}");
+            assert!(e.to_string().contains("longer than 7 days"), "{huge}: {e}");
         }
         assert_eq!(parse_duration("7d").unwrap(), crate::limits::MAX_DURATION);
     }
@@ -131,7 +131,12 @@ mod tests {
             "give between 0s and 1h"
         );
         // A value that is no duration says so, not the bounds.
-        assert!(parse_within("5", s, h).unwrap_err().contains("has no unit"));
+        assert!(
+            parse_within("5", s, h)
+                .unwrap_err()
+                .to_string()
+                .contains("has no unit")
+        );
         assert_eq!(parse_timeout("1ms").unwrap(), Duration::from_millis(1));
         assert_eq!(
             parse_timeout(" 0s ").unwrap_err(),
@@ -154,14 +159,14 @@ mod tests {
             (" 0 ", "`0` has no unit: write 0s, 0ms or 0m"),
             ("1.5", "`1.5` has no unit: write 1.5s, 1.5ms or 1.5m"),
         ] {
-            assert_eq!(parse_duration(bare).unwrap_err().0, says);
+            assert_eq!(parse_duration(bare).unwrap_err().to_string(), says);
         }
         // Exponents and signs are not durations in any unit.
         for odd in ["1e20", "1e300", "-1", "+5"] {
             assert!(
                 parse_duration(odd)
                     .unwrap_err()
-                    .0
+                    .to_string()
                     .contains("is not a duration"),
                 "{odd}"
             );

@@ -4,7 +4,7 @@
 use regex::Regex;
 use serde_json_path::JsonPath;
 
-use crate::PlanError;
+use crate::Error;
 use crate::plan::StatusSet;
 
 /// A response as extraction and checks see it.
@@ -54,9 +54,9 @@ pub struct Extract {
 }
 
 /// Parses a JSONPath query, saying what is wrong.
-pub fn parse_json_path(q: &str) -> Result<JsonPath, PlanError> {
+pub fn parse_json_path(q: &str) -> Result<JsonPath, Error> {
     JsonPath::parse(q).map_err(|e| {
-        PlanError(format!(
+        Error::value(format!(
             "`{q}` is not a JSONPath query ({e}); write it like $.accessCode or $.items[0].id"
         ))
     })
@@ -68,7 +68,7 @@ impl Extract {
         &self,
         r: &ResponseView<'_>,
         json: &mut Option<serde_json::Value>,
-    ) -> Result<serde_json::Value, PlanError> {
+    ) -> Result<serde_json::Value, Error> {
         let found = match &self.source {
             Source::Json(path, q) => {
                 let doc = cached_json(r, json)?;
@@ -97,7 +97,7 @@ impl Extract {
         match (found, &self.default) {
             (Ok(v), _) => Ok(v),
             (Err(_), Some(d)) => Ok(d.clone()),
-            (Err(e), None) => Err(PlanError(format!("extract `{}`: {e}", self.var))),
+            (Err(e), None) => Err(Error::value(format!("extract `{}`: {e}", self.var))),
         }
     }
 }
@@ -147,8 +147,8 @@ impl Check {
         &self,
         r: &ResponseView<'_>,
         json: &mut Option<serde_json::Value>,
-        render: &dyn Fn(&crate::template::Template) -> Result<String, PlanError>,
-    ) -> Result<(), PlanError> {
+        render: &dyn Fn(&crate::template::Template) -> Result<String, Error>,
+    ) -> Result<(), Error> {
         for (path, q, expected) in &self.json_equals {
             let want = match expected {
                 Expected::Value(v) => v.clone(),
@@ -158,18 +158,22 @@ impl Check {
             let doc = cached_json(r, json)?;
             match path.query(doc).first() {
                 Some(got) if loosely_equal(got, want) => {}
-                Some(got) => return Err(PlanError(format!("`{q}` is {got}, expected {want}"))),
-                None => return Err(PlanError(format!("`{q}` matched nothing, expected {want}"))),
+                Some(got) => return Err(Error::value(format!("`{q}` is {got}, expected {want}"))),
+                None => {
+                    return Err(Error::value(format!(
+                        "`{q}` matched nothing, expected {want}"
+                    )));
+                }
             }
         }
         for (path, q) in &self.json_exists {
             if path.query(cached_json(r, json)?).is_empty() {
-                return Err(PlanError(format!("`{q}` matched nothing")));
+                return Err(Error::value(format!("`{q}` matched nothing")));
             }
         }
         for text in &self.body_contains {
             if !contains(r.body, text.as_bytes()) {
-                return Err(PlanError(format!("the body does not contain `{text}`")));
+                return Err(Error::value(format!("the body does not contain `{text}`")));
             }
         }
         Ok(())
@@ -293,7 +297,7 @@ mod tests {
             Expected::Template(crate::template::Template::Literal("{{ status }}".into())),
         ));
         c.body_contains.push("OPEN".into());
-        let render = |_: &crate::template::Template| Ok::<_, PlanError>("OPEN".to_string());
+        let render = |_: &crate::template::Template| Ok::<_, Error>("OPEN".to_string());
         assert!(c.judge(&r, &mut None, &render).is_ok());
         c.json_exists.push(q("$.owner"));
         assert_eq!(
@@ -312,11 +316,13 @@ mod tests {
         assert!(
             c2.judge(&bad, &mut None, &render)
                 .unwrap_err()
+                .to_string()
                 .starts_with("the body is not JSON")
         );
         assert!(
             parse_json_path("accessCode")
                 .unwrap_err()
+                .to_string()
                 .contains("is not a JSONPath query")
         );
     }

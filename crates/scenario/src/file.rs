@@ -7,9 +7,10 @@
 //! [`compile`] builds the [`Scenario`] (templates, queries, durations, variables defined
 //! before use, feeder columns, URLs and headers that can never work).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::Scenario;
+use crate::error::{Error, Problem};
 
 mod compile;
 mod shape;
@@ -19,53 +20,6 @@ pub(crate) use crate::suggest::suggest;
 pub use crate::template::MAX_TEMPLATES;
 pub use compile::MAX_STEPS;
 pub use yaml::{MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_TEXT_BYTES};
-
-/// One problem in a scenario file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScenarioError {
-    /// The file.
-    pub file: PathBuf,
-    /// 1-based line (0 when unknown).
-    pub line: u64,
-    /// 1-based column (0 when unknown).
-    pub column: u64,
-    /// What is wrong and what to write instead.
-    pub message: String,
-}
-
-impl std::fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Without a place in the file (it could not be read), the file alone.
-        match (self.line, self.column) {
-            (0, _) => write!(f, "{}: {}", self.file.display(), self.message),
-            (line, 0) => write!(f, "{}:{line}: {}", self.file.display(), self.message),
-            (line, column) => write!(
-                f,
-                "{}:{line}:{column}: {}",
-                self.file.display(),
-                self.message
-            ),
-        }
-    }
-}
-
-/// Every problem found in a scenario file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScenarioErrors(pub Vec<ScenarioError>);
-
-impl std::fmt::Display for ScenarioErrors {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
-            write!(f, "{e}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for ScenarioErrors {}
 
 /// Line and column (1-based) of a value in the file; `At(0, 0)` when it has none.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -80,7 +34,7 @@ pub(crate) struct S<T> {
 
 /// Reads and validates the scenario at `path`, its `env.NAME`s from this process's
 /// environment.
-pub fn load_scenario(path: &Path) -> Result<Scenario, ScenarioErrors> {
+pub fn load_scenario(path: &Path) -> Result<Scenario, Error> {
     load_scenario_with(path, &|name| std::env::var(name).ok())
 }
 
@@ -89,9 +43,9 @@ pub fn load_scenario(path: &Path) -> Result<Scenario, ScenarioErrors> {
 pub fn load_scenario_with(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Scenario, ScenarioErrors> {
+) -> Result<Scenario, Error> {
     let one = |line, message: String| {
-        ScenarioErrors(vec![ScenarioError {
+        Error::scenario(vec![Problem {
             file: path.to_path_buf(),
             line,
             column: u64::from(line > 0),
@@ -132,11 +86,11 @@ pub fn parse_scenario(
     path: &Path,
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Scenario, ScenarioErrors> {
+) -> Result<Scenario, Error> {
     let errors = |problems: Vec<(At, String)>| {
-        let mut list: Vec<ScenarioError> = problems
+        let mut list: Vec<Problem> = problems
             .into_iter()
-            .map(|(At(line, column), message)| ScenarioError {
+            .map(|(At(line, column), message)| Problem {
                 file: path.to_path_buf(),
                 line,
                 column,
@@ -148,7 +102,7 @@ pub fn parse_scenario(
         // The parts every population shares are checked once per population: said once.
         let mut seen = std::collections::HashSet::new();
         list.retain(|e| seen.insert((e.line, e.column, e.message.clone())));
-        ScenarioErrors(list)
+        Error::scenario(list)
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 pub use prost_reflect::{DescriptorPool, MessageDescriptor, MethodDescriptor};
 use prost_reflect::{Kind, ServiceDescriptor};
 
-use crate::PlanError;
+use crate::Error;
 use crate::json::JsonTemplate;
 use crate::suggest::suggest;
 
@@ -29,12 +29,12 @@ fn nearest<'a>(word: &str, names: &[&'a str]) -> Option<&'a str> {
 
 /// Compiles `files` (imports resolved next to each file and in `dir`, the scenario's folder;
 /// Google's well-known types are built in).
-pub fn compile_protos(files: &[PathBuf], dir: &Path) -> Result<DescriptorPool, PlanError> {
+pub fn compile_protos(files: &[PathBuf], dir: &Path) -> Result<DescriptorPool, Error> {
     let mut includes: Vec<PathBuf> = Vec::new();
     let mut canonical = Vec::new();
     for f in files {
         let Some(f) = f.canonicalize().ok().filter(|f| f.is_file()) else {
-            return Err(PlanError(format!(
+            return Err(Error::value(format!(
                 "`{}` is not a file: give the path of a .proto file, relative to the scenario's folder (or leave `proto` out to ask the server by reflection)",
                 f.display()
             )));
@@ -54,11 +54,11 @@ pub fn compile_protos(files: &[PathBuf], dir: &Path) -> Result<DescriptorPool, P
     if !includes.contains(&dir) {
         includes.push(dir);
     }
-    let mut compiler = protox::Compiler::new(&includes).map_err(|e| PlanError(e.to_string()))?;
+    let mut compiler = protox::Compiler::new(&includes).map_err(|e| Error::value(e.to_string()))?;
     compiler.include_imports(true);
     compiler
         .open_files(&canonical)
-        .map_err(|e| PlanError(format!("cannot compile the .proto files: {e}")))?;
+        .map_err(|e| Error::value(format!("cannot compile the .proto files: {e}")))?;
     Ok(compiler.descriptor_pool())
 }
 
@@ -81,7 +81,7 @@ pub fn find_method(
     service: &str,
     method: &str,
     source: &str,
-) -> Result<MethodDescriptor, PlanError> {
+) -> Result<MethodDescriptor, Error> {
     let services: Vec<ServiceDescriptor> = pool.services().collect();
     let Some(s) = services.iter().find(|s| s.full_name() == service) else {
         let names: Vec<&str> = services.iter().map(|s| s.full_name()).collect();
@@ -99,7 +99,7 @@ pub fn find_method(
         } else {
             names.join(", ")
         };
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "{source} has no service `{service}`; {hint}its services are {list} (write the full name, with the package)"
         )));
     };
@@ -109,13 +109,13 @@ pub fn find_method(
         let hint = nearest(method, &refs)
             .map(|s| format!("did you mean `{s}`? "))
             .unwrap_or_default();
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "service `{service}` has no method `{method}`; {hint}its methods are {}",
             names.join(", ")
         )));
     };
     if m.is_client_streaming() {
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "`{service}/{method}` streams requests from the client; a `grpc` step calls unary and server-streaming methods"
         )));
     }
@@ -226,15 +226,17 @@ mod tests {
                 .is_server_streaming()
         );
         let e = find_method(&p, "Svc", "Call", "t.proto").unwrap_err();
-        assert!(e.contains("did you mean `t.v1.Svc`"), "{e}");
+        assert!(e.to_string().contains("did you mean `t.v1.Svc`"), "{e}");
         let e = find_method(&p, "t.v1.Svc", "Cal", "t.proto").unwrap_err();
         assert!(
-            e.contains("did you mean `Call`") && e.contains("Call, Watch, Up"),
+            e.to_string().contains("did you mean `Call`")
+                && e.to_string().contains("Call, Watch, Up"),
             "{e}"
         );
         assert!(
             find_method(&p, "t.v1.Svc", "Up", "t.proto")
                 .unwrap_err()
+                .to_string()
                 .contains("client")
         );
         assert_eq!(
@@ -286,13 +288,13 @@ mod tests {
     fn a_missing_or_broken_proto_says_so() {
         let d = tempfile::tempdir().unwrap();
         let e = compile_protos(&[d.path().join("nope.proto")], d.path()).unwrap_err();
-        assert!(e.0.contains("is not a file"), "{e}");
+        assert!(e.to_string().contains("is not a file"), "{e}");
         std::fs::write(
             d.path().join("b.proto"),
             "syntax = \"proto3\"; message A { strin x = 1; }",
         )
         .unwrap();
         let e = compile_protos(&[d.path().join("b.proto")], d.path()).unwrap_err();
-        assert!(e.0.contains("strin"), "{e}");
+        assert!(e.to_string().contains("strin"), "{e}");
     }
 }

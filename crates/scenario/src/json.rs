@@ -2,7 +2,7 @@
 //! written as they are and only the templated strings are rendered per request. Used by HTTP
 //! steps' `json:` bodies and gRPC steps' messages.
 
-use crate::PlanError;
+use crate::Error;
 use crate::template::{Template, Templates, Vars};
 
 /// A JSON value whose strings are templates.
@@ -24,7 +24,7 @@ impl JsonTemplate {
         &self,
         templates: &Templates,
         vars: &minijinja::Value,
-    ) -> Result<serde_json::Value, PlanError> {
+    ) -> Result<serde_json::Value, Error> {
         Ok(match self {
             JsonTemplate::Fixed(v) => v.clone(),
             JsonTemplate::Text(t) => templates.render_json(t, vars)?,
@@ -38,7 +38,7 @@ impl JsonTemplate {
                 fields
                     .iter()
                     .map(|(k, v)| Ok((k.clone(), v.value(templates, vars)?)))
-                    .collect::<Result<_, PlanError>>()?,
+                    .collect::<Result<_, Error>>()?,
             ),
         })
     }
@@ -52,7 +52,7 @@ impl JsonTemplate {
         vars: &dyn Vars,
         text: &mut String,
         out: &mut Vec<u8>,
-    ) -> Result<(), PlanError> {
+    ) -> Result<(), Error> {
         if let Err(e) = self.write_in_key_order(templates, vars, text, out) {
             // Fields are rendered in key order here; the first failure in file order is the
             // one to tell.
@@ -68,9 +68,9 @@ impl JsonTemplate {
         vars: &dyn Vars,
         text: &mut String,
         out: &mut Vec<u8>,
-    ) -> Result<(), PlanError> {
+    ) -> Result<(), Error> {
         let json =
-            |e: serde_json::Error| PlanError(format!("a JSON body could not be written: {e}"));
+            |e: serde_json::Error| Error::value(format!("a JSON body could not be written: {e}"));
         match self {
             JsonTemplate::Fixed(v) => serde_json::to_writer(&mut *out, v).map_err(json)?,
             JsonTemplate::Text(t) => templates.write_json(t, vars, text, out)?,

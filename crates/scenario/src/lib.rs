@@ -9,6 +9,7 @@
 
 pub mod data;
 pub mod duration;
+mod error;
 pub mod extract;
 pub mod file;
 pub mod grpc;
@@ -30,7 +31,8 @@ pub mod words;
 
 pub use duration::parse_duration;
 pub(crate) use duration::secs;
-pub use file::{ScenarioError, ScenarioErrors, load_scenario, load_scenario_with, parse_scenario};
+pub use error::{Error, Kind, Problem};
+pub use file::{load_scenario, load_scenario_with, parse_scenario};
 pub use load::{Load, LoadSpec, Model};
 pub use plan::{Plan, RequestSpec, Settings, StatusSet, Work, default_run_name};
 pub use rate::{ArrivalClock, ArrivalWait, Arrivals, RateShape, RateStage, parse_rate};
@@ -39,35 +41,3 @@ pub use segment::Segment;
 pub use stages::{LoadShape, Stage, parse_stages};
 pub use threshold::{Threshold, parse_threshold};
 pub use warmup::Warmup;
-
-/// A plan value that could not be parsed; the message says what was expected.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct PlanError(pub String);
-
-impl From<String> for PlanError {
-    fn from(message: String) -> Self {
-        PlanError(message)
-    }
-}
-
-impl From<PlanError> for String {
-    fn from(e: PlanError) -> Self {
-        e.0
-    }
-}
-
-/// The message, to read as text.
-impl std::ops::Deref for PlanError {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl PartialEq<&str> for PlanError {
-    fn eq(&self, other: &&str) -> bool {
-        self.0 == *other
-    }
-}

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use crate::PlanError;
+use crate::Error;
 
 /// Most virtual users in one plan (also `max_vus`, a stage's target and a population's).
 pub const MAX_VUS: u64 = 1_000_000;
@@ -51,9 +51,9 @@ pub const MAX_ITERATIONS: u64 = 1_000_000_000_000;
 pub const MAX_REPEAT: u64 = 1000;
 
 /// `n` if it is at most `max`, else an error naming what it counts and the bound.
-pub fn at_most(n: u64, max: u64, what: &str) -> Result<u64, PlanError> {
+pub fn at_most(n: u64, max: u64, what: &str) -> Result<u64, Error> {
     if n > max {
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "{n} {what} is more than volley runs in one plan (at most {max}); give a smaller number{}",
             if what.contains("VU") {
                 ", or split the load over processes with --segment (volley k8s manifest does)"
@@ -66,9 +66,9 @@ pub fn at_most(n: u64, max: u64, what: &str) -> Result<u64, PlanError> {
 }
 
 /// `rate` (per second) if it is at most [`MAX_RATE`].
-pub fn rate_at_most(rate: f64, text: &str) -> Result<f64, PlanError> {
+pub fn rate_at_most(rate: f64, text: &str) -> Result<f64, Error> {
     if rate > MAX_RATE {
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "rate `{text}` is {}/s, more than one machine can send (volley takes at most {MAX_RATE:.0}/s); give a lower rate, or split it over processes with --segment",
             if rate < 1e12 {
                 format!("{rate:.0}")
@@ -81,9 +81,9 @@ pub fn rate_at_most(rate: f64, text: &str) -> Result<f64, PlanError> {
 }
 
 /// `d` if it is at most [`MAX_DURATION`].
-pub fn duration_at_most(d: Duration, text: &str) -> Result<Duration, PlanError> {
+pub fn duration_at_most(d: Duration, text: &str) -> Result<Duration, Error> {
     if d > MAX_DURATION {
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "`{text}` is longer than 7 days, the longest length volley takes; give a shorter one (e.g. 24h)"
         )));
     }
@@ -153,12 +153,13 @@ mod tests {
         assert_eq!(at_most(5, MAX_VUS, "VUs").unwrap(), 5);
         let e = at_most(99_999_999_999, MAX_VUS, "VUs").unwrap_err();
         assert!(
-            e.contains("at most 1000000") && e.contains("--segment"),
+            e.to_string().contains("at most 1000000") && e.to_string().contains("--segment"),
             "{e}"
         );
         assert!(
             rate_at_most(1e9, "1e9")
                 .unwrap_err()
+                .to_string()
                 .contains("at most 10000000/s")
         );
         assert!(duration_at_most(Duration::from_secs(8 * 86400), "8d").is_err());

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::duration::parse_duration;
 use crate::rate::{ArrivalWait, Arrivals, RateShape, RateStage, parse_rate};
 use crate::stages::{LoadShape, Stage, parse_stages};
-use crate::{PlanError, limits};
+use crate::{Error, limits};
 
 /// What an option is about, which decides how the command line overrides a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,10 +67,10 @@ macro_rules! load_options {
 
         impl LoadSpec {
             /// Sets option `key` from its text, as written after the flag or the key.
-            pub fn set(&mut self, key: &str, text: &str) -> Result<(), PlanError> {
+            pub fn set(&mut self, key: &str, text: &str) -> Result<(), Error> {
                 match key {
                     $( stringify!($field) => self.$field = Some($parse(text)?), )*
-                    _ => return Err(PlanError(format!("`{key}` is not a load option; the options are {}", option_list()))),
+                    _ => return Err(Error::value(format!("`{key}` is not a load option; the options are {}", option_list()))),
                 }
                 Ok(())
             }
@@ -160,41 +160,41 @@ fn option_list() -> String {
 }
 
 /// A whole number, at least 1.
-fn count(s: &str) -> Result<u64, PlanError> {
+fn count(s: &str) -> Result<u64, Error> {
     match s.trim().parse::<u64>() {
-        Ok(0) => Err(PlanError("must be at least 1".into())),
+        Ok(0) => Err(Error::value("must be at least 1".into())),
         Ok(n) => Ok(n),
-        Err(_) => Err(PlanError(format!(
+        Err(_) => Err(Error::value(format!(
             "`{s}` is not a whole number; write it like 50"
         ))),
     }
 }
 
 /// A number of VUs, at least 1 and at most [`limits::MAX_VUS`].
-fn vus(s: &str) -> Result<u64, PlanError> {
+fn vus(s: &str) -> Result<u64, Error> {
     limits::at_most(count(s)?, limits::MAX_VUS, "VUs")
 }
 
 /// Shared connections, at least 1 and at most [`limits::MAX_CONNECTIONS`].
-fn connections(s: &str) -> Result<u64, PlanError> {
+fn connections(s: &str) -> Result<u64, Error> {
     limits::at_most(count(s)?, limits::MAX_CONNECTIONS, "connections")
 }
 
 /// Iterations per VU, at least 1 and at most [`limits::MAX_ITERATIONS`].
-fn iterations(s: &str) -> Result<u64, PlanError> {
+fn iterations(s: &str) -> Result<u64, Error> {
     limits::at_most(count(s)?, limits::MAX_ITERATIONS, "iterations")
 }
 
 /// Runs in a group, at least 1 and at most [`limits::MAX_REPEAT`].
-fn repeat(s: &str) -> Result<u64, PlanError> {
+fn repeat(s: &str) -> Result<u64, Error> {
     limits::at_most(count(s)?, limits::MAX_REPEAT, "runs")
 }
 
 /// An arrival rate above zero.
-fn positive_rate(s: &str) -> Result<f64, PlanError> {
+fn positive_rate(s: &str) -> Result<f64, Error> {
     let r = parse_rate(s)?;
     if r <= 0.0 {
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "`{s}` sends nothing; give a rate above zero, like 500 or 500/s"
         )));
     }
@@ -202,10 +202,10 @@ fn positive_rate(s: &str) -> Result<f64, PlanError> {
 }
 
 /// A duration above zero.
-fn positive_duration(s: &str) -> Result<Duration, PlanError> {
+fn positive_duration(s: &str) -> Result<Duration, Error> {
     let d = parse_duration(s)?;
     if d.is_zero() {
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "`{s}` lasts no time at all; write it like 30s or 10m"
         )));
     }
@@ -241,9 +241,9 @@ impl LoadSpec {
 
     /// How often to run the plan, and the pause between runs: `(1, 0)` when not repeated.
     /// A pause without repeats is an error that says what to write.
-    pub fn repeat(&self) -> Result<(usize, Duration), PlanError> {
+    pub fn repeat(&self) -> Result<(usize, Duration), Error> {
         match (self.repeat, self.repeat_pause) {
-            (None, Some(_)) => Err(PlanError("`repeat_pause` is the pause between repeated runs; give `repeat` too (e.g. --repeat 3 --repeat-pause 10s)".into())),
+            (None, Some(_)) => Err(Error::value("`repeat_pause` is the pause between repeated runs; give `repeat` too (e.g. --repeat 3 --repeat-pause 10s)".into())),
             (n, pause) => Ok((n.unwrap_or(1) as usize, pause.unwrap_or_default())),
         }
     }
@@ -279,15 +279,15 @@ impl LoadSpec {
     }
 
     /// The load the engine runs, within [`limits`]. Errors say what to write instead.
-    pub fn resolve(&self) -> Result<Load, PlanError> {
+    pub fn resolve(&self) -> Result<Load, Error> {
         let load = self.resolve_shape()?;
         load.check()?;
         Ok(load)
     }
 
-    fn resolve_shape(&self) -> Result<Load, PlanError> {
+    fn resolve_shape(&self) -> Result<Load, Error> {
         if let Some(c) = self.conflicts().first() {
-            return Err(PlanError(format!(
+            return Err(Error::value(format!(
                 "`{}` cannot be combined with `{}`: {}",
                 c.other, c.key, c.why
             )));
@@ -305,7 +305,7 @@ impl LoadSpec {
             (self.arrivals.is_some(), "arrivals", "spaces", "arrivals"),
         ] {
             if given && !self.is_open() {
-                return Err(PlanError(format!(
+                return Err(Error::value(format!(
                     "`{key}` {what} the arrivals of an arrival rate (open model); give a rate too (--rate 100 --duration 30s, or --rate-stages) or leave {leave} out"
                 )));
             }
@@ -331,7 +331,7 @@ impl LoadSpec {
         }
         if let Some(rate) = self.rate {
             let Some(duration) = self.duration else {
-                return Err(PlanError(format!(
+                return Err(Error::value(format!(
                     "say how long to run: --rate {rate} --duration 30s"
                 )));
             };
@@ -355,7 +355,7 @@ impl LoadSpec {
         }
         // A run count needs no duration: the run ends when every VU is done.
         let Some(duration) = self.duration.or(self.iterations.map(|_| ITERATIONS_CAP)) else {
-            return Err(PlanError(
+            return Err(Error::value(
                 "say how long to run: --duration 30s (with --vus N), --iterations 10 (with --vus N), --stages \"1m:50,2m:50\", or --rate 100 --duration 30s"
                     .into(),
             ));
@@ -368,7 +368,7 @@ impl LoadSpec {
         if let Some(down) = self.ramp_down {
             let hold = &mut shape.stages[1];
             hold.duration = hold.duration.checked_sub(down).ok_or_else(|| {
-                PlanError(format!(
+                Error::value(format!(
                     "ramp-up and ramp-down ({}s) are longer than the duration ({}s)",
                     (duration - hold.duration + down).as_secs_f64(),
                     duration.as_secs_f64()
@@ -459,7 +459,7 @@ impl Load {
     /// is allowed: VUs can be raised live, a capacity search by users grows them, and a
     /// scenario's shared `connections` applies to every population; the bound on connections
     /// keeps the pool's memory bounded.)
-    pub fn check(&self) -> Result<(), PlanError> {
+    pub fn check(&self) -> Result<(), Error> {
         let length = match &self.model {
             Model::Closed { shape } | Model::Iterations { shape, .. } => shape
                 .stages
@@ -478,7 +478,7 @@ impl Load {
             }
         );
         if !open_ended && length.is_none_or(|l| l > limits::MAX_DURATION) {
-            return Err(PlanError(
+            return Err(Error::value(
                 "the load lasts longer than 7 days, the longest plan volley runs; shorten its duration or stages (e.g. --duration 24h)"
                     .into(),
             ));
@@ -490,7 +490,7 @@ impl Load {
             }
         };
         if sends_nothing {
-            return Err(PlanError(
+            return Err(Error::value(
                 if self.is_open() {
                     "every stage's rate is 0, so the run would send nothing; give a stage with a rate, e.g. --rate-stages 30s:100"
                 } else {
@@ -676,7 +676,7 @@ pub(crate) mod tests {
             LoadSpec::default()
                 .set("users", "5")
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("the options are vus, duration")
         );
         assert_eq!(OPTIONS[2].flag(), "--ramp-up");
@@ -685,21 +685,29 @@ pub(crate) mod tests {
     #[test]
     fn values_are_checked_where_they_are_parsed() {
         let mut s = LoadSpec::default();
-        assert_eq!(s.set("vus", "0").unwrap_err().0, "must be at least 1");
+        assert_eq!(
+            s.set("vus", "0").unwrap_err().to_string(),
+            "must be at least 1"
+        );
         assert!(
             s.set("vus", "ten")
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("not a whole number")
         );
         assert!(
             s.set("duration", "0s")
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("no time at all")
         );
         assert!(s.set("stages", "2m").is_err());
-        assert!(s.set("rate", "0/s").unwrap_err().contains("above zero"));
+        assert!(
+            s.set("rate", "0/s")
+                .unwrap_err()
+                .to_string()
+                .contains("above zero")
+        );
     }
 
     #[test]
@@ -744,21 +752,21 @@ pub(crate) mod tests {
             spec(&[("vus", "2")])
                 .resolve()
                 .unwrap_err()
-                .0
+                .to_string()
                 .starts_with("say how long to run")
         );
         assert!(
             spec(&[("rate", "5")])
                 .resolve()
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("--duration")
         );
         assert!(
             spec(&[("vus", "2"), ("duration", "5s"), ("ramp_up", "10s")])
                 .resolve()
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("ramp-up")
         );
     }
@@ -786,7 +794,8 @@ pub(crate) mod tests {
         .resolve()
         .unwrap_err();
         assert!(
-            e.contains("ramp-up and ramp-down (11s) are longer than the duration (10s)"),
+            e.to_string()
+                .contains("ramp-up and ramp-down (11s) are longer than the duration (10s)"),
             "{e}"
         );
         assert!(
@@ -814,7 +823,7 @@ pub(crate) mod tests {
             spec(&[("repeat_pause", "2s")])
                 .repeat()
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("give `repeat` too")
         );
         assert!(LoadSpec::default().set("repeat", "0").is_err());
@@ -834,7 +843,7 @@ pub(crate) mod tests {
         assert!(
             s.resolve()
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("`vus` cannot be combined with `rate`")
         );
         assert!(

@@ -3,16 +3,16 @@
 //! refused, with the `%` form to write instead (5 % or 0.05 %?), as thresholds refuse an error
 //! rate without its sign.
 
-use crate::PlanError;
+use crate::Error;
 
 /// Parses `text`, given to `flag`, as a percentage from `min` to `max`: `5%` (or `5`, a whole
 /// number of percent) is 5.0. A bare fraction (`0.05`) is refused, saying both readings.
-pub fn parse_percent(flag: &str, text: &str, min: f64, max: f64) -> Result<f64, PlanError> {
+pub fn parse_percent(flag: &str, text: &str, min: f64, max: f64) -> Result<f64, Error> {
     let t = text.trim();
     let has_sign = t.ends_with('%');
     let n = t.trim_end_matches('%').trim();
     let out_of_range = || {
-        PlanError(format!(
+        Error::value(format!(
             "{flag} {text}: give a percentage from {} to {}, e.g. {flag} 5%",
             show(min),
             show(max)
@@ -21,7 +21,7 @@ pub fn parse_percent(flag: &str, text: &str, min: f64, max: f64) -> Result<f64, 
     match n.parse::<f64>() {
         Ok(v) if !has_sign && v > 0.0 && v < 1.0 => {
             let pct = (v * 100.0 * 1e6).round() / 1e6;
-            Err(PlanError(format!(
+            Err(Error::value(format!(
                 "{flag} {t}: a percentage, so {t} would be {t} %; did you mean {pct}%? Write it with its sign ({flag} {pct}%, or {flag} {t}% if you meant {t} %)"
             )))
         }
@@ -47,12 +47,12 @@ mod tests {
         );
         let e = parse_percent("--precision", "0.05", 0.5, 100.0)
             .unwrap_err()
-            .0;
+            .to_string();
         assert!(e.contains("did you mean 5%?"), "{e}");
         assert!(e.contains("--precision 5%"), "{e}");
         let e = parse_percent("--precision", "0%", 0.5, 100.0)
             .unwrap_err()
-            .0;
+            .to_string();
         assert_eq!(
             e,
             "--precision 0%: give a percentage from 0.5% to 100%, e.g. --precision 5%"

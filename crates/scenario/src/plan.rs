@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::load::{Load, LoadSpec};
 use crate::threshold::Threshold;
-use crate::{PlanError, Scenario};
+use crate::{Error, Scenario};
 
 /// One HTTP request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,13 +36,13 @@ impl RequestSpec {
     }
 
     /// Parses a `Name: value` header as given on the command line.
-    pub fn parse_header(s: &str) -> Result<(String, String), PlanError> {
+    pub fn parse_header(s: &str) -> Result<(String, String), Error> {
         let (n, v) = s
             .split_once(':')
-            .ok_or_else(|| PlanError(format!("header `{s}`: expected `Name: value`")))?;
+            .ok_or_else(|| Error::value(format!("header `{s}`: expected `Name: value`")))?;
         let n = n.trim();
         if !is_header_name(n) {
-            return Err(PlanError(format!(
+            return Err(Error::value(format!(
                 "header `{s}`: `{n}` is not a valid header name"
             )));
         }
@@ -71,11 +71,11 @@ impl Default for StatusSet {
 
 impl StatusSet {
     /// Parses `200,201,300-399`.
-    pub fn parse(s: &str) -> Result<StatusSet, PlanError> {
+    pub fn parse(s: &str) -> Result<StatusSet, Error> {
         let mut out = Vec::new();
         for part in s.split(',').map(str::trim) {
             let bad = || {
-                PlanError(format!(
+                Error::value(format!(
                     "status `{part}`: expected a code or a range such as 200-299"
                 ))
             };
@@ -166,7 +166,7 @@ impl Settings {
     }
 
     /// The plan the engine runs: `work` (a request, or a scenario) under the resolved load.
-    pub fn plan(&self, work: Work) -> Result<Plan, PlanError> {
+    pub fn plan(&self, work: Work) -> Result<Plan, Error> {
         Ok(Plan {
             work,
             load: self.load.resolve()?,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::PlanError;
+use crate::Error;
 use crate::duration::parse_duration;
 
 /// Ramp linearly to `rate` arrivals per second over `duration`.
@@ -22,7 +22,7 @@ pub struct RateStage {
 }
 
 /// Parses a rate: `500` or `500/s` per second, `30000/m` per minute.
-pub fn parse_rate(s: &str) -> Result<f64, PlanError> {
+pub fn parse_rate(s: &str) -> Result<f64, Error> {
     let t = s.trim();
     let (num, per) = match t.split_once('/') {
         Some((n, unit)) => (
@@ -33,7 +33,7 @@ pub fn parse_rate(s: &str) -> Result<f64, PlanError> {
                 "h" | "1h" | "hour" => 3600.0,
                 "d" | "1d" | "day" => 86400.0,
                 u => {
-                    return Err(PlanError(format!(
+                    return Err(Error::value(format!(
                         "rate `{s}`: unknown unit `/{u}`; write 500, 500/s, 30000/m, 1800000/h or 19080000/day"
                     )));
                 }
@@ -44,14 +44,14 @@ pub fn parse_rate(s: &str) -> Result<f64, PlanError> {
     let n: f64 = num
         .trim()
         .parse()
-        .map_err(|_| PlanError(format!("rate `{s}`: write it like 500, 500/s or 30000/m")))?;
+        .map_err(|_| Error::value(format!("rate `{s}`: write it like 500, 500/s or 30000/m")))?;
     if !n.is_finite() {
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "rate `{s}` is not a finite number; write one like 500, 500/s or 30000/m"
         )));
     }
     if n < 0.0 {
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "rate `{s}` is below zero; write zero or more, like 500, 500/s or 30000/m"
         )));
     }
@@ -77,11 +77,11 @@ impl RateShape {
     }
 
     /// Parses `"1m:100,5m:300"` (DURATION:RATE, linear from 0 or from a leading `0s:R`).
-    pub fn parse(s: &str) -> Result<RateShape, PlanError> {
+    pub fn parse(s: &str) -> Result<RateShape, Error> {
         let mut stages = Vec::new();
         for (i, part) in s.split(',').map(str::trim).enumerate() {
             let bad = |why: &str| {
-                PlanError(format!(
+                Error::value(format!(
                     "rate stage {} `{part}`: {why}; write stages like 1m:100,5m:300",
                     i + 1
                 ))
@@ -89,8 +89,8 @@ impl RateShape {
             let (d, r) = part
                 .split_once(':')
                 .ok_or_else(|| bad("expected DURATION:RATE"))?;
-            let duration = parse_duration(d).map_err(|e| bad(&e.0))?;
-            let rate = parse_rate(r).map_err(|e| bad(&e.0))?;
+            let duration = parse_duration(d).map_err(|e| bad(&e.to_string()))?;
+            let rate = parse_rate(r).map_err(|e| bad(&e.to_string()))?;
             stages.push(RateStage { duration, rate });
         }
         let shape = RateShape {
@@ -98,7 +98,7 @@ impl RateShape {
             stages,
         };
         if shape.duration().is_zero() {
-            return Err(PlanError(format!(
+            return Err(Error::value(format!(
                 "rate stages `{s}` last no time at all: a 0s stage only jumps to its rate; follow it with a stage that lasts, e.g. 0s:100,1m:100"
             )));
         }
@@ -209,11 +209,11 @@ pub enum ArrivalWait {
 
 impl ArrivalWait {
     /// Parses `sleep` or `spin`.
-    pub fn parse(s: &str) -> Result<ArrivalWait, PlanError> {
+    pub fn parse(s: &str) -> Result<ArrivalWait, Error> {
         match s.trim() {
             "sleep" => Ok(ArrivalWait::Sleep),
             "spin" => Ok(ArrivalWait::Spin),
-            _ => Err(PlanError(format!(
+            _ => Err(Error::value(format!(
                 "arrival wait `{s}`: write sleep (on the kernel's timer, the default) or spin (poll without sleeping: a whole core per worker thread, for less schedule lag)"
             ))),
         }
@@ -230,10 +230,10 @@ impl Arrivals {
     pub const DEFAULT_SEED: u64 = 1;
 
     /// Parses `even`, `poisson` or `poisson:SEED`.
-    pub fn parse(s: &str) -> Result<Arrivals, PlanError> {
+    pub fn parse(s: &str) -> Result<Arrivals, Error> {
         let t = s.trim();
         let bad = || {
-            PlanError(format!(
+            Error::value(format!(
                 "arrivals `{s}`: write even (evenly spaced, the default), poisson (exponential gaps, seed {}) or poisson:SEED (e.g. poisson:7)",
                 Arrivals::DEFAULT_SEED
             ))
@@ -321,9 +321,14 @@ mod tests {
         assert_eq!(parse_rate("600/m").unwrap(), 10.0);
         assert!((parse_rate("19068000/day").unwrap() - 220.694_444).abs() < 1e-5);
         assert!(parse_rate("5/fortnight").is_err());
-        assert!(parse_rate("-1").unwrap_err().0.contains("below zero"));
+        assert!(
+            parse_rate("-1")
+                .unwrap_err()
+                .to_string()
+                .contains("below zero")
+        );
         for endless in ["inf", "-inf", "NaN", "infinity/s", "1e400"] {
-            let e = parse_rate(endless).unwrap_err().0;
+            let e = parse_rate(endless).unwrap_err().to_string();
             assert!(
                 e.contains("not a finite number") && e.contains("500/s"),
                 "{e}"
@@ -367,7 +372,7 @@ mod tests {
         assert!(
             RateShape::parse("1m")
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("expected DURATION:RATE")
         );
         assert!(RateShape::parse("0s:5").is_err());
@@ -385,7 +390,7 @@ mod tests {
             Arrivals::Poisson { seed: 42 }
         );
         for bad in ["bursty", "poisson:x", "even:3", ""] {
-            let e = Arrivals::parse(bad).unwrap_err().0;
+            let e = Arrivals::parse(bad).unwrap_err().to_string();
             assert!(e.contains("poisson:SEED"), "{bad}: {e}");
         }
         assert_eq!(Arrivals::Poisson { seed: 3 }.label(), "poisson (seed 3)");

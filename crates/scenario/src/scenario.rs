@@ -81,7 +81,7 @@ impl Scenario {
     }
 
     /// Narrows the CSV feeders to segment `seg`'s rows ([`Feeder::for_segment`]).
-    pub fn for_segment(&mut self, seg: crate::Segment) -> Result<(), crate::PlanError> {
+    pub fn for_segment(&mut self, seg: crate::Segment) -> Result<(), crate::Error> {
         for d in &mut self.data {
             *d = Arc::new(d.for_segment(seg)?);
         }
@@ -89,7 +89,7 @@ impl Scenario {
             let name = p.name.clone();
             Arc::get_mut(&mut p.scenario)
                 .ok_or_else(|| {
-                    crate::PlanError(format!(
+                    crate::Error::value(format!(
                         "scenario `{name}` is already running; narrow it to a segment before"
                     ))
                 })?
@@ -266,12 +266,12 @@ pub struct Pause {
 
 impl Pause {
     /// Parses `500ms` or `1s..3s`.
-    pub fn parse(s: &str) -> Result<Pause, crate::PlanError> {
+    pub fn parse(s: &str) -> Result<Pause, crate::Error> {
         let (a, b) = s.split_once("..").unwrap_or((s, s));
         let min = crate::parse_duration(a)?;
         let max = crate::parse_duration(b)?;
         if max < min {
-            return Err(crate::PlanError(format!(
+            return Err(crate::Error::value(format!(
                 "`{s}`: the longer pause comes second, e.g. 1s..3s"
             )));
         }
@@ -429,7 +429,12 @@ mod tests {
             samples.iter().any(|d| *d < Duration::from_millis(1500))
                 && samples.iter().any(|d| *d > Duration::from_millis(2500))
         );
-        assert!(Pause::parse("3s..1s").unwrap_err().contains("comes second"));
+        assert!(
+            Pause::parse("3s..1s")
+                .unwrap_err()
+                .to_string()
+                .contains("comes second")
+        );
         assert!(Pause::parse("soon..1s").is_err());
     }
 
@@ -490,6 +495,6 @@ mod tests {
             .write(&t, &ctx, &mut scratch, &mut Vec::new())
             .unwrap_err();
         assert_eq!(e, failing.value(&t, &ctx).unwrap_err());
-        assert!(e.0.contains("first_missing"), "{e}");
+        assert!(e.to_string().contains("first_missing"), "{e}");
     }
 }

@@ -20,7 +20,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::PlanError;
+use crate::Error;
 use crate::load::{Load, Model};
 
 /// Segment `index` of `count` (0-based: `0/4` … `3/4`).
@@ -37,12 +37,12 @@ impl Segment {
     pub const WHOLE: Segment = Segment { index: 0, count: 1 };
 
     /// Segment `index` of `count`, checked.
-    pub fn new(index: u64, count: u64) -> Result<Segment, PlanError> {
+    pub fn new(index: u64, count: u64) -> Result<Segment, Error> {
         if count == 0 {
-            return Err(PlanError("a plan is split into at least 1 segment: write the segment as i/N with N ≥ 1, like 0/4".into()));
+            return Err(Error::value("a plan is split into at least 1 segment: write the segment as i/N with N ≥ 1, like 0/4".into()));
         }
         if index >= count {
-            return Err(PlanError(format!(
+            return Err(Error::value(format!(
                 "segment {index}/{count} does not exist: segments are numbered from 0, so of {count} they are 0/{count} … {}/{count}",
                 count - 1
             )));
@@ -79,7 +79,7 @@ impl Segment {
     /// are fewer than the segments would leave some segment without any VU at all, and an
     /// open model with fewer VUs (`max_vus`) than segments some segment without a VU to send
     /// its arrivals.
-    pub fn check(self, load: &Load) -> Result<(), PlanError> {
+    pub fn check(self, load: &Load) -> Result<(), Error> {
         let (vus, what) = match &load.model {
             Model::Closed { shape } | Model::Iterations { shape, .. } => (shape.max_vus(), "VUs"),
             Model::Open { max_vus, .. } => (*max_vus, "max_vus (the VUs that send the arrivals)"),
@@ -93,7 +93,7 @@ impl Segment {
             } else {
                 format!("segments {vus}/{n} to {}/{n} would run none", n - 1)
             };
-            return Err(PlanError(format!(
+            return Err(Error::value(format!(
                 "{n} segments cannot share {vus} {what}: {none}; use at most {vus} segments, or raise the VUs to at least {n}"
             )));
         }
@@ -108,12 +108,12 @@ impl fmt::Display for Segment {
 }
 
 impl FromStr for Segment {
-    type Err = PlanError;
+    type Err = Error;
 
     /// `i/N`, 0-based: `0/4`.
-    fn from_str(s: &str) -> Result<Segment, PlanError> {
+    fn from_str(s: &str) -> Result<Segment, Error> {
         let bad = || {
-            PlanError(format!(
+            Error::value(format!(
                 "segment `{s}`: write it as i/N, the 0-based index of this process and the number of processes, like 0/4"
             ))
         };
@@ -139,18 +139,32 @@ mod tests {
             Segment { index: 2, count: 4 }
         );
         assert_eq!(" 0 / 1 ".parse::<Segment>().unwrap(), Segment::WHOLE);
-        assert!("3/2".parse::<Segment>().unwrap_err().contains("0/2 … 1/2"));
+        assert!(
+            "3/2"
+                .parse::<Segment>()
+                .unwrap_err()
+                .to_string()
+                .contains("0/2 … 1/2")
+        );
         assert!(
             "4/4"
                 .parse::<Segment>()
                 .unwrap_err()
+                .to_string()
                 .contains("numbered from 0")
         );
-        assert!("0/0".parse::<Segment>().unwrap_err().contains("at least 1"));
+        assert!(
+            "0/0"
+                .parse::<Segment>()
+                .unwrap_err()
+                .to_string()
+                .contains("at least 1")
+        );
         for bad in ["2", "a/4", "1/b", "-1/4", "1/4/5", ""] {
             assert!(
                 bad.parse::<Segment>()
                     .unwrap_err()
+                    .to_string()
                     .contains("write it as i/N"),
                 "{bad}"
             );
@@ -253,11 +267,19 @@ mod tests {
         // Segment 0/4 runs a VU; the one that would run none is named, whichever runs here.
         for i in 0..4 {
             assert_eq!(
-                Segment::new(i, 4).unwrap().check(&closed).unwrap_err().0,
+                Segment::new(i, 4)
+                    .unwrap()
+                    .check(&closed)
+                    .unwrap_err()
+                    .to_string(),
                 "4 segments cannot share 3 VUs: segment 3/4 would run none; use at most 3 segments, or raise the VUs to at least 4"
             );
         }
-        let e = Segment::new(0, 8).unwrap().check(&closed).unwrap_err().0;
+        let e = Segment::new(0, 8)
+            .unwrap()
+            .check(&closed)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(": segments 3/8 to 7/8 would run none;"), "{e}");
         let open = Load {
             model: Model::Open {
@@ -275,6 +297,7 @@ mod tests {
                 .unwrap()
                 .check(&open)
                 .unwrap_err()
+                .to_string()
                 .contains("max_vus")
         );
         // Run counts follow the VUs: 5 VUs × 7 iterations over 3 segments is 2+2+1 VUs.

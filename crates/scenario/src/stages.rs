@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::PlanError;
+use crate::Error;
 use crate::duration::parse_duration;
 
 /// Ramp to `target` VUs over `duration`.
@@ -22,11 +22,11 @@ pub struct Stage {
 }
 
 /// Parses `"2m:50,2m:100,30s:0"` (DURATION:VUS, comma-separated).
-pub fn parse_stages(s: &str) -> Result<Vec<Stage>, PlanError> {
+pub fn parse_stages(s: &str) -> Result<Vec<Stage>, Error> {
     let mut out = Vec::new();
     for (i, part) in s.split(',').map(str::trim).enumerate() {
         let bad = |why: &str| {
-            PlanError(format!(
+            Error::value(format!(
                 "stage {} `{part}`: {why}; write stages like 2m:50,2m:100",
                 i + 1
             ))
@@ -34,17 +34,17 @@ pub fn parse_stages(s: &str) -> Result<Vec<Stage>, PlanError> {
         let (d, t) = part
             .split_once(':')
             .ok_or_else(|| bad("expected DURATION:VUS"))?;
-        let duration = parse_duration(d).map_err(|e| bad(&e.0))?;
+        let duration = parse_duration(d).map_err(|e| bad(&e.to_string()))?;
         let target = t
             .trim()
             .parse::<u64>()
             .map_err(|_| bad(&format!("`{t}` is not a whole number of VUs")))?;
-        let target =
-            crate::limits::at_most(target, crate::limits::MAX_VUS, "VUs").map_err(|e| bad(&e.0))?;
+        let target = crate::limits::at_most(target, crate::limits::MAX_VUS, "VUs")
+            .map_err(|e| bad(&e.to_string()))?;
         out.push(Stage { duration, target });
     }
     if out.iter().all(|s| s.duration.is_zero()) {
-        return Err(PlanError(format!(
+        return Err(Error::value(format!(
             "stages `{s}` last no time at all: a 0s stage only jumps to its VUs; follow it with a stage that lasts, e.g. 0s:10,30s:10"
         )));
     }
@@ -60,13 +60,9 @@ pub struct LoadShape {
 
 impl LoadShape {
     /// `vus` users for `duration`, reached linearly over `ramp_up` (part of the duration).
-    pub fn constant(
-        vus: u64,
-        duration: Duration,
-        ramp_up: Duration,
-    ) -> Result<LoadShape, PlanError> {
+    pub fn constant(vus: u64, duration: Duration, ramp_up: Duration) -> Result<LoadShape, Error> {
         if ramp_up > duration {
-            return Err(PlanError(format!(
+            return Err(Error::value(format!(
                 "ramp-up ({}s) is longer than the duration ({}s)",
                 ramp_up.as_secs_f64(),
                 duration.as_secs_f64()
@@ -166,12 +162,12 @@ mod tests {
 
     #[test]
     fn bad_stages_say_what_to_write() {
-        let e = parse_stages("2m:50,abc").unwrap_err().0;
+        let e = parse_stages("2m:50,abc").unwrap_err().to_string();
         assert_eq!(
             e,
             "stage 2 `abc`: expected DURATION:VUS; write stages like 2m:50,2m:100"
         );
-        let e = parse_stages("2m:x").unwrap_err().0;
+        let e = parse_stages("2m:x").unwrap_err().to_string();
         assert!(e.contains("`x` is not a whole number of VUs"), "{e}");
         assert!(parse_stages("0s:5").is_err());
     }

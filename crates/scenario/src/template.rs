@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use minijinja::{Environment, UndefinedBehavior, Value};
 
-use crate::PlanError;
+use crate::Error;
 
 /// The functions every template may call, for documentation and validation.
 pub const FUNCTIONS: [&str; 4] = ["uuid", "random", "random_string", "timestamp_ms"];
@@ -157,12 +157,12 @@ impl Templates {
 
     /// Compiles `source`; returns the template and the variables it reads, as dotted
     /// paths (`code`, `user.email`, `env.TOKEN`).
-    pub fn compile(&mut self, source: &str) -> Result<(Template, BTreeSet<String>), PlanError> {
+    pub fn compile(&mut self, source: &str) -> Result<(Template, BTreeSet<String>), Error> {
         if !has_syntax(source) {
             return Ok((Template::Literal(source.to_string()), BTreeSet::new()));
         }
         let ast = minijinja::machinery::parse(source, "<scenario>", Default::default())
-            .map_err(|e| PlanError(describe(&e, source)))?;
+            .map_err(|e| Error::value(describe(&e, source)))?;
         let minijinja::machinery::ast::Stmt::Template(root) = &ast else {
             unreachable!("a parse yields a template")
         };
@@ -210,10 +210,7 @@ impl Templates {
     }
 
     /// Compiles a JSON body string: a lone `{{ expr }}` keeps its type.
-    pub fn compile_value(
-        &mut self,
-        source: &str,
-    ) -> Result<(Template, BTreeSet<String>), PlanError> {
+    pub fn compile_value(&mut self, source: &str) -> Result<(Template, BTreeSet<String>), Error> {
         let t = source.trim();
         let lone = t.starts_with("{{")
             && t.ends_with("}}")
@@ -237,27 +234,23 @@ impl Templates {
     }
 
     /// Compiles `code` once: the same code again gets the same template.
-    fn add(
-        &mut self,
-        code: String,
-        source: &str,
-    ) -> Result<(Arc<str>, BTreeSet<String>), PlanError> {
+    fn add(&mut self, code: String, source: &str) -> Result<(Arc<str>, BTreeSet<String>), Error> {
         if let Some((name, vars)) = self.compiled.get(&code) {
             return Ok((name.clone(), vars.clone()));
         }
         if self.compiled.len() >= MAX_TEMPLATES {
-            return Err(PlanError(format!(
+            return Err(Error::value(format!(
                 "more than {MAX_TEMPLATES} distinct template expressions: a scenario is limited to that — use `repeat` and groups instead of copies"
             )));
         }
         let name: Arc<str> = format!("t{}", self.compiled.len() + 1).into();
         self.env
             .add_template_owned(name.to_string(), code.clone())
-            .map_err(|e| PlanError(describe(&e, source)))?;
+            .map_err(|e| Error::value(describe(&e, source)))?;
         let tmpl = self
             .env
             .get_template(&name)
-            .map_err(|e| PlanError(describe(&e, source)))?;
+            .map_err(|e| Error::value(describe(&e, source)))?;
         let vars: BTreeSet<String> = tmpl
             .undeclared_variables(true)
             .into_iter()
@@ -271,7 +264,7 @@ impl Templates {
     }
 
     /// Renders to text.
-    pub fn render(&self, t: &Template, ctx: &Value) -> Result<String, PlanError> {
+    pub fn render(&self, t: &Template, ctx: &Value) -> Result<String, Error> {
         let mut out = String::new();
         self.render_into(t, ctx, &mut out)?;
         Ok(out)
@@ -283,7 +276,7 @@ impl Templates {
         t: &Template,
         vars: &dyn Vars,
         out: &mut String,
-    ) -> Result<(), PlanError> {
+    ) -> Result<(), Error> {
         match t {
             Template::Literal(s) => out.push_str(s),
             Template::Pieces { pieces, source } => {
@@ -311,7 +304,7 @@ impl Templates {
         source: &str,
         vars: &dyn Vars,
         out: &mut String,
-    ) -> Result<(), PlanError> {
+    ) -> Result<(), Error> {
         if let Some(v) = self.lookup(name, vars) {
             // As minijinja prints a value when nothing is escaped.
             use std::fmt::Write;
@@ -335,19 +328,19 @@ impl Templates {
         Some(v)
     }
 
-    fn minijinja(&self, name: &str, source: &str, ctx: &Value) -> Result<String, PlanError> {
+    fn minijinja(&self, name: &str, source: &str, ctx: &Value) -> Result<String, Error> {
         self.env
             .get_template(name)
             .and_then(|tmpl| tmpl.render(ctx))
-            .map_err(|e| PlanError(describe(&e, source)))
+            .map_err(|e| Error::value(describe(&e, source)))
     }
 
     /// Renders a JSON body leaf.
-    pub fn render_json(&self, t: &Template, ctx: &Value) -> Result<serde_json::Value, PlanError> {
+    pub fn render_json(&self, t: &Template, ctx: &Value) -> Result<serde_json::Value, Error> {
         if let Template::Value { name, source } = t {
             let text = self.minijinja(name, source, ctx)?;
             return serde_json::from_str(&text)
-                .map_err(|e| PlanError(format!("`{source}` did not render to JSON: {e}")));
+                .map_err(|e| Error::value(format!("`{source}` did not render to JSON: {e}")));
         }
         Ok(serde_json::Value::String(self.render(t, ctx)?))
     }
@@ -360,10 +353,10 @@ impl Templates {
         vars: &dyn Vars,
         text: &mut String,
         out: &mut Vec<u8>,
-    ) -> Result<(), PlanError> {
+    ) -> Result<(), Error> {
         text.clear();
         let json = |e: serde_json::Error| {
-            PlanError(format!(
+            Error::value(format!(
                 "`{}` could not be written as JSON: {e}",
                 t.source()
             ))
@@ -393,7 +386,7 @@ impl Templates {
                 }
                 let text = self.minijinja(name, source, &vars.context())?;
                 let value: serde_json::Value = serde_json::from_str(&text)
-                    .map_err(|e| PlanError(format!("`{source}` did not render to JSON: {e}")))?;
+                    .map_err(|e| Error::value(format!("`{source}` did not render to JSON: {e}")))?;
                 serde_json::to_writer(out, &value).map_err(json)
             }
             _ => {
@@ -448,7 +441,7 @@ pub struct Inspection {
     /// Each problem in plain words: an unknown filter, test or function, a function called
     /// with the wrong number of arguments or an impossible constant, a method call, an
     /// `include`.
-    pub problems: Vec<PlanError>,
+    pub problems: Vec<Error>,
     /// Names called as functions that are not functions (already in `problems`), so that
     /// they are not reported again as undefined variables.
     pub not_functions: BTreeSet<String>,
@@ -577,7 +570,7 @@ use minijinja::machinery::ast::{CallArg, Expr, Stmt};
 
 impl Inspector<'_> {
     fn problem(&mut self, message: String) {
-        let p = PlanError(message);
+        let p = Error::value(message);
         if !self.out.problems.contains(&p) {
             self.out.problems.push(p);
         }
@@ -900,9 +893,9 @@ mod tests {
         let mut t = Templates::new();
         let (tm, _) = t.compile("{{ missing }}").unwrap();
         let e = t.render(&tm, &context! {}).unwrap_err();
-        assert!(e.contains("undefined"), "{e}");
+        assert!(e.to_string().contains("undefined"), "{e}");
         let e = t.compile("{{ unclosed").unwrap_err();
-        assert!(e.contains("template `{{ unclosed`"), "{e}");
+        assert!(e.to_string().contains("template `{{ unclosed`"), "{e}");
     }
 
     #[test]
@@ -952,7 +945,7 @@ mod tests {
             "{{ x | upcase }}{{ timestamp_ms(1) }}{{ nope(2) }}{{ y is nothing_like_it }}",
             &unbound(&["x", "nope", "y"]),
         );
-        let text: Vec<String> = bad.problems.iter().map(|p| p.0.clone()).collect();
+        let text: Vec<String> = bad.problems.iter().map(|p| p.to_string().clone()).collect();
         assert_eq!(text.len(), 4, "{text:?}");
         assert!(
             text[0].starts_with("unknown filter `upcase`; did you mean `upper`?"),
@@ -1047,7 +1040,7 @@ mod tests {
         // A name that is not set fails as minijinja fails.
         let (tm, _) = t.compile("/a/{{ missing }}").unwrap();
         let e = t.render(&tm, &ctx).unwrap_err();
-        assert!(e.contains("undefined"), "{e}");
+        assert!(e.to_string().contains("undefined"), "{e}");
         let (tm, _) = t.compile("{{ user.missing }}").unwrap();
         assert!(t.render(&tm, &ctx).is_err());
     }

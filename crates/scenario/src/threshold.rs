@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::PlanError;
+use crate::Error;
 
 /// Which figure a threshold reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,8 +177,8 @@ impl Op {
 const USAGE: &str = "write thresholds like `error_rate < 1%`, `ttfb p99 < 500ms`, `tps avg >= 220`, `total p95 <= 1s`";
 
 /// Parses one threshold expression.
-pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
-    let bad = |why: &str| PlanError(format!("threshold `{expr}`: {why}; {USAGE}"));
+pub fn parse_threshold(expr: &str) -> Result<Threshold, Error> {
+    let bad = |why: &str| Error::value(format!("threshold `{expr}`: {why}; {USAGE}"));
     let op_at = expr
         .find(['<', '>'])
         .ok_or_else(|| bad("no comparison (<, <=, >, >=)"))?;
@@ -250,7 +250,7 @@ pub fn parse_threshold(expr: &str) -> Result<Threshold, PlanError> {
         population,
     };
     match t.impossible() {
-        Some(why) => Err(PlanError(format!("threshold {why}"))),
+        Some(why) => Err(Error::value(format!("threshold {why}"))),
         None => Ok(t),
     }
 }
@@ -401,7 +401,7 @@ fn parse_limit(s: &str, metric: Metric) -> Result<f64, String> {
         Metric::Tps => number(s),
         _ => crate::parse_duration(s)
             .map(|d| d.as_secs_f64() * 1000.0)
-            .map_err(|e| e.0),
+            .map_err(|e| e.to_string()),
     }
 }
 
@@ -423,7 +423,9 @@ mod tests {
     #[test]
     fn an_error_rate_without_its_percent_sign_is_refused() {
         assert_eq!(
-            parse_threshold("error_rate < 0.01").unwrap_err().0,
+            parse_threshold("error_rate < 0.01")
+                .unwrap_err()
+                .to_string(),
             "threshold `error_rate < 0.01`: `0.01` has no unit: write 0.01% (an error rate is a percentage: 1% is one request in a hundred, k6's `rate<0.01`); write thresholds like `error_rate < 1%`, `ttfb p99 < 500ms`, `tps avg >= 220`, `total p95 <= 1s`"
         );
         assert_eq!(parse_threshold("error_rate < 1 %").unwrap().limit, 1.0);
@@ -433,12 +435,15 @@ mod tests {
     #[test]
     fn a_time_limit_without_a_unit_is_refused() {
         assert_eq!(
-            parse_threshold("ttfb p99 < 500").unwrap_err().0,
+            parse_threshold("ttfb p99 < 500").unwrap_err().to_string(),
             "threshold `ttfb p99 < 500`: `500` has no unit: write 500s, 500ms or 500m; write thresholds like `error_rate < 1%`, `ttfb p99 < 500ms`, `tps avg >= 220`, `total p95 <= 1s`"
         );
         for bare in ["total p95 <= 1", "iteration max < 2.5", "mttfb avg < 30"] {
             assert!(
-                parse_threshold(bare).unwrap_err().0.contains("has no unit"),
+                parse_threshold(bare)
+                    .unwrap_err()
+                    .to_string()
+                    .contains("has no unit"),
                 "{bare}"
             );
         }
@@ -480,7 +485,7 @@ mod tests {
         assert!(
             parse_threshold("wri/ters.ttfb p99 < 1s")
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("`name.figure`")
         );
     }
@@ -560,7 +565,7 @@ mod tests {
             ("ttfb p99 < 0.0001ms", "less than a microsecond"),
             ("error_rate > 100%", "no error rate is above 100%"),
         ] {
-            let e = parse_threshold(bad).unwrap_err().0;
+            let e = parse_threshold(bad).unwrap_err().to_string();
             assert!(
                 e.contains(needle)
                     && (e.contains("write thresholds like") || e.contains("; write")),

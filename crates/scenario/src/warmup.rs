@@ -6,7 +6,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::PlanError;
+use crate::Error;
 use crate::duration::parse_duration;
 use crate::load::Load;
 
@@ -21,11 +21,11 @@ pub enum Warmup {
 
 impl Warmup {
     /// Parses `30s` (any duration [`parse_duration`] reads) or `stage:N`.
-    pub fn parse(text: &str) -> Result<Warmup, PlanError> {
+    pub fn parse(text: &str) -> Result<Warmup, Error> {
         let t = text.trim();
         if let Some(n) = t.strip_prefix("stage:") {
             return n.trim().parse().map(Warmup::Stages).map_err(|_| {
-                PlanError(
+                Error::value(
                     "write stage:N for the plan's first N stages (e.g. stage:1), or a time like 30s"
                         .into(),
                 )
@@ -33,18 +33,18 @@ impl Warmup {
         }
         parse_duration(t)
             .map(Warmup::Time)
-            .map_err(|e| PlanError(format!("{e}; or stage:N for the plan's first N stages")))
+            .map_err(|e| Error::value(format!("{e}; or stage:N for the plan's first N stages")))
     }
 
     /// How long the warm-up is in a run of `load`: a time as it is, `stage:N` the length of the
     /// first N stages. Refused when it leaves nothing of the run to report.
-    pub fn length(&self, load: &Load) -> Result<Duration, PlanError> {
+    pub fn length(&self, load: &Load) -> Result<Duration, Error> {
         let d = match *self {
             Warmup::Time(d) => d,
             Warmup::Stages(n) => {
                 let stages = load.stage_durations();
                 if n >= stages.len() {
-                    return Err(PlanError(match stages.len() {
+                    return Err(Error::value(match stages.len() {
                         0 => "the plan has no stages; give the warm-up as a time, e.g. 30s"
                             .to_string(),
                         k => format!(
@@ -60,7 +60,7 @@ impl Warmup {
         if let Some(planned) = load.planned()
             && d >= planned
         {
-            return Err(PlanError(format!(
+            return Err(Error::value(format!(
                 "leaves nothing of the {}s run to report; give a warm-up shorter than the run",
                 planned.as_secs_f64()
             )));
@@ -105,7 +105,7 @@ mod tests {
         for bad in ["stage:x", "stage:-1", "stage:"] {
             let e = Warmup::parse(bad).unwrap_err();
             assert!(
-                e.contains("write stage:N") && e.contains("30s"),
+                e.to_string().contains("write stage:N") && e.to_string().contains("30s"),
                 "{bad}: {e}"
             );
         }
@@ -116,12 +116,14 @@ mod tests {
         assert!(
             Warmup::parse("soon")
                 .unwrap_err()
+                .to_string()
                 .contains("is not a duration")
         );
         // The bound of every duration holds here too.
         assert!(
             Warmup::parse("8d")
                 .unwrap_err()
+                .to_string()
                 .contains("longer than 7 days")
         );
     }
@@ -136,7 +138,8 @@ mod tests {
         assert_eq!(Warmup::Stages(0).length(&staged).unwrap(), Duration::ZERO);
         let e = Warmup::Stages(3).length(&staged).unwrap_err();
         assert!(
-            e.contains("the plan has 3 stages; give at most stage:2"),
+            e.to_string()
+                .contains("the plan has 3 stages; give at most stage:2"),
             "{e}"
         );
         let secs = Duration::from_secs;

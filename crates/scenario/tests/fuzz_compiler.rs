@@ -79,8 +79,11 @@ fn check(what: &str, path: &Path, text: &str) {
     assert!(result.is_ok(), "{what}: panicked on\n{shown}");
     assert!(took < TIME_BOUND, "{what}: took {took:?} on\n{shown}");
     if let Ok(Err(errors)) = &result {
-        assert!(!errors.0.is_empty(), "{what}: an error without problems");
-        for e in &errors.0 {
+        assert!(
+            !errors.problems().is_empty(),
+            "{what}: an error without problems"
+        );
+        for e in errors.problems() {
             assert!(!e.message.is_empty(), "{what}: an empty message");
         }
     }

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use minijinja::Value;
 use minijinja::value::Serde;
 use tokio_util::sync::CancellationToken;
-use volley_scenario::PlanError;
 use volley_scenario::Scenario;
 use volley_scenario::extract::ResponseView;
 use volley_scenario::extract::{Check, Extract};
@@ -424,13 +423,13 @@ fn judge(
     render: &dyn Fn(&Template) -> Result<String, String>,
 ) -> Result<Vec<(String, Value)>, String> {
     let mut json = None;
-    let render = |t: &Template| render(t).map_err(PlanError);
+    let render = |t: &Template| render(t).map_err(volley_scenario::Error::from);
     check.judge(view, &mut json, &render)?;
     let values = extract.iter().map(|e| {
         e.apply(view, &mut json)
             .map(|v| (e.var.clone(), Value::from(Serde(v))))
     });
-    Ok(values.collect::<Result<_, PlanError>>()?)
+    Ok(values.collect::<Result<_, volley_scenario::Error>>()?)
 }
 
 /// The start of a body, as text.

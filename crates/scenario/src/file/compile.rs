@@ -13,7 +13,7 @@ use super::shape::{
 };
 use super::yaml::{Typed, Value as YamlValue};
 use super::{At, S, suggest};
-use crate::PlanError;
+use crate::Error;
 use crate::data::{Feeder, Order};
 use crate::duration::parse_timeout;
 use crate::extract::{Check, Expected, Extract, Source, parse_json_path};
@@ -48,7 +48,7 @@ pub(super) struct Compiler {
     /// The population being compiled, in a file with `scenarios:`.
     population: Option<String>,
     /// .proto file sets compiled so far (each set once, however many steps name it).
-    protos: BTreeMap<Vec<PathBuf>, Result<crate::grpc::DescriptorPool, crate::PlanError>>,
+    protos: BTreeMap<Vec<PathBuf>, Result<crate::grpc::DescriptorPool, crate::Error>>,
 }
 
 fn at<T>(s: &S<T>) -> At {
@@ -82,7 +82,7 @@ impl Compiler {
         &mut self,
         field: &str,
         v: &Option<S<String>>,
-        parse: fn(&str) -> Result<T, PlanError>,
+        parse: fn(&str) -> Result<T, Error>,
     ) -> Option<T> {
         let v = v.as_ref()?;
         match parse(&v.value) {
@@ -473,7 +473,7 @@ impl Compiler {
             let mut th = match parse_threshold(&expr) {
                 Ok(th) => th,
                 Err(e) => {
-                    self.error(at(t), e.0);
+                    self.error(at(t), e.to_string());
                     continue;
                 }
             };
@@ -574,7 +574,7 @@ impl Compiler {
                     th.step = step;
                     thresholds.push(th);
                 }
-                Err(e) => self.error(at(t), e.0),
+                Err(e) => self.error(at(t), e.to_string()),
             }
         }
         thresholds
@@ -645,7 +645,7 @@ impl Compiler {
         let mut out = Vec::new();
         for (name, v) in raw {
             if let Err(e) = RequestSpec::parse_header(&format!("{name}: x")) {
-                self.error(at(v), e.0);
+                self.error(at(v), e.to_string());
                 continue;
             }
             let field = format!("headers.{name}");
@@ -1257,7 +1257,9 @@ impl Compiler {
     }
 
     fn json_path(&mut self, where_: At, q: &str) -> Option<serde_json_path::JsonPath> {
-        parse_json_path(q).map_err(|e| self.error(where_, e.0)).ok()
+        parse_json_path(q)
+            .map_err(|e| self.error(where_, e.to_string()))
+            .ok()
     }
 
     fn check(&mut self, c: &S<RawCheck>, defined: &BTreeSet<String>) -> Check {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::scenario::{Body, Node, StepKind};
 
-fn parse(text: &str) -> Result<Scenario, ScenarioErrors> {
+fn parse(text: &str) -> Result<Scenario, crate::Error> {
     parse_scenario(Path::new("s.yaml"), text, &|name| {
         (name == "TOKEN").then(|| "s3cret-token".to_string())
     })
@@ -368,7 +368,11 @@ fn assert_table(table: &str, cases: &[(&str, u64, u64, &str)]) {
             }
             Err(e) => e,
         };
-        let Some(e) = errors.0.iter().find(|e| e.message.contains(needle)) else {
+        let Some(e) = errors
+            .problems()
+            .iter()
+            .find(|e| e.message.contains(needle))
+        else {
             failures.push(format!(
                 "{table} case {}: no `{needle}` in\n{errors}",
                 i + 1
@@ -393,7 +397,7 @@ fn assert_table(table: &str, cases: &[(&str, u64, u64, &str)]) {
 fn every_error_is_reported_not_only_the_first() {
     let text = "target: http://x\nload:\n  pacing: later\nsteps:\n  - request: GET /{{ a }}\n  - request: GET /{{ b }}\n";
     let errors = parse(text).unwrap_err();
-    assert_eq!(errors.0.len(), 3, "{errors}");
+    assert_eq!(errors.problems().len(), 3, "{errors}");
 }
 
 #[test]
@@ -899,8 +903,8 @@ fn feeder_columns_are_checked_where_they_are_used() {
     let file = with_users("id,email\n1,a@x\n");
     let text = "target: http://x\ndata:\n  users: { file: users.csv }\nsteps:\n  - request: GET /{{ users.id }}?m={{ users.emial }}\n";
     let errors = parse_scenario(&file, text, &|_| None).unwrap_err();
-    assert_eq!(errors.0.len(), 1, "{errors}");
-    let e = &errors.0[0];
+    assert_eq!(errors.problems().len(), 1, "{errors}");
+    let e = &errors.problems()[0];
     assert_eq!((e.line, e.column), (5, 14));
     assert!(e.message.contains("data `users` has no column `emial`; did you mean `users.email`? its columns are id, email"), "{e}");
     let file = with_users("id,email,id\n1,a@x,2\n");
@@ -911,7 +915,9 @@ fn feeder_columns_are_checked_where_they_are_used() {
     )
     .unwrap_err();
     assert!(
-        errors.0[0].message.contains("names the column `id` twice"),
+        errors.problems()[0]
+            .message
+            .contains("names the column `id` twice"),
         "{errors}"
     );
 }
@@ -921,7 +927,7 @@ fn every_problem_of_a_file_comes_in_one_pass() {
     // The nine problems that took seven runs before: types and structure no longer stop at the first.
     let text = "name: [pair]\ntarget: http://x\ntimeout: { s: 1 }\nload:\n  vus: ten\nsteps:\n  - request:\n      method: POST\n      url: /rooms\n    extract:\n      code: $.code\n  - request: GET /rooms/{{ code }}\n    repeat: lots\n    check: { status: [200] }\n    chek: {}\n  - sse: ws://x/events\n    wait: maybe\n  - request: GET /{{ uuid(1) }}/{{ code | upcase }}\n";
     let errors = parse(text).unwrap_err();
-    let lines: Vec<u64> = errors.0.iter().map(|e| e.line).collect();
+    let lines: Vec<u64> = errors.problems().iter().map(|e| e.line).collect();
     assert_eq!(lines, [1, 3, 5, 8, 13, 14, 15, 16, 17, 18, 18], "{errors}");
     // `code` is still defined by the step whose `request` is unusable: no cascade.
     assert!(!errors.to_string().contains("variable `code`"), "{errors}");
@@ -935,7 +941,7 @@ fn limits_have_clear_messages() {
     );
     let e = parse(&huge).unwrap_err();
     assert!(
-        e.0[0]
+        e.problems()[0]
             .message
             .contains("scenario files are limited to 8 MiB"),
         "{e}"
@@ -947,7 +953,7 @@ fn limits_have_clear_messages() {
     );
     let e = parse(&deep).unwrap_err();
     assert!(
-        e.0[0]
+        e.problems()[0]
             .message
             .contains(&format!("nested more than {MAX_DEPTH} deep")),
         "{e}"
@@ -963,7 +969,7 @@ fn limits_have_clear_messages() {
     }
     let e = parse(&bomb).unwrap_err();
     assert!(
-        e.0[0]
+        e.problems()[0]
             .message
             .contains("more than 1000000 values once its aliases"),
         "{e}"
@@ -974,7 +980,7 @@ fn limits_have_clear_messages() {
     }
     let e = parse(&many).unwrap_err();
     assert!(
-        e.0[0]
+        e.problems()[0]
             .message
             .contains(&format!("a scenario is limited to {MAX_STEPS}")),
         "{e}"
@@ -1018,8 +1024,8 @@ fn a_file_that_is_not_utf8_says_where() {
     )
     .unwrap();
     let e = load_scenario(&file).unwrap_err();
-    assert_eq!((e.0[0].line, e.0[0].column), (2, 1));
-    assert!(e.0[0].message.contains("not UTF-8"), "{e}");
+    assert_eq!((e.problems()[0].line, e.problems()[0].column), (2, 1));
+    assert!(e.problems()[0].message.contains("not UTF-8"), "{e}");
 }
 
 #[test]
@@ -1027,9 +1033,11 @@ fn aliases_and_merge_keys_build_steps() {
     let text = "target: http://x\nx-common: &common { timeout: 5s, headers: { Accept: application/json } }\nsteps:\n  - <<: *common\n    request: GET /a\n";
     let errors = parse(text).unwrap_err();
     // `x-common` is not a key of the file; the merge itself works.
-    assert_eq!(errors.0.len(), 1, "{errors}");
+    assert_eq!(errors.problems().len(), 1, "{errors}");
     assert!(
-        errors.0[0].message.contains("unknown key `x-common`"),
+        errors.problems()[0]
+            .message
+            .contains("unknown key `x-common`"),
         "{errors}"
     );
 }
@@ -1216,7 +1224,10 @@ fn population_mistakes_say_what_to_write() {
     let text = "target: http://127.0.0.1:8080\nheaders: { X-A: \"{{ nope }}\" }\nscenarios:\n  a:\n    load: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n  b:\n    load: { vus: 1, duration: 1s }\n    steps: [ { request: GET / } ]\n";
     let e = parse(text).unwrap_err();
     assert_eq!(
-        e.0.iter().filter(|x| x.message.contains("`nope`")).count(),
+        e.problems()
+            .iter()
+            .filter(|x| x.message.contains("`nope`"))
+            .count(),
         1,
         "{e}"
     );
