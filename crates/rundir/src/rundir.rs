@@ -414,7 +414,7 @@ pub struct RunWriter {
     /// drain.csv, once the drain is written.
     drain: Option<BufWriter<File>>,
     hlog: BufWriter<File>,
-    server: Option<BufWriter<File>>,
+    server: Option<csv::Writer<File>>,
 }
 
 impl RunWriter {
@@ -606,27 +606,26 @@ impl RunWriter {
         values: &[(String, f64, bool)],
     ) -> Result<()> {
         let path = self.dir.join(SERVER_CSV);
+        let failed = |e: csv::Error| FormatError::io(&path, std::io::Error::other(e));
         if self.server.is_none() {
-            let mut f = File::create(&path)
-                .map(BufWriter::new)
-                .map_err(|e| FormatError::io(&path, e))?;
-            writeln!(f, "Elapsed_(s),Target,Series,Value,Kind")
-                .map_err(|e| FormatError::io(&path, e))?;
-            self.server = Some(f);
+            let mut w = csv::Writer::from_writer(
+                File::create(&path).map_err(|e| FormatError::io(&path, e))?,
+            );
+            w.write_record(["Elapsed_(s)", "Target", "Series", "Value", "Kind"])
+                .map_err(failed)?;
+            self.server = Some(w);
         }
         let out = self.server.as_mut().expect("just created");
-        let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+        // A target's URL and a series' labels are quoted where they need it (a comma, a quote).
         for (series, value, rate) in values {
-            writeln!(
-                out,
-                "{},{},{},{},{}",
-                ngrinder_number(elapsed_s),
-                q(url),
-                q(series),
-                server_value(*value),
-                if *rate { "rate" } else { "gauge" }
-            )
-            .map_err(|e| FormatError::io(&path, e))?;
+            out.write_record([
+                ngrinder_number(elapsed_s).as_str(),
+                url,
+                series,
+                &server_value(*value),
+                if *rate { "rate" } else { "gauge" },
+            ])
+            .map_err(failed)?;
         }
         out.flush().map_err(|e| FormatError::io(&path, e))
     }
