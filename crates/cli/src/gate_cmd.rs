@@ -186,7 +186,11 @@ impl Gate {
         crate::ci::append_step_summary(&format!("{}\n{}", cmp.markdown(), gate.markdown()));
         let failures: Vec<String> = gate
             .failures()
-            .map(|(t, c)| format!("{} ({} → {}): {}", c.label, t.before, t.after, c.why))
+            .map(|(t, c)| {
+                // Labels are run names as written: their control characters escaped here.
+                let line = format!("{} ({} → {}): {}", c.label, t.before, t.after, c.why);
+                volley_report::terminal_safe(&line).into_owned()
+            })
             .collect();
         if !failures.is_empty() {
             let n = failures.len();

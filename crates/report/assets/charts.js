@@ -48,7 +48,7 @@ window.volleyCharts = (function () {
     var axes = [{ label: c.xlabel, values: c.percentile ? function (u, vals) { return vals.map(pct); } : undefined },
                 { label: c.ylabel, scale: "y" }];
     if (c.y2label) axes.push({ label: c.y2label, scale: "y2", side: 1, grid: { show: false } });
-    var scales = { x: { time: false }, y: { range: fromZero } };
+    var scales = { x: { time: !!c.time }, y: { range: fromZero } };
     if (c.y2label) scales.y2 = { range: fromZero };
     var u = new uPlot({ title: c.title, width: width(root), height: 320, scales: scales, series: series, axes: axes, hooks: { drawClear: [shade] } }, data(c), el);
     return { plot: u, el: el, shape: shape(c), updates: 0 };

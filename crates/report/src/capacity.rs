@@ -8,6 +8,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use volley_formats::numfmt;
 
 use serde::{Deserialize, Serialize};
 use volley_formats::Source;
@@ -56,18 +57,8 @@ impl LoadKind {
     }
 }
 
-/// `1480.4` as `1,480`; below 100 with one decimal where it has one.
-pub fn number(v: f64) -> String {
-    if !v.is_finite() {
-        return "n/a".into();
-    }
-    if v.abs() < 100.0 && v.fract().abs() > 1e-9 {
-        return format!("{v:.1}");
-    }
-    let n = v.round().abs() as u64;
-    let s = volley_formats::numfmt::group_thousands(n);
-    if v < 0.0 { format!("-{s}") } else { s }
-}
+/// `1480.4` as `1,480` ([`numfmt::grouped`]; the CLI's lines name capacities by it).
+pub use volley_formats::numfmt::grouped as number;
 
 /// A number that may be NaN, which serde_json writes as `null`: read back as NaN.
 fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
@@ -866,9 +857,9 @@ pub fn judge(src: &Source, report: &RunReport, slo: &[Threshold], opts: ReportOp
         parts.push(format!(
             "{} {} vs {op} {} (±{}){}",
             t.expr.split(['<', '>']).next().unwrap_or(&t.expr).trim(),
-            fmt(r.actual),
-            fmt(t.limit),
-            fmt(band),
+            numfmt::compact(r.actual),
+            numfmt::compact(t.limit),
+            numfmt::compact(band),
             if close { " near" } else { "" }
         ));
     }
@@ -1062,16 +1053,6 @@ fn growth(rows: &[f64]) -> Option<String> {
             slope / se
         )
     })
-}
-
-fn fmt(v: f64) -> String {
-    if !v.is_finite() {
-        "n/a".into()
-    } else if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
-    }
 }
 
 /// The generator's dispatch lag (p99) that can make a probe generator-limited, ms.

@@ -19,6 +19,7 @@
 
 use serde::Serialize;
 use volley_formats::Source;
+use volley_formats::numfmt::{group_thousands, short};
 use volley_stats::ErrorKind;
 use volley_stats::latency::LatencySummary;
 
@@ -89,16 +90,16 @@ pub fn of(
         .iter()
         .map(|(k, n)| match k {
             ErrorKind::Status if !codes.is_empty() => {
-                format!("{} {}", group(*n), codes.join("/"))
+                format!("{} {}", group_thousands(*n), codes.join("/"))
             }
-            k => format!("{} {}", group(*n), kind_words(*k)),
+            k => format!("{} {}", group_thousands(*n), kind_words(*k)),
         })
         .collect();
     let share = failures as f64 / total.max(1) as f64 * 100.0;
     out.push(format!(
         "Errors: {} of {} requests failed ({share:.2} %){} — {}.",
-        group(failures),
-        group(total),
+        group_thousands(failures),
+        group_thousands(total),
         match &start {
             Some(s) => format!(", {s}"),
             None => String::new(),
@@ -119,7 +120,7 @@ pub fn of(
     if dominant(connections) {
         out.push(format!(
             "{} of them were refused or reset connections: nothing was listening, or the process was down or restarting (or its listen backlog overflowed).",
-            group(connections)
+            group_thousands(connections)
         ));
     } else if dominant(statuses) && fast && !codes.is_empty() && !codes.iter().any(|c| refusal(c)) {
         // A fast 500 or 404 is no refusal for load: the request failed as soon as it came.
@@ -128,7 +129,7 @@ pub fn of(
         out.push(format!(
             "The {} came back within {} ms (p90 of the failures): answered at once with an error, not turned away for load — {}",
             codes.join("/"),
-            ms(f.p90_ms),
+            short(f.p90_ms, 100.0),
             if client {
                 "the server refused the request itself: check its URL, method, credentials and body."
             } else {
@@ -150,7 +151,7 @@ pub fn of(
             } else {
                 codes.join("/")
             },
-            ms(f.p90_ms)
+            short(f.p90_ms, 100.0)
         ));
     } else if let Some(f) = fixed {
         let at_timeout = dominant(timeouts)
@@ -159,29 +160,29 @@ pub fn of(
             out.push(format!(
                 "The failures took {:.1} s each (p50 {} ms, p99 {} ms): volley's own --timeout; the server did not answer within it (a queue behind a full pool or thread limit, or a stuck dependency).",
                 f.p50_ms / 1000.0,
-                ms(f.p50_ms),
-                ms(f.p99_ms)
+                short(f.p50_ms, 100.0),
+                short(f.p99_ms, 100.0)
             ));
         } else {
             out.push(format!(
                 "The failures took {:.1} s each (p50 {} ms, p99 {} ms): a wait that timed out — HikariCP's connection-timeout (30 s by default), or a client or proxy timeout of that length.",
                 f.p50_ms / 1000.0,
-                ms(f.p50_ms),
-                ms(f.p99_ms)
+                short(f.p50_ms, 100.0),
+                short(f.p99_ms, 100.0)
             ));
         }
     } else if dominant(timeouts) {
         out.push(format!(
             "{} requests timed out at volley's --timeout{}: the server did not answer within it.",
-            group(timeouts),
+            group_thousands(timeouts),
             timeout_s.map_or(String::new(), |t| format!(" ({t} s)"))
         ));
     } else if let Some(f) = timing {
         out.push(format!(
             "The failures took {} ms at the median (p90 {} ms, max {} ms).",
-            ms(f.p50_ms),
-            ms(f.p90_ms),
-            ms(f.max_ms)
+            short(f.p50_ms, 100.0),
+            short(f.p90_ms, 100.0),
+            short(f.max_ms, 100.0)
         ));
     }
     out.extend(server_evidence(src, warmup_s, levels));
@@ -304,17 +305,5 @@ fn kind_words(k: ErrorKind) -> String {
         ErrorKind::Tls => "TLS failures".into(),
         ErrorKind::Status => "error statuses".into(),
         other => other.name().replace('_', " "),
-    }
-}
-
-fn group(n: u64) -> String {
-    volley_formats::numfmt::group_thousands(n)
-}
-
-fn ms(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
     }
 }

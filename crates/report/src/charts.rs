@@ -10,6 +10,7 @@ use volley_formats::Source;
 
 use crate::chartset::{self, Bars, Chart, Style, Unit, XAxis};
 use crate::error::{ReportError, Result};
+use crate::escape::terminal_safe;
 use crate::model::ReportOptions;
 
 /// Size of every chart, pixels.
@@ -113,10 +114,26 @@ pub fn save_chart(dir: &Path, chart: &Chart) -> Result<Vec<PathBuf>> {
     save(dir, chart)
 }
 
+/// One chart as `<stem>.svg` and `<stem>.png` (the directory made when missing).
+pub fn save_chart_as(stem: &Path, chart: &Chart) -> Result<Vec<PathBuf>> {
+    if let Some(parent) = stem.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| ReportError::io(parent, e))?;
+    }
+    save_as(stem, chart)
+}
+
 fn save(dir: &Path, fig: &impl Figure) -> Result<Vec<PathBuf>> {
+    save_as(&dir.join(fig.name()), fig)
+}
+
+fn save_as(stem: &Path, fig: &impl Figure) -> Result<Vec<PathBuf>> {
     register_font();
-    let svg = dir.join(format!("{}.svg", fig.name()));
-    let png = dir.join(format!("{}.png", fig.name()));
+    let with = |ext: &str| {
+        let mut p = stem.as_os_str().to_owned();
+        p.push(format!(".{ext}"));
+        PathBuf::from(p)
+    };
+    let (svg, png) = (with("svg"), with("png"));
     let failed = |path: &Path, message: String| ReportError::Draw {
         path: path.to_path_buf(),
         message,
@@ -167,11 +184,17 @@ impl Figure for Chart {
     }
 }
 
-fn x_max(c: &Chart) -> f64 {
-    match c.x_axis {
-        XAxis::Elapsed { max_s } => max_s,
-        XAxis::Percentile => 4.0,
-        XAxis::Load { max, .. } => max,
+/// A date on a time axis, as much of it as the axis' span needs.
+fn date_label(span_s: f64) -> impl Fn(&f64) -> String {
+    let format = match span_s {
+        s if s > 2.0 * 86_400.0 => "%Y-%m-%d",
+        s if s > 3_600.0 => "%m-%d %H:%M",
+        _ => "%H:%M:%S",
+    };
+    move |x: &f64| {
+        jiff::Timestamp::from_millisecond((*x * 1000.0) as i64)
+            .map(|t| t.strftime(format).to_string())
+            .unwrap_or_default()
     }
 }
 
@@ -191,18 +214,26 @@ fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
         ),
         drawn,
     );
+    let (x0, x1) = c.x_axis.range();
     let mut chart = ChartBuilder::on(root)
-        .caption(&c.title, ("sans-serif", 20))
+        .caption(terminal_safe(&c.title), ("sans-serif", 20))
         .margin(12)
         // Room for the last x label (`99.99%`) to be drawn whole.
         .margin_right(32)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0f64..x_max(c), 0f64..ymax)?;
+        .build_cartesian_2d(x0..x1, 0f64..ymax)?;
     let mut mesh = chart.configure_mesh();
     mesh.x_desc(c.x_axis.label()).y_desc(c.y.label());
-    if c.x_axis == XAxis::Percentile {
-        mesh.x_labels(5).x_label_formatter(&percent_label);
+    let dates = date_label(x1 - x0);
+    match c.x_axis {
+        XAxis::Percentile => {
+            mesh.x_labels(5).x_label_formatter(&percent_label);
+        }
+        XAxis::Time { .. } => {
+            mesh.x_labels(6).x_label_formatter(&dates);
+        }
+        _ => {}
     }
     mesh.draw()?;
     // A span is shaded under the lines, whatever its place in the legend.
@@ -215,10 +246,17 @@ fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
     order.sort_by_key(|(_, l)| l.style != Style::Span);
     for (i, line) in order {
         let color = PALETTE[i % PALETTE.len()];
+        // Runs on a time axis are far apart: each is marked, so a line of one run shows.
+        if matches!(c.x_axis, XAxis::Time { .. }) && line.style == Style::Line {
+            chart.draw_series(
+                c.points(line)
+                    .map(move |p| Circle::new(p, 4, color.filled())),
+            )?;
+        }
         match line.style {
             Style::Line => chart
                 .draw_series(LineSeries::new(c.points(line), color.stroke_width(2)))?
-                .label(line.label.as_str())
+                .label(terminal_safe(&line.label))
                 .legend(legend_line(color)),
             Style::Limit => chart
                 .draw_series(DashedLineSeries::new(
@@ -227,14 +265,14 @@ fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
                     5,
                     color.stroke_width(2),
                 ))?
-                .label(line.label.as_str())
+                .label(terminal_safe(&line.label))
                 .legend(legend_line(color)),
             Style::Dots => chart
                 .draw_series(
                     c.points(line)
                         .map(move |p| Circle::new(p, 5, color.filled())),
                 )?
-                .label(line.label.as_str())
+                .label(terminal_safe(&line.label))
                 .legend(move |(x, y)| Circle::new((x + 10, y), 5, color.filled())),
             Style::Span => {
                 let xs: Vec<f64> = c.points(line).map(|p| p.0).collect();
@@ -247,7 +285,7 @@ fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
                         [(x0, 0.0), (x1, ymax)],
                         SPAN.mix(0.18).filled(),
                     )))?
-                    .label(line.label.as_str())
+                    .label(terminal_safe(&line.label))
                     .legend(move |(x, y)| {
                         Rectangle::new([(x, y - 5), (x + 20, y + 5)], SPAN.mix(0.3).filled())
                     })
@@ -282,14 +320,15 @@ fn two_axes<DB: DrawingBackend>(c: &Chart, y2: Unit, root: &DrawingArea<DB, Shif
             drawn,
         )
     };
+    let (x0, x1) = c.x_axis.range();
     let mut chart = ChartBuilder::on(root)
-        .caption(&c.title, ("sans-serif", 20))
+        .caption(terminal_safe(&c.title), ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
         .right_y_label_area_size(60)
-        .build_cartesian_2d(0f64..x_max(c), 0f64..top(false))?
-        .set_secondary_coord(0f64..x_max(c), 0f64..top(true));
+        .build_cartesian_2d(x0..x1, 0f64..top(false))?
+        .set_secondary_coord(x0..x1, 0f64..top(true));
     chart
         .configure_mesh()
         .x_desc(c.x_axis.label())
@@ -309,7 +348,9 @@ fn two_axes<DB: DrawingBackend>(c: &Chart, y2: Unit, root: &DrawingArea<DB, Shif
         } else {
             chart.draw_series(series)?
         };
-        drawn.label(line.label.as_str()).legend(legend_line(color));
+        drawn
+            .label(terminal_safe(&line.label))
+            .legend(legend_line(color));
     }
     chart
         .configure_series_labels()
@@ -334,7 +375,7 @@ impl Figure for Bars {
         let groups = self.groups.len();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, ("sans-serif", 20))
+            .caption(terminal_safe(&self.title), ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(70)
@@ -362,7 +403,7 @@ impl Figure for Bars {
             });
             chart
                 .draw_series(bars)?
-                .label(label.as_str())
+                .label(terminal_safe(label))
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled())
                 });

@@ -57,6 +57,14 @@ pub enum XAxis {
         /// `offered load (req/s)` or `virtual users`.
         label: &'static str,
     },
+    /// When each run started, seconds since the Unix epoch (UTC), from `from` to `to` (a
+    /// figure's trend across the run history).
+    Time {
+        /// The start of the axis.
+        from: f64,
+        /// The end of the axis.
+        to: f64,
+    },
 }
 
 impl XAxis {
@@ -66,6 +74,17 @@ impl XAxis {
             XAxis::Elapsed { .. } => "elapsed (s)",
             XAxis::Percentile => "percentile",
             XAxis::Load { label, .. } => label,
+            XAxis::Time { .. } => "run start (UTC)",
+        }
+    }
+
+    /// Where the axis starts and ends.
+    pub fn range(self) -> (f64, f64) {
+        match self {
+            XAxis::Elapsed { max_s } => (0.0, max_s),
+            XAxis::Percentile => (0.0, 4.0),
+            XAxis::Load { max, .. } => (0.0, max),
+            XAxis::Time { from, to } => (from, to),
         }
     }
 }

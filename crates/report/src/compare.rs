@@ -1,8 +1,6 @@
 //! The seeds' before/after tables: one per step of a chain of runs and a final
 //! first-vs-last table, each change marked 🟢 / 🔴, or ⚪ when it is within the noise.
 
-use std::fmt::Write;
-
 use serde::Serialize;
 use volley_formats::{Format, HistKey, HistMetric, RunSet, Source};
 use volley_stats::SuiteOptions;
@@ -12,7 +10,7 @@ use volley_stats::compare::{
 
 use crate::doc::{Answer, Block, Cell, Doc, Figure as Quoted, Section};
 use crate::model::ReportOptions;
-use crate::render::group_thousands;
+use volley_formats::numfmt::{self, group_thousands};
 
 /// How the noise is estimated between two single runs (the within-run test).
 pub const METHOD: &str = "Noise (within-run, single runs): a moving-block bootstrap over each run's intervals (block ≈ √n intervals, 200 resamples).
@@ -376,7 +374,7 @@ fn per_step(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange> {
                 })
                 .collect();
             Some(StepChange {
-                name: crate::escape::terminal_safe(name).into_owned(),
+                name: name.to_string(),
                 rows,
             })
         })
@@ -533,7 +531,7 @@ fn per_population(a: &RunSet, b: &RunSet, opts: ReportOptions) -> Vec<StepChange
                 })
                 .collect();
             Some(StepChange {
-                name: crate::escape::terminal_safe(&p.name).into_owned(),
+                name: p.name.clone(),
                 rows,
             })
         })
@@ -580,13 +578,10 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
         .iter()
         .enumerate()
         .map(|(i, s)| RunRef {
-            // Names come from run.json: shown with their control characters escaped, as
-            // `volley report` shows them, so a name cannot rewrite the terminal.
-            label: crate::escape::terminal_safe(&names[i]).into_owned(),
-            findings: findings_of(&crate::model::RunReport::from_source(s.first(), opts))
-                .into_iter()
-                .map(|f| crate::escape::terminal_safe(&f).into_owned())
-                .collect(),
+            // Names come from run.json as written: each renderer escapes them its own way
+            // (the terminal's control characters, Markdown's and HTML's own).
+            label: names[i].clone(),
+            findings: findings_of(&crate::model::RunReport::from_source(s.first(), opts)),
             server: server_figures(s.first(), opts),
             source: s.path.display().to_string(),
             input_notes: s
@@ -730,7 +725,7 @@ fn left_out(set: &RunSet, samples: &[RunSample], label: &str) -> Vec<String> {
             format!(
                 "{label}: run {} (`{}`) is left out of the group's figures: volley's own loop stalled for {:.0} ms (more than {:.0} ms), so its latencies hold volley's delay and its throughput the gap.",
                 i + 1,
-                crate::escape::terminal_safe(&dir),
+                dir,
                 r.generator_lag_ms,
                 volley_stats::compare::STALL_MS
             )
@@ -812,12 +807,10 @@ fn callable(rows: &[CompareRow]) -> Option<String> {
 
 /// A percentage as the notes write it: whole from 10 up, one decimal below.
 fn pct_text(p: f64) -> String {
-    if !p.is_finite() {
-        "∞".to_string()
-    } else if p >= 10.0 {
-        format!("{p:.0}")
+    if p.is_finite() {
+        numfmt::short(p, 10.0)
     } else {
-        format!("{p:.1}")
+        "∞".to_string()
     }
 }
 
@@ -854,8 +847,38 @@ pub(crate) fn change_parts(r: &CompareRow) -> (String, &'static str) {
     (format!("{:+.2}%", r.change_pct), why)
 }
 
+/// The heads of a comparison row's figures: both labels, the change, the noise, the test.
+pub(crate) fn row_heads(before: &str, after: &str) -> [String; 5] {
+    [
+        before.to_string(),
+        after.to_string(),
+        "Change".into(),
+        "noise ±".into(),
+        "judged by".into(),
+    ]
+}
+
+/// A comparison row's figures as cells under [`row_heads`]: both values, the change with its
+/// mark, the noise and the test that judged it.
+pub(crate) fn row_cells(r: &CompareRow) -> [Cell; 5] {
+    let (change, after) = change_parts(r);
+    [
+        Cell::from(value(r.before, r.unit, r.key)),
+        Cell::from(value(r.after, r.unit, r.key)),
+        Cell {
+            text: change,
+            mark: Some(r.verdict),
+            after: after.to_string(),
+            strong: true,
+            ..Cell::default()
+        },
+        Cell::from(noise(r.noise_pct)),
+        Cell::from(judged_by(r)),
+    ]
+}
+
 /// The noise column: `4.2%`, or `n/a` where it could not be estimated.
-fn noise(pct: f64) -> String {
+pub(crate) fn noise(pct: f64) -> String {
     if pct.is_finite() {
         format!("{pct:.1}%")
     } else {
@@ -866,12 +889,6 @@ fn noise(pct: f64) -> String {
 /// Which test judged a row, and with how many runs: `within-run`, `pooled t, 3 vs 3 runs`.
 pub(crate) fn judged_by(r: &CompareRow) -> String {
     r.test.describe(r.runs_before, r.runs_after)
-}
-
-/// A change with its emoji mark: `+3.20% 🟢`.
-pub(crate) fn change(r: &CompareRow) -> String {
-    let (change, after) = change_parts(r);
-    format!("{change} {}{after}", r.verdict.mark())
 }
 
 impl Comparison {
@@ -954,33 +971,11 @@ impl Comparison {
             first
                 .iter()
                 .map(|s| s.to_string())
-                .chain([
-                    step.before.clone(),
-                    step.after.clone(),
-                    "Change".into(),
-                    "noise ±".into(),
-                    "judged by".into(),
-                ])
+                .chain(row_heads(&step.before, &step.after))
                 .collect()
         };
         let row = |first: Vec<Cell>, r: &CompareRow| -> Vec<Cell> {
-            let (change, after) = change_parts(r);
-            first
-                .into_iter()
-                .chain([
-                    Cell::from(value(r.before, r.unit, r.key)),
-                    Cell::from(value(r.after, r.unit, r.key)),
-                    Cell {
-                        text: change,
-                        mark: Some(r.verdict),
-                        after: after.to_string(),
-                        strong: true,
-                        ..Cell::default()
-                    },
-                    Cell::from(noise(r.noise_pct)),
-                    Cell::from(judged_by(r)),
-                ])
-                .collect()
+            first.into_iter().chain(row_cells(r)).collect()
         };
         let mut sections = Vec::new();
         for (title, step) in self.tables() {
@@ -1155,9 +1150,25 @@ impl Comparison {
 
     /// CSV: one row per figure per step.
     pub fn csv(&self) -> String {
-        let mut out = String::from(
-            "step,before_label,after_label,key,label,before,after,change_pct,noise_pct,verdict,test,runs_before,runs_after\n",
-        );
+        let mut lines: Vec<Vec<String>> = vec![
+            [
+                "step",
+                "before_label",
+                "after_label",
+                "key",
+                "label",
+                "before",
+                "after",
+                "change_pct",
+                "noise_pct",
+                "verdict",
+                "test",
+                "runs_before",
+                "runs_after",
+            ]
+            .map(str::to_string)
+            .to_vec(),
+        ];
         for (title, step) in self.tables() {
             let mut rows: Vec<(String, &CompareRow)> =
                 step.rows.iter().map(|r| (title.clone(), r)).collect();
@@ -1167,33 +1178,30 @@ impl Comparison {
                     .chain(&step.per_step)
                     .flat_map(|s| s.rows.iter().map(|r| (format!("{title} / {}", s.name), r))),
             );
+            let name = |v: serde_json::Result<serde_json::Value>| {
+                v.ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            };
             for (title, r) in rows {
-                let _ = writeln!(
-                    out,
-                    "\"{}\",\"{}\",\"{}\",{},\"{}\",{},{},{},{},{},{},{},{}",
-                    title.replace('"', "\"\""),
-                    step.before.replace('"', "\"\""),
-                    step.after.replace('"', "\"\""),
-                    r.key,
-                    r.label,
-                    r.before,
-                    r.after,
-                    r.change_pct,
-                    r.noise_pct,
-                    serde_json::to_value(r.verdict)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default(),
-                    serde_json::to_value(r.test)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default(),
-                    r.runs_before,
-                    r.runs_after
-                );
+                lines.push(vec![
+                    title,
+                    step.before.clone(),
+                    step.after.clone(),
+                    r.key.to_string(),
+                    r.label.to_string(),
+                    r.before.to_string(),
+                    r.after.to_string(),
+                    r.change_pct.to_string(),
+                    r.noise_pct.to_string(),
+                    name(serde_json::to_value(r.verdict)),
+                    name(serde_json::to_value(r.test)),
+                    r.runs_before.to_string(),
+                    r.runs_after.to_string(),
+                ]);
             }
         }
-        out
+        crate::render::csv_text(lines)
     }
 
     /// Pretty JSON.
@@ -1226,6 +1234,40 @@ pub(crate) fn stalled_but_kept(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A name from run.json is kept as written in the model (and its JSON); each renderer
+    /// escapes it: no control character reaches the terminal, Markdown or the page.
+    #[test]
+    fn names_are_escaped_by_each_renderer_not_in_the_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let evil = "evil\x1b[2J";
+        let sets = [
+            RunSet::single(crate::testrun::run(
+                &dir.path().join("a"),
+                evil,
+                6,
+                50,
+                5,
+                &[],
+            )),
+            RunSet::single(crate::testrun::run(
+                &dir.path().join("b"),
+                "b",
+                6,
+                50,
+                5,
+                &[],
+            )),
+        ];
+        let cmp = build(&sets, &[], ReportOptions::default());
+        assert_eq!(cmp.runs[0].label, evil);
+        assert!(cmp.to_json().contains("evil\\u001b[2J"));
+        let (t, m, h) = (cmp.table(), cmp.markdown(), cmp.doc().html());
+        for form in [&t, &m, &h] {
+            assert!(!form.contains('\x1b'), "{form}");
+        }
+        assert!(t.contains("evil\\u{1b}[2J"), "{t}");
+    }
 
     /// Two step-ups (5, 10, 20 VUs) that differ only at 20 VUs, where the second serves
     /// twice as much: the per-level rows mark that level alone, and say why they are there.
@@ -1275,7 +1317,12 @@ mod tests {
             "{table}"
         );
         assert!(cmp.markdown().contains("## Per level:"));
-        assert!(cmp.csv().contains("/ 20 VUs\""));
+        let csv = cmp.csv();
+        let steps: Vec<String> = csv::Reader::from_reader(csv.as_bytes())
+            .records()
+            .map(|r| r.unwrap()[0].to_string())
+            .collect();
+        assert!(steps.iter().any(|s| s.ends_with(" / 20 VUs")), "{csv}");
         // The gate judges each level too: the second is better at 20 VUs, so reversed it is a
         // regression there, which fails the gate by that level's row.
         let back = build(

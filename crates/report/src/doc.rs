@@ -99,6 +99,9 @@ pub struct Cell {
     pub code: bool,
     /// Emphasised (Markdown's bold): a change.
     pub strong: bool,
+    /// Words, not a figure: a terminal keeps a column of them to the left (figures keep to
+    /// the right, so that their digits line up).
+    pub prose: bool,
 }
 
 impl From<String> for Cell {
@@ -117,6 +120,15 @@ impl From<&str> for Cell {
 }
 
 impl Cell {
+    /// Words (a name, a reason) that a terminal keeps to the left of their column.
+    pub fn prose(text: impl Into<String>) -> Cell {
+        Cell {
+            text: text.into(),
+            prose: true,
+            ..Cell::default()
+        }
+    }
+
     /// Code text.
     pub fn code(text: impl Into<String>) -> Cell {
         Cell {
@@ -169,33 +181,58 @@ pub(crate) fn width(s: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(s)
 }
 
-/// `s` padded with spaces to `w` terminal columns.
-pub(crate) fn pad(s: &str, w: usize) -> String {
-    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
+/// Which side of its column a terminal cell keeps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Align {
+    /// Text: padded on the right.
+    Left,
+    /// Figures: padded on the left.
+    Right,
 }
 
-/// Cells laid out in columns under `header`, the first left-aligned, by the columns each takes
-/// on a terminal (a mark such as 🟢 takes two).
-pub(crate) fn columns(out: &mut String, indent: &str, header: &[String], rows: &[Vec<String>]) {
-    use unicode_width::UnicodeWidthStr;
+/// `s` padded with spaces to `w` terminal columns, on the side `align` says.
+pub(crate) fn pad(s: &str, w: usize, align: Align) -> String {
+    let fill = " ".repeat(w.saturating_sub(width(s)));
+    match align {
+        Align::Left => format!("{s}{fill}"),
+        Align::Right => format!("{fill}{s}"),
+    }
+}
+
+/// Cells laid out in columns under `header`, two spaces apart, each line opening with
+/// `indent`, column `c` kept to the side `align(c)` says, every one padded by the columns it
+/// takes on a terminal; a last column aligned left is padded only when `pad_last`.
+pub(crate) fn aligned(
+    out: &mut String,
+    indent: &str,
+    header: &[String],
+    rows: &[Vec<String>],
+    align: impl Fn(usize) -> Align,
+    pad_last: bool,
+) {
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
                 .filter_map(|r| r.get(c))
-                .map(|s| s.width())
-                .chain([header[c].width()])
+                .map(|s| width(s))
+                .chain([width(&header[c])])
                 .max()
                 .unwrap_or(0)
         })
         .collect();
     for row in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
-        let pad = widths[0].saturating_sub(row[0].width());
-        let _ = write!(out, "{indent}  {}{}", row[0], " ".repeat(pad));
-        for (c, cell) in row.iter().enumerate().skip(1) {
-            let pad = widths[c].saturating_sub(cell.width());
-            let _ = write!(out, "  {}{cell}", " ".repeat(pad));
+        out.push_str(indent);
+        for (c, cell) in row.iter().enumerate() {
+            if c > 0 {
+                out.push_str("  ");
+            }
+            let last = c + 1 == row.len();
+            match align(c) {
+                Align::Left if last && !pad_last => out.push_str(cell),
+                a => out.push_str(&pad(cell, widths[c], a)),
+            }
         }
-        let _ = writeln!(out);
+        out.push('\n');
     }
 }
 
@@ -398,16 +435,31 @@ fn section_terminal(out: &mut String, s: &Section, rows_max: usize, rest: &str) 
                     .take(rows_max)
                     .map(|r| r.iter().map(|c| t(&c.plain())).collect())
                     .collect();
-                columns(out, "", header, &shown);
+                let header: Vec<String> = header.iter().map(|h| t(h)).collect();
+                // The first column names the row; a column of words keeps to the left too.
+                let prose = |c: usize| {
+                    !rows.is_empty() && rows.iter().all(|r| r.get(c).is_some_and(|x| x.prose))
+                };
+                let align = |c: usize| match c == 0 || prose(c) {
+                    true => Align::Left,
+                    false => Align::Right,
+                };
+                let pad_last = !prose(header.len() - 1);
+                aligned(out, "  ", &header, &shown, align, pad_last);
                 let more = rows.len().saturating_sub(rows_max);
                 if more > 0 {
                     let _ = writeln!(out, "  … and {more} more rows in {rest}");
                 }
             }
             Block::Pairs(rows) => {
-                let w = rows.iter().map(|(l, _)| l.chars().count()).max();
+                let w = rows.iter().map(|(l, _)| width(&t(l))).max();
                 for (l, v) in rows {
-                    let _ = writeln!(out, "  {:<w$}  {:>14}", t(l), t(v), w = w.unwrap_or(0));
+                    let _ = writeln!(
+                        out,
+                        "  {}  {}",
+                        pad(&t(l), w.unwrap_or(0), Align::Left),
+                        pad(&t(v), 14, Align::Right)
+                    );
                 }
             }
             Block::List(items) => {
@@ -518,7 +570,9 @@ impl Doc {
     /// As HTML, the body's part for this report: the answer in a box, figures in large
     /// type, then the sections. Text is escaped; marks are drawn ([`crate::marks`]).
     pub fn html(&self) -> String {
-        let e = |s: &str| HtmlEscape(s).to_string();
+        // Outside text keeps no control character on the page either (an escape sequence
+        // shows as `\u{1b}`, as on the terminal).
+        let e = |s: &str| HtmlEscape(&terminal_safe(s)).to_string();
         let mut out = String::new();
         let _ = writeln!(out, "<section class=\"report\">");
         let _ = writeln!(out, "<h2 class=\"title\">{}</h2>", e(&self.title));
@@ -596,6 +650,8 @@ impl Doc {
                                 let class = match c.mark {
                                     Some(Verdict::Better) => " class=\"better\"",
                                     Some(Verdict::Worse) => " class=\"worse\"",
+                                    // Words keep to the left, as on the terminal.
+                                    _ if c.prose => " style=\"text-align:left\"",
                                     _ => "",
                                 };
                                 let mark = c.mark.map_or("", crate::marks::svg);
@@ -741,9 +797,28 @@ mod tests {
             ],
             vec!["errors".to_string(), "0.0 %".to_string(), "333".to_string()],
         ];
-        columns(&mut out, "", &header, &rows);
+        let align = |c: usize| if c == 0 { Align::Left } else { Align::Right };
+        aligned(&mut out, "  ", &header, &rows, align, true);
         let widths: Vec<usize> = out.lines().map(|l| l.width()).collect();
         assert!(widths.iter().all(|&w| w == widths[0]), "{widths:?}\n{out}");
+    }
+
+    /// The history's layout: text left, figures right, by display width (a CJK name takes
+    /// two columns a character), the last column unpadded.
+    #[test]
+    fn aligned_columns_pad_by_display_width_and_leave_the_last_unpadded() {
+        let header = ["name".to_string(), "TPS".to_string(), "dir".to_string()];
+        let rows = vec![
+            vec!["部屋".to_string(), "1.00".to_string(), "runs/a".to_string()],
+            vec!["rooms-x".to_string(), "120.50".to_string(), "r".to_string()],
+        ];
+        let mut out = String::new();
+        let align = |c: usize| if c == 1 { Align::Right } else { Align::Left };
+        aligned(&mut out, "", &header, &rows, align, false);
+        assert_eq!(
+            out,
+            "name        TPS  dir\n部屋       1.00  runs/a\nrooms-x  120.50  r\n"
+        );
     }
     use super::*;
 

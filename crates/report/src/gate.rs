@@ -9,7 +9,8 @@ use serde::Serialize;
 use volley_formats::RunSet;
 use volley_stats::compare::{CompareRow, Verdict};
 
-use crate::compare::{Comparison, DEFAULT_METRICS, Step, value};
+use crate::compare::{Comparison, DEFAULT_METRICS, Step, noise, value};
+use crate::doc::{Block, Cell, Doc, Section};
 use crate::error::{ReportError, Result};
 use crate::model::ReportOptions;
 
@@ -341,116 +342,108 @@ impl GateResult {
         h
     }
 
-    /// The gate as a terminal table, after the comparison: every gated figure with its
-    /// values, change, noise and result.
-    pub fn table(&self) -> String {
-        let mut out = format!(
-            "Gate ({}): {}\n",
-            self.spec.metrics.join(", "),
-            self.headline()
-        );
-        for t in &self.tables {
-            let _ = writeln!(
-                out,
-                "  {} → {}",
-                crate::escape::terminal_safe(&t.before),
-                crate::escape::terminal_safe(&t.after)
-            );
-            let w = t
-                .checks
-                .iter()
-                .map(|c| crate::doc::width(&c.label))
-                .max()
-                .unwrap_or(10);
-            for c in &t.checks {
-                let result = match c.outcome {
-                    Outcome::Pass => "pass",
-                    Outcome::Fail => "FAIL",
-                    Outcome::NotJudged => "not judged",
-                    Outcome::Unavailable => "not in inputs",
-                };
-                let _ = writeln!(
-                    out,
-                    "    {:<10}  {}  {}",
-                    result,
-                    crate::doc::pad(&c.label, w),
-                    crate::escape::terminal_safe(&c.why)
-                );
-            }
+    /// The gate as a document: its headline, then per before/after table every gated figure
+    /// with its values, change, noise and why it passed or failed.
+    pub fn doc(&self) -> Doc {
+        let sections = self
+            .tables
+            .iter()
+            .map(|t| {
+                let mut header = vec!["Gate".to_string(), "Metric".to_string()];
+                header.extend(crate::compare::row_heads(&t.before, &t.after));
+                header.push("Why".to_string());
+                let rows = t
+                    .checks
+                    .iter()
+                    .map(|c| {
+                        let mut row = vec![
+                            Cell {
+                                text: c.outcome.word().to_string(),
+                                strong: matches!(c.outcome, Outcome::Fail | Outcome::NotJudged),
+                                ..Cell::default()
+                            },
+                            Cell::prose(c.label.as_str()),
+                        ];
+                        match &c.row {
+                            Some(r) => row.extend(crate::compare::row_cells(r)),
+                            None => row.extend((0..5).map(|_| Cell::from("n/a"))),
+                        }
+                        row.push(Cell::prose(c.reason()));
+                        row
+                    })
+                    .collect();
+                Section::new(
+                    "gate",
+                    &format!("{} → {}", t.before, t.after),
+                    "",
+                    Block::Table { header, rows },
+                )
+            })
+            .collect();
+        Doc {
+            title: format!(
+                "Gate ({}): {}",
+                self.spec.metrics.join(", "),
+                self.headline()
+            ),
+            sections,
+            ..Doc::default()
         }
-        out
+    }
+
+    /// The gate on a terminal, after the comparison.
+    pub fn table(&self) -> String {
+        self.doc().terminal()
     }
 
     /// The gate in Markdown, for a pull request or `$GITHUB_STEP_SUMMARY`.
     pub fn markdown(&self) -> String {
-        let mut out = format!("## Gate: {}\n\n", self.headline());
-        let _ = writeln!(
-            out,
-            "Gated figures: {}.\n",
-            self.spec
-                .metrics
-                .iter()
-                .map(|m| format!("`{m}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        for t in &self.tables {
-            let (before, after) = (
-                crate::escape::md_text(&t.before),
-                crate::escape::md_text(&t.after),
-            );
-            let _ = writeln!(
-                out,
-                "| Gate | Metric | {before} | {after} | Change | Noise ± |\n|---|---|---|---|---|---|"
-            );
-            for c in &t.checks {
-                let result = match c.outcome {
-                    Outcome::Pass => "✅ pass",
-                    Outcome::Fail => "❌ **FAIL**",
-                    Outcome::NotJudged => "❌ not judged",
-                    Outcome::Unavailable => "➖ not in the inputs",
-                };
-                match &c.row {
-                    Some(r) => {
-                        let _ = writeln!(
-                            out,
-                            "| {result} | {} | {} | {} | {} | {} |",
-                            c.label,
-                            value(r.before, r.unit, r.key),
-                            value(r.after, r.unit, r.key),
-                            crate::compare::change(r),
-                            if r.noise_pct.is_finite() {
-                                format!("{:.1}%", r.noise_pct)
-                            } else {
-                                "n/a".into()
-                            }
-                        );
-                    }
-                    None => {
-                        let _ = writeln!(out, "| {result} | {} | n/a | n/a | n/a | n/a |", c.label);
-                    }
-                }
-            }
-            out.push('\n');
-        }
-        out
+        self.doc().markdown()
     }
+}
+
+impl Outcome {
+    /// The gate's column: `pass`, `FAIL`, `not judged`, `not in inputs`.
+    fn word(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "FAIL",
+            Outcome::NotJudged => "not judged",
+            Outcome::Unavailable => "not in inputs",
+        }
+    }
+}
+
+impl GateCheck {
+    /// Why it passed or failed, without the values its row's columns show.
+    fn reason(&self) -> &str {
+        match &self.row {
+            Some(r) => {
+                let values = values_of(r);
+                self.why
+                    .strip_prefix(values.as_str())
+                    .map_or(self.why.as_str(), |w| w.trim_start_matches(": "))
+            }
+            None => &self.why,
+        }
+    }
+}
+
+/// A row's values as a check's `why` opens: `10.00 ms → 12.00 ms (+20.00%, noise ±3.1%)`.
+fn values_of(r: &CompareRow) -> String {
+    format!(
+        "{} → {} ({}, noise ±{})",
+        value(r.before, r.unit, r.key),
+        value(r.after, r.unit, r.key),
+        crate::compare::change_parts(r).0,
+        noise(r.noise_pct)
+    )
 }
 
 /// Whether one row passes: worse beyond the noise (and beyond the tolerance) fails; a row
 /// the comparison could not judge is not judged.
 fn judge(r: &CompareRow, tolerance_pct: f64) -> (Outcome, String) {
-    let values = format!(
-        "{} → {} ({}, noise ±{})",
-        value(r.before, r.unit, r.key),
-        value(r.after, r.unit, r.key),
-        crate::compare::change_parts(r).0,
-        if r.noise_pct.is_finite() {
-            format!("{:.1}%", r.noise_pct)
-        } else {
-            "n/a".into()
-        }
-    );
+    let values = values_of(r);
     if r.too_few_intervals {
         return (
             Outcome::NotJudged,
@@ -575,7 +568,7 @@ mod tests {
         let failed: Vec<&str> = slower.failures().map(|(_, c)| c.key).collect();
         assert_eq!(failed, ["mttfb_avg_ms", "ttfb_p50_ms"]);
         assert!(
-            slower.table().contains("FAIL") && slower.markdown().contains("❌ **FAIL**"),
+            slower.table().contains("FAIL") && slower.markdown().contains("| **FAIL** |"),
             "{}",
             slower.table()
         );

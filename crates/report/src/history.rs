@@ -13,6 +13,7 @@ use volley_formats::rundir::{RUN_JSON, RunMeta, RunStatus};
 use volley_formats::{RecordedPlan, RunData, Source};
 use volley_scenario::Model;
 
+use crate::doc::Align;
 use crate::error::{ReportError, Result};
 use crate::model::{ReportOptions, RunReport};
 
@@ -454,7 +455,9 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
 }
 
 fn cell(v: Option<f64>, unit: &str) -> String {
-    v.map_or("-".to_string(), |v| format!("{v:.2}{unit}"))
+    v.map_or("-".to_string(), |v| {
+        volley_formats::numfmt::with_unit(v, unit)
+    })
 }
 
 /// `2026-11-23 05:09:08Z`.
@@ -516,35 +519,21 @@ pub fn table(entries: &[Entry]) -> String {
             rows.push(row(r, "  "));
         }
     }
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| {
-            rows.iter()
-                .map(|r| crate::doc::width(&r[c]))
-                .chain([crate::doc::width(header[c])])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    let right = |c: usize| (4..7).contains(&c);
-    let line = |cells: &[String], out: &mut String| {
-        for (c, cell) in cells.iter().enumerate() {
-            let pad = widths[c].saturating_sub(crate::doc::width(cell));
-            let sep = if c == 0 { "" } else { "  " };
-            if right(c) {
-                let _ = write!(out, "{sep}{}{cell}", " ".repeat(pad));
-            } else if c + 1 == cells.len() {
-                let _ = write!(out, "{sep}{cell}");
-            } else {
-                let _ = write!(out, "{sep}{cell}{}", " ".repeat(pad));
-            }
-        }
-        out.push('\n');
+    // The figures (TPS, TTFB p99, errors) to the right; the directory last, unpadded.
+    let align = |c: usize| match c {
+        4..7 => Align::Right,
+        _ => Align::Left,
     };
-    line(&header.map(str::to_string), &mut out);
-    for r in &rows {
-        line(r, &mut out);
-    }
+    let mut out = String::new();
+    let rows: Vec<Vec<String>> = rows.into_iter().map(Vec::from).collect();
+    crate::doc::aligned(
+        &mut out,
+        "",
+        &header.map(str::to_string),
+        &rows,
+        align,
+        false,
+    );
     let problems: Vec<&Entry> = entries
         .iter()
         .flat_map(|e| std::iter::once(e).chain(&e.runs))

@@ -69,6 +69,9 @@ pub struct ChartView {
     ylabel: &'static str,
     y2label: Option<&'static str>,
     percentile: bool,
+    /// The x are times (seconds since the epoch): drawn as dates.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    time: bool,
     x: Vec<f64>,
     series: Vec<LineView>,
 }
@@ -97,6 +100,7 @@ pub fn chart_view(c: Chart) -> ChartView {
         ylabel: c.y.label(),
         y2label: c.y2.map(Unit::label),
         percentile: c.x_axis == XAxis::Percentile,
+        time: matches!(c.x_axis, XAxis::Time { .. }),
         x: c.x,
         series: c
             .lines

@@ -11,6 +11,7 @@
 use minijinja::value::Serde;
 use minijinja::{Environment, Value, context};
 use serde::Serialize;
+use volley_formats::numfmt::fixed2;
 
 use crate::gate::{GateResult, Outcome};
 use crate::model::RunReport;
@@ -215,15 +216,6 @@ pub fn document(suites: &[Suite]) -> String {
         .expect("the JUnit document renders")
 }
 
-/// A value for a message: two decimals, or `n/a`.
-fn figure(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.2}")
-    } else {
-        "n/a".to_string()
-    }
-}
-
 /// The unit of a threshold's figure, from its expression (`step: ttfb p99 < 500ms` → ` ms`).
 fn threshold_unit(expr: &str) -> &'static str {
     let metric = expr
@@ -257,7 +249,7 @@ pub fn run_suite(r: &RunReport, hostname: &str) -> Suite {
                 let actual = if t.actual.is_finite() {
                     format!(
                         "the run measured {}{}",
-                        figure(t.actual),
+                        fixed2(t.actual),
                         threshold_unit(&t.expr)
                     )
                 } else {
@@ -323,9 +315,9 @@ pub fn run_suite(r: &RunReport, hostname: &str) -> Suite {
         properties: vec![
             ("source".into(), r.source.clone()),
             ("status".into(), r.status.clone()),
-            ("tps_avg".into(), figure(r.seed_suite.tps_avg)),
-            ("error_rate_pct".into(), figure(r.seed_suite.error_rate_pct)),
-            ("ttfb_p99_ms".into(), figure(ttfb_p99)),
+            ("tps_avg".into(), fixed2(r.seed_suite.tps_avg)),
+            ("error_rate_pct".into(), fixed2(r.seed_suite.error_rate_pct)),
+            ("ttfb_p99_ms".into(), fixed2(ttfb_p99)),
         ],
         cases,
         system_out: crate::render::table(r),

@@ -21,7 +21,7 @@ pub use model::{
     ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, ThresholdResult, Warmup,
     check_warmup, threshold_actual, warmup_seconds,
 };
-pub use render::{csv, doc, group_thousands, markdown, markdown_with_charts, table};
+pub use render::{csv, doc, markdown, markdown_with_charts, table};
 
 pub mod capacity;
 pub mod charts;

@@ -21,7 +21,7 @@ pub(crate) fn svg(v: Verdict) -> &'static str {
 
 /// `text` as HTML, each emoji mark in it drawn.
 pub(crate) fn in_text(text: &str) -> String {
-    let escaped = minijinja::HtmlEscape(text).to_string();
+    let escaped = minijinja::HtmlEscape(&crate::escape::terminal_safe(text)).to_string();
     [Verdict::Better, Verdict::Worse, Verdict::Noise]
         .into_iter()
         .fold(escaped, |s, v| s.replace(v.mark(), svg(v)))

@@ -209,13 +209,13 @@ impl RunReport {
         }
         let unreadable: Vec<_> = src.server.iter().filter(|p| !readable(p)).collect();
         if let Some(p) = unreadable.first() {
-            notes.push(crate::escape::terminal_safe(&format!(
+            notes.push(format!(
                 "{} readings in server.csv are values no server can have (first: `{} = {}` at {} s): no peak or finding reads them.",
                 unreadable.len(),
                 p.series,
                 p.value,
                 p.elapsed_s
-            )).into_owned());
+            ));
         }
         for s in src.meta.iter().flat_map(|m| &m.server_metrics) {
             notes.extend(s.notes.iter().map(|n| series_note(&s.url, n)));
@@ -224,10 +224,10 @@ impl RunReport {
                     "{} of {} scrapes of {} failed{}: the server readings have gaps there, and no finding is made about a level without readings. A scrape on the application's own port waits for a worker thread and a connection like any request; scrape a management port (Spring Boot: management.server.port) to read the server while it is saturated.",
                     s.failed,
                     s.failed + s.ok,
-                    crate::escape::terminal_safe(&s.url),
+                    s.url,
                     s.last_error
                         .as_ref()
-                        .map(|e| format!(" (last: {})", crate::escape::terminal_safe(e)))
+                        .map(|e| format!(" (last: {e})"))
                         .unwrap_or_default()
                 ));
             }
@@ -700,11 +700,10 @@ fn series_note(url: &str, n: &volley_formats::rundir::SeriesNote) -> String {
         "reset" => format!("{} times a rate of {url} was not taken", n.count),
         other => format!("{} readings of {url} were {other}", n.count),
     };
-    crate::escape::terminal_safe(&format!(
+    format!(
         "{what}: {} (first: `{}` at {} s).",
         n.why, n.first, n.first_s
-    ))
-    .into_owned()
+    )
 }
 
 /// Series that point at a bottleneck, by name prefix: connection pools, worker threads,

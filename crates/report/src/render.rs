@@ -1,7 +1,5 @@
 //! Text layouts: the terminal table and Markdown in the seeds' layout.
 
-use std::fmt::Write;
-
 use volley_stats::{LatencySummary, METRICS, SeedSuite, TpsTail};
 
 use volley_formats::Figure;
@@ -10,24 +8,7 @@ use crate::doc::{Answer, Block, Cell, Doc, Figure as Quoted, Section, cells};
 use crate::escape::terminal_safe;
 use crate::model::RunReport;
 
-pub use volley_formats::numfmt::group_thousands;
-
-fn num(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.2}")
-    } else {
-        "n/a".to_string()
-    }
-}
-
-/// `v` with its unit, or `n/a` alone.
-fn with_unit(v: f64, unit: &str) -> String {
-    if v.is_finite() {
-        format!("{v:.2}{unit}")
-    } else {
-        "n/a".to_string()
-    }
-}
+use volley_formats::numfmt::{self, group_thousands, with_unit};
 
 /// The seed suite as (label, value) rows, in the seeds' order and wording.
 pub(crate) fn suite_rows(r: &RunReport) -> Vec<(String, String)> {
@@ -55,13 +36,13 @@ fn suite_rows_of(s: &SeedSuite) -> Vec<(String, String)> {
                 group_thousands(v as u64)
             } else if m.key == ERROR_RATE {
                 if v.is_finite() {
-                    format!("{}% ({})", num(v), group_thousands(s.errors))
+                    format!("{}% ({})", numfmt::fixed2(v), group_thousands(s.errors))
                 } else {
                     "n/a".to_string()
                 }
             } else {
                 match m.unit {
-                    "" => num(v),
+                    "" => numfmt::fixed2(v),
                     "%" => with_unit(v, "%"),
                     unit => with_unit(v, &format!(" {unit}")),
                 }
@@ -204,9 +185,9 @@ pub(crate) fn population_rows(r: &RunReport) -> Vec<Vec<String>> {
             start,
             s.total_tests.to_string(),
             s.errors.to_string(),
-            num(s.error_rate_pct),
-            num(s.tps_avg),
-            num(s.mttfb_avg_ms),
+            numfmt::fixed2(s.error_rate_pct),
+            numfmt::fixed2(s.tps_avg),
+            numfmt::fixed2(s.mttfb_avg_ms),
             ms(&x.per_request.ttfb_ms, |l| l.p50_ms),
             ms(&x.per_request.ttfb_ms, |l| l.p95_ms),
             ms(&x.per_request.ttfb_ms, |l| l.p99_ms),
@@ -252,7 +233,7 @@ fn meta_line(r: &RunReport) -> String {
     if !r.started_at.is_empty() {
         parts.push(format!("started {}", r.started_at));
     }
-    parts.push(format!("{} s measured", num(r.measured_s)));
+    parts.push(format!("{} s measured", numfmt::fixed2(r.measured_s)));
     parts.push(format!("interval {} s", r.interval_s));
     if r.warmup_s > 0.0 {
         parts.push(format!("first {} s excluded", r.warmup_s));
@@ -290,7 +271,7 @@ fn answer(r: &RunReport) -> Answer {
         _ => "n/a".to_string(),
     };
     let mut figures = vec![
-        Quoted::new("TPS avg", num(s.tps_avg)),
+        Quoted::new("TPS avg", numfmt::fixed2(s.tps_avg)),
         Quoted::new("TTFB p99", ttfb_p99),
         Quoted::new(
             "error rate",
@@ -555,7 +536,7 @@ fn latency_section(r: &RunReport) -> Option<Section> {
                 if s.count == 0 || (nothing && !name.starts_with("Unfinished")) {
                     "n/a".to_string()
                 } else {
-                    format_ms(*v)
+                    numfmt::latency_ms(*v)
                 }
             }));
             row.push(group_thousands(s.count));
@@ -586,35 +567,16 @@ pub(crate) fn latency_origin(r: &RunReport) -> &'static str {
     }
 }
 
-fn format_ms(v: f64) -> String {
-    if !v.is_finite() {
-        "n/a".to_string()
-    } else if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
 /// Reports as CSV: one row per report (and per test id), one column per figure.
 pub fn csv(reports: &[RunReport]) -> String {
-    let mut out = String::from("source,test");
+    let mut header = vec!["source".to_string(), "test".to_string()];
     for m in METRICS {
-        let _ = write!(out, ",{}", m.key);
+        header.push(m.key.to_string());
         if let Some((_, extra, _)) = CSV_EXTRA.iter().find(|(after, ..)| *after == m.key) {
-            let _ = write!(out, ",{extra}");
+            header.push(extra.to_string());
         }
     }
-    out.push('\n');
-    let q = |s: &str| {
-        if s.contains([',', '"', '\n']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_string()
-        }
-    };
+    let mut lines = vec![header];
     let f = |v: f64| {
         if v.is_finite() {
             format!("{v}")
@@ -644,22 +606,34 @@ pub fn csv(reports: &[RunReport]) -> String {
                 .map(|p| p.report.per_request.ttfb_ms.as_ref()),
         );
         for ((test, s), t) in rows.into_iter().zip(ttfbs) {
-            let _ = write!(out, "{},{}", q(&r.source), q(test));
+            let mut line = vec![r.source.clone(), test.to_string()];
             for m in METRICS {
                 let v = (m.value)(s, t);
-                if m.count {
-                    let _ = write!(out, ",{}", v as u64);
+                line.push(if m.count {
+                    (v as u64).to_string()
                 } else {
-                    let _ = write!(out, ",{}", f(v));
-                }
+                    f(v)
+                });
                 if let Some((.., cell)) = CSV_EXTRA.iter().find(|(after, ..)| *after == m.key) {
-                    let _ = write!(out, ",{}", cell(s));
+                    line.push(cell(s));
                 }
             }
-            out.push('\n');
+            lines.push(line);
         }
     }
-    out
+    csv_text(lines)
+}
+
+/// Records as CSV text, each field quoted where it needs to be (a comma, a quote or a line
+/// end in it), by the `csv` crate: the one CSV writer of the reports.
+pub(crate) fn csv_text(records: impl IntoIterator<Item = Vec<String>>) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in records {
+        w.write_record(&r)
+            .expect("a CSV record in memory is written");
+    }
+    let bytes = w.into_inner().expect("a CSV writer in memory flushes");
+    String::from_utf8(bytes).expect("UTF-8 fields make UTF-8 CSV")
 }
 
 /// The report as Markdown, in the seeds' `| Metric | Value |` layout.
@@ -674,7 +648,25 @@ pub fn markdown_with_charts(r: &RunReport, charts: &[(&str, &str)]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    /// Names with a comma, a quote or a line end come back whole from a CSV reader.
+    #[test]
+    fn csv_fields_are_quoted_where_they_must_be() {
+        let rows = vec![
+            vec!["source".to_string(), "test".to_string()],
+            vec!["runs/a,b".to_string(), "say \"hi\"\nthere".to_string()],
+            vec!["plain".to_string(), String::new()],
+        ];
+        let text = super::csv_text(rows.clone());
+        assert!(text.starts_with("source,test\n\"runs/a,b\","), "{text}");
+        assert!(text.ends_with("\nplain,\n"), "{text}");
+        let back: Vec<Vec<String>> = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(text.as_bytes())
+            .records()
+            .map(|r| r.unwrap().iter().map(str::to_string).collect())
+            .collect();
+        assert_eq!(back, rows);
+    }
 
     #[test]
     fn one_interval_is_singular() {
@@ -683,14 +675,6 @@ mod tests {
             volley_scenario::words::counted(6, "interval"),
             "6 intervals"
         );
-    }
-
-    #[test]
-    fn thousands() {
-        assert_eq!(group_thousands(0), "0");
-        assert_eq!(group_thousands(999), "999");
-        assert_eq!(group_thousands(40228), "40,228");
-        assert_eq!(group_thousands(1234567), "1,234,567");
     }
 }
 

@@ -1,18 +1,19 @@
 //! One figure across the run history, over time — how teams watch a service across releases:
-//! a PNG and an SVG (plotters, in the style of [`crate::charts`]) and a self-contained HTML
-//! page (uPlot, as in [`crate::html`]) with the runs' table under the chart. One line per plan
-//! run under a name (runs of one name with different plans are different lines); runs that did not run their course are drawn as separate crosses, not joined to the
+//! a chart of [`crate::chartset`] drawn as PNG and SVG by [`crate::charts`], and a
+//! self-contained HTML page of [`crate::html`] with the runs' table (a [`Doc`]) and the chart. One line per plan
+//! run under a name (runs of one name with different plans are different lines); runs that did not run their course are drawn as separate dots, not joined to the
 //! line, since their figures cover only part of the plan.
 
 use std::path::{Path, PathBuf};
 
-use minijinja::value::Serde;
-use minijinja::{Environment, Value, context};
-use plotters::prelude::*;
 use serde::Serialize;
+use volley_formats::numfmt::fixed2;
 
-use crate::error::{ReportError, Result};
+use crate::chartset::{Chart, Line, Style, Unit, XAxis};
+use crate::doc::{Answer, Block, Cell, Doc, Section};
+use crate::error::Result;
 use crate::history::Entry;
+use volley_scenario::words;
 
 /// The points of a trend: one series per plan run under a name, and the incomplete runs apart.
 #[derive(Debug, Clone, Serialize)]
@@ -124,110 +125,11 @@ impl Trend {
         (lo - pad, hi + pad)
     }
 
-    fn y_max(&self) -> f64 {
-        let ys = self
-            .series
-            .iter()
-            .flat_map(|(_, p)| p.iter().map(|p| p.1))
-            .chain(self.incomplete.iter().map(|p| p.2));
-        ys.fold(0.0, f64::max).max(0.001) * 1.1
-    }
-
-    fn draw<DB: DrawingBackend>(
-        &self,
-        root: &DrawingArea<DB, plotters::coord::Shift>,
-    ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-        root.fill(&WHITE)?;
-        let (x0, x1) = self.x_range();
-        let span = x1 - x0;
-        let mut chart = ChartBuilder::on(root)
-            .caption(format!("{} across runs", self.label), ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(x0..x1, 0f64..self.y_max())?;
-        let format = match span {
-            s if s > 2.0 * 86_400.0 => "%Y-%m-%d",
-            s if s > 3_600.0 => "%m-%d %H:%M",
-            _ => "%H:%M:%S",
-        };
-        let when = move |x: &f64| {
-            jiff::Timestamp::from_millisecond((*x * 1000.0) as i64)
-                .map(|t| t.strftime(format).to_string())
-                .unwrap_or_default()
-        };
-        chart
-            .configure_mesh()
-            .x_labels(6)
-            .x_label_formatter(&when)
-            .x_desc("run start (UTC)")
-            .y_desc(self.unit)
-            .draw()?;
-        for (i, (name, points)) in self.series.iter().enumerate() {
-            let color = crate::charts::PALETTE[i % crate::charts::PALETTE.len()];
-            chart
-                .draw_series(LineSeries::new(
-                    points.iter().copied(),
-                    color.stroke_width(2),
-                ))?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
-            chart.draw_series(points.iter().map(|p| Circle::new(*p, 4, color.filled())))?;
-        }
-        if !self.incomplete.is_empty() {
-            let red = RGBColor(214, 39, 40);
-            chart
-                .draw_series(
-                    self.incomplete
-                        .iter()
-                        .map(|(_, x, y)| Cross::new((*x, *y), 6, red.stroke_width(2))),
-                )?
-                .label("did not complete")
-                .legend(move |(x, y)| Cross::new((x + 10, y), 5, red.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-    }
-
-    /// Draws the trend into `<stem>.svg` and `<stem>.png`.
-    pub fn save_images(&self, stem: &Path) -> Result<Vec<PathBuf>> {
-        crate::charts::register_font();
-        let with = |ext: &str| {
-            let mut p = stem.as_os_str().to_owned();
-            p.push(format!(".{ext}"));
-            PathBuf::from(p)
-        };
-        let (svg, png) = (with("svg"), with("png"));
-        if let Some(parent) = stem.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| ReportError::io(parent, e))?;
-        }
-        let failed = |path: &Path, message: String| ReportError::Draw {
-            path: path.to_path_buf(),
-            message,
-        };
-        {
-            let root = SVGBackend::new(&svg, crate::charts::SIZE).into_drawing_area();
-            self.draw(&root)
-                .and_then(|()| root.present())
-                .map_err(|e| failed(&svg, e.to_string()))?;
-        }
-        {
-            let root = BitMapBackend::new(&png, crate::charts::SIZE).into_drawing_area();
-            self.draw(&root)
-                .and_then(|()| root.present())
-                .map_err(|e| failed(&png, e.to_string()))?;
-        }
-        Ok(vec![svg, png])
-    }
-
-    /// The self-contained HTML page: the interactive chart and the table of the runs drawn.
-    pub fn html(&self, entries: &[Entry]) -> String {
-        // uPlot wants one x for all series: every point's time, each series null elsewhere.
+    /// The trend as a chart of [`crate::chartset`]: one line per plan run under a name, the
+    /// runs that did not complete as dots, over the runs' start times; the images and the
+    /// page draw it as they draw every other chart.
+    pub fn chart(&self) -> Chart {
+        // One x for all lines: every point's time, each line a gap elsewhere.
         let mut xs: Vec<f64> = self
             .series
             .iter()
@@ -241,118 +143,115 @@ impl Trend {
                 .map(|x| points.iter().find(|p| p.0 == *x).map(|p| p.1))
                 .collect()
         };
-        #[derive(Serialize)]
-        struct SeriesView {
-            label: String,
-            values: Vec<Option<f64>>,
-            points_only: bool,
-        }
-        let mut series: Vec<SeriesView> = self
+        let mut lines: Vec<Line> = self
             .series
             .iter()
-            .map(|(n, p)| SeriesView {
-                label: n.clone(),
-                values: at(p),
-                points_only: false,
-            })
+            .map(|(name, points)| Line::new(name, at(points)))
             .collect();
         if !self.incomplete.is_empty() {
             let points: Vec<(f64, f64)> =
                 self.incomplete.iter().map(|(_, x, y)| (*x, *y)).collect();
-            series.push(SeriesView {
-                label: "did not complete".into(),
-                values: at(&points),
-                points_only: true,
-            });
+            lines.push(Line::new("did not complete", at(&points)).styled(Style::Dots));
         }
-        #[derive(Serialize)]
-        struct RowView {
-            time: String,
-            name: String,
-            status: String,
-            value: String,
-            path: String,
+        let (from, to) = self.x_range();
+        Chart {
+            name: "trend",
+            title: format!("{} across runs", self.label),
+            x_axis: XAxis::Time { from, to },
+            y: match self.unit {
+                "ms" => Unit::Ms,
+                "%" => Unit::Pct,
+                "tests" => Unit::Count,
+                _ => Unit::Tps,
+            },
+            y2: None,
+            image: true,
+            x: xs.clone(),
+            lines,
         }
-        let rows: Vec<RowView> = entries
+    }
+
+    /// Draws the trend into `<stem>.svg` and `<stem>.png`.
+    pub fn save_images(&self, stem: &Path) -> Result<Vec<PathBuf>> {
+        crate::charts::save_chart_as(stem, &self.chart())
+    }
+
+    /// The trend as a document: what it draws, the runs' table, and the runs not drawn.
+    pub fn doc(&self, entries: &[Entry]) -> Doc {
+        let rows = entries
             .iter()
-            .map(|e| RowView {
-                time: e
-                    .started_at
-                    .parse::<jiff::Timestamp>()
-                    .map(|t| t.strftime("%Y-%m-%d %H:%M:%S").to_string())
-                    .unwrap_or_else(|_| "-".into()),
-                name: e.name.clone(),
-                status: e.status.clone(),
-                value: e
-                    .figure(self.key)
-                    .map_or("n/a".to_string(), |v| format!("{v:.2}")),
-                path: e.path.display().to_string(),
+            .map(|e| {
+                vec![
+                    Cell::from(
+                        e.started_at
+                            .parse::<jiff::Timestamp>()
+                            .map(|t| t.strftime("%Y-%m-%d %H:%M:%S").to_string())
+                            .unwrap_or_else(|_| "-".into()),
+                    ),
+                    Cell::prose(e.name.as_str()),
+                    Cell::prose(e.status.as_str()),
+                    Cell::from(e.figure(self.key).map_or("n/a".to_string(), fixed2)),
+                    Cell::prose(e.path.display().to_string()),
+                ]
             })
             .collect();
-        let data = serde_json::json!({ "x": xs, "series": series, "unit": self.unit, "title": format!("{} across runs", self.label) });
-        let mut env = Environment::new();
-        env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
-        env.add_template("trend.html", PAGE)
-            .expect("the trend page parses");
-        env.get_template("trend.html")
-            .expect("template exists")
-            .render(context! {
-                title => format!("volley trend: {}", self.label),
-                key => self.key,
-                unit => self.unit,
-                rows => Value::from(Serde(&rows)),
-                left_out => Value::from(Serde(&self.left_out)),
-                data => crate::html::script_json(&data),
-                uplot_js => crate::html::UPLOT_JS,
-                uplot_css => crate::html::UPLOT_CSS,
-            })
-            .expect("the trend page renders")
+        let mut sections = vec![Section::new(
+            "runs",
+            "Runs",
+            "one point per run (a run group: the mean of its runs), one line per plan run under a name; dots are runs that did not complete",
+            Block::Table {
+                header: vec![
+                    "start (UTC)".into(),
+                    "name".into(),
+                    "status".into(),
+                    format!("{} ({})", self.key, self.unit),
+                    "directory".into(),
+                ],
+                rows,
+            },
+        )];
+        if !self.left_out.is_empty() {
+            let notes = self
+                .left_out
+                .iter()
+                .map(|l| format!("Not drawn: {l}"))
+                .collect();
+            sections.push(Section::new(
+                "left_out",
+                "Not drawn",
+                "",
+                Block::Notes(notes),
+            ));
+        }
+        let drawn: usize = self.series.iter().map(|(_, p)| p.len()).sum();
+        Doc {
+            title: format!("{} across runs", self.label),
+            answer: Answer {
+                summary: Some(format!(
+                    "{} drawn in {}, {} that did not complete apart; {} not drawn.",
+                    words::counted(drawn, "run"),
+                    words::counted(self.series.len(), "line"),
+                    self.incomplete.len(),
+                    self.left_out.len()
+                )),
+                ..Answer::default()
+            },
+            sections,
+            ..Doc::default()
+        }
+    }
+
+    /// The self-contained HTML page: the runs' table and the interactive chart, drawn as on
+    /// every report page.
+    pub fn html(&self, entries: &[Entry]) -> String {
+        crate::html::render(
+            &format!("volley trend: {}", self.label),
+            &[self.doc(entries).html()],
+            vec![self.chart()],
+            Vec::new(),
+        )
     }
 }
-
-const PAGE: &str = r##"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{ title }}</title>
-<style>{{ uplot_css|safe }}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#222}
-h1{font-size:22px;margin:8px 0}table{border-collapse:collapse;margin:6px 0 14px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}
-td.num{text-align:right}.note{color:#555}
-</style></head><body>
-<h1>{{ title }}</h1>
-<p class="note">One point per run (a run group: the mean of its runs), one line per plan run under a name; crosses are runs that did not complete. Drag to zoom, double-click to reset.</p>
-<div id="chart"></div>
-<table><tr><th>start (UTC)</th><th>name</th><th>status</th><th>{{ key }} ({{ unit }})</th><th>directory</th></tr>
-{% for r in rows %}<tr><td>{{ r.time }}</td><td>{{ r.name }}</td><td>{{ r.status }}</td><td class="num">{{ r.value }}</td><td>{{ r.path }}</td></tr>
-{% endfor %}</table>
-{% for l in left_out %}<p class="note">Not drawn: {{ l }}</p>{% endfor %}
-<script type="application/json" id="data">{{ data|safe }}</script>
-<script>{{ uplot_js|safe }}</script>
-<script>
-(function () {
-  var d = JSON.parse(document.getElementById("data").textContent);
-  var el = document.getElementById("chart");
-  var colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"];
-  var series = [{ label: "start" }];
-  d.series.forEach(function (s, i) {
-    if (s.points_only) {
-      series.push({ label: s.label, stroke: "#d62728", paths: function () { return null; }, points: { show: true, size: 10, fill: "#d62728" } });
-    } else {
-      series.push({ label: s.label, stroke: colors[i % colors.length], width: 2, spanGaps: true, points: { show: true, size: 7 } });
-    }
-  });
-  var width = Math.max(320, Math.min(el.clientWidth || 1000, 1060));
-  // The y axis starts at 0, as in the images; a little room either side of the first and last run.
-  var scales = {
-    x: { time: true, range: function (u, lo, hi) { var pad = Math.max((hi - lo) * 0.05, 30); return [lo - pad, hi + pad]; } },
-    y: { range: function (u, lo, hi) { return [0, Math.max(hi, 0.001) * 1.1]; } }
-  };
-  new uPlot({ title: d.title, width: width, height: 360, scales: scales, series: series,
-              axes: [{ label: "run start" }, { label: d.unit }] },
-            [d.x].concat(d.series.map(function (s) { return s.values; })), el);
-})();
-</script>
-</body></html>
-"##;
 
 #[cfg(test)]
 mod tests {
