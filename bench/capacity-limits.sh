@@ -19,6 +19,7 @@
 #   REPEAT=1 PROBE=5s WARMUP=2s bench/capacity-limits.sh
 #   KINDS="refuse" ARRIVALS="poisson" bench/capacity-limits.sh
 #   KINDS=demo REPEAT=1 bench/capacity-limits.sh      # the fourth target of issue 52
+#   KINDS=queue RATES=40..400 VUS=2..100 bench/capacity-limits.sh   # fewer step-up probes
 #
 # Needs a release build (cargo build --release) and python3. Load stays on 127.0.0.1.
 set -euo pipefail
@@ -30,6 +31,8 @@ REPEAT=${REPEAT:-5}
 PROBE=${PROBE:-30s}
 WARMUP=${WARMUP:-5s}
 PRECISION=${PRECISION:-5%}
+RATES=${RATES:-10..2000}   # the open searches' START..MAX
+VUS=${VUS:-1..400}         # the closed search's
 PORT=${PORT:-18094}
 work=${BENCH_WORK:-/tmp/volley-bench}/capacity-limits-$(date +%Y%m%dT%H%M%S)
 mkdir -p "$work"
@@ -66,9 +69,9 @@ for kind in $KINDS; do
     for i in $(seq "$REPEAT"); do
       out="$work/$kind-$arr-$i"
       case $arr in
-        even) load=(--rates 10..2000) ;;
-        poisson) load=(--rates 10..2000 --arrivals "poisson:$i") ;;
-        closed) load=(--vus 1..400) ;;
+        even) load=(--rates "$RATES") ;;
+        poisson) load=(--rates "$RATES" --arrivals "poisson:$i") ;;
+        closed) load=(--vus "$VUS") ;;
       esac
       start=$(date +%s.%N)
       "$VOLLEY" capacity --url "http://127.0.0.1:$PORT/rooms" "${load[@]}" --slo "ttfb p99 < ${slo}ms" \
