@@ -114,15 +114,22 @@ impl Metric {
         }
     }
 
-    /// The statistics a threshold may read of this figure.
-    pub fn stats(self) -> &'static [Stat] {
+    /// The statistics a threshold may read of this figure. A suite figure's (the error rate,
+    /// TPS, MTTFB) are the rows of the metric table ([`volley_stats::METRICS`]) that name it,
+    /// so a statistic is added there, with its computation, and nowhere else; a per-request
+    /// figure has every statistic of its summary.
+    pub fn stats(self) -> Vec<Stat> {
         use Stat::*;
         match self {
-            Metric::ErrorRate => &[Value],
-            Metric::Tps | Metric::Mttfb => &[Avg, P50, P95, P99, P99_9],
             Metric::Ttfb | Metric::Total | Metric::Iteration => {
-                &[Mean, Avg, P50, P90, P95, P99, P99_9, P99_99, Max]
+                vec![Mean, Avg, P50, P90, P95, P99, P99_9, P99_99, Max]
             }
+            Metric::ErrorRate | Metric::Tps | Metric::Mttfb => volley_stats::METRICS
+                .iter()
+                .filter_map(|m| m.threshold)
+                .filter(|(figure, _)| *figure == self.name())
+                .filter_map(|(_, stat)| Stat::from_name(stat))
+                .collect(),
         }
     }
 }
