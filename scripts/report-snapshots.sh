@@ -7,10 +7,11 @@
 #   diff -r /tmp/snap-before /tmp/snap-after && echo "no page changed"
 #
 # What it renders (each file holds stdout, then stderr and the exit code, unless it is a page):
-#   report/   each result file under fixtures/imports, fixtures/peers and fixtures/ngrinder in
-#             every format: the terminal's summary and --verbose (NO_COLOR), md, json, csv, and
+#   report/   each result file under fixtures/imports, fixtures/peers, fixtures/ngrinder and
+#             fixtures/bad, and each fixture run directory, in every format: the terminal's summary and --verbose (NO_COLOR), md, json, csv, and
 #             its HTML page (--html);
-#   compare/  the first two imports that report cleanly, compared in every format and as a page;
+#   compare/  each input that reports cleanly against the next, in every format; the first two
+#             also with --verbose and as a page;
 #   gate/     the same pair gated (--fail-on regression; named figures with a tolerance and
 #             --gate-steps; --baseline with two candidates) in table, md and json, and the page;
 #   store/    a store of runs built from fixtures (below): `volley runs` (table, json, name
@@ -54,13 +55,22 @@ forms() {
 }
 
 # --- reports of every fixture result file ---------------------------------------------------
-inputs=$(find fixtures/imports fixtures/peers fixtures/ngrinder -type f \
-  ! -name '*.md' ! -name '*.py' ! -name '*.js' ! -name '*.expected.json' | sort)
+# Also every file under fixtures/bad (each must be refused the same way) and each fixture run
+# directory (a folder holding run.json) once, as a whole.
+inputs=$( { find fixtures/imports fixtures/peers fixtures/ngrinder fixtures/bad -type f ! -path '*/rundir_*' \
+              ! -name '*.md' ! -name '*.py' ! -name '*.js' ! -name '*.expected.json';
+            find fixtures -name run.json -exec dirname {} \; ; } | sort -u)
 ok=()
 for input in $inputs; do
   s=$(slug "$input")
   forms "$out/report/$s" "$input"
   grep -qx 'exit: 0' "$out/report/$s.json" && ok+=("$input")
+done
+# Each input that reports cleanly against the next one that does, in each format.
+for ((i = 0; i + 1 < ${#ok[@]}; i++)); do
+  for format in table md json csv; do
+    run "$out/compare/$(slug "${ok[i]}")-vs-$(slug "${ok[i+1]}").$format" compare "${ok[i]}" "${ok[i+1]}" --format "$format"
+  done
 done
 
 # --- a comparison, and the gate on it -------------------------------------------------------
