@@ -20,6 +20,11 @@ pub(crate) fn of(cause: &(dyn std::error::Error + 'static)) -> Option<&'static s
     if let Some(e) = cause.downcast_ref::<volley_merge::Error>() {
         return merge(e);
     }
+    if let Some(e) = cause.downcast_ref::<volley_report::Error>() {
+        return e.is_warmup().then_some(
+            "the warm-up is --warmup (or `warmup:` in a scenario): seconds, like --warmup 60s, or whole stages, like --warmup stage:1",
+        );
+    }
     if let Some(e) = cause.downcast_ref::<volley_stats::Error>() {
         return e.is_too_few_points().then_some(
             "more levels: a capacity search over users (volley capacity --vus …), or a step-up run with more --stages",

@@ -20,7 +20,7 @@ use volley_stats::usl::Usl;
 
 use crate::chartset::{Chart, Line, Style, Unit, XAxis};
 use crate::doc::{Answer, Block, Cell, Doc, Figure, Section, cells};
-use crate::error::{ReportError, Result};
+use crate::error::{Repr, Result};
 use crate::model::{ReportOptions, RunReport};
 
 /// capacity.json's name.
@@ -512,16 +512,17 @@ impl Capacity {
     /// Reads `dir/capacity.json`.
     pub fn read(dir: &Path) -> Result<Capacity> {
         let p = dir.join(CAPACITY_JSON);
-        let text = std::fs::read_to_string(&p).map_err(|e| ReportError::io(&p, e))?;
-        let c: Capacity = serde_json::from_str(&text).map_err(|e| ReportError::Input {
+        let text = std::fs::read_to_string(&p).map_err(|e| Repr::io(&p, e))?;
+        let c: Capacity = serde_json::from_str(&text).map_err(|e| Repr::Input {
             path: p.clone(),
             message: format!("not a capacity result: {e}"),
         })?;
         if c.kind != "capacity" {
-            return Err(ReportError::Input {
+            return Err(Repr::Input {
                 path: p,
                 message: format!("`kind` is `{}`; a capacity result says `capacity`", c.kind),
-            });
+            }
+            .into());
         }
         // Loads and rates no search can have (a hand edit): refused, as run.json's are.
         let load = |v: f64| v.is_finite() && (0.0..=1e12).contains(&v);
@@ -548,12 +549,13 @@ impl Capacity {
                 .then(|| "last_pass ≥ first_fail".to_string())
         });
         if let Some(what) = bad {
-            return Err(ReportError::Input {
+            return Err(Repr::Input {
                 path: p,
                 message: format!(
                     "{what}: not a load a search can have (loads and rates are finite, 0 or more, and the last pass is below the first failure); run the search again rather than edit its result"
                 ),
-            });
+            }
+            .into());
         }
         Ok(c)
     }
@@ -723,7 +725,7 @@ impl Capacity {
     pub fn write(&self, dir: &Path) -> Result<()> {
         let put = |name: &str, text: String| {
             let p = dir.join(name);
-            std::fs::write(&p, text).map_err(|e| ReportError::io(&p, e))
+            std::fs::write(&p, text).map_err(|e| Repr::io(&p, e).into())
         };
         put(CAPACITY_JSON, self.to_json())?;
         let files = self.draw(&dir.join("charts"))?;

@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use volley_formats::Source;
 
 use crate::chartset::{self, Bars, Chart, Style, Unit, XAxis};
-use crate::error::{ReportError, Result};
+use crate::error::{Repr, Result};
 use crate::escape::terminal_safe;
 use crate::model::ReportOptions;
 
@@ -52,7 +52,7 @@ pub(crate) fn register_font() {
 /// A run's charts into `dir` (.svg and .png each): tps, ttfb, errors, and where the source
 /// has them steps, server and percentiles.
 pub fn run_charts(src: &Source, opts: ReportOptions, dir: &Path) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| Repr::io(dir, e))?;
     let mut files = Vec::new();
     for chart in chartset::run_set(src, opts).iter().filter(|c| c.image) {
         files.extend(save(dir, chart)?);
@@ -68,7 +68,7 @@ pub fn compare_charts(
     opts: ReportOptions,
     dir: &Path,
 ) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| Repr::io(dir, e))?;
     let mut files = Vec::new();
     for bars in chartset::compare_bars(sources, labels, opts) {
         files.extend(save(dir, &bars)?);
@@ -110,14 +110,14 @@ pub fn png_links(files: &[PathBuf]) -> Vec<(String, String)> {
 
 /// One chart into `dir` as `<name>.svg` and `<name>.png`.
 pub fn save_chart(dir: &Path, chart: &Chart) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| Repr::io(dir, e))?;
     save(dir, chart)
 }
 
 /// One chart as `<stem>.svg` and `<stem>.png` (the directory made when missing).
 pub fn save_chart_as(stem: &Path, chart: &Chart) -> Result<Vec<PathBuf>> {
     if let Some(parent) = stem.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| ReportError::io(parent, e))?;
+        std::fs::create_dir_all(parent).map_err(|e| Repr::io(parent, e))?;
     }
     save_as(stem, chart)
 }
@@ -134,7 +134,7 @@ fn save_as(stem: &Path, fig: &impl Figure) -> Result<Vec<PathBuf>> {
         PathBuf::from(p)
     };
     let (svg, png) = (with("svg"), with("png"));
-    let failed = |path: &Path, message: String| ReportError::Draw {
+    let failed = |path: &Path, message: String| Repr::Draw {
         path: path.to_path_buf(),
         message,
     };

@@ -1,10 +1,37 @@
-//! The report crate's one error type.
+//! The report crate's one error type, shaped as hyper's: an [`Error`] whose [`Kind`] the
+//! caller asks about (`kind()`, `is_warmup()`), and a message that says what is wrong in the
+//! report's terms; the binary adds which flag to change.
 
 use std::path::PathBuf;
 
-/// A report or chart could not be written.
+/// A report, chart or gate could not be made or written.
 #[derive(Debug, thiserror::Error)]
-pub enum ReportError {
+#[error(transparent)]
+pub struct Error(#[from] Repr);
+
+/// Result of a report operation.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// What went wrong, for callers that branch on it.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A file volley wrote (capacity.json) does not read as one.
+    Input,
+    /// A file or directory could not be created or written.
+    Io,
+    /// A chart could not be drawn into its file.
+    Draw,
+    /// A metric name that no comparison has.
+    UnknownMetric,
+    /// A gated metric that an input cannot give.
+    GateUnavailable,
+    /// A warm-up that leaves nothing of a run to report.
+    Warmup,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Repr {
     /// A file volley wrote (capacity.json) does not read as one.
     #[error("{path}: {message}")]
     Input {
@@ -47,27 +74,64 @@ pub enum ReportError {
         /// Which inputs lack it.
         why: String,
     },
+    /// A warm-up that cannot apply to a source.
+    #[error("{path}: {why}")]
+    Warmup {
+        /// The run or file.
+        path: PathBuf,
+        /// What is wrong and what to write instead.
+        why: String,
+    },
 }
 
-/// A warm-up that cannot apply to a source.
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {why}")]
-pub struct WarmupError {
-    /// The run or file.
-    pub path: PathBuf,
-    /// What is wrong and what to write instead.
-    pub why: String,
-}
-
-impl ReportError {
+impl Repr {
     /// An I/O error on `path`.
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        ReportError::Io {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Repr::Io {
             path: path.into(),
             error: source,
         }
     }
 }
 
-/// Result of a report operation.
-pub type Result<T> = std::result::Result<T, ReportError>;
+impl Error {
+    /// What went wrong.
+    pub fn kind(&self) -> Kind {
+        match &self.0 {
+            Repr::Input { .. } => Kind::Input,
+            Repr::Io { .. } => Kind::Io,
+            Repr::Draw { .. } => Kind::Draw,
+            Repr::UnknownMetric { .. } => Kind::UnknownMetric,
+            Repr::GateUnavailable { .. } => Kind::GateUnavailable,
+            Repr::Warmup { .. } => Kind::Warmup,
+        }
+    }
+
+    /// A file could not be created or written.
+    pub fn is_io(&self) -> bool {
+        self.kind() == Kind::Io
+    }
+
+    /// A metric name that no comparison has.
+    pub fn is_unknown_metric(&self) -> bool {
+        self.kind() == Kind::UnknownMetric
+    }
+
+    /// A warm-up that leaves nothing of a run to report.
+    pub fn is_warmup(&self) -> bool {
+        self.kind() == Kind::Warmup
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Kind;
+
+    #[test]
+    fn a_metric_no_comparison_has_is_an_unknown_metric() {
+        let e = crate::gate::metric_name("ttfb_p99").unwrap_err();
+        assert_eq!(e.kind(), Kind::UnknownMetric, "{e}");
+        assert!(e.is_unknown_metric() && !e.is_warmup() && !e.is_io());
+        assert!(e.to_string().contains("did you mean `ttfb_p99_ms`?"), "{e}");
+    }
+}

@@ -11,7 +11,7 @@ use volley_stats::compare::{CompareRow, Verdict};
 
 use crate::compare::{Comparison, DEFAULT_METRICS, Step, noise, value};
 use crate::doc::{Block, Cell, Doc, Section};
-use crate::error::{ReportError, Result};
+use crate::error::{Repr, Result};
 use crate::model::ReportOptions;
 
 /// Fewest degrees of freedom (runs − 2) of a between-run row a gate judges: 3 vs 2 runs.
@@ -45,7 +45,7 @@ pub fn metric_name(name: &str) -> Result<&'static str> {
     let name = name.trim();
     match valid.iter().find(|k| k.eq_ignore_ascii_case(name)) {
         Some(k) => Ok(k),
-        None => Err(ReportError::UnknownMetric {
+        None => Err(Repr::UnknownMetric {
             name: name.to_string(),
             // Names are often written without their unit (`ttfb_p99`, `error_rate`).
             suggestion: ["_ms", "_pct"]
@@ -64,7 +64,8 @@ pub fn metric_name(name: &str) -> Result<&'static str> {
                 })
                 .or_else(|| volley_scenario::suggest::suggest(name, &valid)),
             valid,
-        }),
+        }
+        .into()),
     }
 }
 
@@ -83,11 +84,12 @@ impl GateSpec {
                     }
                 }
                 if out.is_empty() {
-                    return Err(ReportError::UnknownMetric {
+                    return Err(Repr::UnknownMetric {
                         name: list.to_string(),
                         suggestion: None,
                         valid: metric_names(),
-                    });
+                    }
+                    .into());
                 }
                 out
             }
@@ -204,10 +206,11 @@ impl GateResult {
                         step.before, step.after
                     );
                     if spec.explicit {
-                        return Err(ReportError::GateUnavailable {
+                        return Err(Repr::GateUnavailable {
                             metric: key.to_string(),
                             why,
-                        });
+                        }
+                        .into());
                     }
                     checks.push(GateCheck {
                         key,

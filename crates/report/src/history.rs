@@ -14,7 +14,7 @@ use volley_formats::{RecordedPlan, RunData, Source};
 use volley_scenario::Model;
 
 use crate::doc::Align;
-use crate::error::{ReportError, Result};
+use crate::error::{Repr, Result};
 use crate::model::{ReportOptions, RunReport};
 
 /// How deep `scan` looks for runs below the directory it is given (`runs/demo/<run>` is 2).
@@ -420,10 +420,11 @@ pub fn scan(dir: &Path) -> Result<Vec<Entry>> {
         } else {
             "no such directory (volley run writes its runs under runs/, or where -o says)"
         };
-        return Err(ReportError::io(
+        return Err(Repr::io(
             dir,
             std::io::Error::new(std::io::ErrorKind::NotFound, what),
-        ));
+        )
+        .into());
     }
     let mut out = Vec::new();
     collect(dir, 0, &mut out);

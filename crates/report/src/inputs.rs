@@ -45,12 +45,13 @@ pub fn warmup_seconds(src: &Source, warmup: Option<Warmup>) -> f64 {
 pub fn check_warmup(
     src: &Source,
     warmup: Option<Warmup>,
-) -> std::result::Result<(), crate::error::WarmupError> {
+) -> crate::error::Result<()> {
     let fail = |why: String| {
-        Err(crate::error::WarmupError {
+        Err(crate::error::Repr::Warmup {
             path: src.path.clone(),
             why,
-        })
+        }
+        .into())
     };
     match warmup {
         Some(Warmup::Stages(n)) => {
@@ -61,12 +62,12 @@ pub fn check_warmup(
                 .unwrap_or_default();
             if stages.is_empty() {
                 return fail(format!(
-                    "--warmup stage:{n} needs a volley run's stages and this has none; give the warm-up in seconds, e.g. --warmup 60s"
+                    "the warm-up stage:{n} needs a volley run's stages and this has none; give the warm-up in seconds, e.g. 60s"
                 ));
             }
             if n >= stages.len() {
                 return fail(format!(
-                    "--warmup stage:{n} leaves nothing to report: the run has {} stage{}; give at most stage:{}",
+                    "the warm-up stage:{n} leaves nothing to report: the run has {} stage{}; give at most stage:{}",
                     stages.len(),
                     if stages.len() == 1 { "" } else { "s" },
                     stages.len() - 1
@@ -88,7 +89,7 @@ pub fn check_warmup(
                 .fold(f64::NEG_INFINITY, f64::max);
             if measured > 0.0 && (s >= measured || s > last_start) {
                 return fail(format!(
-                    "--warmup {s}s leaves nothing of the {measured:.0} s measured; give a shorter warm-up"
+                    "a warm-up of {s}s leaves nothing of the {measured:.0} s measured; give a shorter warm-up"
                 ));
             }
         }

@@ -15,7 +15,7 @@ mod render;
 mod testrun;
 
 pub use doc::Detail;
-pub use error::{ReportError, Result, WarmupError};
+pub use error::{Error, Kind, Result};
 pub use escape::{md_text, terminal_safe};
 pub use model::{
     ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, ThresholdResult, Warmup,
