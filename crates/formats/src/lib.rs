@@ -19,7 +19,7 @@ pub use volley_rundir::{
 pub use volley_text::error;
 use volley_text::{civil, num};
 
-pub use error::{FormatError, Result};
+pub use error::{Error, Kind, Result};
 pub use group::{GroupMeta, GroupRun, GroupWriter};
 pub use hlog::{HistKey, HistMetric};
 pub use note::{Figure, InputNote};

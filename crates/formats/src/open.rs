@@ -5,7 +5,7 @@
 use std::io::BufRead;
 use std::path::Path;
 
-use crate::error::{FormatError, Result};
+use crate::error::{Error, Result};
 use crate::import;
 use crate::note::{Figure, InputNote, Place};
 use crate::rundir::RunData;
@@ -32,28 +32,22 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
         .symlink_metadata()
         .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
     {
-        return Err(FormatError::Unrecognised {
-            path: path.to_path_buf(),
-            message: "no such file or directory; give a run directory (`volley runs` lists those under runs/) or a result file: volley reads nGrinder, k6, JMeter, Locust and Gatling results".to_string(),
-        });
+        return Err(Error::unrecognised(path.to_path_buf(), "no such file or directory; give a run directory (`volley runs` lists those under runs/) or a result file: volley reads nGrinder, k6, JMeter, Locust and Gatling results".to_string()));
     }
     if path.is_dir() || format == Some(Format::Volley) {
         if !RunData::is_run_dir(path) {
-            return Err(FormatError::Unrecognised {
-                path: path.to_path_buf(),
-                message: format!(
+            return Err(Error::unrecognised(
+                path.to_path_buf(),
+                format!(
                     "not a volley run directory (no run.json and series.csv); volley reads {READABLE}"
                 ),
-            });
+            ));
         }
         return Ok(Source::from_run(RunData::read(path)?));
     }
-    let file = std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?;
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
-    let head = reader
-        .fill_buf()
-        .map_err(|e| FormatError::io(path, e))?
-        .to_vec();
+    let head = reader.fill_buf().map_err(|e| Error::io(path, e))?.to_vec();
     let head_text = String::from_utf8_lossy(&head);
     let first_line = head_text
         .trim_start_matches('\u{feff}')
@@ -64,21 +58,16 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
         .to_string();
     // JMeter's XML results: read as neither format (nor as a CSV JTL when forced), so named.
     if matches!(format, None | Some(Format::Jtl)) && is_xml_jtl(&head_text) {
-        return Err(FormatError::Unrecognised {
-            path: path.to_path_buf(),
-            message: "a JMeter result file in XML (<testResults>); volley reads JTL files in CSV, JMeter's default: run the test again with `-Jjmeter.save.saveservice.output_format=csv` (or that line in user.properties), or save this file as CSV in JMeter's GUI (a listener's Configure, or the Simple Data Writer)".to_string(),
-        });
+        return Err(Error::unrecognised(path.to_path_buf(), "a JMeter result file in XML (<testResults>); volley reads JTL files in CSV, JMeter's default: run the test again with `-Jjmeter.save.saveservice.output_format=csv` (or that line in user.properties), or save this file as CSV in JMeter's GUI (a listener's Configure, or the Simple Data Writer)".to_string()));
     }
     let format = match format.or_else(|| detect(&head_text, &first_line)) {
         Some(f) => f,
         None if import::gatling::sniff_binary(&head) => Format::GatlingBinary,
         None => {
-            return Err(FormatError::Unrecognised {
-                path: path.to_path_buf(),
-                message: format!(
-                    "not a format volley reads; it reads {READABLE} (force one with --from)"
-                ),
-            });
+            return Err(Error::unrecognised(
+                path.to_path_buf(),
+                format!("not a format volley reads; it reads {READABLE} (force one with --from)"),
+            ));
         }
     };
     // A text file whose last line has no line end was cut off while it was being written:
@@ -86,21 +75,13 @@ pub fn open_as(path: &Path, format: Option<Format>) -> Result<Source> {
     let line_based = !matches!(format, Format::K6Summary | Format::GatlingBinary);
     let cut = if line_based { cut_offset(path)? } else { None };
     // What the reader missed may be in the line left out.
-    let explained = |e| match e {
-        FormatError::Malformed {
-            path,
-            line,
-            column,
-            message,
-        } if cut.is_some() => FormatError::Malformed {
-            path,
-            line,
-            column,
-            message: format!(
-                "{message} (the file's last line has no line end: it was cut off while it was being written and is left out)"
-            ),
-        },
-        e => e,
+    let explained = |e: Error| {
+        match cut {
+        Some(_) => e.noted(
+            "(the file's last line has no line end: it was cut off while it was being written and is left out)",
+        ),
+        None => e,
+    }
     };
     // A large file is read in parts on every core; one pass when it cannot be.
     if let Some(limit) = parallel(path, format, cut)? {
@@ -158,7 +139,7 @@ fn read_as(
         let mut s = String::new();
         reader
             .read_to_string(&mut s)
-            .map_err(|e| FormatError::io(path, e))?;
+            .map_err(|e| Error::io(path, e))?;
         Ok(s)
     };
     Ok(match format {
@@ -171,7 +152,7 @@ fn read_as(
             let mut bytes = Vec::new();
             reader
                 .read_to_end(&mut bytes)
-                .map_err(|e| FormatError::io(path, e))?;
+                .map_err(|e| Error::io(path, e))?;
             import::gatling::read_binary(path, &bytes)?
         }
         Format::K6Csv => import::k6::read_csv(path, reader)?,
@@ -213,7 +194,7 @@ fn parallel(path: &Path, format: Format, cut: Option<u64>) -> Result<Option<u64>
         return Ok(None);
     }
     let len = std::fs::metadata(path)
-        .map_err(|e| FormatError::io(path, e))?
+        .map_err(|e| Error::io(path, e))?
         .len();
     let limit = cut.unwrap_or(len);
     Ok((limit >= PARALLEL_FROM).then_some(limit))
@@ -240,7 +221,7 @@ impl<R: std::io::Read> std::io::Read for CountNewlines<'_, R> {
 fn cut_offset(path: &Path) -> Result<Option<u64>> {
     use std::io::{Read, Seek, SeekFrom};
     const CHUNK: u64 = 1 << 16;
-    let io = |e| FormatError::io(path, e);
+    let io = |e| Error::io(path, e);
     let mut f = std::fs::File::open(path).map_err(io)?;
     let len = f.metadata().map_err(io)?.len();
     let (mut end, mut blank) = (len, true);

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{FormatError, Result};
+use crate::error::{Error, Result};
 use crate::group::{GroupMeta, is_group_dir, read_group};
 use crate::rundir::RunStatus;
 use crate::source::{Format, Source};
@@ -60,13 +60,13 @@ pub fn open_run_or_group(path: &Path, format: Option<Format>) -> Result<RunSet> 
     for r in &meta.runs {
         let dir = path.join(&r.dir);
         if !dir.is_dir() {
-            return Err(FormatError::Unrecognised {
-                path: path.to_path_buf(),
-                message: format!(
+            return Err(Error::unrecognised(
+                path.to_path_buf(),
+                format!(
                     "group.json lists run `{}`, which is not in the group directory; put it back or remove its entry",
                     r.dir
                 ),
-            });
+            ));
         }
         let src = crate::open::open_as(&dir, Some(Format::Volley))?;
         // run.json is written last by the run itself: it knows better than a group file
@@ -83,13 +83,13 @@ pub fn open_run_or_group(path: &Path, format: Option<Format>) -> Result<RunSet> 
         }
     }
     if runs.is_empty() {
-        return Err(FormatError::Unrecognised {
-            path: path.to_path_buf(),
-            message: format!(
+        return Err(Error::unrecognised(
+            path.to_path_buf(),
+            format!(
                 "this group has no completed run ({} listed); run the group again",
                 meta.runs.len()
             ),
-        });
+        ));
     }
     Ok(RunSet {
         path: path.to_path_buf(),

@@ -4,8 +4,6 @@
 
 use std::path::PathBuf;
 
-use volley_rundir::FormatError;
-
 /// Why segments could not be merged. Every message says what to do instead.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
@@ -59,8 +57,8 @@ impl Error {
     }
 }
 
-impl From<FormatError> for Error {
-    fn from(e: FormatError) -> Error {
+impl From<volley_rundir::Error> for Error {
+    fn from(e: volley_rundir::Error) -> Error {
         Error(Repr::Read(e))
     }
 }
@@ -69,7 +67,7 @@ impl From<FormatError> for Error {
 pub(crate) enum Repr {
     /// An input could not be read.
     #[error(transparent)]
-    Read(FormatError),
+    Read(volley_rundir::Error),
     /// No run directory was found under the inputs.
     #[error(
         "no run directory under {0}: give the segments' run directories (each holds run.json and series.csv), or a directory that holds them"

@@ -42,7 +42,7 @@ fn walk(dir: &Path, out: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Resul
     if depth >= MAX_DEPTH || !dir.is_dir() {
         return Ok(());
     }
-    let read = std::fs::read_dir(dir).map_err(|e| volley_rundir::FormatError::io(dir, e))?;
+    let read = std::fs::read_dir(dir).map_err(|e| volley_rundir::Error::io(dir, e))?;
     let mut children: Vec<PathBuf> = read
         .filter_map(|e| e.ok())
         .map(|e| e.path())
@@ -88,7 +88,7 @@ impl SegmentSet {
                 .clone()
                 .ok_or_else(|| Repr::NotASegment(dir.clone()))?;
             let started_at: jiff::Timestamp = data.meta.started_at.parse().map_err(|e| {
-                volley_rundir::FormatError::malformed(
+                volley_rundir::Error::malformed(
                     dir.join("run.json"),
                     1,
                     None,
@@ -96,7 +96,7 @@ impl SegmentSet {
                 )
             })?;
             if note.segment.count == 0 || note.segment.index >= note.segment.count {
-                return Err(volley_rundir::FormatError::malformed(
+                return Err(volley_rundir::Error::malformed(
                     dir.join("run.json"),
                     1,
                     None,

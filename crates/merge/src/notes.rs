@@ -4,7 +4,6 @@
 use std::io::Write;
 use std::path::Path;
 
-use volley_rundir::FormatError;
 use volley_rundir::numfmt::ngrinder_number;
 use volley_rundir::rundir::{ErrorNote, NotedMessage};
 use volley_rundir::segment::SegmentOrigin;
@@ -83,7 +82,7 @@ pub(crate) fn origins(set: &SegmentSet) -> Vec<SegmentOrigin> {
 /// elapsed at the end of each interval of the merged run.
 pub(crate) fn write_generators(set: &SegmentSet, out: &Path, interval_s: f64) -> Result<(), Error> {
     let path = out.join(GENERATORS_CSV);
-    let io = |e| Error::from(FormatError::io(&path, e));
+    let io = |e| Error::from(volley_rundir::Error::io(&path, e));
     let mut w = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io)?);
     writeln!(
         w,

@@ -15,8 +15,8 @@ use std::fs::File;
 use std::io::BufReader;
 use std::iter::Peekable;
 
+use volley_rundir::RunWriter;
 use volley_rundir::hlog::{self, HistKey, LoggedHistogram};
-use volley_rundir::{FormatError, RunWriter};
 use volley_stats::{Counts, Interval, IntervalSample, Latencies, new_histogram};
 
 use crate::Error;
@@ -49,7 +49,7 @@ impl<'a> Prepared<'a> {
                     .peekable(),
             ),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(FormatError::io(path, e).into()),
+            Err(e) => return Err(volley_rundir::Error::io(path, e).into()),
         };
         Ok(Prepared {
             input,
@@ -148,10 +148,10 @@ fn extra_columns(input: &Input, rows: usize) -> Result<Vec<(u64, f64)>, Error> {
         let mut reader = csv::ReaderBuilder::new()
             .flexible(true)
             .from_path(&path)
-            .map_err(|e| FormatError::malformed(&path, 1, None, e.to_string()))?;
+            .map_err(|e| volley_rundir::Error::malformed(&path, 1, None, e.to_string()))?;
         let header = reader
             .headers()
-            .map_err(|e| FormatError::malformed(&path, 1, None, e.to_string()))?
+            .map_err(|e| volley_rundir::Error::malformed(&path, 1, None, e.to_string()))?
             .clone();
         let col = |name: &str| header.iter().position(|h| h == name);
         let (rc, tc) = (col(RECONNECTS), col(TLS_MS));

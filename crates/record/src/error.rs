@@ -1,8 +1,6 @@
 //! The crate's one error type, shaped as hyper's: an [`Error`] whose [`Kind`] the caller asks
 //! about (`is_engine()`), its message the engine's or the run directory's own.
 
-use volley_rundir::FormatError;
-
 /// Why a run could not be recorded.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
@@ -29,7 +27,7 @@ pub(crate) enum Repr {
     #[error(transparent)]
     Engine(volley_engine::Error),
     #[error(transparent)]
-    Write(FormatError),
+    Write(volley_rundir::Error),
     #[error("cannot start {what}: {error}")]
     Start {
         what: &'static str,
@@ -78,8 +76,8 @@ impl From<volley_engine::Error> for Error {
     }
 }
 
-impl From<FormatError> for Error {
-    fn from(e: FormatError) -> Error {
+impl From<volley_rundir::Error> for Error {
+    fn from(e: volley_rundir::Error) -> Error {
         Error(Repr::Write(e))
     }
 }

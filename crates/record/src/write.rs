@@ -6,7 +6,7 @@ use std::time::Duration;
 use volley_engine::StopReason;
 use volley_engine::scrape::{NoteKind, ScrapeNote};
 use volley_rundir::rundir::{ErrorNote, SERVER_CSV, SeriesNote};
-use volley_rundir::{FormatError, RunStatus, RunWriter};
+use volley_rundir::{RunStatus, RunWriter};
 use volley_stats::{ErrorMessage, Interval, IntervalSample};
 
 use crate::Observer;
@@ -20,7 +20,7 @@ pub(crate) fn write_interval(
     row: &Interval,
     steps: &[IntervalSample],
     messages: &[ErrorMessage],
-) -> Result<(), FormatError> {
+) -> Result<(), volley_rundir::Error> {
     writer.write_interval(sample, row, steps)?;
     ErrorNote::add(
         &mut writer.meta_mut().errors,
@@ -141,7 +141,7 @@ pub(crate) fn record_scrapes(
     scraper: &volley_engine::scrape::Scraper,
     interval: Duration,
     observer: &mut dyn Observer,
-) -> Result<(), FormatError> {
+) -> Result<(), volley_rundir::Error> {
     let mut any = false;
     let path = writer.dir().join(SERVER_CSV);
     while let Ok(mut s) = scraper.samples.try_recv() {

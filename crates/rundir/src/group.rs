@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{FormatError, Result};
+use crate::error::{Error, Result};
 use crate::recorded::RecordedPlan;
 use crate::rundir::RunStatus;
 
@@ -113,7 +113,7 @@ impl GroupWriter {
             }
             dir = root.join(format!("{base}-{n}"));
         }
-        std::fs::create_dir_all(&dir).map_err(|e| FormatError::io(&dir, e))?;
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let meta = GroupMeta {
             schema: 1,
             kind: "group".to_string(),
@@ -181,9 +181,9 @@ impl GroupWriter {
     fn write(&self) -> Result<()> {
         let tmp = self.dir.join(".group.json.tmp");
         let json = serde_json::to_vec_pretty(&self.meta).expect("group metadata serializes");
-        std::fs::write(&tmp, json).map_err(|e| FormatError::io(&tmp, e))?;
+        std::fs::write(&tmp, json).map_err(|e| Error::io(&tmp, e))?;
         std::fs::rename(&tmp, self.dir.join(GROUP_JSON))
-            .map_err(|e| FormatError::io(self.dir.join(GROUP_JSON), e))
+            .map_err(|e| Error::io(self.dir.join(GROUP_JSON), e))
     }
 }
 
@@ -195,12 +195,12 @@ pub fn is_group_dir(path: &Path) -> bool {
 /// Reads `dir/group.json`.
 pub fn read_group(dir: &Path) -> Result<GroupMeta> {
     let p = dir.join(GROUP_JSON);
-    let text = std::fs::read_to_string(&p).map_err(|e| FormatError::io(&p, e))?;
+    let text = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
     let mut meta: GroupMeta = serde_json::from_str(&text).map_err(|e| {
-        FormatError::malformed(&p, e.line() as u64, Some(e.column() as u64), e.to_string())
+        Error::malformed(&p, e.line() as u64, Some(e.column() as u64), e.to_string())
     })?;
     if meta.kind != "group" {
-        return Err(FormatError::malformed(
+        return Err(Error::malformed(
             &p,
             1,
             None,
@@ -213,7 +213,7 @@ pub fn read_group(dir: &Path) -> Result<GroupMeta> {
         .iter()
         .find(|r| !seen.insert(r.dir.trim_end_matches('/')))
     {
-        return Err(FormatError::malformed(
+        return Err(Error::malformed(
             &p,
             1,
             None,
@@ -232,7 +232,7 @@ pub fn read_group(dir: &Path) -> Result<GroupMeta> {
             .lines()
             .position(|l| l.contains(&format!("{:?}", bad.dir)))
             .map_or(1, |i| i as u64 + 1);
-        return Err(FormatError::malformed(
+        return Err(Error::malformed(
             &p,
             line,
             None,

@@ -18,7 +18,7 @@ use hdrhistogram::Histogram;
 use volley_stats::CompactHistogram;
 use volley_stats::latency::new_histogram;
 
-use crate::error::{FormatError, Result};
+use crate::error::{Error, Result};
 use crate::hlog::{self, HistKey, LoggedHistogram};
 
 /// A run's per-interval histograms, however they are kept. Cloning is cheap (shared).
@@ -167,7 +167,7 @@ impl LogFile {
     /// cut short, which the caller notes). Memory does not grow with the log's length beyond
     /// the index (12 bytes per histogram).
     pub fn open(path: &Path, file: File, len: u64, warmup_s: f64) -> Result<(LogFile, HistCounts)> {
-        let io = |e: std::io::Error| FormatError::io(path, e);
+        let io = |e: std::io::Error| Error::io(path, e);
         let mut input = BufReader::with_capacity(1 << 16, (&file).take(len));
         let mut de = hdrhistogram::serialization::Deserializer::new();
         let (mut line, mut ready) = (Vec::new(), std::collections::VecDeque::new());
@@ -218,7 +218,7 @@ impl LogFile {
         let mut ready = std::collections::VecDeque::new();
         let mut line = Vec::new();
         let changed = |what: String| {
-            FormatError::io(
+            Error::io(
                 &self.path,
                 std::io::Error::other(format!(
                     "changed since the run was opened ({what}); open the run again"
@@ -239,7 +239,7 @@ impl LogFile {
                 loop {
                     line.clear();
                     let n = read_line_bounded(&mut input, &mut line)
-                        .map_err(|e| FormatError::io(&self.path, e))?;
+                        .map_err(|e| Error::io(&self.path, e))?;
                     if n == 0 {
                         return Ok(());
                     }
@@ -297,7 +297,7 @@ impl HistCounts {
 /// was cut short (a crash mid-write: volley ends every line it writes; whitespace after the
 /// last newline is no cut line).
 pub fn complete_len(path: &Path, file: &File) -> Result<(u64, bool)> {
-    let io = |e: std::io::Error| FormatError::io(path, e);
+    let io = |e: std::io::Error| Error::io(path, e);
     let size = file.metadata().map_err(io)?.len();
     let mut end = size;
     let mut chunk = vec![0u8; 1 << 16];

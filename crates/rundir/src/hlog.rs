@@ -14,7 +14,7 @@ use hdrhistogram::serialization::interval_log::{
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use volley_stats::CompactHistogram;
 
-use crate::error::{FormatError, Result};
+use crate::error::{Error, Result};
 
 /// What a logged histogram measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -231,7 +231,7 @@ impl<R: std::io::BufRead> Iterator for Reader<R> {
             match self.input.read_until(b'\n', &mut self.line) {
                 Ok(0) => return None,
                 Ok(_) => {}
-                Err(e) => return Some(Err(FormatError::io(&self.path, e))),
+                Err(e) => return Some(Err(Error::io(&self.path, e))),
             }
             self.line_no += 1;
             if self.line.last() != Some(&b'\n') {
@@ -268,7 +268,7 @@ pub(crate) fn read_line(
         if line_buf.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
-        let bad = |what: String| FormatError::malformed(path, line_no, None, what);
+        let bad = |what: String| Error::malformed(path, line_no, None, what);
         for entry in IntervalLogIterator::new(line_buf) {
             let entry =
                 entry.map_err(|_| bad("not an HdrHistogram interval-log line".to_string()))?;

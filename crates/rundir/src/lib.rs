@@ -23,4 +23,4 @@ pub use note::{Figure, InputNote};
 pub use recorded::RecordedPlan;
 pub use rundir::{RunData, RunMeta, RunStatus, RunWriter};
 pub use volley_text::error;
-pub use volley_text::{FormatError, Result};
+pub use volley_text::{Error, Kind, Result};

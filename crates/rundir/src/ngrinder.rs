@@ -10,7 +10,7 @@ use std::path::Path;
 
 use volley_stats::{Interval, Series};
 
-use crate::error::{FormatError, Result};
+use crate::error::{Error, Result};
 use crate::note::{InputNote, Locator, NoteBook, Unit};
 use crate::numfmt::ngrinder_number;
 use volley_text::civil::Dates;
@@ -103,7 +103,7 @@ pub fn parse(path: &Path, text: &str) -> Result<NgrinderFile> {
 pub fn read(path: &Path) -> Result<NgrinderFile> {
     read_from(
         path,
-        std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?,
+        std::fs::File::open(path).map_err(|e| Error::io(path, e))?,
     )
 }
 
@@ -114,12 +114,12 @@ pub fn read_from(path: &Path, reader: impl Read) -> Result<NgrinderFile> {
     let mut first = Vec::new();
     reader
         .read_until(b'\n', &mut first)
-        .map_err(|e| FormatError::io(path, e))?;
+        .map_err(|e| Error::io(path, e))?;
     if first.starts_with("\u{feff}".as_bytes()) {
         first.drain(..3);
     }
     let sep = separator_of(&String::from_utf8_lossy(&first)).ok_or_else(|| {
-        FormatError::malformed(
+        Error::malformed(
             path,
             1,
             Some(1),
@@ -143,7 +143,7 @@ pub fn read_from(path: &Path, reader: impl Read) -> Result<NgrinderFile> {
             }
         },
     )?;
-    let (rows, table) = read.ok_or_else(|| FormatError::malformed(path, 1, None, "empty file"))?;
+    let (rows, table) = read.ok_or_else(|| Error::malformed(path, 1, None, "empty file"))?;
     Ok(rows.finish(table))
 }
 
@@ -396,7 +396,7 @@ impl<'a> Rows<'a> {
         t.row += 1;
         let row = t.row;
         if f.len() < header.len() {
-            return Err(FormatError::malformed(
+            return Err(Error::malformed(
                 path,
                 line,
                 Some(f.len() as u64 + 1),
@@ -409,7 +409,7 @@ impl<'a> Rows<'a> {
             ));
         }
         if f.len() > header.len() {
-            return Err(FormatError::malformed(
+            return Err(Error::malformed(
                 path,
                 line,
                 Some(header.len() as u64 + 1),
@@ -569,7 +569,7 @@ impl Block {
         };
         let need = |name: &str| {
             find(name).ok_or_else(|| {
-                FormatError::malformed(
+                Error::malformed(
                     path,
                     1,
                     None,
@@ -832,7 +832,7 @@ fn num(path: &Path, line: u64, raw: &str, col: usize) -> Result<f64> {
         volley_text::num::f64(raw)
     };
     parsed.map_err(|_| {
-        FormatError::malformed(
+        Error::malformed(
             path,
             line,
             Some(col as u64 + 1),

@@ -22,7 +22,7 @@ use volley_stats::{ErrorKind, Interval, IntervalSample, Latencies, Series};
 
 use volley_scenario::StepInfo;
 
-use crate::error::{FormatError, Result};
+use crate::error::{Error, Result};
 use crate::histograms::Histograms;
 use crate::hlog::{self, HistKey, HistMetric};
 use crate::ngrinder::{self, DROPPED, ELAPSED, HEADER, PERIOD};
@@ -428,7 +428,7 @@ impl RunWriter {
         );
         // The directory is claimed by creating it, which fails when another process (a segment
         // started at the same instant by --start-at) made it first: then the next suffix.
-        fs::create_dir_all(root).map_err(|e| FormatError::io(root, e))?;
+        fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
         for n in 1..=10_000 {
             let dir = match n {
                 1 => root.join(&base),
@@ -437,32 +437,30 @@ impl RunWriter {
             match fs::create_dir(&dir) {
                 Ok(()) => return Self::create_at(&dir, meta, started),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(FormatError::io(&dir, e)),
+                Err(e) => return Err(Error::io(&dir, e)),
             }
         }
-        Err(FormatError::Unrecognised {
-            path: root.join(&base),
-            message:
-                "10,000 run directories of this name and second exist already; give another -o"
-                    .into(),
-        })
+        Err(Error::unrecognised(
+            root.join(&base),
+            "10,000 run directories of this name and second exist already; give another -o",
+        ))
     }
 
     /// Writes a run directory at exactly `dir` (created; it must not hold a run already).
     pub fn create_at(dir: &Path, meta: RunMeta, started: SystemTime) -> Result<RunWriter> {
         let dir = dir.to_path_buf();
         if dir.join(RUN_JSON).exists() {
-            return Err(FormatError::Unrecognised {
-                path: dir,
-                message: "already holds a run directory; give a new directory".into(),
-            });
+            return Err(Error::unrecognised(
+                dir,
+                "already holds a run directory; give a new directory",
+            ));
         }
-        fs::create_dir_all(&dir).map_err(|e| FormatError::io(&dir, e))?;
+        fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let open = |name: &str| {
             let p = dir.join(name);
             File::create(&p)
                 .map(BufWriter::new)
-                .map_err(|e| FormatError::io(p, e))
+                .map_err(|e| Error::io(p, e))
         };
         let mut series = open(SERIES_CSV)?;
         let mut header: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
@@ -471,10 +469,10 @@ impl RunWriter {
         }
         header.extend(extra_header());
         let header = header.join(",");
-        writeln!(series, "{header}").map_err(|e| FormatError::io(dir.join(SERIES_CSV), e))?;
+        writeln!(series, "{header}").map_err(|e| Error::io(dir.join(SERIES_CSV), e))?;
         let mut hlog_out = open(LATENCY_HLOG)?;
         hlog::write_header(&mut hlog_out, started)
-            .map_err(|e| FormatError::io(dir.join(LATENCY_HLOG), e))?;
+            .map_err(|e| Error::io(dir.join(LATENCY_HLOG), e))?;
         let mut w = RunWriter {
             dir,
             meta,
@@ -552,21 +550,21 @@ impl RunWriter {
             if self.drain.is_none() {
                 let mut f = File::create(&path)
                     .map(BufWriter::new)
-                    .map_err(|e| FormatError::io(&path, e))?;
-                writeln!(f, "{}", self.header).map_err(|e| FormatError::io(&path, e))?;
+                    .map_err(|e| Error::io(&path, e))?;
+                writeln!(f, "{}", self.header).map_err(|e| Error::io(&path, e))?;
                 self.drain = Some(f);
             }
             let out = self.drain.as_mut().expect("just created");
-            writeln!(out, "{line}").map_err(|e| FormatError::io(&path, e))?;
+            writeln!(out, "{line}").map_err(|e| Error::io(&path, e))?;
         } else {
             let path = self.dir.join(SERIES_CSV);
-            writeln!(self.series, "{line}").map_err(|e| FormatError::io(&path, e))?;
+            writeln!(self.series, "{line}").map_err(|e| Error::io(&path, e))?;
         }
         let (start, len) = (secs(row.start_s), secs(row.period_s));
         let hpath = self.dir.join(LATENCY_HLOG);
         let mut write = |h: &Histogram<u64>, key: HistKey| {
             hlog::write_interval(&mut self.hlog, h, start, len, key)
-                .map_err(|e| FormatError::io(&hpath, e))
+                .map_err(|e| Error::io(&hpath, e))
         };
         write(&sample.ttfb.histogram(), HistKey::TTFB)?;
         write(&sample.total.histogram(), HistKey::TOTAL)?;
@@ -606,11 +604,10 @@ impl RunWriter {
         values: &[(String, f64, bool)],
     ) -> Result<()> {
         let path = self.dir.join(SERVER_CSV);
-        let failed = |e: csv::Error| FormatError::io(&path, std::io::Error::other(e));
+        let failed = |e: csv::Error| Error::io(&path, std::io::Error::other(e));
         if self.server.is_none() {
-            let mut w = csv::Writer::from_writer(
-                File::create(&path).map_err(|e| FormatError::io(&path, e))?,
-            );
+            let mut w =
+                csv::Writer::from_writer(File::create(&path).map_err(|e| Error::io(&path, e))?);
             w.write_record(["Elapsed_(s)", "Target", "Series", "Value", "Kind"])
                 .map_err(failed)?;
             self.server = Some(w);
@@ -627,20 +624,20 @@ impl RunWriter {
             ])
             .map_err(failed)?;
         }
-        out.flush().map_err(|e| FormatError::io(&path, e))
+        out.flush().map_err(|e| Error::io(&path, e))
     }
 
     fn flush(&mut self) -> Result<()> {
         self.series
             .flush()
-            .map_err(|e| FormatError::io(self.dir.join(SERIES_CSV), e))?;
+            .map_err(|e| Error::io(self.dir.join(SERIES_CSV), e))?;
         if let Some(d) = &mut self.drain {
             d.flush()
-                .map_err(|e| FormatError::io(self.dir.join(DRAIN_CSV), e))?;
+                .map_err(|e| Error::io(self.dir.join(DRAIN_CSV), e))?;
         }
         self.hlog
             .flush()
-            .map_err(|e| FormatError::io(self.dir.join(LATENCY_HLOG), e))
+            .map_err(|e| Error::io(self.dir.join(LATENCY_HLOG), e))
     }
 
     /// Rewrites run.json atomically (temporary file, then rename).
@@ -662,8 +659,8 @@ impl RunWriter {
 pub fn write_meta(dir: &Path, meta: &RunMeta) -> Result<()> {
     let tmp = dir.join(".run.json.tmp");
     let json = serde_json::to_vec_pretty(meta).expect("run metadata serializes");
-    fs::write(&tmp, json).map_err(|e| FormatError::io(&tmp, e))?;
-    fs::rename(&tmp, dir.join(RUN_JSON)).map_err(|e| FormatError::io(dir.join(RUN_JSON), e))
+    fs::write(&tmp, json).map_err(|e| Error::io(&tmp, e))?;
+    fs::rename(&tmp, dir.join(RUN_JSON)).map_err(|e| Error::io(dir.join(RUN_JSON), e))
 }
 
 /// A step name as a `Description` cell: nGrinder files are never quoted, so the
@@ -810,12 +807,12 @@ fn server_value(v: f64) -> String {
 fn read_server(path: &Path) -> Result<Vec<ServerPoint>> {
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(FormatError::io(path, e)),
+        Err(e) => return Err(Error::io(path, e)),
         Ok(_) => {}
     }
     // A FIFO in its place would block the report forever, a device never end.
     let file = volley_scenario::limits::open_bounded(path, MAX_RUN_FILE).map_err(|why| {
-        FormatError::io(
+        Error::io(
             path,
             std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
         )
@@ -823,12 +820,12 @@ fn read_server(path: &Path) -> Result<Vec<ServerPoint>> {
     let mut out = Vec::new();
     for (i, rec) in csv::Reader::from_reader(file).records().enumerate() {
         let line = i as u64 + 2;
-        let rec = rec.map_err(|e| FormatError::malformed(path, line, None, e.to_string()))?;
+        let rec = rec.map_err(|e| Error::malformed(path, line, None, e.to_string()))?;
         let num = |c: usize| {
             rec.get(c)
                 .and_then(|v| v.parse::<f64>().ok())
                 .ok_or_else(|| {
-                    FormatError::malformed(path, line, Some(c as u64 + 1), "expected a number")
+                    Error::malformed(path, line, Some(c as u64 + 1), "expected a number")
                 })
         };
         out.push(ServerPoint {
@@ -875,10 +872,9 @@ impl RunData {
 
     fn read_with(dir: &Path, with_histograms: bool) -> Result<RunData> {
         let meta_path = dir.join(RUN_JSON);
-        let meta_text =
-            fs::read_to_string(&meta_path).map_err(|e| FormatError::io(&meta_path, e))?;
+        let meta_text = fs::read_to_string(&meta_path).map_err(|e| Error::io(&meta_path, e))?;
         let mut meta: RunMeta = serde_json::from_str(&meta_text).map_err(|e| {
-            FormatError::malformed(
+            Error::malformed(
                 &meta_path,
                 e.line() as u64,
                 Some(e.column() as u64),
@@ -914,7 +910,7 @@ impl RunData {
             None => &series_text[..],
         };
         let series_text = String::from_utf8(series_text.to_vec()).map_err(|e| {
-            FormatError::io(
+            Error::io(
                 &spath,
                 std::io::Error::new(std::io::ErrorKind::InvalidData, e),
             )
@@ -927,7 +923,7 @@ impl RunData {
         let (histograms, logged) = if with_histograms && hpath.exists() {
             let file = volley_scenario::limits::open_bounded(&hpath, MAX_RUN_FILE)
                 .map_err(|why| {
-                    FormatError::io(
+                    Error::io(
                         &hpath,
                         std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
                     )
@@ -1006,7 +1002,7 @@ impl RunData {
         for p in &meta.plan.populations {
             let sub = dir.join(&p.dir);
             if !is_plain_subdir(&p.dir) {
-                return Err(FormatError::malformed(
+                return Err(Error::malformed(
                     &meta_path,
                     1,
                     None,
@@ -1086,14 +1082,14 @@ fn append_drain(
         return Ok(());
     }
     let text = std::str::from_utf8(bytes).map_err(|e| {
-        FormatError::io(
+        Error::io(
             &path,
             std::io::Error::new(std::io::ErrorKind::InvalidData, e),
         )
     })?;
     let drain = ngrinder::parse(&path, text)?;
     if drain.header != file.header {
-        return Err(FormatError::malformed(
+        return Err(Error::malformed(
             &path,
             1,
             None,
@@ -1109,7 +1105,7 @@ fn append_drain(
         .enumerate()
         .find(|(_, r)| r.period_s != 0.0)
     {
-        return Err(FormatError::malformed(
+        return Err(Error::malformed(
             &path,
             i as u64 + 2,
             None,
@@ -1196,7 +1192,7 @@ const MAX_RUN_FILE: u64 = 8 << 30;
 /// would block forever), with the reason named when it is not.
 fn read_run_file(path: &Path) -> Result<Vec<u8>> {
     volley_scenario::limits::read_bounded(path, MAX_RUN_FILE).map_err(|why| {
-        FormatError::io(
+        Error::io(
             path,
             std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
         )
@@ -1211,7 +1207,7 @@ fn check_meta(meta: &RunMeta, text: &str, path: &Path) -> Result<()> {
             .lines()
             .position(|l| l.contains(&format!("\"{key}\"")))
             .map_or(1, |i| i as u64 + 1);
-        Err(FormatError::malformed(path, line, None, why))
+        Err(Error::malformed(path, line, None, why))
     };
     let shown = |v: f64| {
         if v.abs() < 1e9 {

@@ -1,48 +1,57 @@
-//! Errors that name the file, the line and what was expected.
+//! The crate's one error type, shaped as hyper's: an [`Error`] whose [`Kind`] the caller asks
+//! about (`is_malformed()`), and a message that names the file, the line and what was expected.
 
 use std::path::PathBuf;
 
 /// A result file could not be read or written.
 #[derive(Debug, thiserror::Error)]
-pub enum FormatError {
+#[error(transparent)]
+pub struct Error(Repr);
+
+/// Result of a format operation.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// What went wrong, for callers that branch on it.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
     /// The file could not be opened, read or written.
+    Io,
+    /// The content is not what the format requires.
+    Malformed,
+    /// The file is not a run directory or a format volley reads.
+    Unrecognised,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum Repr {
     #[error("{path}: {error}")]
     Io {
-        /// The file.
         path: PathBuf,
         /// What the OS said (in the message itself, not as a source, so a chain of causes
         /// does not print it twice).
         error: std::io::Error,
     },
-    /// The content is not what the format requires.
     #[error("{path}:{line}{}: {message}", column.map(|c| format!(":{c}")).unwrap_or_default())]
     Malformed {
-        /// The file.
         path: PathBuf,
         /// 1-based line.
         line: u64,
         /// 1-based column (field) where known.
         column: Option<u64>,
-        /// What was wrong and what was expected.
         message: String,
     },
-    /// The file is not a run directory or a format volley reads.
     #[error("{path}: {message}")]
-    Unrecognised {
-        /// The file or directory.
-        path: PathBuf,
-        /// What was found and what volley reads.
-        message: String,
-    },
+    Unrecognised { path: PathBuf, message: String },
 }
 
-impl FormatError {
+impl Error {
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        FormatError::Io {
+        Error(Repr::Io {
             path: path.into(),
             error: source,
-        }
+        })
     }
 
     /// A malformed-content error at `line` (and `column`, 1-based).
@@ -52,14 +61,105 @@ impl FormatError {
         column: Option<u64>,
         message: impl Into<String>,
     ) -> Self {
-        FormatError::Malformed {
+        Error(Repr::Malformed {
             path: path.into(),
             line,
             column,
             message: message.into(),
+        })
+    }
+
+    /// `path` is not a run directory or a format volley reads: `message` says what was found
+    /// and what volley reads.
+    pub fn unrecognised(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        Error(Repr::Unrecognised {
+            path: path.into(),
+            message: message.into(),
+        })
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> Kind {
+        match &self.0 {
+            Repr::Io { .. } => Kind::Io,
+            Repr::Malformed { .. } => Kind::Malformed,
+            Repr::Unrecognised { .. } => Kind::Unrecognised,
+        }
+    }
+
+    /// The content is not what the format requires.
+    pub fn is_malformed(&self) -> bool {
+        self.kind() == Kind::Malformed
+    }
+
+    /// The file is not a run directory or a format volley reads.
+    pub fn is_unrecognised(&self) -> bool {
+        self.kind() == Kind::Unrecognised
+    }
+
+    /// A malformed-content error's line counted from `base` lines further on (a part's line
+    /// as the file's); any other error as it is.
+    pub fn rebased(self, base: u64) -> Self {
+        match self.0 {
+            Repr::Malformed {
+                path,
+                line,
+                column,
+                message,
+            } => Error(Repr::Malformed {
+                path,
+                line: line + base,
+                column,
+                message,
+            }),
+            e => Error(e),
+        }
+    }
+
+    /// A malformed-content error with `note` added to what was wrong; any other error as it is.
+    pub fn noted(self, note: &str) -> Self {
+        match self.0 {
+            Repr::Malformed {
+                path,
+                line,
+                column,
+                message,
+            } => Error(Repr::Malformed {
+                path,
+                line,
+                column,
+                message: format!("{message} {note}"),
+            }),
+            e => Error(e),
         }
     }
 }
 
-/// Result of a format operation.
-pub type Result<T> = std::result::Result<T, FormatError>;
+#[cfg(test)]
+mod tests {
+    use super::Kind;
+
+    #[test]
+    fn a_row_the_reader_refuses_is_malformed_and_a_read_that_fails_is_io() {
+        use crate::rows::{Dialect, records, stream};
+        let path = std::path::Path::new("series.csv");
+        let refuse = |_: &crate::rows::Fields<'_>, line: u64| {
+            Err(super::Error::malformed(path, line, Some(2), "not a number"))
+        };
+        let e = records(path, b"a,b\n", 4, true, Dialect::csv(b','), refuse).unwrap_err();
+        assert_eq!(e.kind(), Kind::Malformed, "{e}");
+        assert!(e.is_malformed() && !e.is_unrecognised());
+        assert_eq!(e.rebased(10).to_string(), "series.csv:11:2: not a number");
+        // Reading a directory as a file fails with the OS's error.
+        let dir = std::env::temp_dir();
+        let e = stream(
+            &dir,
+            std::fs::File::open(&dir).unwrap(),
+            Dialect::csv(b','),
+            1,
+            |_, _| Ok(()),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), Kind::Io, "{e}");
+    }
+}

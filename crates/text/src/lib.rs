@@ -15,4 +15,4 @@ pub mod parts;
 pub mod point;
 pub mod rows;
 
-pub use error::{FormatError, Result};
+pub use error::{Error, Kind, Result};

@@ -53,7 +53,7 @@ pub enum Outcome<P> {
     NeedMore,
     /// The file is wrong here (the error's line counted from the buffer's start): read
     /// in order, it is the error to report; read on a guess, the part is read again.
-    Failed(crate::FormatError),
+    Failed(crate::Error),
 }
 
 /// A format read in parts.
@@ -129,32 +129,19 @@ enum Stop {
     /// one pass.
     Fallback,
     /// The file is wrong: the error one pass reports, with its place in the file.
-    Failed(crate::FormatError),
+    Failed(crate::Error),
 }
 use Stop::Fallback;
 
 /// `e` with its line counted from the file's start rather than a part's.
-pub fn rebase(e: crate::FormatError, base: u64) -> crate::FormatError {
-    match e {
-        crate::FormatError::Malformed {
-            path,
-            line,
-            column,
-            message,
-        } => crate::FormatError::Malformed {
-            path,
-            line: line + base,
-            column,
-            message,
-        },
-        e => e,
-    }
+pub fn rebase(e: crate::Error, base: u64) -> crate::Error {
+    e.rebased(base)
 }
 
 /// Opens the file at `path` and reads its first bytes (64 KB at most, none past `limit`),
 /// where a format read in parts finds its header.
 pub fn head(path: &std::path::Path, limit: u64) -> crate::Result<(File, Vec<u8>)> {
-    let io = |e| crate::FormatError::io(path, e);
+    let io = |e| crate::Error::io(path, e);
     let file = File::open(path).map_err(io)?;
     let mut head = vec![0u8; limit.min(1 << 16) as usize];
     file.read_exact_at(&mut head, 0).map_err(io)?;

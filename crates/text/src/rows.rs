@@ -16,7 +16,7 @@
 use std::path::Path;
 
 use crate::block::{self, Block, Lanes};
-use crate::error::{FormatError, Result};
+use crate::error::{Error, Result};
 
 /// How a file's fields are separated and quoted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,7 +168,7 @@ pub fn stream(
             let n = loop {
                 match reader.read(&mut buf[filled..filled + BLOCK]) {
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    got => break got.map_err(|e| FormatError::io(path, e))?,
+                    got => break got.map_err(|e| Error::io(path, e))?,
                 }
             };
             filled += n;
@@ -386,9 +386,9 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// The csv reader's error on the record at `line`, said without its own positions (counted
 /// from where it was started, a line, not the file).
-fn csv_error(path: &Path, line: u64, e: csv::Error) -> FormatError {
+fn csv_error(path: &Path, line: u64, e: csv::Error) -> Error {
     match e.kind() {
-        csv::ErrorKind::Utf8 { err, .. } => FormatError::malformed(
+        csv::ErrorKind::Utf8 { err, .. } => Error::malformed(
             path,
             line,
             Some(err.field() as u64 + 1),
@@ -398,7 +398,7 @@ fn csv_error(path: &Path, line: u64, e: csv::Error) -> FormatError {
                 err.valid_up_to()
             ),
         ),
-        _ => FormatError::malformed(path, line, None, e.to_string()),
+        _ => Error::malformed(path, line, None, e.to_string()),
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use volley_stats::ErrorKind;
 
 use crate::bucket::{Bucketer, RequestRecord};
-use crate::error::{FormatError, Result};
+use crate::error::{Error, Result};
 use crate::import::{BUCKET_S, bad_duration, bad_stamp, source};
 use crate::note::{InputNote, Locator, NoteBook, Place, Unit};
 use crate::source::{Format, Source};
@@ -75,7 +75,7 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
     let mut version = String::new();
     for (i, line) in reader.lines().enumerate() {
         let line_no = i as u64 + 1;
-        let line = line.map_err(|e| FormatError::io(path, e))?;
+        let line = line.map_err(|e| Error::io(path, e))?;
         let line = line.strip_suffix('\r').unwrap_or(&line);
         let f: Vec<&str> = line.split('\t').collect();
         match f[0] {
@@ -88,7 +88,7 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
             "REQUEST" => {
                 // 3.4+: REQUEST, groups, name, start, end, status, message (pre-3.4 has a user id first).
                 if !(7..=8).contains(&f.len()) {
-                    return Err(FormatError::malformed(
+                    return Err(Error::malformed(
                         path,
                         line_no,
                         Some(f.len().min(7) as u64 + 1),
@@ -107,7 +107,7 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
                     match raw.parse::<f64>() {
                         Ok(v) if v.is_nan() => Ok(Err("NaN")),
                         Ok(v) if v.is_infinite() => Ok(Err("infinite")),
-                        _ => Err(FormatError::malformed(
+                        _ => Err(Error::malformed(
                             path,
                             line_no,
                             Some(c as u64 + 1),
@@ -143,7 +143,7 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
                     "OK" => true,
                     "KO" => false,
                     other => {
-                        return Err(FormatError::malformed(
+                        return Err(Error::malformed(
                             path,
                             line_no,
                             Some(6 + shift as u64),
@@ -171,7 +171,7 @@ pub fn read_text(path: &Path, reader: impl BufRead) -> Result<Source> {
             }
             "GROUP" | "ERROR" | "ASSERTION" | "" => {}
             other => {
-                return Err(FormatError::malformed(
+                return Err(Error::malformed(
                     path,
                     line_no,
                     Some(1),
@@ -382,8 +382,8 @@ struct BinReader<'a> {
 }
 
 impl BinReader<'_> {
-    fn error(&self, what: &str) -> FormatError {
-        FormatError::malformed(
+    fn error(&self, what: &str) -> Error {
+        Error::malformed(
             self.path,
             1,
             Some(self.pos as u64),

@@ -9,7 +9,7 @@ use std::path::Path;
 use volley_stats::ErrorKind;
 
 use crate::bucket::{Bucketer, RequestRecord};
-use crate::error::{FormatError, Result};
+use crate::error::{Error, Result};
 use crate::import::parts::{self, How, Outcome, Parts, Plan};
 use crate::import::rows::{self, Dialect, Fields};
 use crate::import::{BUCKET_S, MAX_DURATION_MS, bad_duration, bad_stamp, source};
@@ -265,7 +265,7 @@ impl Layout {
         let col = |name: &str| columns.iter().position(|c| c == name);
         let need = |name: &str| {
             col(name).ok_or_else(|| {
-                FormatError::malformed(path, 1, None, format!("JTL header has no `{name}` column"))
+                Error::malformed(path, 1, None, format!("JTL header has no `{name}` column"))
             })
         };
         let (ts_c, elapsed_c, label_c, code_c, success_c) = (
@@ -394,7 +394,7 @@ impl State {
             return Ok(());
         }
         if f.len() < l.needed || (l.has_header && f.len() < columns.len()) {
-            return Err(FormatError::malformed(
+            return Err(Error::malformed(
                 path,
                 line,
                 Some(f.len() as u64 + 1),
@@ -406,7 +406,7 @@ impl State {
             ));
         }
         if l.has_header && f.len() > columns.len() {
-            return Err(FormatError::malformed(
+            return Err(Error::malformed(
                 path,
                 line,
                 Some(columns.len() as u64 + 1),
@@ -418,7 +418,7 @@ impl State {
             ));
         }
         let garbage = |c: usize| {
-            FormatError::malformed(
+            Error::malformed(
                 path,
                 line,
                 Some(c as u64 + 1),
@@ -458,7 +458,7 @@ impl State {
             b"false" => false,
             _ => {
                 let other = f.at(l.success_c);
-                return Err(FormatError::malformed(
+                return Err(Error::malformed(
                     path,
                     line,
                     Some(l.success_c as u64 + 1),
@@ -643,7 +643,7 @@ fn header_of(path: &Path, line: &[u8], delimiter: u8) -> Result<Vec<String>> {
         .from_reader(line);
     let mut record = csv::StringRecord::new();
     csv.read_record(&mut record)
-        .map_err(|e| FormatError::malformed(path, 1, None, e.to_string()))?;
+        .map_err(|e| Error::malformed(path, 1, None, e.to_string()))?;
     Ok(record.iter().map(str::to_string).collect())
 }
 
@@ -664,7 +664,7 @@ pub fn read(path: &Path, reader: impl std::io::Read, first_line: &str) -> Result
     if has_header {
         let mut line = Vec::new();
         std::io::BufRead::read_until(&mut reader, b'\n', &mut line)
-            .map_err(|e| FormatError::io(path, e))?;
+            .map_err(|e| Error::io(path, e))?;
         header = Some(header_of(
             path,
             line.strip_suffix(b"\n").unwrap_or(&line),

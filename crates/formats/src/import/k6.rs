@@ -16,7 +16,7 @@ use std::path::Path;
 use volley_stats::{ErrorKind, Interval, LatencySummary, Series};
 
 use crate::bucket::{Bucketer, RequestRecord};
-use crate::error::{FormatError, Result};
+use crate::error::{Error, Result};
 use crate::import::parts::{self, How, Outcome, Parts, Plan};
 use crate::import::point;
 use crate::import::rows::{self, Dialect, Fields};
@@ -347,7 +347,7 @@ impl CsvState {
     ) -> Result<()> {
         let (metric_c, ts_c, value_c) = (0, 1, 2);
         if record.len() < 3 {
-            return Err(FormatError::malformed(
+            return Err(Error::malformed(
                 path,
                 line,
                 Some(record.len() as u64 + 1),
@@ -356,7 +356,7 @@ impl CsvState {
         }
         let width = cols.width;
         if width > 3 && record.len() != width {
-            return Err(FormatError::malformed(
+            return Err(Error::malformed(
                 path,
                 line,
                 Some(record.len().min(width) as u64 + 1),
@@ -364,7 +364,7 @@ impl CsvState {
             ));
         }
         let bad = |c: usize, what: &str| {
-            FormatError::malformed(
+            Error::malformed(
                 path,
                 line,
                 Some(c as u64 + 1),
@@ -444,7 +444,7 @@ pub fn read_csv_parts(path: &Path, limit: u64, part: u64) -> Result<Option<(Sour
         // A header that is not one line (a quoted line end) is read by the one pass.
         Ok(true) if csv.position().byte() == end as u64 + 1 => {}
         Ok(_) => return Ok(None),
-        Err(e) => return Err(FormatError::malformed(path, 1, None, e.to_string())),
+        Err(e) => return Err(Error::malformed(path, 1, None, e.to_string())),
     }
     let cols = CsvColumns::of(header.iter());
     let reader = K6Csv { path, cols: &cols };
@@ -575,7 +575,7 @@ pub fn read_json(path: &Path, mut reader: impl BufRead) -> Result<Source> {
         line.clear();
         if reader
             .read_until(b'\n', &mut line)
-            .map_err(|e| FormatError::io(path, e))?
+            .map_err(|e| Error::io(path, e))?
             == 0
         {
             break;
@@ -605,7 +605,7 @@ impl Assembler {
         // A line that is not UTF-8 is refused whole, as when lines were read as text (serde
         // checks only the strings it reads).
         if let Err(e) = std::str::from_utf8(text) {
-            return Err(FormatError::malformed(
+            return Err(Error::malformed(
                 path,
                 line_no,
                 Some(e.valid_up_to() as u64 + 1),
@@ -613,7 +613,7 @@ impl Assembler {
             ));
         }
         let v: json::Line<'_> = serde_json::from_slice(text).map_err(|e| {
-            FormatError::malformed(
+            Error::malformed(
                 path,
                 line_no,
                 Some(e.column() as u64),
@@ -657,7 +657,7 @@ impl Assembler {
         tags: &point::Tags<'_>,
     ) -> Result<()> {
         let at_us = time.and_then(rfc3339_us).ok_or_else(|| {
-            FormatError::malformed(path, line_no, None, "Point without a valid data.time")
+            Error::malformed(path, line_no, None, "Point without a valid data.time")
         })?;
         self.sample(Sample {
             metric,
@@ -1127,7 +1127,7 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
         } else {
             ""
         };
-        FormatError::malformed(
+        Error::malformed(
             path,
             e.line() as u64,
             Some(e.column() as u64),
@@ -1147,7 +1147,7 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
         if v >= 0.0 && v.fract() == 0.0 && v <= 1e15 {
             Ok(v)
         } else {
-            Err(FormatError::malformed(
+            Err(Error::malformed(
                 path,
                 line_of(text, &format!("\"{metric}\"")),
                 None,
@@ -1156,7 +1156,7 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
         }
     };
     let count = get("http_reqs", "count").ok_or_else(|| {
-        FormatError::malformed(
+        Error::malformed(
             path,
             1,
             None,
@@ -1168,7 +1168,7 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
     let rate = match get("http_reqs", "rate") {
         Some(r) if r > 0.0 => Some(r),
         Some(r) if r < 0.0 => {
-            return Err(FormatError::malformed(
+            return Err(Error::malformed(
                 path,
                 line_of(text, "\"http_reqs\""),
                 None,
@@ -1189,7 +1189,7 @@ pub fn read_summary(path: &Path, text: &str) -> Result<Source> {
         Some(f) => {
             let f = whole("http_req_failed", "passes", f)?;
             if f > count {
-                return Err(FormatError::malformed(
+                return Err(Error::malformed(
                     path,
                     line_of(text, "\"http_req_failed\""),
                     None,

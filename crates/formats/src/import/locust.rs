@@ -10,7 +10,7 @@ use std::path::Path;
 
 use volley_stats::{Interval, LatencySummary, Series};
 
-use crate::error::{FormatError, Result};
+use crate::error::{Error, Result};
 use crate::import::source;
 use crate::note::{Figure, InputNote, Locator, NoteBook, Unit};
 use crate::source::{Format, Source};
@@ -42,7 +42,7 @@ fn records(path: &Path, text: &str) -> Result<(Vec<String>, Lines)> {
     let mut header = Vec::new();
     for rec in csv.records() {
         let rec = rec.map_err(|e| {
-            FormatError::malformed(
+            Error::malformed(
                 path,
                 e.position().map_or(0, |p| p.line()),
                 None,
@@ -64,7 +64,7 @@ fn records(path: &Path, text: &str) -> Result<(Vec<String>, Lines)> {
             } else {
                 "too many fields (a separator in a name?)"
             };
-            return Err(FormatError::malformed(
+            return Err(Error::malformed(
                 path,
                 line,
                 Some(fields.len().min(header.len()) as u64 + 1),
@@ -82,7 +82,7 @@ fn records(path: &Path, text: &str) -> Result<(Vec<String>, Lines)> {
 
 fn column(path: &Path, header: &[String], name: &str) -> Result<usize> {
     header.iter().position(|h| h == name).ok_or_else(|| {
-        FormatError::malformed(
+        Error::malformed(
             path,
             1,
             None,
@@ -104,7 +104,7 @@ fn value(
         return Ok(None);
     }
     raw.parse().map(Some).map_err(|_| {
-        FormatError::malformed(
+        Error::malformed(
             path,
             line,
             Some(c as u64 + 1),
@@ -247,7 +247,7 @@ pub fn read_history(path: &Path, text: &str) -> Result<Source> {
         groups.push(names);
     }
     if series.intervals.is_empty() {
-        return Err(FormatError::malformed(
+        return Err(Error::malformed(
             path,
             2,
             None,
@@ -408,7 +408,7 @@ pub fn read_stats(path: &Path, text: &str) -> Result<Source> {
     let (line, agg) = rows
         .iter()
         .find(|(_, f)| f.get(cols.name).map(String::as_str) == Some("Aggregated"))
-        .ok_or_else(|| FormatError::malformed(path, 2, None, "no `Aggregated` row"))?;
+        .ok_or_else(|| Error::malformed(path, 2, None, "no `Aggregated` row"))?;
     let total = totals(path, &header, *line, agg, &cols)?;
     let mut src = source(path, Format::LocustStats);
     if total.count > 0.0 && total.interval.tps.is_nan() {
@@ -467,7 +467,7 @@ fn totals(path: &Path, header: &[String], line: u64, f: &[String], cols: &Cols) 
     let opt = |col: usize| -> Result<Option<f64>> {
         let v = value(path, line, f, col, header)?;
         match v.and_then(odd) {
-            Some(why) => Err(FormatError::malformed(
+            Some(why) => Err(Error::malformed(
                 path,
                 line,
                 Some(col as u64 + 1),
@@ -479,7 +479,7 @@ fn totals(path: &Path, header: &[String], line: u64, f: &[String], cols: &Cols) 
     let n = |col: usize| opt(col).map(|v| v.unwrap_or(0.0));
     let (count, fail, avg, rps) = (n(cols.count)?, n(cols.fail)?, n(cols.avg)?, n(cols.rps)?);
     if count > MAX_COUNT {
-        return Err(FormatError::malformed(
+        return Err(Error::malformed(
             path,
             line,
             Some(cols.count as u64 + 1),
@@ -487,7 +487,7 @@ fn totals(path: &Path, header: &[String], line: u64, f: &[String], cols: &Cols) 
         ));
     }
     if fail > count {
-        return Err(FormatError::malformed(
+        return Err(Error::malformed(
             path,
             line,
             Some(cols.fail as u64 + 1),
