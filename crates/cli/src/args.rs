@@ -248,8 +248,8 @@ pub(crate) struct OutputArgs {
     pub(crate) format: ReportFormat,
     /// Exclude this much from the start (60s), or the plan's first N stages (stage:N);
     /// default: each run's own warm-up.
-    #[arg(long)]
-    pub(crate) warmup: Option<String>,
+    #[arg(long, value_parser = Typed(Warmup::parse))]
+    pub(crate) warmup: Option<Warmup>,
     /// Which tail "TPS p99" means: low (reached in 99% of intervals) or high.
     #[arg(long, value_enum, default_value_t = Tail::Low)]
     pub(crate) tps_tail: Tail,
@@ -425,8 +425,7 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) fn parse_location(s: &str) -> Result<volley_store::Location, String> {
-    s.parse()
-        .map_err(|e: volley_store::Error| e.to_string())
+    s.parse().map_err(|e: volley_store::Error| e.to_string())
 }
 
 /// A flag's value typed when clap parses it, by `parse`: for a value a scenario file also

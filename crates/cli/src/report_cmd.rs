@@ -5,26 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use volley_formats::{RunSet, Source};
-use volley_report::{ReportOptions, RunReport, Warmup};
-use volley_scenario::parse_duration;
+use volley_report::{ReportOptions, RunReport};
 
 use crate::args::{CompareArgs, OutputArgs, ReportArgs, ReportFormat};
-
-/// `--warmup 60s`, or `--warmup stage:2` for the first two stages of each run's plan.
-fn warmup_flag(w: &Option<String>) -> Result<Option<Warmup>> {
-    let Some(w) = w else { return Ok(None) };
-    if let Some(n) = w.strip_prefix("stage:") {
-        let n: usize = n
-            .parse()
-            .map_err(|_| anyhow::anyhow!("--warmup {w}: write stage:N for the first N stages"))?;
-        return Ok(Some(Warmup::Stages(n)));
-    }
-    Ok(Some(Warmup::Seconds(
-        parse_duration(w)
-            .map_err(|e| anyhow::anyhow!("--warmup: {e}"))?
-            .as_secs_f64(),
-    )))
-}
 
 /// Opens every input — a run directory, a result file (as `from`, or detected) or a run
 /// group — with [`volley_formats::open_run_or_group`], and checks the warm-up leaves
@@ -64,7 +47,7 @@ fn detail(out: &OutputArgs) -> volley_report::Detail {
 
 fn options(out: &OutputArgs) -> Result<ReportOptions> {
     Ok(ReportOptions {
-        warmup: warmup_flag(&out.warmup)?,
+        warmup: out.warmup,
         tps_tail: out.tps_tail.into(),
     })
 }

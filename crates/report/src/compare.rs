@@ -506,7 +506,9 @@ fn population_samples(set: &RunSet, name: &str, opts: ReportOptions) -> Option<V
                 &p.series,
                 HistKey::TTFB,
                 ReportOptions {
-                    warmup: Some(crate::model::Warmup::Seconds(warmup)),
+                    warmup: Some(volley_scenario::Warmup::Time(
+                        std::time::Duration::from_secs_f64(warmup),
+                    )),
                     ..opts
                 },
             ))

@@ -420,11 +420,7 @@ pub fn scan(dir: &Path) -> Result<Vec<Entry>> {
         } else {
             "no such directory (volley run writes its runs under runs/, or where -o says)"
         };
-        return Err(Repr::io(
-            dir,
-            std::io::Error::new(std::io::ErrorKind::NotFound, what),
-        )
-        .into());
+        return Err(Repr::io(dir, std::io::Error::new(std::io::ErrorKind::NotFound, what)).into());
     }
     let mut out = Vec::new();
     collect(dir, 0, &mut out);

@@ -3,16 +3,8 @@
 //! at all. A leaf: the model, the levels and the findings all read through it.
 
 use volley_formats::Source;
+use volley_scenario::Warmup;
 use volley_stats::TpsTail;
-
-/// What to exclude from the start of a run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Warmup {
-    /// This many seconds.
-    Seconds(f64),
-    /// The first N stages of the run's plan (volley runs).
-    Stages(usize),
-}
 
 /// How to compute the report.
 #[derive(Debug, Clone, Copy, Default)]
@@ -27,7 +19,7 @@ pub struct ReportOptions {
 /// first N stages, or the run's own warm-up.
 pub fn warmup_seconds(src: &Source, warmup: Option<Warmup>) -> f64 {
     match warmup {
-        Some(Warmup::Seconds(s)) => s,
+        Some(Warmup::Time(d)) => d.as_secs_f64(),
         Some(Warmup::Stages(n)) => {
             let stages = src
                 .meta
@@ -42,10 +34,7 @@ pub fn warmup_seconds(src: &Source, warmup: Option<Warmup>) -> f64 {
 
 /// Checks that `warmup` leaves something of `src` to report: `stage:N` needs a run with
 /// more than N stages, and a warm-up in seconds must be shorter than what was measured.
-pub fn check_warmup(
-    src: &Source,
-    warmup: Option<Warmup>,
-) -> crate::error::Result<()> {
+pub fn check_warmup(src: &Source, warmup: Option<Warmup>) -> crate::error::Result<()> {
     let fail = |why: String| {
         Err(crate::error::Repr::Warmup {
             path: src.path.clone(),
@@ -74,7 +63,8 @@ pub fn check_warmup(
                 ));
             }
         }
-        Some(Warmup::Seconds(s)) => {
+        Some(Warmup::Time(d)) => {
+            let s = d.as_secs_f64();
             // Summed only for a warm-up in seconds (a long imported series is millions of rows).
             let measured = src.series.measured_s();
             // An interval counts from its start: a warm-up that no interval starts after

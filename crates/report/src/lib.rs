@@ -18,8 +18,8 @@ pub use doc::Detail;
 pub use error::{Error, Kind, Result};
 pub use escape::{md_text, terminal_safe};
 pub use model::{
-    ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, ThresholdResult, Warmup,
-    check_warmup, threshold_actual, warmup_seconds,
+    ErrorLine, ReportOptions, RunReport, SCHEMA_VERSION, TestSuite, ThresholdResult, check_warmup,
+    threshold_actual, warmup_seconds,
 };
 pub use render::{csv, doc, markdown, markdown_with_charts, table};
 

@@ -4,8 +4,9 @@ use serde::Serialize;
 
 pub use crate::causes::ErrorLine;
 use crate::inputs::readable;
-pub use crate::inputs::{ReportOptions, Warmup, check_warmup, warmup_seconds};
+pub use crate::inputs::{ReportOptions, check_warmup, warmup_seconds};
 use volley_formats::{Figure, Format, HistKey, HistMetric, InputNote, Source};
+use volley_scenario::Warmup;
 use volley_stats::{ErrorKind, LatencySummary, SeedSuite, SuiteOptions};
 
 /// Version of the `report.json` layout; bumped when a field changes meaning or goes away.
@@ -108,7 +109,9 @@ impl PopulationReport {
                 let start_s = note.map_or(0.0, |n| n.start_s);
                 let model = note.map_or("", |n| n.load.kind()).to_string();
                 let opts = ReportOptions {
-                    warmup: Some(Warmup::Seconds(warmup_s.max(start_s))),
+                    warmup: Some(Warmup::Time(std::time::Duration::from_secs_f64(
+                        warmup_s.max(start_s),
+                    ))),
                     ..opts
                 };
                 PopulationReport {
