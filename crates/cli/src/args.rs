@@ -183,8 +183,8 @@ pub(crate) struct MergeArgs {
     #[arg(long, short = 'o')]
     pub(crate) output: PathBuf,
     /// Refuse segments whose starts lie further apart than this.
-    #[arg(long, default_value = "1s")]
-    pub(crate) start_tolerance: String,
+    #[arg(long, default_value = "1s", value_parser = Typed(crate::merge_cmd::start_tolerance))]
+    pub(crate) start_tolerance: std::time::Duration,
 }
 
 /// `volley demo`.
@@ -583,8 +583,8 @@ pub(crate) struct GateFlags {
     pub(crate) gate_metrics: Option<String>,
     /// A figure worse beyond the noise fails only when it is also worse by more than this,
     /// e.g. 5%.
-    #[arg(long, value_name = "PCT")]
-    pub(crate) tolerance: Option<String>,
+    #[arg(long, value_name = "PCT", value_parser = Typed(crate::gate_cmd::tolerance))]
+    pub(crate) tolerance: Option<f64>,
     /// Also gate each scenario step (or test id) found in both runs.
     #[arg(long)]
     pub(crate) gate_steps: bool,

@@ -28,9 +28,9 @@ pub(crate) struct Gate {
 /// tolerance beyond it would turn the gate off without saying so).
 const MAX_TOLERANCE_PCT: f64 = 1000.0;
 
-fn tolerance(t: &str) -> Result<f64> {
+/// `--tolerance 5%`, parsed with the flags (clap's value parser).
+pub(crate) fn tolerance(t: &str) -> Result<f64, volley_scenario::Error> {
     volley_scenario::percent::parse_percent("--tolerance", t, 0.0, MAX_TOLERANCE_PCT)
-        .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 impl Gate {
@@ -43,12 +43,7 @@ impl Gate {
             || f.junit.is_some()
             || f.gate_steps;
         crate::ci::check_junit_path(f.junit.as_deref())?;
-        let tolerance_pct = f
-            .tolerance
-            .as_deref()
-            .map(tolerance)
-            .transpose()?
-            .unwrap_or(0.0);
+        let tolerance_pct = f.tolerance.unwrap_or(0.0);
         let spec = on
             .then(|| GateSpec::parse(f.gate_metrics.as_deref(), tolerance_pct))
             .transpose()
