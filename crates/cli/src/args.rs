@@ -114,19 +114,19 @@ pub(crate) struct CapacityArgs {
     pub(crate) slo: Vec<Threshold>,
     /// Open model: the arrival rates to search, START..MAX (e.g. 50..5000).
     #[arg(long, value_name = "START..MAX", conflicts_with = "users",
-        value_parser = Typed(crate::capacity_cmd::rate_range))]
+        value_parser = Typed(crate::values::rate_range))]
     pub(crate) rates: Option<(f64, f64)>,
     /// Closed model: the virtual users to search, START..MAX (also written --users START..MAX).
-    #[arg(long, value_name = "START..MAX", value_parser = Typed(crate::capacity_cmd::users_range))]
+    #[arg(long, value_name = "START..MAX", value_parser = Typed(crate::values::users_range))]
     pub(crate) users: Option<(f64, f64)>,
     /// Measurement per probe, after its warm-up (--warmup, default 5s).
-    #[arg(long, default_value = "30s", value_parser = Typed(crate::capacity_cmd::probe))]
+    #[arg(long, default_value = "30s", value_parser = Typed(crate::values::probe))]
     pub(crate) probe: Duration,
     /// Step-up factor until the first failure.
     #[arg(long, default_value_t = 2.0)]
     pub(crate) factor: f64,
     /// Bisect until the last pass and the first failure are within this percentage (5%).
-    #[arg(long, default_value = "5%", value_parser = Typed(crate::capacity_cmd::precision))]
+    #[arg(long, default_value = "5%", value_parser = Typed(crate::values::precision))]
     pub(crate) precision: f64,
     /// Probes near the SLO's limit (within their noise) are run this many times more; if
     /// they disagree the load is uncertain, never a pass.
@@ -137,7 +137,7 @@ pub(crate) struct CapacityArgs {
     pub(crate) max_probes: u64,
     /// After a probe that broke the SLO, wait at most this long for the target to recover
     /// (checked by short runs at the starting load) before the next probe.
-    #[arg(long, default_value = "60s", value_parser = Typed(crate::capacity_cmd::recovery))]
+    #[arg(long, default_value = "60s", value_parser = Typed(crate::values::recovery))]
     pub(crate) recovery: Duration,
     /// The run flags: a URL or a scenario file, headers, --server-metrics, --arrivals ...
     #[command(flatten)]
@@ -183,7 +183,7 @@ pub(crate) struct MergeArgs {
     #[arg(long, short = 'o')]
     pub(crate) output: PathBuf,
     /// Refuse segments whose starts lie further apart than this.
-    #[arg(long, default_value = "1s", value_parser = Typed(crate::merge_cmd::start_tolerance))]
+    #[arg(long, default_value = "1s", value_parser = Typed(crate::values::start_tolerance))]
     pub(crate) start_tolerance: std::time::Duration,
 }
 
@@ -583,7 +583,7 @@ pub(crate) struct GateFlags {
     pub(crate) gate_metrics: Option<String>,
     /// A figure worse beyond the noise fails only when it is also worse by more than this,
     /// e.g. 5%.
-    #[arg(long, value_name = "PCT", value_parser = Typed(crate::gate_cmd::tolerance))]
+    #[arg(long, value_name = "PCT", value_parser = Typed(crate::values::tolerance))]
     pub(crate) tolerance: Option<f64>,
     /// Also gate each scenario step (or test id) found in both runs.
     #[arg(long)]
@@ -630,7 +630,7 @@ pub(crate) struct ManifestArgs {
     #[arg(long, short = 'n')]
     pub(crate) namespace: Option<String>,
     /// How far in the future every segment starts, so that slow-starting pods do not skew it.
-    #[arg(long, default_value = "2m", value_parser = Typed(crate::k8s_cmd::start_in))]
+    #[arg(long, default_value = "2m", value_parser = Typed(crate::values::start_in))]
     pub(crate) start_in: Duration,
     /// CPU per pod, requested and limited alike.
     #[arg(long, default_value = "1")]

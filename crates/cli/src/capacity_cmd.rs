@@ -25,79 +25,8 @@ use volley_stats::search::{Outcome, SearchPlan};
 use crate::args::CapacityArgs;
 use crate::resolve::{ConstantLoad, Resolved};
 
-/// The highest rate a search may reach, arrivals per second.
-const MAX_RATE: f64 = volley_scenario::limits::MAX_RATE;
 /// Fewest requests the first probe of a rate search must hold.
 const MIN_PROBE_REQUESTS: f64 = 20.0;
-/// The most virtual users a search may reach.
-const MAX_USERS: f64 = volley_scenario::limits::MAX_VUS as f64;
-
-/// The longest probe, warm-up and recovery wait.
-const MAX_WAIT: Duration = Duration::from_secs(3600);
-
-/// `--rates START..MAX`: arrivals per second, as `--rate` takes them.
-pub(crate) fn rate_range(text: &str) -> Result<(f64, f64), String> {
-    range(text, false, MAX_RATE)
-}
-
-/// `--users START..MAX` (`--vus`): whole numbers of VUs.
-pub(crate) fn users_range(text: &str) -> Result<(f64, f64), String> {
-    range(text, true, MAX_USERS)
-}
-
-/// `START..MAX`, both above zero, START ≤ MAX, MAX at most `cap`; a mistake says what to write
-/// (the flag and `text` are put before it where the flag is parsed: [`crate::args::Typed`]).
-fn range(text: &str, whole: bool, cap: f64) -> Result<(f64, f64), String> {
-    let like = if whole { "5..200" } else { "50..5000" };
-    let bad = || format!("write START..MAX, like {like}");
-    let (a, b) = text.split_once("..").ok_or_else(bad)?;
-    let parse = |s: &str| -> Result<f64, String> {
-        if whole {
-            s.trim().parse::<u64>().map(|v| v as f64).map_err(|_| bad())
-        } else {
-            volley_scenario::parse_rate(s.trim()).map_err(String::from)
-        }
-    };
-    let (start, max) = (parse(a)?, parse(b)?);
-    if !(start.is_finite() && max.is_finite()) {
-        return Err(format!("give finite loads, like {like}"));
-    }
-    if !(start > 0.0 && start <= max) {
-        return Err("START must be above 0 and at most MAX".into());
-    }
-    if max > cap {
-        return Err(format!(
-            "at most {} from one process; split a larger load with --segment or volley k8s manifest",
-            capacity::number(cap)
-        ));
-    }
-    Ok((start, max))
-}
-
-/// `--precision 5%` as a fraction (0.05); a bare fraction is refused, as everywhere a
-/// percentage is given.
-pub(crate) fn precision(text: &str) -> Result<f64, String> {
-    let pct = volley_scenario::percent::parse_percent("--precision", text, 0.5, 100.0)?;
-    Ok(pct / 100.0)
-}
-
-/// `--probe`: from 1s to an hour.
-pub(crate) fn probe(text: &str) -> Result<Duration, String> {
-    Ok(volley_scenario::duration::parse_within(
-        text,
-        Duration::from_secs(1),
-        MAX_WAIT,
-    )?)
-}
-
-/// `--recovery`: up to an hour.
-pub(crate) fn recovery(text: &str) -> Result<Duration, String> {
-    Ok(volley_scenario::duration::parse_within(
-        text,
-        Duration::ZERO,
-        MAX_WAIT,
-    )?)
-}
 
 /// The search the flags describe, checked, and the run every probe is a copy of.
 fn plan(a: &CapacityArgs) -> Result<(Plan, Resolved)> {
@@ -178,8 +107,10 @@ fn plan(a: &CapacityArgs) -> Result<(Plan, Resolved)> {
         Some(w @ Warmup::Stages(_)) => bail!(
             "--warmup {w}: a probe holds one load, so it has no stages; give the warm-up as a time, e.g. --warmup 5s"
         ),
-        Some(Warmup::Time(d)) => volley_scenario::duration::within(d, Duration::ZERO, MAX_WAIT)
-            .map_err(|e| anyhow::anyhow!("--warmup {}: {e}", Warmup::Time(d)))?,
+        Some(Warmup::Time(d)) => {
+            volley_scenario::duration::within(d, Duration::ZERO, crate::values::MAX_WAIT)
+                .map_err(|e| anyhow::anyhow!("--warmup {}: {e}", Warmup::Time(d)))?
+        }
         None => Duration::from_secs(5),
     };
     let probe = a.probe;

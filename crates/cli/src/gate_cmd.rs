@@ -24,15 +24,6 @@ pub(crate) struct Gate {
     incomplete: Vec<String>,
 }
 
-/// The widest tolerance: ten times the baseline's value (a latency may grow that much; a
-/// tolerance beyond it would turn the gate off without saying so).
-const MAX_TOLERANCE_PCT: f64 = 1000.0;
-
-/// `--tolerance 5%`, parsed with the flags (clap's value parser).
-pub(crate) fn tolerance(t: &str) -> Result<f64, volley_scenario::Error> {
-    volley_scenario::percent::parse_percent("--tolerance", t, 0.0, MAX_TOLERANCE_PCT)
-}
-
 impl Gate {
     /// Checks the flags (metric names, tolerance); a gate is on when any of them is given.
     pub(crate) fn from_flags(f: &GateFlags) -> Result<Gate> {

@@ -5,7 +5,6 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use jiff::Timestamp;
@@ -54,15 +53,6 @@ const SET_BY_MANIFEST: &[(&str, &str, &str)] = &[
         "pods log a plain line per interval",
     ),
 ];
-
-/// `--start-in`: at least 10s, for the pods to be scheduled and pull the image.
-pub(crate) fn start_in(text: &str) -> Result<Duration, String> {
-    let d = volley_scenario::parse_duration(text)?;
-    if d < Duration::from_secs(10) {
-        return Err("give the pods at least 10s to be scheduled and pull the image".into());
-    }
-    Ok(d)
-}
 
 pub(crate) fn k8s(command: K8sCommand) -> Result<ExitCode> {
     match command {

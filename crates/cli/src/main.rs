@@ -25,6 +25,7 @@ mod scalability_cmd;
 mod segment_flags;
 mod signals;
 mod sweep_cmd;
+mod values;
 
 use std::process::ExitCode;
 

@@ -9,16 +9,6 @@ use volley_merge::MergeOptions;
 
 use crate::args::MergeArgs;
 
-/// `--start-tolerance 1s`, parsed with the flags (clap's value parser). Segments of one run
-/// start together (--start-at); minutes apart, they are not one run.
-pub(crate) fn start_tolerance(text: &str) -> Result<std::time::Duration, String> {
-    let d = volley_scenario::parse_duration(text).map_err(|e| e.to_string())?;
-    if d > std::time::Duration::from_secs(600) {
-        return Err("segments of one run start at one --start-at, so at most 10m apart; give a shorter tolerance (the default is what a shared --start-at needs)".into());
-    }
-    Ok(d)
-}
-
 pub(crate) fn merge(a: MergeArgs) -> Result<ExitCode> {
     let start_tolerance = a.start_tolerance;
     merge_and_report(&a.inputs, &a.output, &MergeOptions { start_tolerance })

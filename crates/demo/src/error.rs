@@ -1,8 +1,6 @@
 //! The demo target's one error type, shaped as hyper's: an [`Error`] whose [`Kind`] the
 //! caller asks about (`is_pool_timeout()`), and the message the service reports.
 
-use crate::knobs::KNOBS;
-
 /// Why the demo target could not start, a knob could not be set, or a query failed.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
@@ -45,8 +43,13 @@ pub(crate) enum Repr {
     #[error("cannot listen: {0}")]
     Listen(std::io::Error),
     /// No such knob.
-    #[error("`{0}` is not a demo-target knob; the knobs are {list}", list = KNOBS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "))]
-    UnknownKnob(String),
+    #[error("`{name}` is not a demo-target knob; the knobs are {knobs}")]
+    UnknownKnob {
+        /// As given.
+        name: String,
+        /// Every knob's name, comma-separated.
+        knobs: String,
+    },
     /// The value does not fit the knob.
     #[error("{name}={value}: {why}")]
     KnobValue {
@@ -66,7 +69,7 @@ impl Error {
             Repr::PoolTimeout(_) => Kind::PoolTimeout,
             Repr::Sqlite(_) | Repr::Postgres(_) | Repr::DbFile(_) | Repr::Task(_) => Kind::Database,
             Repr::Listen(_) => Kind::Listen,
-            Repr::UnknownKnob(_) => Kind::UnknownKnob,
+            Repr::UnknownKnob { .. } => Kind::UnknownKnob,
             Repr::KnobValue { .. } => Kind::KnobValue,
         }
     }

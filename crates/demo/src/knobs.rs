@@ -154,7 +154,13 @@ impl Knobs {
                 }
             }
             "database" => self.database = Some(value.to_string()),
-            _ => return Err(Repr::UnknownKnob(name.to_string()).into()),
+            _ => {
+                return Err(Repr::UnknownKnob {
+                    name: name.to_string(),
+                    knobs: KNOBS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
+                }
+                .into());
+            }
         }
         Ok(())
     }

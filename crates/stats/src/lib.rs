@@ -5,7 +5,6 @@
 //! recomputed from a series that any tool wrote (see `docs/metrics.md` in the design notes).
 
 pub mod compare;
-pub mod error;
 pub mod knee;
 pub mod latencies;
 pub mod latency;
@@ -18,10 +17,10 @@ pub mod series;
 pub mod suite;
 pub mod usl;
 
-pub use error::Error;
 pub use latencies::Latencies;
 pub use latency::{CompactHistogram, LatencySummary, new_histogram};
 pub use metric::{Direction, Figure, METRICS, Metric};
 pub use sample::{Counts, ErrorKind, ErrorMessage, IntervalSample, KINDS, MESSAGES_PER_STEP};
 pub use series::{Interval, Series};
 pub use suite::{SeedSuite, SuiteOptions, TpsTail};
+pub use usl::{Error, Kind};
