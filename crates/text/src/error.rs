@@ -99,39 +99,20 @@ impl Error {
 
     /// A malformed-content error's line counted from `base` lines further on (a part's line
     /// as the file's); any other error as it is.
-    pub fn rebased(self, base: u64) -> Self {
-        match self.0 {
-            Repr::Malformed {
-                path,
-                line,
-                column,
-                message,
-            } => Error(Repr::Malformed {
-                path,
-                line: line + base,
-                column,
-                message,
-            }),
-            e => Error(e),
+    pub fn rebased(mut self, base: u64) -> Self {
+        if let Repr::Malformed { line, .. } = &mut self.0 {
+            *line += base;
         }
+        self
     }
 
     /// A malformed-content error with `note` added to what was wrong; any other error as it is.
-    pub fn noted(self, note: &str) -> Self {
-        match self.0 {
-            Repr::Malformed {
-                path,
-                line,
-                column,
-                message,
-            } => Error(Repr::Malformed {
-                path,
-                line,
-                column,
-                message: format!("{message} {note}"),
-            }),
-            e => Error(e),
+    pub fn noted(mut self, note: &str) -> Self {
+        if let Repr::Malformed { message, .. } = &mut self.0 {
+            message.push(' ');
+            message.push_str(note);
         }
+        self
     }
 }
 
