@@ -267,7 +267,7 @@ impl Prober for Recorder<'_> {
                 format!(
                     "p{:02}-{}{suffix}",
                     self.n,
-                    capacity::number(load).replace(',', "")
+                    volley_formats::numfmt::grouped(load).replace(',', "")
                 ),
                 self.plan.probe_seed(self.n),
             )
@@ -439,8 +439,8 @@ pub(crate) fn search(a: CapacityArgs) -> Result<(PathBuf, Capacity, ExitCode)> {
             LoadKind::Rate => "rates",
             LoadKind::Vus => "VUs",
         },
-        capacity::number(plan.search.start),
-        capacity::number(plan.search.max),
+        volley_formats::numfmt::grouped(plan.search.start),
+        volley_formats::numfmt::grouped(plan.search.max),
         humantime::format_duration(plan.probe),
         humantime::format_duration(plan.warmup),
         dir.display()

@@ -106,7 +106,7 @@ pub(crate) fn after_runs(
                     let v = volley_report::capacity::TargetVerdict::of(tps, *rate, given);
                     let said = format!(
                         "TPS {} {} (target {given})",
-                        volley_report::capacity::number(tps),
+                        volley_formats::numfmt::grouped(tps),
                         v.describe()
                     );
                     suite.cases.push(Case {

@@ -117,7 +117,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
             let v = volley_report::capacity::TargetVerdict::of(tps, *rate, given);
             eprintln!(
                 "volley: TPS {} {} (target {given})",
-                volley_report::capacity::number(tps),
+                volley_formats::numfmt::grouped(tps),
                 v.describe()
             );
             failed |= !v.met;

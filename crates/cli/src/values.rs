@@ -5,8 +5,6 @@
 
 use std::time::Duration;
 
-use volley_report::capacity;
-
 /// The highest rate a search may reach, arrivals per second.
 const MAX_RATE: f64 = volley_scenario::limits::MAX_RATE;
 /// The most virtual users a search may reach.
@@ -48,7 +46,7 @@ fn range(text: &str, whole: bool, cap: f64) -> Result<(f64, f64), String> {
     if max > cap {
         return Err(format!(
             "at most {} from one process; split a larger load with --segment or volley k8s manifest",
-            capacity::number(cap)
+            volley_formats::numfmt::grouped(cap)
         ));
     }
     Ok((start, max))

@@ -8,10 +8,11 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use volley_formats::numfmt;
 
 use serde::{Deserialize, Serialize};
 use volley_formats::Source;
+use volley_formats::numfmt;
+use volley_formats::numfmt::grouped as number;
 use volley_scenario::Threshold;
 use volley_scenario::threshold::{Metric, Op};
 use volley_stats::compare::{NOISE_Z, Verdict};
@@ -56,9 +57,6 @@ impl LoadKind {
         format!("{} {}", number(load), self.unit())
     }
 }
-
-/// `1480.4` as `1,480` ([`numfmt::grouped`]; the CLI's lines name capacities by it).
-pub use volley_formats::numfmt::grouped as number;
 
 /// A number that may be NaN, which serde_json writes as `null`: read back as NaN.
 fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
