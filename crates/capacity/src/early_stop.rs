@@ -8,7 +8,7 @@
 //! interval's successful requests), never by parsing the SLO's text again.
 
 use volley_scenario::Threshold;
-use volley_scenario::threshold::{Metric, Stat};
+use volley_scenario::threshold::Metric;
 use volley_stats::sample::IntervalSample;
 
 /// A probe stops early once this many intervals in a row clearly break the SLO.
@@ -74,16 +74,7 @@ impl<'a> EarlyStop<'a> {
 pub fn interval_figure(t: &Threshold, s: &IntervalSample) -> Option<f64> {
     let c = &s.counts;
     let latency = |l: &volley_stats::latencies::Latencies| {
-        let q = match t.stat {
-            Stat::P50 => 50.0,
-            Stat::P90 => 90.0,
-            Stat::P95 => 95.0,
-            Stat::P99 => 99.0,
-            Stat::P99_9 => 99.9,
-            Stat::P99_99 => 99.99,
-            Stat::Max => 100.0,
-            Stat::Mean | Stat::Avg | Stat::Value => return None,
-        };
+        let q = t.stat.percentile()?;
         (!l.is_empty()).then(|| l.value_at_percentile(q) as f64 / 1000.0)
     };
     match t.metric {

@@ -10,15 +10,22 @@
 //! - **Generator guard.** A probe with evidence that volley could not drive it (or that failed
 //!   while volley itself stalled) runs once more; only a second such probe ends the search
 //!   with "capacity ≥ the last pass".
-//! - **Confirmation.** A probe within its noise of a limit runs `confirm` times more; if they
-//!   disagree, the load is uncertain and counts as not passing. A probe stopped early broke
-//!   its SLO clearly, so it is never near.
+//! - **Confirmation.** A probe within its noise of a limit said too little to decide: the load
+//!   runs `confirm` times more, each run long enough for the figure that was near to rest on
+//!   [`TAIL_SAMPLES`] requests beyond it ([`confirm_length`], at most [`CONFIRM_MAX_FACTOR`]
+//!   probe lengths), and the confirmations decide. If they disagree among themselves, the load
+//!   is uncertain and counts as not passing. A probe stopped early broke its SLO clearly, so it
+//!   is never near.
 //! - **Recovery.** After a probe that did not pass, short checks at the start load run until
 //!   one passes. A target that never passes the start load again ends the search as
 //!   `unstable`; one that stops answering ends it as `target_failed`. Either way the bracket
 //!   found so far is the answer, and the exit code is 1.
 
+use std::time::Duration;
+
 use volley_report::capacity::{Probe, ProbeLimit};
+use volley_scenario::Threshold;
+use volley_scenario::threshold::Metric;
 use volley_stats::search::{Outcome, Search, Status};
 
 use crate::plan::{RECOVERY_CHECK, RECOVERY_PAUSE};
@@ -31,6 +38,64 @@ pub const FALL_Z: f64 = 3.0;
 pub const FALL_FLOOR_PCT: f64 = 5.0;
 /// ... or, when either probe's noise is unknown, this share, %.
 pub const FALL_UNKNOWN_PCT: f64 = 10.0;
+
+/// A percentile near its limit is confirmed by a run holding at least this many requests beyond
+/// it (a p99 from 10,000 requests, a p95 from 2,000), and an error rate near its limit by a
+/// run holding this many failures at the limit (1 % from 10,000 requests). A 30 s probe at 70
+/// requests per second reads its p99 from 21 requests: on a Poisson queue that figure spread
+/// 74–120 ms over five searches against a 100 ms SLO (bench/README.md).
+pub const TAIL_SAMPLES: f64 = 100.0;
+/// A confirmation runs at most this many probe lengths.
+pub const CONFIRM_MAX_FACTOR: u32 = 4;
+
+/// The requests a run needs for threshold `t`'s figure to be read within its noise: see
+/// [`TAIL_SAMPLES`]. Zero for a figure more requests do not sharpen (a maximum, a mean, a
+/// per-interval figure).
+pub fn requests_needed(t: &Threshold) -> f64 {
+    match t.metric {
+        Metric::ErrorRate if t.limit > 0.0 && t.limit < 100.0 => TAIL_SAMPLES / (t.limit / 100.0),
+        Metric::Ttfb | Metric::Total | Metric::Iteration => match t.stat.percentile() {
+            Some(q) if q < 100.0 => TAIL_SAMPLES / (1.0 - q / 100.0),
+            _ => 0.0,
+        },
+        _ => 0.0,
+    }
+}
+
+/// How long each confirmation of a load runs, from the probe that was near: long enough for
+/// every figure that was near to hold [`requests_needed`] at the rate that probe measured,
+/// never shorter than the plan's probe nor longer than [`CONFIRM_MAX_FACTOR`] of it.
+pub fn confirm_length(plan: &Plan, reading: &Reading) -> Duration {
+    let p = &reading.probe;
+    // Latency percentiles read successful requests; an error rate reads all of them.
+    let ok_rate = p.achieved_tps;
+    let ok_share = 1.0 - p.error_rate_pct / 100.0;
+    let all_rate = if ok_share > 0.0 {
+        ok_rate / ok_share
+    } else {
+        f64::NAN
+    };
+    let secs = reading
+        .near
+        .iter()
+        .filter_map(|&i| plan.slo.get(i))
+        .map(|t| {
+            let rate = if t.metric == Metric::ErrorRate {
+                all_rate
+            } else {
+                ok_rate
+            };
+            let need = requests_needed(t);
+            if need > 0.0 && rate.is_finite() && rate > 0.0 {
+                need / rate
+            } else {
+                0.0
+            }
+        })
+        .fold(0.0, f64::max);
+    let longest = plan.probe * CONFIRM_MAX_FACTOR;
+    Duration::from_secs_f64(secs.min(longest.as_secs_f64())).max(plan.probe)
+}
 
 /// How a search ended: what the result is assembled from ([`crate::result`]).
 #[derive(Debug, Clone)]
@@ -48,7 +113,8 @@ pub struct Ended {
 /// A probe of a load, and what the search made of it.
 struct Ran {
     outcome: Outcome,
-    near: bool,
+    /// The SLO thresholds within their noise of their limits (none for a probe stopped early).
+    near: Vec<usize>,
     reading: Reading,
 }
 
@@ -70,12 +136,9 @@ enum Stop {
 }
 
 impl Runner<'_> {
-    /// Runs `load` as `role` and reads it.
-    fn run(&mut self, load: f64, role: Role) -> Result<Result<Ran, Stop>, Error> {
-        let reading = match self
-            .prober
-            .probe(load, role, self.plan.probe, self.plan.warmup)
-        {
+    /// Runs `load` as `role` for `length` after the plan's warm-up, and reads it.
+    fn run(&mut self, load: f64, role: Role, length: Duration) -> Result<Result<Ran, Stop>, Error> {
+        let reading = match self.prober.probe(load, role, length, self.plan.warmup) {
             Ok(r) => r,
             Err(e) if e.is_target() => {
                 return Ok(Err(Stop::TargetFailed(format!(
@@ -113,7 +176,11 @@ impl Runner<'_> {
         Ok(Ok(Ran {
             outcome,
             // A probe stopped early broke its SLO clearly: no noise makes that near.
-            near: reading.near && reading.probe.stopped_early.is_none(),
+            near: if reading.probe.stopped_early.is_none() {
+                reading.near.clone()
+            } else {
+                Vec::new()
+            },
             reading,
         }))
     }
@@ -185,6 +252,11 @@ impl Runner<'_> {
     }
 }
 
+/// A length in whole seconds, as the notes say it.
+fn secs(d: Duration) -> String {
+    format!("{:.0}", d.as_secs_f64())
+}
+
 /// Whether `tps` (standard error `se`) is below `best` (standard error `best_se`) beyond
 /// the noise: [`FALL_Z`] standard errors of the difference and [`FALL_FLOOR_PCT`] of `best`,
 /// or [`FALL_UNKNOWN_PCT`] of `best` when a standard error is unknown.
@@ -225,26 +297,25 @@ pub fn run(plan: &Plan, prober: &mut dyn Prober) -> Result<Ended, Error> {
         } else {
             Role::Bisect
         };
-        let first = match r.run(load, role)? {
+        let first = match r.run(load, role, plan.probe)? {
             Ok(ran) => ran,
             Err(stop) => break Some(stop),
         };
-        let (mut outcome, mut near) = (first.outcome, first.near);
+        let (mut outcome, mut last) = (first.outcome, first);
         // A probe the generator could not drive runs once more: a stall of a shared machine
         // passes, a load volley cannot offer from here does not. So does a probe that failed
         // while the machine paused volley itself: its latencies hold that pause.
-        let stalled = outcome == Outcome::Fail && first.reading.stalled_ms.is_some();
+        let stalled = outcome == Outcome::Fail && last.reading.stalled_ms.is_some();
         if outcome == Outcome::GeneratorLimited || stalled {
-            let again = match r.run(load, Role::Retry)? {
+            let again = match r.run(load, Role::Retry, plan.probe)? {
                 Ok(ran) => ran,
                 Err(stop) => break Some(stop),
             };
-            let why = match first.reading.stalled_ms {
+            let why = match last.reading.stalled_ms {
                 Some(ms) if stalled => format!("failed while volley itself stalled for {ms:.0} ms"),
                 _ => format!(
                     "was generator-limited ({})",
-                    first
-                        .reading
+                    last.reading
                         .generator
                         .as_deref()
                         .unwrap_or("volley could not keep its schedule")
@@ -255,28 +326,59 @@ pub fn run(plan: &Plan, prober: &mut dyn Prober) -> Result<Ended, Error> {
                 plan.kind.show(load),
                 again.outcome.name()
             ));
-            (outcome, near) = (again.outcome, again.near);
+            (outcome, last) = (again.outcome, again);
         }
-        if near && matches!(outcome, Outcome::Pass | Outcome::Fail) {
+        if !last.near.is_empty()
+            && plan.confirm > 0
+            && matches!(outcome, Outcome::Pass | Outcome::Fail)
+        {
+            // The probe was within its noise of a limit: it could not tell. Runs long enough
+            // to read the figure that was near decide, not a vote with the short one.
+            let length = confirm_length(plan, &last.reading);
+            let near = last
+                .near
+                .iter()
+                .filter_map(|&i| plan.slo.get(i))
+                .map(|t| t.expr.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut decided: Option<Outcome> = None;
             for c in 0..plan.confirm {
-                let again = match r.run(load, Role::Confirm)? {
+                let again = match r.run(load, Role::Confirm, length)? {
                     Ok(ran) => ran,
                     Err(stop) => break 'search Some(stop),
                 };
                 if again.outcome == Outcome::GeneratorLimited {
-                    outcome = again.outcome;
+                    decided = Some(again.outcome);
                     break;
                 }
-                if again.outcome != outcome {
-                    outcome = Outcome::Uncertain;
+                match decided {
+                    Some(d) if d != again.outcome => {
+                        decided = Some(Outcome::Uncertain);
+                        r.notes.push(format!(
+                            "{} flip-flopped: {} of its {} confirmations of {} s agreed before one differed; it counts as uncertain, not as a pass.",
+                            plan.kind.show(load),
+                            c,
+                            plan.confirm,
+                            secs(length)
+                        ));
+                        break;
+                    }
+                    _ => decided = Some(again.outcome),
+                }
+            }
+            if let Some(d) = decided {
+                if matches!(d, Outcome::Pass | Outcome::Fail) && d != outcome {
                     r.notes.push(format!(
-                        "{} flip-flopped: {} of {} runs agreed before one differed; it counts as uncertain, not as a pass.",
+                        "The probe at {} was within its noise of the SLO ({near}) and read {}; its {} of {} s, long enough to read that figure, read {}: the longer measurement decides.",
                         plan.kind.show(load),
-                        c + 1,
-                        c + 2
+                        outcome.name(),
+                        if plan.confirm == 1 { "confirmation" } else { "confirmations" },
+                        secs(length),
+                        d.name()
                     ));
-                    break;
                 }
+                outcome = d;
             }
         }
         search.record(load, outcome);

@@ -44,8 +44,10 @@ pub struct Reading {
     pub probe: Probe,
     /// Every SLO held, by the probe's report.
     pub passed: bool,
-    /// A figure is within its noise of its limit: worth a confirmation.
-    pub near: bool,
+    /// The plan's SLO thresholds (by index) whose figure is within its noise of its limit:
+    /// the load is confirmed by probes long enough to read those figures
+    /// ([`crate::policy::confirm_length`]).
+    pub near: Vec<usize>,
     /// Evidence that volley could not drive the load (dropped arrivals, lag in several
     /// intervals, its own CPU at its limit), when there is some.
     pub generator: Option<String>,

@@ -128,8 +128,9 @@ pub(crate) struct CapacityArgs {
     /// Bisect until the last pass and the first failure are within this percentage (5%).
     #[arg(long, default_value = "5%", value_parser = Typed(crate::values::precision))]
     pub(crate) precision: f64,
-    /// Probes near the SLO's limit (within their noise) are run this many times more; if
-    /// they disagree the load is uncertain, never a pass.
+    /// Probes near the SLO's limit (within their noise) are confirmed this many times, each
+    /// run long enough to read the figure that was near (up to 4 × --probe); the
+    /// confirmations decide, and if they disagree the load is uncertain, never a pass.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=5))]
     pub(crate) confirm: u64,
     /// The most loads probed (confirmations not counted).

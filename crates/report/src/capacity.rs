@@ -806,8 +806,9 @@ pub fn usl_points(load: LoadKind, probes: &[Probe]) -> Vec<(f64, f64)> {
 pub struct Judged {
     /// Every SLO held.
     pub passed: bool,
-    /// A figure is within its noise of its limit: worth a confirmation.
-    pub near: bool,
+    /// The SLO's thresholds (by index) whose figure is within its noise of its limit: worth a
+    /// confirmation long enough to read that figure.
+    pub near: Vec<usize>,
     /// Why the generator's figures make the probe say nothing of the server.
     pub generator: Option<String>,
     /// `ttfb p99 212.3 ms vs < 250 ms (±9 %)`, one per SLO.
@@ -829,9 +830,9 @@ fn noise_key(t: &Threshold) -> Option<&'static str> {
 pub fn judge(src: &Source, report: &RunReport, slo: &[Threshold], opts: ReportOptions) -> Judged {
     let noise = crate::compare::run_noise(src, opts);
     let mut passed = true;
-    let mut near = false;
+    let mut near = Vec::new();
     let mut parts = Vec::new();
-    for t in slo {
+    for (i, t) in slo.iter().enumerate() {
         // The probe's report judged every threshold of the run; the SLO's are found by name.
         let Some(r) = report.thresholds.iter().find(|r| r.expr == t.expr) else {
             passed = false;
@@ -847,7 +848,9 @@ pub fn judge(src: &Source, report: &RunReport, slo: &[Threshold], opts: ReportOp
                 (NOISE_Z * se).max(t.limit.abs() * NEAR_FLOOR_PCT / 100.0)
             });
         let close = r.actual.is_finite() && (r.actual - t.limit).abs() <= band;
-        near |= close;
+        if close {
+            near.push(i);
+        }
         let op = match t.op {
             Op::Lt => "<",
             Op::Le => "<=",

@@ -83,6 +83,20 @@ impl Stat {
     fn from_name(name: &str) -> Option<Stat> {
         Stat::ALL.iter().find(|(_, n)| *n == name).map(|(s, _)| *s)
     }
+
+    /// The percentile it reads (`p99` → 99, `max` → 100); `None` for a mean or a value.
+    pub fn percentile(self) -> Option<f64> {
+        match self {
+            Stat::P50 => Some(50.0),
+            Stat::P90 => Some(90.0),
+            Stat::P95 => Some(95.0),
+            Stat::P99 => Some(99.0),
+            Stat::P99_9 => Some(99.9),
+            Stat::P99_99 => Some(99.99),
+            Stat::Max => Some(100.0),
+            Stat::Value | Stat::Avg | Stat::Mean => None,
+        }
+    }
 }
 
 impl std::fmt::Display for Stat {
