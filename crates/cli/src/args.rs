@@ -209,7 +209,7 @@ pub(crate) struct DemoArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum TargetCommand {
-    /// Serve the demo target until Ctrl-C.
+    /// Serve the demo target until SIGTERM or Ctrl-C.
     Serve(ServeArgs),
 }
 
@@ -219,6 +219,10 @@ pub(crate) struct ServeArgs {
     /// Address to listen on (loopback by default).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub(crate) listen: std::net::SocketAddr,
+    /// On SIGTERM or Ctrl-C: stop accepting, then let in-flight requests finish for at most
+    /// this long (up to 10m) before exiting; the default fits Kubernetes' 30 s grace period.
+    #[arg(long, default_value = "20s", value_parser = Typed(crate::demo_cmd::drain))]
+    pub(crate) drain: Duration,
     #[command(flatten)]
     pub(crate) knobs: crate::knob_flags::KnobFlags,
 }

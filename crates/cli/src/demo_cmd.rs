@@ -277,7 +277,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async {
+    let served = rt.block_on(async {
         let target = volley_demo::start(a.listen, &knobs)
             .await
             .map_err(|e| anyhow::anyhow!("cannot start the target on {}: {e}", a.listen))?;
@@ -294,15 +294,52 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
             target.addr
         );
         eprintln!(
-            "volley: metrics at http://{}/metrics; Ctrl-C stops",
+            "volley: metrics at http://{}/metrics; SIGTERM or Ctrl-C stops",
             target.addr
         );
-        let _ = tokio::signal::ctrl_c().await;
-        eprintln!("volley: stopping (in-flight requests finish first)");
-        target.stop().await?;
+        let signal = stop_signal().await?;
+        let drain = humantime::format_duration(a.drain);
+        eprintln!(
+            "volley: {signal}: stopping (no new connections; in-flight requests finish, for at most {drain})"
+        );
+        match tokio::time::timeout(a.drain, target.stop()).await {
+            Ok(stopped) => stopped?,
+            Err(_) => eprintln!("volley: requests were still in flight after {drain}; exiting"),
+        }
         anyhow::Ok(())
-    })?;
+    });
+    // Work still running past the drain (a request's CPU work) must not hold the exit.
+    rt.shutdown_background();
+    served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--drain`: up to 10 minutes.
+pub(crate) fn drain(text: &str) -> Result<Duration, String> {
+    Ok(volley_scenario::duration::parse_within(
+        text,
+        Duration::ZERO,
+        Duration::from_secs(600),
+    )?)
+}
+
+/// Waits for SIGTERM (how Kubernetes stops a pod: the target is PID 1 there, which ignores a
+/// signal it has no handler for) or Ctrl-C, and names it.
+async fn stop_signal() -> Result<&'static str> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+        tokio::select! {
+            _ = term.recv() => Ok("SIGTERM"),
+            _ = tokio::signal::ctrl_c() => Ok("Ctrl-C"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        Ok("Ctrl-C")
+    }
 }
 
 /// The capacity of each phase under one SLO, searched as the `volley capacity` command it

@@ -7,6 +7,9 @@ use std::time::Duration;
 use crate::db::IdType;
 use crate::error::{Error, Repr};
 
+/// The most CPU a request may be set to spend (`cpu-work`).
+pub const MAX_CPU_WORK: Duration = Duration::from_secs(10);
+
 /// The tuning knobs.
 #[derive(Debug, Clone)]
 pub struct Knobs {
@@ -29,6 +32,12 @@ pub struct Knobs {
     pub id_type: IdType,
     /// A SQLite database file, or a `postgres://` URL; `None` for a fresh temporary SQLite file.
     pub database: Option<String>,
+    /// CPU time each API request spends on its worker (a busy loop on the thread's own CPU
+    /// clock, so a CPU limit that throttles the pod makes the request wait, not skip its work).
+    pub cpu_work: Duration,
+    /// `/health` waits for a worker like any request (and is refused with 503 when the accept
+    /// queue is full), so a saturated pod misses its readiness probe, as Spring's did.
+    pub health_shares_workers: bool,
 }
 
 impl Default for Knobs {
@@ -43,6 +52,8 @@ impl Default for Knobs {
             cache: false,
             id_type: IdType::Sequential,
             database: None,
+            cpu_work: Duration::ZERO,
+            health_shares_workers: false,
         }
     }
 }
@@ -112,6 +123,16 @@ pub const KNOBS: &[KnobInfo] = &[
         value_name: "FILE|URL",
         help: "A SQLite database file, or a PostgreSQL URL (postgres://user@127.0.0.1/db); default: a fresh temporary SQLite file.",
     },
+    KnobInfo {
+        name: "cpu-work",
+        value_name: "DURATION",
+        help: "CPU time each API request spends on its worker (at most 10s), so CPU limits and an autoscaler matter.",
+    },
+    KnobInfo {
+        name: "health-shares-workers",
+        value_name: "",
+        help: "/health waits for a worker like any request (503 when the accept queue is full), as a Spring probe does.",
+    },
 ];
 
 impl Knobs {
@@ -132,6 +153,11 @@ impl Knobs {
             // The one duration rule of volley: a unit always (`5` could be s or ms).
             volley_scenario::parse_duration(value).map_err(|e| bad(&e.to_string()))
         };
+        let switch = || match value.trim() {
+            "on" | "true" | "yes" | "1" => Ok(true),
+            "off" | "false" | "no" | "0" => Ok(false),
+            _ => Err(bad("expected on or off")),
+        };
         match name {
             "max-threads" => self.max_threads = count()?,
             "max-connections" => self.max_connections = count()?,
@@ -139,12 +165,14 @@ impl Knobs {
             "db-pool" => self.db_pool = count()?,
             "db-timeout" => self.db_timeout = duration()?,
             "db-rtt" => self.db_rtt = duration()?,
-            "cache" => {
-                self.cache = match value.trim() {
-                    "on" | "true" | "yes" | "1" => true,
-                    "off" | "false" | "no" | "0" => false,
-                    _ => return Err(bad("expected on or off").into()),
+            "cache" => self.cache = switch()?,
+            "health-shares-workers" => self.health_shares_workers = switch()?,
+            "cpu-work" => {
+                let d = duration()?;
+                if d > MAX_CPU_WORK {
+                    return Err(bad("at most 10s of CPU a request (write e.g. 2ms)").into());
                 }
+                self.cpu_work = d;
             }
             "id-type" => {
                 self.id_type = match value.trim() {
@@ -182,6 +210,13 @@ impl Knobs {
             })
             .to_string(),
             "database" => self.database.clone()?,
+            "cpu-work" => humantime::format_duration(self.cpu_work).to_string(),
+            "health-shares-workers" => (if self.health_shares_workers {
+                "on"
+            } else {
+                "off"
+            })
+            .to_string(),
             _ => return None,
         })
     }
@@ -201,6 +236,8 @@ mod tests {
             ("cache", "on"),
             ("id-type", "random"),
             ("database", "x.db"),
+            ("cpu-work", "2ms"),
+            ("health-shares-workers", "on"),
         ] {
             k.set(name, value).unwrap();
             assert_eq!(k.get(name).as_deref(), Some(value), "{name}");
@@ -228,6 +265,16 @@ mod tests {
         assert_eq!(
             k.set("db-rtt", "5").unwrap_err().to_string(),
             "db-rtt=5: `5` has no unit: write 5s, 5ms or 5m"
+        );
+        assert_eq!(
+            k.set("cpu-work", "11s").unwrap_err().to_string(),
+            "cpu-work=11s: at most 10s of CPU a request (write e.g. 2ms)"
+        );
+        assert_eq!(
+            k.set("health-shares-workers", "maybe")
+                .unwrap_err()
+                .to_string(),
+            "health-shares-workers=maybe: expected on or off"
         );
         k.set("db-rtt", "1.5ms").unwrap();
         assert_eq!(k.db_rtt, std::time::Duration::from_micros(1500));

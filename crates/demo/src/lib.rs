@@ -13,6 +13,7 @@
 
 mod chat;
 mod connections;
+mod cpu;
 mod db;
 mod error;
 mod grpc;
@@ -33,7 +34,7 @@ use tokio::net::TcpListener;
 pub use db::{Db, IdType, Val};
 use error::Repr;
 pub use error::{Error, Kind};
-pub use knobs::{KNOBS, KnobInfo, Knobs};
+pub use knobs::{KNOBS, KnobInfo, Knobs, MAX_CPU_WORK};
 
 /// Shared state of the service.
 #[derive(Clone)]
@@ -82,11 +83,20 @@ pub async fn router(knobs: &Knobs) -> Result<(Router, Arc<Db>, Arc<pair::Events>
         .merge(chat::routes())
         .merge(pair::routes())
         .merge(web::routes());
+    let api = cpu::apply(api, knobs.cpu_work);
+    // A probe that shares the workers waits for one like any request (no CPU work: it only
+    // answers), so a saturated target misses it; by default it is answered beside them.
+    let health = Router::new().route("/health", get(|| async { "ok" }));
+    let (api, health) = if knobs.health_shares_workers {
+        (api.merge(health), Router::new())
+    } else {
+        (api, health)
+    };
     let api = limit::apply(api, knobs.max_threads, knobs.accept_count, metrics.clone());
     let router = api
+        .merge(health)
         .route("/metrics", get(metrics::expose))
         .route("/actuator/prometheus", get(metrics::expose))
-        .route("/health", get(|| async { "ok" }))
         .route("/openapi.json", get(openapi::document))
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),

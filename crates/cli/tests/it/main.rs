@@ -31,5 +31,6 @@ mod spring;
 mod support;
 mod sweep;
 mod target_prometheus;
+mod target_serve;
 mod terminal;
 mod tls;
