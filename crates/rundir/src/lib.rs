@@ -9,6 +9,7 @@
 pub mod group;
 pub mod histograms;
 pub mod hlog;
+pub mod kube;
 pub mod ngrinder;
 pub mod note;
 pub mod numfmt;

@@ -44,6 +44,12 @@ pub const DRAIN_CSV: &str = "drain.csv";
 pub const LATENCY_HLOG: &str = "latency.hlog";
 /// Scraped server metrics.
 pub const SERVER_CSV: &str = "server.csv";
+/// `--kube`: every observation of the watched workload, in arrival order (docs/kubernetes.md).
+pub const KUBE_JSONL: &str = "kube.jsonl";
+/// `--kube`: the workload sampled at the scrape instants, in server.csv's columns.
+pub const KUBE_CSV: &str = "kube.csv";
+/// server.csv's (and kube.csv's) header.
+pub const SERVER_HEADER: [&str; 5] = ["Elapsed_(s)", "Target", "Series", "Value", "Kind"];
 
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -231,6 +237,9 @@ pub struct RunMeta {
     /// clock is the run's, so it has no requests before `start_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub population: Option<crate::recorded::RecordedPopulation>,
+    /// The Kubernetes workload watched beside the load (`--kube`), redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube: Option<crate::kube::KubeNote>,
 }
 
 /// A change of plan at time `at_s`: from then on the run had `vus` VUs (closed model) or
@@ -288,6 +297,7 @@ impl RunMeta {
             plan_changes: Vec::new(),
             outputs: Vec::new(),
             population: None,
+            kube: None,
         }
     }
 }
@@ -801,6 +811,29 @@ fn server_value(v: f64) -> String {
     } else {
         format!("{v:e}")
     }
+}
+
+/// One row of server.csv (or kube.csv) as it is written: `elapsed_s` in nGrinder's format,
+/// the value as [`server_value`] writes it, `rate` or `gauge`.
+pub fn server_row(
+    elapsed_s: f64,
+    target: &str,
+    series: &str,
+    value: f64,
+    rate: bool,
+) -> [String; 5] {
+    [
+        ngrinder_number(elapsed_s),
+        target.to_string(),
+        series.to_string(),
+        server_value(value),
+        if rate { "rate" } else { "gauge" }.to_string(),
+    ]
+}
+
+/// Reads a run directory's kube.csv (`--kube`) as server.csv is read; empty without one.
+pub fn read_kube(dir: &Path) -> Result<Vec<ServerPoint>> {
+    read_server(&dir.join(KUBE_CSV))
 }
 
 /// Reads `server.csv`.
