@@ -12,6 +12,12 @@
 // The codec, not yet driving connections: the engine stays on the `h2` crate until the
 // codec's connection passes every test.
 #[allow(dead_code)]
+mod conn;
+#[cfg(test)]
+mod conn_tests;
+#[allow(dead_code)]
+mod driver;
+#[allow(dead_code)]
 mod frame;
 #[allow(dead_code)]
 mod hpack;
@@ -141,9 +147,18 @@ pub(crate) struct StreamDone {
 /// A failed stream, and whether the request may go once more on a new connection
 /// (refused before the server processed it: GOAWAY past its last stream, REFUSED_STREAM,
 /// or a connection already gone when the stream was to open).
+#[derive(Debug)]
 pub(crate) struct StreamFailed {
     pub(crate) failure: Failure,
     pub(crate) retry: bool,
+}
+
+/// A stream failure of `kind` that may not be retried.
+pub(crate) fn fail(kind: ErrorKind, message: impl Into<String>) -> StreamFailed {
+    StreamFailed {
+        failure: Failure::new(kind, message),
+        retry: false,
+    }
 }
 
 /// Sends one request as a stream on `conn` and reads the whole response.

@@ -63,6 +63,7 @@ impl Table {
     /// Sets the table's maximum size, evicting what no longer fits.
     pub(crate) fn set_max(&mut self, max: usize) {
         self.max = max;
+        self.epoch += 1;
         self.evict_to(max);
     }
 
