@@ -11,7 +11,7 @@ use std::cell::RefCell;
 
 use http::header::{CONTENT_LENGTH, HOST, HeaderMap, HeaderValue, USER_AGENT};
 use http::uri::PathAndQuery;
-use http::{Method, Request, Uri};
+use http::{Method, Uri};
 use rustls::ClientConfig;
 use volley_stats::ErrorKind;
 
@@ -21,7 +21,7 @@ use crate::error::{Error, Repr};
 use crate::failure::Failure;
 pub(crate) use crate::h1::Capture;
 use crate::h1::{self, NameCase, RequestWriter, Stream};
-use crate::http2::{self, H2Conn};
+use crate::http2::{self, H2Conn, H2Head};
 use crate::pool::{Lease, Pool, Seat};
 use crate::target::Target;
 
@@ -50,9 +50,10 @@ const MAX_POOLED_BUF: usize = 64 * 1024;
 #[derive(Debug, Clone)]
 pub(crate) struct PreparedRequest {
     method: Method,
-    full_uri: Uri,
-    /// HTTP/2's headers: no `Host` (`:authority` carries it), `content-length` with a body.
-    headers: HeaderMap,
+    /// HTTP/2's head: the pseudo-headers, then the headers without `Host` (`:authority`
+    /// carries it) and with `content-length` when there is a body; empty where the request
+    /// goes out on HTTP/1.1 alone.
+    h2: H2Head,
     body: Bytes,
     /// The whole HTTP/1.1 request, serialized once.
     h1: Bytes,
@@ -131,8 +132,7 @@ impl PreparedRequest {
         let h1 = h1_request(target, &method, path.as_str(), headers, &body);
         Ok(PreparedRequest {
             method,
-            full_uri: Uri::default(),
-            headers: HeaderMap::new(),
+            h2: H2Head::default(),
             body: Bytes::from(body),
             h1: Bytes::from(h1),
         })
@@ -174,10 +174,13 @@ impl PreparedRequest {
         if sends_body(&method, &body) && !map.contains_key(CONTENT_LENGTH) {
             map.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
         }
+        let h2 = match speaks {
+            Speaks::Http1 => H2Head::default(),
+            Speaks::Http2 | Speaks::Either => h2_head(&method, &full_uri, &map),
+        };
         Ok(PreparedRequest {
             method,
-            full_uri,
-            headers: map,
+            h2,
             body,
             h1,
         })
@@ -188,14 +191,24 @@ impl PreparedRequest {
         &self.h1
     }
 
-    /// The HTTP/2 request head (the body goes apart, as DATA).
-    fn h2_head(&self) -> Request<()> {
-        let mut req = Request::new(());
-        *req.method_mut() = self.method.clone();
-        *req.headers_mut() = self.headers.clone();
-        *req.uri_mut() = self.full_uri.clone();
-        req
-    }
+}
+
+/// An HTTP/2 request head (the body goes apart, as DATA): `:method`, `:scheme`,
+/// `:authority`, `:path`, then `headers` in the map's order, names in lower case.
+fn h2_head(method: &Method, uri: &Uri, headers: &HeaderMap) -> H2Head {
+    let field = |n: &[u8], v: &[u8]| (Box::from(n), Box::from(v));
+    let mut fields = vec![
+        field(b":method", method.as_str().as_bytes()),
+        field(b":scheme", uri.scheme_str().unwrap_or("http").as_bytes()),
+        field(b":authority", uri.authority().map_or("", |a| a.as_str()).as_bytes()),
+        field(b":path", uri.path_and_query().map_or("/", |p| p.as_str()).as_bytes()),
+    ];
+    fields.extend(
+        headers
+            .iter()
+            .map(|(n, v)| field(n.as_str().as_bytes(), v.as_bytes())),
+    );
+    H2Head::new(fields)
 }
 
 /// Every request's `User-Agent` unless it names its own.
@@ -580,7 +593,7 @@ async fn h2_exchange(
     capture: Option<&mut Capture>,
     wire: &mut Wire,
 ) -> Result<(), http2::StreamFailed> {
-    let done = http2::exchange(conn, req.h2_head(), &req.body, capture).await?;
+    let done = http2::exchange(conn, &req.h2, &req.body, capture).await?;
     (wire.status, wire.first, wire.bytes) = (done.status, done.first, done.bytes);
     wire.wait_us += done.wait_us;
     Ok(())
@@ -615,10 +628,19 @@ mod build_tests {
         )
         .unwrap();
         assert!(req.h1_bytes().is_empty());
-        let head = req.h2_head();
-        assert_eq!(head.uri().to_string(), "http://127.0.0.1:8080/items?q=1");
-        assert_eq!(head.headers()["x-trace"], "a");
-        assert_eq!(head.headers()[CONTENT_LENGTH], "2");
+        let head = &req.h2;
+        let names: Vec<&[u8]> = head.fields.iter().map(|(n, _)| &n[..]).collect();
+        assert_eq!(
+            names[..4],
+            [&b":method"[..], b":scheme", b":authority", b":path"]
+        );
+        assert_eq!(head.get(":method"), Some(&b"POST"[..]));
+        assert_eq!(head.get(":scheme"), Some(&b"http"[..]));
+        assert_eq!(head.get(":authority"), Some(&b"127.0.0.1:8080"[..]));
+        assert_eq!(head.get(":path"), Some(&b"/items?q=1"[..]));
+        assert_eq!(head.get("x-trace"), Some(&b"a"[..]));
+        assert_eq!(head.get("content-length"), Some(&b"2"[..]));
+        assert_eq!(head.get("host"), None);
         let lean = PreparedRequest::build(
             &target,
             Speaks::Http1,

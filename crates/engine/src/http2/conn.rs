@@ -58,6 +58,7 @@ impl H2Head {
     }
 
     /// The value of `name`, if the head has it.
+    #[cfg(test)]
     pub(crate) fn get(&self, name: &str) -> Option<&[u8]> {
         self.fields
             .iter()

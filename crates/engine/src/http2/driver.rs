@@ -42,17 +42,16 @@ impl Shared {
         }
     }
 
-    /// Wakes VUs waiting for a slot: all of them when the limit or the connection changed,
-    /// else one for each slot freed.
+    /// Wakes the VUs waiting for a slot, when one was freed or the limit or the
+    /// connection changed. All of them: a waiter whose VU gave up (a timeout) would
+    /// otherwise take a wake meant for one still waiting. There are waiters only while the
+    /// server's limit is reached.
     fn wake_waiters(&mut self, freed: usize) {
-        let n = if self.conn.limit_changed || self.retired || self.ended {
-            self.waiters.len()
-        } else {
-            freed
-        };
-        self.conn.limit_changed = false;
-        for w in self.waiters.drain(..n.min(self.waiters.len())) {
-            w.wake();
+        if freed > 0 || self.conn.limit_changed || self.retired || self.ended {
+            self.conn.limit_changed = false;
+            for w in self.waiters.drain(..) {
+                w.wake();
+            }
         }
     }
 }
@@ -196,13 +195,10 @@ fn poll_drive(
         if (sh.retired || sh.abandoned || sh.conn.is_gone()) && sh.conn.active() == 0 {
             return Poll::Ready(());
         }
-        // Read.
-        let idle = if sh.conn.active() > 0 {
-            Idle::Keep
-        } else {
-            Idle::Release
-        };
-        match h1::poll_fill(cx, stream, rbuf, idle) {
+        // Read. The buffer is kept between responses (one per connection, as `h2`'s
+        // was): releasing it when no stream is open would free and allocate it again for
+        // every request of a connection that carries one at a time.
+        match h1::poll_fill(cx, stream, rbuf, Idle::Keep) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Err(e)) => return fail(&mut sh, e, "response"),
             Poll::Ready(Ok(0)) => {

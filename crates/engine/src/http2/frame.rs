@@ -38,13 +38,14 @@ pub(crate) mod setting {
     pub(crate) const MAX_CONCURRENT_STREAMS: u16 = 0x3;
     pub(crate) const INITIAL_WINDOW_SIZE: u16 = 0x4;
     pub(crate) const MAX_FRAME_SIZE: u16 = 0x5;
-    pub(crate) const MAX_HEADER_LIST_SIZE: u16 = 0x6;
 }
 
 /// Error codes (RFC 9113 §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Reason(pub(crate) u32);
 
+// The RFC's whole list, though the client sends and matches only some of them.
+#[allow(dead_code)]
 impl Reason {
     pub(crate) const NO_ERROR: Reason = Reason(0x0);
     pub(crate) const PROTOCOL_ERROR: Reason = Reason(0x1);

@@ -86,6 +86,7 @@ impl Decoder {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn table(&self) -> &Table {
         &self.table
     }

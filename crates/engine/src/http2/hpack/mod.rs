@@ -4,13 +4,11 @@
 mod corpus_tests;
 mod decode;
 mod encode;
-mod huffman;
-mod static_table;
+pub(crate) mod huffman;
+pub(crate) mod static_table;
 mod table;
 #[cfg(test)]
 mod tests;
 
-#[allow(unused_imports)]
-pub(crate) use decode::{DecodeError, Decoder};
-#[allow(unused_imports)]
+pub(crate) use decode::Decoder;
 pub(crate) use encode::Encoder;

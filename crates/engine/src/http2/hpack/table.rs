@@ -43,11 +43,13 @@ impl Table {
             .map(|e| (&e.bytes[..e.name_len], &e.bytes[e.name_len..]))
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// The table's size as RFC 7541 §4.1 counts it.
+    #[cfg(test)]
     pub(crate) fn size(&self) -> usize {
         self.size
     }
