@@ -202,6 +202,12 @@ phase install
 say "cargo fmt --all --check"
 cargo fmt --all --check || { say "the tree differs from rustfmt: run \`cargo fmt --all\` and commit the result"; exit 1; }
 phase fmt
+# TLS is rustls with ring only (kube, object_store, reqwest included): aws-lc must never enter.
+say "cargo tree --locked -e features -i aws-lc-sys --target all (must match nothing)"
+if cargo tree --locked -e features -i aws-lc-sys --target all >/dev/null 2>&1; then
+  say "aws-lc-sys is in the dependency tree: find the feature that brings it (cargo tree -e features -i aws-lc-sys) and turn it off"
+  exit 1
+fi
 say "cargo clippy --workspace --all-targets --locked -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 phase clippy

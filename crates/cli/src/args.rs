@@ -378,6 +378,16 @@ pub(crate) struct RunArgs {
     /// (repeatable; e.g. Spring Boot's /actuator/prometheus). Failures are counted, never fatal.
     #[arg(long = "server-metrics")]
     pub(crate) server_metrics: Vec<String>,
+    /// Watch the target's Kubernetes workload during the run (repeatable): deployment/NAME,
+    /// NS/deployment/NAME, or the pods of a label selector, pods/app=chat or
+    /// NS/pods/app=chat,tier=web. Pods' readiness and restarts, warning Events, the Services'
+    /// ready endpoints, the HPA and the rollout go to kube.jsonl and kube.csv
+    /// (docs/kubernetes.md, with the Role it needs). Uses KUBECONFIG or the pod's service account.
+    #[arg(long = "kube", value_name = "SPEC", value_parser = Typed(volley_kube::Spec::parse))]
+    pub(crate) kube: Vec<volley_kube::Spec>,
+    /// The kubeconfig context --kube uses (default: the current context).
+    #[arg(long = "kube-context", value_name = "NAME", requires = "kube")]
+    pub(crate) kube_context: Option<String>,
     /// Send the run's metrics live to KIND=URL (repeatable): prometheus=URL (remote write,
     /// e.g. http://127.0.0.1:9090/api/v1/write), otlp=URL (OTLP/HTTP, e.g.
     /// http://127.0.0.1:4318). Never blocks the run; how sending went is in run.json.

@@ -65,6 +65,8 @@ pub(crate) struct Resolved {
     pub(crate) run_id: Option<String>,
     pub(crate) output: PathBuf,
     pub(crate) server_metrics: Vec<String>,
+    /// `--kube`: the workload watched beside the load.
+    pub(crate) kube: Option<volley_kube::Options>,
     /// `--out`, parsed (started only when the run starts).
     pub(crate) outputs: Vec<OutputSpec>,
     /// `--dashboard[=ADDR]`.
@@ -348,6 +350,11 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         run_id: a.run_id.clone(),
         output: a.output.clone(),
         server_metrics: a.server_metrics.clone(),
+        kube: (!a.kube.is_empty()).then(|| volley_kube::Options {
+            specs: a.kube.clone(),
+            context: a.kube_context.clone(),
+            kubeconfig: None,
+        }),
         outputs: a.outs.clone(),
         dashboard,
         junit: a.junit.clone(),
@@ -443,6 +450,7 @@ impl Resolved {
             command: volley_scenario::secret::mask_args(std::env::args()),
             run_id: self.run_id.clone(),
             populations: self.populations.clone(),
+            kube: self.kube.clone(),
         };
         Ok(GroupSpec {
             run,

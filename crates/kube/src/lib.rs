@@ -11,6 +11,8 @@ mod config;
 mod error;
 pub mod obs;
 mod record;
+#[cfg(feature = "replay")]
+pub mod replay;
 mod resolve;
 mod spec;
 mod state;

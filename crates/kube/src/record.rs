@@ -94,7 +94,8 @@ impl Recorder {
             .map_err(|e| Error::write(&self.jsonl_path, std::io::Error::other(e)))?;
         text.push('\n');
         if self.jsonl_bytes + text.len() as u64 > MAX_FILE {
-            return Ok(self.over(KUBE_JSONL));
+            self.over(KUBE_JSONL);
+            return Ok(());
         }
         self.jsonl_bytes += text.len() as u64;
         self.jsonl

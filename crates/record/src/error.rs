@@ -20,6 +20,8 @@ pub enum Kind {
     Write,
     /// A thread of the recorder could not be started.
     Start,
+    /// The Kubernetes workload (`--kube`) cannot be watched ([`Error::kube`] says why).
+    Kube,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +30,8 @@ pub(crate) enum Repr {
     Engine(volley_engine::Error),
     #[error(transparent)]
     Write(volley_rundir::Error),
+    #[error(transparent)]
+    Kube(volley_kube::Error),
     #[error("cannot start {what}: {error}")]
     Start {
         what: &'static str,
@@ -47,6 +51,7 @@ impl Error {
             Repr::Engine(_) => Kind::Engine,
             Repr::Write(_) => Kind::Write,
             Repr::Start { .. } => Kind::Start,
+            Repr::Kube(_) => Kind::Kube,
         }
     }
 
@@ -73,6 +78,12 @@ impl Error {
 impl From<volley_engine::Error> for Error {
     fn from(e: volley_engine::Error) -> Error {
         Error(Repr::Engine(e))
+    }
+}
+
+impl From<volley_kube::Error> for Error {
+    fn from(e: volley_kube::Error) -> Error {
+        Error(Repr::Kube(e))
     }
 }
 

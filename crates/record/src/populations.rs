@@ -75,6 +75,7 @@ fn population_run(spec: &RunSpec, i: usize) -> RunSpec {
     run.name = p.name.clone();
     run.warmup = spec.warmup.max(p.start);
     run.server_metrics = Vec::new();
+    run.kube = None;
     run.thresholds = p
         .thresholds
         .iter()

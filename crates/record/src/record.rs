@@ -16,6 +16,12 @@ pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, E
     }
     let engine = &spec.engine;
     volley_engine::preflight(&engine.target, &engine.tls, engine.timeout_for_preflight())?;
+    // Resolved before any load is sent: a missing permission or Deployment stops it here.
+    let mut kube = spec
+        .kube
+        .clone()
+        .map(volley_kube::Watcher::connect)
+        .transpose()?;
     let run = volley_engine::start(engine.clone())?;
     let mut meta = spec.meta();
     if let Ok(t) = jiff::Timestamp::try_from(run.started) {
@@ -24,7 +30,12 @@ pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, E
     if let Some(note) = &mut meta.segment {
         note.start_lag_ms = run.start_lag.as_secs_f64() * 1000.0;
     }
+    meta.kube = kube.as_ref().map(|k| k.note().clone());
     let mut writer = RunWriter::create(&spec.output, meta, run.started)?;
+    if let Some(k) = &mut kube {
+        let dir = writer.dir().to_path_buf();
+        k.start(run.t0, run.started, engine.interval, dir);
+    }
     observer.started(&RunStart {
         dir: writer.dir(),
         control: run.control(),
@@ -85,6 +96,9 @@ pub fn record(spec: &RunSpec, observer: &mut dyn Observer) -> Result<Recorded, E
                 if let Some(scraper) = &scraper {
                     scraper.stop();
                     record_scrapes(&mut writer, scraper, engine.interval, observer)?;
+                }
+                if let Some(k) = kube.take() {
+                    writer.meta_mut().kube = Some(k.stop());
                 }
                 stopped = Some(end.stopped);
                 break;

@@ -37,6 +37,9 @@ pub struct RunSpec {
     /// envelope ([`RunSpec::envelope`]: the scenario with every step, no load of its own)
     /// and the populations' plans are what the engine runs.
     pub populations: Vec<PopulationSpec>,
+    /// The Kubernetes workload watched beside the load (`--kube`), into kube.jsonl and
+    /// kube.csv; `None`: nothing is watched and nothing more written.
+    pub kube: Option<volley_kube::Options>,
 }
 
 impl RunSpec {
@@ -65,6 +68,7 @@ impl RunSpec {
             command: std::env::args().collect(),
             run_id: None,
             populations: Vec::new(),
+            kube: None,
         }
     }
 

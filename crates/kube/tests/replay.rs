@@ -1,0 +1,372 @@
+//! The watcher and its record against answers recorded from a real kube-apiserver
+//! (fixtures/kube/basic, `scripts/kube-watch-record.sh`; story.json says what happened): the real
+//! kube client and kube-runtime watchers read them from an API server on loopback
+//! (`volley_kube::replay`), which can cut a watch mid-line or end it with a 410 Gone. What
+//! kube.jsonl and kube.csv say must be the story, whatever the fault.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+use volley_kube::replay::{Fault, Replay};
+use volley_kube::{Options, Spec, Watcher};
+use volley_rundir::kube::KubeNote;
+use volley_rundir::rundir::{ServerPoint, read_kube};
+
+const TOKEN: &str = "volley-test-token-5f0c9a1e";
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/kube/basic")
+}
+
+struct Record {
+    lines: Vec<Value>,
+    points: Vec<ServerPoint>,
+    note: KubeNote,
+    _dir: tempfile::TempDir,
+}
+
+impl Record {
+    fn of(&self, kind: &str, name: &str) -> Vec<&Value> {
+        self.lines
+            .iter()
+            .filter(|l| l["kind"] == kind && l["name"] == name)
+            .collect()
+    }
+
+    fn watch_ops(&self, resource: &str) -> Vec<String> {
+        self.lines
+            .iter()
+            .filter(|l| l["kind"] == "watch" && l["resource"] == resource)
+            .map(|l| l["op"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    fn series(&self, s: &str) -> Vec<f64> {
+        self.points
+            .iter()
+            .filter(|p| p.series == s)
+            .map(|p| p.value)
+            .collect()
+    }
+}
+
+fn options(dir: &Path, server: &Replay) -> Options {
+    let kc = dir.join("kubeconfig");
+    std::fs::write(&kc, server.kubeconfig(TOKEN)).unwrap();
+    Options {
+        specs: vec![Spec::parse("deployment/chat").unwrap()],
+        context: None,
+        kubeconfig: Some(kc),
+    }
+}
+
+/// Watches the replay with `fault` until the story's last steps are in kube.jsonl, and one
+/// more sample after them.
+fn watch(fault: Fault) -> Record {
+    let server = Replay::serve(&fixture(), fault, 10.0);
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let mut w = Watcher::connect(options(dir.path(), &server)).unwrap();
+    let interval = Duration::from_millis(100);
+    w.start(Instant::now(), SystemTime::now(), interval, run.clone());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // The story's last step of every watch: pod 2's restart, the HPA at 3/3, the slice back
+    // at 3 of 3 (its third line).
+    let done = |text: &str| {
+        let has = |a: &str, b: &str| text.lines().any(|l| l.contains(a) && l.contains(b));
+        has("\"name\":\"chat-7f8c-2\"", "\"restarts\":1")
+            && has("\"kind\":\"HorizontalPodAutoscaler\"", "\"current\":3")
+            && text
+                .lines()
+                .filter(|l| l.contains("\"kind\":\"EndpointSlice\""))
+                .count()
+                >= 3
+    };
+    loop {
+        let text = std::fs::read_to_string(run.join("kube.jsonl")).unwrap_or_default();
+        if done(&text) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the story did not end:\n{text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The next sample holds the last step.
+    let samples = || read_kube(&run).unwrap().len();
+    let before = samples();
+    while samples() == before {
+        assert!(Instant::now() < deadline, "no sample after the story");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let note = w.stop();
+    let text = std::fs::read_to_string(run.join("kube.jsonl")).unwrap();
+    // Never the credential, in any file of the record.
+    for e in std::fs::read_dir(&run).unwrap() {
+        let p = e.unwrap().path();
+        let bytes = std::fs::read(&p).unwrap();
+        assert!(
+            !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+            "{} holds the token",
+            p.display()
+        );
+    }
+    assert!(!serde_json::to_string(&note).unwrap().contains(TOKEN));
+    Record {
+        lines: text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+        points: read_kube(&run).unwrap(),
+        note,
+        _dir: dir,
+    }
+}
+
+/// What story.json says happened, whichever way the watch got it.
+fn assert_story(r: &Record, pod_ops: &[&str]) {
+    let pod1: Vec<(String, bool)> = r
+        .of("Pod", "chat-7f8c-1")
+        .iter()
+        .map(|l| {
+            (
+                l["op"].as_str().unwrap().to_string(),
+                l["obs"]["ready"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, bool)> = pod_ops
+        .iter()
+        .zip([true, false, true])
+        .map(|(o, r)| (o.to_string(), r))
+        .collect();
+    assert_eq!(pod1, want, "pod chat-7f8c-1: Ready, not Ready, Ready");
+    let event: Vec<(i64, &str)> = r
+        .of("Event", "chat-7f8c-1.unhealthy")
+        .iter()
+        .map(|l| {
+            (
+                l["obs"]["count"].as_i64().unwrap(),
+                l["obs"]["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(event, [(1, "Unhealthy"), (3, "Unhealthy")]);
+    assert_eq!(
+        r.of("Event", "chat-7f8c-1.unhealthy")[0]["obs"]["object"],
+        "Pod/chat-7f8c-1"
+    );
+    let ready_eps: Vec<usize> = r
+        .of("EndpointSlice", "chat-abc")
+        .iter()
+        .map(|l| {
+            l["obs"]["endpoints"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["ready"] == true)
+                .count()
+        })
+        .collect();
+    assert_eq!(ready_eps, [3, 2, 3], "endpoints ready 3 -> 2 -> 3");
+    let hpa: Vec<(i64, i64)> = r
+        .of("HorizontalPodAutoscaler", "chat")
+        .iter()
+        .map(|l| {
+            (
+                l["obs"]["current"].as_i64().unwrap(),
+                l["obs"]["desired"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(hpa, [(1, 1), (1, 3), (3, 3)], "HPA 1 -> desired 3 -> 3");
+    assert_eq!(
+        r.of("HorizontalPodAutoscaler", "chat")[1]["obs"]["metrics"][0]["current_pct"],
+        180
+    );
+    let pod2 = r.of("Pod", "chat-7f8c-2");
+    let last = &pod2.last().unwrap()["obs"];
+    assert_eq!(last["restarts"], 1);
+    assert_eq!(last["last_term"]["reason"], "OOMKilled");
+    assert_eq!(last["last_term"]["exit_code"], 137);
+    assert_eq!(r.of("Deployment", "chat")[0]["obs"]["ready"], 3);
+    assert_eq!(r.of("ReplicaSet", "chat-7f8c")[0]["obs"]["revision"], "1");
+    // Lines come in arrival order.
+    let ts: Vec<f64> = r.lines.iter().map(|l| l["t"].as_f64().unwrap()).collect();
+    assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
+
+    // kube.csv: the last sample is the story's end.
+    let last = |s: &str| *r.series(s).last().unwrap_or_else(|| panic!("no {s}"));
+    assert_eq!(last("kube_pods"), 3.0);
+    assert_eq!(last("kube_pods_ready"), 3.0);
+    assert_eq!(last("kube_endpoints_ready{service=\"chat\"}"), 3.0);
+    assert_eq!(last("kube_endpoints{service=\"chat\"}"), 3.0);
+    assert_eq!(last("kube_hpa_current_replicas{hpa=\"chat\"}"), 3.0);
+    assert_eq!(last("kube_hpa_desired_replicas{hpa=\"chat\"}"), 3.0);
+    assert_eq!(last("kube_pod_restarts{pod=\"chat-7f8c-2\"}"), 1.0);
+    assert_eq!(last("kube_pod_cpu_limit_cores{pod=\"chat-7f8c-0\"}"), 0.2);
+    assert_eq!(last("kube_deployment_replicas{state=\"spec\"}"), 3.0);
+    assert!(
+        r.points
+            .iter()
+            .all(|p| p.target == "kube:shop/deployment/chat")
+    );
+    let unready: f64 = r
+        .series("kube_pod_unready_s{pod=\"chat-7f8c-1\"}")
+        .iter()
+        .sum();
+    assert!(
+        unready > 0.0,
+        "pod chat-7f8c-1's unready seconds are counted"
+    );
+    assert_eq!(
+        r.series("kube_pod_unready_s{pod=\"chat-7f8c-0\"}")
+            .iter()
+            .sum::<f64>(),
+        0.0
+    );
+    // The note: resolved before the run, metrics.k8s.io absent (a bare API server).
+    assert_eq!(
+        r.note.targets[0].services,
+        ["chat"],
+        "not the Service \"other\""
+    );
+    assert_eq!(r.note.targets[0].hpas, ["chat"]);
+    assert_eq!(r.note.targets[0].selector, "app=chat");
+    assert_eq!(r.note.auth, "token");
+    assert_eq!(r.note.namespace, "shop");
+    assert!(
+        r.note.server.starts_with("http://127.0.0.1:"),
+        "{}",
+        r.note.server
+    );
+    assert!(
+        r.note
+            .metrics
+            .as_deref()
+            .is_some_and(|m| m.contains("unavailable: 404")),
+        "{:?}",
+        r.note.metrics
+    );
+}
+
+#[test]
+fn the_record_is_the_story() {
+    let r = watch(Fault::None);
+    assert_story(&r, &["list", "apply", "apply"]);
+    // Sampled at 100 ms while the story played at 10x: the 2-of-3 endpoints are in a sample.
+    let eps = r.series("kube_endpoints_ready{service=\"chat\"}");
+    assert!(eps.contains(&2.0), "{eps:?}");
+    assert_eq!(r.watch_ops("pods"), ["listed"]);
+    assert!(
+        r.note
+            .watches
+            .iter()
+            .all(|w| w.lost == 0 && w.relisted == 0),
+        "{:?}",
+        r.note.watches
+    );
+}
+
+#[test]
+fn a_watch_cut_mid_line_then_refused_is_lost_then_resumed_from_its_last_resource_version() {
+    // kube resumes a cut watch from its last resourceVersion without an error (a cut looks
+    // like a watch's normal end): the record keeps every event once; the re-watch the server
+    // refuses is what is `lost`, and the first event after it `resumed`.
+    let r = watch(Fault::Cut {
+        resource: "pods",
+        after: 1,
+    });
+    assert_story(&r, &["list", "apply", "apply"]);
+    assert_eq!(r.watch_ops("pods"), ["listed", "lost", "resumed"]);
+    let pods = r
+        .note
+        .watches
+        .iter()
+        .find(|w| w.resource == "pods")
+        .unwrap();
+    assert_eq!((pods.lost, pods.relisted), (1, 0));
+    assert!(
+        pods.last_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("500")),
+        "{pods:?}"
+    );
+}
+
+#[test]
+fn a_410_gone_lists_again_and_the_record_goes_on() {
+    let r = watch(Fault::Gone {
+        resource: "pods",
+        after: 1,
+    });
+    // After the 410 the rest of pod 1's story comes in the new listing.
+    assert_story(&r, &["list", "apply", "relist"]);
+    let ops = r.watch_ops("pods");
+    assert_eq!(ops.first().map(String::as_str), Some("listed"));
+    assert!(
+        ops.contains(&"lost".to_string()) && ops.last().unwrap() == "relisted",
+        "{ops:?}"
+    );
+    let pods = r
+        .note
+        .watches
+        .iter()
+        .find(|w| w.resource == "pods")
+        .unwrap();
+    assert_eq!(pods.relisted, 1);
+    assert!(
+        pods.last_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("410")),
+        "{pods:?}"
+    );
+}
+
+#[test]
+fn a_missing_permission_names_the_verb_the_resource_and_the_namespace() {
+    let server = Replay::serve(
+        &fixture(),
+        Fault::Forbidden {
+            resource: "deployments",
+        },
+        10.0,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let e = Watcher::connect(options(dir.path(), &server))
+        .err()
+        .unwrap();
+    assert!(e.is_forbidden(), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("cannot get deployments in namespace shop")
+            && msg.contains("User \"volley\" cannot get resource \"deployments\"")
+            && msg.contains("docs/kubernetes.md"),
+        "{msg}"
+    );
+    let e = Watcher::connect(Options {
+        specs: vec![Spec::parse("shop/deployment/nope").unwrap()],
+        ..options(dir.path(), &server)
+    })
+    .err()
+    .unwrap();
+    assert_eq!(e.kind(), volley_kube::Kind::Forbidden, "{e}");
+}
+
+#[test]
+fn a_deployment_that_is_not_there_is_said_before_the_run() {
+    let server = Replay::serve(&fixture(), Fault::None, 10.0);
+    let dir = tempfile::tempdir().unwrap();
+    let e = Watcher::connect(Options {
+        specs: vec![Spec::parse("deployment/nope").unwrap()],
+        ..options(dir.path(), &server)
+    })
+    .err()
+    .unwrap();
+    assert_eq!(e.kind(), volley_kube::Kind::NotFound, "{e}");
+    assert!(
+        e.to_string()
+            .contains("deployment nope in namespace shop is not there"),
+        "{e}"
+    );
+}
