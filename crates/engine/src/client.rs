@@ -2,8 +2,10 @@
 //! [`crate::connection`]) or on the worker's shared ones, and timed from its actual start to
 //! the end of the body.
 
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -325,7 +327,14 @@ pub(crate) struct Client {
     conn: Option<Connection>,
     opened_before: bool,
     seat: Option<Seat>,
+    /// The request timeout's timer, made at the first request and moved to each next
+    /// request's deadline: a later deadline only updates the registered timer (tokio's fast
+    /// path), where a `tokio::time::timeout` per request registered and cancelled one.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
+
+/// A deadline past any run, for a timeout too long to add to an instant (tokio's own).
+const FAR_FUTURE: Duration = Duration::from_secs(86400 * 365 * 30);
 
 /// How a request went on the wire, before it becomes an [`Exchange`].
 struct Wire {
@@ -339,10 +348,11 @@ struct Wire {
 }
 
 impl Wire {
-    fn new() -> Self {
+    /// A request that started at `start` (its first byte is set when it comes).
+    fn new(start: Instant) -> Self {
         Wire {
             status: 0,
-            first: Instant::now(),
+            first: start,
             bytes: 0,
             connect_us: 0,
             tls_us: 0,
@@ -369,6 +379,7 @@ impl Client {
             conn: None,
             opened_before: false,
             seat: None,
+            timer: None,
         }
     }
 
@@ -389,6 +400,7 @@ impl Client {
 
     /// Sends `req`, opening a connection first if needed; the whole exchange is bounded by
     /// `timeout`. A failure drops the connection so the next request reconnects.
+    #[cfg(test)]
     pub(crate) async fn send(
         &mut self,
         req: &PreparedRequest,
@@ -406,13 +418,53 @@ impl Client {
         buffers: &BufferPool,
         capture: Option<&mut Capture>,
     ) -> Result<Exchange, Failure> {
-        let start = Instant::now();
+        self.send_from(Instant::now(), req, timeout, buffers, capture)
+            .await
+            .map(|(ex, _)| ex)
+    }
+
+    /// [`Client::send_capture`] for a request that started at `start` (the caller's clock
+    /// reading), with the exchange's end: a request reads the clock at its start, its first
+    /// byte and its end, and the caller records it with these.
+    pub(crate) async fn send_from(
+        &mut self,
+        start: Instant,
+        req: &PreparedRequest,
+        timeout: Duration,
+        buffers: &BufferPool,
+        capture: Option<&mut Capture>,
+    ) -> Result<(Exchange, Instant), Failure> {
+        let deadline = tokio::time::Instant::from_std(
+            start
+                .checked_add(timeout)
+                .unwrap_or_else(|| start + FAR_FUTURE),
+        );
+        // Taken out while the exchange borrows the client; a request dropped midway (its VU
+        // aborted) loses it, and the next request makes another.
+        let mut timer = match self.timer.take() {
+            Some(mut t) => {
+                t.as_mut().reset(deadline);
+                t
+            }
+            None => Box::pin(tokio::time::sleep_until(deadline)),
+        };
         let mut buf = buffers.take();
-        let result = tokio::time::timeout(timeout, self.exchange(req, &mut buf, capture)).await;
+        let result = {
+            let mut exchange = std::pin::pin!(self.exchange(start, req, &mut buf, capture));
+            // As `tokio::time::timeout` polls: the exchange first, then the deadline.
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(r) = exchange.as_mut().poll(cx) {
+                    return Poll::Ready(Some(r));
+                }
+                timer.as_mut().poll(cx).map(|()| None)
+            })
+            .await
+        };
+        self.timer = Some(timer);
         buffers.give(buf);
         let out = match result {
-            Ok(r) => r,
-            Err(_) => Err(Failure::new(
+            Some(r) => r,
+            None => Err(Failure::new(
                 ErrorKind::Timeout,
                 format!("no complete response within {}s", timeout.as_secs_f64()),
             )),
@@ -431,7 +483,7 @@ impl Client {
         // The wait for a shared connection or stream is the pool's, not the server's.
         let since =
             |t: Instant| micros(t.saturating_duration_since(start)).saturating_sub(wire.wait_us);
-        Ok(Exchange {
+        let ex = Exchange {
             status: wire.status,
             ttfb_us: since(wire.first),
             total_us: since(end),
@@ -441,19 +493,21 @@ impl Client {
             bytes: wire.bytes,
             reconnected: wire.reconnected,
             wait_us: wire.wait_us,
-        })
+        };
+        Ok((ex, end))
     }
 
     async fn exchange(
         &mut self,
+        start: Instant,
         req: &PreparedRequest,
         buf: &mut Vec<u8>,
         capture: Option<&mut Capture>,
     ) -> Result<Wire, Failure> {
         if self.seat.is_some() {
-            return self.exchange_pooled(req, buf, capture).await;
+            return self.exchange_pooled(start, req, buf, capture).await;
         }
-        let mut wire = Wire::new();
+        let mut wire = Wire::new(start);
         let mut capture = capture;
         // A reused connection that the server closed while idle fails before any response
         // byte; the request is then sent once more on a new connection (as browsers and
@@ -506,12 +560,13 @@ impl Client {
     /// One request on the worker's shared connections.
     async fn exchange_pooled(
         &mut self,
+        start: Instant,
         req: &PreparedRequest,
         buf: &mut Vec<u8>,
         mut capture: Option<&mut Capture>,
     ) -> Result<Wire, Failure> {
         let seat = self.seat.as_mut().expect("a pooled client");
-        let mut wire = Wire::new();
+        let mut wire = Wire::new(start);
         let mut may_retry = true;
         loop {
             let cached = seat.cached.as_ref().filter(|c| !c.is_closed()).cloned();
@@ -776,6 +831,10 @@ mod tests {
         CutShort,
         /// Bytes that are not HTTP.
         Garbage,
+        /// A whole keep-alive response, this many milliseconds after the request.
+        Late(u64),
+        /// No answer: the connection is held open, silent, until the test ends.
+        Silent,
     }
 
     const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
@@ -810,12 +869,20 @@ mod tests {
                     }
                     let bytes: &[u8] = match reply {
                         Reply::Ok => OK,
+                        Reply::Late(ms) => {
+                            tokio::time::sleep(Duration::from_millis(ms)).await;
+                            OK
+                        }
+                        Reply::Silent => {
+                            std::future::pending::<()>().await;
+                            unreachable!()
+                        }
                         Reply::Hangup => break,
                         Reply::CutShort => b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nok",
                         Reply::Garbage => b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
                     };
                     s.write_all(bytes).await.unwrap();
-                    if !matches!(reply, Reply::Ok) {
+                    if !matches!(reply, Reply::Ok | Reply::Late(_)) {
                         break;
                     }
                 }
@@ -896,6 +963,34 @@ mod tests {
             );
             assert!(second.total_us >= second.connect_us);
             assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+        });
+    }
+
+    #[test]
+    fn each_request_has_its_own_deadline_on_the_client_s_one_timer() {
+        run(|| async {
+            let timeout = Duration::from_millis(300);
+            let server = serve(vec![vec![Reply::Ok, Reply::Late(100), Reply::Silent]]);
+            let (mut client, req) = client_for(&server);
+            let pool = BufferPool::default();
+            let first = Instant::now();
+            client.send(&req, timeout, &pool).await.unwrap();
+            // Idle past the first request's deadline: its timer fires with no request on.
+            tokio::time::sleep_until((first + timeout + Duration::from_millis(50)).into()).await;
+            let second = client
+                .send(&req, timeout, &pool)
+                .await
+                .expect("the second request has its own deadline, not the first's");
+            assert!(second.total_us >= 100_000, "{}", second.total_us);
+            let third = Instant::now();
+            let failure = client.send(&req, timeout, &pool).await.unwrap_err();
+            assert_eq!(failure.kind, ErrorKind::Timeout, "{}", failure.message);
+            let took = third.elapsed();
+            assert!(
+                took >= timeout && took < timeout + Duration::from_secs(2),
+                "timed out after {took:?}, not at its own deadline ({timeout:?})"
+            );
+            assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
         });
     }
 

@@ -334,31 +334,57 @@ fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Framing, bool)>, H1Error
     let mut keep_alive = resp.version == Some(1);
     let mut framing = Framing::UntilClose;
     for h in resp.headers.iter() {
-        if h.name.eq_ignore_ascii_case("content-length") && framing != Framing::Chunked {
-            let v = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|v| v.trim().parse().ok());
-            let n = v.ok_or_else(|| H1Error::Invalid("invalid Content-Length".into()))?;
-            // RFC 9112 §6.3: differing lengths make the response's end unknowable.
-            if matches!(framing, Framing::Length(m) if m != n) {
-                return Err(H1Error::Invalid(
-                    "conflicting Content-Length headers".into(),
-                ));
+        // Only three names matter: their lengths (14, 17, 10) pass over every other header
+        // with one comparison.
+        let name = h.name.as_bytes();
+        match name.len() {
+            14 if framing != Framing::Chunked && name.eq_ignore_ascii_case(b"content-length") => {
+                let n = content_length(h.value)
+                    .ok_or_else(|| H1Error::Invalid("invalid Content-Length".into()))?;
+                // RFC 9112 §6.3: differing lengths make the response's end unknowable.
+                if matches!(framing, Framing::Length(m) if m != n) {
+                    return Err(H1Error::Invalid(
+                        "conflicting Content-Length headers".into(),
+                    ));
+                }
+                framing = Framing::Length(n);
             }
-            framing = Framing::Length(n);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding")
-            && contains_token(h.value, b"chunked")
-        {
-            framing = Framing::Chunked;
-        } else if h.name.eq_ignore_ascii_case("connection") {
-            if contains_token(h.value, b"close") {
-                keep_alive = false;
-            } else if contains_token(h.value, b"keep-alive") {
-                keep_alive = true;
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding")
+                && contains_token(h.value, b"chunked") =>
+            {
+                framing = Framing::Chunked;
             }
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                if contains_token(h.value, b"close") {
+                    keep_alive = false;
+                } else if contains_token(h.value, b"keep-alive") {
+                    keep_alive = true;
+                }
+            }
+            _ => {}
         }
     }
     Ok(Some((status, len, framing, keep_alive)))
+}
+
+/// A `Content-Length` value's number: decimal digits between optional spaces or tabs (and,
+/// as `str::parse` took it before, an optional `+`), read by hand; `None` if it is anything
+/// else or past `u64`.
+fn content_length(value: &[u8]) -> Option<u64> {
+    let v = value.trim_ascii();
+    let digits = v.strip_prefix(b"+").unwrap_or(v);
+    if digits.is_empty() {
+        return None;
+    }
+    let mut n = 0u64;
+    for &b in digits {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    Some(n)
 }
 
 fn contains_token(value: &[u8], token: &[u8]) -> bool {
@@ -413,6 +439,10 @@ pub(crate) fn poll_fill(
             }
         }
     }
+    // A kept buffer is read through `poll_read`, not readiness and `try_read_buf`: after a
+    // short read tokio clears the socket's readiness itself, where `try_read_buf` leaves it
+    // set and the next read is a `recv` that finds nothing (tried: twice the `recv` calls
+    // under callgrind and more instructions per request, not fewer; bench/README.md).
     buf.reserve(READ_CHUNK);
     let read = tokio_util::io::poll_read_buf(Pin::new(stream), cx, buf);
     if read.is_pending() && idle == Idle::Release && buf.is_empty() {
@@ -606,6 +636,141 @@ pub(crate) async fn serve_in_pieces(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `parse_head`'s reading of the framing headers before names were told apart by their
+    /// length and `Content-Length` read by hand: the reference the lean reading must match.
+    fn framing_as_before(buf: &[u8]) -> Result<Option<(Framing, bool)>, String> {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut resp = httparse::Response::new(&mut headers);
+        match resp.parse(buf) {
+            Ok(httparse::Status::Complete(_)) => {}
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(e) => return Err(format!("invalid response head: {e}")),
+        }
+        let mut keep_alive = resp.version == Some(1);
+        let mut framing = Framing::UntilClose;
+        for h in resp.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") && framing != Framing::Chunked {
+                let v = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok());
+                let n = v.ok_or("invalid Content-Length")?;
+                if matches!(framing, Framing::Length(m) if m != n) {
+                    return Err("conflicting Content-Length headers".into());
+                }
+                framing = Framing::Length(n);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding")
+                && contains_token(h.value, b"chunked")
+            {
+                framing = Framing::Chunked;
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                if contains_token(h.value, b"close") {
+                    keep_alive = false;
+                } else if contains_token(h.value, b"keep-alive") {
+                    keep_alive = true;
+                }
+            }
+        }
+        Ok(Some((framing, keep_alive)))
+    }
+
+    #[test]
+    fn the_framing_headers_read_as_they_were_read_before() {
+        const NAMES: &[&str] = &[
+            "Content-Length",
+            "content-length",
+            "CONTENT-LENGTH",
+            "Content-Lengtx",
+            "Content-Lengths",
+            "Content-Type",
+            "Transfer-Encoding",
+            "transfer-encoding",
+            "Transfer-Encodinx",
+            "Connection",
+            "connection",
+            "Connectiom",
+            "X-Connection",
+            "Server",
+            "Date",
+        ];
+        const VALUES: &[&str] = &[
+            "0",
+            "5",
+            " 5 ",
+            "\t5",
+            "+5",
+            "-5",
+            "05",
+            "5 5",
+            "5a",
+            "",
+            "18446744073709551615",
+            "18446744073709551616",
+            "99999999999999999999",
+            "chunked",
+            "gzip, chunked",
+            "Chunked ,x",
+            "close",
+            "keep-alive",
+            "Keep-Alive, Upgrade",
+            "upgrade, close",
+            "text/plain",
+        ];
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        for case in 0..20_000 {
+            let version = ["HTTP/1.1", "HTTP/1.0"][next(2)];
+            let mut head = format!("{version} 200 OK\r\n");
+            for _ in 0..next(6) {
+                head += &format!(
+                    "{}: {}\r\n",
+                    NAMES[next(NAMES.len())],
+                    VALUES[next(VALUES.len())]
+                );
+            }
+            head += "\r\n";
+            let now = parse_head(head.as_bytes())
+                .map(|p| p.map(|(_, _, f, k)| (f, k)))
+                .map_err(|e| match e {
+                    H1Error::Invalid(w) => w,
+                    other => format!("{other:?}"),
+                });
+            let before = framing_as_before(head.as_bytes());
+            assert_eq!(now, before, "case {case}: {head:?}");
+        }
+    }
+
+    #[test]
+    fn content_length_reads_what_str_parse_read() {
+        let alphabet = b"0123456789 \t+-a.";
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..50_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 24) as usize;
+            let v: Vec<u8> = (0..len)
+                .map(|i| alphabet[((x >> (i * 2 % 60)) % alphabet.len() as u64) as usize])
+                .collect();
+            let before = std::str::from_utf8(&v)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            assert_eq!(
+                content_length(&v),
+                before,
+                "{:?}",
+                String::from_utf8_lossy(&v)
+            );
+        }
+        assert_eq!(content_length(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(content_length(b"18446744073709551616"), None);
+        assert_eq!(content_length(b" 42\t"), Some(42));
+    }
 
     #[test]
     fn heads() {

@@ -37,18 +37,33 @@ pub(crate) struct InFlight<'a> {
 
 impl<'a> InFlight<'a> {
     pub(crate) fn new(recorder: &'a std::cell::RefCell<Recorder>, step: Option<usize>) -> Self {
+        Self::sent_at(recorder, step, Instant::now())
+    }
+
+    /// A request sent at `sent`, a clock reading its caller has taken anyway (the request's
+    /// start): one clock read per request fewer.
+    pub(crate) fn sent_at(
+        recorder: &'a std::cell::RefCell<Recorder>,
+        step: Option<usize>,
+        sent: Instant,
+    ) -> Self {
         InFlight {
             recorder,
             step,
-            sent: Instant::now(),
+            sent,
             armed: true,
         }
     }
 
     /// The request ended (answered or failed) and is recorded as such: how long it took.
-    pub(crate) fn done(mut self) -> Duration {
+    pub(crate) fn done(self) -> Duration {
+        self.done_at(Instant::now())
+    }
+
+    /// [`InFlight::done`] with the end read by the caller.
+    pub(crate) fn done_at(mut self, end: Instant) -> Duration {
         self.armed = false;
-        self.sent.elapsed()
+        end.saturating_duration_since(self.sent)
     }
 }
 
@@ -75,6 +90,9 @@ pub(crate) struct Recorder {
     /// Scenario step names, by step id (for error messages); empty without a scenario.
     step_names: std::sync::Arc<[String]>,
     first_index: u64,
+    /// The interval the last completion fell in, `[start, end)`, so that the next one in
+    /// the same interval finds its index without a 128-bit division.
+    cached: (u64, Instant, Instant),
     messages: Vec<ErrorMessage>,
     /// Messages kept so far, by (step, kind); the run as a whole is step `usize::MAX`.
     seen: std::collections::HashMap<(usize, usize), usize>,
@@ -106,14 +124,30 @@ impl Recorder {
             last_index: None,
             pending: VecDeque::new(),
             first_index: 0,
+            cached: (0, t0, t0),
             messages: Vec::new(),
             seen: std::collections::HashMap::new(),
         }
     }
 
-    fn index_of(&self, at: Instant) -> u64 {
-        let i =
-            (at.saturating_duration_since(self.t0).as_nanos() / self.interval.as_nanos()) as u64;
+    fn index_of(&mut self, at: Instant) -> u64 {
+        let (cached, start, end) = self.cached;
+        let i = if start <= at && at < end {
+            cached
+        } else {
+            let i = (at.saturating_duration_since(self.t0).as_nanos() / self.interval.as_nanos())
+                as u64;
+            let start = u32::try_from(i)
+                .ok()
+                .and_then(|k| self.interval.checked_mul(k))
+                .and_then(|d| self.t0.checked_add(d));
+            if let Some(start) = start
+                && let Some(end) = start.checked_add(self.interval)
+            {
+                self.cached = (i, start, end);
+            }
+            i
+        };
         self.last_index
             .map_or(i, |l| i.min(l))
             .max(self.first_index)
@@ -148,7 +182,12 @@ impl Recorder {
 
     /// Applies `f` to the run's sample of the current interval and to the step's.
     fn apply(&mut self, step: Option<usize>, f: impl Fn(&mut IntervalSample)) {
-        let slot = self.slot(Instant::now());
+        self.apply_at(Instant::now(), step, f);
+    }
+
+    /// Applies `f` to the run's sample of the interval of `at` and to the step's.
+    fn apply_at(&mut self, at: Instant, step: Option<usize>, f: impl Fn(&mut IntervalSample)) {
+        let slot = self.slot(at);
         f(&mut slot.all);
         if let Some(s) = step.and_then(|i| slot.steps.get_mut(i)) {
             f(s);
@@ -157,8 +196,20 @@ impl Recorder {
 
     /// Records a completed exchange; `ok` says whether its status was expected.
     pub(crate) fn record_exchange(&mut self, step: Option<usize>, ex: &Exchange, ok: bool) {
+        self.record_exchange_at(Instant::now(), step, ex, ok);
+    }
+
+    /// [`Recorder::record_exchange`] in the interval of `end`, the exchange's end as its
+    /// client read it (no clock read of its own).
+    pub(crate) fn record_exchange_at(
+        &mut self,
+        end: Instant,
+        step: Option<usize>,
+        ex: &Exchange,
+        ok: bool,
+    ) {
         let pooled = self.pooled;
-        self.apply(step, |s| {
+        self.apply_at(end, step, |s| {
             if ex.status >= 400 {
                 s.counts.response_errors += 1;
             }
@@ -375,6 +426,35 @@ mod tests {
                 text: "reset".into()
             }]
         );
+    }
+
+    #[test]
+    fn the_cached_interval_gives_the_index_the_division_gives() {
+        let t0 = Instant::now() + Duration::from_secs(1);
+        let interval = Duration::from_millis(100);
+        let mut r = Recorder::new(t0, interval, false, Vec::new().into());
+        let step = interval.as_nanos() as u64;
+        let mut offsets = vec![0, 1, step - 1, step, step + 1, 2 * step - 1, 2 * step, 0];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..4000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Runs of nearby instants (the cache's case) and jumps anywhere, back and forth.
+            let base = if i % 8 == 0 {
+                x % (50 * step)
+            } else {
+                offsets[offsets.len() - 1]
+            };
+            offsets.push(base + x % (step / 4));
+        }
+        for ns in offsets {
+            let at = t0 + Duration::from_nanos(ns);
+            assert_eq!(r.index_of(at), ns / step, "{ns} ns after t0");
+        }
+        // Before t0 (a completion stamped just before the run's start) is interval 0.
+        assert_eq!(r.index_of(t0 - Duration::from_millis(1)), 0);
+        assert_eq!(r.index_of(t0 + Duration::from_nanos(3 * step)), 3);
     }
 
     #[test]

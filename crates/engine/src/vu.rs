@@ -92,7 +92,8 @@ async fn run_vu(ctx: Rc<WorkerContext>, id: u64, mut work: impl Iterate) {
     let shared = &ctx.shared;
     let mut left = ctx.plan.load.iterations().unwrap_or(u64::MAX);
     while !shared.stop.is_cancelled() && id < shared.target_vus.load(Ordering::Relaxed) {
-        let started = Instant::now();
+        // Only pacing needs the iteration's start: no clock read otherwise.
+        let started = (!ctx.plan.load.pacing.is_zero()).then(Instant::now);
         if let Err(why) = work.once(&ctx, &mut client, &mut flow, 0).await {
             shared.halt(why);
             break;
@@ -107,7 +108,7 @@ async fn run_vu(ctx: Rc<WorkerContext>, id: u64, mut work: impl Iterate) {
         if !ctx.plan.load.think_time.is_zero() {
             sleep_unless_stopped(&ctx, Instant::now() + ctx.plan.load.think_time).await;
         }
-        if !ctx.plan.load.pacing.is_zero() {
+        if let Some(started) = started {
             sleep_unless_stopped(&ctx, started + ctx.plan.load.pacing).await;
         }
     }
@@ -128,18 +129,28 @@ async fn send_request(ctx: &WorkerContext, client: &mut Client, queued_us: u64) 
     let Some(request) = &ctx.request else {
         return;
     };
-    let in_flight = InFlight::new(&ctx.recorder, None);
-    let result = client.send(request, ctx.plan.timeout, &ctx.buffers).await;
-    let took = in_flight.done();
-    let mut rec = ctx.recorder.borrow_mut();
+    // Three clock reads per request: its start (here), its first byte and its end (the
+    // client's), the end also placing it in its interval.
+    let start = Instant::now();
+    let in_flight = InFlight::sent_at(&ctx.recorder, None, start);
+    let result = client
+        .send_from(start, request, ctx.plan.timeout, &ctx.buffers, None)
+        .await;
     match result {
-        Ok(mut ex) => {
+        Ok((mut ex, end)) => {
+            in_flight.done_at(end);
             ex.queued_us = queued_us;
-            rec.record_exchange(None, &ex, ctx.plan.expect_status.contains(ex.status));
+            let ok = ctx.plan.expect_status.contains(ex.status);
+            ctx.recorder
+                .borrow_mut()
+                .record_exchange_at(end, None, &ex, ok);
         }
         Err(failure) => {
+            let took = in_flight.done();
             let us = crate::dial::micros(took) + queued_us;
-            rec.record_failure_after(None, failure, us);
+            ctx.recorder
+                .borrow_mut()
+                .record_failure_after(None, failure, us);
         }
     }
 }
