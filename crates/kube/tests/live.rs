@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Service};
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Service, ServiceAccount};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -72,6 +72,9 @@ async fn the_record_says_what_was_written_through_the_api() {
     let ns = format!("volley-live-{}", std::process::id());
     let nsapi: Api<Namespace> = Api::all(client.clone());
     create(&nsapi, json!({"metadata": {"name": ns}})).await;
+    // No controller-manager: the default ServiceAccount pods need is made here.
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+    create(&sas, json!({"metadata": {"name": "default"}})).await;
     let deps: Api<Deployment> = Api::namespaced(client.clone(), &ns);
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), &ns);
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
