@@ -12,6 +12,14 @@
 #   RATES="1000 5000" DURATION=20 ROUNDS=3 bench/open-model.sh
 #   TOOLS="volley vegeta" VOLLEY=target/release/volley bench/open-model.sh
 #   TOOLS=volley VOLLEY_ARGS="--arrival-wait spin" bench/open-model.sh   # extra volley flags
+#   TOOLS="volley volley@worker" bench/open-model.sh   # also with only the worker on CLIENT_CPU
+#
+# `volley@worker` is volley with its worker thread (`volley-worker-0`, which waits for the
+# arrivals and runs the VUs) alone on CLIENT_CPU and its other threads (the main thread, which
+# writes the interval log, and the conductor, which merges the intervals) on SERVER_CPU with
+# nginx: the process starts on both CPUs, and the threads are moved as soon as they exist
+# (within ~10 ms of the start, polled from /proc). Plain `volley` has the whole process on
+# CLIENT_CPU, as every other tool.
 #
 # Needs nginx, GNU time and taskset (Debian: nginx-light time util-linux), a release build
 # (cargo build --release) and the peers from bench/harness/install.sh (vegeta, k6 under
@@ -54,14 +62,42 @@ trap 'kill $nginx_pid 2>/dev/null; wait $nginx_pid 2>/dev/null || true' EXIT
 for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
 url=http://127.0.0.1:$PORT/
 
+# pin_worker DIR RUNNER: once the volley running in DIR has its worker thread, puts that thread
+# alone on CLIENT_CPU and every other thread of the process on SERVER_CPU (threads made later
+# inherit their maker's CPUs). Notes in DIR/pinned.txt what it moved.
+pin_worker() {
+  local dir=$1 runner=$2 pid task comm
+  for _ in $(seq 500); do
+    kill -0 "$runner" 2>/dev/null || return 0
+    for pid in /proc/[0-9]*; do
+      pid=${pid#/proc/}
+      [ "$(readlink "/proc/$pid/cwd" 2>/dev/null)" = "$dir" ] || continue
+      grep -qx 'volley-worker-0' /proc/"$pid"/task/*/comm 2>/dev/null || continue
+      for task in /proc/"$pid"/task/*; do
+        comm=$(cat "$task/comm" 2>/dev/null) || continue
+        if [[ $comm == volley-worker-* ]]; then
+          taskset -p -c "$CLIENT_CPU" "${task##*/}" >/dev/null
+        else
+          taskset -p -c "$SERVER_CPU" "${task##*/}" >/dev/null
+        fi
+        echo "$comm ${task##*/} CPUs $(taskset -pc "${task##*/}" | sed 's/.*: //')" >>"$dir/pinned.txt"
+      done
+      return 0
+    done
+    sleep 0.01
+  done
+  echo "open-model.sh: no volley-worker-0 thread found in $dir; left on CPUs $SERVER_CPU,$CLIENT_CPU" >&2
+}
+
 # run TOOL RATE ROUND: one client run in its own folder; GNU time around the whole process.
 run() {
   local tool=$1 rate=$2 round=$3
   local dir=$out/$tool-$rate-$round
   local vus=$((rate / 50 > 200 ? rate / 50 : 200))
   mkdir -p "$dir"
-  local cmd
-  case $tool in
+  local cmd cpus=$CLIENT_CPU
+  [ "$tool" = volley@worker ] && cpus=$SERVER_CPU,$CLIENT_CPU
+  case ${tool%@*} in
     volley) cmd=("$VOLLEY" run --url "$url" --rate "$rate" --duration "${DURATION}s" --max-vus "$vus" --threads 1
                  --interval 100ms --progress none -o runs --name open ${VOLLEY_ARGS:-}) ;;
     vegeta) cmd=(sh -c "echo 'GET $url' | exec '$bin/vegeta' attack -rate $rate/s -duration ${DURATION}s -output results.bin") ;;
@@ -70,7 +106,10 @@ run() {
   esac
   printf '%q ' "${cmd[@]}" >"$dir/cmd"
   (cd "$dir" && env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY K6_NO_USAGE_REPORT=true GOMAXPROCS=1 \
-    taskset -c "$CLIENT_CPU" /usr/bin/time -f "%U %S %M" -o time.txt timeout -k 2 $((DURATION + 30)) "${cmd[@]}" >out.txt 2>err.txt) || true
+    taskset -c "$cpus" /usr/bin/time -f "%U %S %M" -o time.txt timeout -k 2 $((DURATION + 30)) "${cmd[@]}" >out.txt 2>err.txt) &
+  local runner=$!
+  [ "$tool" = volley@worker ] && pin_worker "$dir" "$runner"
+  wait "$runner" || true
   if [ "$tool" = vegeta ] && [ -s "$dir/results.bin" ]; then
     "$bin/vegeta" report -type=json "$dir/results.bin" >"$dir/report.json" 2>>"$dir/err.txt" || true
   fi
@@ -83,7 +122,7 @@ try:
 except Exception:
     print(tool, rate, rnd, "failed", sep="\t"); sys.exit()
 n, p99, dropped, lag = 0, float("nan"), "", ["", "", "", ""]
-if tool == "volley":
+if tool.startswith("volley"):
     r = json.load(open(glob.glob(d + "/runs/*/report.json")[0]))
     n = r["seed_suite"]["total_tests"] + r["seed_suite"]["errors"]
     p99 = r["per_request"]["total_ms"]["p99_ms"]
@@ -108,7 +147,7 @@ PY
 for round in $(seq "$ROUNDS"); do
   for rate in $RATES; do
     for tool in $TOOLS; do
-      if [ "$tool" != volley ] && [ ! -x "$bin/$tool" ]; then
+      if [ "${tool%@*}" != volley ] && [ ! -x "$bin/$tool" ]; then
         echo "open-model.sh: $tool not installed (bench/harness/install.sh); skipped" >&2; continue
       fi
       run "$tool" "$rate" "$round"

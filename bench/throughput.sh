@@ -14,8 +14,14 @@
 # callgrind, which do not move with the machine's noise: each client runs CG_SHORT (4) and
 # CG_LONG (12) seconds, pinned to the client CPU, and the figure is ΔIr ÷ Δrequests, so start-up
 # and the end-of-run report drop out. Kernel time is not in it. CG_TOOLS (default "wrk volley")
-# picks the clients; CG_OUT=DIR keeps the callgrind.out files (TOOL-SECONDS.out) there for
-# callgrind_annotate. CG_WRAP is put before valgrind: a volley that reads the clock through
+# picks the clients. Each thread is counted apart (--separate-threads=yes), and the table also
+# gives the count per request of the thread that made the requests: volley's worker (the one
+# that parsed response heads; wrk's busiest thread), without volley's main thread's
+# interval log and report, which grow with the run's length, not its requests (on a loaded
+# machine fewer requests share them). CG_OUT=DIR keeps the callgrind files there, one per
+# thread (TOOL-SECONDS.out-NN), with each run's request count (TOOL-SECONDS.req), for
+# callgrind_annotate and bench/cgdiff.py (per-function cost per request, and its change
+# between two builds). CG_WRAP is put before valgrind: a volley that reads the clock through
 # rustix >= 1 (the closed run's alarm, since 5a55662) dies under valgrind 3.19 on Linux >= 6.4,
 # which hands rustix the host's auxv through prctl(PR_GET_AUXV) and so a vDSO the guest does not
 # have (rustix issue 1559); a wrapper that makes that prctl fail (a seccomp filter, then exec)
@@ -107,17 +113,32 @@ if [ -n "${CALLGRIND:-}" ]; then
   CG_LONG=${CG_LONG:-12}
   CG_TOOLS=${CG_TOOLS:-"wrk volley"}
   [ -n "${CG_OUT:-}" ] && mkdir -p "$CG_OUT"
-  # instructions TOOL SECONDS -> "Ir requests": callgrind's count and the requests done.
+  # request_thread OUT TOOL -> the Ir of the thread that made the requests (a callgrind file per
+  # thread: OUT-01, OUT-02, ...): volley's worker, the one that parsed response heads; wrk's
+  # busiest.
+  request_thread() {
+    local f
+    if [ "$2" = volley ]; then
+      f=$(grep -l 'fn=.*volley_engine::h1::parse_head' "$1"-* | head -1)
+      awk '/^summary:/ {print $2; exit}' "$f"
+    else
+      cat "$1"-* | awk '/^summary:/ && $2 > m {m = $2} END {print m + 0}'
+    fi
+  }
+  # instructions TOOL SECONDS -> "Ir requests thread": callgrind's count, the requests done
+  # and the count of the thread that made them.
   instructions() {
-    local tool=$1 secs=$2 out=/dev/null req
+    local tool=$1 secs=$2 req
+    local out=$work/cg/$tool-$secs.out
     [ -n "${CG_OUT:-}" ] && out=$CG_OUT/$tool-$secs.out
+    mkdir -p "$work/cg"; rm -f "$out" "$out"-*
     rm -rf "$work/runs"/*
     if [ "$tool" = wrk ]; then
-      taskset -c "$CLIENT_CPU" ${CG_WRAP:-} valgrind --tool=callgrind --callgrind-out-file="$out" \
+      taskset -c "$CLIENT_CPU" ${CG_WRAP:-} valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out" \
         wrk -t1 -c"$CONNS" -d"${secs}s" "$url" >"$work/cg.out" 2>"$work/cg.err"
       req=$(awk '/requests in/ {print $1}' "$work/cg.out")
     else
-      taskset -c "$CLIENT_CPU" ${CG_WRAP:-} valgrind --tool=callgrind --callgrind-out-file="$out" \
+      taskset -c "$CLIENT_CPU" ${CG_WRAP:-} valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out" \
         "$VOLLEY" run --url "$url" --vus "$CONNS" --duration "${secs}s" --threads 1 --progress none \
         -o "$work/runs" --name cg >"$work/cg.out" 2>"$work/cg.err" || true
       if grep -q 'Process terminating' "$work/cg.err" || ! ls "$work/runs"/*/report.json >/dev/null 2>&1; then
@@ -126,17 +147,22 @@ if [ -n "${CALLGRIND:-}" ]; then
       fi
       req=$(python3 -c 'import glob, json, sys; print(json.load(open(glob.glob(sys.argv[1] + "/*/report.json")[0]))["seed_suite"]["total_tests"])' "$work/runs")
     fi
-    echo "$(grep -o 'Collected : [0-9]*' "$work/cg.err" | tr -dc 0-9) $req"
+    [ -n "${CG_OUT:-}" ] && echo "$req" >"$CG_OUT/$tool-$secs.req"
+    echo "$(grep -o 'Collected : [0-9]*' "$work/cg.err" | tr -dc 0-9) $req $(request_thread "$out" "$tool")"
   }
   echo
   echo "User-space instructions per request (callgrind), closed loop, $CONNS connections, one thread, ${CG_LONG} s − ${CG_SHORT} s, client on CPU $CLIENT_CPU:"
   echo
-  echo "| client | Ir, ${CG_SHORT} s run | Ir, ${CG_LONG} s run | Δ requests | Ir per request |"
-  echo "|---|---|---|---|---|"
+  echo "| client | Ir, ${CG_SHORT} s run | Ir, ${CG_LONG} s run | Δ requests | Ir per request | the requests' thread's Ir per request |"
+  echo "|---|---|---|---|---|---|"
   for tool in $CG_TOOLS; do
     r1=$(instructions "$tool" "$CG_SHORT"); r2=$(instructions "$tool" "$CG_LONG")
-    read -r i1 q1 <<<"$r1"; read -r i2 q2 <<<"$r2"
-    python3 -c 'import sys; t, i1, q1, i2, q2 = sys.argv[1], *map(int, sys.argv[2:]); print(f"| {t} | {i1:,} | {i2:,} | {q2 - q1:,} | **{(i2 - i1) / (q2 - q1):,.0f}** |")' \
-      "$tool" "$i1" "$q1" "$i2" "$q2"
+    read -r i1 q1 b1 <<<"$r1"; read -r i2 q2 b2 <<<"$r2"
+    python3 -c 'import sys; t, i1, q1, b1, i2, q2, b2 = sys.argv[1], *map(int, sys.argv[2:]); print(f"| {t} | {i1:,} | {i2:,} | {q2 - q1:,} | **{(i2 - i1) / (q2 - q1):,.0f}** | {(b2 - b1) / (q2 - q1):,.0f} |")' \
+      "$tool" "$i1" "$q1" "$b1" "$i2" "$q2" "$b2"
   done
+  echo
+  echo "(the requests' thread: volley's worker, wrk's busiest; the rest is volley's main thread's interval"
+  echo "log and end-of-run report and its conductor, whose work grows with the run's length, not its"
+  echo "requests: callgrind's slowdown, or a loaded machine, spreads it over fewer requests)"
 fi
