@@ -19,6 +19,9 @@ mkdir -p "$KUBE_WORK" "$OUT"
 # The API server built once by scripts/k8s-node (target/k8s-node/bin) or by start.sh itself.
 [ -x "$KUBE_WORK/kube-apiserver" ] || [ ! -x "$ROOT/target/k8s-node/bin/kube-apiserver" ] \
   || cp "$ROOT/target/k8s-node/bin/kube-apiserver" "$KUBE_WORK/"
+# A server of an earlier recording may still be shutting down on the port: start.sh would take it
+# for this one.
+for _ in $(seq 30); do ss -ltn | grep -q ":$KUBE_PORT " || break; sleep 1; done
 "$ROOT/scripts/kube-apiserver/start.sh" >/dev/null
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; "$ROOT/scripts/kube-apiserver/stop.sh"; }
