@@ -99,7 +99,14 @@ fn watch(fault: Fault) -> Record {
         assert!(Instant::now() < deadline, "no sample after the story");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Its watches are open (the replay holds them): stopping still takes no time.
+    let stopping = Instant::now();
     let note = w.stop();
+    assert!(
+        stopping.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        stopping.elapsed()
+    );
     let text = std::fs::read_to_string(run.join("kube.jsonl")).unwrap();
     // Never the credential, in any file of the record.
     for e in std::fs::read_dir(&run).unwrap() {
