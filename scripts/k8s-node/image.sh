@@ -10,11 +10,14 @@
 #                                     debootstrap --variant=minbase bookworm root with what the
 #                                     debian:bookworm-slim image also leaves out (docs, man pages,
 #                                     locales), for comparing sizes
+#   image.sh nginx  OUT.tar           volley.local/nginx:dev, FROM scratch: this machine's nginx (Debian's
+#                                     nginx-light), the libraries ldd names, user 65532; its config
+#                                     is mounted at /etc/nginx (a ConfigMap): a proxy pod for issue 54
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-kind=${1:?usage: image.sh pause|volley|debian OUT.tar [BINARY]}
-out=${2:?usage: image.sh pause|volley|debian OUT.tar [BINARY]}
+kind=${1:?usage: image.sh pause|volley|debian|nginx OUT.tar [BINARY]}
+out=${2:?usage: image.sh pause|volley|debian|nginx OUT.tar [BINARY]}
 bin=${3:-$ROOT/target/release/volley}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 umoci init --layout "$T/oci" >/dev/null
@@ -59,7 +62,19 @@ case "$kind" in
     volley_files
     config=(--config.entrypoint /usr/local/bin/volley --config.cmd --help --config.user 65532:65532 --config.workingdir /runs)
     ;;
-  *) echo "image.sh: $kind: write pause, volley or debian" >&2; exit 2 ;;
+  nginx)
+    name=volley.local/nginx:dev
+    ngx=$(command -v nginx || echo /usr/sbin/nginx)
+    [ -x "$ngx" ] || { echo "image.sh: no nginx here: apt-get install nginx-light" >&2; exit 2; }
+    install -D -m 755 "$ngx" "$R/usr/sbin/nginx"
+    for lib in $(ldd "$ngx" | grep -o '/[^ ]*'); do install -D -m 755 "$lib" "$R$lib"; done
+    mkdir -p "$R/etc/nginx" "$R/tmp"; chmod 1777 "$R/tmp"
+    echo 'nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin' > "$R/etc/passwd"
+    echo 'nonroot:x:65532:' > "$R/etc/group"
+    config=(--config.entrypoint /usr/sbin/nginx --config.cmd=-c --config.cmd=/etc/nginx/nginx.conf
+            --config.user 65532:65532)
+    ;;
+  *) echo "image.sh: $kind: write pause, volley, debian or nginx" >&2; exit 2 ;;
 esac
 umoci repack --image "$T/oci:img" "$T/b" >/dev/null
 umoci config --image "$T/oci:img" "${config[@]}" >/dev/null
