@@ -26,6 +26,8 @@
 # rustix the host's auxv through prctl(PR_GET_AUXV) and so a vDSO the guest does not have
 # (rustix issue 1559); a wrapper that makes that prctl fail (a seccomp filter, then exec)
 # sends rustix to /proc/self/auxv, which valgrind fakes. The script stops if a client dies.
+# Beside each count, system calls per request (every thread, perf's raw_syscalls:sys_enter,
+# the same 25,000 − 5,000 requests run natively) when perf can read that tracepoint.
 #
 # Needs nginx (with http_v2, Debian's nginx-light has it), h2load (nghttp2-client), openssl
 # and GNU time (Debian: apt-get install nginx-light nghttp2-client openssl time), and a
@@ -138,8 +140,10 @@ PY
 if [ -n "${CALLGRIND:-}" ]; then
   command -v valgrind >/dev/null || { echo "h2.sh: CALLGRIND=1 needs valgrind (apt-get install valgrind)" >&2; exit 2; }
   echo
-  echo "| mode | C x M | h2load instructions/request | volley instructions/request | ratio |"
-  echo "|---|---|---|---|---|"
+  SYSCALLS=0
+  perf stat -e raw_syscalls:sys_enter -- true >/dev/null 2>&1 && SYSCALLS=1
+  echo "| mode | C x M | h2load instructions/request | volley instructions/request | ratio | h2load / volley syscalls/request |"
+  echo "|---|---|---|---|---|---|"
   CG_TOOLS=${CG_TOOLS:-"h2load volley"}
   [ -n "${CG_OUT:-}" ] && mkdir -p "$CG_OUT"
   # instructions TOOL MODE C M N: callgrind's instruction count for N requests.
@@ -161,13 +165,30 @@ if [ -n "${CALLGRIND:-}" ]; then
     fi
     grep -o 'Collected : [0-9]*' "$work/cg.err" | tr -dc 0-9
   }
+  # syscalls TOOL MODE C M N: the system calls (all threads) of a native run of N requests.
+  syscalls() {
+    local tool=$1 mode=$2 c=$3 m=$4 n=$5 url extra
+    [ "$SYSCALLS" = 1 ] || { echo 0; return; }
+    if [ "$mode" = tls ]; then url=https://localhost:$TLS_PORT/; extra=(--insecure); else url=http://127.0.0.1:$PORT/; extra=(--http2); fi
+    rm -rf "$work/runs"/*
+    if [ "$tool" = h2load ]; then
+      perf stat -x, -e raw_syscalls:sys_enter -o "$work/perf.csv" -- taskset -c "$CLIENT_CPU" h2load -t1 -c"$c" -m"$m" -n"$n" "$url" >/dev/null 2>&1
+    else
+      perf stat -x, -e raw_syscalls:sys_enter -o "$work/perf.csv" -- taskset -c "$CLIENT_CPU" "$VOLLEY" run --url "$url" "${extra[@]}" --vus $((c * m)) \
+        --connections "$c" --iterations $((n / (c * m))) --threads 1 --progress none -o "$work/runs" --name sc >/dev/null 2>&1
+    fi
+    grep raw_syscalls "$work/perf.csv" | cut -d, -f1
+  }
   for mode in $MODES; do
     for shape in $SHAPES; do
       c=${shape%x*} m=${shape#*x}
       h2=$(instructions h2load "$mode" "$c" "$m" 25000); h1=$(instructions h2load "$mode" "$c" "$m" 5000)
       v2=$(instructions volley "$mode" "$c" "$m" 25000); v1=$(instructions volley "$mode" "$c" "$m" 5000)
       h=$(( (h2 - h1) / 20000 )) v=$(( (v2 - v1) / 20000 ))
-      echo "| $mode | $shape | $h | $v | $(awk -v v="$v" -v h="$h" 'BEGIN { if (h > 0) printf "%.2f×", v / h; else printf "–" }') |"
+      sc=$(awk -v a="$(syscalls h2load "$mode" "$c" "$m" 25000)" -v b="$(syscalls h2load "$mode" "$c" "$m" 5000)" \
+        -v x="$(syscalls volley "$mode" "$c" "$m" 25000)" -v y="$(syscalls volley "$mode" "$c" "$m" 5000)" \
+        'BEGIN { if (a > 0) printf "%.2f / %.2f", (a - b) / 20000, (x - y) / 20000; else printf "–" }')
+      echo "| $mode | $shape | $h | $v | $(awk -v v="$v" -v h="$h" 'BEGIN { if (h > 0) printf "%.2f×", v / h; else printf "–" }') | $sc |"
     done
   done
 fi
