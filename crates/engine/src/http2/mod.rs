@@ -18,6 +18,8 @@ mod conn_tests;
 #[cfg(test)]
 mod differential_tests;
 mod driver;
+#[cfg(test)]
+mod driver_tests;
 mod frame;
 mod hpack;
 
