@@ -20,8 +20,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 cd "$ROOT"
 NODEPORT=${NODEPORT:-30080}
-# A step-up in virtual users, each request 5 ms of CPU on a 200m pod: ~40 req/s a pod at most.
-STAGES=${STAGES:-10s:5,20s:5,10s:40,30s:40}
+# A step-up in virtual users, each request 5 ms of CPU on a 200m pod: ~40 req/s a pod at most, so
+# at 100 VUs a probe queued behind ~50 requests waits over 1 s (at 40 VUs it waited ~0.5 s and
+# never failed: the first run, 2026-11-29).
+STAGES=${STAGES:-10s:5,20s:5,10s:100,30s:100}
 OUT=${OUT:-$ROOT/target/k8s-node/kube-acceptance}
 V="$ROOT/target/release/volley"
 URL="http://127.0.0.1:$NODEPORT/rooms"
@@ -74,10 +76,14 @@ spec:
   ports: [{name: http, port: 80, targetPort: http, nodePort: $NODEPORT}]
 YAML
   kubectl rollout status deployment/chat --timeout=120s >/dev/null || fail "chat did not become ready"
+  # kube-proxy writes a new Service's rules within a second or so of its creation.
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$NODEPORT/health" >/dev/null && return 0; sleep 0.1; done
+  fail "the NodePort $NODEPORT does not answer"
 }
 
-events() { # the probe failures the kubelet reported, as Events
-  kubectl get events --field-selector reason=Unhealthy -o custom-columns=AT:.lastTimestamp,POD:.involvedObject.name,COUNT:.count,MESSAGE:.message --no-headers 2>/dev/null || true
+events() { # the probe timeouts the kubelet reported, as Events (not a pod's refusal while it starts)
+  kubectl get events --field-selector reason=Unhealthy -o custom-columns=AT:.lastTimestamp,POD:.involvedObject.name,COUNT:.count,MESSAGE:.message --no-headers 2>/dev/null \
+    | grep -E 'Client.Timeout|deadline exceeded|timeout' || true
 }
 
 run() { # name: the step-up against the NodePort, with the target's own metrics beside it
@@ -86,7 +92,9 @@ run() { # name: the step-up against the NodePort, with the target's own metrics 
   "$V" run --url "$URL" --stages "$STAGES" --timeout 5s --no-error-stop --progress none \
     --name "$1" -o "$OUT/runs/$1" >"$OUT/$1.log" 2>&1 || true
   local dir
-  dir=$(dirname "$(find "$OUT/runs/$1" -name run.json | head -1)")
+  dir=$(find "$OUT/runs/$1" -name run.json 2>/dev/null | head -1)
+  [ -n "$dir" ] || fail "volley run $1 wrote no run: $(head -3 "$OUT/$1.log")"
+  dir=$(dirname "$dir")
   "$V" report "$dir" --warmup 0s --format json | python3 -c '
 import json, sys
 r = json.load(sys.stdin); s = r["seed_suite"]; t = r["per_request"]["ttfb_ms"]
@@ -199,10 +207,13 @@ dirs=()
 for n in 1 2 3; do
   kubectl scale deployment proxy --replicas=$n >/dev/null
   kubectl rollout status deployment/proxy --timeout=120s >/dev/null || fail "the proxy did not reach $n replicas"
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PROXY_PORT/nginx-health" >/dev/null && break; sleep 0.1; done
   # KUBE: add `--kube deployment/proxy`; assert the finding names the proxy pod at its CPU limit.
   "$V" run --url "http://127.0.0.1:$PROXY_PORT/health" --vus "${PROXY_VUS:-32}" --duration "${PROXY_DURATION:-20s}" \
     --no-error-stop --progress none --name "proxy-$n" -o "$OUT/runs/proxy-$n" >"$OUT/proxy-$n.log" 2>&1 || true
-  d=$(dirname "$(find "$OUT/runs/proxy-$n" -name run.json | head -1)"); dirs+=("$d")
+  d=$(find "$OUT/runs/proxy-$n" -name run.json 2>/dev/null | head -1)
+  [ -n "$d" ] || fail "volley run proxy-$n wrote no run: $(head -3 "$OUT/proxy-$n.log")"
+  d=$(dirname "$d"); dirs+=("$d")
   "$V" report "$d" --warmup 0s --format json | python3 -c '
 import json, sys
 r = json.load(sys.stdin); s = r["seed_suite"]; t = r["per_request"]["ttfb_ms"]
