@@ -192,7 +192,6 @@ impl PreparedRequest {
     pub(crate) fn h1_bytes(&self) -> &[u8] {
         &self.h1
     }
-
 }
 
 /// An HTTP/2 request head (the body goes apart, as DATA): `:method`, `:scheme`,
@@ -202,8 +201,14 @@ fn h2_head(method: &Method, uri: &Uri, headers: &HeaderMap) -> H2Head {
     let mut fields = vec![
         field(b":method", method.as_str().as_bytes()),
         field(b":scheme", uri.scheme_str().unwrap_or("http").as_bytes()),
-        field(b":authority", uri.authority().map_or("", |a| a.as_str()).as_bytes()),
-        field(b":path", uri.path_and_query().map_or("/", |p| p.as_str()).as_bytes()),
+        field(
+            b":authority",
+            uri.authority().map_or("", |a| a.as_str()).as_bytes(),
+        ),
+        field(
+            b":path",
+            uri.path_and_query().map_or("/", |p| p.as_str()).as_bytes(),
+        ),
     ];
     fields.extend(
         headers
