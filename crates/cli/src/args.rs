@@ -221,7 +221,7 @@ pub(crate) struct ServeArgs {
     pub(crate) listen: std::net::SocketAddr,
     /// On SIGTERM or Ctrl-C: stop accepting, then let in-flight requests finish for at most
     /// this long (up to 10m) before exiting; the default fits Kubernetes' 30 s grace period.
-    #[arg(long, default_value = "20s", value_parser = Typed(crate::demo_cmd::drain))]
+    #[arg(long, default_value = "20s", value_parser = Typed(crate::values::drain))]
     pub(crate) drain: Duration,
     #[command(flatten)]
     pub(crate) knobs: crate::knob_flags::KnobFlags,

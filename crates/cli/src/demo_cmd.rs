@@ -314,15 +314,6 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--drain`: up to 10 minutes.
-pub(crate) fn drain(text: &str) -> Result<Duration, String> {
-    Ok(volley_scenario::duration::parse_within(
-        text,
-        Duration::ZERO,
-        Duration::from_secs(600),
-    )?)
-}
-
 /// Waits for SIGTERM (how Kubernetes stops a pod: the target is PID 1 there, which ignores a
 /// signal it has no handler for) or Ctrl-C, and names it.
 async fn stop_signal() -> Result<&'static str> {

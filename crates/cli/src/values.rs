@@ -77,6 +77,15 @@ pub(crate) fn recovery(text: &str) -> Result<Duration, String> {
     )?)
 }
 
+/// `--drain`: up to 10 minutes.
+pub(crate) fn drain(text: &str) -> Result<Duration, String> {
+    Ok(volley_scenario::duration::parse_within(
+        text,
+        Duration::ZERO,
+        Duration::from_secs(600),
+    )?)
+}
+
 /// The widest tolerance: ten times the baseline's value (a latency may grow that much; a
 /// tolerance beyond it would turn the gate off without saying so).
 const MAX_TOLERANCE_PCT: f64 = 1000.0;
