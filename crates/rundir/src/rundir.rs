@@ -618,21 +618,14 @@ impl RunWriter {
         if self.server.is_none() {
             let mut w =
                 csv::Writer::from_writer(File::create(&path).map_err(|e| Error::io(&path, e))?);
-            w.write_record(["Elapsed_(s)", "Target", "Series", "Value", "Kind"])
-                .map_err(failed)?;
+            w.write_record(SERVER_HEADER).map_err(failed)?;
             self.server = Some(w);
         }
         let out = self.server.as_mut().expect("just created");
         // A target's URL and a series' labels are quoted where they need it (a comma, a quote).
         for (series, value, rate) in values {
-            out.write_record([
-                ngrinder_number(elapsed_s).as_str(),
-                url,
-                series,
-                &server_value(*value),
-                if *rate { "rate" } else { "gauge" },
-            ])
-            .map_err(failed)?;
+            out.write_record(server_row(elapsed_s, url, series, *value, *rate))
+                .map_err(failed)?;
         }
         out.flush().map_err(|e| Error::io(&path, e))
     }
