@@ -18,6 +18,7 @@ use volley_stats::ErrorKind;
 use super::conn::{Conn, H2Head, Phase};
 use super::frame::{self, flag, kind, setting};
 use super::hpack::huffman;
+use super::hpack::put_integer as int;
 use super::hpack::static_table::STATIC;
 use crate::failure::Failure;
 
@@ -135,21 +136,6 @@ impl Writer {
             self.insert(n, v);
         }
     }
-}
-
-fn int(out: &mut Vec<u8>, mut v: usize, n: u32, flags: u8) {
-    let mask = (1usize << n) - 1;
-    if v < mask {
-        out.push(flags | v as u8);
-        return;
-    }
-    out.push(flags | mask as u8);
-    v -= mask;
-    while v >= 0x80 {
-        out.push(0x80 | (v & 0x7f) as u8);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 fn put(out: &mut Vec<u8>, k: u8, flags: u8, stream: u32, payload: &[u8]) {

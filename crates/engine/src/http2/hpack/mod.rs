@@ -12,3 +12,5 @@ mod tests;
 
 pub(crate) use decode::Decoder;
 pub(crate) use encode::Encoder;
+#[cfg(test)]
+pub(crate) use encode::put_integer;
