@@ -386,7 +386,7 @@ pub(crate) struct RunArgs {
     #[arg(long = "kube", value_name = "SPEC", value_parser = Typed(volley_kube::Spec::parse))]
     pub(crate) kube: Vec<volley_kube::Spec>,
     /// The kubeconfig context --kube uses (default: the current context).
-    #[arg(long = "kube-context", value_name = "NAME", requires = "kube")]
+    #[arg(long = "kube-context", value_name = "NAME")]
     pub(crate) kube_context: Option<String>,
     /// Send the run's metrics live to KIND=URL (repeatable): prometheus=URL (remote write,
     /// e.g. http://127.0.0.1:9090/api/v1/write), otlp=URL (OTLP/HTTP, e.g.

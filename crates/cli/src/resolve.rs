@@ -350,11 +350,7 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         run_id: a.run_id.clone(),
         output: a.output.clone(),
         server_metrics: a.server_metrics.clone(),
-        kube: (!a.kube.is_empty()).then(|| volley_kube::Options {
-            specs: a.kube.clone(),
-            context: a.kube_context.clone(),
-            kubeconfig: None,
-        }),
+        kube: kube_options(a, scenario.as_deref(), segment)?,
         outputs: a.outs.clone(),
         dashboard,
         junit: a.junit.clone(),
@@ -362,6 +358,52 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
         progress: a.progress,
         target: target_rate(a)?,
     })
+}
+
+/// `--kube` (else the scenario's `kube:`) with `--kube-context` (else `kube_context:`). In a
+/// split run only segment 0 watches: the others say so in run.json's `kube` note.
+fn kube_options(
+    a: &RunArgs,
+    scenario: Option<&Scenario>,
+    segment: Segment,
+) -> Result<Option<volley_kube::Options>> {
+    let specs = match scenario {
+        Some(sc) if a.kube.is_empty() => sc
+            .kube
+            .iter()
+            .map(|v| volley_kube::Spec::parse(v))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| anyhow::anyhow!("{}: `kube:`: {e}", sc.file.display()))?,
+        _ => a.kube.clone(),
+    };
+    if specs.is_empty() {
+        if let Some(c) = &a.kube_context {
+            bail!(
+                "--kube-context {c} without --kube: name the workload to watch (e.g. --kube deployment/chat, or `kube:` in the scenario file)"
+            );
+        }
+        if let Some(c) = scenario.and_then(|sc| sc.kube_context.as_ref()) {
+            bail!(
+                "`kube_context: {c}` without `kube:`: name the workload to watch (e.g. `kube: deployment/chat`) or drop kube_context"
+            );
+        }
+        return Ok(None);
+    }
+    let off = (segment.index > 0).then(|| {
+        format!(
+            "--kube is off in segment {}/{}: segment 0 watches the cluster for the whole run, and the merge keeps its record",
+            segment.index, segment.count
+        )
+    });
+    Ok(Some(volley_kube::Options {
+        specs,
+        context: a
+            .kube_context
+            .clone()
+            .or_else(|| scenario.and_then(|sc| sc.kube_context.clone())),
+        kubeconfig: None,
+        off,
+    }))
 }
 
 /// One constant load, as a capacity probe holds it.

@@ -25,6 +25,8 @@ pub enum Kind {
     Api,
     /// A file of the run directory could not be written, or a thread not started.
     Write,
+    /// A Deployment did not roll out in time ([`crate::rollout::wait`]).
+    Rollout,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +45,17 @@ pub(crate) enum Repr {
         namespace: String,
         message: String,
     },
+    #[error(
+        "--kube: cannot {verb} {resource} in namespace {namespace}: grant the Role in \
+         docs/kubernetes.md (\"Watching the target\"){}",
+        if why.is_empty() { String::new() } else { format!("; the access review said: {why}") }
+    )]
+    Denied {
+        verb: &'static str,
+        resource: &'static str,
+        namespace: String,
+        why: String,
+    },
     #[error("--kube: {what} is not there: {message}")]
     NotFound { what: String, message: String },
     #[error("--kube: cannot {verb} {resource} in namespace {namespace}: {message}")]
@@ -52,6 +65,8 @@ pub(crate) enum Repr {
         namespace: String,
         message: String,
     },
+    #[error("--kube: {0}")]
+    Rollout(String),
     #[error("{path}: cannot write it: {error}")]
     Write {
         path: std::path::PathBuf,
@@ -65,10 +80,11 @@ impl Error {
         match &self.0 {
             Repr::Spec { .. } => Kind::Spec,
             Repr::Config(_) => Kind::Config,
-            Repr::Forbidden { .. } => Kind::Forbidden,
+            Repr::Forbidden { .. } | Repr::Denied { .. } => Kind::Forbidden,
             Repr::NotFound { .. } => Kind::NotFound,
             Repr::Api { .. } => Kind::Api,
             Repr::Write { .. } => Kind::Write,
+            Repr::Rollout(_) => Kind::Rollout,
         }
     }
 
@@ -89,8 +105,27 @@ impl Error {
         })
     }
 
+    pub(crate) fn rollout(why: impl Into<String>) -> Error {
+        Error(Repr::Rollout(why.into()))
+    }
+
     pub(crate) fn config(why: impl Into<String>) -> Error {
         Error(Repr::Config(why.into()))
+    }
+
+    /// A SelfSubjectAccessReview said no (before the run).
+    pub(crate) fn denied(
+        verb: &'static str,
+        resource: &'static str,
+        namespace: &str,
+        why: String,
+    ) -> Error {
+        Error(Repr::Denied {
+            verb,
+            resource,
+            namespace: namespace.to_string(),
+            why,
+        })
     }
 
     pub(crate) fn write(path: &std::path::Path, error: std::io::Error) -> Error {

@@ -10,10 +10,12 @@
 mod config;
 mod error;
 pub mod obs;
+pub mod preflight;
 mod record;
 #[cfg(feature = "replay")]
 pub mod replay;
 mod resolve;
+pub mod rollout;
 mod spec;
 mod state;
 mod watch;

@@ -35,11 +35,52 @@ pub enum Fault {
         /// Lines sent before the 410.
         after: usize,
     },
-    /// Every request for `resource` is refused with 403.
+    /// Every request for `resource` is refused with 403, and a SelfSubjectAccessReview of it
+    /// answers `allowed: false`.
     Forbidden {
-        /// `deployments`, `pods` ...
+        /// `deployments`, `pods` ... (`metrics.k8s.io/pods`: only the metrics API's).
         resource: &'static str,
     },
+    /// The Deployment is rolling out from the first GET of it for `ms` milliseconds: the
+    /// controller has not seen its generation for the first third, then one of its replicas
+    /// is updated with the old ones still there; after `ms`, all of them are (the recorded
+    /// object with its generation one higher).
+    Rollout {
+        /// How long the rollout takes.
+        ms: u64,
+    },
+}
+
+/// Whether a SelfSubjectAccessReview of `group`/`resource` is denied by `fault`.
+fn denied(fault: Fault, group: &str, resource: &str) -> bool {
+    match fault {
+        Fault::Forbidden { resource: r } => match r.split_once('/') {
+            Some((g, res)) => g == group && res == resource,
+            None => r == resource && group != "metrics.k8s.io",
+        },
+        _ => false,
+    }
+}
+
+/// The Deployment `d` at `elapsed` into a rollout of `ms` ([`Fault::Rollout`]).
+fn rolling(d: &Value, elapsed: Duration, ms: u64) -> Value {
+    let mut d = d.clone();
+    let generation = d["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
+    let spec = d["spec"]["replicas"].as_i64().unwrap_or(1);
+    d["metadata"]["generation"] = json!(generation);
+    let third = Duration::from_millis(ms / 3);
+    let status = if elapsed < third {
+        json!({"observedGeneration": generation - 1, "replicas": spec, "updatedReplicas": spec,
+               "readyReplicas": spec, "availableReplicas": spec})
+    } else if elapsed < Duration::from_millis(ms) {
+        json!({"observedGeneration": generation, "replicas": spec + 1, "updatedReplicas": 1,
+               "readyReplicas": spec, "availableReplicas": spec})
+    } else {
+        json!({"observedGeneration": generation, "replicas": spec, "updatedReplicas": spec,
+               "readyReplicas": spec, "availableReplicas": spec})
+    };
+    d["status"] = status;
+    d
 }
 
 struct Recorded {
@@ -54,6 +95,8 @@ struct Shared {
     speed: f64,
     watched: Mutex<HashMap<String, usize>>,
     gone: Mutex<bool>,
+    /// When the first GET of the Deployment came ([`Fault::Rollout`]).
+    rollout_from: Mutex<Option<std::time::Instant>>,
     /// Every request, `METHOD path?query`, for the tests to check.
     log: Mutex<Vec<String>>,
 }
@@ -160,7 +203,38 @@ async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
         path,
         req.uri().query().unwrap_or("")
     ));
+    if path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" {
+        let body = axum::body::to_bytes(req.into_body(), 1 << 16)
+            .await
+            .unwrap_or_default();
+        let mut v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let attrs = &v["spec"]["resourceAttributes"];
+        let (group, resource) = (
+            attrs["group"].as_str().unwrap_or("").to_string(),
+            attrs["resource"].as_str().unwrap_or("").to_string(),
+        );
+        shared.log.lock().unwrap().push(format!(
+            "review {} {group}/{resource} {}",
+            attrs["verb"].as_str().unwrap_or(""),
+            attrs["namespace"].as_str().unwrap_or("")
+        ));
+        v["status"] = if denied(shared.fault, &group, &resource) {
+            json!({"allowed": false, "reason": ""})
+        } else {
+            json!({"allowed": true, "reason": "RBAC: allowed by RoleBinding \"volley-watch/shop\""})
+        };
+        return answer(201, &v);
+    }
     if path.starts_with("/apis/metrics.k8s.io") {
+        if let Fault::Forbidden {
+            resource: "metrics.k8s.io/pods",
+        } = shared.fault
+        {
+            return answer(
+                403,
+                &status(403, "Forbidden", "pods.metrics.k8s.io is forbidden"),
+            );
+        }
         return answer(
             404,
             &status(
@@ -197,6 +271,14 @@ async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
     if let Some(n) = name {
         return match shared.rec.lists.get("get-deployment") {
             Some(d) if resource == "deployments" && d["metadata"]["name"] == n.as_str() => {
+                if let Fault::Rollout { ms } = shared.fault {
+                    let from = *shared
+                        .rollout_from
+                        .lock()
+                        .unwrap()
+                        .get_or_insert_with(std::time::Instant::now);
+                    return answer(200, &rolling(d, from.elapsed(), ms));
+                }
                 answer(200, d)
             }
             _ => answer(
@@ -314,6 +396,7 @@ impl Replay {
             speed,
             watched: Mutex::new(HashMap::new()),
             gone: Mutex::new(false),
+            rollout_from: Mutex::new(None),
             log: Mutex::new(Vec::new()),
         });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -43,6 +43,10 @@ pub struct Options {
     pub context: Option<String>,
     /// A kubeconfig file; `None`: `KUBECONFIG`, `~/.kube/config`, or in-cluster.
     pub kubeconfig: Option<PathBuf>,
+    /// Why this process does not watch although `--kube` was given (a segment other than 0
+    /// of a split run: segment 0 watches for all). The watcher then reaches nothing, writes
+    /// no file, and run.json's note says this in its `problems`.
+    pub off: Option<String>,
 }
 
 /// Longest wait for the API server before the run (loading, resolving the workloads).
@@ -64,6 +68,8 @@ pub struct Watcher {
     go: Option<tokio::sync::oneshot::Sender<Go>>,
     stop: CancellationToken,
     done: mpsc::Receiver<KubeNote>,
+    /// Off ([`Options::off`]): nothing to start or stop.
+    idle: bool,
 }
 
 impl Watcher {
@@ -71,6 +77,27 @@ impl Watcher {
     /// selector, Services, HPAs), on the watcher's own thread; an error here (a missing
     /// permission, no such Deployment) comes before any load is sent.
     pub fn connect(options: Options) -> Result<Watcher> {
+        if let Some(why) = &options.off {
+            let (_, done) = mpsc::channel::<KubeNote>();
+            return Ok(Watcher {
+                note: KubeNote {
+                    targets: options
+                        .specs
+                        .iter()
+                        .map(|s| KubeTargetNote {
+                            spec: s.to_string(),
+                            ..KubeTargetNote::default()
+                        })
+                        .collect(),
+                    problems: vec![why.clone()],
+                    ..KubeNote::default()
+                },
+                go: None,
+                stop: CancellationToken::new(),
+                done,
+                idle: true,
+            });
+        }
         let (ready_tx, ready_rx) = mpsc::channel::<Result<KubeNote>>();
         let (go_tx, go_rx) = tokio::sync::oneshot::channel::<Go>();
         let (done_tx, done_rx) = mpsc::channel::<KubeNote>();
@@ -127,6 +154,7 @@ impl Watcher {
             go: Some(go_tx),
             stop,
             done: done_rx,
+            idle: false,
         })
     }
 
@@ -153,7 +181,7 @@ impl Watcher {
     /// gives run.json's note with each watch's counts.
     pub fn stop(mut self) -> KubeNote {
         self.stop.cancel();
-        if self.go.take().is_some() {
+        if self.go.take().is_some() || self.idle {
             return self.note.clone();
         }
         match self.done.recv_timeout(STOP_TIMEOUT) {
@@ -181,6 +209,8 @@ async fn setup(options: &Options) -> Result<(kube::Client, Vec<Resolved>, KubeNo
         crate::config::load(options.context.as_deref(), options.kubeconfig.as_deref()).await?;
     let client = kube::Client::try_from(loaded.config)
         .map_err(|e| Error::config(format!("cannot make a client of the kubeconfig: {e}")))?;
+    // Every permission reviewed before anything is read: a denied one names itself.
+    let checked = crate::preflight::check(&client, &options.specs, &loaded.namespace).await?;
     let mut resolved = Vec::new();
     for spec in &options.specs {
         resolved.push(resolve(&client, spec, &loaded.namespace).await?);
@@ -200,6 +230,8 @@ async fn setup(options: &Options) -> Result<(kube::Client, Vec<Resolved>, KubeNo
                 hpas: r.hpas.clone(),
             })
             .collect(),
+        metrics: checked.metrics,
+        problems: checked.problems,
         ..KubeNote::default()
     };
     Ok((client, resolved, note))

@@ -58,6 +58,7 @@ fn options(dir: &Path, server: &Replay) -> Options {
         specs: vec![Spec::parse("deployment/chat").unwrap()],
         context: None,
         kubeconfig: Some(kc),
+        off: None,
     }
 }
 
@@ -345,11 +346,22 @@ fn a_missing_permission_names_the_verb_the_resource_and_the_namespace() {
         .unwrap();
     assert!(e.is_forbidden(), "{e}");
     let msg = e.to_string();
+    // Found by the access review before anything is read.
     assert!(
-        msg.contains("cannot get deployments in namespace shop")
-            && msg.contains("User \"volley\" cannot get resource \"deployments\"")
-            && msg.contains("docs/kubernetes.md"),
+        msg.starts_with(
+            "--kube: cannot get deployments in namespace shop: grant the Role in \
+             docs/kubernetes.md"
+        ),
         "{msg}"
+    );
+    let asked = server.requests();
+    assert!(
+        asked.contains(&"review get apps/deployments shop".to_string()),
+        "{asked:?}"
+    );
+    assert!(
+        !asked.iter().any(|r| r.starts_with("GET ")),
+        "nothing is read after a denied review: {asked:?}"
     );
     let e = Watcher::connect(Options {
         specs: vec![Spec::parse("shop/deployment/nope").unwrap()],
@@ -374,6 +386,134 @@ fn a_deployment_that_is_not_there_is_said_before_the_run() {
     assert!(
         e.to_string()
             .contains("deployment nope in namespace shop is not there"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_access_review_names_the_first_permission_missing_and_metrics_is_only_a_note() {
+    let server = Replay::serve(&fixture(), Fault::Forbidden { resource: "pods" }, 10.0);
+    let dir = tempfile::tempdir().unwrap();
+    let e = Watcher::connect(options(dir.path(), &server))
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), volley_kube::Kind::Forbidden, "{e}");
+    assert!(
+        e.to_string().starts_with(
+            "--kube: cannot list pods in namespace shop: grant the Role in docs/kubernetes.md"
+        ),
+        "{e}"
+    );
+    // Every permission the docs' Role grants is reviewed when all are allowed, each once.
+    let server = Replay::serve(
+        &fixture(),
+        Fault::Forbidden {
+            resource: "metrics.k8s.io/pods",
+        },
+        10.0,
+    );
+    let w = Watcher::connect(options(dir.path(), &server)).unwrap();
+    let metrics = w.note().metrics.clone().unwrap_or_default();
+    assert!(
+        metrics.contains("metrics.k8s.io not allowed") && metrics.contains("no CPU or memory"),
+        "{metrics}"
+    );
+    let reviews: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.starts_with("review "))
+        .collect();
+    assert_eq!(reviews.len(), 15, "{reviews:?}");
+    for want in [
+        "review watch /pods shop",
+        "review list discovery.k8s.io/endpointslices shop",
+        "review watch autoscaling/horizontalpodautoscalers shop",
+        "review list metrics.k8s.io/pods shop",
+    ] {
+        assert!(reviews.iter().any(|r| r == want), "{want}: {reviews:?}");
+    }
+    drop(w);
+}
+
+#[test]
+fn a_watcher_that_is_off_reaches_nothing_and_says_why() {
+    let server = Replay::serve(&fixture(), Fault::None, 10.0);
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let why = "--kube is off in segment 1/2: segment 0 watches the cluster for the whole run";
+    let mut w = Watcher::connect(Options {
+        off: Some(why.into()),
+        ..options(dir.path(), &server)
+    })
+    .unwrap();
+    w.start(
+        Instant::now(),
+        SystemTime::now(),
+        Duration::from_millis(50),
+        run.clone(),
+    );
+    std::thread::sleep(Duration::from_millis(120));
+    let stopping = Instant::now();
+    let note = w.stop();
+    assert!(stopping.elapsed() < Duration::from_millis(500));
+    assert_eq!(note.problems, [why]);
+    assert_eq!(note.targets[0].spec, "deployment/chat");
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+    assert_eq!(std::fs::read_dir(&run).unwrap().count(), 0);
+}
+
+#[test]
+fn a_rollout_is_waited_for_condition_by_condition_and_a_slow_one_times_out() {
+    let server = Replay::serve(&fixture(), Fault::Rollout { ms: 1200 }, 10.0);
+    let dir = tempfile::tempdir().unwrap();
+    let mut said = Vec::new();
+    let start = Instant::now();
+    volley_kube::rollout::wait(
+        &options(dir.path(), &server),
+        Duration::from_secs(20),
+        &mut |l| said.push(l),
+    )
+    .unwrap();
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(1200), "{took:?} {said:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let text = said.join("\n");
+    for want in [
+        "waiting for deployment shop/chat to roll out",
+        "waiting for the controller to see generation 2 (it has seen 1)",
+        "waiting for 1 of 3 replicas updated",
+        "deployment shop/chat rolled out: generation 2, 3 replicas ready",
+    ] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+    // Pods by selector have no rollout: nothing asked.
+    let server = Replay::serve(&fixture(), Fault::Rollout { ms: 60_000 }, 10.0);
+    volley_kube::rollout::wait(
+        &Options {
+            specs: vec![Spec::parse("pods/app=chat").unwrap()],
+            ..options(dir.path(), &server)
+        },
+        Duration::from_secs(1),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(server.requests().is_empty());
+    let start = Instant::now();
+    let e = volley_kube::rollout::wait(
+        &options(dir.path(), &server),
+        Duration::from_millis(700),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(3));
+    assert_eq!(e.kind(), volley_kube::Kind::Rollout);
+    assert!(
+        e.to_string().contains(
+            "deployment shop/chat did not roll out within 0 s: still waiting for the controller"
+        ) || e
+            .to_string()
+            .contains("still waiting for 1 of 3 replicas updated"),
         "{e}"
     );
 }

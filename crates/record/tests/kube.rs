@@ -59,6 +59,7 @@ fn a_run_with_kube_records_the_workload_and_one_without_writes_nothing_of_it() {
             specs: vec![volley_kube::Spec::parse("deployment/chat").unwrap()],
             context: None,
             kubeconfig: Some(kubeconfig.clone()),
+            off: None,
         });
         spec
     };

@@ -45,6 +45,11 @@ pub struct Scenario {
     pub populations: Vec<Population>,
     /// The file's `slo:`: the service level `volley capacity` searches under.
     pub slo: Vec<crate::Threshold>,
+    /// The file's `kube:`: the Kubernetes workloads watched beside the load, each as `--kube`
+    /// takes it (checked by the command that runs it: `--kube` given replaces them).
+    pub kube: Vec<String>,
+    /// The file's `kube_context:` (`--kube-context` given wins).
+    pub kube_context: Option<String>,
 }
 
 /// One named scenario of a file's `scenarios:`: a population of users with its own load,

@@ -352,6 +352,8 @@ impl Compiler {
             masks: Default::default(),
             populations: Vec::new(),
             slo,
+            kube: raw.kube.iter().map(|k| k.value.clone()).collect(),
+            kube_context: raw.kube_context.map(|k| k.value),
         }
     }
 

@@ -24,6 +24,8 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "slo",
     "steps",
     "scenarios",
+    "kube",
+    "kube_context",
 ];
 
 /// The keys of one named scenario (a population) under `scenarios:`.
@@ -103,6 +105,10 @@ pub(super) struct RawScenario {
     pub steps: Option<S<Vec<RawStep>>>,
     /// `scenarios:`: populations run side by side, each with its own load and flow.
     pub populations: Vec<RawPopulation>,
+    /// `kube:`: the workloads watched beside the load, as `--kube` takes them.
+    pub kube: Vec<S<String>>,
+    /// `kube_context:`, as `--kube-context`.
+    pub kube_context: Option<S<String>>,
 }
 
 /// One named scenario of `scenarios:`: a population with its own load, start and flow;
@@ -521,6 +527,11 @@ impl Shape {
                 .unwrap_or_default(),
             steps,
             populations: populations.unwrap_or_default(),
+            kube: f
+                .get("kube")
+                .map(|n| self.texts("kube", n, "kube: [deployment/chat, shop/pods/app=cart]"))
+                .unwrap_or_default(),
+            kube_context: text(self, "kube_context", "kube_context: prod-eu"),
         })
     }
 

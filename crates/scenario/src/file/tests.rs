@@ -1306,6 +1306,30 @@ fn a_files_slo_is_read_like_its_thresholds() {
 }
 
 #[test]
+fn a_files_kube_key_takes_one_workload_or_a_list() {
+    let s = parse("target: http://x\nkube: shop/deployment/chat\nkube_context: prod\nsteps:\n  - request: GET /\n")
+        .unwrap();
+    assert_eq!(s.kube, ["shop/deployment/chat"]);
+    assert_eq!(s.kube_context.as_deref(), Some("prod"));
+    let s = parse(
+        "target: http://x\nkube: [deployment/chat, pods/app=cart]\nsteps:\n  - request: GET /\n",
+    )
+    .unwrap();
+    assert_eq!(s.kube, ["deployment/chat", "pods/app=cart"]);
+    assert_eq!(s.kube_context, None);
+    let s = parse("target: http://x\nsteps:\n  - request: GET /\n").unwrap();
+    assert!(s.kube.is_empty());
+    let e = parse("target: http://x\nkube: {deployment: chat}\nsteps:\n  - request: GET /\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`kube`: expected text or a list of texts")
+            && e.contains("kube: [deployment/chat"),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_problem_without_a_place_names_the_file_alone() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope.yaml");
