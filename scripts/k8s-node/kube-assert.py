@@ -187,7 +187,7 @@ def main():
         if first3 is not None and ready:
             # TPS per number of ready pods (kube.csv's gauge at the start of each row's interval)
             f = lambda xs: sum(x[3] for x in xs) / max(1e-9, sum(x[1] - x[0] for x in xs))
-            at = lambda t: max([v for u, v in ready if u <= t + 1e-6] or [0])
+            at = lambda t: ([v for u, v in ready if u <= t + 1e-6] or [0])[-1]
             by = {}
             for r in rs:
                 if r[0] >= 1:
