@@ -218,6 +218,26 @@ check() { # step, dir: kube-assert.py's figures and verdict; a failed step is re
     || failed+=("$1 ($(basename "$2")): $(tail -1 "$OUT/$(basename "$2").$1.txt")")
 }
 
+# volley's own words about the cluster (issue 54 §2): report.json's `findings` must match these
+# (FINDINGS=0 skips them, for a binary built before the findings existed).
+FINDINGS=${FINDINGS:-1}
+findings() { # name, regex...: each regex must match one of the findings of $OUT/NAME.report.json;
+  # a regex written !REGEX must match none
+  [ "$FINDINGS" = 1 ] || return 0
+  local name=$1; shift
+  python3 - "$OUT/$name.report.json" "$@" <<'PY' | tee "$OUT/$name.findings.txt" >&2
+import json, re, sys
+fs = json.load(open(sys.argv[1])).get("findings") or []
+for f in fs:
+    print("  finding: " + f)
+bad = [rx for rx in sys.argv[2:] if not rx.startswith("!") and not any(re.search(rx, f) for f in fs)]
+bad += [rx for rx in sys.argv[2:] if rx.startswith("!") and any(re.search(rx[1:], f) for f in fs)]
+print("FAILED: findings against " + " / ".join(bad) if bad else "  findings OK")
+PY
+  grep -q '^FAILED' "$OUT/$name.findings.txt" && failed+=("findings of $name: $(tail -1 "$OUT/$name.findings.txt")")
+  return 0
+}
+
 chat_up=0
 ensure_ingress() { # chat's Service exists before the proxy is pointed at its clusterIP
   [ $chat_up = 1 ] && return 0
@@ -229,11 +249,13 @@ if [[ " $STEPS " == *" 1 "* || " $STEPS " == *" 2 "* ]]; then
   chat 2 1; ensure_ingress; through
   p1=$(run phase-probe-1s --url "$URL/rooms" --stages "$STAGES" --kube deployment/chat | tail -1)
   check probe "$p1"
+  findings phase-probe-1s 'was not ready .* s \(readiness probe'
   if [[ " $STEPS " == *" 2 "* ]]; then
     say "2. readiness timeoutSeconds 60, the same step-up"
     unchat; chat 2 60; through
     p2=$(run phase-probe-60s --url "$URL/rooms" --stages "$STAGES" --kube deployment/chat | tail -1)
     check noprobe "$p2"
+    findings phase-probe-60s '!was not ready'
     "$V" compare "$p1" "$p2" --labels "timeoutSeconds 1,timeoutSeconds 60" >"$OUT/compare.txt" 2>&1 || true
     head -40 "$OUT/compare.txt" >&2
   fi
@@ -260,6 +282,7 @@ YAML
   done
   p3=$(run phase-hpa --url "$URL/rooms" --stages "${HPA_STAGES:-10s:10,80s:10}" --kube deployment/chat | tail -1)
   check hpa "$p3"
+  findings phase-hpa 'The HPA \S+ scaled \S+ \d+ → \d+ at'
 fi
 
 if [[ " $STEPS " == *" 4 "* ]]; then
@@ -272,6 +295,7 @@ if [[ " $STEPS " == *" 4 "* ]]; then
       --kube deployment/proxy | tail -1)
     dirs+=("$d")
     check cpu "$d"
+    findings "proxy-$n" 'at its CPU limit'
   done
   "$V" compare "${dirs[@]}" --labels "1 proxy,2 proxies,3 proxies" >"$OUT/proxy-compare.txt" 2>&1 || true
   head -40 "$OUT/proxy-compare.txt" >&2
