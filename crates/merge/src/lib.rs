@@ -13,6 +13,7 @@
 
 mod error;
 mod inputs;
+mod kube;
 mod notes;
 mod rebuild;
 
@@ -98,6 +99,7 @@ fn merge_dirs(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merge
         errors: notes::errors(&set),
         server_metrics: first.data.meta.server_metrics.clone(),
         segment: None,
+        kube: kube::note(&set),
         merged: Some(MergedFrom {
             run_id: set.run_id.clone(),
             count: set.count,
@@ -126,6 +128,7 @@ fn merge_dirs(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merge
         m.notes = merge_notes;
     }
     notes::write_generators(&set, out, interval_s)?;
+    kube::copy(&set, out, interval_s)?;
     // The server's own metrics are the same server seen from every segment: the first
     // segment's scrapes stand for them.
     let mut points = first.data.server.iter().peekable();
