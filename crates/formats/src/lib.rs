@@ -14,7 +14,7 @@ pub mod runset;
 pub mod source;
 
 pub use volley_rundir::{
-    group, histograms, hlog, ngrinder, note, numfmt, recorded, rundir, segment,
+    group, histograms, hlog, kube, kubelog, ngrinder, note, numfmt, recorded, rundir, segment,
 };
 pub use volley_text::error;
 use volley_text::{civil, num};

@@ -45,6 +45,11 @@ pub struct Source {
     pub generator: Vec<crate::rundir::GeneratorHealth>,
     /// Scraped server metrics (volley runs with `--server-metrics`).
     pub server: Vec<crate::rundir::ServerPoint>,
+    /// The watched Kubernetes workload sampled at the scrape instants, kube.csv (volley runs
+    /// with `--kube`).
+    pub kube: Vec<crate::rundir::ServerPoint>,
+    /// Its every observation, kube.jsonl (volley runs with `--kube`).
+    pub kube_log: Option<crate::kubelog::KubeLog>,
     /// Stream events per scenario step and interval (volley runs with a scenario).
     pub step_events: Vec<Vec<u64>>,
     /// Per-request statistics the tool computed itself, for files that hold no per-request
@@ -74,6 +79,8 @@ impl Source {
             input_notes: run.input_notes,
             generator: run.generator,
             server: run.server,
+            kube: run.kube,
+            kube_log: run.kube_log,
             step_events: run.step_events,
             tool_latency: ToolLatency::default(),
             merged: Default::default(),

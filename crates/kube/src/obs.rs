@@ -9,193 +9,17 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use serde::{Deserialize, Serialize};
 
-/// One object as observed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", content = "obs")]
-pub enum Obs {
-    /// A pod of the workload.
-    Pod(PodObs),
-    /// A core/v1 Event about a watched object.
-    Event(EventObs),
-    /// An EndpointSlice of a Service that selects the pods.
-    EndpointSlice(SliceObs),
-    /// An HPA that scales the Deployment.
-    HorizontalPodAutoscaler(HpaObs),
-    /// The Deployment.
-    Deployment(DeploymentObs),
-    /// A ReplicaSet of the Deployment.
-    ReplicaSet(ReplicaSetObs),
-    /// The pods' CPU and memory from metrics.k8s.io.
-    PodMetrics(PodMetricsObs),
-}
+pub use volley_rundir::kubelog::{
+    DeploymentObs, EndpointObs, EventObs, HpaMetric, HpaObs, Obs, PodMetricsObs, PodObs, PodUsage,
+    ReplicaSetObs, SliceObs, Termination,
+};
 
-/// A pod.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PodObs {
-    /// Pending, Running, Succeeded, Failed, Unknown.
-    pub phase: Option<String>,
-    /// The Ready condition (`None` before the kubelet set it).
-    pub ready: Option<bool>,
-    /// When the Ready condition last changed, as the API says (whole seconds).
-    pub ready_at: Option<String>,
-    /// Restarts of all its containers.
-    pub restarts: i64,
-    /// Why a container last ended (OOMKilled, Error, Completed), with its exit code.
-    pub last_term: Option<Termination>,
-    /// Why a container waits (CrashLoopBackOff, ImagePullBackOff).
-    pub waiting: Option<String>,
-    /// Being deleted (a deletionTimestamp is set).
-    pub deleting: bool,
-    /// The node it runs on.
-    pub node: Option<String>,
-    /// The sum of its containers' CPU requests and limits, in cores (`None` when a
-    /// container has none).
-    pub cpu_request: Option<f64>,
-    /// See `cpu_request`.
-    pub cpu_limit: Option<f64>,
-    /// The sum of its containers' memory limits, in bytes.
-    pub memory_limit: Option<f64>,
-    /// Its uid (Events name the object they are about by it).
-    pub uid: Option<String>,
-}
-
-/// How a container last ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Termination {
-    /// The container.
-    pub container: String,
-    /// OOMKilled, Error, Completed.
-    pub reason: Option<String>,
-    /// Its exit code.
-    pub exit_code: i32,
-}
-
-/// An Event; repeats raise `count`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct EventObs {
-    /// Normal or Warning.
-    pub r#type: Option<String>,
-    /// Unhealthy, Killing, BackOff, SuccessfulRescale, ScalingReplicaSet ...
-    pub reason: Option<String>,
-    /// `Kind/name` of the object it is about.
-    pub object: String,
-    /// That object's uid.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object_uid: Option<String>,
-    /// What it says.
-    pub message: Option<String>,
-    /// How many times it happened.
-    pub count: i64,
-    /// When it first and last happened (whole seconds).
-    pub first: Option<String>,
-    /// See `first`.
-    pub last: Option<String>,
-    /// Listed at the start and last seen before the run began: context, not a finding.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub before: bool,
-}
-
-/// An EndpointSlice.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SliceObs {
-    /// The Service it belongs to.
-    pub service: String,
-    /// Its endpoints.
-    pub endpoints: Vec<EndpointObs>,
-}
-
-/// One endpoint of a slice.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct EndpointObs {
-    /// The pod behind it.
-    pub pod: Option<String>,
-    /// Ready (an unknown state counts as ready, as the API says).
-    pub ready: bool,
-    /// Being removed.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub terminating: bool,
-}
-
-/// An HPA.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct HpaObs {
-    /// Replicas now.
-    pub current: Option<i64>,
-    /// Replicas it wants.
-    pub desired: i64,
-    /// Its bounds.
-    pub min: Option<i64>,
-    /// See `min`.
-    pub max: i64,
-    /// Each resource metric: its current utilization against its target (% of request).
-    pub metrics: Vec<HpaMetric>,
-    /// When it last scaled (whole seconds).
-    pub last_scale: Option<String>,
-}
-
-/// A resource metric of an HPA.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct HpaMetric {
-    /// cpu, memory.
-    pub name: String,
-    /// Average utilization now, % of request.
-    pub current_pct: Option<i64>,
-    /// Its target, % of request.
-    pub target_pct: Option<i64>,
-}
-
-/// A Deployment's rollout.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DeploymentObs {
-    /// spec.replicas.
-    pub spec: Option<i64>,
-    /// status.replicas, updated, ready, available.
-    pub replicas: i64,
-    /// See `replicas`.
-    pub updated: i64,
-    /// See `replicas`.
-    pub ready: i64,
-    /// See `replicas`.
-    pub available: i64,
-    /// metadata.generation and status.observedGeneration: the rollout is seen when equal.
-    pub generation: Option<i64>,
-    /// See `generation`.
-    pub observed_generation: Option<i64>,
-    /// The Progressing condition's reason (NewReplicaSetAvailable, ReplicaSetUpdated ...).
-    pub progressing: Option<String>,
-}
-
-/// A ReplicaSet.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ReplicaSetObs {
-    /// The Deployment's revision it holds.
-    pub revision: Option<String>,
-    /// Its replicas and ready ones.
-    pub replicas: i64,
-    /// See `replicas`.
-    pub ready: i64,
-}
-
-/// One reading of metrics.k8s.io for the workload's pods.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PodMetricsObs {
-    /// Per pod: CPU in cores, memory in bytes, and the reading's own time.
-    pub pods: BTreeMap<String, PodUsage>,
-}
-
-/// A pod's usage.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PodUsage {
-    /// CPU, cores (an average over `window_s`).
-    pub cpu: f64,
-    /// Working-set memory, bytes.
-    pub memory: f64,
-    /// When metrics-server read it.
-    pub timestamp: Option<String>,
-    /// Over how long the CPU is averaged.
-    pub window: Option<String>,
+/// Reduces an API object to the record's type of it (the types live in volley-rundir, where
+/// the reports read them back; the reduction from the API's types lives here).
+pub trait Reduce<T> {
+    /// The reduced object.
+    fn of(o: &T) -> Self;
 }
 
 fn time(t: &Option<Time>) -> Option<String> {
@@ -251,9 +75,9 @@ fn sum(maps: impl Iterator<Item = Option<BTreeMap<String, Quantity>>>, key: &str
     any.then_some(total)
 }
 
-impl PodObs {
+impl Reduce<Pod> for PodObs {
     /// Reduces a pod.
-    pub fn of(p: &Pod) -> PodObs {
+    fn of(p: &Pod) -> PodObs {
         let status = p.status.as_ref();
         let ready_cond = status
             .and_then(|s| s.conditions.as_ref())
@@ -308,16 +132,11 @@ impl PodObs {
             uid: p.metadata.uid.clone(),
         }
     }
-
-    /// Ready, as the Service counts it.
-    pub fn is_ready(&self) -> bool {
-        self.ready == Some(true) && !self.deleting
-    }
 }
 
-impl EventObs {
+impl Reduce<Event> for EventObs {
     /// Reduces an Event.
-    pub fn of(e: &Event) -> EventObs {
+    fn of(e: &Event) -> EventObs {
         let o = &e.involved_object;
         EventObs {
             r#type: e.type_.clone(),
@@ -351,9 +170,9 @@ fn cut(s: &str, max: usize) -> String {
     format!("{}…", &s[..end])
 }
 
-impl SliceObs {
+impl Reduce<EndpointSlice> for SliceObs {
     /// Reduces an EndpointSlice.
-    pub fn of(s: &EndpointSlice) -> SliceObs {
+    fn of(s: &EndpointSlice) -> SliceObs {
         SliceObs {
             service: s
                 .metadata
@@ -378,9 +197,9 @@ impl SliceObs {
     }
 }
 
-impl HpaObs {
+impl Reduce<HorizontalPodAutoscaler> for HpaObs {
     /// Reduces an HPA (autoscaling/v2).
-    pub fn of(h: &HorizontalPodAutoscaler) -> HpaObs {
+    fn of(h: &HorizontalPodAutoscaler) -> HpaObs {
         let spec = Some(&h.spec);
         let status = h.status.as_ref();
         let mut metrics: Vec<HpaMetric> = spec
@@ -423,9 +242,9 @@ impl HpaObs {
     }
 }
 
-impl DeploymentObs {
+impl Reduce<Deployment> for DeploymentObs {
     /// Reduces a Deployment.
-    pub fn of(d: &Deployment) -> DeploymentObs {
+    fn of(d: &Deployment) -> DeploymentObs {
         let s = d.status.as_ref();
         DeploymentObs {
             spec: d.spec.replicas.map(i64::from),
@@ -443,9 +262,9 @@ impl DeploymentObs {
     }
 }
 
-impl ReplicaSetObs {
+impl Reduce<ReplicaSet> for ReplicaSetObs {
     /// Reduces a ReplicaSet.
-    pub fn of(r: &ReplicaSet) -> ReplicaSetObs {
+    fn of(r: &ReplicaSet) -> ReplicaSetObs {
         ReplicaSetObs {
             revision: r
                 .metadata

@@ -133,3 +133,59 @@ impl Recorder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::obs::{PodObs, Termination};
+
+    /// The lines the watcher writes are the lines the reports read back (volley-rundir's
+    /// reader of kube.jsonl), field for field.
+    #[test]
+    fn what_is_written_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let obs = Obs::Pod(PodObs {
+            ready: Some(false),
+            restarts: 2,
+            last_term: Some(Termination {
+                container: "app".into(),
+                reason: Some("OOMKilled".into()),
+                exit_code: 137,
+            }),
+            ..PodObs::default()
+        });
+        {
+            let mut r = Recorder::create(dir.path()).unwrap();
+            r.line(&ObjectLine {
+                t: 4.5,
+                target: "kube:shop/deployment/chat",
+                op: "apply",
+                ns: "shop",
+                name: "chat-1",
+                obs: &obs,
+            })
+            .unwrap();
+            r.line(&WatchLine {
+                t: 6.0,
+                kind: "watch",
+                target: "kube:shop/deployment/chat",
+                resource: "pods",
+                op: "lost",
+                objects: None,
+                why: Some("reset"),
+            })
+            .unwrap();
+        }
+        let log = volley_rundir::kubelog::read_kube_log(dir.path())
+            .unwrap()
+            .unwrap();
+        assert_eq!(log.objects.len(), 1);
+        assert_eq!(log.objects[0].obs, obs);
+        assert_eq!(
+            (log.objects[0].t, log.objects[0].name.as_str()),
+            (4.5, "chat-1")
+        );
+        assert_eq!(log.watches[0].op, "lost");
+        assert_eq!(log.watches[0].why.as_deref(), Some("reset"));
+    }
+}

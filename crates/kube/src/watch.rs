@@ -26,8 +26,8 @@ use volley_rundir::kube::{KubeNote, KubeTargetNote, KubeWatchNote};
 
 use crate::error::{Error, Result};
 use crate::obs::{
-    DeploymentObs, EventObs, HpaObs, Obs, PodMetricsObs, PodObs, PodUsage, ReplicaSetObs, SliceObs,
-    quantity,
+    DeploymentObs, EventObs, HpaObs, Obs, PodMetricsObs, PodObs, PodUsage, Reduce, ReplicaSetObs,
+    SliceObs, quantity,
 };
 use crate::record::{ObjectLine, Recorder, WatchLine};
 use crate::resolve::{Resolved, resolve};

@@ -10,6 +10,7 @@ pub mod group;
 pub mod histograms;
 pub mod hlog;
 pub mod kube;
+pub mod kubelog;
 pub mod ngrinder;
 pub mod note;
 pub mod numfmt;

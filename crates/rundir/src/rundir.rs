@@ -711,6 +711,10 @@ pub struct RunData {
     pub generator: Vec<GeneratorHealth>,
     /// Scraped server metrics, from server.csv (empty when none were scraped).
     pub server: Vec<ServerPoint>,
+    /// The watched Kubernetes workload sampled, from kube.csv (`--kube`; empty without).
+    pub kube: Vec<ServerPoint>,
+    /// Its every observation, from kube.jsonl (`--kube`; `None` without).
+    pub kube_log: Option<crate::kubelog::KubeLog>,
     /// Each scenario step's series (name, series), from its block of series.csv.
     pub steps: Vec<(String, Series)>,
     /// Stream events per step and interval.
@@ -1024,6 +1028,8 @@ impl RunData {
             })
             .collect();
         let server = read_server(&dir.join(SERVER_CSV))?;
+        let kube = read_kube(dir)?;
+        let kube_log = crate::kubelog::read_kube_log(dir)?;
         let mut populations = Vec::new();
         for p in &meta.plan.populations {
             let sub = dir.join(&p.dir);
@@ -1053,6 +1059,8 @@ impl RunData {
             errors_by_kind,
             generator,
             server,
+            kube,
+            kube_log,
             // The names as written in the scenario (the CSV cells lose commas).
             steps: file
                 .tests

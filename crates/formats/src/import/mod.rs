@@ -34,6 +34,8 @@ pub(crate) fn source(path: &Path, format: Format) -> Source {
         input_notes: Vec::new(),
         generator: Vec::new(),
         server: Vec::new(),
+        kube: Vec::new(),
+        kube_log: None,
         step_events: Vec::new(),
         tool_latency: Default::default(),
         merged: Default::default(),
