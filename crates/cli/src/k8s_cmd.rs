@@ -173,6 +173,13 @@ fn manifest(a: ManifestArgs) -> Result<ExitCode> {
         },
         ttl_after_finished: if a.keep_finished { None } else { Some(a.ttl) },
         host_network: a.host_network,
+        // The pods' --kube (or the scenario's `kube:`): segment 0's pod watches with the
+        // pods' service account, which the manifests let read each namespace.
+        watched: checked
+            .kube
+            .as_ref()
+            .map(|k| k.specs.iter().map(|s| s.namespace.clone()).collect())
+            .unwrap_or_default(),
     };
     let m = volley_k8s::manifests(&spec, now)?;
     let results = a.bucket.join(&run_id);

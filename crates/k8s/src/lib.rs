@@ -14,6 +14,7 @@ mod bundle;
 mod error;
 mod manifest;
 mod names;
+pub mod rbac;
 
 pub use bundle::{MAX_PLAN_BYTES, PlanFile, bundle};
 use error::Repr;

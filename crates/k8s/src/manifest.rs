@@ -94,11 +94,18 @@ pub struct JobSpec {
     /// meet the "baseline" Pod Security Standard, and two of them on one node share its ports
     /// (volley listens on none unless told to).
     pub host_network: bool,
+    /// The namespace of each `--kube` value in `run_args` (`None`: the Job's own). Not
+    /// empty: the pods' service account may watch them (a Role and a RoleBinding in each,
+    /// [`crate::rbac`]), and is made here unless [`Credentials::ServiceAccount`] names one.
+    pub watched: Vec<Option<String>>,
 }
 
 /// The objects to apply, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifests {
+    /// With `--kube`: the ServiceAccount (unless given), then a Role and its RoleBinding
+    /// per watched namespace.
+    pub rbac: Vec<Value>,
     /// The plan's files.
     pub config_map: Value,
     /// The segments.
@@ -106,9 +113,12 @@ pub struct Manifests {
 }
 
 impl Manifests {
-    /// The objects, ConfigMap first.
-    pub fn objects(&self) -> [&Value; 2] {
-        [&self.config_map, &self.job]
+    /// The objects, in the order to apply them: the RBAC objects, the ConfigMap, the Job.
+    pub fn objects(&self) -> Vec<&Value> {
+        self.rbac
+            .iter()
+            .chain([&self.config_map, &self.job])
+            .collect()
     }
 
     /// One YAML stream (`---` between documents), for `kubectl apply -f -`.
@@ -120,7 +130,8 @@ impl Manifests {
             .join("---\n")
     }
 
-    /// Writes `configmap.yaml` and `job.yaml` into `dir` (created when missing); returns
+    /// Writes `configmap.yaml` and `job.yaml` into `dir` (created when missing), with
+    /// `--kube` also `serviceaccount.yaml`, `role-NS.yaml` and `rolebinding-NS.yaml`; returns
     /// the paths.
     pub fn write_dir(&self, dir: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
         let write = |path: std::path::PathBuf, text: String| {
@@ -135,10 +146,21 @@ impl Manifests {
             path: dir.to_path_buf(),
             error,
         })?;
-        Ok(vec![
-            write(dir.join("configmap.yaml"), to_yaml(&self.config_map))?,
-            write(dir.join("job.yaml"), to_yaml(&self.job))?,
-        ])
+        let mut out = Vec::new();
+        for o in &self.rbac {
+            let file = match (o["kind"].as_str(), o["metadata"]["namespace"].as_str()) {
+                (Some("Role"), Some(ns)) => format!("role-{ns}.yaml"),
+                (Some("RoleBinding"), Some(ns)) => format!("rolebinding-{ns}.yaml"),
+                _ => "serviceaccount.yaml".to_string(),
+            };
+            out.push(write(dir.join(file), to_yaml(o))?);
+        }
+        out.push(write(
+            dir.join("configmap.yaml"),
+            to_yaml(&self.config_map),
+        )?);
+        out.push(write(dir.join("job.yaml"), to_yaml(&self.job))?);
+        Ok(out)
     }
 }
 
@@ -305,9 +327,28 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, Error> {
         // Cluster DNS still answers for in-cluster names (the target's Service, the S3 endpoint).
         pod["dnsPolicy"] = json!("ClusterFirstWithHostNet");
     }
-    match &spec.credentials {
-        Credentials::ServiceAccount(sa) => pod["serviceAccountName"] = json!(sa),
-        Credentials::Secret(_) => pod["automountServiceAccountToken"] = json!(false),
+    let given = match &spec.credentials {
+        Credentials::ServiceAccount(sa) => Some(sa.as_str()),
+        Credentials::Secret(_) => None,
+    };
+    let (account, roles) = crate::rbac::objects(
+        &spec.run_id,
+        spec.namespace.as_deref(),
+        &spec.watched,
+        given,
+        &labels(&spec.run_id),
+    )?;
+    match (&spec.credentials, &account) {
+        (Credentials::ServiceAccount(sa), _) => pod["serviceAccountName"] = json!(sa),
+        // The watcher reads the cluster with this account's token.
+        (Credentials::Secret(_), Some(a)) => {
+            pod["serviceAccountName"] = a["metadata"]["name"].clone()
+        }
+        (Credentials::Secret(_), None) => pod["automountServiceAccountToken"] = json!(false),
+    }
+    let mut rbac: Vec<Value> = account.into_iter().collect();
+    for (_, role, binding) in roles {
+        rbac.extend([role, binding]);
     }
 
     let mut job_meta = meta;
@@ -332,7 +373,11 @@ pub fn manifests(spec: &JobSpec, now: Timestamp) -> Result<Manifests, Error> {
     }
     let job =
         json!({ "apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": job_spec });
-    Ok(Manifests { config_map, job })
+    Ok(Manifests {
+        rbac,
+        config_map,
+        job,
+    })
 }
 
 /// Refuses a Job of no pods, or of more than [`MAX_SEGMENTS`].

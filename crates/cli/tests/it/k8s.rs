@@ -122,11 +122,56 @@ fn every_manifest_passes_the_official_schemas() {
         .iter()
         .map(|s| s.to_string())
         .collect(),
+        // --kube in the pods' flags: a ServiceAccount, and a Role and RoleBinding in each
+        // namespace watched.
+        [
+            "--segments",
+            "2",
+            "--image",
+            "volley:test",
+            "--bucket",
+            "s3://load-results",
+            "-n",
+            "load",
+            "--",
+            "--url",
+            "http://chat.shop.svc:8080/rooms",
+            "--vus",
+            "10",
+            "--duration",
+            "1m",
+            "--kube",
+            "shop/deployment/chat",
+            "--kube",
+            "pods/app=cart",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
     ];
     for plan in plans {
         let args: Vec<&str> = plan.iter().map(String::as_str).collect();
         let (dir, _keep) = manifest(&args);
-        for file in ["configmap.yaml", "job.yaml"] {
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let want: &[&str] = if plan.iter().any(|a| a == "--kube") {
+            &[
+                "configmap.yaml",
+                "job.yaml",
+                "role-load.yaml",
+                "role-shop.yaml",
+                "rolebinding-load.yaml",
+                "rolebinding-shop.yaml",
+                "serviceaccount.yaml",
+            ]
+        } else {
+            &["configmap.yaml", "job.yaml"]
+        };
+        assert_eq!(files, want, "{plan:?}");
+        for file in &files {
             schema_check(&dir.join(file)).unwrap_or_else(|e| panic!("{file} of {plan:?}: {e}"));
         }
     }

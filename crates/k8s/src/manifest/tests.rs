@@ -44,6 +44,7 @@ fn spec() -> JobSpec {
         spread: Spread::Hard,
         ttl_after_finished: Some(Duration::from_secs(86400)),
         host_network: false,
+        watched: Vec::new(),
     }
 }
 
@@ -175,6 +176,7 @@ fn yaml_round_trips_to_the_same_objects() {
     let yaml = m.to_yaml();
     let docs: Vec<Value> = serde_saphyr::from_multiple(&yaml).unwrap();
     assert_eq!(docs, [m.config_map.clone(), m.job.clone()]);
+    assert!(m.rbac.is_empty());
     // Numbers stay numbers, and strings that look like numbers stay strings.
     assert!(yaml.contains("completions: 4"), "{yaml}");
     assert!(!yaml.contains("cpu: 2\n"), "{yaml}");
@@ -265,4 +267,65 @@ fn every_dollar_typed_is_doubled_and_only_the_index_is_expanded() {
             .ends_with("/segment-$(JOB_COMPLETION_INDEX)")
     );
     assert_eq!(c["env"][1]["value"], "http://s3$$$$:9000");
+}
+
+#[test]
+fn kube_in_the_pods_flags_adds_a_role_per_namespace_and_binds_the_pods_account() {
+    let mut s = spec();
+    s.watched = vec![None, Some("shop".into()), Some("load".into())];
+    let m = manifests(&s, now()).unwrap();
+    let kinds: Vec<(&str, &str)> = m
+        .rbac
+        .iter()
+        .map(|o| {
+            (
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["namespace"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("ServiceAccount", "load"),
+            ("Role", "load"),
+            ("RoleBinding", "load"),
+            ("Role", "shop"),
+            ("RoleBinding", "shop"),
+        ]
+    );
+    let account = "volley-flow-20261123-050000";
+    let pod = &m.job["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], account);
+    assert!(
+        pod["automountServiceAccountToken"].is_null(),
+        "the watcher needs the token"
+    );
+    let binding = &m.rbac[4];
+    assert_eq!(
+        binding["roleRef"]["name"],
+        "volley-flow-20261123-050000-watch"
+    );
+    assert_eq!(
+        binding["subjects"][0],
+        serde_json::json!({"kind": "ServiceAccount", "name": account, "namespace": "load"})
+    );
+    assert_eq!(m.rbac[1]["rules"], crate::rbac::rules());
+    // The objects come first in the YAML stream, ServiceAccount before the Job that uses it.
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&m.to_yaml()).unwrap();
+    assert_eq!(docs.len(), 7);
+    assert_eq!(docs[0]["kind"], "ServiceAccount");
+    assert_eq!(docs[6]["kind"], "Job");
+    // A given service account is bound, not made.
+    s.credentials = Credentials::ServiceAccount("volley-results".into());
+    let m = manifests(&s, now()).unwrap();
+    assert_eq!(m.rbac.len(), 4);
+    assert_eq!(m.rbac[1]["subjects"][0]["name"], "volley-results");
+    // Without a namespace the binding could not name the account's.
+    s.namespace = None;
+    let e = manifests(&s, now()).unwrap_err().to_string();
+    assert!(
+        e.contains("--kube in the pods' flags needs --namespace"),
+        "{e}"
+    );
 }
