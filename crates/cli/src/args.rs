@@ -223,6 +223,14 @@ pub(crate) struct ServeArgs {
     /// this long (up to 10m) before exiting; the default fits Kubernetes' 30 s grace period.
     #[arg(long, default_value = "20s", value_parser = Typed(crate::values::drain))]
     pub(crate) drain: Duration,
+    /// Also serve the same routes over HTTP/3 on this UDP address (e.g. 127.0.0.1:8443; port
+    /// 0 picks a free one), with a self-signed certificate (docs/http3.md).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http3: Option<std::net::SocketAddr>,
+    /// Where the HTTP/3 certificate is written, as PEM, for clients' --cacert [default:
+    /// volley-demo-h3-PID.pem in the system's temporary directory].
+    #[arg(long, value_name = "FILE", requires = "http3")]
+    pub(crate) http3_cert: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) knobs: crate::knob_flags::KnobFlags,
 }
@@ -354,6 +362,10 @@ pub(crate) struct RunArgs {
     /// Speak HTTP/2 (prior knowledge on http://; on https:// ALPN picks it when offered).
     #[arg(long)]
     pub(crate) http2: bool,
+    /// Speak HTTP/3 (QUIC on UDP, https:// URLs only; docs/http3.md): a connection per VU,
+    /// reused; 0-RTT off.
+    #[arg(long, conflicts_with = "http2")]
+    pub(crate) http3: bool,
     /// Do not stop when more than half of all requests fail for 10 s.
     #[arg(long)]
     pub(crate) no_error_stop: bool,

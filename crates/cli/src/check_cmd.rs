@@ -71,6 +71,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
             tls: TlsOptions {
                 insecure: a.insecure,
                 cacert: a.cacert.clone(),
+                http3: false,
             },
             http2: false,
             interval: Duration::from_secs(1),

@@ -278,13 +278,29 @@ pub(crate) fn serve(a: ServeArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     let served = rt.block_on(async {
-        let target = volley_demo::start(a.listen, &knobs)
+        let cert = a.http3_cert.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("volley-demo-h3-{}.pem", std::process::id()))
+        });
+        let h3 = a.http3.map(|udp| (udp, cert.as_path()));
+        let target = volley_demo::start_with_http3(a.listen, &knobs, h3)
             .await
             .map_err(|e| anyhow::anyhow!("cannot start the target on {}: {e}", a.listen))?;
         eprintln!(
             "volley: demo target on http://{} (database {})",
             target.addr, target.db.location
         );
+        if let Some(h3) = &target.http3 {
+            eprintln!(
+                "volley: HTTP/3 on https://{} (UDP; self-signed certificate {})",
+                h3.addr,
+                h3.cert.display()
+            );
+            eprintln!(
+                "volley: try  volley run --http3 --cacert {} --url https://{}/rooms --vus 20 --duration 30s",
+                h3.cert.display(),
+                h3.addr
+            );
+        }
         eprintln!(
             "volley: try  volley run --url http://{}/rooms --vus 20 --duration 30s",
             target.addr

@@ -42,6 +42,9 @@ pub(crate) enum Repr {
     /// The address could not be listened on.
     #[error("cannot listen: {0}")]
     Listen(std::io::Error),
+    /// HTTP/3 could not be served (its certificate, TLS configuration or UDP socket).
+    #[error("HTTP/3: {0}")]
+    Http3(String),
     /// No such knob.
     #[error("`{name}` is not a demo-target knob; the knobs are {knobs}")]
     UnknownKnob {
@@ -68,7 +71,7 @@ impl Error {
         match &self.0 {
             Repr::PoolTimeout(_) => Kind::PoolTimeout,
             Repr::Sqlite(_) | Repr::Postgres(_) | Repr::DbFile(_) | Repr::Task(_) => Kind::Database,
-            Repr::Listen(_) => Kind::Listen,
+            Repr::Listen(_) | Repr::Http3(_) => Kind::Listen,
             Repr::UnknownKnob { .. } => Kind::UnknownKnob,
             Repr::KnobValue { .. } => Kind::KnobValue,
         }

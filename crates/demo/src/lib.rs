@@ -17,6 +17,7 @@ mod cpu;
 mod db;
 mod error;
 mod grpc;
+mod http3;
 mod knobs;
 mod limit;
 mod metrics;
@@ -34,6 +35,7 @@ use tokio::net::TcpListener;
 pub use db::{Db, IdType, Val};
 use error::Repr;
 pub use error::{Error, Kind};
+pub use http3::Http3;
 pub use knobs::{KNOBS, KnobInfo, Knobs, MAX_CPU_WORK};
 
 /// Shared state of the service.
@@ -52,6 +54,8 @@ pub struct Target {
     pub addr: SocketAddr,
     /// Its database (for tests that count what was stored).
     pub db: Arc<Db>,
+    /// The same routes over HTTP/3, when asked ([`start_with_http3`]).
+    pub http3: Option<Http3>,
     events: Arc<pair::Events>,
     shutdown: tokio::sync::oneshot::Sender<()>,
     handle: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -62,6 +66,9 @@ impl Target {
     pub async fn stop(self) -> std::io::Result<()> {
         let _ = self.shutdown.send(());
         self.events.close();
+        if let Some(h3) = self.http3 {
+            h3.stop().await;
+        }
         self.handle.await.unwrap_or(Ok(()))
     }
 }
@@ -143,7 +150,21 @@ async fn not_found(req: axum::extract::Request) -> axum::response::Response {
 
 /// Starts the service on `addr` (port 0 picks a free one) on the current runtime.
 pub async fn start(addr: SocketAddr, knobs: &Knobs) -> Result<Target, Error> {
+    start_with_http3(addr, knobs, None).await
+}
+
+/// [`start`], and with `http3` (a UDP address, and the file to write its self-signed
+/// certificate to) the same routes over HTTP/3 there too.
+pub async fn start_with_http3(
+    addr: SocketAddr,
+    knobs: &Knobs,
+    http3: Option<(SocketAddr, &std::path::Path)>,
+) -> Result<Target, Error> {
     let (router, db, events) = router(knobs).await?;
+    let http3 = match http3 {
+        Some((udp, cert)) => Some(http3::serve(udp, cert, router.clone()).await?),
+        None => None,
+    };
     let inner = TcpListener::bind(addr).await.map_err(Repr::Listen)?;
     let addr = inner.local_addr().map_err(Repr::Listen)?;
     let listener = connections::LimitedListener {
@@ -161,6 +182,7 @@ pub async fn start(addr: SocketAddr, knobs: &Knobs) -> Result<Target, Error> {
     Ok(Target {
         addr,
         db,
+        http3,
         events,
         shutdown: tx,
         handle,

@@ -40,6 +40,7 @@ fn main() {
         tls: TlsOptions {
             insecure: true,
             cacert: None,
+            http3: false,
         },
         http2: args.iter().any(|a| a == "--http2"),
         interval: Duration::from_secs(1),

@@ -24,6 +24,7 @@ use crate::failure::Failure;
 pub(crate) use crate::h1::Capture;
 use crate::h1::{self, NameCase, RequestWriter, Stream};
 use crate::http2::{self, H2Conn, H2Head};
+use crate::http3::{self, H3Conn, H3Head};
 use crate::pool::{Lease, Pool, Seat};
 use crate::target::Target;
 
@@ -56,6 +57,8 @@ pub(crate) struct PreparedRequest {
     /// carries it) and with `content-length` when there is a body; empty where the request
     /// goes out on HTTP/1.1 alone.
     h2: H2Head,
+    /// HTTP/3's head, where the request goes out on HTTP/3 (`--http3`).
+    h3: Option<Box<H3Head>>,
     body: Bytes,
     /// The whole HTTP/1.1 request, serialized once.
     h1: Bytes,
@@ -135,6 +138,7 @@ impl PreparedRequest {
         Ok(PreparedRequest {
             method,
             h2: H2Head::default(),
+            h3: None,
             body: Bytes::from(body),
             h1: Bytes::from(h1),
         })
@@ -167,7 +171,7 @@ impl PreparedRequest {
         }
         // HTTP/1.1's bytes only where the request may go out on it.
         let h1 = match speaks {
-            Speaks::Http2 => Bytes::new(),
+            Speaks::Http2 | Speaks::Http3 => Bytes::new(),
             Speaks::Http1 | Speaks::Either => {
                 Bytes::from(h1_request(target, &method, path.as_str(), headers, &body))
             }
@@ -177,12 +181,15 @@ impl PreparedRequest {
             map.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
         }
         let h2 = match speaks {
-            Speaks::Http1 => H2Head::default(),
+            Speaks::Http1 | Speaks::Http3 => H2Head::default(),
             Speaks::Http2 | Speaks::Either => h2_head(&method, &full_uri, &map),
         };
+        let h3 = (speaks == Speaks::Http3)
+            .then(|| Box::new(H3Head::new(method.clone(), full_uri, map)));
         Ok(PreparedRequest {
             method,
             h2,
+            h3,
             body,
             h1,
         })
@@ -377,7 +384,7 @@ impl Client {
     /// A client with a connection of its own, opened at the first request.
     pub(crate) fn new(target: Rc<Target>, tls: Option<Arc<ClientConfig>>, force_h2: bool) -> Self {
         Client {
-            speaks: Speaks::of(force_h2, tls.is_some()),
+            speaks: Speaks::of(force_h2, tls.as_ref()),
             target,
             tls,
             force_h2,
@@ -558,6 +565,18 @@ impl Client {
                         Err(f) => return Err(f.failure),
                     }
                 }
+                Connection::H3(conn) => {
+                    let conn = conn.clone();
+                    match h3_exchange(&conn, req, capture.as_deref_mut(), &mut wire).await {
+                        Ok(()) => return Ok(wire),
+                        Err(f) if f.retry && may_retry && !fresh => {
+                            conn.retire();
+                            self.conn = None;
+                            may_retry = false;
+                        }
+                        Err(f) => return Err(f.failure),
+                    }
+                }
             }
         }
     }
@@ -644,6 +663,24 @@ async fn h1_exchange(
     let r = h1::exchange(stream, &req.h1, req.method == Method::HEAD, buf, capture).await?;
     (wire.status, wire.first, wire.bytes) = (r.status, r.first_byte, r.body_bytes);
     Ok(r.keep_alive)
+}
+
+/// One HTTP/3 stream on `conn`, noted in `wire`.
+async fn h3_exchange(
+    conn: &H3Conn,
+    req: &PreparedRequest,
+    capture: Option<&mut Capture>,
+    wire: &mut Wire,
+) -> Result<(), http2::StreamFailed> {
+    let Some(head) = req.h3.as_deref() else {
+        return Err(http2::fail(
+            ErrorKind::Protocol,
+            "a request built without an HTTP/3 head went out on an HTTP/3 connection",
+        ));
+    };
+    let done = http3::exchange(conn, head, &req.body, capture).await?;
+    (wire.status, wire.first, wire.bytes) = (done.status, done.first, done.bytes);
+    Ok(())
 }
 
 /// One HTTP/2 stream on `conn`, noted in `wire`.

@@ -10,12 +10,15 @@ use crate::dial::{ConnectTimes, dial};
 use crate::failure::Failure;
 use crate::h1::Stream;
 use crate::http2::{self, H2Conn};
+use crate::http3::{self, H3Conn};
 use crate::target::Target;
 
 /// An open connection: our own HTTP/1.1, or HTTP/2 on the `h2` crate.
 pub(crate) enum Connection {
     H1(Stream),
     H2(H2Conn),
+    /// HTTP/3 on quinn and the `h3` crate, when the TLS config offers h3 alone.
+    H3(H3Conn),
 }
 
 impl Connection {
@@ -23,6 +26,7 @@ impl Connection {
         match self {
             Connection::H1(_) => false,
             Connection::H2(c) => c.is_closed(),
+            Connection::H3(c) => c.is_closed(),
         }
     }
 }
@@ -41,6 +45,10 @@ pub(crate) async fn connect_with(
     tls: Option<&Arc<ClientConfig>>,
     force_h2: bool,
 ) -> Result<(Connection, ConnectTimes), Failure> {
+    if let Some(config) = tls.filter(|c| target.tls && http3::offered(Some(c))) {
+        let (conn, times) = http3::connect(target, config).await?;
+        return Ok((Connection::H3(conn), times));
+    }
     let (stream, times) = dial(target, tls).await.map_err(Failure::dial)?;
     let h2 = force_h2
         || matches!(&stream, Stream::Tls(s) if s.get_ref().1.alpn_protocol() == Some(b"h2"));
@@ -62,13 +70,18 @@ pub(crate) enum Speaks {
     Http1,
     Http2,
     Either,
+    /// HTTP/3 alone (`--http3`).
+    Http3,
 }
 
 impl Speaks {
     /// `--http2` speaks HTTP/2 alone (prior knowledge, or forced over TLS); TLS otherwise lets
-    /// ALPN choose; plain TCP is HTTP/1.1.
-    pub(crate) fn of(force_h2: bool, tls: bool) -> Speaks {
-        match (force_h2, tls) {
+    /// ALPN choose; plain TCP is HTTP/1.1. A TLS config that offers h3 alone speaks HTTP/3.
+    pub(crate) fn of(force_h2: bool, tls: Option<&Arc<ClientConfig>>) -> Speaks {
+        if http3::offered(tls) {
+            return Speaks::Http3;
+        }
+        match (force_h2, tls.is_some()) {
             (true, _) => Speaks::Http2,
             (false, true) => Speaks::Either,
             (false, false) => Speaks::Http1,

@@ -18,6 +18,7 @@ mod flow;
 mod grpc;
 mod h1;
 mod http2;
+mod http3;
 mod pool;
 mod preflight;
 mod recorder;

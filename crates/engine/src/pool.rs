@@ -97,7 +97,7 @@ impl H1Lease {
 impl Pool {
     /// What its connections speak (the first one tells which of the two under TLS).
     pub(crate) fn speaks(&self) -> crate::connection::Speaks {
-        crate::connection::Speaks::of(self.force_h2, self.tls.is_some())
+        crate::connection::Speaks::of(self.force_h2, self.tls.as_ref())
     }
 
     /// A pool of `size` connections (at least one) to `target`.
@@ -161,6 +161,12 @@ impl Pool {
     /// Opening a connection runs in a box (once per connection): inline, its state would
     /// size every waiting VU's future.
     pub(crate) async fn lease(&self, assigned: usize) -> Result<Lease, Failure> {
+        if crate::http3::offered(self.tls.as_ref()) {
+            return Err(Failure::new(
+                volley_stats::ErrorKind::Protocol,
+                "--connections does not take HTTP/3 yet: leave it out, and each VU holds its own QUIC connection",
+            ));
+        }
         let (h2, first) = self.protocol().await?;
         if h2 {
             let i = assigned % self.slots.len();

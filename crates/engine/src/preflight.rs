@@ -38,6 +38,11 @@ pub fn preflight(target: &Target, tls: &TlsOptions, timeout: Duration) -> Result
                     message: f.message,
                 }),
                 Ok(Err(f)) => Err(unreachable(f.message)),
+                Err(_) if tls.http3 => Err(unreachable(format!(
+                    "no QUIC handshake answer within {}s (HTTP/3 runs over UDP: is an HTTP/3 server listening on UDP port {}?)",
+                    timeout.as_secs_f64(),
+                    target.addr.port()
+                ))),
                 Err(_) => Err(unreachable(format!(
                     "no connection within {}s",
                     timeout.as_secs_f64()

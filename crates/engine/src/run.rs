@@ -272,7 +272,7 @@ pub fn start(config: EngineConfig) -> Result<Run, Error> {
     let request = match &config.plan.work {
         Work::Request(r) => Some(PreparedRequest::new(
             &config.target,
-            Speaks::of(config.http2, config.target.tls),
+            Speaks::of(config.http2, tls.as_ref()),
             r,
         )?),
         Work::Scenario(scenario) => {

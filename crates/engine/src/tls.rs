@@ -18,10 +18,14 @@ pub struct TlsOptions {
     pub insecure: bool,
     /// Extra CA certificates (PEM) to trust.
     pub cacert: Option<PathBuf>,
+    /// Speak HTTP/3: the handshake offers ALPN `h3` alone and goes over QUIC (UDP) to the
+    /// same address and port ([`crate::http3`]).
+    pub http3: bool,
 }
 
 impl TlsOptions {
-    /// A rustls config; ALPN offers h2 then http/1.1 unless `http1_only`.
+    /// A rustls config; ALPN offers h2 then http/1.1 unless `http1_only` (h3 alone with
+    /// [`TlsOptions::http3`]).
     pub fn client_config(&self, http1_only: bool) -> Result<Option<Arc<ClientConfig>>, Error> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
@@ -39,6 +43,8 @@ impl TlsOptions {
         };
         config.alpn_protocols = if http1_only {
             vec![b"http/1.1".to_vec()]
+        } else if self.http3 {
+            vec![crate::http3::ALPN.to_vec()]
         } else {
             vec![b"h2".to_vec(), b"http/1.1".to_vec()]
         };

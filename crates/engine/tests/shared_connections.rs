@@ -374,6 +374,7 @@ fn http2_over_tls_is_chosen_by_alpn_on_shared_connections() {
     config.tls = TlsOptions {
         insecure: false,
         cacert: Some(ca),
+        http3: false,
     };
     let all = run(config);
     let _ = std::fs::remove_dir_all(&dir);

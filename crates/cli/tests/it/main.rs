@@ -13,6 +13,7 @@ mod hardening;
 mod history;
 mod hlog_readers;
 mod html;
+mod http3;
 mod k8s;
 mod live;
 mod netns;
