@@ -21,6 +21,9 @@ pub fn rules() -> Value {
     ])
 }
 
+/// A watched namespace with its Role and RoleBinding.
+pub(crate) type Grant = (String, Value, Value);
+
 /// The objects, in the order to apply them: the service account when it is made here, then
 /// a Role and a RoleBinding per namespace. `namespace`: the Job's; `watched`: each `--kube`
 /// value's namespace (`None`: the Job's); `given`: `--service-account`.
@@ -30,7 +33,7 @@ pub(crate) fn objects(
     watched: &[Option<String>],
     given: Option<&str>,
     labels: &Value,
-) -> Result<(Option<Value>, Vec<(String, Value, Value)>), Error> {
+) -> Result<(Option<Value>, Vec<Grant>), Error> {
     if watched.is_empty() {
         return Ok((None, Vec::new()));
     }
