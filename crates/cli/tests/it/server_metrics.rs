@@ -162,9 +162,11 @@ fn a_ramp_on_a_small_pool_reports_pending_and_a_saturation_point() {
 }
 
 /// A scrape taken the instant a stage starts shows that stage's load, and is named with it:
-/// 5 VUs on a pool of 6 connections never queue, 10 do; the scrape at 3 s, when 10 VUs
+/// 5 VUs on a pool of 6 connections never queue, 20 do; the scrape at 3 s, when 20 VUs
 /// start, used to be credited to the interval that ends at 3 s (5 VUs), so the report said
-/// "pending from 5 VUs" and "peaked at 5 VUs".
+/// "pending from 5 VUs" and "peaked at 5 VUs". 20, not 10: with 10 VUs only 4 wait, and on a
+/// busy 2-core machine (a clean clone's test run) the demo's one runtime thread fell behind so
+/// far that 3 of 4 scrapes at 10 VUs found no one waiting, and the finding said "bursts".
 #[test]
 fn server_readings_name_the_load_in_force_at_stage_boundaries() {
     let _g = serial();
@@ -177,7 +179,7 @@ fn server_readings_name_the_load_in_force_at_stage_boundaries() {
         "--url",
         &url,
         "--stages",
-        "0s:5,3s:5,0s:10,3s:10",
+        "0s:5,3s:5,0s:20,3s:20",
         "--server-metrics",
         &metrics,
         "-o",
@@ -200,16 +202,16 @@ fn server_readings_name_the_load_in_force_at_stage_boundaries() {
         })
         .unwrap_or_else(|| panic!("{report}"));
     assert!(pending["peak"].as_f64().unwrap() > 0.0, "{pending}");
-    assert_eq!(pending["vusers"].as_f64(), Some(10.0), "{pending}");
+    assert_eq!(pending["vusers"].as_f64(), Some(20.0), "{pending}");
     assert_eq!(
         pending["first_nonzero_vusers"].as_f64(),
-        Some(10.0),
+        Some(20.0),
         "{pending}"
     );
     let findings = report["findings"].to_string();
     assert!(
-        findings.contains("DB pool pending > 0 from 10 VUs")
-            && findings.contains("waiting requests at 10 VUs"),
+        findings.contains("DB pool pending > 0 from 20 VUs")
+            && findings.contains("waiting requests at 20 VUs"),
         "{findings}"
     );
     // The levels table: nothing waits at 5 VUs.
@@ -229,7 +231,7 @@ fn server_readings_name_the_load_in_force_at_stage_boundaries() {
             .map(|s| s[1].as_f64().unwrap())
     };
     assert_eq!(pool_pending(at(5.0)), Some(0.0), "{levels:?}");
-    assert!(pool_pending(at(10.0)).unwrap() > 0.0, "{levels:?}");
+    assert!(pool_pending(at(20.0)).unwrap() > 0.0, "{levels:?}");
 }
 
 // --- Servers that export without bound, or report nonsense (issues 55 §1, 53 §6) ----------
