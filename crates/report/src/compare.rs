@@ -54,6 +54,10 @@ pub struct RunRef {
     /// ([`server_figures`]); a group's are its first run's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub server: Vec<ServerFigure>,
+    /// What its watched Kubernetes workload did (`--kube`), as its report's `cluster`; a
+    /// group's are its first run's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::cluster::Cluster>,
 }
 
 /// One of the server's key figures in a run: its peak, and the load at which it first
@@ -579,11 +583,16 @@ pub fn build(sets: &[RunSet], labels: &[String], opts: ReportOptions) -> Compari
     let runs: Vec<RunRef> = sets
         .iter()
         .enumerate()
-        .map(|(i, s)| RunRef {
+        .map(|(i, s)| {
+            let report = crate::model::RunReport::from_source(s.first(), opts);
+            (i, s, report)
+        })
+        .map(|(i, s, report)| RunRef {
             // Names come from run.json as written: each renderer escapes them its own way
             // (the terminal's control characters, Markdown's and HTML's own).
             label: names[i].clone(),
-            findings: findings_of(&crate::model::RunReport::from_source(s.first(), opts)),
+            findings: findings_of(&report),
+            cluster: report.cluster,
             server: server_figures(s.first(), opts),
             source: s.path.display().to_string(),
             input_notes: s
@@ -1040,6 +1049,9 @@ impl Comparison {
                 });
             }
         }
+        if let Some(section) = self.cluster_section() {
+            sections.push(section);
+        }
         if self
             .runs
             .iter()
@@ -1087,6 +1099,93 @@ impl Comparison {
             answer,
             sections,
         }
+    }
+
+    /// The watched workloads side by side, one column per run (`--kube`); none when no run
+    /// watched one.
+    fn cluster_section(&self) -> Option<Section> {
+        if self.runs.iter().all(|r| r.cluster.is_none()) {
+            return None;
+        }
+        type Figure = fn(&crate::cluster::Cluster) -> String;
+        let figures: [(&str, Figure); 7] = [
+            ("ready pods (min–max)", |c| {
+                match (c.ready_pods_min, c.ready_pods_max) {
+                    (Some(lo), Some(hi)) if lo == hi => format!("{lo:.0}"),
+                    (Some(lo), Some(hi)) => format!("{lo:.0}–{hi:.0}"),
+                    _ => "-".into(),
+                }
+            }),
+            ("no ready endpoint, s", |c| {
+                format!(
+                    "{:.1}",
+                    c.no_ready_endpoints
+                        .iter()
+                        .map(|n| n.window.to_s - n.window.from_s)
+                        .fold(0.0, |a, b| a + b)
+                )
+            }),
+            ("unready, pod-seconds", |c| format!("{:.1}", c.unready_s())),
+            ("errors in unready windows", |c| {
+                group_thousands(c.errors_unready())
+            }),
+            ("restarts", |c| {
+                c.restarts
+                    .iter()
+                    .map(|r| r.restarts)
+                    .sum::<i64>()
+                    .to_string()
+            }),
+            ("scales", |c| {
+                let s: Vec<String> = c
+                    .scales
+                    .iter()
+                    .map(|s| format!("{} → {} at {:.0} s", s.from, s.to, s.at_s))
+                    .collect();
+                if s.is_empty() {
+                    "none".into()
+                } else {
+                    s.join(", ")
+                }
+            }),
+            ("CPU at limit", |c| {
+                let s: Vec<String> = c
+                    .cpu_at_limit
+                    .iter()
+                    .map(|a| match a.vusers {
+                        Some(v) => format!("{} from {v:.0} VUs ({:.0} %)", a.pod, a.pct_of_limit),
+                        None => format!("{} ({:.0} %)", a.pod, a.pct_of_limit),
+                    })
+                    .collect();
+                if s.is_empty() {
+                    "none".into()
+                } else {
+                    s.join(", ")
+                }
+            }),
+        ];
+        let rows =
+            figures
+                .iter()
+                .map(|(what, f)| {
+                    std::iter::once(Cell::from(*what))
+                        .chain(self.runs.iter().map(|r| {
+                            Cell::from(r.cluster.as_ref().map_or("no --kube".to_string(), f))
+                        }))
+                        .collect()
+                })
+                .collect();
+        Some(Section {
+            id: "cluster".into(),
+            title: "Cluster".into(),
+            caption: "the watched Kubernetes workload in each run (volley run --kube): ready pods over kube.csv's samples; seconds with no ready endpoint; seconds pods were not ready, summed over pods; failed requests in the intervals overlapping those windows; container restarts; the HPA's scales; pods whose mean CPU over a level reached 90 % of their limit".into(),
+            blocks: vec![Block::Table {
+                header: std::iter::once("Cluster".to_string())
+                    .chain(self.runs.iter().map(|r| r.label.clone()))
+                    .collect(),
+                rows,
+            }],
+        })
     }
 
     /// The server's figures before and after `step`, with the load at which each first

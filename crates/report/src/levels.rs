@@ -38,6 +38,14 @@ pub struct Level {
     /// the level, ms (kept out of its TTFB).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool_wait_p99_ms: Option<f64>,
+    /// The watched workload's ready pods over the level, fewest and most (`--kube`: kube.csv's
+    /// `kube_pods_ready`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_pods: Option<(f64, f64)>,
+    /// Its replicas at the level's end: the HPA's desired replicas, or without an HPA the
+    /// Deployment's (`--kube`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<f64>,
 }
 
 impl Level {
@@ -143,9 +151,47 @@ pub fn of(src: &Source, opts: ReportOptions) -> Vec<Level> {
             },
             server,
             pool_wait_p99_ms: wait.map(|w| w.p99_ms),
+            ready_pods: kube_in(src, i..=j, |s| s == "kube_pods_ready").map(|v| {
+                v.iter()
+                    .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)))
+            }),
+            replicas: kube_in(src, i..=j, |s| s.starts_with("kube_hpa_desired_replicas"))
+                .or_else(|| {
+                    kube_in(src, i..=j, |s| {
+                        s == "kube_deployment_replicas{state=\"spec\"}"
+                    })
+                })
+                .and_then(|v| v.last().copied()),
         });
     }
     out
+}
+
+/// The values of the kube.csv series `which` picks credited to rows `span` (several workloads'
+/// summed per instant), in time order; `None` when there are none.
+fn kube_in(
+    src: &Source,
+    span: std::ops::RangeInclusive<usize>,
+    which: impl Fn(&str) -> bool,
+) -> Option<Vec<f64>> {
+    let mut at: Vec<(f64, f64)> = Vec::new();
+    for p in src
+        .kube
+        .iter()
+        .filter(|p| which(&p.series) && p.value.is_finite())
+    {
+        if !p
+            .row(&src.series.intervals)
+            .is_some_and(|r| span.contains(&r))
+        {
+            continue;
+        }
+        match at.iter_mut().find(|(t, _)| (*t - p.elapsed_s).abs() < 1e-6) {
+            Some((_, v)) => *v += p.value,
+            None => at.push((p.elapsed_s, p.value)),
+        }
+    }
+    (!at.is_empty()).then(|| at.into_iter().map(|(_, v)| v).collect())
 }
 
 /// Each span's TTFB summary (`span_of`: each row's span), in one pass over the log holding
@@ -237,9 +283,20 @@ pub fn rows(levels: &[Level]) -> Vec<Vec<String>> {
                 ms(l.ttfb_p50_ms),
                 ms(l.ttfb_p99_ms),
                 format!("{:.2}", l.error_rate_pct),
-                l.pool_wait_p99_ms
-                    .map(|w| format!("connection wait p99 {w:.1} ms"))
+                l.ready_pods
+                    .map(|(lo, hi)| {
+                        if lo == hi {
+                            format!("ready pods {lo:.0}")
+                        } else {
+                            format!("ready pods {lo:.0}–{hi:.0}")
+                        }
+                    })
                     .into_iter()
+                    .chain(l.replicas.map(|r| format!("replicas {r:.0}")))
+                    .chain(
+                        l.pool_wait_p99_ms
+                            .map(|w| format!("connection wait p99 {w:.1} ms")),
+                    )
                     .chain(l.server.iter().map(|(k, v)| {
                         if k == "CPU" {
                             format!("{k} {:.0} %", v * 100.0)

@@ -26,6 +26,7 @@ pub use render::{csv, doc, markdown, markdown_with_charts, table};
 pub mod capacity;
 pub mod charts;
 pub mod chartset;
+pub mod cluster;
 pub mod compare;
 pub mod doc;
 pub mod gate;

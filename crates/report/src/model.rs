@@ -67,6 +67,10 @@ pub struct RunReport {
     /// Plain-language findings about bottlenecks.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,
+    /// What the watched Kubernetes workload did (runs with `--kube`): the cluster's findings
+    /// as numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::cluster::Cluster>,
     /// Errors by kind.
     pub errors: Vec<ErrorLine>,
     /// What the reader did with input it could not take as it stood (rows skipped or used
@@ -431,6 +435,7 @@ impl RunReport {
         if model == "open" {
             notes.push("Open model: TTFB and total time are measured from each arrival's due time (corrected for coordinated omission); the `actual` rows measure from the actual send, as an uncorrected tool would.".to_string());
         }
+        let cluster = crate::cluster::of(src, &levels, warmup_s);
         let mut report = RunReport {
             schema: SCHEMA_VERSION,
             name: src.name.clone(),
@@ -448,6 +453,8 @@ impl RunReport {
             findings: {
                 // The errors' causes first: errors are what failed.
                 let mut f = crate::causes::of(src, warmup_s, &levels, failed.as_ref(), &errors);
+                // The cluster's causes of errors beside the errors' causes.
+                f.extend(cluster.iter().flat_map(|(_, text)| text.iter().cloned()));
                 f.extend(crate::findings::of(
                     src,
                     warmup_s,
@@ -456,6 +463,7 @@ impl RunReport {
                 ));
                 f
             },
+            cluster: cluster.map(|(c, _)| c),
             levels,
             per_request: PerRequest {
                 ttfb_ms: src.latency(HistKey::TTFB, warmup_s),
