@@ -79,6 +79,11 @@ pub(crate) struct SweepArgs {
     /// `{NAME}` replaced by the value.
     #[arg(long)]
     pub(crate) setup: Option<String>,
+    /// After each --setup, when the run flags watch a Deployment (--kube deployment/NAME):
+    /// the longest wait for it to roll out before the run (1s to 1h); exit 2 past it.
+    #[arg(long = "rollout-timeout", value_name = "DURATION", default_value = "5m",
+        value_parser = Typed(crate::values::probe))]
+    pub(crate) rollout_timeout: Duration,
     /// Sweep the embedded demo target: NAME is one of its knobs (those of `volley target
     /// serve`: db-pool, max-threads, db-rtt, cache, ...); `{target}` in the run flags is its
     /// base URL.

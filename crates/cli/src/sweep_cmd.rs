@@ -112,6 +112,17 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<ExitCode> {
         // the sweep names the run and places it.
         let args = RunLine::parse(line(&a.run, &placeholder, value, &base_url))?;
         let resolved = crate::resolve::resolve(&args, crate::resolve::Runner::Here)?;
+        // A --setup that changed a watched Deployment (replicas, a probe's timeout) is
+        // measured once its rollout is done, not while old and new pods share the load.
+        if a.setup.is_some()
+            && let Some(kube) = &resolved.kube
+            && kube.off.is_none()
+        {
+            volley_kube::rollout::wait(kube, a.rollout_timeout, &mut |line| {
+                eprintln!("volley: {line}")
+            })
+            .with_context(|| format!("after the --setup of {name}={value}"))?;
+        }
         // What a single run does with these, a sweep of many runs does not: refused, not dropped.
         for (given, flag) in [
             (resolved.upload.is_some(), "--upload"),

@@ -15,6 +15,7 @@ mod hlog_readers;
 mod html;
 mod http3;
 mod k8s;
+mod kube;
 mod live;
 mod netns;
 mod open_model;
