@@ -415,3 +415,6 @@ pub(crate) async fn exchange(
         bytes,
     })
 }
+
+#[cfg(test)]
+mod tests;
