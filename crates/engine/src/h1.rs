@@ -1,5 +1,6 @@
 //! A small HTTP/1.1 client for the hot path, in wrk's manner: the request is serialized
-//! once and written as bytes; the response head is parsed with `httparse`; the body is
+//! once and written as bytes; the response head is read by a lean scanner of the status and
+//! the framing headers ([`scan`]), with `httparse` for what it does not handle; the body is
 //! framed by `Content-Length`, chunked encoding or the end of the connection. The first
 //! byte is timed at the read that brings it, and no task or buffer lives beside the
 //! connection between requests, so an idle VU costs little more than its socket.
@@ -13,6 +14,8 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
+
+mod scan;
 
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -315,7 +318,20 @@ pub(crate) enum Framing {
 }
 
 /// Parses a complete head at the start of `buf`: (status, head length, framing, keep-alive).
+/// The scanner reads the heads it handles; `httparse` reads the rest (and says what is wrong
+/// with a bad one).
 fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Framing, bool)>, H1Error> {
+    match scan::scan(buf) {
+        Some(scanned) => scanned
+            .map(Some)
+            .map_err(|why| H1Error::Invalid(why.into())),
+        None => parse_head_httparse(buf),
+    }
+}
+
+/// [`parse_head`] by `httparse`: for the heads the scanner leaves (a bare LF, obs-fold, a bad
+/// byte, a head not complete yet), and the reference its differential test compares with.
+fn parse_head_httparse(buf: &[u8]) -> Result<Option<(u16, usize, Framing, bool)>, H1Error> {
     // Left uninitialised: httparse fills only the headers it finds (initialising 64 empty
     // ones cost ~1,000 instructions per response, a seventh of a request's; bench/README).
     let mut headers = [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; 64];
@@ -334,37 +350,47 @@ fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Framing, bool)>, H1Error
     let mut keep_alive = resp.version == Some(1);
     let mut framing = Framing::UntilClose;
     for h in resp.headers.iter() {
-        // Only three names matter: their lengths (14, 17, 10) pass over every other header
-        // with one comparison.
-        let name = h.name.as_bytes();
-        match name.len() {
-            14 if framing != Framing::Chunked && name.eq_ignore_ascii_case(b"content-length") => {
-                let n = content_length(h.value)
-                    .ok_or_else(|| H1Error::Invalid("invalid Content-Length".into()))?;
-                // RFC 9112 §6.3: differing lengths make the response's end unknowable.
-                if matches!(framing, Framing::Length(m) if m != n) {
-                    return Err(H1Error::Invalid(
-                        "conflicting Content-Length headers".into(),
-                    ));
-                }
-                framing = Framing::Length(n);
-            }
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding")
-                && contains_token(h.value, b"chunked") =>
-            {
-                framing = Framing::Chunked;
-            }
-            10 if name.eq_ignore_ascii_case(b"connection") => {
-                if contains_token(h.value, b"close") {
-                    keep_alive = false;
-                } else if contains_token(h.value, b"keep-alive") {
-                    keep_alive = true;
-                }
-            }
-            _ => {}
-        }
+        frame(h.name.as_bytes(), h.value, &mut framing, &mut keep_alive)
+            .map_err(|why| H1Error::Invalid(why.into()))?;
     }
     Ok(Some((status, len, framing, keep_alive)))
+}
+
+/// Reads one header into the framing and keep-alive: the first framing error, if any, is the
+/// head's.
+#[inline]
+fn frame(
+    name: &[u8],
+    value: &[u8],
+    framing: &mut Framing,
+    keep_alive: &mut bool,
+) -> Result<(), &'static str> {
+    // Only three names matter: their lengths (14, 17, 10) pass over every other header with
+    // one comparison.
+    match name.len() {
+        14 if *framing != Framing::Chunked && name.eq_ignore_ascii_case(b"content-length") => {
+            let n = content_length(value).ok_or("invalid Content-Length")?;
+            // RFC 9112 §6.3: differing lengths make the response's end unknowable.
+            if matches!(*framing, Framing::Length(m) if m != n) {
+                return Err("conflicting Content-Length headers");
+            }
+            *framing = Framing::Length(n);
+        }
+        17 if name.eq_ignore_ascii_case(b"transfer-encoding")
+            && contains_token(value, b"chunked") =>
+        {
+            *framing = Framing::Chunked;
+        }
+        10 if name.eq_ignore_ascii_case(b"connection") => {
+            if contains_token(value, b"close") {
+                *keep_alive = false;
+            } else if contains_token(value, b"keep-alive") {
+                *keep_alive = true;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// A `Content-Length` value's number: decimal digits between optional spaces or tabs (and,
@@ -770,6 +796,173 @@ mod tests {
         assert_eq!(content_length(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(content_length(b"18446744073709551616"), None);
         assert_eq!(content_length(b" 42\t"), Some(42));
+    }
+
+    type Parsed = Result<Option<(u16, usize, Framing, bool)>, String>;
+
+    fn comparable(r: Result<Option<(u16, usize, Framing, bool)>, H1Error>) -> Parsed {
+        r.map_err(|e| match e {
+            H1Error::Invalid(w) => w,
+            other => format!("{other:?}"),
+        })
+    }
+
+    /// A response head from parts that `httparse` accepts or refuses: status lines, names and
+    /// values that are fine, near misses and bad bytes, bare LFs, obs-fold, header counts about
+    /// the limit. Half are drawn from the parts `httparse` accepts only; half of the others
+    /// have one byte changed.
+    fn generated_head(next: &mut impl FnMut(usize) -> usize) -> Vec<u8> {
+        const STATUS: &[&[u8]] = &[
+            b"HTTP/1.1 200 OK\r\n",
+            b"HTTP/1.1 200 OK\r\n",
+            b"HTTP/1.0 404 Not Found\r\n",
+            b"HTTP/1.1 204\r\n",
+            b"HTTP/1.1 200 \r\n",
+            b"HTTP/1.1 301 Moved\tPermanently\r\n",
+            b"HTTP/1.1 200 \xe9t\xe9 \x80\r\n",
+            b"HTTP/1.1 100 Continue\r\n",
+            b"HTTP/1.1 200 OK\n",
+            b"\r\nHTTP/1.1 200 OK\r\n",
+            b"\nHTTP/1.1 200 OK\r\n",
+            b"HTTP/1.2 200 OK\r\n",
+            b"http/1.1 200 OK\r\n",
+            b"HTTP/1.1  200 OK\r\n",
+            b"HTTP/1.1 20 OK\r\n",
+            b"HTTP/1.1 2000 OK\r\n",
+            b"HTTP/1.1 200 O\x01K\r\n",
+            b"HTTP/1.1 200 O\x7fK\r\n",
+            b"HTTP/1.1 200 OK\r\r\n",
+            b"HTTP/1.1 200\n",
+            b"HTTP/1.1 200OK\r\n",
+        ];
+        const NAMES: &[&[u8]] = &[
+            b"Content-Length",
+            b"content-length",
+            b"Transfer-Encoding",
+            b"TRANSFER-ENCODING",
+            b"Connection",
+            b"Server",
+            b"Date",
+            b"Content-Type",
+            b"X-Token!#$%&'*+-.^_`|~09",
+            b"X Y",
+            b"X\x7fY",
+            b"X(Y",
+            b"X\xc3\xa9",
+            b"",
+            b" Folded",
+            b"\tFolded",
+        ];
+        const SEPARATORS: &[&[u8]] = &[b": ", b": ", b":", b":\t", b":  \t ", b" : "];
+        const VALUES: &[&[u8]] = &[
+            b"0",
+            b"5",
+            b"5 ",
+            b"+5",
+            b"-5",
+            b"5a",
+            b"",
+            b"18446744073709551616",
+            b"chunked",
+            b"gzip, chunked",
+            b"close",
+            b"keep-alive",
+            b"Keep-Alive, Upgrade",
+            b"nginx/1.22.1",
+            b"Sun, 29 Nov 2026 02:45:00 GMT",
+            b"text/html; charset=utf-8",
+            b"a\tb \t",
+            b"caf\xe9",
+            b"a\x01b",
+            b"a\x7fb",
+            b"a\x00b",
+            b"a\rb",
+            b"a long value that runs past a word or two, \"quoted\" (and more)",
+        ];
+        const ENDS: &[&[u8]] = &[
+            b"\r\n",
+            b"\r\n",
+            b"\r\n",
+            b"\r\n",
+            b"\n",
+            b"\r\n \tfold\r\n",
+        ];
+        let count = match next(40) {
+            0 => 62 + next(5),
+            _ => next(9),
+        };
+        // Half the heads are drawn from the parts `httparse` accepts (those listed first).
+        let clean = next(2) == 0;
+        let mut pick = |parts: &[&'static [u8]], fine: usize| {
+            parts[next(if clean { fine } else { parts.len() })]
+        };
+        let mut head = pick(STATUS, 8).to_vec();
+        for _ in 0..count {
+            head.extend_from_slice(pick(NAMES, 9));
+            head.extend_from_slice(pick(SEPARATORS, 5));
+            head.extend_from_slice(pick(VALUES, 18));
+            head.extend_from_slice(pick(ENDS, 4));
+        }
+        head.extend_from_slice(pick(&[b"\r\n", b"\n", b"\r"], 1));
+        if !clean && next(2) == 0 {
+            const BYTES: &[u8] = b"\r\n\t :\x00\x01\x7f\x80\xff(a0";
+            let at = next(head.len());
+            head[at] = BYTES[next(BYTES.len())];
+        }
+        head.extend_from_slice(b"hello");
+        head
+    }
+
+    /// The scanner against `httparse` on generated heads, each cut at every length as the
+    /// reads may cut it (a head split across two reads is parsed at the first read's length,
+    /// then at the whole): wherever the scanner answers, `httparse` answers the same, and
+    /// `parse_head` always does.
+    #[test]
+    fn the_scanner_reads_what_httparse_reads() {
+        let mut x = 0x51AF_D7ED_558C_CD1Fu64;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let (mut scanned, mut left, mut refused) = (0, 0, 0);
+        for case in 0..6_000 {
+            let head = generated_head(&mut next);
+            // Every length for a third of the heads, the whole head for the rest.
+            let cuts: Box<dyn Iterator<Item = usize>> = if case % 3 == 0 {
+                Box::new(0..=head.len())
+            } else {
+                Box::new(std::iter::once(head.len()))
+            };
+            for cut in cuts {
+                let part = &head[..cut];
+                let reference = comparable(parse_head_httparse(part));
+                let by_scan = scan::scan(part);
+                if cut == head.len() {
+                    match by_scan {
+                        Some(_) => scanned += 1,
+                        None => left += 1,
+                    }
+                }
+                if let Some(by_scan) = by_scan {
+                    let by_scan = by_scan.map(Some).map_err(String::from);
+                    assert_eq!(by_scan, reference, "case {case} cut {cut}: {part:?}");
+                }
+                assert_eq!(
+                    comparable(parse_head(part)),
+                    reference,
+                    "case {case} cut {cut}: {part:?}"
+                );
+                if cut == head.len() && reference.is_err() {
+                    refused += 1;
+                }
+            }
+        }
+        // Not vacuous: both readers are exercised, and so is refusal.
+        assert!(scanned > 1_500, "the scanner read {scanned} heads");
+        assert!(left > 1_500, "the scanner left {left} heads");
+        assert!(refused > 1_000, "{refused} refused");
     }
 
     #[test]
