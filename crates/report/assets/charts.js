@@ -26,6 +26,7 @@ window.volleyCharts = (function () {
       var color = colors[i % colors.length];
       var one = { label: s.label, stroke: color, width: 2, scale: s.scale || "y", spanGaps: true };
       if (s.style === "limit") one.dash = [8, 5];
+      if (s.style === "step") one.paths = uPlot.paths.stepped({ align: -1 });
       if (s.style === "dots") { one.paths = function () { return null; }; one.points = { show: true, size: 9, fill: color }; }
       if (s.style === "span") {
         one.stroke = "rgba(120,120,120,0.5)"; one.fill = "rgba(120,120,120,0.18)";

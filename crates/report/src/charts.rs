@@ -254,8 +254,11 @@ fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
             )?;
         }
         match line.style {
-            Style::Line => chart
-                .draw_series(LineSeries::new(c.points(line), color.stroke_width(2)))?
+            Style::Line | Style::Step => chart
+                .draw_series(LineSeries::new(
+                    drawn_points(c, line),
+                    color.stroke_width(2),
+                ))?
                 .label(terminal_safe(&line.label))
                 .legend(legend_line(color)),
             Style::Limit => chart
@@ -300,6 +303,24 @@ fn one_axis<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
         .draw()
 }
 
+/// The points a line is drawn through: a step line draws each value level over its
+/// interval, from the previous point's x to its own (a value sampled at an interval's start,
+/// drawn at its end), rising or falling at the previous x.
+fn drawn_points(c: &Chart, line: &chartset::Line) -> Vec<(f64, f64)> {
+    let points: Vec<(f64, f64)> = c.points(line).collect();
+    if line.style != Style::Step {
+        return points;
+    }
+    let mut out = Vec::with_capacity(points.len() * 2);
+    for (k, p) in points.iter().enumerate() {
+        if k > 0 {
+            out.push((points[k - 1].0, p.1));
+        }
+        out.push(*p);
+    }
+    out
+}
+
 /// Lines against a left and a right axis; each axis spans at least 1.
 fn two_axes<DB: DrawingBackend>(c: &Chart, y2: Unit, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
     root.fill(&WHITE)?;
@@ -342,7 +363,7 @@ fn two_axes<DB: DrawingBackend>(c: &Chart, y2: Unit, root: &DrawingArea<DB, Shif
         .filter(|(_, l)| c.points(l).next().is_some())
     {
         let color = PALETTE[i % PALETTE.len()];
-        let series = LineSeries::new(c.points(line), color.stroke_width(2));
+        let series = LineSeries::new(drawn_points(c, line), color.stroke_width(2));
         let drawn = if line.right {
             chart.draw_secondary_series(series)?
         } else {

@@ -16,6 +16,8 @@ pub enum Unit {
     Tps,
     /// Virtual users.
     Vus,
+    /// Virtual users, and the watched workload's ready pods (`--kube`) on the same axis.
+    VusPods,
     /// Milliseconds.
     Ms,
     /// Failed requests.
@@ -32,6 +34,7 @@ impl Unit {
         match self {
             Unit::Tps => "TPS (requests/s)",
             Unit::Vus => "VUs",
+            Unit::VusPods => "VUs, ready pods",
             Unit::Ms => "ms",
             Unit::Errors => "errors per interval",
             Unit::Count => "count",
@@ -99,6 +102,8 @@ pub enum Style {
     Limit,
     /// Points alone, not joined (probes that failed).
     Dots,
+    /// A count that holds until it changes (ready pods): a step line, level between points.
+    Step,
     /// The x range from its first point to its last, shaded over the whole height (a
     /// capacity's bracket); the values' y is not drawn.
     Span,
@@ -111,6 +116,7 @@ impl Style {
             Style::Line => "line",
             Style::Limit => "limit",
             Style::Dots => "dots",
+            Style::Step => "step",
             Style::Span => "span",
         }
     }
@@ -214,6 +220,10 @@ pub struct Timeline {
     pub ttfb_p99: Vec<Option<f64>>,
     /// Errors per interval.
     pub errors: Vec<f64>,
+    /// The watched workload's ready pods at each interval's start (`--kube`: kube.csv's
+    /// `kube_pods_ready`, the workloads summed); empty without.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ready_pods: Vec<Option<f64>>,
 }
 
 impl Timeline {
@@ -238,13 +248,32 @@ impl Timeline {
                 p99[i] = Some(h.value_at_percentile(99.0) as f64 / 1000.0);
             }
         });
+        // Ready pods per row: the gauge sampled at the row's start, summed over workloads
+        // (the first instant credited to the row: the last row also takes the end's).
+        let mut at: Vec<Option<(f64, f64)>> = vec![None; rows.len()];
+        for p in src
+            .kube
+            .iter()
+            .filter(|p| p.series == "kube_pods_ready" && p.value.is_finite())
+        {
+            let Some(i) = p.row(rows) else { continue };
+            match &mut at[i] {
+                Some((t, v)) if (*t - p.elapsed_s).abs() < 1e-6 => *v += p.value,
+                Some((t, _)) if *t < p.elapsed_s => {}
+                slot => *slot = Some((p.elapsed_s, p.value)),
+            }
+        }
+        let ready: Vec<Option<f64>> = at.iter().map(|a| a.map(|(_, v)| v)).collect();
         let mut out = Timeline::default();
-        for (row, p99) in rows.iter().zip(p99) {
+        for (i, (row, p99)) in rows.iter().zip(p99).enumerate() {
             // The drain after the stop has no length and so no TPS: it is not a point in time.
             if row.start_s + 1e-9 < warmup || row.period_s <= 0.0 {
                 continue;
             }
             out.push(row, p99);
+            if !src.kube.is_empty() {
+                out.ready_pods.push(ready[i]);
+            }
         }
         out
     }
@@ -383,20 +412,32 @@ impl RunFigures {
             x: tl.t.clone(),
             lines,
         };
+        let mut tps_lines = vec![
+            Line::of("TPS", &tl.tps),
+            Line {
+                right: true,
+                ..Line::of("VUs", &tl.vusers)
+            },
+        ];
+        let pods = tl.ready_pods.iter().any(Option::is_some);
+        if pods {
+            tps_lines.push(Line {
+                right: true,
+                ..Line::new("ready pods", tl.ready_pods.iter().copied()).styled(Style::Step)
+            });
+        }
         let mut charts = vec![
             Chart {
-                y2: Some(Unit::Vus),
+                y2: Some(if pods { Unit::VusPods } else { Unit::Vus }),
                 ..over_time(
                     "tps",
-                    "TPS and VUs",
+                    if pods {
+                        "TPS, VUs and ready pods"
+                    } else {
+                        "TPS and VUs"
+                    },
                     Unit::Tps,
-                    vec![
-                        Line::of("TPS", &tl.tps),
-                        Line {
-                            right: true,
-                            ..Line::of("VUs", &tl.vusers)
-                        },
-                    ],
+                    tps_lines,
                 )
             },
             over_time(

@@ -190,3 +190,41 @@ fn compare_puts_the_clusters_side_by_side() {
     let json: serde_json::Value = serde_json::from_str(&cmp.to_json()).unwrap();
     assert_eq!(json["runs"][1]["cluster"]["scales"][0]["to"], 2);
 }
+
+/// The TPS chart draws the ready pods as a step line on the right axis, in the image files and
+/// on the page; a run without `--kube` keeps its chart as it was.
+#[test]
+fn the_tps_chart_shows_the_ready_pods() {
+    let opts = ReportOptions::default();
+    let src = Source::from_run(RunData::read(&dir("kube-probe")).unwrap());
+    let charts = volley_report::chartset::run_set(&src, opts);
+    let tps = &charts[0];
+    assert_eq!(tps.name, "tps");
+    assert_eq!(tps.y2, Some(volley_report::chartset::Unit::VusPods));
+    let pods = tps.lines.iter().find(|l| l.label == "ready pods").unwrap();
+    assert!(pods.right && pods.style == volley_report::chartset::Style::Step);
+    let values: Vec<f64> = pods.values.iter().flatten().copied().collect();
+    // kube.csv samples at the end of each interval, a gauge credited to the next row: every
+    // row but the first (no sample at 0 s) has one.
+    assert!(pods.values[0].is_none());
+    assert_eq!(values.len(), tps.x.len() - 1);
+    assert_eq!(values.iter().copied().fold(f64::MAX, f64::min), 0.0);
+    assert_eq!(values.iter().copied().fold(0.0, f64::max), 2.0);
+    let out = tempfile::tempdir().unwrap();
+    let files = volley_report::charts::save_chart(out.path(), tps).unwrap();
+    let svg = std::fs::read_to_string(
+        files
+            .iter()
+            .find(|f| f.extension().unwrap() == "svg")
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(svg.contains("ready pods") && svg.contains("VUs, ready pods"));
+    let page = volley_report::html::report_page(&[src], &[report("kube-probe")], &[], opts);
+    assert!(page.contains("\"ready pods\"") && page.contains("\"step\""));
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = Source::from_run(RunData::read(&without_kube("kube-probe", tmp.path())).unwrap());
+    let charts = volley_report::chartset::run_set(&plain, opts);
+    assert_eq!(charts[0].y2, Some(volley_report::chartset::Unit::Vus));
+    assert_eq!(charts[0].lines.len(), 2);
+}
