@@ -291,3 +291,143 @@ async fn the_record_says_what_was_written_through_the_api() {
             .all(|p| p.target == format!("kube:{ns}/deployment/chat"))
     );
 }
+
+/// The access review before the run, against the real authorizer (RBAC): a user with no
+/// grant is stopped at the first permission the watcher needs, named; with the Role of
+/// docs/kubernetes.md (the rules `volley k8s manifest` writes) bound to it, every review
+/// passes and what stops the watcher is only that the Deployment is not there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_access_review_is_the_authorizers_and_the_docs_role_is_enough() {
+    if !live() {
+        eprintln!("skipped: VOLLEY_KUBE_LIVE=1 (and KUBECONFIG) switch on the live tests");
+        return;
+    }
+    let client = kube::Client::try_default().await.unwrap();
+    let ns = format!("volley-rbac-{}", std::process::id());
+    let nss: Api<Namespace> = Api::all(client.clone());
+    create(&nss, json!({"metadata": {"name": ns}})).await;
+    // The admin's kubeconfig, impersonating a user nothing is granted to.
+    let path = std::env::var("KUBECONFIG").expect("KUBECONFIG");
+    let mut kc = kube::config::Kubeconfig::read_from(&path).unwrap();
+    for a in &mut kc.auth_infos {
+        if let Some(ai) = &mut a.auth_info {
+            ai.impersonate = Some("volley-watcher".into());
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = dir.path().join("kubeconfig");
+    std::fs::write(&kcp, serde_json::to_string(&kc).unwrap()).unwrap();
+    let opts = Options {
+        specs: vec![Spec::parse(&format!("{ns}/deployment/chat")).unwrap()],
+        kubeconfig: Some(kcp),
+        ..Options::default()
+    };
+    let o = opts.clone();
+    let e = tokio::task::spawn_blocking(move || Watcher::connect(o).err().unwrap())
+        .await
+        .unwrap();
+    assert!(e.is_forbidden(), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!(
+            "--kube: cannot list pods in namespace {ns}: grant the Role in docs/kubernetes.md"
+        )),
+        "{e}"
+    );
+    let roles: Api<k8s_openapi::api::rbac::v1::Role> = Api::namespaced(client.clone(), &ns);
+    create(
+        &roles,
+        json!({"metadata": {"name": "volley-watch"}, "rules": [
+            {"apiGroups": [""], "resources": ["pods", "events"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "list"]},
+            {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["autoscaling"], "resources": ["horizontalpodautoscalers"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["metrics.k8s.io"], "resources": ["pods"], "verbs": ["get", "list"]}
+        ]}),
+    )
+    .await;
+    let bindings: Api<k8s_openapi::api::rbac::v1::RoleBinding> =
+        Api::namespaced(client.clone(), &ns);
+    create(
+        &bindings,
+        json!({"metadata": {"name": "volley-watch"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "volley-watch"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "volley-watcher"}]}),
+    )
+    .await;
+    let e = tokio::task::spawn_blocking(move || Watcher::connect(opts).err().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(e.kind(), volley_kube::Kind::NotFound, "{e}");
+    assert!(
+        e.to_string()
+            .contains(&format!("deployment chat in namespace {ns} is not there")),
+        "{e}"
+    );
+    nss.delete(&ns, &Default::default()).await.unwrap();
+}
+
+/// `volley sweep --setup`'s wait for a rollout, against the real API server: no controller
+/// runs here, so the test moves the Deployment's status as the controller would (a new
+/// generation not yet observed, one replica updated beside the old ones, then all), and the
+/// wait must end only then, having said each step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rollout_wait_follows_the_deployments_status() {
+    if !live() {
+        eprintln!("skipped: VOLLEY_KUBE_LIVE=1 (and KUBECONFIG) switch on the live tests");
+        return;
+    }
+    let client = kube::Client::try_default().await.unwrap();
+    let ns = format!("volley-rollout-{}", std::process::id());
+    let nss: Api<Namespace> = Api::all(client.clone());
+    create(&nss, json!({"metadata": {"name": ns}})).await;
+    let deps: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let labels = json!({"app": "chat"});
+    create(
+        &deps,
+        json!({"metadata": {"name": "chat"}, "spec": {"replicas": 2,
+        "selector": {"matchLabels": labels},
+        "template": {"metadata": {"labels": labels},
+                     "spec": {"containers": [{"name": "app", "image": "volley"}]}}}}),
+    )
+    .await;
+    let st = |obs: i64, total: i32, upd: i32, ready: i32| {
+        json!({"observedGeneration": obs, "replicas": total, "updatedReplicas": upd,
+               "readyReplicas": ready, "availableReplicas": ready})
+    };
+    status(&deps, "chat", st(1, 2, 2, 2)).await;
+    // The --setup: 2 -> 3 replicas, generation 2.
+    deps.patch(
+        "chat",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 3}})),
+    )
+    .await
+    .unwrap();
+    let opts = Options {
+        specs: vec![Spec::parse(&format!("{ns}/deployment/chat")).unwrap()],
+        ..Options::default()
+    };
+    let waiting = tokio::task::spawn_blocking(move || {
+        let mut said = Vec::new();
+        let r = volley_kube::rollout::wait(&opts, Duration::from_secs(20), &mut |l| said.push(l));
+        (r, said)
+    });
+    let start = Instant::now();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    status(&deps, "chat", st(2, 3, 1, 2)).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    status(&deps, "chat", st(2, 3, 3, 3)).await;
+    let (r, said) = waiting.await.unwrap();
+    r.unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(1400));
+    let text = said.join("\n");
+    for want in [
+        "waiting for the controller to see generation 2 (it has seen 1)",
+        "waiting for 1 of 3 replicas updated",
+        "rolled out: generation 2, 3 replicas ready",
+    ] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+    nss.delete(&ns, &Default::default()).await.unwrap();
+}
