@@ -122,8 +122,8 @@ pub fn wait(options: &Options, timeout: Duration, say: &mut dyn FnMut(String)) -
             say(format!(
                 "waiting for deployment {ns}/{name} to roll out (observedGeneration ≥ \
                  generation; updated = ready = available = spec replicas; no old pods), up to \
-                 {} s",
-                timeout.saturating_sub(start.elapsed()).as_secs()
+                 {}",
+                secs(timeout.saturating_sub(start.elapsed()))
             ));
             loop {
                 let d = match tokio::time::timeout(POLL * 8, api.get(&name)).await {
@@ -156,10 +156,10 @@ pub fn wait(options: &Options, timeout: Duration, say: &mut dyn FnMut(String)) -
                 };
                 if start.elapsed() >= timeout {
                     return Err(Error::rollout(format!(
-                        "deployment {ns}/{name} did not roll out within {} s: still waiting for \
+                        "deployment {ns}/{name} did not roll out within {}: still waiting for \
                          {now}; raise --rollout-timeout, or see `kubectl rollout status \
                          deployment/{name} -n {ns}`",
-                        timeout.as_secs()
+                        secs(timeout)
                     )));
                 }
                 if last.as_deref() != Some(now.as_str()) {
@@ -171,6 +171,15 @@ pub fn wait(options: &Options, timeout: Duration, say: &mut dyn FnMut(String)) -
         }
         Ok(())
     })
+}
+
+/// `5 s`, `0.7 s`.
+fn secs(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
 }
 
 #[cfg(test)]

@@ -509,11 +509,9 @@ fn a_rollout_is_waited_for_condition_by_condition_and_a_slow_one_times_out() {
     assert!(start.elapsed() < Duration::from_secs(3));
     assert_eq!(e.kind(), volley_kube::Kind::Rollout);
     assert!(
-        e.to_string().contains(
-            "deployment shop/chat did not roll out within 0 s: still waiting for the controller"
-        ) || e
-            .to_string()
-            .contains("still waiting for 1 of 3 replicas updated"),
+        e.to_string()
+            .contains("deployment shop/chat did not roll out within 0.7 s: still waiting for ")
+            && e.to_string().contains("raise --rollout-timeout"),
         "{e}"
     );
 }
