@@ -290,17 +290,10 @@ pub(crate) fn resolve(a: &RunArgs, runner: Runner) -> Result<Resolved> {
             "--repeat and a split run (--segment, --segments, k8s manifest) do not go together: every segment of a run starts at the same instant; run the segments again (a new --run-id) to repeat them"
         );
     }
-    if a.http3 {
-        if !url.starts_with("https://") {
-            bail!(
-                "--http3 needs an https:// URL ({url} is not): HTTP/3 runs only over QUIC, which is always encrypted; write https://... (with --cacert FILE or --insecure for a self-signed certificate)"
-            );
-        }
-        if plan.load.connections.is_some() {
-            bail!(
-                "--connections does not take --http3 yet: leave it out, and each VU holds its own QUIC connection (reused for all its requests)"
-            );
-        }
+    if a.http3 && !url.starts_with("https://") {
+        bail!(
+            "--http3 needs an https:// URL ({url} is not): HTTP/3 runs only over QUIC, which is always encrypted; write https://... (with --cacert FILE or --insecure for a self-signed certificate)"
+        );
     }
     if a.threads == Some(0) {
         bail!("--threads must be at least 1 (one event loop per thread; default: one per core)");

@@ -487,6 +487,7 @@ impl Client {
                 self.conn = None;
                 if let Some(seat) = &mut self.seat {
                     seat.cached = None;
+                    seat.cached_h3 = None;
                 }
                 return Err(f);
             }
@@ -594,13 +595,15 @@ impl Client {
         let mut may_retry = true;
         loop {
             let cached = seat.cached.as_ref().filter(|c| !c.is_closed()).cloned();
-            let (lease, fresh) = match cached {
-                Some(c) => (Lease::H2(c, None), false),
-                None => {
+            let cached_h3 = seat.cached_h3.as_ref().filter(|c| !c.is_closed()).cloned();
+            let (lease, fresh) = match (cached, cached_h3) {
+                (Some(c), _) => (Lease::H2(c, None), false),
+                (None, Some(c)) => (Lease::H3(c, None), false),
+                (None, None) => {
                     let asked = Instant::now();
                     let lease = seat.pool.lease(seat.assigned).await?;
                     let opened = match &lease {
-                        Lease::H2(_, o) => *o,
+                        Lease::H2(_, o) | Lease::H3(_, o) => *o,
                         Lease::H1(l) => l.opened,
                     };
                     let connect_us = opened.map_or(0, |o| o.times.tcp_us + o.times.tls_us);
@@ -619,6 +622,18 @@ impl Client {
                         Err(f) if f.retry && may_retry => {
                             conn.retire();
                             seat.cached = None;
+                            may_retry = false;
+                        }
+                        Err(f) => return Err(f.failure),
+                    }
+                }
+                Lease::H3(conn, _) => {
+                    seat.cached_h3 = Some(conn.clone());
+                    match h3_exchange(&conn, req, capture.as_deref_mut(), &mut wire).await {
+                        Ok(()) => return Ok(wire),
+                        Err(f) if f.retry && may_retry && !fresh => {
+                            conn.retire();
+                            seat.cached_h3 = None;
                             may_retry = false;
                         }
                         Err(f) => return Err(f.failure),

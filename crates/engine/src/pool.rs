@@ -4,6 +4,8 @@
 //! - HTTP/2: each VU is given one of the connections (round robin, as h2load gives each of
 //!   its `-c` clients `-m` streams) and opens its requests as streams on it, as many at
 //!   once as the server's `SETTINGS_MAX_CONCURRENT_STREAMS` allows ([`crate::http2`]).
+//!   HTTP/3 the same, as many streams at once as the server's QUIC stream limit allows
+//!   ([`crate::http3`]; a wait for that limit is inside the request's time, not apart).
 //! - HTTP/1.1: the connections are a pool the VUs take turns on, first come first served,
 //!   as an application's HTTP client pool is: a VU borrows an idle connection for one
 //!   exchange and gives it back.
@@ -24,6 +26,7 @@ use crate::dial::ConnectTimes;
 use crate::failure::Failure;
 use crate::h1::Stream;
 use crate::http2::H2Conn;
+use crate::http3::H3Conn;
 use crate::target::Target;
 
 /// One worker's shared connections.
@@ -68,6 +71,8 @@ fn add(a: Option<Opened>, b: Opened) -> Opened {
 pub(crate) enum Lease {
     /// An HTTP/2 connection shared with other VUs.
     H2(H2Conn, Option<Opened>),
+    /// An HTTP/3 connection shared with other VUs (its requests are streams on it).
+    H3(H3Conn, Option<Opened>),
     /// An HTTP/1.1 connection the VU holds alone until the lease is dropped.
     H1(H1Lease),
 }
@@ -150,7 +155,11 @@ impl Pool {
                 if slot.is_none() {
                     times = Some(Box::pin(self.open(0, &mut slot)).await?);
                 }
-                Ok::<_, Failure>(matches!(*slot, Some(Connection::H2(_))))
+                // HTTP/3 multiplexes as HTTP/2 does: a VU's requests are streams on its one.
+                Ok::<_, Failure>(matches!(
+                    *slot,
+                    Some(Connection::H2(_) | Connection::H3(_))
+                ))
             })
             .await?;
         Ok((h2, times))
@@ -161,23 +170,23 @@ impl Pool {
     /// Opening a connection runs in a box (once per connection): inline, its state would
     /// size every waiting VU's future.
     pub(crate) async fn lease(&self, assigned: usize) -> Result<Lease, Failure> {
-        if crate::http3::offered(self.tls.as_ref()) {
-            return Err(Failure::new(
-                volley_stats::ErrorKind::Protocol,
-                "--connections does not take HTTP/3 yet: leave it out, and each VU holds its own QUIC connection",
-            ));
-        }
         let (h2, first) = self.protocol().await?;
         if h2 {
             let i = assigned % self.slots.len();
             let mut slot = self.slots[i].lock().await;
             let mut times = first;
-            if !matches!(&*slot, Some(Connection::H2(c)) if !c.is_closed()) {
+            let open = match &*slot {
+                Some(Connection::H2(c)) => !c.is_closed(),
+                Some(Connection::H3(c)) => !c.is_closed(),
+                _ => false,
+            };
+            if !open {
                 *slot = None;
                 times = Some(add(times, Box::pin(self.open(i, &mut slot)).await?));
             }
             return match &*slot {
                 Some(Connection::H2(c)) => Ok(Lease::H2(c.clone(), times)),
+                Some(Connection::H3(c)) => Ok(Lease::H3(c.clone(), times)),
                 _ => Err(Failure::new(
                     volley_stats::ErrorKind::Protocol,
                     "the server answered HTTP/1.1 on a connection of an HTTP/2 pool",
@@ -216,6 +225,8 @@ pub(crate) struct Seat {
     pub(crate) pool: Rc<Pool>,
     pub(crate) assigned: usize,
     pub(crate) cached: Option<H2Conn>,
+    /// The same for an HTTP/3 pool.
+    pub(crate) cached_h3: Option<H3Conn>,
 }
 
 impl Seat {
@@ -225,6 +236,7 @@ impl Seat {
             assigned: pool.assign(),
             pool: pool.clone(),
             cached: None,
+            cached_h3: None,
         }
     }
 }

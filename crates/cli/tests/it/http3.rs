@@ -123,6 +123,40 @@ fn a_run_over_http3_sends_every_request_on_one_kept_connection_per_vu() {
 }
 
 #[test]
+fn shared_http3_connections_carry_every_vu_s_requests_as_streams() {
+    let _g = serial();
+    let dir = out_dir();
+    let (t, tcp, udp, cert) = serve(dir.path());
+    let out = dir.path().join("runs");
+    let o = volley(&[
+        "run",
+        "--http3",
+        "--cacert",
+        &cert,
+        "--url",
+        &format!("https://{udp}/health"),
+        "--vus",
+        "12",
+        "--connections",
+        "2",
+        "--iterations",
+        "20",
+        "-o",
+        out.to_str().unwrap(),
+        "--progress",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = only_run(&out);
+    let suite = &report_json(&run)["seed_suite"];
+    assert_eq!(suite["total_tests"], 240, "{suite}");
+    assert_eq!(suite["errors"], 0, "{suite}");
+    assert_eq!(served(&tcp, "/health", 200), 240);
+    assert_eq!(column(&run, "Reconnects"), 0.0);
+    stop(t);
+}
+
+#[test]
 fn a_scenario_over_http3_posts_extracts_and_checks() {
     let _g = serial();
     let dir = out_dir();
@@ -210,10 +244,10 @@ fn a_server_that_is_not_there_fails_before_the_run_in_bounded_time() {
 }
 
 #[test]
-fn http3_refuses_plain_http_http2_and_shared_connections() {
+fn http3_refuses_plain_http_and_http2() {
     let out = out_dir();
     let o_str = out.path().to_str().unwrap();
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 2] = [
         (
             &["--url", "http://127.0.0.1:1/"],
             "--http3 needs an https:// URL",
@@ -221,10 +255,6 @@ fn http3_refuses_plain_http_http2_and_shared_connections() {
         (
             &["--url", "https://127.0.0.1:1/", "--http2"],
             "'--http3' cannot be used with '--http2'",
-        ),
-        (
-            &["--url", "https://127.0.0.1:1/", "--connections", "2"],
-            "--connections does not take --http3 yet",
         ),
     ];
     for (args, says) in cases {
