@@ -22,6 +22,8 @@
 //! Errors are counted from series.csv: the failed requests of every interval that overlaps the
 //! window (its seconds are given with the count), against the failed requests of the whole run.
 
+use std::collections::{BTreeMap, HashMap};
+
 use serde::Serialize;
 use volley_formats::Source;
 use volley_formats::kubelog::{EventObs, HpaObs, KubeLog, Obs, PodObs};
@@ -306,11 +308,11 @@ pub(crate) fn analyse(
         .map(|r| r.start_s + r.period_s)
         .fold(0.0, f64::max)
         .max(log.objects.last().map_or(0.0, |o| o.t));
-    let mut pods: Vec<(String, PodTrack)> = Vec::new();
+    let mut pods: BTreeMap<String, PodTrack> = BTreeMap::new();
     let mut restarts = Vec::new();
     // Unhealthy Events' rises: (pod, t, words, rise).
     let mut probes: Vec<(String, f64, String, i64)> = Vec::new();
-    let mut event_counts: Vec<(String, i64)> = Vec::new();
+    let mut event_counts: HashMap<String, i64> = HashMap::new();
     // Slices (name -> service, endpoints) and each Service's timeline.
     let mut slices: Vec<Slice> = Vec::new();
     let mut services: Vec<(String, Vec<Point>)> = Vec::new();
@@ -372,7 +374,7 @@ pub(crate) fn analyse(
         .filter(|r| r.period_s > 0.0)
         .map(|r| r.start_s + r.period_s)
         .fold(0.0, f64::max);
-    for (_, p) in &mut pods {
+    for p in pods.values_mut() {
         if let Some(from) = p.open.take() {
             p.windows.push(Window {
                 from_s: from,
@@ -474,8 +476,7 @@ pub(crate) fn analyse(
         let next = scale_times.get(k + 1).copied().unwrap_or(f64::INFINITY);
         if s.to > s.from {
             let mut fresh: Vec<&PodTrack> = pods
-                .iter()
-                .map(|(_, p)| p)
+                .values()
                 .filter(|p| !p.listed && p.first_t + EVENT_SLACK_S >= s.at_s && p.first_t < next)
                 .collect();
             fresh.sort_by(|a, b| a.first_t.total_cmp(&b.first_t));
@@ -552,7 +553,7 @@ pub(crate) fn analyse(
 }
 
 fn pod_line(
-    pods: &mut Vec<(String, PodTrack)>,
+    pods: &mut BTreeMap<String, PodTrack>,
     restarts: &mut Vec<Restart>,
     name: &str,
     p: &PodObs,
@@ -562,8 +563,8 @@ fn pod_line(
 ) {
     let ended = ended_op || p.deleting;
     let now = p.is_ready() && !ended;
-    let Some((_, e)) = pods.iter_mut().find(|(n, _)| n == name) else {
-        pods.push((
+    let Some(e) = pods.get_mut(name) else {
+        pods.insert(
             name.to_string(),
             PodTrack {
                 ready: now,
@@ -574,7 +575,7 @@ fn pod_line(
                 ready_t: now.then_some(t),
                 ..PodTrack::default()
             },
-        ));
+        );
         return;
     };
     if e.gone && !ended {
@@ -623,18 +624,18 @@ fn pod_line(
 
 /// The rise of an Unhealthy Event's count: (pod, the probe's words, rise).
 fn event_line(
-    counts: &mut Vec<(String, i64)>,
+    counts: &mut HashMap<String, i64>,
     name: &str,
     e: &EventObs,
 ) -> Option<(String, String, i64)> {
-    let rise = match counts.iter_mut().find(|(n, _)| n == name) {
-        Some((_, c)) => {
+    let rise = match counts.get_mut(name) {
+        Some(c) => {
             let rise = e.count - *c;
             *c = (*c).max(e.count);
             rise
         }
         None => {
-            counts.push((name.to_string(), e.count));
+            counts.insert(name.to_string(), e.count);
             if e.before { 0 } else { e.count }
         }
     };
@@ -1024,6 +1025,8 @@ pub(crate) fn sentences(c: &Cluster, total: u64) -> Vec<String> {
                 .map_or(String::new(), |c| format!("container {c}: ")),
             if total == 0 {
                 "no request of the run failed".to_string()
+            } else if r.errors.to_s <= r.errors.from_s {
+                "after the load's last interval".to_string()
             } else {
                 format!(
                     "{} of the run's {} errors fall in the intervals around it ({})",
