@@ -325,6 +325,8 @@ fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Framing, bool)>, H1Error
         Some(scanned) => scanned
             .map(Some)
             .map_err(|why| H1Error::Invalid(why.into())),
+        // Nothing read yet (`read_head` asks before its first read): httparse's answer too.
+        None if buf.is_empty() => Ok(None),
         None => parse_head_httparse(buf),
     }
 }
@@ -357,7 +359,7 @@ fn parse_head_httparse(buf: &[u8]) -> Result<Option<(u16, usize, Framing, bool)>
 }
 
 /// Reads one header into the framing and keep-alive: the first framing error, if any, is the
-/// head's.
+/// head's. `name` is a token (both readers refuse anything else) and `value` holds no CR.
 #[inline]
 fn frame(
     name: &[u8],
@@ -368,7 +370,7 @@ fn frame(
     // Only three names matter: their lengths (14, 17, 10) pass over every other header with
     // one comparison.
     match name.len() {
-        14 if *framing != Framing::Chunked && name.eq_ignore_ascii_case(b"content-length") => {
+        14 if *framing != Framing::Chunked && is_lower(name, b"content-length") => {
             let n = content_length(value).ok_or("invalid Content-Length")?;
             // RFC 9112 §6.3: differing lengths make the response's end unknowable.
             if matches!(*framing, Framing::Length(m) if m != n) {
@@ -376,13 +378,19 @@ fn frame(
             }
             *framing = Framing::Length(n);
         }
-        17 if name.eq_ignore_ascii_case(b"transfer-encoding")
-            && contains_token(value, b"chunked") =>
+        17 if is_lower(name, b"transfer-encoding")
+            && ((value.len() == 7 && is_lower(value, b"chunked"))
+                || contains_token(value, b"chunked")) =>
         {
             *framing = Framing::Chunked;
         }
-        10 if name.eq_ignore_ascii_case(b"connection") => {
-            if contains_token(value, b"close") {
+        10 if is_lower(name, b"connection") => {
+            // The common values first, whole; then any list.
+            if value.len() == 10 && is_lower(value, b"keep-alive") {
+                *keep_alive = true;
+            } else if value.len() == 5 && is_lower(value, b"close") {
+                *keep_alive = false;
+            } else if contains_token(value, b"close") {
                 *keep_alive = false;
             } else if contains_token(value, b"keep-alive") {
                 *keep_alive = true;
@@ -391,6 +399,32 @@ fn frame(
         _ => {}
     }
     Ok(())
+}
+
+/// `bytes` is `lower` in any case, where `lower` (at least 4 bytes) is lower-case letters and
+/// `-`, `bytes` has `lower`'s length and holds no CR: then setting each byte's 0x20 bit maps
+/// exactly the bytes that equal `lower`'s ignoring case (and CR, 0x0D, to `-`) onto them, so the
+/// compare is a word or a few.
+#[inline]
+fn is_lower(bytes: &[u8], lower: &[u8]) -> bool {
+    debug_assert!(bytes.len() == lower.len() && lower.len() >= 4 && !bytes.contains(&b'\r'));
+    let n = lower.len();
+    if n < 8 {
+        let word = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().unwrap());
+        let ones = 0x2020_2020;
+        return word(bytes, 0) | ones == word(lower, 0)
+            && word(bytes, n - 4) | ones == word(lower, n - 4);
+    }
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
+    let ones = 0x2020_2020_2020_2020;
+    let mut at = 0;
+    while at + 8 < n {
+        if word(bytes, at) | ones != word(lower, at) {
+            return false;
+        }
+        at += 8;
+    }
+    word(bytes, n - 8) | ones == word(lower, n - 8)
 }
 
 /// A `Content-Length` value's number: decimal digits between optional spaces or tabs (and,
@@ -768,6 +802,36 @@ mod tests {
                 });
             let before = framing_as_before(head.as_bytes());
             assert_eq!(now, before, "case {case}: {head:?}");
+        }
+    }
+
+    #[test]
+    fn is_lower_is_eq_ignore_ascii_case_without_cr() {
+        const WORDS: &[&[u8]] = &[
+            b"content-length",
+            b"transfer-encoding",
+            b"connection",
+            b"keep-alive",
+            b"close",
+            b"chunked",
+        ];
+        // Every byte but CR, at every position, in each word and its upper-case form.
+        for word in WORDS {
+            let upper = word.to_ascii_uppercase();
+            for base in [word.to_vec(), upper] {
+                assert!(is_lower(&base, word));
+                for at in 0..base.len() {
+                    for b in (0..=255u8).filter(|&b| b != b'\r') {
+                        let mut v = base.clone();
+                        v[at] = b;
+                        assert_eq!(
+                            is_lower(&v, word),
+                            v.eq_ignore_ascii_case(word),
+                            "{v:?} against {word:?}"
+                        );
+                    }
+                }
+            }
         }
     }
 
