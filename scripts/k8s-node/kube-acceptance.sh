@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Issue 54's acceptance (§3): the seeds' cluster story, on the single node of up.sh, with the load
 # from `volley run --kube deployment/NAME` through a NodePort on 127.0.0.1 and every step checked
-# from the run directory volley wrote (kube.jsonl, kube.csv, series.csv; kube-assert.py). Needs
-# root; not part of the test command. docs/kubernetes.md "The seeds' cluster story, on the real
-# node" has the figures of a run.
+# from the run directory volley wrote (kube.jsonl, kube.csv, series.csv; kube-assert.py) and from
+# volley's own findings in its report.json (FINDINGS=0 skips those). Needs root; not part of the
+# test command; ~8 min. docs/kubernetes.md "The seeds' cluster story, on the real node" has the
+# figures of the runs; fixtures/runs/kube-*/ keeps three of them.
 #
 # In the seeds an ingress (ingress-nginx) sat in front of the chat pods and chose a ready endpoint
 # for every request. So here too: one nginx pod (image.sh nginx) is the ingress, behind the NodePort
@@ -104,7 +105,7 @@ unchat() { # the chat Deployment gone, its pods too, and the Events of the step 
 }
 
 proxy() { # replicas, CPU limit, keepalive|ingress: nginx in front of chat's clusterIP, on the NodePort
-  local cip upstream
+  local cip upstream location
   cip=$(kubectl get service chat -o jsonpath='{.spec.clusterIP}')   # no CoreDNS here
   if [ "$3" = keepalive ]; then
     upstream="upstream chat { server $cip:80; keepalive 64; }"
