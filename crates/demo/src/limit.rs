@@ -3,7 +3,7 @@
 //! a request is refused with 503 at once, as a full accept queue refuses connections.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use axum::Router;
 use axum::extract::Request;
@@ -54,8 +54,11 @@ async fn limited(limiter: &Limiter, req: Request, next: Next) -> Response {
                 m.rejected.fetch_add(1, Ordering::Relaxed);
                 return (StatusCode::SERVICE_UNAVAILABLE, "accept queue full\n").into_response();
             }
+            // Counted until this wait ends, also when hyper drops the request because its
+            // client went away (a proxy's timeout): an abandoned wait must leave the queue.
+            let waiting = Counted(&m.queued);
             let p = limiter.workers.acquire().await;
-            m.queued.fetch_sub(1, Ordering::Relaxed);
+            drop(waiting);
             match p {
                 Ok(p) => p,
                 Err(_) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
@@ -63,8 +66,18 @@ async fn limited(limiter: &Limiter, req: Request, next: Next) -> Response {
         }
     };
     m.busy.fetch_add(1, Ordering::Relaxed);
+    let busy = Counted(&m.busy);
     let response = next.run(req).await;
-    m.busy.fetch_sub(1, Ordering::Relaxed);
+    drop(busy);
     drop(permit);
     response
+}
+
+/// A gauge already raised by one, lowered when this is dropped, however the future ends.
+struct Counted<'a>(&'a AtomicI64);
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }

@@ -407,6 +407,45 @@ async fn worker_limit_queues_then_refuses() {
     t.stop().await.unwrap();
 }
 
+/// A client that gives up while its request waits for a worker (a proxy's timeout, a closed
+/// connection) leaves the queue: hyper drops the request, and the queue's count must drop with
+/// it. It used to stay counted, so every abandoned wait shrank the accept queue for good, and a
+/// pod ended up refusing with 503 while idle (issue 54's acceptance saw such a stall).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_abandoned_while_queued_or_running_leaves_the_counts() {
+    let t = start(Knobs {
+        max_threads: 1,
+        accept_count: 1,
+        db_rtt: Duration::from_millis(300),
+        ..Knobs::default()
+    })
+    .await;
+    let addr = t.addr;
+    let busy = "tomcat_threads_busy_threads{name=\"http-nio-8080\",}";
+    let queued = "volley_demo_accept_queue_waiting{}";
+    let raw = b"GET /rooms HTTP/1.1\r\nhost: x\r\n\r\n";
+    // One running and one queued, both on connections this test closes.
+    let mut running = tokio::net::TcpStream::connect(addr).await.unwrap();
+    running.write_all(raw).await.unwrap();
+    gauge_when(addr, busy, |v| v == 1.0).await;
+    let mut waiting = tokio::net::TcpStream::connect(addr).await.unwrap();
+    waiting.write_all(raw).await.unwrap();
+    gauge_when(addr, queued, |v| v == 1.0).await;
+    drop(waiting);
+    gauge_when(addr, queued, |v| v == 0.0).await;
+    drop(running);
+    gauge_when(addr, busy, |v| v == 0.0).await;
+    // The queue holds one again: one running, one queued, the third refused.
+    let first = tokio::spawn(async move { http(addr, "GET", "/rooms", None).await.0 });
+    gauge_when(addr, busy, |v| v == 1.0).await;
+    let second = tokio::spawn(async move { http(addr, "GET", "/rooms", None).await.0 });
+    gauge_when(addr, queued, |v| v == 1.0).await;
+    assert_eq!(http(addr, "GET", "/rooms", None).await.0, 503);
+    assert_eq!(first.await.unwrap(), 200);
+    assert_eq!(second.await.unwrap(), 200);
+    t.stop().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_connections_holds_new_connections_until_one_closes() {
     let t = start(Knobs {
