@@ -130,14 +130,16 @@ fn merge_dirs(dirs: &[PathBuf], out: &Path, opts: &MergeOptions) -> Result<Merge
     notes::write_generators(&set, out, interval_s)?;
     kube::copy(&set, out, interval_s)?;
     // The server's own metrics are the same server seen from every segment: the first
-    // segment's scrapes stand for them.
+    // segment's scrapes stand for them, moved by where its rows start in the merged run (as
+    // kube.csv is), so a scrape stays beside the load it saw.
+    let shift = first.offset as f64 * interval_s;
     let mut points = first.data.server.iter().peekable();
     while let Some(p) = points.next() {
         let mut values = vec![(p.series.clone(), p.value, p.rate)];
         while let Some(q) = points.next_if(|q| q.elapsed_s == p.elapsed_s && q.target == p.target) {
             values.push((q.series.clone(), q.value, q.rate));
         }
-        writer.write_server(p.elapsed_s, &p.target, &values)?;
+        writer.write_server(p.elapsed_s + shift, &p.target, &values)?;
     }
     let ended_at = set.ended_at();
     writer.finish(status, set.reason())?;

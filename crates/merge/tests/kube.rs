@@ -181,3 +181,30 @@ fn without_segment_0_the_note_says_the_record_is_missing_and_unwatched_runs_have
     assert!(RunData::read(&out).unwrap().meta.kube.is_none());
     assert!(!out.join(KUBE_JSONL).exists() && !out.join(KUBE_CSV).exists());
 }
+
+/// server.csv moves with its segment's rows as kube.csv does: the first segment's scrapes stand
+/// for the server, and when it started an interval after another segment, its scrape at 1 s
+/// belongs to the merged run's second row, not its first.
+#[test]
+fn the_server_metrics_move_with_the_rows_of_the_segment_that_scraped_them() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = [
+        segment(root.path(), 0, Duration::from_secs(1), false),
+        segment(root.path(), 1, Duration::ZERO, false),
+    ];
+    std::fs::write(
+        dirs[0].join(volley_rundir::rundir::SERVER_CSV),
+        "Elapsed_(s),Target,Series,Value,Kind\n1,http://t/metrics,hikaricp_connections_pending,0,gauge\n\
+         2,http://t/metrics,hikaricp_connections_pending,3,gauge\n",
+    )
+    .unwrap();
+    let out = root.path().join("merged");
+    merge(&dirs, &out, &MergeOptions::default()).unwrap();
+    let at: Vec<(f64, f64)> = RunData::read(&out)
+        .unwrap()
+        .server
+        .iter()
+        .map(|p| (p.elapsed_s, p.value))
+        .collect();
+    assert_eq!(at, [(2.0, 0.0), (3.0, 3.0)]);
+}
