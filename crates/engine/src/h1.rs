@@ -388,9 +388,9 @@ fn frame(
             // The common values first, whole; then any list.
             if value.len() == 10 && is_lower(value, b"keep-alive") {
                 *keep_alive = true;
-            } else if value.len() == 5 && is_lower(value, b"close") {
-                *keep_alive = false;
-            } else if contains_token(value, b"close") {
+            } else if (value.len() == 5 && is_lower(value, b"close"))
+                || contains_token(value, b"close")
+            {
                 *keep_alive = false;
             } else if contains_token(value, b"keep-alive") {
                 *keep_alive = true;
