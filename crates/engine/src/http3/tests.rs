@@ -143,7 +143,7 @@ fn every_request_goes_on_one_kept_connection_and_is_read_whole() {
         for i in 0..5 {
             let ex = client.send(&req, TIMEOUT, &buffers).await.unwrap();
             assert_eq!((ex.status, ex.bytes), (200, 8), "request {i}");
-            assert_eq!(ex.reconnected, false);
+            assert!(!ex.reconnected);
             assert!(ex.ttfb_us <= ex.total_us);
             // The handshake is counted in the first request only.
             assert_eq!(ex.connect_us > 0, i == 0, "request {i}: {}", ex.connect_us);
