@@ -184,8 +184,8 @@ impl PreparedRequest {
             Speaks::Http1 | Speaks::Http3 => H2Head::default(),
             Speaks::Http2 | Speaks::Either => h2_head(&method, &full_uri, &map),
         };
-        let h3 = (speaks == Speaks::Http3)
-            .then(|| Box::new(H3Head::new(method.clone(), full_uri, map)));
+        let h3 =
+            (speaks == Speaks::Http3).then(|| Box::new(H3Head::new(method.clone(), full_uri, map)));
         Ok(PreparedRequest {
             method,
             h2,

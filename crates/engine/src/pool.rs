@@ -156,10 +156,7 @@ impl Pool {
                     times = Some(Box::pin(self.open(0, &mut slot)).await?);
                 }
                 // HTTP/3 multiplexes as HTTP/2 does: a VU's requests are streams on its one.
-                Ok::<_, Failure>(matches!(
-                    *slot,
-                    Some(Connection::H2(_) | Connection::H3(_))
-                ))
+                Ok::<_, Failure>(matches!(*slot, Some(Connection::H2(_) | Connection::H3(_))))
             })
             .await?;
         Ok((h2, times))
