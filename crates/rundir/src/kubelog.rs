@@ -9,7 +9,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::rundir::KUBE_JSONL;
+
+/// `--kube`: every observation of the watched workload, in arrival order (docs/kubernetes.md).
+pub const KUBE_JSONL: &str = "kube.jsonl";
 
 /// Most bytes of kube.jsonl read (the watcher stops writing at this bound too).
 pub const MAX_KUBE_LOG: u64 = 256 << 20;

@@ -44,8 +44,7 @@ pub const DRAIN_CSV: &str = "drain.csv";
 pub const LATENCY_HLOG: &str = "latency.hlog";
 /// Scraped server metrics.
 pub const SERVER_CSV: &str = "server.csv";
-/// `--kube`: every observation of the watched workload, in arrival order (docs/kubernetes.md).
-pub const KUBE_JSONL: &str = "kube.jsonl";
+pub use crate::kubelog::KUBE_JSONL;
 /// `--kube`: the workload sampled at the scrape instants, in server.csv's columns.
 pub const KUBE_CSV: &str = "kube.csv";
 /// server.csv's (and kube.csv's) header.
