@@ -139,6 +139,7 @@ impl RunSpec {
             timeout_s: plan.timeout.as_secs_f64(),
             expect_status: plan.expect_status.clone(),
             http2: self.engine.http2,
+            http3: self.engine.tls.http3,
             thresholds: self.thresholds.clone(),
             threads: self.engine.threads,
             populations: self

@@ -26,6 +26,9 @@ pub struct RecordedPlan {
     /// Spoke HTTP/2.
     #[serde(default)]
     pub http2: bool,
+    /// Spoke HTTP/3 (QUIC); written only when true, so other runs' run.json is unchanged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub http3: bool,
     /// Pass/fail criteria, evaluated by every report of the run.
     #[serde(default)]
     pub thresholds: Vec<Threshold>,
@@ -67,6 +70,7 @@ impl RecordedPlan {
             timeout_s: volley_scenario::plan::DEFAULT_TIMEOUT.as_secs_f64(),
             expect_status: StatusSet::default(),
             http2: false,
+            http3: false,
             thresholds: Vec::new(),
             threads: 1,
             scenario: None,

@@ -119,6 +119,10 @@ fn a_run_over_http3_sends_every_request_on_one_kept_connection_per_vu() {
         "each response's body is `ok`"
     );
     assert_eq!(column(&run, "Reconnects"), 0.0);
+    // run.json says which protocol ran; a TCP run's run.json has no such key.
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["plan"]["http3"], true, "{}", meta["plan"]);
     stop(t);
 }
 
