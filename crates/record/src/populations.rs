@@ -109,6 +109,13 @@ pub(crate) fn record_populations(
 ) -> Result<Recorded, Error> {
     let engine = &spec.engine;
     volley_engine::preflight(&engine.target, &engine.tls, engine.timeout_for_preflight())?;
+    // The workload is watched once, for the whole run (the populations load the same
+    // target): resolved before any load, recorded in this run's directory.
+    let mut kube = spec
+        .kube
+        .clone()
+        .map(volley_kube::Watcher::connect)
+        .transpose()?;
     let n = spec.populations.len();
     // One instant for all: the first start waits for it, the others find it passed and
     // count their intervals from it all the same.
@@ -141,7 +148,12 @@ pub(crate) fn record_populations(
     if let Some(note) = &mut meta.segment {
         note.start_lag_ms = lag.as_secs_f64() * 1000.0;
     }
+    meta.kube = kube.as_ref().map(|k| k.note().clone());
     let mut writer = RunWriter::create(&spec.output, meta, at)?;
+    if let Some(k) = &mut kube {
+        let dir = writer.dir().to_path_buf();
+        k.start(t0, at, engine.interval, dir);
+    }
     let mut subs = Vec::new();
     for (i, r) in runs_specs.iter().enumerate() {
         let mut m = r.meta();
@@ -285,6 +297,9 @@ pub(crate) fn record_populations(
     if let Some(scraper) = &scraper {
         scraper.stop();
         record_scrapes(&mut writer, scraper, engine.interval, observer)?;
+    }
+    if let Some(k) = kube.take() {
+        writer.meta_mut().kube = Some(k.stop());
     }
     for (i, sub) in subs.iter_mut().enumerate() {
         let (status, reason) = status_of(ended[i].clone().flatten());

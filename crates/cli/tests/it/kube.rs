@@ -182,6 +182,49 @@ fn a_scenario_files_kube_key_watches_and_a_bad_one_is_refused() {
     );
 }
 
+/// A run of populations watches once, for the whole run: the record is in the run's own
+/// directory, none in the populations' directories.
+#[test]
+fn a_run_of_populations_watches_once_in_the_run_s_directory() {
+    let _g = serial();
+    let (_rt, target) = demo();
+    let out = out_dir();
+    let (_server, kc) = cluster(Fault::None, out.path());
+    let file = out.path().join("mix.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "target: http://{}\nkube: deployment/chat\nscenarios:\n  readers:\n    load: {{ vus: 1, duration: 2s }}\n    \
+             steps:\n      - request: GET /rooms\n  writers:\n    load: {{ vus: 1, duration: 2s }}\n    \
+             steps:\n      - request: GET /health\n",
+            target.addr
+        ),
+    )
+    .unwrap();
+    let runs = out.path().join("runs");
+    let o = volley_kube(
+        &kc,
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--interval",
+            "500ms",
+            "--progress",
+            "none",
+            "-o",
+            runs.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let run = only_run(&runs);
+    assert_watched(&run);
+    for p in ["readers", "writers"] {
+        let sub = run.join("populations").join(p);
+        assert!(sub.join("run.json").is_file(), "{}", sub.display());
+        assert!(!sub.join("kube.jsonl").exists() && kube_note(&sub).is_null());
+    }
+}
+
 #[test]
 fn a_denied_permission_stops_the_run_before_any_load() {
     let _g = serial();
