@@ -9,6 +9,7 @@
 
 mod config;
 mod error;
+mod kubelet;
 pub mod obs;
 pub mod preflight;
 mod record;

@@ -90,6 +90,45 @@ async fn review(
     Ok(Err(why))
 }
 
+/// Whether the client may `get nodes/proxy` (cluster-wide), which the kubelet fallback for
+/// CPU and memory needs: `Err(why)` when denied or when the review could not be made.
+pub async fn node_proxy(client: &kube::Client) -> std::result::Result<(), String> {
+    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let ask = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                group: Some(String::new()),
+                resource: Some("nodes".to_string()),
+                subresource: Some("proxy".to_string()),
+                verb: Some("get".to_string()),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        ..SelfSubjectAccessReview::default()
+    };
+    match api.create(&PostParams::default(), &ask).await {
+        Ok(a) => {
+            let status = a.status.unwrap_or_default();
+            if status.allowed {
+                return Ok(());
+            }
+            let why = [status.reason, status.evaluation_error]
+                .into_iter()
+                .flatten()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ");
+            Err(if why.is_empty() {
+                "get nodes/proxy is not allowed".to_string()
+            } else {
+                format!("get nodes/proxy is not allowed ({why})")
+            })
+        }
+        Err(e) => Err(format!("get nodes/proxy could not be reviewed ({e})")),
+    }
+}
+
 /// Reviews every permission the `specs` need (`default_ns` for those naming no namespace);
 /// the first denied one is the error. A review the server does not serve (404) or refuses
 /// is a problem noted, not a stop.
@@ -119,7 +158,9 @@ pub async fn check(client: &kube::Client, specs: &[Spec], default_ns: &str) -> R
                 };
                 checked.metrics = Some(format!(
                     "metrics.k8s.io not allowed (cannot list pods.metrics.k8s.io in namespace \
-                     {ns}{why}): no CPU or memory; grant it with the Role in docs/kubernetes.md"
+                     {ns}{why}): no CPU or memory from it (the kubelet's /metrics/resource is \
+                     read instead only if get nodes/proxy is allowed); grant it with the Role \
+                     in docs/kubernetes.md"
                 ));
             }
             Ok(Err(why)) => {

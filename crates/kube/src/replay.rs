@@ -38,7 +38,8 @@ pub enum Fault {
     /// Every request for `resource` is refused with 403, and a SelfSubjectAccessReview of it
     /// answers `allowed: false`.
     Forbidden {
-        /// `deployments`, `pods` ... (`metrics.k8s.io/pods`: only the metrics API's).
+        /// `deployments`, `pods` ... (`metrics.k8s.io/pods`: only the metrics API's;
+        /// `nodes/proxy`: the kubelet's pages through the node proxy).
         resource: &'static str,
     },
     /// The Deployment is rolling out from the first GET of it for `ms` milliseconds: the
@@ -54,6 +55,9 @@ pub enum Fault {
 /// Whether a SelfSubjectAccessReview of `group`/`resource` is denied by `fault`.
 fn denied(fault: Fault, group: &str, resource: &str) -> bool {
     match fault {
+        Fault::Forbidden {
+            resource: "nodes/proxy",
+        } => group.is_empty() && resource == "nodes/proxy",
         Fault::Forbidden { resource: r } => match r.split_once('/') {
             Some((g, res)) => g == group && res == resource,
             None => r == resource && group != "metrics.k8s.io",
@@ -99,6 +103,8 @@ struct Shared {
     rollout_from: Mutex<Option<std::time::Instant>>,
     /// Every request, `METHOD path?query`, for the tests to check.
     log: Mutex<Vec<String>>,
+    /// The kubelet's `/metrics/resource` pages ([`Replay::kubelet`]) and how many were asked.
+    kubelet: Mutex<(Vec<String>, usize)>,
 }
 
 /// A running replay; stops when dropped.
@@ -209,10 +215,13 @@ async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
             .unwrap_or_default();
         let mut v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let attrs = &v["spec"]["resourceAttributes"];
-        let (group, resource) = (
+        let (group, mut resource) = (
             attrs["group"].as_str().unwrap_or("").to_string(),
             attrs["resource"].as_str().unwrap_or("").to_string(),
         );
+        if let Some(sub) = attrs["subresource"].as_str().filter(|s| !s.is_empty()) {
+            resource = format!("{resource}/{sub}");
+        }
         shared.log.lock().unwrap().push(format!(
             "review {} {group}/{resource} {}",
             attrs["verb"].as_str().unwrap_or(""),
@@ -243,6 +252,38 @@ async fn handle(shared: Arc<Shared>, req: Request<Body>) -> Response {
                 "the server could not find the requested resource",
             ),
         );
+    }
+    if let Some(node) = path
+        .strip_prefix("/api/v1/nodes/")
+        .and_then(|p| p.strip_suffix("/proxy/metrics/resource"))
+    {
+        if let Fault::Forbidden {
+            resource: "nodes/proxy",
+        } = shared.fault
+        {
+            let msg = format!(
+                "nodes \"{node}\" is forbidden: User \"volley\" cannot get resource \"nodes/proxy\" in API group \"\" at the cluster scope"
+            );
+            return answer(403, &status(403, "Forbidden", &msg));
+        }
+        let page = {
+            let mut k = shared.kubelet.lock().unwrap();
+            let n = k.1;
+            k.1 += 1;
+            k.0.get(n.min(k.0.len().saturating_sub(1))).cloned()
+        };
+        return match page {
+            Some(p) => Response::builder()
+                .status(200)
+                .header("content-type", "text/plain; version=0.0.4")
+                .body(Body::from(p))
+                .unwrap(),
+            // A bare API server (the recorded story's) has no nodes.
+            None => answer(
+                404,
+                &status(404, "NotFound", &format!("nodes \"{node}\" not found")),
+            ),
+        };
     }
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     let (resource, name) = match segs.iter().position(|s| *s == "namespaces") {
@@ -398,6 +439,7 @@ impl Replay {
             gone: Mutex::new(false),
             rollout_from: Mutex::new(None),
             log: Mutex::new(Vec::new()),
+            kubelet: Mutex::new((Vec::new(), 0)),
         });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let (url_tx, url_rx) = std::sync::mpsc::channel();
@@ -436,6 +478,14 @@ impl Replay {
              {{cluster: replay, user: u, namespace: shop}}\ncurrent-context: replay\n",
             self.url
         )
+    }
+
+    /// Answers the kubelet's resource metrics through the node proxy
+    /// (`/api/v1/nodes/{node}/proxy/metrics/resource`) with `pages`, one a request in order,
+    /// the last one again after them (as a kubelet that has not refreshed its stats); 404
+    /// when none are given.
+    pub fn kubelet(&self, pages: Vec<String>) {
+        *self.shared.kubelet.lock().unwrap() = (pages, 0);
     }
 
     /// Every request so far, `METHOD path?query`.

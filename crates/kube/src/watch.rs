@@ -239,6 +239,8 @@ async fn setup(options: &Options) -> Result<(kube::Client, Vec<Resolved>, KubeNo
 
 /// One watch's event, reduced.
 enum Ev {
+    /// Where the CPU and memory come from from now on (the kubelet fallback), and why.
+    Source(String),
     Init,
     InitApply(String, String, Obs),
     InitDone,
@@ -254,6 +256,8 @@ struct Item {
 }
 
 const METRICS: &str = "pods.metrics.k8s.io";
+/// The fallback's "watch" (crate::kubelet).
+const KUBELET: &str = crate::kubelet::SOURCE;
 
 fn describe(e: &watcher::Error) -> String {
     let status = match e {
@@ -370,13 +374,59 @@ fn poll_metrics(
         r.namespace
     );
     let (t0, interval) = (go.t0, go.interval);
+    let (namespace, selector) = (r.namespace.clone(), r.selector.clone());
     tokio::spawn(async move {
         let mut last: Option<BTreeMap<String, PodUsage>> = None;
+        // The kubelet fallback, once metrics.k8s.io proved unavailable.
+        let mut kubelet: Option<crate::kubelet::Rates> = None;
+        let mut failing: Option<String> = None;
         for i in 0u32.. {
             let due = t0 + interval * i + interval / 2;
             tokio::select! {
                 _ = tokio::time::sleep_until(due.into()) => {}
                 _ = stop.cancelled() => return,
+            }
+            if let Some(rates) = &mut kubelet {
+                let polled = tokio::select! {
+                    p = crate::kubelet::poll(&client, &namespace, &selector, rates) => p,
+                    _ = stop.cancelled() => return,
+                };
+                // A failure is told once, until it changes or a poll goes through.
+                let mut items = Vec::new();
+                match polled {
+                    Ok(p) => {
+                        let why = (!p.problems.is_empty()).then(|| p.problems.join("; "));
+                        if why.is_some() && why != failing {
+                            items.push(Err(why.clone().unwrap_or_default()));
+                        }
+                        failing = why;
+                        if !p.pods.is_empty() && last.as_ref() != Some(&p.pods) {
+                            last = Some(p.pods.clone());
+                            items.push(Ok(Ev::Apply(
+                                String::new(),
+                                String::new(),
+                                Obs::PodMetrics(PodMetricsObs { pods: p.pods }),
+                            )));
+                        }
+                    }
+                    Err(why) => {
+                        if failing.as_ref() != Some(&why) {
+                            items.push(Err(why.clone()));
+                        }
+                        failing = Some(why);
+                    }
+                }
+                for ev in items {
+                    let item = Item {
+                        target,
+                        resource: KUBELET,
+                        ev,
+                    };
+                    if tx.send(item).is_err() {
+                        return;
+                    }
+                }
+                continue;
             }
             let Ok(req) = http::Request::get(&url).body(Vec::new()) else {
                 return;
@@ -413,11 +463,29 @@ fn poll_metrics(
                     ))
                 }
                 Err(kube::Error::Api(s)) if [403, 404, 503].contains(&s.code) => {
+                    let why = format!("unavailable: {}: {}", s.code, s.message);
+                    // The kubelet's page only when the user may already read it: get
+                    // nodes/proxy also reaches the kubelet's exec, so it is never asked for.
+                    let ev = match crate::preflight::node_proxy(&client).await {
+                        Ok(()) => {
+                            kubelet = Some(crate::kubelet::Rates::default());
+                            Ok(Ev::Source(format!(
+                                "{KUBELET} (metrics.k8s.io {why}; get nodes/proxy is allowed)"
+                            )))
+                        }
+                        Err(no) => Err(format!(
+                            "{why}; no fallback to the kubelet's /metrics/resource: {no}"
+                        )),
+                    };
+                    let fallback = ev.is_ok();
                     let _ = tx.send(Item {
                         target,
                         resource: METRICS,
-                        ev: Err(format!("unavailable: {}: {}", s.code, s.message)),
+                        ev,
                     });
+                    if fallback {
+                        continue;
+                    }
                     return;
                 }
                 Err(e) => Err(e.to_string()),
@@ -560,6 +628,23 @@ impl Run {
                 self.note.metrics = Some(format!("metrics.k8s.io {why}"));
                 post.push(("unavailable", None, Some(why)));
             }
+            Ok(Ev::Source(source)) => {
+                self.note.metrics = Some(source.clone());
+                post.push(("fallback", None, Some(source)));
+            }
+            Err(why) if item.resource == KUBELET => {
+                // A poll of the nodes that went wrong: a gap in the CPU and memory.
+                track.note.lost += 1;
+                track.note.last_error = Some(why.clone());
+                track.lost = true;
+                let p = format!("{KUBELET} of {target}: {why}");
+                // At most 5 of them in run.json (kube.jsonl has every one).
+                let told = self.note.problems.iter().filter(|p| p.starts_with(KUBELET));
+                if told.count() < 5 && !self.note.problems.contains(&p) {
+                    self.note.problems.push(p);
+                }
+                post.push(("lost", None, Some(why)));
+            }
             Err(why) => {
                 track.note.lost += 1;
                 track.note.last_error = Some(why.clone());
@@ -635,7 +720,7 @@ impl Run {
                 objects.push(("delete", name, ns, obs));
             }
         }
-        if item.resource != METRICS {
+        if item.resource != METRICS && item.resource != KUBELET {
             track.note.observed += (objects.len() + deletes.len()) as u64;
         }
         let resource = item.resource;

@@ -258,7 +258,30 @@ async fn the_record_says_what_was_written_through_the_api() {
     let last = of("Pod", "chat-7f8c-2").last().unwrap()["obs"].clone();
     assert_eq!(last["restarts"], 1);
     assert_eq!(last["last_term"]["reason"], "OOMKilled");
-    assert!(note.watches.iter().all(|w| w.lost == 0), "{note:?}");
+    // No watch lost anything. No metrics-server either, and the admin may get nodes/proxy:
+    // the kubelet fallback finds no node (this API server runs alone) and says so, as the
+    // replay's story does.
+    let kubelet = "kubelet /metrics/resource";
+    assert!(
+        note.watches
+            .iter()
+            .filter(|w| w.resource != kubelet)
+            .all(|w| w.lost == 0),
+        "{note:?}"
+    );
+    assert!(
+        note.metrics.as_deref().is_some_and(
+            |m| m.starts_with("kubelet /metrics/resource (metrics.k8s.io unavailable: 404")
+        ),
+        "{note:?}"
+    );
+    assert!(
+        note.watches.iter().any(|w| w.resource == kubelet
+            && w.last_error
+                .as_deref()
+                .is_some_and(|e| e.ends_with("404: nodes \"localhost\" not found"))),
+        "{note:?}"
+    );
 
     let points = volley_rundir::rundir::read_kube(dir.path()).unwrap();
     let max = |s: &str| {
@@ -430,4 +453,63 @@ async fn the_rollout_wait_follows_the_deployments_status() {
         assert!(text.contains(want), "{want}:\n{text}");
     }
     nss.delete(&ns, &Default::default()).await.unwrap();
+}
+
+/// The kubelet fallback's review (`get nodes/proxy`, cluster-wide), against the real
+/// authorizer: a user with the namespaced Role only is denied, so a run without metrics-server
+/// stays without CPU and memory rather than reading the kubelet; the ClusterRole of
+/// docs/kubernetes.md, bound to it, allows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_nodes_proxy_is_allowed_only_by_the_docs_cluster_role() {
+    if !live() {
+        eprintln!("skipped: VOLLEY_KUBE_LIVE=1 (and KUBECONFIG) switch on the live tests");
+        return;
+    }
+    let client = kube::Client::try_default().await.unwrap();
+    let user = format!("volley-kubelet-{}", std::process::id());
+    let path = std::env::var("KUBECONFIG").expect("KUBECONFIG");
+    let mut kc = kube::config::Kubeconfig::read_from(&path).unwrap();
+    for a in &mut kc.auth_infos {
+        if let Some(ai) = &mut a.auth_info {
+            ai.impersonate = Some(user.clone());
+        }
+    }
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let as_user = kube::Client::try_from(config).unwrap();
+    let denied = volley_kube::preflight::node_proxy(&as_user)
+        .await
+        .unwrap_err();
+    assert!(
+        denied.starts_with("get nodes/proxy is not allowed"),
+        "{denied}"
+    );
+    let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(client.clone());
+    create(
+        &roles,
+        json!({"metadata": {"name": user},
+               "rules": [{"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}]}),
+    )
+    .await;
+    let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(client.clone());
+    create(
+        &bindings,
+        json!({"metadata": {"name": user},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
+    )
+    .await;
+    // The authorizer sees the binding once its informer has it: asked until then, bounded.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let allowed = loop {
+        let r = volley_kube::preflight::node_proxy(&as_user).await;
+        if r.is_ok() || Instant::now() > deadline {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    bindings.delete(&user, &Default::default()).await.unwrap();
+    roles.delete(&user, &Default::default()).await.unwrap();
+    assert_eq!(allowed, Ok(()));
 }

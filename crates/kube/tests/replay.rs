@@ -266,13 +266,25 @@ fn the_record_is_the_story() {
     let eps = r.series("kube_endpoints_ready{service=\"chat\"}");
     assert!(eps.contains(&2.0), "{eps:?}");
     assert_eq!(r.watch_ops("pods"), ["listed"]);
+    // No metrics server, and the kubelet fallback (get nodes/proxy is allowed) finds no node:
+    // the recorded API server ran alone. That gap is said, once; the watches lost nothing.
+    let kubelet = "kubelet /metrics/resource";
     assert!(
         r.note
             .watches
             .iter()
+            .filter(|w| w.resource != kubelet)
             .all(|w| w.lost == 0 && w.relisted == 0),
         "{:?}",
         r.note.watches
+    );
+    assert_eq!(r.watch_ops(kubelet), ["lost"]);
+    assert_eq!(
+        r.note.problems,
+        [format!(
+            "{kubelet} of kube:shop/deployment/chat: node localhost: GET \
+             /api/v1/nodes/localhost/proxy/metrics/resource: 404: nodes \"localhost\" not found"
+        )]
     );
 }
 
@@ -514,4 +526,186 @@ fn a_rollout_is_waited_for_condition_by_condition_and_a_slow_one_times_out() {
             && e.to_string().contains("raise --rollout-timeout"),
         "{e}"
     );
+}
+
+/// The kubelet's `/metrics/resource` pages recorded from a real v1.37 node
+/// (fixtures/kube/kubelet/SOURCES.md), with its two chat pods renamed to the story's first two
+/// (`chat-7f8c-0`, `chat-7f8c-1` in namespace shop); the proxy pod is left as it was, to be
+/// left out.
+fn kubelet_page(n: u32) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../../fixtures/kube/kubelet/page{n}.prom"));
+    std::fs::read_to_string(p)
+        .unwrap()
+        .replace(
+            "namespace=\"default\",pod=\"chat-5746797b8-6qz26\"",
+            "namespace=\"shop\",pod=\"chat-7f8c-0\"",
+        )
+        .replace(
+            "namespace=\"default\",pod=\"chat-5746797b8-cwxh8\"",
+            "namespace=\"shop\",pod=\"chat-7f8c-1\"",
+        )
+}
+
+/// The value and timestamp of `series` for `pod` in a page, read by hand.
+fn sample(page: &str, series: &str, pod: &str) -> (f64, f64) {
+    let line = page
+        .lines()
+        .find(|l| l.starts_with(series) && l.contains(&format!("pod=\"{pod}\"")))
+        .unwrap();
+    let mut f = line.rsplit(' ');
+    let ts = f.next().unwrap().parse().unwrap();
+    (f.next().unwrap().parse().unwrap(), ts)
+}
+
+/// Watches `server` (interval 100 ms) until kube.jsonl has a line `until` accepts.
+fn watch_until(server: &Replay, until: impl Fn(&Value) -> bool) -> Record {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let mut w = Watcher::connect(options(dir.path(), server)).unwrap();
+    w.start(
+        Instant::now(),
+        SystemTime::now(),
+        Duration::from_millis(100),
+        run.clone(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(run.join("kube.jsonl")).unwrap_or_default();
+        if text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|l| until(&l))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not seen:\n{text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let note = w.stop();
+    let text = std::fs::read_to_string(run.join("kube.jsonl")).unwrap();
+    Record {
+        lines: text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+        points: read_kube(&run).unwrap(),
+        note,
+        _dir: dir,
+    }
+}
+
+fn is_pod_metrics(l: &Value) -> bool {
+    l["kind"] == "PodMetrics"
+}
+
+#[test]
+fn without_a_metrics_server_cpu_and_memory_come_from_the_kubelets_pages() {
+    let server = Replay::serve(&fixture(), Fault::None, 10.0);
+    let (p1, p2) = (kubelet_page(1), kubelet_page(2));
+    server.kubelet(vec![p1.clone(), p2.clone()]);
+    let r = watch_until(&server, is_pod_metrics);
+    let metrics: Vec<&Value> = r.lines.iter().filter(|l| is_pod_metrics(l)).collect();
+    // The first page gives no rate: one reading, from the two pages.
+    assert_eq!(metrics.len(), 1, "{metrics:?}");
+    let pods = metrics[0]["obs"]["pods"].as_object().unwrap();
+    assert_eq!(
+        pods.keys().collect::<Vec<_>>(),
+        ["chat-7f8c-0", "chat-7f8c-1"],
+        "only the watched pods on the page (not the proxy, nor chat-7f8c-2, not on it)"
+    );
+    for pod in ["chat-7f8c-0", "chat-7f8c-1"] {
+        let cpu = "container_cpu_usage_seconds_total";
+        let ((v1, t1), (v2, t2)) = (sample(&p1, cpu, pod), sample(&p2, cpu, pod));
+        assert_eq!(
+            pods[pod]["cpu"].as_f64().unwrap(),
+            (v2 - v1) / ((t2 - t1) / 1000.0),
+            "{pod}"
+        );
+        let memory = sample(&p2, "container_memory_working_set_bytes", pod).0;
+        assert_eq!(pods[pod]["memory"].as_f64().unwrap(), memory, "{pod}");
+        assert_eq!(
+            r.series(&format!("kube_pod_memory_bytes{{pod=\"{pod}\"}}"))
+                .last()
+                .copied(),
+            Some(memory),
+            "kube.csv has it"
+        );
+    }
+    // By hand: (10.885522168 - 7.652184143) core-s over 16.209 s.
+    let cpu0 = pods["chat-7f8c-0"]["cpu"].as_f64().unwrap();
+    assert!((cpu0 - 0.199478).abs() < 1e-6, "{cpu0}");
+    assert_eq!(pods["chat-7f8c-0"]["window"], "16.209s");
+    assert_eq!(pods["chat-7f8c-0"]["timestamp"], "2026-11-29T03:49:18.981Z");
+    let metrics_note = r.note.metrics.clone().unwrap_or_default();
+    assert!(
+        metrics_note.starts_with("kubelet /metrics/resource (metrics.k8s.io unavailable: 404"),
+        "{metrics_note}"
+    );
+    assert_eq!(r.watch_ops("pods.metrics.k8s.io"), ["fallback"]);
+    assert!(r.note.problems.is_empty(), "{:?}", r.note.problems);
+    let asked = server.requests();
+    assert!(
+        asked.iter().any(|a| a == "review get /nodes/proxy "),
+        "{asked:?}"
+    );
+    assert!(
+        asked
+            .iter()
+            .any(|a| a == "GET /api/v1/nodes/localhost/proxy/metrics/resource?"),
+        "{asked:?}"
+    );
+}
+
+#[test]
+fn the_kubelet_is_not_read_when_get_nodes_proxy_is_not_allowed() {
+    let server = Replay::serve(
+        &fixture(),
+        Fault::Forbidden {
+            resource: "nodes/proxy",
+        },
+        10.0,
+    );
+    server.kubelet(vec![kubelet_page(1), kubelet_page(2)]);
+    let r = watch_until(&server, |l| l["op"] == "unavailable");
+    let metrics_note = r.note.metrics.clone().unwrap_or_default();
+    assert!(
+        metrics_note.starts_with("metrics.k8s.io unavailable: 404")
+            && metrics_note.contains(
+                "no fallback to the kubelet's /metrics/resource: get nodes/proxy is not allowed"
+            ),
+        "{metrics_note}"
+    );
+    assert!(!r.lines.iter().any(is_pod_metrics));
+    assert!(
+        !server.requests().iter().any(|a| a.contains("/proxy/")),
+        "{:?}",
+        server.requests()
+    );
+}
+
+#[test]
+fn a_malformed_kubelet_page_is_a_noted_gap_and_the_next_good_one_counts() {
+    let server = Replay::serve(&fixture(), Fault::None, 10.0);
+    server.kubelet(vec![
+        kubelet_page(1),
+        "<html><body>502 Bad Gateway</body></html>".into(),
+        kubelet_page(2),
+    ]);
+    let r = watch_until(&server, is_pod_metrics);
+    let problem = r
+        .note
+        .problems
+        .iter()
+        .find(|p| p.starts_with("kubelet /metrics/resource of kube:shop/deployment/chat: node localhost: not a Prometheus text page"));
+    assert!(problem.is_some(), "{:?}", r.note.problems);
+    assert_eq!(
+        r.watch_ops("kubelet /metrics/resource"),
+        ["lost", "resumed"]
+    );
+    // The bad page did not break the counters: the rate is page 1 to page 2's.
+    let m = r.lines.iter().find(|l| is_pod_metrics(l)).unwrap();
+    let cpu0 = m["obs"]["pods"]["chat-7f8c-0"]["cpu"].as_f64().unwrap();
+    assert!((cpu0 - 0.199478).abs() < 1e-6, "{cpu0}");
 }
