@@ -1,7 +1,8 @@
 //! The target's Kubernetes workload, watched while a run loads it (`volley run --kube
 //! deployment/chat`): its pods' readiness, restarts and their reasons, the warning Events
 //! (probe failures), the Services' ready endpoints, the HPA's replicas and metric, the
-//! Deployment's rollout, and CPU and memory from metrics.k8s.io. Every observation goes to
+//! Deployment's rollout, and CPU and memory from metrics.k8s.io (or, without it, from the
+//! kubelets' resource metrics when `get nodes/proxy` is allowed). Every observation goes to
 //! kube.jsonl as it comes; the model is sampled into kube.csv at the scrape instants, in
 //! server.csv's columns, so the reports align it with the load as they align server metrics.
 //! Through kube-rs (rustls with ring), on its own thread. docs/kubernetes.md has the files'
