@@ -1107,6 +1107,20 @@ pub(crate) fn sentences(c: &Cluster, total: u64) -> Vec<String> {
     for g in &c.gaps {
         let why = g.why.as_ref().map_or(String::new(), |w| format!(" ({w})"));
         out.push(match g.what.as_str() {
+            // The kubelet's pages (metrics.k8s.io's fallback) are polled, not watched.
+            "lost" if g.resource.starts_with("kubelet") => match g.resumed_s {
+                Some(r) => format!(
+                    "Reading the {} failed at {:.0} s{why} and worked again at {r:.0} s: pod CPU and memory have a gap of {:.1} s.",
+                    g.resource,
+                    g.at_s.unwrap_or(0.0),
+                    r - g.at_s.unwrap_or(0.0)
+                ),
+                None => format!(
+                    "Reading the {} failed at {:.0} s{why} and did not work again: pod CPU and memory stop there.",
+                    g.resource,
+                    g.at_s.unwrap_or(0.0),
+                ),
+            },
             "lost" => match g.resumed_s {
                 Some(r) => format!(
                     "The watch of {} lost the API server at {:.0} s{why} and resumed at {r:.0} s: the record of {} has a gap of {:.1} s.",
@@ -1550,18 +1564,21 @@ mod tests {
                 watch(30.0, "pods", "lost", Some("connection reset")),
                 watch(34.6, "pods", "resumed", None),
                 watch(50.0, "events", "lost", Some("EOF")),
+                watch(40.0, "kubelet /metrics/resource", "lost", Some("503")),
+                watch(42.0, "kubelet /metrics/resource", "resumed", None),
             ],
             cut: true,
             ..KubeLog::default()
         };
         let c = analyse(&rows(60, |_| 0, |_| 1.0), &log, &[], &[], 0.0);
-        assert_eq!(c.gaps.len(), 4);
+        assert_eq!(c.gaps.len(), 5);
         assert_eq!(
             sentences(&c, 0),
             vec![
                 "Pod metrics were unavailable (metrics.k8s.io is not served): the record has no CPU or memory of the pods, so no CPU limit could be judged.",
                 "The watch of pods lost the API server at 30 s (connection reset) and resumed at 35 s: the record of pods has a gap of 4.6 s.",
                 "The watch of events lost the API server at 50 s (EOF) and did not resume: the record of events stops there.",
+                "Reading the kubelet /metrics/resource failed at 40 s (503) and worked again at 42 s: pod CPU and memory have a gap of 2.0 s.",
                 "kube.jsonl's last line was cut off (the run ended while it was written) and was left out.",
             ]
         );
