@@ -18,14 +18,16 @@
 #    the workers (--health-shares-workers), so a saturated pod misses its probe and leaves the
 #    Service, as Spring's did in the seeds' Phase 2: errors appear while pods are not ready.
 # 2. The same with timeoutSeconds 60: the probes wait instead of failing, the pods stay in the
-#    Service, and the errors go (none, or at most a fifth of step 1's rate: random routing can still
-#    fill one pod's accept queue, 44 HTTP 503 of 4,957 in one run); `volley compare` of the two.
+#    Service, and the errors go: none, or HTTP 503 only at most a fifth of step 1's rate (random
+#    routing can still fill one pod's accept queue with both pods Ready: 20, 14, 0, 0 and 8 HTTP
+#    503 of ~4,700 in five runs after the demo's queue-leak fix; QUEUES=1 shows each pod's queue);
+#    `volley compare` of the two.
 # 3. An HPA on CPU (50 % of a 100m request, 1-3 replicas): the scale-out under load, TPS after.
 # 4. The proxy is what is measured: one nginx pod with a CPU limit of 100m (upstream keepalive, as
 #    ingress-nginx keeps to its endpoints), then 2 and 3 replicas: per-pod CPU against the limit,
 #    and `volley compare` of the three.
 #
-#   sudo scripts/k8s-node/kube-acceptance.sh   # SKIP_BUILD=1 STEPS="1 2 3 4" STAGES=... NODEPORT=30080
+#   sudo scripts/k8s-node/kube-acceptance.sh   # SKIP_BUILD=1 STEPS="1 2 3 4" STAGES=... NODEPORT=30080 QUEUES=1
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -40,7 +42,9 @@ STAGES=${STAGES:-10s:5,20s:5,10s:100,30s:100}
 # two pods fit (~50 each), on one pod they do not, so a pod that leaves the Service costs errors
 # on the other, as in the seeds. Measured 2026-11-29: with 100 the pod left held all 100 VUs (2
 # errors in 4,529); with 70 the errors came (822) but with timeoutSeconds 60 too (160 HTTP 503:
-# random routing piles the VUs onto a pod that stalls); 85 gave 489 errors, then none.
+# random routing piles the VUs onto a pod that stalls); 85 gave 489 errors, then none. Those runs
+# predate the demo's fix of 8f55519 (each probe that timed out while waiting for a worker shrank
+# its pod's queue for good); with it, 85 gave 198, 159, 225, 229 and 170 errors in step 1.
 ACCEPT=${ACCEPT:-85}
 OUT=${OUT:-$ROOT/target/k8s-node/kube-acceptance}
 V="$ROOT/target/release/volley"
@@ -240,6 +244,19 @@ PY
   return 0
 }
 
+# QUEUES=1: steps 1-2 also scrape each chat pod's own /metrics at its pod address (observation
+# only; the load still goes through the NodePort) into server.csv, and kube-assert.py prints each
+# pod's accept-queue depth and its 503s (volley_demo_accept_queue_waiting, _rejected_total) per
+# second: which pod refused, when, and how full its queue was.
+QUEUES=${QUEUES:-0}
+queues() {
+  [ "$QUEUES" = 1 ] || return 0
+  local ip
+  for ip in $(kubectl get pods -l app=chat -o jsonpath='{.items[*].status.podIP}'); do
+    printf -- '--server-metrics http://%s:8080/metrics ' "$ip"
+  done
+}
+
 chat_up=0
 ensure_ingress() { # chat's Service exists before the proxy is pointed at its clusterIP
   [ $chat_up = 1 ] && return 0
@@ -249,13 +266,13 @@ ensure_ingress() { # chat's Service exists before the proxy is pointed at its cl
 if [[ " $STEPS " == *" 1 "* || " $STEPS " == *" 2 "* ]]; then
   say "1. readiness timeoutSeconds 1 under a step-up ($STAGES), through the ingress"
   chat 2 1; ensure_ingress; through
-  p1=$(run phase-probe-1s --url "$URL/rooms" --stages "$STAGES" --kube deployment/chat | tail -1)
+  p1=$(run phase-probe-1s --url "$URL/rooms" --stages "$STAGES" --kube deployment/chat $(queues) | tail -1)
   check probe "$p1"
   findings phase-probe-1s 'was not ready .* s \(readiness probe'
   if [[ " $STEPS " == *" 2 "* ]]; then
     say "2. readiness timeoutSeconds 60, the same step-up"
     unchat; chat 2 60; through
-    p2=$(run phase-probe-60s --url "$URL/rooms" --stages "$STAGES" --kube deployment/chat | tail -1)
+    p2=$(run phase-probe-60s --url "$URL/rooms" --stages "$STAGES" --kube deployment/chat $(queues) | tail -1)
     check noprobe "$p2" "$p1"
     findings phase-probe-60s '!was not ready'
     "$V" compare "$p1" "$p2" --labels "timeoutSeconds 1,timeoutSeconds 60" >"$OUT/compare.txt" 2>&1 || true
