@@ -231,7 +231,8 @@ pub struct CpuAtLimit {
     /// Without levels, the VUs when the run held one number of them throughout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_vusers: Option<f64>,
-    /// Ready pods then (kube.csv's `kube_pods_ready`, mean over the level).
+    /// Replicas then: the Deployment's spec (its most over the level), or without a
+    /// Deployment the ready pods (kube.csv's `kube_pods_ready`, mean over the level).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas: Option<f64>,
     /// The level's (or the run's) span, s.
@@ -861,13 +862,21 @@ fn cpu_at_limit(
             let Some(m) = mean(&used).filter(|m| *m >= AT_LIMIT * limit) else {
                 continue;
             };
-            let ready: Vec<f64> = kube
-                .iter()
-                .filter(|p| {
-                    p.target == target && p.series == "kube_pods_ready" && in_span(p, from, to)
-                })
-                .map(|p| p.value)
-                .collect();
+            // The replicas asked for (the Deployment's spec, its most over the level): pods
+            // that flap in and out of Ready are still replicas sharing the load. Without a
+            // Deployment (`pods/SELECTOR`), the ready pods.
+            let of_series = |series: &str| -> Vec<f64> {
+                kube.iter()
+                    .filter(|p| p.target == target && p.series == series && in_span(p, from, to))
+                    .map(|p| p.value)
+                    .collect()
+            };
+            let spec = of_series("kube_deployment_replicas{state=\"spec\"}");
+            let replicas = if spec.is_empty() {
+                mean(&of_series("kube_pods_ready"))
+            } else {
+                spec.iter().copied().reduce(f64::max)
+            };
             let ran: Vec<f64> = rows
                 .iter()
                 .filter(|r| r.period_s > 0.0 && r.start_s + 1e-9 >= from && r.start_s < to)
@@ -882,7 +891,7 @@ fn cpu_at_limit(
                 pct_of_limit: m / limit * 100.0,
                 vusers,
                 held_vusers,
-                replicas: mean(&ready),
+                replicas,
                 from_s: from,
                 to_s: to,
             });

@@ -58,8 +58,8 @@ fn kube_probe_names_the_pods_their_windows_probes_and_errors() {
             "Service chat had no ready endpoint 45.2–45.4 s (0 of 2): every request it took then had no pod to go to; 30 of the run's 198 errors fall in the intervals overlapping that window (45.0–46.0 s).",
             "Pod chat-764945cf6f-w6jmj was not ready 5 times, 13.2 s in all: 41–45 s, 48–51 s, 55–58 s, … and 1 more, the last 70–72 s (readiness probe timed out, 11 times): as few as 0 of 2 endpoints of Service chat ready; 109 of the run's 198 errors fall in the intervals overlapping those windows (41–70 s).",
             "Pod chat-764945cf6f-v44kv was not ready 5 times, 10.3 s in all: 40.2–41.2 s, 45–48 s, 52–55 s, … and 1 more, the last 66–69 s (readiness probe timed out, 8 times; readiness probe answered 503, 1 time): as few as 0 of 2 endpoints of Service chat ready; 107 of the run's 198 errors fall in the intervals overlapping those windows (40–69 s).",
-            "Pod chat-764945cf6f-v44kv at its CPU limit (200m) from 100 VUs on 1 replica (100 % of the limit over that level).",
-            "Pod chat-764945cf6f-w6jmj at its CPU limit (200m) from 100 VUs on 1 replica (93 % of the limit over that level).",
+            "Pod chat-764945cf6f-v44kv at its CPU limit (200m) from 100 VUs on 2 replicas (100 % of the limit over that level).",
+            "Pod chat-764945cf6f-w6jmj at its CPU limit (200m) from 100 VUs on 2 replicas (93 % of the limit over that level).",
         ]
     );
     assert_eq!(
