@@ -839,8 +839,7 @@ fn cpu_at_limit(
     for (target, pod) in pods {
         let of_pod = |p: &&ServerPoint, metric: &str| {
             p.target == target
-                && p.series.starts_with(metric)
-                && p.series[metric.len()..].starts_with('{')
+                && crate::findings::is_metric(p, metric)
                 && pod_label(&p.series) == Some(pod)
                 && p.value.is_finite()
         };

@@ -89,7 +89,7 @@ fn on_loopback(url: &str) -> bool {
 }
 
 /// Whether `p` is a series of `metric`: `metric` or `metric{labels}`.
-fn is_metric(p: &ServerPoint, metric: &str) -> bool {
+pub(crate) fn is_metric(p: &ServerPoint, metric: &str) -> bool {
     p.series
         .strip_prefix(metric)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('{'))
