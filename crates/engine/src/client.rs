@@ -25,7 +25,7 @@ pub(crate) use crate::h1::Capture;
 use crate::h1::{self, NameCase, RequestWriter, Stream};
 use crate::http2::{self, H2Conn, H2Head};
 use crate::http3::{self, H3Conn, H3Head};
-use crate::pool::{Lease, Pool, Seat};
+use crate::pool::{Lease, Pool, Seat, Shared};
 use crate::target::Target;
 
 /// Read buffers shared by the VUs of one worker thread: a VU holds one only while it
@@ -487,7 +487,6 @@ impl Client {
                 self.conn = None;
                 if let Some(seat) = &mut self.seat {
                     seat.cached = None;
-                    seat.cached_h3 = None;
                 }
                 return Err(f);
             }
@@ -595,11 +594,10 @@ impl Client {
         let mut may_retry = true;
         loop {
             let cached = seat.cached.as_ref().filter(|c| !c.is_closed()).cloned();
-            let cached_h3 = seat.cached_h3.as_ref().filter(|c| !c.is_closed()).cloned();
-            let (lease, fresh) = match (cached, cached_h3) {
-                (Some(c), _) => (Lease::H2(c, None), false),
-                (None, Some(c)) => (Lease::H3(c, None), false),
-                (None, None) => {
+            let (lease, fresh) = match cached {
+                Some(Shared::H2(c)) => (Lease::H2(c, None), false),
+                Some(Shared::H3(c)) => (Lease::H3(c, None), false),
+                None => {
                     let asked = Instant::now();
                     let lease = seat.pool.lease(seat.assigned).await?;
                     let opened = match &lease {
@@ -616,7 +614,7 @@ impl Client {
             };
             match lease {
                 Lease::H2(conn, _) => {
-                    seat.cached = Some(conn.clone());
+                    seat.cached = Some(Shared::H2(conn.clone()));
                     match h2_exchange(&conn, req, capture.as_deref_mut(), &mut wire).await {
                         Ok(()) => return Ok(wire),
                         Err(f) if f.retry && may_retry => {
@@ -628,12 +626,12 @@ impl Client {
                     }
                 }
                 Lease::H3(conn, _) => {
-                    seat.cached_h3 = Some(conn.clone());
+                    seat.cached = Some(Shared::H3(conn.clone()));
                     match h3_exchange(&conn, req, capture.as_deref_mut(), &mut wire).await {
                         Ok(()) => return Ok(wire),
                         Err(f) if f.retry && may_retry && !fresh => {
                             conn.retire();
-                            seat.cached_h3 = None;
+                            seat.cached = None;
                             may_retry = false;
                         }
                         Err(f) => return Err(f.failure),

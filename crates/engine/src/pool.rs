@@ -215,15 +215,29 @@ impl Pool {
     }
 }
 
-/// A VU's place in the pool: the pool, the HTTP/2 connection it was given, and that
+/// A VU's place in the pool: the pool, the shared connection it was given, and that
 /// connection as it last used it, so that a request skips the slot's lock while the
 /// connection stays open.
 pub(crate) struct Seat {
     pub(crate) pool: Rc<Pool>,
     pub(crate) assigned: usize,
-    pub(crate) cached: Option<H2Conn>,
-    /// The same for an HTTP/3 pool.
-    pub(crate) cached_h3: Option<H3Conn>,
+    pub(crate) cached: Option<Shared>,
+}
+
+/// A connection VUs share, as a seat keeps it: HTTP/2's or HTTP/3's.
+#[derive(Clone)]
+pub(crate) enum Shared {
+    H2(H2Conn),
+    H3(H3Conn),
+}
+
+impl Shared {
+    pub(crate) fn is_closed(&self) -> bool {
+        match self {
+            Shared::H2(c) => c.is_closed(),
+            Shared::H3(c) => c.is_closed(),
+        }
+    }
 }
 
 impl Seat {
@@ -233,7 +247,6 @@ impl Seat {
             assigned: pool.assign(),
             pool: pool.clone(),
             cached: None,
-            cached_h3: None,
         }
     }
 }
