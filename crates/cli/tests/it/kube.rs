@@ -51,6 +51,27 @@ fn volley_kube(kubeconfig: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `volley run FILE` into `runs` with the replay's kubeconfig; it must succeed and watch.
+fn run_watched_file(kubeconfig: &Path, file: &Path, runs: &Path) -> PathBuf {
+    let o = volley_kube(
+        kubeconfig,
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--interval",
+            "500ms",
+            "--progress",
+            "none",
+            "-o",
+            runs.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let run = only_run(runs);
+    assert_watched(&run);
+    run
+}
+
 /// Every run directory (holding run.json) under `root`, sorted.
 fn run_dirs(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -121,22 +142,7 @@ fn a_scenario_files_kube_key_watches_and_a_bad_one_is_refused() {
     )
     .unwrap();
     let runs = out.path().join("runs");
-    let o = volley_kube(
-        &kc,
-        &[
-            "run",
-            file.to_str().unwrap(),
-            "--interval",
-            "500ms",
-            "--progress",
-            "none",
-            "-o",
-            runs.to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let run = only_run(&runs);
-    assert_watched(&run);
+    let run = run_watched_file(&kc, &file, &runs);
     assert_eq!(kube_note(&run)["context"], "replay");
 
     // A value --kube would refuse, refused from the file with the key named.
@@ -202,22 +208,7 @@ fn a_run_of_populations_watches_once_in_the_run_s_directory() {
     )
     .unwrap();
     let runs = out.path().join("runs");
-    let o = volley_kube(
-        &kc,
-        &[
-            "run",
-            file.to_str().unwrap(),
-            "--interval",
-            "500ms",
-            "--progress",
-            "none",
-            "-o",
-            runs.to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let run = only_run(&runs);
-    assert_watched(&run);
+    let run = run_watched_file(&kc, &file, &runs);
     for p in ["readers", "writers"] {
         let sub = run.join("populations").join(p);
         assert!(sub.join("run.json").is_file(), "{}", sub.display());
